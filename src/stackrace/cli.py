@@ -1,0 +1,61 @@
+"""The one entry point: `stackrace` opens the TUI; subcommands run headless.
+
+Each subcommand lives in its own module under `stackrace.commands` and exposes
+`register(subparsers)`; the module is imported only when needed so start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# (subcommand, module under stackrace.commands, one-line help)
+COMMANDS: list[tuple[str, str, str]] = [
+    ("load", "load", "load one URL with the engine and print a wrk-like summary"),
+    ("stacks", "stacks", "list the stacks from stacks.toml and whether each is available"),
+    ("install", "install", "install what the chosen stacks need (apt, pip, builds)"),
+    ("serve", "serve", "start stacks, print their URLs, stop everything on Ctrl-C"),
+    ("verify", "verify", "start stacks and check every endpoint against the contract"),
+    ("db", "db", "the private MariaDB: up, down, status, seed, reset"),
+    ("bench", "bench", "headless comparison of stacks, with reports and a regression gate"),
+    ("report", "report", "render or compare saved bench runs"),
+]
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stackrace",
+        description="Race web-server stacks side by side, live. With no subcommand, opens the app.",
+    )
+    parser.add_argument("--stacks-file", default=None, help="stacks.toml to use")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module, help_text in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
+        try:
+            mod = importlib.import_module(f"stackrace.commands.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"stackrace.commands.{module}":
+                raise
+            continue  # not built yet
+        mod.register(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    first = next((a for a in argv if a in {n for n, _, _ in COMMANDS}), None)
+    parser = build_parser(only=first)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        from stackrace.commands import app
+
+        return app.run(args)
+    rc = args.func(args)
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
