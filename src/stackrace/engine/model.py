@@ -16,7 +16,9 @@ TIMEOUT = "timeout"  # no complete response within the request timeout
 HTTP_STATUS = "http_status"  # a response with status >= 400 (codes counted in `status`)
 INVALID_BODY = "invalid_body"  # status < 400 but the body failed the workload's check
 PROTOCOL = "protocol"  # the response was not valid HTTP/1.x
-DROPPED = "dropped"  # rate mode: a scheduled send abandoned because the backlog outlived the timeout
+DROPPED = (
+    "dropped"  # rate mode: a scheduled send abandoned because the backlog outlived the timeout
+)
 OTHER = "other"  # any other socket error (kept so nothing is silently lost)
 
 FAILURE_KINDS: tuple[str, ...] = (
@@ -123,7 +125,9 @@ class EngineSnapshot(msgspec.Struct):
     procs: int
     engine_cpu: float  # percent of one core, summed over engine processes
     engine_cpu_max: float  # percent of one core, the busiest engine process
-    saturated: bool  # an engine process ran near 100% of its core: figures may be the engine's limit
+    saturated: (
+        bool  # an engine process ran near 100% of its core: figures may be the engine's limit
+    )
     targets: list[TargetSnapshot]
 
     def target(self, target_id: str) -> TargetSnapshot | None:

@@ -1,0 +1,114 @@
+"""The control channel between a driver and an engine process.
+
+The engine process (`python -m stackrace.engine.worker`) reads commands on its stdin and
+writes messages on its stdout, one JSON object per line. Whoever drives it (the CLI, the
+TUI, `bench`, through `stackrace.engine.client.Engine`) uses only this channel.
+
+Commands (driver -> engine), tagged by "op":
+  {"op": "configure", "settings": EngineSettings}      once, first
+  {"op": "add", "target": TargetSpec}                  start loading a target
+  {"op": "remove", "id": ID}                           stop loading it, close its connections
+  {"op": "concurrency", "n": N, "id": ID | null}       connections for one target, or all
+  {"op": "rate", "rate": R | null, "id": ID | null}    requests/s (null: closed loop)
+  {"op": "pause"} / {"op": "resume"}                   stop sending / go on
+  {"op": "report"}                                     ask for the counters since the last report
+  {"op": "stop"}                                       close everything, send a last report, exit
+
+Messages (engine -> driver), tagged by "type":
+  {"type": "ready", "pid": P, "nofile": N}             the process can send load
+  {"type": "report", "seq": S, "seconds": T, "cpu": C, "targets": [TargetReport…]}
+  {"type": "error", "message": "…"}                    a command was refused; the engine goes on
+
+A report carries counts for the interval since the previous one, not running totals, and
+the interval's latency histogram as sparse [index, count, …] pairs in HdrHistogram's
+layout (see histogram.py), so the driver can merge several engine processes exactly.
+The driver asks for a report every 250 ms, which keeps all engine processes on one clock.
+The engine exits when its stdin closes or its parent dies.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from stackrace.engine.model import EngineSettings, TargetSpec
+
+
+class Configure(msgspec.Struct, tag_field="op", tag="configure"):
+    settings: EngineSettings
+
+
+class Add(msgspec.Struct, tag_field="op", tag="add"):
+    target: TargetSpec
+
+
+class Remove(msgspec.Struct, tag_field="op", tag="remove"):
+    id: str
+
+
+class SetConcurrency(msgspec.Struct, tag_field="op", tag="concurrency"):
+    n: int
+    id: str | None = None
+
+
+class SetRate(msgspec.Struct, tag_field="op", tag="rate"):
+    rate: float | None
+    id: str | None = None
+
+
+class Pause(msgspec.Struct, tag_field="op", tag="pause"):
+    pass
+
+
+class Resume(msgspec.Struct, tag_field="op", tag="resume"):
+    pass
+
+
+class Report(msgspec.Struct, tag_field="op", tag="report"):
+    pass
+
+
+class Stop(msgspec.Struct, tag_field="op", tag="stop"):
+    pass
+
+
+Command = Configure | Add | Remove | SetConcurrency | SetRate | Pause | Resume | Report | Stop
+
+
+class Ready(msgspec.Struct, tag_field="type", tag="ready"):
+    pid: int
+    nofile: int
+
+
+class TargetReport(msgspec.Struct):
+    id: str
+    requests: int
+    ok: int
+    bytes: int
+    late: int
+    failures: dict[str, int]
+    status: dict[int, int]
+    errors: dict[str, int]
+    hist: list[int]
+    hist_unc: list[int] | None
+    open: int
+    want: int
+    rate: float | None
+
+
+class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):
+    seq: int
+    seconds: float
+    cpu: float  # CPU seconds (user + sys) the process used in the interval
+    targets: list[TargetReport]
+    final: bool = False
+
+
+class ErrorMsg(msgspec.Struct, tag_field="type", tag="error"):
+    message: str
+
+
+Message = Ready | ReportMsg | ErrorMsg
+
+command_encoder = msgspec.json.Encoder()
+command_decoder = msgspec.json.Decoder(Command)
+message_decoder = msgspec.json.Decoder(Message)

@@ -1,0 +1,35 @@
+"""Body checks: a serialisable `BodyCheck` compiled into a function the hot path calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from stackrace.engine.model import BodyCheck
+
+CHECK_KINDS = ("exact", "contains", "float_range", "nonempty")
+
+
+def compile_check(check: BodyCheck | None) -> Callable[[bytes], bool] | None:
+    if check is None:
+        return None
+    kind = check.kind
+    if kind == "exact":
+        expected = check.arg.encode()
+        return expected.__eq__
+    if kind == "contains":
+        needle = check.arg.encode()
+        return lambda body: needle in body
+    if kind == "nonempty":
+        return bool
+    if kind == "float_range":
+        lo, hi = check.lo, check.hi
+
+        def in_range(body: bytes) -> bool:
+            try:
+                value = float(body)
+            except ValueError:
+                return False
+            return lo <= value <= hi
+
+        return in_range
+    raise ValueError(f"unknown body check kind {kind!r} (known: {', '.join(CHECK_KINDS)})")

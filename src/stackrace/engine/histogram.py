@@ -1,0 +1,275 @@
+"""A latency histogram with HdrHistogram's bucket layout, and its standard encoding.
+
+Values are integer microseconds from 1 µs to one hour with three significant digits
+(at most 0.1% relative error; buckets are 1 µs wide below 2,048 µs and 16 µs wide at
+20 ms). The counts array has exactly the layout of an HdrHistogram built with
+lowest=1, highest=3,600,000,000, significant digits=3, so a run can be exported in the
+standard V2 compressed encoding ("HISTFAAA…") and read by any HdrHistogram tool.
+
+The recording step is inlined by the engine's hot path (see `protocol.py`); keep
+`index_of` and that copy in step.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+from itertools import compress
+from operator import mul
+
+from stackrace.engine.model import LatencySummary
+
+SIGNIFICANT_DIGITS = 3
+LOWEST = 1
+HIGHEST = 3_600_000_000  # one hour in µs
+SUB_BUCKET_COUNT_MAGNITUDE = 11  # ceil(log2(2 * 10**3))
+SUB_BUCKET_HALF_COUNT_MAGNITUDE = SUB_BUCKET_COUNT_MAGNITUDE - 1
+SUB_BUCKET_HALF_COUNT = 1 << SUB_BUCKET_HALF_COUNT_MAGNITUDE  # 1024
+SUB_BUCKET_MASK = (1 << SUB_BUCKET_COUNT_MAGNITUDE) - 1  # 2047
+
+
+def _buckets_needed(value: int) -> int:
+    smallest_untrackable = 1 << SUB_BUCKET_COUNT_MAGNITUDE
+    needed = 1
+    while smallest_untrackable <= value:
+        smallest_untrackable <<= 1
+        needed += 1
+    return needed
+
+
+BUCKET_COUNT = _buckets_needed(HIGHEST)
+COUNTS_LEN = (BUCKET_COUNT + 1) * SUB_BUCKET_HALF_COUNT  # 23,552 slots, fixed
+
+_V2_COOKIE = 0x1C849303 | 0x10
+_V2_COMPRESSED_COOKIE = 0x1C849304 | 0x10
+_HEADER = struct.Struct(">iiiiqqd")
+
+
+def index_of(value: int) -> int:
+    """Counts-array index of a value (clamped into [0, HIGHEST])."""
+    if value > HIGHEST:
+        value = HIGHEST
+    elif value < 0:
+        value = 0
+    b = (value | SUB_BUCKET_MASK).bit_length() - SUB_BUCKET_COUNT_MAGNITUDE
+    return (b << SUB_BUCKET_HALF_COUNT_MAGNITUDE) + (value >> b)
+
+
+def lowest_equivalent(index: int) -> int:
+    bucket = (index >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) - 1
+    sub = (index & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT
+    if bucket < 0:
+        sub -= SUB_BUCKET_HALF_COUNT
+        bucket = 0
+    return sub << bucket
+
+
+def highest_equivalent(index: int) -> int:
+    """The largest value that lands in this slot (what HdrHistogram reports)."""
+    bucket = max((index >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) - 1, 0)
+    return lowest_equivalent(index) + (1 << bucket) - 1
+
+
+def median_equivalent(index: int) -> int:
+    bucket = max((index >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) - 1, 0)
+    return lowest_equivalent(index) + ((1 << bucket) >> 1)
+
+
+_RANGE = range(COUNTS_LEN)
+_MEDIANS: list[int] = []
+
+
+def _median_table() -> list[int]:
+    # Built on first use: the engine process never needs it, so it costs no start-up time.
+    if not _MEDIANS:
+        _MEDIANS.extend(median_equivalent(i) for i in range(COUNTS_LEN))
+    return _MEDIANS
+
+
+_ZEROS = [0] * COUNTS_LEN
+
+
+class LatencyHistogram:
+    """Fixed-size counts array; `counts[index_of(v)] += 1` records a value."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self) -> None:
+        self.counts: list[int] = [0] * COUNTS_LEN
+
+    def record(self, value: int, count: int = 1) -> None:
+        self.counts[index_of(value)] += count
+
+    def nonzero(self) -> list[int]:
+        """Indices with a count, ascending. C-speed scan of the whole array."""
+        return list(compress(_RANGE, self.counts))
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+    def clear(self) -> None:
+        self.counts[:] = _ZEROS
+
+    def take_sparse(self) -> list[int]:
+        """Return [index, count, index, count, …] and reset to empty (one interval's data)."""
+        counts = self.counts
+        out: list[int] = []
+        for i in compress(_RANGE, counts):
+            out.append(i)
+            out.append(counts[i])
+            counts[i] = 0
+        return out
+
+    def add_sparse(self, pairs: Sequence[int]) -> None:
+        counts = self.counts
+        for j in range(0, len(pairs), 2):
+            counts[pairs[j]] += pairs[j + 1]
+
+    def add(self, other: LatencyHistogram) -> None:
+        counts = self.counts
+        oc = other.counts
+        for i in compress(_RANGE, oc):
+            counts[i] += oc[i]
+
+    def value_at_percentile(self, percentile: float) -> int:
+        return summarize(self, (percentile,))[0]
+
+    def summary(self) -> LatencySummary:
+        idx = self.nonzero()
+        if not idx:
+            return LatencySummary()
+        counts = self.counts
+        nz_counts = [counts[i] for i in idx]
+        total = sum(nz_counts)
+        medians = _median_table()
+        weighted = sum(map(mul, nz_counts, [medians[i] for i in idx]))
+        p50, p90, p99, p999 = _percentiles(counts, idx, total, (50.0, 90.0, 99.0, 99.9))
+        return LatencySummary(
+            count=total,
+            mean=weighted / total,
+            p50=p50,
+            p90=p90,
+            p99=p99,
+            p999=p999,
+            max=highest_equivalent(idx[-1]),
+            min=lowest_equivalent(idx[0]),
+        )
+
+    def percentile_curve(self, points: Iterable[float]) -> list[tuple[float, int]]:
+        pts = list(points)
+        return list(zip(pts, summarize(self, pts), strict=True))
+
+    # --- HdrHistogram V2 encoding -------------------------------------------------
+
+    def encode(self) -> bytes:
+        """The V2 compressed encoding, as HdrHistogram's encodeIntoCompressedByteBuffer."""
+        idx = self.nonzero()
+        limit = idx[-1] + 1 if idx else 0
+        payload = bytearray()
+        counts = self.counts
+        i = 0
+        while i < limit:
+            c = counts[i]
+            i += 1
+            if c == 0:
+                zeros = 1
+                while i < limit and counts[i] == 0:
+                    zeros += 1
+                    i += 1
+                _put_zigzag(payload, -zeros if zeros > 1 else 0)
+            else:
+                _put_zigzag(payload, c)
+        header = _HEADER.pack(_V2_COOKIE, len(payload), 0, SIGNIFICANT_DIGITS, LOWEST, HIGHEST, 1.0)
+        body = zlib.compress(header + bytes(payload))
+        return struct.pack(">ii", _V2_COMPRESSED_COOKIE, len(body)) + body
+
+    def encode_base64(self) -> str:
+        return base64.b64encode(self.encode()).decode("ascii")
+
+    @classmethod
+    def decode(cls, data: bytes | str) -> LatencyHistogram:
+        """Read a V2 compressed encoding made with this layout (ours or another tool's)."""
+        if isinstance(data, str):
+            data = data.encode("ascii")
+        raw = base64.b64decode(data) if data[:4] == b"HIST" else data
+        cookie, length = struct.unpack_from(">ii", raw, 0)
+        if cookie != _V2_COMPRESSED_COOKIE:
+            raise ValueError(f"not an HdrHistogram V2 compressed encoding (cookie {cookie:#x})")
+        inner = zlib.decompress(raw[8 : 8 + length])
+        cookie, plen, _offset, digits, lowest, highest, _ratio = _HEADER.unpack_from(inner, 0)
+        if cookie != _V2_COOKIE:
+            raise ValueError(f"unexpected inner cookie {cookie:#x}")
+        if (digits, lowest) != (SIGNIFICANT_DIGITS, LOWEST) or highest > HIGHEST:
+            raise ValueError(
+                f"histogram layout differs (digits={digits}, lowest={lowest}, highest={highest})"
+            )
+        hist = cls()
+        counts = hist.counts
+        pos = _HEADER.size
+        end = pos + plen
+        i = 0
+        while pos < end:
+            value, pos = _get_zigzag(inner, pos)
+            if value < 0:
+                i += -value
+            else:
+                counts[i] = value
+                i += 1
+        return hist
+
+
+def summarize(hist: LatencyHistogram, percentiles: Sequence[float]) -> list[int]:
+    idx = hist.nonzero()
+    if not idx:
+        return [0] * len(percentiles)
+    total = sum(hist.counts[i] for i in idx)
+    return _percentiles(hist.counts, idx, total, percentiles)
+
+
+def _percentiles(
+    counts: list[int], idx: list[int], total: int, percentiles: Sequence[float]
+) -> list[int]:
+    # HdrHistogram's rule: the smallest value whose cumulative count reaches
+    # ceil-ish(p/100 * total), reported as the highest value of its slot.
+    order = sorted(range(len(percentiles)), key=lambda k: percentiles[k])
+    out = [0] * len(percentiles)
+    running = 0
+    pos = 0
+    for k in order:
+        want = max(1, int(percentiles[k] / 100.0 * total + 0.5))
+        while pos < len(idx) and running + counts[idx[pos]] < want:
+            running += counts[idx[pos]]
+            pos += 1
+        out[k] = highest_equivalent(idx[min(pos, len(idx) - 1)])
+    return out
+
+
+def _put_zigzag(buf: bytearray, value: int) -> None:
+    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    # LEB128-64b9B: 7 bits a byte for 8 bytes, then a full 9th byte.
+    for _ in range(8):
+        if v < 0x80:
+            buf.append(v)
+            return
+        buf.append((v & 0x7F) | 0x80)
+        v >>= 7
+    buf.append(v & 0xFF)
+
+
+def _get_zigzag(buf: bytes, pos: int) -> tuple[int, int]:
+    v = 0
+    shift = 0
+    for _ in range(8):
+        b = buf[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    else:
+        v |= buf[pos] << 56
+        pos += 1
+    return (v >> 1) ^ -(v & 1), pos

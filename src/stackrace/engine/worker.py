@@ -1,0 +1,216 @@
+"""The engine process: `python -m stackrace.engine.worker`, driven over stdin/stdout.
+
+See channel.py for the protocol. Runs on uvloop; exits when stdin closes or the parent
+dies (PR_SET_PDEATHSIG), so an engine never outlives whoever started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import resource
+import signal
+import sys
+import time
+from time import perf_counter_ns
+
+import msgspec
+import uvloop
+
+from stackrace.engine.channel import (
+    Add,
+    Command,
+    Configure,
+    Pause,
+    Remove,
+    Report,
+    Resume,
+    SetConcurrency,
+    SetRate,
+    Stop,
+    command_decoder,
+)
+from stackrace.engine.model import EngineSettings
+from stackrace.engine.request import RequestError
+from stackrace.engine.target import Target
+
+_PR_SET_PDEATHSIG = 1
+_SWEEP_S = 0.1
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux only)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def raise_nofile() -> int:
+    """Raise the open-files limit as far as allowed; return the soft limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = 1 << 20
+    if soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+class EngineProcess:
+    def __init__(self, loop: asyncio.AbstractEventLoop, nofile: int) -> None:
+        self.loop = loop
+        self.nofile = nofile
+        self.settings = EngineSettings()
+        self.targets: dict[str, Target] = {}
+        self.seq = 0
+        self.last_wall = time.perf_counter()
+        self.last_cpu = time.process_time()
+        self.done = loop.create_future()
+        self.encoder = msgspec.json.Encoder()
+        self._sweeper: asyncio.TimerHandle | None = None
+
+    def send(self, msg: dict[str, object]) -> None:
+        data = self.encoder.encode(msg) + b"\n"
+        view = memoryview(data)
+        while view:
+            n = os.write(1, view)
+            view = view[n:]
+
+    def error(self, message: str) -> None:
+        self.send({"type": "error", "message": message})
+
+    def start(self) -> None:
+        self.send({"type": "ready", "pid": os.getpid(), "nofile": self.nofile})
+        self._sweeper = self.loop.call_later(_SWEEP_S, self.sweep)
+
+    def sweep(self) -> None:
+        now = perf_counter_ns()
+        for t in self.targets.values():
+            t.sweep(now)
+        self._sweeper = self.loop.call_later(_SWEEP_S, self.sweep)
+
+    def _selected(self, target_id: str | None) -> list[Target]:
+        if target_id is None:
+            return list(self.targets.values())
+        t = self.targets.get(target_id)
+        if t is None:
+            self.error(f"no target {target_id!r}")
+            return []
+        return [t]
+
+    def handle(self, cmd: Command) -> None:
+        if isinstance(cmd, Report):
+            self.report()
+        elif isinstance(cmd, SetConcurrency):
+            for t in self._selected(cmd.id):
+                t.set_concurrency(cmd.n)
+        elif isinstance(cmd, SetRate):
+            for t in self._selected(cmd.id):
+                t.set_rate(cmd.rate)
+        elif isinstance(cmd, Add):
+            self.add(cmd)
+        elif isinstance(cmd, Remove):
+            t = self.targets.pop(cmd.id, None)
+            if t is None:
+                self.error(f"no target {cmd.id!r}")
+            else:
+                t.remove()
+        elif isinstance(cmd, Pause):
+            for t in self.targets.values():
+                t.pause()
+        elif isinstance(cmd, Resume):
+            for t in self.targets.values():
+                t.resume()
+        elif isinstance(cmd, Configure):
+            self.settings = cmd.settings
+        elif isinstance(cmd, Stop):
+            self.stop()
+
+    def add(self, cmd: Add) -> None:
+        spec = cmd.target
+        if spec.id in self.targets:
+            self.error(f"target {spec.id!r} exists already")
+            return
+        try:
+            t = Target(spec, self.settings, self.loop)
+        except (RequestError, ValueError) as exc:
+            self.error(f"target {spec.id!r}: {exc}")
+            return
+        self.targets[spec.id] = t
+        t.set_rate(spec.rate)
+        t.set_concurrency(spec.concurrency)
+
+    def report(self, final: bool = False) -> None:
+        wall = time.perf_counter()
+        cpu = time.process_time()
+        self.seq += 1
+        self.send(
+            {
+                "type": "report",
+                "seq": self.seq,
+                "seconds": wall - self.last_wall,
+                "cpu": cpu - self.last_cpu,
+                "targets": [t.take_report() for t in self.targets.values()],
+                "final": final,
+            }
+        )
+        self.last_wall = wall
+        self.last_cpu = cpu
+
+    def stop(self) -> None:
+        for t in self.targets.values():
+            t.remove()
+        self.report(final=True)
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+class _CommandReader(asyncio.Protocol):
+    def __init__(self, engine: EngineProcess) -> None:
+        self.engine = engine
+        self.buffer = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                cmd = command_decoder.decode(line)
+            except msgspec.ValidationError as exc:
+                self.engine.error(f"bad command {line[:200]!r}: {exc}")
+                continue
+            self.engine.handle(cmd)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # The driver went away: nothing will read our reports, so stop.
+        if not self.engine.done.done():
+            self.engine.done.set_result(None)
+
+
+async def _main() -> None:
+    loop = asyncio.get_running_loop()
+    engine = EngineProcess(loop, raise_nofile())
+    await loop.connect_read_pipe(lambda: _CommandReader(engine), sys.stdin)
+    engine.start()
+    await engine.done
+
+
+def main() -> None:
+    die_with_parent()
+    if os.getppid() == 1:
+        return  # the parent died before we could ask to follow it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(_main())
+
+
+if __name__ == "__main__":
+    main()

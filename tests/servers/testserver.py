@@ -1,0 +1,127 @@
+"""A small real HTTP/1.1 server for the engine's tests, run as its own process.
+
+    python tests/servers/testserver.py PORT
+
+Paths (query parameters in brackets):
+  /hello                  200, Content-Length body "Hello, World!"
+  /delay[?ms=N]           the same after N ms (default 20)
+  /chunked                200, chunked body "Hello, World!" in three chunks
+  /close                  200 with "Connection: close", then closes
+  /status[?code=N]        status N (default 503) with a short body
+  /garbage                a response line that is not HTTP
+  /midbody                announces 100 body bytes, sends 10, closes
+  /echo                   200, the request body echoed (POST)
+  /headers                200, the request's header block echoed
+Control (not counted): /_stats -> {"requests", "open", "max_open", "by_path"}; /_reset;
+/_stall[?ms=N] blocks the whole server for N ms (as a GC pause would) before answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from urllib.parse import parse_qs, urlsplit
+
+STATS = {"requests": 0, "open": 0, "max_open": 0}
+BY_PATH: dict[str, int] = {}
+
+
+def response(status: int, body: bytes, extra: str = "", ctype: str = "text/plain") -> bytes:
+    head = (
+        f"HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+        f"{extra}\r\n"
+    )
+    return head.encode() + body
+
+
+class Handler(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+        self.buf = b""
+        STATS["open"] += 1
+        STATS["max_open"] = max(STATS["max_open"], STATS["open"])
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        STATS["open"] -= 1
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while True:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self.buf[:end].decode("latin-1")
+            length = 0
+            for line in head.split("\r\n")[1:]:
+                k, _, v = line.partition(":")
+                if k.strip().lower() == "content-length":
+                    length = int(v)
+            if len(self.buf) < end + 4 + length:
+                return
+            body = self.buf[end + 4 : end + 4 + length]
+            self.buf = self.buf[end + 4 + length :]
+            self.handle(head, body)
+
+    def handle(self, head: str, body: bytes) -> None:
+        target = head.split(" ", 2)[1]
+        url = urlsplit(target)
+        q = {k: v[0] for k, v in parse_qs(url.query).items()}
+        path = url.path
+        w = self.transport.write
+        if path.startswith("/_"):
+            if path == "/_stats":
+                w(response(200, json.dumps({**STATS, "by_path": BY_PATH}).encode()))
+            elif path == "/_reset":
+                STATS["requests"] = 0
+                STATS["max_open"] = STATS["open"]
+                BY_PATH.clear()
+                w(response(200, b"reset"))
+            elif path == "/_stall":
+                time.sleep(int(q.get("ms", "1000")) / 1000)
+                w(response(200, b"stalled"))
+            return
+        STATS["requests"] += 1
+        BY_PATH[path] = BY_PATH.get(path, 0) + 1
+        if path == "/hello":
+            w(response(200, b"Hello, World!"))
+        elif path == "/delay":
+            ms = int(q.get("ms", "20"))
+            asyncio.get_running_loop().call_later(ms / 1000, self.late_reply)
+        elif path == "/chunked":
+            w(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n")
+            w(b"5\r\nHello\r\n2\r\n, \r\n6\r\nWorld!\r\n0\r\n\r\n")
+        elif path == "/close":
+            w(response(200, b"Hello, World!", "Connection: close\r\n"))
+            self.transport.close()
+        elif path == "/status":
+            code = int(q.get("code", "503"))
+            w(response(code, b"nope"))
+        elif path == "/garbage":
+            w(b"HTXP/9.9 what\r\n\r\n")
+        elif path == "/midbody":
+            w(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+            self.transport.close()
+        elif path == "/echo":
+            w(response(200, body))
+        elif path == "/headers":
+            w(response(200, head.encode()))
+        else:
+            w(response(404, b"not found"))
+
+    def late_reply(self) -> None:
+        if not self.transport.is_closing():
+            self.transport.write(response(200, b"Hello, World!"))
+
+
+async def main(port: int) -> None:
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(Handler, "127.0.0.1", port, backlog=4096)
+    print("ready", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1])))
