@@ -42,10 +42,12 @@ class Connection(asyncio.Protocol):
         "connect_ns",
         "fast",
         "intended_ns",
+        "keep_alive",
         "parser",
         "retiring",
         "start_ns",
         "state",
+        "status",
         "target",
         "transport",
     )
@@ -55,6 +57,8 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.parser = HttpResponseParser(self)
         self.complete = False
+        self.status = 0
+        self.keep_alive = True
         self.state = CONNECTING
         self.start_ns = 0  # when the request now in flight was started (connect included)
         self.intended_ns = 0  # rate mode: when it should have been sent
@@ -92,9 +96,8 @@ class Connection(asyncio.Protocol):
         if not self.complete:
             return
         self.complete = False
+        status = self.status
         now = perf_counter_ns()
-        parser = self.parser
-        status = parser.get_status_code()
         t.requests += 1
         lat = (now - (self.intended_ns or self.start_ns)) // 1000
         if lat > _HIGHEST:
@@ -118,7 +121,7 @@ class Connection(asyncio.Protocol):
             t.fail_count(INVALID_BODY)
         else:
             t.ok += 1
-        if not parser.should_keep_alive():
+        if not self.keep_alive:
             self.state = CLOSED
             self.transport.close()  # type: ignore[union-attr]
             t.replace(self, now)
@@ -130,7 +133,12 @@ class Connection(asyncio.Protocol):
             t.on_idle(self)
 
     def on_message_complete(self) -> None:
+        # Read now: once the callback returns, llhttp resets for the next message and
+        # should_keep_alive() would describe an empty one.
+        parser = self.parser
         self.complete = True
+        self.status = parser.get_status_code()
+        self.keep_alive = parser.should_keep_alive()
 
     def connection_lost(self, exc: Exception | None) -> None:
         t = self.target

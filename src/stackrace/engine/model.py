@@ -98,7 +98,7 @@ class WindowStats(msgspec.Struct):
     # Rate mode only: latency from the time each request was *sent*. `latency` is then
     # measured from the time it should have been sent (coordinated-omission corrected).
     latency_uncorrected: LatencySummary | None = None
-    late: int = 0  # rate mode: sends that waited because every connection was busy
+    late: int = 0  # rate mode: sends that left over 2 ms behind schedule (connections busy)
 
     @property
     def failed(self) -> int:

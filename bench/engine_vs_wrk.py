@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Measure stackrace's engine against wrk (and ab, hey, oha where installed).
+
+    .venv/bin/python bench/engine_vs_wrk.py [--rounds 3] [--duration 8] [-c 50]
+
+A small Go net/http server (bench/target) runs pinned to core 0 with GOMAXPROCS=1; each
+load tool runs pinned to core 1, in turn, for the same time at the same concurrency,
+for several alternating rounds. For each run it prints the tool's req/s and its CPU
+microseconds per request: the tool's whole process tree's user+sys time (from wait4)
+divided by the number of requests the *server* says it answered. Medians are reported,
+and the ratio to wrk in the same round.
+
+Then the latency check: the same tools against /delay?ms=20 at c=50, comparing
+stackrace's p50 and p99 with wrk's. Last, the engine's start-up time (spawn to ready).
+Needs: go, wrk, taskset. Optional: ab, hey, oha.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PORT = 18931
+SERVER_CPU = "0"
+TOOL_CPU = "1"
+
+
+def build_target() -> Path:
+    out = ROOT / ".stackrace" / "bench" / "target"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    src = ROOT / "bench" / "target"
+    newest = max(p.stat().st_mtime for p in src.iterdir())
+    if not out.exists() or out.stat().st_mtime < newest:
+        subprocess.run(["go", "build", "-o", str(out), "."], cwd=src, check=True)
+    return out
+
+
+def start_server(binary: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "GOMAXPROCS": "1"}
+    proc = subprocess.Popen(
+        ["taskset", "-c", SERVER_CPU, str(binary), str(PORT)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{PORT}/_count", timeout=1).read()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("bench target did not start")
+
+
+def served() -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/_count", timeout=5) as r:
+        return int(r.read())
+
+
+def tool_commands(path: str, conc: int, secs: int) -> dict[str, list[str]]:
+    url = f"http://127.0.0.1:{PORT}{path}"
+    stackrace = [sys.executable, "-m", "stackrace.cli", "load", url, "-c", str(conc),
+                 "-d", f"{secs}s", "--json"]
+    cmds = {
+        "stackrace": stackrace,
+        "wrk": ["wrk", "-t1", f"-c{conc}", f"-d{secs}s", "--latency", url],
+    }
+    if shutil.which("ab"):
+        cmds["ab -k"] = ["ab", "-k", "-q", "-c", str(conc), "-t", str(secs), "-n", "100000000", url]
+    if shutil.which("hey"):
+        cmds["hey"] = ["hey", "-c", str(conc), "-z", f"{secs}s", url]
+    if shutil.which("oha"):
+        cmds["oha"] = ["oha", "--no-tui", "-c", str(conc), "-z", f"{secs}s", url]
+    return cmds
+
+
+def run_tool(cmd: list[str]) -> tuple[float, float, str]:
+    """Run pinned to the tool core; return (wall seconds, CPU seconds of the tree, stdout)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        ["taskset", "-c", TOOL_CPU, *cmd],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0]} exited with {proc.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime, out
+
+
+def wrk_percentiles(out: str) -> dict[str, float]:
+    """wrk --latency prints '50% 20.13ms' lines; return them in µs."""
+    found = {}
+    for pct, val, unit in re.findall(r"^\s+(\d+)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M):
+        found[pct] = float(val) * {"us": 1, "ms": 1000, "s": 1_000_000}[unit]
+    return found
+
+
+def throughput(rounds: int, secs: int, conc: int) -> dict[str, dict[str, list[float]]]:
+    results: dict[str, dict[str, list[float]]] = {}
+    for rnd in range(rounds):
+        for name, cmd in tool_commands("/hello", conc, secs).items():
+            served()  # reset the server's count
+            wall, cpu, _ = run_tool(cmd)
+            n = served()
+            r = results.setdefault(name, {"rps": [], "us_per_req": []})
+            r["rps"].append(n / secs)
+            r["us_per_req"].append(cpu / n * 1e6 if n else float("inf"))
+            print(f"  round {rnd + 1} {name:<10} {n / secs:>9.0f} req/s  "
+                  f"{cpu / n * 1e6:6.2f} µs CPU/request", file=sys.stderr)
+    return results
+
+
+def fidelity(rounds: int, secs: int, conc: int) -> list[dict[str, float]]:
+    rows = []
+    for _ in range(rounds):
+        cmds = tool_commands("/delay?ms=20", conc, secs)
+        _, _, wrk_out = run_tool(cmds["wrk"])
+        _, _, sr_out = run_tool(cmds["stackrace"])
+        w = wrk_percentiles(wrk_out)
+        s = json.loads(sr_out)["total"]["latency"]
+        rows.append({"wrk_p50": w["50"], "wrk_p99": w["99"], "sr_p50": s["p50"],
+                     "sr_p99": s["p99"]})
+    return rows
+
+
+def startup(samples: int = 7) -> list[float]:
+    sys.path.insert(0, str(ROOT / "src"))
+    from stackrace.engine.client import Engine
+
+    async def once() -> float:
+        t0 = time.perf_counter()
+        engine = Engine()
+        await engine.start()
+        took = time.perf_counter() - t0
+        await engine.stop()
+        return took
+
+    return [asyncio.run(once()) for _ in range(samples)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=8)
+    ap.add_argument("-c", "--concurrency", type=int, default=50)
+    args = ap.parse_args()
+    for tool in ("go", "wrk", "taskset"):
+        if not shutil.which(tool):
+            raise SystemExit(f"needs {tool} on PATH")
+    server = start_server(build_target())
+    try:
+        print(f"== throughput: /hello, c={args.concurrency}, {args.duration}s, "
+              f"{args.rounds} alternating rounds (server on cpu {SERVER_CPU}, tool on cpu "
+              f"{TOOL_CPU})", file=sys.stderr)
+        res = throughput(args.rounds, args.duration, args.concurrency)
+        wrk_rps = statistics.median(res["wrk"]["rps"])
+        wrk_us = statistics.median(res["wrk"]["us_per_req"])
+        print(f"\n{'tool':<11}{'req/s':>10}{'µs CPU/req':>12}{'CPU vs wrk':>12}{'req/s vs wrk':>14}")
+        for name, r in res.items():
+            rps = statistics.median(r["rps"])
+            us = statistics.median(r["us_per_req"])
+            print(f"{name:<11}{rps:>10.0f}{us:>12.2f}{us / wrk_us:>11.2f}x{rps / wrk_rps:>13.2f}x")
+        print(f"\n== latency fidelity: /delay?ms=20, c={args.concurrency}", file=sys.stderr)
+        rows = fidelity(args.rounds, max(4, args.duration // 2), args.concurrency)
+        med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+        print(f"\nlatency at 20 ms delay: wrk p50 {med['wrk_p50'] / 1000:.2f} ms, stackrace p50 "
+              f"{med['sr_p50'] / 1000:.2f} ms (diff {(med['sr_p50'] - med['wrk_p50']) / 1000:+.2f} ms); "
+              f"wrk p99 {med['wrk_p99'] / 1000:.2f} ms, stackrace p99 {med['sr_p99'] / 1000:.2f} ms "
+              f"(diff {(med['sr_p99'] - med['wrk_p99']) / 1000:+.2f} ms)")
+    finally:
+        server.terminate()
+        server.wait()
+    took = startup()
+    print(f"engine start-up (spawn to ready): median {statistics.median(took) * 1000:.0f} ms, "
+          f"max {max(took) * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+module stackrace/bench/target
+
+go 1.21

@@ -1,0 +1,257 @@
+"""`stackrace load URL`: drive one URL with the engine and print a wrk-like summary."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from pathlib import Path
+
+import msgspec
+
+from stackrace.engine.client import Engine, EngineError, auto_procs
+from stackrace.engine.model import (
+    BodyCheck,
+    EngineSettings,
+    EngineSnapshot,
+    TargetSnapshot,
+    TargetSpec,
+)
+from stackrace.engine.request import RequestError, parse_url
+from stackrace.netguard import RemoteTargetError, require_loopback
+from stackrace.units import fmt_bytes, fmt_count, fmt_us, parse_duration
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("url", help="http:// URL to load (loopback only unless --allow-remote)")
+    p.add_argument("-c", "--concurrency", type=int, default=10, help="connections (default 10)")
+    p.add_argument("-d", "--duration", default="10s", help="how long to load (default 10s)")
+    p.add_argument("--warmup", default="0s", help="load this long before figures count")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="constant request rate per second (open loop, latency corrected "
+        "for coordinated omission); default: closed loop",
+    )
+    p.add_argument("--timeout", default="10s", help="request timeout (default 10s)")
+    p.add_argument("--connect-timeout", default="5s", help="connect timeout (default 5s)")
+    p.add_argument("--procs", default="1", help="engine processes: a number or 'auto'")
+    p.add_argument(
+        "--engine-cpus", default=None, help="pin engine processes to these CPUs, e.g. '1' or '2,3'"
+    )
+    p.add_argument("-m", "--method", default="GET", help="HTTP method (default GET)")
+    p.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'K: V'",
+        help="extra request header, repeatable",
+    )
+    body = p.add_mutually_exclusive_group()
+    body.add_argument("--body", default=None, help="request body")
+    body.add_argument("--body-file", default=None, help="read the request body from a file")
+    p.add_argument(
+        "--expect-body",
+        default=None,
+        help="count a response whose body differs from this as invalid_body",
+    )
+    p.add_argument(
+        "--allow-remote", action="store_true", help="allow a target that is not on this machine"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--hdr-out",
+        default=None,
+        help="write the latency histogram (HdrHistogram V2 base64) to this file",
+    )
+    p.set_defaults(func=run)
+
+
+def _headers(raw: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for h in raw:
+        key, sep, value = h.partition(":")
+        if not sep or not key.strip():
+            raise ValueError(f"bad header {h!r} (use 'Name: value')")
+        out.append((key.strip(), value.strip()))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        duration = parse_duration(args.duration)
+        warmup = parse_duration(args.warmup)
+        settings = EngineSettings(
+            timeout=parse_duration(args.timeout),
+            connect_timeout=parse_duration(args.connect_timeout),
+        )
+        procs = auto_procs() if args.procs == "auto" else int(args.procs)
+        cpus = [int(c) for c in args.engine_cpus.split(",")] if args.engine_cpus else None
+        body = b""
+        if args.body is not None:
+            body = args.body.encode()
+        elif args.body_file is not None:
+            body = Path(args.body_file).read_bytes()
+        spec = TargetSpec(
+            id="target",
+            url=args.url,
+            method=args.method,
+            headers=_headers(args.header),
+            body=body,
+            concurrency=args.concurrency,
+            rate=args.rate,
+            check=BodyCheck(kind="exact", arg=args.expect_body) if args.expect_body else None,
+        )
+        require_loopback(parse_url(args.url).host, args.allow_remote)
+        if args.concurrency < 1:
+            raise ValueError("--concurrency must be at least 1")
+    except (ValueError, OSError, RequestError, RemoteTargetError) as exc:
+        print(f"stackrace load: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_load(args, spec, settings, procs, cpus, duration, warmup))
+    except EngineError as exc:
+        print(f"stackrace load: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _load(
+    args: argparse.Namespace,
+    spec: TargetSpec,
+    settings: EngineSettings,
+    procs: int,
+    cpus: list[int] | None,
+    duration: float,
+    warmup: float,
+) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    progress = sys.stderr.isatty()
+    cpu_samples: list[float] = []
+    saturated = 0
+    engine = Engine(settings, procs=procs, warmup=warmup, cpus=cpus)
+    await engine.start()
+    try:
+        await engine.add_target(spec)
+        started = time.monotonic()
+        end = started + warmup + duration
+
+        async def watch() -> None:
+            nonlocal saturated
+            async for snap in engine.snapshots():
+                if not snap.warming:
+                    cpu_samples.append(snap.engine_cpu)
+                    saturated += snap.saturated
+                if progress:
+                    _progress(snap, warmup + duration)
+                if time.monotonic() >= end - 0.01:
+                    stop.set()
+
+        watcher = asyncio.create_task(watch())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), warmup + duration + 1.0)
+        final = await engine.stop()
+        watcher.cancel()
+    finally:
+        await engine.stop()
+    if progress:
+        sys.stderr.write("\r\033[K")
+    if final is None or not final.targets:
+        print("stackrace load: no figures (the engine stopped at once)", file=sys.stderr)
+        return 1
+    t = final.targets[0]
+    cpu = sum(cpu_samples) / len(cpu_samples) if cpu_samples else 0.0
+    hist = engine.total_histogram(spec.id)
+    if args.hdr_out:
+        Path(args.hdr_out).write_text(hist.encode_base64() + "\n")
+    if args.json:
+        out = {
+            "url": spec.url,
+            "concurrency": spec.concurrency,
+            "rate": spec.rate,
+            "duration": duration,
+            "warmup": warmup,
+            "procs": procs,
+            "total": t.total,
+            "engine": {
+                "cpu_percent": cpu,
+                "saturated_intervals": saturated,
+                "intervals": len(cpu_samples),
+            },
+            "errors": engine.errors,
+            "hdr": hist.encode_base64(),
+        }
+        sys.stdout.write(msgspec.json.encode(out).decode() + "\n")
+    else:
+        _summary(spec, t, procs, cpu, saturated, len(cpu_samples), engine.errors)
+    return 0
+
+
+def _progress(snap: EngineSnapshot, planned: float) -> None:
+    t = snap.targets[0] if snap.targets else None
+    if t is None:
+        return
+    phase = "warming" if snap.warming else f"{snap.elapsed:4.1f}/{planned:.0f}s"
+    fails = t.total.failed if not snap.warming else t.interval.failed
+    line = (
+        f"{phase}  {fmt_count(t.interval.rps):>6} req/s  p99 {fmt_us(t.interval.latency.p99):>8}"
+        f"  failures {fails}  conns {t.connections}  engine {snap.engine_cpu:3.0f}%"
+        + ("  SATURATED" if snap.saturated else "")
+    )
+    sys.stderr.write("\r\033[K" + line)
+    sys.stderr.flush()
+
+
+def _summary(
+    spec: TargetSpec,
+    t: TargetSnapshot,
+    procs: int,
+    cpu: float,
+    saturated: int,
+    intervals: int,
+    errors: list[str],
+) -> None:
+    w = t.total
+    lat = w.latency
+    mode = f"{spec.rate:g} req/s constant rate" if spec.rate else "closed loop"
+    print(f"stackrace load {spec.method} {spec.url}")
+    print(
+        f"  {spec.concurrency} connections, {mode}, {procs} engine process"
+        f"{'es' if procs > 1 else ''}, {w.seconds:.2f}s measured"
+    )
+    label = "Latency (corrected)" if w.latency_uncorrected is not None else "Latency"
+    print(f"  {label:<22}{'p50':>10}{'p90':>10}{'p99':>10}{'p99.9':>10}{'max':>10}{'mean':>10}")
+
+    def row(name: str, s: object) -> None:
+        vals = [s.p50, s.p90, s.p99, s.p999, s.max, s.mean]  # type: ignore[attr-defined]
+        print(f"  {name:<22}" + "".join(f"{fmt_us(v):>10}" for v in vals))
+
+    row("", lat)
+    if w.latency_uncorrected is not None:
+        row("Latency (uncorrected)", w.latency_uncorrected)
+    print(f"  {w.requests} requests in {w.seconds:.2f}s, {fmt_bytes(w.bytes)} read")
+    print(f"  Requests/sec: {w.rps:.2f}")
+    if w.late:
+        print(f"  Late sends (every connection busy): {w.late}")
+    if w.failures:
+        parts = []
+        for kind, n in sorted(w.failures.items(), key=lambda kv: -kv[1]):
+            if kind == "http_status":
+                codes = ", ".join(f"{c}: {k}" for c, k in sorted(w.status.items()) if c >= 400)
+                parts.append(f"{kind} {n} ({codes})")
+            else:
+                parts.append(f"{kind} {n}")
+        print(f"  Failures: {sum(w.failures.values())} — " + ", ".join(parts))
+    else:
+        print("  Failures: none")
+    sat = f"saturated in {saturated} of {intervals} intervals" if saturated else "not saturated"
+    print(f"  Engine CPU: {cpu:.0f}% of one core, {sat}")
+    for e in errors:
+        print(f"  engine: {e}")
