@@ -71,8 +71,18 @@ def served() -> int:
 
 def tool_commands(path: str, conc: int, secs: int) -> dict[str, list[str]]:
     url = f"http://127.0.0.1:{PORT}{path}"
-    stackrace = [sys.executable, "-m", "stackrace.cli", "load", url, "-c", str(conc),
-                 "-d", f"{secs}s", "--json"]
+    stackrace = [
+        sys.executable,
+        "-m",
+        "stackrace.cli",
+        "load",
+        url,
+        "-c",
+        str(conc),
+        "-d",
+        f"{secs}s",
+        "--json",
+    ]
     cmds = {
         "stackrace": stackrace,
         "wrk": ["wrk", "-t1", f"-c{conc}", f"-d{secs}s", "--latency", url],
@@ -118,13 +128,16 @@ def throughput(rounds: int, secs: int, conc: int) -> dict[str, dict[str, list[fl
     for rnd in range(rounds):
         for name, cmd in tool_commands("/hello", conc, secs).items():
             served()  # reset the server's count
-            wall, cpu, _ = run_tool(cmd)
+            _wall, cpu, _ = run_tool(cmd)
             n = served()
             r = results.setdefault(name, {"rps": [], "us_per_req": []})
             r["rps"].append(n / secs)
             r["us_per_req"].append(cpu / n * 1e6 if n else float("inf"))
-            print(f"  round {rnd + 1} {name:<10} {n / secs:>9.0f} req/s  "
-                  f"{cpu / n * 1e6:6.2f} µs CPU/request", file=sys.stderr)
+            print(
+                f"  round {rnd + 1} {name:<10} {n / secs:>9.0f} req/s  "
+                f"{cpu / n * 1e6:6.2f} µs CPU/request",
+                file=sys.stderr,
+            )
     return results
 
 
@@ -136,8 +149,9 @@ def fidelity(rounds: int, secs: int, conc: int) -> list[dict[str, float]]:
         _, _, sr_out = run_tool(cmds["stackrace"])
         w = wrk_percentiles(wrk_out)
         s = json.loads(sr_out)["total"]["latency"]
-        rows.append({"wrk_p50": w["50"], "wrk_p99": w["99"], "sr_p50": s["p50"],
-                     "sr_p99": s["p99"]})
+        rows.append(
+            {"wrk_p50": w["50"], "wrk_p99": w["99"], "sr_p50": s["p50"], "sr_p99": s["p99"]}
+        )
     return rows
 
 
@@ -167,13 +181,18 @@ def main() -> None:
             raise SystemExit(f"needs {tool} on PATH")
     server = start_server(build_target())
     try:
-        print(f"== throughput: /hello, c={args.concurrency}, {args.duration}s, "
-              f"{args.rounds} alternating rounds (server on cpu {SERVER_CPU}, tool on cpu "
-              f"{TOOL_CPU})", file=sys.stderr)
+        print(
+            f"== throughput: /hello, c={args.concurrency}, {args.duration}s, "
+            f"{args.rounds} alternating rounds (server on cpu {SERVER_CPU}, tool on cpu "
+            f"{TOOL_CPU})",
+            file=sys.stderr,
+        )
         res = throughput(args.rounds, args.duration, args.concurrency)
         wrk_rps = statistics.median(res["wrk"]["rps"])
         wrk_us = statistics.median(res["wrk"]["us_per_req"])
-        print(f"\n{'tool':<11}{'req/s':>10}{'µs CPU/req':>12}{'CPU vs wrk':>12}{'req/s vs wrk':>14}")
+        print(
+            f"\n{'tool':<11}{'req/s':>10}{'µs CPU/req':>12}{'CPU vs wrk':>12}{'req/s vs wrk':>14}"
+        )
         for name, r in res.items():
             rps = statistics.median(r["rps"])
             us = statistics.median(r["us_per_req"])
@@ -181,16 +200,21 @@ def main() -> None:
         print(f"\n== latency fidelity: /delay?ms=20, c={args.concurrency}", file=sys.stderr)
         rows = fidelity(args.rounds, max(4, args.duration // 2), args.concurrency)
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-        print(f"\nlatency at 20 ms delay: wrk p50 {med['wrk_p50'] / 1000:.2f} ms, stackrace p50 "
-              f"{med['sr_p50'] / 1000:.2f} ms (diff {(med['sr_p50'] - med['wrk_p50']) / 1000:+.2f} ms); "
-              f"wrk p99 {med['wrk_p99'] / 1000:.2f} ms, stackrace p99 {med['sr_p99'] / 1000:.2f} ms "
-              f"(diff {(med['sr_p99'] - med['wrk_p99']) / 1000:+.2f} ms)")
+        p50 = (med["wrk_p50"] / 1000, med["sr_p50"] / 1000)
+        p99 = (med["wrk_p99"] / 1000, med["sr_p99"] / 1000)
+        print(
+            f"\nlatency at 20 ms delay: wrk p50 {p50[0]:.2f} ms, stackrace p50 {p50[1]:.2f} ms "
+            f"(diff {p50[1] - p50[0]:+.2f} ms); wrk p99 {p99[0]:.2f} ms, stackrace p99 "
+            f"{p99[1]:.2f} ms (diff {p99[1] - p99[0]:+.2f} ms)"
+        )
     finally:
         server.terminate()
         server.wait()
     took = startup()
-    print(f"engine start-up (spawn to ready): median {statistics.median(took) * 1000:.0f} ms, "
-          f"max {max(took) * 1000:.0f} ms")
+    print(
+        f"engine start-up (spawn to ready): median {statistics.median(took) * 1000:.0f} ms, "
+        f"max {max(took) * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
 import sys
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -72,7 +73,9 @@ class Handler(asyncio.Protocol):
         w = self.transport.write
         if path.startswith("/_"):
             if path == "/_stats":
-                w(response(200, json.dumps({**STATS, "by_path": BY_PATH}).encode()))
+                # the connection asking is not one of the load's
+                now = {**STATS, "open": STATS["open"] - 1, "by_path": BY_PATH}
+                w(response(200, json.dumps(now).encode()))
             elif path == "/_reset":
                 STATS["requests"] = 0
                 STATS["max_open"] = STATS["open"]
@@ -116,6 +119,8 @@ class Handler(asyncio.Protocol):
 
 
 async def main(port: int) -> None:
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     loop = asyncio.get_running_loop()
     server = await loop.create_server(Handler, "127.0.0.1", port, backlog=4096)
     print("ready", flush=True)

@@ -286,7 +286,7 @@ class Engine:
         """Start the running figures afresh (for example at each bench level)."""
         for t in self._targets.values():
             t.total.reset()
-        self._counting_from = time.monotonic() + warmup
+        self._counting_from = time.monotonic() + warmup if warmup > 0 else self._started
 
     def total_histogram(self, target_id: str, uncorrected: bool = False) -> LatencyHistogram:
         t = self._targets[target_id]
@@ -345,7 +345,12 @@ class Engine:
         real = [[r for r in got if r.seq >= 0] for got in per_proc]
         spans = [(sum(r.seconds for r in got), sum(r.cpu for r in got)) for got in real if got]
         seconds = max((s for s, _ in spans), default=0.0)
-        counting = now - seconds >= self._counting_from - 1e-3 and not self._paused
+        # An interval counts once it started after the warm-up; with no warm-up every
+        # interval counts (the first one starts before any target could be loaded).
+        started = now - seconds
+        counting = not self._paused and (
+            self._counting_from <= self._started or started >= self._counting_from - 1e-3
+        )
         for t in self._targets.values():
             t.begin_interval(seconds)
         for got in real:

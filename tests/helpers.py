@@ -1,0 +1,64 @@
+"""Shared helpers for tests: free ports, the test server process, its counters."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+TESTSERVER = Path(__file__).parent / "servers" / "testserver.py"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class TestServer:
+    """tests/servers/testserver.py in its own process on a free loopback port."""
+
+    __test__ = False  # not a test class
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, str(TESTSERVER), str(self.port)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.strip() == b"ready", line
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def get(self, path: str, timeout: float = 10) -> bytes:
+        with urllib.request.urlopen(self.url(path), timeout=timeout) as r:
+            return r.read()
+
+    def stats(self) -> dict:
+        return json.loads(self.get("/_stats"))
+
+    def reset(self) -> None:
+        self.get("/_reset")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def wait_for(predicate, timeout: float = 5.0, step: float = 0.05) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
