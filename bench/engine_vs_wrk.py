@@ -12,6 +12,8 @@ and the ratio to wrk in the same round.
 
 Then the latency check: the same tools against /delay?ms=20 at c=50, comparing
 stackrace's p50 and p99 with wrk's. Last, the engine's start-up time (spawn to ready).
+Beside them runs bench/bare_uvloop_client.py, the least a Python client on uvloop can
+do, to show what the engine's features cost above that floor.
 Needs: go, wrk, taskset. Optional: ab, hey, oha.
 """
 
@@ -83,8 +85,16 @@ def tool_commands(path: str, conc: int, secs: int) -> dict[str, list[str]]:
         f"{secs}s",
         "--json",
     ]
+    bare = [
+        sys.executable,
+        str(ROOT / "bench" / "bare_uvloop_client.py"),
+        url,
+        str(conc),
+        str(secs),
+    ]
     cmds = {
         "stackrace": stackrace,
+        "bare uvloop": bare,
         "wrk": ["wrk", "-t1", f"-c{conc}", f"-d{secs}s", "--latency", url],
     }
     if shutil.which("ab"):
@@ -124,18 +134,28 @@ def wrk_percentiles(out: str) -> dict[str, float]:
 
 
 def throughput(rounds: int, secs: int, conc: int) -> dict[str, dict[str, list[float]]]:
+    """Each tool runs twice per round, short then long: the whole long run gives the
+    per-request cost including start-up; the difference between the two runs gives the
+    marginal cost of one more request (start-up cancels out), for every tool alike."""
+    short = max(1, secs // 4)
     results: dict[str, dict[str, list[float]]] = {}
     for rnd in range(rounds):
-        for name, cmd in tool_commands("/hello", conc, secs).items():
-            served()  # reset the server's count
-            _wall, cpu, _ = run_tool(cmd)
-            n = served()
-            r = results.setdefault(name, {"rps": [], "us_per_req": []})
-            r["rps"].append(n / secs)
-            r["us_per_req"].append(cpu / n * 1e6 if n else float("inf"))
+        for name in tool_commands("/hello", conc, secs):
+            runs = []
+            for d in (short, secs):
+                served()  # reset the server's count
+                _wall, cpu, _ = run_tool(tool_commands("/hello", conc, d)[name])
+                runs.append((d, cpu, served()))
+            (_, cpu_s, n_s), (_, cpu_l, n_l) = runs
+            r = results.setdefault(name, {"rps": [], "us_per_req": [], "marginal": []})
+            r["rps"].append(n_l / secs)
+            r["us_per_req"].append(cpu_l / n_l * 1e6 if n_l else float("inf"))
+            marginal = (cpu_l - cpu_s) / (n_l - n_s) * 1e6 if n_l > n_s else float("inf")
+            r["marginal"].append(marginal)
             print(
-                f"  round {rnd + 1} {name:<10} {n / secs:>9.0f} req/s  "
-                f"{cpu / n * 1e6:6.2f} µs CPU/request",
+                f"  round {rnd + 1} {name:<10} {n_l / secs:>9.0f} req/s  "
+                f"{cpu_l / n_l * 1e6:6.2f} µs CPU/request (whole run)  "
+                f"{marginal:6.2f} µs marginal",
                 file=sys.stderr,
             )
     return results
@@ -190,13 +210,19 @@ def main() -> None:
         res = throughput(args.rounds, args.duration, args.concurrency)
         wrk_rps = statistics.median(res["wrk"]["rps"])
         wrk_us = statistics.median(res["wrk"]["us_per_req"])
+        wrk_m = statistics.median(res["wrk"]["marginal"])
         print(
-            f"\n{'tool':<11}{'req/s':>10}{'µs CPU/req':>12}{'CPU vs wrk':>12}{'req/s vs wrk':>14}"
+            f"\n{'tool':<11}{'req/s':>9}{'vs wrk':>8}   {'µs CPU/req':>10}{'vs wrk':>8}"
+            f"   {'marginal µs':>11}{'vs wrk':>8}"
         )
         for name, r in res.items():
             rps = statistics.median(r["rps"])
             us = statistics.median(r["us_per_req"])
-            print(f"{name:<11}{rps:>10.0f}{us:>12.2f}{us / wrk_us:>11.2f}x{rps / wrk_rps:>13.2f}x")
+            m = statistics.median(r["marginal"])
+            print(
+                f"{name:<11}{rps:>9.0f}{rps / wrk_rps:>7.2f}x   {us:>10.2f}{us / wrk_us:>7.2f}x"
+                f"   {m:>11.2f}{m / wrk_m:>7.2f}x"
+            )
         print(f"\n== latency fidelity: /delay?ms=20, c={args.concurrency}", file=sys.stderr)
         rows = fidelity(args.rounds, max(4, args.duration // 2), args.concurrency)
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}

@@ -38,16 +38,13 @@ CLOSED = 3
 
 class Connection(asyncio.Protocol):
     __slots__ = (
-        "complete",
         "connect_ns",
         "fast",
         "intended_ns",
-        "keep_alive",
         "parser",
         "retiring",
         "start_ns",
         "state",
-        "status",
         "target",
         "transport",
     )
@@ -56,9 +53,6 @@ class Connection(asyncio.Protocol):
         self.target = target
         self.transport: asyncio.Transport | None = None
         self.parser = HttpResponseParser(self)
-        self.complete = False
-        self.status = 0
-        self.keep_alive = True
         self.state = CONNECTING
         self.start_ns = 0  # when the request now in flight was started (connect included)
         self.intended_ns = 0  # rate mode: when it should have been sent
@@ -86,18 +80,20 @@ class Connection(asyncio.Protocol):
             t.on_idle(self)
 
     def data_received(self, data: bytes) -> None:
-        t = self.target
-        t.bytes += len(data)
+        self.target.bytes += len(data)
         try:
             self.parser.feed_data(data)
         except HttpParserError:
             self.fail(PROTOCOL)
-            return
-        if not self.complete:
-            return
-        self.complete = False
-        status = self.status
+
+    def on_message_complete(self) -> None:
+        # A whole response: all the per-request work happens here, inside the parser's
+        # callback, so a response costs one Python call besides data_received. The
+        # status and keep-alive flag must be read now: llhttp resets once this returns.
         now = perf_counter_ns()
+        t = self.target
+        parser = self.parser
+        status = parser.get_status_code()
         t.requests += 1
         lat = (now - (self.intended_ns or self.start_ns)) // 1000
         if lat > _HIGHEST:
@@ -111,17 +107,14 @@ class Connection(asyncio.Protocol):
             b = (lat | _MASK).bit_length() - _MAG
             t.counts_unc[(b << _HALF_MAG) + (lat >> b)] += 1
             self.intended_ns = 0
+        # `ok` is derived later (requests minus these failures), not counted here.
         if status >= 300:
             t.status[status] = t.status.get(status, 0) + 1
             if status >= 400:
                 t.fail_count(HTTP_STATUS)
-            else:
-                t.ok += 1
         elif t.check is not None and not t.check(self.take_body()):
             t.fail_count(INVALID_BODY)
-        else:
-            t.ok += 1
-        if not self.keep_alive:
+        if not parser.should_keep_alive():
             self.state = CLOSED
             self.transport.close()  # type: ignore[union-attr]
             t.replace(self, now)
@@ -131,14 +124,6 @@ class Connection(asyncio.Protocol):
         else:
             self.state = IDLE
             t.on_idle(self)
-
-    def on_message_complete(self) -> None:
-        # Read now: once the callback returns, llhttp resets for the next message and
-        # should_keep_alive() would describe an empty one.
-        parser = self.parser
-        self.complete = True
-        self.status = parser.get_status_code()
-        self.keep_alive = parser.should_keep_alive()
 
     def connection_lost(self, exc: Exception | None) -> None:
         t = self.target

@@ -28,6 +28,8 @@ from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import (
     CONNECT_TIMEOUT,
     DROPPED,
+    HTTP_STATUS,
+    INVALID_BODY,
     OTHER,
     REFUSED,
     TIMEOUT,
@@ -59,8 +61,7 @@ class Target:
         self.retry_delay = settings.retry_delay
 
         # counters for the current interval (taken and reset by `take_report`)
-        self.requests = 0
-        self.ok = 0
+        self.requests = 0  # complete responses; `ok` is derived from it in take_report
         self.bytes = 0
         self.late = 0
         self.failures: dict[str, int] = {}
@@ -88,6 +89,12 @@ class Target:
     def fail_count(self, kind: str) -> None:
         self.failures[kind] = self.failures.get(kind, 0) + 1
 
+    @property
+    def ok(self) -> int:
+        """Complete responses that were not failures (derived: the hot path skips it)."""
+        f = self.failures
+        return self.requests - f.get(HTTP_STATUS, 0) - f.get(INVALID_BODY, 0)
+
     def take_report(self) -> dict[str, object]:
         report: dict[str, object] = {
             "id": self.id,
@@ -104,7 +111,7 @@ class Target:
             "want": self.want,
             "rate": self.rate,
         }
-        self.requests = self.ok = self.bytes = self.late = 0
+        self.requests = self.bytes = self.late = 0
         self.failures = {}
         self.status = {}
         self.errors = {}

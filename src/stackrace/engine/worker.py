@@ -11,6 +11,7 @@ import ctypes
 import os
 import resource
 import signal
+import stat
 import sys
 import time
 from time import perf_counter_ns
@@ -204,6 +205,8 @@ async def _main() -> None:
 
 
 def main() -> None:
+    if not stat.S_ISFIFO(os.fstat(0).st_mode) and not stat.S_ISSOCK(os.fstat(0).st_mode):
+        sys.exit("stackrace engine: stdin must be the driver's pipe (see engine/channel.py)")
     die_with_parent()
     if os.getppid() == 1:
         return  # the parent died before we could ask to follow it

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""The floor for a Python load client: the least an asyncio.Protocol on uvloop can do.
+
+    python bench/bare_uvloop_client.py URL CONNECTIONS SECONDS
+
+Prebuilt request, one preallocated histogram, and it assumes every read is exactly one
+whole response (true for small keep-alive responses; nothing is parsed or checked). It
+is not a tool: engine_vs_wrk.py runs it beside the engine to show what the engine's
+features (parsing, failure kinds, snapshots, control channel) cost above the floor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from time import perf_counter_ns
+from urllib.parse import urlsplit
+
+import uvloop
+
+COUNTS = [0] * 23552
+
+
+class Bare(asyncio.Protocol):
+    def __init__(self, request: bytes) -> None:
+        self.request = request
+        self.start = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        self.start = perf_counter_ns()
+        transport.write(self.request)  # type: ignore[attr-defined]
+
+    def data_received(self, data: bytes) -> None:
+        now = perf_counter_ns()
+        lat = (now - self.start) // 1000
+        b = (lat | 2047).bit_length() - 11
+        COUNTS[(b << 10) + (lat >> b)] += 1
+        self.start = now
+        self.transport.write(self.request)  # type: ignore[attr-defined]
+
+
+async def main(url: str, conns: int, seconds: float) -> None:
+    u = urlsplit(url)
+    request = f"GET {u.path or '/'} HTTP/1.1\r\nHost: {u.netloc}\r\n\r\n".encode()
+    loop = asyncio.get_running_loop()
+    transports = []
+    for _ in range(conns):
+        tr, _ = await loop.create_connection(lambda: Bare(request), u.hostname, u.port)
+        transports.append(tr)
+    await asyncio.sleep(seconds)
+    for tr in transports:
+        tr.close()
+    print(sum(COUNTS))
+
+
+if __name__ == "__main__":
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))
