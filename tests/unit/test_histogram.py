@@ -7,6 +7,7 @@ from stackrace.engine.histogram import (
     COUNTS_LEN,
     HIGHEST,
     LatencyHistogram,
+    SparseHistogram,
     highest_equivalent,
     index_of,
     lowest_equivalent,
@@ -87,3 +88,36 @@ def test_summary_figures():
     assert (s.p50, s.p90, s.p99, s.p999, s.max, s.min) == (500, 900, 990, 999, 1000, 1)
     assert s.mean == pytest.approx(500.5, rel=0.01)
     assert LatencyHistogram().summary().count == 0
+
+
+def test_take_sparse_with_expected_count_finds_everything():
+    h = LatencyHistogram()
+    values = [5, 5, 3000, 20_000, 20_001, 9_000_000]
+    for v in values:
+        h.record(v)
+    ref = LatencyHistogram()
+    for v in values:
+        ref.record(v)
+    pairs = h.take_sparse(len(values))
+    assert sum(pairs[1::2]) == len(values)
+    assert h.total == 0
+    back = LatencyHistogram()
+    back.add_sparse(pairs)
+    assert back.counts == ref.counts
+    assert h.take_sparse(0) == []
+
+
+def test_sparse_histogram_matches_dense():
+    dense = LatencyHistogram()
+    for v in lognormal_values(5000, 3):
+        dense.record(v)
+    sparse = SparseHistogram()
+    sparse.add_sparse(dense.take_sparse())
+    for v in lognormal_values(5000, 3):
+        dense.record(v)
+    assert sparse.summary() == dense.summary()
+    assert sparse.to_dense().counts == dense.counts
+    assert sparse.percentiles([50, 99]) == [
+        dense.value_at_percentile(50),
+        dense.value_at_percentile(99),
+    ]

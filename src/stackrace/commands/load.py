@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import msgspec
+import uvloop
 
 from stackrace.engine.client import Engine, EngineError, auto_procs
 from stackrace.engine.model import (
@@ -114,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(_load(args, spec, settings, procs, cpus, duration, warmup))
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(_load(args, spec, settings, procs, cpus, duration, warmup))
     except EngineError as exc:
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stackrace.engine.channel import TargetReport
-from stackrace.engine.histogram import LatencyHistogram
+from stackrace.engine.histogram import SparseHistogram
 from stackrace.engine.model import TargetSnapshot, TargetSpec, WindowStats
 
 
@@ -30,8 +30,8 @@ class WindowAccumulator:
     )
 
     def __init__(self) -> None:
-        self.hist = LatencyHistogram()
-        self.hist_unc = LatencyHistogram()
+        self.hist = SparseHistogram()
+        self.hist_unc = SparseHistogram()
         self.reset()
 
     def reset(self) -> None:

@@ -290,7 +290,7 @@ class Engine:
 
     def total_histogram(self, target_id: str, uncorrected: bool = False) -> LatencyHistogram:
         t = self._targets[target_id]
-        return t.total.hist_unc if uncorrected else t.total.hist
+        return (t.total.hist_unc if uncorrected else t.total.hist).to_dense()
 
     @property
     def target_ids(self) -> list[str]:

@@ -77,7 +77,8 @@ def median_equivalent(index: int) -> int:
     return lowest_equivalent(index) + ((1 << bucket) >> 1)
 
 
-_RANGE = range(COUNTS_LEN)
+_BLOCK = SUB_BUCKET_HALF_COUNT
+_ZERO_BLOCK = [0] * _BLOCK
 _MEDIANS: list[int] = []
 
 
@@ -103,8 +104,8 @@ class LatencyHistogram:
         self.counts[index_of(value)] += count
 
     def nonzero(self) -> list[int]:
-        """Indices with a count, ascending. C-speed scan of the whole array."""
-        return list(compress(_RANGE, self.counts))
+        """Indices with a count, ascending."""
+        return _nonzero(self.counts)
 
     @property
     def total(self) -> int:
@@ -113,14 +114,29 @@ class LatencyHistogram:
     def clear(self) -> None:
         self.counts[:] = _ZEROS
 
-    def take_sparse(self) -> list[int]:
-        """Return [index, count, index, count, …] and reset to empty (one interval's data)."""
+    def take_sparse(self, expected: int | None = None) -> list[int]:
+        """Return [index, count, index, count, …] and reset to empty (one interval's data).
+
+        `expected` is the number of values recorded, when the caller knows it: the scan
+        stops as soon as they are all found, so a typical interval reads a few blocks.
+        """
         counts = self.counts
         out: list[int] = []
-        for i in compress(_RANGE, counts):
-            out.append(i)
-            out.append(counts[i])
-            counts[i] = 0
+        if expected == 0:
+            return out
+        left = -1 if expected is None else expected
+        for start in range(0, COUNTS_LEN, _BLOCK):
+            block = counts[start : start + _BLOCK]
+            if block == _ZERO_BLOCK:
+                continue
+            for i in compress(range(start, start + _BLOCK), block):
+                c = counts[i]
+                out.append(i)
+                out.append(c)
+                counts[i] = 0
+                left -= c
+            if left == 0:
+                break
         return out
 
     def add_sparse(self, pairs: Sequence[int]) -> None:
@@ -131,7 +147,7 @@ class LatencyHistogram:
     def add(self, other: LatencyHistogram) -> None:
         counts = self.counts
         oc = other.counts
-        for i in compress(_RANGE, oc):
+        for i in _nonzero(oc):
             counts[i] += oc[i]
 
     def value_at_percentile(self, percentile: float) -> int:
@@ -139,28 +155,18 @@ class LatencyHistogram:
 
     def summary(self) -> LatencySummary:
         idx = self.nonzero()
-        if not idx:
-            return LatencySummary()
         counts = self.counts
-        nz_counts = [counts[i] for i in idx]
-        total = sum(nz_counts)
-        medians = _median_table()
-        weighted = sum(map(mul, nz_counts, [medians[i] for i in idx]))
-        p50, p90, p99, p999 = _percentiles(counts, idx, total, (50.0, 90.0, 99.0, 99.9))
-        return LatencySummary(
-            count=total,
-            mean=weighted / total,
-            p50=p50,
-            p90=p90,
-            p99=p99,
-            p999=p999,
-            max=highest_equivalent(idx[-1]),
-            min=lowest_equivalent(idx[0]),
-        )
+        return summary_of(idx, [counts[i] for i in idx])
 
     def percentile_curve(self, points: Iterable[float]) -> list[tuple[float, int]]:
         pts = list(points)
         return list(zip(pts, summarize(self, pts), strict=True))
+
+    def to_sparse(self) -> SparseHistogram:
+        sparse = SparseHistogram()
+        counts = self.counts
+        sparse.counts = {i: counts[i] for i in self.nonzero()}
+        return sparse
 
     # --- HdrHistogram V2 encoding -------------------------------------------------
 
@@ -221,29 +227,120 @@ class LatencyHistogram:
         return hist
 
 
+def _nonzero(counts: list[int]) -> list[int]:
+    # The engine calls this every interval on a 23,552-slot array, between responses:
+    # it must take microseconds. Comparing a block against a block of zeros is a C loop
+    # of identity checks (0 is a shared object), so empty blocks cost almost nothing;
+    # only blocks with counts are scanned slot by slot.
+    out: list[int] = []
+    for start in range(0, COUNTS_LEN, _BLOCK):
+        block = counts[start : start + _BLOCK]
+        if block != _ZERO_BLOCK:
+            out.extend(compress(range(start, start + _BLOCK), block))
+    return out
+
+
 def summarize(hist: LatencyHistogram, percentiles: Sequence[float]) -> list[int]:
     idx = hist.nonzero()
     if not idx:
         return [0] * len(percentiles)
-    total = sum(hist.counts[i] for i in idx)
-    return _percentiles(hist.counts, idx, total, percentiles)
+    counts = [hist.counts[i] for i in idx]
+    return _percentiles(idx, counts, sum(counts), percentiles)
+
+
+def summary_of(idx: list[int], counts: list[int]) -> LatencySummary:
+    """Summary of a histogram given as ascending slot indices and their counts."""
+    if not idx:
+        return LatencySummary()
+    total = sum(counts)
+    medians = _median_table()
+    weighted = sum(map(mul, counts, [medians[i] for i in idx]))
+    p50, p90, p99, p999 = _percentiles(idx, counts, total, (50.0, 90.0, 99.0, 99.9))
+    return LatencySummary(
+        count=total,
+        mean=weighted / total,
+        p50=p50,
+        p90=p90,
+        p99=p99,
+        p999=p999,
+        max=highest_equivalent(idx[-1]),
+        min=lowest_equivalent(idx[0]),
+    )
+
+
+class SparseHistogram:
+    """The same layout held as {slot: count}: what the driver keeps and merges.
+
+    Reports arrive as sparse pairs and a run touches a few hundred slots, so a dict keeps
+    merging and percentiles proportional to what was recorded, not to the 23,552 slots.
+    """
+
+    __slots__ = ("counts",)
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def clear(self) -> None:
+        self.counts.clear()
+
+    def add_sparse(self, pairs: Sequence[int]) -> None:
+        counts = self.counts
+        get = counts.get
+        for j in range(0, len(pairs), 2):
+            i = pairs[j]
+            counts[i] = get(i, 0) + pairs[j + 1]
+
+    def add(self, other: SparseHistogram) -> None:
+        counts = self.counts
+        get = counts.get
+        for i, c in other.counts.items():
+            counts[i] = get(i, 0) + c
+
+    def summary(self) -> LatencySummary:
+        idx = sorted(self.counts)
+        counts = self.counts
+        return summary_of(idx, [counts[i] for i in idx])
+
+    def value_at_percentile(self, percentile: float) -> int:
+        return self.percentiles((percentile,))[0]
+
+    def percentiles(self, points: Sequence[float]) -> list[int]:
+        idx = sorted(self.counts)
+        if not idx:
+            return [0] * len(points)
+        counts = [self.counts[i] for i in idx]
+        return _percentiles(idx, counts, sum(counts), points)
+
+    def to_dense(self) -> LatencyHistogram:
+        dense = LatencyHistogram()
+        for i, c in self.counts.items():
+            dense.counts[i] = c
+        return dense
+
+    def encode_base64(self) -> str:
+        return self.to_dense().encode_base64()
 
 
 def _percentiles(
-    counts: list[int], idx: list[int], total: int, percentiles: Sequence[float]
+    idx: list[int], counts: list[int], total: int, percentiles: Sequence[float]
 ) -> list[int]:
-    # HdrHistogram's rule: the smallest value whose cumulative count reaches
-    # ceil-ish(p/100 * total), reported as the highest value of its slot.
+    # HdrHistogram's rule: the first slot where the running count reaches
+    # round(p/100 * total), reported as the highest value of that slot.
     order = sorted(range(len(percentiles)), key=lambda k: percentiles[k])
     out = [0] * len(percentiles)
     running = 0
     pos = 0
+    last = len(idx) - 1
     for k in order:
         want = max(1, int(percentiles[k] / 100.0 * total + 0.5))
-        while pos < len(idx) and running + counts[idx[pos]] < want:
-            running += counts[idx[pos]]
+        while pos < last and running + counts[pos] < want:
+            running += counts[pos]
             pos += 1
-        out[k] = highest_equivalent(idx[min(pos, len(idx) - 1)])
+        out[k] = highest_equivalent(idx[pos])
     return out
 
 

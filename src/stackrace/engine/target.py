@@ -79,6 +79,7 @@ class Target:
         self.paused = False
         self.removed = False
         self.rate: float | None = None
+        self._rate_this_interval = False  # the uncorrected histogram may hold values
         self._t0 = 0
         self._sent = 0
         self._tick: asyncio.TimerHandle | None = None
@@ -105,7 +106,7 @@ class Target:
             "failures": self.failures,
             "status": self.status,
             "errors": self.errors,
-            "hist": self.hist.take_sparse(),
+            "hist": self.hist.take_sparse(self.requests),
             "hist_unc": self._take_uncorrected(),
             "open": self.open,
             "want": self.want,
@@ -118,8 +119,10 @@ class Target:
         return report
 
     def _take_uncorrected(self) -> list[int] | None:
-        pairs = self.hist_unc.take_sparse()
-        return pairs if self.rate is not None or pairs else None
+        if self.rate is None and not self._rate_this_interval:
+            return None
+        self._rate_this_interval = self.rate is not None
+        return self.hist_unc.take_sparse()
 
     # --- load model ----------------------------------------------------------------
 
@@ -168,6 +171,8 @@ class Target:
         if rate is not None and rate <= 0:
             rate = None
         self.rate = rate
+        if rate is not None:
+            self._rate_this_interval = True
         fast = self._fast()
         for conn in self.conns:
             conn.fast = fast and not conn.retiring
