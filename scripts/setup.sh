@@ -13,7 +13,7 @@ step() {
   local name=$1; shift
   local inputs=()
   while [ "$1" != "--" ]; do inputs+=("$1"); shift; done; shift
-  local hash; hash=$(cat "${inputs[@]}" 2>/dev/null | sha256sum | cut -c1-16)
+  local hash; hash=$( { cat "${inputs[@]}" 2>/dev/null || true; } | sha256sum | cut -c1-16)
   if [ -f "$stamp_dir/$name" ] && [ "$(cat "$stamp_dir/$name")" = "$hash" ]; then return 0; fi
   echo "== setup: $name"
   "$@"
