@@ -208,20 +208,22 @@ def main() -> None:
             file=sys.stderr,
         )
         res = throughput(args.rounds, args.duration, args.concurrency)
-        wrk_rps = statistics.median(res["wrk"]["rps"])
-        wrk_us = statistics.median(res["wrk"]["us_per_req"])
-        wrk_m = statistics.median(res["wrk"]["marginal"])
+        # Ratios are taken round by round (each tool against wrk in the same round), then
+        # the median: a drift of the machine's speed between rounds cancels out.
+        wrk = res["wrk"]
         print(
-            f"\n{'tool':<11}{'req/s':>9}{'vs wrk':>8}   {'µs CPU/req':>10}{'vs wrk':>8}"
+            f"\n{'tool':<12}{'req/s':>9}{'vs wrk':>8}   {'µs CPU/req':>10}{'vs wrk':>8}"
             f"   {'marginal µs':>11}{'vs wrk':>8}"
         )
         for name, r in res.items():
-            rps = statistics.median(r["rps"])
-            us = statistics.median(r["us_per_req"])
-            m = statistics.median(r["marginal"])
+
+            def ratio(key: str, r: dict[str, list[float]] = r) -> float:
+                return statistics.median(a / b for a, b in zip(r[key], wrk[key], strict=True))
+
             print(
-                f"{name:<11}{rps:>9.0f}{rps / wrk_rps:>7.2f}x   {us:>10.2f}{us / wrk_us:>7.2f}x"
-                f"   {m:>11.2f}{m / wrk_m:>7.2f}x"
+                f"{name:<12}{statistics.median(r['rps']):>9.0f}{ratio('rps'):>7.2f}x   "
+                f"{statistics.median(r['us_per_req']):>10.2f}{ratio('us_per_req'):>7.2f}x   "
+                f"{statistics.median(r['marginal']):>11.2f}{ratio('marginal'):>7.2f}x"
             )
         print(f"\n== latency fidelity: /delay?ms=20, c={args.concurrency}", file=sys.stderr)
         rows = fidelity(args.rounds, max(4, args.duration // 2), args.concurrency)
