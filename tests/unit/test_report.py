@@ -1,0 +1,164 @@
+"""Reports and the regression gate on runs built in the test (no servers needed)."""
+
+from __future__ import annotations
+
+import jsonschema
+import msgspec
+import pytest
+
+from stackrace.engine.histogram import LatencyHistogram
+from stackrace.engine.model import LatencySummary
+from stackrace.report import chart, gate, tables
+from stackrace.report.schema import (
+    SCHEMA_VERSION,
+    BenchRun,
+    Level,
+    Machine,
+    Memory,
+    Settings,
+    StackResult,
+    dumps,
+    json_schema,
+    loads,
+)
+
+
+def level(
+    c: int,
+    rps: float,
+    p99: int,
+    failures: dict[str, int] | None = None,
+    samples: list[float] | None = None,
+) -> Level:
+    h = LatencyHistogram()
+    h.record(p99 // 2, 98)
+    h.record(p99, 2)
+    return Level(
+        concurrency=c,
+        rate=None,
+        seconds=5.0,
+        requests=int(rps * 5),
+        ok=int(rps * 5),
+        rps=rps,
+        latency=LatencySummary(count=100, p50=p99 // 2, p90=p99 // 2, p99=p99, p999=p99, max=p99),
+        latency_uncorrected=None,
+        failures=failures or {},
+        status={},
+        memory_before=Memory(rss=10 << 20, uss=8 << 20),
+        memory_after=Memory(rss=12 << 20, uss=9 << 20),
+        cpu_percent=95.0,
+        engine_cpu=40.0,
+        engine_saturated=False,
+        hdr=h.encode_base64(),
+        samples=samples or [rps],
+    )
+
+
+def make_run(sync_rps: float = 1000.0, sync_fail: dict[str, int] | None = None) -> BenchRun:
+    return BenchRun(
+        schema=SCHEMA_VERSION,
+        started="2026-11-22T12:00:00Z",
+        machine=Machine(
+            hostname="h",
+            cpu_model="cpu",
+            cores=2,
+            memory_bytes=1 << 34,
+            kernel="6",
+            os="Debian 12",
+            python="3.11",
+            stackrace="0.1.0",
+        ),
+        settings=Settings(
+            stacks=["sync", "async"],
+            workload="io",
+            path="/io?ms=10",
+            concurrency=[10, 100],
+            duration=5.0,
+            warmup=1.0,
+        ),
+        stacks=[
+            StackResult(
+                name="sync",
+                title="gunicorn sync",
+                family="sync",
+                version="23",
+                levels=[level(10, sync_rps, 12_000), level(100, sync_rps, 150_000, sync_fail)],
+                breaking_point=100,
+                breaking_reason="p99 12.5× its low-load value",
+            ),
+            StackResult(
+                name="async",
+                title="uvicorn",
+                family="async",
+                version="0.30",
+                levels=[level(10, 900.0, 11_000), level(100, 8000.0, 13_000)],
+            ),
+        ],
+    )
+
+
+def test_json_round_trip_and_schema_validation():
+    run = make_run()
+    data = dumps(run)
+    assert loads(data) == run
+    jsonschema.validate(msgspec.json.decode(data), json_schema())
+
+
+def test_unknown_schema_version_is_refused():
+    raw = msgspec.json.decode(dumps(make_run()))
+    raw["schema"] = 99
+    with pytest.raises(ValueError, match="schema version 99"):
+        loads(msgspec.json.encode(raw), "old.json")
+
+
+def test_markdown_has_a_row_per_stack_and_level():
+    md = tables.markdown(make_run())
+    table_rows = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(table_rows) == 1 + 4
+    assert "| sync | 100 ✗ |" in md
+    assert "sync: breaks at 100" in md and "async: no breaking point" in md
+
+
+def test_csv_rows():
+    lines = tables.to_csv(make_run()).strip().splitlines()
+    assert len(lines) == 1 + 4
+    assert lines[0].startswith("stack,concurrency")
+
+
+def test_chart_is_svg_with_every_stack():
+    svg = chart.svg(make_run())
+    assert svg.startswith("<svg") and svg.count("<polyline") == 4
+    assert ">sync<" in svg and ">async<" in svg
+
+
+def test_gate_rules_parse():
+    rules = gate.parse_rules("qps<-10%, p99>+25%, failures>0.1%, p99>200ms")
+    assert [(r.metric, r.op, r.relative, r.value) for r in rules] == [
+        ("qps", "<", True, -0.10),
+        ("p99", ">", True, 0.25),
+        ("failures", ">", False, 0.001),
+        ("p99", ">", False, 200_000.0),
+    ]
+    with pytest.raises(ValueError, match="bad --fail-on rule"):
+        gate.parse_rules("speed<fast")
+
+
+def test_gate_passes_identical_and_fails_regression():
+    rules = gate.parse_rules("qps<-10%,p99>+25%,failures>0.1%")
+    base = make_run()
+    assert gate.judge(make_run(), base, rules).ok
+    slower = gate.judge(make_run(sync_rps=700.0), base, rules)
+    assert not slower.ok
+    assert any("sync @ c=10: qps" in f and "-30.0%" in f for f in slower.failed)
+    failing = gate.judge(make_run(sync_fail={"timeout": 50}), base, rules)
+    assert any("failures" in f for f in failing.failed)
+
+
+def test_gate_within_spread_is_uncertain_not_failed():
+    rules = gate.parse_rules("qps<-10%")
+    base = make_run()
+    for st in base.stacks:
+        for lv in st.levels:
+            lv.samples = [lv.rps * 0.8, lv.rps, lv.rps * 1.2]
+    v = gate.judge(make_run(sync_rps=880.0), base, rules)
+    assert v.ok and ("sync", 10) in v.uncertain
