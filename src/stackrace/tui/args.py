@@ -1,0 +1,30 @@
+"""The app's command-line options, for `stackrace` (cli.py) and `python -m stackrace.tui`.
+
+No Textual import here: cli.py may call `add_app_arguments(parser)` cheaply.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_app_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url",
+        action="append",
+        metavar="URL",
+        help="also load a server stackrace did not start (repeatable); a bare base URL "
+        "gets the workload's path",
+    )
+    parser.add_argument(
+        "--pid",
+        action="append",
+        type=int,
+        metavar="PID",
+        help="the process behind the matching --url, for its memory and CPU "
+        "(otherwise found from the listening port when possible)",
+    )
+    parser.add_argument(
+        "-c", "--concurrency", type=int, default=None, help="starting connections per stack"
+    )
+    parser.add_argument("--demo", action="store_true", help="a synthetic race: no servers, no load")

@@ -1,0 +1,96 @@
+"""`PercentileChart`: latency by percentile, log-log, one line per stack.
+
+The x axis is HdrHistogram's percentile scale (50%, 90%, 99%, 99.9%, 99.99% evenly
+spaced), the y axis latency on a log scale, so a stack whose tail blows up is obvious.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widget import Widget
+
+from stackrace.tui.format import fmt_lat
+from stackrace.tui.plot import BrailleCanvas, log_ticks
+
+NINES = 4.0  # the x axis runs to 99.99%
+_X_LABELS = ((0.0, "0%"), (1.0, "90%"), (2.0, "99%"), (3.0, "99.9%"), (4.0, "99.99%"))
+_AXIS_W = 8  # columns for the latency labels
+
+
+def curve_points(n: int = 48) -> list[float]:
+    """Percentiles (0-100) evenly spaced on the nines scale, for `percentile_curve`."""
+    return [100.0 * (1.0 - 10 ** (-NINES * i / (n - 1))) for i in range(n)]
+
+
+def _nines(percentile: float) -> float:
+    if percentile >= 100.0:
+        return NINES
+    return min(NINES, -math.log10(1.0 - percentile / 100.0))
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    color: str
+    curve: list[tuple[float, int]]  # (percentile, microseconds)
+
+
+class PercentileChart(Widget):
+    DEFAULT_CSS = """
+    PercentileChart { height: 12; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.series: list[Series] = []
+
+    def set_series(self, series: list[Series]) -> None:
+        self.series = series
+        self.refresh()
+
+    def render(self) -> Text:
+        width, height = self.content_size.width, self.content_size.height
+        plot_w, plot_h = max(4, width - _AXIS_W - 1), max(2, height - 1)
+        values = [us for s in self.series for _, us in s.curve if us > 0]
+        if not values:
+            return Text("no latency data yet", style="dim")
+        lo, hi = min(values), max(values)
+        if hi <= lo:
+            lo, hi = lo / 1.5, hi * 1.5
+        lo, hi = lo / 1.1, hi * 1.1
+        canvas = BrailleCanvas(plot_w, plot_h)
+        span = math.log10(hi / lo)
+
+        def y_of(us: float) -> int:
+            return round((math.log10(max(us, lo) / lo) / span) * (canvas.dots_y - 1))
+
+        for s in self.series:
+            pts = [
+                (round(_nines(p) / NINES * (canvas.dots_x - 1)), y_of(us))
+                for p, us in s.curve
+                if us > 0
+            ]
+            canvas.polyline(pts, s.color)
+        rows = canvas.rows()
+        labels = [""] * plot_h
+        for tick in log_ticks(lo, hi):
+            row = plot_h - 1 - round((math.log10(tick / lo) / span) * (plot_h - 1))
+            if 0 <= row < plot_h and not labels[row]:
+                labels[row] = fmt_lat(tick)
+        out = Text(no_wrap=True, overflow="crop")
+        for label, row in zip(labels, rows, strict=True):
+            out.append(f"{label:>{_AXIS_W}}", style="dim")
+            out.append("┤" if label else "│", style="dim")
+            out.append_text(row)
+            out.append("\n")
+        axis = [" "] * (plot_w + 1)
+        for x, text in _X_LABELS:
+            col = round(x / NINES * (plot_w - 1))
+            pos = min(col, plot_w + 1 - len(text))
+            axis[pos : pos + len(text)] = text
+        out.append(" " * _AXIS_W + "└", style="dim")
+        out.append("".join(axis), style="dim")
+        return out

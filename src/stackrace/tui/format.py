@@ -1,0 +1,57 @@
+"""Short figures for panes and tables (no Textual here)."""
+
+from __future__ import annotations
+
+from stackrace.engine.model import FAILURE_KINDS
+from stackrace.units import fmt_bytes, fmt_count, fmt_us
+
+__all__ = [
+    "FAILURE_LABELS",
+    "fmt_bytes",
+    "fmt_count",
+    "fmt_lat",
+    "fmt_level",
+    "fmt_mb",
+    "fmt_us",
+]
+
+# Pane labels for the engine's failure kinds, in the engine's order.
+FAILURE_LABELS: dict[str, str] = {
+    "refused": "refused",
+    "connect_timeout": "conn timeout",
+    "reset": "reset",
+    "timeout": "timeout",
+    "http_status": "HTTP",
+    "invalid_body": "bad body",
+    "protocol": "protocol",
+    "dropped": "dropped",
+    "other": "other",
+}
+assert set(FAILURE_LABELS) == set(FAILURE_KINDS)
+
+
+def fmt_mb(n: int | None) -> str:
+    """Bytes as MiB with one decimal below 100, none above: '41.2M', '812M'."""
+    if n is None:
+        return "–"
+    mb = n / (1024 * 1024)
+    return f"{mb:.1f}M" if mb < 100 else f"{mb:.0f}M"
+
+
+def fmt_level(level: int, rate_mode: bool = False) -> str:
+    return f"{level:,} req/s" if rate_mode else f"c={level:,}"
+
+
+def fmt_lat(us: float) -> str:
+    """Latency in at most 6 characters, 3 significant digits: 850µs, 12.8ms, 187ms, 1.25s."""
+    if us < 1000:
+        return f"{us:.0f}µs"
+    ms = us / 1000
+    if ms < 10:
+        return f"{ms:.2f}ms"
+    if ms < 100:
+        return f"{ms:.1f}ms"
+    if ms < 1000:
+        return f"{ms:.0f}ms"
+    s = ms / 1000
+    return f"{s:.2f}s" if s < 10 else f"{s:.1f}s" if s < 100 else f"{s:.0f}s"
