@@ -1,0 +1,289 @@
+"""stacks.toml → typed, validated stack definitions.
+
+Every error names the file, the stack and the key, in one line:
+
+    stacks.toml: stack 'gunicorn-sync': key 'workers': expected `int`, got `str`
+
+A stack block (see stacks.toml for the full set and README "Adding a stack"):
+
+    [stacks.NAME]
+    title = "gunicorn (sync worker)"
+    language = "python"
+    family = "sync"                  # sync | threaded | async | greenlet | prefork | event-loop
+    description = "…; /io blocks the worker"
+    command = ["{venv_bin}/gunicorn", "-b", "{host}:{port}", "-w", "{workers}", "app:app"]
+    cwd = "{apps}/python"            # default: {apps}
+    env = { KEY = "value" }
+    workers = 1                      # default values of the tunables, overridable by variants
+    threads = 1
+    health = "/hello"                # ready = first HTTP 200 on this path
+    ready_timeout = 20.0
+    stop_timeout = 5.0
+    cpus = [0]                       # optional: pin every process of the stack to these CPUs
+    memory_max = "256M"              # optional: cgroup v2 memory.max, where writable
+    version = ["{venv_bin}/gunicorn", "--version"]   # optional: prints the server's version
+    [stacks.NAME.needs]
+    pip = ["gunicorn"]               # into the project's venv (or `venv = "pypy"`)
+    apt = ["nginx"]
+    bins = ["nginx"]                 # must be on PATH (or absolute / with placeholders)
+    build = [["go", "build", "-o", "bin/server", "."]]   # run in `build_cwd` by `install`
+    build_cwd = "{apps}/go/nethttp"
+    built = ["{apps}/go/nethttp/bin/server"]             # files the build must have made
+    [[stacks.NAME.processes]]        # helpers started before `command` (php-fpm before nginx)
+    name = "php-fpm"
+    command = [...]
+    leaves_group = true              # it calls setsid itself: signal its own pid to stop it
+    ready_path = "{run_dir}/php-fpm.sock"   # wait for this file before going on
+    [[stacks.NAME.files]]            # rendered into {run_dir} before start
+    path = "nginx.conf"
+    template = "{apps}/php/nginx.conf.tmpl"
+
+Placeholders: {host} (always 127.0.0.1), {port}, {workers}, {threads}, {apps}, {root},
+{run_dir}, {venv_bin}, {python}, {pypy_bin}, {name}, and any key of [stacks.NAME.params]
+(string values users may override in a variant, e.g. `worker_class`).
+
+Variants: "NAME:workers=4,threads=8" anywhere a stack name is accepted.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_STACKS_FILE = ROOT / "stacks.toml"
+FAMILIES = ("sync", "threaded", "async", "greenlet", "prefork", "event-loop", "other")
+HOST = "127.0.0.1"
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_MEMORY = re.compile(r"^\d+[KMG]?$")
+
+
+class ConfigError(ValueError):
+    """A stacks file or a stack reference that cannot be used; the message says where."""
+
+
+class Needs(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    pip: list[str] = []
+    pip_no_deps: list[str] = []  # installed with --no-deps (meinheld pins an old greenlet)
+    venv: str = "main"  # "main" (the project's .venv) or "pypy" (.venv-pypy)
+    apt: list[str] = []
+    bins: list[str] = []
+    build: list[list[str]] = []
+    build_cwd: str = "{apps}"
+    built: list[str] = []
+    npm: list[str] = []
+    npm_cwd: str = "{apps}"
+
+
+class Process(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    command: list[str]
+    leaves_group: bool = False
+    ready_path: str | None = None
+    env: dict[str, str] = {}
+
+
+class FileTemplate(msgspec.Struct, forbid_unknown_fields=True):
+    path: str
+    template: str
+
+
+class StackDef(msgspec.Struct, forbid_unknown_fields=True):
+    title: str
+    language: str
+    family: str
+    command: list[str]
+    description: str = ""
+    cwd: str = "{apps}"
+    env: dict[str, str] = {}
+    workers: int = 1
+    threads: int = 1
+    params: dict[str, str] = {}
+    health: str = "/hello"
+    ready_timeout: float = 20.0
+    stop_timeout: float = 5.0
+    cpus: list[int] | None = None
+    memory_max: str | None = None
+    version: list[str] | None = None
+    needs: Needs = msgspec.field(default_factory=Needs)
+    processes: list[Process] = []
+    files: list[FileTemplate] = []
+    db: bool = True  # serves /db (gets the database settings in its environment)
+
+
+class StacksFile(msgspec.Struct, forbid_unknown_fields=True):
+    stacks: dict[str, StackDef]
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One stack as the launcher uses it: a definition plus the variant's overrides."""
+
+    name: str  # display name, e.g. "gunicorn-sync:workers=4"
+    base: str  # the block name in the file
+    spec: StackDef
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def workers(self) -> int:
+        return int(self.overrides.get("workers", self.spec.workers))
+
+    @property
+    def threads(self) -> int:
+        return int(self.overrides.get("threads", self.spec.threads))
+
+    @property
+    def params(self) -> dict[str, str]:
+        merged = dict(self.spec.params)
+        merged.update({k: v for k, v in self.overrides.items() if k in self.spec.params})
+        return merged
+
+    @property
+    def title(self) -> str:
+        if not self.overrides:
+            return self.spec.title
+        extra = ", ".join(f"{k}={v}" for k, v in self.overrides.items())
+        return f"{self.spec.title} ({extra})"
+
+
+def _where(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _explain(path: Path, exc: msgspec.ValidationError) -> ConfigError:
+    # msgspec says e.g. "Expected `int`, got `str` - at `$.stacks['x'].workers`"
+    text = str(exc)
+    m = re.search(r"at `\$\.stacks\['([^']+)'\]((?:\.[\w]+|\[\d+\])*)`", text)
+    message = text.split(" - at ")[0]
+    message = message[0].lower() + message[1:] if message else message
+    if m:
+        stack, key = m.group(1), m.group(2).lstrip(".")
+        if not key and "missing required field" in message:
+            missing = re.search(r"`(\w+)`", message)
+            key = missing.group(1) if missing else "?"
+        elif "unknown field" in message:
+            unknown = re.search(r"`(\w+)`", message)
+            if unknown:
+                key = f"{key}.{unknown.group(1)}" if key else unknown.group(1)
+        return ConfigError(f"{_where(path)}: stack '{stack}': key '{key}': {message}")
+    return ConfigError(f"{_where(path)}: {message} ({text.split(' - at ')[-1]})")
+
+
+def _check(path: Path, name: str, spec: StackDef) -> None:
+    def bad(key: str, why: str) -> ConfigError:
+        return ConfigError(f"{_where(path)}: stack '{name}': key '{key}': {why}")
+
+    if not _NAME.match(name):
+        raise bad("name", "use lower-case letters, digits, '.', '_' and '-'")
+    if not spec.command:
+        raise bad("command", "must not be empty")
+    if spec.family not in FAMILIES:
+        raise bad("family", f"{spec.family!r} is not one of {', '.join(FAMILIES)}")
+    if spec.workers < 1 or spec.threads < 1:
+        raise bad("workers" if spec.workers < 1 else "threads", "must be at least 1")
+    if not spec.health.startswith("/"):
+        raise bad("health", "must be a path starting with '/'")
+    if spec.memory_max is not None and not _MEMORY.match(spec.memory_max):
+        raise bad("memory_max", "use a size like 128M or 1G")
+    if spec.needs.venv not in ("main", "pypy"):
+        raise bad("needs.venv", "must be 'main' or 'pypy'")
+    for i, proc in enumerate(spec.processes):
+        if not proc.command:
+            raise bad(f"processes[{i}].command", "must not be empty")
+
+
+def load_stacks(path: str | Path | None = None) -> dict[str, StackDef]:
+    """Read and validate a stacks file; raise ConfigError naming file, stack and key."""
+    p = Path(path) if path else DEFAULT_STACKS_FILE
+    try:
+        raw = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{_where(p)}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{_where(p)}: not valid TOML: {exc}") from None
+    if "stacks" not in raw:
+        raise ConfigError(f"{_where(p)}: no [stacks.NAME] blocks")
+    try:
+        parsed = msgspec.convert(raw, StacksFile)
+    except msgspec.ValidationError as exc:
+        raise _explain(p, exc) from None
+    for name, spec in parsed.stacks.items():
+        _check(p, name, spec)
+    return parsed.stacks
+
+
+def resolve(ref: str, stacks: dict[str, StackDef], source: str = "stacks.toml") -> Stack:
+    """'gunicorn-sync' or 'gunicorn-sync:workers=4,threads=2' → Stack."""
+    base, _, rest = ref.partition(":")
+    base = base.strip()
+    if base not in stacks:
+        known = ", ".join(sorted(stacks))
+        raise ConfigError(f"{source}: no stack '{base}' (known: {known})")
+    spec = stacks[base]
+    overrides: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not value:
+            raise ConfigError(f"{source}: stack '{ref}': variant '{item}' is not KEY=VALUE")
+        if key in ("workers", "threads"):
+            if not value.isdigit() or int(value) < 1:
+                raise ConfigError(
+                    f"{source}: stack '{ref}': key '{key}': must be a whole number >= 1"
+                )
+        elif key not in spec.params:
+            allowed = ", ".join(["workers", "threads", *spec.params])
+            raise ConfigError(f"{source}: stack '{ref}': key '{key}': not tunable ({allowed})")
+        overrides[key] = value
+    name = (
+        base if not overrides else f"{base}:" + ",".join(f"{k}={v}" for k, v in overrides.items())
+    )
+    return Stack(name=name, base=base, spec=spec, overrides=overrides)
+
+
+def venv_bin(which: str = "main") -> Path:
+    if which == "pypy":
+        return ROOT / ".venv-pypy" / "bin"
+    return Path(sys.executable).parent
+
+
+def placeholders(stack: Stack, port: int, run_dir: Path) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "host": HOST,
+        "port": port,
+        "workers": stack.workers,
+        "threads": stack.threads,
+        "apps": ROOT / "apps",
+        "root": ROOT,
+        "run_dir": run_dir,
+        "venv_bin": venv_bin(stack.spec.needs.venv),
+        "python": venv_bin(stack.spec.needs.venv) / "python",
+        "pypy_bin": venv_bin("pypy"),
+        "name": stack.base,
+    }
+    values.update(stack.params)
+    return values
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def render(text: str, values: dict[str, Any]) -> str:
+    """Fill {word} placeholders. Other braces (nginx's `location / { … }`) stay as they are."""
+
+    def sub(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key not in values:
+            raise ConfigError(f"unknown placeholder {{{key}}} in {text[:80]!r}")
+        return str(values[key])
+
+    return _PLACEHOLDER.sub(sub, text)

@@ -1,0 +1,350 @@
+"""Starting, watching and stopping stacks.
+
+    async with Launcher() as launcher:
+        running = await launcher.start(resolve("uvicorn", load_stacks()))
+        running.url                      # http://127.0.0.1:PORT
+        launcher.poll()                  # notices stacks that died: state "crashed"
+    # every stack is stopped here
+
+Guarantees:
+- each stack runs on a free loopback port, in its own session, stdin closed, no shell in
+  between; `ready` means the first HTTP 200 on its health path within `ready_timeout`;
+- stdout and stderr go to one log file per stack (`running.log_tail()`);
+- stop is SIGTERM to the stack's sessions, then SIGKILL after `stop_timeout`; processes
+  that made a session of their own (php-fpm) are covered because their pid is watched;
+- every process dies with stackrace even when stackrace is SIGKILLed: children get
+  PR_SET_PDEATHSIG and a watchdog process kills whatever is left in their sessions;
+- a stack that fails to start raises LaunchError with the reason and its log tail, and
+  leaves the others running; one that dies later is reported by `poll()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stackrace.config import HOST, ConfigError, Stack, placeholders, render
+from stackrace.stacks import cgroup, probe
+from stackrace.stacks.procs import child_setup, pids_in_sessions, signal_sessions
+from stackrace.stacks.watchdog import Watchdog
+
+STARTING = "starting"
+READY = "ready"
+CRASHED = "crashed"  # died after it was ready
+FAILED = "failed"  # never became ready
+STOPPED = "stopped"
+
+_POLL_S = 0.05
+
+
+class LaunchError(RuntimeError):
+    """A stack could not be started; `log_tail` holds the end of its output."""
+
+    def __init__(self, message: str, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.log_tail:
+            text += "\n--- log tail ---\n" + self.log_tail
+        return text
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return True
+    return False
+
+
+@dataclass
+class RunningStack:
+    stack: Stack
+    port: int
+    run_dir: Path
+    log_path: Path
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    state: str = STARTING
+    exit_code: int | None = None
+    error: str | None = None
+    started_at: float = 0.0
+    ready_at: float | None = None
+    memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
+    cgroup_dir: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self.stack.name
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def main(self) -> subprocess.Popen[bytes] | None:
+        return self.procs[-1] if self.procs else None
+
+    @property
+    def sessions(self) -> list[int]:
+        # a process started with setsid(), or one that calls it itself, leads a session
+        # whose id is its own pid
+        return [p.pid for p in self.procs]
+
+    @property
+    def root_pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def all_pids(self) -> list[int]:
+        return pids_in_sessions(self.sessions)
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - 16384))
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def dead_process(self) -> subprocess.Popen[bytes] | None:
+        for p in self.procs:
+            if p.poll() is not None:
+                return p
+        return None
+
+
+class Launcher:
+    def __init__(self, run_root: Path | None = None, env: dict[str, str] | None = None) -> None:
+        self.run_root = Path(run_root or tempfile.mkdtemp(prefix="stackrace-"))
+        self.run_root.mkdir(parents=True, exist_ok=True)
+        self.extra_env = dict(env or {})
+        self.running: dict[str, RunningStack] = {}
+        self._watchdog: Watchdog | None = None
+
+    async def __aenter__(self) -> Launcher:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_all()
+        self.close()
+
+    def _dog(self) -> Watchdog:
+        if self._watchdog is None:
+            self._watchdog = Watchdog()
+        return self._watchdog
+
+    # --- start ---------------------------------------------------------------------
+
+    async def start(self, stack: Stack, port: int | None = None) -> RunningStack:
+        """Start a stack and wait until it answers 200 on its health path."""
+        if stack.name in self.running and self.running[stack.name].state in (STARTING, READY):
+            raise LaunchError(f"{stack.name}: already running")
+        if port is None:
+            port = free_port()
+        elif port_in_use(port):
+            raise LaunchError(f"{stack.name}: port {port} on {HOST} is already in use")
+        safe = stack.name.replace(":", "_").replace(",", "_").replace("=", "-")
+        run_dir = self.run_root / safe
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run_dir.mkdir(parents=True)
+        rs = RunningStack(stack=stack, port=port, run_dir=run_dir, log_path=run_dir / "log.txt")
+        self.running[stack.name] = rs
+        try:
+            await self._spawn(rs)
+            await self._wait_ready(rs)
+        except LaunchError as exc:
+            rs.state = FAILED
+            rs.error = str(exc).split("\n")[0]
+            await self.stop(rs, final_state=FAILED)
+            exc.log_tail = rs.log_tail()
+            raise
+        except ConfigError as exc:
+            rs.state = FAILED
+            rs.error = str(exc)
+            await self.stop(rs, final_state=FAILED)
+            raise LaunchError(f"{stack.name}: {exc}") from None
+        return rs
+
+    async def _spawn(self, rs: RunningStack) -> None:
+        spec = rs.stack.spec
+        values = placeholders(rs.stack, rs.port, rs.run_dir)
+        for tmpl in spec.files:
+            src = Path(render(tmpl.template, values))
+            try:
+                text = src.read_text()
+            except OSError as exc:
+                raise LaunchError(f"{rs.name}: cannot read template {src}: {exc}") from None
+            (rs.run_dir / render(tmpl.path, values)).write_text(render(text, values))
+        env = {**os.environ, **self.extra_env}
+        env.update({k: render(v, values) for k, v in spec.env.items()})
+        env["PYTHONUNBUFFERED"] = "1"
+        cwd = Path(render(spec.cwd, values))
+        if spec.memory_max:
+            rs.cgroup_dir, rs.memory_cap = cgroup.create(rs.run_dir.name, spec.memory_max)
+        log = open(rs.log_path, "ab")  # noqa: SIM115 - handed to the children, closed below
+        rs.started_at = time.monotonic()
+        try:
+            for proc in spec.processes:
+                penv = {**env, **{k: render(v, values) for k, v in proc.env.items()}}
+                p = self._popen(
+                    rs,
+                    [render(a, values) for a in proc.command],
+                    cwd,
+                    penv,
+                    log,
+                    new_session=not proc.leaves_group,
+                )
+                if proc.ready_path:
+                    await self._wait_path(rs, p, Path(render(proc.ready_path, values)))
+            self._popen(
+                rs, [render(a, values) for a in spec.command], cwd, env, log, new_session=True
+            )
+        finally:
+            log.close()
+
+    def _popen(
+        self,
+        rs: RunningStack,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        log,
+        new_session: bool,
+    ) -> subprocess.Popen[bytes]:
+        log.write(f"$ {' '.join(argv)}\n".encode())
+        log.flush()
+        try:
+            p = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=new_session,
+                preexec_fn=child_setup(rs.stack.spec.cpus, rs.cgroup_dir),
+            )
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            raise LaunchError(f"{rs.name}: cannot run {argv[0]}: {exc.strerror or exc}") from None
+        rs.procs.append(p)
+        self._dog().watch(p.pid)
+        return p
+
+    async def _wait_path(self, rs: RunningStack, p: subprocess.Popen[bytes], path: Path) -> None:
+        deadline = time.monotonic() + rs.stack.spec.ready_timeout
+        while not path.exists():
+            if p.poll() is not None:
+                raise LaunchError(
+                    f"{rs.name}: {p.args[0]} exited with code {p.returncode} before it was ready"
+                )
+            if time.monotonic() > deadline:
+                raise LaunchError(
+                    f"{rs.name}: {path.name} did not appear within {rs.stack.spec.ready_timeout:g}s"
+                )
+            await asyncio.sleep(_POLL_S)
+
+    async def _wait_ready(self, rs: RunningStack) -> None:
+        spec = rs.stack.spec
+        deadline = time.monotonic() + spec.ready_timeout
+        last = "no answer yet"
+        while True:
+            dead = rs.dead_process()
+            if dead is not None:
+                rs.exit_code = dead.returncode
+                raise LaunchError(
+                    f"{rs.name}: {Path(str(dead.args[0])).name} exited with code "
+                    f"{dead.returncode} before it was ready"
+                )
+            try:
+                resp = await probe.get(HOST, rs.port, spec.health, timeout=2.0)
+                if resp.status == 200:
+                    rs.state = READY
+                    rs.ready_at = time.monotonic()
+                    return
+                last = f"HTTP {resp.status} on {spec.health}"
+            except (OSError, TimeoutError, ValueError) as exc:
+                last = str(exc) or type(exc).__name__
+            if time.monotonic() > deadline:
+                raise LaunchError(f"{rs.name}: not ready within {spec.ready_timeout:g}s ({last})")
+            await asyncio.sleep(_POLL_S)
+
+    # --- watch ---------------------------------------------------------------------
+
+    def poll(self) -> list[RunningStack]:
+        """Mark stacks whose processes died; return the ones that changed to crashed."""
+        changed = []
+        for rs in self.running.values():
+            if rs.state != READY:
+                continue
+            dead = rs.dead_process()
+            if dead is not None:
+                rs.state = CRASHED
+                rs.exit_code = dead.returncode
+                rs.error = f"{Path(str(dead.args[0])).name} exited with code {dead.returncode}"
+                changed.append(rs)
+        return changed
+
+    # --- stop ----------------------------------------------------------------------
+
+    async def stop(self, rs: RunningStack, final_state: str = STOPPED) -> None:
+        """SIGTERM every process of the stack, SIGKILL what is left after the grace time."""
+        sessions = rs.sessions
+        if sessions:
+            # the main process first: nginx must stop before php-fpm, not the other way
+            for p in reversed(rs.procs):
+                if p.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(p.pid, signal.SIGTERM)
+            signal_sessions(sessions, signal.SIGTERM)
+            deadline = time.monotonic() + rs.stack.spec.stop_timeout
+            while pids_in_sessions(sessions) and time.monotonic() < deadline:
+                await asyncio.sleep(_POLL_S)
+            signal_sessions(sessions, signal.SIGKILL)
+            for p in rs.procs:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    p.wait(timeout=2)
+                if rs.exit_code is None and p is rs.main:
+                    rs.exit_code = p.returncode
+            end = time.monotonic() + 2
+            while pids_in_sessions(sessions) and time.monotonic() < end:
+                await asyncio.sleep(_POLL_S)
+            for sid in sessions:
+                self._dog().forget(sid)
+        if rs.cgroup_dir is not None:
+            cgroup.remove(rs.cgroup_dir)
+        if rs.state in (STARTING, READY):
+            rs.state = final_state
+
+    async def stop_all(self) -> None:
+        await asyncio.gather(
+            *(
+                self.stop(rs)
+                for rs in self.running.values()
+                if rs.state in (STARTING, READY, CRASHED, FAILED)
+            )
+        )
+
+    def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.close()
+            self._watchdog = None

@@ -1,0 +1,81 @@
+"""Process plumbing: children that die with stackrace, and finding a stack's processes."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_libc: ctypes.CDLL | None = None
+
+
+def _prctl_pdeathsig(sig: int) -> None:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+
+def child_setup(cpus: list[int] | None = None, cgroup: Path | None = None) -> Callable[[], None]:
+    """A preexec_fn: die with the parent, optionally pin to CPUs and enter a cgroup.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, so children
+    must be started from the event loop's thread, never from a short-lived worker thread.
+    """
+    parent = os.getpid()
+    procs_file = str(cgroup / "cgroup.procs") if cgroup else None
+
+    def setup() -> None:
+        _prctl_pdeathsig(signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died between fork and prctl
+            os._exit(1)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if procs_file:
+            fd = os.open(procs_file, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+
+    return setup
+
+
+def session_of(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None
+
+
+def pids_in_sessions(sessions: Iterable[int]) -> list[int]:
+    """Every live process whose session id is one of `sessions` (reads /proc)."""
+    wanted = set(sessions)
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # fields after the command name (which may hold spaces) start after the last ')'
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 3 and int(fields[3]) in wanted and fields[0] != b"Z":
+            found.append(int(entry.name))
+    return found
+
+
+def signal_sessions(sessions: Iterable[int], sig: int) -> int:
+    """Send `sig` to every process in these sessions; return how many were signalled."""
+    n = 0
+    for pid in pids_in_sessions(sessions):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+            n += 1
+    return n

@@ -1,0 +1,91 @@
+"""The safety net that stops every stack when stackrace dies, even by SIGKILL.
+
+PR_SET_PDEATHSIG reaches only the processes stackrace starts itself, not their workers
+(gunicorn's, nginx's, php-fpm's children are forked by the server). So the launcher also
+starts this small process in a session of its own and tells it, over a pipe, the session
+ids of everything it launches (a server started with setsid() has sid == its pid, and a
+server that calls setsid() itself, like php-fpm, gets sid == its own pid). When the pipe
+closes without a goodbye — stackrace exited or was killed — the watchdog sends SIGTERM to
+every process in those sessions, then SIGKILL to what is left, and exits.
+
+Protocol on its stdin, one line each: "+SID" watch a session, "-SID" forget it,
+"bye" a clean exit (nothing to clean). `python -m stackrace.stacks.watchdog`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from stackrace.stacks.procs import pids_in_sessions, signal_sessions
+
+_GRACE_S = 2.0
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for stackrace, not for us
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nor is the terminal closing
+    sessions: set[int] = set()
+    for raw in sys.stdin:
+        line = raw.strip()
+        if line == "bye":
+            return
+        if line[:1] == "+" and line[1:].isdigit():
+            sessions.add(int(line[1:]))
+        elif line[:1] == "-" and line[1:].isdigit():
+            sessions.discard(int(line[1:]))
+    if not sessions:
+        return
+    signal_sessions(sessions, signal.SIGTERM)
+    end = time.monotonic() + _GRACE_S
+    while time.monotonic() < end and pids_in_sessions(sessions):
+        time.sleep(0.05)
+    signal_sessions(sessions, signal.SIGKILL)
+
+
+class Watchdog:
+    """The launcher's end of the pipe."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "stackrace.stacks.watchdog"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+    def _send(self, line: str) -> None:
+        if self.proc.stdin is None or self.proc.poll() is not None:
+            return
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def watch(self, sid: int) -> None:
+        self._send(f"+{sid}")
+
+    def forget(self, sid: int) -> None:
+        self._send(f"-{sid}")
+
+    def close(self) -> None:
+        """Everything was stopped cleanly: let the watchdog go without acting."""
+        self._send("bye")
+        if self.proc.stdin is not None:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+if __name__ == "__main__":
+    main()
