@@ -117,10 +117,6 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     db: bool = True  # serves /db (gets the database settings in its environment)
 
 
-class StacksFile(msgspec.Struct, forbid_unknown_fields=True):
-    stacks: dict[str, StackDef]
-
-
 @dataclass(frozen=True)
 class Stack:
     """One stack as the launcher uses it: a definition plus the variant's overrides."""
@@ -159,23 +155,16 @@ def _where(path: Path) -> str:
         return str(path)
 
 
-def _explain(path: Path, exc: msgspec.ValidationError) -> ConfigError:
-    # msgspec says e.g. "Expected `int`, got `str` - at `$.stacks['x'].workers`"
+def _explain(path: Path, stack: str, exc: msgspec.ValidationError) -> ConfigError:
+    # msgspec says e.g. "Expected `int`, got `str` - at `$.needs.pip[0]`"
     text = str(exc)
-    m = re.search(r"at `\$\.stacks\['([^']+)'\]((?:\.[\w]+|\[\d+\])*)`", text)
-    message = text.split(" - at ")[0]
+    message, _, at = text.partition(" - at ")
     message = message[0].lower() + message[1:] if message else message
-    if m:
-        stack, key = m.group(1), m.group(2).lstrip(".")
-        if not key and "missing required field" in message:
-            missing = re.search(r"`(\w+)`", message)
-            key = missing.group(1) if missing else "?"
-        elif "unknown field" in message:
-            unknown = re.search(r"`(\w+)`", message)
-            if unknown:
-                key = f"{key}.{unknown.group(1)}" if key else unknown.group(1)
-        return ConfigError(f"{_where(path)}: stack '{stack}': key '{key}': {message}")
-    return ConfigError(f"{_where(path)}: {message} ({text.split(' - at ')[-1]})")
+    key = at.strip("`").removeprefix("$").lstrip(".")
+    name = re.search(r"`([\w-]+)`", message)
+    if name and ("unknown field" in message or "missing required field" in message):
+        key = f"{key}.{name.group(1)}" if key else name.group(1)
+    return ConfigError(f"{_where(path)}: stack '{stack}': key '{key or '?'}': {message}")
 
 
 def _check(path: Path, name: str, spec: StackDef) -> None:
@@ -210,15 +199,22 @@ def load_stacks(path: str | Path | None = None) -> dict[str, StackDef]:
         raise ConfigError(f"{_where(p)}: no such file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{_where(p)}: not valid TOML: {exc}") from None
-    if "stacks" not in raw:
+    blocks = raw.get("stacks")
+    if not isinstance(blocks, dict) or not blocks:
         raise ConfigError(f"{_where(p)}: no [stacks.NAME] blocks")
-    try:
-        parsed = msgspec.convert(raw, StacksFile)
-    except msgspec.ValidationError as exc:
-        raise _explain(p, exc) from None
-    for name, spec in parsed.stacks.items():
+    extra = sorted(set(raw) - {"stacks"})
+    if extra:
+        raise ConfigError(f"{_where(p)}: unknown top-level key '{extra[0]}' (only [stacks.*])")
+    stacks: dict[str, StackDef] = {}
+    for name, block in blocks.items():
+        # one stack at a time, so an error can name the stack (msgspec elides dict keys)
+        try:
+            spec = msgspec.convert(block, StackDef)
+        except msgspec.ValidationError as exc:
+            raise _explain(p, name, exc) from None
         _check(p, name, spec)
-    return parsed.stacks
+        stacks[name] = spec
+    return stacks
 
 
 def resolve(ref: str, stacks: dict[str, StackDef], source: str = "stacks.toml") -> Stack:

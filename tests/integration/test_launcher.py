@@ -1,0 +1,161 @@
+"""The launcher with real processes: start, readiness, crashes, clean stops, SIGKILL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+
+from stackrace.config import load_stacks, resolve
+from stackrace.engine.client import Engine
+from stackrace.engine.model import TargetSpec
+from stackrace.stacks.launcher import CRASHED, READY, STOPPED, Launcher, LaunchError
+from stackrace.stacks.procs import pids_in_sessions
+from stackrace.stacks.sampler import TreeSampler
+from tests.helpers import wait_for
+
+FIXTURE = Path(__file__).parents[1] / "stacks_fixture.toml"
+STACKS = load_stacks(FIXTURE)
+
+
+def stack(name: str):
+    return resolve(name, STACKS)
+
+
+async def test_start_load_stop_leaves_nothing(tmp_path):
+    async with Launcher(tmp_path) as launcher:
+        rs = await launcher.start(stack("forking"))
+        assert rs.state == READY and rs.url.startswith("http://127.0.0.1:")
+        pids = rs.all_pids()
+        assert len(pids) == 2  # the parent and the worker it forked
+        async with Engine() as engine:
+            await engine.add_target(TargetSpec(id="f", url=rs.url + "/hello", concurrency=4))
+            await asyncio.sleep(0.8)
+            final = await engine.stop()
+        assert final.targets[0].total.requests > 50
+        await launcher.stop(rs)
+        assert rs.state == STOPPED
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
+
+
+async def test_failures_are_clear_and_others_keep_running(tmp_path):
+    async with Launcher(tmp_path) as launcher:
+        good = await launcher.start(stack("plain"))
+        with pytest.raises(LaunchError, match="cannot run /nonexistent/server"):
+            await launcher.start(stack("missing-binary"))
+        with pytest.raises(LaunchError, match="exited with code 4") as exc:
+            await launcher.start(stack("exits-at-once"))
+        assert "cannot bind: config broken" in exc.value.log_tail
+        with pytest.raises(LaunchError, match=r"not ready within 1.5s \(HTTP 500"):
+            await launcher.start(stack("never-ready"))
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            with pytest.raises(LaunchError, match="already in use"):
+                await launcher.start(stack("plain:workers=2"), port=taken.getsockname()[1])
+        assert good.state == READY and good.dead_process() is None
+        assert launcher.running["never-ready"].all_pids() == []
+
+
+async def test_crash_mid_run_is_reported_with_exit_code_and_log(tmp_path):
+    async with Launcher(tmp_path) as launcher:
+        other = await launcher.start(stack("plain"))
+        rs = await launcher.start(stack("crashing"))
+        sessions = rs.sessions
+        changed = []
+        for _ in range(60):
+            changed = launcher.poll()
+            if changed:
+                break
+            await asyncio.sleep(0.1)
+        assert [c.name for c in changed] == ["crashing"]
+        assert rs.state == CRASHED and rs.exit_code == 3
+        assert "exited with code 3" in (rs.error or "")
+        assert "forking_server.py" in rs.log_tail()  # the command line heads the log
+        assert other.state == READY
+    assert pids_in_sessions(sessions) == []
+
+
+async def test_process_that_leaves_the_group_is_stopped(tmp_path):
+    async with Launcher(tmp_path) as launcher:
+        rs = await launcher.start(stack("setsid"))
+        helper = rs.procs[0]
+        await asyncio.sleep(0.5)  # let the helper call setsid and fork its worker
+        assert os.getsid(helper.pid) == helper.pid
+        pids = rs.all_pids()
+        assert len(pids) >= 3
+    assert pids_in_sessions(rs.sessions) == []
+
+
+def test_everything_dies_when_stackrace_is_sigkilled(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import asyncio
+        from stackrace.config import load_stacks, resolve
+        from stackrace.stacks.launcher import Launcher
+        async def main():
+            stacks = load_stacks({str(FIXTURE)!r})
+            launcher = Launcher({str(tmp_path)!r})
+            sessions = []
+            for name in ("forking", "setsid", "plain"):
+                rs = await launcher.start(resolve(name, stacks))
+                sessions += rs.sessions
+            await asyncio.sleep(0.5)
+            print(" ".join(map(str, sessions)), flush=True)
+            await asyncio.sleep(60)
+        asyncio.run(main())
+        """
+    )
+    driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    assert driver.stdout is not None
+    sessions = [int(s) for s in driver.stdout.readline().split()]
+    before = pids_in_sessions(sessions)
+    assert len(before) >= 6
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    assert wait_for(lambda: pids_in_sessions(sessions) == [], 6.0), pids_in_sessions(sessions)
+
+
+async def test_memory_sampling_matches_proc(tmp_path):
+    async with Launcher(tmp_path) as launcher:
+        rs = await launcher.start(stack("forking"))
+        sampler = TreeSampler(rs.root_pids)
+        sampler.mark_before()
+        await asyncio.sleep(0.3)
+        s = sampler.sample()
+        proc_rss = 0
+        for pid in rs.all_pids():
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    proc_rss += int(line.split()[1]) * 1024
+        assert s.processes == 2
+        assert abs(s.rss - proc_rss) / proc_rss < 0.05, (s.rss, proc_rss)
+        assert 0 < s.uss <= s.pss <= s.rss
+        assert sampler.before is not None and sampler.before.rss > 0
+        # CPU: load it and see the tree's CPU rise
+        async with Engine() as engine:
+            await engine.add_target(TargetSpec(id="f", url=rs.url + "/hello", concurrency=8))
+            await asyncio.sleep(0.5)
+            sampler.sample()
+            await asyncio.sleep(0.5)
+            busy = sampler.sample()
+            await engine.stop()
+        assert busy.cpu_percent > 20, busy
+
+
+def test_started_children_do_not_hold_the_terminal(tmp_path):
+    async def run() -> int:
+        async with Launcher(tmp_path) as launcher:
+            rs = await launcher.start(stack("plain"))
+            return os.getsid(rs.main.pid)  # type: ignore[union-attr]
+
+    sid = asyncio.run(run())
+    assert sid != os.getsid(0)
