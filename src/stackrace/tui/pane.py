@@ -90,13 +90,17 @@ class StackPane(Vertical, can_focus=True):
 
     # --- helpers --------------------------------------------------------------------
 
-    def _set(self, widget_id: str, content: str | Text) -> None:
-        """Update a Static only when its content changed, without a layout pass."""
+    def _set(self, widget_id: str, content: str | Text, layout: bool = False) -> None:
+        """Update a Static only when its content changed.
+
+        Figures keep their line count (fixed heights in the .tcss), so they skip the
+        layout pass; the log and the breaking mark change height and ask for one.
+        """
         key = content.plain + str(content.spans) if isinstance(content, Text) else content
         if self._texts.get(widget_id) == key:
             return
         self._texts[widget_id] = key
-        self.query_one(f"#{widget_id}", Static).update(content, layout=False)
+        self.query_one(f"#{widget_id}", Static).update(content, layout=layout)
 
     # --- one tick -------------------------------------------------------------------
 
@@ -106,6 +110,7 @@ class StackPane(Vertical, can_focus=True):
         for state in StackState:
             self.set_class(view.state == state, f"-{state.value}")
         self.set_class(view.breaking is not None, "-broken")
+        self.set_class(rate_mode, "-rate")
         t = view.target
         level = ""
         if t is not None:
@@ -113,12 +118,14 @@ class StackPane(Vertical, can_focus=True):
             level += f" · {t.connections:,} open"
         self._set("head", f"{self._family}  {level}")
         if view.state == StackState.CRASHED:
-            self._set("log", Text("\n".join(view.log_tail) or "(no log)", style="red"))
+            log = Text("\n".join(view.log_tail) or "(no log)", style="red")
+            self._set("log", log, layout=True)
         if view.breaking is not None:
             b = view.breaking
             self._set(
                 "breaking",
                 f"▲ BROKE at {fmt_level(b.level, rate_mode)}: {b.reason}, p99 {fmt_lat(b.p99_us)}",
+                layout=True,
             )
         if t is not None and new_interval:
             self._show_interval(t.interval)

@@ -109,7 +109,7 @@ class PickerScreen(Screen[RacePlan]):
         chosen = set(self.plan.stacks)
         for c in self.catalog:
             on_ = c.available and (c.id in chosen or (not chosen and c.default))
-            out.append(Selection(stack_prompt(c), c.id, on_, disabled=not c.available))
+            out.append(Selection(stack_prompt(c), c.id, on_, id=c.id, disabled=not c.available))
         return out
 
     def on_mount(self) -> None:

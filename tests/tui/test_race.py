@@ -1,0 +1,179 @@
+"""The race screen over a synthetic, deterministic stats stream."""
+
+from __future__ import annotations
+
+from stackrace.tui.dialogs import LogScreen, SummaryScreen
+from stackrace.tui.pane import StackPane
+from stackrace.tui.slider import ConcurrencySlider
+from tests.tui.conftest import Race, open_race, plan
+
+
+async def test_one_pane_per_stack_side_by_side(race: Race):
+    await race.advance(8)
+    panes = list(race.screen.query(StackPane))
+    assert [p.border_title for p in panes] == [
+        "gunicorn sync",
+        "gunicorn+gevent",
+        "uvicorn",
+        "aiohttp",
+    ]
+    # side by side: one row, left to right
+    assert len({p.region.y for p in panes}) == 1
+    assert [p.region.x for p in panes] == sorted(p.region.x for p in panes)
+
+
+async def test_pane_shows_qps_latency_failures_memory_cpu(race: Race):
+    await race.advance(8)
+    pane = "#pane-uvicorn"
+    assert race.screen.query_one(f"{pane} #qps").value.replace(",", "").isdigit()
+    latency = race.text(f"{pane} #latency")
+    for label in ("p50", "p90", "p99", "p99.9", "max"):
+        assert label in latency
+    assert "ms" in latency
+    assert race.text(f"{pane} #failures") == "fail none"
+    memory = race.text(f"{pane} #memory")
+    assert "RSS" in memory and "USS" in memory and "before" in memory
+    assert race.text(f"{pane} #cpu").startswith("CPU ")
+    assert race.screen.query_one(pane, StackPane).border_subtitle == "ready"
+    assert len(race.screen.query_one(pane, StackPane).rps_history) >= 4
+
+
+async def test_starting_stack_is_shown_as_starting():
+    async for race in open_race(plan(stacks=("aiohttp",))):
+        pane = race.screen.query_one("#pane-aiohttp", StackPane)
+        assert pane.border_subtitle == "starting…"
+        assert pane.has_class("-starting")
+        await race.advance(8)
+        assert pane.border_subtitle == "ready"
+
+
+async def test_slider_changes_load_on_every_stack_at_once(race: Race):
+    await race.advance(8)
+    slider = race.screen.query_one("#level", ConcurrencySlider)
+    slider.focus()
+    await race.pilot.press("right", "right")  # 10 -> 20 -> 50
+    await race.pilot.pause()
+    assert ("concurrency", 50) in race.engine.commands
+    assert ("add", "uvicorn") in race.engine.commands  # nothing restarted: no remove
+    assert not [c for c in race.engine.commands if c[0] == "remove"]
+    await race.advance(1)
+    for pane_id in ("gunicorn-sync", "uvicorn"):
+        assert "c=50" in race.text(f"#pane-{pane_id} #head")
+
+
+async def test_slider_by_mouse_drives_the_engine(race: Race):
+    await race.advance(6)
+    slider = race.screen.query_one("#level", ConcurrencySlider)
+    col = slider._column_of(slider.steps.index(1000))
+    await race.pilot.click("#level", offset=(col, 0))
+    await race.pilot.pause()
+    assert slider.value == 1000
+    assert race.engine.commands[-1] == ("concurrency", 1000)
+
+
+async def test_failures_are_highlighted_when_they_rise(race: Race):
+    await race.advance(8)
+    await race.session.set_concurrency(500)
+    await race.advance(2)
+    sync = race.screen.query_one("#pane-gunicorn-sync", StackPane)
+    assert sync.has_class("-failing")
+    assert "refused" in race.text("#pane-gunicorn-sync #failures")
+    assert "(+" in race.text("#pane-gunicorn-sync #failures")
+    assert not race.screen.query_one("#pane-uvicorn", StackPane).has_class("-failing")
+
+
+async def test_breaking_point_is_marked_on_the_sync_stack_only(race: Race):
+    await race.advance(12)  # c=10 long enough to count
+    await race.session.set_concurrency(200)
+    await race.advance(12)
+    sync = race.screen.query_one("#pane-gunicorn-sync", StackPane)
+    assert sync.has_class("-broken")
+    assert race.text("#pane-gunicorn-sync #breaking").startswith("▲ BROKE at c=")
+    for other in ("gunicorn-gevent", "uvicorn", "aiohttp"):
+        assert not race.screen.query_one(f"#pane-{other}", StackPane).has_class("-broken")
+
+
+async def test_crashed_stack_shows_its_log_tail():
+    async for race in open_race(plan(stacks=("uvicorn", "bjoern"))):
+        await race.advance(45)  # the synthetic bjoern crashes after 40 steps
+        pane = race.screen.query_one("#pane-bjoern", StackPane)
+        assert pane.border_subtitle == "CRASHED"
+        assert pane.has_class("-crashed")
+        assert "MemoryError" in race.text("#pane-bjoern #log")
+        assert ("remove", "bjoern") in race.engine.commands
+        assert race.screen.query_one("#pane-uvicorn", StackPane).border_subtitle == "ready"
+
+
+async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race):
+    await race.advance(6)
+    await race.pilot.press("r")
+    await race.advance(4)
+    assert "ramp" in race.text("#status-line")
+    await race.advance(160)  # dwell 3 s = 12 steps per level
+    assert race.session.ramp is None  # done, level restored
+    assert race.screen.query_one("#level", ConcurrencySlider).value == 10
+    assert race.screen.query_one("#pane-gunicorn-sync", StackPane).has_class("-broken")
+    assert not race.screen.query_one("#pane-uvicorn", StackPane).has_class("-broken")
+    await race.pilot.press("t")
+    await race.pilot.pause()
+    summary = race.app.screen
+    assert isinstance(summary, SummaryScreen)
+    table = summary.query_one("#summary")
+    assert table.row_count == 4
+    sync = table.get_row("gunicorn-sync")
+    assert str(sync[3]).startswith("c=") and str(sync[4])  # breaking point and why
+    uvi = table.get_row("uvicorn")
+    assert str(uvi[3]) == "not reached"
+    assert float(str(uvi[1]).replace(",", "")) > float(str(sync[1]).replace(",", ""))
+    await race.pilot.press("escape")
+
+
+async def test_rate_mode_shows_corrected_and_uncorrected_latency(race: Race):
+    await race.advance(8)
+    await race.pilot.press("m")
+    await race.advance(2)
+    assert ("rate", 10.0) in race.engine.commands
+    latency = race.text("#pane-uvicorn #latency")
+    assert "co" in latency and "raw" in latency
+    assert "req/s" in race.text("#mode-label")
+
+
+async def test_log_screen_for_the_focused_stack(race: Race):
+    await race.advance(6)
+    race.screen.query_one("#pane-uvicorn", StackPane).focus()
+    await race.pilot.pause()
+    await race.pilot.press("l")
+    await race.pilot.pause()
+    assert isinstance(race.app.screen, LogScreen)
+    assert race.app.screen.title_text == "uvicorn"
+    await race.pilot.press("escape")
+    await race.pilot.pause()
+    assert race.app.screen is race.screen
+
+
+async def test_chart_follows_focus_and_shows_all_on_request(race: Race):
+    await race.advance(8)
+    race.screen.query_one("#pane-aiohttp", StackPane).focus()
+    await race.pilot.pause()
+    chart = race.screen.query_one("#chart")
+    assert [s.name for s in chart.series] == ["aiohttp"]
+    await race.pilot.press("a")
+    assert len(chart.series) == 4
+
+
+async def test_engine_saturation_is_a_visible_warning(race: Race):
+    await race.advance(4)
+    assert "engine CPU" in race.text("#engine-health")
+    await race.session.set_concurrency(10000)
+    await race.advance(2)
+    health = race.screen.query_one("#engine-health")
+    assert health.has_class("-saturated")
+    assert "SATURATED" in race.text("#engine-health")
+
+
+async def test_quit_stops_the_session(race: Race):
+    await race.advance(4)
+    await race.pilot.press("q")
+    await race.pilot.pause()
+    assert not race.engine.started
+    assert race.session.launcher.stacks == {}

@@ -1,0 +1,126 @@
+"""The breaking-point rule, the level log and the ramp controller (pure, no UI)."""
+
+from __future__ import annotations
+
+from stackrace.engine.model import (
+    EngineSnapshot,
+    LatencySummary,
+    TargetSnapshot,
+    WindowStats,
+)
+from stackrace.ramp import (
+    LEVELS,
+    LevelLog,
+    Ramp,
+    StepResult,
+    find_breaking_point,
+    peak,
+    step_result,
+)
+
+
+def step(
+    level: int, rps: float, p99: int, mean: float | None = None, failed: int = 0
+) -> StepResult:
+    requests = int(rps * 2)
+    return StepResult(
+        level=level,
+        seconds=2.0,
+        requests=requests,
+        attempts=requests + failed,
+        failed=failed,
+        rps=rps,
+        mean_us=mean if mean is not None else p99 / 2,
+        p50_us=p99 // 2,
+        p99_us=p99,
+        max_us=p99 * 2,
+    )
+
+
+def test_healthy_stack_never_breaks():
+    steps = [step(c, 100.0 * c, 11_000) for c in (1, 2, 5, 10, 20)]
+    assert find_breaking_point(steps) is None
+
+
+def test_failures_over_one_percent_break():
+    steps = [step(1, 100, 11_000), step(2, 200, 11_000, failed=3), step(5, 500, 11_000, failed=20)]
+    bp = find_breaking_point(steps)
+    assert bp is not None and bp.level == 5 and "failed" in bp.reason
+
+
+def test_p99_ten_times_the_low_load_value_breaks():
+    steps = [
+        step(1, 100, 10_000),
+        step(2, 195, 50_000, mean=5_000),
+        step(5, 480, 101_000, mean=5_000),
+    ]
+    bp = find_breaking_point(steps)
+    assert bp is not None and (bp.level, bp.reason) == (5, "p99 ×10")
+
+
+def test_flat_qps_with_rising_latency_breaks():
+    steps = [step(1, 100, 10_000), step(2, 200, 10_000), step(5, 204, 30_000)]
+    bp = find_breaking_point(steps)
+    assert bp is not None and (bp.level, bp.reason) == (5, "QPS flat")
+
+
+def test_flat_qps_with_flat_latency_is_not_a_break():
+    # a level visited twice at the same figures: nothing grew, nothing broke
+    steps = [step(1, 100, 10_000), step(2, 101, 10_000)]
+    assert find_breaking_point(steps) is None
+
+
+def test_short_levels_are_not_judged_and_order_is_by_level():
+    short = StepResult(50, 0.3, 5, 5, 5, 10, 1, 1, 1, 1)
+    steps = [step(10, 1000, 11_000), short, step(1, 100, 10_000)]
+    assert find_breaking_point(steps) is None
+    assert peak(steps).level == 10
+
+
+def _snap(seq: int, concurrency: int, total_requests: int, seconds: float, p99: int = 10_000):
+    lat = LatencySummary(count=total_requests, mean=p99 / 2, p50=p99 // 2, p99=p99, max=p99)
+    total = WindowStats(
+        seconds=seconds,
+        requests=total_requests,
+        rps=total_requests / seconds if seconds else 0,
+        latency=lat,
+    )
+    t = TargetSnapshot("a", "http://x/", concurrency, concurrency, None, WindowStats(), total)
+    return EngineSnapshot(seq, seq * 0.25, False, False, 1, 0, 0, False, [t])
+
+
+def test_level_log_commits_the_last_totals_of_each_level():
+    log = LevelLog()
+    log.feed(_snap(1, 1, 100, 1.0))
+    log.feed(_snap(2, 1, 200, 2.0))
+    log.feed(_snap(3, 10, 0, 0.0))  # level changed, totals reset
+    log.feed(_snap(4, 10, 500, 1.0, p99=200_000))
+    results = log.results("a")
+    assert [(r.level, r.requests) for r in results] == [(1, 200), (10, 500)]
+    bp = log.breaking_point("a")
+    assert bp is not None and bp.level == 10
+
+
+def test_step_result_counts_attempts_without_double_counting_responses():
+    w = WindowStats(seconds=1, requests=100, failures={"refused": 10, "http_status": 5})
+    r = step_result(5, w)
+    assert (r.attempts, r.failed) == (110, 15)
+
+
+def test_ramp_steps_through_levels_then_restores():
+    ramp = Ramp.from_level(1, top=10, dwell=2.0, restore=50)
+    assert ramp.levels == [1, 2, 5, 10]
+    seen = [ramp.advance(t * 0.5) for t in range(20)]
+    assert [s for s in seen if s is not None] == [1, 2, 5, 10, 50]
+    assert ramp.done
+
+
+def test_ramp_stops_early_when_every_stack_broke():
+    ramp = Ramp.from_level(1, top=10000, dwell=1.0, restore=5)
+    assert ramp.advance(0.0) == 1
+    assert ramp.advance(1.0, all_broken=True) == 5
+    assert ramp.done and ramp.advance(2.0) is None
+
+
+def test_levels_are_the_log_steps():
+    assert LEVELS == (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
