@@ -4,6 +4,7 @@
 
 Paths (query parameters in brackets):
   /hello                  200, Content-Length body "Hello, World!"
+  /json, /io[?ms=N]       the stackrace app contract (see stackrace.workloads)
   /delay[?ms=N]           the same after N ms (default 20)
   /chunked                200, chunked body "Hello, World!" in three chunks
   /close                  200 with "Connection: close", then closes
@@ -89,6 +90,11 @@ class Handler(asyncio.Protocol):
         BY_PATH[path] = BY_PATH.get(path, 0) + 1
         if path == "/hello":
             w(response(200, b"Hello, World!"))
+        elif path == "/json":
+            w(response(200, b'{"message": "Hello, World!"}', ctype="application/json"))
+        elif path == "/io":
+            ms = int(q.get("ms", "10"))
+            asyncio.get_running_loop().call_later(ms / 1000, self.late_reply, b"ok")
         elif path == "/delay":
             ms = int(q.get("ms", "20"))
             asyncio.get_running_loop().call_later(ms / 1000, self.late_reply)
@@ -113,9 +119,9 @@ class Handler(asyncio.Protocol):
         else:
             w(response(404, b"not found"))
 
-    def late_reply(self) -> None:
+    def late_reply(self, body: bytes = b"Hello, World!") -> None:
         if not self.transport.is_closing():
-            self.transport.write(response(200, b"Hello, World!"))
+            self.transport.write(response(200, body))
 
 
 async def main(port: int) -> None:

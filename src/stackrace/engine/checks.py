@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from stackrace.engine.model import BodyCheck
 
-CHECK_KINDS = ("exact", "contains", "float_range", "nonempty")
+CHECK_KINDS = ("exact", "contains", "json", "float_range", "nonempty")
 
 
 def compile_check(check: BodyCheck | None) -> Callable[[bytes], bool] | None:
@@ -19,6 +20,20 @@ def compile_check(check: BodyCheck | None) -> Callable[[bytes], bool] | None:
     if kind == "contains":
         needle = check.arg.encode()
         return lambda body: needle in body
+    if kind == "json":
+        # equal as JSON values: serializers differ in spacing, not in meaning
+        expected_value = json.loads(check.arg)
+        exact = check.arg.encode()
+
+        def same_json(body: bytes) -> bool:
+            if body == exact:
+                return True
+            try:
+                return json.loads(body) == expected_value
+            except ValueError:
+                return False
+
+        return same_json
     if kind == "nonempty":
         return bool
     if kind == "float_range":

@@ -37,8 +37,8 @@ FAILURE_KINDS: tuple[str, ...] = (
 class BodyCheck(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How a response body is verified. Named kinds keep the check serialisable.
 
-    kind: "exact" (body == arg), "contains" (arg in body), "float_range" (the body parses
-    as a float within [lo, hi]), "nonempty".
+    kind: "exact" (body == arg), "contains" (arg in body), "json" (the body is JSON equal
+    to arg), "float_range" (the body parses as a float within [lo, hi]), "nonempty".
     """
 
     kind: str

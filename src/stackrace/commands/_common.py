@@ -1,0 +1,44 @@
+"""What several commands share: loading stacks.toml and resolving names, with clean errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from stackrace.config import ConfigError, Stack, StackDef, load_stacks, resolve
+
+
+def load(args: argparse.Namespace) -> dict[str, StackDef] | None:
+    try:
+        return load_stacks(args.stacks_file)
+    except ConfigError as exc:
+        print(f"stackrace: {exc}", file=sys.stderr)
+        return None
+
+
+def resolve_all(
+    names: list[str], stacks: dict[str, StackDef], source: str = "stacks.toml"
+) -> list[Stack] | None:
+    out = []
+    for ref in names:
+        for part in _split(ref):
+            try:
+                out.append(resolve(part, stacks, source))
+            except ConfigError as exc:
+                print(f"stackrace: {exc}", file=sys.stderr)
+                return None
+    return out
+
+
+def _split(ref: str) -> list[str]:
+    """'a,b:workers=2,threads=4,c' → ['a', 'b:workers=2,threads=4', 'c'].
+
+    A comma starts a new stack unless what follows is KEY=VALUE of a variant.
+    """
+    parts: list[str] = []
+    for piece in ref.split(","):
+        if parts and "=" in piece and ":" in parts[-1]:
+            parts[-1] += "," + piece
+        elif piece.strip():
+            parts.append(piece.strip())
+    return parts

@@ -1,0 +1,54 @@
+"""`stackrace serve NAME…`: start stacks, print their URLs, stop everything on Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+
+from stackrace.commands._common import load, resolve_all
+from stackrace.stacks.launcher import Launcher, LaunchError
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("names", nargs="+", help="stacks (or variants like gunicorn-sync:workers=4)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    stacks = load(args)
+    if stacks is None:
+        return 2
+    chosen = resolve_all(args.names, stacks)
+    if chosen is None:
+        return 2
+    return asyncio.run(_serve(chosen))
+
+
+async def _serve(chosen) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    failed = 0
+    async with Launcher() as launcher:
+        for stack in chosen:
+            try:
+                rs = await launcher.start(stack)
+            except LaunchError as exc:
+                failed += 1
+                print(f"✗ {exc}", file=sys.stderr)
+                continue
+            print(f"✓ {rs.name:<28} {rs.url}/hello   (log: {rs.log_path})", flush=True)
+        if failed == len(chosen):
+            return 1
+        print("serving; Ctrl-C stops everything", flush=True)
+        while not stop.is_set():
+            for rs in launcher.poll():
+                print(f"✗ {rs.name} crashed: {rs.error}\n{rs.log_tail()}", file=sys.stderr)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
+        print("stopping…", flush=True)
+    return 1 if failed else 0

@@ -1,0 +1,59 @@
+"""`stackrace stacks`: the stacks in stacks.toml, and whether each can start here."""
+
+from __future__ import annotations
+
+import argparse
+
+import msgspec
+
+from stackrace.commands._common import load
+from stackrace.config import resolve
+from stackrace.stacks.availability import check
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    stacks = load(args)
+    if stacks is None:
+        return 2
+    rows = []
+    for name, spec in stacks.items():
+        a = check(resolve(name, stacks))
+        rows.append(
+            {
+                "name": name,
+                "title": spec.title,
+                "family": spec.family,
+                "language": spec.language,
+                "workers": spec.workers,
+                "available": a.available,
+                "reason": a.reason,
+                "fix": a.fix,
+                "description": spec.description,
+            }
+        )
+    if args.json:
+        print(msgspec.json.encode(rows).decode())
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(header_style="bold")
+    for col in ("stack", "title", "family", "language", "available"):
+        table.add_column(col)
+    for r in rows:
+        status = "[green]yes[/]" if r["available"] else f"[red]no[/]: {r['reason']} — {r['fix']}"
+        style = None if r["available"] else "dim"
+        table.add_row(r["name"], r["title"], r["family"], r["language"], status, style=style)
+    Console().print(table)
+    missing = sum(not r["available"] for r in rows)
+    if missing:
+        print(
+            f"{missing} of {len(rows)} stacks unavailable: `stackrace install --all` "
+            "installs what they need"
+        )
+    return 0

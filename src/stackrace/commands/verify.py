@@ -1,0 +1,88 @@
+"""`stackrace verify [NAME…]`: start each stack and check every endpoint, TechEmpower-style."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+
+from stackrace.commands._common import load, resolve_all
+from stackrace.stacks.availability import check as availability
+from stackrace.stacks.launcher import Launcher, LaunchError
+from stackrace.stacks.sampler import TreeSampler
+from stackrace.stacks.verify import verify_port
+from stackrace.units import fmt_bytes
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("names", nargs="*", help="stacks to verify (default: all available)")
+    p.add_argument(
+        "--include-unavailable", action="store_true", help="try stacks that look unavailable too"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    stacks = load(args)
+    if stacks is None:
+        return 2
+    chosen = resolve_all(args.names or list(stacks), stacks)
+    if chosen is None:
+        return 2
+    return asyncio.run(_verify(chosen, explicit=bool(args.names), force=args.include_unavailable))
+
+
+async def _verify(chosen, explicit: bool, force: bool) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(header_style="bold")
+    for col in ("stack", "hello", "json", "io", "ready in", "idle memory", "problems"):
+        table.add_column(col)
+    bad = 0
+    async with Launcher() as launcher:
+        for stack in chosen:
+            a = availability(stack)
+            if not a.available and not force:
+                if explicit:
+                    bad += 1
+                table.add_row(
+                    stack.name,
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    f"unavailable: {a.reason} ({a.fix})",
+                    style="dim",
+                )
+                continue
+            t0 = time.monotonic()
+            try:
+                rs = await launcher.start(stack)
+            except LaunchError as exc:
+                bad += 1
+                table.add_row(
+                    stack.name, "✗", "✗", "✗", "-", "-", str(exc).split("\n")[0], style="red"
+                )
+                print(exc, file=sys.stderr)
+                continue
+            ready = time.monotonic() - t0
+            checks = await verify_port(rs.port)
+            mem = TreeSampler(rs.root_pids).sample()
+            await launcher.stop(rs)
+            problems = [f"{c.endpoint}: {c.problems[0]}" for c in checks if c.problems]
+            bad += bool(problems)
+            table.add_row(
+                stack.name,
+                *("✓" if c.ok else "✗" for c in checks),
+                f"{ready:.2f}s",
+                f"{fmt_bytes(mem.rss)} rss / {fmt_bytes(mem.uss)} uss",
+                "; ".join(problems),
+                style="red" if problems else None,
+            )
+    console.print(table)
+    print(f"{len(chosen) - bad} of {len(chosen)} stacks verified", file=sys.stderr)
+    return 1 if bad else 0
