@@ -1,0 +1,109 @@
+"""End to end: the real engine against real servers, driven through the app.
+
+Until the launcher lands the two stacks are `--url` targets: a blocking server (one
+request at a time, like one gunicorn sync worker) and the asyncio test server, both
+on /io-like 10 ms requests. Raising the concurrency past the blocking server's breaking
+point must mark its pane and not the async one; quitting must leave no process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from stackrace.engine.client import Engine
+from stackrace.engine.model import EngineSettings
+from stackrace.session import RacePlan, Session, UrlTarget, Workload
+from stackrace.tui.app import StackraceApp
+from stackrace.tui.pane import StackPane
+from tests.helpers import TestServer, free_port
+
+SYNC_SERVER = Path(__file__).parent / "servers" / "sync_server.py"
+
+pytestmark = pytest.mark.slow
+
+
+class SyncServer:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SYNC_SERVER), str(self.port)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert self.proc.stdout is not None
+        assert self.proc.stdout.readline().strip() == b"ready"
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def servers():
+    sync, async_ = SyncServer(), TestServer()
+    yield sync, async_
+    sync.kill()
+    async_.kill()
+
+
+async def wait_until(predicate, timeout: float) -> bool:
+    end = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < end:
+        if predicate():
+            return True
+        await asyncio.sleep(0.1)
+    return predicate()
+
+
+async def test_blocking_server_breaks_async_one_does_not(servers):
+    sync, async_ = servers
+    plan = RacePlan(
+        urls=(
+            UrlTarget(f"http://127.0.0.1:{sync.port}/io?ms=10", pid=sync.proc.pid, name="sync"),
+            UrlTarget(async_.url("/delay?ms=10"), pid=async_.proc.pid, name="async"),
+        ),
+        workload=Workload("io"),
+        concurrency=1,
+    )
+    session = Session(Engine(EngineSettings(interval=0.25, timeout=5.0)))
+    app = StackraceApp(session, plan, [], show_picker=False)
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    async with app.run_test(size=(160, 48)) as pilot:
+        assert await wait_until(lambda: app.race is not None and len(app.race.panes) == 2, 10)
+        await pilot.pause()
+        race = app.race
+        assert race is not None
+        sync_pane = race.query_one("#pane-url1", StackPane)
+        async_pane = race.query_one("#pane-url2", StackPane)
+        # low load long enough to set the baseline, then 10x the clients, then 20x
+        await asyncio.sleep(2.0)
+        for _ in range(2):  # 1 -> 2 -> 5
+            await pilot.press("plus")
+        await asyncio.sleep(2.0)
+        await pilot.press("plus", "plus")  # -> 10 -> 20
+        broken = await wait_until(lambda: sync_pane.has_class("-broken"), 8)
+        view = race.last_view
+        assert view is not None
+        sync_view = next(p for p in view.panes if p.id == "url1")
+        async_view = next(p for p in view.panes if p.id == "url2")
+        assert broken, f"sync pane not marked: {app.session.levels.results('url1')}"
+        assert "BROKE" in str(race.query_one("#pane-url1 #breaking").content)
+        assert not async_pane.has_class("-broken"), async_view.breaking
+        # the figures behind it: the async server scaled, the blocking one did not
+        assert async_view.target is not None and sync_view.target is not None
+        assert async_view.target.interval.rps > 3 * sync_view.target.interval.rps
+        # memory and CPU of a URL target come from its pid
+        assert sync_view.resources is not None and sync_view.resources.rss > 0
+        await pilot.press("q")
+        await pilot.pause()
+    leftovers = [
+        p for p in psutil.Process().children(recursive=True) if p.pid not in before
+    ]
+    assert not [p for p in leftovers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
