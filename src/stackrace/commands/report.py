@@ -1,0 +1,75 @@
+"""`stackrace report RUN.json …`: render saved runs again, or compare them side by side."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from stackrace.report import gate
+from stackrace.report.schema import BenchRun, loads
+from stackrace.report.write import print_run, write_outputs
+from stackrace.units import fmt_us
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", nargs="+", help="run files written by `stackrace bench --json`")
+    p.add_argument("--csv", dest="csv_out")
+    p.add_argument("--markdown", dest="md_out")
+    p.add_argument("--chart", dest="chart_out")
+    p.add_argument("--baseline", help="judge the (single) run against this one")
+    p.add_argument("--fail-on", default="qps<-10%,p99>+25%,failures>0.1%")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        runs = [loads(Path(r).read_bytes(), r) for r in args.runs]
+        base = loads(Path(args.baseline).read_bytes(), args.baseline) if args.baseline else None
+        rules = gate.parse_rules(args.fail_on) if base else []
+    except (OSError, ValueError) as exc:
+        print(f"stackrace report: {exc}", file=sys.stderr)
+        return 2
+    if len(runs) == 1:
+        print_run(runs[0], title=args.runs[0])
+        write_outputs(runs[0], None, args.csv_out, args.md_out, args.chart_out)
+    else:
+        compare(runs, args.runs)
+    if base is not None:
+        verdict = gate.judge(runs[-1], base, rules)
+        for line in verdict.failed:
+            print(f"REGRESSION {line}")
+        return 0 if verdict.ok else 1
+    return 0
+
+
+def compare(runs: list[BenchRun], names: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="req/s and p99 per run; change against the first", header_style="bold")
+    table.add_column("stack")
+    table.add_column("level", justify="right")
+    for n in names:
+        table.add_column(Path(n).stem, justify="right")
+    keys: list[tuple[str, int]] = []
+    for r in runs:
+        for st in r.stacks:
+            for lv in st.levels:
+                if (st.name, lv.concurrency) not in keys:
+                    keys.append((st.name, lv.concurrency))
+    index = [{(st.name, lv.concurrency): lv for st in r.stacks for lv in st.levels} for r in runs]
+    for key in keys:
+        first = index[0].get(key)
+        cells = []
+        for idx in index:
+            lv = idx.get(key)
+            if lv is None:
+                cells.append("-")
+                continue
+            text = f"{lv.rps:,.0f} / {fmt_us(lv.latency.p99)}"
+            if first is not None and lv is not first and first.rps:
+                text += f" ({(lv.rps / first.rps - 1) * 100:+.0f}%)"
+            cells.append(text)
+        table.add_row(key[0], str(key[1]), *cells)
+    Console().print(table)
