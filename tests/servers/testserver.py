@@ -1,6 +1,6 @@
 """A small real HTTP/1.1 server for the engine's tests, run as its own process.
 
-    python tests/servers/testserver.py PORT
+    python tests/servers/testserver.py PORT [BLOCK_MS]
 
 Paths (query parameters in brackets):
   /hello                  200, Content-Length body "Hello, World!"
@@ -27,6 +27,7 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 STATS = {"requests": 0, "open": 0, "max_open": 0}
+BLOCK_S = 0.0  # second argument: block this many ms in every /hello (a slow stack)
 BY_PATH: dict[str, int] = {}
 
 
@@ -89,6 +90,8 @@ class Handler(asyncio.Protocol):
         STATS["requests"] += 1
         BY_PATH[path] = BY_PATH.get(path, 0) + 1
         if path == "/hello":
+            if BLOCK_S:
+                time.sleep(BLOCK_S)
             w(response(200, b"Hello, World!"))
         elif path == "/json":
             w(response(200, b'{"message": "Hello, World!"}', ctype="application/json"))
@@ -135,4 +138,6 @@ async def main(port: int) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        BLOCK_S = float(sys.argv[2]) / 1000
     asyncio.run(main(int(sys.argv[1])))

@@ -1,0 +1,149 @@
+"""`stackrace bench` and `stackrace report` end to end, with real server processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+
+from stackrace.report.schema import json_schema, loads
+
+ROOT = Path(__file__).parents[2]
+FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
+
+SLOW_TEMPLATE = """
+[stacks.plain]
+title = "test server"
+language = "python"
+family = "sync"
+command = ["{{python}}", "{{root}}/tests/servers/testserver.py", "{{port}}", "{block_ms}"]
+"""
+
+
+def stackrace(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stackrace.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def test_short_bench_writes_valid_json_markdown_csv_and_chart(tmp_path):
+    out = {k: tmp_path / f"run.{k}" for k in ("json", "md", "csv", "svg")}
+    r = stackrace(
+        "--stacks-file",
+        str(FIXTURE),
+        "bench",
+        "--stacks",
+        "plain,forking",
+        "--concurrency",
+        "2,8",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0.3s",
+        "--json",
+        str(out["json"]),
+        "--markdown",
+        str(out["md"]),
+        "--csv",
+        str(out["csv"]),
+        "--chart",
+        str(out["svg"]),
+    )
+    assert r.returncode == 0, r.stderr
+    raw = json.loads(out["json"].read_text())
+    jsonschema.validate(raw, json_schema())
+    run = loads(out["json"].read_bytes())
+    assert [s.name for s in run.stacks] == ["plain", "forking"]
+    for st in run.stacks:
+        assert [lv.concurrency for lv in st.levels] == [2, 8]
+        for lv in st.levels:
+            assert lv.requests > 100 and lv.failures == {}
+            assert lv.memory_before.rss > 0 and lv.cpu_percent > 0
+    md_rows = [
+        line
+        for line in out["md"].read_text().splitlines()
+        if line.startswith("| plain") or line.startswith("| forking")
+    ]
+    assert len(md_rows) == 4
+    assert len(out["csv"].read_text().strip().splitlines()) == 5
+    assert out["svg"].read_text().startswith("<svg")
+    # the saved run renders again
+    again = stackrace("report", str(out["json"]))
+    assert again.returncode == 0 and "plain" in again.stdout
+
+
+def test_gate_fails_a_planted_regression_and_passes_a_rerun(tmp_path):
+    fast = tmp_path / "fast.toml"
+    slow = tmp_path / "slow.toml"
+    fast.write_text(SLOW_TEMPLATE.format(block_ms=0))
+    slow.write_text(SLOW_TEMPLATE.format(block_ms=5))  # 5 ms of blocking per request
+    common = [
+        "bench",
+        "--stacks",
+        "plain",
+        "--concurrency",
+        "4",
+        "--duration",
+        "1.5s",
+        "--warmup",
+        "0.3s",
+    ]
+    base = tmp_path / "base.json"
+    r = stackrace("--stacks-file", str(fast), *common, "--json", str(base))
+    assert r.returncode == 0, r.stderr
+    rules = ["--baseline", str(base), "--fail-on", "qps<-50%,p99>+900%,failures>1%"]
+    same = stackrace("--stacks-file", str(fast), *common, *rules)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "gate passed" in same.stdout
+    worse = stackrace("--stacks-file", str(slow), *common, *rules)
+    assert worse.returncode == 1, worse.stdout
+    assert "REGRESSION plain @ c=4: qps" in worse.stdout
+
+
+def test_a_stack_that_cannot_start_is_reported_and_the_others_run(tmp_path):
+    r = stackrace(
+        "--stacks-file",
+        str(FIXTURE),
+        "bench",
+        "--stacks",
+        "exits-at-once,plain",
+        "--concurrency",
+        "2",
+        "--duration",
+        "0.6s",
+        "--warmup",
+        "0.2s",
+        "--json",
+        str(tmp_path / "r.json"),
+    )
+    assert r.returncode == 1
+    run = loads((tmp_path / "r.json").read_bytes())
+    by = {s.name: s for s in run.stacks}
+    assert by["exits-at-once"].error and "exited with code 4" in by["exits-at-once"].error
+    assert by["plain"].levels and by["plain"].levels[0].requests > 50
+
+
+def test_bad_bench_arguments(tmp_path):
+    r = stackrace("--stacks-file", str(FIXTURE), "bench", "--stacks", "nope")
+    assert r.returncode == 2 and "no stack 'nope'" in r.stderr
+    r = stackrace(
+        "--stacks-file",
+        str(FIXTURE),
+        "bench",
+        "--stacks",
+        "plain",
+        "--fail-on",
+        "speed<fast",
+        "--baseline",
+        str(tmp_path / "x.json"),
+    )
+    assert r.returncode == 2
+    r = stackrace("--stacks-file", str(FIXTURE), "bench", "--preset", "no-such-preset")
+    assert r.returncode == 2 and "no preset" in r.stderr
