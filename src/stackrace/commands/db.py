@@ -1,0 +1,247 @@
+"""`stackrace db up|down|status|seed|reset|env`: the private MariaDB, or an existing server."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+
+import msgspec
+
+from stackrace.db import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_PORT,
+    DEFAULT_ROWS,
+    ENGINES,
+    Database,
+    DbError,
+    DbStatus,
+    ManagedMariaDB,
+    db_env,
+    open_database,
+)
+from stackrace.units import fmt_bytes
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--dir",
+        default=None,
+        help="the private instance's directory (default $STACKRACE_DB_DIR, else "
+        "~/.cache/stackrace/mariadb)",
+    )
+    common.add_argument(
+        "--db",
+        default=None,
+        metavar="DSN",
+        help="use an existing server instead: mysql://user:password@host:port/database",
+    )
+    common.add_argument(
+        "--allow-remote", action="store_true", help="allow a --db host that is not loopback"
+    )
+    sub = p.add_subparsers(dest="db_action", metavar="ACTION", required=True)
+
+    up = sub.add_parser("up", parents=[common], help="install if needed and start the server")
+    up.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=f"loopback TCP port (default {DEFAULT_PORT}, then whatever the instance last used)",
+    )
+    up.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        help=f"server max_connections (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    up.set_defaults(db_func=_up)
+
+    down = sub.add_parser("down", parents=[common], help="stop the private server")
+    down.set_defaults(db_func=_down)
+
+    status = sub.add_parser("status", parents=[common], help="state and server settings")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+    status.set_defaults(db_func=_status)
+
+    seed = sub.add_parser(
+        "seed", parents=[common], help="fill table test with random values (skipped if done)"
+    )
+    seed.add_argument(
+        "--rows", type=int, default=DEFAULT_ROWS, help=f"rows (default {DEFAULT_ROWS:,})"
+    )
+    seed.add_argument(
+        "--engine", default="myisam", choices=ENGINES, help="storage engine (default myisam)"
+    )
+    seed.add_argument("--force", action="store_true", help="seed again even if already done")
+    seed.set_defaults(db_func=_seed)
+
+    reset = sub.add_parser("reset", parents=[common], help="drop the seeded tables")
+    reset.add_argument(
+        "--wipe",
+        action="store_true",
+        help="stop the private server and delete its whole directory instead",
+    )
+    reset.set_defaults(db_func=_reset)
+
+    env = sub.add_parser(
+        "env", parents=[common], help="print the STACKRACE_DB_* variables the apps get"
+    )
+    env.set_defaults(db_func=_env)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return int(args.db_func(args))
+
+
+def _open(args: argparse.Namespace) -> Database:
+    if args.db and args.dir:
+        raise DbError("--db and --dir exclude each other (--dir is for the private instance)")
+    db = open_database(
+        args.db, allow_remote=args.allow_remote, root=args.dir, port=getattr(args, "port", None)
+    )
+    if isinstance(db, ManagedMariaDB):
+        db.max_connections = getattr(args, "max_connections", DEFAULT_MAX_CONNECTIONS)
+    return db
+
+
+def _guard(action):  # type: ignore[no-untyped-def]
+    """One line on stderr and exit status 1 for a DbError (2 for a usage error)."""
+
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return action(args, _open(args))
+        except DbError as exc:
+            print(f"stackrace db {args.db_action}: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
+
+    return wrapper
+
+
+@_guard
+def _up(args: argparse.Namespace, db: Database) -> int:
+    if not isinstance(db, ManagedMariaDB):
+        db.up()
+        print(f"using the existing server at {db.settings.redacted()} (nothing to start)")
+        return 0
+    was_running = db.is_running()
+    t0 = time.monotonic()
+    settings = db.up()
+    verb = "already running" if was_running else f"started in {time.monotonic() - t0:.1f} s"
+    print(f"private MariaDB {verb}: {settings.redacted()} (socket {settings.socket})")
+    print("stop it with `stackrace db down`; seed it with `stackrace db seed`")
+    return 0
+
+
+@_guard
+def _down(args: argparse.Namespace, db: Database) -> int:
+    if not isinstance(db, ManagedMariaDB):
+        raise DbError("--db points at an existing server: stackrace never stops it")
+    print("stopped" if db.down() else "not running")
+    return 0
+
+
+@_guard
+def _status(args: argparse.Namespace, db: Database) -> int:
+    st = db.status()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(st).decode() + "\n")
+    else:
+        for label, value in status_lines(st):
+            print(f"{label:<24} {value}")
+    return 0 if st.state in ("running", "stopped", "not installed") else 1
+
+
+@_guard
+def _seed(args: argparse.Namespace, db: Database) -> int:
+    result = db.seed(args.rows, args.engine, force=args.force)
+    if result.skipped:
+        print(f"already seeded: {result.rows:,} rows, {result.engine} (use --force to redo)")
+    else:
+        again = " (an interrupted seed was redone)" if result.redone else ""
+        print(
+            f"seeded {result.rows:,} rows into test ({result.engine}) in "
+            f"{result.seconds:.2f} s{again}"
+        )
+    return 0
+
+
+@_guard
+def _reset(args: argparse.Namespace, db: Database) -> int:
+    db.reset(wipe=args.wipe)
+    if args.wipe:
+        assert isinstance(db, ManagedMariaDB)
+        print(f"stopped and deleted {db.paths.root}")
+    else:
+        print("dropped tables test and seed_meta")
+    return 0
+
+
+@_guard
+def _env(args: argparse.Namespace, db: Database) -> int:
+    rows = None
+    if db.is_running():
+        state = db.seed_state()
+        rows = state.rows if state and state.done else None
+    for key, value in db_env(db.settings, rows).items():
+        print(f"export {key}={shlex.quote(value)}")
+    return 0
+
+
+def status_lines(st: DbStatus) -> list[tuple[str, str]]:
+    """The human view of a status, as (label, value) rows."""
+    head = "private MariaDB" if st.kind == "managed" else "existing server"
+    state = st.state + (f" (pid {st.pid})" if st.pid else "")
+    lines = [(head, state)]
+    if st.dir:
+        lines.append(("directory", st.dir))
+    if st.settings:
+        lines.append(("connect", st.settings.redacted()))
+        if st.settings.socket:
+            lines.append(("socket", st.settings.socket))
+    if st.error:
+        lines.append(("error", st.error))
+    if st.state == "not installed":
+        lines.append(("next", "stackrace db up"))
+    f = st.facts
+    if f is None:
+        return lines
+    v = f.variables
+    if f.test_engine is None:
+        table = "missing (run `stackrace db seed`)"
+    else:
+        table = f"{f.test_rows:,} rows, {f.test_engine}"
+    if st.seed is not None:
+        done = "complete" if st.seed.done else "INTERRUPTED (seed again)"
+        took = f", {st.seed.seconds:.2f} s" if st.seed.seconds else ""
+        table += f"; seed {done}: {st.seed.rows:,} rows {st.seed.engine}{took}"
+    lines += [
+        ("version", v.get("version", "?")),
+        ("port", v.get("port", "?")),
+        ("table test", table),
+        ("default engine", v.get("default_storage_engine", "?")),
+        ("query cache", f"{v.get('query_cache_type', '?')} (size {v.get('query_cache_size')})"),
+        (
+            "max_connections",
+            f"{v.get('max_connections', '?')} "
+            f"(open_files_limit {v.get('open_files_limit', '?')}, "
+            f"{v.get('thread_handling', '?')}, {f.threads_connected} connected now)",
+        ),
+        ("innodb_buffer_pool_size", _bytes(v.get("innodb_buffer_pool_size"))),
+        ("key_buffer_size", _bytes(v.get("key_buffer_size"))),
+        (
+            "queries since start",
+            f"Questions {f.questions:,}, Com_select {f.com_select:,} (uptime {f.uptime_s} s)",
+        ),
+    ]
+    return lines
+
+
+def _bytes(value: str | None) -> str:
+    if value is None or not value.isdigit():
+        return "?"
+    return fmt_bytes(int(value))

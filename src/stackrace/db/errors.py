@@ -1,0 +1,21 @@
+"""The one error type of the database layer: a clear, one-line message for the user."""
+
+from __future__ import annotations
+
+
+class DbError(RuntimeError):
+    """Anything that keeps the database from being usable, said in one line.
+
+    `log_tail` holds the last lines of mariadbd's error log when the server failed to
+    start, so a caller can show them under the message.
+    """
+
+    def __init__(self, message: str, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+    def __str__(self) -> str:
+        msg = super().__str__()
+        if self.log_tail:
+            return f"{msg}\n--- mariadbd log (last lines) ---\n{self.log_tail}"
+        return msg

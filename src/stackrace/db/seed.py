@@ -1,0 +1,232 @@
+"""Seeding table `test(id INT PRIMARY KEY, value DOUBLE)` with uniform random values in [0,1).
+
+Fast path (MariaDB): one `INSERT ... SELECT seq, RAND(seed) FROM seq_1_to_N` built by the
+server from its SEQUENCE engine: no CSV to generate, no file to ship, ~1.3 s for 1M MyISAM
+rows on 2 cores (LOAD DATA LOCAL INFILE with a Python-made CSV took ~1.4 s to generate plus
+~2-3.5 s to load). Fallback (servers without SEQUENCE, e.g. MySQL): batched multi-row INSERTs.
+
+Idempotent: table `seed_meta` records rows, engine and seed with `done` written last, so a
+seed interrupted half-way (done = 0) is seen and redone, and a completed one is skipped.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Literal
+
+import msgspec
+import pymysql
+
+from stackrace.db.admin import query
+from stackrace.db.errors import DbError
+
+Engine = Literal["myisam", "innodb"]
+ENGINES: tuple[Engine, ...] = ("myisam", "innodb")
+DEFAULT_ROWS = 1_000_000
+DEFAULT_SEED = 42
+
+_LOCK = "stackrace_seed"
+_FALLBACK_BATCH = 5_000
+
+
+class SeedState(msgspec.Struct, kw_only=True):
+    """What seed_meta says: `done` False means a seed started and never finished."""
+
+    rows: int
+    engine: str
+    seed: int
+    done: bool
+    seconds: float | None
+
+
+class SeedResult(msgspec.Struct, kw_only=True):
+    rows: int
+    engine: str
+    skipped: bool  # already seeded with these parameters
+    redone: bool  # an interrupted seed was found and replaced
+    seconds: float
+    method: str  # "sequence", "insert" or "none"
+
+
+def normalize_engine(engine: str) -> Engine:
+    e = engine.strip().lower()
+    if e not in ENGINES:
+        raise DbError(f"unknown storage engine {engine!r}: use myisam or innodb")
+    return e  # type: ignore[return-value]
+
+
+def seed_state(conn: pymysql.connections.Connection) -> SeedState | None:
+    """The recorded seed, or None when there is none (no table or no row)."""
+    if not _table_exists(conn, "seed_meta"):
+        return None
+    rows = query(conn, "SELECT `rows`, engine, seed, done, seconds FROM seed_meta WHERE id = 1")
+    if not rows:
+        return None
+    n, engine, seed, done, seconds = rows[0]
+    return SeedState(
+        rows=int(n),
+        engine=str(engine),
+        seed=int(seed),
+        done=bool(done),
+        seconds=None if seconds is None else float(seconds),
+    )
+
+
+def seed(
+    conn: pymysql.connections.Connection,
+    rows: int = DEFAULT_ROWS,
+    engine: str = "myisam",
+    *,
+    random_seed: int = DEFAULT_SEED,
+    force: bool = False,
+) -> SeedResult:
+    """Make table `test` hold `rows` rows in `engine`, unless a completed seed already did."""
+    eng = normalize_engine(engine)
+    if rows < 10:
+        raise DbError(f"--rows must be at least 10 (each query reads 10 rows), got {rows}")
+    if rows > 2**31 - 1:
+        raise DbError(f"--rows must fit an INT primary key, got {rows}")
+    t0 = time.monotonic()
+    # one seeder at a time: two would drop each other's table half-way
+    got = query(conn, "SELECT GET_LOCK(%s, 60)", (_LOCK,))[0][0]
+    if got != 1:
+        raise DbError("another seed of this database is still running (waited 60 s)")
+    try:
+        state = seed_state(conn)
+        _refuse_foreign_table(conn, state)
+        if not force and state is not None and state.done and _matches(conn, state, rows, eng):
+            return SeedResult(
+                rows=rows,
+                engine=eng,
+                skipped=True,
+                redone=False,
+                seconds=time.monotonic() - t0,
+                method="none",
+            )
+        redone = state is not None and not state.done
+        _create_meta(conn)
+        # the in-progress record goes first, `done` last: a crash in between is detectable
+        query(
+            conn,
+            "REPLACE INTO seed_meta (id, `rows`, engine, seed, done, started_at) "
+            "VALUES (1, %s, %s, %s, 0, NOW(6))",
+            (rows, eng, random_seed),
+        )
+        query(conn, "DROP TABLE IF EXISTS test")
+        query(
+            conn,
+            f"CREATE TABLE test (id INT NOT NULL PRIMARY KEY, value DOUBLE NOT NULL) ENGINE={eng}",
+        )
+        method = _fill(conn, rows, random_seed)
+        count = int(query(conn, "SELECT COUNT(*) FROM test")[0][0])
+        if count != rows:
+            raise DbError(f"seed wrote {count} rows instead of {rows}")
+        seconds = time.monotonic() - t0
+        query(conn, "UPDATE seed_meta SET done = 1, seconds = %s WHERE id = 1", (seconds,))
+        return SeedResult(
+            rows=rows, engine=eng, skipped=False, redone=redone, seconds=seconds, method=method
+        )
+    finally:
+        query(conn, "SELECT RELEASE_LOCK(%s)", (_LOCK,))
+
+
+def drop_seed(conn: pymysql.connections.Connection) -> bool:
+    """Drop the tables a seed made (test, seed_meta); True when there was anything to drop."""
+    state = seed_state(conn)
+    _refuse_foreign_table(conn, state)
+    had = state is not None or _table_exists(conn, "test")
+    query(conn, "DROP TABLE IF EXISTS test, seed_meta")
+    return had
+
+
+def _matches(
+    conn: pymysql.connections.Connection, state: SeedState, rows: int, eng: Engine
+) -> bool:
+    if state.rows != rows or state.engine != eng:
+        return False
+    found = query(
+        conn,
+        "SELECT ENGINE FROM information_schema.TABLES "
+        "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'test'",
+    )
+    return bool(found) and str(found[0][0]).lower() == eng
+
+
+def _refuse_foreign_table(conn: pymysql.connections.Connection, state: SeedState | None) -> None:
+    """A `test` table without our seed_meta belongs to someone else: never drop it."""
+    if state is None and _table_exists(conn, "test") and not _table_exists(conn, "seed_meta"):
+        db = query(conn, "SELECT DATABASE()")[0][0]
+        raise DbError(
+            f"database {db!r} already has a table `test` that stackrace did not create; "
+            "refusing to replace it (use another database)"
+        )
+
+
+def _table_exists(conn: pymysql.connections.Connection, name: str) -> bool:
+    return bool(
+        query(
+            conn,
+            "SELECT 1 FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+            (name,),
+        )
+    )
+
+
+def _create_meta(conn: pymysql.connections.Connection) -> None:
+    query(
+        conn,
+        "CREATE TABLE IF NOT EXISTS seed_meta ("
+        " id TINYINT NOT NULL PRIMARY KEY,"
+        " `rows` INT NOT NULL, engine VARCHAR(16) NOT NULL, seed BIGINT NOT NULL,"
+        " done TINYINT NOT NULL, started_at DATETIME(6) NOT NULL, seconds DOUBLE NULL"
+        ") ENGINE=InnoDB",  # InnoDB: the done flag itself must survive a crash
+    )
+
+
+def _has_sequence_engine(conn: pymysql.connections.Connection) -> bool:
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT seq FROM seq_1_to_1")
+            cur.fetchall()
+        return True
+    except pymysql.MySQLError:
+        return False
+
+
+def _fill(conn: pymysql.connections.Connection, rows: int, random_seed: int) -> str:
+    if _has_sequence_engine(conn):
+        # RAND(N) with a constant seed: the same values on every machine and run
+        query(
+            conn,
+            f"INSERT INTO test (id, value) SELECT seq, RAND({int(random_seed)}) "
+            f"FROM seq_1_to_{int(rows)}",
+        )
+        return "sequence"
+    rnd = random.Random(random_seed).random
+    with conn.cursor() as cur:
+        for start in range(1, rows + 1, _FALLBACK_BATCH):
+            stop = min(start + _FALLBACK_BATCH, rows + 1)
+            # executemany folds these into one multi-row INSERT per batch
+            try:
+                cur.executemany(
+                    "INSERT INTO test (id, value) VALUES (%s, %s)",
+                    [(i, rnd()) for i in range(start, stop)],
+                )
+            except pymysql.MySQLError as exc:
+                raise DbError(f"seed failed while inserting rows: {exc.args[-1]}") from None
+    return "insert"
+
+
+__all__ = [
+    "DEFAULT_ROWS",
+    "ENGINES",
+    "Engine",
+    "SeedResult",
+    "SeedState",
+    "drop_seed",
+    "normalize_engine",
+    "seed",
+    "seed_state",
+]
