@@ -1,0 +1,3 @@
+module stackrace/apps/go/nethttp
+
+go 1.22

@@ -1,0 +1,71 @@
+// Go's net/http server with the same endpoints as every other stack.
+//
+//	bin/server -addr 127.0.0.1:8080
+//
+// /io waits with time.Sleep, which parks only the goroutine, the way a Go handler waits
+// for a backend. GOMAXPROCS (set by stacks.toml from `workers`) bounds the cores it uses.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+)
+
+const (
+	ioDefaultMs = 10
+	ioMaxMs     = 10000 // a typo in a URL must not park a handler for hours
+)
+
+func hello(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.Write([]byte("Hello, World!"))
+}
+
+func jsonHandler(w http.ResponseWriter, r *http.Request) {
+	// encoding/json writes compact JSON; the object is put together around the encoded
+	// value so every stack sends the contract's exact bytes: {"message": "Hello, World!"}
+	value, err := json.Marshal("Hello, World!")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	body := make([]byte, 0, 32)
+	body = append(body, `{"message": `...)
+	body = append(body, value...)
+	body = append(body, '}')
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
+
+func io(w http.ResponseWriter, r *http.Request) {
+	ms := ioDefaultMs
+	if v, err := strconv.Atoi(r.URL.Query().Get("ms")); err == nil && v >= 0 {
+		ms = min(v, ioMaxMs)
+	}
+	time.Sleep(time.Duration(ms) * time.Millisecond)
+	w.Header().Set("Content-Type", "text/plain")
+	w.Write([]byte("ok"))
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	version := flag.Bool("version", false, "print the Go version and exit")
+	flag.Parse()
+	if *version {
+		fmt.Println("net/http", runtime.Version())
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /hello", hello)
+	mux.HandleFunc("GET /json", jsonHandler)
+	mux.HandleFunc("GET /io", io)
+	// GET /db: the database endpoint comes with its own issue; it will be routed here.
+	server := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Fatal(server.ListenAndServe())
+}

@@ -1,0 +1,52 @@
+"""The one plain ASGI app (uvicorn, granian's ASGI interface): no framework in between.
+
+/io waits with `await asyncio.sleep`, the way async code waits for a backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from contract import HELLO, JSON, NOT_FOUND, OK, TEXT, io_ms, json_body
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def _reply(send: Send, status: int, ctype: str, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", ctype.encode()),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    if scope["type"] == "lifespan":
+        # answer start-up and shut-down so servers do not log that lifespan is missing
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    path = scope["path"]
+    if path == "/hello":
+        await _reply(send, 200, TEXT, HELLO)
+    elif path == "/json":
+        await _reply(send, 200, JSON, json_body())
+    elif path == "/io":
+        await asyncio.sleep(io_ms(scope["query_string"].decode("latin-1")) / 1000)
+        await _reply(send, 200, TEXT, OK)
+    else:
+        # /db: the database endpoint comes with its own issue; it will be routed here.
+        await _reply(send, 404, TEXT, NOT_FOUND)

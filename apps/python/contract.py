@@ -1,0 +1,40 @@
+"""What every Python app answers, in one place (see docs/stacks.md for the contract).
+
+Kept Python 3.9-compatible: the PyPy stack imports it too (Debian's PyPy is 3.9).
+"""
+
+from __future__ import annotations
+
+import json
+
+HELLO = b"Hello, World!"
+MESSAGE = "Hello, World!"
+OK = b"ok"
+NOT_FOUND = b"not found"
+TEXT = "text/plain"
+JSON = "application/json"
+
+IO_DEFAULT_MS = 10
+IO_MAX_MS = 10_000  # a typo in a URL must not park a worker for hours
+
+
+def json_body() -> bytes:
+    """Serialised per request, as a real handler would; json.dumps' default separators
+    give exactly the contract's bytes: {"message": "Hello, World!"}."""
+    return json.dumps({"message": MESSAGE}).encode()
+
+
+def io_ms(query: str | None) -> int:
+    """The `ms` of a query string like `ms=100`; the default when missing or not a number."""
+    if query:
+        for part in query.split("&"):
+            key, _, value = part.partition("=")
+            if key == "ms":
+                return parse_ms(value)
+    return IO_DEFAULT_MS
+
+
+def parse_ms(value: str | None) -> int:
+    if value is None or not value.isdigit():
+        return IO_DEFAULT_MS
+    return min(int(value), IO_MAX_MS)

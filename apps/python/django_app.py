@@ -1,0 +1,49 @@
+"""Django in one file, under gunicorn's sync worker. /io blocks the worker with time.sleep.
+
+Settings are configured in code before the WSGI handler is built; DEBUG is off, so
+ALLOWED_HOSTS must name the loopback host or every request is a 400.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+
+settings.configure(
+    DEBUG=False,
+    ROOT_URLCONF=__name__,
+    ALLOWED_HOSTS=["127.0.0.1", "localhost"],
+    MIDDLEWARE=[],  # a bare app: no sessions, CSRF or security middleware on this path
+    INSTALLED_APPS=[],
+    SECRET_KEY="stackrace-benchmark-only",  # no sessions or signing in this app
+    USE_TZ=True,
+)
+
+from contract import HELLO, JSON, OK, TEXT, io_ms, json_body  # noqa: E402
+from django.core.wsgi import get_wsgi_application  # noqa: E402
+from django.http import HttpRequest, HttpResponse  # noqa: E402
+from django.urls import path  # noqa: E402
+
+
+def hello(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(HELLO, content_type=TEXT)
+
+
+def json_(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(json_body(), content_type=JSON)
+
+
+def io(request: HttpRequest) -> HttpResponse:
+    time.sleep(io_ms(request.META.get("QUERY_STRING")) / 1000)
+    return HttpResponse(OK, content_type=TEXT)
+
+
+urlpatterns = [
+    path("hello", hello),
+    path("json", json_),
+    path("io", io),
+    # /db: the database endpoint comes with its own issue; it will be routed here.
+]
+
+app = get_wsgi_application()
