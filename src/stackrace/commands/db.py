@@ -56,6 +56,14 @@ def register(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_CONNECTIONS,
         help=f"server max_connections (default {DEFAULT_MAX_CONNECTIONS})",
     )
+    up.add_argument(
+        "--mariadbd-arg",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="extra mariadbd option, repeatable "
+        "(e.g. --mariadbd-arg=--thread-handling=pool-of-threads)",
+    )
     up.set_defaults(db_func=_up)
 
     down = sub.add_parser("down", parents=[common], help="stop the private server")
@@ -104,6 +112,7 @@ def _open(args: argparse.Namespace) -> Database:
     )
     if isinstance(db, ManagedMariaDB):
         db.max_connections = getattr(args, "max_connections", DEFAULT_MAX_CONNECTIONS)
+        db.extra_args = getattr(args, "mariadbd_arg", [])
     return db
 
 

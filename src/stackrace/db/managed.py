@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -92,12 +93,14 @@ class ManagedMariaDB:
         bindir: str | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         start_timeout: float = 60.0,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.paths = InstancePaths(Path(root) if root is not None else default_dir())
         self.scoped = scoped
         self.bindir = bindir  # os.pathsep-separated dirs to find the binaries in
         self.max_connections = max_connections
         self.start_timeout = start_timeout
+        self.extra_args = list(extra_args)  # more mariadbd options, after ours (they win)
         self._port_arg = port
         self._proc: subprocess.Popen[bytes] | None = None  # set only when we started it
         self._atexit_registered = False
@@ -402,7 +405,7 @@ class ManagedMariaDB:
         ]
         if os.geteuid() == 0:
             args.insert(2, "--user=root")  # mariadbd refuses to run as root otherwise
-        return args
+        return args + self.extra_args
 
     def _connection_budget(self) -> tuple[int, int]:
         """max_connections and open_files_limit that fit under the hard RLIMIT_NOFILE."""
