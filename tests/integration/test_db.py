@@ -7,6 +7,7 @@ One scoped instance is shared by the module where tests do not need their own.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -251,6 +252,7 @@ def test_scoped_server_dies_with_its_owner(tmp_path: Path) -> None:
     while is_our_server(pid, datadir) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not is_our_server(pid, datadir)
+    shutil.rmtree(datadir)  # ~100 MB; pytest keeps old temp dirs
 
 
 def test_cli_service_outlives_the_command(
@@ -283,3 +285,15 @@ def test_cli_service_outlives_the_command(
         assert not inst.is_running()
     finally:
         inst.reset(wipe=True)
+
+
+async def test_async_scoped_instance(tmp_path: Path) -> None:
+    """bench's path: start from the event loop, seed in a worker thread, stop on exit."""
+    async with ManagedMariaDB(tmp_path, free_port(), scoped=True) as db:
+        settings = await db.ensure_ready_async(rows=1000)
+        assert db.owns_server and settings.port == db.settings.port
+        pid = db.pid()
+        assert pid is not None
+        assert (await db.ensure_ready_async(rows=1000)) == settings  # all skipped now
+    assert not is_our_server(pid, tmp_path / "data")
+    shutil.rmtree(tmp_path / "data")
