@@ -1,0 +1,86 @@
+"""`stackrace install [NAME…|--all]`: install what the chosen stacks' `needs` declare.
+
+apt packages (one `apt-get update` first; sudo when not root), pip packages into .venv or
+.venv-pypy, npm packages and builds. Everything is checked first, so a run with nothing
+to do takes well under a second. Exit status 1 when any stack could not be completed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from stackrace.commands._common import load, resolve_all
+from stackrace.stacks.install import Installer, StackResult
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "names", nargs="*", metavar="NAME", help="stacks to install (see `stackrace stacks`)"
+    )
+    p.add_argument("--all", action="store_true", help="every stack in stacks.toml")
+    p.add_argument(
+        "-n", "--dry-run", action="store_true", help="print what would be done, do nothing"
+    )
+    p.set_defaults(func=run)
+
+
+def _summary(r: StackResult) -> str:
+    if r.error is not None:
+        return f"FAILED: {r.error}"
+    if not r.before:
+        return "ok (nothing to do)"
+    what = []
+    if r.before.apt:
+        what.append("apt " + " ".join(r.before.apt))
+    if r.before.venv:
+        what.append("venv .venv-pypy")
+    if r.before.pip or r.before.pip_no_deps:
+        what.append("pip " + " ".join(r.before.pip + r.before.pip_no_deps))
+    if r.before.npm:
+        what.append("npm " + " ".join(r.before.npm))
+    if r.before.builds:
+        what.append("built")
+    return "installed: " + "; ".join(what)
+
+
+def run(args: argparse.Namespace) -> int:
+    stacks = load(args)
+    if stacks is None:
+        return 2
+    if args.all == bool(args.names):
+        print("stackrace install: name one or more stacks, or --all", file=sys.stderr)
+        return 2
+    chosen = resolve_all(list(stacks) if args.all else args.names, stacks)
+    if chosen is None:
+        return 2
+    t0 = time.monotonic()
+    print(f"stackrace install: checking {len(chosen)} stack{'s' * (len(chosen) != 1)}")
+    results = Installer(
+        chosen, log=lambda line: print(line, flush=True), dry_run=args.dry_run
+    ).run()
+    width = max(len(r.stack.base) for r in results)
+    for r in results:
+        print(f"  {r.stack.base:<{width}}  {_summary(r) if not args.dry_run else _plan(r)}")
+    failed = [r for r in results if r.error is not None]
+    changed = sum(bool(r.before) for r in results) - len(failed)
+    print(
+        f"{changed} installed, {len(results) - changed - len(failed)} already complete, "
+        f"{len(failed)} failed ({time.monotonic() - t0:.1f}s)"
+    )
+    if failed:
+        names = " ".join(r.stack.base for r in failed)
+        print(f"stackrace install: could not complete: {names}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _plan(r: StackResult) -> str:
+    if r.error is not None:
+        return f"cannot install: {r.error}"
+    if not r.before:
+        return "nothing to do"
+    return "would install: " + "; ".join(
+        [f"apt package {p}" for p in r.before.apt] + r.before.runtime()
+    )

@@ -1,0 +1,492 @@
+"""What a stack's `needs` declare: is it here (availability), and installing what is not.
+
+Everything is checked before anything is done, so a second `stackrace install` finds
+nothing to do and returns in well under a second:
+
+- apt packages: one `dpkg-query` for all of them;
+- pip packages: the installed distributions' metadata, read in-process (importlib.metadata
+  for the project's venv, which is the running interpreter's; the dist-info folders of
+  .venv-pypy for the PyPy venv), version specifiers and extras included;
+- builds: every `built` file exists and is newer than every source file in `build_cwd`;
+- npm packages: `node_modules/NAME/package.json` under `npm_cwd`.
+
+Work is batched across stacks (one `apt-get update` and one `apt-get install`, one pip run
+per venv, each build once) because a resolver run or an apt transaction costs seconds;
+when a batch fails, it is retried stack by stack so the failure is pinned on the right one.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from stackrace.config import ROOT, Stack, placeholders, render, venv_bin
+
+PYPY_VENV = venv_bin("pypy").parent  # .venv-pypy beside the project
+# not sources of a build: outputs, caches and dependencies
+_NOT_SOURCES = {"bin", "node_modules", "__pycache__", ".git", "vendor"}
+_TAIL_LINES = 15
+
+Log = Callable[[str], None]
+
+
+# --- what is missing -------------------------------------------------------------------
+
+
+@dataclass
+class Missing:
+    """What one stack lacks, by kind; empty when the stack can start."""
+
+    apt: list[str] = field(default_factory=list)
+    venv: bool = False  # the PyPy venv does not exist
+    pip: list[str] = field(default_factory=list)
+    pip_no_deps: list[str] = field(default_factory=list)
+    builds: list[str] = field(default_factory=list)  # built files missing or stale
+    npm: list[str] = field(default_factory=list)
+    bins: list[str] = field(default_factory=list)
+
+    def runtime(self) -> list[str]:
+        """What keeps the stack from starting (apt packages count only through bins)."""
+        out = [f"{b} not found" for b in self.bins]
+        if self.venv:
+            out.append(f"{_rel(PYPY_VENV)} does not exist")
+        out += [f"pip package {p} not installed" for p in self.pip + self.pip_no_deps]
+        out += self.builds
+        out += [f"npm package {p} not installed" for p in self.npm]
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.apt
+            or self.venv
+            or self.pip
+            or self.pip_no_deps
+            or self.builds
+            or self.npm
+            or self.bins
+        )
+
+
+def _rel(path: Path | str) -> str:
+    try:
+        return str(Path(path).relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _values(stack: Stack) -> dict[str, object]:
+    # port and run_dir are not known here; nothing in `needs` should depend on them
+    return placeholders(stack, 0, Path("/nonexistent-run-dir"))
+
+
+def _find_bin(name: str) -> bool:
+    if "/" in name:
+        return os.access(name, os.X_OK) and Path(name).is_file()
+    return shutil.which(name) is not None
+
+
+def _runtime_bins(stack: Stack, values: dict[str, object]) -> list[str]:
+    """needs.bins plus the program of every command the launcher will run."""
+    argv0 = [stack.spec.command[0], *(p.command[0] for p in stack.spec.processes)]
+    names: list[str] = []
+    for raw in [*stack.spec.needs.bins, *argv0]:
+        name = render(raw, values)
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def missing_apt(packages: Iterable[str]) -> list[str]:
+    """The packages dpkg does not list as installed ("ii"), in the order given."""
+    wanted = list(dict.fromkeys(packages))
+    if not wanted:
+        return []
+    if shutil.which("dpkg-query") is None:
+        return wanted
+    out = subprocess.run(
+        ["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n", *wanted],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    installed = set()
+    for line in out.splitlines():
+        name, _, status = line.partition(" ")
+        if status.startswith("ii"):
+            installed.add(name.split(":")[0])  # "libfoo:amd64" → "libfoo"
+    return [p for p in wanted if p not in installed]
+
+
+def _site_packages(which: str) -> list[str] | None:
+    """The paths to read distributions from: None means the running interpreter's."""
+    if which == "main":
+        return None
+    return sorted(glob.glob(str(PYPY_VENV / "lib" / "*" / "site-packages")))
+
+
+class _Dists:
+    """Installed distributions of one venv, looked up by name and remembered.
+
+    Only the requested ones are read: parsing every METADATA file of a venv takes ~50 ms.
+    """
+
+    def __init__(self, which: str) -> None:
+        importlib.invalidate_caches()
+        self.path = _site_packages(which)
+        self._seen: dict[str, importlib.metadata.Distribution | None] = {}
+
+    def get(self, name: str) -> importlib.metadata.Distribution | None:
+        key = canonicalize_name(name)
+        if key not in self._seen:
+            if self.path is not None and not self.path:
+                found = None  # the venv does not exist
+            else:
+                kw = {} if self.path is None else {"path": self.path}
+                found = next(iter(importlib.metadata.Distribution.discover(name=name, **kw)), None)
+            self._seen[key] = found
+        return self._seen[key]
+
+
+def _satisfied(req: Requirement, dists: _Dists, depth: int = 0) -> bool:
+    dist = dists.get(req.name)
+    if dist is None:
+        return False
+    if req.specifier and not req.specifier.contains(dist.version, prereleases=True):
+        return False
+    if depth > 0 or not req.extras:
+        return True
+    # an extra is satisfied when the requirements it adds are (one level deep)
+    for line in dist.requires or []:
+        sub = Requirement(line)
+        if sub.marker is None:
+            continue
+        if not any(sub.marker.evaluate({"extra": extra}) for extra in req.extras):
+            continue
+        if not _satisfied(sub, dists, depth + 1):
+            return False
+    return True
+
+
+def missing_pip(requirements: Iterable[str], which: str = "main") -> list[str]:
+    """The requirements (pip syntax) not satisfied in the venv, in the order given."""
+    reqs = list(dict.fromkeys(requirements))
+    if not reqs:
+        return []
+    dists = _Dists(which)
+    out = []
+    for text in reqs:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as exc:
+            raise ValueError(f"pip requirement {text!r} is not valid: {exc}") from None
+        if not _satisfied(req, dists):
+            out.append(text)
+    return out
+
+
+def _sources(build_cwd: Path, built: Sequence[Path]) -> Iterable[Path]:
+    skip = {p.resolve() for p in built}
+    for dirpath, dirnames, filenames in os.walk(build_cwd):
+        dirnames[:] = [d for d in dirnames if d not in _NOT_SOURCES]
+        for f in filenames:
+            path = Path(dirpath, f)
+            if path.resolve() not in skip:
+                yield path
+
+
+def stale_builds(stack: Stack, values: dict[str, object] | None = None) -> list[str]:
+    """Why the stack's build must run: a built file missing, or older than a source."""
+    needs = stack.spec.needs
+    if not needs.built:
+        return []
+    values = values or _values(stack)
+    built = [Path(render(b, values)) for b in needs.built]
+    absent = [b for b in built if not b.exists()]
+    if absent:
+        return [f"{_rel(b)} not built" for b in absent]
+    cwd = Path(render(needs.build_cwd, values))
+    oldest = min(b.stat().st_mtime for b in built)
+    newer = [s for s in _sources(cwd, built) if s.stat().st_mtime > oldest]
+    if newer:
+        return [f"{_rel(built[0])} is older than {_rel(newer[0])}"]
+    return []
+
+
+def _npm_name(spec: str) -> str:
+    # "@scope/pkg@1.2" → "@scope/pkg"; "pkg@^2" → "pkg"
+    at = spec.find("@", 1)
+    return spec if at == -1 else spec[:at]
+
+
+def missing_npm(stack: Stack, values: dict[str, object] | None = None) -> list[str]:
+    needs = stack.spec.needs
+    if not needs.npm:
+        return []
+    cwd = Path(render(needs.npm_cwd, values or _values(stack)))
+    return [
+        p for p in needs.npm if not (cwd / "node_modules" / _npm_name(p) / "package.json").exists()
+    ]
+
+
+def missing(stack: Stack, apt_missing: set[str] | None = None) -> Missing:
+    """Everything the stack's `needs` declare that is not here."""
+    needs = stack.spec.needs
+    values = _values(stack)
+    m = Missing()
+    if apt_missing is None:
+        m.apt = missing_apt(needs.apt)
+    else:
+        m.apt = [p for p in needs.apt if p in apt_missing]
+    if needs.venv == "pypy" and not (PYPY_VENV / "bin" / "python").exists():
+        m.venv = True
+        m.pip = list(needs.pip)
+        m.pip_no_deps = list(needs.pip_no_deps)
+    else:
+        m.pip = missing_pip(needs.pip, needs.venv)
+        m.pip_no_deps = missing_pip(needs.pip_no_deps, needs.venv)
+    m.builds = stale_builds(stack, values)
+    m.npm = missing_npm(stack, values)
+    m.bins = [b for b in _runtime_bins(stack, values) if not _find_bin(b)]
+    return m
+
+
+def availability(stack: Stack) -> tuple[bool, str, str]:
+    """(available, reason, fix): can the stack start here, and if not, why and what fixes it.
+
+    Unavailable when a program it runs is not found, a pip package is missing (or the
+    wrong version), or a built file is missing or older than its sources.
+    """
+    try:
+        problems = missing(stack, apt_missing=set()).runtime()
+    except ValueError as exc:
+        return False, str(exc), f"fix stack '{stack.base}' in stacks.toml"
+    if not problems:
+        return True, "", ""
+    reason = "; ".join(problems[:3]) + (
+        f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+    )
+    return False, reason, f"stackrace install {stack.base}"
+
+
+# --- installing ------------------------------------------------------------------------
+
+
+class StepError(RuntimeError):
+    """A command failed; the message holds the command and the end of its output."""
+
+
+def _sudo() -> list[str]:
+    if os.geteuid() == 0:
+        return []
+    if shutil.which("sudo") is None:
+        raise StepError("apt-get needs root, and sudo is not installed")
+    return ["sudo"]
+
+
+def _run(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> float:
+    """Run a command, output captured; raise StepError with its tail when it fails."""
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            check=False,
+        )
+    except FileNotFoundError:
+        raise StepError(f"{argv[0]}: not found") from None
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.strip().splitlines()[-_TAIL_LINES:])
+        raise StepError(f"`{' '.join(argv)}` exited with {proc.returncode}\n{tail}")
+    return time.monotonic() - t0
+
+
+def _indent(text: str) -> str:
+    return "\n".join("      " + line for line in text.splitlines())
+
+
+@dataclass
+class StackResult:
+    stack: Stack
+    before: Missing
+    done: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+class Installer:
+    """Installs what the chosen stacks need; `run()` returns one result per stack."""
+
+    def __init__(self, stacks: Sequence[Stack], log: Log = print, dry_run: bool = False):
+        # variants of one stack need the same things: keep one per base
+        self.stacks = list({s.base: s for s in stacks}.values())
+        self.log = log
+        self.dry_run = dry_run
+        self.results: dict[str, StackResult] = {}
+
+    # each phase acts on the stacks that still lack something and have not failed
+    def _pending(self) -> list[StackResult]:
+        return [r for r in self.results.values() if r.error is None]
+
+    def run(self) -> list[StackResult]:
+        apt_missing = set(missing_apt(p for s in self.stacks for p in s.spec.needs.apt))
+        for s in self.stacks:
+            try:
+                self.results[s.base] = StackResult(s, missing(s, apt_missing))
+            except ValueError as exc:
+                self.results[s.base] = StackResult(s, Missing(), error=str(exc))
+        if not any(r.before for r in self.results.values()):
+            return list(self.results.values())
+        for phase in (self._apt, self._pypy_venv, self._pip, self._npm, self._builds):
+            phase()
+        if not self.dry_run:
+            self._recheck()
+        return list(self.results.values())
+
+    def _step(
+        self,
+        what: str,
+        owners: list[StackResult],
+        argv: list[str],
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> bool:
+        """Run one command for the stacks that need it; on failure they all carry the error."""
+        self.log(f"  {what}  [{', '.join(r.stack.base for r in owners)}]")
+        if self.dry_run:
+            self.log(f"      $ {' '.join(argv)}")
+            return True
+        try:
+            seconds = _run(argv, cwd=cwd, env=env)
+        except StepError as exc:
+            for r in owners:
+                r.error = str(exc).split("\n")[0]
+            self.log(_indent(str(exc)))
+            return False
+        self.log(f"      done in {seconds:.1f}s")
+        for r in owners:
+            r.done.append(what)
+        return True
+
+    def _apt(self) -> None:
+        owners = [r for r in self._pending() if r.before.apt]
+        if not owners:
+            return
+        packages = list(dict.fromkeys(p for r in owners for p in r.before.apt))
+        try:
+            sudo = _sudo()
+        except StepError as exc:
+            for r in owners:
+                r.error = str(exc)
+            return
+        env = {"DEBIAN_FRONTEND": "noninteractive"}
+        apt = [*sudo, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get"] if sudo else ["apt-get"]
+        if not self._step("apt-get update", owners, [*apt, "update", "-qq"], env=env):
+            return
+        argv = [*apt, "install", "-y", "-qq", "--no-install-recommends", *packages]
+        if self._step(f"apt: {' '.join(packages)}", owners, argv, env=env):
+            return
+        # find out whose package failed
+        for r in owners:
+            r.error = None
+            argv = [*apt, "install", "-y", "-qq", "--no-install-recommends", *r.before.apt]
+            self._step(f"apt: {' '.join(r.before.apt)}", [r], argv, env=env)
+
+    def _pypy_venv(self) -> None:
+        owners = [r for r in self._pending() if r.before.venv]
+        if owners:
+            self._step(
+                f"venv: pypy3 -m venv {_rel(PYPY_VENV)}",
+                owners,
+                ["pypy3", "-m", "venv", str(PYPY_VENV)],
+            )
+
+    def _python(self, which: str) -> str:
+        return sys.executable if which == "main" else str(PYPY_VENV / "bin" / "python")
+
+    def _pip(self) -> None:
+        # plain requirements before --no-deps ones: meinheld needs the greenlet installed
+        # by the first run
+        for which in ("main", "pypy"):
+            for no_deps in (False, True):
+                self._pip_batch(which, no_deps)
+
+    def _pip_batch(self, which: str, no_deps: bool) -> None:
+        def reqs(r: StackResult) -> list[str]:
+            return r.before.pip_no_deps if no_deps else r.before.pip
+
+        owners = [r for r in self._pending() if r.stack.spec.needs.venv == which and reqs(r)]
+        if not owners:
+            return
+        where = ".venv" if which == "main" else _rel(PYPY_VENV)
+        label = f"pip{' --no-deps' if no_deps else ''} into {where}:"
+        # --prefer-binary: an older wheel beats compiling a newer sdist
+        argv = [self._python(which), "-m", "pip", "install", "-q", "--prefer-binary"]
+        argv += ["--disable-pip-version-check", *(["--no-deps"] if no_deps else [])]
+        batch = list(dict.fromkeys(p for r in owners for p in reqs(r)))
+        if self._step(f"{label} {' '.join(batch)}", owners, [*argv, *batch]) or len(owners) == 1:
+            return
+        self.log("      retrying stack by stack to find the one that fails")
+        for r in owners:
+            r.error = None
+            self._step(f"{label} {' '.join(reqs(r))}", [r], [*argv, *reqs(r)])
+
+    def _npm(self) -> None:
+        for r in self._pending():
+            if r.before.npm:
+                cwd = Path(render(r.stack.spec.needs.npm_cwd, _values(r.stack)))
+                argv = ["npm", "install", "--no-audit", "--no-fund", *r.before.npm]
+                self._step(f"npm: {' '.join(r.before.npm)}", [r], argv, cwd=cwd)
+
+    def _builds(self) -> None:
+        done: dict[tuple[str, str], str | None] = {}  # (cwd, commands) → error
+        for r in self._pending():
+            if not r.before.builds:
+                continue
+            needs = r.stack.spec.needs
+            values = _values(r.stack)
+            cwd = Path(render(needs.build_cwd, values))
+            commands = [[render(a, values) for a in cmd] for cmd in needs.build]
+            key = (str(cwd), repr(commands))
+            if key in done:  # another stack built the same thing
+                r.error = done[key]
+                continue
+            if not commands:
+                r.error = f"{r.before.builds[0]}, and the stack declares no build"
+                self.log(f"  {r.stack.base}: {r.error}")
+                continue
+            for argv in commands:
+                if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
+                    r.error = f"{argv[0]} not found on PATH (needed to build {_rel(cwd)})"
+                    self.log(f"  build {_rel(cwd)}: {r.error}")
+                    break
+                if not self._step(f"build in {_rel(cwd)}: {' '.join(argv)}", [r], argv, cwd=cwd):
+                    break
+            done[key] = r.error
+
+    def _recheck(self) -> None:
+        """After the work, each stack must be complete; anything left is its error."""
+        apt_missing = set(missing_apt(p for s in self.stacks for p in s.spec.needs.apt))
+        for r in self.results.values():
+            if r.error is not None or not r.before:
+                continue
+            left = missing(r.stack, apt_missing)
+            problems = [f"apt package {p} not installed" for p in left.apt] + left.runtime()
+            if problems:
+                r.error = "still missing after install: " + "; ".join(problems)
