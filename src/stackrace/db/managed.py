@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import fcntl
 import os
 import secrets
 import shutil
@@ -21,7 +22,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -145,26 +146,29 @@ class ManagedMariaDB:
 
     def up(self) -> DbSettings:
         """Install if needed, start unless running, create the database and user."""
-        if self._reuse_running():
+        with self._up_lock():
+            if self._reuse_running():
+                self._provision()
+                return self.settings
+            self._prepare()
+            self._spawn()
+            self._wait_ready()
             self._provision()
             return self.settings
-        self._prepare()
-        self._spawn()
-        self._wait_ready()
-        self._provision()
-        return self.settings
 
     async def up_async(self) -> DbSettings:
         """`up` without blocking the event loop; the server is forked from the loop's thread,
         so a scoped server's parent-death signal is tied to that long-lived thread."""
-        if await asyncio.to_thread(self._reuse_running):
+        lock_fd = await asyncio.to_thread(self._acquire_up_lock)
+        try:
+            if not await asyncio.to_thread(self._reuse_running):
+                await asyncio.to_thread(self._prepare)
+                self._spawn()
+                await asyncio.to_thread(self._wait_ready)
             await asyncio.to_thread(self._provision)
             return self.settings
-        await asyncio.to_thread(self._prepare)
-        self._spawn()
-        await asyncio.to_thread(self._wait_ready)
-        await asyncio.to_thread(self._provision)
-        return self.settings
+        finally:
+            os.close(lock_fd)
 
     def down(self, timeout: float = 60.0) -> bool:
         """Stop the server (SIGTERM, then SIGKILL after `timeout`); False if it was not running."""
@@ -298,6 +302,22 @@ class ManagedMariaDB:
         await asyncio.to_thread(self.close)
 
     # ---- steps of `up` ----------------------------------------------------------------
+
+    def _acquire_up_lock(self) -> int:
+        """An exclusive flock on root/up.lock: two `up`s at once (say bench and the user)
+        would otherwise both install or both start a server on the same data directory."""
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.paths.root / "up.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
+
+    @contextlib.contextmanager
+    def _up_lock(self) -> Iterator[None]:
+        fd = self._acquire_up_lock()
+        try:
+            yield
+        finally:
+            os.close(fd)
 
     def _reuse_running(self) -> bool:
         """True when our server already runs (then the requested port must match)."""
