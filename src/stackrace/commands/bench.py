@@ -129,20 +129,25 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"stackrace bench: {exc}", file=sys.stderr)
             return 2
+    db = None
     if WORKLOADS[plan.workload].needs_db:
-        from stackrace.commands.db_hook import database_env
+        from stackrace.commands.db_hook import open_for_workload
 
-        env = database_env(args)
-        if env is None:
+        opened = open_for_workload()
+        if opened is None:
             return 2
-        plan.db_env = env
-    result = asyncio.run(run_bench(plan, _progress))
-    verdict = None
-    if baseline is not None:
-        verdict = gate.judge(result, baseline, rules)
-        if verdict.uncertain:
-            result = asyncio.run(_remeasure(plan, result, verdict.uncertain))
+        db, plan.db_env = opened
+    try:
+        result = asyncio.run(run_bench(plan, _progress))
+        verdict = None
+        if baseline is not None:
             verdict = gate.judge(result, baseline, rules)
+            if verdict.uncertain:
+                result = asyncio.run(_remeasure(plan, result, verdict.uncertain))
+                verdict = gate.judge(result, baseline, rules)
+    finally:
+        if db is not None:
+            db.close()
     print_run(result)
     write_outputs(result, args.json_out, args.csv_out, args.md_out, args.chart_out)
     failed = any(st.error for st in result.stacks)

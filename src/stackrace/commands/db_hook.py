@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
+from typing import Any
+
+from stackrace.db import DbError, ManagedMariaDB, db_env
 
 
-def database_env(args: argparse.Namespace) -> dict[str, str] | None:
-    """Environment variables that point every app at a ready, seeded database."""
+def open_for_workload(rows: int = 1_000_000) -> tuple[Any, dict[str, str]] | None:
+    """Start (if needed) and seed (if needed) the private MariaDB; return it and the app env.
+
+    The instance is scoped to this process: it stops with it (even on SIGKILL), unless
+    the user already runs one with `stackrace db up`, which is then used and left running.
+    Keep the returned object until the load is over and `close()` it.
+    """
+    db = ManagedMariaDB(scoped=True)
     try:
-        from stackrace.db import ManagedMariaDB, db_env  # type: ignore[attr-defined]
-    except ImportError as exc:
-        print(f"stackrace: the db workload needs the managed database: {exc}", file=sys.stderr)
-        return None
-    try:
-        db = ManagedMariaDB()
-        db.ensure_ready()
-        return db_env(db.settings)
-    except Exception as exc:  # DbError and whatever the server said
+        settings = db.ensure_ready(rows=rows)
+    except DbError as exc:
         print(f"stackrace: database: {exc}", file=sys.stderr)
+        db.close()
         return None
+    return db, db_env(settings, rows)

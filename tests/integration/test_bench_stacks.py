@@ -1,0 +1,42 @@
+"""bench with the real stacks from stacks.toml, and the presets."""
+
+from __future__ import annotations
+
+import asyncio
+
+from stackrace.benchrun import BenchPlan, run_bench
+from stackrace.config import load_stacks, resolve
+from stackrace.presets import PRESETS_DIR, all_presets
+
+STACKS = load_stacks()
+
+
+def test_every_preset_parses_and_its_stacks_exist():
+    presets = all_presets()
+    assert {"vps-2011", "sync-ceiling", "php-vs-python-hello", "async-drivers"} <= set(presets)
+    for name, preset in presets.items():
+        for ref in preset.stacks:
+            resolve(ref, STACKS, f"{PRESETS_DIR.name}/{name}.toml")
+        assert preset.workload in ("hello", "json", "io", "db")
+
+
+def test_sync_worker_breaks_before_an_async_server_on_io():
+    plan = BenchPlan(
+        stacks=[resolve("gunicorn-sync", STACKS), resolve("uvicorn", STACKS)],
+        workload="io",
+        io_ms=10,
+        concurrency=[1, 10, 100],
+        duration=2.0,
+        warmup=0.5,
+        isolation="rotate",
+    )
+    run = asyncio.run(run_bench(plan))
+    sync, async_ = run.stacks
+    assert not sync.error and not async_.error
+    assert sync.breaking_point is not None, sync
+    # an async server that never broke counts as breaking above every level measured
+    async_bp = async_.breaking_point or 10**9
+    assert sync.breaking_point < async_bp, (sync.breaking_point, async_.breaking_point)
+    # one sync worker on 10 ms waits cannot pass ~100 req/s; uvicorn can
+    top = {s.name: max(lv.rps for lv in s.levels) for s in run.stacks}
+    assert top["gunicorn-sync"] < 120 < top["uvicorn"]
