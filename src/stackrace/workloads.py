@@ -58,13 +58,7 @@ def clamp_queries(n: int) -> int:
 
 
 def db_sum_range(queries: int) -> tuple[float, float]:
-    """Plausible range of the sum of `queries` × 10 uniform [0, 1) values.
+    """Plausible range of the sum of `queries` × 10 uniform [0, 1) values (see stackrace.db)."""
+    from stackrace.db.counters import plausible_sum_range
 
-    Mean 5·N, standard deviation sqrt(10·N/12); eight deviations either side (and never
-    outside [0, 10·N]) rejects a constant or an empty answer without ever failing a real
-    one.
-    """
-    n = clamp_queries(queries) * 10
-    mean = n / 2
-    sd = (n / 12) ** 0.5
-    return max(0.0, mean - 8 * sd), min(float(n), mean + 8 * sd)
+    return plausible_sum_range(clamp_queries(queries))

@@ -11,7 +11,7 @@ from stackrace.commands._common import load, resolve_all
 from stackrace.stacks.availability import check as availability
 from stackrace.stacks.launcher import Launcher, LaunchError
 from stackrace.stacks.sampler import TreeSampler
-from stackrace.stacks.verify import verify_port
+from stackrace.stacks.verify import check_db, verify_port
 from stackrace.units import fmt_bytes
 
 
@@ -19,6 +19,11 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="*", help="stacks to verify (default: all available)")
     p.add_argument(
         "--include-unavailable", action="store_true", help="try stacks that look unavailable too"
+    )
+    p.add_argument(
+        "--no-db",
+        action="store_true",
+        help="skip /db (otherwise the private MariaDB is started and seeded for it)",
     )
     p.set_defaults(func=run)
 
@@ -30,33 +35,44 @@ def run(args: argparse.Namespace) -> int:
     chosen = resolve_all(args.names or list(stacks), stacks)
     if chosen is None:
         return 2
-    return asyncio.run(_verify(chosen, explicit=bool(args.names), force=args.include_unavailable))
+    db = None
+    env: dict[str, str] = {}
+    if not args.no_db and any(s.spec.db for s in chosen):
+        from stackrace.commands.db_hook import open_for_workload
+
+        opened = open_for_workload()
+        if opened is None:
+            return 2
+        db, env = opened
+    try:
+        return asyncio.run(
+            _verify(
+                chosen, explicit=bool(args.names), force=args.include_unavailable, db=db, env=env
+            )
+        )
+    finally:
+        if db is not None:
+            db.close()
 
 
-async def _verify(chosen, explicit: bool, force: bool) -> int:
+async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int:
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
     table = Table(header_style="bold")
-    for col in ("stack", "hello", "json", "io", "ready in", "idle memory", "problems"):
+    for col in ("stack", "hello", "json", "io", "db", "ready in", "idle memory", "problems"):
         table.add_column(col)
     bad = 0
-    async with Launcher() as launcher:
+    db_conn = db.connection() if db is not None else None
+    async with Launcher(env=env) as launcher:
         for stack in chosen:
             a = availability(stack)
             if not a.available and not force:
                 if explicit:
                     bad += 1
                 table.add_row(
-                    stack.name,
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    f"unavailable: {a.reason} ({a.fix})",
-                    style="dim",
+                    stack.name, *["-"] * 6, f"unavailable: {a.reason} ({a.fix})", style="dim"
                 )
                 continue
             t0 = time.monotonic()
@@ -65,24 +81,32 @@ async def _verify(chosen, explicit: bool, force: bool) -> int:
             except LaunchError as exc:
                 bad += 1
                 table.add_row(
-                    stack.name, "✗", "✗", "✗", "-", "-", str(exc).split("\n")[0], style="red"
+                    stack.name, *["✗"] * 4, "-", "-", str(exc).split("\n")[0], style="red"
                 )
                 print(exc, file=sys.stderr)
                 continue
             ready = time.monotonic() - t0
             checks = await verify_port(rs.port)
+            db_mark = "-"
+            if db_conn is not None and stack.spec.db:
+                db_check = await check_db(rs.port, db_conn)
+                checks.append(db_check)
+                db_mark = "✓" if db_check.ok else "✗"
             mem = TreeSampler(rs.root_pids).sample()
             await launcher.stop(rs)
             problems = [f"{c.endpoint}: {c.problems[0]}" for c in checks if c.problems]
             bad += bool(problems)
             table.add_row(
                 stack.name,
-                *("✓" if c.ok else "✗" for c in checks),
+                *("✓" if c.ok else "✗" for c in checks[:3]),
+                db_mark,
                 f"{ready:.2f}s",
                 f"{fmt_bytes(mem.rss)} rss / {fmt_bytes(mem.uss)} uss",
                 "; ".join(problems),
                 style="red" if problems else None,
             )
+    if db_conn is not None:
+        db_conn.close()
     console.print(table)
     print(f"{len(chosen) - bad} of {len(chosen)} stacks verified", file=sys.stderr)
     return 1 if bad else 0
