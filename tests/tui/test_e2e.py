@@ -103,7 +103,5 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
         assert sync_view.resources is not None and sync_view.resources.rss > 0
         await pilot.press("q")
         await pilot.pause()
-    leftovers = [
-        p for p in psutil.Process().children(recursive=True) if p.pid not in before
-    ]
+    leftovers = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
     assert not [p for p in leftovers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]

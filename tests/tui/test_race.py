@@ -35,7 +35,7 @@ async def test_pane_shows_qps_latency_failures_memory_cpu(race: Race):
     assert "RSS" in memory and "USS" in memory and "before" in memory
     assert race.text(f"{pane} #cpu").startswith("CPU ")
     assert race.screen.query_one(pane, StackPane).border_subtitle == "ready"
-    assert len(race.screen.query_one(pane, StackPane).rps_history) >= 4
+    assert len(race.screen.query_one(pane, StackPane).rps_history) >= 1  # one point a second
 
 
 async def test_starting_stack_is_shown_as_starting():

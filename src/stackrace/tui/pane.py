@@ -18,7 +18,9 @@ from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.session import PaneView, StackState
 from stackrace.tui.format import FAILURE_LABELS, fmt_lat, fmt_level, fmt_mb
 
-HISTORY = 240  # sparkline points: one minute at 4 per second
+HISTORY = 60  # sparkline points: one minute, one per second
+PER_POINT = 4  # intervals (of 250 ms) averaged into one sparkline point
+QPS_EVERY = 2  # intervals averaged into the big QPS figure
 
 _STATE_LABELS = {
     StackState.STARTING: "starting…",
@@ -61,6 +63,27 @@ def _latency_row(
     return t
 
 
+def three_figures(value: float) -> int:
+    """Round to three significant figures: what a room can read, and steadier to redraw."""
+    n = round(value)
+    if n < 1000:
+        return n
+    scale = 10 ** (len(str(n)) - 3)
+    return round(n / scale) * scale
+
+
+class QpsDigits(Digits):
+    """Digits that never ask for a layout pass: the .tcss fixes their size (1fr × 3).
+
+    Stock `Digits.update` re-lays out the whole screen whenever the figure gains or loses
+    a digit (9,990 → 10,000), which costs more than all the figures of a tick together.
+    """
+
+    def update(self, value: str) -> None:
+        self._value = value
+        self.refresh()
+
+
 class StackPane(Vertical, can_focus=True):
     """Figures for one stack (or URL target); focus it to chart its latency."""
 
@@ -74,13 +97,17 @@ class StackPane(Vertical, can_focus=True):
         self._texts: dict[str, object] = {}
         self._family = view.family
         self._last_window: WindowStats | None = None
+        self._classes_on: dict[str, bool] = {}
+        self._rps_acc: list[float] = []
+        self._rss_acc: list[float] = []
+        self._qps_acc: list[float] = []
 
     def compose(self) -> ComposeResult:
         yield Static("", id="head", classes="head")
         yield Static("", id="breaking", classes="breaking")
         yield Static("", id="log", classes="log")
         with Vertical(id="figures"):
-            yield Digits("0", id="qps")
+            yield QpsDigits("0", id="qps")
             yield Sparkline([], id="qps-spark")
             yield Static("", id="latency")
             yield Static("", id="failures")
@@ -102,15 +129,34 @@ class StackPane(Vertical, can_focus=True):
         self._texts[widget_id] = key
         self.query_one(f"#{widget_id}", Static).update(content, layout=layout)
 
+    def _flag(self, name: str, on: bool) -> None:
+        """set_class only on a change: each call restyles the pane and its children."""
+        if self._classes_on.get(name) != on:
+            self._classes_on[name] = on
+            self.set_class(on, name)
+
+    def _subtitle(self, text: str) -> None:
+        if self.border_subtitle != text:
+            self.border_subtitle = text
+
+    @staticmethod
+    def _sample(acc: list[float], value: float, history: deque[float], spark: Sparkline) -> None:
+        """Average PER_POINT intervals into one sparkline point: a 1 Hz redraw, not 4 Hz."""
+        acc.append(value)
+        if len(acc) >= PER_POINT:
+            history.append(sum(acc) / len(acc))
+            acc.clear()
+            spark.data = list(history)  # a new list: Sparkline does not see in-place changes
+
     # --- one tick -------------------------------------------------------------------
 
     def show(self, view: PaneView, new_interval: bool, rate_mode: bool) -> None:
         """Draw `view`; `new_interval` says whether the engine published new figures."""
-        self.border_subtitle = _STATE_LABELS[view.state]
+        self._subtitle(_STATE_LABELS[view.state])
         for state in StackState:
-            self.set_class(view.state == state, f"-{state.value}")
-        self.set_class(view.breaking is not None, "-broken")
-        self.set_class(rate_mode, "-rate")
+            self._flag(f"-{state.value}", view.state == state)
+        self._flag("-broken", view.breaking is not None)
+        self._flag("-rate", rate_mode)
         t = view.target
         level = ""
         if t is not None:
@@ -125,14 +171,13 @@ class StackPane(Vertical, can_focus=True):
             self._set(
                 "breaking",
                 f"▲ BROKE at {fmt_level(b.level, rate_mode)}: {b.reason}, p99 {fmt_lat(b.p99_us)}",
-                layout=True,
             )
         if t is not None and new_interval:
             self._show_interval(t.interval)
         res = view.resources
         if res is not None and new_interval:
-            self.rss_history.append(res.rss)
-            self.query_one("#mem-spark", Sparkline).data = list(self.rss_history)
+            spark = self.query_one("#mem-spark", Sparkline)
+            self._sample(self._rss_acc, res.rss, self.rss_history, spark)
         mem = Text(no_wrap=True)
         if res is not None:
             mem.append("RSS ", style="dim").append(fmt_mb(res.rss), style="bold")
@@ -160,9 +205,18 @@ class StackPane(Vertical, can_focus=True):
 
     def _show_interval(self, w: WindowStats) -> None:
         self._last_window = w
-        self.query_one("#qps", Digits).update(f"{w.rps:,.0f}")
-        self.rps_history.append(w.rps)
-        self.query_one("#qps-spark", Sparkline).data = list(self.rps_history)
+        self._qps_acc.append(w.rps)
+        if len(self._qps_acc) >= QPS_EVERY:
+            # the big figure is the mean of the last half second: steadier for a room to
+            # read, and half the redraws of the most expensive widget in the pane
+            qps = f"{three_figures(sum(self._qps_acc) / len(self._qps_acc)):,}"
+            self._qps_acc.clear()
+            if qps != self._texts.get("qps"):
+                self._texts["qps"] = qps
+                self.query_one("#qps", QpsDigits).update(qps)
+        self._sample(
+            self._rps_acc, w.rps, self.rps_history, self.query_one("#qps-spark", Sparkline)
+        )
         self._show_latency(w)
         rising = False
         line = Text(no_wrap=True, overflow="ellipsis")
@@ -184,5 +238,5 @@ class StackPane(Vertical, can_focus=True):
                 line.append(f"{label} {total:,} ", style="")
         if not self.failures_seen:
             line.append("none", style="green")
-        self.set_class(rising, "-failing")
+        self._flag("-failing", rising)
         self._set("failures", line)

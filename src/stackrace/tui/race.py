@@ -24,7 +24,9 @@ from stackrace.tui.slider import ConcurrencySlider
 
 # Distinct on dark and light backgrounds and on a washed-out projector.
 PALETTE = ("#4FC3F7", "#FFB74D", "#81C784", "#F06292", "#BA68C8", "#FFF176", "#4DB6AC", "#E57373")
-CHART_EVERY = 4  # ticks between latency-chart redraws (1 Hz: it reads whole histograms)
+# ticks between latency-chart redraws: it reads whole histograms, and the distribution
+# at one level settles over seconds, so every 2 s is enough
+CHART_EVERY = 8
 _CURVE = curve_points()
 
 
@@ -59,6 +61,7 @@ class RaceScreen(Screen[None]):
         self._ticks = 0
         self._level_shown: int | None = None
         self.last_view: SessionView | None = None
+        self._shown: dict[str, object] = {}
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="controls"):
@@ -108,28 +111,33 @@ class RaceScreen(Screen[None]):
         if self.focused_id is None:
             self.focused_id = view.panes[0].id
 
+    def _put(self, widget_id: str, content: str) -> None:
+        """Update a top-bar Static only when its text changed (an update redraws it)."""
+        if self._shown.get(widget_id) != content:
+            self._shown[widget_id] = content
+            self.query_one(f"#{widget_id}", Static).update(content, layout=False)
+
     def _show_controls(self, view: SessionView) -> None:
         rate_mode = view.rate is not None
         mode = "rate req/s" if rate_mode else "connections"
         workload = self.session.plan.workload.label()
-        self.query_one("#mode-label", Static).update(
-            f"[b]{workload}[/b]\n[dim]{mode}[/]", layout=False
-        )
+        self._put("mode-label", f"[b]{workload}[/b]\n[dim]{mode}[/]")
         slider = self.query_one("#level", ConcurrencySlider)
         level = round(view.rate) if rate_mode else view.concurrency
         if level != self._level_shown:
             # the session moved the level (a ramp): show it without echoing a command
             self._level_shown = level
             slider.set_quietly(level)
-        health = self.query_one("#engine-health", Static)
-        health.set_class(view.saturated, "-saturated")
+        if self._shown.get("saturated") != view.saturated:
+            self._shown["saturated"] = view.saturated
+            self.query_one("#engine-health").set_class(view.saturated, "-saturated")
         if view.saturated:
-            health.update(
+            self._put(
+                "engine-health",
                 f"⚠ ENGINE SATURATED {view.engine_cpu:.0f}%\n[b]figures may be the engine's limit",
-                layout=False,
             )
         else:
-            health.update(f"engine CPU\n[b]{view.engine_cpu:.0f}%[/b] of a core", layout=False)
+            self._put("engine-health", f"engine CPU\n[b]{view.engine_cpu:.0f}%[/b] of a core")
         status = []
         if view.ramp:
             status.append(f"[b reverse] {view.ramp} [/]")
@@ -138,7 +146,7 @@ class RaceScreen(Screen[None]):
             status.append(f"{starting} starting…")
         if view.errors:
             status.append(f"[red]{view.errors[-1]}[/]")
-        self.query_one("#status-line", Static).update("  ".join(status), layout=False)
+        self._put("status-line", "  ".join(status))
 
     def _show_chart(self) -> None:
         chart = self.query_one("#chart", PercentileChart)

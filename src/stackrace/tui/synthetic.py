@@ -220,8 +220,8 @@ class SyntheticEngine:
             (0.999, lat.p999),
             (1.0, lat.max),
         ]
-        for i in range(2000):
-            q = (i + 0.5) / 2000
+        for i in range(400):
+            q = (i + 0.5) / 400
             for (q0, v0), (q1, v1) in itertools.pairwise(anchors):
                 if q0 <= q <= q1:
                     f = (q - q0) / (q1 - q0)

@@ -1,0 +1,15 @@
+"""The logic the UI draws from stays importable without Textual (the bench uses it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_session_ramp_and_synthetic_do_not_import_textual():
+    code = (
+        "import sys, stackrace.session, stackrace.ramp, stackrace.tui.synthetic, "
+        "stackrace.tui.format, stackrace.tui.plot, stackrace.tui.args; "
+        "sys.exit('textual' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
