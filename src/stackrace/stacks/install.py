@@ -478,7 +478,19 @@ class Installer:
                     break
                 if not self._step(f"build in {_rel(cwd)}: {' '.join(argv)}", [r], argv, cwd=cwd):
                     break
+            else:
+                self._touch_built(r.stack, values)
             done[key] = r.error
+
+    def _touch_built(self, stack: Stack, values: dict[str, object]) -> None:
+        # `go build` leaves an up-to-date binary as it is, so after a checkout that only
+        # touched the sources it would still look older than them: mark it as fresh
+        if self.dry_run:
+            return
+        for b in stack.spec.needs.built:
+            path = Path(render(b, values))
+            if path.exists():
+                os.utime(path)
 
     def _recheck(self) -> None:
         """After the work, each stack must be complete; anything left is its error."""
