@@ -2,9 +2,9 @@
 //
 //	bin/server -addr 127.0.0.1:8080
 //
-// RunMode is prod and access logs are off, so it runs quietly; Beego still prints one
-// harmless warning at start about a missing conf/app.conf. /io waits with time.Sleep,
-// which parks only the goroutine.
+// RunMode is prod and access logs are off (here and in conf/app.conf, which Beego reads
+// from the working directory and warns about when it is missing). /io waits with
+// time.Sleep, which parks only the goroutine.
 package main
 
 import (
