@@ -1,6 +1,6 @@
 """aiohttp's own server: `python aiohttp_app.py --host H --port P`.
 
-/io waits with `await asyncio.sleep`. Access logging is off (access_log=None).
+/io waits with `await asyncio.sleep`; /db awaits aiomysql (db_async.py). Access logging is off (access_log=None).
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import argparse
 import asyncio
 
 from aiohttp import web
-from contract import HELLO, OK, TEXT, io_ms, json_body
+from contract import HELLO, OK, TEXT, db_queries, io_ms, json_body
+from db_async import db_response
 
 # aiohttp's `text=` and `content_type=` append "; charset=utf-8"; a raw header does not
 PLAIN = {"Content-Type": TEXT}
@@ -29,12 +30,17 @@ async def io(request: web.Request) -> web.Response:
     return web.Response(body=OK, headers=PLAIN)
 
 
+async def db(request: web.Request) -> web.Response:
+    status, body = await db_response(db_queries(request.query_string))
+    return web.Response(status=status, body=body, headers=PLAIN)
+
+
 def make_app() -> web.Application:
     app = web.Application()
     app.router.add_get("/hello", hello)
     app.router.add_get("/json", json_)
     app.router.add_get("/io", io)
-    # /db: the database endpoint comes with its own issue; it will be routed here.
+    app.router.add_get("/db", db)
     return app
 
 

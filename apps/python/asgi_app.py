@@ -1,6 +1,7 @@
 """The one plain ASGI app (uvicorn, granian's ASGI interface): no framework in between.
 
-/io waits with `await asyncio.sleep`, the way async code waits for a backend.
+/io waits with `await asyncio.sleep`, the way async code waits for a backend; /db awaits
+aiomysql (db_async.py: a small pool per process).
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from contract import HELLO, JSON, NOT_FOUND, OK, TEXT, io_ms, json_body
+from contract import HELLO, JSON, NOT_FOUND, OK, TEXT, db_queries, io_ms, json_body
+from db_async import db_response
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -47,6 +49,8 @@ async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
     elif path == "/io":
         await asyncio.sleep(io_ms(scope["query_string"].decode("latin-1")) / 1000)
         await _reply(send, 200, TEXT, OK)
+    elif path == "/db":
+        status, body = await db_response(db_queries(scope["query_string"].decode("latin-1")))
+        await _reply(send, status, TEXT, body)
     else:
-        # /db: the database endpoint comes with its own issue; it will be routed here.
         await _reply(send, 404, TEXT, NOT_FOUND)

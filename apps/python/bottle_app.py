@@ -1,11 +1,13 @@
-"""Bottle under gunicorn's sync worker. /io blocks the worker with time.sleep."""
+"""Bottle under gunicorn's sync worker. /io blocks the worker with time.sleep; /db runs
+PyMySQL on one persistent connection per worker (db_sync.py)."""
 
 from __future__ import annotations
 
 import time
 
 import bottle
-from contract import HELLO, JSON, OK, TEXT, io_ms, json_body
+from contract import HELLO, JSON, OK, TEXT, db_queries, io_ms, json_body
+from db_sync import db_response
 
 app = bottle.Bottle()
 
@@ -29,4 +31,9 @@ def io() -> bytes:
     return OK
 
 
-# /db: the database endpoint comes with its own issue; it will be routed here.
+@app.get("/db")
+def db() -> bytes:
+    status, body = db_response(db_queries(bottle.request.query_string))
+    bottle.response.status = status
+    bottle.response.content_type = TEXT
+    return body

@@ -20,7 +20,8 @@ settings.configure(
     USE_TZ=True,
 )
 
-from contract import HELLO, JSON, OK, TEXT, io_ms, json_body  # noqa: E402
+from contract import HELLO, JSON, OK, TEXT, db_queries, io_ms, json_body  # noqa: E402
+from db_sync import db_response  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 from django.http import HttpRequest, HttpResponse  # noqa: E402
 from django.urls import path  # noqa: E402
@@ -39,11 +40,18 @@ def io(request: HttpRequest) -> HttpResponse:
     return HttpResponse(OK, content_type=TEXT)
 
 
+def db(request: HttpRequest) -> HttpResponse:
+    # PyMySQL directly, not Django's ORM: no DATABASES are configured, so the framework's
+    # cost is routing and responses, as on the other endpoints
+    status, body = db_response(db_queries(request.META.get("QUERY_STRING")))
+    return HttpResponse(body, status=status, content_type=TEXT)
+
+
 urlpatterns = [
     path("hello", hello),
     path("json", json_),
     path("io", io),
-    # /db: the database endpoint comes with its own issue; it will be routed here.
+    path("db", db),
 ]
 
 app = get_wsgi_application()

@@ -10,7 +10,8 @@ import asyncio
 import json
 from typing import Any
 
-from contract import HELLO, IO_DEFAULT_MS, OK, TEXT, parse_ms
+from contract import HELLO, IO_DEFAULT_MS, OK, TEXT, parse_ms, parse_queries
+from db_async import db_response
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
 
@@ -45,4 +46,8 @@ async def io(ms: str = str(IO_DEFAULT_MS)) -> Response:
     return Response(OK, headers=PLAIN)
 
 
-# /db: the database endpoint comes with its own issue; it will be routed here.
+@app.get("/db")
+async def db(queries: str | None = None) -> Response:
+    # a str, not an int: FastAPI would answer 422 to queries=abc, and the contract says 1
+    status, body = await db_response(parse_queries(queries))
+    return Response(body, status_code=status, headers=PLAIN)

@@ -1,10 +1,12 @@
-"""Flask under gunicorn's sync worker. /io blocks the worker with time.sleep."""
+"""Flask under gunicorn's sync worker. /io blocks the worker with time.sleep; /db runs
+PyMySQL on one persistent connection per worker (db_sync.py)."""
 
 from __future__ import annotations
 
 import time
 
-from contract import HELLO, JSON, OK, TEXT, io_ms, json_body
+from contract import HELLO, JSON, OK, TEXT, db_queries, io_ms, json_body
+from db_sync import db_response
 from flask import Flask, Response, request
 
 app = Flask(__name__)
@@ -27,4 +29,7 @@ def io() -> Response:
     return Response(OK, content_type=TEXT)
 
 
-# /db: the database endpoint comes with its own issue; it will be routed here.
+@app.get("/db")
+def db() -> Response:
+    status, body = db_response(db_queries(request.query_string.decode("latin-1")))
+    return Response(body, status=status, content_type=TEXT)

@@ -1,6 +1,7 @@
 """Tornado's own server: `python tornado_app.py --host H --port P`.
 
-/io waits with `await asyncio.sleep` (Tornado 6 runs on asyncio). Request logging is
+/io waits with `await asyncio.sleep` (Tornado 6 runs on asyncio); /db awaits aiomysql
+(db_async.py). Request logging is
 off: tornado.access is silenced.
 """
 
@@ -11,7 +12,8 @@ import asyncio
 import logging
 
 import tornado.web
-from contract import HELLO, JSON, OK, TEXT, io_ms, json_body
+from contract import HELLO, JSON, OK, TEXT, db_queries, io_ms, json_body
+from db_async import db_response
 
 
 class Hello(tornado.web.RequestHandler):
@@ -33,9 +35,18 @@ class Io(tornado.web.RequestHandler):
         self.write(OK)
 
 
+class Db(tornado.web.RequestHandler):
+    async def get(self) -> None:
+        status, body = await db_response(db_queries(self.request.query))
+        self.set_status(status)
+        self.set_header("Content-Type", TEXT)
+        self.write(body)
+
+
 def make_app() -> tornado.web.Application:
-    # /db: the database endpoint comes with its own issue; it will be routed here.
-    return tornado.web.Application([(r"/hello", Hello), (r"/json", Json), (r"/io", Io)])
+    return tornado.web.Application(
+        [(r"/hello", Hello), (r"/json", Json), (r"/io", Io), (r"/db", Db)]
+    )
 
 
 async def serve(host: str, port: int) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 
 import web
-from contract import HELLO, JSON, OK, TEXT, io_ms, json_body
+from contract import HELLO, JSON, OK, TEXT, db_queries, io_ms, json_body
+from db_sync import db_response
 
 web.config.debug = False
 
@@ -16,7 +17,7 @@ urls = (
     "/hello", "Hello",
     "/json", "Json",
     "/io", "Io",
-    # /db: the database endpoint comes with its own issue; it will be routed here.
+    "/db", "Db",
 )  # fmt: skip
 
 
@@ -37,6 +38,15 @@ class Io:
         time.sleep(io_ms(web.ctx.query.lstrip("?")) / 1000)
         web.header("Content-Type", TEXT)
         return OK
+
+
+class Db:
+    def GET(self) -> bytes:
+        status, body = db_response(db_queries(web.ctx.query.lstrip("?")))
+        if status != 200:
+            web.ctx.status = "503 Service Unavailable"
+        web.header("Content-Type", TEXT)
+        return body
 
 
 app = web.application(urls, globals(), autoreload=False).wsgifunc()

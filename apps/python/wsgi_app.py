@@ -3,6 +3,7 @@ granian, waitress, bjoern, gevent.pywsgi, meinheld, PyPy).
 
 /io waits with time.sleep: a blocking wait in sync and threaded servers; gevent makes it
 cooperative where it monkey-patches `time` (gunicorn's gevent worker, gevent_server.py).
+/db runs PyMySQL (db_sync.py: a connection per thread, or a pool under gevent).
 Kept Python 3.9-compatible for the PyPy stack.
 """
 
@@ -11,9 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from contract import HELLO, JSON, NOT_FOUND, OK, TEXT, io_ms, json_body
+from contract import HELLO, JSON, NOT_FOUND, OK, TEXT, db_queries, io_ms, json_body
+from db_sync import db_response
 
 StartResponse = Callable[..., object]
+_STATUS = {200: "200 OK", 503: "503 Service Unavailable"}
 
 
 def _reply(start_response: StartResponse, status: str, ctype: str, body: bytes) -> list[bytes]:
@@ -30,7 +33,9 @@ def app(environ: dict, start_response: StartResponse) -> Iterable[bytes]:
     if path == "/io":
         time.sleep(io_ms(environ.get("QUERY_STRING")) / 1000)
         return _reply(start_response, "200 OK", TEXT, OK)
-    # /db: the database endpoint comes with its own issue; it will be routed here.
+    if path == "/db":
+        status, body = db_response(db_queries(environ.get("QUERY_STRING")))
+        return _reply(start_response, _STATUS[status], TEXT, body)
     return _reply(start_response, "404 Not Found", TEXT, NOT_FOUND)
 
 
