@@ -12,6 +12,8 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
     from rich.console import Console
 
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # a file or a pipe: no terminal to fit, keep columns whole
     s = run.settings
     console.print(
         tables.rich_table(
