@@ -1,10 +1,19 @@
 """Starting, watching and stopping stacks.
 
-    async with Launcher() as launcher:
-        running = await launcher.start(resolve("uvicorn", load_stacks()))
+    async with Launcher(on_change=print) as launcher:   # run dir: a fresh temp dir
+        running = await launcher.start(resolve("uvicorn", load_stacks()))   # waits for ready
         running.url                      # http://127.0.0.1:PORT
-        launcher.poll()                  # notices stacks that died: state "crashed"
-    # every stack is stopped here
+        running.root_pids, running.all_pids(), running.log_path, running.log_tail(20)
+        launcher.poll()                  # call a few times a second: notices crashed stacks
+        await launcher.stop(running)
+    # every stack still running is stopped here (stop_all), the watchdog released
+
+API: `Launcher(run_root=None, env=None, on_change=None)`; `await start(stack, port=None)`
+-> RunningStack or LaunchError (message + `.log_tail`); `poll()` -> stacks that just
+crashed; `await stop(rs)`; `await stop_all()`; `close()`. `RunningStack.state` is one of
+starting, ready, crashed (died after it was ready), failed (never ready), stopped, with
+`exit_code` and `error` for the last two kinds of ending. Resource figures come from
+`stackrace.stacks.sampler.TreeSampler(rs.root_pids)`.
 
 Guarantees:
 - each stack runs on a free loopback port, in its own session, stdin closed, no shell in
@@ -15,7 +24,11 @@ Guarantees:
 - every process dies with stackrace even when stackrace is SIGKILLed: children get
   PR_SET_PDEATHSIG and a watchdog process kills whatever is left in their sessions;
 - a stack that fails to start raises LaunchError with the reason and its log tail, and
-  leaves the others running; one that dies later is reported by `poll()`.
+  leaves the others running; one that dies later is reported by `poll()`;
+- a start that is cancelled (the caller's task) stops what it had started.
+
+Start stacks from the event loop's thread (not a short-lived worker thread): the kernel
+ties PR_SET_PDEATHSIG to the thread that forked the child.
 """
 
 from __future__ import annotations
@@ -29,6 +42,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,6 +103,7 @@ class RunningStack:
     ready_at: float | None = None
     memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
     cgroup_dir: Path | None = None
+    reaped: bool = False  # stopped and waited for: its pids may belong to others now
 
     @property
     def name(self) -> str:
@@ -133,13 +148,38 @@ class RunningStack:
         return None
 
 
+StateCallback = Callable[[RunningStack], None]
+
+
 class Launcher:
-    def __init__(self, run_root: Path | None = None, env: dict[str, str] | None = None) -> None:
+    """Starts and supervises stacks; see the module docstring for the guarantees.
+
+    `run_root` holds one directory per stack (log, rendered configs, sockets, pid files);
+    a fresh temporary directory by default. `env` is added to every stack's environment
+    (e.g. the database settings); `extra_env` may be changed between starts.
+    `on_change(rs)` is called on every state change (ready, crashed, failed, stopped);
+    crashes are noticed by `poll()`, so call it a few times a second.
+    """
+
+    def __init__(
+        self,
+        run_root: Path | None = None,
+        env: dict[str, str] | None = None,
+        on_change: StateCallback | None = None,
+    ) -> None:
         self.run_root = Path(run_root or tempfile.mkdtemp(prefix="stackrace-"))
         self.run_root.mkdir(parents=True, exist_ok=True)
         self.extra_env = dict(env or {})
+        self.on_change = on_change
         self.running: dict[str, RunningStack] = {}
         self._watchdog: Watchdog | None = None
+
+    def _set_state(self, rs: RunningStack, state: str) -> None:
+        if rs.state == state:
+            return
+        rs.state = state
+        if self.on_change is not None:
+            self.on_change(rs)
 
     async def __aenter__(self) -> Launcher:
         return self
@@ -173,16 +213,21 @@ class Launcher:
             await self._spawn(rs)
             await self._wait_ready(rs)
         except LaunchError as exc:
-            rs.state = FAILED
             rs.error = str(exc).split("\n")[0]
-            await self.stop(rs, final_state=FAILED)
+            self._set_state(rs, FAILED)
+            await self.stop(rs)
             exc.log_tail = rs.log_tail()
             raise
         except ConfigError as exc:
-            rs.state = FAILED
             rs.error = str(exc)
-            await self.stop(rs, final_state=FAILED)
+            self._set_state(rs, FAILED)
+            await self.stop(rs)
             raise LaunchError(f"{stack.name}: {exc}") from None
+        except asyncio.CancelledError:
+            # the caller gave up (e.g. the app quit while it started): nothing may stay
+            rs.error = "start cancelled"
+            await asyncio.shield(self.stop(rs))
+            raise
         return rs
 
     async def _spawn(self, rs: RunningStack) -> None:
@@ -278,8 +323,8 @@ class Launcher:
             try:
                 resp = await probe.get(HOST, rs.port, spec.health, timeout=2.0)
                 if resp.status == 200:
-                    rs.state = READY
                     rs.ready_at = time.monotonic()
+                    self._set_state(rs, READY)
                     return
                 last = f"HTTP {resp.status} on {spec.health}"
             except (OSError, TimeoutError, ValueError) as exc:
@@ -298,16 +343,21 @@ class Launcher:
                 continue
             dead = rs.dead_process()
             if dead is not None:
-                rs.state = CRASHED
                 rs.exit_code = dead.returncode
                 rs.error = f"{Path(str(dead.args[0])).name} exited with code {dead.returncode}"
+                self._set_state(rs, CRASHED)
                 changed.append(rs)
         return changed
 
     # --- stop ----------------------------------------------------------------------
 
     async def stop(self, rs: RunningStack, final_state: str = STOPPED) -> None:
-        """SIGTERM every process of the stack, SIGKILL what is left after the grace time."""
+        """SIGTERM every process of the stack, SIGKILL what is left after the grace time.
+
+        A stack that crashed or failed keeps that state; stopping twice is harmless.
+        """
+        if rs.reaped:
+            return  # its session ids may have been reused by unrelated processes
         sessions = rs.sessions
         if sessions:
             # the main process first: nginx must stop before php-fpm, not the other way
@@ -328,19 +378,21 @@ class Launcher:
             end = time.monotonic() + 2
             while pids_in_sessions(sessions) and time.monotonic() < end:
                 await asyncio.sleep(_POLL_S)
-            for sid in sessions:
-                self._dog().forget(sid)
+            if self._watchdog is not None:  # (closed already when stopped after close())
+                for sid in sessions:
+                    self._watchdog.forget(sid)
+        rs.reaped = True
         if rs.cgroup_dir is not None:
             cgroup.remove(rs.cgroup_dir)
         if rs.state in (STARTING, READY):
-            rs.state = final_state
+            self._set_state(rs, final_state)
 
     async def stop_all(self) -> None:
         await asyncio.gather(
             *(
                 self.stop(rs)
-                for rs in self.running.values()
-                if rs.state in (STARTING, READY, CRASHED, FAILED)
+                for rs in list(self.running.values())
+                if not rs.reaped
             )
         )
 
@@ -348,3 +400,4 @@ class Launcher:
         if self._watchdog is not None:
             self._watchdog.close()
             self._watchdog = None
+
