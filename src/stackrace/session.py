@@ -313,24 +313,19 @@ def target_url(base: str, workload: Workload) -> str:
 
 
 def workload_path(workload: Workload) -> tuple[str, str]:
-    """(path, query) of a workload's endpoint."""
-    if workload.name == "io":
-        return "/io", f"ms={workload.io_delay_ms}"
-    if workload.name == "db":
-        return "/db", f"queries={workload.db_queries}"
-    return f"/{workload.name}", ""
+    """(path, query) of a workload's endpoint, from stackrace.workloads."""
+    from stackrace.workloads import WORKLOADS as DEFS
+
+    full = DEFS[workload.name].path(io_ms=workload.io_delay_ms, queries=workload.db_queries)
+    path, _, query = full.partition("?")
+    return path, query
 
 
 def workload_check(workload: Workload) -> BodyCheck | None:
-    """The workload's body check, from stackrace.workloads when it exists."""
-    try:
-        from stackrace import workloads  # type: ignore[attr-defined]
-    except ImportError:
-        if workload.name in ("hello", "io"):
-            return BodyCheck(kind="exact", arg="Hello, World!")
-        return None
-    get = getattr(workloads, "body_check", None)
-    return get(workload.name) if callable(get) else None
+    """The body check every stack's answer must pass, from stackrace.workloads."""
+    from stackrace.workloads import WORKLOADS as DEFS
+
+    return DEFS[workload.name].check(queries=workload.db_queries)
 
 
 # ---------------------------------------------------------------------------------------
@@ -410,10 +405,12 @@ class Session:
     def _spec(self, pane: _Pane) -> TargetSpec:
         workload = self.plan.workload
         rate_mode = self.rate is not None
+        url = target_url(pane.handle.base_url, workload)
         return TargetSpec(
             id=pane.handle.id,
-            url=target_url(pane.handle.base_url, workload),
-            check=workload_check(workload),
+            url=url,
+            # a URL given with its own path is not necessarily one of our apps: no check
+            check=workload_check(workload) if url != pane.handle.base_url else None,
             concurrency=self.plan.rate_connections if rate_mode else self.concurrency,
             rate=self.rate,
         )
@@ -576,15 +573,138 @@ class Session:
 
 
 # ---------------------------------------------------------------------------------------
-# LAUNCHER GLUE — the one place that knows stackrace.stacks / stackrace.config.
-# Until they land, there is no launcher: the app offers only --url targets (and --demo).
+# LAUNCHER GLUE — the one place that knows stackrace.stacks and stackrace.config.
+
+DEFAULT_STACKS = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
+_SAMPLE_EVERY = 1.0  # seconds between resource samples of one stack (smaps reads cost)
+
+
+class LaunchedStack:
+    """A StackHandle over stackrace.stacks: STARTING at once, the launch runs in a task.
+
+    `Launcher.start` waits for readiness; running it in a task lets the pane show
+    "starting" while the other stacks already race.
+    """
+
+    def __init__(self, stack_id: str, name: str, family: str, launcher: object, stack: object):
+        self.id = stack_id
+        self.name = name
+        self.family = family
+        self._launcher = launcher
+        self._running: object | None = None
+        self._error: str | None = None
+        self._sampler: object | None = None
+        self._sampled_at = 0.0
+        self._last: Resources | None = None
+        import asyncio
+
+        self._task = asyncio.ensure_future(self._start(stack))
+
+    async def _start(self, stack: object) -> None:
+        try:
+            self._running = await self._launcher.start(stack)  # type: ignore[attr-defined]
+        except Exception as exc:
+            self._error = str(exc)
+
+    @property
+    def state(self) -> StackState:
+        if self._error is not None:
+            return StackState.CRASHED
+        rs = self._running
+        if rs is None:
+            return StackState.STARTING
+        self._launcher.poll()  # type: ignore[attr-defined]
+        state = rs.state  # type: ignore[attr-defined]
+        if state == "ready":
+            return StackState.READY
+        if state == "starting":
+            return StackState.STARTING
+        if state == "stopped":
+            return StackState.STOPPED
+        return StackState.CRASHED
+
+    @property
+    def base_url(self) -> str:
+        return self._running.url if self._running is not None else ""  # type: ignore[attr-defined]
+
+    def log_tail(self, lines: int = 20) -> list[str]:
+        if self._running is not None:
+            return self._running.log_tail(lines).splitlines()  # type: ignore[attr-defined]
+        return (self._error or "").splitlines()[-lines:]
+
+    def resources(self) -> Resources | None:
+        if self._running is None or self.state != StackState.READY:
+            return self._last
+        now = time.monotonic()
+        if now - self._sampled_at < _SAMPLE_EVERY:
+            return self._last
+        from stackrace.stacks.sampler import TreeSampler
+
+        if self._sampler is None:
+            self._sampler = TreeSampler(self._running.root_pids)  # type: ignore[attr-defined]
+        s = self._sampler.sample()  # type: ignore[attr-defined]
+        self._sampled_at = now
+        self._last = Resources(rss=s.rss, uss=s.uss, cpu=s.cpu_percent)
+        return self._last
+
+
+class StacksLauncher:
+    """The session's Launcher over stackrace.config + stackrace.stacks.launcher."""
+
+    def __init__(self, stacks_file: str | None = None) -> None:
+        from stackrace.config import load_stacks
+        from stackrace.stacks.launcher import Launcher as _Launcher
+
+        self.defs = load_stacks(stacks_file)
+        self.launcher = _Launcher()
+        self.handles: list[LaunchedStack] = []
+
+    def catalog(self) -> list[StackChoice]:
+        from stackrace.config import resolve
+        from stackrace.stacks.availability import check
+
+        out = []
+        for name, spec in self.defs.items():
+            try:
+                avail = check(resolve(name, self.defs))
+                ok, reason = avail.available, avail.reason
+            except Exception as exc:  # a broken definition is shown, not fatal
+                ok, reason = False, str(exc)
+            out.append(
+                StackChoice(
+                    id=name,
+                    name=spec.title,
+                    family=spec.family,
+                    available=ok,
+                    reason=reason,
+                    default=name in DEFAULT_STACKS,
+                    description=spec.description,
+                )
+            )
+        return out
+
+    async def start(self, stack_id: str) -> StackHandle:
+        from stackrace.config import resolve
+
+        stack = resolve(stack_id, self.defs)
+        spec = self.defs[stack.base]
+        handle = LaunchedStack(stack_id, spec.title, spec.family, self.launcher, stack)
+        self.handles.append(handle)
+        return handle
+
+    async def stop_all(self) -> None:
+        for h in self.handles:
+            h._task.cancel()
+        await self.launcher.stop_all()
+        self.launcher.close()
 
 
 def default_launcher(stacks_file: str | None = None) -> Launcher | None:
-    """A Launcher over stackrace.stacks for the stacks in stacks.toml, or None."""
+    """A Launcher for the stacks in stacks.toml, or None when there is no stacks.toml."""
     try:
-        from stackrace.stacks import launcher as _launcher  # type: ignore[attr-defined]
-    except ImportError:
+        return StacksLauncher(stacks_file)
+    except Exception:  # no stacks.toml (or it does not parse): URL targets only
+        import logging
+
+        logging.getLogger(__name__).exception("stacks.toml could not be loaded")
         return None
-    adapt = getattr(_launcher, "session_launcher", None)
-    return adapt(stacks_file) if callable(adapt) else None

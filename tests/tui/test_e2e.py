@@ -105,3 +105,46 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
         await pilot.pause()
     leftovers = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
     assert not [p for p in leftovers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
+    """The real launcher: gunicorn sync (1 worker) and uvicorn on /io?ms=10."""
+    from stackrace.session import default_launcher
+
+    launcher = default_launcher()
+    if launcher is None:
+        pytest.skip("no stacks.toml")
+    choices = {c.id: c for c in launcher.catalog()}
+    for needed in ("gunicorn-sync", "uvicorn"):
+        if needed not in choices or not choices[needed].available:
+            pytest.skip(f"{needed} is not installed")
+    plan = RacePlan(stacks=("gunicorn-sync", "uvicorn"), workload=Workload("io"), concurrency=1)
+    session = Session(Engine(EngineSettings(interval=0.25, timeout=5.0)), launcher)
+    app = StackraceApp(session, plan, list(choices.values()), show_picker=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        assert await wait_until(lambda: app.race is not None and len(app.race.panes) == 2, 10)
+        race = app.race
+        assert race is not None
+        ready = await wait_until(
+            lambda: all(
+                p.state == "ready" for p in (race.last_view.panes if race.last_view else [])
+            ),
+            20,
+        )
+        assert ready, race.last_view
+        pids = [pid for h in launcher.handles for pid in h._running.all_pids()]
+        assert pids
+        await asyncio.sleep(2.0)  # c=1: the low-load baseline
+        await pilot.press("plus", "plus")  # 1 -> 2 -> 5
+        await asyncio.sleep(2.0)
+        await pilot.press("plus", "plus")  # -> 10 -> 20
+        sync_pane = race.query_one("#pane-gunicorn-sync", StackPane)
+        assert await wait_until(lambda: sync_pane.has_class("-broken"), 8)
+        assert not race.query_one("#pane-uvicorn", StackPane).has_class("-broken")
+        view = race.last_view
+        assert view is not None
+        by_id = {p.id: p for p in view.panes}
+        assert by_id["uvicorn"].target.interval.rps > 3 * by_id["gunicorn-sync"].target.interval.rps
+        await pilot.press("q")
+        await pilot.pause()
+    assert not [pid for pid in pids if psutil.pid_exists(pid)]
