@@ -282,6 +282,8 @@ async def test_remove_target_and_errors(server: TestServer):
             await engine.add_target(
                 TargetSpec(id="c", url=server.url("/hello"), concurrency=10_000_000)
             )
+        with pytest.raises(EngineError, match="--allow-remote"):
+            await engine.add_target(TargetSpec(id="d", url="http://10.254.0.1/"))
         await engine.remove_target("a")
         await asyncio.to_thread(wait_for, lambda: server.stats()["open"] == 0, 2.0)
         assert server.stats()["open"] == 0

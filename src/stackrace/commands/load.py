@@ -138,7 +138,7 @@ async def _load(
     progress = sys.stderr.isatty()
     cpu_samples: list[float] = []
     saturated = 0
-    engine = Engine(settings, procs=procs, warmup=warmup, cpus=cpus)
+    engine = Engine(settings, procs=procs, warmup=warmup, cpus=cpus, allow_remote=args.allow_remote)
     await engine.start()
     try:
         await engine.add_target(spec)

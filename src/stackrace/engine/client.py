@@ -41,7 +41,8 @@ from stackrace.engine.channel import (
 )
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
-from stackrace.engine.request import RequestError, build_request
+from stackrace.engine.request import RequestError, build_request, parse_url
+from stackrace.netguard import RemoteTargetError, require_loopback
 
 _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 _START_TIMEOUT = 10.0
@@ -85,8 +86,12 @@ class Engine:
         procs: int = 1,
         warmup: float = 0.0,
         cpus: Sequence[int] | None = None,
+        allow_remote: bool = False,
     ) -> None:
         self.settings = settings or EngineSettings()
+        # Load goes to this machine only, unless the user said otherwise explicitly: the
+        # check sits here so that no driver (CLI, app, bench) can forget it.
+        self.allow_remote = allow_remote
         self.nprocs = max(1, procs)
         self.warmup = warmup
         self.cpus = list(cpus) if cpus else None
@@ -225,7 +230,8 @@ class Engine:
             raise EngineError("HEAD requests are not supported (responses carry no body)")
         try:
             build_request(spec.url, spec.method, spec.headers, spec.body)
-        except RequestError as exc:
+            require_loopback(parse_url(spec.url).host, self.allow_remote)
+        except (RequestError, RemoteTargetError) as exc:
             raise EngineError(str(exc)) from None
         self._check_fds(self._total_connections() + spec.concurrency)
         self._targets[spec.id] = TargetAggregate(spec)
