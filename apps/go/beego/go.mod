@@ -2,9 +2,13 @@ module stackrace/apps/go/beego
 
 go 1.24.2
 
-require github.com/beego/beego/v2 v2.3.10
+require (
+	github.com/beego/beego/v2 v2.3.10
+	github.com/go-sql-driver/mysql v1.10.1
+)
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/hashicorp/golang-lru v1.0.2 // indirect

@@ -3,7 +3,7 @@
 //	bin/server -addr 127.0.0.1:8080
 //
 // /io waits with time.Sleep, which parks only the goroutine, the way a Go handler waits
-// for a backend. GOMAXPROCS (set by stacks.toml from `workers`) bounds the cores it uses.
+// for a backend; /db queries MariaDB through database/sql (db.go). GOMAXPROCS (set by stacks.toml from `workers`) bounds the cores it uses.
 package main
 
 import (
@@ -53,6 +53,13 @@ func io(w http.ResponseWriter, r *http.Request) {
 	w.Write([]byte("ok"))
 }
 
+func dbHandler(w http.ResponseWriter, r *http.Request) {
+	status, body := dbResponse(parseQueries(r.URL.Query().Get("queries")))
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	version := flag.Bool("version", false, "print the Go version and exit")
@@ -65,7 +72,7 @@ func main() {
 	mux.HandleFunc("GET /hello", hello)
 	mux.HandleFunc("GET /json", jsonHandler)
 	mux.HandleFunc("GET /io", io)
-	// GET /db: the database endpoint comes with its own issue; it will be routed here.
+	mux.HandleFunc("GET /db", dbHandler)
 	server := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Fatal(server.ListenAndServe())
 }

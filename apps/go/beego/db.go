@@ -1,0 +1,142 @@
+// /db: N range queries with database/sql and go-sql-driver/mysql, the way Go services
+// query MySQL. This file is the same in apps/go/nethttp and apps/go/beego (two modules,
+// each built on its own).
+//
+// Connections: database/sql's pool, one per process, up to dbPool open connections
+// (STACKRACE_DB_POOL, default 16), all kept idle between requests. The query is one
+// *sql.Stmt prepared on first use; database/sql prepares it on each pooled connection the
+// first time that connection runs it, then only executes (binary protocol). Nothing is
+// opened before the first /db request, so the server starts and serves /hello without a
+// database. A broken connection is discarded by database/sql (its request answers 503)
+// and the pool connects anew, so a restarted database is picked up by itself.
+package main
+
+import (
+	"database/sql"
+	"errors"
+	"log"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+const (
+	dbQuery      = "SELECT value FROM test WHERE id >= ? LIMIT 10"
+	dbQueriesMax = 500 // TechEmpower's multiple-queries rule: 1..500
+)
+
+var (
+	dbMu       sync.Mutex
+	dbPool     *sql.DB
+	dbStmt     *sql.Stmt
+	dbMaxStart = 999990
+	dbLastErr  string
+)
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// parseQueries applies the contract: a missing or non-numeric value is 1, values are
+// clamped to 1..500 (a number too long for uint64 is still a large number: 500).
+func parseQueries(value string) int {
+	n, err := strconv.ParseUint(value, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return dbQueriesMax
+	}
+	if err != nil || n < 1 {
+		return 1
+	}
+	return int(min(n, dbQueriesMax))
+}
+
+func openStmt() (*sql.Stmt, error) {
+	dbMu.Lock()
+	defer dbMu.Unlock()
+	if dbStmt != nil {
+		return dbStmt, nil
+	}
+	if dbPool == nil {
+		if rows, err := strconv.Atoi(os.Getenv("STACKRACE_DB_ROWS")); err == nil && rows > 9 {
+			dbMaxStart = rows - 9 // ids are 1..rows and a range of 10 must fit
+		}
+		size, err := strconv.Atoi(os.Getenv("STACKRACE_DB_POOL"))
+		if err != nil || size < 1 {
+			size = 16
+		}
+		cfg := mysql.NewConfig()
+		cfg.User = envOr("STACKRACE_DB_USER", "stackrace")
+		cfg.Passwd = os.Getenv("STACKRACE_DB_PASSWORD")
+		cfg.Net = "tcp" // STACKRACE_DB_HOST is an IP: loopback TCP, as every stack uses
+		cfg.Addr = envOr("STACKRACE_DB_HOST", "127.0.0.1") + ":" + envOr("STACKRACE_DB_PORT", "3306")
+		cfg.DBName = envOr("STACKRACE_DB_NAME", "stackrace")
+		cfg.Timeout = 5 * time.Second
+		cfg.ReadTimeout = 30 * time.Second
+		connector, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, err
+		}
+		dbPool = sql.OpenDB(connector) // connects lazily, on first use
+		dbPool.SetMaxOpenConns(size)
+		dbPool.SetMaxIdleConns(size) // the default 2 would close and reopen under load
+	}
+	// Prepare needs a live connection: when the database is down it fails and the next
+	// request tries again
+	stmt, err := dbPool.Prepare(dbQuery)
+	if err != nil {
+		return nil, err
+	}
+	dbStmt = stmt
+	return stmt, nil
+}
+
+func querySum(stmt *sql.Stmt) (float64, error) {
+	rows, err := stmt.Query(rand.IntN(dbMaxStart) + 1)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	total := 0.0
+	for rows.Next() {
+		var v float64
+		if err := rows.Scan(&v); err != nil {
+			return 0, err
+		}
+		total += v
+	}
+	return total, rows.Err()
+}
+
+// dbResponse runs n queries: (200, the sum with six decimals) or (503, a short reason).
+func dbResponse(n int) (int, []byte) {
+	stmt, err := openStmt()
+	total := 0.0
+	for i := 0; err == nil && i < n; i++ {
+		var sum float64
+		sum, err = querySum(stmt)
+		total += sum
+	}
+	if err != nil {
+		logDbError(err)
+		return 503, []byte("database unavailable")
+	}
+	return 200, strconv.AppendFloat(make([]byte, 0, 24), total, 'f', 6, 64)
+}
+
+// logDbError writes one line per new kind of failure: a stopped database under load
+// would otherwise fill the log with the same line.
+func logDbError(err error) {
+	dbMu.Lock()
+	defer dbMu.Unlock()
+	if text := err.Error(); text != dbLastErr {
+		dbLastErr = text
+		log.Printf("/db: %s", text)
+	}
+}
