@@ -81,7 +81,10 @@ def free_port() -> int:
 
 
 def port_in_use(port: int) -> bool:
+    """Whether something listens on the port. SO_REUSEADDR, as servers set it, so that
+    connections in TIME_WAIT (left by a server that closed them) do not count."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((HOST, port))
         except OSError:
