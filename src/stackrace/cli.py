@@ -29,6 +29,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Race web-server stacks side by side, live. With no subcommand, opens the app.",
     )
     parser.add_argument("--stacks-file", default=None, help="stacks.toml to use")
+    if only is None:
+        from stackrace.tui.args import add_app_arguments
+
+        add_app_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in COMMANDS:
         if only is not None and name != only:

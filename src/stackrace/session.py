@@ -20,6 +20,7 @@ The engine and the launcher are passed in behind small protocols (`LoadEngine`,
 from __future__ import annotations
 
 import contextlib
+import inspect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -196,7 +197,7 @@ class Launcher(Protocol):
 
 
 # Hook for the managed MariaDB (another issue): called before a db workload starts.
-DbStarter = Callable[[], object]
+DbStarter = Callable[[], object]  # may return an awaitable
 
 
 # ---------------------------------------------------------------------------------------
@@ -374,7 +375,9 @@ class Session:
         self.concurrency = plan.concurrency
         self.rate = plan.rate
         if plan.workload.needs_db and self.start_db is not None:
-            self.start_db()
+            started = self.start_db()
+            if inspect.isawaitable(started):
+                await started
         await self.engine.start()
         self._engine_started = True
         for i, url in enumerate(plan.urls):
@@ -540,13 +543,18 @@ class Session:
         pane = self._panes.get(pane_id)
         if pane is None or not pane.added:
             return []
+        pts = list(points)
         try:
+            fast = getattr(self.engine, "total_percentiles", None)
+            if fast is not None:
+                values = fast(pane_id, pts)
+                return list(zip(pts, values, strict=True)) if any(values) else []
             hist = self.engine.total_histogram(pane_id)
         except KeyError:
             return []
         if hist.total == 0:
             return []
-        return hist.percentile_curve(points)
+        return hist.percentile_curve(pts)
 
     def log_text(self, pane_id: str, lines: int = 200) -> str:
         pane = self._panes.get(pane_id)
@@ -658,6 +666,19 @@ class StacksLauncher:
         self.defs = load_stacks(stacks_file)
         self.launcher = _Launcher()
         self.handles: list[LaunchedStack] = []
+        self.db: object | None = None
+
+    async def start_database(self) -> None:
+        """The db workload: start and seed the private MariaDB (scoped to this process, or
+        the user's own `stackrace db up` instance) and give every stack its settings."""
+        from stackrace.db import ManagedMariaDB, db_env
+
+        if self.db is not None:
+            return
+        db = ManagedMariaDB(scoped=True)
+        settings = await db.ensure_ready_async()
+        self.db = db
+        self.launcher.extra_env.update(db_env(settings, 1_000_000))
 
     def catalog(self) -> list[StackChoice]:
         from stackrace.config import resolve
@@ -697,6 +718,9 @@ class StacksLauncher:
             h._task.cancel()
         await self.launcher.stop_all()
         self.launcher.close()
+        if self.db is not None:
+            self.db.close()  # type: ignore[attr-defined]
+            self.db = None
 
 
 def default_launcher(stacks_file: str | None = None) -> Launcher | None:

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import sys
 
 
 def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("stackrace.tui.app") is not None:
+        from stackrace.config import ConfigError, load_stacks
+
+        try:
+            load_stacks(args.stacks_file)
+        except ConfigError as exc:
+            if not getattr(args, "url", None):
+                print(f"stackrace: {exc}", file=sys.stderr)
+                return 2
         from stackrace.tui.app import run_app
 
         return run_app(args)
