@@ -1,8 +1,10 @@
-// Node's own http module with the same endpoints as every other stack; no dependencies.
+// Node's own http module with the same endpoints as every other stack; /db uses mysql2
+// (package.json), the only dependency.
 //
 //   node server.js --host 127.0.0.1 --port 8080
 //
-// One process, one event loop: /io waits with setTimeout, the way Node waits for a backend.
+// One process, one event loop: /io waits with setTimeout, the way Node waits for a backend;
+// /db awaits a mysql2 pool.
 'use strict';
 
 const http = require('node:http');
@@ -25,6 +27,74 @@ function ioMs(query) {
   return value !== null && /^\d+$/.test(value) ? Math.min(Number(value), IO_MAX_MS) : IO_DEFAULT_MS;
 }
 
+// /db?queries=N: a missing or non-numeric N is 1, and N is clamped to 1..500 (TechEmpower)
+const DB_QUERIES_MAX = 500;
+const DB_QUERY = 'SELECT value FROM test WHERE id >= ? LIMIT 10';
+const DB_UNAVAILABLE = Buffer.from('database unavailable');
+// ids are 1..ROWS and a range of 10 must fit: starts are 1..ROWS-9
+const DB_MAX_START = Math.max(1, Number(process.env.STACKRACE_DB_ROWS || 1000000) - 9);
+
+function dbQueries(query) {
+  const value = new URLSearchParams(query).get('queries');
+  return value !== null && /^\d+$/.test(value) ? Math.max(1, Math.min(Number(value), DB_QUERIES_MAX)) : 1;
+}
+
+// One mysql2 pool per process, made on the first /db request (the server starts and serves
+// /hello without a database): up to STACKRACE_DB_POOL connections (default 16), all kept
+// idle between requests. pool.query sends plain queries (the start escaped into the SQL
+// text by mysql2). A connection that fails is destroyed by the pool, not handed out again:
+// that request answers 503 and the next one connects anew, so a restarted database is
+// picked up by itself.
+let pool = null;
+let lastDbError = '';
+
+function dbPool() {
+  if (pool === null) {
+    const mysql = require('mysql2/promise');
+    const env = process.env;
+    const size = Math.max(1, Number(env.STACKRACE_DB_POOL) || 16);
+    pool = mysql.createPool({
+      host: env.STACKRACE_DB_HOST || '127.0.0.1', // an IP: loopback TCP, as every stack uses
+      port: Number(env.STACKRACE_DB_PORT || 3306),
+      user: env.STACKRACE_DB_USER || 'stackrace',
+      password: env.STACKRACE_DB_PASSWORD || '',
+      database: env.STACKRACE_DB_NAME || 'stackrace',
+      connectionLimit: size,
+      maxIdle: size, // keep them all: closing idle ones would reconnect under load
+      connectTimeout: 5000,
+    });
+    // errors of idle connections (the server went away) surface here, not in a request
+    pool.on('error', () => {});
+  }
+  return pool;
+}
+
+async function dbSum(queries) {
+  const db = dbPool();
+  let total = 0;
+  for (let i = 0; i < queries; i++) {
+    const start = 1 + Math.floor(Math.random() * DB_MAX_START);
+    const [rows] = await db.query({ sql: DB_QUERY, rowsAsArray: true }, [start]);
+    for (const row of rows) total += row[0];
+  }
+  return total;
+}
+
+function dbHandler(res, query) {
+  dbSum(dbQueries(query)).then(
+    (total) => reply(res, 200, 'text/plain', Buffer.from(total.toFixed(6))),
+    (err) => {
+      const text = `/db: ${err.code || err.name}: ${err.message}`;
+      if (text !== lastDbError) {
+        // one line per new kind of failure, not one per request
+        lastDbError = text;
+        console.error(text);
+      }
+      reply(res, 503, 'text/plain', DB_UNAVAILABLE);
+    },
+  );
+}
+
 function handle(req, res) {
   const q = req.url.indexOf('?');
   const path = q === -1 ? req.url : req.url.slice(0, q);
@@ -36,8 +106,9 @@ function handle(req, res) {
     reply(res, 200, 'application/json', Buffer.from(`{"message": ${JSON.stringify('Hello, World!')}}`));
   } else if (path === '/io') {
     setTimeout(() => reply(res, 200, 'text/plain', OK), ioMs(q === -1 ? '' : req.url.slice(q + 1)));
+  } else if (path === '/db') {
+    dbHandler(res, q === -1 ? '' : req.url.slice(q + 1));
   } else {
-    // /db: the database endpoint comes with its own issue; it will be routed here.
     reply(res, 404, 'text/plain', NOT_FOUND);
   }
 }
