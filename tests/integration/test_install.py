@@ -17,6 +17,7 @@ import pytest
 from stackrace.config import ROOT, Stack, load_stacks, resolve
 from stackrace.stacks.install import (
     Installer,
+    _npm_argv,
     availability,
     missing_apt,
     missing_pip,
@@ -199,3 +200,33 @@ def test_install_needs_names_or_all() -> None:
     proc = subprocess.run([str(STACKRACE), "install"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "--all" in proc.stderr
+
+
+def test_npm_packages_missing_then_installed_from_the_app_files(tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    app.mkdir()
+    stack = _stack(
+        tmp_path,
+        f"""
+[stacks.probe]
+title = "needs an npm package"
+language = "javascript"
+family = "event-loop"
+command = ["{{python}}", "-c", "pass"]
+[stacks.probe.needs]
+npm = ["mysql2@^3"]
+npm_cwd = "{app}"
+""",
+    )
+    ok, reason, _ = availability(stack)
+    assert not ok and "npm package mysql2@^3 not installed" in reason
+    # the app's own package files win over the names, so they are never rewritten
+    assert _npm_argv(app, ["mysql2@^3"])[-1] == "mysql2@^3"
+    (app / "package.json").write_text("{}")
+    assert _npm_argv(app, ["mysql2@^3"]) == ["npm", "install", "--no-audit", "--no-fund"]
+    (app / "package-lock.json").write_text("{}")
+    assert _npm_argv(app, ["mysql2@^3"])[:2] == ["npm", "ci"]
+    # once node_modules has it, nothing is missing
+    (app / "node_modules" / "mysql2").mkdir(parents=True)
+    (app / "node_modules" / "mysql2" / "package.json").write_text("{}")
+    assert availability(stack)[0]

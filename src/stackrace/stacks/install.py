@@ -230,6 +230,17 @@ def _npm_name(spec: str) -> str:
     return spec if at == -1 else spec[:at]
 
 
+def _npm_argv(cwd: Path, packages: list[str]) -> list[str]:
+    """Install from the lock file or package.json when the app has them (without
+    rewriting them); otherwise the named packages, unsaved."""
+    quiet = ["--no-audit", "--no-fund"]
+    if (cwd / "package-lock.json").exists():
+        return ["npm", "ci", *quiet]
+    if (cwd / "package.json").exists():
+        return ["npm", "install", *quiet]
+    return ["npm", "install", *quiet, "--no-save", *packages]
+
+
 def missing_npm(stack: Stack, values: dict[str, object] | None = None) -> list[str]:
     needs = stack.spec.needs
     if not needs.npm:
@@ -451,8 +462,12 @@ class Installer:
         for r in self._pending():
             if r.before.npm:
                 cwd = Path(render(r.stack.spec.needs.npm_cwd, _values(r.stack)))
-                argv = ["npm", "install", "--no-audit", "--no-fund", *r.before.npm]
-                self._step(f"npm: {' '.join(r.before.npm)}", [r], argv, cwd=cwd)
+                self._step(
+                    f"npm in {_rel(cwd)}: {' '.join(r.before.npm)}",
+                    [r],
+                    _npm_argv(cwd, r.before.npm),
+                    cwd=cwd,
+                )
 
     def _builds(self) -> None:
         done: dict[tuple[str, str], str | None] = {}  # (cwd, commands) → error
