@@ -323,29 +323,6 @@ async def run_bench(plan: BenchPlan, progress: Progress = lambda s: None) -> Ben
         async def start(
             stack: Stack, cpus: list[int] | None
         ) -> tuple[RunningStack, TreeSampler] | None:
-            try:
-                rs = await launcher.start(pinned(stack, cpus))
-            except LaunchError as exc:
-                progress(f"✗ {exc}")
-                results[stack.name] = StackResult(
-                    name=stack.name,
-                    title=stack.title,
-                    family=stack.spec.family,
-                    version=server_version(stack),
-                    levels=[],
-                    error=str(exc).split("\n")[0],
-                )
-                return None
-            await engine.add_target(
-                TargetSpec(
-                    id=stack.name,
-                    url=rs.url + plan.path,
-                    concurrency=0,
-                    check=check,
-                )
-            )
-            sampler = TreeSampler(rs.root_pids)
-            sampler.mark_before()
             results[stack.name] = StackResult(
                 name=stack.name,
                 title=stack.title,
@@ -353,6 +330,17 @@ async def run_bench(plan: BenchPlan, progress: Progress = lambda s: None) -> Ben
                 version=server_version(stack),
                 levels=[],
             )
+            try:
+                rs = await launcher.start(pinned(stack, cpus))
+            except LaunchError as exc:
+                progress(f"✗ {exc}")
+                results[stack.name].error = str(exc).split("\n")[0]
+                return None
+            await engine.add_target(
+                TargetSpec(id=stack.name, url=rs.url + plan.path, concurrency=0, check=check)
+            )
+            sampler = TreeSampler(rs.root_pids)
+            sampler.mark_before()
             return rs, sampler
 
         async def finish(rs: RunningStack) -> None:
