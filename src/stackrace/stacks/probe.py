@@ -7,6 +7,7 @@ Not the load engine: this opens a fresh connection per request and keeps everyth
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -78,6 +79,10 @@ async def get(host: str, port: int, path: str, timeout: float = 5.0) -> ProbeRes
         seconds = time.perf_counter() - t0
     finally:
         writer.close()
+        # wait for the close: a one-worker server (uWSGI) would otherwise keep serving a
+        # connection nobody reads from until its socket timeout
+        with contextlib.suppress(OSError, TimeoutError):
+            await asyncio.wait_for(writer.wait_closed(), 1.0)
     headers = {k.lower(): v for k, v in c.headers}
     te = headers.get("transfer-encoding", "").lower()
     cl = headers.get("content-length")
