@@ -58,6 +58,9 @@ FAILED = "failed"  # never became ready
 STOPPED = "stopped"
 
 _POLL_S = 0.05
+# the longest run dir that leaves room for a socket name (sun_path holds 107 bytes)
+_MAX_RUN_DIR = 80
+_KEEP_RUNS = 20  # run directories (logs) kept under runs_dir()
 
 
 class LaunchError(RuntimeError):
@@ -72,6 +75,27 @@ class LaunchError(RuntimeError):
         if self.log_tail:
             text += "\n--- log tail ---\n" + self.log_tail
         return text
+
+
+def runs_dir() -> Path:
+    """$STACKRACE_RUNS_DIR, else $XDG_CACHE_HOME/stackrace/runs, else ~/.cache/stackrace/runs."""
+    if os.environ.get("STACKRACE_RUNS_DIR"):
+        return Path(os.environ["STACKRACE_RUNS_DIR"])
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "stackrace" / "runs"
+
+
+def new_run_root(keep: int = _KEEP_RUNS) -> Path:
+    """A new directory for one launcher's stacks, named by time; the oldest beyond `keep`
+    are removed, so the logs of recent runs stay findable and old ones do not pile up."""
+    base = runs_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
+    old = sorted((d for d in base.iterdir() if d.is_dir()), key=lambda d: d.stat().st_mtime)
+    for d in old[: max(0, len(old) - keep)]:
+        if d != root:
+            shutil.rmtree(d, ignore_errors=True)
+    return root
 
 
 def free_port() -> int:
@@ -158,8 +182,9 @@ class Launcher:
     """Starts and supervises stacks; see the module docstring for the guarantees.
 
     `run_root` holds one directory per stack (log, rendered configs, sockets, pid files);
-    a fresh temporary directory by default. `env` is added to every stack's environment
-    (e.g. the database settings); `extra_env` may be changed between starts.
+    by default a new one under the runs directory (see `new_run_root`). `env` is added
+    to every stack's environment (e.g. the database settings); `extra_env` may be changed
+    between starts.
     `on_change(rs)` is called on every state change (ready, crashed, failed, stopped);
     crashes are noticed by `poll()`, so call it a few times a second.
     """
@@ -170,12 +195,13 @@ class Launcher:
         env: dict[str, str] | None = None,
         on_change: StateCallback | None = None,
     ) -> None:
-        self.run_root = Path(run_root or tempfile.mkdtemp(prefix="stackrace-"))
+        self.run_root = Path(run_root) if run_root else new_run_root()
         self.run_root.mkdir(parents=True, exist_ok=True)
         self.extra_env = dict(env or {})
         self.on_change = on_change
         self.running: dict[str, RunningStack] = {}
         self._watchdog: Watchdog | None = None
+        self._short_dirs: list[tuple[Path, Path]] = []
 
     def _set_state(self, rs: RunningStack, state: str) -> None:
         if rs.state == state:
@@ -206,10 +232,7 @@ class Launcher:
             port = free_port()
         elif port_in_use(port):
             raise LaunchError(f"{stack.name}: port {port} on {HOST} is already in use")
-        safe = stack.name.replace(":", "_").replace(",", "_").replace("=", "-")
-        run_dir = self.run_root / safe
-        shutil.rmtree(run_dir, ignore_errors=True)
-        run_dir.mkdir(parents=True)
+        run_dir = self._make_run_dir(stack)
         rs = RunningStack(stack=stack, port=port, run_dir=run_dir, log_path=run_dir / "log.txt")
         self.running[stack.name] = rs
         try:
@@ -232,6 +255,45 @@ class Launcher:
             await asyncio.shield(self.stop(rs))
             raise
         return rs
+
+    def _make_run_dir(self, stack: Stack) -> Path:
+        """A fresh private directory for the stack's configs, sockets, pid files and log.
+
+        Unix socket paths are cut at 107 bytes, silently by some servers (php-fpm then
+        listens somewhere else and nginx answers 502). When run_root/NAME is too long
+        for a socket in it, the directory is a short one in /tmp, linked from there.
+        """
+        safe = stack.name.replace(":", "_").replace(",", "_").replace("=", "-")
+        link = self.run_root / safe
+        if link.is_symlink():
+            shutil.rmtree(link.resolve(), ignore_errors=True)
+            link.unlink()
+        shutil.rmtree(link, ignore_errors=True)
+        if len(str(link)) <= _MAX_RUN_DIR:
+            link.mkdir(parents=True)
+            return link
+        short = Path(tempfile.mkdtemp(prefix=f"stackrace-{stack.base[:16]}-"))
+        link.symlink_to(short, target_is_directory=True)
+        self._short_dirs.append((link, short))
+        return short
+
+    def _fold_short_dirs(self) -> None:
+        """Logs of stopped stacks' short run dirs move back under run_root; those go."""
+        keep = []
+        for link, short in self._short_dirs:
+            users = [rs for rs in self.running.values() if rs.run_dir == short]
+            if any(not rs.reaped for rs in users) or not link.is_symlink():
+                keep.append((link, short))
+                continue
+            link.unlink()
+            link.mkdir()
+            for log in [*short.glob("*.log"), short / "log.txt"]:
+                with contextlib.suppress(OSError):
+                    shutil.move(str(log), link / log.name)
+            shutil.rmtree(short, ignore_errors=True)
+            for rs in users:
+                rs.run_dir, rs.log_path = link, link / "log.txt"
+        self._short_dirs = keep
 
     async def _spawn(self, rs: RunningStack) -> None:
         spec = rs.stack.spec
@@ -400,6 +462,8 @@ class Launcher:
         )
 
     def close(self) -> None:
+        """After stop_all: let the watchdog go; logs stay under run_root."""
+        self._fold_short_dirs()
         if self._watchdog is not None:
             self._watchdog.close()
             self._watchdog = None
