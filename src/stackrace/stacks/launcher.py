@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -85,17 +86,31 @@ def runs_dir() -> Path:
     return Path(cache) / "stackrace" / "runs"
 
 
-def new_run_root(keep: int = _KEEP_RUNS) -> Path:
-    """A new directory for one launcher's stacks, named by time; the oldest beyond `keep`
-    are removed, so the logs of recent runs stay findable and old ones do not pile up."""
+def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
+    """A new directory for one launcher's stacks, named by time, and a descriptor that
+    holds its lock while the launcher lives. The oldest directories beyond `keep` are
+    removed, unless a live launcher still holds them (the lock dies with its process), so
+    the logs of recent runs stay findable and old ones do not pile up."""
     base = runs_dir()
     base.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
+    fd = os.open(root / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
     old = sorted((d for d in base.iterdir() if d.is_dir()), key=lambda d: d.stat().st_mtime)
     for d in old[: max(0, len(old) - keep)]:
-        if d != root:
+        try:
+            other = os.open(d / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # in use by a running stackrace
+        else:
             shutil.rmtree(d, ignore_errors=True)
-    return root
+        finally:
+            os.close(other)
+    return root, fd
 
 
 def free_port() -> int:
@@ -195,7 +210,11 @@ class Launcher:
         env: dict[str, str] | None = None,
         on_change: StateCallback | None = None,
     ) -> None:
-        self.run_root = Path(run_root) if run_root else new_run_root()
+        self._root_lock: int | None = None
+        if run_root:
+            self.run_root = Path(run_root)
+        else:
+            self.run_root, self._root_lock = new_run_root()
         self.run_root.mkdir(parents=True, exist_ok=True)
         self.extra_env = dict(env or {})
         self.on_change = on_change
@@ -467,4 +486,7 @@ class Launcher:
         if self._watchdog is not None:
             self._watchdog.close()
             self._watchdog = None
+        if self._root_lock is not None:
+            os.close(self._root_lock)
+            self._root_lock = None
 
