@@ -61,9 +61,12 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
 
     console = Console()
     table = Table(header_style="bold")
-    for col in ("stack", "hello", "json", "io", "db", "ready in", "idle memory", "problems"):
+    for col in ("stack", "hello", "json", "io", "db", "ready in", "idle rss / uss", "result"):
         table.add_column(col)
     bad = 0
+    # the full story of each stack that failed, printed under the table (a table cell
+    # is too narrow for a reason and a log tail)
+    details: list[tuple[str, list[str]]] = []
     db_conn = db.connection() if db is not None else None
     async with Launcher(env=env) as launcher:
         for stack in chosen:
@@ -71,19 +74,16 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
             if not a.available and not force:
                 if explicit:
                     bad += 1
-                table.add_row(
-                    stack.name, *["-"] * 6, f"unavailable: {a.reason} ({a.fix})", style="dim"
-                )
+                table.add_row(stack.name, *["-"] * 6, "unavailable", style="dim")
+                details.append((stack.name, [f"unavailable: {a.reason}", f"fix: {a.fix}"]))
                 continue
             t0 = time.monotonic()
             try:
                 rs = await launcher.start(stack)
             except LaunchError as exc:
                 bad += 1
-                table.add_row(
-                    stack.name, *["✗"] * 4, "-", "-", str(exc).split("\n")[0], style="red"
-                )
-                print(exc, file=sys.stderr)
+                table.add_row(stack.name, *["✗"] * 4, "-", "-", "did not start", style="red")
+                details.append((stack.name, str(exc).splitlines()))
                 continue
             ready = time.monotonic() - t0
             checks = await verify_port(rs.port)
@@ -94,19 +94,25 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
                 db_mark = "✓" if db_check.ok else "✗"
             mem = TreeSampler(rs.root_pids).sample()
             await launcher.stop(rs)
-            problems = [f"{c.endpoint}: {c.problems[0]}" for c in checks if c.problems]
+            problems = [f"{c.endpoint}: {p}" for c in checks for p in c.problems]
             bad += bool(problems)
+            if problems:
+                details.append((stack.name, [*problems, f"log: {rs.log_path}"]))
             table.add_row(
                 stack.name,
                 *("✓" if c.ok else "✗" for c in checks[:3]),
                 db_mark,
                 f"{ready:.2f}s",
-                f"{fmt_bytes(mem.rss)} rss / {fmt_bytes(mem.uss)} uss",
-                "; ".join(problems),
+                f"{fmt_bytes(mem.rss)} / {fmt_bytes(mem.uss)}",
+                f"{len(problems)} problem{'s' * (len(problems) != 1)}" if problems else "ok",
                 style="red" if problems else None,
             )
     if db_conn is not None:
         db_conn.close()
     console.print(table)
+    for name, lines in details:
+        print(f"\n✗ {name}")
+        for line in lines:
+            print(f"    {line}")
     print(f"{len(chosen) - bad} of {len(chosen)} stacks verified", file=sys.stderr)
     return 1 if bad else 0
