@@ -208,3 +208,18 @@ def test_run_dirs_are_pruned_unless_in_use(tmp_path: Path, monkeypatch) -> None:
     os.close(held_fd)
     new_run_root(keep=2)
     assert held not in list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+async def test_sampler_follows_a_respawned_worker(tmp_path: Path) -> None:
+    async with Launcher(tmp_path) as launcher:
+        rs = await launcher.start(real_stack("gunicorn-sync:workers=2"))
+        sampler = TreeSampler(rs.root_pids)
+        assert wait_until(lambda: sampler.mark_before().processes == 3, 5.0)
+        master = rs.root_pids[0]
+        worker = next(p for p in rs.all_pids() if p != master)
+        os.kill(worker, signal.SIGKILL)  # gunicorn forks a new one
+        assert wait_until(
+            lambda: sampler.sample().processes == 3 and worker not in sampler._procs, 5.0
+        )
+        assert set(sampler._procs) == set(rs.all_pids())

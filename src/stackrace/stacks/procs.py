@@ -6,7 +6,7 @@ import contextlib
 import ctypes
 import os
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
@@ -52,10 +52,8 @@ def session_of(pid: int) -> int | None:
         return None
 
 
-def pids_in_sessions(sessions: Iterable[int]) -> list[int]:
-    """Every live process whose session id is one of `sessions` (reads /proc)."""
-    wanted = set(sessions)
-    found = []
+def _stat_fields() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, fields after the command name) of every process, from /proc/PID/stat."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -64,11 +62,23 @@ def pids_in_sessions(sessions: Iterable[int]) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        # fields after the command name (which may hold spaces) start after the last ')'
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 3 and int(fields[3]) in wanted and fields[0] != b"Z":
-            found.append(int(entry.name))
-    return found
+        # the command name may hold spaces and parentheses: fields start after the last ')'
+        yield int(entry.name), stat[stat.rfind(b")") + 2 :].split()
+
+
+def parent_map() -> dict[int, int]:
+    """pid → parent pid of every live process, in one pass over /proc."""
+    return {pid: int(f[1]) for pid, f in _stat_fields() if len(f) > 1 and f[0] != b"Z"}
+
+
+def pids_in_sessions(sessions: Iterable[int]) -> list[int]:
+    """Every live process whose session id is one of `sessions` (reads /proc)."""
+    wanted = set(sessions)
+    return [
+        pid
+        for pid, fields in _stat_fields()
+        if len(fields) > 3 and int(fields[3]) in wanted and fields[0] != b"Z"
+    ]
 
 
 def signal_sessions(sessions: Iterable[int], sig: int) -> int:
