@@ -223,3 +223,17 @@ async def test_sampler_follows_a_respawned_worker(tmp_path: Path) -> None:
             lambda: sampler.sample().processes == 3 and worker not in sampler._procs, 5.0
         )
         assert set(sampler._procs) == set(rs.all_pids())
+
+
+async def test_stop_all_while_a_stack_starts(tmp_path: Path) -> None:
+    stacks = load_stacks(FIXTURE)
+    async with Launcher(tmp_path) as launcher:
+        task = asyncio.ensure_future(launcher.start(resolve("never-ready", stacks)))
+        await asyncio.sleep(0.5)
+        rs = launcher.running["never-ready"]
+        sessions = rs.sessions
+        await launcher.stop_all()
+        with pytest.raises(Exception, match="stopped while it was starting"):
+            await task
+        assert rs.state == STOPPED
+        assert pids_in_sessions(sessions) == []

@@ -259,7 +259,8 @@ class Launcher:
             await self._wait_ready(rs)
         except LaunchError as exc:
             rs.error = str(exc).split("\n")[0]
-            self._set_state(rs, FAILED)
+            if rs.state != STOPPED:  # (stopped by stop_all while starting: stays so)
+                self._set_state(rs, FAILED)
             await self.stop(rs)
             exc.log_tail = rs.log_tail()
             raise
@@ -360,6 +361,8 @@ class Launcher:
         log,
         new_session: bool,
     ) -> subprocess.Popen[bytes]:
+        if rs.reaped:  # stopped (stop_all) while it was starting: start nothing more
+            raise LaunchError(f"{rs.name}: stopped while it was starting")
         log.write(f"$ {' '.join(argv)}\n".encode())
         log.flush()
         try:
@@ -397,6 +400,8 @@ class Launcher:
         deadline = time.monotonic() + spec.ready_timeout
         last = "no answer yet"
         while True:
+            if rs.reaped:
+                raise LaunchError(f"{rs.name}: stopped while it was starting")
             dead = rs.dead_process()
             if dead is not None:
                 rs.exit_code = dead.returncode
