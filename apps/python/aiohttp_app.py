@@ -1,6 +1,7 @@
 """aiohttp's own server: `python aiohttp_app.py --host H --port P`.
 
-/io waits with `await asyncio.sleep`; /db awaits aiomysql (db_async.py). Access logging is off (access_log=None).
+/io waits with `await asyncio.sleep`; /db awaits aiomysql (db_async.py). Access logging
+is off (access_log=None).
 """
 
 from __future__ import annotations
