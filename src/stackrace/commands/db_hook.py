@@ -2,20 +2,46 @@
 
 from __future__ import annotations
 
+import shutil
+import socket
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from stackrace.db import DbError, ManagedMariaDB, db_env
 
 
-def open_for_workload(rows: int = 1_000_000) -> tuple[Any, dict[str, str]] | None:
+class _PrivateInstance(ManagedMariaDB):
+    """A throw-away instance in a temporary directory, removed on close."""
+
+    def close(self) -> None:
+        super().close()
+        shutil.rmtree(self.paths.root, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def open_for_workload(
+    rows: int = 1_000_000, private: bool = False
+) -> tuple[Any, dict[str, str]] | None:
     """Start (if needed) and seed (if needed) the private MariaDB; return it and the app env.
 
     The instance is scoped to this process: it stops with it (even on SIGKILL), unless
     the user already runs one with `stackrace db up`, which is then used and left running.
+    `private=True` makes a throw-away instance of its own instead (verify uses it: its
+    query count reads the server's global counters, which another client would disturb).
     Keep the returned object until the load is over and `close()` it.
     """
-    db = ManagedMariaDB(scoped=True)
+    if private:
+        root = Path(tempfile.mkdtemp(prefix="stackrace-db-"))
+        db: ManagedMariaDB = _PrivateInstance(root, _free_port(), scoped=True)
+    else:
+        db = ManagedMariaDB(scoped=True)
     try:
         settings = db.ensure_ready(rows=rows)
     except DbError as exc:

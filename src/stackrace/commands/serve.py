@@ -14,6 +14,7 @@ from stackrace.stacks.launcher import Launcher, LaunchError
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="+", help="stacks (or variants like gunicorn-sync:workers=4)")
+    p.add_argument("--no-db", action="store_true", help="do not start the private MariaDB for /db")
     p.set_defaults(func=run)
 
 
@@ -24,16 +25,29 @@ def run(args: argparse.Namespace) -> int:
     chosen = resolve_all(args.names, stacks)
     if chosen is None:
         return 2
-    return asyncio.run(_serve(chosen))
+    db = None
+    env: dict[str, str] = {}
+    if any(s.spec.db for s in chosen) and not args.no_db:
+        from stackrace.commands.db_hook import open_for_workload
+
+        opened = open_for_workload()
+        if opened is None:
+            return 2
+        db, env = opened
+    try:
+        return asyncio.run(_serve(chosen, env))
+    finally:
+        if db is not None:
+            db.close()
 
 
-async def _serve(chosen) -> int:
+async def _serve(chosen, env: dict[str, str]) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     failed = 0
-    async with Launcher() as launcher:
+    async with Launcher(env=env) as launcher:
         for stack in chosen:
             try:
                 rs = await launcher.start(stack)

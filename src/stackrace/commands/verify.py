@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_db and any(s.spec.db for s in chosen):
         from stackrace.commands.db_hook import open_for_workload
 
-        opened = open_for_workload()
+        opened = open_for_workload(private=True)
         if opened is None:
             return 2
         db, env = opened
