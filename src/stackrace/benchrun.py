@@ -183,6 +183,8 @@ async def _measure(
         await asyncio.sleep(0.3)  # connections open, retired ones drain
         engine.reset_totals(plan.warmup)
         await asyncio.sleep(plan.warmup)
+        if plan.requests:
+            await _start_budget(engine, [rs.name for rs, _ in running], plan)
         for _, sampler in running:
             sampler.sample()  # CPU is measured from here
         end = time.monotonic() + plan.duration
@@ -196,11 +198,12 @@ async def _measure(
             cpu_seen.append(snap.engine_cpu)
             saturated |= snap.saturated
             if plan.requests and all(
-                (t := snap.target(rs.name)) is not None and t.total.requests >= plan.requests
+                (t := snap.target(rs.name)) is not None and _attempts(t.total) >= plan.requests
                 for rs, _ in running
             ):
                 break
-        await asyncio.sleep(engine.settings.interval)  # the last interval reaches the totals
+        if not plan.requests:
+            await asyncio.sleep(engine.settings.interval)  # the last interval reaches the totals
         snap = engine.latest
         for rs, sampler in running:
             a = acc[rs.name]
@@ -249,6 +252,8 @@ async def _measure(
             samples=a.samples,
         )
         out.append(lv)
+        if plan.requests:
+            await engine.set_budget(None, rs.name)
         fails = sum(lv.failures.values())
         progress(
             f"  {rs.name:<28} {'rate' if plan.rate else 'c'}={level:<6} "
@@ -256,6 +261,32 @@ async def _measure(
             f"failures {fails}" + ("  [engine saturated]" if lv.engine_saturated else "")
         )
     return out
+
+
+def _attempts(w: WindowStats) -> int:
+    """Requests that ended, one way or another: responses plus failures without one."""
+    no_response = sum(n for k, n in w.failures.items() if k not in ("http_status", "invalid_body"))
+    return w.requests + no_response
+
+
+async def _start_budget(engine: Engine, ids: list[str], plan: BenchPlan) -> None:
+    """As ab -n: after the warm-up, stop sending, let what is in flight finish (so it does
+    not count), then send exactly `plan.requests` and wait for every one of them. A level
+    that ended after the first N responses instead would drop the slowest requests, the
+    ones still queued behind a busy worker."""
+    for tid in ids:
+        await engine.set_budget(0, tid)
+    quiet_by = time.monotonic() + plan.timeout
+    while time.monotonic() < quiet_by:
+        await asyncio.sleep(engine.settings.interval)
+        snap = engine.latest
+        if snap is not None and all(
+            (t := snap.target(tid)) is None or _attempts(t.interval) == 0 for tid in ids
+        ):
+            break
+    engine.reset_totals(0.0)
+    for tid in ids:
+        await engine.set_budget(plan.requests, tid)
 
 
 def _judge(result: StackResult) -> StackResult:
@@ -317,7 +348,13 @@ async def run_bench(plan: BenchPlan, progress: Progress = lambda s: None) -> Ben
     biggest = max(levels)
     async with (
         Launcher(env=plan.db_env) as launcher,
-        Engine(EngineSettings(timeout=plan.timeout), procs=1, cpus=engine_cpus) as engine,
+        # with a request budget a level lasts a second or two: short intervals keep the
+        # measured time (whole intervals) close to the time the requests took
+        Engine(
+            EngineSettings(timeout=plan.timeout, interval=0.05 if plan.requests else 0.25),
+            procs=1,
+            cpus=engine_cpus,
+        ) as engine,
     ):
 
         async def start(

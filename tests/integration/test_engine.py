@@ -332,3 +332,22 @@ def test_engine_dies_with_its_driver_on_sigkill(server: TestServer):
             return True
 
     assert wait_for(gone, 3.0)
+
+
+@pytest.mark.parametrize("procs", [1, 2])
+async def test_request_budget_sends_exactly_n(server: TestServer, procs: int):
+    async with Engine(procs=procs) as engine:
+        await engine.add_target(TargetSpec(id="b", url=server.url("/delay?ms=5"), concurrency=0))
+        await engine.set_budget(101, "b")
+        await engine.set_concurrency(7, "b")
+        await asyncio.to_thread(
+            wait_for, lambda: server.stats()["by_path"].get("/delay", 0) >= 101, 5.0
+        )
+        await asyncio.sleep(0.5)  # nothing more may come
+        assert server.stats()["by_path"]["/delay"] == 101
+        await run_for(engine, 0.3)
+        assert engine.latest is not None and engine.latest.targets[0].total.requests == 101
+        await engine.set_budget(None, "b")  # back to an open-ended closed loop
+        await asyncio.sleep(0.3)
+        assert server.stats()["by_path"]["/delay"] > 150
+        await engine.stop()

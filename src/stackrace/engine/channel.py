@@ -10,6 +10,8 @@ Commands (driver -> engine), tagged by "op":
   {"op": "remove", "id": ID}                           stop loading it, close its connections
   {"op": "concurrency", "n": N, "id": ID | null}       connections for one target, or all
   {"op": "rate", "rate": R | null, "id": ID | null}    requests/s (null: closed loop)
+  {"op": "budget", "n": N | null, "id": ID | null}    closed loop: send at most N more
+                                                       requests, as ab -n (null: no limit)
   {"op": "pause"} / {"op": "resume"}                   stop sending / go on
   {"op": "report"}                                     ask for the counters since the last report
   {"op": "stop"}                                       close everything, send a last report, exit
@@ -55,6 +57,11 @@ class SetRate(msgspec.Struct, tag_field="op", tag="rate"):
     id: str | None = None
 
 
+class SetBudget(msgspec.Struct, tag_field="op", tag="budget"):
+    n: int | None
+    id: str | None = None
+
+
 class Pause(msgspec.Struct, tag_field="op", tag="pause"):
     pass
 
@@ -71,7 +78,9 @@ class Stop(msgspec.Struct, tag_field="op", tag="stop"):
     pass
 
 
-Command = Configure | Add | Remove | SetConcurrency | SetRate | Pause | Resume | Report | Stop
+Command = (
+    Configure | Add | Remove | SetConcurrency | SetRate | SetBudget | Pause | Resume | Report | Stop
+)
 
 
 class Ready(msgspec.Struct, tag_field="type", tag="ready"):

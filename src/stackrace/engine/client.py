@@ -33,6 +33,7 @@ from stackrace.engine.channel import (
     Report,
     ReportMsg,
     Resume,
+    SetBudget,
     SetConcurrency,
     SetRate,
     Stop,
@@ -277,6 +278,16 @@ class Engine:
             self._targets[tid].rate = rate
             for p, r in zip(self._procs, self._split_rate(rate), strict=True):
                 p.send(SetRate(rate=r, id=tid))
+
+    async def set_budget(self, n: int | None, target_id: str | None = None) -> None:
+        """Closed loop: send at most n more requests per target (as ab -n), spread over
+        the engine processes; None removes the limit."""
+        if n is not None and n < 0:
+            raise EngineError("a request budget must be >= 0")
+        for tid in self._ids(target_id):
+            parts = [None] * len(self._procs) if n is None else split(n, len(self._procs))
+            for p, part in zip(self._procs, parts, strict=True):
+                p.send(SetBudget(n=part, id=tid))
 
     async def pause(self) -> None:
         self._paused = True

@@ -79,6 +79,8 @@ class Target:
         self.paused = False
         self.removed = False
         self.rate: float | None = None
+        # closed loop with a request budget (as ab -n): sends left, None = no limit
+        self.budget: int | None = None
         self._rate_this_interval = False  # the uncorrected histogram may hold values
         self._t0 = 0
         self._sent = 0
@@ -127,7 +129,8 @@ class Target:
     # --- load model ----------------------------------------------------------------
 
     def _fast(self) -> bool:
-        return self.rate is None and not self.paused
+        # a request budget takes every send through on_idle, where it is counted
+        return self.rate is None and not self.paused and self.budget is None
 
     def set_concurrency(self, n: int) -> None:
         n = max(0, n)
@@ -186,6 +189,17 @@ class Target:
         elif rate is None and not self.paused:
             self._kick_idle()
 
+    def set_budget(self, budget: int | None) -> None:
+        """Send at most `budget` more requests (None: no limit), then let connections idle."""
+        self.budget = budget
+        fast = self._fast()
+        for conn in self.conns:
+            conn.fast = fast and not conn.retiring
+        if not self.paused and self.rate is None:
+            idle, self.idle = self.idle, []
+            for conn in idle:
+                self.on_idle(conn)
+
     def pause(self) -> None:
         self.paused = True
         for conn in self.conns:
@@ -226,7 +240,12 @@ class Target:
             return
         now = perf_counter_ns()
         if self.rate is None:
-            conn.fast = True
+            if self.budget is not None:
+                if self.budget <= 0:
+                    self.idle.append(conn)
+                    return
+                self.budget -= 1
+            conn.fast = self.budget is None
             self._dispatch(conn, now, 0)
             return
         due = self._due(now)

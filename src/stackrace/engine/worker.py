@@ -27,6 +27,7 @@ from stackrace.engine.channel import (
     Remove,
     Report,
     Resume,
+    SetBudget,
     SetConcurrency,
     SetRate,
     Stop,
@@ -114,6 +115,9 @@ class EngineProcess:
         elif isinstance(cmd, SetRate):
             for t in self._selected(cmd.id):
                 t.set_rate(cmd.rate)
+        elif isinstance(cmd, SetBudget):
+            for t in self._selected(cmd.id):
+                t.set_budget(cmd.n)
         elif isinstance(cmd, Add):
             self.add(cmd)
         elif isinstance(cmd, Remove):
