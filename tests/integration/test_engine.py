@@ -158,7 +158,9 @@ async def test_coordinated_omission_is_corrected(server: TestServer):
     # ~200 requests were due during the stall: the corrected tail shows them
     assert total.latency.p99 > 400_000, total.latency
     assert total.latency_uncorrected.p50 < 20_000, total.latency_uncorrected
-    assert total.latency_uncorrected.p99 < total.latency.p99
+    # the ~20 requests sent into the stall wait for it either way; the ~180 that were due
+    # during it but could not be sent show only in the corrected figures
+    assert total.latency.mean > 2 * total.latency_uncorrected.mean, total
     assert total.late > 50
     assert 380 <= total.requests <= 640
 
