@@ -31,7 +31,7 @@ from stackrace.config import Stack, placeholders, render
 from stackrace.engine.client import Engine
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import EngineSettings, TargetSpec, WindowStats
-from stackrace.ramp import find_breaking_point, step_result
+from stackrace.ramp import attempts, find_breaking_point, step_result
 from stackrace.report.schema import (
     SCHEMA_VERSION,
     BenchRun,
@@ -198,7 +198,7 @@ async def _measure(
             cpu_seen.append(snap.engine_cpu)
             saturated |= snap.saturated
             if plan.requests and all(
-                (t := snap.target(rs.name)) is not None and _attempts(t.total) >= plan.requests
+                (t := snap.target(rs.name)) is not None and attempts(t.total) >= plan.requests
                 for rs, _ in running
             ):
                 break
@@ -263,12 +263,6 @@ async def _measure(
     return out
 
 
-def _attempts(w: WindowStats) -> int:
-    """Requests that ended, one way or another: responses plus failures without one."""
-    no_response = sum(n for k, n in w.failures.items() if k not in ("http_status", "invalid_body"))
-    return w.requests + no_response
-
-
 async def _start_budget(engine: Engine, ids: list[str], plan: BenchPlan) -> None:
     """As ab -n: after the warm-up, stop sending, let what is in flight finish (so it does
     not count), then send exactly `plan.requests` and wait for every one of them. A level
@@ -281,7 +275,7 @@ async def _start_budget(engine: Engine, ids: list[str], plan: BenchPlan) -> None
         await asyncio.sleep(engine.settings.interval)
         snap = engine.latest
         if snap is not None and all(
-            (t := snap.target(tid)) is None or _attempts(t.interval) == 0 for tid in ids
+            (t := snap.target(tid)) is None or attempts(t.interval) == 0 for tid in ids
         ):
             break
     engine.reset_totals(0.0)

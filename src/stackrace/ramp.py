@@ -55,15 +55,20 @@ class StepResult:
         return self.seconds >= MIN_SECONDS and self.attempts >= MIN_ATTEMPTS
 
 
+def attempts(window: WindowStats) -> int:
+    """Requests that ended one way or another: responses plus failures that got none."""
+    no_response = sum(n for k, n in window.failures.items() if k not in _RESPONSE_FAILURES)
+    return window.requests + no_response
+
+
 def step_result(level: int, window: WindowStats) -> StepResult:
     """A StepResult from a window of engine figures (the running totals at one level)."""
-    no_response = sum(n for k, n in window.failures.items() if k not in _RESPONSE_FAILURES)
     lat = window.latency
     return StepResult(
         level=level,
         seconds=window.seconds,
         requests=window.requests,
-        attempts=window.requests + no_response,
+        attempts=attempts(window),
         failed=window.failed,
         rps=window.rps,
         mean_us=lat.mean,
