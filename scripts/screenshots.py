@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,28 +32,11 @@ from stackrace.session import (  # noqa: E402
 from stackrace.tui.app import StackraceApp  # noqa: E402
 from stackrace.tui.slider import ConcurrencySlider  # noqa: E402
 from stackrace.tui.synthetic import CATALOG, synthetic_session  # noqa: E402
-from tests.helpers import TestServer, free_port  # noqa: E402
+from tests.helpers import TestServer  # noqa: E402
 
 OUT = ROOT / "screenshots"
 SIZE = (160, 48)
 SYNC_SERVER = ROOT / "tests" / "tui" / "servers" / "sync_server.py"
-
-
-class BlockingServer:
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SYNC_SERVER), str(self.port)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            start_new_session=True,
-        )
-        assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().strip() == b"ready"
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
 
 
 async def picker() -> None:
@@ -77,7 +59,7 @@ async def race(name: str, levels: list[tuple[int, float]], ramp: bool = False) -
             name, plan, Session(Engine(EngineSettings(timeout=5.0)), launcher), levels, ramp
         )
         return
-    blocking, asyncio_server = BlockingServer(), TestServer()
+    blocking, asyncio_server = TestServer(SYNC_SERVER), TestServer()
     try:
         plan = RacePlan(
             urls=(

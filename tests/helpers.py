@@ -20,14 +20,15 @@ def free_port() -> int:
 
 
 class TestServer:
-    """tests/servers/testserver.py in its own process on a free loopback port."""
+    """A test server script (by default tests/servers/testserver.py) in its own process on
+    a free loopback port; the script prints "ready" once it listens."""
 
     __test__ = False  # not a test class
 
-    def __init__(self) -> None:
+    def __init__(self, script: Path = TESTSERVER) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, str(TESTSERVER), str(self.port)],
+            [sys.executable, str(script), str(self.port)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             start_new_session=True,

@@ -9,8 +9,6 @@ point must mark its pane and not the async one; quitting must leave no process b
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
@@ -21,33 +19,16 @@ from stackrace.engine.model import EngineSettings
 from stackrace.session import RacePlan, Session, UrlTarget, Workload
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane
-from tests.helpers import TestServer, free_port
+from tests.helpers import TestServer
 
 SYNC_SERVER = Path(__file__).parent / "servers" / "sync_server.py"
 
 pytestmark = pytest.mark.slow
 
 
-class SyncServer:
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SYNC_SERVER), str(self.port)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            start_new_session=True,
-        )
-        assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().strip() == b"ready"
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-
-
 @pytest.fixture
 def servers():
-    sync, async_ = SyncServer(), TestServer()
+    sync, async_ = TestServer(SYNC_SERVER), TestServer()
     yield sync, async_
     sync.kill()
     async_.kill()
