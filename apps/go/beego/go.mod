@@ -4,7 +4,7 @@ go 1.24.2
 
 require (
 	github.com/beego/beego/v2 v2.3.10
-	github.com/go-sql-driver/mysql v1.10.1
+	github.com/go-sql-driver/mysql v1.10.1 // indirect
 )
 
 require (
@@ -27,3 +27,7 @@ require (
 	google.golang.org/protobuf v1.36.6 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+require stackrace/apps/go/dbquery v0.0.0
+
+replace stackrace/apps/go/dbquery => ../dbquery

@@ -5,7 +5,7 @@
 // RunMode is prod and access logs are off (here and in conf/app.conf, which Beego reads
 // from the working directory and warns about when it is missing). /io waits with
 // time.Sleep, which parks only the goroutine; /db queries MariaDB through database/sql
-// (db.go).
+// (apps/go/dbquery).
 package main
 
 import (
@@ -17,6 +17,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"time"
+
+	"stackrace/apps/go/dbquery"
 
 	"github.com/beego/beego/v2/server/web"
 	"github.com/beego/beego/v2/server/web/context"
@@ -59,7 +61,7 @@ func io(ctx *context.Context) {
 }
 
 func dbHandler(ctx *context.Context) {
-	status, body := dbResponse(parseQueries(ctx.Input.Query("queries")))
+	status, body := dbquery.Response(dbquery.ParseQueries(ctx.Input.Query("queries")))
 	ctx.Output.Header("Content-Type", "text/plain")
 	ctx.Output.SetStatus(status)
 	ctx.Output.Body(body)

@@ -3,7 +3,7 @@
 //	bin/server -addr 127.0.0.1:8080
 //
 // /io waits with time.Sleep, which parks only the goroutine, the way a Go handler waits
-// for a backend; /db queries MariaDB through database/sql (db.go). GOMAXPROCS (set by stacks.toml from `workers`) bounds the cores it uses.
+// for a backend; /db queries MariaDB through database/sql (apps/go/dbquery). GOMAXPROCS (set by stacks.toml from `workers`) bounds the cores it uses.
 package main
 
 import (
@@ -15,6 +15,8 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"stackrace/apps/go/dbquery"
 )
 
 const (
@@ -54,7 +56,7 @@ func io(w http.ResponseWriter, r *http.Request) {
 }
 
 func dbHandler(w http.ResponseWriter, r *http.Request) {
-	status, body := dbResponse(parseQueries(r.URL.Query().Get("queries")))
+	status, body := dbquery.Response(dbquery.ParseQueries(r.URL.Query().Get("queries")))
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(status)
 	w.Write(body)

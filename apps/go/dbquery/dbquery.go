@@ -1,15 +1,15 @@
-// /db: N range queries with database/sql and go-sql-driver/mysql, the way Go services
-// query MySQL. This file is the same in apps/go/nethttp and apps/go/beego (two modules,
-// each built on its own).
+// Package dbquery is the /db endpoint's work for every Go stack: N range queries with
+// database/sql and go-sql-driver/mysql, the way Go services query MySQL. apps/go/nethttp
+// and apps/go/beego both use it (a `replace` in their go.mod points here).
 //
-// Connections: database/sql's pool, one per process, up to dbPool open connections
-// (STACKRACE_DB_POOL, default 16), all kept idle between requests. The query is one
-// *sql.Stmt prepared on first use; database/sql prepares it on each pooled connection the
-// first time that connection runs it, then only executes (binary protocol). Nothing is
-// opened before the first /db request, so the server starts and serves /hello without a
+// Connections: database/sql's pool, one per process, up to STACKRACE_DB_POOL open
+// connections (default 16), all kept idle between requests. The query is one *sql.Stmt
+// prepared on first use; database/sql prepares it on each pooled connection the first
+// time that connection runs it, then only executes (binary protocol). Nothing is opened
+// before the first /db request, so the server starts and serves /hello without a
 // database. A broken connection is discarded by database/sql (its request answers 503)
 // and the pool connects anew, so a restarted database is picked up by itself.
-package main
+package dbquery
 
 import (
 	"database/sql"
@@ -44,9 +44,9 @@ func envOr(key, fallback string) string {
 	return fallback
 }
 
-// parseQueries applies the contract: a missing or non-numeric value is 1, values are
+// ParseQueries applies the contract: a missing or non-numeric value is 1, values are
 // clamped to 1..500 (a number too long for uint64 is still a large number: 500).
-func parseQueries(value string) int {
+func ParseQueries(value string) int {
 	n, err := strconv.ParseUint(value, 10, 64)
 	if errors.Is(err, strconv.ErrRange) {
 		return dbQueriesMax
@@ -114,8 +114,8 @@ func querySum(stmt *sql.Stmt) (float64, error) {
 	return total, rows.Err()
 }
 
-// dbResponse runs n queries: (200, the sum with six decimals) or (503, a short reason).
-func dbResponse(n int) (int, []byte) {
+// Response runs n queries: (200, the sum with six decimals) or (503, a short reason).
+func Response(n int) (int, []byte) {
 	stmt, err := openStmt()
 	total := 0.0
 	for i := 0; err == nil && i < n; i++ {
