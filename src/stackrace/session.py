@@ -38,6 +38,7 @@ from stackrace.engine.model import (
     TargetSpec,
 )
 from stackrace.ramp import BreakingPoint, LevelLog, Ramp, StepResult, peak
+from stackrace.workloads import WORKLOADS as WORKLOAD_DEFS
 
 # ---------------------------------------------------------------------------------------
 # What the UI shows and sends
@@ -73,11 +74,14 @@ class StackChoice:
     description: str = ""
 
 
-WORKLOADS: tuple[str, ...] = ("hello", "json", "io", "db")
+WORKLOADS: tuple[str, ...] = tuple(WORKLOAD_DEFS)  # the picker offers every one
 
 
 @dataclass(frozen=True)
 class Workload:
+    """The workload the user chose, with its parameters; what each workload *is* (path,
+    body check, content type) is `stackrace.workloads.WORKLOADS[name]`."""
+
     name: str = "hello"
     io_delay_ms: int = 10  # io: how long each request waits
     db_queries: int = 1  # db: queries per request
@@ -310,23 +314,21 @@ def target_url(base: str, workload: Workload) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Adapters to stackrace.workloads (being written in parallel): fallbacks until it lands.
+# A chosen workload's endpoint and body check come from stackrace.workloads
 
 
 def workload_path(workload: Workload) -> tuple[str, str]:
-    """(path, query) of a workload's endpoint, from stackrace.workloads."""
-    from stackrace.workloads import WORKLOADS as DEFS
-
-    full = DEFS[workload.name].path(io_ms=workload.io_delay_ms, queries=workload.db_queries)
+    """(path, query) of a workload's endpoint."""
+    full = WORKLOAD_DEFS[workload.name].path(
+        io_ms=workload.io_delay_ms, queries=workload.db_queries
+    )
     path, _, query = full.partition("?")
     return path, query
 
 
 def workload_check(workload: Workload) -> BodyCheck | None:
-    """The body check every stack's answer must pass, from stackrace.workloads."""
-    from stackrace.workloads import WORKLOADS as DEFS
-
-    return DEFS[workload.name].check(queries=workload.db_queries)
+    """The body check every stack's answer must pass."""
+    return WORKLOAD_DEFS[workload.name].check(queries=workload.db_queries)
 
 
 # ---------------------------------------------------------------------------------------

@@ -62,20 +62,3 @@ def db_sum_range(queries: int) -> tuple[float, float]:
     from stackrace.db.counters import plausible_sum_range
 
     return plausible_sum_range(clamp_queries(queries))
-
-
-def path(name: str, io_ms: int = 10, queries: int = 1) -> str:
-    """The request path of a workload by name: path("io", io_ms=100) == "/io?ms=100"."""
-    return _workload(name).path(io_ms=io_ms, queries=queries)
-
-
-def body_check(name: str, queries: int = 1) -> BodyCheck:
-    """The engine's body check for a workload by name (what stackrace.session looks up)."""
-    return _workload(name).check(queries=queries)
-
-
-def _workload(name: str) -> Workload:
-    try:
-        return WORKLOADS[name]
-    except KeyError:
-        raise ValueError(f"no workload {name!r} (known: {', '.join(WORKLOADS)})") from None
