@@ -726,10 +726,16 @@ class StacksLauncher:
 
 
 def default_launcher(stacks_file: str | None = None) -> Launcher | None:
-    """A Launcher for the stacks in stacks.toml, or None when there is no stacks.toml."""
+    """A Launcher for the stacks in stacks.toml, or None when it cannot be read.
+
+    `stackrace` refuses a broken stacks.toml before it gets here (with the file, stack and
+    key), unless only --url targets were asked for: then the race goes on without stacks.
+    """
+    from stackrace.config import ConfigError
+
     try:
         return StacksLauncher(stacks_file)
-    except Exception:  # no stacks.toml (or it does not parse): URL targets only
+    except ConfigError:
         import logging
 
         logging.getLogger(__name__).exception("stacks.toml could not be loaded")
