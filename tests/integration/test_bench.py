@@ -98,7 +98,10 @@ def test_gate_fails_a_planted_regression_and_passes_a_rerun(tmp_path):
     base = tmp_path / "base.json"
     r = stackrace("--stacks-file", str(fast), *common, "--json", str(base))
     assert r.returncode == 0, r.stderr
-    rules = ["--baseline", str(base), "--fail-on", "qps<-50%,p99>+900%,failures>1%"]
+    # A Python test server's short runs vary by up to 3x on a shared 2-core VM (seen:
+    # 42k then 16k req/s); the planted regression costs ~98% of the throughput. Latency
+    # rules are covered by tests/unit/test_report.py.
+    rules = ["--baseline", str(base), "--fail-on", "qps<-80%,failures>1%"]
     same = stackrace("--stacks-file", str(fast), *common, *rules)
     assert same.returncode == 0, same.stdout + same.stderr
     assert "gate passed" in same.stdout
