@@ -225,7 +225,7 @@ async def test_engine_memory_stays_bounded_under_failures():
     dead = f"http://127.0.0.1:{free_port()}/"
     async with Engine(EngineSettings(retry_delay=0.0)) as engine:
         await engine.add_target(TargetSpec(id="x", url=dead, concurrency=50))
-        pid = engine._procs[0].proc.pid
+        pid = engine.engine_pids()[0]
         await run_for(engine, 1.0)
         rss1 = psutil.Process(pid).memory_info().rss
         await run_for(engine, 2.0)
@@ -302,7 +302,11 @@ async def test_ten_thousand_connections(server: TestServer):
         await engine.set_concurrency(10)
         await asyncio.to_thread(wait_for, lambda: server.stats()["open"] == 10, 5.0, 0.2)
         final = await engine.stop()
-    assert final.targets[0].total.failures == {}
+    total = final.targets[0].total
+    # the 9,990 retired connections were waiting for 500 ms answers: the engine gave
+    # them up (after its grace period) and says so, nothing else failed
+    assert set(total.failures) <= {"abandoned"}
+    assert total.sent == total.requests + total.lost + total.waiting
 
 
 def test_engine_dies_with_its_driver_on_sigkill(server: TestServer):
@@ -315,7 +319,7 @@ def test_engine_dies_with_its_driver_on_sigkill(server: TestServer):
             e = Engine()
             await e.start()
             await e.add_target(TargetSpec(id="x", url={server.url("/hello")!r}, concurrency=2))
-            print(e._procs[0].proc.pid, flush=True)
+            print(e.engine_pids()[0], flush=True)
             await asyncio.sleep(60)
         asyncio.run(main())
         """

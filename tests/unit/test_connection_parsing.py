@@ -33,6 +33,9 @@ class FakeTransport:
     def is_closing(self) -> bool:
         return self.closed or self.aborted
 
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return default
+
 
 def make(check: BodyCheck | None = None) -> tuple[Target, Connection, FakeTransport]:
     # Port 9 (discard) is closed on the test machines: replacement connections are refused.

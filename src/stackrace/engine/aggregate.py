@@ -1,10 +1,17 @@
-"""Merging engine-process reports into per-target interval and running figures."""
+"""Merging engine-process reports into per-target interval and running figures.
+
+Counts add up exactly across processes; `waiting` is a gauge (the latest report of each
+process), and a window's `carried_in` is the waiting gauge when the window began, so
+every window keeps sent == answered + lost + waiting (see model.py).
+"""
 
 from __future__ import annotations
 
 from stackrace.engine.channel import TargetReport
-from stackrace.engine.histogram import SparseHistogram
+from stackrace.engine.histogram import SparseHistogram, lowest_equivalent
 from stackrace.engine.model import TargetSnapshot, TargetSpec, WindowStats
+
+_SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 
 
 def _add_counts(into: dict, more: dict) -> None:
@@ -16,52 +23,93 @@ class WindowAccumulator:
     """Counts and histograms over a window; `stats()` turns them into WindowStats."""
 
     __slots__ = (
+        "budget_t0",
         "bytes",
+        "carried_in",
+        "cpu",
         "errors",
         "failures",
         "hist",
         "hist_unc",
+        "lag",
+        "last_done",
         "late",
         "ok",
+        "opened",
         "requests",
         "seconds",
+        "sent",
         "status",
+        "unsent",
         "uses_rate",
+        "waiting",
+        "waiting_ages",
     )
 
     def __init__(self) -> None:
         self.hist = SparseHistogram()
         self.hist_unc = SparseHistogram()
+        self.lag = SparseHistogram()
+        self.waiting_ages = SparseHistogram()
         self.reset()
 
-    def reset(self) -> None:
+    def reset(self, carried_in: int = 0) -> None:
+        self.opened = False  # no interval added yet (totals: carried_in still to be set)
         self.seconds = 0.0
+        self.cpu = 0.0  # engine CPU seconds of the processes carrying the target
+        self.sent = carried_in
+        self.carried_in = carried_in
+        self.waiting = carried_in
+        self.unsent = 0
         self.requests = 0
         self.ok = 0
         self.bytes = 0
         self.late = 0
+        self.budget_t0 = 0
+        self.last_done = 0
         self.failures: dict[str, int] = {}
         self.status: dict[int, int] = {}
         self.errors: dict[str, int] = {}
         self.uses_rate = False
         self.hist.clear()
         self.hist_unc.clear()
+        self.lag.clear()
+        self.waiting_ages.clear()
 
-    def add_report(self, r: TargetReport) -> None:
+    def add_report(self, r: TargetReport, gauges: bool = True) -> None:
+        """One process's report for this interval. Gauges (waiting) are summed over
+        processes; `gauges=False` for a process's earlier reports when several arrive
+        at once (only its latest describes the present)."""
+        self.sent += r.sent
         self.requests += r.requests
         self.ok += r.ok
         self.bytes += r.bytes
         self.late += r.late
+        if gauges:
+            self.waiting += r.waiting
+            self.unsent += r.unsent
+            self.waiting_ages.add_sparse(r.waiting_ages)
         _add_counts(self.failures, r.failures)
         _add_counts(self.status, r.status)
         _add_counts(self.errors, r.errors)
         self.hist.add_sparse(r.hist)
+        self.lag.add_sparse(r.lag)
         if r.hist_unc is not None:
             self.uses_rate = True
             self.hist_unc.add_sparse(r.hist_unc)
+        if r.budget_t0:
+            self.budget_t0 = min(self.budget_t0 or r.budget_t0, r.budget_t0)
+        self.last_done = max(self.last_done, r.last_done)
 
     def add_window(self, other: WindowAccumulator) -> None:
+        """Append an interval to these running figures."""
+        if not self.opened:
+            self.opened = True
+            self.carried_in = other.carried_in
+            self.sent = other.carried_in
         self.seconds += other.seconds
+        self.cpu += other.cpu
+        self.sent += other.sent - other.carried_in
         self.requests += other.requests
         self.ok += other.ok
         self.bytes += other.bytes
@@ -70,23 +118,50 @@ class WindowAccumulator:
         _add_counts(self.status, other.status)
         _add_counts(self.errors, other.errors)
         self.hist.add(other.hist)
+        self.lag.add(other.lag)
         if other.uses_rate:
             self.uses_rate = True
             self.hist_unc.add(other.hist_unc)
+        # gauges: the latest interval's
+        self.waiting = other.waiting
+        self.unsent = other.unsent
+        self.waiting_ages.counts = dict(other.waiting_ages.counts)
+        if other.budget_t0:
+            self.budget_t0 = min(self.budget_t0 or other.budget_t0, other.budget_t0)
+        self.last_done = max(self.last_done, other.last_done)
+
+    def _stale(self) -> int:
+        """Waiting requests older than the window: they got no answer at all in it."""
+        limit = self.seconds * 1e6
+        return sum(c for i, c in self.waiting_ages.counts.items() if lowest_equivalent(i) >= limit)
 
     def stats(self) -> WindowStats:
         secs = self.seconds
+        span = None
+        if self.budget_t0 and self.last_done > self.budget_t0:
+            span = (self.last_done - self.budget_t0) / 1e9
+        ages = self.waiting_ages
+        timed = span if span else secs
         return WindowStats(
             seconds=secs,
+            sent=self.sent,
+            carried_in=self.carried_in,
+            waiting=self.waiting,
+            unsent=self.unsent,
+            oldest_wait_us=ages.summary().max if ages.counts else 0,
+            stale=self._stale() if ages.counts else 0,
             requests=self.requests,
             ok=self.ok,
-            rps=self.requests / secs if secs > 0 else 0.0,
+            rps=self.requests / timed if timed > 0 else 0.0,
             bytes=self.bytes,
             failures=dict(self.failures),
             status=dict(self.status),
             latency=self.hist.summary(),
             latency_uncorrected=self.hist_unc.summary() if self.uses_rate else None,
             late=self.late,
+            lag=self.lag.summary(),
+            engine_cpu=100.0 * self.cpu / secs if secs > 0 else 0.0,
+            span_seconds=span,
         )
 
 
@@ -98,19 +173,39 @@ class TargetAggregate:
         self.concurrency = spec.concurrency
         self.rate = spec.rate
         self.open = 0
+        self.procs = 0
+        self.cpu_max = 0.0
         self.interval = WindowAccumulator()
         self.total = WindowAccumulator()
+        self._waiting = 0  # the gauge at the end of the last interval
 
-    def begin_interval(self, seconds: float) -> None:
-        self.interval.reset()
-        self.interval.seconds = seconds
+    def begin_interval(self) -> None:
+        self.interval.reset(carried_in=self._waiting)
+        self.interval.waiting = 0  # summed from this interval's reports
         self.open = 0
+        self.procs = 0
+        self.cpu_max = 0.0
 
-    def add_report(self, r: TargetReport) -> None:
-        self.interval.add_report(r)
-        self.open += r.open
+    def add_report(self, r: TargetReport, seconds: float, cpu: float, latest: bool) -> None:
+        """A report of one engine process; `latest`: its last one of this interval (the
+        others, when a process sent several, carry counts but no current gauges)."""
+        self.interval.add_report(r, gauges=latest)
+        self.interval.cpu += cpu
+        if latest:
+            self.interval.seconds = max(self.interval.seconds, seconds)
+            if seconds > 0:
+                self.cpu_max = max(self.cpu_max, 100.0 * cpu / seconds)
+            self.open += r.open
+            self.procs += 1
+
+    def reset_total(self) -> None:
+        self.total.reset(carried_in=self._waiting)
 
     def end_interval(self, counting: bool) -> TargetSnapshot:
+        if self.procs == 0:
+            # no process reported this target (it is being added): nothing changed
+            self.interval.waiting = self._waiting
+        self._waiting = self.interval.waiting
         if counting:
             self.total.add_window(self.interval)
         return TargetSnapshot(
@@ -121,4 +216,7 @@ class TargetAggregate:
             rate=self.rate,
             interval=self.interval.stats(),
             total=self.total.stats(),
+            keepalive=self.spec.keepalive,
+            procs=self.procs,
+            saturated=self.cpu_max >= _SATURATED,
         )

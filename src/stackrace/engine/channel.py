@@ -90,7 +90,8 @@ class Ready(msgspec.Struct, tag_field="type", tag="ready"):
 
 class TargetReport(msgspec.Struct):
     id: str
-    requests: int
+    sent: int  # requests started in the interval (rate mode: became due)
+    requests: int  # complete responses
     ok: int
     bytes: int
     late: int
@@ -102,6 +103,16 @@ class TargetReport(msgspec.Struct):
     open: int
     want: int
     rate: float | None
+    # A gauge at report time: requests sent and not answered (rate mode: and due but
+    # not yet written, `unsent`), and their ages as sparse histogram pairs (µs).
+    waiting: int = 0
+    unsent: int = 0
+    waiting_ages: list[int] = msgspec.field(default_factory=list)
+    lag: list[int] = msgspec.field(default_factory=list)  # engine lag samples, sparse (µs)
+    # --requests: perf_counter_ns of the budget's first send and of the last answer or
+    # failure (CLOCK_MONOTONIC, comparable across the driver's engine processes)
+    budget_t0: int = 0
+    last_done: int = 0
 
 
 class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):

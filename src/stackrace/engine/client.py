@@ -9,6 +9,18 @@
 Consumers that poll (the TUI) read `engine.latest` instead of iterating. The engine
 processes run on uvloop in their own processes, so a slow consumer never slows the
 measurement; their reports are merged here exactly (counts and histograms).
+
+Two topologies:
+- shared (`per_target=False`, the default for one URL): `procs` processes, every target
+  spread over all of them;
+- per target (`per_target=True`, what races use): each target gets `procs` processes of
+  its own, started when it is added and pinned to the cores given for it. One target's
+  connections then never wait behind another's in an event loop: a server that makes
+  the client reconnect after every response is not starved by keep-alive neighbours,
+  and each target's engine CPU and lag are its own.
+
+Processes are reached through `EngineLink`s (link.py): local children by default, or any
+other link factory (the cluster package's remote engines).
 """
 
 from __future__ import annotations
@@ -16,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 
@@ -25,6 +36,7 @@ import msgspec
 from stackrace.engine.aggregate import TargetAggregate
 from stackrace.engine.channel import (
     Add,
+    Command,
     Configure,
     ErrorMsg,
     Pause,
@@ -37,27 +49,23 @@ from stackrace.engine.channel import (
     SetConcurrency,
     SetRate,
     Stop,
-    command_encoder,
-    message_decoder,
 )
 from stackrace.engine.histogram import LatencyHistogram
+from stackrace.engine.link import EngineLink, LinkError, LinkFactory, local_links
 from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
 from stackrace.engine.request import RequestError, build_request, parse_url
-from stackrace.netguard import RemoteTargetError, require_loopback
+from stackrace.engine.target import split
+from stackrace.netguard import RemoteTargetError, require_loopback, resolve
 
 _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 _START_TIMEOUT = 10.0
 _FD_RESERVE = 64  # file descriptors an engine process needs besides its connections
 
+__all__ = ["Engine", "EngineError", "auto_procs", "split"]
+
 
 class EngineError(RuntimeError):
     """The engine refused a command or could not start."""
-
-
-def split(n: int, parts: int) -> list[int]:
-    """Spread n as evenly as possible over parts (the first ones get the remainder)."""
-    base, extra = divmod(n, parts)
-    return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
 def auto_procs() -> int:
@@ -66,18 +74,25 @@ def auto_procs() -> int:
 
 
 class _Proc:
-    def __init__(self, index: int, proc: asyncio.subprocess.Process) -> None:
+    """One engine process: its link, its replies, the targets it carries."""
+
+    def __init__(self, index: int, link: EngineLink) -> None:
         self.index = index
-        self.proc = proc
+        self.link = link
         self.nofile = 0
         self.ready: asyncio.Future[Ready] = asyncio.get_running_loop().create_future()
         self.reports: asyncio.Queue[ReportMsg] = asyncio.Queue()
         self.errors: list[str] = []
         self.reader: asyncio.Task[None] | None = None
+        self.targets: set[str] = set()
+        self.exited = False
 
-    def send(self, cmd: object) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(command_encoder.encode(cmd) + b"\n")
+    def send(self, cmd: Command) -> None:
+        self.link.send(cmd)
+
+    @property
+    def alive(self) -> bool:
+        return not self.exited and self.link.alive
 
 
 class Engine:
@@ -88,6 +103,8 @@ class Engine:
         warmup: float = 0.0,
         cpus: Sequence[int] | None = None,
         allow_remote: bool = False,
+        per_target: bool = False,
+        links: LinkFactory = local_links,
     ) -> None:
         self.settings = settings or EngineSettings()
         # Load goes to this machine only, unless the user said otherwise explicitly: the
@@ -96,8 +113,12 @@ class Engine:
         self.nprocs = max(1, procs)
         self.warmup = warmup
         self.cpus = list(cpus) if cpus else None
+        self.per_target = per_target
+        self._links = links
         self._procs: list[_Proc] = []
+        self._next_index = 0
         self._targets: dict[str, TargetAggregate] = {}
+        self._target_procs: dict[str, list[_Proc]] = {}
         self._subscribers: list[asyncio.Queue[EngineSnapshot | None]] = []
         self._ticker: asyncio.Task[None] | None = None
         self._started = 0.0
@@ -105,6 +126,7 @@ class Engine:
         self._paused = False
         self._seq = 0
         self._stopped = False
+        self._lock = asyncio.Lock()
         self.latest: EngineSnapshot | None = None
         self.errors: list[str] = []
 
@@ -118,53 +140,47 @@ class Engine:
         await self.stop()
 
     async def start(self) -> None:
-        for i in range(self.nprocs):
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "stackrace.engine.worker",
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=None,
-                start_new_session=True,  # Ctrl-C in the terminal reaches only the driver
-            )
-            if self.cpus:
-                with contextlib.suppress(OSError):
-                    os.sched_setaffinity(proc.pid, {self.cpus[i % len(self.cpus)]})
-            p = _Proc(i, proc)
-            p.reader = asyncio.create_task(self._read(p))
-            self._procs.append(p)
-        try:
-            readies = await asyncio.wait_for(
-                asyncio.gather(*(p.ready for p in self._procs)), _START_TIMEOUT
-            )
-        except (TimeoutError, EngineError) as exc:
-            await self.stop()
-            raise EngineError(f"engine process did not start: {exc}") from None
-        for p, ready in zip(self._procs, readies, strict=True):
-            p.nofile = ready.nofile
-            p.send(Configure(settings=self.settings))
+        if not self.per_target:
+            await self._spawn(self.nprocs, self.cpus)
         self._started = time.monotonic()
         self._counting_from = self._started + self.warmup
         self._ticker = asyncio.create_task(self._tick_loop())
 
+    async def _spawn(self, n: int, cpus: Sequence[int] | None) -> list[_Proc]:
+        """Start n engine processes (spread over `cpus` one core each, when given)."""
+        new: list[_Proc] = []
+        try:
+            for _ in range(n):
+                i = self._next_index
+                self._next_index += 1
+                pin = [cpus[len(new) % len(cpus)]] if cpus else None
+                link = self._links(i, pin)
+                await link.open()
+                p = _Proc(i, link)
+                p.reader = asyncio.create_task(self._read(p))
+                new.append(p)
+                self._procs.append(p)
+            readies = await asyncio.wait_for(
+                asyncio.gather(*(p.ready for p in new)), _START_TIMEOUT
+            )
+        except (TimeoutError, EngineError, LinkError) as exc:
+            for p in new:
+                await self._close(p)
+            if not self.per_target:
+                await self.stop()
+            raise EngineError(f"engine process did not start: {exc}") from None
+        for p, ready in zip(new, readies, strict=True):
+            p.nofile = ready.nofile
+            p.send(Configure(settings=self.settings))
+            if self._paused:
+                p.send(Pause())
+        return new
+
     async def _read(self, p: _Proc) -> None:
-        assert p.proc.stdout is not None
-        stdout = p.proc.stdout
-        while True:
-            try:
-                line = await stdout.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                # a line over the stream limit: read it whole
-                line = await stdout.readuntil(b"\n")
-            if not line:
-                break
-            try:
-                msg = message_decoder.decode(line)
-            except msgspec.DecodeError as exc:
-                self.errors.append(f"engine {p.index}: unreadable message: {exc}")
-                continue
-            if isinstance(msg, ReportMsg):
+        async for msg in p.link.messages():
+            if isinstance(msg, str):
+                self.errors.append(f"engine {p.index}: {msg}")
+            elif isinstance(msg, ReportMsg):
                 p.reports.put_nowait(msg)
             elif isinstance(msg, Ready):
                 if not p.ready.done():
@@ -172,9 +188,19 @@ class Engine:
             elif isinstance(msg, ErrorMsg):
                 p.errors.append(msg.message)
                 self.errors.append(msg.message)
+        p.exited = True
         if not p.ready.done():
             p.ready.set_exception(EngineError(f"engine process {p.index} exited at start"))
         p.reports.put_nowait(ReportMsg(seq=-1, seconds=0.0, cpu=0.0, targets=[], final=True))
+
+    async def _close(self, p: _Proc) -> None:
+        await p.link.close()
+        if p.reader is not None:
+            p.reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await p.reader
+        if p in self._procs:
+            self._procs.remove(p)
 
     async def stop(self) -> EngineSnapshot | None:
         """Stop the load, collect the last counts, end the engine processes."""
@@ -185,72 +211,97 @@ class Engine:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
-        live = [p for p in self._procs if p.proc.returncode is None and p.ready.done()]
-        for p in live:
-            with contextlib.suppress(ConnectionError, RuntimeError):
+        async with self._lock:
+            live = [p for p in self._procs if p.alive and p.ready.done()]
+            for p in live:
                 p.send(Stop())
-        if live:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._collect(live, final=True), 5.0)
-        for p in self._procs:
-            if p.proc.stdin is not None:
-                p.proc.stdin.close()
-        for p in self._procs:
-            try:
-                await asyncio.wait_for(p.proc.wait(), 2.0)
-            except TimeoutError:
-                p.proc.kill()
-                await p.proc.wait()
-            if p.reader is not None:
-                p.reader.cancel()
+            if live:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._collect(live, final=True), 5.0)
+            for p in list(self._procs):
+                await self._close(p)
         for q in self._subscribers:
             q.put_nowait(None)
         return self.latest
 
     # --- commands ----------------------------------------------------------------------
 
-    def _check_fds(self, extra: int) -> None:
-        for p, n in zip(self._procs, split(extra, len(self._procs)), strict=True):
-            if n + _FD_RESERVE > p.nofile:
+    def _check_fds(self, procs: list[_Proc], extra: int) -> None:
+        for p, n in zip(procs, split(extra, len(procs)), strict=True):
+            if p.nofile and n + _FD_RESERVE > p.nofile:
                 raise EngineError(
                     f"{extra} connections need {n + _FD_RESERVE} open files per engine process "
                     f"but the limit is {p.nofile} (raise it with `ulimit -n`, or use more "
                     "--procs)"
                 )
 
-    def _total_connections(self, override: dict[str, int] | None = None) -> int:
+    def _load_on(self, procs: list[_Proc], override: dict[str, int] | None = None) -> int:
+        """Connections the given processes carry in all (with some targets overridden)."""
         total = 0
         for tid, t in self._targets.items():
-            total += (override or {}).get(tid, t.concurrency)
+            if self._target_procs.get(tid) == procs:
+                total += (override or {}).get(tid, t.concurrency)
         return total
 
-    async def add_target(self, spec: TargetSpec) -> None:
+    async def add_target(
+        self, spec: TargetSpec, cpus: Sequence[int] | None = None, procs: int | None = None
+    ) -> None:
+        """Start loading a target. Per-target engines: `procs` processes (default: the
+        engine's `procs`) of its own, pinned to `cpus` (default: the engine's cpus)."""
         if spec.id in self._targets:
             raise EngineError(f"target {spec.id!r} exists already")
         if spec.method.upper() == "HEAD":
             raise EngineError("HEAD requests are not supported (responses carry no body)")
         try:
             build_request(spec.url, spec.method, spec.headers, spec.body)
-            require_loopback(parse_url(spec.url).host, self.allow_remote)
+            host = parse_url(spec.url).host
+            require_loopback(host, self.allow_remote)
+            if spec.address is None:
+                # resolved once, here, where it was checked: the engine never resolves
+                # the name again, so the address loaded is the address approved
+                spec = msgspec.structs.replace(spec, address=resolve(host)[0])
         except (RequestError, RemoteTargetError) as exc:
             raise EngineError(str(exc)) from None
-        self._check_fds(self._total_connections() + spec.concurrency)
-        self._targets[spec.id] = TargetAggregate(spec)
-        n = len(self._procs)
-        for p, c, r in zip(
-            self._procs, split(spec.concurrency, n), self._split_rate(spec.rate), strict=True
-        ):
-            p.send(Add(target=msgspec.structs.replace(spec, concurrency=c, rate=r)))
+        async with self._lock:
+            if self.per_target:
+                mine = await self._spawn(procs or self.nprocs, cpus or self.cpus)
+            else:
+                mine = list(self._procs)
+            try:
+                self._check_fds(mine, self._load_on(mine) + spec.concurrency)
+            except EngineError:
+                if self.per_target:
+                    for p in mine:
+                        await self._close(p)
+                raise
+            self._targets[spec.id] = TargetAggregate(spec)
+            self._target_procs[spec.id] = mine
+            for p, c, r in zip(
+                mine,
+                split(spec.concurrency, len(mine)),
+                self._split_rate(spec.rate, len(mine)),
+                strict=True,
+            ):
+                p.targets.add(spec.id)
+                p.send(Add(target=msgspec.structs.replace(spec, concurrency=c, rate=r)))
 
-    def _split_rate(self, rate: float | None) -> list[float | None]:
-        n = len(self._procs)
+    @staticmethod
+    def _split_rate(rate: float | None, n: int) -> list[float | None]:
         return [None if rate is None else rate / n] * n
 
     async def remove_target(self, target_id: str) -> None:
         if self._targets.pop(target_id, None) is None:
             raise EngineError(f"no target {target_id!r}")
-        for p in self._procs:
+        procs = self._target_procs.pop(target_id, [])
+        for p in procs:
+            p.targets.discard(target_id)
             p.send(Remove(id=target_id))
+        if self.per_target:
+            async with self._lock:
+                for p in procs:
+                    if not p.targets:
+                        p.send(Stop())
+                        await self._close(p)
 
     def _ids(self, target_id: str | None) -> list[str]:
         if target_id is None:
@@ -264,29 +315,34 @@ class Engine:
         if n < 0:
             raise EngineError("concurrency must be >= 0")
         ids = self._ids(target_id)
-        self._check_fds(self._total_connections({i: n for i in ids}))
+        for tid in ids:
+            procs = self._target_procs[tid]
+            self._check_fds(procs, self._load_on(procs, {i: n for i in ids}))
         for tid in ids:
             self._targets[tid].concurrency = n
-            for p, c in zip(self._procs, split(n, len(self._procs)), strict=True):
+            procs = self._target_procs[tid]
+            for p, c in zip(procs, split(n, len(procs)), strict=True):
                 p.send(SetConcurrency(n=c, id=tid))
 
     async def set_rate(self, rate: float | None, target_id: str | None = None) -> None:
         """Requests per second per target; None returns to closed loop."""
-        if rate is not None and rate <= 0:
+        if rate is not None and not rate > 0:
             raise EngineError("rate must be > 0")
         for tid in self._ids(target_id):
             self._targets[tid].rate = rate
-            for p, r in zip(self._procs, self._split_rate(rate), strict=True):
+            procs = self._target_procs[tid]
+            for p, r in zip(procs, self._split_rate(rate, len(procs)), strict=True):
                 p.send(SetRate(rate=r, id=tid))
 
     async def set_budget(self, n: int | None, target_id: str | None = None) -> None:
         """Closed loop: send at most n more requests per target (as ab -n), spread over
-        the engine processes; None removes the limit."""
+        its processes and connections; None removes the limit."""
         if n is not None and n < 0:
             raise EngineError("a request budget must be >= 0")
         for tid in self._ids(target_id):
-            parts = [None] * len(self._procs) if n is None else split(n, len(self._procs))
-            for p, part in zip(self._procs, parts, strict=True):
+            procs = self._target_procs[tid]
+            parts = [None] * len(procs) if n is None else split(n, len(procs))
+            for p, part in zip(procs, parts, strict=True):
                 p.send(SetBudget(n=part, id=tid))
 
     async def pause(self) -> None:
@@ -299,11 +355,12 @@ class Engine:
         for p in self._procs:
             p.send(Resume())
 
-    def reset_totals(self, warmup: float = 0.0) -> None:
+    def reset_totals(self, warmup: float = 0.0, target_id: str | None = None) -> None:
         """Start the running figures afresh (for example at each bench level)."""
-        for t in self._targets.values():
-            t.total.reset()
-        self._counting_from = time.monotonic() + warmup if warmup > 0 else self._started
+        for tid in self._ids(target_id):
+            self._targets[tid].reset_total()
+        if target_id is None:
+            self._counting_from = time.monotonic() + warmup if warmup > 0 else self._started
 
     def total_histogram(self, target_id: str, uncorrected: bool = False) -> LatencyHistogram:
         t = self._targets[target_id]
@@ -321,6 +378,11 @@ class Engine:
     @property
     def target_ids(self) -> list[str]:
         return list(self._targets)
+
+    def engine_pids(self, target_id: str | None = None) -> list[int]:
+        """Local pids of the engine processes (of one target), for pinning and sampling."""
+        procs = self._procs if target_id is None else self._target_procs.get(target_id, [])
+        return [pid for p in procs if (pid := getattr(p.link, "pid", None)) is not None]
 
     # --- stats -------------------------------------------------------------------------
 
@@ -343,15 +405,16 @@ class Engine:
         while True:
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
             next_at += interval
-            live = [p for p in self._procs if p.proc.returncode is None]
-            if not live:
-                self.errors.append("every engine process has exited")
-                for q in self._subscribers:
-                    q.put_nowait(None)
-                return
-            for p in live:
-                p.send(Report())
-            await self._collect(live, final=False)
+            async with self._lock:
+                live = [p for p in self._procs if p.alive and p.ready.done()]
+                if not live and not self.per_target:
+                    self.errors.append("every engine process has exited")
+                    for q in self._subscribers:
+                        q.put_nowait(None)
+                    return
+                for p in live:
+                    p.send(Report())
+                await self._collect(live, final=False)
 
     async def _collect(self, procs: list[_Proc], final: bool) -> None:
         """Wait for each process's reply; when stopping, merge everything up to its last one."""
@@ -378,13 +441,18 @@ class Engine:
             self._counting_from <= self._started or started >= self._counting_from - 1e-3
         )
         for t in self._targets.values():
-            t.begin_interval(seconds)
+            t.begin_interval()
         for got in real:
-            for r in got:
+            if not got:
+                continue
+            secs = sum(r.seconds for r in got)
+            cpu = sum(r.cpu for r in got)
+            for k, r in enumerate(got):
+                latest = k == len(got) - 1
                 for tr in r.targets:
                     agg = self._targets.get(tr.id)
                     if agg is not None:
-                        agg.add_report(tr)
+                        agg.add_report(tr, secs if latest else 0.0, cpu if latest else 0.0, latest)
         cpus = [100.0 * c / s for s, c in spans if s > 0]
         self._seq += 1
         snap = EngineSnapshot(

@@ -3,16 +3,23 @@
 This is the engine's hot path. Per response it costs one `feed_data` (C), one
 `on_message_complete` callback, one clock read, an inlined histogram increment and a
 `transport.write` of prebuilt bytes. Everything that is not needed on that path (body
-collection, rate scheduling, retiring) is switched on per connection, not tested per byte.
+collection, rate scheduling, budgets, retiring) is switched on per connection, not
+tested per byte.
 
 A Connection object lives for one TCP connection. When the server closes it (or asks to
 with `Connection: close`), the target replaces it with a fresh object, so callbacks of a
 dead transport can never touch the next one.
+
+`start_ns` is non-zero exactly while the connection carries a request (sent or being
+connected for), which is what the target counts as waiting; every way a request ends
+sets it back to zero.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import socket
 from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
@@ -35,13 +42,37 @@ BUSY = 1  # a request is in flight
 IDLE = 2  # open, nothing in flight (rate mode between sends, or paused)
 CLOSED = 3
 
+try:
+    _shutdown = ctypes.CDLL(None, use_errno=True).shutdown
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _shutdown = None
+
+
+def close_now(transport: asyncio.BaseTransport) -> None:
+    """Send our FIN now, not on the loop's next turn.
+
+    uvloop closes a transport's socket one loop iteration after close(). A server that
+    half-closes and waits for the client's FIN before taking its next connection
+    (gunicorn's sync worker since 27, RFC 9112 §9.6) would sit idle for that turn, so
+    its figure would depend on how busy the client's loop is. wrk closes inside its
+    response callback; so do we: shutdown(2) on the descriptor (uvloop's transports do
+    not expose shutdown), then the normal close frees it.
+    """
+    if _shutdown is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            _shutdown(sock.fileno(), socket.SHUT_RDWR)
+    transport.close()
+
 
 class Connection(asyncio.Protocol):
     __slots__ = (
         "connect_ns",
         "fast",
+        "head",
         "intended_ns",
         "parser",
+        "quota",
         "retiring",
         "start_ns",
         "state",
@@ -58,8 +89,14 @@ class Connection(asyncio.Protocol):
         self.intended_ns = 0  # rate mode: when it should have been sent
         self.connect_ns = 0
         self.retiring = False
-        # fast: closed loop, not paused, not retiring: send the next request at once.
+        # fast: closed loop, keep-alive, no budget, not paused, not retiring: send the
+        # next request at once from the response callback.
         self.fast = False
+        # --requests: sends this connection may still make (None: no budget)
+        self.quota: int | None = None
+        # the first chunk of the response being read: only looked at when the server
+        # closes mid-response, to tell a close-delimited body from a truncated one
+        self.head: bytes | None = None
 
     # --- asyncio callbacks -------------------------------------------------------
 
@@ -68,6 +105,7 @@ class Connection(asyncio.Protocol):
         t = self.target
         t.open += 1
         if self.retiring or t.removed:
+            t.abandon(self)
             self.close()
             return
         if self.start_ns:
@@ -81,6 +119,8 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.target.bytes += len(data)
+        if self.head is None:
+            self.head = data
         try:
             self.parser.feed_data(data)
         except HttpParserError:
@@ -90,11 +130,14 @@ class Connection(asyncio.Protocol):
         # A whole response: all the per-request work happens here, inside the parser's
         # callback, so a response costs one Python call besides data_received. The
         # status and keep-alive flag must be read now: llhttp resets once this returns.
-        now = perf_counter_ns()
+        self._complete(perf_counter_ns(), self.parser.should_keep_alive() and self.target.keepalive)
+
+    def _complete(self, now: int, keep_alive: bool) -> None:
         t = self.target
-        parser = self.parser
-        status = parser.get_status_code()
+        status = self.parser.get_status_code()
+        self.head = None
         t.requests += 1
+        t.last_done = now
         lat = (now - (self.intended_ns or self.start_ns)) // 1000
         if lat > _HIGHEST:
             lat = _HIGHEST
@@ -112,16 +155,21 @@ class Connection(asyncio.Protocol):
             t.status[status] = t.status.get(status, 0) + 1
             if status >= 400:
                 t.fail_count(HTTP_STATUS)
+            self.take_body()  # a checked connection must not carry this body forward
         elif t.check is not None and not t.check(self.take_body()):
             t.fail_count(INVALID_BODY)
-        if not parser.should_keep_alive():
+        if not keep_alive:
+            self.start_ns = 0
             self.state = CLOSED
-            self.transport.close()  # type: ignore[union-attr]
+            if self.transport is not None:
+                close_now(self.transport)
             t.replace(self, now)
         elif self.fast:
             self.start_ns = now
+            t.sent += 1
             self.transport.write(t.request)  # type: ignore[union-attr]
         else:
+            self.start_ns = 0
             self.state = IDLE
             t.on_idle(self)
 
@@ -129,10 +177,17 @@ class Connection(asyncio.Protocol):
         t = self.target
         if self.transport is not None:
             t.open -= 1
-            self.transport = None
         state = self.state
+        if state == BUSY and self.head is not None and _close_delimited(self.head):
+            # HTTP/1.0, or no length and no chunking: the body ends where the connection
+            # does. llhttp only learns that from an EOF httptools cannot give it.
+            self.transport = None
+            self._complete(perf_counter_ns(), False)
+            return
+        self.transport = None
         self.state = CLOSED
         if state == BUSY:
+            self.start_ns = 0
             t.fail_count(RESET)
             t.replace(self, perf_counter_ns())
         elif state == IDLE:
@@ -155,6 +210,9 @@ class Connection(asyncio.Protocol):
         """Count a failure for the request in flight and start over on a new connection."""
         t = self.target
         t.fail_count(kind)
+        t.last_done = perf_counter_ns()
+        self.start_ns = 0
+        self.intended_ns = 0
         self.state = CLOSED
         if self.transport is not None:
             self.transport.abort()
@@ -164,6 +222,28 @@ class Connection(asyncio.Protocol):
         self.state = CLOSED
         if self.transport is not None:
             self.transport.close()
+
+
+def _close_delimited(head: bytes) -> bool:
+    """Whether a response whose first bytes are `head` ends at the connection's close."""
+    end = head.find(b"\r\n\r\n")
+    if end < 0:
+        return False  # the headers themselves were cut: a reset
+    lines = head[:end].lower().split(b"\r\n")
+    parts = lines[0].split(b" ", 2)
+    if len(parts) < 2 or not parts[1].isdigit():
+        return False
+    status = int(parts[1])
+    if status < 200 or status in (204, 304):
+        return False  # these never have a body
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip()
+        if name == b"content-length":
+            return False
+        if name == b"transfer-encoding" and b"chunked" in value:
+            return False
+    return True
 
 
 class CheckedConnection(Connection):

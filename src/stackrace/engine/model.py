@@ -1,7 +1,15 @@
 """Data that crosses the engine boundary: what to load, and the stats that come back.
 
 Everything here is a msgspec Struct so it travels over the control channel as JSON
-and can be validated on arrival. Latencies are integers in microseconds.
+and can be validated on arrival. Latencies are integers in microseconds, and every
+latency summary says so in its `unit` field.
+
+Accounting: every request the engine is responsible for ends in exactly one place. Over
+any window, `sent` (requests in play: those carried in from before the window plus those
+started in it) = `requests` (answered: a complete response, of any status) + the
+failures that got no answer (`lost`) + `waiting` (sent, no answer yet, at the window's
+end). In rate mode a request is in play from the moment it is due, so a request due but
+not yet sent (every connection busy) is waiting too (`unsent`).
 """
 
 from __future__ import annotations
@@ -19,6 +27,10 @@ PROTOCOL = "protocol"  # the response was not valid HTTP/1.x
 DROPPED = (
     "dropped"  # rate mode: a scheduled send abandoned because the backlog outlived the timeout
 )
+# The engine stopped waiting for an answer on its own account: the concurrency was
+# lowered, the rate changed, the target was removed or the load stopped. Not the
+# server's failure, so the breaking-point rule leaves it out; it is still shown.
+ABANDONED = "abandoned"
 OTHER = "other"  # any other socket error (kept so nothing is silently lost)
 
 FAILURE_KINDS: tuple[str, ...] = (
@@ -30,8 +42,11 @@ FAILURE_KINDS: tuple[str, ...] = (
     INVALID_BODY,
     PROTOCOL,
     DROPPED,
+    ABANDONED,
     OTHER,
 )
+# Failures that arrive as complete responses (they are in `requests` and the histogram).
+RESPONSE_FAILURES: frozenset[str] = frozenset({HTTP_STATUS, INVALID_BODY})
 
 
 class BodyCheck(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -60,6 +75,12 @@ class TargetSpec(msgspec.Struct, forbid_unknown_fields=True):
     # Requests per second for this target; None means closed loop (each connection sends
     # its next request as soon as the last one completes).
     rate: float | None = None
+    # False: every request on a new connection with `Connection: close`, as ab without -k.
+    keepalive: bool = True
+    # The address to connect to, resolved once by the driver when it checked that the
+    # target is on loopback; the engine then never resolves the name again. None: the
+    # URL's host as written.
+    address: str | None = None
 
 
 class EngineSettings(msgspec.Struct, forbid_unknown_fields=True):
@@ -74,6 +95,7 @@ class EngineSettings(msgspec.Struct, forbid_unknown_fields=True):
 class LatencySummary(msgspec.Struct):
     """Percentiles of one histogram, in microseconds. count == 0 means no sample."""
 
+    unit: str = "us"
     count: int = 0
     mean: float = 0.0
     p50: int = 0
@@ -85,9 +107,19 @@ class LatencySummary(msgspec.Struct):
 
 
 class WindowStats(msgspec.Struct):
-    """Counts for one window of time (one interval, or everything since the start)."""
+    """Counts for one window of time (one interval, or everything since the start).
+
+    sent == requests + lost + waiting, always (see the module docstring)."""
 
     seconds: float = 0.0
+    sent: int = 0  # requests in play in the window: carried_in + those started in it
+    carried_in: int = 0  # of `sent`: already waiting when the window began
+    waiting: int = 0  # sent, no answer yet, at the end of the window
+    unsent: int = 0  # rate mode, of `waiting`: due but not yet written (connections busy)
+    oldest_wait_us: int = 0  # age of the oldest waiting request
+    # waiting requests that have waited longer than the window itself: clients that got
+    # no answer at all during it (closed loop: starved connections)
+    stale: int = 0
     requests: int = 0  # completed responses, any status
     ok: int = 0  # completed with status < 400 and a body that passed the check
     rps: float = 0.0  # requests / seconds
@@ -99,10 +131,26 @@ class WindowStats(msgspec.Struct):
     # measured from the time it should have been sent (coordinated-omission corrected).
     latency_uncorrected: LatencySummary | None = None
     late: int = 0  # rate mode: sends that left over 2 ms behind schedule (connections busy)
+    # The engine's own delay before acting on a ready connection (its event loop's lag,
+    # sampled, and the wait between a closed connection and its replacement's connect).
+    lag: LatencySummary = msgspec.field(default_factory=LatencySummary)
+    engine_cpu: float = 0.0  # percent of one core, the engine processes of this target
+    # --requests (as ab -n): from the first send to the last answer, the time req/s uses
+    span_seconds: float | None = None
 
     @property
     def failed(self) -> int:
         return sum(self.failures.values())
+
+    @property
+    def lost(self) -> int:
+        """Failures that got no answer (the others are complete responses)."""
+        return sum(n for k, n in self.failures.items() if k not in RESPONSE_FAILURES)
+
+    @property
+    def attempts(self) -> int:
+        """Requests that ended, answered or not."""
+        return self.requests + self.lost
 
 
 class TargetSnapshot(msgspec.Struct):
@@ -113,6 +161,10 @@ class TargetSnapshot(msgspec.Struct):
     rate: float | None
     interval: WindowStats
     total: WindowStats
+    keepalive: bool = True
+    procs: int = 1  # engine processes carrying this target
+    # An engine process of this target ran near 100 % of its core this interval.
+    saturated: bool = False
 
 
 class EngineSnapshot(msgspec.Struct):

@@ -5,7 +5,16 @@ Open loop (rate mode): requests are due at t0 + k/rate; an idle connection takes
 oldest due request, and its latency is measured from when that request was due
 (coordinated-omission correction, as wrk2 does), with the send-to-response figure kept
 in a second histogram. A due request that finds every connection busy waits and is
-counted as `late`; one that waited longer than the request timeout is `dropped`.
+counted as `late`; one that waited longer than the request timeout is `dropped`, and
+recorded in the corrected histogram at the timeout (it waited at least that long).
+A request budget (`--requests`, as ab -n) is spread over the connections, so one
+connection cannot take it all while the others wait unseen.
+
+Accounting (see model.py): a request is counted in `sent` when it starts (rate mode: when
+it is due) and ends in exactly one place: answered (`requests`), failed by kind, or
+still waiting, which each report gives as a gauge with the ages of the waiting requests.
+Whatever the engine stops waiting for on its own account (retiring connections, a
+changed rate, a removed target) is counted as `abandoned`, never dropped silently.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import errno
 from collections.abc import Callable
 from time import perf_counter_ns
 
+from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
 from stackrace.engine.connection import (
     BUSY,
@@ -24,8 +34,9 @@ from stackrace.engine.connection import (
     CheckedConnection,
     Connection,
 )
-from stackrace.engine.histogram import LatencyHistogram
+from stackrace.engine.histogram import LatencyHistogram, index_of
 from stackrace.engine.model import (
+    ABANDONED,
     CONNECT_TIMEOUT,
     DROPPED,
     HTTP_STATUS,
@@ -43,6 +54,23 @@ _TICK_S = 0.001
 # A send counts as late when it leaves more than one scheduler tick after its due time:
 # the tick's own jitter is not lateness, a backlog behind busy connections is.
 _LATE_NS = 2_000_000
+# At most this many distinct ages are recorded for unsent requests per report (they are
+# evenly spaced in time, so a sample of them describes them exactly enough).
+_UNSENT_POINTS = 256
+
+
+def split(n: int, parts: int) -> list[int]:
+    """Spread n as evenly as possible over parts (the first ones get the remainder)."""
+    base, extra = divmod(n, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def _sparse(counts: dict[int, int]) -> list[int]:
+    out: list[int] = []
+    for i in sorted(counts):
+        out.append(i)
+        out.append(counts[i])
+    return out
 
 
 class Target:
@@ -51,9 +79,13 @@ class Target:
         self.id = spec.id
         self.loop = loop
         u = parse_url(spec.url)
-        self.host = u.host
+        self.host = spec.address or u.host
         self.port = u.port
-        self.request = build_request(spec.url, spec.method, spec.headers, spec.body)
+        self.keepalive = spec.keepalive
+        headers = list(spec.headers)
+        if not spec.keepalive and not any(k.lower() == "connection" for k, _ in headers):
+            headers.append(("Connection", "close"))
+        self.request = build_request(spec.url, spec.method, headers, spec.body)
         self.check: Callable[[bytes], bool] | None = compile_check(spec.check)
         self.conn_class = CheckedConnection if self.check is not None else Connection
         self.timeout_ns = int(settings.timeout * 1e9)
@@ -61,6 +93,7 @@ class Target:
         self.retry_delay = settings.retry_delay
 
         # counters for the current interval (taken and reset by `take_report`)
+        self.sent = 0  # requests started (closed loop); rate mode adds them as they fall due
         self.requests = 0  # complete responses; `ok` is derived from it in take_report
         self.bytes = 0
         self.late = 0
@@ -71,6 +104,8 @@ class Target:
         self.hist_unc = LatencyHistogram()
         self.counts = self.hist.counts  # the hot path writes these lists directly
         self.counts_unc = self.hist_unc.counts
+        self.lag: dict[int, int] = {}  # engine lag samples of this target (µs, sparse)
+        self.last_done = 0  # perf_counter_ns of the last answer or failure
 
         self.conns: set[Connection] = set()
         self.idle: list[Connection] = []
@@ -79,11 +114,14 @@ class Target:
         self.paused = False
         self.removed = False
         self.rate: float | None = None
-        # closed loop with a request budget (as ab -n): sends left, None = no limit
-        self.budget: int | None = None
+        # closed loop with a request budget (as ab -n): per-connection quotas
+        self.budget = False
+        self.budget_t0 = 0
+        self._pool = 0  # budget not yet shared out (no connection to take it)
         self._rate_this_interval = False  # the uncorrected histogram may hold values
         self._t0 = 0
-        self._sent = 0
+        self._sent = 0  # rate mode: due requests written (or dropped) so far
+        self._due_counted = 0  # rate mode: due requests already added to `sent`
         self._tick: asyncio.TimerHandle | None = None
         self._connecting: dict[Connection, tuple[asyncio.Task[None], int]] = {}
 
@@ -92,33 +130,83 @@ class Target:
     def fail_count(self, kind: str) -> None:
         self.failures[kind] = self.failures.get(kind, 0) + 1
 
+    def abandon(self, conn: Connection) -> None:
+        """The engine gives up the request `conn` carries (if any): count it."""
+        if conn.start_ns:
+            conn.start_ns = 0
+            conn.intended_ns = 0
+            self.fail_count(ABANDONED)
+            self.last_done = perf_counter_ns()
+
+    def record_lag(self, us: int) -> None:
+        i = index_of(us)
+        self.lag[i] = self.lag.get(i, 0) + 1
+
     @property
     def ok(self) -> int:
         """Complete responses that were not failures (derived: the hot path skips it)."""
         f = self.failures
         return self.requests - f.get(HTTP_STATUS, 0) - f.get(INVALID_BODY, 0)
 
-    def take_report(self) -> dict[str, object]:
-        report: dict[str, object] = {
-            "id": self.id,
-            "requests": self.requests,
-            "ok": self.ok,
-            "bytes": self.bytes,
-            "late": self.late,
-            "failures": self.failures,
-            "status": self.status,
-            "errors": self.errors,
-            "hist": self.hist.take_sparse(self.requests),
-            "hist_unc": self._take_uncorrected(),
-            "open": self.open,
-            "want": self.want,
-            "rate": self.rate,
-        }
-        self.requests = self.bytes = self.late = 0
+    def take_report(self, loop_lag: dict[int, int] | None = None) -> TargetReport:
+        now = perf_counter_ns()
+        unsent = self._settle_due(now)
+        waiting, ages = self._waiting(now, unsent)
+        lag = self.lag
+        for i, c in (loop_lag or {}).items():
+            lag[i] = lag.get(i, 0) + c
+        report = TargetReport(
+            id=self.id,
+            sent=self.sent,
+            requests=self.requests,
+            ok=self.ok,
+            bytes=self.bytes,
+            late=self.late,
+            failures=self.failures,
+            status=self.status,
+            errors=self.errors,
+            # dropped requests are in the corrected histogram too (at the timeout)
+            hist=self.hist.take_sparse(self.requests + self.failures.get(DROPPED, 0)),
+            hist_unc=self._take_uncorrected(),
+            open=self.open,
+            want=self.want,
+            rate=self.rate,
+            waiting=waiting,
+            unsent=unsent,
+            waiting_ages=_sparse(ages),
+            lag=_sparse(lag),
+            budget_t0=self.budget_t0,
+            last_done=self.last_done,
+        )
+        self.sent = self.requests = self.bytes = self.late = 0
         self.failures = {}
         self.status = {}
         self.errors = {}
+        self.lag = {}
         return report
+
+    def _waiting(self, now: int, unsent: int) -> tuple[int, dict[int, int]]:
+        """Requests sent and not answered (plus unsent due ones), with their ages."""
+        ages: dict[int, int] = {}
+        n = 0
+        for conn in self.conns:
+            start = conn.intended_ns or conn.start_ns
+            if start:
+                n += 1
+                i = index_of((now - start) // 1000)
+                ages[i] = ages.get(i, 0) + 1
+        if unsent and self.rate:
+            # due at t0 + k/rate for k in [_sent, _sent + unsent): evenly spaced ages
+            step = max(1, unsent // _UNSENT_POINTS)
+            k = self._sent
+            end = self._sent + unsent
+            while k < end:
+                count = min(step, end - k)
+                due_at = self._t0 + int(k * 1e9 / self.rate)
+                i = index_of(max(0, now - due_at) // 1000)
+                ages[i] = ages.get(i, 0) + count
+                k += count
+        return n + unsent, ages
 
     def _take_uncorrected(self) -> list[int] | None:
         if self.rate is None and not self._rate_this_interval:
@@ -130,7 +218,7 @@ class Target:
 
     def _fast(self) -> bool:
         # a request budget takes every send through on_idle, where it is counted
-        return self.rate is None and not self.paused and self.budget is None
+        return self.rate is None and not self.paused and not self.budget
 
     def set_concurrency(self, n: int) -> None:
         n = max(0, n)
@@ -139,16 +227,21 @@ class Target:
         if n > len(live):
             now = perf_counter_ns()
             for _ in range(n - len(live)):
-                self._new_connection(now if self._fast() else 0)
+                self._new_connection(now if self._fast() else 0, quota=0 if self.budget else None)
         elif n < len(live):
             # retire idle and still-connecting connections first, busy ones last
             live.sort(key=lambda c: c.state == BUSY)
             for conn in live[: len(live) - n]:
                 self._retire(conn)
+        if self.budget:
+            self._spread_budget()
 
     def _retire(self, conn: Connection) -> None:
         conn.retiring = True
         conn.fast = False
+        if conn.quota:
+            self._pool += conn.quota  # its unspent share goes back to the others
+            conn.quota = 0
         if conn.state == BUSY:
             self.loop.call_later(_RETIRE_GRACE_S, self._force_close, conn)
         else:
@@ -156,12 +249,14 @@ class Target:
 
     def _force_close(self, conn: Connection) -> None:
         if conn in self.conns:
+            self.abandon(conn)
             conn.state = CLOSED
             if conn.transport is not None:
                 conn.transport.abort()
             self._drop(conn)
 
     def _drop(self, conn: Connection) -> None:
+        self.abandon(conn)
         self.conns.discard(conn)
         if conn in self.idle:
             self.idle.remove(conn)
@@ -170,43 +265,95 @@ class Target:
             pending[0].cancel()
         conn.close()
 
+    def _settle_due(self, now: int) -> int:
+        """Rate mode: add the requests that fell due to `sent`; return those not yet sent."""
+        if self.rate is None or self.paused or not self._t0:
+            return 0
+        due = self._due(now)
+        self.sent += due - self._due_counted
+        self._due_counted = due
+        return due - self._sent
+
+    def _stop_schedule(self) -> None:
+        """End the current rate schedule: what fell due and was never sent is abandoned."""
+        unsent = self._settle_due(perf_counter_ns())
+        if unsent:
+            self.failures[ABANDONED] = self.failures.get(ABANDONED, 0) + unsent
+        self._t0 = self._sent = self._due_counted = 0
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
+
     def set_rate(self, rate: float | None) -> None:
         if rate is not None and rate <= 0:
             rate = None
+        self._stop_schedule()
         self.rate = rate
         if rate is not None:
             self._rate_this_interval = True
         fast = self._fast()
         for conn in self.conns:
             conn.fast = fast and not conn.retiring
-        if self._tick is not None:
-            self._tick.cancel()
-            self._tick = None
         if rate is not None and not self.paused:
             self._t0 = perf_counter_ns()
-            self._sent = 0
             self._schedule_tick()
         elif rate is None and not self.paused:
             self._kick_idle()
 
     def set_budget(self, budget: int | None) -> None:
-        """Send at most `budget` more requests (None: no limit), then let connections idle."""
-        self.budget = budget
-        fast = self._fast()
+        """Send at most `budget` more requests, spread evenly over the connections (None:
+        no limit). A connection whose share is spent closes, so a server that serves one
+        connection at a time moves on to the next."""
+        if budget is None:
+            self.budget = False
+            self.budget_t0 = 0
+            self._pool = 0
+            for conn in self.conns:
+                conn.quota = None
+            fast = self._fast()
+            for conn in self.conns:
+                conn.fast = fast and not conn.retiring
+            self.set_concurrency(self.want)  # slots closed when their share ran out
+            if not self.paused and self.rate is None:
+                self._kick_idle()
+            return
+        self.budget = True
+        self.budget_t0 = perf_counter_ns() if budget > 0 else 0
+        self.last_done = 0
         for conn in self.conns:
-            conn.fast = fast and not conn.retiring
+            conn.quota = 0
+            conn.fast = False
+        self._pool = budget
+        live = [c for c in self.conns if not c.retiring]
+        while len(live) < self.want:
+            conn = self.conn_class(self)
+            conn.state = CLOSED
+            conn.quota = 0
+            self.conns.add(conn)
+            self.idle.append(conn)
+            live.append(conn)
+        self._spread_budget()
+
+    def _spread_budget(self) -> None:
+        """Share what is left of the budget evenly over the live connections, and set
+        the idle ones going."""
+        live = [c for c in self.conns if not c.retiring]
+        if not live:
+            return
+        left = self._pool + sum(c.quota or 0 for c in live)
+        self._pool = 0
+        for conn, share in zip(live, split(left, len(live)), strict=True):
+            conn.quota = share
         if not self.paused and self.rate is None:
             idle, self.idle = self.idle, []
             for conn in idle:
                 self.on_idle(conn)
 
     def pause(self) -> None:
+        self._stop_schedule()
         self.paused = True
         for conn in self.conns:
             conn.fast = False
-        if self._tick is not None:
-            self._tick.cancel()
-            self._tick = None
 
     def resume(self) -> None:
         self.paused = False
@@ -214,11 +361,10 @@ class Target:
 
     def _kick_idle(self) -> None:
         """Closed loop: start every idle connection sending."""
-        now = perf_counter_ns()
         idle, self.idle = self.idle, []
         for conn in idle:
-            conn.fast = not conn.retiring
-            self._dispatch(conn, now, 0)
+            conn.fast = self._fast() and not conn.retiring
+            self.on_idle(conn)
 
     def _dispatch(self, conn: Connection, now: int, intended: int) -> None:
         if conn.transport is not None and conn.state == IDLE:
@@ -240,12 +386,14 @@ class Target:
             return
         now = perf_counter_ns()
         if self.rate is None:
-            if self.budget is not None:
-                if self.budget <= 0:
-                    self.idle.append(conn)
+            quota = conn.quota
+            if quota is not None:
+                if quota <= 0:
+                    self._close_spent(conn)
                     return
-                self.budget -= 1
-            conn.fast = self.budget is None
+                conn.quota = quota - 1
+            conn.fast = quota is None and self._fast()
+            self.sent += 1
             self._dispatch(conn, now, 0)
             return
         due = self._due(now)
@@ -257,6 +405,14 @@ class Target:
                 self.late += 1
             self._dispatch(conn, now, intended)
         else:
+            self.idle.append(conn)
+
+    def _close_spent(self, conn: Connection) -> None:
+        """A connection whose share of the budget is spent: close it, keep its slot."""
+        if conn.transport is not None:
+            conn.close()
+        conn.state = CLOSED
+        if conn not in self.idle:
             self.idle.append(conn)
 
     def replace(self, conn: Connection, now: int) -> None:
@@ -273,6 +429,7 @@ class Target:
         else:
             fresh = self.conn_class(self)
             fresh.state = CLOSED
+            fresh.quota = conn.quota
             self.conns.add(fresh)
             self.on_idle(fresh)
 
@@ -284,10 +441,13 @@ class Target:
         backlog = due - self._sent
         limit = int(self.rate * self.timeout_ns / 1e9) + 1
         if backlog > limit:
-            # these requests would already have timed out before being sent
+            # these requests would already have timed out before being sent: failures,
+            # and in the corrected histogram at least as late as the timeout (wrk2 too)
             dropped = backlog - limit
             self._sent += dropped
             self.failures[DROPPED] = self.failures.get(DROPPED, 0) + dropped
+            self.hist.record(self.timeout_ns // 1000, dropped)
+            self.last_done = now
         return due
 
     def _schedule_tick(self) -> None:
@@ -311,12 +471,14 @@ class Target:
 
     # --- connections ---------------------------------------------------------------
 
-    def _new_connection(self, start_ns: int) -> None:
+    def _new_connection(self, start_ns: int, quota: int | None = None) -> None:
         conn = self.conn_class(self)
         conn.fast = self._fast()
+        conn.quota = quota
         self.conns.add(conn)
         conn.start_ns = start_ns
         if start_ns:
+            self.sent += 1
             self._connect(conn)
         else:
             conn.state = CLOSED
@@ -329,6 +491,9 @@ class Target:
         self._connecting[conn] = (task, conn.connect_ns)
 
     async def _open(self, conn: Connection) -> None:
+        # The engine's own delay: from deciding to connect to the connect call (a loop
+        # turn at least; longer when the loop is busy with other work).
+        self.record_lag((perf_counter_ns() - conn.connect_ns) // 1000)
         try:
             await self.loop.create_connection(lambda: conn, self.host, self.port)
         except asyncio.CancelledError:
@@ -351,23 +516,28 @@ class Target:
     def _connect_failed(self, conn: Connection, kind: str) -> None:
         if conn not in self.conns:
             return
-        self.fail_count(kind)
+        if conn.start_ns:
+            self.fail_count(kind)
+            self.last_done = perf_counter_ns()
+        conn.start_ns = 0
+        conn.intended_ns = 0
         conn.state = CLOSED
         if conn.retiring or self.removed:
             self._drop(conn)
             return
         # Try again shortly; the request (and, in rate mode, its due time) is gone.
-        conn.intended_ns = 0
         self.loop.call_later(self.retry_delay, self._retry, conn)
 
     def _retry(self, conn: Connection) -> None:
         if conn not in self.conns or conn.retiring or self.removed:
             return
+        if conn.state != CLOSED or conn.start_ns:
+            return  # given work meanwhile (a budget or a rate change kicked it)
         if self._fast():
             conn.start_ns = perf_counter_ns()
+            self.sent += 1
             self._connect(conn)
         else:
-            conn.start_ns = 0
             self.on_idle(conn)
 
     def sweep(self, now: int) -> None:
@@ -381,9 +551,12 @@ class Target:
                 conn.fail(TIMEOUT)
 
     def remove(self) -> None:
+        """Stop loading: close every connection; what is in flight is abandoned."""
+        self._stop_schedule()
         self.removed = True
-        if self._tick is not None:
-            self._tick.cancel()
         for conn in list(self.conns):
             self._drop(conn)
         self.idle.clear()
+
+
+__all__ = ["CONNECTING", "Target", "split"]

@@ -23,9 +23,13 @@ from stackrace.engine.channel import (
     Add,
     Command,
     Configure,
+    ErrorMsg,
+    Message,
     Pause,
+    Ready,
     Remove,
     Report,
+    ReportMsg,
     Resume,
     SetBudget,
     SetConcurrency,
@@ -33,12 +37,17 @@ from stackrace.engine.channel import (
     Stop,
     command_decoder,
 )
+from stackrace.engine.histogram import index_of
 from stackrace.engine.model import EngineSettings
 from stackrace.engine.request import RequestError
 from stackrace.engine.target import Target
 
 _PR_SET_PDEATHSIG = 1
 _SWEEP_S = 0.1
+# How often the loop's lag is sampled. A sample is the time a callback made ready now
+# waits before it runs: the rest of this loop turn and the I/O of the next, which is
+# what a response that has just arrived waits before the engine can act on it.
+_LAG_PROBE_S = 0.005
 
 
 def die_with_parent() -> None:
@@ -70,14 +79,17 @@ class EngineProcess:
         self.nofile = nofile
         self.settings = EngineSettings()
         self.targets: dict[str, Target] = {}
+        self.removed: list[Target] = []
         self.seq = 0
         self.last_wall = time.perf_counter()
         self.last_cpu = time.process_time()
         self.done = loop.create_future()
         self.encoder = msgspec.json.Encoder()
         self._sweeper: asyncio.TimerHandle | None = None
+        self.loop_lag: dict[int, int] = {}  # lag samples since the last report (µs, sparse)
+        self._probe_at = 0
 
-    def send(self, msg: dict[str, object]) -> None:
+    def send(self, msg: Message) -> None:
         data = self.encoder.encode(msg) + b"\n"
         view = memoryview(data)
         while view:
@@ -85,11 +97,22 @@ class EngineProcess:
             view = view[n:]
 
     def error(self, message: str) -> None:
-        self.send({"type": "error", "message": message})
+        self.send(ErrorMsg(message=message))
 
     def start(self) -> None:
-        self.send({"type": "ready", "pid": os.getpid(), "nofile": self.nofile})
+        self.send(Ready(pid=os.getpid(), nofile=self.nofile))
         self._sweeper = self.loop.call_later(_SWEEP_S, self.sweep)
+        self.loop.call_later(_LAG_PROBE_S, self._probe)
+
+    def _probe(self) -> None:
+        self._probe_at = perf_counter_ns()
+        self.loop.call_soon(self._probed)
+
+    def _probed(self) -> None:
+        i = index_of((perf_counter_ns() - self._probe_at) // 1000)
+        self.loop_lag[i] = self.loop_lag.get(i, 0) + 1
+        if not self.done.done():
+            self.loop.call_later(_LAG_PROBE_S, self._probe)
 
     def sweep(self) -> None:
         now = perf_counter_ns()
@@ -126,6 +149,7 @@ class EngineProcess:
                 self.error(f"no target {cmd.id!r}")
             else:
                 t.remove()
+                self.removed.append(t)  # its last counts (what it abandoned) still go out
         elif isinstance(cmd, Pause):
             for t in self.targets.values():
                 t.pause()
@@ -155,23 +179,27 @@ class EngineProcess:
         wall = time.perf_counter()
         cpu = time.process_time()
         self.seq += 1
+        lag, self.loop_lag = self.loop_lag, {}
+        targets = [*self.targets.values(), *self.removed]
+        self.removed = []
         self.send(
-            {
-                "type": "report",
-                "seq": self.seq,
-                "seconds": wall - self.last_wall,
-                "cpu": cpu - self.last_cpu,
-                "targets": [t.take_report() for t in self.targets.values()],
-                "final": final,
-            }
+            ReportMsg(
+                seq=self.seq,
+                seconds=wall - self.last_wall,
+                cpu=cpu - self.last_cpu,
+                targets=[t.take_report(lag) for t in targets],
+                final=final,
+            )
         )
         self.last_wall = wall
         self.last_cpu = cpu
 
     def stop(self) -> None:
+        # The last report comes first: what is still in flight when the load stops is
+        # reported as waiting (with its age), then the connections close.
+        self.report(final=True)
         for t in self.targets.values():
             t.remove()
-        self.report(final=True)
         if not self.done.done():
             self.done.set_result(None)
 
