@@ -26,16 +26,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers
 
-from stackrace.session import RacePlan, Session, UrlTarget, Workload
+from stackrace.race.core import RaceCore
+from stackrace.race.demo import CATALOG, MODELS, demo_session
+from stackrace.race.session import RacePlan, Session
+from stackrace.race_settings import RaceSettings
+from stackrace.race.urls import UrlTarget
 from stackrace.tui.app import StackraceApp
-from stackrace.tui.synthetic import CATALOG, MODELS, synthetic_session
 
 
 async def ui_cpu(seconds: float, panes: int) -> float:
     stacks = tuple(list(MODELS)[:panes])
-    session = synthetic_session()
+    session = demo_session()
     engine = session.engine
-    plan = RacePlan(stacks=stacks, workload=Workload("io"), concurrency=100)
+    plan = RacePlan(stacks=stacks, settings=RaceSettings(workload="io"), concurrency=100)
     app = StackraceApp(session, plan, list(CATALOG), show_picker=False, drive=engine.step)
     async with app.run_test(size=(200, 60)) as pilot:
         await asyncio.sleep(3.0)  # panes mounted, stacks "ready", first layout done
@@ -59,7 +62,8 @@ async def slider_latency(rounds: int) -> list[float]:
             urls=tuple(UrlTarget(s.url("/delay?ms=10"), pid=s.proc.pid) for s in servers),
             concurrency=2,
         )
-        session = Session(Engine(EngineSettings(interval=0.25)))
+        engine = Engine(EngineSettings(interval=0.25), per_target=True)
+        session = Session(RaceCore(engine, None, plan.settings))
         app = StackraceApp(session, plan, [], show_picker=False)
         delays = []
         async with app.run_test(size=(160, 48)) as pilot:

@@ -22,16 +22,14 @@ sys.path.insert(0, str(ROOT))  # tests.helpers
 
 from stackrace.engine.client import Engine  # noqa: E402
 from stackrace.engine.model import EngineSettings  # noqa: E402
-from stackrace.session import (  # noqa: E402
-    RacePlan,
-    Session,
-    UrlTarget,
-    Workload,
-    default_launcher,
-)
+from stackrace.race.core import RaceCore  # noqa: E402
+from stackrace.race.demo import demo_session  # noqa: E402
+from stackrace.race.session import RacePlan, Session  # noqa: E402
+from stackrace.race_settings import RaceSettings  # noqa: E402
+from stackrace.race.stacks import StacksSource  # noqa: E402
+from stackrace.race.urls import UrlTarget  # noqa: E402
 from stackrace.tui.app import StackraceApp  # noqa: E402
 from stackrace.tui.slider import ConcurrencySlider  # noqa: E402
-from stackrace.tui.synthetic import CATALOG, synthetic_session  # noqa: E402
 from tests.helpers import TestServer  # noqa: E402
 
 OUT = ROOT / "screenshots"
@@ -40,9 +38,8 @@ SYNC_SERVER = ROOT / "tests" / "tui" / "servers" / "sync_server.py"
 
 
 async def picker() -> None:
-    launcher = default_launcher()
-    catalog = launcher.catalog() if launcher is not None else list(CATALOG)
-    app = StackraceApp(synthetic_session(), RacePlan(), catalog, tick_interval=None)
+    catalog = StacksSource().catalog()
+    app = StackraceApp(demo_session(), RacePlan(), catalog, tick_interval=None)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         app.save_screenshot("picker.svg", str(OUT))
@@ -50,14 +47,14 @@ async def picker() -> None:
 
 async def race(name: str, levels: list[tuple[int, float]], ramp: bool = False) -> None:
     """Run the real app, set each (concurrency, seconds) in turn, save the screen."""
-    launcher = default_launcher()
+    launcher = StacksSource()
     wanted = ("gunicorn-sync", "uvicorn")
-    ok = {c.id for c in launcher.catalog() if c.available} if launcher else set()
-    if launcher is not None and set(wanted) <= ok:
-        plan = RacePlan(stacks=wanted, workload=Workload("io"), concurrency=levels[0][0])
-        await _race(
-            name, plan, Session(Engine(EngineSettings(timeout=5.0)), launcher), levels, ramp
-        )
+    ok = {c.id for c in launcher.catalog() if c.available}
+    settings = RaceSettings(workload="io", io_ms=10, timeout=5.0)
+    if set(wanted) <= ok:
+        plan = RacePlan(stacks=wanted, settings=settings, concurrency=levels[0][0])
+        engine = Engine(EngineSettings(timeout=5.0), per_target=True)
+        await _race(name, plan, Session(RaceCore(engine, launcher, settings)), levels, ramp)
         return
     blocking, asyncio_server = TestServer(SYNC_SERVER), TestServer()
     try:
@@ -74,10 +71,11 @@ async def race(name: str, levels: list[tuple[int, float]], ramp: bool = False) -
                     name="asyncio",
                 ),
             ),
-            workload=Workload("io", io_delay_ms=10),
+            settings=settings,
             concurrency=levels[0][0],
         )
-        session = Session(Engine(EngineSettings(interval=0.25, timeout=5.0)))
+        engine = Engine(EngineSettings(interval=0.25, timeout=5.0), per_target=True)
+        session = Session(RaceCore(engine, None, settings))
         await _race(name, plan, session, levels, ramp)
     finally:
         blocking.kill()

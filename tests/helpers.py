@@ -25,10 +25,10 @@ class TestServer:
 
     __test__ = False  # not a test class
 
-    def __init__(self, script: Path = TESTSERVER) -> None:
+    def __init__(self, script: Path = TESTSERVER, *args: str) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, str(script), str(self.port)],
+            [sys.executable, str(script), str(self.port), *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             start_new_session=True,

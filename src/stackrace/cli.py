@@ -38,12 +38,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only is not None and name != only:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
-        try:
-            mod = importlib.import_module(f"stackrace.commands.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"stackrace.commands.{module}":
-                raise
-            continue  # not built yet
+        mod = importlib.import_module(f"stackrace.commands.{module}")
         mod.register(sub.add_parser(name, help=help_text, description=help_text))
     return parser
 

@@ -1,35 +1,35 @@
-"""Stored bench scenarios: `presets/NAME.toml`, the same settings as `stackrace bench`."""
+"""Stored bench scenarios: `presets/NAME.toml`.
+
+A preset is race settings (race/settings.py: the same keys as `stackrace bench`'s
+options, checked by the same parsers, durations as "10s") plus what it is about:
+`description`, `source` (the experiment it replays) and `original` (that experiment's
+figures, for "then" beside "now").
+"""
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from stackrace.config import ROOT, ConfigError
+from stackrace.race_settings import RaceSettings, from_mapping
 
 PRESETS_DIR = ROOT / "presets"
+_ABOUT = ("description", "source", "original")
 
 
 class Preset(msgspec.Struct, forbid_unknown_fields=True):
     description: str
-    stacks: list[str]
-    workload: str = "hello"
-    io_ms: int = 10
-    queries: int = 10
-    concurrency: list[int] = msgspec.field(default_factory=lambda: [10, 100])
-    duration: str = "10s"
-    warmup: str = "2s"
-    rate: float | None = None
-    requests: int | None = None
-    isolation: str = "auto"
-    repeat: int = 1
-    timeout: str = "10s"
-    cpus: int | None = None
-    memory_max: str | None = None
+    settings: RaceSettings
     source: str = ""  # the experiment it reproduces
     original: dict[str, float] = {}  # figures of the original experiment, req/s per stack
+
+    @property
+    def stacks(self) -> list[str]:
+        return self.settings.stacks
 
 
 def preset_path(name: str) -> Path:
@@ -40,16 +40,20 @@ def preset_path(name: str) -> Path:
 def load_preset(name: str) -> Preset:
     path = preset_path(name)
     try:
-        raw = tomllib.loads(path.read_text())
+        raw: dict[str, Any] = tomllib.loads(path.read_text())
     except FileNotFoundError:
         known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.toml")))
         raise ConfigError(f"no preset {name!r} (known: {known})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    about = {k: raw.pop(k) for k in _ABOUT if k in raw}
+    if "description" not in about:
+        raise ConfigError(f"{path}: key 'description': missing")
     try:
-        return msgspec.convert(raw, Preset)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        settings = from_mapping(raw, str(path))
+        return msgspec.convert({**about, "settings": settings}, Preset, from_attributes=True)
+    except (ValueError, msgspec.ValidationError) as exc:
+        raise ConfigError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
 
 
 def all_presets() -> dict[str, Preset]:

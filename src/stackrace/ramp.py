@@ -1,9 +1,21 @@
 """Load levels, the breaking-point rule and the ramp that steps through levels.
 
-Pure logic, no UI and no I/O, so the TUI and the headless bench share it:
+Pure logic, no UI and no I/O, so the app and the headless bench share it:
 
 - `StepResult`: what one stack did at one load level (concurrency, or req/s in rate mode).
-- `find_breaking_point(steps)`: the first level where the stack broke, and why.
+- `judge(step, previous, low_p99)`: whether that level broke the stack, as a `Verdict` of
+  one of three kinds that mean different things:
+    * **failing**: clients do not get answers: more than 1 % of attempts failed — refused,
+      reset, timed out, an HTTP error — or are still waiting after longer than the level
+      itself has lasted (`stale`: they are queued behind a server that cannot serve them
+      in time; the queue counts, not just what came back);
+    * **queueing**: req/s stopped growing (< +5 %) while mean latency grew (> +10 %), or
+      p99 passed 10× its low-load value, and the stack's CPU is not the limit: clients
+      wait in a queue (a sync worker blocked on I/O);
+    * **saturated**: the same signs with the stack's CPU at ≥ 80 % of what it can use:
+      it is CPU-bound, serving as fast as its cores allow.
+  `abandoned` requests (the engine gave up on them when the load changed) never count.
+- `find_breaking_point(steps)`: the first level (ascending) with a verdict.
 - `LevelLog`: turns a stream of `EngineSnapshot`s into `StepResult`s per target, one per
   level, from the running totals (the driver resets them when the level changes).
 - `Ramp`: a clock-driven controller that says which level to set next.
@@ -11,39 +23,79 @@ Pure logic, no UI and no I/O, so the TUI and the headless bench share it:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from stackrace.engine.model import HTTP_STATUS, INVALID_BODY, EngineSnapshot, WindowStats
+from stackrace.engine.model import ABANDONED, RESPONSE_FAILURES, EngineSnapshot, WindowStats
 
 # The slider's and the ramp's levels: roughly 1-2-5 per decade, as a log scale wants.
 LEVELS: tuple[int, ...] = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
 
-FAILURE_RATIO = 0.01  # broken when more than 1% of attempts fail
+FAILURE_RATIO = 0.01  # failing when more than 1% of attempts fail or wait too long
 P99_FACTOR = 10.0  # broken when p99 exceeds 10x its low-load value
 GROWTH_MIN = 1.05  # QPS "stops growing" below +5% from the previous level
 LATENCY_GROWTH = 1.10  # ... while mean latency grows by more than 10%
+CPU_BOUND = 0.80  # saturated when the stack uses this share of the CPU it can use
 MIN_SECONDS = 1.0  # a level needs this much measured time to count
 MIN_ATTEMPTS = 20  # and this many requests (a level at c=1 on a slow stack still counts)
 
-# Failures that arrive as complete responses are already in `requests`.
-_RESPONSE_FAILURES = frozenset({HTTP_STATUS, INVALID_BODY})
+FAILING = "failing"
+QUEUEING = "queueing"
+SATURATED = "saturated"
+VERDICT_KINDS = (FAILING, QUEUEING, SATURATED)
 
 
 @dataclass(frozen=True)
 class StepResult:
-    """One stack at one load level, measured over `seconds`."""
+    """One stack at one load level, measured over `window` (the level's totals)."""
 
     level: int
-    seconds: float
-    requests: int
-    attempts: int  # requests plus failures that never got a response
-    failed: int
-    rps: float
-    mean_us: float
-    p50_us: int
-    p99_us: int
-    max_us: int
+    window: WindowStats
+    cpu_percent: float | None = None  # the stack's CPU, percent of one core
+    cpu_capacity: float | None = None  # percent it can use at most (100 × usable cores)
+
+    @property
+    def seconds(self) -> float:
+        return self.window.seconds
+
+    @property
+    def requests(self) -> int:
+        return self.window.requests
+
+    @property
+    def rps(self) -> float:
+        return self.window.rps
+
+    @property
+    def mean_us(self) -> float:
+        return self.window.latency.mean
+
+    @property
+    def p50_us(self) -> int:
+        return self.window.latency.p50
+
+    @property
+    def p99_us(self) -> int:
+        return self.window.latency.p99
+
+    @property
+    def max_us(self) -> int:
+        return self.window.latency.max
+
+    @property
+    def stale(self) -> int:
+        """Clients still waiting after longer than the level has lasted."""
+        return self.window.stale
+
+    @property
+    def failed(self) -> int:
+        """Failures the server answers for, plus the stale waiting requests."""
+        w = self.window
+        return sum(n for k, n in w.failures.items() if k != ABANDONED) + w.stale
+
+    @property
+    def attempts(self) -> int:
+        return attempts(self.window) + self.window.stale
 
     @property
     def failure_ratio(self) -> float:
@@ -54,56 +106,80 @@ class StepResult:
         """Whether the level was measured long enough to judge."""
         return self.seconds >= MIN_SECONDS and self.attempts >= MIN_ATTEMPTS
 
+    @property
+    def cpu_bound(self) -> bool:
+        if self.cpu_percent is None:
+            return False
+        return self.cpu_percent >= CPU_BOUND * (self.cpu_capacity or 100.0)
+
 
 def attempts(window: WindowStats) -> int:
-    """Requests that ended one way or another: responses plus failures that got none."""
-    no_response = sum(n for k, n in window.failures.items() if k not in _RESPONSE_FAILURES)
+    """Requests that ended one way or another: responses plus failures that got none
+    (`abandoned` ones excluded: the engine ended those, not the server)."""
+    no_response = sum(
+        n for k, n in window.failures.items() if k not in RESPONSE_FAILURES and k != ABANDONED
+    )
     return window.requests + no_response
 
 
-def step_result(level: int, window: WindowStats) -> StepResult:
-    """A StepResult from a window of engine figures (the running totals at one level)."""
-    lat = window.latency
-    return StepResult(
-        level=level,
-        seconds=window.seconds,
-        requests=window.requests,
-        attempts=attempts(window),
-        failed=window.failed,
-        rps=window.rps,
-        mean_us=lat.mean,
-        p50_us=lat.p50,
-        p99_us=lat.p99,
-        max_us=lat.max,
-    )
+def step_result(
+    level: int,
+    window: WindowStats,
+    cpu_percent: float | None = None,
+    cpu_capacity: float | None = None,
+) -> StepResult:
+    return StepResult(level, window, cpu_percent, cpu_capacity)
 
 
 @dataclass(frozen=True)
-class BreakingPoint:
+class Verdict:
+    """Why a level counts as broken: its kind and the figure that proves it."""
+
     level: int
-    reason: str  # short, for a pane: "2.3% failed", "p99 ×14", "QPS flat"
+    kind: str  # FAILING, QUEUEING or SATURATED
+    reason: str  # short, for a pane: "2.3% failed", "QPS flat, latency ×9.8"
     p99_us: int
     rps: float
 
 
-def breaking_reason(step: StepResult, previous: StepResult | None, low_p99: int) -> str | None:
-    """Why `step` counts as broken, or None. `low_p99` is the p99 at the lowest level."""
+BreakingPoint = Verdict  # the first verdict of a ramp or a bench run
+
+
+def judge(step: StepResult, previous: StepResult | None, low_p99: int) -> Verdict | None:
+    """The verdict for `step`, or None. `low_p99` is the p99 at the lowest level."""
+
+    def verdict(kind: str, reason: str) -> Verdict:
+        return Verdict(step.level, kind, reason, step.p99_us, step.rps)
+
     if step.failure_ratio > FAILURE_RATIO:
-        return f"{100 * step.failure_ratio:.1f}% failed"
-    if low_p99 > 0 and step.p99_us > P99_FACTOR * low_p99:
-        return f"p99 ×{step.p99_us / low_p99:.0f}"
-    if (
+        if step.stale and step.stale >= step.failed / 2:
+            return verdict(FAILING, f"{step.stale:,} waited > {step.seconds:.0f}s with no answer")
+        return verdict(FAILING, f"{100 * step.failure_ratio:.1f}% failed")
+    flat = (
         previous is not None
         and previous.rps > 0
         and step.rps < previous.rps * GROWTH_MIN
         and previous.mean_us > 0
         and step.mean_us > previous.mean_us * LATENCY_GROWTH
-    ):
-        return "QPS flat"
-    return None
+    )
+    slow = low_p99 > 0 and step.p99_us > P99_FACTOR * low_p99
+    if not (flat or slow):
+        return None
+    if flat and previous is not None:
+        what = f"QPS flat, latency ×{step.mean_us / previous.mean_us:.1f}"
+    else:
+        what = f"p99 ×{step.p99_us / low_p99:.0f}"
+    if step.cpu_bound:
+        return verdict(SATURATED, f"CPU-bound ({step.cpu_percent:.0f}% CPU), {what}")
+    return verdict(QUEUEING, what)
 
 
-def find_breaking_point(steps: Sequence[StepResult]) -> BreakingPoint | None:
+def breaking_reason(step: StepResult, previous: StepResult | None, low_p99: int) -> str | None:
+    v = judge(step, previous, low_p99)
+    return v.reason if v is not None else None
+
+
+def find_breaking_point(steps: Sequence[StepResult]) -> Verdict | None:
     """The first level (ascending) where the rule says the stack broke."""
     judged = sorted((s for s in steps if s.enough), key=lambda s: s.level)
     if not judged:
@@ -111,11 +187,22 @@ def find_breaking_point(steps: Sequence[StepResult]) -> BreakingPoint | None:
     low_p99 = judged[0].p99_us
     previous: StepResult | None = None
     for step in judged:
-        reason = breaking_reason(step, previous, low_p99)
-        if reason is not None:
-            return BreakingPoint(step.level, reason, step.p99_us, step.rps)
+        v = judge(step, previous, low_p99)
+        if v is not None:
+            return v
         previous = step
     return None
+
+
+def current_verdict(steps: Sequence[StepResult], level: int) -> Verdict | None:
+    """The verdict for the level being measured now (against the levels below it)."""
+    judged = sorted((s for s in steps if s.enough), key=lambda s: s.level)
+    now = next((s for s in judged if s.level == level), None)
+    if now is None:
+        return None
+    below = [s for s in judged if s.level < level]
+    low_p99 = (below[0] if below else now).p99_us
+    return judge(now, below[-1] if below else None, low_p99)
 
 
 def peak(steps: Sequence[StepResult]) -> StepResult | None:
@@ -130,6 +217,10 @@ class _Current:
     window: WindowStats | None = None
 
 
+# The stack's CPU (% of one core) and what it can use at most, for a target id.
+CpuOf = Callable[[str], tuple[float | None, float | None]]
+
+
 @dataclass
 class LevelLog:
     """Per target, one StepResult per level, fed by every snapshot.
@@ -141,6 +232,7 @@ class LevelLog:
 
     steps: dict[str, dict[int, StepResult]] = field(default_factory=dict)
     _current: dict[str, _Current] = field(default_factory=dict)
+    cpu_of: CpuOf | None = None
 
     def feed(self, snap: EngineSnapshot) -> None:
         for t in snap.targets:
@@ -152,25 +244,39 @@ class LevelLog:
                 cur = self._current[t.id] = _Current(level)
             cur.window = t.total
 
-    def _commit(self, target_id: str, cur: _Current) -> None:
+    def _step(self, target_id: str, cur: _Current) -> StepResult | None:
         if cur.window is None:
-            return
-        step = step_result(cur.level, cur.window)
-        if step.enough:
+            return None
+        cpu, capacity = self.cpu_of(target_id) if self.cpu_of else (None, None)
+        return step_result(cur.level, cur.window, cpu, capacity)
+
+    def _commit(self, target_id: str, cur: _Current) -> None:
+        step = self._step(target_id, cur)
+        if step is not None and step.enough:
             self.steps.setdefault(target_id, {})[cur.level] = step
+
+    def current_level(self, target_id: str) -> int | None:
+        cur = self._current.get(target_id)
+        return cur.level if cur is not None else None
 
     def results(self, target_id: str) -> list[StepResult]:
         """Finished levels plus the one running now (when it has enough data)."""
         done = dict(self.steps.get(target_id, {}))
         cur = self._current.get(target_id)
-        if cur is not None and cur.window is not None:
-            live = step_result(cur.level, cur.window)
-            if live.enough:
+        if cur is not None:
+            live = self._step(target_id, cur)
+            if live is not None and live.enough:
                 done[cur.level] = live
         return [done[k] for k in sorted(done)]
 
-    def breaking_point(self, target_id: str) -> BreakingPoint | None:
+    def breaking_point(self, target_id: str) -> Verdict | None:
         return find_breaking_point(self.results(target_id))
+
+    def verdict_now(self, target_id: str) -> Verdict | None:
+        level = self.current_level(target_id)
+        if level is None:
+            return None
+        return current_verdict(self.results(target_id), level)
 
     def clear(self) -> None:
         self.steps.clear()

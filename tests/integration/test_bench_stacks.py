@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from stackrace.benchrun import BenchPlan, run_bench
 from stackrace.config import load_stacks, resolve
 from stackrace.presets import PRESETS_DIR, all_presets
+from stackrace.race.bench import BenchPlan, run_bench
+from stackrace.race_settings import RaceSettings
 
 STACKS = load_stacks()
 
@@ -17,18 +18,20 @@ def test_every_preset_parses_and_its_stacks_exist():
     for name, preset in presets.items():
         for ref in preset.stacks:
             resolve(ref, STACKS, f"{PRESETS_DIR.name}/{name}.toml")
-        assert preset.workload in ("hello", "json", "io", "db")
+        assert preset.settings.workload in ("hello", "json", "io", "db")
 
 
 def test_sync_worker_breaks_before_an_async_server_on_io():
     plan = BenchPlan(
         stacks=[resolve("gunicorn-sync", STACKS), resolve("uvicorn", STACKS)],
-        workload="io",
-        io_ms=10,
-        concurrency=[1, 10, 100],
-        duration=2.0,
-        warmup=0.5,
-        isolation="rotate",
+        settings=RaceSettings(
+            workload="io",
+            io_ms=10,
+            concurrency=[1, 10, 100],
+            duration=2.0,
+            warmup=0.5,
+            isolation="rotate",
+        ),
     )
     run = asyncio.run(run_bench(plan))
     sync, async_ = run.stacks

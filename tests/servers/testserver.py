@@ -13,7 +13,10 @@ Paths (query parameters in brackets):
   /midbody                announces 100 body bytes, sends 10, closes
   /echo                   200, the request body echoed (POST)
   /headers                200, the request's header block echoed
-Control (not counted): /_stats -> {"requests", "open", "max_open", "by_path"}; /_reset;
+  /alternate              a 302 with a body, then a 200 "Hello, World!", in turn per connection
+  /http10                 an HTTP/1.0 response with no length: the body ends at the close
+Control (not counted): /_stats -> {"requests", "open", "max_open", "accepted", "by_path"};
+/_reset;
 /_stall[?ms=N] blocks the whole server for N ms (as a GC pause would) before answering.
 """
 
@@ -26,7 +29,7 @@ import sys
 import time
 from urllib.parse import parse_qs, urlsplit
 
-STATS = {"requests": 0, "open": 0, "max_open": 0}
+STATS = {"requests": 0, "open": 0, "max_open": 0, "accepted": 0}
 BLOCK_S = 0.0  # second argument: block this many ms in every /hello (a slow stack)
 BY_PATH: dict[str, int] = {}
 
@@ -43,7 +46,9 @@ class Handler(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport: asyncio.Transport = transport  # type: ignore[assignment]
         self.buf = b""
+        self.served = 0
         STATS["open"] += 1
+        STATS["accepted"] += 1
         STATS["max_open"] = max(STATS["max_open"], STATS["open"])
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -80,6 +85,7 @@ class Handler(asyncio.Protocol):
                 w(response(200, json.dumps(now).encode()))
             elif path == "/_reset":
                 STATS["requests"] = 0
+                STATS["accepted"] = 0
                 STATS["max_open"] = STATS["open"]
                 BY_PATH.clear()
                 w(response(200, b"reset"))
@@ -119,6 +125,15 @@ class Handler(asyncio.Protocol):
             w(response(200, body))
         elif path == "/headers":
             w(response(200, head.encode()))
+        elif path == "/alternate":
+            self.served += 1
+            if self.served % 2:
+                w(response(302, b"moved, see elsewhere", "Location: /hello\r\n"))
+            else:
+                w(response(200, b"Hello, World!"))
+        elif path == "/http10":
+            w(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nHello, World!")
+            self.transport.close()
         else:
             w(response(404, b"not found"))
 

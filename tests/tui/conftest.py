@@ -9,10 +9,44 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from stackrace.session import RacePlan, Session, Workload
+from stackrace.engine.model import TargetSpec
+from stackrace.race.core import RaceCore
+from stackrace.race.demo import CATALOG, DemoSource, SyntheticEngine
+from stackrace.race.session import RacePlan, Session
+from stackrace.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.race import RaceScreen
-from stackrace.tui.synthetic import CATALOG, SyntheticEngine, synthetic_session
+
+
+class RecordingEngine(SyntheticEngine):
+    """The synthetic engine, recording what the driver asked of it (a test spy)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commands: list[tuple[str, object]] = []
+
+    async def add_target(self, spec: TargetSpec, cpus=None, procs=None) -> None:  # type: ignore[no-untyped-def]
+        await super().add_target(spec, cpus, procs)
+        self.commands.append(("add", spec.id))
+
+    async def remove_target(self, target_id: str) -> None:
+        await super().remove_target(target_id)
+        self.commands.append(("remove", target_id))
+
+    async def set_concurrency(self, n: int, target_id: str | None = None) -> None:
+        await super().set_concurrency(n, target_id)
+        if not self.commands or self.commands[-1] != ("concurrency", n):
+            self.commands.append(("concurrency", n))
+
+    async def set_rate(self, rate: float | None, target_id: str | None = None) -> None:
+        await super().set_rate(rate, target_id)
+        if not self.commands or self.commands[-1] != ("rate", rate):
+            self.commands.append(("rate", rate))
+
+
+def synthetic_session() -> Session:
+    engine = RecordingEngine()
+    return Session(RaceCore(engine, DemoSource(engine), clock=engine.clock, sample_every=0.0))
 
 SIZE = (160, 48)
 FOUR = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
@@ -25,8 +59,8 @@ class Race:
     session: Session
 
     @property
-    def engine(self) -> SyntheticEngine:
-        assert isinstance(self.session.engine, SyntheticEngine)
+    def engine(self) -> RecordingEngine:
+        assert isinstance(self.session.engine, RecordingEngine)
         return self.session.engine
 
     @property
@@ -51,7 +85,10 @@ class Race:
 
 def plan(stacks=FOUR, concurrency=10, workload="io", rate=None) -> RacePlan:
     return RacePlan(
-        stacks=tuple(stacks), workload=Workload(workload), concurrency=concurrency, rate=rate
+        stacks=tuple(stacks),
+        settings=RaceSettings(workload=workload),
+        concurrency=concurrency,
+        rate=rate,
     )
 
 

@@ -16,7 +16,11 @@ import pytest
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
-from stackrace.session import RacePlan, Session, UrlTarget, Workload
+from stackrace.race.core import RaceCore
+from stackrace.race.session import RacePlan, Session
+from stackrace.race_settings import RaceSettings
+from stackrace.race.stacks import StacksSource
+from stackrace.race.urls import UrlTarget
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane
 from tests.helpers import TestServer
@@ -50,10 +54,11 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
             UrlTarget(f"http://127.0.0.1:{sync.port}/io?ms=10", pid=sync.proc.pid, name="sync"),
             UrlTarget(async_.url("/delay?ms=10"), pid=async_.proc.pid, name="async"),
         ),
-        workload=Workload("io"),
+        settings=RaceSettings(workload="io", timeout=5.0),
         concurrency=1,
     )
-    session = Session(Engine(EngineSettings(interval=0.25, timeout=5.0)))
+    engine = Engine(EngineSettings(interval=0.25, timeout=5.0), per_target=True)
+    session = Session(RaceCore(engine, None, plan.settings))
     app = StackraceApp(session, plan, [], show_picker=False)
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     async with app.run_test(size=(160, 48)) as pilot:
@@ -75,7 +80,7 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
         sync_view = next(p for p in view.panes if p.id == "url1")
         async_view = next(p for p in view.panes if p.id == "url2")
         assert broken, f"sync pane not marked: {app.session.levels.results('url1')}"
-        assert "BROKE" in str(race.query_one("#pane-url1 #breaking").content)
+        assert "at c=" in str(race.query_one("#pane-url1 #breaking").content)
         assert not async_pane.has_class("-broken"), async_view.breaking
         # the figures behind it: the async server scaled, the blocking one did not
         assert async_view.target is not None and sync_view.target is not None
@@ -90,17 +95,18 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
 
 async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
     """The real launcher: gunicorn sync (1 worker) and uvicorn on /io?ms=10."""
-    from stackrace.session import default_launcher
-
-    launcher = default_launcher()
-    if launcher is None:
-        pytest.skip("no stacks.toml")
+    launcher = StacksSource()
     choices = {c.id: c for c in launcher.catalog()}
     for needed in ("gunicorn-sync", "uvicorn"):
         if needed not in choices or not choices[needed].available:
             pytest.skip(f"{needed} is not installed")
-    plan = RacePlan(stacks=("gunicorn-sync", "uvicorn"), workload=Workload("io"), concurrency=1)
-    session = Session(Engine(EngineSettings(interval=0.25, timeout=5.0)), launcher)
+    plan = RacePlan(
+        stacks=("gunicorn-sync", "uvicorn"),
+        settings=RaceSettings(workload="io", timeout=5.0),
+        concurrency=1,
+    )
+    engine = Engine(EngineSettings(interval=0.25, timeout=5.0), per_target=True)
+    session = Session(RaceCore(engine, launcher, plan.settings))
     app = StackraceApp(session, plan, list(choices.values()), show_picker=False)
     async with app.run_test(size=(160, 48)) as pilot:
         assert await wait_until(lambda: app.race is not None and len(app.race.panes) == 2, 10)
@@ -113,7 +119,7 @@ async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
             20,
         )
         assert ready, race.last_view
-        pids = [pid for h in launcher.handles for pid in h._running.all_pids()]
+        pids = [pid for h in launcher.handles if h.running for pid in h.running.all_pids()]
         assert pids
         await asyncio.sleep(2.0)  # c=1: the low-load baseline
         await pilot.press("plus", "plus")  # 1 -> 2 -> 5

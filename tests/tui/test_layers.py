@@ -8,7 +8,7 @@ import sys
 
 def test_session_ramp_and_synthetic_do_not_import_textual():
     code = (
-        "import sys, stackrace.session, stackrace.ramp, stackrace.tui.synthetic, "
+        "import sys, stackrace.race.session, stackrace.ramp, stackrace.race.demo, "
         "stackrace.tui.format, stackrace.tui.plot, stackrace.tui.args; "
         "sys.exit('textual' in sys.modules)"
     )

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from textual.widgets import RadioSet, SelectionList
 
-from stackrace.session import RacePlan, UrlTarget
+from stackrace.race.core import StackChoice
+from stackrace.race.demo import CATALOG as DEMO
+from stackrace.race.session import RacePlan
+from stackrace.race.urls import UrlTarget
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.picker import PickerScreen
-from stackrace.tui.synthetic import CATALOG, synthetic_session
-from tests.tui.conftest import SIZE
+from tests.tui.conftest import SIZE, synthetic_session
+
+# the demo's stacks plus one that is not installed, as a real catalog can have
+CATALOG = [
+    *DEMO,
+    StackChoice(
+        "php-fpm", "PHP-FPM + nginx", "prefork", available=False, reason="php-fpm8.2 not found"
+    ),
+]
 
 
 async def test_picker_defaults_greys_unavailable_and_starts_the_race():
@@ -37,7 +47,7 @@ async def test_picker_defaults_greys_unavailable_and_starts_the_race():
         assert app.race is not None
         plan = session.plan
         assert plan.stacks == ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "tornado")
-        assert plan.workload.name == "io" and plan.workload.io_delay_ms == 10
+        assert plan.settings.workload == "io" and plan.settings.io_ms == 10
         assert plan.rate == 10.0
 
 

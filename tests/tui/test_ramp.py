@@ -23,18 +23,22 @@ def step(
     level: int, rps: float, p99: int, mean: float | None = None, failed: int = 0
 ) -> StepResult:
     requests = int(rps * 2)
-    return StepResult(
-        level=level,
+    window = WindowStats(
         seconds=2.0,
+        sent=requests + failed,
         requests=requests,
-        attempts=requests + failed,
-        failed=failed,
+        ok=requests,
         rps=rps,
-        mean_us=mean if mean is not None else p99 / 2,
-        p50_us=p99 // 2,
-        p99_us=p99,
-        max_us=p99 * 2,
+        failures={"refused": failed} if failed else {},
+        latency=LatencySummary(
+            count=requests,
+            mean=mean if mean is not None else p99 / 2,
+            p50=p99 // 2,
+            p99=p99,
+            max=p99 * 2,
+        ),
     )
+    return StepResult(level, window)
 
 
 def test_healthy_stack_never_breaks():
@@ -61,7 +65,55 @@ def test_p99_ten_times_the_low_load_value_breaks():
 def test_flat_qps_with_rising_latency_breaks():
     steps = [step(1, 100, 10_000), step(2, 200, 10_000), step(5, 204, 30_000)]
     bp = find_breaking_point(steps)
-    assert bp is not None and (bp.level, bp.reason) == (5, "QPS flat")
+    assert bp is not None and bp.level == 5 and bp.reason == "QPS flat, latency ×3.0"
+    assert bp.kind == "queueing"  # no CPU figure: not known to be CPU-bound
+
+
+def test_flat_qps_at_full_cpu_is_saturated_not_queueing():
+    steps = [step(1, 100, 10_000), step(2, 200, 10_000), step(5, 204, 30_000)]
+    steps[-1] = StepResult(5, steps[-1].window, cpu_percent=97.0, cpu_capacity=100.0)
+    bp = find_breaking_point(steps)
+    assert bp is not None and bp.kind == "saturated" and "97% CPU" in bp.reason
+
+
+def test_clients_waiting_longer_than_the_level_count_as_failing():
+    # 90 answers in 2 s and nothing failed, but 900 clients have waited longer than the
+    # level itself: the queue is what broke, and the rule sees it
+    ok = step(1, 90, 11_000)
+    queued = step(100, 90, 1_100_000)
+    queued = StepResult(
+        100,
+        WindowStats(
+            seconds=2.0,
+            sent=180 + 900,
+            requests=180,
+            ok=180,
+            rps=90.0,
+            waiting=900,
+            stale=900,
+            latency=queued.window.latency,
+        ),
+    )
+    bp = find_breaking_point([ok, queued])
+    assert bp is not None and bp.level == 100 and bp.kind == "failing"
+    assert "900 waited" in bp.reason
+
+
+def test_abandoned_requests_never_count_against_the_server():
+    calm = step(1, 100, 10_000)
+    lowered = StepResult(
+        2,
+        WindowStats(
+            seconds=2.0,
+            sent=400 + 300,
+            requests=400,
+            ok=400,
+            rps=200.0,
+            failures={"abandoned": 300},
+            latency=calm.window.latency,
+        ),
+    )
+    assert find_breaking_point([calm, lowered]) is None
 
 
 def test_flat_qps_with_flat_latency_is_not_a_break():
@@ -71,7 +123,7 @@ def test_flat_qps_with_flat_latency_is_not_a_break():
 
 
 def test_short_levels_are_not_judged_and_order_is_by_level():
-    short = StepResult(50, 0.3, 5, 5, 5, 10, 1, 1, 1, 1)
+    short = StepResult(50, WindowStats(seconds=0.3, sent=5, requests=5, rps=10.0))
     steps = [step(10, 1000, 11_000), short, step(1, 100, 10_000)]
     assert find_breaking_point(steps) is None
     assert peak(steps).level == 10

@@ -15,10 +15,10 @@ import os
 import re
 from pathlib import Path
 
-from stackrace.session import RacePlan
+from stackrace.race.demo import CATALOG
+from stackrace.race.session import RacePlan
 from stackrace.tui.app import StackraceApp
-from stackrace.tui.synthetic import CATALOG, synthetic_session
-from tests.tui.conftest import SIZE, open_race, plan
+from tests.tui.conftest import SIZE, open_race, plan, synthetic_session
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("STACKRACE_UPDATE_SNAPSHOTS") == "1"

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from stackrace.engine.histogram import LatencyHistogram
-from stackrace.engine.model import LatencySummary
+from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.report import chart, gate, tables
 from stackrace.report.schema import (
     SCHEMA_VERSION,
@@ -33,17 +33,22 @@ def level(
     h = LatencyHistogram()
     h.record(p99 // 2, 98)
     h.record(p99, 2)
+    answered = int(rps * 5)
+    lost = sum(n for k, n in (failures or {}).items() if k not in ("http_status", "invalid_body"))
     return Level(
         concurrency=c,
         rate=None,
-        seconds=5.0,
-        requests=int(rps * 5),
-        ok=int(rps * 5),
-        rps=rps,
-        latency=LatencySummary(count=100, p50=p99 // 2, p90=p99 // 2, p99=p99, p999=p99, max=p99),
-        latency_uncorrected=None,
-        failures=failures or {},
-        status={},
+        window=WindowStats(
+            seconds=5.0,
+            sent=answered + lost,
+            requests=answered,
+            ok=answered,
+            rps=rps,
+            latency=LatencySummary(
+                count=100, p50=p99 // 2, p90=p99 // 2, p99=p99, p999=p99, max=p99
+            ),
+            failures=failures or {},
+        ),
         memory_before=Memory(rss=10 << 20, uss=8 << 20),
         memory_after=Memory(rss=12 << 20, uss=9 << 20),
         cpu_percent=95.0,

@@ -1,20 +1,30 @@
-"""`stackrace bench`: a headless comparison that ends with a table, files and a verdict."""
+"""`stackrace bench`: a headless comparison that ends with a table, files and a verdict.
+
+Its options are the race settings (race/settings.py declares each once, with its
+default and parser); a `--preset` supplies them, and options given override it.
+Ctrl-C or SIGTERM stops the run between requests: every level already measured is
+printed and written, and the run says it was interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import signal
 import sys
 from pathlib import Path
 
-from stackrace.benchrun import BenchPlan, run_bench
+import msgspec
+
 from stackrace.commands._common import load, resolve_all
 from stackrace.config import ConfigError
 from stackrace.presets import load_preset
+from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_bench
+from stackrace.race_settings import RaceSettings, add_options, given
 from stackrace.report import gate
 from stackrace.report.schema import BenchRun, loads
 from stackrace.report.write import print_run, write_outputs
-from stackrace.units import parse_duration
 from stackrace.workloads import WORKLOADS
 
 
@@ -24,25 +34,7 @@ def register(p: argparse.ArgumentParser) -> None:
         help="a stored scenario from presets/ (its settings are "
         "the defaults; options given here override them)",
     )
-    p.add_argument("--stacks", help="comma-separated stacks or variants")
-    p.add_argument("--workload", choices=sorted(WORKLOADS), default=None)
-    p.add_argument("--io-ms", type=int, default=None, help="delay of /io (default 10)")
-    p.add_argument("--queries", type=int, default=None, help="queries per /db request (10)")
-    p.add_argument("--concurrency", default=None, help="levels, e.g. 10,100,500")
-    p.add_argument("--duration", default=None, help="per level (default 10s)")
-    p.add_argument("--warmup", default=None, help="before each level (default 2s)")
-    p.add_argument("--rate", type=float, default=None, help="constant rate instead of levels")
-    p.add_argument(
-        "--requests",
-        type=int,
-        default=None,
-        help="end each level after this many requests, as ab -n",
-    )
-    p.add_argument("--isolation", choices=("auto", "rotate", "parallel"), default=None)
-    p.add_argument("--repeat", type=int, default=None, help="measure each level N times")
-    p.add_argument("--timeout", default=None, help="request timeout (default 10s)")
-    p.add_argument("--cpus", type=int, default=None, help="cores to give each stack")
-    p.add_argument("--memory-max", default=None, help="memory cap per stack, e.g. 128M")
+    add_options(p)
     p.add_argument("--json", dest="json_out", help="write the run (versioned schema) here")
     p.add_argument("--csv", dest="csv_out", help="write a CSV table here")
     p.add_argument("--markdown", dest="md_out", help="write a Markdown table here")
@@ -56,60 +48,40 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
+def _fail(message: str) -> None:
+    print(f"stackrace bench: {message}", file=sys.stderr)
+
+
+def build_settings(args: argparse.Namespace) -> RaceSettings | None:
+    base = RaceSettings()
+    if args.preset:
+        try:
+            base = load_preset(args.preset).settings
+        except ConfigError as exc:
+            _fail(str(exc))
+            return None
+    changes = given(args)
+    if "stacks" in changes:
+        changes["stacks"] = [s for ref in changes["stacks"] for s in ref.split(",") if s]
+    return msgspec.structs.replace(base, **changes)
+
+
 def build_plan(args: argparse.Namespace) -> BenchPlan | None:
+    settings = build_settings(args)
+    if settings is None:
+        return None
+    if not settings.stacks:
+        _fail("name the stacks (--stacks A,B) or a --preset")
+        return None
     stacks = load(args)
     if stacks is None:
         return None
-    preset = None
-    if args.preset:
-        try:
-            preset = load_preset(args.preset)
-        except ConfigError as exc:
-            print(f"stackrace bench: {exc}", file=sys.stderr)
-            return None
-
-    def pick(name: str, default: object) -> object:
-        given = getattr(args, name)
-        if given is not None:
-            return given
-        if preset is not None:
-            return getattr(preset, name)
-        return default
-
-    names = args.stacks.split(",") if args.stacks else (preset.stacks if preset else None)
-    if not names:
-        print("stackrace bench: name the stacks (--stacks A,B) or a --preset", file=sys.stderr)
-        return None
-    chosen = resolve_all([",".join(names)], stacks)
+    chosen = resolve_all([",".join(settings.stacks)], stacks, args.stacks_file or "stacks.toml")
     if chosen is None:
         return None
-    try:
-        conc = pick("concurrency", "10,100")
-        levels = [int(c) for c in conc.split(",")] if isinstance(conc, str) else list(conc)
-        plan = BenchPlan(
-            stacks=chosen,
-            workload=str(pick("workload", "hello")),
-            io_ms=int(pick("io_ms", 10)),
-            queries=int(pick("queries", 10)),
-            concurrency=levels,
-            duration=parse_duration(str(pick("duration", "10s"))),
-            warmup=parse_duration(str(pick("warmup", "2s"))),
-            rate=pick("rate", None),  # type: ignore[arg-type]
-            requests=pick("requests", None),  # type: ignore[arg-type]
-            isolation=str(pick("isolation", "auto")),
-            repeat=int(pick("repeat", 1)),
-            timeout=parse_duration(str(pick("timeout", "10s"))),
-            cpus=pick("cpus", None),  # type: ignore[arg-type]
-            memory_max=pick("memory_max", None),  # type: ignore[arg-type]
-            preset=args.preset,
-        )
-    except ValueError as exc:
-        print(f"stackrace bench: {exc}", file=sys.stderr)
-        return None
-    if any(c < 1 for c in plan.concurrency) or plan.repeat < 1:
-        print("stackrace bench: concurrency levels and --repeat must be >= 1", file=sys.stderr)
-        return None
-    return plan
+    return BenchPlan(
+        stacks=chosen, settings=settings, preset=args.preset, stacks_file=args.stacks_file
+    )
 
 
 def _progress(line: str) -> None:
@@ -127,29 +99,39 @@ def run(args: argparse.Namespace) -> int:
             baseline = loads(Path(args.baseline).read_bytes(), args.baseline)
             rules = gate.parse_rules(args.fail_on)
         except (OSError, ValueError) as exc:
-            print(f"stackrace bench: {exc}", file=sys.stderr)
+            _fail(str(exc))
             return 2
     db = None
-    if WORKLOADS[plan.workload].needs_db:
+    if WORKLOADS[plan.settings.workload].needs_db:
         from stackrace.commands.db_hook import open_for_workload
 
         opened = open_for_workload()
         if opened is None:
             return 2
         db, plan.db_env = opened
+    placement, why = plan_placement(plan.settings, len(plan.stacks))
+    recorder = BenchRecorder(plan, placement, why)
+    interrupted: str | None = None
     try:
-        result = asyncio.run(run_bench(plan, _progress))
-        verdict = None
-        if baseline is not None:
-            verdict = gate.judge(result, baseline, rules)
-            if verdict.uncertain:
-                result = asyncio.run(_remeasure(plan, result, verdict.uncertain))
-                verdict = gate.judge(result, baseline, rules)
+        interrupted = asyncio.run(_run_interruptible(plan, recorder))
     finally:
         if db is not None:
             db.close()
+    result = recorder.finish(interrupted)
+    verdict = None
+    if baseline is not None and interrupted is None:
+        verdict = gate.judge(result, baseline, rules)
+        if verdict.uncertain:
+            result = asyncio.run(_remeasure(plan, result, verdict.uncertain))
+            verdict = gate.judge(result, baseline, rules)
     print_run(result)
     write_outputs(result, args.json_out, args.csv_out, args.md_out, args.chart_out)
+    if interrupted:
+        print(
+            f"run interrupted ({interrupted}): the levels above were measured, the rest were not",
+            file=sys.stderr,
+        )
+        return 130
     failed = any(st.error for st in result.stacks)
     if verdict is not None:
         for line in verdict.failed:
@@ -162,6 +144,34 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+async def _run_interruptible(plan: BenchPlan, recorder: BenchRecorder) -> str | None:
+    """Run the bench; Ctrl-C or SIGTERM cancel it cleanly (stacks stopped, results kept)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    why: list[str] = []
+
+    def stop(name: str) -> None:
+        why.append(name)
+        task.cancel()
+
+    for sig, name in ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop, name)
+    try:
+        await run_bench(plan, _progress, recorder)
+    except asyncio.CancelledError:
+        if not why:
+            raise
+        task.uncancel()
+        return why[0]
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+    return None
+
+
 async def _remeasure(
     plan: BenchPlan, result: BenchRun, uncertain: list[tuple[str, int]]
 ) -> BenchRun:
@@ -172,9 +182,8 @@ async def _remeasure(
     by_name = {s.name: s for s in plan.stacks}
     for name, level in uncertain:
         _progress(f"{name} @ {level}: within the measured spread of the baseline; measuring again")
-        again = await run_bench(
-            replace(plan, stacks=[by_name[name]], concurrency=[level], repeat=3), _progress
-        )
+        settings = msgspec.structs.replace(plan.settings, concurrency=[level], repeat=3)
+        again = await run_bench(replace(plan, stacks=[by_name[name]], settings=settings), _progress)
         if not again.stacks or not again.stacks[0].levels:
             continue
         fresh = again.stacks[0].levels[0]

@@ -23,6 +23,7 @@ from stackrace.engine.model import (
 )
 from stackrace.engine.request import RequestError, parse_url
 from stackrace.netguard import RemoteTargetError, require_loopback
+from stackrace.race import accounting
 from stackrace.units import fmt_bytes, fmt_count, fmt_us, parse_duration
 
 
@@ -60,6 +61,12 @@ def register(p: argparse.ArgumentParser) -> None:
         "--expect-body",
         default=None,
         help="count a response whose body differs from this as invalid_body",
+    )
+    p.add_argument(
+        "--no-keepalive",
+        dest="keepalive",
+        action="store_false",
+        help="every request on a new connection (Connection: close), as ab without -k",
     )
     p.add_argument(
         "--allow-remote", action="store_true", help="allow a target that is not on this machine"
@@ -106,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             body=body,
             concurrency=args.concurrency,
             rate=args.rate,
+            keepalive=args.keepalive,
             check=BodyCheck(kind="exact", arg=args.expect_body) if args.expect_body else None,
         )
         require_loopback(parse_url(args.url).host, args.allow_remote)
@@ -174,14 +182,36 @@ async def _load(
     if args.hdr_out:
         Path(args.hdr_out).write_text(hist.encode_base64() + "\n")
     if args.json:
+        little = accounting.little_check(t.total, spec.concurrency) if not spec.rate else None
         out = {
             "url": spec.url,
             "concurrency": spec.concurrency,
             "rate": spec.rate,
+            "keepalive": spec.keepalive,
             "duration": duration,
             "warmup": warmup,
             "procs": procs,
+            # sent == requests (answered) + lost (failed, no answer) + waiting; the
+            # latencies are in microseconds (total.latency.unit)
             "total": t.total,
+            "accounting": {
+                "sent": t.total.sent,
+                "answered": t.total.requests,
+                "failed_no_answer": t.total.lost,
+                "waiting": t.total.waiting,
+                "oldest_wait_us": t.total.oldest_wait_us,
+            },
+            "little": None
+            if little is None
+            else {
+                "connections": little.connections,
+                "in_flight": little.in_flight,
+                "explained": little.explained,
+                "ok": little.ok,
+                "reason": little.reason,
+            },
+            "engine_share": accounting.engine_share(t.total),
+            "engine_limited": accounting.engine_limited(t.total, t.saturated),
             "engine": {
                 "cpu_percent": cpu,
                 "saturated_intervals": saturated,
@@ -204,7 +234,8 @@ def _progress(snap: EngineSnapshot, planned: float) -> None:
     fails = t.total.failed if not snap.warming else t.interval.failed
     line = (
         f"{phase}  {fmt_count(t.interval.rps):>6} req/s  p99 {fmt_us(t.interval.latency.p99):>8}"
-        f"  failures {fails}  conns {t.connections}  engine {snap.engine_cpu:3.0f}%"
+        f"  failures {fails}  waiting {t.interval.waiting}"
+        f"  conns {t.connections}  engine {snap.engine_cpu:3.0f}%"
         + ("  SATURATED" if snap.saturated else "")
     )
     sys.stderr.write("\r\033[K" + line)
@@ -223,6 +254,8 @@ def _summary(
     w = t.total
     lat = w.latency
     mode = f"{spec.rate:g} req/s constant rate" if spec.rate else "closed loop"
+    if not spec.keepalive:
+        mode += ", a new connection per request"
     print(f"stackrace load {spec.method} {spec.url}")
     print(
         f"  {spec.concurrency} connections, {mode}, {procs} engine process"
@@ -240,6 +273,28 @@ def _summary(
         row("Latency (uncorrected)", w.latency_uncorrected)
     print(f"  {w.requests} requests in {w.seconds:.2f}s, {fmt_bytes(w.bytes)} read")
     print(f"  Requests/sec: {w.rps:.2f}")
+    # every request sent is answered, failed or still waiting: say where each one is
+    print(
+        f"  Sent {w.sent}: {w.requests} answered, {w.lost} failed without an answer, "
+        f"{w.waiting} still waiting when the load stopped"
+        + (f" (oldest {fmt_us(w.oldest_wait_us)})" if w.waiting else "")
+    )
+    if w.waiting and w.oldest_wait_us >= 0.5 * w.seconds * 1e6:
+        print(
+            f"  ! {w.waiting} clients were still waiting at the end, the oldest for "
+            f"{fmt_us(w.oldest_wait_us)}: the server did not keep up with {spec.concurrency} "
+            "connections (their wait is in no latency figure above)"
+        )
+    if not spec.rate:
+        little = accounting.little_check(w, spec.concurrency)
+        if little is not None and not little.ok:
+            print(f"  ! {little.describe()}")
+    share = accounting.engine_share(w)
+    if accounting.engine_limited(w, t.saturated):
+        print(
+            f"  ! engine-limited: the engine's own delay is {share:.0%} of the mean latency "
+            f"(lag mean {fmt_us(w.lag.mean)}, p99 {fmt_us(w.lag.p99)}); use --procs or a free core"
+        )
     if w.late:
         print(f"  Late sends (every connection busy): {w.late}")
     if w.failures:

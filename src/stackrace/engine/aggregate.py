@@ -31,6 +31,8 @@ class WindowAccumulator:
         "failures",
         "hist",
         "hist_unc",
+        "inflight_n",
+        "inflight_sum",
         "lag",
         "last_done",
         "late",
@@ -67,6 +69,8 @@ class WindowAccumulator:
         self.late = 0
         self.budget_t0 = 0
         self.last_done = 0
+        self.inflight_sum = 0
+        self.inflight_n = 0  # samples per process, summed over processes
         self.failures: dict[str, int] = {}
         self.status: dict[int, int] = {}
         self.errors: dict[str, int] = {}
@@ -89,6 +93,8 @@ class WindowAccumulator:
             self.waiting += r.waiting
             self.unsent += r.unsent
             self.waiting_ages.add_sparse(r.waiting_ages)
+        self.inflight_sum += r.inflight_sum
+        self.inflight_n = max(self.inflight_n, r.inflight_samples)
         _add_counts(self.failures, r.failures)
         _add_counts(self.status, r.status)
         _add_counts(self.errors, r.errors)
@@ -114,6 +120,8 @@ class WindowAccumulator:
         self.ok += other.ok
         self.bytes += other.bytes
         self.late += other.late
+        self.inflight_sum += other.inflight_sum
+        self.inflight_n += other.inflight_n
         _add_counts(self.failures, other.failures)
         _add_counts(self.status, other.status)
         _add_counts(self.errors, other.errors)
@@ -162,6 +170,9 @@ class WindowAccumulator:
             lag=self.lag.summary(),
             engine_cpu=100.0 * self.cpu / secs if secs > 0 else 0.0,
             span_seconds=span,
+            # processes sample at the same pace: the sum over processes of each one's
+            # average is the target's average
+            in_flight=self.inflight_sum / self.inflight_n if self.inflight_n else 0.0,
         )
 
 

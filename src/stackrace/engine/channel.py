@@ -113,6 +113,10 @@ class TargetReport(msgspec.Struct):
     # failure (CLOCK_MONOTONIC, comparable across the driver's engine processes)
     budget_t0: int = 0
     last_done: int = 0
+    # requests in flight, sampled every 50 ms: their sum and the number of samples (the
+    # time-average is Little's L, to check req/s × mean latency against)
+    inflight_sum: int = 0
+    inflight_samples: int = 0
 
 
 class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):

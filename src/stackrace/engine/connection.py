@@ -71,6 +71,7 @@ class Connection(asyncio.Protocol):
         "fast",
         "head",
         "intended_ns",
+        "measure_connect",
         "parser",
         "quota",
         "retiring",
@@ -88,6 +89,9 @@ class Connection(asyncio.Protocol):
         self.start_ns = 0  # when the request now in flight was started (connect included)
         self.intended_ns = 0  # rate mode: when it should have been sent
         self.connect_ns = 0
+        # a replacement for a connection that closed: the delay before its connect is
+        # the engine's (a loop turn at least), and it is recorded as engine lag
+        self.measure_connect = False
         self.retiring = False
         # fast: closed loop, keep-alive, no budget, not paused, not retiring: send the
         # next request at once from the response callback.

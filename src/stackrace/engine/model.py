@@ -137,6 +137,8 @@ class WindowStats(msgspec.Struct):
     engine_cpu: float = 0.0  # percent of one core, the engine processes of this target
     # --requests (as ab -n): from the first send to the last answer, the time req/s uses
     span_seconds: float | None = None
+    # the time-average of requests in flight (sampled every 50 ms): Little's L
+    in_flight: float = 0.0
 
     @property
     def failed(self) -> int:

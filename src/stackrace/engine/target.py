@@ -105,6 +105,8 @@ class Target:
         self.counts = self.hist.counts  # the hot path writes these lists directly
         self.counts_unc = self.hist_unc.counts
         self.lag: dict[int, int] = {}  # engine lag samples of this target (µs, sparse)
+        self.inflight_sum = 0  # requests in flight, summed over samples (see sample_inflight)
+        self.inflight_samples = 0
         self.last_done = 0  # perf_counter_ns of the last answer or failure
 
         self.conns: set[Connection] = set()
@@ -137,6 +139,17 @@ class Target:
             conn.intended_ns = 0
             self.fail_count(ABANDONED)
             self.last_done = perf_counter_ns()
+
+    def sample_inflight(self) -> None:
+        """Count the requests in flight now (called every 50 ms, off the hot path)."""
+        n = 0
+        for conn in self.conns:
+            if conn.start_ns:
+                n += 1
+        if self.rate is not None and self._t0:
+            n += max(0, self._due(perf_counter_ns()) - self._sent)
+        self.inflight_sum += n
+        self.inflight_samples += 1
 
     def record_lag(self, us: int) -> None:
         i = index_of(us)
@@ -177,7 +190,10 @@ class Target:
             lag=_sparse(lag),
             budget_t0=self.budget_t0,
             last_done=self.last_done,
+            inflight_sum=self.inflight_sum,
+            inflight_samples=self.inflight_samples,
         )
+        self.inflight_sum = self.inflight_samples = 0
         self.sent = self.requests = self.bytes = self.late = 0
         self.failures = {}
         self.status = {}
@@ -425,7 +441,7 @@ class Target:
         if conn.retiring or self.removed:
             return
         if now and self._fast():
-            self._new_connection(now)
+            self._new_connection(now, replacing=True)
         else:
             fresh = self.conn_class(self)
             fresh.state = CLOSED
@@ -471,10 +487,13 @@ class Target:
 
     # --- connections ---------------------------------------------------------------
 
-    def _new_connection(self, start_ns: int, quota: int | None = None) -> None:
+    def _new_connection(
+        self, start_ns: int, quota: int | None = None, replacing: bool = False
+    ) -> None:
         conn = self.conn_class(self)
         conn.fast = self._fast()
         conn.quota = quota
+        conn.measure_connect = replacing
         self.conns.add(conn)
         conn.start_ns = start_ns
         if start_ns:
@@ -491,9 +510,11 @@ class Target:
         self._connecting[conn] = (task, conn.connect_ns)
 
     async def _open(self, conn: Connection) -> None:
-        # The engine's own delay: from deciding to connect to the connect call (a loop
-        # turn at least; longer when the loop is busy with other work).
-        self.record_lag((perf_counter_ns() - conn.connect_ns) // 1000)
+        # The engine's own delay: from deciding to replace a closed connection to the
+        # connect call (a loop turn at least; longer when the loop is busy). A burst of
+        # new connections (a level change) is not steady-state lag and is not recorded.
+        if conn.measure_connect:
+            self.record_lag((perf_counter_ns() - conn.connect_ns) // 1000)
         try:
             await self.loop.create_connection(lambda: conn, self.host, self.port)
         except asyncio.CancelledError:

@@ -48,6 +48,7 @@ _SWEEP_S = 0.1
 # waits before it runs: the rest of this loop turn and the I/O of the next, which is
 # what a response that has just arrived waits before the engine can act on it.
 _LAG_PROBE_S = 0.005
+_INFLIGHT_EVERY = 10  # probes between samples of the requests in flight (every 50 ms)
 
 
 def die_with_parent() -> None:
@@ -88,6 +89,7 @@ class EngineProcess:
         self._sweeper: asyncio.TimerHandle | None = None
         self.loop_lag: dict[int, int] = {}  # lag samples since the last report (µs, sparse)
         self._probe_at = 0
+        self._probes = 0
 
     def send(self, msg: Message) -> None:
         data = self.encoder.encode(msg) + b"\n"
@@ -111,6 +113,10 @@ class EngineProcess:
     def _probed(self) -> None:
         i = index_of((perf_counter_ns() - self._probe_at) // 1000)
         self.loop_lag[i] = self.loop_lag.get(i, 0) + 1
+        self._probes += 1
+        if self._probes % _INFLIGHT_EVERY == 0:
+            for t in self.targets.values():
+                t.sample_inflight()
         if not self.done.done():
             self.loop.call_later(_LAG_PROBE_S, self._probe)
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import msgspec
 
-from stackrace.engine.model import LatencySummary
+from stackrace.engine.model import LatencySummary, WindowStats
+from stackrace.race_settings import RaceSettings
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: every request accounted (window.sent/waiting), latency units named
 
 
 class Machine(msgspec.Struct, forbid_unknown_fields=True):
@@ -26,19 +27,13 @@ class Machine(msgspec.Struct, forbid_unknown_fields=True):
     stackrace: str
 
 
-class Settings(msgspec.Struct, forbid_unknown_fields=True):
-    stacks: list[str]
-    workload: str
-    path: str
-    concurrency: list[int]
-    duration: float
-    warmup: float
-    rate: float | None = None
-    isolation: str = "rotate"  # "rotate": one stack loaded at a time; "parallel": all at once
+class Settings(RaceSettings, forbid_unknown_fields=True, kw_only=True):
+    """The race settings as run, and what was decided when it ran."""
+
+    path: str = ""  # the path loaded on every stack
     isolation_reason: str = ""
-    timeout: float = 10.0
+    placement: str = ""  # where the stacks and the engines ran
     preset: str | None = None
-    repeat: int = 1
 
 
 class Memory(msgspec.Struct, forbid_unknown_fields=True):
@@ -46,37 +41,84 @@ class Memory(msgspec.Struct, forbid_unknown_fields=True):
     uss: int = 0
 
 
+class LittleLaw(msgspec.Struct, forbid_unknown_fields=True):
+    """Closed loop: C connections, L requests in flight on average (measured), and λW =
+    req/s × mean latency, what the answers explain (race/accounting.py)."""
+
+    connections: int
+    in_flight: float
+    explained: float
+    ok: bool
+    reason: str = ""
+
+
 class Level(msgspec.Struct, forbid_unknown_fields=True):
-    """One stack at one load level."""
+    """One stack at one load level.
+
+    `window` is the engine's accounting of the measured time: sent = requests (answered)
+    + failures without an answer + waiting; latencies in µs (`latency.unit`)."""
 
     concurrency: int
     rate: float | None
-    seconds: float
-    requests: int
-    ok: int
-    rps: float
-    latency: LatencySummary
-    latency_uncorrected: LatencySummary | None
-    failures: dict[str, int]
-    status: dict[int, int]
+    window: WindowStats
     memory_before: Memory
     memory_after: Memory
     cpu_percent: float  # the stack's whole process tree, percent of one core
-    engine_cpu: float
+    engine_cpu: float  # percent of one core, this stack's engine processes
     engine_saturated: bool
     hdr: str  # HdrHistogram V2 compressed, base64
     samples: list[float] = msgspec.field(default_factory=list)  # rps of each repeat
+    cpu_us_per_request: float | None = None  # the stack's CPU time per answered request
+    cpu_wait_percent: float = 0.0  # runnable but waiting for a core (starved of CPU)
+    engine_share: float = 0.0  # the engine's lag as a share of the mean latency
+    engine_limited: bool = False
+    little: LittleLaw | None = None  # None in rate mode or with too little to judge
+    db_down: bool = False  # the database was down during the level: not the stack's doing
+    keepalive: bool = True
+
+    # the figures every report reads, named as before
+    @property
+    def seconds(self) -> float:
+        return self.window.seconds
+
+    @property
+    def requests(self) -> int:
+        return self.window.requests
+
+    @property
+    def ok(self) -> int:
+        return self.window.ok
+
+    @property
+    def rps(self) -> float:
+        return self.window.rps
+
+    @property
+    def latency(self) -> LatencySummary:
+        return self.window.latency
+
+    @property
+    def latency_uncorrected(self) -> LatencySummary | None:
+        return self.window.latency_uncorrected
+
+    @property
+    def failures(self) -> dict[str, int]:
+        return self.window.failures
+
+    @property
+    def status(self) -> dict[int, int]:
+        return self.window.status
+
+    @property
+    def level(self) -> int:
+        return self.concurrency or int(self.rate or 0)
 
     @property
     def failure_rate(self) -> float:
-        failed = sum(self.failures.values())
-        total = (
-            self.requests
-            + failed
-            - self.failures.get("http_status", 0)
-            - self.failures.get("invalid_body", 0)
-        )
-        return failed / total if total else 0.0
+        """Failed (or stale: waiting longer than the level) among attempts (ramp.py)."""
+        from stackrace.ramp import step_result
+
+        return step_result(self.level, self.window).failure_ratio
 
 
 class StackResult(msgspec.Struct, forbid_unknown_fields=True):
@@ -85,9 +127,11 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     family: str
     version: str  # the server's version as installed
     levels: list[Level]
-    breaking_point: int | None = None  # concurrency of the first level past the limit
+    breaking_point: int | None = None  # level of the first verdict (see ramp.py)
+    breaking_kind: str = ""  # failing, queueing or saturated
     breaking_reason: str = ""
     error: str | None = None  # why the stack could not be measured (start-up failure…)
+    cpus: list[int] | None = None  # the cores it was pinned to
 
 
 class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
@@ -96,6 +140,8 @@ class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
     machine: Machine
     settings: Settings
     stacks: list[StackResult]
+    interrupted: str | None = None  # why the run stopped early (its levels are all here)
+    notes: list[str] = msgspec.field(default_factory=list)  # e.g. the database went down
 
 
 def dumps(run: BenchRun) -> bytes:

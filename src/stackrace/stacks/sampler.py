@@ -3,6 +3,12 @@
 RSS summed over processes counts shared pages (the code of forked workers) once per
 process; USS counts only what each process alone holds, and PSS shares the shared
 pages out, so USS and PSS sums do not double-count. All three are reported.
+
+CPU comes as a percentage of one core and as cumulative seconds (so a caller can divide
+by the requests served: CPU time per request, the fairest figure when stacks share
+cores), and `cpu_wait_percent` says how long the tree's processes were runnable but
+waiting for a core (the scheduler's run-queue time from /proc/PID/schedstat): a stack
+starved of CPU by its neighbours shows it there, not as a slow server.
 """
 
 from __future__ import annotations
@@ -24,6 +30,17 @@ class ResourceSample:
     cpu_percent: float  # of one core, summed over the tree
     processes: int
     threads: int
+    cpu_seconds: float = 0.0  # user + system since the sampler first saw each process
+    cpu_wait_percent: float = 0.0  # runnable but waiting for a core, % of one core
+
+
+def _runq_wait_ns(pid: int) -> int:
+    """Nanoseconds the process's main thread spent waiting on a run queue."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 class TreeSampler:
@@ -40,6 +57,9 @@ class TreeSampler:
         self._procs: dict[int, psutil.Process] = {}
         self._scanned_at: float | None = None
         self._cpu: dict[int, float] = {}
+        self._wait: dict[int, int] = {}
+        self._cpu_first: dict[int, float] = {}  # each process's CPU when first seen
+        self._cpu_gone = 0.0  # CPU of processes that have exited since
         self._last_t: float | None = None
         self.before: ResourceSample | None = None
         self.after: ResourceSample | None = None
@@ -72,7 +92,9 @@ class TreeSampler:
         now = time.monotonic()
         rss = uss = pss = threads = 0
         cpu_total = 0.0
+        wait_total = 0
         cpu_now: dict[int, float] = {}
+        wait_now: dict[int, int] = {}
         procs = self._tree(now)
         alive = 0
         for p in procs:
@@ -95,14 +117,29 @@ class TreeSampler:
             alive += 1
             used = times.user + times.system
             cpu_now[p.pid] = used
+            waited = _runq_wait_ns(p.pid)
+            wait_now[p.pid] = waited
             if p.pid in self._cpu:
                 cpu_total += max(0.0, used - self._cpu[p.pid])
-        cpu_percent = 0.0
+                wait_total += max(0, waited - self._wait.get(p.pid, waited))
+            else:
+                self._cpu_first.setdefault(p.pid, used)
+        for pid, last in self._cpu.items():
+            if pid not in cpu_now:
+                self._cpu_gone += last - self._cpu_first.pop(pid, last)
+        cpu_percent = wait_percent = 0.0
         if self._last_t is not None and now > self._last_t:
             cpu_percent = 100.0 * cpu_total / (now - self._last_t)
+            wait_percent = 100.0 * wait_total / 1e9 / (now - self._last_t)
         self._cpu = cpu_now
+        self._wait = wait_now
         self._last_t = now
-        s = ResourceSample(now, rss, uss, pss, cpu_percent, alive, threads)
+        cpu_seconds = self._cpu_gone + sum(
+            used - self._cpu_first.get(pid, used) for pid, used in cpu_now.items()
+        )
+        s = ResourceSample(
+            now, rss, uss, pss, cpu_percent, alive, threads, cpu_seconds, wait_percent
+        )
         self.latest = s
         return s
 

@@ -11,7 +11,8 @@ from typing import ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from stackrace.session import RacePlan, Session, StackChoice
+from stackrace.race.core import StackChoice
+from stackrace.race.session import RacePlan, Session
 from stackrace.tui.picker import PickerScreen
 from stackrace.tui.race import RaceScreen
 
@@ -89,7 +90,7 @@ class StackraceApp(App[int]):
 
 def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[StackChoice], bool]:
     """The session, first plan and picker catalog for these command-line arguments."""
-    from stackrace.session import UrlTarget, default_launcher
+    from stackrace.race.urls import UrlTarget
 
     urls = tuple(
         UrlTarget(url, pid)
@@ -101,17 +102,28 @@ def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[Sta
     )
     plan = RacePlan(urls=urls, concurrency=getattr(args, "concurrency", None) or 10)
     if getattr(args, "demo", False):
-        from stackrace.tui.synthetic import CATALOG, synthetic_session
+        from stackrace.race.demo import CATALOG, demo_session
 
-        return synthetic_session(), plan, list(CATALOG), True
+        return demo_session(), plan, list(CATALOG), True
 
+    from stackrace.config import ConfigError
     from stackrace.engine.client import Engine
     from stackrace.engine.model import EngineSettings
+    from stackrace.race.core import RaceCore
+    from stackrace.race.stacks import StacksSource
 
-    launcher = default_launcher(getattr(args, "stacks_file", None))
-    catalog = launcher.catalog() if launcher is not None else []
-    start_db = launcher.start_database if launcher is not None else None
-    session = Session(Engine(EngineSettings(interval=0.25)), launcher, start_db=start_db)
+    try:
+        source: StacksSource | None = StacksSource(getattr(args, "stacks_file", None))
+    except ConfigError:
+        # only reached with --url targets (commands/app.py refuses a broken file otherwise)
+        source = None
+    catalog = source.catalog() if source is not None else []
+    engine = Engine(
+        EngineSettings(interval=0.25, timeout=plan.settings.timeout),
+        per_target=True,
+        allow_remote=getattr(args, "allow_remote", False),
+    )
+    session = Session(RaceCore(engine, source, plan.settings))
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = bool(catalog) or not urls
     return session, plan, catalog, show_picker
@@ -122,6 +134,6 @@ def run_app(args: argparse.Namespace) -> int:
     drive = None
     if getattr(args, "demo", False):
         # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
-        drive = session.engine.step  # type: ignore[attr-defined]
+        drive = session.engine.step
     app = StackraceApp(session, plan, catalog, show_picker=show_picker, drive=drive)
     return app.run() or 0

@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Log
 
-from stackrace.session import SummaryRow
+from stackrace.race.session import SummaryRow
 from stackrace.tui.format import fmt_level, fmt_mb, fmt_us
 
 

@@ -25,6 +25,7 @@ FAILURE_LABELS: dict[str, str] = {
     "invalid_body": "bad body",
     "protocol": "protocol",
     "dropped": "dropped",
+    "abandoned": "abandoned",
     "other": "other",
 }
 assert set(FAILURE_LABELS) == set(FAILURE_KINDS)

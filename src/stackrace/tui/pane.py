@@ -15,7 +15,9 @@ from textual.containers import Vertical
 from textual.widgets import Digits, Sparkline, Static
 
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
-from stackrace.session import PaneView, StackState
+from stackrace.race.core import StackState
+from stackrace.race.session import PaneView
+from stackrace.ramp import VERDICT_KINDS
 from stackrace.tui.format import FAILURE_LABELS, fmt_lat, fmt_level, fmt_mb
 
 HISTORY = 60  # sparkline points: one minute, one per second
@@ -155,7 +157,7 @@ class StackPane(Vertical, can_focus=True):
         self._subtitle(_STATE_LABELS[view.state])
         for state in StackState:
             self._flag(f"-{state.value}", view.state == state)
-        self._flag("-broken", view.breaking is not None)
+        self._flag("-broken", view.verdict is not None)
         self._flag("-rate", rate_mode)
         t = view.target
         level = ""
@@ -166,12 +168,26 @@ class StackPane(Vertical, can_focus=True):
         if view.state == StackState.CRASHED:
             log = Text("\n".join(view.log_tail) or "(no log)", style="red")
             self._set("log", log, layout=True)
-        if view.breaking is not None:
+        v = view.verdict
+        for kind in VERDICT_KINDS:
+            self._flag(f"-{kind}", v is not None and v.kind == kind)
+        if v is not None:
+            self._set(
+                "breaking",
+                f"▲ {v.kind.upper()} at {fmt_level(v.level, rate_mode)}: {v.reason}",
+            )
+        elif view.breaking is not None:
             b = view.breaking
             self._set(
                 "breaking",
-                f"▲ BROKE at {fmt_level(b.level, rate_mode)}: {b.reason}, p99 {fmt_lat(b.p99_us)}",
+                f"broke first at {fmt_level(b.level, rate_mode)} ({b.kind}: {b.reason})",
             )
+        else:
+            self._set("breaking", "")
+        if view.engine_limited:
+            self._subtitle(f"ENGINE-LIMITED {view.engine_share:.0%}")
+        elif view.refused:
+            self._subtitle("REFUSED by the engine")
         if t is not None and new_interval:
             self._show_interval(t.interval)
         res = view.resources
@@ -189,7 +205,11 @@ class StackPane(Vertical, can_focus=True):
         self._set("memory", mem)
         cpu = Text(no_wrap=True)
         cpu.append("CPU ", style="dim")
-        cpu.append(f"{res.cpu:.0f}%" if res is not None else "–", style="bold")
+        cpu.append(f"{res.cpu_percent:.0f}%" if res is not None else "–", style="bold")
+        if view.cpu_us_per_request is not None:
+            cpu.append(f"  {view.cpu_us_per_request:,.0f} µs/req", style="")
+        if res is not None and res.cpu_wait_percent >= 5:
+            cpu.append(f"  waited {res.cpu_wait_percent:.0f}% for a core", style="bold yellow")
         if view.external and res is None:
             cpu.append("  (no pid: give --pid)", style="dim")
         self._set("cpu", cpu)
@@ -237,6 +257,10 @@ class StackPane(Vertical, can_focus=True):
             else:
                 line.append(f"{label} {total:,} ", style="")
         if not self.failures_seen:
-            line.append("none", style="green")
+            line.append("none", style="green" if not w.waiting else "")
+        if w.waiting:
+            line.append(f" waiting {w.waiting:,}", style="bold" if w.stale else "")
+            if w.oldest_wait_us:
+                line.append(f" (oldest {fmt_lat(w.oldest_wait_us)})", style="dim")
         self._flag("-failing", rising)
         self._set("failures", line)

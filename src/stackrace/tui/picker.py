@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import msgspec
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -22,8 +23,11 @@ from textual.widgets import (
 )
 from textual.widgets.selection_list import Selection
 
-from stackrace.session import WORKLOADS, RacePlan, StackChoice, UrlTarget, Workload
+from stackrace.race.core import StackChoice
+from stackrace.race.session import RacePlan
+from stackrace.race.urls import UrlTarget
 from stackrace.tui.slider import ConcurrencySlider
+from stackrace.workloads import WORKLOADS
 
 _WORKLOAD_HELP = {
     "hello": "plain text, no work: raw overhead",
@@ -78,14 +82,14 @@ class PickerScreen(Screen[RacePlan]):
                     for name in WORKLOADS:
                         yield RadioButton(
                             f"{name:<6} {_WORKLOAD_HELP[name]}",
-                            value=name == self.plan.workload.name,
+                            value=name == self.plan.settings.workload,
                             name=name,
                         )
                 with Horizontal(classes="inline"):
                     yield Label("io delay ms", classes="field")
-                    yield Input(str(self.plan.workload.io_delay_ms), id="io-delay", type="integer")
+                    yield Input(str(self.plan.settings.io_ms), id="io-delay", type="integer")
                     yield Label("db queries", classes="field")
-                    yield Input(str(self.plan.workload.db_queries), id="db-queries", type="integer")
+                    yield Input(str(self.plan.settings.queries), id="db-queries", type="integer")
                 yield Label("Mode", classes="section")
                 with RadioSet(id="mode"):
                     yield RadioButton(
@@ -125,10 +129,11 @@ class PickerScreen(Screen[RacePlan]):
             return
         workload_btn = self.query_one("#workload", RadioSet).pressed_button
         mode_btn = self.query_one("#mode", RadioSet).pressed_button
-        workload = Workload(
-            name=(workload_btn.name if workload_btn else None) or "hello",
-            io_delay_ms=_int(self.query_one("#io-delay", Input).value, 10),
-            db_queries=_int(self.query_one("#db-queries", Input).value, 1),
+        settings = msgspec.structs.replace(
+            self.plan.settings,
+            workload=(workload_btn.name if workload_btn else None) or "hello",
+            io_ms=_int(self.query_one("#io-delay", Input).value, self.plan.settings.io_ms),
+            queries=_int(self.query_one("#db-queries", Input).value, self.plan.settings.queries),
         )
         level = self.query_one("#start-level", ConcurrencySlider).value
         rate_mode = mode_btn is not None and mode_btn.name == "rate"
@@ -136,10 +141,9 @@ class PickerScreen(Screen[RacePlan]):
             RacePlan(
                 stacks=stacks,
                 urls=urls,
-                workload=workload,
+                settings=settings,
                 concurrency=level,
                 rate=float(level) if rate_mode else None,
-                rate_connections=self.plan.rate_connections,
             )
         )
 

@@ -16,7 +16,8 @@ from textual.containers import Grid, Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from stackrace.session import Session, SessionView, StackState
+from stackrace.race.core import StackState
+from stackrace.race.session import Session, SessionView
 from stackrace.tui.chart import PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import LogScreen, SummaryScreen
 from stackrace.tui.pane import StackPane
@@ -120,7 +121,7 @@ class RaceScreen(Screen[None]):
     def _show_controls(self, view: SessionView) -> None:
         rate_mode = view.rate is not None
         mode = "rate req/s" if rate_mode else "connections"
-        workload = self.session.plan.workload.label()
+        workload = self.session.plan.settings.label()
         self._put("mode-label", f"[b]{workload}[/b]\n[dim]{mode}[/]")
         slider = self.query_one("#level", ConcurrencySlider)
         level = round(view.rate) if rate_mode else view.concurrency

@@ -1,4 +1,4 @@
-"""`python -m stackrace.tui …`: the same as `stackrace …` with no subcommand."""
+"""`python -m stackrace …`: the same as the `stackrace` command."""
 
 from __future__ import annotations
 

@@ -1,0 +1,116 @@
+"""Checks that a window's figures add up, and whether the engine limited them.
+
+Pure functions of a `WindowStats` (and what was asked of the engine), shared by the
+app's panes and every bench report, so both flag the same things the same way.
+
+- **Little's law** (L = λW): the engine samples how many requests are in flight every
+  50 ms; their time-average is L, measured. The answers explain λW = req/s × mean
+  latency of them. A closed loop of C connections keeps L ≈ C. Two ways a window does
+  not add up, each flagged with its reason:
+    * λW far below L: the answers describe only some of the clients; the others waited
+      without an answer in the window (a queue still growing: the classic way a load
+      tester flatters a server that stopped answering). The waiting count says how many;
+    * L far below C: connections sat idle instead of carrying requests (they spent the
+      window failing to connect, the engine could not keep up, or a budget ran out).
+- **Engine share**: the engine's own delay (its event loop's lag, sampled) against the
+  latency it measured. Above `ENGINE_LIMITED` the figures are partly the engine's, and
+  the stack is marked engine-limited by that share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stackrace.engine.model import ABANDONED, RESPONSE_FAILURES, WindowStats
+
+# λW within this factor of L (and L of C), or the window is flagged. Generous: a window
+# of a few seconds at high latency has edge effects (requests that straddle its ends).
+LITTLE_LOW = 0.8
+LITTLE_HIGH = 1.25
+# The engine's lag above this share of the mean latency: engine-limited.
+ENGINE_LIMITED = 0.2
+# Below this much lag the engine is never the story (a loop turn costs a few µs).
+ENGINE_LAG_FLOOR_US = 200
+
+
+@dataclass(frozen=True)
+class LittleCheck:
+    """C connections asked; L requests in flight on average; λW explained by answers."""
+
+    connections: int
+    in_flight: float  # L, measured
+    explained: float  # λW = req/s × mean latency
+    ok: bool
+    reason: str = ""
+
+    @property
+    def accounted(self) -> float:
+        return self.explained
+
+    def describe(self) -> str:
+        if self.ok:
+            return ""
+        return (
+            f"Little's law does not add up: {self.connections:,} connections, "
+            f"{self.in_flight:,.0f} requests in flight on average, answers explain "
+            f"{self.explained:,.0f} ({self.reason})"
+        )
+
+
+def no_answer_failures(window: WindowStats) -> int:
+    """Failures without a response that the server is to blame for (not `abandoned`)."""
+    return sum(
+        n for k, n in window.failures.items() if k not in RESPONSE_FAILURES and k != ABANDONED
+    )
+
+
+def little_check(window: WindowStats, connections: int, budget: bool = False) -> LittleCheck | None:
+    """Check a closed-loop window (None in rate mode, or with too little to judge)."""
+    if connections <= 0 or window.seconds < 0.5 or window.requests + window.waiting < 5:
+        return None
+    timed = window.span_seconds or window.seconds
+    explained = window.requests / timed * window.latency.mean / 1e6
+    L = window.in_flight
+    if L <= 0:
+        return None
+    reason = ""
+    if explained < LITTLE_LOW * L:
+        reason = (
+            f"the other {L - explained:,.0f} waited without an answer: "
+            f"{window.waiting:,} still waiting at the end"
+            + (f", the oldest for {window.oldest_wait_us / 1e6:.1f}s" if window.waiting else "")
+        )
+    elif explained > LITTLE_HIGH * L:
+        reason = (
+            f"{window.carried_in:,} requests were already waiting when the window began and "
+            "their whole wait counts in its latency"
+        )
+    elif not budget and LITTLE_LOW * connections > L:
+        reason = _idle_reason(window)
+    return LittleCheck(connections, L, explained, not reason, reason)
+
+
+def _idle_reason(window: WindowStats) -> str:
+    lost = no_answer_failures(window)
+    if lost and lost >= 0.1 * (window.requests + lost):
+        return f"connections sat idle: they spent the window failing ({lost:,} got no answer)"
+    if engine_share(window) >= ENGINE_LIMITED:
+        return "connections sat idle: the engine could not keep them busy (engine-limited)"
+    if window.failures.get(ABANDONED):
+        return "connections sat idle: the engine retired them when the load changed"
+    return "connections sat idle between requests (reconnects, or the engine was late)"
+
+
+def engine_share(window: WindowStats) -> float:
+    """The engine's mean lag as a share of the mean latency (0 when not measurable)."""
+    lag = window.lag
+    lat = window.latency
+    if lag.count == 0 or lat.count == 0 or lat.mean <= 0:
+        return 0.0
+    if lag.mean < ENGINE_LAG_FLOOR_US:
+        return 0.0
+    return min(1.0, lag.mean / lat.mean)
+
+
+def engine_limited(window: WindowStats, saturated: bool = False) -> bool:
+    return saturated or engine_share(window) >= ENGINE_LIMITED

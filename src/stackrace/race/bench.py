@@ -1,0 +1,522 @@
+"""`stackrace bench` without the printing: the race core driven by a plan.
+
+    run = await run_bench(BenchPlan(stacks, settings), progress=print)
+
+The stacks are raced exactly as the app races them (race/core.py: per-stack engine
+processes, the same placement), level by level:
+
+- closed loop: set the concurrency, warm up (time, then optionally a number of answered
+  requests), restart the totals on an interval boundary, measure `duration`;
+- `--requests N` (as ab -n): warm up, drain until nothing is in flight, then send
+  exactly N spread over the connections and wait until every one was answered or failed
+  (each is bounded by the request timeout, never by `duration`); req/s is timed from the
+  first send to the last answer;
+- `--rate R`: one level at R req/s per stack.
+
+Each level keeps the engine's complete accounting (answered, failed by kind, waiting),
+the Little's-law check, the engine's share of the latency, the stack's CPU (and CPU
+time per request), memory before and after, and whether the database was down. A stack
+that crashes ends its levels at once. Results are collected as they are measured, so
+an interrupted run keeps every finished level (`BenchRecorder`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+import psutil
+
+from stackrace import __version__
+from stackrace.config import Stack, placeholders, render
+from stackrace.engine.client import Engine
+from stackrace.engine.model import EngineSettings, WindowStats
+from stackrace.race import accounting
+from stackrace.race.core import Member, RaceCore, StackState
+from stackrace.race.placement import Placement, choose_isolation, place
+from stackrace.race_settings import RaceSettings
+from stackrace.race.stacks import StacksSource
+from stackrace.ramp import find_breaking_point, step_result
+from stackrace.report.schema import (
+    SCHEMA_VERSION,
+    BenchRun,
+    Level,
+    LittleLaw,
+    Machine,
+    Memory,
+    Settings,
+    StackResult,
+)
+from stackrace.stacks.sampler import ResourceSample
+
+Progress = Callable[[str], None]
+# A database watcher: is it up now, and was it down at any time since `since`?
+DbDown = Callable[[float], bool]
+
+
+@dataclass
+class BenchPlan:
+    stacks: list[Stack]
+    settings: RaceSettings
+    preset: str | None = None
+    db_env: dict[str, str] = field(default_factory=dict)
+    db_down: DbDown | None = None  # set when the workload uses a database
+    stacks_file: str | None = None
+
+
+def machine_info() -> Machine:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    os_name = platform.platform()
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                os_name = line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return Machine(
+        hostname=socket.gethostname(),
+        cpu_model=model,
+        cores=len(os.sched_getaffinity(0)),
+        memory_bytes=psutil.virtual_memory().total,
+        kernel=platform.release(),
+        os=os_name,
+        python=platform.python_version(),
+        stackrace=__version__,
+    )
+
+
+def server_version(stack: Stack) -> str:
+    if not stack.spec.version:
+        return ""
+    values = placeholders(stack, 0, Path("/tmp"))
+    try:
+        out = subprocess.run(
+            [render(a, values) for a in stack.spec.version],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return ""
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0][:80] if text else ""
+
+
+def plan_placement(settings: RaceSettings, n_stacks: int) -> tuple[Placement, str]:
+    cores = sorted(os.sched_getaffinity(0))
+    isolation, why = choose_isolation(settings.isolation, n_stacks, settings.cpus, len(cores))
+    return place(isolation, n_stacks, settings.cpus, cores), why
+
+
+class BenchRecorder:
+    """The run being measured: complete up to the last finished level at any moment."""
+
+    def __init__(self, plan: BenchPlan, placement: Placement, why: str) -> None:
+        s = plan.settings
+        self.run = BenchRun(
+            schema=SCHEMA_VERSION,
+            started=datetime.now(UTC).isoformat(timespec="seconds"),
+            machine=machine_info(),
+            settings=Settings(
+                **msgspec.structs.asdict(s),
+                path=s.path,
+                isolation_reason=why,
+                placement=placement.note,
+                preset=plan.preset,
+            ),
+            stacks=[],
+        )
+        self.run.settings.isolation = placement.isolation
+        self.by_name: dict[str, StackResult] = {}
+
+    def stack(self, stack: Stack, cpus: list[int] | None) -> StackResult:
+        result = StackResult(
+            name=stack.name,
+            title=stack.title,
+            family=stack.spec.family,
+            version=server_version(stack),
+            levels=[],
+            cpus=cpus,
+        )
+        self.by_name[stack.name] = result
+        self.run.stacks.append(result)
+        return result
+
+    def finish(self, interrupted: str | None = None) -> BenchRun:
+        self.run.stacks = [judge(st) for st in self.run.stacks]
+        self.run.interrupted = interrupted
+        return self.run
+
+
+def judge(result: StackResult) -> StackResult:
+    """Apply the breaking-point rule (stackrace.ramp, shared with the app) to the levels."""
+    steps = [
+        step_result(lv.level, lv.window, lv.cpu_percent, None)
+        for lv in result.levels
+        if not lv.db_down
+    ]
+    bp = find_breaking_point(steps)
+    if bp is None:
+        return msgspec.structs.replace(
+            result, breaking_point=None, breaking_kind="", breaking_reason=""
+        )
+    return msgspec.structs.replace(
+        result, breaking_point=bp.level, breaking_kind=bp.kind, breaking_reason=bp.reason
+    )
+
+
+class _Acc:
+    """One level of one stack across repeats."""
+
+    def __init__(self) -> None:
+        self.windows: list[WindowStats] = []
+        self.hist = None
+        self.cpu: list[float] = []
+        self.cpu_us: list[float] = []
+        self.wait: list[float] = []
+        self.engine_cpu: list[float] = []
+        self.saturated = False
+        self.db_down = False
+
+
+def merge_windows(windows: list[WindowStats]) -> WindowStats:
+    """Repeats of a level as one window: counts add, gauges are the last repeat's."""
+    if len(windows) == 1:
+        return windows[0]
+    out = msgspec.structs.replace(windows[-1])
+    out.seconds = sum(w.seconds for w in windows)
+    out.sent = sum(w.sent for w in windows)
+    out.carried_in = sum(w.carried_in for w in windows)
+    out.requests = sum(w.requests for w in windows)
+    out.ok = sum(w.ok for w in windows)
+    out.bytes = sum(w.bytes for w in windows)
+    out.late = sum(w.late for w in windows)
+    failures: dict[str, int] = {}
+    status: dict[int, int] = {}
+    for w in windows:
+        for k, n in w.failures.items():
+            failures[k] = failures.get(k, 0) + n
+        for c, n in w.status.items():
+            status[c] = status.get(c, 0) + n
+    out.failures = failures
+    out.status = status
+    # waiting of the earlier repeats was answered (or failed) in the later ones
+    out.sent -= sum(w.waiting for w in windows[:-1])
+    spans = [w.span_seconds for w in windows if w.span_seconds]
+    out.span_seconds = sum(spans) if spans else None
+    timed = out.span_seconds or out.seconds
+    out.rps = out.requests / timed if timed else 0.0
+    return out
+
+
+class LevelRunner:
+    """Measures levels of the members it is given, on one RaceCore."""
+
+    def __init__(self, core: RaceCore, plan: BenchPlan, progress: Progress) -> None:
+        self.core = core
+        self.plan = plan
+        self.s = plan.settings
+        self.progress = progress
+
+    async def next_interval(self) -> None:
+        """Wait for the engine's next snapshot (a fresh interval boundary)."""
+        engine = self.core.engine
+        seen = engine.latest.seq if engine.latest else -1
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end:
+            await asyncio.sleep(0.01)
+            if engine.latest is not None and engine.latest.seq != seen:
+                return
+
+    def _crashed(self, ids: list[str]) -> list[str]:
+        return [
+            i
+            for i in ids
+            if self.core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED)
+        ]
+
+    async def _set_level(self, ids: list[str], level: int) -> None:
+        if self.s.rate is not None:
+            await self.core.set_rate(float(level), ids)
+        else:
+            await self.core.set_concurrency(level, ids)
+
+    async def _warm(self, ids: list[str]) -> None:
+        await asyncio.sleep(0.3)  # connections open, retired ones drain
+        if self.s.warmup > 0:
+            await asyncio.sleep(self.s.warmup)
+        if self.s.warmup_requests > 0:
+            # a JIT warms with requests, not seconds: go on until each stack has
+            # answered this many (bounded: a stack too slow for it stops at the timeout)
+            self.core.reset_totals(0.0, ids)
+            await self.next_interval()
+            end = time.monotonic() + max(60.0, self.s.timeout * 6)
+            while time.monotonic() < end:
+                await asyncio.sleep(self.core.interval)
+                if all(
+                    (t := self.core.target(i)) is None or t.total.requests >= self.s.warmup_requests
+                    for i in ids
+                ):
+                    break
+                if self._crashed(ids):
+                    return
+
+    async def _drain(self, ids: list[str]) -> None:
+        """Stop sending and wait until nothing is in flight (at most the timeout)."""
+        await self.core.set_budget(0, ids)
+        end = time.monotonic() + self.s.timeout + 1.0
+        while time.monotonic() < end:
+            await self.next_interval()
+            if all((t := self.core.target(i)) is None or t.interval.waiting == 0 for i in ids):
+                return
+
+    async def _measure_budget(self, ids: list[str]) -> None:
+        await self._drain(ids)
+        await self.next_interval()
+        self.core.reset_totals(0.0, ids)
+        n = self.s.requests or 0
+        await self.core.set_budget(n, ids)
+        # Every request ends within the timeout, so this ends; a stall longer than the
+        # timeout (nothing answered, nothing failed) ends it too, with the rest waiting.
+        last_progress = time.monotonic()
+        done_before = -1
+        while True:
+            await asyncio.sleep(self.core.interval)
+            snaps = [self.core.target(i) for i in ids]
+            done = sum(t.total.attempts for t in snaps if t is not None)
+            if all(t is None or (t.total.attempts >= n and t.total.waiting == 0) for t in snaps):
+                break
+            if done != done_before:
+                done_before, last_progress = done, time.monotonic()
+            elif time.monotonic() - last_progress > self.s.timeout + 2.0:
+                self.progress("  no answer or failure for longer than the timeout: level ends")
+                break
+            if self._crashed(ids):
+                break
+        await self.next_interval()  # the last answers reach the totals
+        await self.core.set_budget(None, ids)
+
+    async def _measure_time(self, ids: list[str]) -> None:
+        await self.next_interval()
+        self.core.reset_totals(0.0, ids)
+        end = time.monotonic() + self.s.duration
+        while time.monotonic() < end:
+            await asyncio.sleep(min(self.core.interval, max(0.0, end - time.monotonic())))
+            if self._crashed(ids):
+                break
+        await self.next_interval()  # the last interval reaches the totals
+
+    async def level(self, ids: list[str], level: int) -> dict[str, Level]:
+        accs = {i: _Acc() for i in ids}
+        before = {i: self.core.sample_now(i) for i in ids}
+        for _ in range(self.s.repeat):
+            live = [i for i in ids if i not in self._crashed(ids)]
+            if not live:
+                break
+            await self._set_level(live, level)
+            await self._warm(live)
+            started = time.monotonic()
+            if self.s.requests and self.s.rate is None:
+                await self._measure_budget(live)
+            else:
+                await self._measure_time(live)
+            snap = self.core.engine.latest
+            down = self.plan.db_down is not None and self.plan.db_down(started)
+            for i in live:
+                t = self.core.target(i)
+                if t is None:
+                    continue
+                a = accs[i]
+                a.windows.append(t.total)
+                h = self.core.engine.total_histogram(i)
+                if a.hist is None:
+                    a.hist = h
+                else:
+                    a.hist.add(h)
+                res = self.core.sample_now(i)
+                if res is not None:
+                    a.cpu.append(res.cpu_percent)
+                    a.wait.append(res.cpu_wait_percent)
+                per = self.core.cpu_per_request_us(i, t.total.requests)
+                if per is not None:
+                    a.cpu_us.append(per)
+                a.engine_cpu.append(t.total.engine_cpu)
+                a.saturated |= t.saturated or bool(snap and snap.saturated and snap.procs == 1)
+                a.db_down |= down
+        out: dict[str, Level] = {}
+        for i in ids:
+            a = accs[i]
+            if not a.windows:
+                continue
+            window = merge_windows(a.windows)
+            after = self.core.members[i].resources or before[i]
+            out[i] = self._level(level, window, a, before[i], after)
+        return out
+
+    def _level(
+        self,
+        level: int,
+        window: WindowStats,
+        a: _Acc,
+        before: ResourceSample | None,
+        after: ResourceSample | None,
+    ) -> Level:
+        s = self.s
+        rate_mode = s.rate is not None
+        check = None
+        if not rate_mode:
+            check = accounting.little_check(window, level, budget=bool(s.requests))
+        share = accounting.engine_share(window)
+        return Level(
+            concurrency=0 if rate_mode else level,
+            rate=float(level) if rate_mode else None,
+            window=window,
+            memory_before=Memory(rss=before.rss, uss=before.uss) if before else Memory(),
+            memory_after=Memory(rss=after.rss, uss=after.uss) if after else Memory(),
+            cpu_percent=statistics.median(a.cpu) if a.cpu else 0.0,
+            engine_cpu=statistics.median(a.engine_cpu) if a.engine_cpu else 0.0,
+            engine_saturated=a.saturated,
+            hdr=a.hist.encode_base64() if a.hist is not None else "",
+            samples=[w.rps for w in a.windows],
+            cpu_us_per_request=statistics.median(a.cpu_us) if a.cpu_us else None,
+            cpu_wait_percent=statistics.median(a.wait) if a.wait else 0.0,
+            engine_share=share,
+            engine_limited=a.saturated or share >= accounting.ENGINE_LIMITED,
+            little=LittleLaw(
+                check.connections, check.in_flight, check.explained, check.ok, check.reason
+            )
+            if check
+            else None,
+            db_down=a.db_down,
+            keepalive=s.keepalive,
+        )
+
+
+def describe(name: str, lv: Level, rate_mode: bool) -> str:
+    """One progress line per level: the accounting in full."""
+    w = lv.window
+    fails = sum(n for k, n in w.failures.items())
+    line = (
+        f"  {name:<28} {'rate' if rate_mode else 'c'}={lv.level:<6} "
+        f"{lv.rps:>9,.0f} req/s  p99 {lv.latency.p99 / 1000:8.2f} ms  "
+        f"sent {w.sent:,} = {w.requests:,} answered + {w.lost:,} failed + {w.waiting:,} waiting"
+    )
+    if fails:
+        line += f"  failures {fails:,}"
+    if lv.little is not None and not lv.little.ok:
+        line += f"  [Little: {lv.little.reason}]"
+    if lv.engine_limited:
+        line += f"  [engine-limited {lv.engine_share:.0%}]"
+    if lv.db_down:
+        line += "  [DATABASE DOWN]"
+    return line
+
+
+async def run_bench(
+    plan: BenchPlan,
+    progress: Progress = lambda s: None,
+    recorder: BenchRecorder | None = None,
+) -> BenchRun:
+    """Run the plan; results go into `recorder` level by level (pass one to keep them if
+    the run is cancelled)."""
+    s = plan.settings
+    placement, why = plan_placement(s, len(plan.stacks))
+    rec = recorder or BenchRecorder(plan, placement, why)
+    progress(f"isolation: {placement.isolation} ({why}); {placement.note}")
+    engine = Engine(
+        # with a request budget a level lasts a second or two: short intervals keep the
+        # level's edges sharp
+        EngineSettings(timeout=s.timeout, interval=0.05 if s.requests else 0.25),
+        per_target=True,
+    )
+    source = StacksSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
+    source.use_database(plan.db_env)
+    core = RaceCore(engine, source, s, interval=engine.settings.interval)
+    core.concurrency = 0
+    runner = LevelRunner(core, plan, progress)
+    await core.start([], placement=placement)
+    try:
+        groups = (
+            [[k] for k in range(len(plan.stacks))]
+            if placement.isolation == "rotate"
+            else [list(range(len(plan.stacks)))]
+        )
+        for group in groups:
+            ids = _start_group(core, source, rec, plan, placement, group, progress)
+            timeout = max([120.0, *(plan.stacks[k].spec.ready_timeout + 5 for k in group)])
+            await core.wait_ready(ids, timeout=timeout)
+            running = []
+            for i in ids:
+                m = core.members[i]
+                if m.attached:
+                    running.append(i)
+                    continue
+                why = m.refused or getattr(m.handle, "error", None) or "did not start in time"
+                rec.by_name[i].error = why.split("\n")[0]
+                progress(f"✗ {i}: {why}")
+                await core.stop_member(i)
+            for level in s.levels:
+                if not running:
+                    break
+                got = await runner.level(running, level)
+                for i in list(running):
+                    lv = got.get(i)
+                    if lv is not None:
+                        rec.by_name[i].levels.append(lv)
+                        progress(describe(i, lv, s.rate is not None))
+                    if core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
+                        tail = "\n".join(core.members[i].handle.log_tail(12))
+                        rec.by_name[i].error = f"crashed during level {level}"
+                        progress(f"✗ {i}: crashed during level {level}\n{tail}")
+                        running.remove(i)
+                    elif lv is not None and lv.requests == 0 and level != s.levels[-1]:
+                        progress(f"  {i}: no responses at {level}; skipping higher levels")
+                        running.remove(i)
+            for i in ids:
+                await core.stop_member(i)
+    finally:
+        await core.stop()
+    return rec.finish()
+
+
+def _start_group(
+    core: RaceCore,
+    source: StacksSource,
+    rec: BenchRecorder,
+    plan: BenchPlan,
+    placement: Placement,
+    group: list[int],
+    progress: Progress,
+) -> list[str]:
+    """Launch the stacks of one group (all of them, or one when rotating)."""
+    ids = []
+    for k in group:
+        stack = plan.stacks[k]
+        if stack.name in rec.by_name:
+            progress(f"{stack.name}: named twice; measured once")
+            continue
+        cpus = placement.stack_cpus[k]
+        rec.stack(stack, cpus)
+        progress(f"{stack.name}: starting")
+        handle = source.start_stack(stack, cpus)
+        core.members[handle.id] = Member(handle, stack_cpus=cpus, engine_cpus=placement.engine_cpus)
+        ids.append(handle.id)
+    return ids

@@ -1,0 +1,352 @@
+"""The race core: stacks up, sampled, loaded by the engine — what the app and bench drive.
+
+    core = RaceCore(engine, source, settings)
+    await core.start(["uvicorn", "gunicorn-sync"], urls=[], placement=placement)
+    await core.poll()                        # ~4x/s: readiness, targets, resources
+    await core.set_concurrency(200)          # every attached stack at once, live
+    core.target("uvicorn")                   # the engine's latest TargetSnapshot
+    await core.stop()
+
+Bench is the core driven by a plan (race/bench.py); the app's `Session` is the core
+driven by the user (race/session.py). Each member is a stack stackrace launched, or a
+URL it did not: both are a `MemberHandle`, and both get an engine target of their own
+once they are ready (per-target engine processes, placed by `placement.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from stackrace.engine.histogram import LatencyHistogram
+from stackrace.engine.model import BodyCheck, EngineSnapshot, TargetSnapshot, TargetSpec
+from stackrace.race.placement import Placement
+from stackrace.race_settings import RaceSettings
+from stackrace.stacks.sampler import ResourceSample
+from stackrace.workloads import WORKLOADS
+
+SAMPLE_EVERY = 1.0  # seconds between resource samples of one member (smaps reads cost)
+
+
+class StackState(StrEnum):
+    STARTING = "starting"
+    WARMING = "warming"
+    READY = "ready"
+    CRASHED = "crashed"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class StackChoice:
+    """One stack the picker offers."""
+
+    id: str
+    name: str
+    family: str
+    available: bool = True
+    reason: str = ""  # why it is not available
+    default: bool = False
+    description: str = ""
+    workers: int = 1
+    threads: int = 1
+
+
+class MemberHandle(Protocol):
+    """One raced server, as the core sees it."""
+
+    id: str
+    name: str
+    family: str
+    external: bool  # not started by stackrace (a --url target)
+
+    @property
+    def state(self) -> StackState: ...
+    @property
+    def base_url(self) -> str: ...
+    def log_tail(self, lines: int = 20) -> list[str]: ...
+    def sample(self) -> ResourceSample | None: ...
+    async def stop(self) -> None: ...
+
+
+class StackSource(Protocol):
+    """What starts stacks: stacks.toml and the launcher (race/stacks.py), or the demo."""
+
+    def catalog(self) -> list[StackChoice]: ...
+    def start(self, stack_id: str, cpus: list[int] | None) -> MemberHandle: ...
+    async def start_database(self) -> None: ...
+    async def close(self) -> None: ...
+
+
+class LoadEngine(Protocol):
+    """The part of `stackrace.engine.client.Engine` the core drives."""
+
+    latest: EngineSnapshot | None
+    errors: list[str]
+
+    async def start(self) -> None: ...
+    async def stop(self) -> EngineSnapshot | None: ...
+    async def add_target(
+        self, spec: TargetSpec, cpus: Sequence[int] | None = None, procs: int | None = None
+    ) -> None: ...
+    async def remove_target(self, target_id: str) -> None: ...
+    async def set_concurrency(self, n: int, target_id: str | None = None) -> None: ...
+    async def set_rate(self, rate: float | None, target_id: str | None = None) -> None: ...
+    async def set_budget(self, n: int | None, target_id: str | None = None) -> None: ...
+    def reset_totals(self, warmup: float = 0.0, target_id: str | None = None) -> None: ...
+    def total_histogram(self, target_id: str, uncorrected: bool = False) -> LatencyHistogram: ...
+    def total_percentiles(
+        self, target_id: str, points: Sequence[float], uncorrected: bool = False
+    ) -> list[int]: ...
+
+
+@dataclass
+class Member:
+    handle: MemberHandle
+    stack_cpus: list[int] | None = None
+    engine_cpus: list[int] | None = None
+    attached: bool = False  # its engine target exists
+    refused: str | None = None  # the engine would not load it: why
+    url: str = ""
+    check: BodyCheck | None = None
+    baseline: ResourceSample | None = None  # before any load
+    resources: ResourceSample | None = None
+    mem_peak: int = 0
+    sampled_at: float = 0.0
+    level_mark: ResourceSample | None = None  # at the start of the current level
+
+    @property
+    def id(self) -> str:
+        return self.handle.id
+
+
+@dataclass
+class RaceCore:
+    engine: LoadEngine
+    source: StackSource | None
+    settings: RaceSettings = field(default_factory=RaceSettings)
+    clock: Callable[[], float] = time.monotonic
+    sample_every: float = SAMPLE_EVERY
+    interval: float = 0.25  # the engine's report interval
+    members: dict[str, Member] = field(default_factory=dict)
+    placement: Placement | None = None
+    concurrency: int = 10
+    rate: float | None = None
+    errors: list[str] = field(default_factory=list)
+    _engine_started: bool = False
+    _cores: int = 1
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    async def start(
+        self,
+        stack_ids: Sequence[str],
+        urls: Sequence[MemberHandle] = (),
+        placement: Placement | None = None,
+    ) -> None:
+        """Start the engine, every stack (in the background) and the URL targets."""
+        import os
+
+        self.placement = placement
+        self._cores = len(os.sched_getaffinity(0))
+        if WORKLOADS[self.settings.workload].needs_db and self.source is not None:
+            await self.source.start_database()
+        if not self._engine_started:
+            await self.engine.start()
+            self._engine_started = True
+        for handle in urls:
+            self.members[handle.id] = Member(handle, engine_cpus=self._engine_cpus())
+        for i, stack_id in enumerate(stack_ids):
+            self.launch(stack_id, i)
+
+    def _engine_cpus(self) -> list[int] | None:
+        return self.placement.engine_cpus if self.placement else None
+
+    def launch(self, stack_id: str, index: int = 0) -> Member | None:
+        """Start one stack in the background, on the cores the placement gives it."""
+        if self.source is None:
+            self.errors.append(f"{stack_id}: no stacks file: only --url targets can be loaded")
+            return None
+        cpus = None
+        if self.placement is not None and index < len(self.placement.stack_cpus):
+            cpus = self.placement.stack_cpus[index]
+        try:
+            handle = self.source.start(stack_id, cpus)
+        except Exception as exc:  # a stack that cannot start must not stop the race
+            self.errors.append(f"{stack_id}: {exc}")
+            return None
+        member = Member(handle, stack_cpus=cpus, engine_cpus=self._engine_cpus())
+        self.members[handle.id] = member
+        return member
+
+    async def stop_member(self, member_id: str) -> None:
+        m = self.members.get(member_id)
+        if m is None:
+            return
+        await self._detach(m)
+        await m.handle.stop()
+
+    async def stop(self) -> None:
+        if self._engine_started:
+            await self.engine.stop()
+            self._engine_started = False
+        for m in self.members.values():
+            with contextlib.suppress(Exception):
+                await m.handle.stop()
+        if self.source is not None:
+            await self.source.close()
+
+    # --- each tick ------------------------------------------------------------------
+
+    async def poll(self) -> None:
+        """Attach members that became ready, detach crashed ones, sample resources."""
+        now = self.clock()
+        for m in list(self.members.values()):
+            state = m.handle.state
+            if state in (StackState.READY, StackState.WARMING):
+                if now - m.sampled_at >= self.sample_every or m.resources is None:
+                    self._sample(m, now)
+                if not m.attached and m.refused is None:
+                    if m.baseline is None:
+                        m.baseline = m.resources
+                    await self._attach(m)
+            elif (
+                m.attached
+                and state in (StackState.CRASHED, StackState.STOPPED)
+                and not m.handle.external
+            ):
+                await self._detach(m)
+
+    def _sample(self, m: Member, now: float) -> None:
+        s = m.handle.sample()
+        m.sampled_at = now
+        if s is not None:
+            m.resources = s
+            m.mem_peak = max(m.mem_peak, s.rss)
+
+    def sample_now(self, member_id: str) -> ResourceSample | None:
+        """A fresh sample (a level's start or end needs one, whatever the rhythm)."""
+        m = self.members[member_id]
+        self._sample(m, self.clock())
+        return m.resources
+
+    def spec(self, m: Member) -> TargetSpec:
+        s = self.settings
+        url = url_for(m.handle.base_url, s)
+        own_app = not m.handle.external or url != m.handle.base_url
+        rate_mode = self.rate is not None
+        return TargetSpec(
+            id=m.id,
+            url=url,
+            # a URL given with its own path is not necessarily one of our apps: no check
+            check=WORKLOADS[s.workload].check(s.queries) if own_app else None,
+            concurrency=s.rate_connections if rate_mode else self.concurrency,
+            rate=self.rate,
+            keepalive=s.keepalive,
+        )
+
+    async def _attach(self, m: Member) -> None:
+        spec = self.spec(m)
+        m.url = spec.url
+        m.check = spec.check
+        try:
+            await self.engine.add_target(spec, cpus=m.engine_cpus)
+        except Exception as exc:  # refused by the engine: show why, keep the others going
+            m.refused = str(exc)
+            self.errors.append(f"{m.handle.name}: {exc}")
+            return
+        m.attached = True
+
+    async def _detach(self, m: Member) -> None:
+        if m.attached:
+            with contextlib.suppress(Exception):
+                await self.engine.remove_target(m.id)
+            m.attached = False
+
+    async def wait_ready(self, ids: Sequence[str], timeout: float = 120.0) -> None:
+        """Poll until each member is ready and attached, or has failed (bench)."""
+        import asyncio
+
+        end = self.clock() + timeout
+        while self.clock() < end:
+            await self.poll()
+            pending = [
+                i
+                for i in ids
+                if i in self.members
+                and self.members[i].handle.state == StackState.STARTING
+                and self.members[i].refused is None
+            ]
+            if not pending:
+                return
+            await asyncio.sleep(0.05)
+
+    # --- commands -------------------------------------------------------------------
+
+    def attached(self, ids: Sequence[str] | None = None) -> list[str]:
+        return [i for i, m in self.members.items() if m.attached and (ids is None or i in ids)]
+
+    async def set_concurrency(self, n: int, ids: Sequence[str] | None = None) -> None:
+        """Connections per member (closed loop); members attached later get it too."""
+        self.concurrency = n
+        for i in self.attached(ids):
+            await self.engine.set_concurrency(n, i)
+
+    async def set_rate(self, rate: float | None, ids: Sequence[str] | None = None) -> None:
+        """Constant rate per member in req/s, or None for closed loop."""
+        was_closed = self.rate is None
+        self.rate = rate
+        for i in self.attached(ids):
+            if rate is not None and was_closed:
+                await self.engine.set_concurrency(self.settings.rate_connections, i)
+            await self.engine.set_rate(rate, i)
+            if rate is None:
+                await self.engine.set_concurrency(self.concurrency, i)
+
+    async def set_budget(self, n: int | None, ids: Sequence[str] | None = None) -> None:
+        for i in self.attached(ids):
+            await self.engine.set_budget(n, i)
+
+    def reset_totals(self, warmup: float = 0.0, ids: Sequence[str] | None = None) -> None:
+        """A new level: the engine's running totals restart; CPU is counted from here."""
+        if ids is None:
+            self.engine.reset_totals(warmup)
+        else:
+            for i in self.attached(ids):
+                self.engine.reset_totals(warmup, i)
+        for i in self.attached(ids):
+            self.members[i].level_mark = self.sample_now(i)
+
+    # --- reading --------------------------------------------------------------------
+
+    def target(self, member_id: str) -> TargetSnapshot | None:
+        snap = self.engine.latest
+        m = self.members.get(member_id)
+        if snap is None or m is None or not m.attached:
+            return None
+        return snap.target(member_id)
+
+    def capacity(self, member_id: str) -> float:
+        """The most CPU (% of one core) a member can use: its cores, at most one per
+        process (a one-process server cannot use two cores)."""
+        m = self.members[member_id]
+        cores = len(m.stack_cpus) if m.stack_cpus else self._cores
+        procs = m.resources.processes if m.resources is not None else cores
+        return 100.0 * max(1, min(cores, procs))
+
+    def cpu_per_request_us(self, member_id: str, answered: int) -> float | None:
+        """The stack's CPU time per answered request since the level began (µs)."""
+        m = self.members[member_id]
+        if m.level_mark is None or m.resources is None or answered <= 0:
+            return None
+        used = m.resources.cpu_seconds - m.level_mark.cpu_seconds
+        return 1e6 * used / answered if used > 0 else None
+
+
+def url_for(base: str, settings: RaceSettings) -> str:
+    from stackrace.race.urls import target_url
+
+    return target_url(base, settings.workload, settings.io_ms, settings.queries)

@@ -1,0 +1,406 @@
+"""`stackrace --demo`: a synthetic race, no servers and no load — clearly labelled so.
+
+`SyntheticEngine` implements the core's `LoadEngine` without sockets: each `step()`
+publishes the next `EngineSnapshot` from a queueing model of each stack (workers, a
+service time, a listen backlog). Its figures obey the same physics as a real race:
+a closed loop of C connections against W workers serving in s ms answers min(C, W)/s
+requests a second, every client always has a request waiting (Little's law:
+C = req/s × latency), latency grows linearly past W, and a rate above capacity builds
+a backlog of unsent requests that are late and finally dropped at the timeout.
+Nothing depends on the wall clock, so N steps always give the same figures; tests,
+screenshots and the UI benchmark use it. `DemoSource` hands out stacks that start after
+a few steps, and one that crashes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from stackrace.engine.histogram import LatencyHistogram, SparseHistogram, index_of
+from stackrace.engine.model import (
+    DROPPED,
+    REFUSED,
+    EngineSnapshot,
+    LatencySummary,
+    TargetSnapshot,
+    TargetSpec,
+    WindowStats,
+)
+from stackrace.race.core import StackChoice, StackState
+from stackrace.stacks.sampler import ResourceSample
+
+TICK = 0.25  # seconds of simulated time per step
+ENGINE_US_PER_REQUEST = 15.0  # what the real engine costs per request (bench/engine_vs_wrk)
+
+
+@dataclass(frozen=True)
+class StackModel:
+    """How a simulated stack behaves: `workers` requests in service at once, each taking
+    `service_ms` of which `cpu_ms` on a core; a listen backlog of `backlog`."""
+
+    name: str
+    family: str
+    workers: int
+    service_ms: float
+    cpu_ms: float
+    backlog: int = 2048
+    base_rss_mb: float = 40.0
+    per_conn_kb: float = 4.0
+    start_steps: int = 4  # steps spent starting
+    crash_at: int | None = None  # step at which it crashes
+
+
+MODELS: dict[str, StackModel] = {
+    "gunicorn-sync": StackModel("gunicorn sync", "sync", 1, 11.0, 0.9, 128, 44.0, 0.0),
+    "gunicorn-gevent": StackModel("gunicorn gevent", "greenlet", 10_000, 11.0, 0.25, 2048, 55, 9),
+    "uvicorn": StackModel("uvicorn", "async", 10_000, 10.6, 0.15, 2048, 30.0, 6.0),
+    "aiohttp": StackModel("aiohttp", "async", 10_000, 10.8, 0.2, 2048, 38.0, 8.0, start_steps=6),
+    "tornado": StackModel("Tornado", "async", 10_000, 11.5, 0.3, 1024, 28.0, 9.0),
+    "go-nethttp": StackModel("Go net/http", "async", 100_000, 10.2, 0.04, 4096, 8.0, 3.0, 1),
+    "bjoern": StackModel("bjoern", "event-loop", 1, 10.1, 0.05, 16, 12.0, 0.2, crash_at=40),
+    "uwsgi": StackModel("uWSGI", "prefork", 1, 10.9, 0.8, 100, 24.0, 0.5),
+}
+
+CATALOG: list[StackChoice] = [
+    StackChoice(
+        k, m.name, m.family, default=k in ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
+    )
+    for k, m in MODELS.items()
+]
+
+
+def _summary(latency_us: float, spread: float, count: int) -> LatencySummary:
+    p50 = latency_us
+    return LatencySummary(
+        count=count,
+        mean=p50 * 1.03,
+        p50=int(p50),
+        p90=int(p50 * (1 + (spread - 1) * 0.5)),
+        p99=int(p50 * spread),
+        p999=int(p50 * spread * 1.2),
+        max=int(p50 * spread * 1.5),
+        min=int(p50 * 0.9),
+    )
+
+
+class _SimTarget:
+    def __init__(self, spec: TargetSpec, model: StackModel, timeout: float) -> None:
+        self.spec = spec
+        self.model = model
+        self.timeout = timeout
+        self.concurrency = spec.concurrency
+        self.rate = spec.rate
+        self.unsent = 0.0
+        self.waiting = 0
+        self.total = WindowStats()
+        self.total_hist = SparseHistogram()
+        self.counting_after = 0
+        self.dead = False
+
+    @property
+    def capacity(self) -> float:
+        """Answers a second at most: workers / service time, and one core's CPU."""
+        m = self.model
+        return min(m.workers * 1000 / m.service_ms, 1000 / m.cpu_ms)
+
+    def window(self, step: int) -> tuple[WindowStats, SparseHistogram]:
+        m = self.model
+        carried = self.waiting
+        if self.dead:
+            refused = int(self.concurrency / 0.01 * TICK) if self.rate is None else 0
+            self.waiting = 0
+            return WindowStats(
+                seconds=TICK,
+                sent=carried + refused,
+                carried_in=carried,
+                failures={REFUSED: refused + carried},
+            ), SparseHistogram()
+        wobble = 1 + 0.02 * math.sin(step * 0.7 + len(self.spec.id))
+        failures: dict[str, int] = {}
+        unsent = 0
+        if self.rate is None:
+            # past workers + listen backlog, connects are refused (each client retries
+            # every 10 ms, as the engine does); the rest wait in the queue
+            c = min(self.concurrency, m.workers + m.backlog)
+            over = self.concurrency - c
+            if over > 0:
+                failures[REFUSED] = int(over * TICK / 0.01)
+            busy = min(c, m.workers)
+            served = min(busy * 1000 / m.service_ms, self.capacity) * wobble
+            latency = c / served * 1e6 if served else 0.0  # Little's law
+            spread = 1.2 if c <= m.workers else 1.05
+            waiting = c
+        else:
+            served = min(self.rate, self.capacity) * wobble
+            self.unsent = max(0.0, self.unsent + (self.rate - served) * TICK)
+            limit = self.rate * self.timeout
+            if self.unsent > limit:
+                failures[DROPPED] = int(self.unsent - limit)
+                self.unsent = limit
+            unsent = int(self.unsent)
+            behind = self.unsent / served if served else 0.0
+            latency = m.service_ms * 1000 + behind * 1e6
+            spread = 1.3
+            waiting = int(served * m.service_ms / 1000) + unsent
+        answered = int(served * TICK)
+        self.waiting = waiting
+        lat = _summary(latency, spread, answered)
+        hist = SparseHistogram()
+        for q, v in ((0.5, lat.p50), (0.4, lat.p90), (0.09, lat.p99), (0.01, lat.max)):
+            n = int(answered * q)
+            if n:
+                hist.counts[index_of(v)] = hist.counts.get(index_of(v), 0) + n
+        lost = sum(failures.values())
+        w = WindowStats(
+            seconds=TICK,
+            sent=answered + lost + waiting,
+            carried_in=carried,
+            waiting=waiting,
+            unsent=unsent,
+            oldest_wait_us=int(latency),
+            requests=answered,
+            ok=answered,
+            rps=answered / TICK,
+            bytes=answered * 150,
+            failures=failures,
+            status={200: answered} if answered else {},
+            latency=lat,
+            latency_uncorrected=_summary(m.service_ms * 1000, 1.2, answered)
+            if self.rate is not None
+            else None,
+            late=answered if unsent else 0,
+            lag=_summary(60.0, 2.0, 40),
+            engine_cpu=min(100.0, answered / TICK * ENGINE_US_PER_REQUEST / 1e4),
+        )
+        return w, hist
+
+    def add_to_total(self, w: WindowStats, hist: SparseHistogram) -> None:
+        t = self.total
+        if t.seconds == 0:
+            t.carried_in = w.carried_in
+            t.sent = w.carried_in
+        t.seconds += w.seconds
+        t.sent += w.sent - w.carried_in
+        t.requests += w.requests
+        t.ok += w.ok
+        t.bytes += w.bytes
+        t.late += w.late
+        for k, n in w.failures.items():
+            t.failures[k] = t.failures.get(k, 0) + n
+        for k, n in w.status.items():
+            t.status[k] = t.status.get(k, 0) + n
+        t.waiting = w.waiting
+        t.unsent = w.unsent
+        t.oldest_wait_us = w.oldest_wait_us
+        t.rps = t.requests / t.seconds
+        self.total_hist.add(hist)
+        t.latency = self.total_hist.summary()
+        t.latency_uncorrected = w.latency_uncorrected
+        t.lag = w.lag
+        t.engine_cpu = w.engine_cpu
+
+
+class SyntheticEngine:
+    """The LoadEngine protocol, with figures from `StackModel`s, one snapshot per step()."""
+
+    synthetic = True
+
+    def __init__(self, models: dict[str, StackModel] | None = None, timeout: float = 10.0):
+        self.models = models or {}
+        self.timeout = timeout
+        self.latest: EngineSnapshot | None = None
+        self.errors: list[str] = []
+        self.targets: dict[str, _SimTarget] = {}
+        self.steps = 0
+        self.started = False
+
+    def clock(self) -> float:
+        return self.steps * TICK
+
+    async def start(self) -> None:
+        self.started = True
+
+    async def stop(self) -> EngineSnapshot | None:
+        self.started = False
+        return self.latest
+
+    def model_for(self, target_id: str) -> StackModel:
+        base = target_id.partition(":")[0]
+        return self.models.get(target_id) or MODELS.get(base) or MODELS["uvicorn"]
+
+    async def add_target(
+        self, spec: TargetSpec, cpus: Sequence[int] | None = None, procs: int | None = None
+    ) -> None:
+        self.targets[spec.id] = _SimTarget(spec, self.model_for(spec.id), self.timeout)
+
+    async def remove_target(self, target_id: str) -> None:
+        self.targets.pop(target_id, None)
+
+    def _each(self, target_id: str | None) -> list[_SimTarget]:
+        return [t for tid, t in self.targets.items() if target_id in (None, tid)]
+
+    async def set_concurrency(self, n: int, target_id: str | None = None) -> None:
+        for t in self._each(target_id):
+            t.concurrency = n
+
+    async def set_rate(self, rate: float | None, target_id: str | None = None) -> None:
+        for t in self._each(target_id):
+            t.rate = rate
+            t.unsent = 0.0
+
+    async def set_budget(self, n: int | None, target_id: str | None = None) -> None:
+        """Budgets are bench's; the demo runs only the app."""
+
+    def reset_totals(self, warmup: float = 0.0, target_id: str | None = None) -> None:
+        for t in self._each(target_id):
+            t.total = WindowStats()
+            t.total_hist = SparseHistogram()
+            t.counting_after = self.steps + math.ceil(warmup / TICK)
+
+    def total_histogram(self, target_id: str, uncorrected: bool = False) -> LatencyHistogram:
+        return self.targets[target_id].total_hist.to_dense()
+
+    def total_percentiles(
+        self, target_id: str, points: Sequence[float], uncorrected: bool = False
+    ) -> list[int]:
+        return self.targets[target_id].total_hist.percentiles(points)
+
+    def crash(self, target_id: str) -> None:
+        self.targets[target_id].dead = True
+
+    def step(self, n: int = 1) -> EngineSnapshot | None:
+        """Advance n intervals and publish the last snapshot."""
+        for _ in range(n):
+            self.steps += 1
+            targets = []
+            for tid, t in self.targets.items():
+                w, hist = t.window(self.steps)
+                if self.steps > t.counting_after:
+                    t.add_to_total(w, hist)
+                targets.append(
+                    TargetSnapshot(
+                        id=tid,
+                        url=t.spec.url,
+                        concurrency=t.concurrency,
+                        connections=0 if t.dead else t.concurrency,
+                        rate=t.rate,
+                        interval=w,
+                        total=msgspec_copy(t.total),
+                        keepalive=t.spec.keepalive,
+                    )
+                )
+            busy = sum(x.interval.engine_cpu for x in targets)
+            self.latest = EngineSnapshot(
+                seq=self.steps,
+                elapsed=self.steps * TICK,
+                warming=False,
+                paused=False,
+                procs=max(1, len(targets)),
+                engine_cpu=busy,
+                engine_cpu_max=max((x.interval.engine_cpu for x in targets), default=0.0),
+                saturated=False,
+                targets=targets,
+            )
+        return self.latest
+
+
+def msgspec_copy(w: WindowStats) -> WindowStats:
+    import msgspec
+
+    return msgspec.structs.replace(w, failures=dict(w.failures), status=dict(w.status))
+
+
+@dataclass
+class SyntheticStack:
+    """A MemberHandle whose state and resources follow the engine's step count."""
+
+    id: str
+    name: str
+    family: str
+    engine: SyntheticEngine
+    model: StackModel
+    started_step: int = 0
+    external: bool = False
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def _age(self) -> int:
+        return self.engine.steps - self.started_step
+
+    @property
+    def state(self) -> StackState:
+        if self.model.crash_at is not None and self._age >= self.model.crash_at:
+            return StackState.CRASHED
+        if self._age < self.model.start_steps:
+            return StackState.STARTING
+        return StackState.READY
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{18000 + sum(map(ord, self.id)) % 1000}/"
+
+    def log_tail(self, lines: int = 20) -> list[str]:
+        out = [f"[{self.name}] (synthetic) listening on {self.base_url}"]
+        if self.state == StackState.CRASHED:
+            out += [
+                "Traceback (most recent call last):",
+                '  File "app.py", line 42, in handle',
+                "MemoryError: cannot allocate connection buffer",
+                f"[{self.name}] worker exited with code 1",
+            ]
+        return out[-lines:]
+
+    def sample(self) -> ResourceSample | None:
+        if self.state == StackState.STARTING:
+            return None
+        t = self.engine.targets.get(self.id)
+        conns = t.concurrency if t is not None else 0
+        rss = int((self.model.base_rss_mb * 1024 + conns * self.model.per_conn_kb) * 1024)
+        cpu = 0.0
+        seconds = 0.0
+        if t is not None and not t.dead and t.total.seconds:
+            cpu = min(100.0, t.total.rps * self.model.cpu_ms / 10)
+            seconds = t.total.requests * self.model.cpu_ms / 1000
+        return ResourceSample(
+            self.engine.clock(), rss, int(rss * 0.8), int(rss * 0.85), cpu, 1, 1, seconds, 0.0
+        )
+
+    async def stop(self) -> None:
+        pass
+
+
+class DemoSource:
+    """The StackSource of the demo: synthetic stacks."""
+
+    def __init__(self, engine: SyntheticEngine) -> None:
+        self.engine = engine
+        self.stacks: dict[str, SyntheticStack] = {}
+
+    def catalog(self) -> list[StackChoice]:
+        return list(CATALOG)
+
+    def start(self, stack_id: str, cpus: list[int] | None) -> SyntheticStack:
+        model = self.engine.model_for(stack_id)
+        stack = SyntheticStack(
+            stack_id, model.name, model.family, self.engine, model, self.engine.steps
+        )
+        self.stacks[stack_id] = stack
+        return stack
+
+    async def start_database(self) -> None:
+        """The demo needs no database."""
+
+    async def close(self) -> None:
+        self.stacks.clear()
+
+
+def demo_session(models: dict[str, StackModel] | None = None):  # -> Session
+    """A Session over the synthetic engine, clocked by the engine's steps."""
+    from stackrace.race.core import RaceCore
+    from stackrace.race.session import Session
+
+    engine = SyntheticEngine(models)
+    core = RaceCore(engine, DemoSource(engine), clock=engine.clock, sample_every=0.0)
+    return Session(core)

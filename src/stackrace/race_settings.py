@@ -1,0 +1,293 @@
+"""The settings of a race, declared once.
+
+`RaceSettings` is the one place a setting and its default live. Everything else is
+derived from it:
+- `stackrace bench`'s options (`add_options`): flag, help and parser come from each
+  field's metadata, so a new setting is one field here;
+- presets (`presets/*.toml`): a preset is these fields plus a description (stackrace.
+  presets), checked by the same struct (unknown keys are refused);
+- the saved run (report/schema.py `Settings`): these fields plus what was decided at run
+  time (the isolation chosen and why, the path loaded).
+- the app's race: the same workload, timeout and keep-alive fields.
+
+Durations are seconds (floats); the CLI and TOML accept "500ms", "10s", "2m".
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import msgspec
+
+from stackrace.units import parse_duration
+from stackrace.workloads import WORKLOADS
+
+ISOLATIONS = ("auto", "rotate", "parallel")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"must be a whole number, got {text!r}") from None
+    if n < 1:
+        raise ValueError(f"must be at least 1, got {text!r}")
+    return n
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"must be a whole number, got {text!r}") from None
+    if n < 0:
+        raise ValueError(f"must be 0 or more, got {text!r}")
+    return n
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        levels = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise ValueError(
+            f"must be numbers separated by commas, e.g. 10,100,500; got {text!r}"
+        ) from None
+    if not levels or any(n < 1 for n in levels):
+        raise ValueError(f"every level must be at least 1, got {text!r}")
+    return levels
+
+
+def _duration(text: str) -> float:
+    seconds = parse_duration(text)
+    if not seconds > 0:
+        raise ValueError(f"must be longer than 0, got {text!r}")
+    return seconds
+
+
+def _non_negative_duration(text: str) -> float:
+    return parse_duration(text)
+
+
+def _rate(text: str) -> float:
+    try:
+        rate = float(text)
+    except ValueError:
+        raise ValueError(f"must be a number of requests per second, got {text!r}") from None
+    if not math.isfinite(rate) or rate <= 0:
+        raise ValueError(f"must be a positive finite number, got {text!r}")
+    return rate
+
+
+def _memory(text: str) -> str:
+    import re
+
+    if not re.fullmatch(r"\d+[KMG]?", text):
+        raise ValueError(f"must be a size like 128M or 2G, got {text!r}")
+    return text
+
+
+def _bool(text: str) -> bool:
+    return text.lower() in ("1", "true", "yes", "on")
+
+
+def _workload(text: str) -> str:
+    if text not in WORKLOADS:
+        raise ValueError(f"must be one of {', '.join(sorted(WORKLOADS))}, got {text!r}")
+    return text
+
+
+def _isolation(text: str) -> str:
+    if text not in ISOLATIONS:
+        raise ValueError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
+    return text
+
+
+class Opt(msgspec.Struct, frozen=True):
+    """How a setting appears on the command line."""
+
+    flag: str
+    help: str
+    parse: Callable[[str], Any] | None = None
+    metavar: str | None = None
+    negate: str | None = None  # for booleans that default to True: the flag that turns off
+
+
+def opt(flag: str, help: str, parse: Callable[[str], Any] | None = None, **kw: Any) -> Any:
+    return msgspec.Meta(extra={"opt": Opt(flag, help, parse, **kw)})
+
+
+class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """What is raced and how. Defaults here are the defaults everywhere."""
+
+    stacks: Annotated[list[str], opt("--stacks", "comma-separated stacks or variants")] = []
+    workload: Annotated[
+        str, opt("--workload", "hello, json, io or db", _workload, metavar="NAME")
+    ] = "hello"
+    io_ms: Annotated[int, opt("--io-ms", "how long /io waits, ms", _non_negative_int)] = 10
+    queries: Annotated[
+        int, opt("--queries", "range queries per /db request (the classic: 10)", _positive_int)
+    ] = 10
+    concurrency: Annotated[
+        list[int], opt("--concurrency", "connections per stack, levels e.g. 10,100,500", _levels)
+    ] = msgspec.field(default_factory=lambda: [10, 100])
+    duration: Annotated[float, opt("--duration", "measured time per level", _duration)] = 10.0
+    warmup: Annotated[
+        float, opt("--warmup", "load before each level's figures count", _non_negative_duration)
+    ] = 2.0
+    warmup_requests: Annotated[
+        int,
+        opt(
+            "--warmup-requests",
+            "also warm up until this many requests were answered (a JIT's warm-up is "
+            "counted in requests, not seconds)",
+            _non_negative_int,
+        ),
+    ] = 0
+    rate: Annotated[
+        float | None, opt("--rate", "constant rate per stack, req/s, instead of levels", _rate)
+    ] = None
+    rate_connections: Annotated[
+        int,
+        opt("--rate-connections", "connections per stack that carry a --rate", _positive_int),
+    ] = 200
+    requests: Annotated[
+        int | None,
+        opt(
+            "--requests",
+            "end each level after exactly this many requests were answered or failed, "
+            "as ab -n (waits for all of them, up to the request timeout)",
+            _positive_int,
+        ),
+    ] = None
+    keepalive: Annotated[
+        bool,
+        opt(
+            "--keepalive",
+            "keep connections open between requests",
+            _bool,
+            negate="--no-keepalive",
+        ),
+    ] = True
+    isolation: Annotated[
+        str, opt("--isolation", "auto, rotate (one stack at a time) or parallel", _isolation)
+    ] = "auto"
+    repeat: Annotated[int, opt("--repeat", "measure each level N times", _positive_int)] = 1
+    timeout: Annotated[
+        float, opt("--timeout", "a request with no answer after this long fails", _duration)
+    ] = 10.0
+    cpus: Annotated[
+        int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", _positive_int)
+    ] = None
+    memory_max: Annotated[
+        str | None, opt("--memory-max", "memory cap per stack, e.g. 128M", _memory)
+    ] = None
+
+    @property
+    def path(self) -> str:
+        return WORKLOADS[self.workload].path(self.io_ms, self.queries)
+
+    @property
+    def levels(self) -> list[int]:
+        """The levels a bench steps through: concurrencies, or the one rate."""
+        return [int(self.rate)] if self.rate is not None else list(self.concurrency)
+
+    def label(self) -> str:
+        if self.workload == "io":
+            return f"io {self.io_ms}ms"
+        if self.workload == "db":
+            return f"db ×{self.queries}"
+        return self.workload
+
+
+def options() -> dict[str, Opt]:
+    """Each setting's command-line form, by field name."""
+    out: dict[str, Opt] = {}
+    hints = typing.get_type_hints(RaceSettings, include_extras=True)
+    for name in RaceSettings.__struct_fields__:
+        for meta in getattr(hints[name], "__metadata__", ()):
+            extra = getattr(meta, "extra", None) or {}
+            if "opt" in extra:
+                out[name] = extra["opt"]
+    return out
+
+
+def add_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """Add every setting as an option; unset options stay None (so presets can fill in)."""
+    for name, o in options().items():
+        if name in skip:
+            continue
+        if o.negate:
+            group = parser.add_mutually_exclusive_group()
+            group.add_argument(o.flag, dest=name, action="store_true", default=None, help=o.help)
+            group.add_argument(o.negate, dest=name, action="store_false", default=None)
+            continue
+        parser.add_argument(
+            o.flag,
+            dest=name,
+            default=None,
+            metavar=o.metavar,
+            type=_argparse_type(o),
+            help=o.help,
+        )
+
+
+def _argparse_type(o: Opt) -> Callable[[str], Any] | None:
+    if o.parse is None:
+        return None
+    parse = o.parse
+
+    def checked(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    checked.__name__ = o.flag  # argparse names the type in some messages
+    return checked
+
+
+def given(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given on the command line (those left unset are absent)."""
+    out = {}
+    for name in options():
+        value = getattr(args, name, None)
+        if value is not None:
+            out[name] = value
+    if isinstance(out.get("stacks"), str):
+        out["stacks"] = [out["stacks"]]
+    return out
+
+
+def from_mapping(raw: dict[str, Any], where: str) -> RaceSettings:
+    """Settings from TOML-like values (durations as "10s"), each value checked by the
+    same parser as its option; errors name `where` and the key."""
+    values: dict[str, Any] = {}
+    opts = options()
+    for key, value in raw.items():
+        o = opts.get(key)
+        if o is None or o.parse is None or key == "stacks":
+            values[key] = value
+            continue
+        if isinstance(value, list):
+            text = ",".join(str(v) for v in value)
+        elif isinstance(value, bool):
+            values[key] = value
+            continue
+        else:
+            text = str(value)
+        try:
+            values[key] = o.parse(text)
+        except ValueError as exc:
+            raise ValueError(f"{where}: key {key!r}: {exc}") from None
+    try:
+        return msgspec.convert(values, RaceSettings)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def merge(base: RaceSettings, changes: dict[str, Any]) -> RaceSettings:
+    return msgspec.structs.replace(base, **changes)
