@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helper
 from stackrace.race.core import RaceCore
 from stackrace.race.demo import CATALOG, MODELS, demo_session
 from stackrace.race.session import RacePlan, Session
-from stackrace.race_settings import RaceSettings
 from stackrace.race.urls import UrlTarget
+from stackrace.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
 
 

@@ -25,9 +25,9 @@ from stackrace.engine.model import EngineSettings  # noqa: E402
 from stackrace.race.core import RaceCore  # noqa: E402
 from stackrace.race.demo import demo_session  # noqa: E402
 from stackrace.race.session import RacePlan, Session  # noqa: E402
-from stackrace.race_settings import RaceSettings  # noqa: E402
 from stackrace.race.stacks import StacksSource  # noqa: E402
 from stackrace.race.urls import UrlTarget  # noqa: E402
+from stackrace.race_settings import RaceSettings  # noqa: E402
 from stackrace.tui.app import StackraceApp  # noqa: E402
 from stackrace.tui.slider import ConcurrencySlider  # noqa: E402
 from tests.helpers import TestServer  # noqa: E402

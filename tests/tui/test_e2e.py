@@ -18,9 +18,9 @@ from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
 from stackrace.race.core import RaceCore
 from stackrace.race.session import RacePlan, Session
-from stackrace.race_settings import RaceSettings
 from stackrace.race.stacks import StacksSource
 from stackrace.race.urls import UrlTarget
+from stackrace.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane
 from tests.helpers import TestServer

@@ -44,8 +44,8 @@ from stackrace.engine.model import EngineSettings, WindowStats
 from stackrace.race import accounting
 from stackrace.race.core import Member, RaceCore, StackState
 from stackrace.race.placement import Placement, choose_isolation, place
-from stackrace.race_settings import RaceSettings
 from stackrace.race.stacks import StacksSource
+from stackrace.race_settings import RaceSettings
 from stackrace.ramp import find_breaking_point, step_result
 from stackrace.report.schema import (
     SCHEMA_VERSION,

@@ -22,8 +22,8 @@ from stackrace.engine.model import TargetSnapshot
 from stackrace.race import accounting
 from stackrace.race.core import RaceCore, StackState
 from stackrace.race.placement import Placement, place
-from stackrace.race_settings import RaceSettings
 from stackrace.race.urls import UrlHandle, UrlTarget
+from stackrace.race_settings import RaceSettings
 from stackrace.ramp import LevelLog, Ramp, StepResult, Verdict, peak
 from stackrace.stacks.sampler import ResourceSample
 
