@@ -276,3 +276,35 @@ async def test_waiting_ages_and_stale_clients_in_a_window(one_at_a_time: TestSer
     # clients that have waited longer than the window itself: no answer at all in it
     assert w.stale > 0
     assert w.oldest_wait_us > w.seconds * 1e6
+
+
+async def test_engine_limited_when_the_engine_is_starved_of_cpu(server: TestServer):
+    # A busy loop at a higher priority shares the engine's only core: the engine's event
+    # loop lags, its lag is a large share of the latency it measures, and it says so.
+    import os
+
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    burner = subprocess.Popen(
+        ["nice", "-n", "-10", sys.executable, "-c", "while True: pass"],
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        os.sched_setaffinity(burner.pid, {cpu})
+        async with Engine(cpus=[cpu]) as engine:
+            await engine.add_target(TargetSpec(id="a", url=server.url("/hello"), concurrency=50))
+            await asyncio.sleep(2.0)
+            starved = engine.latest.targets[0]
+    finally:
+        burner.kill()
+        burner.wait()
+    from stackrace.race import accounting
+
+    assert accounting.engine_limited(starved.total, starved.saturated), starved.total.lag
+    # and with its core to itself, on a server that takes its time, it is not
+    async with Engine(cpus=[cpu]) as engine:
+        await engine.add_target(
+            TargetSpec(id="b", url=server.url("/delay?ms=20"), concurrency=10)
+        )
+        await asyncio.sleep(1.5)
+        calm = engine.latest.targets[0]
+    assert not accounting.engine_limited(calm.total, calm.saturated), calm.total.lag

@@ -212,6 +212,7 @@ async def _load(
             },
             "engine_share": accounting.engine_share(t.total),
             "engine_limited": accounting.engine_limited(t.total, t.saturated),
+            "engine_limit": accounting.engine_limit(t.total, t.saturated),
             "engine": {
                 "cpu_percent": cpu,
                 "saturated_intervals": saturated,
@@ -289,11 +290,11 @@ def _summary(
         little = accounting.little_check(w, spec.concurrency)
         if little is not None and not little.ok:
             print(f"  ! {little.describe()}")
-    share = accounting.engine_share(w)
-    if accounting.engine_limited(w, t.saturated):
+    limit = accounting.engine_limit(w, t.saturated)
+    if limit:
         print(
-            f"  ! engine-limited: the engine's own delay is {share:.0%} of the mean latency "
-            f"(lag mean {fmt_us(w.lag.mean)}, p99 {fmt_us(w.lag.p99)}); use --procs or a free core"
+            f"  ! engine-limited: {limit} (lag mean {fmt_us(w.lag.mean)}, "
+            f"p99 {fmt_us(w.lag.p99)}); use --procs or a core of its own"
         )
     if w.late:
         print(f"  Late sends (every connection busy): {w.late}")

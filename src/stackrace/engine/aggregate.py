@@ -27,6 +27,7 @@ class WindowAccumulator:
         "bytes",
         "carried_in",
         "cpu",
+        "cpu_wait",
         "errors",
         "failures",
         "hist",
@@ -59,6 +60,7 @@ class WindowAccumulator:
         self.opened = False  # no interval added yet (totals: carried_in still to be set)
         self.seconds = 0.0
         self.cpu = 0.0  # engine CPU seconds of the processes carrying the target
+        self.cpu_wait = 0.0  # seconds they were runnable but waited for a CPU
         self.sent = carried_in
         self.carried_in = carried_in
         self.waiting = carried_in
@@ -115,6 +117,7 @@ class WindowAccumulator:
             self.sent = other.carried_in
         self.seconds += other.seconds
         self.cpu += other.cpu
+        self.cpu_wait += other.cpu_wait
         self.sent += other.sent - other.carried_in
         self.requests += other.requests
         self.ok += other.ok
@@ -169,6 +172,7 @@ class WindowAccumulator:
             late=self.late,
             lag=self.lag.summary(),
             engine_cpu=100.0 * self.cpu / secs if secs > 0 else 0.0,
+            engine_wait=100.0 * self.cpu_wait / secs if secs > 0 else 0.0,
             span_seconds=span,
             # processes sample at the same pace: the sum over processes of each one's
             # average is the target's average
@@ -197,11 +201,14 @@ class TargetAggregate:
         self.procs = 0
         self.cpu_max = 0.0
 
-    def add_report(self, r: TargetReport, seconds: float, cpu: float, latest: bool) -> None:
+    def add_report(
+        self, r: TargetReport, seconds: float, cpu: float, latest: bool, wait: float = 0.0
+    ) -> None:
         """A report of one engine process; `latest`: its last one of this interval (the
         others, when a process sent several, carry counts but no current gauges)."""
         self.interval.add_report(r, gauges=latest)
         self.interval.cpu += cpu
+        self.interval.cpu_wait += wait
         if latest:
             self.interval.seconds = max(self.interval.seconds, seconds)
             if seconds > 0:

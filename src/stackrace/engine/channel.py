@@ -125,6 +125,9 @@ class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):
     cpu: float  # CPU seconds (user + sys) the process used in the interval
     targets: list[TargetReport]
     final: bool = False
+    # seconds the process was runnable but waiting for a CPU (the scheduler's run-queue
+    # time): an engine starved by other processes on its core
+    wait: float = 0.0
 
 
 class ErrorMsg(msgspec.Struct, tag_field="type", tag="error"):

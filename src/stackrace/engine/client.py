@@ -447,12 +447,19 @@ class Engine:
                 continue
             secs = sum(r.seconds for r in got)
             cpu = sum(r.cpu for r in got)
+            wait = sum(r.wait for r in got)
             for k, r in enumerate(got):
                 latest = k == len(got) - 1
                 for tr in r.targets:
                     agg = self._targets.get(tr.id)
                     if agg is not None:
-                        agg.add_report(tr, secs if latest else 0.0, cpu if latest else 0.0, latest)
+                        agg.add_report(
+                            tr,
+                            secs if latest else 0.0,
+                            cpu if latest else 0.0,
+                            latest,
+                            wait if latest else 0.0,
+                        )
         cpus = [100.0 * c / s for s, c in spans if s > 0]
         self._seq += 1
         snap = EngineSnapshot(

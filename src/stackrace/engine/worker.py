@@ -60,6 +60,15 @@ def die_with_parent() -> None:
         pass
 
 
+def runq_wait() -> float:
+    """Seconds this process's thread has spent runnable but waiting for a CPU."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def raise_nofile() -> int:
     """Raise the open-files limit as far as allowed; return the soft limit in force."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -84,6 +93,7 @@ class EngineProcess:
         self.seq = 0
         self.last_wall = time.perf_counter()
         self.last_cpu = time.process_time()
+        self.last_wait = runq_wait()
         self.done = loop.create_future()
         self.encoder = msgspec.json.Encoder()
         self._sweeper: asyncio.TimerHandle | None = None
@@ -184,6 +194,7 @@ class EngineProcess:
     def report(self, final: bool = False) -> None:
         wall = time.perf_counter()
         cpu = time.process_time()
+        wait = runq_wait()
         self.seq += 1
         lag, self.loop_lag = self.loop_lag, {}
         targets = [*self.targets.values(), *self.removed]
@@ -195,10 +206,12 @@ class EngineProcess:
                 cpu=cpu - self.last_cpu,
                 targets=[t.take_report(lag) for t in targets],
                 final=final,
+                wait=wait - self.last_wait,
             )
         )
         self.last_wall = wall
         self.last_cpu = cpu
+        self.last_wait = wait
 
     def stop(self) -> None:
         # The last report comes first: what is still in flight when the load stops is

@@ -12,9 +12,12 @@ app's panes and every bench report, so both flag the same things the same way.
       tester flatters a server that stopped answering). The waiting count says how many;
     * L far below C: connections sat idle instead of carrying requests (they spent the
       window failing to connect, the engine could not keep up, or a budget ran out).
-- **Engine share**: the engine's own delay (its event loop's lag, sampled) against the
-  latency it measured. Above `ENGINE_LIMITED` the figures are partly the engine's, and
-  the stack is marked engine-limited by that share.
+- **Engine-limited**: the figures are partly the engine's when its own delay (its event
+  loop's lag, sampled every 5 ms) is `ENGINE_LIMITED` or more of the mean latency it
+  measured, when it waited for a CPU (run-queue time, from the kernel) for
+  `ENGINE_STARVED` % of the window or more — another process took its core — or when it
+  ran near 100 % of its core (saturated). The pane and the reports say which, and by
+  how much.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ LITTLE_LOW = 0.8
 LITTLE_HIGH = 1.25
 # The engine's lag above this share of the mean latency: engine-limited.
 ENGINE_LIMITED = 0.2
+# The engine waiting for a CPU this percent of the window or more: engine-limited.
+ENGINE_STARVED = 20.0
 # Below this much lag the engine is never the story (a loop turn costs a few µs).
 ENGINE_LAG_FLOOR_US = 200
 
@@ -113,4 +118,16 @@ def engine_share(window: WindowStats) -> float:
 
 
 def engine_limited(window: WindowStats, saturated: bool = False) -> bool:
-    return saturated or engine_share(window) >= ENGINE_LIMITED
+    return bool(engine_limit(window, saturated))
+
+
+def engine_limit(window: WindowStats, saturated: bool = False) -> str:
+    """Why the engine limited this window's figures, and by how much ("" if it did not)."""
+    if saturated:
+        return f"engine saturated ({window.engine_cpu:.0f}% of its core)"
+    if window.engine_wait >= ENGINE_STARVED:
+        return f"engine waited for a CPU {window.engine_wait:.0f}% of the time"
+    share = engine_share(window)
+    if share >= ENGINE_LIMITED:
+        return f"engine lag is {share:.0%} of the latency"
+    return ""

@@ -385,6 +385,7 @@ class LevelRunner:
         if not rate_mode:
             check = accounting.little_check(window, level, budget=bool(s.requests))
         share = accounting.engine_share(window)
+        limit = accounting.engine_limit(window, a.saturated)
         return Level(
             concurrency=0 if rate_mode else level,
             rate=float(level) if rate_mode else None,
@@ -399,7 +400,8 @@ class LevelRunner:
             cpu_us_per_request=statistics.median(a.cpu_us) if a.cpu_us else None,
             cpu_wait_percent=statistics.median(a.wait) if a.wait else 0.0,
             engine_share=share,
-            engine_limited=a.saturated or share >= accounting.ENGINE_LIMITED,
+            engine_limited=bool(limit),
+            engine_limit=limit,
             little=LittleLaw(
                 check.connections, check.in_flight, check.explained, check.ok, check.reason
             )
@@ -424,7 +426,7 @@ def describe(name: str, lv: Level, rate_mode: bool) -> str:
     if lv.little is not None and not lv.little.ok:
         line += f"  [Little: {lv.little.reason}]"
     if lv.engine_limited:
-        line += f"  [engine-limited {lv.engine_share:.0%}]"
+        line += f"  [engine-limited: {lv.engine_limit}]"
     if lv.db_down:
         line += "  [DATABASE DOWN]"
     return line

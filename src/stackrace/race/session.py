@@ -63,6 +63,7 @@ class PaneView:
     cpu_us_per_request: float | None = None
     engine_share: float = 0.0  # the engine's lag / mean latency, this level
     engine_limited: bool = False
+    engine_limit: str = ""  # why and by how much
     little: accounting.LittleCheck | None = None
 
 
@@ -219,9 +220,11 @@ class Session:
             state = m.handle.state
             little = None
             share = 0.0
+            limit = ""
             cpu_us = None
             if target is not None:
                 share = accounting.engine_share(target.total)
+                limit = accounting.engine_limit(target.total, target.saturated)
                 if not rate_mode:
                     little = accounting.little_check(target.total, target.concurrency)
                 cpu_us = self.core.cpu_per_request_us(mid, target.total.requests)

@@ -72,6 +72,7 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     cpu_wait_percent: float = 0.0  # runnable but waiting for a core (starved of CPU)
     engine_share: float = 0.0  # the engine's lag as a share of the mean latency
     engine_limited: bool = False
+    engine_limit: str = ""  # why and by how much (race/accounting.py)
     little: LittleLaw | None = None  # None in rate mode or with too little to judge
     db_down: bool = False  # the database was down during the level: not the stack's doing
     keepalive: bool = True

@@ -185,7 +185,7 @@ class StackPane(Vertical, can_focus=True):
         else:
             self._set("breaking", "")
         if view.engine_limited:
-            self._subtitle(f"ENGINE-LIMITED {view.engine_share:.0%}")
+            self._subtitle(f"ENGINE-LIMITED: {view.engine_limit}")
         elif view.refused:
             self._subtitle("REFUSED by the engine")
         if t is not None and new_interval:
