@@ -247,9 +247,8 @@ class Session:
                     cpus=m.stack_cpus,
                     cpu_us_per_request=cpu_us,
                     engine_share=share,
-                    engine_limited=accounting.engine_limited(target.total, target.saturated)
-                    if target is not None
-                    else False,
+                    engine_limited=bool(limit),
+                    engine_limit=limit,
                     little=little,
                 )
             )
