@@ -140,6 +140,12 @@ class RaceScreen(Screen[None]):
         else:
             self._put("engine-health", f"engine CPU\n[b]{view.engine_cpu:.0f}%[/b] of a core")
         status = []
+        if view.shared_cores:
+            # the fair figures then are each pane's CPU µs per request and its wait for a core
+            status.append(f"[yellow]{view.placement}[/]")
+        if not view.keepalive:
+            status.append("a new connection per request")
+        status.append(f"[dim]timeout {view.timeout:g}s[/]")
         if view.ramp:
             status.append(f"[b reverse] {view.ramp} [/]")
         starting = sum(p.state == StackState.STARTING for p in view.panes)
