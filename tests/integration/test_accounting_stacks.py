@@ -1,0 +1,84 @@
+"""The accounting on real stacks: gunicorn sync and uWSGI, one worker each.
+
+These are the servers whose queues the engine used to hide: gunicorn's sync worker
+answers one request at a time and makes every client reconnect; uWSGI's single worker
+serves one keep-alive connection until it closes, so one connection could take a whole
+request budget while the others waited unseen.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stackrace.config import load_stacks, resolve
+from stackrace.report.schema import loads
+from stackrace.stacks.availability import check
+
+ROOT = Path(__file__).parents[2]
+pytestmark = pytest.mark.slow
+
+
+def needs(name: str) -> None:
+    avail = check(resolve(name, load_stacks()))
+    if not avail.available:
+        pytest.skip(f"{name}: {avail.reason}")
+
+
+def bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path / "run.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "stackrace.cli", "bench", *args, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+    )
+    return r, out
+
+
+def test_gunicorn_sync_queue_is_counted_and_judged(tmp_path: Path):
+    needs("gunicorn-sync")
+    # ~90 answers a second; 300 clients wait ~3.3 s each, longer than the 1.5 s level
+    r, out = bench(
+        tmp_path,
+        "--stacks", "gunicorn-sync", "--workload", "io", "--io-ms", "10",
+        "--concurrency", "1,300", "--duration", "1.5s", "--warmup", "0.5s",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    st = loads(out.read_bytes()).stacks[0]
+    low, high = st.levels
+    for lv in st.levels:
+        w = lv.window
+        assert w.sent == w.requests + w.lost + w.waiting, w
+    w = high.window
+    assert w.waiting >= 250 and w.stale > 50, w  # clients that got no answer in the level
+    assert high.little is not None and not high.little.ok
+    assert "waited without an answer" in high.little.reason
+    # the rule sees the queue: the level where clients wait without an answer is failing
+    assert st.breaking_point == 300 and st.breaking_kind == "failing", st.breaking_reason
+    assert "waited" in st.breaking_reason
+    assert "DATABASE" not in r.stderr and "waiting" in r.stderr
+
+
+def test_uwsgi_one_worker_budget_is_spread_over_every_connection(tmp_path: Path):
+    needs("uwsgi")
+    r, out = bench(
+        tmp_path,
+        "--stacks", "uwsgi", "--workload", "io", "--io-ms", "10",
+        "--concurrency", "30", "--requests", "300", "--duration", "0.5s", "--warmup", "0.3s",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lv = loads(out.read_bytes()).stacks[0].levels[0]
+    w = lv.window
+    assert w.requests + w.lost == 300 and w.waiting == 0, w
+    assert w.sent == w.requests + w.lost + w.waiting
+    # 300 requests of 10 ms, one at a time: ~3 s, not cut at --duration
+    assert w.span_seconds is not None and w.span_seconds > 2.5, w.span_seconds
+    # each connection had its share, so each waited for the others: mean latency is the
+    # queue's (about 30 × 10 ms), not the 10 ms one connection alone would see
+    assert w.latency.mean > 100_000, w.latency
+    assert lv.little is None or lv.little.ok, lv.little

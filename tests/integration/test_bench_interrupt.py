@@ -1,0 +1,53 @@
+"""Ctrl-C or SIGTERM during `stackrace bench`: every level measured is kept and written."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stackrace.report.schema import loads
+
+ROOT = Path(__file__).parents[2]
+FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_interrupted_bench_writes_what_it_measured(tmp_path: Path, sig: signal.Signals):
+    out = tmp_path / "run.json"
+    md = tmp_path / "run.md"
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "stackrace.cli", "--stacks-file", str(FIXTURE), "bench",
+            "--stacks", "plain", "--concurrency", "2,4,8,16,32,64", "--duration", "1s",
+            "--warmup", "0.2s", "--json", str(out), "--markdown", str(md),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    seen = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        seen.append(line)
+        if "c=4 " in line:  # two levels measured
+            break
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (stdout, "".join(seen) + stderr)
+    assert "Traceback" not in stderr
+    assert "interrupted" in stderr
+    run = loads(out.read_bytes())
+    assert run.interrupted in ("SIGTERM", "Ctrl-C")
+    levels = [lv.concurrency for lv in run.stacks[0].levels]
+    assert levels[:2] == [2, 4] and len(levels) < 6
+    assert json.loads(out.read_text())["interrupted"]
+    assert "| plain" in md.read_text()
