@@ -334,7 +334,7 @@ def _indent(text: str) -> str:
 
 
 @dataclass
-class StackResult:
+class InstallOutcome:
     stack: Stack
     before: Missing
     done: list[str] = field(default_factory=list)
@@ -349,19 +349,19 @@ class Installer:
         self.stacks = list({s.base: s for s in stacks}.values())
         self.log = log
         self.dry_run = dry_run
-        self.results: dict[str, StackResult] = {}
+        self.results: dict[str, InstallOutcome] = {}
 
     # each phase acts on the stacks that still lack something and have not failed
-    def _pending(self) -> list[StackResult]:
+    def _pending(self) -> list[InstallOutcome]:
         return [r for r in self.results.values() if r.error is None]
 
-    def run(self) -> list[StackResult]:
+    def run(self) -> list[InstallOutcome]:
         apt_missing = set(missing_apt(p for s in self.stacks for p in s.spec.needs.apt))
         for s in self.stacks:
             try:
-                self.results[s.base] = StackResult(s, missing(s, apt_missing))
+                self.results[s.base] = InstallOutcome(s, missing(s, apt_missing))
             except ValueError as exc:
-                self.results[s.base] = StackResult(s, Missing(), error=str(exc))
+                self.results[s.base] = InstallOutcome(s, Missing(), error=str(exc))
         if not any(r.before for r in self.results.values()):
             return list(self.results.values())
         for phase in (self._apt, self._pypy_venv, self._pip, self._npm, self._builds):
@@ -373,7 +373,7 @@ class Installer:
     def _step(
         self,
         what: str,
-        owners: list[StackResult],
+        owners: list[InstallOutcome],
         argv: list[str],
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
@@ -439,7 +439,7 @@ class Installer:
                 self._pip_batch(which, no_deps)
 
     def _pip_batch(self, which: str, no_deps: bool) -> None:
-        def reqs(r: StackResult) -> list[str]:
+        def reqs(r: InstallOutcome) -> list[str]:
             return r.before.pip_no_deps if no_deps else r.before.pip
 
         owners = [r for r in self._pending() if r.stack.spec.needs.venv == which and reqs(r)]
