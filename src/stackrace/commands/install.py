@@ -12,7 +12,7 @@ import sys
 import time
 
 from stackrace.commands._common import load, resolve_all
-from stackrace.stacks.install import Installer, StackResult
+from stackrace.stacks.install import Installer, InstallOutcome
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -26,7 +26,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-def _summary(r: StackResult) -> str:
+def _summary(r: InstallOutcome) -> str:
     if r.error is not None:
         return f"FAILED: {r.error}"
     if not r.before:
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(r: StackResult) -> str:
+def _plan(r: InstallOutcome) -> str:
     if r.error is not None:
         return f"cannot install: {r.error}"
     if not r.before:
