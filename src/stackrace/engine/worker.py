@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import gc
 import os
 import resource
 import signal
@@ -262,6 +263,9 @@ def main() -> None:
     if os.getppid() == 1:
         return  # the parent died before we could ask to follow it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    # Everything imported so far lives as long as the process: keep the cyclic collector
+    # from walking it again and again (connections themselves leave no cycles).
+    gc.freeze()
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(_main())
 
