@@ -233,10 +233,16 @@ class LevelLog:
     steps: dict[str, dict[int, StepResult]] = field(default_factory=dict)
     _current: dict[str, _Current] = field(default_factory=dict)
     cpu_of: CpuOf | None = None
+    # levels running when the log was cleared: their totals started before the clear,
+    # so they are not recorded until the level changes
+    _ignored: dict[str, int] = field(default_factory=dict)
 
     def feed(self, snap: EngineSnapshot) -> None:
         for t in snap.targets:
             level = round(t.rate) if t.rate else t.concurrency
+            if self._ignored.get(t.id) == level:
+                continue
+            self._ignored.pop(t.id, None)
             cur = self._current.get(t.id)
             if cur is None or cur.level != level:
                 if cur is not None:
@@ -279,6 +285,8 @@ class LevelLog:
         return current_verdict(self.results(target_id), level)
 
     def clear(self) -> None:
+        """Forget every level; the ones running now are not recorded either."""
+        self._ignored = {tid: cur.level for tid, cur in self._current.items()}
         self.steps.clear()
         self._current.clear()
 

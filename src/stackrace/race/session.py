@@ -105,6 +105,9 @@ class Session:
         self.levels = LevelLog(cpu_of=self._cpu_of)
         self.ramp: Ramp | None = None
         self.ramp_finished = False
+        # what the last ramp found, per member: kept when the load is explored afterwards
+        self.ramp_steps: dict[str, list[StepResult]] = {}
+        self.ramp_breaking: dict[str, Verdict | None] = {}
         self._last_seq = -1
 
     @property
@@ -204,12 +207,25 @@ class Session:
             return
         ids = self.core.attached()
         all_broken = bool(ids) and all(self.levels.breaking_point(i) for i in ids)
+        done_before = self.ramp.done
+        if not done_before and self._ramp_ends(all_broken):
+            # the ramp's findings, before the restored level adds to the log
+            for i in self.core.members:
+                self.ramp_steps[i] = self.levels.results(i)
+                self.ramp_breaking[i] = self.levels.breaking_point(i)
         level = self.ramp.advance(self.core.clock(), all_broken)
         if level is not None:
             await self.set_concurrency(level)
         if self.ramp.done:
             self.ramp = None
             self.ramp_finished = True
+
+    def _ramp_ends(self, all_broken: bool) -> bool:
+        r = self.ramp
+        if r is None or r.started_at is None:
+            return False
+        due = int((self.core.clock() - r.started_at) // r.dwell)
+        return due > r.index and (due >= len(r.levels) or all_broken)
 
     def view(self) -> SessionView:
         snap = self.core.engine.latest
