@@ -1,12 +1,20 @@
 """`stackrace --demo`: a synthetic race, no servers and no load — clearly labelled so.
 
+Everything it shows is a model, and the app says so everywhere (the header, each pane,
+the picker, screenshots): the engine carries `synthetic = True` and the session passes
+that on to every view.
+
 `SyntheticEngine` implements the core's `LoadEngine` without sockets: each `step()`
 publishes the next `EngineSnapshot` from a queueing model of each stack (workers, a
 service time, a listen backlog). Its figures obey the same physics as a real race:
 a closed loop of C connections against W workers serving in s ms answers min(C, W)/s
 requests a second, every client always has a request waiting (Little's law:
-C = req/s × latency), latency grows linearly past W, and a rate above capacity builds
-a backlog of unsent requests that are late and finally dropped at the timeout.
+C = req/s × latency), latency grows linearly past W, a client whose wait would pass the
+request timeout times out (so C = answers × their latency + timeouts × the timeout),
+connections past workers + listen backlog are refused, and a rate above capacity builds
+a backlog of unsent requests that are late and finally dropped at the timeout. A JIT
+model (`warm_s`) serves at a third of its speed at first and reaches full speed over
+`warm_s` seconds of load. A variant id (`gunicorn-sync:workers=4`) changes the workers.
 Nothing depends on the wall clock, so N steps always give the same figures; tests,
 screenshots and the UI benchmark use it. `DemoSource` hands out stacks that start after
 a few steps, and one that crashes.
@@ -22,6 +30,7 @@ from stackrace.engine.histogram import LatencyHistogram, SparseHistogram, index_
 from stackrace.engine.model import (
     DROPPED,
     REFUSED,
+    TIMEOUT,
     EngineSnapshot,
     LatencySummary,
     TargetSnapshot,
@@ -50,10 +59,13 @@ class StackModel:
     per_conn_kb: float = 4.0
     start_steps: int = 4  # steps spent starting
     crash_at: int | None = None  # step at which it crashes
+    warm_s: float = 0.0  # a JIT: seconds of load until full speed (a third of it at first)
 
 
 MODELS: dict[str, StackModel] = {
-    "gunicorn-sync": StackModel("gunicorn sync", "sync", 1, 11.0, 0.9, 128, 44.0, 0.0),
+    # gunicorn's default listen backlog is 2048: its one sync worker queues, it does not
+    # refuse; uWSGI's is 100, so it refuses past that
+    "gunicorn-sync": StackModel("gunicorn sync", "sync", 1, 11.0, 0.9, 2048, 44.0, 0.0),
     "gunicorn-gevent": StackModel("gunicorn gevent", "greenlet", 10_000, 11.0, 0.25, 2048, 55, 9),
     "uvicorn": StackModel("uvicorn", "async", 10_000, 10.6, 0.15, 2048, 30.0, 6.0),
     "aiohttp": StackModel("aiohttp", "async", 10_000, 10.8, 0.2, 2048, 38.0, 8.0, start_steps=6),
@@ -61,11 +73,30 @@ MODELS: dict[str, StackModel] = {
     "go-nethttp": StackModel("Go net/http", "async", 100_000, 10.2, 0.04, 4096, 8.0, 3.0, 1),
     "bjoern": StackModel("bjoern", "event-loop", 1, 10.1, 0.05, 16, 12.0, 0.2, crash_at=40),
     "uwsgi": StackModel("uWSGI", "prefork", 1, 10.9, 0.8, 100, 24.0, 0.5),
+    "gunicorn-pypy": StackModel(
+        "gunicorn PyPy", "greenlet", 10_000, 10.8, 0.12, 2048, 70.0, 6.0, 8, warm_s=20.0
+    ),
 }
 
+def describe(m: StackModel) -> str:
+    workers = "unlimited" if m.workers >= 10_000 else f"{m.workers}"
+    out = (
+        f"synthetic model: {workers} worker(s), {m.service_ms:g} ms per request "
+        f"({m.cpu_ms:g} ms CPU), backlog {m.backlog}"
+    )
+    return out + (f", JIT warm-up {m.warm_s:g} s" if m.warm_s else "")
+
+
+# The demo's stacks are models, not the installed stacks: the picker shows each as
+# "synthetic" with its model, and never says whether a real stack is installed.
 CATALOG: list[StackChoice] = [
     StackChoice(
-        k, m.name, m.family, default=k in ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
+        k,
+        m.name,
+        m.family,
+        default=k in ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp"),
+        description=describe(m),
+        workers=min(m.workers, 10_000),
     )
     for k, m in MODELS.items()
 ]
@@ -98,6 +129,15 @@ class _SimTarget:
         self.total_hist = SparseHistogram()
         self.counting_after = 0
         self.dead = False
+        self.loaded_s = 0.0  # seconds of load so far (a JIT model warms with it)
+        self.timeouts_due = 0.0
+
+    def speed(self) -> float:
+        """A JIT model's share of its full speed: a third at first, all after warm_s."""
+        w = self.model.warm_s
+        if w <= 0:
+            return 1.0
+        return min(1.0, 1 / 3 + (2 / 3) * self.loaded_s / w)
 
     @property
     def capacity(self) -> float:
@@ -118,8 +158,11 @@ class _SimTarget:
                 failures={REFUSED: refused + carried},
             ), SparseHistogram()
         wobble = 1 + 0.02 * math.sin(step * 0.7 + len(self.spec.id))
+        speed = self.speed()
+        self.loaded_s += TICK
         failures: dict[str, int] = {}
         unsent = 0
+        stale = 0
         if self.rate is None:
             # past workers + listen backlog, connects are refused (each client retries
             # every 10 ms, as the engine does); the rest wait in the queue
@@ -128,12 +171,23 @@ class _SimTarget:
             if over > 0:
                 failures[REFUSED] = int(over * TICK / 0.01)
             busy = min(c, m.workers)
-            served = min(busy * 1000 / m.service_ms, self.capacity) * wobble
+            served = min(busy * 1000 / m.service_ms, self.capacity * speed) * wobble
             latency = c / served * 1e6 if served else 0.0  # Little's law
+            if latency > 0.9 * self.timeout * 1e6:
+                # FIFO: the answers that make it took about the timeout; the rest of the
+                # clients time out, so C = answers × 0.9 T + timeouts × T (Little)
+                latency = 0.9 * self.timeout * 1e6
+                timeouts = max(0.0, (c - served * 0.9 * self.timeout) / self.timeout)
+                self.timeouts_due += timeouts * TICK
+                if self.timeouts_due >= 1:
+                    failures[TIMEOUT] = int(self.timeouts_due)
+                    self.timeouts_due -= int(self.timeouts_due)
             spread = 1.2 if c <= m.workers else 1.05
             waiting = c
+            # clients waiting longer than the interval: no answer at all in it
+            stale = int(waiting * max(0.0, 1 - TICK * 1e6 / latency)) if latency else 0
         else:
-            served = min(self.rate, self.capacity) * wobble
+            served = min(self.rate, self.capacity * speed) * wobble
             self.unsent = max(0.0, self.unsent + (self.rate - served) * TICK)
             limit = self.rate * self.timeout
             if self.unsent > limit:
@@ -160,6 +214,7 @@ class _SimTarget:
             waiting=waiting,
             unsent=unsent,
             oldest_wait_us=int(latency),
+            stale=stale,
             requests=answered,
             ok=answered,
             rps=answered / TICK,
@@ -194,6 +249,9 @@ class _SimTarget:
         t.waiting = w.waiting
         t.unsent = w.unsent
         t.oldest_wait_us = w.oldest_wait_us
+        # waiting longer than the level has run: clients with no answer in all of it
+        age = w.oldest_wait_us
+        t.stale = int(w.waiting * max(0.0, 1 - t.seconds * 1e6 / age)) if age else 0
         t.rps = t.requests / t.seconds
         self.total_hist.add(hist)
         t.latency = self.total_hist.summary()
@@ -227,8 +285,18 @@ class SyntheticEngine:
         return self.latest
 
     def model_for(self, target_id: str) -> StackModel:
-        base = target_id.partition(":")[0]
-        return self.models.get(target_id) or MODELS.get(base) or MODELS["uvicorn"]
+        if target_id in self.models:
+            return self.models[target_id]
+        base, _, options = target_id.partition(":")
+        model = self.models.get(base) or MODELS.get(base) or MODELS["uvicorn"]
+        for opt in options.split(","):
+            key, _, value = opt.partition("=")
+            if key == "workers" and value.isdigit():
+                import dataclasses
+
+                n = int(value)
+                model = dataclasses.replace(model, workers=n, name=f"{model.name} ×{n}")
+        return model
 
     async def add_target(
         self, spec: TargetSpec, cpus: Sequence[int] | None = None, procs: int | None = None
@@ -361,7 +429,8 @@ class SyntheticStack:
         cpu = 0.0
         seconds = 0.0
         if t is not None and not t.dead and t.total.seconds:
-            cpu = min(100.0, t.total.rps * self.model.cpu_ms / 10)
+            # one core; a JIT still warming spends more CPU per request
+            cpu = min(100.0, t.total.rps * self.model.cpu_ms / t.speed() / 10)
             seconds = t.total.requests * self.model.cpu_ms / 1000
         return ResourceSample(
             self.engine.clock(), rss, int(rss * 0.8), int(rss * 0.85), cpu, 1, 1, seconds, 0.0

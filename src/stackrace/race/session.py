@@ -17,15 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from stackrace.engine.model import TargetSnapshot
-from stackrace.race import accounting
+from stackrace.race import accounting, explain
 from stackrace.race.core import RaceCore, StackState
 from stackrace.race.placement import Placement, place
 from stackrace.race.urls import UrlHandle, UrlTarget
 from stackrace.race_settings import RaceSettings
+from stackrace.race.warmup import WarmupTracker
 from stackrace.ramp import LevelLog, Ramp, StepResult, Verdict, peak
 from stackrace.stacks.sampler import ResourceSample
+
+# A verdict seen at a level is kept while that level runs unless it has been absent for
+# this long: a judgement on growing totals can flicker across a threshold, and a bar
+# that comes and goes every second tells a room nothing.
+VERDICT_HOLD = 2.0
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,12 @@ class PaneView:
     engine_limited: bool = False
     engine_limit: str = ""  # why and by how much
     little: accounting.LittleCheck | None = None
+    proof: str = ""  # the figure that proves the verdict, at its level
+    annotation: str = ""  # one plain-language sentence, when it matters
+    behind: str = ""  # rate mode: how far behind schedule ("" when it keeps up)
+    warm_climb: float | None = None  # while warming: req/s rise since its first second
+    url: str = ""  # what the engine loads
+    synthetic: bool = False  # a model's figures (--demo), not a measurement
 
 
 @dataclass
@@ -82,6 +95,10 @@ class SessionView:
     shared_cores: bool = False
     timeout: float = 10.0
     keepalive: bool = True
+    synthetic: bool = False  # --demo: nothing here was measured
+    caption: str = ""  # a talk track's line for this moment
+    replay: str = ""  # a replay's position ("replay 0:42 / 3:10 ×2")
+    ramp_top: int = 0  # the top level of the ramp running (or last run)
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,7 @@ class SummaryRow:
     mem_after: ResourceSample | None
     mem_peak: int  # highest RSS seen, bytes
     steps: tuple[StepResult, ...] = ()
+    why: str = ""  # the proof of the breaking verdict, in figures
 
 
 class Session:
@@ -108,7 +126,14 @@ class Session:
         # what the last ramp found, per member: kept when the load is explored afterwards
         self.ramp_steps: dict[str, list[StepResult]] = {}
         self.ramp_breaking: dict[str, Verdict | None] = {}
+        self.ramp_top = 0
         self._last_seq = -1
+        self.warmups: dict[str, WarmupTracker] = {}
+        # per member: the verdict shown, at which level, and when it was last confirmed
+        self._held: dict[str, tuple[Verdict, float]] = {}
+        # observers of commands and ticks (a Recorder): called after each
+        self.listeners: list[SessionListener] = []
+        self.caption = ""
 
     @property
     def engine(self):  # type: ignore[no-untyped-def]
@@ -156,6 +181,7 @@ class Session:
             return
         await self.core.set_concurrency(n)
         self._new_level()
+        self._tell("concurrency", n)
 
     async def set_rate(self, rate: float | None) -> None:
         """Constant rate per stack in req/s, or None for closed loop."""
@@ -165,6 +191,7 @@ class Session:
             # closed-loop levels and rates are different scales: never judge one by the other
             self.levels.clear()
         self._new_level()
+        self._tell("rate", rate)
 
     def _new_level(self) -> None:
         # The running totals become the new level's figures; the first half second is
@@ -175,10 +202,20 @@ class Session:
         """Step the load from 1 up to `top` from a clean state, then go back."""
         self.levels.clear()
         self.ramp_finished = False
+        self.ramp_steps.clear()
+        self.ramp_breaking.clear()
+        self.ramp_top = top
         self.ramp = Ramp.from_level(1, top=top, dwell=dwell, restore=self.level)
+        self._tell("ramp", top)
 
     def stop_ramp(self) -> None:
+        if self.ramp is not None:
+            self._tell("ramp_stop", None)
         self.ramp = None
+
+    def _tell(self, what: str, value: object) -> None:
+        for listener in self.listeners:
+            listener.command(self, what, value)
 
     @property
     def level(self) -> int:
@@ -193,8 +230,36 @@ class Session:
         if snap is not None and snap.seq != self._last_seq:
             self._last_seq = snap.seq
             self.levels.feed(snap)
+            self._feed_warmups(snap)
         await self._advance_ramp()
-        return self.view()
+        view = self.view()
+        for listener in self.listeners:
+            listener.tick(self, view)
+        return view
+
+    def _feed_warmups(self, snap) -> None:  # type: ignore[no-untyped-def]
+        for t in snap.targets:
+            if t.id in self.core.members:
+                tracker = self.warmups.setdefault(t.id, WarmupTracker())
+                level = round(t.rate) if t.rate else t.concurrency
+                tracker.feed(level, t.interval.requests, t.interval.seconds)
+
+    def _verdict(self, mid: str) -> Verdict | None:
+        """The current level's verdict, held while its level runs (see VERDICT_HOLD)."""
+        now = self.core.clock()
+        fresh = self.levels.verdict_now(mid)
+        level = self.levels.current_level(mid)
+        held = self._held.get(mid)
+        if fresh is not None:
+            self._held[mid] = (fresh, now)
+            return fresh
+        if held is not None and held[0].level == level and now - held[1] < VERDICT_HOLD:
+            return held[0]
+        self._held.pop(mid, None)
+        return None
+
+    def _step_at(self, mid: str, level: int) -> StepResult | None:
+        return next((s for s in self.levels.results(mid) if s.level == level), None)
 
     def _cpu_of(self, member_id: str) -> tuple[float | None, float | None]:
         m = self.core.members.get(member_id)
@@ -219,6 +284,7 @@ class Session:
         if self.ramp.done:
             self.ramp = None
             self.ramp_finished = True
+            self._tell("ramp_done", None)
 
     def _ramp_ends(self, all_broken: bool) -> bool:
         r = self.ramp
@@ -238,12 +304,37 @@ class Session:
             share = 0.0
             limit = ""
             cpu_us = None
+            verdict = self._verdict(mid) if target is not None else None
+            warm = self.warmups.get(mid)
+            warming = (
+                warm is not None and warm.warming and state == StackState.READY and target is not None
+            )
+            if warming:
+                state = StackState.WARMING
+            annotation = behind = proof = ""
             if target is not None:
                 share = accounting.engine_share(target.total)
                 limit = accounting.engine_limit(target.total, target.saturated)
                 if not rate_mode:
                     little = accounting.little_check(target.total, target.concurrency)
                 cpu_us = self.core.cpu_per_request_us(mid, target.total.requests)
+                behind = explain.behind_schedule(self.rate, target.total)
+                if verdict is not None:
+                    proof = explain.proof(verdict, self._step_at(mid, verdict.level))
+                res = m.resources
+                annotation = explain.annotate(
+                    verdict=verdict,
+                    interval=target.interval,
+                    total=target.total,
+                    rate=self.rate,
+                    timeout=self.core.settings.timeout,
+                    cpu_percent=res.cpu_percent if res is not None else None,
+                    cpu_capacity=self.core.capacity(mid),
+                    cpu_us_per_request=cpu_us,
+                    warming=warming,
+                    climb=warm.climb() if warm is not None else None,
+                    engine_limit=limit,
+                )
             panes.append(
                 PaneView(
                     id=mid,
@@ -254,7 +345,7 @@ class Session:
                     resources=m.resources,
                     baseline=m.baseline,
                     breaking=self.levels.breaking_point(mid),
-                    verdict=self.levels.verdict_now(mid),
+                    verdict=verdict,
                     log_tail=m.handle.log_tail(12)
                     if state == StackState.CRASHED or m.refused
                     else [],
@@ -266,6 +357,12 @@ class Session:
                     engine_limited=bool(limit),
                     engine_limit=limit,
                     little=little,
+                    proof=proof,
+                    annotation=annotation,
+                    behind=behind,
+                    warm_climb=warm.climb() if warming and warm is not None else None,
+                    url=m.url,
+                    synthetic=self.synthetic,
                 )
             )
         ramp = None
@@ -286,7 +383,14 @@ class Session:
             shared_cores=placement.shared if placement else False,
             timeout=self.core.settings.timeout,
             keepalive=self.core.settings.keepalive,
+            synthetic=self.synthetic,
+            caption=self.caption,
+            ramp_top=self.ramp_top,
         )
+
+    @property
+    def synthetic(self) -> bool:
+        return bool(getattr(self.core.engine, "synthetic", False))
 
     # --- on demand ------------------------------------------------------------------
 
@@ -308,20 +412,42 @@ class Session:
         text = "\n".join(m.handle.log_tail(lines))
         return f"engine refused it: {m.refused}\n{text}" if m.refused else text
 
+    @property
+    def summary_from_ramp(self) -> bool:
+        """Whether `summary()` shows the last ramp's findings (else the levels explored)."""
+        return self.ramp is None and bool(self.ramp_steps)
+
     def summary(self) -> list[SummaryRow]:
+        """Per member: the last finished ramp's levels if there was one (its findings
+        survive the exploring that follows), else the levels measured so far."""
         rows = []
+        from_ramp = self.summary_from_ramp
         for mid, m in self.core.members.items():
-            steps = self.levels.results(mid)
+            if from_ramp:
+                steps = list(self.ramp_steps.get(mid, []))
+                breaking = self.ramp_breaking.get(mid)
+            else:
+                steps = self.levels.results(mid)
+                breaking = self.levels.breaking_point(mid)
+            at = next((s for s in steps if breaking and s.level == breaking.level), None)
             rows.append(
                 SummaryRow(
                     id=mid,
                     name=m.handle.name,
                     peak=peak(steps),
-                    breaking=self.levels.breaking_point(mid),
+                    breaking=breaking,
                     mem_before=m.baseline,
                     mem_after=m.resources,
                     mem_peak=m.mem_peak,
                     steps=tuple(steps),
+                    why=explain.proof(breaking, at) if breaking else "",
                 )
             )
         return rows
+
+
+class SessionListener(Protocol):
+    """Told about every command and every tick (a race recorder is one)."""
+
+    def command(self, session: Session, what: str, value: object) -> None: ...
+    def tick(self, session: Session, view: SessionView) -> None: ...

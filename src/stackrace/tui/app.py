@@ -21,7 +21,10 @@ class StackraceApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "stackrace"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+c", "quit", "quit", show=False, priority=True)
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        # every screen (picker, race, summary, log): an input field that wants the
+        # letter gets it first, since this binding is not a priority one
+        Binding("s", "screenshot", "screenshot"),
     ]
 
     def __init__(
@@ -34,8 +37,10 @@ class StackraceApp(App[int]):
         tick_interval: float | None = 0.25,
         screenshot_dir: str | os.PathLike[str] = ".",
         drive: Callable[[], object] | None = None,
+        projector: bool = False,
     ) -> None:
         super().__init__()
+        self.projector = projector
         self.session = session
         self.plan = plan
         self.catalog = catalog
@@ -66,7 +71,7 @@ class StackraceApp(App[int]):
         except Exception as exc:  # the engine could not start: say so, do not hang
             self.notify(f"could not start: {exc}", severity="error", timeout=10)
             return
-        self.race = RaceScreen(self.session, self.tick_interval)
+        self.race = RaceScreen(self.session, self.tick_interval, projector=self.projector)
         await self.push_screen(self.race)
 
     async def stop_everything(self) -> None:
@@ -80,9 +85,28 @@ class StackraceApp(App[int]):
         self.exit(0)
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
-        self.screenshot_dir.mkdir(parents=True, exist_ok=True)
-        saved = self.save_screenshot(filename, path or str(self.screenshot_dir))
+        self.deliver_screenshot(filename, path)
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """An SVG of the current screen, from any screen and from the command palette.
+
+        In a terminal it is written into `screenshot_dir` (Textual's own default is the
+        downloads folder, which a server often lacks: "Failed to save screenshot"); in
+        a browser (`stackrace web`) it is handed to the browser as a download.
+        """
+        if self.is_web:
+            return super().deliver_screenshot(filename, path, time_format)
+        directory = Path(path) if path else self.screenshot_dir
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            saved = self.save_screenshot(filename, str(directory), time_format)
+        except OSError as exc:
+            self.notify(f"screenshot not saved: {exc}", severity="error")
+            return None
         self.notify(f"saved {saved}")
+        return saved
 
     async def on_unmount(self) -> None:
         await self.stop_everything()

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Label, Log
 
 from stackrace.race.session import SummaryRow
 from stackrace.tui.format import fmt_level, fmt_mb, fmt_us
+from stackrace.tui.levelchart import LevelChart, LevelSeries
 
 
 class LogScreen(ModalScreen[None]):
@@ -39,24 +40,28 @@ SUMMARY_COLUMNS = (
     "peak req/s",
     "at",
     "breaking point",
-    "why",
+    "kind",
+    "the figure that proves it",
     "p99 there",
-    "mem before",
-    "mem now",
-    "mem peak",
+    "RSS before",
+    "RSS now",
+    "RSS peak",
 )
+
+KIND_STYLE = {"failing": "bold red", "queueing": "bold yellow", "saturated": "bold magenta"}
 
 
 def summary_cells(row: SummaryRow, rate_mode: bool) -> list[str | Text]:
     peak, brk = row.peak, row.breaking
     return [
         Text(row.name, style="bold"),
-        Text(f"{peak.rps:,.0f}", justify="right") if peak else Text("–", style="dim"),
+        Text(f"{peak.rps:,.0f} req/s", justify="right") if peak else Text("–", style="dim"),
         fmt_level(peak.level, rate_mode) if peak else "–",
-        Text(fmt_level(brk.level, rate_mode), style="bold red")
+        Text(fmt_level(brk.level, rate_mode), style=KIND_STYLE.get(brk.kind, "bold"))
         if brk
         else Text("not reached", style="green"),
-        brk.reason if brk else "",
+        Text(brk.kind, style=KIND_STYLE.get(brk.kind, "")) if brk else "",
+        row.why or (brk.reason if brk else ""),
         fmt_us(brk.p99_us) if brk else "",
         fmt_mb(row.mem_before.rss) if row.mem_before else "–",
         fmt_mb(row.mem_after.rss) if row.mem_after else "–",
@@ -64,26 +69,81 @@ def summary_cells(row: SummaryRow, rate_mode: bool) -> list[str | Text]:
     ]
 
 
+def summary_title(from_ramp: bool, ramp_running: bool, synthetic: bool) -> str:
+    if from_ramp:
+        title = "Ramp result: every level from 1 up, from a clean start"
+    elif ramp_running:
+        title = "Summary while the ramp runs (levels so far)"
+    else:
+        title = "Summary of the levels explored by hand (r runs a full ramp from a clean start)"
+    return ("SYNTHETIC (a model, not a measurement) · " if synthetic else "") + title
+
+
 class SummaryScreen(ModalScreen[None]):
-    """Side by side: peak QPS and where, the breaking point, p99 there, memory."""
+    """Side by side: peak req/s and where, the breaking point, its proof, memory; the
+    levels of every stack on one chart; `e` exports Markdown and JSON."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,t,q", "dismiss", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,t,q", "dismiss", "close"),
+        Binding("e", "export", "export .md + .json"),
+    ]
 
-    def __init__(self, rows: list[SummaryRow], rate_mode: bool) -> None:
+    def __init__(
+        self,
+        rows: list[SummaryRow],
+        rate_mode: bool,
+        *,
+        from_ramp: bool = False,
+        colors: dict[str, str] | None = None,
+        synthetic: bool = False,
+        ramp_running: bool = False,
+    ) -> None:
         super().__init__(classes="dialog")
         self.rows = rows
         self.rate_mode = rate_mode
+        self.from_ramp = from_ramp
+        self.colors = colors or {}
+        self.synthetic = synthetic
+        self.title_text = summary_title(from_ramp, ramp_running, synthetic)
+        self.exported: tuple[object, object] | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box", id="summary-box"):
-            yield Label(
-                "Summary (levels measured so far; press r for a full ramp)", classes="dialog-title"
-            )
+            yield Label(self.title_text, classes="dialog-title", id="summary-title")
             yield DataTable(id="summary", cursor_type="row", zebra_stripes=True)
+            yield LevelChart(self._series(), self.rate_mode, id="level-chart")
         yield Footer()
+
+    def _series(self) -> list[LevelSeries]:
+        from stackrace.tui.race import PALETTE
+
+        out = []
+        for i, row in enumerate(self.rows):
+            if not row.steps:
+                continue
+            color = self.colors.get(row.id, PALETTE[i % len(PALETTE)])
+            points = [(s.level, s.rps, s.p99_us) for s in row.steps]
+            out.append(
+                LevelSeries(row.name, color, points, row.breaking.level if row.breaking else None)
+            )
+        return out
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns(*SUMMARY_COLUMNS)
         for row in self.rows:
             table.add_row(*summary_cells(row, self.rate_mode), key=row.id)
+        names = "  ".join(f"[{s.color}]━ {s.name}[/]" for s in self._series())
+        self.query_one("#level-chart").border_title = f"every stack, level by level  {names}"
+
+    def action_export(self) -> None:
+        from pathlib import Path
+
+        from stackrace.race.summary import export
+
+        directory = Path(getattr(self.app, "screenshot_dir", "."))
+        md, js = export(
+            self.rows, self.rate_mode, directory, title=self.title_text, synthetic=self.synthetic
+        )
+        self.exported = (md, js)
+        self.notify(f"saved {md} and {js}")

@@ -12,6 +12,7 @@ __all__ = [
     "fmt_lat",
     "fmt_level",
     "fmt_mb",
+    "fmt_rate",
     "fmt_us",
 ]
 
@@ -32,11 +33,19 @@ assert set(FAILURE_LABELS) == set(FAILURE_KINDS)
 
 
 def fmt_mb(n: int | None) -> str:
-    """Bytes as MiB with one decimal below 100, none above: '41.2M', '812M'."""
+    """Bytes as MiB with one decimal below 100, none above: '41.2 MiB', '812 MiB'."""
     if n is None:
         return "–"
     mb = n / (1024 * 1024)
-    return f"{mb:.1f}M" if mb < 100 else f"{mb:.0f}M"
+    return f"{mb:.1f} MiB" if mb < 100 else f"{mb:.0f} MiB"
+
+
+def fmt_rate(n: float) -> str:
+    """A short rate for a scale label: 90, 950, 7.0k, 14k."""
+    if n < 1000:
+        return f"{n:.0f}"
+    k = n / 1000
+    return f"{k:.1f}k" if k < 10 else f"{k:.0f}k"
 
 
 def fmt_level(level: int, rate_mode: bool = False) -> str:

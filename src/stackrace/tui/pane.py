@@ -1,8 +1,14 @@
 """`StackPane`: one running stack's live figures, redrawn from a `PaneView` each tick.
 
-The pane computes nothing: it formats the view it is handed and keeps the last minute of
-QPS and memory for its sparklines. Every update is a cheap `Static.update(layout=False)`
-and is skipped when the text did not change.
+The pane computes nothing about the race: it formats the view it is handed and keeps the
+last minute of req/s and memory for its sparklines. Every update is a cheap
+`Static.update(layout=False)` and is skipped when the text did not change.
+
+What it shows fits its size (`fit`, on each resize): the essentials first — req/s, p99,
+failures and memory must survive a 100×30 terminal with four panes — then CPU, the
+verdict line, waiting clients, the annotation, the sparklines; whatever height is left
+goes to the big req/s figure, which grows with it. In projector mode (`b`) the pane
+shows only req/s and p99 in large type, and waiting, failures, RSS and CPU in bold.
 """
 
 from __future__ import annotations
@@ -12,13 +18,15 @@ from collections import deque
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Digits, Sparkline, Static
+from textual.widgets import Static
 
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.race.core import StackState
 from stackrace.race.session import PaneView
 from stackrace.ramp import VERDICT_KINDS
-from stackrace.tui.format import FAILURE_LABELS, fmt_lat, fmt_level, fmt_mb
+from stackrace.tui.bignum import BigNumber, rows_needed
+from stackrace.tui.format import FAILURE_LABELS, fmt_lat, fmt_level, fmt_mb, fmt_rate
+from stackrace.tui.spark import ScaledSparkline
 
 HISTORY = 60  # sparkline points: one minute, one per second
 PER_POINT = 4  # intervals (of 250 ms) averaged into one sparkline point
@@ -32,36 +40,44 @@ _STATE_LABELS = {
     StackState.STOPPED: "stopped",
 }
 
-
 _PERCENTILES = ("p50", "p90", "p99", "p99.9", "max")
+# which columns survive in a narrow pane, most important first (p99 always)
+_KEEP_ORDER = ("p99", "p50", "max", "p90", "p99.9")
+
+# Rows each optional part needs, in the order they are given up when a pane is short
+# (the last ones go first). The big figure and the latency table are always there.
+_OPTIONAL = ("failures", "memory", "cpu", "verdict", "waiting", "head", "annotation", "spark",
+             "mem-spark")
 
 
 def latency_lines(lat: LatencySummary, unc: LatencySummary | None, width: int = 36) -> Text:
     """A percentile table in `width` columns; fixed columns so figures do not jump.
 
     In rate mode a second row holds the uncorrected (send-to-response) figures. A pane
-    too narrow for all five columns drops them from the right (max first).
+    too narrow for all five columns keeps p99, then p50, then max.
     """
     label = 4 if unc is not None else 0
-    ncols = max(3, min(5, (width - label) // 7))
-    col = max(7, min(9, (width - label) // ncols))
-    head = Text(" " * label + "".join(f"{n:>{col}}" for n in _PERCENTILES[:ncols]), style="dim")
-    rows = [head, _latency_row("co" if unc else "", lat, col, ncols, label, bold=True)]
+    ncols = max(2, min(5, (width - label) // 7))
+    keep = set(_KEEP_ORDER[:ncols])
+    names = [n for n in _PERCENTILES if n in keep]
+    col = max(6, min(9, (width - label) // len(names)))
+    head = Text(" " * label + "".join(f"{n:>{col}}" for n in names), style="dim")
+    rows = [head, _latency_row("co" if unc else "", lat, col, names, label, bold=True)]
     if unc is not None:
-        rows.append(_latency_row("raw", unc, col, ncols, label, bold=False))
-    return Text("\n", no_wrap=True).join(rows)
+        rows.append(_latency_row("raw", unc, col, names, label, bold=False))
+    return Text("\n", no_wrap=True, overflow="crop").join(rows)
 
 
 def _latency_row(
-    label: str, lat: LatencySummary, col: int, ncols: int, label_w: int, bold: bool
+    label: str, lat: LatencySummary, col: int, names: list[str], label_w: int, bold: bool
 ) -> Text:
     t = Text(f"{label:<{label_w}}", style="dim")
     if lat.count == 0:
-        t.append("".join(f"{'–':>{col}}" for _ in range(ncols)), style="dim")
+        t.append("".join(f"{'–':>{col}}" for _ in names), style="dim")
         return t
-    values = (lat.p50, lat.p90, lat.p99, lat.p999, lat.max)[:ncols]
-    for i, v in enumerate(values):
-        t.append(f"{fmt_lat(v):>{col}}", style="bold" if bold and i == 2 else "")
+    values = dict(zip(_PERCENTILES, (lat.p50, lat.p90, lat.p99, lat.p999, lat.max), strict=True))
+    for name in names:
+        t.append(f"{fmt_lat(values[name]):>{col}}", style="bold" if bold and name == "p99" else "")
     return t
 
 
@@ -74,16 +90,53 @@ def three_figures(value: float) -> int:
     return round(n / scale) * scale
 
 
-class QpsDigits(Digits):
-    """Digits that never ask for a layout pass: the .tcss fixes their size (1fr × 3).
+def plan_rows(height: int, rate_mode: bool, projector: bool = False) -> dict[str, int]:
+    """Rows for each part of a pane `height` rows tall inside its border.
 
-    Stock `Digits.update` re-lays out the whole screen whenever the figure gains or loses
-    a digit (9,990 → 10,000), which costs more than all the figures of a tick together.
+    Essentials first: the big figure (at least one row), the latency table (p99), the
+    failures and the memory line; then the rest by importance while rows remain; what is
+    left goes to the big figure.
     """
-
-    def update(self, value: str) -> None:
-        self._value = value
-        self.refresh()
+    want = {
+        "failures": 1,
+        "memory": 1,
+        "cpu": 1,
+        "verdict": 1,
+        "waiting": 1,
+        "head": 1,
+        "annotation": 1,
+        "spark": 1,
+        "mem-spark": 1,
+    }
+    latency = 3 if rate_mode else 2
+    if projector:
+        latency = 0  # p99 gets a big figure of its own
+        for part in ("head", "annotation", "spark", "mem-spark"):
+            want[part] = 0
+    rows = {"latency": latency, "qps": 1}
+    left = height - latency - 1
+    for part in _OPTIONAL:
+        n = want[part]
+        if n and left >= n:
+            rows[part] = n
+            left -= n
+        else:
+            rows[part] = 0
+    if projector:
+        # req/s and p99 share what is left, req/s a little more
+        extra = max(0, left)
+        rows["qps"] += extra - extra // 2
+        rows["p99big"] = extra // 2
+        if rows["p99big"] < 3 and latency == 0:
+            rows["p99big"] = 0
+            rows["latency"] = min(2, rows["qps"] - 1) if rows["qps"] > 3 else 0
+            rows["qps"] -= rows["latency"]
+        return rows
+    # the big figure grows with the pane, up to 10 rows (scale 4)
+    grow = min(max(0, left), 9)
+    rows["qps"] += grow
+    rows["p99big"] = 0
+    return rows
 
 
 class StackPane(Vertical, can_focus=True):
@@ -103,27 +156,79 @@ class StackPane(Vertical, can_focus=True):
         self._rps_acc: list[float] = []
         self._rss_acc: list[float] = []
         self._qps_acc: list[float] = []
+        self.rate_mode = False
+        self.projector = False
+        self._rows: dict[str, int] = {}
+        self._timeout = 10.0
 
     def compose(self) -> ComposeResult:
         yield Static("", id="head", classes="head")
         yield Static("", id="breaking", classes="breaking")
         yield Static("", id="log", classes="log")
         with Vertical(id="figures"):
-            yield QpsDigits("0", id="qps")
-            yield Sparkline([], id="qps-spark")
+            yield BigNumber("0", "req/s", id="qps")
+            yield ScaledSparkline(lambda top: f"{fmt_rate(top)} req/s", id="qps-spark")
+            yield BigNumber("–", "ms p99", id="p99big")
             yield Static("", id="latency")
             yield Static("", id="failures")
+            yield Static("", id="waiting")
+            yield Static("", id="annotation")
             yield Static("", id="memory")
-            yield Sparkline([], id="mem-spark")
+            yield ScaledSparkline(lambda top: f"{fmt_mb(int(top))}", id="mem-spark")
             yield Static("", id="cpu")
+
+    # --- size -----------------------------------------------------------------------
+
+    def on_resize(self) -> None:
+        self.fit()
+
+    def fit(self) -> None:
+        """Give each part its rows for the pane's height (on resize and mode changes)."""
+        height = self.content_size.height
+        if height <= 0:
+            return
+        rows = plan_rows(height - (1 if self._crashed else 0), self.rate_mode, self.projector)
+        # the big figure takes only the rows its largest scale for this width needs
+        width = self.content_size.width
+        rows["qps"] = rows_needed("req/s", width, rows["qps"])
+        if rows.get("p99big"):
+            rows["p99big"] = rows_needed("ms p99", width, rows["p99big"])
+        if rows == self._rows:
+            return
+        self._rows = rows
+        for part, widget_id in (
+            ("head", "head"),
+            ("verdict", "breaking"),
+            ("qps", "qps"),
+            ("spark", "qps-spark"),
+            ("p99big", "p99big"),
+            ("latency", "latency"),
+            ("failures", "failures"),
+            ("waiting", "waiting"),
+            ("annotation", "annotation"),
+            ("memory", "memory"),
+            ("mem-spark", "mem-spark"),
+            ("cpu", "cpu"),
+        ):
+            widget = self.query_one(f"#{widget_id}")
+            n = rows.get(part, 0)
+            widget.display = n > 0
+            if n:
+                widget.styles.height = n
+        if self._last_window is not None:
+            self._show_latency(self._last_window)
+
+    @property
+    def _crashed(self) -> bool:
+        return bool(self._classes_on.get("-crashed"))
 
     # --- helpers --------------------------------------------------------------------
 
     def _set(self, widget_id: str, content: str | Text, layout: bool = False) -> None:
         """Update a Static only when its content changed.
 
-        Figures keep their line count (fixed heights in the .tcss), so they skip the
-        layout pass; the log and the breaking mark change height and ask for one.
+        Figures keep their line count (the pane fixes each part's height), so they skip
+        the layout pass; the crash log changes height and asks for one.
         """
         key = content.plain + str(content.spans) if isinstance(content, Text) else content
         if self._texts.get(widget_id) == key:
@@ -142,71 +247,86 @@ class StackPane(Vertical, can_focus=True):
             self.border_subtitle = text
 
     @staticmethod
-    def _sample(acc: list[float], value: float, history: deque[float], spark: Sparkline) -> None:
+    def _sample(
+        acc: list[float], value: float, history: deque[float], spark: ScaledSparkline
+    ) -> None:
         """Average PER_POINT intervals into one sparkline point: a 1 Hz redraw, not 4 Hz."""
         acc.append(value)
         if len(acc) >= PER_POINT:
             history.append(sum(acc) / len(acc))
             acc.clear()
-            spark.data = list(history)  # a new list: Sparkline does not see in-place changes
+            spark.set_data(history)
+
+    def set_tops(self, rps_top: float, rss_top: float) -> None:
+        """The scale every pane's sparklines share (set by the race screen)."""
+        self.query_one("#qps-spark", ScaledSparkline).set_top(rps_top)
+        self.query_one("#mem-spark", ScaledSparkline).set_top(rss_top)
+
+    def set_projector(self, on: bool) -> None:
+        if on != self.projector:
+            self.projector = on
+            self._flag("-projector", on)
+            self.fit()
 
     # --- one tick -------------------------------------------------------------------
 
-    def show(self, view: PaneView, new_interval: bool, rate_mode: bool) -> None:
+    def show(self, view: PaneView, new_interval: bool, rate_mode: bool, timeout: float) -> None:
         """Draw `view`; `new_interval` says whether the engine published new figures."""
-        self._subtitle(_STATE_LABELS[view.state])
+        self._timeout = timeout
+        if rate_mode != self.rate_mode:
+            self.rate_mode = rate_mode
+            self._flag("-rate", rate_mode)
+            self.fit()
+        subtitle = _STATE_LABELS[view.state]
+        if view.state == StackState.WARMING and view.warm_climb is not None:
+            subtitle = f"warming: req/s {100 * view.warm_climb:+.0f}%"
+        if view.synthetic:
+            subtitle += " · SYNTHETIC"
+        self._subtitle(subtitle)
         for state in StackState:
             self._flag(f"-{state.value}", view.state == state)
         self._flag("-broken", view.verdict is not None)
-        self._flag("-rate", rate_mode)
         t = view.target
         level = ""
         if t is not None:
             level = fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)
             level += f" · {t.connections:,} open"
-        self._set("head", f"{self._family}  {level}")
+        path = _path_of(view.url)
+        self._set("head", f"{self._family}  {level}" + (f"  GET {path}" if path else ""))
         if view.state == StackState.CRASHED:
             log = Text("\n".join(view.log_tail) or "(no log)", style="red")
             self._set("log", log, layout=True)
+        self._show_verdict(view, rate_mode)
         v = view.verdict
-        for kind in VERDICT_KINDS:
-            self._flag(f"-{kind}", v is not None and v.kind == kind)
-        if v is not None:
-            self._set(
-                "breaking",
-                f"▲ {v.kind.upper()} at {fmt_level(v.level, rate_mode)}: {v.reason}",
-            )
-        elif view.breaking is not None:
-            b = view.breaking
-            self._set(
-                "breaking",
-                f"broke first at {fmt_level(b.level, rate_mode)} ({b.kind}: {b.reason})",
-            )
-        else:
-            self._set("breaking", "")
+        if v is not None and not self._rows.get("verdict"):
+            # no row for the verdict line in a small pane: its kind goes in the border
+            self._subtitle(f"▲ {v.kind.upper()} at {fmt_level(v.level, rate_mode)}")
         if view.engine_limited:
             self._subtitle(f"ENGINE-LIMITED: {view.engine_limit}")
         elif view.refused:
             self._subtitle("REFUSED by the engine")
         if t is not None and new_interval:
             self._show_interval(t.interval)
+        self._set("annotation", Text(view.annotation, style="italic", no_wrap=True,
+                                     overflow="ellipsis"))
         res = view.resources
         if res is not None and new_interval:
-            spark = self.query_one("#mem-spark", Sparkline)
+            spark = self.query_one("#mem-spark", ScaledSparkline)
             self._sample(self._rss_acc, res.rss, self.rss_history, spark)
-        mem = Text(no_wrap=True)
+        mem = Text(no_wrap=True, overflow="ellipsis")
         if res is not None:
-            mem.append("RSS ", style="dim").append(fmt_mb(res.rss), style="bold")
-            mem.append("  USS ", style="dim").append(fmt_mb(res.uss))
+            mem.append("RSS ", style="dim").append(f"{fmt_mb(res.rss)}", style="bold")
+            if not self.projector:
+                mem.append("  USS ", style="dim").append(fmt_mb(res.uss))
         else:
             mem.append("RSS –", style="dim")
-        if view.baseline is not None:
+        if view.baseline is not None and not self.projector:
             mem.append("  before ", style="dim").append(fmt_mb(view.baseline.rss))
         self._set("memory", mem)
-        cpu = Text(no_wrap=True)
+        cpu = Text(no_wrap=True, overflow="ellipsis")
         cpu.append("CPU ", style="dim")
-        cpu.append(f"{res.cpu_percent:.0f}%" if res is not None else "–", style="bold")
-        if view.cpu_us_per_request is not None:
+        cpu.append(f"{res.cpu_percent:.0f} %" if res is not None else "–", style="bold")
+        if view.cpu_us_per_request is not None and not self.projector:
             cpu.append(f"  {view.cpu_us_per_request:,.0f} µs/req", style="")
         if res is not None and res.cpu_wait_percent >= 5:
             cpu.append(f"  waited {res.cpu_wait_percent:.0f}% for a core", style="bold yellow")
@@ -214,33 +334,64 @@ class StackPane(Vertical, can_focus=True):
             cpu.append("  (no pid: give --pid)", style="dim")
         self._set("cpu", cpu)
 
-    def on_resize(self) -> None:
-        # the percentile table is laid out for the pane's width
-        if self._last_window is not None:
-            self._show_latency(self._last_window)
+    def _show_verdict(self, view: PaneView, rate_mode: bool) -> None:
+        v = view.verdict
+        for kind in VERDICT_KINDS:
+            self._flag(f"-{kind}", v is not None and v.kind == kind)
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if v is not None:
+            line.append(f"▲ {v.kind.upper()} at {fmt_level(v.level, rate_mode)}", style="bold")
+            line.append(f" · {view.proof or v.reason}")
+        elif view.behind:
+            line.append(f"▼ {view.behind.upper()[:16]}", style="bold")
+            line.append(view.behind[16:])
+        elif view.target is not None and view.state in (StackState.READY, StackState.WARMING):
+            t = view.target
+            line.append(
+                f"✓ keeping up at {fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)}",
+                style="green",
+            )
+            if view.breaking is not None:
+                b = view.breaking
+                line.append(
+                    f" · broke first at {fmt_level(b.level, rate_mode)} ({b.kind})", style="dim"
+                )
+        self._flag("-behind", v is None and bool(view.behind))
+        self._set("breaking", line)
 
     def _show_latency(self, w: WindowStats) -> None:
         width = self.content_size.width or 36  # 0 before the first layout
-        self._set("latency", latency_lines(w.latency, w.latency_uncorrected, width))
+        if self._rows.get("latency"):
+            self._set("latency", latency_lines(w.latency, w.latency_uncorrected, width))
+        if self._rows.get("p99big"):
+            value, unit = _p99_figure(w.latency)
+            self.query_one("#p99big", BigNumber).update(value, unit)
 
     def _show_interval(self, w: WindowStats) -> None:
         self._last_window = w
-        self._qps_acc.append(w.rps)
+        # HTTP errors and bad bodies are answers, but not throughput: the big figure
+        # counts good answers only, and says so when some were not
+        good = w.ok / w.seconds if w.seconds else 0.0
+        self._qps_acc.append(good)
+        errors = w.requests - w.ok
+        self._flag("-errors", errors > 0.01 * max(1, w.requests))
         if len(self._qps_acc) >= QPS_EVERY:
             # the big figure is the mean of the last half second: steadier for a room to
             # read, and half the redraws of the most expensive widget in the pane
             qps = f"{three_figures(sum(self._qps_acc) / len(self._qps_acc)):,}"
             self._qps_acc.clear()
-            if qps != self._texts.get("qps"):
-                self._texts["qps"] = qps
-                self.query_one("#qps", QpsDigits).update(qps)
+            unit = "req/s ok" if errors else "req/s"
+            self.query_one("#qps", BigNumber).update(qps, unit)
         self._sample(
-            self._rps_acc, w.rps, self.rps_history, self.query_one("#qps-spark", Sparkline)
+            self._rps_acc, good, self.rps_history, self.query_one("#qps-spark", ScaledSparkline)
         )
         self._show_latency(w)
+        self._show_failures(w)
+
+    def _show_failures(self, w: WindowStats) -> None:
         rising = False
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append("fail ", style="dim")
+        line.append("failed ", style="dim")
         for kind in FAILURE_KINDS:
             now = w.failures.get(kind, 0)
             total = self.failures_seen.get(kind, 0) + now
@@ -257,10 +408,41 @@ class StackPane(Vertical, can_focus=True):
             else:
                 line.append(f"{label} {total:,} ", style="")
         if not self.failures_seen:
-            line.append("none", style="green" if not w.waiting else "")
-        if w.waiting:
-            line.append(f" waiting {w.waiting:,}", style="bold" if w.stale else "")
-            if w.oldest_wait_us:
-                line.append(f" (oldest {fmt_lat(w.oldest_wait_us)})", style="dim")
-        self._flag("-failing", rising)
+            # nothing failed *yet*: with clients waiting that is not health, and the
+            # timeout says how long they may wait before they count as failed
+            line.append("none yet" if w.stale else "none", style="" if w.stale else "green")
+        self._flag("-rising", rising)
         self._set("failures", line)
+        wait = Text(no_wrap=True, overflow="ellipsis")
+        if w.waiting:
+            wait.append("waiting ", style="dim")
+            wait.append(f"{w.waiting:,}", style="bold")
+            if w.oldest_wait_us:
+                wait.append(" · ", style="dim")
+                wait.append(fmt_lat(w.oldest_wait_us), style="bold" if w.stale else "")
+                wait.append(" old", style="dim")
+        else:
+            wait.append("waiting 0", style="dim")
+        wait.append(f" · timeout {self._timeout:g}s", style="dim")
+        self._flag("-queued", w.stale > 0)
+        self._set("waiting", wait)
+
+
+def _p99_figure(lat: LatencySummary) -> tuple[str, str]:
+    """p99 for a big figure: digits and a unit ("124", "ms p99")."""
+    if lat.count == 0:
+        return "–", "ms p99"
+    us = lat.p99
+    if us >= 1_000_000:
+        return f"{us / 1e6:.1f}", "s p99"
+    ms = us / 1000
+    return (f"{ms:.1f}" if ms < 10 else f"{ms:.0f}"), "ms p99"
+
+
+def _path_of(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")

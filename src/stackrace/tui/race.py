@@ -31,9 +31,28 @@ CHART_EVERY = 8
 _CURVE = curve_points()
 
 
-def grid_columns(n: int) -> int:
-    """Columns for n panes: side by side up to 4, then two rows."""
-    return max(1, n if n <= 4 else (n + 1) // 2)
+CHROME_ROWS = 6  # controls (4), status line, footer
+CHART_ROWS = 12
+PANE_COMFORT = 16  # rows a pane wants before the latency chart may take any
+PANE_MIN_W = 22  # columns a pane needs for req/s, p99 and memory (four at 100 columns)
+PANE_WIDE_W = 30  # columns per pane before more than four go side by side
+
+
+def grid_shape(n: int, width: int, height: int) -> tuple[int, int, bool]:
+    """(columns, rows, room for the latency chart) for n panes on a width × height screen.
+
+    Side by side while each pane keeps PANE_MIN_W columns (PANE_WIDE_W past four
+    panes), else balanced rows; the chart shows only when every row of panes keeps
+    PANE_COMFORT rows without it, so it never squeezes memory and CPU out of a pane.
+    """
+    n = max(1, n)
+    per = PANE_MIN_W if n <= 4 else PANE_WIDE_W
+    max_cols = max(1, min(n, width // per))
+    rows = -(-n // max_cols)
+    cols = -(-n // rows)
+    avail = height - CHROME_ROWS
+    chart = avail - CHART_ROWS >= rows * PANE_COMFORT
+    return cols, rows, chart
 
 
 class RaceScreen(Screen[None]):
@@ -46,12 +65,20 @@ class RaceScreen(Screen[None]):
         Binding("l", "log", "log"),
         Binding("a", "chart_all", "chart all"),
         Binding("c", "toggle_chart", "chart"),
+        Binding("b", "projector", "big"),
         Binding("s", "app.screenshot", "screenshot"),
         Binding("q", "app.quit", "quit"),
     ]
 
-    def __init__(self, session: Session, tick_interval: float | None = 0.25) -> None:
+    def __init__(
+        self, session: Session, tick_interval: float | None = 0.25, projector: bool = False
+    ) -> None:
         super().__init__(id="race")
+        self.projector = projector
+        self.chart_wanted: bool | None = None  # the user's c: None = when there is room
+        self._chart_room = True
+        self._ramp_done_seen = False
+        self._tops = (0.0, 0.0)
         self.session = session
         self.tick_interval = tick_interval
         self.panes: dict[str, StackPane] = {}
@@ -65,6 +92,7 @@ class RaceScreen(Screen[None]):
         self._shown: dict[str, object] = {}
 
     def compose(self) -> ComposeResult:
+        yield Static("", id="banner")
         with Horizontal(id="controls"):
             yield Static("", id="mode-label")
             yield ConcurrencySlider(self.session.level, id="level")
@@ -75,8 +103,39 @@ class RaceScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.set_class(self.projector, "-projector")
+        banner = self._banner()
+        self.query_one("#banner", Static).update(banner)
+        self.query_one("#banner").display = bool(banner)
         if self.tick_interval:
             self.set_interval(self.tick_interval, self.tick, name="race-tick")
+
+    def _banner(self) -> str:
+        if self.session.synthetic:
+            return (
+                " SYNTHETIC DEMO: no servers, no load; every figure comes from a queueing "
+                "model (stackrace --demo) "
+            )
+        return ""
+
+    def on_resize(self) -> None:
+        self._relayout()
+
+    def _relayout(self) -> None:
+        """Columns, rows and whether the latency chart fits, for this size and pane count."""
+        if not self.panes:
+            return
+        width, height = self.size
+        banner = 1 if self.query_one("#banner").display else 0
+        cols, _rows, room = grid_shape(len(self.panes), width, height - banner)
+        grid = self.query_one("#panes", Grid)
+        if grid.styles.grid_size_columns != cols:
+            grid.styles.grid_size_columns = cols
+        self._chart_room = room
+        chart = self.query_one("#chart", PercentileChart)
+        show = (room if self.chart_wanted is None else self.chart_wanted) and not self.projector
+        if chart.display != show:
+            chart.display = show
 
     # --- the one update path ----------------------------------------------------------
 
@@ -91,10 +150,28 @@ class RaceScreen(Screen[None]):
             await self._sync_panes(view)
             rate_mode = view.rate is not None
             for pv in view.panes:
-                self.panes[pv.id].show(pv, new_interval, rate_mode)
+                self.panes[pv.id].show(pv, new_interval, rate_mode, view.timeout)
+            if new_interval:
+                self._share_scales()
             self._show_controls(view)
             if self._ticks % CHART_EVERY == 1:
                 self._show_chart()
+        if view.ramp_done and not self._ramp_done_seen:
+            # a ramp ended: its findings, at once (a silent end tells the room nothing)
+            self._ramp_done_seen = True
+            self.notify("ramp done: every stack's levels and breaking points")
+            self.action_summary()
+        elif not view.ramp_done:
+            self._ramp_done_seen = False
+
+    def _share_scales(self) -> None:
+        """One scale for every pane's sparklines: heights compare across panes."""
+        rps = max((max(p.rps_history, default=0.0) for p in self.panes.values()), default=0.0)
+        rss = max((max(p.rss_history, default=0.0) for p in self.panes.values()), default=0.0)
+        if (rps, rss) != self._tops:
+            self._tops = (rps, rss)
+            for pane in self.panes.values():
+                pane.set_tops(rps, rss)
 
     async def _sync_panes(self, view: SessionView) -> None:
         new = [pv for pv in view.panes if pv.id not in self.panes]
@@ -103,12 +180,14 @@ class RaceScreen(Screen[None]):
         grid = self.query_one("#panes", Grid)
         for pv in new:
             pane = StackPane(pv)
+            pane.projector = self.projector
+            pane.set_class(self.projector, "-projector")
             color = PALETTE[len(self.pane_colors) % len(PALETTE)]
             self.pane_colors[pv.id] = color
             pane.styles.border_title_color = color
             self.panes[pv.id] = pane
             await grid.mount(pane)
-        grid.styles.grid_size_columns = grid_columns(len(self.panes))
+        self._relayout()
         if self.focused_id is None:
             self.focused_id = view.panes[0].id
 
@@ -132,14 +211,20 @@ class RaceScreen(Screen[None]):
         if self._shown.get("saturated") != view.saturated:
             self._shown["saturated"] = view.saturated
             self.query_one("#engine-health").set_class(view.saturated, "-saturated")
-        if view.saturated:
+        if view.synthetic:
+            self._put("engine-health", "[b reverse] SYNTHETIC [/]\nno load is sent")
+        elif view.saturated:
             self._put(
                 "engine-health",
-                f"⚠ ENGINE SATURATED {view.engine_cpu:.0f}%\n[b]figures may be the engine's limit",
+                f"⚠ ENGINE SATURATED {view.engine_cpu:.0f} %\n[b]figures may be its limit",
             )
         else:
-            self._put("engine-health", f"engine CPU\n[b]{view.engine_cpu:.0f}%[/b] of a core")
+            self._put("engine-health", f"engine CPU\n[b]{view.engine_cpu:.0f} %[/b] of a core")
         status = []
+        if view.replay:
+            status.append(f"[b reverse] {view.replay} [/]")
+        if view.caption:
+            status.append(f"[b]{view.caption}[/]")
         if view.shared_cores:
             # the fair figures then are each pane's CPU µs per request and its wait for a core
             status.append(f"[yellow]{view.placement}[/]")
@@ -209,7 +294,18 @@ class RaceScreen(Screen[None]):
         self.notify("ramp: stepping the load up; breaking points get marked")
 
     def action_summary(self) -> None:
-        self.app.push_screen(SummaryScreen(self.session.summary(), self.session.rate is not None))
+        if isinstance(self.app.screen, SummaryScreen):
+            return
+        self.app.push_screen(
+            SummaryScreen(
+                self.session.summary(),
+                self.session.rate is not None,
+                from_ramp=self.session.summary_from_ramp,
+                colors=self.pane_colors,
+                synthetic=self.session.synthetic,
+                ramp_running=self.session.ramp is not None,
+            )
+        )
 
     def action_log(self) -> None:
         if self.focused_id is None:
@@ -219,9 +315,23 @@ class RaceScreen(Screen[None]):
 
     def action_chart_all(self) -> None:
         self.chart_all = not self.chart_all
+        chart = self.query_one("#chart", PercentileChart)
+        if not chart.display and not self.projector:
+            self.chart_wanted = True
+            self._relayout()
         self._show_chart()
 
     def action_toggle_chart(self) -> None:
         chart = self.query_one("#chart", PercentileChart)
-        chart.display = not chart.display
+        self.chart_wanted = not chart.display
+        self._relayout()
         self._show_chart()
+
+    def action_projector(self) -> None:
+        """Projector mode: only req/s, p99, waiting, failures, RSS and CPU, large."""
+        self.projector = not self.projector
+        self.set_class(self.projector, "-projector")
+        for pane in self.panes.values():
+            pane.set_projector(self.projector)
+        self._relayout()
+        self.notify("projector mode" if self.projector else "full figures")

@@ -1,0 +1,176 @@
+"""Plain-language lines for a pane: the figure that proves a verdict, and what it means.
+
+A verdict kind alone ("queueing") does not tell a room why; the figure beside it does,
+and a sentence in words a non-specialist reads ("≈ 990 requests queued, each waits
+~20 s") tells what it means. Both are computed here from the level's measured figures,
+never from the UI, so every front end (the app, a replay, a summary export) says the
+same thing:
+
+- `proof(verdict, step)`: the figure that proves the verdict, at the level it was
+  measured: queueing → how many wait and the req/s that stayed flat; saturated → the
+  CPU against what the stack can use and the flat req/s; failing → the share that
+  failed and the dominant kind.
+- `annotate(...)`: at most one sentence, only when it matters: requests queued and their
+  wait, a CPU-bound stack's ceiling, the kind of failure, a rate the stack cannot keep
+  up with, a JIT warming up, an engine that limits the figures. Nothing when healthy.
+"""
+
+from __future__ import annotations
+
+from stackrace.engine.model import (
+    ABANDONED,
+    CONNECT_TIMEOUT,
+    DROPPED,
+    HTTP_STATUS,
+    INVALID_BODY,
+    REFUSED,
+    RESET,
+    TIMEOUT,
+    WindowStats,
+)
+from stackrace.ramp import FAILING, QUEUEING, SATURATED, StepResult, Verdict
+from stackrace.units import fmt_us
+
+# a stack is "behind schedule" when it delivers less than this share of the asked rate
+BEHIND = 0.95
+# a queue worth a sentence: this many clients waiting, each for this long (Little's law)
+QUEUE_MIN = 10
+QUEUE_WAIT_US = 250_000
+
+
+def _n(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def _secs(us: float) -> str:
+    if us < 1e6:
+        return f"{us / 1000:.0f} ms" if us >= 10_000 else fmt_us(int(us))
+    return f"{us / 1e6:.0f} s" if us >= 1e7 else f"{us / 1e6:.1f} s"
+
+
+def dominant_failure(window: WindowStats) -> tuple[str, int]:
+    """The failure kind with the most counts (abandoned left out), and its count."""
+    kinds = [(n, k) for k, n in window.failures.items() if k != ABANDONED and n > 0]
+    if not kinds:
+        return "", 0
+    n, k = max(kinds)
+    return k, n
+
+
+def proof(v: Verdict, step: StepResult | None) -> str:
+    """The figure that proves verdict `v`, measured at its level (`step`)."""
+    if step is None:
+        return v.reason
+    w = step.window
+    if v.kind == FAILING:
+        kind, _ = dominant_failure(w)
+        if step.stale and (not kind or step.stale >= step.failed / 2):
+            return f"{step.stale:,} had no answer for > {step.seconds:.0f} s"
+        what = {HTTP_STATUS: "HTTP errors", TIMEOUT: "timed out", REFUSED: "refused"}.get(
+            kind, kind.replace("_", " ")
+        )
+        return f"{100 * step.failure_ratio:.1f}% failed ({what})"
+    if v.kind == SATURATED:
+        cap = (step.cpu_capacity or 100.0) / 100
+        cores = f"{cap:.0f} core" + ("s" if cap > 1 else "")
+        return f"CPU {step.cpu_percent or 0:.0f}% of {cores}, {_n(step.rps)} req/s at its limit"
+    if v.kind == QUEUEING:
+        waiting = w.waiting
+        if waiting:
+            return f"{waiting:,} waiting, req/s flat at {_n(step.rps)}"
+        return f"req/s flat at {_n(step.rps)}, latency ×{_growth(v.reason)}"
+    return v.reason
+
+
+def _growth(reason: str) -> str:
+    # the rule's own reason carries the factor ("QPS flat, latency ×9.8", "p99 ×12")
+    return reason.rpartition("×")[2] or "?"
+
+
+def behind_schedule(rate: float | None, total: WindowStats) -> str:
+    """Rate mode: "" when the stack keeps up, else how far behind it is."""
+    if rate is None or total.seconds < 1.0 or rate <= 0:
+        return ""
+    delivered = (total.requests + _no_answer(total)) / total.seconds
+    if delivered >= BEHIND * rate and not total.unsent:
+        return ""
+    out = f"behind schedule: {_n(delivered)} of {_n(rate)} req/s"
+    if total.late:
+        out += f", {total.late:,} sent late"
+    if total.unsent:
+        out += f", {total.unsent:,} due, not sent"
+    return out
+
+
+def _no_answer(w: WindowStats) -> int:
+    return sum(n for k, n in w.failures.items() if k not in (HTTP_STATUS, INVALID_BODY, ABANDONED))
+
+
+def annotate(
+    *,
+    verdict: Verdict | None,
+    interval: WindowStats | None,
+    total: WindowStats | None,
+    rate: float | None,
+    timeout: float,
+    cpu_percent: float | None = None,
+    cpu_capacity: float | None = None,
+    cpu_us_per_request: float | None = None,
+    warming: bool = False,
+    climb: float | None = None,
+    engine_limit: str = "",
+) -> str:
+    """One plain-language sentence about this pane, or "" when nothing needs saying."""
+    if engine_limit:
+        return f"the engine, not the server, limits these figures: {engine_limit}"
+    w = interval
+    if w is not None and w.seconds > 0:
+        kind, n = dominant_failure(w)
+        answered = w.requests
+        if kind and n > 0.01 * max(1, answered + n):
+            return _failure_sentence(kind, w, timeout)
+    if rate is not None and total is not None:
+        behind = behind_schedule(rate, total)
+        if behind:
+            return behind.replace("behind schedule:", "cannot keep up: delivers", 1)
+    if w is not None and w.waiting >= QUEUE_MIN and (w.rps > 0 or w.stale):
+        # Little's law: the clients waiting, each waits about waiting / req/s
+        wait_us = w.waiting / w.rps * 1e6 if w.rps > 0 else float(w.oldest_wait_us)
+        if (wait_us >= QUEUE_WAIT_US or w.stale) and (
+            verdict is None or verdict.kind != SATURATED
+        ):
+            served = f"{_n(w.rps)} req/s served" if w.rps > 0 else "none served"
+            return f"≈ {w.waiting:,} requests queued, each waits ~{_secs(wait_us)} ({served})"
+    if verdict is not None and verdict.kind == SATURATED and cpu_us_per_request:
+        cores = (cpu_capacity or 100.0) / 100
+        ceiling = cores * 1e6 / cpu_us_per_request
+        return (
+            f"CPU-bound: {cpu_us_per_request:,.0f} µs of CPU per request, so at most "
+            f"≈ {_n(ceiling)} req/s on {cores:.0f} core" + ("s" if cores > 1 else "")
+        )
+    if warming and climb is not None and climb > 0.05:
+        return f"warming up: req/s +{100 * climb:.0f}% since its first second at this load"
+    if w is not None and w.oldest_wait_us > 0.5 * timeout * 1e6:
+        return f"the oldest request has waited {_secs(w.oldest_wait_us)} of the {timeout:g} s timeout"
+    return ""
+
+
+def _failure_sentence(kind: str, w: WindowStats, timeout: float) -> str:
+    n = w.failures.get(kind, 0)
+    per_s = n / w.seconds if w.seconds else 0.0
+    if kind == REFUSED:
+        return f"connections refused ({_n(per_s)}/s): its listen queue is full or it is down"
+    if kind == TIMEOUT:
+        return f"{_n(per_s)} requests/s got no answer within the {timeout:g} s timeout"
+    if kind == HTTP_STATUS:
+        codes = ", ".join(str(c) for c in sorted(w.status) if c >= 400) or "≥ 400"
+        return f"answers are errors (HTTP {codes}): nothing useful is served"
+    if kind == INVALID_BODY:
+        return "answers have the wrong body: the server does not serve this workload"
+    if kind == RESET:
+        return f"the server closes connections while requests are due ({_n(per_s)}/s)"
+    if kind == CONNECT_TIMEOUT:
+        return "connections are not accepted in time: its accept queue is full"
+    if kind == DROPPED:
+        return f"{_n(per_s)} requests/s dropped: they were due longer than the timeout"
+    return f"{kind.replace('_', ' ')} failures: {_n(per_s)}/s"

@@ -1,0 +1,66 @@
+"""`ScaledSparkline`: a one-line bar chart on a scale shared by every pane, scale shown.
+
+Textual's `Sparkline` scales each widget to its own min and max, so one sync worker's
+90 req/s draws as tall as uvicorn's 7,000, and a 0.1 MB wobble fills a memory bar. Here
+the bars run from zero to a `top` the race screen sets for all panes at once (the
+highest value any pane shows), and the line ends with that top and its unit
+("▕7.0k req/s"), so heights compare across the room.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rich.style import Style
+from rich.text import Text
+from textual.widget import Widget
+
+_BARS = " ▁▂▃▄▅▆▇█"
+
+
+def bars(data: Sequence[float], top: float, width: int) -> str:
+    """The last `width` values as bars from 0 to `top` (a value > 0 shows at least ▁)."""
+    if width <= 0:
+        return ""
+    shown = list(data)[-width:]
+    out = []
+    for v in shown:
+        if top <= 0 or v <= 0:
+            out.append(" ")
+            continue
+        level = min(8, max(1, round(8 * v / top)))
+        out.append(_BARS[level])
+    return "".join(out).rjust(width)
+
+
+class ScaledSparkline(Widget):
+    """Bars from 0 to a shared `top`; the label after them says what top is."""
+
+    DEFAULT_CSS = """
+    ScaledSparkline { height: 1; width: 1fr; }
+    """
+
+    def __init__(self, label: Callable[[float], str], **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.data: list[float] = []
+        self.top = 0.0
+        self.label = label  # top -> "7.0k req/s"
+
+    def set_data(self, data: Sequence[float]) -> None:
+        self.data = list(data)
+        self.refresh()
+
+    def set_top(self, top: float) -> None:
+        if top != self.top:
+            self.top = top
+            self.refresh()
+
+    def render(self) -> Text:
+        width = self.content_size.width
+        label = f"▕{self.label(self.top)}" if self.top > 0 else ""
+        if len(label) > width // 2:
+            label = ""
+        out = Text(no_wrap=True, overflow="crop")
+        out.append(bars(self.data, self.top, width - len(label)))
+        out.append(label, style=Style(dim=True))
+        return out
