@@ -20,6 +20,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("db", "db", "the private MariaDB: up, down, status, seed, reset"),
     ("bench", "bench", "headless comparison of stacks, with reports and a regression gate"),
     ("report", "report", "render or compare saved bench runs"),
+    ("replay", "replay", "play a recorded race in the app: no servers, no engine"),
+    ("web", "web", "serve the app in a browser (textual-serve), on 127.0.0.1 by default"),
 ]
 
 
@@ -48,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     first = next((a for a in argv if a in {n for n, _, _ in COMMANDS}), None)
     parser = build_parser(only=first)
     args = parser.parse_args(argv)
+    args.argv = list(argv)  # as given: `web` passes the app's options on to each page
     if args.command is None:
         from stackrace.commands import app
 

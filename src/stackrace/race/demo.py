@@ -78,6 +78,7 @@ MODELS: dict[str, StackModel] = {
     ),
 }
 
+
 def describe(m: StackModel) -> str:
     workers = "unlimited" if m.workers >= 10_000 else f"{m.workers}"
     out = (

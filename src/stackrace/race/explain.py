@@ -136,9 +136,7 @@ def annotate(
     if w is not None and w.waiting >= QUEUE_MIN and (w.rps > 0 or w.stale):
         # Little's law: the clients waiting, each waits about waiting / req/s
         wait_us = w.waiting / w.rps * 1e6 if w.rps > 0 else float(w.oldest_wait_us)
-        if (wait_us >= QUEUE_WAIT_US or w.stale) and (
-            verdict is None or verdict.kind != SATURATED
-        ):
+        if (wait_us >= QUEUE_WAIT_US or w.stale) and (verdict is None or verdict.kind != SATURATED):
             served = f"{_n(w.rps)} req/s served" if w.rps > 0 else "none served"
             return f"≈ {w.waiting:,} requests queued, each waits ~{_secs(wait_us)} ({served})"
     if verdict is not None and verdict.kind == SATURATED and cpu_us_per_request:
@@ -151,7 +149,9 @@ def annotate(
     if warming and climb is not None and climb > 0.05:
         return f"warming up: req/s +{100 * climb:.0f}% since its first second at this load"
     if w is not None and w.oldest_wait_us > 0.5 * timeout * 1e6:
-        return f"the oldest request has waited {_secs(w.oldest_wait_us)} of the {timeout:g} s timeout"
+        return (
+            f"the oldest request has waited {_secs(w.oldest_wait_us)} of the {timeout:g} s timeout"
+        )
     return ""
 
 

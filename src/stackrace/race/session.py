@@ -22,10 +22,12 @@ from typing import Protocol
 from stackrace.engine.model import TargetSnapshot
 from stackrace.race import accounting, explain
 from stackrace.race.core import RaceCore, StackState
+from stackrace.race.ghost import Ghost, GhostView
 from stackrace.race.placement import Placement, place
+from stackrace.race.talk import TalkPlayer, TalkStep
 from stackrace.race.urls import UrlHandle, UrlTarget
-from stackrace.race_settings import RaceSettings
 from stackrace.race.warmup import WarmupTracker
+from stackrace.race_settings import RaceSettings
 from stackrace.ramp import LevelLog, Ramp, StepResult, Verdict, peak
 from stackrace.stacks.sampler import ResourceSample
 
@@ -98,6 +100,7 @@ class SessionView:
     synthetic: bool = False  # --demo: nothing here was measured
     caption: str = ""  # a talk track's line for this moment
     replay: str = ""  # a replay's position ("replay 0:42 / 3:10 ×2")
+    ghosts: list[GhostView] = field(default_factory=list)  # one per stack of each ghost
     ramp_top: int = 0  # the top level of the ramp running (or last run)
 
 
@@ -134,6 +137,11 @@ class Session:
         # observers of commands and ticks (a Recorder): called after each
         self.listeners: list[SessionListener] = []
         self.caption = ""
+        self.talk: TalkPlayer | None = None
+        self.ghosts: list[Ghost] = []  # earlier runs shown beside the live panes
+        # set by a replay (race/recording.py): its position, and the recorded ramp label
+        self.replay_status = ""
+        self.replay_ramp: str | None = None
 
     @property
     def engine(self):  # type: ignore[no-untyped-def]
@@ -163,7 +171,7 @@ class Session:
         self.core.rate = plan.rate
         if placement is None:
             cores = sorted(os.sched_getaffinity(0))
-            placement = place("parallel", len(plan.stacks), None, cores)
+            placement = place("parallel", len(plan.stacks), plan.settings.cpus, cores)
         urls = [UrlHandle(u, i + 1) for i, u in enumerate(plan.urls)]
         await self.core.start(plan.stacks, urls, placement)
         await self.poll()
@@ -171,6 +179,10 @@ class Session:
     async def stop(self) -> None:
         self.ramp = None
         await self.core.stop()
+        for listener in self.listeners:
+            close = getattr(listener, "close", None)
+            if close is not None:
+                close()
 
     # --- commands -------------------------------------------------------------------
 
@@ -231,11 +243,36 @@ class Session:
             self._last_seq = snap.seq
             self.levels.feed(snap)
             self._feed_warmups(snap)
+        await self._advance_talk()
         await self._advance_ramp()
         view = self.view()
         for listener in self.listeners:
             listener.tick(self, view)
         return view
+
+    def play_talk(self, steps: Sequence[TalkStep]) -> None:
+        """Play a talk track from the next poll on (race/talk.py)."""
+        self.talk = TalkPlayer(list(steps))
+
+    async def _advance_talk(self) -> None:
+        if self.talk is None:
+            return
+        for step in self.talk.due(self.core.clock()):
+            if step.say is not None:
+                self.caption = step.say
+            if step.closed and self.rate is not None:
+                self.stop_ramp()
+                await self.set_rate(None)
+            if step.rate is not None:
+                self.stop_ramp()
+                await self.set_rate(step.rate)
+            if step.concurrency is not None:
+                self.stop_ramp()
+                await self.set_concurrency(step.concurrency)
+            if step.ramp:
+                self.start_ramp()
+        if self.talk.done:
+            self.talk = None
 
     def _feed_warmups(self, snap) -> None:  # type: ignore[no-untyped-def]
         for t in snap.targets:
@@ -307,7 +344,10 @@ class Session:
             verdict = self._verdict(mid) if target is not None else None
             warm = self.warmups.get(mid)
             warming = (
-                warm is not None and warm.warming and state == StackState.READY and target is not None
+                warm is not None
+                and warm.warming
+                and state == StackState.READY
+                and target is not None
             )
             if warming:
                 state = StackState.WARMING
@@ -365,7 +405,7 @@ class Session:
                     synthetic=self.synthetic,
                 )
             )
-        ramp = None
+        ramp = self.replay_ramp
         if self.ramp is not None and self.ramp.level is not None:
             ramp = f"ramp {self.ramp.progress()} → {self.ramp.level}"
         placement = self.core.placement
@@ -386,6 +426,8 @@ class Session:
             synthetic=self.synthetic,
             caption=self.caption,
             ramp_top=self.ramp_top,
+            replay=self.replay_status,
+            ghosts=[pv for g in self.ghosts for pv in g.view(self.level, rate_mode)],
         )
 
     @property

@@ -78,8 +78,14 @@ def to_dict(
         b = r.breaking
         if b is None:
             return None
-        return {"level": b.level, "kind": b.kind, "reason": b.reason, "why": r.why,
-                "p99_us": b.p99_us, "rps": b.rps}
+        return {
+            "level": b.level,
+            "kind": b.kind,
+            "reason": b.reason,
+            "why": r.why,
+            "p99_us": b.p99_us,
+            "rps": b.rps,
+        }
 
     return {
         "title": title,

@@ -12,7 +12,9 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from stackrace.race.core import StackChoice
+from stackrace.race.recording import ReplayPlayer
 from stackrace.race.session import RacePlan, Session
+from stackrace.race_settings import RaceSettings
 from stackrace.tui.picker import PickerScreen
 from stackrace.tui.race import RaceScreen
 
@@ -38,9 +40,13 @@ class StackraceApp(App[int]):
         screenshot_dir: str | os.PathLike[str] = ".",
         drive: Callable[[], object] | None = None,
         projector: bool = False,
+        remember: bool = False,
+        player: ReplayPlayer | None = None,
     ) -> None:
         super().__init__()
+        self.player = player  # a replay: the recording drives the session
         self.projector = projector
+        self.remember = remember  # the picker opens with, and saves, the last choices
         self.session = session
         self.plan = plan
         self.catalog = catalog
@@ -55,19 +61,64 @@ class StackraceApp(App[int]):
         self.theme = "textual-dark"
         if self.drive is not None:
             self.set_interval(0.25, self.drive, name="drive")
+        if self.session.synthetic:
+            self.title = "stackrace — SYNTHETIC DEMO (no servers, no load)"
         if self.show_picker:
-            self.push_screen(PickerScreen(self.catalog, self.plan), callback=self._picked)
+            plan = self._remembered(self.plan) if self.remember else self.plan
+            self.push_screen(
+                PickerScreen(self.catalog, plan, synthetic=self.session.synthetic),
+                callback=self._picked,
+            )
         else:
             await self.start_race(self.plan)
 
+    def _remembered(self, plan: RacePlan) -> RacePlan:
+        """The plan with the last race's choices, unless the command line chose stacks."""
+        import msgspec
+
+        from stackrace.race.choices import load_choices
+
+        last = load_choices()
+        if last is None or plan.stacks:
+            return plan
+        known = {c.id for c in self.catalog if c.available}
+        stacks = tuple(s for s in last.stacks if s.partition(":")[0] in known)
+        settings = msgspec.structs.replace(
+            plan.settings, workload=last.workload, io_ms=last.io_ms, queries=last.queries
+        )
+        return RacePlan(
+            stacks=stacks,
+            urls=plan.urls,
+            settings=settings,
+            concurrency=last.level,
+            rate=float(last.level) if last.rate_mode else None,
+        )
+
     def _picked(self, plan: RacePlan | None) -> None:
+        if plan is not None and self.remember:
+            from stackrace.race.choices import Choices, save_choices
+
+            s = plan.settings
+            save_choices(
+                Choices(
+                    stacks=list(plan.stacks),
+                    workload=s.workload,
+                    io_ms=s.io_ms,
+                    queries=s.queries,
+                    rate_mode=plan.rate is not None,
+                    level=plan.concurrency,
+                )
+            )
         if plan is not None:
             self.run_worker(self.start_race(plan), name="start-race", exclusive=True)
 
     async def start_race(self, plan: RacePlan) -> None:
         self.plan = plan
         try:
-            await self.session.start(plan)
+            if self.player is not None:
+                await self.player.start()
+            else:
+                await self.session.start(plan)
         except Exception as exc:  # the engine could not start: say so, do not hang
             self.notify(f"could not start: {exc}", severity="error", timeout=10)
             return
@@ -112,6 +163,32 @@ class StackraceApp(App[int]):
         await self.stop_everything()
 
 
+class LaunchError(Exception):
+    """The command line asks for something that cannot start (said in one line)."""
+
+
+def race_settings(args: argparse.Namespace) -> RaceSettings:
+    """The race settings: a --preset's (if any), then the options given."""
+    import msgspec
+
+    from stackrace.race_settings import given
+
+    base = RaceSettings()
+    preset = getattr(args, "preset", None)
+    if preset:
+        from stackrace.config import ConfigError
+        from stackrace.presets import load_preset
+
+        try:
+            base = load_preset(preset).settings
+        except ConfigError as exc:
+            raise LaunchError(str(exc)) from None
+    changes = given(args)
+    if "stacks" in changes:
+        changes["stacks"] = [s for ref in changes["stacks"] for s in ref.split(",") if s]
+    return msgspec.structs.replace(base, **changes)
+
+
 def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[StackChoice], bool]:
     """The session, first plan and picker catalog for these command-line arguments."""
     from stackrace.race.urls import UrlTarget
@@ -124,11 +201,22 @@ def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[Sta
             strict=False,
         )
     )
-    plan = RacePlan(urls=urls, concurrency=getattr(args, "concurrency", None) or 10)
+    settings = race_settings(args)
+    go = bool(getattr(args, "go", False))
+    concurrency = getattr(args, "concurrency", None) or 10
+    plan = RacePlan(
+        stacks=tuple(settings.stacks),
+        urls=urls,
+        settings=settings,
+        concurrency=concurrency,
+        rate=settings.rate,
+    )
+    if go and not plan.stacks and not urls:
+        raise LaunchError("--go needs stacks: --stacks A,B, a --preset, or --url")
     if getattr(args, "demo", False):
         from stackrace.race.demo import CATALOG, demo_session
 
-        return demo_session(), plan, list(CATALOG), True
+        return demo_session(), plan, list(CATALOG), not go
 
     from stackrace.config import ConfigError
     from stackrace.engine.client import Engine
@@ -137,11 +225,18 @@ def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[Sta
     from stackrace.race.stacks import StacksSource
 
     try:
-        source: StacksSource | None = StacksSource(getattr(args, "stacks_file", None))
+        source: StacksSource | None = StacksSource(
+            getattr(args, "stacks_file", None), memory_max=settings.memory_max
+        )
     except ConfigError:
         # only reached with --url targets (commands/app.py refuses a broken file otherwise)
         source = None
     catalog = source.catalog() if source is not None else []
+    if go and source is not None:
+        known = {c.id for c in catalog}
+        unknown = [s for s in plan.stacks if s.partition(":")[0] not in known]
+        if unknown:
+            raise LaunchError(f"no stack {unknown[0]!r} in the stacks file")
     engine = Engine(
         EngineSettings(interval=0.25, timeout=plan.settings.timeout),
         per_target=True,
@@ -149,15 +244,51 @@ def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[Sta
     )
     session = Session(RaceCore(engine, source, plan.settings))
     # with only URL targets and nothing to pick, go straight to the race
-    show_picker = bool(catalog) or not urls
+    show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
 
 
 def run_app(args: argparse.Namespace) -> int:
-    session, plan, catalog, show_picker = build_session(args)
+    import sys
+
+    try:
+        session, plan, catalog, show_picker = build_session(args)
+        talk = None
+        if getattr(args, "talk", None):
+            from stackrace.race.talk import TalkError, load_talk
+
+            try:
+                talk = load_talk(args.talk)
+            except TalkError as exc:
+                raise LaunchError(str(exc)) from None
+    except LaunchError as exc:
+        print(f"stackrace: {exc}", file=sys.stderr)
+        return 2
     drive = None
     if getattr(args, "demo", False):
         # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
         drive = session.engine.step
-    app = StackraceApp(session, plan, catalog, show_picker=show_picker, drive=drive)
+    if talk is not None:
+        session.play_talk(talk)
+    if getattr(args, "record", None):
+        from stackrace.race.recording import Recorder
+
+        session.listeners.append(Recorder(args.record))
+    for ghost in getattr(args, "ghost", None) or []:
+        from stackrace.race.ghost import GhostError, load_ghost
+
+        try:
+            session.ghosts.append(load_ghost(ghost))
+        except GhostError as exc:
+            print(f"stackrace: {exc}", file=sys.stderr)
+            return 2
+    app = StackraceApp(
+        session,
+        plan,
+        catalog,
+        show_picker=show_picker,
+        drive=drive,
+        projector=bool(getattr(args, "big", False)),
+        remember=show_picker and not getattr(args, "demo", False),
+    )
     return app.run() or 0

@@ -27,4 +27,62 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-c", "--concurrency", type=int, default=None, help="starting connections per stack"
     )
-    parser.add_argument("--demo", action="store_true", help="a synthetic race: no servers, no load")
+    parser.add_argument(
+        "--demo", action="store_true", help="a synthetic race: no servers, no load (labelled so)"
+    )
+    add_race_arguments(parser)
+
+
+# RaceSettings fields that are bench's alone (levels, durations, repeats, isolation):
+# the app moves the load live instead
+_BENCH_ONLY = (
+    "concurrency",
+    "duration",
+    "warmup",
+    "warmup_requests",
+    "requests",
+    "isolation",
+    "repeat",
+)
+
+
+def add_race_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to race and how, from the one settings declaration, plus the app's own."""
+    from stackrace.race_settings import add_options
+
+    group = parser.add_argument_group("the race (the picker's choices, or with --go none)")
+    add_options(group, skip=_BENCH_ONLY)  # type: ignore[arg-type]
+    group.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="settings and stacks of a stored scenario (presets/NAME.toml); options override",
+    )
+    group.add_argument(
+        "--go",
+        action="store_true",
+        help="start the race at once with the stacks given (--stacks or --preset), no picker",
+    )
+    show = parser.add_argument_group("presenting")
+    show.add_argument(
+        "--big",
+        action="store_true",
+        help="projector mode: only req/s, p99, waiting, failures, RSS and CPU, large (key b)",
+    )
+    show.add_argument(
+        "--talk",
+        metavar="FILE",
+        help="a talk track: levels with timings and captions, played from the start",
+    )
+    show.add_argument(
+        "--record",
+        metavar="FILE",
+        help="record the race (every interval's figures, histograms, each slider move) for "
+        "`stackrace replay FILE`",
+    )
+    show.add_argument(
+        "--ghost",
+        action="append",
+        metavar="FILE",
+        help="overlay a saved bench run (.json) or a recording beside the live panes, "
+        "at the same level (repeatable)",
+    )

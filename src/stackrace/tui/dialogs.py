@@ -102,7 +102,7 @@ class SummaryScreen(ModalScreen[None]):
         self.rows = rows
         self.rate_mode = rate_mode
         self.from_ramp = from_ramp
-        self.colors = colors or {}
+        self.pane_colors = colors or {}
         self.synthetic = synthetic
         self.title_text = summary_title(from_ramp, ramp_running, synthetic)
         self.exported: tuple[object, object] | None = None
@@ -121,7 +121,7 @@ class SummaryScreen(ModalScreen[None]):
         for i, row in enumerate(self.rows):
             if not row.steps:
                 continue
-            color = self.colors.get(row.id, PALETTE[i % len(PALETTE)])
+            color = self.pane_colors.get(row.id, PALETTE[i % len(PALETTE)])
             points = [(s.level, s.rps, s.p99_us) for s in row.steps]
             out.append(
                 LevelSeries(row.name, color, points, row.breaking.level if row.breaking else None)

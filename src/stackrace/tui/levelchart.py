@@ -119,8 +119,11 @@ class LevelChart(Widget):
             t.append_text(row)
             out.append(t)
         axis = [" "] * (plot_w + 1)
-        for tick in [lv for lv in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
-                     if lo <= lv <= hi]:
+        for tick in [
+            lv
+            for lv in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+            if lo <= lv <= hi
+        ]:
             col = _x(tick, lo, hi, plot_w)
             text = f"{tick // 1000}k" if tick >= 1000 else str(tick)
             pos = min(col, plot_w + 1 - len(text))
@@ -130,4 +133,4 @@ class LevelChart(Widget):
         foot = Text(" " * _AXIS_W + "└" + "".join(axis), style="dim", no_wrap=True)
         out.append(foot)
         out[0].append(f"  vs {unit}", style="dim")
-        return out[: height]
+        return out[:height]

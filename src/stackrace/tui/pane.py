@@ -46,8 +46,17 @@ _KEEP_ORDER = ("p99", "p50", "max", "p90", "p99.9")
 
 # Rows each optional part needs, in the order they are given up when a pane is short
 # (the last ones go first). The big figure and the latency table are always there.
-_OPTIONAL = ("failures", "memory", "cpu", "verdict", "waiting", "head", "annotation", "spark",
-             "mem-spark")
+_OPTIONAL = (
+    "failures",
+    "memory",
+    "cpu",
+    "verdict",
+    "waiting",
+    "head",
+    "annotation",
+    "spark",
+    "mem-spark",
+)
 
 
 def latency_lines(lat: LatencySummary, unc: LatencySummary | None, width: int = 36) -> Text:
@@ -307,8 +316,9 @@ class StackPane(Vertical, can_focus=True):
             self._subtitle("REFUSED by the engine")
         if t is not None and new_interval:
             self._show_interval(t.interval)
-        self._set("annotation", Text(view.annotation, style="italic", no_wrap=True,
-                                     overflow="ellipsis"))
+        self._set(
+            "annotation", Text(view.annotation, style="italic", no_wrap=True, overflow="ellipsis")
+        )
         res = view.resources
         if res is not None and new_interval:
             spark = self.query_one("#mem-spark", ScaledSparkline)
@@ -347,8 +357,9 @@ class StackPane(Vertical, can_focus=True):
             line.append(view.behind[16:])
         elif view.target is not None and view.state in (StackState.READY, StackState.WARMING):
             t = view.target
+            now = fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)
             line.append(
-                f"✓ keeping up at {fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)}",
+                f"✓ keeping up at {now}",
                 style="green",
             )
             if view.breaking is not None:

@@ -20,6 +20,7 @@ from stackrace.race.core import StackState
 from stackrace.race.session import Session, SessionView
 from stackrace.tui.chart import PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import LogScreen, SummaryScreen
+from stackrace.tui.ghost import GhostPane
 from stackrace.tui.pane import StackPane
 from stackrace.tui.slider import ConcurrencySlider
 
@@ -66,8 +67,13 @@ class RaceScreen(Screen[None]):
         Binding("a", "chart_all", "chart all"),
         Binding("c", "toggle_chart", "chart"),
         Binding("b", "projector", "big"),
-        Binding("s", "app.screenshot", "screenshot"),
         Binding("q", "app.quit", "quit"),
+        # a replay's controls (only while replaying)
+        Binding("space", "replay_pause", "pause", show=False),
+        Binding("greater_than_sign,full_stop", "replay_speed(1)", "faster", show=False),
+        Binding("less_than_sign,comma", "replay_speed(-1)", "slower", show=False),
+        Binding("right_square_bracket", "replay_seek(10)", "+10 s", show=False),
+        Binding("left_square_bracket", "replay_seek(-10)", "−10 s", show=False),
     ]
 
     def __init__(
@@ -82,6 +88,7 @@ class RaceScreen(Screen[None]):
         self.session = session
         self.tick_interval = tick_interval
         self.panes: dict[str, StackPane] = {}
+        self.ghost_panes: dict[str, GhostPane] = {}
         self.pane_colors: dict[str, str] = {}
         self.focused_id: str | None = None
         self.chart_all = False
@@ -127,7 +134,8 @@ class RaceScreen(Screen[None]):
             return
         width, height = self.size
         banner = 1 if self.query_one("#banner").display else 0
-        cols, _rows, room = grid_shape(len(self.panes), width, height - banner)
+        n = len(self.panes) + len(self.ghost_panes)
+        cols, _rows, room = grid_shape(n, width, height - banner)
         grid = self.query_one("#panes", Grid)
         if grid.styles.grid_size_columns != cols:
             grid.styles.grid_size_columns = cols
@@ -151,6 +159,8 @@ class RaceScreen(Screen[None]):
             rate_mode = view.rate is not None
             for pv in view.panes:
                 self.panes[pv.id].show(pv, new_interval, rate_mode, view.timeout)
+            for gv in view.ghosts:
+                self.ghost_panes[gv.id].show(gv, rate_mode)
             if new_interval:
                 self._share_scales()
             self._show_controls(view)
@@ -175,9 +185,14 @@ class RaceScreen(Screen[None]):
 
     async def _sync_panes(self, view: SessionView) -> None:
         new = [pv for pv in view.panes if pv.id not in self.panes]
-        if not new:
+        ghosts = [gv for gv in view.ghosts if gv.id not in self.ghost_panes]
+        if not new and not ghosts:
             return
         grid = self.query_one("#panes", Grid)
+        for gv in ghosts:
+            ghost = GhostPane(gv)
+            self.ghost_panes[gv.id] = ghost
+            await grid.mount(ghost)
         for pv in new:
             pane = StackPane(pv)
             pane.projector = self.projector
@@ -186,9 +201,11 @@ class RaceScreen(Screen[None]):
             self.pane_colors[pv.id] = color
             pane.styles.border_title_color = color
             self.panes[pv.id] = pane
-            await grid.mount(pane)
+            # live panes first, ghosts after them
+            first_ghost = next(iter(self.ghost_panes.values()), None)
+            await grid.mount(pane, before=first_ghost)
         self._relayout()
-        if self.focused_id is None:
+        if self.focused_id is None and view.panes:
             self.focused_id = view.panes[0].id
 
     def _put(self, widget_id: str, content: str) -> None:
@@ -268,9 +285,39 @@ class RaceScreen(Screen[None]):
 
     # --- commands ---------------------------------------------------------------------
 
+    @property
+    def player(self):  # type: ignore[no-untyped-def]
+        return getattr(self.app, "player", None)
+
+    def _replaying(self) -> bool:
+        if self.player is not None:
+            self.notify("replay: the recording sets the load (space, < >, [ ] to play)")
+            return True
+        return False
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # replay keys only in a replay; load commands only live
+        if action.startswith("replay_"):
+            return self.player is not None
+        return True
+
+    async def action_replay_pause(self) -> None:
+        self.player.toggle_pause()
+
+    async def action_replay_speed(self, steps: int) -> None:
+        self.player.faster(steps)
+        self.notify(f"replay ×{self.player.speed:g}")
+
+    async def action_replay_seek(self, seconds: float) -> None:
+        await self.player.seek(self.player.position + seconds)
+        await self.tick()
+
     @on(ConcurrencySlider.Changed, "#level")
     async def level_changed(self, event: ConcurrencySlider.Changed) -> None:
         if event.value == self._level_shown:
+            return
+        if self._replaying():
+            event.slider.set_quietly(self._level_shown or event.value)
             return
         self._level_shown = event.value
         self.session.stop_ramp()  # a hand on the slider overrides a ramp
@@ -280,12 +327,16 @@ class RaceScreen(Screen[None]):
         self.query_one("#level", ConcurrencySlider).action_step(delta)
 
     async def action_toggle_mode(self) -> None:
+        if self._replaying():
+            return
         level = self.query_one("#level", ConcurrencySlider).value
         self.session.stop_ramp()
         await self.session.set_rate(None if self.session.rate is not None else float(level))
         self.notify("constant rate (req/s per stack)" if self.session.rate else "closed loop")
 
     def action_ramp(self) -> None:
+        if self._replaying():
+            return
         if self.session.ramp is not None:
             self.session.stop_ramp()
             self.notify("ramp stopped")

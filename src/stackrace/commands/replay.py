@@ -1,0 +1,44 @@
+"""`stackrace replay FILE`: play a recorded race in the app, with no servers and no engine."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a recording made with `stackrace --record FILE`")
+    parser.add_argument(
+        "--speed", type=float, default=1.0, help="play speed: 0.25, 0.5, 1, 2, 4, 8 or 16"
+    )
+    parser.add_argument("--paused", action="store_true", help="start paused (space plays)")
+    parser.add_argument("--big", action="store_true", help="projector mode (key b)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from stackrace.race.recording import SPEEDS, RecordingError, ReplayPlayer, load_recording
+
+    try:
+        recording = load_recording(args.file)
+    except RecordingError as exc:
+        print(f"stackrace replay: {exc}", file=sys.stderr)
+        return 2
+    if not recording.members:
+        print(f"stackrace replay: {args.file}: no stacks were recorded", file=sys.stderr)
+        return 2
+    player = ReplayPlayer(recording)
+    player.speed = min(SPEEDS, key=lambda s: abs(s - args.speed))
+    player.paused = args.paused
+    from stackrace.tui.app import StackraceApp
+
+    app = StackraceApp(
+        player.session,
+        player.plan,
+        [],
+        show_picker=False,
+        drive=lambda: player.advance(0.25),
+        projector=args.big,
+        player=player,
+    )
+    return app.run() or 0

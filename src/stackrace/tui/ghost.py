@@ -1,0 +1,53 @@
+"""`GhostPane`: an earlier run's figures at the live level, beside the live panes."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from stackrace.race.ghost import GhostView
+from stackrace.tui.bignum import BigNumber
+from stackrace.tui.format import fmt_lat, fmt_level, fmt_mb
+
+
+class GhostPane(Vertical):
+    """Dimmed, dashed: what `view.label` measured for this stack at the live level."""
+
+    def __init__(self, view: GhostView) -> None:
+        super().__init__(id=view.id.replace(".", "-").replace(" ", "-"), classes="ghost-pane")
+        self.border_title = f"{view.name} · ghost"
+        self.border_subtitle = view.label
+        self._shown: tuple[object, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="ghost-head")
+        yield BigNumber("–", "req/s", classes="ghost-qps")
+        yield Static("", classes="ghost-figures")
+
+    def show(self, view: GhostView, rate_mode: bool) -> None:
+        key = (view.level, view.at, rate_mode)
+        if key == self._shown:
+            return
+        self._shown = key
+        at = view.at
+        head = self.query_one(".ghost-head", Static)
+        figures = self.query_one(".ghost-figures", Static)
+        qps = self.query_one(".ghost-qps", BigNumber)
+        if at is None:
+            head.update(Text("never measured in this mode", style="dim"), layout=False)
+            qps.update("–")
+            figures.update("", layout=False)
+            return
+        where = fmt_level(at.level, rate_mode)
+        note = "" if at.level == view.level else f" (nearest to {fmt_level(view.level, rate_mode)})"
+        head.update(Text(f"then, at {where}{note}", style="italic"), layout=False)
+        qps.update(f"{round(at.rps):,}")
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append("p50 ", style="dim").append(fmt_lat(at.p50_us))
+        t.append("  p99 ", style="dim").append(fmt_lat(at.p99_us), style="bold")
+        t.append("\nfailed ", style="dim").append(f"{100 * at.failed_ratio:.1f} %")
+        if at.rss:
+            t.append("\nRSS ", style="dim").append(fmt_mb(at.rss))
+        figures.update(t, layout=False)
