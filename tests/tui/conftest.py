@@ -102,6 +102,12 @@ async def open_race(p: RacePlan) -> AsyncIterator[Race]:
         yield race
 
 
+@pytest.fixture(autouse=True)
+def _own_config_dir(tmp_path, monkeypatch):
+    """Remembered picker choices go to a directory of the test's own, never the user's."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
 @pytest.fixture
 async def race() -> AsyncIterator[Race]:
     async for r in open_race(plan()):

@@ -97,7 +97,7 @@ CATALOG: list[StackChoice] = [
         m.family,
         default=k in ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp"),
         description=describe(m),
-        workers=min(m.workers, 10_000),
+        workers=1,  # processes, as a stack's `workers` (a model's `workers` is concurrency)
     )
     for k, m in MODELS.items()
 ]
@@ -295,8 +295,14 @@ class SyntheticEngine:
             if key == "workers" and value.isdigit():
                 import dataclasses
 
+                # n worker processes: n requests in service at once for a sync model; an
+                # async one already serves many at once, and gets n cores' worth of CPU
                 n = int(value)
-                model = dataclasses.replace(model, workers=n, name=f"{model.name} ×{n}")
+                if model.workers >= 10_000:
+                    model = dataclasses.replace(model, cpu_ms=model.cpu_ms / n)
+                else:
+                    model = dataclasses.replace(model, workers=n)
+                model = dataclasses.replace(model, name=f"{model.name} ×{n}")
         return model
 
     async def add_target(
@@ -408,7 +414,7 @@ class SyntheticStack:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{18000 + sum(map(ord, self.id)) % 1000}/"
+        return f"http://127.0.0.1:{18000 + sum(map(ord, self.id)) % 1000}"
 
     def log_tail(self, lines: int = 20) -> list[str]:
         out = [f"[{self.name}] (synthetic) listening on {self.base_url}"]

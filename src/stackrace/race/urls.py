@@ -22,9 +22,11 @@ class UrlTarget:
 
 
 def target_url(base: str, workload: str, io_ms: int = 10, queries: int = 10) -> str:
-    """The URL to load: the workload's path on a bare base URL, else the URL as given."""
+    """The URL to load: the URL as given when it has a path (`/` included: that is what
+    was typed), else (`http://host:port`, a launched stack's base) the workload's path.
+    The picker and the pane show the URL loaded."""
     parts = urlsplit(base)
-    if parts.path not in ("", "/"):
+    if parts.path != "":
         return base
     path, _, query = WORKLOADS[workload].path(io_ms, queries).partition("?")
     return urlunsplit((parts.scheme, parts.netloc, path, query, ""))

@@ -13,8 +13,8 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
         "--url",
         action="append",
         metavar="URL",
-        help="also load a server stackrace did not start (repeatable); a bare base URL "
-        "gets the workload's path",
+        help="also load a server stackrace did not start (repeatable): the URL as given; "
+        "with no path at all (http://host:port) the workload's path",
     )
     parser.add_argument(
         "--pid",
