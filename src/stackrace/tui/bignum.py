@@ -83,23 +83,27 @@ def block_lines(text: str, scale: int) -> list[str]:
 REFERENCE = "8,888"
 
 
-def layout(value: str, unit: str, width: int, height: int) -> tuple[str, int]:
-    """The text to draw and its scale (0: one line of plain text) for a width × height."""
+def layout(value: str, unit: str, width: int, height: int) -> tuple[str, int, bool]:
+    """The text to draw, its scale (0: one line of plain text) and whether the unit goes
+    on a line of its own below (when that allows a larger scale), for width × height."""
     need_unit = len(unit) + 1 if unit else 0
     for text, reference in ((value, REFERENCE), (shorten(value), "8.8k")):
         sized = text if glyph_width(text, 1) >= glyph_width(reference, 1) else reference
         for scale in range(8, 0, -1):
-            if glyph_rows(scale) <= height and glyph_width(sized, scale) + need_unit <= width:
-                return text, scale
-    return value, 0
+            px = glyph_width(sized, scale)
+            if glyph_rows(scale) <= height and px + need_unit <= width:
+                return text, scale, False
+            if unit and glyph_rows(scale) + 1 <= height and px <= width and scale > 1:
+                return text, scale, True
+    return value, 0, False
 
 
 def rows_needed(unit: str, width: int, height: int) -> int:
     """Rows a figure of the reference width takes at the largest scale that fits."""
-    _, scale = layout(REFERENCE, unit, width, height)
+    text, scale, below = layout(REFERENCE, unit, width, height)
     if scale == 0:
-        _, scale = layout("8.8k", unit, width, height)
-    return glyph_rows(scale) if scale else 1
+        return 1
+    return glyph_rows(scale) + (1 if below else 0)
 
 
 class BigNumber(Widget):
@@ -130,7 +134,7 @@ class BigNumber(Widget):
         key = (self.value, self.unit, width, height, style)
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
-        text, scale = layout(self.value, self.unit, width, height)
+        text, scale, below = layout(self.value, self.unit, width, height)
         out = Text(no_wrap=True, overflow="crop")
         if scale == 0:
             out.append(text, style=Style(bold=True))
@@ -141,7 +145,8 @@ class BigNumber(Widget):
             for i, line in enumerate(lines):
                 out.append(line)
                 if i == len(lines) - 1 and self.unit:
-                    out.append(f" {self.unit}", style=Style(bold=True))
+                    out.append("\n" if below else " ")
+                    out.append(self.unit, style=Style(bold=True))
                 if i < len(lines) - 1:
                     out.append("\n")
         self._cache = (key, out)

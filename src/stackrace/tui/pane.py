@@ -199,9 +199,18 @@ class StackPane(Vertical, can_focus=True):
         rows = plan_rows(height - (1 if self._crashed else 0), self.rate_mode, self.projector)
         # the big figure takes only the rows its largest scale for this width needs
         width = self.content_size.width
-        rows["qps"] = rows_needed("req/s", width, rows["qps"])
+        room = rows["qps"]
+        rows["qps"] = rows_needed("req/s", width, room)
         if rows.get("p99big"):
             rows["p99big"] = rows_needed("ms p99", width, rows["p99big"])
+        # rows the figure cannot use (the pane's width limits it) go to the annotation
+        # (two lines) and taller sparklines, which read better from a distance
+        spare = room - rows["qps"]
+        for part, most in (("annotation", 1), ("spark", 3), ("mem-spark", 1)):
+            if rows.get(part) and spare > 0:
+                add = min(most, spare)
+                rows[part] += add
+                spare -= add
         if rows == self._rows:
             return
         self._rows = rows
@@ -317,7 +326,7 @@ class StackPane(Vertical, can_focus=True):
         if t is not None and new_interval:
             self._show_interval(t.interval)
         self._set(
-            "annotation", Text(view.annotation, style="italic", no_wrap=True, overflow="ellipsis")
+            "annotation", Text(view.annotation, style="italic", overflow="ellipsis")
         )
         res = view.resources
         if res is not None and new_interval:

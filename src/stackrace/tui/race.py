@@ -39,7 +39,7 @@ PANE_MIN_W = 22  # columns a pane needs for req/s, p99 and memory (four at 100 c
 PANE_WIDE_W = 30  # columns per pane before more than four go side by side
 
 
-def grid_shape(n: int, width: int, height: int) -> tuple[int, int, bool]:
+def grid_shape(n: int, width: int, height: int, projector: bool = False) -> tuple[int, int, bool]:
     """(columns, rows, room for the latency chart) for n panes on a width × height screen.
 
     Side by side while each pane keeps PANE_MIN_W columns (PANE_WIDE_W past four
@@ -47,11 +47,19 @@ def grid_shape(n: int, width: int, height: int) -> tuple[int, int, bool]:
     PANE_COMFORT rows without it, so it never squeezes memory and CPU out of a pane.
     """
     n = max(1, n)
+    avail = height - CHROME_ROWS
+    if projector:
+        # large type wants wide panes: a near-square grid while each row keeps 18 rows
+        import math
+
+        cols = max(1, math.ceil(math.sqrt(n)))
+        rows = -(-n // cols)
+        if rows * 18 <= avail:
+            return cols, rows, False
     per = PANE_MIN_W if n <= 4 else PANE_WIDE_W
     max_cols = max(1, min(n, width // per))
     rows = -(-n // max_cols)
     cols = -(-n // rows)
-    avail = height - CHROME_ROWS
     chart = avail - CHART_ROWS >= rows * PANE_COMFORT
     return cols, rows, chart
 
@@ -135,7 +143,7 @@ class RaceScreen(Screen[None]):
         width, height = self.size
         banner = 1 if self.query_one("#banner").display else 0
         n = len(self.panes) + len(self.ghost_panes)
-        cols, _rows, room = grid_shape(n, width, height - banner)
+        cols, _rows, room = grid_shape(n, width, height - banner, self.projector)
         grid = self.query_one("#panes", Grid)
         if grid.styles.grid_size_columns != cols:
             grid.styles.grid_size_columns = cols

@@ -18,19 +18,23 @@ from textual.widget import Widget
 _BARS = " ▁▂▃▄▅▆▇█"
 
 
-def bars(data: Sequence[float], top: float, width: int) -> str:
-    """The last `width` values as bars from 0 to `top` (a value > 0 shows at least ▁)."""
+def bars(data: Sequence[float], top: float, width: int, height: int = 1) -> list[str]:
+    """The last `width` values as bars from 0 to `top`, `height` rows (top row first);
+    a value above 0 shows at least ▁."""
     if width <= 0:
-        return ""
+        return [""] * height
     shown = list(data)[-width:]
-    out = []
+    eighths = []
     for v in shown:
         if top <= 0 or v <= 0:
-            out.append(" ")
-            continue
-        level = min(8, max(1, round(8 * v / top)))
-        out.append(_BARS[level])
-    return "".join(out).rjust(width)
+            eighths.append(0)
+        else:
+            eighths.append(min(8 * height, max(1, round(8 * height * v / top))))
+    rows = []
+    for r in range(height - 1, -1, -1):
+        line = "".join(_BARS[min(8, max(0, e - 8 * r))] for e in eighths)
+        rows.append(line.rjust(width))
+    return rows
 
 
 class ScaledSparkline(Widget):
@@ -56,11 +60,18 @@ class ScaledSparkline(Widget):
             self.refresh()
 
     def render(self) -> Text:
-        width = self.content_size.width
+        width, height = self.content_size.width, max(1, self.content_size.height)
         label = f"▕{self.label(self.top)}" if self.top > 0 else ""
         if len(label) > width // 2:
             label = ""
         out = Text(no_wrap=True, overflow="crop")
-        out.append(bars(self.data, self.top, width - len(label)))
-        out.append(label, style=Style(dim=True))
+        rows = bars(self.data, self.top, width - len(label), height)
+        for i, row in enumerate(rows):
+            out.append(row)
+            if i == 0:
+                out.append(label, style=Style(dim=True))
+            else:
+                out.append("▕" if label else "", style=Style(dim=True))
+            if i < len(rows) - 1:
+                out.append("\n")
         return out

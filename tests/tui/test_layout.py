@@ -1,0 +1,134 @@
+"""Readable at every size: what each pane keeps on 100×30, 160×45 and 220×60, big figures
+that grow, shared sparkline scales, projector mode, units on every figure."""
+
+from __future__ import annotations
+
+import pytest
+
+from stackrace.race.demo import MODELS
+from stackrace.tui.app import StackraceApp
+from stackrace.tui.bignum import BigNumber, block_lines, glyph_rows, layout
+from stackrace.tui.pane import StackPane
+from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.spark import ScaledSparkline, bars
+from tests.tui.conftest import Race, plan, synthetic_session
+
+EIGHT = tuple(list(MODELS)[:8])
+
+
+async def sized_race(size: tuple[int, int], stacks: tuple[str, ...], concurrency: int = 200):
+    session = synthetic_session()
+    from stackrace.race.demo import CATALOG
+
+    app = StackraceApp(
+        session, plan(stacks=stacks, concurrency=concurrency), list(CATALOG), show_picker=False,
+        tick_interval=None,
+    )
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        race = Race(app, pilot, session)
+        await race.advance(30)
+        yield race
+
+
+def visible_in(pane: StackPane, selector: str) -> bool:
+    """Displayed, at least one row tall, and inside the pane's region on screen."""
+    w = pane.query_one(selector)
+    if not w.display or w.region.height < 1:
+        return False
+    return pane.region.contains_region(w.region)
+
+
+@pytest.mark.parametrize(
+    ("size", "n"),
+    [((100, 30), 4), ((100, 30), 8), ((160, 45), 5), ((160, 45), 8), ((220, 60), 4)],
+)
+async def test_every_pane_keeps_req_s_p99_failures_and_memory(size, n):
+    async for race in sized_race(size, EIGHT[:n]):
+        panes = list(race.screen.panes.values())
+        assert len(panes) == n
+        for pane in panes:
+            if pane.has_class("-crashed"):
+                continue
+            for part in ("#qps", "#latency", "#failures", "#memory"):
+                assert visible_in(pane, part), (size, n, pane.pane_id, part)
+            # every figure carries its unit
+            assert race.screen.query_one(f"#pane-{pane.pane_id} #qps", BigNumber).unit.startswith(
+                "req/s"
+            )
+            latency = race.text(f"#pane-{pane.pane_id} #latency")
+            assert "p99" in latency and any(u in latency for u in ("ms", "µs", "s"))
+            assert "MiB" in race.text(f"#pane-{pane.pane_id} #memory")
+
+
+async def test_slider_keeps_every_label_at_100_columns():
+    async for race in sized_race((100, 30), EIGHT[:4]):
+        scale = str(race.screen.query_one("#level", ConcurrencySlider).render()).split("\n")[1]
+        for label in ("1", "2", "5", "10", "20", "50", "100", "200", "500", "1k", "2k", "5k",
+                      "10k"):
+            assert f" {label} " in f" {scale} ", label
+
+
+async def test_big_figure_grows_with_the_pane_and_the_chart_gives_way():
+    heights = {}
+    for size in ((100, 30), (220, 60)):
+        async for race in sized_race(size, EIGHT[:4]):
+            heights[size] = race.screen.query_one("#pane-uvicorn #qps").region.height
+            chart = race.screen.query_one("#chart")
+            if size == (100, 30):
+                assert not chart.display  # no room: the panes keep their figures
+            else:
+                assert chart.display
+    assert heights[(100, 30)] >= 1
+    assert heights[(220, 60)] >= 5 and heights[(220, 60)] > heights[(100, 30)]
+
+
+async def test_sparklines_share_one_scale_across_panes():
+    async for race in sized_race((160, 45), ("gunicorn-sync", "uvicorn")):
+        sync = race.screen.query_one("#pane-gunicorn-sync #qps-spark", ScaledSparkline)
+        uvi = race.screen.query_one("#pane-uvicorn #qps-spark", ScaledSparkline)
+        assert sync.top == uvi.top == pytest.approx(max(uvi.data))
+        # the scale is shown with its unit, and 90 req/s is drawn far below 6,700
+        assert "req/s" in str(sync.render())
+        assert max(sync.data) < uvi.top / 20
+        mem_sync = race.screen.query_one("#pane-gunicorn-sync #mem-spark", ScaledSparkline)
+        mem_uvi = race.screen.query_one("#pane-uvicorn #mem-spark", ScaledSparkline)
+        assert mem_sync.top == mem_uvi.top > 0 and "MiB" in str(mem_sync.render())
+
+
+def test_bars_run_from_zero_to_the_shared_top():
+    assert bars([0, 50, 100], 100, 3) == [" ▄█"]
+    assert bars([100], 100, 1, height=2) == ["█", "█"]
+    assert bars([50], 100, 1, height=2) == [" ", "█"]
+    assert bars([1], 1000, 2) == [" ▁"]  # above zero always shows
+
+
+def test_block_digits_scale_and_fall_back_to_text():
+    assert len(block_lines("90", 1)) == glyph_rows(1) == 3
+    assert len(block_lines("90", 3)) == glyph_rows(3) == 8
+    assert layout("7,000", "req/s", 80, 10)[1] >= 3
+    # too narrow for the full figure and its unit: shortened, then plain text
+    text, scale, _ = layout("7,000", "req/s", 21, 3)
+    assert (text, scale) == ("7.0k", 1)
+    assert layout("7,000", "req/s", 8, 3)[1] == 0
+
+
+async def test_projector_mode_shows_the_essentials_large():
+    async for race in sized_race((160, 45), EIGHT[:4], concurrency=1000):
+        await race.pilot.press("b")
+        await race.advance(4)
+        assert race.screen.has_class("-projector")
+        assert not race.screen.query_one("#chart").display
+        for pane in race.screen.panes.values():
+            assert pane.has_class("-projector")
+            assert visible_in(pane, "#qps") and visible_in(pane, "#p99big")
+            assert pane.query_one("#qps").region.height >= 5  # large type
+            for part in ("#failures", "#waiting", "#memory", "#cpu"):
+                assert visible_in(pane, part), part
+            for part in ("#latency", "#qps-spark", "#mem-spark", "#annotation"):
+                assert not pane.query_one(part).display, part
+        assert "p99" in race.screen.query_one("#pane-uvicorn #p99big", BigNumber).unit
+        await race.pilot.press("b")
+        await race.advance(2)
+        assert not race.screen.has_class("-projector")
+        assert race.screen.query_one("#pane-uvicorn #latency").display
