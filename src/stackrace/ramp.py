@@ -215,6 +215,7 @@ def peak(steps: Sequence[StepResult]) -> StepResult | None:
 class _Current:
     level: int
     window: WindowStats | None = None
+    rate: bool = False  # the level is a rate (req/s), not connections
 
 
 # The stack's CPU (% of one core) and what it can use at most, for a target id.
@@ -234,20 +235,21 @@ class LevelLog:
     _current: dict[str, _Current] = field(default_factory=dict)
     cpu_of: CpuOf | None = None
     # levels running when the log was cleared: their totals started before the clear,
-    # so they are not recorded until the level changes
-    _ignored: dict[str, int] = field(default_factory=dict)
+    # so they are not recorded until the level changes. Keyed with the mode too: 100
+    # connections and 100 req/s are different levels (a switch of mode clears the log)
+    _ignored: dict[str, tuple[int, bool]] = field(default_factory=dict)
 
     def feed(self, snap: EngineSnapshot) -> None:
         for t in snap.targets:
             level = round(t.rate) if t.rate else t.concurrency
-            if self._ignored.get(t.id) == level:
+            if self._ignored.get(t.id) == (level, bool(t.rate)):
                 continue
             self._ignored.pop(t.id, None)
             cur = self._current.get(t.id)
-            if cur is None or cur.level != level:
+            if cur is None or cur.level != level or cur.rate != bool(t.rate):
                 if cur is not None:
                     self._commit(t.id, cur)
-                cur = self._current[t.id] = _Current(level)
+                cur = self._current[t.id] = _Current(level, rate=bool(t.rate))
             cur.window = t.total
 
     def _step(self, target_id: str, cur: _Current) -> StepResult | None:
@@ -286,7 +288,7 @@ class LevelLog:
 
     def clear(self) -> None:
         """Forget every level; the ones running now are not recorded either."""
-        self._ignored = {tid: cur.level for tid, cur in self._current.items()}
+        self._ignored = {tid: (cur.level, cur.rate) for tid, cur in self._current.items()}
         self.steps.clear()
         self._current.clear()
 

@@ -188,8 +188,12 @@ class _SimTarget:
             # clients waiting longer than the interval: no answer at all in it
             stale = int(waiting * max(0.0, 1 - TICK * 1e6 / latency)) if latency else 0
         else:
-            served = min(self.rate, self.capacity * speed) * wobble
-            self.unsent = max(0.0, self.unsent + (self.rate - served) * TICK)
+            # open loop: this tick's sends plus the backlog are the work on offer; the
+            # stack serves what its capacity allows and never more than was asked
+            due = self.rate * TICK + self.unsent
+            done = min(due, self.capacity * speed * wobble * TICK)
+            served = done / TICK
+            self.unsent = due - done
             limit = self.rate * self.timeout
             if self.unsent > limit:
                 failures[DROPPED] = int(self.unsent - limit)

@@ -92,7 +92,8 @@ def behind_schedule(rate: float | None, total: WindowStats) -> str:
     if rate is None or total.seconds < 1.0 or rate <= 0:
         return ""
     delivered = (total.requests + _no_answer(total)) / total.seconds
-    if delivered >= BEHIND * rate and not total.unsent:
+    # a backlog worth more than 1/20 s of the schedule is behind, whatever the average
+    if delivered >= BEHIND * rate and total.unsent <= max(1.0, rate / 20):
         return ""
     out = f"behind schedule: {_n(delivered)} of {_n(rate)} req/s"
     if total.late:

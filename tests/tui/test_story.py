@@ -1,0 +1,159 @@
+"""The story a pane tells: verdict kinds with their proof, tied to their level; waiting
+clients and the timeout; plain-language annotations; errors never shown as throughput;
+rate mode behind schedule; the demo labelled and obeying the same physics."""
+
+from __future__ import annotations
+
+import pytest
+
+from stackrace.engine.model import HTTP_STATUS
+from stackrace.race.demo import MODELS, SyntheticEngine
+from stackrace.tui.bignum import BigNumber
+from stackrace.tui.pane import StackPane
+from tests.tui.conftest import Race, open_race, plan
+
+
+async def _level(race: Race, n: int, steps: int = 12) -> None:
+    await race.session.set_concurrency(n)
+    await race.advance(steps)
+
+
+def pane(race: Race, pid: str) -> StackPane:
+    return race.screen.query_one(f"#pane-{pid}", StackPane)
+
+
+async def test_each_verdict_kind_has_its_colour_its_name_and_its_proof():
+    async for race in open_race(plan(stacks=("gunicorn-sync", "uvicorn", "uwsgi"), concurrency=1)):
+        await race.advance(12)
+        for n in (5, 20, 100):
+            await _level(race, n)
+        # one sync worker behind a 10 ms wait: clients queue, req/s flat, CPU idle
+        sync = pane(race, "gunicorn-sync")
+        assert sync.has_class("-queueing") and not sync.has_class("-saturated")
+        line = race.text("#pane-gunicorn-sync #breaking")
+        assert line.startswith("▲ QUEUEING at c=100 · ")
+        assert "100 waiting" in line and "req/s flat at" in line
+        assert "requests queued, each waits ~1.1 s" in race.text("#pane-gunicorn-sync #annotation")
+        await _level(race, 500)
+        # uvicorn on one core: CPU-bound, serving as fast as the core allows
+        uvi = pane(race, "uvicorn")
+        assert uvi.has_class("-saturated")
+        line = race.text("#pane-uvicorn #breaking")
+        assert line.startswith("▲ SATURATED at c=500 · CPU 100% of 1 core")
+        assert "CPU-bound" in race.text("#pane-uvicorn #annotation")
+        # uWSGI past its listen queue of 100: refused connections, a failure
+        assert pane(race, "uwsgi").has_class("-failing")
+        assert "failed (refused)" in race.text("#pane-uwsgi #breaking")
+        # never two kinds at once
+        for p in race.screen.panes.values():
+            assert sum(p.has_class(f"-{k}") for k in ("failing", "queueing", "saturated")) <= 1
+
+
+async def test_a_verdict_belongs_to_its_level_and_clears_when_the_load_drops():
+    async for race in open_race(plan(stacks=("gunicorn-sync",), concurrency=1)):
+        await race.advance(12)
+        await _level(race, 20)
+        assert pane(race, "gunicorn-sync").has_class("-broken")
+        await _level(race, 1, steps=16)
+        sync = pane(race, "gunicorn-sync")
+        assert not sync.has_class("-broken")
+        line = race.text("#pane-gunicorn-sync #breaking")
+        assert line.startswith("✓ keeping up at c=1") and "broke first at c=20" in line
+
+
+async def test_a_queue_reads_as_a_queue_not_as_health():
+    async for race in open_race(plan(stacks=("gunicorn-sync",), concurrency=1000)):
+        await race.advance(24)
+        failures = race.text("#pane-gunicorn-sync #failures")
+        assert "none" not in failures or "none yet" in failures
+        waiting = race.text("#pane-gunicorn-sync #waiting")
+        assert waiting.startswith("waiting 1,000 · ") and "old" in waiting
+        assert "timeout 10s" in waiting
+        assert "timeout 10s" in race.text("#status-line")
+        # each client waits ~1000 / 90 req/s ≈ 9 to 11 s: the sentence says so
+        note = race.text("#pane-gunicorn-sync #annotation")
+        assert "timeout" in note or ("1,000 requests queued" in note and " s " in note)
+
+
+async def test_http_errors_are_not_throughput():
+    async for race in open_race(plan(stacks=("uvicorn",), concurrency=10)):
+        await race.advance(8)
+        target = race.engine.targets["uvicorn"]
+        window = target.window
+
+        def all_404(step: int):  # type: ignore[no-untyped-def]
+            w, hist = window(step)
+            w.failures = {HTTP_STATUS: w.requests}
+            w.status = {404: w.requests}
+            w.ok = 0
+            return w, hist
+
+        target.window = all_404  # type: ignore[method-assign]
+        await race.advance(12)
+        p = pane(race, "uvicorn")
+        qps = race.screen.query_one("#pane-uvicorn #qps", BigNumber)
+        assert qps.value == "0" and qps.unit == "req/s ok"
+        assert p.has_class("-errors")
+        assert "HTTP 404" in race.text("#pane-uvicorn #failures")
+        assert "HTTP 404" in race.text("#pane-uvicorn #annotation")
+        assert race.text("#pane-uvicorn #breaking").startswith("▲ FAILING")
+
+
+async def test_rate_mode_has_its_own_history_and_shows_behind_schedule():
+    async for race in open_race(plan(stacks=("gunicorn-sync", "uvicorn"), concurrency=1)):
+        await race.advance(12)
+        await _level(race, 10)
+        await _level(race, 100)
+        await race.pilot.press("m")  # 100 req/s per stack
+        await race.advance(16)
+        levels = race.session.levels.results("gunicorn-sync")
+        assert [s.level for s in levels] == [100]  # no closed-loop level relabelled
+        # sync serves ~90 of the 100 req/s asked: behind schedule, said in words
+        sync = race.text("#pane-gunicorn-sync #breaking")
+        assert "behind schedule" in sync.lower() or sync.startswith("▲")
+        view = next(p for p in race.screen.last_view.panes if p.id == "gunicorn-sync")
+        assert view.behind.startswith("behind schedule: ") and "of 100 req/s" in view.behind
+        assert "late" in view.behind
+        uvi = next(p for p in race.screen.last_view.panes if p.id == "uvicorn")
+        assert uvi.behind == "" and uvi.verdict is None  # keeps up: nothing to say
+
+
+async def test_demo_is_labelled_synthetic_everywhere():
+    async for race in open_race(plan(stacks=("uvicorn",))):
+        await race.advance(8)
+        assert race.screen.query_one("#banner").display
+        assert "SYNTHETIC" in race.text("#banner")
+        assert "SYNTHETIC" in race.text("#engine-health")
+        assert "SYNTHETIC" in pane(race, "uvicorn").border_subtitle
+        assert "SYNTHETIC" in race.app.title
+
+
+@pytest.mark.parametrize("stack", ["gunicorn-sync", "gunicorn-gevent", "uvicorn", "uwsgi"])
+@pytest.mark.parametrize("c", [1, 50, 500])
+def test_demo_figures_obey_littles_law_and_a_cores_limit(stack, c):
+    engine = SyntheticEngine()
+    from stackrace.engine.model import TargetSpec
+
+    import asyncio
+
+    asyncio.run(engine.add_target(TargetSpec(id=stack, url="http://x", concurrency=c)))
+    for _ in range(40):
+        engine.step()
+    t = engine.latest.target(stack)
+    w = t.interval
+    m = MODELS[stack]
+    assert w.rps <= 1.03 * 1000 / m.cpu_ms  # one core: at most 1/cpu time per request
+    assert w.rps <= 1.03 * m.workers * 1000 / m.service_ms
+    refused = w.failures.get("refused", 0)
+    if not refused:
+        # a closed loop: every client has a request out; λW = C when all are answered
+        assert w.waiting == c
+        if not w.failures:
+            assert w.rps * w.latency.mean / 1e6 == pytest.approx(c, rel=0.1)
+    else:
+        assert c > m.workers + m.backlog  # refusals only past workers + listen backlog
+
+
+def test_demo_sync_queues_as_the_real_one_does():
+    # gunicorn's listen backlog is 2048: 1000 clients queue, none is refused
+    assert MODELS["gunicorn-sync"].backlog >= 1000
