@@ -77,6 +77,8 @@ class Header(msgspec.Struct, tag="header"):
     synthetic: bool = False
     members: list[MemberInfo] = []
     t: float = 0.0
+    concurrency: int = 10  # the level the race started at
+    rate: float | None = None
 
 
 class Tick(msgspec.Struct, tag="tick"):
@@ -160,6 +162,8 @@ class Recorder:
                 settings=session.core.settings,
                 synthetic=session.synthetic,
                 t=self._t(),
+                concurrency=session.core.concurrency,
+                rate=session.core.rate,
             )
         )
 
@@ -412,12 +416,12 @@ class ReplayPlayer:
 
     async def start(self) -> None:
         """Start the session over the recorded members (call once, then `advance`)."""
-        first = next((r for r in self.recording.records if isinstance(r, Command)), None)
-        conc = int(first.value) if first and first.what == "concurrency" and first.value else 10
+        h = self.recording.header
         self.plan = RacePlan(
             stacks=tuple(self.source.members),
-            settings=self.recording.header.settings,
-            concurrency=conc,
+            settings=h.settings,
+            concurrency=h.concurrency,
+            rate=h.rate,
         )
         await self.session.start(self.plan)
         self._status()
@@ -462,6 +466,10 @@ class ReplayPlayer:
             m.baseline = None
             m.resources = None
             m.mem_peak = 0
+        s.core.concurrency = self.plan.concurrency
+        s.core.rate = self.plan.rate
+        s.replay_ramp = None
+        s.caption = ""
         self.engine.latest = None
         self.engine.hists.clear()
         self._next = 0

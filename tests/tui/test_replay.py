@@ -1,0 +1,203 @@
+"""Record a race, play it back in the same app with no servers and no engine (pause,
+speed, seek), and overlay a recording or a saved bench run as a ghost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stackrace.race.demo import CATALOG
+from stackrace.race.ghost import load_ghost
+from stackrace.race.recording import (
+    Command,
+    Hist,
+    Recorder,
+    ReplayPlayer,
+    Tick,
+    load_recording,
+)
+from stackrace.tui.app import StackraceApp
+from stackrace.tui.bignum import BigNumber
+from stackrace.tui.ghost import GhostPane
+from stackrace.tui.slider import ConcurrencySlider
+from tests.tui.conftest import SIZE, Race, plan, synthetic_session
+
+
+
+def bench_run_file(path: Path) -> Path:
+    """A saved `stackrace bench --json` run (schema v2): gunicorn sync at c=1..500."""
+    from stackrace.engine.model import LatencySummary, WindowStats
+    from stackrace.report.schema import (
+        SCHEMA_VERSION,
+        BenchRun,
+        Level,
+        Machine,
+        Memory,
+        Settings,
+        StackResult,
+        dumps,
+    )
+
+    levels = [
+        Level(
+            concurrency=c,
+            rate=None,
+            window=WindowStats(
+                seconds=5.0,
+                requests=450,
+                ok=450,
+                rps=90.0,
+                latency=LatencySummary(count=450, mean=c * 11_000, p50=c * 11_000, p99=c * 12_000),
+            ),
+            memory_before=Memory(43 << 20, 40 << 20),
+            memory_after=Memory(44 << 20, 41 << 20),
+            cpu_percent=8.0,
+            engine_cpu=3.0,
+            engine_saturated=False,
+            hdr="",
+        )
+        for c in (1, 10, 100, 200, 500)
+    ]
+    run = BenchRun(
+        schema=SCHEMA_VERSION,
+        started="2024-05-01T10:00:00Z",
+        machine=Machine("h", "cpu", 2, 1 << 30, "k", "os", "3.11", "0.1"),
+        settings=Settings(workload="io"),
+        stacks=[StackResult("gunicorn-sync", "gunicorn sync", "sync", "23", levels)],
+    )
+    path.write_bytes(dumps(run))
+    return path
+
+
+async def record_race(path: Path) -> dict[str, str]:
+    """A synthetic race at c=10 then c=200 (a slider move), recorded; the figures shown."""
+    session = synthetic_session()
+    session.listeners.append(Recorder(path, clock=session.engine.clock))
+    app = StackraceApp(
+        session, plan(stacks=("gunicorn-sync", "uvicorn")), list(CATALOG), show_picker=False,
+        tick_interval=None,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        race = Race(app, pilot, session)
+        await race.advance(16)
+        slider = race.screen.query_one("#level", ConcurrencySlider)
+        slider.focus()
+        await pilot.press("right", "right", "right")  # 10 -> 20 -> 50 -> 100
+        await pilot.press("right")  # -> 200
+        await race.advance(20)
+        shown = {
+            pid: race.screen.query_one(f"#pane-{pid} #qps", BigNumber).value
+            for pid in ("gunicorn-sync", "uvicorn")
+        }
+        shown["sync-latency"] = race.text("#pane-gunicorn-sync #latency")
+        await pilot.press("q")
+        await pilot.pause()
+    return shown
+
+
+async def test_record_then_replay_shows_the_same_race(tmp_path):
+    path = tmp_path / "race.jsonl.gz"
+    live = await record_race(path)
+    rec = load_recording(path)
+    assert [m.id for m in rec.members] == ["gunicorn-sync", "uvicorn"]
+    assert rec.header.synthetic and rec.header.settings.workload == "io"
+    ticks = [r for r in rec.records if isinstance(r, Tick)]
+    assert len(ticks) >= 35 and ticks[-1].snap is not None
+    assert [c.value for c in rec.records if isinstance(c, Command) and c.what == "concurrency"][
+        -1
+    ] == 200
+    assert any(isinstance(r, Hist) and r.pairs for r in rec.records)
+
+    player = ReplayPlayer(rec)
+    app = StackraceApp(
+        player.session, player.plan, [], show_picker=False, tick_interval=None, player=player
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.race
+        assert screen is not None
+        await player.seek(rec.duration - 1.0)
+        for _ in range(4):
+            await player.advance(0.25)
+            await screen.tick()
+        await pilot.pause()
+        # the same figures, from the file: no engine, no servers
+        for pid in ("gunicorn-sync", "uvicorn"):
+            replayed = float(screen.query_one(f"#pane-{pid} #qps", BigNumber).value.replace(",", ""))
+            assert abs(replayed - float(live[pid].replace(",", ""))) <= 0.05 * replayed
+        assert str(screen.query_one("#pane-gunicorn-sync #latency").content) == live[
+            "sync-latency"
+        ]
+        assert screen.query_one("#level", ConcurrencySlider).value == 200
+        assert "REPLAY race.jsonl.gz" in str(screen.query_one("#status-line").content)
+        # the latency chart reads the recorded histograms
+        assert player.session.percentile_curve("uvicorn", [50.0, 99.0])
+        # seek back: the session is rebuilt from the start
+        await player.seek(2.0)
+        await screen.tick()
+        assert screen.query_one("#level", ConcurrencySlider).value == 10
+        # pause and speed
+        await pilot.press("space")
+        assert player.paused
+        await player.advance(5.0)
+        assert player.position == 2.0
+        await pilot.press("space", "greater_than_sign", "greater_than_sign")
+        assert player.speed == 4.0 and not player.paused
+        await player.advance(1.0)
+        assert player.position == 6.0
+        await pilot.press("left_square_bracket")
+        assert player.position == 0.0
+        await pilot.press("right_square_bracket")
+        assert player.position == min(10.0, rec.duration)
+        # the load is the recording's: the slider, m and r do not change it
+        before = (player.session.concurrency, player.session.rate)
+        slider = screen.query_one("#level", ConcurrencySlider)
+        slider.focus()
+        await pilot.press("right", "m", "r")
+        await pilot.pause()
+        assert (player.session.concurrency, player.session.rate) == before
+        assert player.session.ramp is None
+        await pilot.press("q")
+
+
+async def test_a_recording_cut_short_still_plays(tmp_path):
+    path = tmp_path / "race.jsonl"
+    await record_race(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) * 2 // 3])  # killed mid-line
+    rec = load_recording(path)
+    assert rec.duration > 0 and rec.members
+
+
+async def test_ghosts_from_a_recording_and_a_bench_run_beside_live_panes(tmp_path):
+    path = tmp_path / "last-week.jsonl.gz"
+    await record_race(path)
+    ghost = load_ghost(path)
+    views = {v.name: v for v in ghost.view(200, False)}
+    assert views["uvicorn"].at is not None and views["uvicorn"].at.level == 200
+    assert views["uvicorn"].at.rps > 1000
+    bench = load_ghost(bench_run_file(tmp_path / "run.json"))
+    assert bench.label == "bench 2024-05-01"
+    sync = next(v for v in bench.view(100, False) if v.id.endswith("gunicorn-sync"))
+    assert sync.at is not None and sync.at.level == 100 and sync.at.rps == 90.0
+    assert next(v for v in bench.view(300, False) if v.id.endswith("gunicorn-sync")).at.level in (
+        200,
+        500,
+    )
+    # in the app: one dashed pane per ghost stack, after the live ones, at the live level
+    session = synthetic_session()
+    session.ghosts.append(bench)
+    app = StackraceApp(
+        session, plan(stacks=("gunicorn-sync",), concurrency=100), list(CATALOG),
+        show_picker=False, tick_interval=None,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        race = Race(app, pilot, session)
+        await race.advance(8)
+        ghosts = list(race.screen.query(GhostPane))
+        assert len(ghosts) == 1
+        head = race.screen.query_one(f"#{ghosts[0].id} .ghost-head")
+        assert "then, at c=100" in str(head.content)
+        panes = list(race.screen.query("#panes > *"))
+        assert panes[0].id == "pane-gunicorn-sync"  # live first

@@ -1,0 +1,243 @@
+"""The app's logic without a UI: the warm-up rule, talk tracks, remembered choices,
+summary exports, annotations, `--url` paths and the app's command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stackrace.engine.model import LatencySummary, WindowStats
+from stackrace.race import explain
+from stackrace.race.choices import Choices, load_choices, save_choices
+from stackrace.race.talk import TalkError, TalkPlayer, parse_talk
+from stackrace.race.urls import target_url
+from stackrace.race.warmup import MAX_WARMING, WarmupTracker, is_settled
+from stackrace.ramp import QUEUEING, SATURATED, StepResult, Verdict
+
+# --- warm-up ------------------------------------------------------------------------------
+
+
+def feed_seconds(tracker: WarmupTracker, level: int, rps_each_second: list[float]) -> None:
+    for rps in rps_each_second:
+        for _ in range(4):
+            tracker.feed(level, round(rps / 4), 0.25)
+
+
+def test_a_steady_stack_settles_within_seconds():
+    t = WarmupTracker()
+    feed_seconds(t, 10, [900, 1000, 1000, 1010, 995, 1000])
+    assert not t.warming
+
+
+def test_a_jit_stays_warming_while_its_req_s_climbs_then_settles():
+    t = WarmupTracker()
+    climb = [300 + 40 * i for i in range(15)]  # +13 %/s at first, still climbing
+    feed_seconds(t, 10, climb)
+    assert t.warming and t.climb() is not None and t.climb() > 1.0
+    feed_seconds(t, 10, [900, 905, 898, 902, 900])
+    assert not t.warming
+
+
+def test_a_level_change_restarts_the_points_but_a_steady_stack_counts_as_settled():
+    t = WarmupTracker()
+    feed_seconds(t, 1, [90, 90, 90])  # 1 s skipped, then two steady points
+    feed_seconds(t, 2, [180])
+    assert not t.warming  # a ramp's short levels must not keep it "warming"
+    climbing = WarmupTracker()
+    feed_seconds(climbing, 1, [100, 150, 220])
+    feed_seconds(climbing, 2, [400])
+    assert climbing.warming
+
+
+def test_warming_ends_at_the_latest_after_max_warming():
+    t = WarmupTracker()
+    feed_seconds(t, 10, [100 * (i % 2 + 1) for i in range(int(MAX_WARMING) + 2)])
+    assert not t.warming
+
+
+def test_settled_means_within_five_percent_of_the_mean():
+    assert is_settled([100, 102, 98, 101])
+    assert not is_settled([100, 102, 98, 120])
+    assert not is_settled([100, 100])
+    assert is_settled([0, 0, 0, 0])
+
+
+# --- talk tracks --------------------------------------------------------------------------
+
+TRACK = """
+[[step]]
+at = "0s"
+concurrency = 1
+say = "one client"
+
+[[step]]
+after = "20s"
+concurrency = 100
+
+[[step]]
+after = "5s"
+rate = 500
+say = "a constant rate"
+
+[[step]]
+after = "5s"
+rate = false
+ramp = true
+"""
+
+
+def test_talk_track_times_and_steps():
+    steps = parse_talk(TRACK)
+    assert [s.at for s in steps] == [0.0, 20.0, 25.0, 30.0]
+    assert steps[2].rate == 500.0 and steps[3].closed and steps[3].ramp
+    player = TalkPlayer(steps)
+    assert [s.say for s in player.due(100.0)] == ["one client"]
+    assert player.due(110.0) == []
+    assert [s.concurrency for s in player.due(125.0)] == [100, None]
+    assert not player.done
+    player.due(131.0)
+    assert player.done
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("[[step]]\nconcurrency = 0", "step 1: key 'concurrency'"),
+        ("[[step]]\nbogus = 1", "step 1: unknown key 'bogus'"),
+        ("[[step]]\nat = '1s'\nafter = '2s'", "`at` or `after`"),
+        ("[[step]]\nrate = 'fast'", "key 'rate'"),
+        ("[[step]]\nafter = 'soon'", "key 'after'"),
+        ("x = 1", "no [[step]]"),
+    ],
+)
+def test_talk_track_errors_name_the_step_and_key(text, error):
+    with pytest.raises(TalkError, match="talk track"):
+        parse_talk(text)
+    with pytest.raises(TalkError) as exc:
+        parse_talk(text)
+    assert error in str(exc.value)
+
+
+# --- remembered choices ---------------------------------------------------------------------
+
+
+def test_choices_round_trip_and_a_broken_file_is_ignored(tmp_path):
+    path = tmp_path / "stackrace" / "last-race.json"
+    c = Choices(stacks=["uvicorn", "gunicorn-sync:workers=4"], workload="io", level=200)
+    assert save_choices(c, path) == path
+    assert load_choices(path) == c
+    path.write_text("{not json")
+    assert load_choices(path) is None
+    assert load_choices(tmp_path / "missing.json") is None
+
+
+# --- --url: the path typed is the path loaded -----------------------------------------------
+
+
+def test_url_loads_the_path_typed_and_only_a_bare_host_gets_the_workloads():
+    assert target_url("http://127.0.0.1:8000/", "hello") == "http://127.0.0.1:8000/"
+    assert target_url("http://127.0.0.1:8000/x?y=1", "io") == "http://127.0.0.1:8000/x?y=1"
+    assert target_url("http://127.0.0.1:8000", "io", io_ms=20) == "http://127.0.0.1:8000/io?ms=20"
+
+
+# --- explanations --------------------------------------------------------------------------
+
+
+def _window(**kw) -> WindowStats:  # type: ignore[no-untyped-def]
+    lat = kw.pop("latency", LatencySummary(count=100, mean=10_000, p50=9_000, p99=20_000))
+    return WindowStats(seconds=kw.pop("seconds", 0.25), latency=lat, **kw)
+
+
+def test_annotation_says_how_many_queue_and_how_long_they_wait():
+    w = _window(waiting=990, requests=22, rps=90.0, oldest_wait_us=11_000_000)
+    note = explain.annotate(verdict=None, interval=w, total=w, rate=None, timeout=30)
+    assert note == "≈ 990 requests queued, each waits ~11 s (90 req/s served)"
+
+
+def test_annotation_for_a_cpu_bound_stack_gives_its_ceiling():
+    v = Verdict(500, SATURATED, "CPU-bound", 1000, 4000.0)
+    w = _window(waiting=20, requests=1000, rps=4000.0)
+    note = explain.annotate(
+        verdict=v, interval=w, total=w, rate=None, timeout=10, cpu_us_per_request=250.0,
+        cpu_capacity=100.0,
+    )
+    assert note.startswith("CPU-bound: 250 µs of CPU per request, so at most ≈ 4,000 req/s")
+
+
+def test_annotation_names_the_failure_kind():
+    w = _window(requests=0, failures={"refused": 500})
+    note = explain.annotate(verdict=None, interval=w, total=w, rate=None, timeout=10)
+    assert note.startswith("connections refused")
+    w = _window(requests=100, ok=0, failures={"http_status": 100}, status={404: 100})
+    note = explain.annotate(verdict=None, interval=w, total=w, rate=None, timeout=10)
+    assert "HTTP 404" in note
+    assert explain.annotate(verdict=None, interval=_window(requests=100, rps=400.0, waiting=4),
+                            total=None, rate=None, timeout=10) == ""
+
+
+def test_proof_of_a_queueing_verdict_is_the_waiting_count():
+    step = StepResult(100, _window(seconds=3.0, requests=270, rps=90.0, waiting=100))
+    v = Verdict(100, QUEUEING, "QPS flat, latency ×9.8", 1_100_000, 90.0)
+    assert explain.proof(v, step) == "100 waiting, req/s flat at 90"
+
+
+def test_behind_schedule_only_when_it_is():
+    keeping = _window(seconds=4.0, requests=400)
+    assert explain.behind_schedule(100.0, keeping) == ""
+    behind = _window(seconds=4.0, requests=360, late=300, unsent=40)
+    text = explain.behind_schedule(100.0, behind)
+    assert text.startswith("behind schedule: 90 of 100 req/s") and "300 sent late" in text
+    assert explain.behind_schedule(None, behind) == ""
+
+
+# --- the summary as files ----------------------------------------------------------------------
+
+
+def test_summary_exports_markdown_and_json(tmp_path):
+    from stackrace.race.session import SummaryRow
+    from stackrace.race.summary import export
+
+    steps = (
+        StepResult(1, _window(seconds=3.0, requests=270, rps=90.0)),
+        StepResult(10, _window(seconds=3.0, requests=270, rps=90.0, waiting=10)),
+    )
+    v = Verdict(10, QUEUEING, "QPS flat, latency ×10", 110_000, 90.0)
+    rows = [SummaryRow("gunicorn-sync", "gunicorn sync", steps[0], v, None, None, 0, steps,
+                       why="10 waiting, req/s flat at 90")]
+    md, js = export(rows, False, tmp_path, title="Ramp result", stem="s")
+    text = md.read_text()
+    assert "## Ramp result" in text and "| gunicorn sync | 90 | c=1 | c=10 | queueing |" in text
+    data = json.loads(js.read_text())
+    assert data["stacks"][0]["breaking"]["kind"] == "queueing"
+    assert [lv["level"] for lv in data["stacks"][0]["levels"]] == [1, 10]
+
+
+# --- the app's command line ---------------------------------------------------------------------
+
+
+def test_app_options_come_from_the_settings_and_presets():
+    from stackrace.cli import build_parser
+    from stackrace.tui.app import LaunchError, build_session
+
+    args = build_parser().parse_args(
+        ["--demo", "--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "50", "--go"]
+    )
+    session, plan, _catalog, show_picker = build_session(args)
+    assert plan.stacks == ("gunicorn-sync", "uvicorn") and plan.concurrency == 50
+    assert plan.settings.workload == "io" and not show_picker
+    args = build_parser().parse_args(["--demo", "--preset", "sync-ceiling", "--go"])
+    _s, plan, _c, show_picker = build_session(args)
+    assert plan.stacks == ("gunicorn-sync", "gunicorn-gevent", "gunicorn-meinheld")
+    assert plan.settings.workload == "io" and not show_picker
+    with pytest.raises(LaunchError, match="--go needs stacks"):
+        build_session(build_parser().parse_args(["--demo", "--go"]))
+
+
+def test_web_passes_the_app_options_on_and_drops_its_own():
+    from stackrace.commands.web import app_command
+
+    cmd = app_command(["web", "--host", "0.0.0.0", "--port=9000", "--demo", "--go",
+                       "--stacks", "uvicorn"])
+    assert cmd.endswith("-m stackrace --demo --go --stacks uvicorn")
+    assert "--host" not in cmd and "9000" not in cmd
