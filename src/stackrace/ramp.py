@@ -5,13 +5,15 @@ Pure logic, no UI and no I/O, so the app and the headless bench share it:
 - `StepResult`: what one stack did at one load level (concurrency, or req/s in rate mode).
 - `judge(step, previous, low_p99)`: whether that level broke the stack, as a `Verdict` of
   one of three kinds that mean different things:
-    * **failing**: clients do not get answers: more than 1 % of attempts failed — refused,
-      reset, timed out, an HTTP error — or are still waiting after longer than the level
-      itself has lasted (`stale`: they are queued behind a server that cannot serve them
-      in time; the queue counts, not just what came back);
-    * **queueing**: req/s stopped growing (< +5 %) while mean latency grew (> +10 %), or
-      p99 passed 10× its low-load value, and the stack's CPU is not the limit: clients
-      wait in a queue (a sync worker blocked on I/O);
+    * **failing**: more than 1 % of attempts failed — refused, reset, timed out, an HTTP
+      error: clients get errors, not answers;
+    * **queueing**: clients wait: more than 1 % of them are still waiting after longer
+      than the level itself has lasted (`stale`: queued behind a server that cannot serve
+      them in time; the queue counts, not just what came back), or req/s stopped growing
+      (< +5 %) while mean latency grew (> +10 %), or p99 passed 10× its low-load value —
+      and the stack's CPU is not the limit (a sync worker blocked on I/O). A request
+      still waiting has not failed: it fails if the timeout ends it, and then the level
+      is failing;
     * **saturated**: the same signs with the stack's CPU at ≥ 80 % of what it can use:
       it is CPU-bound, serving as fast as its cores allow.
   `abandoned` requests (the engine gave up on them when the load changed) never count.
@@ -151,10 +153,10 @@ def judge(step: StepResult, previous: StepResult | None, low_p99: int) -> Verdic
     def verdict(kind: str, reason: str) -> Verdict:
         return Verdict(step.level, kind, reason, step.p99_us, step.rps)
 
-    if step.failure_ratio > FAILURE_RATIO:
-        if step.stale and step.stale >= step.failed / 2:
-            return verdict(FAILING, f"{step.stale:,} waited > {step.seconds:.0f}s with no answer")
-        return verdict(FAILING, f"{100 * step.failure_ratio:.1f}% failed")
+    errors = step.failed - step.stale
+    if step.attempts and errors / step.attempts > FAILURE_RATIO:
+        return verdict(FAILING, f"{100 * errors / step.attempts:.1f}% failed")
+    stale = step.attempts > 0 and step.stale / step.attempts > FAILURE_RATIO
     flat = (
         previous is not None
         and previous.rps > 0
@@ -163,9 +165,11 @@ def judge(step: StepResult, previous: StepResult | None, low_p99: int) -> Verdic
         and step.mean_us > previous.mean_us * LATENCY_GROWTH
     )
     slow = low_p99 > 0 and step.p99_us > P99_FACTOR * low_p99
-    if not (flat or slow):
+    if not (flat or slow or stale):
         return None
-    if flat and previous is not None:
+    if stale:
+        what = f"{step.stale:,} waited > {step.seconds:.0f}s with no answer"
+    elif flat and previous is not None:
         what = f"QPS flat, latency ×{step.mean_us / previous.mean_us:.1f}"
     else:
         what = f"p99 ×{step.p99_us / low_p99:.0f}"

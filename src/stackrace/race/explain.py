@@ -64,18 +64,20 @@ def proof(v: Verdict, step: StepResult | None) -> str:
     w = step.window
     if v.kind == FAILING:
         kind, _ = dominant_failure(w)
-        if step.stale and (not kind or step.stale >= step.failed / 2):
-            return f"{step.stale:,} had no answer for > {step.seconds:.0f} s"
         what = {HTTP_STATUS: "HTTP errors", TIMEOUT: "timed out", REFUSED: "refused"}.get(
             kind, kind.replace("_", " ")
         )
-        return f"{100 * step.failure_ratio:.1f}% failed ({what})"
+        errors = step.failed - step.stale
+        share = 100 * errors / step.attempts if step.attempts else 0.0
+        return f"{share:.1f}% failed ({what})"
     if v.kind == SATURATED:
         cap = (step.cpu_capacity or 100.0) / 100
         cores = f"{cap:.0f} core" + ("s" if cap > 1 else "")
         return f"CPU {step.cpu_percent or 0:.0f}% of {cores}, {_n(step.rps)} req/s at its limit"
     if v.kind == QUEUEING:
         waiting = w.waiting
+        if step.stale and "no answer" in v.reason:
+            return f"{waiting:,} waiting, {step.stale:,} with no answer for > {step.seconds:.0f} s"
         if waiting:
             return f"{waiting:,} waiting, req/s flat at {_n(step.rps)}"
         return f"req/s flat at {_n(step.rps)}, latency ×{_growth(v.reason)}"

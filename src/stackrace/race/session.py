@@ -133,7 +133,7 @@ class Session:
         self._last_seq = -1
         self.warmups: dict[str, WarmupTracker] = {}
         # per member: the verdict shown, at which level, and when it was last confirmed
-        self._held: dict[str, tuple[Verdict, float]] = {}
+        self._held: dict[str, tuple[Verdict, str, float]] = {}
         # observers of commands and ticks (a Recorder): called after each
         self.listeners: list[SessionListener] = []
         self.caption = ""
@@ -281,19 +281,21 @@ class Session:
                 level = round(t.rate) if t.rate else t.concurrency
                 tracker.feed(level, t.interval.requests, t.interval.seconds)
 
-    def _verdict(self, mid: str) -> Verdict | None:
-        """The current level's verdict, held while its level runs (see VERDICT_HOLD)."""
+    def _verdict(self, mid: str) -> tuple[Verdict | None, str]:
+        """The current level's verdict and its proof, held while its level runs (see
+        VERDICT_HOLD): the proof is the figure measured when the verdict was given."""
         now = self.core.clock()
         fresh = self.levels.verdict_now(mid)
         level = self.levels.current_level(mid)
         held = self._held.get(mid)
         if fresh is not None:
-            self._held[mid] = (fresh, now)
-            return fresh
-        if held is not None and held[0].level == level and now - held[1] < VERDICT_HOLD:
-            return held[0]
+            proof = explain.proof(fresh, self._step_at(mid, fresh.level))
+            self._held[mid] = (fresh, proof, now)
+            return fresh, proof
+        if held is not None and held[0].level == level and now - held[2] < VERDICT_HOLD:
+            return held[0], held[1]
         self._held.pop(mid, None)
-        return None
+        return None, ""
 
     def _step_at(self, mid: str, level: int) -> StepResult | None:
         return next((s for s in self.levels.results(mid) if s.level == level), None)
@@ -341,7 +343,7 @@ class Session:
             share = 0.0
             limit = ""
             cpu_us = None
-            verdict = self._verdict(mid) if target is not None else None
+            verdict, proof = self._verdict(mid) if target is not None else (None, "")
             warm = self.warmups.get(mid)
             warming = (
                 warm is not None
@@ -351,7 +353,7 @@ class Session:
             )
             if warming:
                 state = StackState.WARMING
-            annotation = behind = proof = ""
+            annotation = behind = ""
             if target is not None:
                 share = accounting.engine_share(target.total)
                 limit = accounting.engine_limit(target.total, target.saturated)
@@ -359,8 +361,6 @@ class Session:
                     little = accounting.little_check(target.total, target.concurrency)
                 cpu_us = self.core.cpu_per_request_us(mid, target.total.requests)
                 behind = explain.behind_schedule(self.rate, target.total)
-                if verdict is not None:
-                    proof = explain.proof(verdict, self._step_at(mid, verdict.level))
                 res = m.resources
                 annotation = explain.annotate(
                     verdict=verdict,

@@ -1,0 +1,219 @@
+"""`stackrace web` in a real headless browser (Chromium from Debian).
+
+The server is started as a user would (`stackrace web …` on 127.0.0.1); Chromium opens
+the page over the DevTools protocol (spoken with aiohttp, already a dependency), waits
+until the app's first bytes arrive, and takes a screenshot. The app's screen must be
+there: the pane titles in their palette colours and the synthetic banner's orange,
+which the textual-serve page itself never draws. Closing the page must end the app
+process (and with it every stack it started); stopping the server must end it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+import aiohttp
+import psutil
+import pytest
+
+from stackrace.ports import free_port
+
+pytestmark = pytest.mark.slow
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+]
+SCREENSHOT = os.environ.get("STACKRACE_WEB_SCREENSHOT")  # save the PNG here (README)
+
+
+def decode_png(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Width, height and RGB(A) rows of an 8-bit, non-interlaced PNG (Chromium's)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height, channels = 8, b"", 0, 0, 3
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8
+            channels = {2: 3, 6: 4}[color]
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows: list[bytes] = []
+    prev = bytearray(stride)
+    for y in range(height):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - channels] if i >= channels else 0
+            b = prev[i]
+            c = prev[i - channels] if i >= channels else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                line[i] = (line[i] + pred) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, [bytes(r[i] for i in range(len(r)) if i % channels < 3) for r in rows]
+
+
+def count_near(rows: list[bytes], rgb: tuple[int, int, int], tol: int = 40) -> int:
+    n = 0
+    for row in rows[::2]:
+        for i in range(0, len(row), 6):
+            if all(abs(row[i + k] - rgb[k]) <= tol for k in range(3)):
+                n += 1
+    return n
+
+
+async def wait_port(port: int, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            _r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.close()
+            return True
+        except OSError:
+            await asyncio.sleep(0.1)
+    return False
+
+
+class Cdp:
+    """The few DevTools calls the test needs, over one page's websocket."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.n = 0
+
+    async def call(self, method: str, **params: object) -> dict:
+        self.n += 1
+        await self.ws.send_json({"id": self.n, "method": method, "params": params})
+        while True:
+            msg = await self.ws.receive_json(timeout=30)
+            if msg.get("id") == self.n:
+                assert "error" not in msg, msg
+                return msg.get("result", {})
+
+
+def app_processes(server: subprocess.Popen) -> list[psutil.Process]:
+    try:
+        kids = psutil.Process(server.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return [p for p in kids if "stackrace" in " ".join(p.cmdline()) and p.is_running()]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "stackrace", "web", "--port", str(port), "--demo", "--go",
+         "--stacks", "gunicorn-sync,gunicorn-gevent,uvicorn,aiohttp", "--workload", "io",
+         "-c", "200"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    profile = tempfile.mkdtemp(prefix="stackrace-chromium-")
+    browser = None
+    try:
+        assert await wait_port(port, 20), "stackrace web did not listen"
+        # bound to loopback unless told otherwise
+        listening = [
+            c.laddr.ip
+            for c in psutil.net_connections("tcp")
+            if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
+        ]
+        assert listening and all(ip == "127.0.0.1" for ip in listening), listening
+        browser = subprocess.Popen(
+            [CHROMIUM, *CHROMIUM_FLAGS, "--remote-debugging-port=0", f"--user-data-dir={profile}",
+             "--window-size=1600,1000", "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        active = Path(profile) / "DevToolsActivePort"
+        for _ in range(200):
+            if active.exists() and active.read_text().strip():
+                break
+            await asyncio.sleep(0.1)
+        devtools = int(active.read_text().split()[0])
+        async with aiohttp.ClientSession() as http:
+            url = f"http://127.0.0.1:{port}/?fontsize=14"
+            async with http.put(f"http://127.0.0.1:{devtools}/json/new?{url}") as r:
+                target = await r.json()
+            async with http.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
+                cdp = Cdp(ws)
+                await cdp.call("Page.enable")
+                started = False
+                for _ in range(150):
+                    res = await cdp.call(
+                        "Runtime.evaluate",
+                        expression="document.body.classList.contains('-first-byte')",
+                    )
+                    if res["result"].get("value"):
+                        started = True
+                        break
+                    await asyncio.sleep(0.2)
+                assert started, "the app's screen never arrived in the page"
+                assert app_processes(server), "no app process behind the page"
+                await asyncio.sleep(4.0)  # the race runs: panes, figures
+                shot = await cdp.call("Page.captureScreenshot", format="png")
+                png = base64.b64decode(shot["data"])
+                if SCREENSHOT:
+                    Path(SCREENSHOT).write_bytes(png)
+                _w, _h, rows = decode_png(png)
+                # the synthetic banner (the theme's warning orange) and the first pane's
+                # title colour (#4FC3F7): drawn by the app, not by the page around it
+                assert count_near(rows, (0xFF, 0xA6, 0x2B), 30) > 200
+                assert count_near(rows, (0x4F, 0xC3, 0xF7), 30) > 20
+            # close the page: textual-serve tells the app to quit; it must go
+            async with http.get(f"http://127.0.0.1:{devtools}/json/close/{target['id']}"):
+                pass
+        for _ in range(100):
+            if not app_processes(server):
+                break
+            await asyncio.sleep(0.1)
+        assert not app_processes(server), "the app outlived its page"
+    finally:
+        if browser is not None:
+            browser.terminate()
+            browser.wait(10)
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+        shutil.rmtree(profile, ignore_errors=True)
+    assert server.returncode is not None
