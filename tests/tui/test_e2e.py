@@ -135,3 +135,57 @@ async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
         await pilot.press("q")
         await pilot.pause()
     assert not [pid for pid in pids if psutil.pid_exists(pid)]
+
+
+async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(servers):
+    """One request at a time, 10 ms each: its capacity is one client. At c=10 (ten times
+    that) the pane must show the clients waiting and how long the oldest has waited,
+    live, and the verdict at the level where they started to wait: queueing, with the
+    waiting count as its proof."""
+    from stackrace.tui.slider import ConcurrencySlider
+
+    sync, _async = servers
+    plan = RacePlan(
+        urls=(UrlTarget(f"http://127.0.0.1:{sync.port}/io?ms=10", pid=sync.proc.pid, name="sync"),),
+        settings=RaceSettings(workload="io", timeout=5.0),
+        concurrency=1,
+    )
+    engine = Engine(EngineSettings(interval=0.25, timeout=5.0), per_target=True)
+    session = Session(RaceCore(engine, None, plan.settings))
+    app = StackraceApp(session, plan, [], show_picker=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        assert await wait_until(lambda: app.race is not None and len(app.race.panes) == 1, 10)
+        race = app.race
+        assert race is not None
+        pane = race.query_one("#pane-url1", StackPane)
+        await asyncio.sleep(2.5)  # c=1: the low-load level
+        race.query_one("#level", ConcurrencySlider).value = 10
+        seen: list[str] = []
+
+        def waiting_shown() -> bool:
+            text = str(race.query_one("#pane-url1 #waiting").content)
+            seen.append(text)
+            parts = text.split()
+            return (
+                len(parts) > 3
+                and parts[0] == "waiting"
+                and int(parts[1].replace(",", "")) >= 5
+                and parts[4] == "old"
+            )
+
+        assert await wait_until(waiting_shown, 5), seen[-3:]
+        # the figure is live: how many wait, and the age of the oldest (about 10 × 10 ms)
+        view = race.last_view
+        assert view is not None
+        w = view.panes[0].target.interval
+        assert w.waiting >= 5 and w.oldest_wait_us >= 40_000, w
+        assert await wait_until(lambda: pane.has_class("-queueing"), 8), str(
+            race.query_one("#pane-url1 #breaking").content
+        )
+        line = str(race.query_one("#pane-url1 #breaking").content)
+        assert line.startswith("▲ QUEUEING at c=10 · ") and "waiting" in line, line
+        assert "queued" in str(race.query_one("#pane-url1 #annotation").content) or (
+            "waiting" in line
+        )
+        await pilot.press("q")
+        await pilot.pause()
