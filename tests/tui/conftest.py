@@ -48,6 +48,7 @@ def synthetic_session() -> Session:
     engine = RecordingEngine()
     return Session(RaceCore(engine, DemoSource(engine), clock=engine.clock, sample_every=0.0))
 
+
 SIZE = (160, 48)
 FOUR = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 

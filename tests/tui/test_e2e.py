@@ -163,7 +163,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
         seen: list[str] = []
 
         def waiting_shown() -> bool:
-            text = str(race.query_one("#pane-url1 #waiting").content)
+            text = pane.line("waiting")
             seen.append(text)
             parts = text.split()
             return (

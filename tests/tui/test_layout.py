@@ -21,7 +21,10 @@ async def sized_race(size: tuple[int, int], stacks: tuple[str, ...], concurrency
     from stackrace.race.demo import CATALOG
 
     app = StackraceApp(
-        session, plan(stacks=stacks, concurrency=concurrency), list(CATALOG), show_picker=False,
+        session,
+        plan(stacks=stacks, concurrency=concurrency),
+        list(CATALOG),
+        show_picker=False,
         tick_interval=None,
     )
     async with app.run_test(size=size) as pilot:
@@ -64,8 +67,21 @@ async def test_every_pane_keeps_req_s_p99_failures_and_memory(size, n):
 async def test_slider_keeps_every_label_at_100_columns():
     async for race in sized_race((100, 30), EIGHT[:4]):
         scale = str(race.screen.query_one("#level", ConcurrencySlider).render()).split("\n")[1]
-        for label in ("1", "2", "5", "10", "20", "50", "100", "200", "500", "1k", "2k", "5k",
-                      "10k"):
+        for label in (
+            "1",
+            "2",
+            "5",
+            "10",
+            "20",
+            "50",
+            "100",
+            "200",
+            "500",
+            "1k",
+            "2k",
+            "5k",
+            "10k",
+        ):
             assert f" {label} " in f" {scale} ", label
 
 
@@ -87,7 +103,8 @@ async def test_sparklines_share_one_scale_across_panes():
     async for race in sized_race((160, 45), ("gunicorn-sync", "uvicorn")):
         sync = race.screen.query_one("#pane-gunicorn-sync #qps-spark", ScaledSparkline)
         uvi = race.screen.query_one("#pane-uvicorn #qps-spark", ScaledSparkline)
-        assert sync.top == uvi.top == pytest.approx(max(uvi.data))
+        # one round top for both, at or above the highest point of any pane
+        assert sync.top == uvi.top >= max(uvi.data) and uvi.top < 2 * max(uvi.data)
         # the scale is shown with its unit, and 90 req/s is drawn far below 6,700
         assert "req/s" in str(sync.render())
         assert max(sync.data) < uvi.top / 20
@@ -123,8 +140,9 @@ async def test_projector_mode_shows_the_essentials_large():
             assert pane.has_class("-projector")
             assert visible_in(pane, "#qps") and visible_in(pane, "#p99big")
             assert pane.query_one("#qps").region.height >= 5  # large type
-            for part in ("#failures", "#waiting", "#memory", "#cpu"):
+            for part in ("#failures", "#memory"):
                 assert visible_in(pane, part), part
+                assert pane.query_one(part).region.height == 2  # waiting; CPU
             for part in ("#latency", "#qps-spark", "#mem-spark", "#annotation"):
                 assert not pane.query_one(part).display, part
         assert "p99" in race.screen.query_one("#pane-uvicorn #p99big", BigNumber).unit

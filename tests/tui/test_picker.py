@@ -90,8 +90,9 @@ async def test_picker_marks_counts_and_starts_the_race():
     last = load_choices()
     assert last is not None and last.stacks == list(plan.stacks) and last.rate_mode
     assert (config_dir() / "last-race.json").exists()
-    app = StackraceApp(synthetic_session(), RacePlan(), list(CATALOG), tick_interval=None,
-                       remember=True)
+    app = StackraceApp(
+        synthetic_session(), RacePlan(), list(CATALOG), tick_interval=None, remember=True
+    )
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         stacks = app.screen.query_one("#stacks", StackList)

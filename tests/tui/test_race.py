@@ -30,12 +30,16 @@ async def test_pane_shows_qps_latency_failures_memory_cpu(race: Race):
     for label in ("p50", "p90", "p99", "p99.9", "max"):
         assert label in latency
     assert "ms" in latency
-    assert race.text(f"{pane} #failures") == "failed none"
-    assert race.text(f"{pane} #waiting").startswith("waiting 10 ")
-    assert "timeout 10s" in race.text(f"{pane} #waiting")
-    memory = race.text(f"{pane} #memory")
+    p = race.screen.query_one(pane, StackPane)
+    assert p.line("failures") == "failed none"
+    assert p.line("waiting").startswith("waiting 10 ")
+    assert "timeout 10s" in p.line("waiting")
+    memory = p.line("memory")
     assert "RSS" in memory and "USS" in memory and "before" in memory and "MiB" in memory
-    assert race.text(f"{pane} #cpu").startswith("CPU ") and "%" in race.text(f"{pane} #cpu")
+    assert p.line("cpu").startswith("CPU ") and "%" in p.line("cpu")
+    # both lines of each pair are on screen
+    assert race.text(f"{pane} #failures").split("\n") == [p.line("failures"), p.line("waiting")]
+    assert race.text(f"{pane} #memory").split("\n") == [p.line("memory"), p.line("cpu")]
     # the synthetic engine says so on every pane
     assert race.screen.query_one(pane, StackPane).border_subtitle.endswith("· SYNTHETIC")
     assert len(race.screen.query_one(pane, StackPane).rps_history) >= 1  # one point a second
@@ -81,11 +85,11 @@ async def test_failures_are_highlighted_when_they_rise():
         await race.session.set_concurrency(500)
         await race.advance(2)
         uwsgi = race.screen.query_one("#pane-uwsgi", StackPane)
-        assert uwsgi.has_class("-rising")
+        assert uwsgi.rising
         assert "refused" in race.text("#pane-uwsgi #failures")
         assert "(+" in race.text("#pane-uwsgi #failures")
         assert "refused" in race.text("#pane-uwsgi #annotation")
-        assert not race.screen.query_one("#pane-uvicorn", StackPane).has_class("-rising")
+        assert not race.screen.query_one("#pane-uvicorn", StackPane).rising
 
 
 async def test_breaking_point_is_marked_on_the_sync_stack_only(race: Race):

@@ -22,7 +22,6 @@ from stackrace.tui.slider import ConcurrencySlider
 from tests.tui.conftest import SIZE, Race, plan, synthetic_session
 
 
-
 def bench_run_file(path: Path) -> Path:
     """A saved `stackrace bench --json` run (schema v2): gunicorn sync at c=1..500."""
     from stackrace.engine.model import LatencySummary, WindowStats
@@ -73,7 +72,10 @@ async def record_race(path: Path) -> dict[str, str]:
     session = synthetic_session()
     session.listeners.append(Recorder(path, clock=session.engine.clock))
     app = StackraceApp(
-        session, plan(stacks=("gunicorn-sync", "uvicorn")), list(CATALOG), show_picker=False,
+        session,
+        plan(stacks=("gunicorn-sync", "uvicorn")),
+        list(CATALOG),
+        show_picker=False,
         tick_interval=None,
     )
     async with app.run_test(size=SIZE) as pilot:
@@ -123,11 +125,11 @@ async def test_record_then_replay_shows_the_same_race(tmp_path):
         await pilot.pause()
         # the same figures, from the file: no engine, no servers
         for pid in ("gunicorn-sync", "uvicorn"):
-            replayed = float(screen.query_one(f"#pane-{pid} #qps", BigNumber).value.replace(",", ""))
+            replayed = float(
+                screen.query_one(f"#pane-{pid} #qps", BigNumber).value.replace(",", "")
+            )
             assert abs(replayed - float(live[pid].replace(",", ""))) <= 0.05 * replayed
-        assert str(screen.query_one("#pane-gunicorn-sync #latency").content) == live[
-            "sync-latency"
-        ]
+        assert str(screen.query_one("#pane-gunicorn-sync #latency").content) == live["sync-latency"]
         assert screen.query_one("#level", ConcurrencySlider).value == 200
         assert "REPLAY race.jsonl.gz" in str(screen.query_one("#status-line").content)
         # the latency chart reads the recorded histograms
@@ -188,8 +190,11 @@ async def test_ghosts_from_a_recording_and_a_bench_run_beside_live_panes(tmp_pat
     session = synthetic_session()
     session.ghosts.append(bench)
     app = StackraceApp(
-        session, plan(stacks=("gunicorn-sync",), concurrency=100), list(CATALOG),
-        show_picker=False, tick_interval=None,
+        session,
+        plan(stacks=("gunicorn-sync",), concurrency=100),
+        list(CATALOG),
+        show_picker=False,
+        tick_interval=None,
     )
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()

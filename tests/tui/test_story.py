@@ -64,9 +64,9 @@ async def test_a_verdict_belongs_to_its_level_and_clears_when_the_load_drops():
 async def test_a_queue_reads_as_a_queue_not_as_health():
     async for race in open_race(plan(stacks=("gunicorn-sync",), concurrency=1000)):
         await race.advance(24)
-        failures = race.text("#pane-gunicorn-sync #failures")
+        failures = pane(race, "gunicorn-sync").line("failures")
         assert "none" not in failures or "none yet" in failures
-        waiting = race.text("#pane-gunicorn-sync #waiting")
+        waiting = pane(race, "gunicorn-sync").line("waiting")
         assert waiting.startswith("waiting 1,000 · ") and "old" in waiting
         assert "timeout 10s" in waiting
         assert "timeout 10s" in race.text("#status-line")
@@ -81,7 +81,7 @@ async def test_http_errors_are_not_throughput():
         target = race.engine.targets["uvicorn"]
         window = target.window
 
-        def all_404(step: int):  # type: ignore[no-untyped-def]
+        def all_404(step: int, window=window):  # type: ignore[no-untyped-def]
             w, hist = window(step)
             w.failures = {HTTP_STATUS: w.requests}
             w.status = {404: w.requests}
@@ -93,7 +93,7 @@ async def test_http_errors_are_not_throughput():
         p = pane(race, "uvicorn")
         qps = race.screen.query_one("#pane-uvicorn #qps", BigNumber)
         assert qps.value == "0" and qps.unit == "req/s ok"
-        assert p.has_class("-errors")
+        assert p.errors and qps.alert
         assert "HTTP 404" in race.text("#pane-uvicorn #failures")
         assert "HTTP 404" in race.text("#pane-uvicorn #annotation")
         assert race.text("#pane-uvicorn #breaking").startswith("▲ FAILING")
@@ -131,11 +131,11 @@ async def test_demo_is_labelled_synthetic_everywhere():
 @pytest.mark.parametrize("stack", ["gunicorn-sync", "gunicorn-gevent", "uvicorn", "uwsgi"])
 @pytest.mark.parametrize("c", [1, 50, 500])
 def test_demo_figures_obey_littles_law_and_a_cores_limit(stack, c):
-    engine = SyntheticEngine()
-    from stackrace.engine.model import TargetSpec
-
     import asyncio
 
+    from stackrace.engine.model import TargetSpec
+
+    engine = SyntheticEngine()
     asyncio.run(engine.add_target(TargetSpec(id=stack, url="http://x", concurrency=c)))
     for _ in range(40):
         engine.step()

@@ -136,9 +136,22 @@ def app_processes(server: subprocess.Popen) -> list[psutil.Process]:
 async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "stackrace", "web", "--port", str(port), "--demo", "--go",
-         "--stacks", "gunicorn-sync,gunicorn-gevent,uvicorn,aiohttp", "--workload", "io",
-         "-c", "200"],
+        [
+            sys.executable,
+            "-m",
+            "stackrace",
+            "web",
+            "--port",
+            str(port),
+            "--demo",
+            "--go",
+            "--stacks",
+            "gunicorn-sync,gunicorn-gevent,uvicorn,aiohttp",
+            "--workload",
+            "io",
+            "-c",
+            "200",
+        ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -156,8 +169,14 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
         ]
         assert listening and all(ip == "127.0.0.1" for ip in listening), listening
         browser = subprocess.Popen(
-            [CHROMIUM, *CHROMIUM_FLAGS, "--remote-debugging-port=0", f"--user-data-dir={profile}",
-             "--window-size=1600,1000", "about:blank"],
+            [
+                CHROMIUM,
+                *CHROMIUM_FLAGS,
+                "--remote-debugging-port=0",
+                f"--user-data-dir={profile}",
+                "--window-size=1600,1000",
+                "about:blank",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -159,7 +159,12 @@ def test_annotation_for_a_cpu_bound_stack_gives_its_ceiling():
     v = Verdict(500, SATURATED, "CPU-bound", 1000, 4000.0)
     w = _window(waiting=20, requests=1000, rps=4000.0)
     note = explain.annotate(
-        verdict=v, interval=w, total=w, rate=None, timeout=10, cpu_us_per_request=250.0,
+        verdict=v,
+        interval=w,
+        total=w,
+        rate=None,
+        timeout=10,
+        cpu_us_per_request=250.0,
         cpu_capacity=100.0,
     )
     assert note.startswith("CPU-bound: 250 µs of CPU per request, so at most ≈ 4,000 req/s")
@@ -172,8 +177,16 @@ def test_annotation_names_the_failure_kind():
     w = _window(requests=100, ok=0, failures={"http_status": 100}, status={404: 100})
     note = explain.annotate(verdict=None, interval=w, total=w, rate=None, timeout=10)
     assert "HTTP 404" in note
-    assert explain.annotate(verdict=None, interval=_window(requests=100, rps=400.0, waiting=4),
-                            total=None, rate=None, timeout=10) == ""
+    assert (
+        explain.annotate(
+            verdict=None,
+            interval=_window(requests=100, rps=400.0, waiting=4),
+            total=None,
+            rate=None,
+            timeout=10,
+        )
+        == ""
+    )
 
 
 def test_proof_of_a_queueing_verdict_is_the_waiting_count():
@@ -203,8 +216,19 @@ def test_summary_exports_markdown_and_json(tmp_path):
         StepResult(10, _window(seconds=3.0, requests=270, rps=90.0, waiting=10)),
     )
     v = Verdict(10, QUEUEING, "QPS flat, latency ×10", 110_000, 90.0)
-    rows = [SummaryRow("gunicorn-sync", "gunicorn sync", steps[0], v, None, None, 0, steps,
-                       why="10 waiting, req/s flat at 90")]
+    rows = [
+        SummaryRow(
+            "gunicorn-sync",
+            "gunicorn sync",
+            steps[0],
+            v,
+            None,
+            None,
+            0,
+            steps,
+            why="10 waiting, req/s flat at 90",
+        )
+    ]
     md, js = export(rows, False, tmp_path, title="Ramp result", stem="s")
     text = md.read_text()
     assert "## Ramp result" in text and "| gunicorn sync | 90 | c=1 | c=10 | queueing |" in text
@@ -223,7 +247,7 @@ def test_app_options_come_from_the_settings_and_presets():
     args = build_parser().parse_args(
         ["--demo", "--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "50", "--go"]
     )
-    session, plan, _catalog, show_picker = build_session(args)
+    _session, plan, _catalog, show_picker = build_session(args)
     assert plan.stacks == ("gunicorn-sync", "uvicorn") and plan.concurrency == 50
     assert plan.settings.workload == "io" and not show_picker
     args = build_parser().parse_args(["--demo", "--preset", "sync-ceiling", "--go"])
@@ -237,7 +261,8 @@ def test_app_options_come_from_the_settings_and_presets():
 def test_web_passes_the_app_options_on_and_drops_its_own():
     from stackrace.commands.web import app_command
 
-    cmd = app_command(["web", "--host", "0.0.0.0", "--port=9000", "--demo", "--go",
-                       "--stacks", "uvicorn"])
+    cmd = app_command(
+        ["web", "--host", "0.0.0.0", "--port=9000", "--demo", "--go", "--stacks", "uvicorn"]
+    )
     assert cmd.endswith("-m stackrace --demo --go --stacks uvicorn")
     assert "--host" not in cmd and "9000" not in cmd

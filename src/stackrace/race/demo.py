@@ -482,5 +482,6 @@ def demo_session(models: dict[str, StackModel] | None = None):  # -> Session
     from stackrace.race.session import Session
 
     engine = SyntheticEngine(models)
-    core = RaceCore(engine, DemoSource(engine), clock=engine.clock, sample_every=0.0)
+    # resources once a simulated second, as a live race samples them
+    core = RaceCore(engine, DemoSource(engine), clock=engine.clock, sample_every=1.0)
     return Session(core)

@@ -100,7 +100,7 @@ def layout(value: str, unit: str, width: int, height: int) -> tuple[str, int, bo
 
 def rows_needed(unit: str, width: int, height: int) -> int:
     """Rows a figure of the reference width takes at the largest scale that fits."""
-    text, scale, below = layout(REFERENCE, unit, width, height)
+    _text, scale, below = layout(REFERENCE, unit, width, height)
     if scale == 0:
         return 1
     return glyph_rows(scale) + (1 if below else 0)
@@ -117,7 +117,13 @@ class BigNumber(Widget):
         super().__init__(**kw)  # type: ignore[arg-type]
         self.value = value
         self.unit = unit
+        self.alert = False  # drawn in red: the figure is not what it seems (errors)
         self._cache: tuple[tuple[object, ...], Text] | None = None
+
+    def set_alert(self, on: bool) -> None:
+        if on != self.alert:
+            self.alert = on
+            self.refresh()
 
     def update(self, value: str, unit: str | None = None) -> None:
         """Show a new figure (no layout pass: the pane fixes this widget's size)."""
@@ -131,11 +137,11 @@ class BigNumber(Widget):
     def render(self) -> Text:
         width, height = self.content_size.width, self.content_size.height
         style = self.rich_style
-        key = (self.value, self.unit, width, height, style)
+        key = (self.value, self.unit, width, height, style, self.alert)
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
         text, scale, below = layout(self.value, self.unit, width, height)
-        out = Text(no_wrap=True, overflow="crop")
+        out = Text(no_wrap=True, overflow="crop", style="bold #ef5350" if self.alert else "")
         if scale == 0:
             out.append(text, style=Style(bold=True))
             if self.unit:

@@ -41,6 +41,10 @@ _STATE_LABELS = {
 }
 
 _PERCENTILES = ("p50", "p90", "p99", "p99.9", "max")
+# Lines that change colour interval by interval carry it inline: a CSS class change
+# would restyle (and repaint) the whole pane every time
+_RISING = "bold #ffffff on #b71c1c"
+_QUEUED = "#ffb74d"
 # which columns survive in a narrow pane, most important first (p99 always)
 _KEEP_ORDER = ("p99", "p50", "max", "p90", "p99.9")
 
@@ -169,22 +173,31 @@ class StackPane(Vertical, can_focus=True):
         self.projector = False
         self._rows: dict[str, int] = {}
         self._timeout = 10.0
+        self.rising = False  # failures rose in the last half second
+        self._errors_acc = 0
+        self._requests_acc = 0
+        self._new_failures: dict[str, int] = {}
+        self._res_shown: object = None
+        self._state: StackState | None = None
+        self._lines: dict[str, Text] = {}  # the logical lines, by name (tests read them)
+        self._seq = 0
+        self.errors = False  # answers were HTTP errors or bad bodies
 
     def compose(self) -> ComposeResult:
         yield Static("", id="head", classes="head")
         yield Static("", id="breaking", classes="breaking")
         yield Static("", id="log", classes="log")
-        with Vertical(id="figures"):
-            yield BigNumber("0", "req/s", id="qps")
-            yield ScaledSparkline(lambda top: f"{fmt_rate(top)} req/s", id="qps-spark")
-            yield BigNumber("–", "ms p99", id="p99big")
-            yield Static("", id="latency")
-            yield Static("", id="failures")
-            yield Static("", id="waiting")
-            yield Static("", id="annotation")
-            yield Static("", id="memory")
-            yield ScaledSparkline(lambda top: f"{fmt_mb(int(top))}", id="mem-spark")
-            yield Static("", id="cpu")
+        # the figures sit directly in the pane (no container: every widget costs a frame
+        # a little, and a frame passes over every widget in the box it redraws)
+        yield BigNumber("0", "req/s", id="qps", classes="fig")
+        yield ScaledSparkline(lambda top: f"{fmt_rate(top)} req/s", id="qps-spark", classes="fig")
+        yield BigNumber("–", "ms p99", id="p99big", classes="fig")
+        yield Static("", id="latency", classes="fig")
+        # two lines each (failures and waiting; memory and CPU), for the same reason
+        yield Static("", id="failures", classes="fig")
+        yield Static("", id="annotation", classes="fig")
+        yield Static("", id="memory", classes="fig")
+        yield ScaledSparkline(lambda top: f"{fmt_mb(int(top))}", id="mem-spark", classes="fig")
 
     # --- size -----------------------------------------------------------------------
 
@@ -196,7 +209,13 @@ class StackPane(Vertical, can_focus=True):
         height = self.content_size.height
         if height <= 0:
             return
-        rows = plan_rows(height - (1 if self._crashed else 0), self.rate_mode, self.projector)
+        if self._crashed:
+            # the log takes the pane: no figures
+            for widget in self.query(".fig"):
+                widget.display = False
+            self._rows = {}
+            return
+        rows = plan_rows(height, self.rate_mode, self.projector)
         # the big figure takes only the rows its largest scale for this width needs
         width = self.content_size.width
         room = rows["qps"]
@@ -214,6 +233,9 @@ class StackPane(Vertical, can_focus=True):
         if rows == self._rows:
             return
         self._rows = rows
+        heights = dict(rows)
+        heights["failures"] = rows["failures"] + rows["waiting"]
+        heights["memory"] = rows["memory"] + rows["cpu"]
         for part, widget_id in (
             ("head", "head"),
             ("verdict", "breaking"),
@@ -222,19 +244,22 @@ class StackPane(Vertical, can_focus=True):
             ("p99big", "p99big"),
             ("latency", "latency"),
             ("failures", "failures"),
-            ("waiting", "waiting"),
             ("annotation", "annotation"),
             ("memory", "memory"),
             ("mem-spark", "mem-spark"),
-            ("cpu", "cpu"),
         ):
             widget = self.query_one(f"#{widget_id}")
-            n = rows.get(part, 0)
+            n = heights.get(part, 0)
             widget.display = n > 0
             if n:
                 widget.styles.height = n
         if self._last_window is not None:
             self._show_latency(self._last_window)
+
+    def line(self, name: str) -> str:
+        """The text of one line: failures, waiting, memory or cpu."""
+        t = self._lines.get(name)
+        return t.plain if t is not None else ""
 
     @property
     def _crashed(self) -> bool:
@@ -264,13 +289,13 @@ class StackPane(Vertical, can_focus=True):
         if self.border_subtitle != text:
             self.border_subtitle = text
 
-    @staticmethod
     def _sample(
-        acc: list[float], value: float, history: deque[float], spark: ScaledSparkline
+        self, acc: list[float], value: float, history: deque[float], spark: ScaledSparkline
     ) -> None:
-        """Average PER_POINT intervals into one sparkline point: a 1 Hz redraw, not 4 Hz."""
+        """Average PER_POINT intervals into one sparkline point: a 1 Hz redraw, not 4 Hz,
+        on the same engine intervals for every pane (see `show`)."""
         acc.append(value)
-        if len(acc) >= PER_POINT:
+        if self._seq % PER_POINT == 0:
             history.append(sum(acc) / len(acc))
             acc.clear()
             spark.set_data(history)
@@ -288,50 +313,67 @@ class StackPane(Vertical, can_focus=True):
 
     # --- one tick -------------------------------------------------------------------
 
-    def show(self, view: PaneView, new_interval: bool, rate_mode: bool, timeout: float) -> None:
-        """Draw `view`; `new_interval` says whether the engine published new figures."""
+    def show(
+        self, view: PaneView, new_interval: bool, rate_mode: bool, timeout: float, seq: int = 0
+    ) -> None:
+        """Draw `view`; `new_interval` says whether the engine published new figures.
+
+        Text figures are redrawn on every QPS_EVERY-th interval of the engine (`seq`), the
+        same ones for every pane: a frame repaints the box around everything that
+        changed, so panes updating on different ticks would cost a frame every tick."""
         self._timeout = timeout
         if rate_mode != self.rate_mode:
             self.rate_mode = rate_mode
             self._flag("-rate", rate_mode)
             self.fit()
+        due = new_interval and seq % QPS_EVERY == 0
+        self._seq = seq
+        changed = view.state != self._state
+        self._state = view.state
+        # the border is redrawn with the whole pane: its text changes with the state and
+        # the verdict only, set once a tick
         subtitle = _STATE_LABELS[view.state]
-        if view.state == StackState.WARMING and view.warm_climb is not None:
-            subtitle = f"warming: req/s {100 * view.warm_climb:+.0f}%"
+        v = view.verdict
+        if v is not None and not self._rows.get("verdict"):
+            # no row for the verdict line in a small pane: its kind goes in the border
+            subtitle = f"▲ {v.kind.upper()} at {fmt_level(v.level, rate_mode)}"
+        if view.engine_limited:
+            subtitle = f"ENGINE-LIMITED: {view.engine_limit}"
+        elif view.refused:
+            subtitle = "REFUSED by the engine"
         if view.synthetic:
             subtitle += " · SYNTHETIC"
         self._subtitle(subtitle)
         for state in StackState:
             self._flag(f"-{state.value}", view.state == state)
-        self._flag("-broken", view.verdict is not None)
-        t = view.target
-        level = ""
-        if t is not None:
-            level = fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)
-            level += f" · {t.connections:,} open"
-        path = _path_of(view.url)
-        self._set("head", f"{self._family}  {level}" + (f"  GET {path}" if path else ""))
+        if changed and view.state == StackState.CRASHED:
+            self.fit()
+        self._flag("-broken", v is not None)
+        for kind in VERDICT_KINDS:
+            self._flag(f"-{kind}", v is not None and v.kind == kind)
+        self._flag("-behind", v is None and bool(view.behind))
         if view.state == StackState.CRASHED:
             log = Text("\n".join(view.log_tail) or "(no log)", style="red")
             self._set("log", log, layout=True)
-        self._show_verdict(view, rate_mode)
-        v = view.verdict
-        if v is not None and not self._rows.get("verdict"):
-            # no row for the verdict line in a small pane: its kind goes in the border
-            self._subtitle(f"▲ {v.kind.upper()} at {fmt_level(v.level, rate_mode)}")
-        if view.engine_limited:
-            self._subtitle(f"ENGINE-LIMITED: {view.engine_limit}")
-        elif view.refused:
-            self._subtitle("REFUSED by the engine")
+        t = view.target
         if t is not None and new_interval:
-            self._show_interval(t.interval)
-        self._set(
-            "annotation", Text(view.annotation, style="italic", overflow="ellipsis")
-        )
+            self._show_interval(t.interval, due)
+        if due or changed or "head" not in self._texts:
+            level = ""
+            if t is not None:
+                level = fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)
+                level += f" · {t.connections:,} open"
+            path = _path_of(view.url)
+            self._set("head", f"{self._family}  {level}" + (f"  GET {path}" if path else ""))
+            self._show_verdict(view, rate_mode)
+            self._set("annotation", Text(view.annotation, style="italic", overflow="ellipsis"))
         res = view.resources
         if res is not None and new_interval:
             spark = self.query_one("#mem-spark", ScaledSparkline)
             self._sample(self._rss_acc, res.rss, self.rss_history, spark)
+        if res is not None and res is self._res_shown:
+            return  # memory and CPU change with a new sample only (once a second)
+        self._res_shown = res
         mem = Text(no_wrap=True, overflow="ellipsis")
         if res is not None:
             mem.append("RSS ", style="dim").append(f"{fmt_mb(res.rss)}", style="bold")
@@ -341,7 +383,7 @@ class StackPane(Vertical, can_focus=True):
             mem.append("RSS –", style="dim")
         if view.baseline is not None and not self.projector:
             mem.append("  before ", style="dim").append(fmt_mb(view.baseline.rss))
-        self._set("memory", mem)
+        self._lines["memory"] = mem
         cpu = Text(no_wrap=True, overflow="ellipsis")
         cpu.append("CPU ", style="dim")
         cpu.append(f"{res.cpu_percent:.0f} %" if res is not None else "–", style="bold")
@@ -351,12 +393,11 @@ class StackPane(Vertical, can_focus=True):
             cpu.append(f"  waited {res.cpu_wait_percent:.0f}% for a core", style="bold yellow")
         if view.external and res is None:
             cpu.append("  (no pid: give --pid)", style="dim")
-        self._set("cpu", cpu)
+        self._lines["cpu"] = cpu
+        self._set("memory", Text("\n").join([mem, cpu]))
 
     def _show_verdict(self, view: PaneView, rate_mode: bool) -> None:
         v = view.verdict
-        for kind in VERDICT_KINDS:
-            self._flag(f"-{kind}", v is not None and v.kind == kind)
         line = Text(no_wrap=True, overflow="ellipsis")
         if v is not None:
             line.append(f"▲ {v.kind.upper()} at {fmt_level(v.level, rate_mode)}", style="bold")
@@ -376,7 +417,6 @@ class StackPane(Vertical, can_focus=True):
                 line.append(
                     f" · broke first at {fmt_level(b.level, rate_mode)} ({b.kind})", style="dim"
                 )
-        self._flag("-behind", v is None and bool(view.behind))
         self._set("breaking", line)
 
     def _show_latency(self, w: WindowStats) -> None:
@@ -387,33 +427,43 @@ class StackPane(Vertical, can_focus=True):
             value, unit = _p99_figure(w.latency)
             self.query_one("#p99big", BigNumber).update(value, unit)
 
-    def _show_interval(self, w: WindowStats) -> None:
+    def _show_interval(self, w: WindowStats, due: bool = True) -> None:
+        """One engine interval. The figures are redrawn every QPS_EVERY intervals (half a
+        second): steadier for a room to read, and half the redraws; failures of the
+        intervals in between are added up, so none is missed."""
         self._last_window = w
         # HTTP errors and bad bodies are answers, but not throughput: the big figure
         # counts good answers only, and says so when some were not
         good = w.ok / w.seconds if w.seconds else 0.0
         self._qps_acc.append(good)
-        errors = w.requests - w.ok
-        self._flag("-errors", errors > 0.01 * max(1, w.requests))
-        if len(self._qps_acc) >= QPS_EVERY:
-            # the big figure is the mean of the last half second: steadier for a room to
-            # read, and half the redraws of the most expensive widget in the pane
-            qps = f"{three_figures(sum(self._qps_acc) / len(self._qps_acc)):,}"
-            self._qps_acc.clear()
-            unit = "req/s ok" if errors else "req/s"
-            self.query_one("#qps", BigNumber).update(qps, unit)
+        self._errors_acc += w.requests - w.ok
+        self._requests_acc += w.requests
+        for kind, n in w.failures.items():
+            self._new_failures[kind] = self._new_failures.get(kind, 0) + n
         self._sample(
             self._rps_acc, good, self.rps_history, self.query_one("#qps-spark", ScaledSparkline)
         )
+        if not due:
+            return
+        qps = f"{three_figures(sum(self._qps_acc) / len(self._qps_acc)):,}"
+        self._qps_acc.clear()
+        errors = self._errors_acc
+        # an inline colour, not a CSS class: a class change restyles the whole pane
+        self.errors = errors > 0.01 * max(1, self._requests_acc)
+        self._errors_acc = self._requests_acc = 0
+        big = self.query_one("#qps", BigNumber)
+        big.set_alert(self.errors)
+        big.update(qps, "req/s ok" if errors else "req/s")
         self._show_latency(w)
-        self._show_failures(w)
+        self._show_failures(w, self._new_failures)
+        self._new_failures = {}
 
-    def _show_failures(self, w: WindowStats) -> None:
+    def _show_failures(self, w: WindowStats, new: dict[str, int]) -> None:
         rising = False
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append("failed ", style="dim")
         for kind in FAILURE_KINDS:
-            now = w.failures.get(kind, 0)
+            now = new.get(kind, 0)
             total = self.failures_seen.get(kind, 0) + now
             if not total:
                 continue
@@ -431,8 +481,10 @@ class StackPane(Vertical, can_focus=True):
             # nothing failed *yet*: with clients waiting that is not health, and the
             # timeout says how long they may wait before they count as failed
             line.append("none yet" if w.stale else "none", style="" if w.stale else "green")
-        self._flag("-rising", rising)
-        self._set("failures", line)
+        self.rising = rising
+        if rising:
+            line.stylize(_RISING)
+        self._lines["failures"] = line
         wait = Text(no_wrap=True, overflow="ellipsis")
         if w.waiting:
             wait.append("waiting ", style="dim")
@@ -444,8 +496,10 @@ class StackPane(Vertical, can_focus=True):
         else:
             wait.append("waiting 0", style="dim")
         wait.append(f" · timeout {self._timeout:g}s", style="dim")
-        self._flag("-queued", w.stale > 0)
-        self._set("waiting", wait)
+        if w.stale:
+            wait.stylize(_QUEUED)
+        self._lines["waiting"] = wait
+        self._set("failures", Text("\n").join([line, wait]))
 
 
 def _p99_figure(lat: LatencySummary) -> tuple[str, str]:

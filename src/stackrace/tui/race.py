@@ -39,6 +39,20 @@ PANE_MIN_W = 22  # columns a pane needs for req/s, p99 and memory (four at 100 c
 PANE_WIDE_W = 30  # columns per pane before more than four go side by side
 
 
+def nice_top(value: float) -> float:
+    """The scale's top: the next 1-2-5 step at or above `value` (so it reads as a round
+    figure and changes rarely: every change redraws every pane's sparkline)."""
+    if value <= 0:
+        return 0.0
+    import math
+
+    exp = 10 ** math.floor(math.log10(value))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * exp >= value:
+            return m * exp
+    return 10 * exp
+
+
 def grid_shape(n: int, width: int, height: int, projector: bool = False) -> tuple[int, int, bool]:
     """(columns, rows, room for the latency chart) for n panes on a width × height screen.
 
@@ -166,13 +180,14 @@ class RaceScreen(Screen[None]):
             await self._sync_panes(view)
             rate_mode = view.rate is not None
             for pv in view.panes:
-                self.panes[pv.id].show(pv, new_interval, rate_mode, view.timeout)
+                self.panes[pv.id].show(pv, new_interval, rate_mode, view.timeout, view.seq)
             for gv in view.ghosts:
                 self.ghost_panes[gv.id].show(gv, rate_mode)
             if new_interval:
                 self._share_scales()
             self._show_controls(view)
-            if self._ticks % CHART_EVERY == 1:
+            # on an interval the panes redraw on too: one frame, not two
+            if self._ticks == 1 or (new_interval and view.seq % CHART_EVERY == 0):
                 self._show_chart()
         if view.ramp_done and not self._ramp_done_seen:
             # a ramp ended: its findings, at once (a silent end tells the room nothing)
@@ -184,8 +199,12 @@ class RaceScreen(Screen[None]):
 
     def _share_scales(self) -> None:
         """One scale for every pane's sparklines: heights compare across panes."""
-        rps = max((max(p.rps_history, default=0.0) for p in self.panes.values()), default=0.0)
-        rss = max((max(p.rss_history, default=0.0) for p in self.panes.values()), default=0.0)
+        rps = nice_top(
+            max((max(p.rps_history, default=0.0) for p in self.panes.values()), default=0.0)
+        )
+        rss = nice_top(
+            max((max(p.rss_history, default=0.0) for p in self.panes.values()), default=0.0)
+        )
         if (rps, rss) != self._tops:
             self._tops = (rps, rss)
             for pane in self.panes.values():
