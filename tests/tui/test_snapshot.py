@@ -54,3 +54,34 @@ async def test_snapshot_picker():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         check_snapshot("picker", app.export_screenshot())
+
+
+async def test_snapshot_small_terminal_keeps_the_essentials():
+    import tests.tui.conftest as c
+
+    size = c.SIZE
+    c.SIZE = (100, 30)
+    try:
+        async for race in open_race(plan(concurrency=1000)):
+            await race.advance(24)
+            check_snapshot("race_100x30_c1000", race.app.export_screenshot())
+    finally:
+        c.SIZE = size
+
+
+async def test_snapshot_projector_mode():
+    async for race in open_race(plan(concurrency=1000)):
+        await race.advance(16)
+        await race.pilot.press("b")
+        await race.advance(8)
+        check_snapshot("race_projector", race.app.export_screenshot())
+
+
+async def test_snapshot_ramp_summary_with_the_combined_chart():
+    async for race in open_race(plan(concurrency=10)):
+        await race.advance(6)
+        race.session.start_ramp(top=1000, dwell=3.0)
+        await race.advance(130)
+        assert race.session.ramp is None
+        await race.pilot.pause()
+        check_snapshot("ramp_summary", race.app.export_screenshot())

@@ -132,6 +132,8 @@ class _SimTarget:
         self.dead = False
         self.loaded_s = 0.0  # seconds of load so far (a JIT model warms with it)
         self.timeouts_due = 0.0
+        self.last_rps = 0.0  # the last interval's answers a second (what the CPU did)
+        self.cpu_seconds = 0.0  # the process's CPU time so far
 
     def speed(self) -> float:
         """A JIT model's share of its full speed: a third at first, all after warm_s."""
@@ -205,6 +207,8 @@ class _SimTarget:
             waiting = int(served * m.service_ms / 1000) + unsent
         answered = int(served * TICK)
         self.waiting = waiting
+        self.last_rps = served
+        self.cpu_seconds += answered * m.cpu_ms / 1000 / speed
         lat = _summary(latency, spread, answered)
         hist = SparseHistogram()
         for q, v in ((0.5, lat.p50), (0.4, lat.p90), (0.09, lat.p99), (0.01, lat.max)):
@@ -439,10 +443,12 @@ class SyntheticStack:
         rss = int((self.model.base_rss_mb * 1024 + conns * self.model.per_conn_kb) * 1024)
         cpu = 0.0
         seconds = 0.0
-        if t is not None and not t.dead and t.total.seconds:
-            # one core; a JIT still warming spends more CPU per request
-            cpu = min(100.0, t.total.rps * self.model.cpu_ms / t.speed() / 10)
-            seconds = t.total.requests * self.model.cpu_ms / 1000
+        if t is not None and not t.dead:
+            # one core; a JIT still warming spends more CPU per request. From the last
+            # interval, as a sampler sees the CPU now (the level's totals restart at
+            # every level change, the process does not)
+            cpu = min(100.0, t.last_rps * self.model.cpu_ms / t.speed() / 10)
+            seconds = t.cpu_seconds
         return ResourceSample(
             self.engine.clock(), rss, int(rss * 0.8), int(rss * 0.85), cpu, 1, 1, seconds, 0.0
         )
