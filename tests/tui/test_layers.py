@@ -9,6 +9,9 @@ import sys
 def test_session_ramp_and_synthetic_do_not_import_textual():
     code = (
         "import sys, stackrace.race.session, stackrace.ramp, stackrace.race.demo, "
+        "stackrace.race.recording, stackrace.race.ghost, stackrace.race.talk, "
+        "stackrace.race.explain, stackrace.race.warmup, stackrace.race.summary, "
+        "stackrace.race.choices, stackrace.commands.web, stackrace.commands.replay, "
         "stackrace.tui.format, stackrace.tui.plot, stackrace.tui.args; "
         "sys.exit('textual' in sys.modules)"
     )

@@ -157,3 +157,36 @@ def test_demo_figures_obey_littles_law_and_a_cores_limit(stack, c):
 def test_demo_sync_queues_as_the_real_one_does():
     # gunicorn's listen backlog is 2048: 1000 clients queue, none is refused
     assert MODELS["gunicorn-sync"].backlog >= 1000
+
+
+async def test_a_jit_pane_shows_its_warm_up_then_settles():
+    # the synthetic PyPy serves a third as fast at first, all after 20 s of load
+    async for race in open_race(plan(stacks=("gunicorn-pypy", "uvicorn"), concurrency=100)):
+        await race.advance(30)  # started, loaded for ~6 s
+        pypy = pane(race, "gunicorn-pypy")
+        assert pypy.has_class("-warming") and pypy.border_subtitle.startswith("warming")
+        note = race.text("#pane-gunicorn-pypy #annotation")
+        assert note.startswith("warming up: req/s +")
+        assert pane(race, "uvicorn").has_class("-ready")  # steady at once: settled
+        first = list(pypy.rps_history)[1]
+        await race.advance(100)  # 25 s more: full speed, steady
+        assert pypy.has_class("-ready") and not pypy.has_class("-warming")
+        assert list(pypy.rps_history)[-1] > 2 * first
+
+
+async def test_a_talk_track_moves_the_load_and_captions_it():
+    from stackrace.race.talk import parse_talk
+
+    track = parse_talk(
+        '[[step]]\nat = "0s"\nconcurrency = 1\nsay = "one client each"\n'
+        '[[step]]\nafter = "3s"\nconcurrency = 50\nsay = "fifty clients"\n'
+    )
+    async for race in open_race(plan(stacks=("gunicorn-sync",), concurrency=10)):
+        race.session.play_talk(track)
+        await race.advance(2)
+        assert race.session.concurrency == 1
+        assert "one client each" in race.text("#status-line")
+        await race.advance(14)
+        assert race.session.concurrency == 50
+        assert "fifty clients" in race.text("#status-line")
+        assert race.screen.query_one("#level").value == 50
