@@ -13,7 +13,7 @@ from stackrace.config import ConfigError
 from stackrace.presets import load_preset
 from stackrace.report import gate
 from stackrace.report.schema import BenchRun, loads
-from stackrace.report.write import print_run, write_outputs
+from stackrace.report.write import check_output_paths, print_run, write_outputs
 from stackrace.units import parse_duration
 from stackrace.workloads import WORKLOADS
 
@@ -117,6 +117,11 @@ def _progress(line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    outputs = {"--json": args.json_out, "--csv": args.csv_out, "--markdown": args.md_out}
+    problem = check_output_paths({**outputs, "--chart": args.chart_out})
+    if problem:  # before any load: a run is never thrown away for a bad path
+        print(f"stackrace bench: {problem}", file=sys.stderr)
+        return 2
     plan = build_plan(args)
     if plan is None:
         return 2
@@ -152,12 +157,7 @@ def run(args: argparse.Namespace) -> int:
     write_outputs(result, args.json_out, args.csv_out, args.md_out, args.chart_out)
     failed = any(st.error for st in result.stacks)
     if verdict is not None:
-        for line in verdict.failed:
-            print(f"REGRESSION {line}")
-        for where in verdict.unmatched:
-            print(f"(no baseline for {where})")
-        if verdict.ok:
-            print(f"gate passed: {len(verdict.passed)} checks against {args.baseline}")
+        print("\n".join(gate.verdict_lines(verdict, args.baseline)))
         return 1 if not verdict.ok else 0
     return 1 if failed else 0
 
