@@ -3,10 +3,11 @@
 Two lifetimes:
 - a service (`scoped=False`, what `stackrace db up` makes): started in its own session with
   stdin closed; it outlives the command and the user stops it with `stackrace db down`;
-- process-scoped (`scoped=True`, for tests and `stackrace bench`): it gets SIGTERM from the
-  kernel when the thread that started it ends (PR_SET_PDEATHSIG), and `close()` or leaving
-  the `with` block stops it. A server already running on the same directory is reused and
-  left running.
+- process-scoped (`scoped=True`, for tests and `stackrace bench`): a watchdog process
+  (`stackrace.stacks.watchdog`) sends it SIGTERM when its owner dies, even by SIGKILL —
+  PR_SET_PDEATHSIG alone is not enough, the kernel clears it when mariadbd switches to
+  the `mysql` account — and `close()` or leaving the `with` block stops it. A server
+  already running on the same directory is reused and left running.
 
 Never reachable without a password: a new instance is installed and provisioned offline
 (`mariadbd --bootstrap`, see `stackrace.db.provision`) before its first start opens the
@@ -53,12 +54,16 @@ from stackrace.db.proc import (
 )
 from stackrace.db.server_user import ServerUser
 from stackrace.db.settings import DbSettings
+from stackrace.stacks.watchdog import Watchdog
 
 DEFAULT_PORT = 13306
 DEFAULT_MAX_CONNECTIONS = 4000
 DB_NAME = "stackrace"
 DB_USER = "stackrace"
 LOOPBACK = "127.0.0.1"
+
+# a scoped server's watchdog waits this long for a clean shutdown before SIGKILL
+_WATCHDOG_GRACE_S = 30.0
 
 # mariadbd wants about this many descriptors beyond one per connection (tables, logs)
 _TABLE_OPEN_CACHE = 400
@@ -128,6 +133,7 @@ class ManagedMariaDB:
         self.run_as = run_as  # the account a new instance runs as, when stackrace is root
         self._proc: subprocess.Popen[bytes] | None = None  # set only when we started it
         self._atexit_registered = False
+        self._watchdog: Watchdog | None = None  # a scoped server's: stops it if we die
         self._mariadbd: Path | None = None
         self._log_offset = 0
         self.notes: list[str] = []  # said once by `up` (run as root, an instance remade)
@@ -211,6 +217,7 @@ class ManagedMariaDB:
         """Stop the server (SIGTERM, then SIGKILL after `timeout`); False if it was not running."""
         pid = self.pid()
         if pid is None:
+            self._release_watchdog()
             self._forget_stale_pid()
             return False
         with contextlib.suppress(ProcessLookupError):
@@ -220,8 +227,14 @@ class ManagedMariaDB:
                 os.kill(pid, signal.SIGKILL)
             self._wait_gone(pid, 10.0)
         self._proc = None
+        self._release_watchdog()
         self._forget_stale_pid()
         return True
+
+    def _release_watchdog(self) -> None:
+        dog, self._watchdog = self._watchdog, None
+        if dog is not None:
+            dog.close()  # "bye": the server is stopped (or no longer ours to stop)
 
     def close(self) -> None:
         """Stop the server if this object started it as a scoped one; else leave it running."""
@@ -617,6 +630,10 @@ class ManagedMariaDB:
                 preexec_fn=die_with_parent(signal.SIGTERM) if self.scoped else None,
                 close_fds=True,
             )
+        if self.scoped:
+            # the parent-death signal set above is cleared when mariadbd switches user
+            self._watchdog = Watchdog(grace=_WATCHDOG_GRACE_S)
+            self._watchdog.watch(self._proc.pid)  # its own session: sid == pid
         if self.scoped and not self._atexit_registered:
             atexit.register(self.close)
             self._atexit_registered = True
