@@ -61,7 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         from stackrace.commands import app
 
         return app.run(args)
-    rc = args.func(args)
+    try:
+        rc = args.func(args)
+    except KeyboardInterrupt:
+        # Ctrl-C in a blocking step (a database start, an install): the usual exit
+        # status, not a traceback; commands that handle it themselves never get here
+        print(f"stackrace {args.command}: interrupted", file=sys.stderr)
+        return 130
     return int(rc or 0)
 
 

@@ -111,7 +111,10 @@ def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[Sta
     launcher = default_launcher(getattr(args, "stacks_file", None))
     catalog = launcher.catalog() if launcher is not None else []
     start_db = launcher.start_database if launcher is not None else None
-    session = Session(Engine(EngineSettings(interval=0.25)), launcher, start_db=start_db)
+    engine = Engine(
+        EngineSettings(interval=0.25), allow_remote=getattr(args, "allow_remote", False)
+    )
+    session = Session(engine, launcher, start_db=start_db)
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = bool(catalog) or not urls
     return session, plan, catalog, show_picker

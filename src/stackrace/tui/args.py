@@ -28,3 +28,8 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
         "-c", "--concurrency", type=int, default=None, help="starting connections per stack"
     )
     parser.add_argument("--demo", action="store_true", help="a synthetic race: no servers, no load")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --url host that is not on this machine (refused otherwise)",
+    )
