@@ -131,6 +131,7 @@ class ManagedMariaDB:
         self.extra_args = list(extra_args)  # more mariadbd options, after ours (they win)
         self._port_arg = port
         self.run_as = run_as  # the account a new instance runs as, when stackrace is root
+        self._old_port: int | None = None  # the port of a retired first-build instance
         self._proc: subprocess.Popen[bytes] | None = None  # set only when we started it
         self._atexit_registered = False
         self._watchdog: Watchdog | None = None  # a scoped server's: stops it if we die
@@ -390,6 +391,8 @@ class ManagedMariaDB:
             return
         if meta is None and not legacy_data.is_dir():
             return
+        if meta is not None:
+            self._old_port = meta.port  # the new instance keeps the port the user knew
         self.down()  # `paths` describes the old layout here, so this finds its server
         with contextlib.suppress(FileNotFoundError):
             self.paths.socket.unlink()
@@ -409,7 +412,7 @@ class ManagedMariaDB:
         self._mariadbd = mariadbd
         self._forget_stale_pid()
         meta = self._meta()
-        port = self._port_arg or (meta.port if meta else DEFAULT_PORT)
+        port = self._port_arg or (meta.port if meta else self._old_port or DEFAULT_PORT)
         self._check_port(port)
         if meta is None or not meta.provisioned or not (self.paths.datadir / "mysql").is_dir():
             meta = self._install(port)
