@@ -228,8 +228,11 @@ class DbWatch:
                 try:
                     asked = self.clock()
                     uptime = self._uptime(self._conn)
-                except (pymysql.MySQLError, OSError):
-                    self._close()  # lost (a restart, a kill): try a new connection now
+                except (pymysql.MySQLError, OSError) as exc:
+                    self._close()
+                    if "timed out" in str(exc):
+                        raise  # silent for `timeout`: down now, not after a second wait
+                    # lost (a restart, a kill): a new connection right away tells which
             if self._conn is None:
                 self._conn = self._connect()
                 reconnected = True
