@@ -506,12 +506,18 @@ class ManagedMariaDB:
         no one else can have made first)."""
         inside = self.root / "server"
         paths = InstancePaths(self.root)
+        if inside.is_symlink():
+            inside.unlink()
         shutil.rmtree(inside, ignore_errors=True)
         if paths.socket_fits(inside) and user.can_traverse(self.root):
             inside.mkdir(mode=0o700)
             server_dir = inside
         else:
             server_dir = Path(tempfile.mkdtemp(prefix="stackrace-mariadb-", dir=shadow_base()))
+            # a pointer for people looking in the instance's directory (instance.json is
+            # what stackrace reads); `rm -rf` of the directory would not follow it: delete
+            # an instance with `stackrace db reset --wipe`
+            inside.symlink_to(server_dir, target_is_directory=True)
         user.own(server_dir, 0o700)
         return server_dir
 
