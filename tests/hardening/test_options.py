@@ -111,3 +111,7 @@ def test_other_commands_report_usage_errors_in_one_line() -> None:
     assert_one_line_error(r, "stackrace bench: argument --isolation: invalid choice")
     r = cli("load")
     assert_one_line_error(r, "stackrace load: the following arguments are required: url")
+    r = cli("-c", "0")  # the app
+    assert_one_line_error(r, "stackrace: argument -c/--concurrency: must be a whole number >= 1")
+    r = cli("db", "up", "--max-connections", "0")
+    assert_one_line_error(r, "stackrace db up: argument --max-connections: must be a whole")

@@ -21,6 +21,7 @@ from stackrace.db import (
     db_env,
     open_database,
 )
+from stackrace.options import positive_int
 from stackrace.units import fmt_bytes
 
 
@@ -52,7 +53,7 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     up.add_argument(
         "--max-connections",
-        type=int,
+        type=positive_int,
         default=DEFAULT_MAX_CONNECTIONS,
         help=f"server max_connections (default {DEFAULT_MAX_CONNECTIONS})",
     )
