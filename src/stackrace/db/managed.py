@@ -393,9 +393,17 @@ class ManagedMariaDB:
             return
         if meta is not None:
             self._old_port = meta.port  # the new instance keeps the port the user knew
-        self.down()  # `paths` describes the old layout here, so this finds its server
+        old = InstancePaths(self.root, server=self.root)  # the first build's layout
+        pid = read_pid(old.pid_file)
+        if pid is not None and is_our_server(pid, old.datadir):  # still running: stop it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            if not self._wait_gone(pid, 60.0, old.datadir):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._wait_gone(pid, 10.0, old.datadir)
         with contextlib.suppress(FileNotFoundError):
-            self.paths.socket.unlink()
+            old.socket.unlink()
         shutil.rmtree(legacy_data, ignore_errors=True)
         for name in ("mariadbd.pid", "mariadbd.err", "instance.json", "install.log"):
             with contextlib.suppress(FileNotFoundError):
@@ -695,13 +703,14 @@ class ManagedMariaDB:
                 f"the private MariaDB in {self.root} is not running: run `stackrace db up`"
             )
 
-    def _wait_gone(self, pid: int, timeout: float) -> bool:
+    def _wait_gone(self, pid: int, timeout: float, datadir: Path | None = None) -> bool:
+        datadir = datadir or self.paths.datadir
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc is not None and self._proc.pid == pid:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._proc.wait(timeout=0.05)  # reap our own child
-            if not is_our_server(pid, self.paths.datadir):
+            if not is_our_server(pid, datadir):
                 return True
             time.sleep(0.05)
         return False
