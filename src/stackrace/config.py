@@ -40,16 +40,27 @@ A stack block (see stacks.toml for the full set and README "Adding a stack"):
 
 Placeholders: {host} (always 127.0.0.1), {port}, {workers}, {threads}, {apps}, {root},
 {run_dir}, {venv_bin}, {python}, {pypy_bin}, {name}, and any key of [stacks.NAME.params]
-(string values users may override in a variant, e.g. `worker_class`).
+(string values users may override in a variant, e.g. `worker_class`; a param may not
+reuse a built-in name). Every {word} in a templated key — and in the files a
+[[stacks.NAME.files]] template names — must be one of these: a typo like {prot} is an
+error when the file is read, not when the stack starts.
+
+Checked when the file is read: types and unknown keys, names, family, workers/threads
+≥ 1, ready_timeout/stop_timeout > 0, cpus non-empty without negatives or repeats,
+placeholders. Checked when a stack is chosen (`resolve`), because it depends on the
+machine rather than the file: every CPU in `cpus` is one this process may use.
 
 Variants: "NAME:workers=4,threads=8" anywhere a stack name is accepted.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import sys
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +77,22 @@ _MEMORY = re.compile(r"^\d+[KMG]?$")
 
 class ConfigError(ValueError):
     """A stacks file or a stack reference that cannot be used; the message says where."""
+
+
+# The placeholders `placeholders()` fills, besides a stack's own params.
+PLACEHOLDERS = (
+    "host",
+    "port",
+    "workers",
+    "threads",
+    "apps",
+    "root",
+    "run_dir",
+    "venv_bin",
+    "python",
+    "pypy_bin",
+    "name",
+)
 
 
 class Needs(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -188,9 +215,96 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
     for i, proc in enumerate(spec.processes):
         if not proc.command:
             raise bad(f"processes[{i}].command", "must not be empty")
+    for key in ("ready_timeout", "stop_timeout"):
+        value = getattr(spec, key)
+        if not math.isfinite(value) or value <= 0:
+            raise bad(key, f"must be a number of seconds above zero, got {value:g}")
+    if spec.cpus is not None:
+        if not spec.cpus:
+            raise bad("cpus", "list at least one CPU, or leave the key out")
+        if any(c < 0 for c in spec.cpus):
+            raise bad("cpus", f"CPU numbers start at 0, got {min(spec.cpus)}")
+        if len(set(spec.cpus)) != len(spec.cpus):
+            raise bad("cpus", "a CPU is listed twice")
+    for param in spec.params:
+        if param in PLACEHOLDERS or not re.fullmatch(r"\w+", param):
+            why = "is a built-in placeholder" if param in PLACEHOLDERS else "use letters, digits, _"
+            raise bad(f"params.{param}", f"cannot be a param name: {why}")
+    known = set(PLACEHOLDERS) | set(spec.params)
+    for key, text in _templated(spec):
+        unknown = _unknown_placeholder(text, known)
+        if unknown:
+            raise bad(key, f"unknown placeholder {{{unknown}}} ({_known_list(spec)})")
+    for i, tmpl in enumerate(spec.files):
+        unknown, where = _unknown_in_template(tmpl.template, spec, known)
+        if unknown:
+            raise bad(
+                f"files[{i}].template",
+                f"{where}: unknown placeholder {{{unknown}}} ({_known_list(spec)})",
+            )
 
 
-def load_stacks(path: str | Path | None = None) -> dict[str, StackDef]:
+def _known_list(spec: StackDef) -> str:
+    return "known: " + ", ".join([*PLACEHOLDERS, *spec.params])
+
+
+def _templated(spec: StackDef) -> Iterator[tuple[str, str]]:
+    """(key, text) of every value the launcher or installer fills placeholders in."""
+    for i, arg in enumerate(spec.command):
+        yield f"command[{i}]", arg
+    yield "cwd", spec.cwd
+    for k, v in spec.env.items():
+        yield f"env.{k}", v
+    for i, arg in enumerate(spec.version or []):
+        yield f"version[{i}]", arg
+    needs = spec.needs
+    for i, arg in enumerate(needs.bins):
+        yield f"needs.bins[{i}]", arg
+    for i, cmd in enumerate(needs.build):
+        for j, arg in enumerate(cmd):
+            yield f"needs.build[{i}][{j}]", arg
+    yield "needs.build_cwd", needs.build_cwd
+    for i, arg in enumerate(needs.built):
+        yield f"needs.built[{i}]", arg
+    yield "needs.npm_cwd", needs.npm_cwd
+    for i, proc in enumerate(spec.processes):
+        for j, arg in enumerate(proc.command):
+            yield f"processes[{i}].command[{j}]", arg
+        for k, v in proc.env.items():
+            yield f"processes[{i}].env.{k}", v
+        if proc.ready_path is not None:
+            yield f"processes[{i}].ready_path", proc.ready_path
+    for i, tmpl in enumerate(spec.files):
+        yield f"files[{i}].path", tmpl.path
+        yield f"files[{i}].template", tmpl.template
+
+
+def _unknown_placeholder(text: str, known: set[str]) -> str | None:
+    return next((m.group(1) for m in _PLACEHOLDER.finditer(text) if m.group(1) not in known), None)
+
+
+def _unknown_in_template(template: str, spec: StackDef, known: set[str]) -> tuple[str | None, str]:
+    """The first unknown placeholder inside a template file, and the file's name. A
+    template that cannot be found or read is left to the launcher, which says so."""
+    values: dict[str, Any] = {"apps": ROOT / "apps", "root": ROOT, "name": "?"}
+    values.update({k: "" for k in known if k not in values})
+    try:
+        path = Path(render(template, values))
+        text = path.read_text()
+    except (ConfigError, OSError, UnicodeDecodeError):
+        return None, template
+    return _unknown_placeholder(text, known), _where(path)
+
+
+class StackFile(dict[str, StackDef]):
+    """The stacks of one file, by name; `source` is the file as error messages name it."""
+
+    def __init__(self, stacks: dict[str, StackDef], source: str) -> None:
+        super().__init__(stacks)
+        self.source = source
+
+
+def load_stacks(path: str | Path | None = None) -> StackFile:
     """Read and validate a stacks file; raise ConfigError naming file, stack and key."""
     p = Path(path) if path else DEFAULT_STACKS_FILE
     try:
@@ -214,11 +328,17 @@ def load_stacks(path: str | Path | None = None) -> dict[str, StackDef]:
             raise _explain(p, name, exc) from None
         _check(p, name, spec)
         stacks[name] = spec
-    return stacks
+    return StackFile(stacks, _where(p))
 
 
-def resolve(ref: str, stacks: dict[str, StackDef], source: str = "stacks.toml") -> Stack:
-    """'gunicorn-sync' or 'gunicorn-sync:workers=4,threads=2' → Stack."""
+def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) -> Stack:
+    """'gunicorn-sync' or 'gunicorn-sync:workers=4,threads=2' → Stack.
+
+    Errors name `source`, by default the file the stacks were read from (a StackFile),
+    and check what depends on this machine: the CPUs in `cpus`.
+    """
+    if source is None:
+        source = getattr(stacks, "source", "stacks.toml")
     base, _, rest = ref.partition(":")
     base = base.strip()
     if base not in stacks:
@@ -240,6 +360,14 @@ def resolve(ref: str, stacks: dict[str, StackDef], source: str = "stacks.toml") 
             allowed = ", ".join(["workers", "threads", *spec.params])
             raise ConfigError(f"{source}: stack '{ref}': key '{key}': not tunable ({allowed})")
         overrides[key] = value
+    if spec.cpus:
+        usable = sorted(os.sched_getaffinity(0))
+        missing = [c for c in spec.cpus if c not in usable]
+        if missing:
+            raise ConfigError(
+                f"{source}: stack '{base}': key 'cpus': CPU {missing[0]} is not one this "
+                f"machine lets stackrace use ({', '.join(map(str, usable))})"
+            )
     name = (
         base if not overrides else f"{base}:" + ",".join(f"{k}={v}" for k, v in overrides.items())
     )

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stackrace.config import ConfigError, Stack, StackDef, load_stacks, resolve
+from stackrace.config import ConfigError, Stack, StackDef, StackFile, load_stacks, resolve
 
 
-def load(args: argparse.Namespace) -> dict[str, StackDef] | None:
+def load(args: argparse.Namespace) -> StackFile | None:
+    """The stacks of --stacks-file (default stacks.toml), or None after one error line."""
     try:
         return load_stacks(args.stacks_file)
     except ConfigError as exc:
@@ -17,16 +18,31 @@ def load(args: argparse.Namespace) -> dict[str, StackDef] | None:
 
 
 def resolve_all(
-    names: list[str], stacks: dict[str, StackDef], source: str = "stacks.toml"
+    names: list[str], stacks: dict[str, StackDef], source: str | None = None
 ) -> list[Stack] | None:
-    out = []
+    """Resolve stack names and variants; print one error line and return None on the
+    first bad one. Errors name `source`, by default the file the stacks came from.
+
+    A stack named twice is refused rather than deduplicated: the user either mistyped
+    (and meant another stack) or expects two runs, and a table with one result twice
+    (or silently once) answers neither. Two variants of a stack are different names.
+    """
+    out: list[Stack] = []
     for ref in names:
         for part in _split(ref):
             try:
-                out.append(resolve(part, stacks, source))
+                stack = resolve(part, stacks, source)
             except ConfigError as exc:
                 print(f"stackrace: {exc}", file=sys.stderr)
                 return None
+            if any(s.name == stack.name for s in out):
+                print(
+                    f"stackrace: stack '{stack.name}' is named twice; name each stack once "
+                    "(variants such as NAME:workers=4 count as different stacks)",
+                    file=sys.stderr,
+                )
+                return None
+            out.append(stack)
     return out
 
 

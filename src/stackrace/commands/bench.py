@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import signal
 import sys
-from pathlib import Path
 
 import msgspec
 
@@ -23,8 +22,8 @@ from stackrace.presets import load_preset
 from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_bench
 from stackrace.race_settings import RaceSettings, add_options, given
 from stackrace.report import gate
-from stackrace.report.schema import BenchRun, loads
-from stackrace.report.write import print_run, write_outputs
+from stackrace.report.schema import BenchRun
+from stackrace.report.write import check_output_paths, print_run, read_run, write_outputs
 from stackrace.workloads import WORKLOADS
 
 
@@ -89,6 +88,11 @@ def _progress(line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    outputs = {"--json": args.json_out, "--csv": args.csv_out, "--markdown": args.md_out}
+    problem = check_output_paths({**outputs, "--chart": args.chart_out})
+    if problem:  # before any load: a run is never thrown away for a bad path
+        print(f"stackrace bench: {problem}", file=sys.stderr)
+        return 2
     plan = build_plan(args)
     if plan is None:
         return 2
@@ -96,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
     rules = []
     if args.baseline:
         try:
-            baseline = loads(Path(args.baseline).read_bytes(), args.baseline)
+            baseline = read_run(args.baseline)
             rules = gate.parse_rules(args.fail_on)
-        except (OSError, ValueError) as exc:
+        except ValueError as exc:
             _fail(str(exc))
             return 2
     db = None
@@ -134,12 +138,7 @@ def run(args: argparse.Namespace) -> int:
         return 130
     failed = any(st.error for st in result.stacks)
     if verdict is not None:
-        for line in verdict.failed:
-            print(f"REGRESSION {line}")
-        for where in verdict.unmatched:
-            print(f"(no baseline for {where})")
-        if verdict.ok:
-            print(f"gate passed: {len(verdict.passed)} checks against {args.baseline}")
+        print("\n".join(gate.verdict_lines(verdict, args.baseline)))
         return 1 if not verdict.ok else 0
     return 1 if failed else 0
 

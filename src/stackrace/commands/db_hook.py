@@ -13,11 +13,15 @@ from stackrace.db import DbError, ManagedMariaDB, db_env
 
 
 class _PrivateInstance(ManagedMariaDB):
-    """A throw-away instance in a temporary directory, removed on close."""
+    """A throw-away instance in a temporary directory, removed on close (with its server
+    directory, which may live outside it)."""
 
     def close(self) -> None:
         super().close()
-        shutil.rmtree(self.paths.root, ignore_errors=True)
+        try:
+            self.reset(wipe=True)
+        except DbError:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 def _free_port() -> int:
@@ -48,4 +52,6 @@ def open_for_workload(
         print(f"stackrace: database: {exc}", file=sys.stderr)
         db.close()
         return None
+    for note in db.notes:  # run as root for want of a mysql user, an old instance remade
+        print(f"stackrace: database: {note}", file=sys.stderr)
     return db, db_env(settings, rows)

@@ -13,7 +13,8 @@ from pathlib import Path
 import msgspec
 import uvloop
 
-from stackrace.engine.client import Engine, EngineError, auto_procs
+from stackrace import options
+from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.model import (
     BodyCheck,
     EngineSettings,
@@ -24,26 +25,63 @@ from stackrace.engine.model import (
 from stackrace.engine.request import RequestError, parse_url
 from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.race import accounting
-from stackrace.units import fmt_bytes, fmt_count, fmt_us, parse_duration
+from stackrace.report.write import check_output_paths
+from stackrace.units import fmt_bytes, fmt_count, fmt_us
 
 
 def register(p: argparse.ArgumentParser) -> None:
+    # every value is checked by its parser before anything starts (stackrace.options)
     p.add_argument("url", help="http:// URL to load (loopback only unless --allow-remote)")
-    p.add_argument("-c", "--concurrency", type=int, default=10, help="connections (default 10)")
-    p.add_argument("-d", "--duration", default="10s", help="how long to load (default 10s)")
-    p.add_argument("--warmup", default="0s", help="load this long before figures count")
+    p.add_argument(
+        "-c",
+        "--concurrency",
+        type=options.positive_int,
+        default=10,
+        help="connections (default 10)",
+    )
+    p.add_argument(
+        "-d",
+        "--duration",
+        type=options.positive_duration,
+        default="10s",
+        help="how long to load (default 10s)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=options.non_negative_duration,
+        default="0s",
+        help="load this long before figures count",
+    )
     p.add_argument(
         "--rate",
-        type=float,
+        type=options.positive_rate,
         default=None,
         help="constant request rate per second (open loop, latency corrected "
         "for coordinated omission); default: closed loop",
     )
-    p.add_argument("--timeout", default="10s", help="request timeout (default 10s)")
-    p.add_argument("--connect-timeout", default="5s", help="connect timeout (default 5s)")
-    p.add_argument("--procs", default="1", help="engine processes: a number or 'auto'")
     p.add_argument(
-        "--engine-cpus", default=None, help="pin engine processes to these CPUs, e.g. '1' or '2,3'"
+        "--timeout",
+        type=options.positive_duration,
+        default="10s",
+        help="request timeout (default 10s)",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=options.positive_duration,
+        default="5s",
+        help="connect timeout (default 5s)",
+    )
+    p.add_argument(
+        "--procs",
+        type=options.procs,
+        default="1",
+        help="engine processes: a number or 'auto' (capped at the usable cores)",
+    )
+    p.add_argument(
+        "--engine-cpus",
+        type=options.cpu_list,
+        default=None,
+        help="pin engine processes to these CPUs, e.g. '1' or '2,3'",
     )
     p.add_argument("-m", "--method", default="GET", help="HTTP method (default GET)")
     p.add_argument(
@@ -91,15 +129,18 @@ def _headers(raw: list[str]) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = check_output_paths({"--hdr-out": args.hdr_out})
+    if problem:
+        print(f"stackrace load: {problem}", file=sys.stderr)
+        return 2
     try:
-        duration = parse_duration(args.duration)
-        warmup = parse_duration(args.warmup)
-        settings = EngineSettings(
-            timeout=parse_duration(args.timeout),
-            connect_timeout=parse_duration(args.connect_timeout),
-        )
-        procs = auto_procs() if args.procs == "auto" else int(args.procs)
-        cpus = [int(c) for c in args.engine_cpus.split(",")] if args.engine_cpus else None
+        duration: float = args.duration
+        warmup: float = args.warmup
+        settings = EngineSettings(timeout=args.timeout, connect_timeout=args.connect_timeout)
+        cpus: list[int] | None = args.engine_cpus
+        procs, capped = options.cap_procs(args.procs, cpus)
+        if capped:
+            options.note("stackrace load", capped)
         body = b""
         if args.body is not None:
             body = args.body.encode()
@@ -117,8 +158,6 @@ def run(args: argparse.Namespace) -> int:
             check=BodyCheck(kind="exact", arg=args.expect_body) if args.expect_body else None,
         )
         require_loopback(parse_url(args.url).host, args.allow_remote)
-        if args.concurrency < 1:
-            raise ValueError("--concurrency must be at least 1")
     except (ValueError, OSError, RequestError, RemoteTargetError) as exc:
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 2
@@ -224,6 +263,20 @@ async def _load(
         sys.stdout.write(msgspec.json.encode(out).decode() + "\n")
     else:
         _summary(spec, t, procs, cpu, saturated, len(cpu_samples), engine.errors)
+    if t.total.ok == 0:
+        # a run where nothing succeeded is not a measurement: scripts must see it fail
+        f = t.total.failures
+        # failures counted beside a response (an HTTP error, a wrong body) are in `requests`
+        attempts = (
+            t.total.requests + t.total.failed - f.get("http_status", 0) - f.get("invalid_body", 0)
+        )
+        print(
+            f"stackrace load: every request failed ({attempts} attempts, none succeeded)"
+            if attempts
+            else "stackrace load: no request was made",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

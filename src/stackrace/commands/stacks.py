@@ -7,8 +7,8 @@ import argparse
 import msgspec
 
 from stackrace.commands._common import load
-from stackrace.config import resolve
-from stackrace.stacks.availability import check
+from stackrace.config import ConfigError, resolve
+from stackrace.stacks.availability import Availability, check
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -22,7 +22,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     rows = []
     for name, spec in stacks.items():
-        a = check(resolve(name, stacks))
+        try:
+            a = check(resolve(name, stacks))
+        except ConfigError as exc:  # e.g. `cpus` this machine does not have
+            a = Availability(False, str(exc), f"fix stack '{name}' in {stacks.source}")
         rows.append(
             {
                 "name": name,

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackrace.config import HOST, ConfigError, Stack, placeholders, render
-from stackrace.stacks import cgroup, probe
+from stackrace.stacks import cgroup, probe, rundirs
 from stackrace.stacks.procs import child_setup, pids_in_sessions, signal_sessions
 from stackrace.stacks.watchdog import Watchdog
 
@@ -292,9 +292,10 @@ class Launcher:
         if len(str(link)) <= _MAX_RUN_DIR:
             link.mkdir(parents=True)
             return link
-        short = Path(tempfile.mkdtemp(prefix=f"stackrace-{stack.base[:16]}-"))
+        short = rundirs.make_short_dir(stack.base)
         link.symlink_to(short, target_is_directory=True)
         self._short_dirs.append((link, short))
+        self._dog().fold_on_death(link, short)  # even a SIGKILL leaves no short dir behind
         return short
 
     def _fold_short_dirs(self) -> None:
@@ -305,18 +306,23 @@ class Launcher:
             if any(not rs.reaped for rs in users) or not link.is_symlink():
                 keep.append((link, short))
                 continue
-            link.unlink()
-            link.mkdir()
-            for log in [*short.glob("*.log"), short / "log.txt"]:
-                with contextlib.suppress(OSError):
-                    shutil.move(str(log), link / log.name)
-            shutil.rmtree(short, ignore_errors=True)
+            rundirs.fold(link, short)
+            if self._watchdog is not None:
+                self._watchdog.forget_dir(short)
             for rs in users:
                 rs.run_dir, rs.log_path = link, link / "log.txt"
         self._short_dirs = keep
 
     async def _spawn(self, rs: RunningStack) -> None:
         spec = rs.stack.spec
+        if spec.cpus:  # resolve() checks this too; a Stack built by hand may not have been
+            usable = os.sched_getaffinity(0)
+            missing = sorted(set(spec.cpus) - usable)
+            if missing:
+                raise LaunchError(
+                    f"{rs.name}: key 'cpus': CPU {missing[0]} is not one this machine lets "
+                    f"stackrace use ({', '.join(map(str, sorted(usable)))})"
+                )
         values = placeholders(rs.stack, rs.port, rs.run_dir)
         for tmpl in spec.files:
             src = Path(render(tmpl.template, values))
@@ -365,6 +371,7 @@ class Launcher:
             raise LaunchError(f"{rs.name}: stopped while it was starting")
         log.write(f"$ {' '.join(argv)}\n".encode())
         log.flush()
+        cpus = rs.stack.spec.cpus
         try:
             p = subprocess.Popen(
                 argv,
@@ -374,10 +381,22 @@ class Launcher:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=new_session,
-                preexec_fn=child_setup(rs.stack.spec.cpus, rs.cgroup_dir),
+                preexec_fn=child_setup(cpus, rs.cgroup_dir),
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             raise LaunchError(f"{rs.name}: cannot run {argv[0]}: {exc.strerror or exc}") from None
+        except subprocess.SubprocessError as exc:
+            # the set-up between fork and exec failed (Python keeps only "Exception occurred
+            # in preexec_fn"): say what that set-up was, never a bare SubprocessError
+            steps = ["the parent-death signal"]
+            if cpus:
+                steps.append(f"pinning to CPUs {','.join(map(str, cpus))} (key 'cpus')")
+            if rs.cgroup_dir is not None:
+                steps.append(f"entering cgroup {rs.cgroup_dir} (key 'memory_max')")
+            raise LaunchError(
+                f"{rs.name}: cannot start {argv[0]}: the process set-up failed "
+                f"({'; '.join(steps)}): {exc}"
+            ) from None
         rs.procs.append(p)
         self._dog().watch(p.pid)
         return p

@@ -8,8 +8,18 @@ server that calls setsid() itself, like php-fpm, gets sid == its own pid). When 
 closes without a goodbye — stackrace exited or was killed — the watchdog sends SIGTERM to
 every process in those sessions, then SIGKILL to what is left, and exits.
 
+It also folds the stacks' short run directories (see `stackrace.stacks.rundirs`): their
+logs move back under the runs dir and the directories in the temp dir are removed.
+
+The private MariaDB uses it too: mariadbd switches to the `mysql` account, and the
+kernel clears PR_SET_PDEATHSIG on that change of user, so a scoped server needs this
+watchdog to stop with its owner (given a longer grace: a clean shutdown keeps MyISAM
+tables from being marked crashed).
+
 Protocol on its stdin, one line each: "+SID" watch a session, "-SID" forget it,
-"bye" a clean exit (nothing to clean). `python -m stackrace.stacks.watchdog`.
+"fold\tSHORT\tLINK" fold this short run dir if stackrace dies, "unfold\tSHORT" forget
+it, "bye" a clean exit (nothing to clean).
+`python -m stackrace.stacks.watchdog [GRACE_SECONDS]` (default 2).
 """
 
 from __future__ import annotations
@@ -20,39 +30,53 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+from stackrace.stacks import rundirs
 from stackrace.stacks.procs import pids_in_sessions, signal_sessions
 
 _GRACE_S = 2.0
 
 
-def main() -> None:
+def main(grace: float = _GRACE_S) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for stackrace, not for us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nor is the terminal closing
     sessions: set[int] = set()
+    dirs: dict[str, str] = {}  # short run dir -> its link under the runs dir
     for raw in sys.stdin:
-        line = raw.strip()
+        line = raw.rstrip("\n")
         if line == "bye":
             return
         if line[:1] == "+" and line[1:].isdigit():
             sessions.add(int(line[1:]))
         elif line[:1] == "-" and line[1:].isdigit():
             sessions.discard(int(line[1:]))
-    if not sessions:
-        return
-    signal_sessions(sessions, signal.SIGTERM)
-    end = time.monotonic() + _GRACE_S
-    while time.monotonic() < end and pids_in_sessions(sessions):
-        time.sleep(0.05)
-    signal_sessions(sessions, signal.SIGKILL)
+        elif line.startswith("fold\t") and line.count("\t") == 2:
+            _, short, link = line.split("\t")
+            dirs[short] = link
+        elif line.startswith("unfold\t"):
+            dirs.pop(line.partition("\t")[2], None)
+    if sessions:
+        signal_sessions(sessions, signal.SIGTERM)
+        end = time.monotonic() + grace
+        while time.monotonic() < end and pids_in_sessions(sessions):
+            time.sleep(0.05)
+        signal_sessions(sessions, signal.SIGKILL)
+        end = time.monotonic() + _GRACE_S  # until the killed are gone: they hold the logs
+        while time.monotonic() < end and pids_in_sessions(sessions):
+            time.sleep(0.05)
+    for short, link in dirs.items():
+        with contextlib.suppress(OSError):
+            rundirs.fold(Path(link), Path(short))
 
 
 class Watchdog:
     """The launcher's end of the pipe."""
 
-    def __init__(self) -> None:
+    def __init__(self, grace: float = _GRACE_S) -> None:
+        """`grace`: seconds between SIGTERM and SIGKILL when it has to act."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "stackrace.stacks.watchdog"],
+            [sys.executable, "-m", "stackrace.stacks.watchdog", f"{grace:g}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             start_new_session=True,
@@ -74,6 +98,12 @@ class Watchdog:
     def forget(self, sid: int) -> None:
         self._send(f"-{sid}")
 
+    def fold_on_death(self, link: Path, short: Path) -> None:
+        self._send(f"fold\t{short}\t{link}")
+
+    def forget_dir(self, short: Path) -> None:
+        self._send(f"unfold\t{short}")
+
     def close(self) -> None:
         """Everything was stopped cleanly: let the watchdog go without acting."""
         self._send("bye")
@@ -88,4 +118,4 @@ class Watchdog:
 
 
 if __name__ == "__main__":
-    main()
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else _GRACE_S)
