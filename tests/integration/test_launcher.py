@@ -18,7 +18,7 @@ from stackrace.config import load_stacks, resolve
 from stackrace.engine.client import Engine
 from stackrace.engine.model import TargetSpec
 from stackrace.stacks.launcher import CRASHED, READY, STOPPED, Launcher, LaunchError
-from stackrace.stacks.procs import pids_in_sessions
+from stackrace.supervise.procs import pids_in_sessions
 from stackrace.stacks.sampler import TreeSampler
 from tests.helpers import wait_for
 

@@ -17,7 +17,7 @@ import pytest
 
 from stackrace.config import load_stacks, resolve
 from stackrace.stacks.launcher import CRASHED, FAILED, READY, STOPPED, Launcher
-from stackrace.stacks.procs import pids_in_sessions
+from stackrace.supervise.procs import pids_in_sessions
 from stackrace.stacks.sampler import TreeSampler
 from tests.conftest_stacks import (
     live,

@@ -4,7 +4,7 @@ Two lifetimes:
 - a service (`scoped=False`, what `stackrace db up` makes): started in its own session with
   stdin closed; it outlives the command and the user stops it with `stackrace db down`;
 - process-scoped (`scoped=True`, for tests and `stackrace bench`): a watchdog process
-  (`stackrace.stacks.watchdog`) sends it SIGTERM when its owner dies, even by SIGKILL —
+  (`stackrace.supervise.watchdog`) sends it SIGTERM when its owner dies, even by SIGKILL —
   PR_SET_PDEATHSIG alone is not enough, the kernel clears it when mariadbd switches to
   the `mysql` account — and `close()` or leaving the `with` block stops it. A server
   already running on the same directory is reused and left running.
@@ -46,15 +46,14 @@ from stackrace.db.paths import InstancePaths, default_dir, find_binary, shadow_b
 from stackrace.db.proc import (
     die_with_parent,
     is_our_server,
-    listener_pid,
     nofile_hard_limit,
-    port_in_use,
     process_name,
     read_pid,
 )
 from stackrace.db.server_user import ServerUser
 from stackrace.db.settings import DbSettings
-from stackrace.stacks.watchdog import Watchdog
+from stackrace.ports import pid_listening_on, port_in_use
+from stackrace.supervise.watchdog import Watchdog
 
 DEFAULT_PORT = 13306
 DEFAULT_MAX_CONNECTIONS = 4000
@@ -433,7 +432,7 @@ class ManagedMariaDB:
         if not 1 <= port <= 65535:
             raise DbError(f"port {port} is not a valid TCP port")
         if port_in_use(port, LOOPBACK):
-            pid = listener_pid(port)
+            pid = pid_listening_on(port)
             who = f" by {process_name(pid)} (pid {pid})" if pid else ""
             raise DbError(
                 f"port {port} on {LOOPBACK} is already in use{who}; "

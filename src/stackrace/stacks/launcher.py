@@ -39,7 +39,6 @@ import fcntl
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -48,9 +47,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackrace.config import HOST, ConfigError, Stack, placeholders, render
+from stackrace.ports import free_port, port_in_use
 from stackrace.stacks import cgroup, probe, rundirs
-from stackrace.stacks.procs import child_setup, pids_in_sessions, signal_sessions
-from stackrace.stacks.watchdog import Watchdog
+from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
+from stackrace.supervise.watchdog import Watchdog
 
 STARTING = "starting"
 READY = "ready"
@@ -111,24 +111,6 @@ def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
         finally:
             os.close(other)
     return root, fd
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def port_in_use(port: int) -> bool:
-    """Whether something listens on the port. SO_REUSEADDR, as servers set it, so that
-    connections in TIME_WAIT (left by a server that closed them) do not count."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return True
-    return False
 
 
 @dataclass

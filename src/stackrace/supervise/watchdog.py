@@ -8,7 +8,7 @@ server that calls setsid() itself, like php-fpm, gets sid == its own pid). When 
 closes without a goodbye — stackrace exited or was killed — the watchdog sends SIGTERM to
 every process in those sessions, then SIGKILL to what is left, and exits.
 
-It also folds the stacks' short run directories (see `stackrace.stacks.rundirs`): their
+It also folds the stacks' short run directories (see `stackrace.supervise.rundirs`): their
 logs move back under the runs dir and the directories in the temp dir are removed.
 
 The private MariaDB uses it too: mariadbd switches to the `mysql` account, and the
@@ -19,7 +19,7 @@ tables from being marked crashed).
 Protocol on its stdin, one line each: "+SID" watch a session, "-SID" forget it,
 "fold\tSHORT\tLINK" fold this short run dir if stackrace dies, "unfold\tSHORT" forget
 it, "bye" a clean exit (nothing to clean).
-`python -m stackrace.stacks.watchdog [GRACE_SECONDS]` (default 2).
+`python -m stackrace.supervise.watchdog [GRACE_SECONDS]` (default 2).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import sys
 import time
 from pathlib import Path
 
-from stackrace.stacks import rundirs
-from stackrace.stacks.procs import pids_in_sessions, signal_sessions
+from stackrace.supervise import rundirs
+from stackrace.supervise.procs import pids_in_sessions, signal_sessions
 
 _GRACE_S = 2.0
 
@@ -76,7 +76,7 @@ class Watchdog:
     def __init__(self, grace: float = _GRACE_S) -> None:
         """`grace`: seconds between SIGTERM and SIGKILL when it has to act."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "stackrace.stacks.watchdog", f"{grace:g}"],
+            [sys.executable, "-m", "stackrace.supervise.watchdog", f"{grace:g}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             start_new_session=True,
