@@ -113,6 +113,9 @@ def run(args: argparse.Namespace) -> int:
         if opened is None:
             return 2
         db, plan.db_env = opened
+        from stackrace.db.watch import DbWatch
+
+        plan.database = DbWatch(db.settings)
     placement, why = plan_placement(plan.settings, len(plan.stacks))
     recorder = BenchRecorder(plan, placement, why)
     interrupted: str | None = None
@@ -136,7 +139,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    failed = any(st.error for st in result.stacks)
+    for note in result.notes:
+        print(f"! {note}", file=sys.stderr)
+    lost_db = any(lv.db_down for st in result.stacks for lv in st.levels) or any(
+        "database" in (st.error or "") for st in result.stacks
+    )
+    if lost_db:
+        print("stackrace bench: the database went down during the run", file=sys.stderr)
+    failed = any(st.error for st in result.stacks) or lost_db
     if verdict is not None:
         print("\n".join(gate.verdict_lines(verdict, args.baseline)))
         return 1 if not verdict.ok else 0

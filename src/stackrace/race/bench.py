@@ -39,6 +39,7 @@ import psutil
 
 from stackrace import __version__
 from stackrace.config import Stack, placeholders, render
+from stackrace.db.watch import DbWatch
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, WindowStats
 from stackrace.race import accounting
@@ -60,8 +61,6 @@ from stackrace.report.schema import (
 from stackrace.stacks.sampler import ResourceSample
 
 Progress = Callable[[str], None]
-# A database watcher: is it up now, and was it down at any time since `since`?
-DbDown = Callable[[float], bool]
 
 
 @dataclass
@@ -70,7 +69,9 @@ class BenchPlan:
     settings: RaceSettings
     preset: str | None = None
     db_env: dict[str, str] = field(default_factory=dict)
-    db_down: DbDown | None = None  # set when the workload uses a database
+    # set when the workload uses a database: a level measured while it was down is marked
+    # (and not judged), and no stack is started against a dead database
+    database: DbWatch | None = None
     stacks_file: str | None = None
 
 
@@ -339,7 +340,8 @@ class LevelRunner:
             else:
                 await self._measure_time(live)
             snap = self.core.engine.latest
-            down = self.plan.db_down is not None and self.plan.db_down(started)
+            watch = self.plan.database
+            down = watch is not None and bool(watch.down_during(started, time.monotonic()))
             for i in live:
                 t = self.core.target(i)
                 if t is None:
@@ -455,6 +457,9 @@ async def run_bench(
     core.concurrency = 0
     runner = LevelRunner(core, plan, progress)
     await core.start([], placement=placement)
+    watch = plan.database
+    if watch is not None:
+        await watch.start()
     try:
         groups = (
             [[k] for k in range(len(plan.stacks))]
@@ -462,6 +467,12 @@ async def run_bench(
             else [list(range(len(plan.stacks)))]
         )
         for group in groups:
+            if watch is not None and watch.state == "down":
+                for k in group:
+                    res = rec.stack(plan.stacks[k], placement.stack_cpus[k])
+                    res.error = f"not measured: {watch.describe()}"
+                    progress(f"✗ {plan.stacks[k].name}: {res.error}")
+                continue
             ids = _start_group(core, source, rec, plan, placement, group, progress)
             timeout = max([120.0, *(plan.stacks[k].spec.ready_timeout + 5 for k in group)])
             await core.wait_ready(ids, timeout=timeout)
@@ -496,6 +507,13 @@ async def run_bench(
                 await core.stop_member(i)
     finally:
         await core.stop()
+        if watch is not None:
+            await watch.stop()
+            for i in watch.intervals:
+                rec.run.notes.append(
+                    f"database {'restarted' if i.restarted else 'down'}: {i.cause} "
+                    f"(levels measured then are marked and not judged)"
+                )
     return rec.finish()
 
 

@@ -82,6 +82,9 @@ class SessionView:
     shared_cores: bool = False
     timeout: float = 10.0
     keepalive: bool = True
+    # "" while the database is fine or unused; else what happened to it (the figures
+    # are then the database's, not the stacks', and no verdict is drawn)
+    database: str = ""
 
 
 @dataclass(frozen=True)
@@ -272,6 +275,13 @@ class Session:
         if self.ramp is not None and self.ramp.level is not None:
             ramp = f"ramp {self.ramp.progress()} → {self.ramp.level}"
         placement = self.core.placement
+        database = ""
+        state_of = getattr(self.core.source, "database_state", None)
+        if state_of is not None:
+            database = state_of()
+            if database:
+                for pane in panes:
+                    pane.verdict = None
         return SessionView(
             seq=snap.seq if snap is not None else 0,
             panes=panes,
@@ -286,6 +296,7 @@ class Session:
             shared_cores=placement.shared if placement else False,
             timeout=self.core.settings.timeout,
             keepalive=self.core.settings.keepalive,
+            database=database,
         )
 
     # --- on demand ------------------------------------------------------------------

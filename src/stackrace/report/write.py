@@ -29,6 +29,10 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
     )
     for st in run.stacks:
         console.print("  " + tables.breaking_line(st))
+    for note in tables.notes_lines(run):
+        console.print(f"  [yellow]† {note}[/]")
+    if run.interrupted:
+        console.print(f"[yellow]interrupted ({run.interrupted}): later levels are missing[/]")
     saturated = [
         f"{st.name}@{lv.concurrency}"
         for st in run.stacks

@@ -48,7 +48,8 @@ from pathlib import Path
 
 from stackrace.config import HOST, ConfigError, Stack, placeholders, render
 from stackrace.ports import free_port, port_in_use
-from stackrace.stacks import cgroup, probe, rundirs
+from stackrace.stacks import cgroup, probe
+from stackrace.supervise import rundirs
 from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
 from stackrace.supervise.watchdog import Watchdog
 

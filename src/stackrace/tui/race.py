@@ -140,6 +140,8 @@ class RaceScreen(Screen[None]):
         else:
             self._put("engine-health", f"engine CPU\n[b]{view.engine_cpu:.0f}%[/b] of a core")
         status = []
+        if view.database:
+            status.append(f"[b red]{view.database.upper()}: figures are the database's[/]")
         if view.shared_cores:
             # the fair figures then are each pane's CPU µs per request and its wait for a core
             status.append(f"[yellow]{view.placement}[/]")
