@@ -29,7 +29,7 @@ from stackrace.db import (
     work_between,
 )
 from stackrace.db.paths import InstancePaths, find_binary
-from stackrace.db.proc import port_in_use
+from stackrace.ports import port_in_use
 
 
 def test_parse_dsn_full() -> None:
