@@ -113,19 +113,19 @@ def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
     return root, fd
 
 
-def free_port() -> int:
+def free_port(host: str = HOST) -> int:
     with socket.socket() as s:
-        s.bind((HOST, 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
-def port_in_use(port: int) -> bool:
+def port_in_use(port: int, host: str = HOST) -> bool:
     """Whether something listens on the port. SO_REUSEADDR, as servers set it, so that
     connections in TIME_WAIT (left by a server that closed them) do not count."""
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind((HOST, port))
+            s.bind((host, port))
         except OSError:
             return True
     return False
@@ -146,6 +146,7 @@ class RunningStack:
     memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
     cgroup_dir: Path | None = None
     reaped: bool = False  # stopped and waited for: its pids may belong to others now
+    host: str = HOST  # the address it binds (a cluster's app node: see stackrace.cluster)
 
     @property
     def name(self) -> str:
@@ -153,7 +154,7 @@ class RunningStack:
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def main(self) -> subprocess.Popen[bytes] | None:
@@ -209,8 +210,12 @@ class Launcher:
         run_root: Path | None = None,
         env: dict[str, str] | None = None,
         on_change: StateCallback | None = None,
+        host: str = HOST,
     ) -> None:
         self._root_lock: int | None = None
+        # where stacks listen: loopback, except on a cluster's app node whose load comes
+        # from other hosts (stackrace.cluster chooses the node's own address then)
+        self.host = host
         if run_root:
             self.run_root = Path(run_root)
         else:
@@ -248,11 +253,13 @@ class Launcher:
         if stack.name in self.running and self.running[stack.name].state in (STARTING, READY):
             raise LaunchError(f"{stack.name}: already running")
         if port is None:
-            port = free_port()
-        elif port_in_use(port):
-            raise LaunchError(f"{stack.name}: port {port} on {HOST} is already in use")
+            port = free_port(self.host)
+        elif port_in_use(port, self.host):
+            raise LaunchError(f"{stack.name}: port {port} on {self.host} is already in use")
         run_dir = self._make_run_dir(stack)
-        rs = RunningStack(stack=stack, port=port, run_dir=run_dir, log_path=run_dir / "log.txt")
+        rs = RunningStack(
+            stack=stack, port=port, run_dir=run_dir, log_path=run_dir / "log.txt", host=self.host
+        )
         self.running[stack.name] = rs
         try:
             await self._spawn(rs)
@@ -317,7 +324,7 @@ class Launcher:
 
     async def _spawn(self, rs: RunningStack) -> None:
         spec = rs.stack.spec
-        values = placeholders(rs.stack, rs.port, rs.run_dir)
+        values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host)
         for tmpl in spec.files:
             src = Path(render(tmpl.template, values))
             try:
@@ -410,7 +417,7 @@ class Launcher:
                     f"{dead.returncode} before it was ready"
                 )
             try:
-                resp = await probe.get(HOST, rs.port, spec.health, timeout=2.0)
+                resp = await probe.get(rs.host, rs.port, spec.health, timeout=2.0)
                 if resp.status == 200:
                     rs.ready_at = time.monotonic()
                     self._set_state(rs, READY)
