@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Protocol
 
 import msgspec
 import psutil
@@ -46,6 +47,18 @@ from stackrace.stacks.sampler import TreeSampler
 from stackrace.workloads import WORKLOADS
 
 Progress = Callable[[str], None]
+
+
+class BenchBackend(Protocol):
+    """Where the stacks run and where the load comes from, when not on this machine
+    (`bench --cluster`: stackrace.cluster.bench_backend). Its launcher, stacks and
+    samplers have the shape of Launcher, RunningStack and TreeSampler."""
+
+    cores: list[int]  # the stacks' host's cores (the engine is elsewhere)
+
+    def launcher(self, env: dict[str, str]) -> Any: ...
+    def engine(self, settings: EngineSettings) -> Engine: ...
+    def sampler(self, rs: Any) -> Any: ...
 
 
 @dataclass
@@ -131,13 +144,21 @@ def choose_isolation(plan: BenchPlan, cores: int) -> tuple[str, str]:
 
 
 def core_plan(
-    isolation: str, n_stacks: int, per_stack: int | None, cores: list[int]
+    isolation: str,
+    n_stacks: int,
+    per_stack: int | None,
+    cores: list[int],
+    engine_here: bool = True,
 ) -> tuple[list[int] | None, list[list[int] | None]]:
-    """(engine cpus, cpus per stack): the engine on the last core, servers on the others."""
-    if len(cores) < 2:
+    """(engine cpus, cpus per stack): the engine on the last core, servers on the others;
+    every core is the servers' when the engine runs on another host."""
+    if not engine_here:
+        engine, rest = None, cores
+    elif len(cores) < 2:
         return None, [None] * n_stacks
-    engine = [cores[-1]]
-    rest = cores[:-1]
+    else:
+        engine = [cores[-1]]
+        rest = cores[:-1]
     if isolation == "rotate":
         take = rest[: per_stack or len(rest)]
         return engine, [take] * n_stacks
@@ -306,11 +327,16 @@ def _judge(result: StackResult) -> StackResult:
     return msgspec.structs.replace(result, breaking_point=bp.level, breaking_reason=bp.reason)
 
 
-async def run_bench(plan: BenchPlan, progress: Progress = lambda s: None) -> BenchRun:
+async def run_bench(
+    plan: BenchPlan, progress: Progress = lambda s: None, backend: BenchBackend | None = None
+) -> BenchRun:
     machine = machine_info()
-    cores = sorted(os.sched_getaffinity(0))
-    isolation, why = choose_isolation(plan, len(cores))
-    engine_cpus, stack_cpus = core_plan(isolation, len(plan.stacks), plan.cpus, cores)
+    cores = sorted(os.sched_getaffinity(0)) if backend is None else backend.cores
+    # with a backend the engine is on other hosts: it needs no core of the stacks' host
+    isolation, why = choose_isolation(plan, len(cores) + (backend is not None))
+    engine_cpus, stack_cpus = core_plan(
+        isolation, len(plan.stacks), plan.cpus, cores, engine_here=backend is None
+    )
     progress(f"isolation: {isolation} ({why}); engine on cpu {engine_cpus or 'any'}")
     settings = Settings(
         stacks=[s.name for s in plan.stacks],
@@ -340,16 +366,18 @@ async def run_bench(plan: BenchPlan, progress: Progress = lambda s: None) -> Ben
 
     levels = plan.concurrency if plan.rate is None else [int(plan.rate)]
     biggest = max(levels)
+    # with a request budget a level lasts a second or two: short intervals keep the
+    # measured time (whole intervals) close to the time the requests took
+    engine_settings = EngineSettings(
+        timeout=plan.timeout, interval=0.05 if plan.requests else 0.25
+    )
     async with (
-        Launcher(env=plan.db_env) as launcher,
-        # with a request budget a level lasts a second or two: short intervals keep the
-        # measured time (whole intervals) close to the time the requests took
-        Engine(
-            EngineSettings(timeout=plan.timeout, interval=0.05 if plan.requests else 0.25),
-            procs=1,
-            cpus=engine_cpus,
-        ) as engine,
-    ):
+        Launcher(env=plan.db_env) if backend is None else backend.launcher(plan.db_env)
+    ) as launcher, (
+        Engine(engine_settings, procs=1, cpus=engine_cpus)
+        if backend is None
+        else backend.engine(engine_settings)
+    ) as engine:
 
         async def start(
             stack: Stack, cpus: list[int] | None
@@ -370,7 +398,7 @@ async def run_bench(plan: BenchPlan, progress: Progress = lambda s: None) -> Ben
             await engine.add_target(
                 TargetSpec(id=stack.name, url=rs.url + plan.path, concurrency=0, check=check)
             )
-            sampler = TreeSampler(rs.root_pids)
+            sampler = TreeSampler(rs.root_pids) if backend is None else backend.sampler(rs)
             sampler.mark_before()
             return rs, sampler
 

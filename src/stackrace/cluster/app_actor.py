@@ -67,9 +67,9 @@ def _status(rs: RunningStack, sample: ResourceSample | None = None) -> StackStat
 
 
 class AppHost:
-    def __init__(self, node_id: str, host: str = HOST, env: dict[str, str] | None = None) -> None:
+    def __init__(self, node_id: str, host: str = HOST) -> None:
         self.node_id = node_id
-        self.launcher = Launcher(env=env, host=host)
+        self.launcher = Launcher(host=host)
         # two kinds of samplers, so that one's CPU window never cuts the other's: the
         # status samplers feed the app's panes every refresh; the named ones are bench's,
         # which measures CPU from one call to the next

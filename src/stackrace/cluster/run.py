@@ -28,7 +28,7 @@ from stackrace.cluster.app_actor import AppHost, DbHost
 from stackrace.cluster.app_role import RemoteLauncher, call
 from stackrace.cluster.engine_actor import EngineHost
 from stackrace.cluster.errors import ClusterError, PlacementError, RayMissing
-from stackrace.cluster.hostinfo import check_compatible
+from stackrace.cluster.hostinfo import HostInfo, check_compatible
 from stackrace.cluster.load_role import ClusterEngine, RayLinks, first_line
 from stackrace.cluster.nodes import LoadSlot, NodeInfo, live_nodes, load_slots, one_node
 from stackrace.cluster.placement import Placement
@@ -57,6 +57,8 @@ class ClusterRun:
         self._app_host = ray.remote(AppHost)
         self._db_host = ray.remote(DbHost)
         self._db_env: dict[str, str] | None = None
+        self._app_actor: Any = None
+        self.app_info: HostInfo | None = None
 
     @classmethod
     def connect(cls, address: str | None, placement: Placement) -> ClusterRun:
@@ -110,19 +112,32 @@ class ClusterRun:
         self._actors.append(actor)
         return actor
 
-    async def _ready(self, actor: Any, role: str, node: NodeInfo) -> None:
+    def _ready(self, actor: Any, role: str, node: NodeInfo) -> HostInfo:
+        """Wait (bounded) until an actor runs on its node and runs our stackrace."""
+        ray = self.ray
         try:
-            info = await call(actor.ready.remote(), self.placement.timeout)
-        except TimeoutError:
+            info = ray.get(actor.ready.remote(), timeout=self.placement.timeout)
+        except (TimeoutError, ray.exceptions.GetTimeoutError):
+            ray.kill(actor)
             raise ClusterError(
                 f"the {role} host on {node.describe()} was not ready within "
                 f"{self.placement.timeout:g}s (is stackrace installed there?)"
             ) from None
-        except self.ray.exceptions.RayError as exc:
+        except ray.exceptions.RayError as exc:
             raise ClusterError(
                 f"the {role} host on {node.describe()} could not start: {first_line(exc)}"
             ) from None
         check_compatible(info, f"{role} node {node.address}")
+        return info
+
+    def app_host(self) -> Any:
+        """The AppHost actor on the app node, placed and ready (once per run)."""
+        if self._app_actor is None:
+            node = self.app_node
+            actor = self._place(self._app_host, node, self.bind_host)
+            self.app_info = self._ready(actor, "app", node)
+            self._app_actor = actor
+        return self._app_actor
 
     # --- what the commands use --------------------------------------------------------
 
@@ -148,14 +163,13 @@ class ClusterRun:
     async def launcher(
         self, env: dict[str, str] | None = None, sample_in_status: bool = False
     ) -> RemoteLauncher:
-        """The app host on the app node, ready; its stacks listen on `bind_host`."""
-        node = self.app_node
-        actor = self._place(self._app_host, node, self.bind_host, {**(env or {})})
-        await self._ready(actor, "app", node)
-        launcher = RemoteLauncher(actor, sample_in_status)
-        if self._db_env is not None:
-            await call(actor.set_env.remote(self._db_env))
-        return launcher
+        """The stacks on the app node (listening on `bind_host`), with `env` added to
+        their environment."""
+        actor = self.app_host()
+        if env:
+            # awaited: Ray does not promise an async actor's calls run in call order
+            await call(actor.set_env.remote(env))
+        return RemoteLauncher(actor, sample_in_status)
 
     async def database_env(self, rows: int = 1_000_000) -> dict[str, str]:
         """Start and seed the private MariaDB on the db node (default: the app node); the
@@ -172,8 +186,9 @@ class ClusterRun:
                 f"({self.app_node.address}): the private MariaDB listens on loopback only"
             )
         actor = self._place(self._db_host, node)
-        await self._ready(actor, "db", node)
+        self._ready(actor, "db", node)
         self._db_env = await call(actor.start.remote(rows), 300.0)
+        await call(self.app_host().set_env.remote(self._db_env))
         return self._db_env
 
     def close(self) -> None:

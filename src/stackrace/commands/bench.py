@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from stackrace.benchrun import BenchPlan, run_bench
+from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands._common import load, resolve_all
 from stackrace.config import ConfigError
 from stackrace.presets import load_preset
@@ -53,6 +54,7 @@ def register(p: argparse.ArgumentParser) -> None:
         default="qps<-10%,p99>+25%,failures>0.1%",
         help="regression rules (default: %(default)s)",
     )
+    add_cluster_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -129,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"stackrace bench: {exc}", file=sys.stderr)
             return 2
+    if wants_cluster(args):
+        return _run_on_cluster(args, plan)
     db = None
     if WORKLOADS[plan.workload].needs_db:
         from stackrace.commands.db_hook import open_for_workload
@@ -160,6 +164,38 @@ def run(args: argparse.Namespace) -> int:
             print(f"gate passed: {len(verdict.passed)} checks against {args.baseline}")
         return 1 if not verdict.ok else 0
     return 1 if failed else 0
+
+
+def _run_on_cluster(args: argparse.Namespace, plan: BenchPlan) -> int:
+    """bench --cluster: the same run, its stacks on the app node and its engine processes
+    on the load nodes (stackrace.cluster). No baseline re-measuring (yet)."""
+    from stackrace.cluster.errors import ClusterError
+    from stackrace.cluster.frontends import ClusterBenchBackend
+
+    if args.baseline:
+        print("stackrace bench: --baseline is not supported with --cluster yet", file=sys.stderr)
+        return 2
+    cluster = connect_from_args(args, "stackrace bench")
+    if cluster is None:
+        return 2
+    try:
+        backend = ClusterBenchBackend(cluster)
+        _progress(backend.describe())
+
+        async def go() -> BenchRun:
+            if WORKLOADS[plan.workload].needs_db:
+                plan.db_env = await cluster.database_env()
+            return await run_bench(plan, _progress, backend)
+
+        result = asyncio.run(go())
+    except ClusterError as exc:
+        print(f"stackrace bench: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        cluster.close()
+    print_run(result)
+    write_outputs(result, args.json_out, args.csv_out, args.md_out, args.chart_out)
+    return 1 if any(st.error for st in result.stacks) else 0
 
 
 async def _remeasure(

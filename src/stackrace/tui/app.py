@@ -6,7 +6,7 @@ import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -87,8 +87,11 @@ class StackraceApp(App[int]):
         await self.stop_everything()
 
 
-def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[StackChoice], bool]:
-    """The session, first plan and picker catalog for these command-line arguments."""
+def build_session(
+    args: argparse.Namespace, parts: tuple[Any, Any] | None = None
+) -> tuple[Session, RacePlan, list[StackChoice], bool]:
+    """The session, first plan and picker catalog for these command-line arguments;
+    `parts`: an engine and a launcher made elsewhere (`stackrace --cluster`)."""
     from stackrace.session import UrlTarget, default_launcher
 
     urls = tuple(
@@ -108,17 +111,21 @@ def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[Sta
     from stackrace.engine.client import Engine
     from stackrace.engine.model import EngineSettings
 
-    launcher = default_launcher(getattr(args, "stacks_file", None))
+    if parts is not None:
+        engine, launcher = parts
+    else:
+        engine = Engine(EngineSettings(interval=0.25))
+        launcher = default_launcher(getattr(args, "stacks_file", None))
     catalog = launcher.catalog() if launcher is not None else []
     start_db = launcher.start_database if launcher is not None else None
-    session = Session(Engine(EngineSettings(interval=0.25)), launcher, start_db=start_db)
+    session = Session(engine, launcher, start_db=start_db)
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = bool(catalog) or not urls
     return session, plan, catalog, show_picker
 
 
-def run_app(args: argparse.Namespace) -> int:
-    session, plan, catalog, show_picker = build_session(args)
+def run_app(args: argparse.Namespace, parts: tuple[Any, Any] | None = None) -> int:
+    session, plan, catalog, show_picker = build_session(args, parts)
     drive = None
     if getattr(args, "demo", False):
         # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
