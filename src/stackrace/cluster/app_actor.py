@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stackrace.cluster.hostinfo import HostInfo, this_host
+from stackrace.cluster.hostinfo import HostInfo, current_node_id, this_host
 from stackrace.config import HOST, Stack
 from stackrace.stacks.availability import check
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
@@ -77,7 +77,7 @@ class AppHost:
         self._samplers: dict[str, TreeSampler] = {}
 
     async def ready(self) -> HostInfo:
-        return this_host(self.node_id)
+        return this_host(current_node_id())
 
     def catalog(self, stacks: list[Stack]) -> list[CatalogEntry]:
         """Which of these stacks can start on this node (binaries, builds), and why not."""
@@ -160,7 +160,7 @@ class DbHost:
         self._db: object | None = None
 
     async def ready(self) -> HostInfo:
-        return this_host(self.node_id)
+        return this_host(current_node_id())
 
     async def start(self, rows: int) -> dict[str, str]:
         """Start and seed it (if needed); the environment the stacks connect with."""

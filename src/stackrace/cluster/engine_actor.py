@@ -29,7 +29,7 @@ import contextlib
 import os
 import sys
 
-from stackrace.cluster.hostinfo import HostInfo, this_host
+from stackrace.cluster.hostinfo import HostInfo, current_node_id, this_host
 
 _LINE_LIMIT = 16 * 1024 * 1024  # a report line with a wide histogram can be long
 
@@ -65,7 +65,7 @@ class EngineHost:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(self._proc.pid, set(self.cpus))
         self._reader = asyncio.create_task(self._read())
-        return this_host(self.node_id)
+        return this_host(current_node_id())
 
     def pid(self) -> int | None:
         """The engine process's pid on this node (for tests and messages)."""

@@ -40,6 +40,13 @@ def protocol_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
+def current_node_id() -> str:
+    """The node this actor runs on, as Ray knows it (not as it was asked for)."""
+    import ray  # only ever called inside an actor, where Ray is loaded
+
+    return ray.get_runtime_context().get_node_id()
+
+
 def this_host(node_id: str) -> HostInfo:
     return HostInfo(
         node_id=node_id,
@@ -52,8 +59,11 @@ def this_host(node_id: str) -> HostInfo:
     )
 
 
-def check_compatible(info: HostInfo, where: str) -> None:
-    """Refuse a node whose Python or stackrace differs from the driver's."""
+def check_compatible(info: HostInfo, where: str, node_id: str = "") -> None:
+    """Refuse a node whose Python or stackrace differs from the driver's, or an actor
+    that is not on the node it was placed on."""
+    if node_id and info.node_id != node_id:
+        raise ClusterError(f"{where}: placed on node {node_id[:12]}, runs on {info.node_id[:12]}")
     mine = this_host("")
     if info.python != mine.python:
         raise ClusterError(

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from stackrace.cluster.errors import ClusterError
-from stackrace.cluster.hostinfo import check_compatible
+from stackrace.cluster.hostinfo import HostInfo, check_compatible
 from stackrace.cluster.nodes import LoadSlot
 from stackrace.engine.channel import Command, Message, command_encoder, message_decoder
 from stackrace.engine.client import Engine, EngineError
@@ -56,6 +56,7 @@ class RayLink:
         self._out: list[bytes] = []
         self._flush_scheduled = False
         self._seq = 0
+        self.host_info: HostInfo | None = None  # the node it runs on, once open
 
     async def open(self) -> None:
         import ray
@@ -73,7 +74,7 @@ class RayLink:
             info = await asyncio.wait_for(
                 asyncio.wrap_future(actor.start.remote().future()), self._timeout
             )
-            check_compatible(info, f"load node {node.address}")
+            check_compatible(info, f"load node {node.address}", node.id)
         except TimeoutError:
             ray.kill(actor)
             raise LinkError(
@@ -90,6 +91,7 @@ class RayLink:
             ) from None
         self._actor = actor
         self._alive = True
+        self.host_info = info
         self.description = f"node {node.address} ({node.id[:12]}) pid {info.pid}"
 
     def send(self, cmd: Command) -> None:
@@ -161,11 +163,14 @@ class RayLinks:
         self.slots = list(slots)
         self.actor_class = actor_class
         self.timeout = timeout
+        self.made: list[RayLink] = []  # every link handed out, for where-is-what questions
 
     def __call__(self, index: int, cpus: Sequence[int] | None) -> EngineLink:
         # `cpus` are the driver's cores and mean nothing on a load node: the slot's own
         # pinning (cluster.toml) applies there instead
-        return RayLink(index, self.slots[index % len(self.slots)], self.actor_class, self.timeout)
+        link = RayLink(index, self.slots[index % len(self.slots)], self.actor_class, self.timeout)
+        self.made.append(link)
+        return link
 
 
 class ClusterEngine(Engine):
@@ -193,6 +198,7 @@ class ClusterEngine(Engine):
             links=links,
         )
         self.members = frozenset(members)
+        self.links = links
 
     async def add_target(
         self, spec: TargetSpec, cpus: Sequence[int] | None = None, procs: int | None = None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import uuid
 from typing import Any
 
@@ -35,6 +36,9 @@ from stackrace.cluster.placement import Placement
 from stackrace.config import HOST
 from stackrace.engine.model import EngineSettings
 
+# Ray's switch for multi-host clusters; "0" makes it take loopback as the node address
+_RAY_LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
 
 def import_ray() -> Any:
     """Ray, or RayMissing saying how to install it."""
@@ -43,6 +47,39 @@ def import_ray() -> Any:
     except ImportError:
         raise RayMissing() from None
     return ray
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    rest = address.split("://", 1)[-1]
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast when nothing listens at the head's address: Ray's own connect retries
+    for minutes, printing warnings."""
+    hp = _host_port(address)
+    if hp is None:
+        return  # "auto": Ray finds the local cluster itself
+    try:
+        socket.create_connection(hp, timeout=timeout).close()
+    except OSError as exc:
+        raise ClusterError(
+            f"nothing answers at {address} ({exc.strerror or exc}): is the Ray head "
+            "running there (ray start --head)?"
+        ) from None
+
+
+def prefer_loopback(address: str) -> None:
+    """A head on loopback is a one-machine cluster: keep Ray on loopback too. Without
+    this Ray rewrites 127.0.0.1 to the machine's outward address when it connects, where
+    a head started with --node-ip-address 127.0.0.1 does not listen. (Ray reads it when
+    it is first imported.)"""
+    hp = _host_port(address)
+    if hp is not None and hp[0] in ("127.0.0.1", "localhost", "::1"):
+        os.environ.setdefault(_RAY_LOCAL_ONLY, "0")
 
 
 class ClusterRun:
@@ -64,10 +101,12 @@ class ClusterRun:
     def connect(cls, address: str | None, placement: Placement) -> ClusterRun:
         """Join the cluster as its driver and resolve the load role (the app and db roles
         are resolved when first used, still before any load)."""
-        ray = import_ray()
         address = address or placement.address
         if not address:
             raise ClusterError("which cluster? --cluster ADDRESS (host:port of its head, or auto)")
+        prefer_loopback(address)
+        ray = import_ray()
+        check_reachable(address)
         try:
             ray.init(
                 address=address,
@@ -127,7 +166,7 @@ class ClusterRun:
             raise ClusterError(
                 f"the {role} host on {node.describe()} could not start: {first_line(exc)}"
             ) from None
-        check_compatible(info, f"{role} node {node.address}")
+        check_compatible(info, f"{role} node {node.address}", node.id)
         return info
 
     def app_host(self) -> Any:
@@ -203,6 +242,6 @@ class ClusterRun:
 
 
 def local_cluster_env() -> dict[str, str]:
-    """The environment for a one-machine Ray cluster on loopback only (tests, bench):
-    Ray otherwise rewrites 127.0.0.1 to the machine's outward address when it connects."""
-    return {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    """The environment for the processes of a one-machine Ray cluster on loopback only
+    (tests, bench/cluster_hop.py): see prefer_loopback."""
+    return {**os.environ, _RAY_LOCAL_ONLY: "0"}

@@ -1,0 +1,126 @@
+"""A race on a real three-node Ray cluster on this machine: the engine on the load node,
+the stacks on the app node, the merged counts against the servers' own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from stackrace.cluster.errors import ClusterError, PlacementError
+from stackrace.cluster.placement import Placement, with_flags
+from stackrace.cluster.run import ClusterRun
+from stackrace.config import load_stacks, resolve
+from stackrace.engine.client import EngineError
+from stackrace.engine.model import EngineSettings, TargetSpec
+from tests.cluster.conftest import LocalCluster, needs_ray
+
+pytestmark = [needs_ray, pytest.mark.cluster, pytest.mark.slow]
+
+FIXTURE = Path(__file__).parent.parent / "stacks_fixture.toml"
+
+
+def http_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def ancestors_named(pid: int) -> list[str]:
+    names = []
+    proc = psutil.Process(pid)
+    while proc is not None and proc.pid > 1:
+        names.append(proc.name())
+        proc = proc.parent()
+    return names
+
+
+async def test_race_two_stacks_across_nodes(ray_cluster: LocalCluster):
+    defs = load_stacks(str(FIXTURE))
+    run = ClusterRun.connect(ray_cluster.address, Placement())
+    try:
+        assert [s.node.id for s in run.slots] == [ray_cluster.nodes["load"]]
+        assert run.app_node.id == ray_cluster.nodes["app"]
+        assert run.bind_host == "127.0.0.1"  # one machine: the stacks stay on loopback
+        launcher = await run.launcher()
+        stacks = [await launcher.start(resolve(n, defs)) for n in ("plain", "forking")]
+        assert run.app_info is not None and run.app_info.node_id == ray_cluster.nodes["app"]
+        for rs in stacks:
+            assert rs.state == "ready"
+            # started by the app host's actor process, not by this driver
+            assert "ray::AppHost" in ancestors_named(rs.root_pids[0])
+            urllib.request.urlopen(rs.url + "/_reset", timeout=10).read()
+
+        engine = run.engine(EngineSettings(), per_target=True)
+        async with engine:
+            for rs in stacks:
+                await engine.add_target(
+                    TargetSpec(id=rs.name, url=rs.url + "/hello", concurrency=8)
+                )
+            await asyncio.sleep(2.5)
+            # every engine process runs on the load node
+            hosts = [link.host_info for link in engine.links.made]
+            assert len(hosts) == 2
+            assert {h.node_id for h in hosts if h} == {ray_cluster.nodes["load"]}
+            # stop sending, let every request be answered, then the counts must agree
+            await engine.set_concurrency(0)
+            await asyncio.sleep(1.0)
+            final = await engine.stop()
+        assert final is not None and not engine.errors
+        for rs in stacks:
+            t = final.target(rs.name)
+            assert t is not None
+            served = http_json(rs.url + "/_stats")["by_path"].get("/hello", 0)
+            assert t.total.requests > 500, t.total
+            assert t.total.failures == {}
+            assert t.total.waiting == 0
+            # the interval reports crossed the Ray hop and were merged on the driver:
+            # not one request lost or counted twice
+            assert t.total.requests == served == t.total.sent == t.total.ok
+            assert t.total.latency.count == served  # the merged histogram too
+        await launcher.stop_all()
+        assert all(rs.state == "stopped" for rs in launcher.running.values())
+        launcher.close()
+    finally:
+        run.close()
+
+
+def test_missing_node_fails_fast(ray_cluster: LocalCluster):
+    started = time.monotonic()
+    with pytest.raises(PlacementError) as exc:
+        ClusterRun.connect(ray_cluster.address, with_flags(Placement(), load_nodes=["id:deadbeef"]))
+    text = str(exc.value)
+    assert "matches no live node" in text
+    assert "stackrace-role=app" in text  # the live nodes are listed, with their labels
+    run = ClusterRun.connect(ray_cluster.address, with_flags(Placement(), app_node="rack=7"))
+    try:
+        with pytest.raises(PlacementError, match="the app role names rack=7"):
+            run.app_host()
+    finally:
+        run.close()
+    assert time.monotonic() - started < 20
+
+
+def test_unreachable_head_fails_fast():
+    from tests.helpers import free_port
+
+    started = time.monotonic()
+    with pytest.raises(ClusterError, match="nothing answers"):
+        ClusterRun.connect(f"127.0.0.1:{free_port()}", Placement())
+    assert time.monotonic() - started < 10
+
+
+async def test_load_only_goes_to_cluster_nodes(ray_cluster: LocalCluster):
+    run = ClusterRun.connect(ray_cluster.address, Placement())
+    try:
+        engine = run.engine(EngineSettings())
+        async with engine:
+            # TEST-NET-3: refused before any connection is made
+            with pytest.raises(EngineError, match="neither loopback nor a node"):
+                await engine.add_target(TargetSpec(id="x", url="http://203.0.113.5:80/"))
+    finally:
+        run.close()
