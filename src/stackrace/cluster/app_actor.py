@@ -5,7 +5,8 @@ every guarantee holds there unchanged: free port, own session, ready at the firs
 log file and tail, SIGTERM then SIGKILL, and nothing left behind — children get
 PR_SET_PDEATHSIG and the launcher's watchdog kills every recorded session when this
 actor's process dies. That is how the stacks die with the driver: Ray kills a driver's
-actors when the driver dies, and the watchdog does the rest.
+actors when the driver dies, and the watchdog does the rest. The watchdog is detached
+(not this process's child): Ray kills a dead actor's children, and would kill it too.
 
 Stacks are started from the actor's event-loop thread (async methods), which lives as
 long as the actor: the kernel ties PR_SET_PDEATHSIG to the thread that forked.
@@ -69,7 +70,9 @@ def _status(rs: RunningStack, sample: ResourceSample | None = None) -> StackStat
 class AppHost:
     def __init__(self, node_id: str, host: str = HOST) -> None:
         self.node_id = node_id
-        self.launcher = Launcher(host=host)
+        # detach_watchdog: Ray SIGKILLs a dead actor's child processes, which would take
+        # the launcher's watchdog with them before it killed the servers' own workers
+        self.launcher = Launcher(host=host, detach_watchdog=True)
         # two kinds of samplers, so that one's CPU window never cuts the other's: the
         # status samplers feed the app's panes every refresh; the named ones are bench's,
         # which measures CPU from one call to the next

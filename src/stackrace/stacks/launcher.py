@@ -211,11 +211,14 @@ class Launcher:
         env: dict[str, str] | None = None,
         on_change: StateCallback | None = None,
         host: str = HOST,
+        detach_watchdog: bool = False,
     ) -> None:
         self._root_lock: int | None = None
         # where stacks listen: loopback, except on a cluster's app node whose load comes
         # from other hosts (stackrace.cluster chooses the node's own address then)
         self.host = host
+        # a cluster's app host detaches its watchdog from Ray's reach (see watchdog.py)
+        self.detach_watchdog = detach_watchdog
         if run_root:
             self.run_root = Path(run_root)
         else:
@@ -243,7 +246,7 @@ class Launcher:
 
     def _dog(self) -> Watchdog:
         if self._watchdog is None:
-            self._watchdog = Watchdog()
+            self._watchdog = Watchdog(detach=self.detach_watchdog)
         return self._watchdog
 
     # --- start ---------------------------------------------------------------------

@@ -9,7 +9,14 @@ closes without a goodbye — stackrace exited or was killed — the watchdog sen
 every process in those sessions, then SIGKILL to what is left, and exits.
 
 Protocol on its stdin, one line each: "+SID" watch a session, "-SID" forget it,
-"bye" a clean exit (nothing to clean). `python -m stackrace.stacks.watchdog`.
+"bye" a clean exit (nothing to clean). `python -m stackrace.stacks.watchdog [--detach]`.
+
+`--detach` (Watchdog(detach=True)): the watchdog forks away at once, so that it is not
+a child of the launcher's process. A supervisor that kills a dead process's children —
+Ray does, for a dead actor (kill_child_processes_on_worker_exit) — would otherwise kill
+the watchdog together with the servers it should clean up after, and the servers' own
+workers, which nobody else kills, would outlive them. The pipe ties it to its launcher
+all the same.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ _GRACE_S = 2.0
 
 
 def main() -> None:
+    if "--detach" in sys.argv[1:] and os.fork() > 0:
+        os._exit(0)  # the child goes on, a child of init now, reading the same pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for stackrace, not for us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nor is the terminal closing
     sessions: set[int] = set()
@@ -50,9 +59,10 @@ def main() -> None:
 class Watchdog:
     """The launcher's end of the pipe."""
 
-    def __init__(self) -> None:
+    def __init__(self, detach: bool = False) -> None:
+        self.detach = detach
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "stackrace.stacks.watchdog"],
+            [sys.executable, "-m", "stackrace.stacks.watchdog", *(["--detach"] if detach else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             start_new_session=True,
@@ -60,7 +70,8 @@ class Watchdog:
         )
 
     def _send(self, line: str) -> None:
-        if self.proc.stdin is None or self.proc.poll() is not None:
+        # (detached, the process we started exits at once; the pipe says if the rest lives)
+        if self.proc.stdin is None or (not self.detach and self.proc.poll() is not None):
             return
         try:
             self.proc.stdin.write(line.encode() + b"\n")
