@@ -18,10 +18,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"stackrace: {exc}", file=sys.stderr)
                 return 2
         from stackrace.cluster.flags import wants_cluster
-        from stackrace.tui.app import run_app
 
         if wants_cluster(args):
             return _run_on_cluster(args)
+        from stackrace.tui.app import run_app
+
         return run_app(args)
     return _demo()
 
@@ -33,13 +34,13 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
     from stackrace.cluster.flags import connect_from_args
     from stackrace.cluster.frontends import app_parts
     from stackrace.config import load_stacks
-    from stackrace.session import DEFAULT_STACKS
-    from stackrace.tui.app import run_app
-
     cluster = connect_from_args(args, "stackrace")
     if cluster is None:
         return 2
     try:
+        from stackrace.session import DEFAULT_STACKS
+        from stackrace.tui.app import run_app
+
         return run_app(args, app_parts(cluster, load_stacks(args.stacks_file), DEFAULT_STACKS))
     except ClusterError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
