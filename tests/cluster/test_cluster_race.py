@@ -124,3 +124,43 @@ async def test_load_only_goes_to_cluster_nodes(ray_cluster: LocalCluster):
                 await engine.add_target(TargetSpec(id="x", url="http://203.0.113.5:80/"))
     finally:
         run.close()
+
+
+async def test_app_session_on_the_cluster(ray_cluster: LocalCluster):
+    """The app's session (headless) with the cluster's engine and launcher: panes fill
+    with the load nodes' figures and the app node's memory and CPU."""
+    from stackrace.cluster.frontends import app_parts
+    from stackrace.session import RacePlan, Session
+
+    run = ClusterRun.connect(ray_cluster.address, Placement())
+    try:
+        engine, launcher = app_parts(run, load_stacks(str(FIXTURE)), ("plain",))
+        offered = {c.id: c for c in launcher.catalog()}
+        assert offered["plain"].available and offered["plain"].default
+        assert not offered["missing-binary"].available
+        session = Session(engine, launcher, start_db=launcher.start_database)
+        await session.start(RacePlan(stacks=("plain", "forking"), concurrency=4))
+        deadline = time.monotonic() + 30
+        view = await session.poll()
+        while time.monotonic() < deadline:
+            view = await session.poll()
+            if all(
+                p.state == "ready"
+                and p.target is not None
+                and p.target.total.requests > 100
+                and p.resources is not None
+                and p.resources.rss > 0
+                for p in view.panes
+            ):
+                break
+            await asyncio.sleep(0.25)
+        else:
+            pytest.fail(f"the panes did not fill: {view}")
+        assert len(view.panes) == 2 and not view.errors
+        await session.set_concurrency(8)  # live, on the load node's engine processes
+        await asyncio.sleep(1.0)
+        view = await session.poll()
+        assert all(p.target is not None and p.target.connections == 8 for p in view.panes)
+        await session.stop()
+    finally:
+        run.close()

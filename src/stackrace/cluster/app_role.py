@@ -21,9 +21,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from stackrace.cluster.app_actor import StackStatus, StartReply
+from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
-from stackrace.config import Stack, StackDef, resolve
+from stackrace.config import ConfigError, Stack, StackDef, resolve
 from stackrace.stacks.launcher import LaunchError
 from stackrace.stacks.sampler import ResourceSample
 
@@ -215,6 +215,7 @@ class RemoteStackHandle:
         self._stack = stack
         self._rs: RemoteStack | None = None
         self._error: str | None = None
+        self._tail: tuple[float, str] = (0.0, "")  # (when fetched, text): see log_tail
         self._task = asyncio.ensure_future(self._start())
 
     async def _start(self) -> None:
@@ -237,9 +238,15 @@ class RemoteStackHandle:
         return self._rs.url if self._rs is not None else ""
 
     def log_tail(self, lines: int = 20) -> list[str]:
-        if self._rs is not None:
-            return self._rs.log_tail(lines).splitlines()
-        return (self._error or "").splitlines()[-lines:]
+        if self._rs is None:
+            return (self._error or "").splitlines()[-lines:]
+        # the session asks every tick while a stack is crashed; the tail is fetched from
+        # the app node (a blocking call) at most every 2 s
+        fetched, text = self._tail
+        if time.monotonic() - fetched > 2.0:
+            text = self._rs.log_tail(max(lines, 50))
+            self._tail = (time.monotonic(), text)
+        return text.splitlines()[-lines:]
 
     def resources(self) -> NodeResources | None:
         """The latest sample the status refresh brought."""
@@ -266,9 +273,14 @@ class ClusterStacksLauncher:
         self.remote = remote
         self._start_db = start_db
         self.handles: list[RemoteStackHandle] = []
-        stacks = [resolve(name, defs) for name in defs]
+        stacks, broken = [], []
+        for name in defs:
+            try:
+                stacks.append(resolve(name, defs))
+            except ConfigError as exc:  # shown as unavailable, with the reason
+                broken.append(CatalogEntry(name, False, str(exc)))
         # once, before the app opens: which stacks can start on the app node
-        self._catalog = ray.get(remote.actor.catalog.remote(stacks), timeout=_CALL_TIMEOUT)
+        self._catalog = broken + ray.get(remote.actor.catalog.remote(stacks), timeout=_CALL_TIMEOUT)
 
     def catalog(self) -> list[OfferedStack]:
         out = []
