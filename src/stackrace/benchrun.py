@@ -51,7 +51,7 @@ Progress = Callable[[str], None]
 
 class BenchBackend(Protocol):
     """Where the stacks run and where the load comes from, when not on this machine
-    (`bench --cluster`: stackrace.cluster.bench_backend). Its launcher, stacks and
+    (`bench --cluster`: stackrace.cluster.frontends.ClusterBenchBackend). Its launcher, stacks and
     samplers have the shape of Launcher, RunningStack and TreeSampler."""
 
     cores: list[int]  # the stacks' host's cores (the engine is elsewhere)

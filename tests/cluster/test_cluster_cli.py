@@ -215,3 +215,43 @@ def test_single_machine_path_never_imports_ray():
         "assert 'ray' not in sys.modules, 'ray was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@needs_ray
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_bench_command_on_the_cluster(ray_cluster: LocalCluster, tmp_path: Path):
+    out_json = tmp_path / "run.json"
+    out = subprocess.run(
+        [
+            *STACKRACE,
+            "--stacks-file",
+            str(FIXTURE),
+            "bench",
+            "--cluster",
+            ray_cluster.address,
+            "--stacks",
+            "plain,forking",
+            "--concurrency",
+            "4",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--json",
+            str(out_json),
+        ],
+        capture_output=True,
+        text=True,
+        env=ray_cluster.env,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "cluster: 1 engine process(es) per stack on 127.0.0.1" in out.stderr
+    run = json.loads(out_json.read_text())
+    for st in run["stacks"]:
+        assert not st.get("error"), st
+        (level,) = st["levels"]
+        assert level["requests"] > 100 and level["failures"] == {}
+        assert level["memory_before"]["rss"] > 0  # sampled on the app node
