@@ -34,9 +34,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--stacks-file", default=None, help="stacks.toml to use")
     if only is None:
+        from stackrace.cluster.flags import add_cluster_arguments
         from stackrace.tui.args import add_app_arguments
 
         add_app_arguments(parser)
+        add_cluster_arguments(parser)  # `stackrace --cluster ADDRESS`: the app on a cluster
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in COMMANDS:
         if only is not None and name != only:

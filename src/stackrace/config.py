@@ -380,9 +380,9 @@ def venv_bin(which: str = "main") -> Path:
     return Path(sys.executable).parent
 
 
-def placeholders(stack: Stack, port: int, run_dir: Path) -> dict[str, Any]:
+def placeholders(stack: Stack, port: int, run_dir: Path, host: str = HOST) -> dict[str, Any]:
     values: dict[str, Any] = {
-        "host": HOST,
+        "host": host,  # 127.0.0.1, except on a cluster's app node (see stackrace.cluster)
         "port": port,
         "workers": stack.workers,
         "threads": stack.threads,

@@ -47,7 +47,7 @@ def separate(targets: dict[str, str]) -> dict[str, float]:
             [sys.executable, "-m", "stackrace.cli", "load", url, "-c", str(CONC),
              "-d", f"{SECONDS}s", "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
-        )  # fmt: skip
+        )
         for name, url in targets.items()
     }
     return {

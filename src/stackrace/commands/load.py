@@ -9,11 +9,13 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import uvloop
 
 from stackrace import options
+from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.model import (
     BodyCheck,
@@ -27,6 +29,9 @@ from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.race import accounting
 from stackrace.report.write import check_output_paths
 from stackrace.units import fmt_bytes, fmt_count, fmt_us
+
+if TYPE_CHECKING:
+    from stackrace.cluster.run import ClusterRun
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -115,6 +120,7 @@ def register(p: argparse.ArgumentParser) -> None:
         default=None,
         help="write the latency histogram (HdrHistogram V2 base64) to this file",
     )
+    add_cluster_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -157,16 +163,25 @@ def run(args: argparse.Namespace) -> int:
             keepalive=args.keepalive,
             check=BodyCheck(kind="exact", arg=args.expect_body) if args.expect_body else None,
         )
-        require_loopback(parse_url(args.url).host, args.allow_remote)
+        if not wants_cluster(args):  # a cluster run checks against its nodes instead
+            require_loopback(parse_url(args.url).host, args.allow_remote)
     except (ValueError, OSError, RequestError, RemoteTargetError) as exc:
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 2
+    cluster = None
+    if wants_cluster(args):  # --cluster: the engine processes run on the load nodes
+        cluster = connect_from_args(args, "stackrace load")
+        if cluster is None:
+            return 2
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            return runner.run(_load(args, spec, settings, procs, cpus, duration, warmup))
+            return runner.run(_load(args, spec, settings, procs, cpus, duration, warmup, cluster))
     except EngineError as exc:
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if cluster is not None:
+            cluster.close()
 
 
 async def _load(
@@ -177,6 +192,7 @@ async def _load(
     cpus: list[int] | None,
     duration: float,
     warmup: float,
+    cluster: ClusterRun | None = None,
 ) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -185,7 +201,13 @@ async def _load(
     progress = sys.stderr.isatty()
     cpu_samples: list[float] = []
     saturated = 0
-    engine = Engine(settings, procs=procs, warmup=warmup, cpus=cpus, allow_remote=args.allow_remote)
+    if cluster is not None:
+        engine: Engine = cluster.engine(settings, warmup=warmup)
+        procs = engine.nprocs
+    else:
+        engine = Engine(
+            settings, procs=procs, warmup=warmup, cpus=cpus, allow_remote=args.allow_remote
+        )
     await engine.start()
     try:
         await engine.add_target(spec)

@@ -43,7 +43,14 @@ from stackrace.db.watch import DbWatch
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, WindowStats
 from stackrace.race import accounting
-from stackrace.race.core import Member, RaceCore, StackState
+from stackrace.race.core import (
+    LoadEngine,
+    Member,
+    RaceCore,
+    RaceParts,
+    StackStarter,
+    StackState,
+)
 from stackrace.race.placement import Placement, choose_isolation, place
 from stackrace.race.stacks import StacksSource
 from stackrace.race_settings import RaceSettings
@@ -121,10 +128,18 @@ def server_version(stack: Stack) -> str:
     return text[0][:80] if text else ""
 
 
-def plan_placement(settings: RaceSettings, n_stacks: int) -> tuple[Placement, str]:
-    cores = sorted(os.sched_getaffinity(0))
-    isolation, why = choose_isolation(settings.isolation, n_stacks, settings.cpus, len(cores))
-    return place(isolation, n_stacks, settings.cpus, cores), why
+def plan_placement(
+    settings: RaceSettings, n_stacks: int, parts: RaceParts | None = None
+) -> tuple[Placement, str]:
+    """Where the stacks and engines run: here, or (with `parts`) on other hosts, where the
+    stacks' host gives every core to the stacks."""
+    here = parts is None
+    cores = sorted(os.sched_getaffinity(0)) if parts is None else list(parts.cores)
+    # with the engines elsewhere they need no core of the stacks' host
+    isolation, why = choose_isolation(
+        settings.isolation, n_stacks, settings.cpus, len(cores) + (0 if here else 1)
+    )
+    return place(isolation, n_stacks, settings.cpus, cores, engine_here=here), why
 
 
 class BenchRecorder:
@@ -438,22 +453,28 @@ async def run_bench(
     plan: BenchPlan,
     progress: Progress = lambda s: None,
     recorder: BenchRecorder | None = None,
+    parts: RaceParts | None = None,
 ) -> BenchRun:
     """Run the plan; results go into `recorder` level by level (pass one to keep them if
-    the run is cancelled)."""
+    the run is cancelled). `parts`: the engine and stacks made elsewhere (--cluster)."""
     s = plan.settings
-    placement, why = plan_placement(s, len(plan.stacks))
+    placement, why = plan_placement(s, len(plan.stacks), parts)
     rec = recorder or BenchRecorder(plan, placement, why)
     progress(f"isolation: {placement.isolation} ({why}); {placement.note}")
-    engine = Engine(
-        # with a request budget a level lasts a second or two: short intervals keep the
-        # level's edges sharp
-        EngineSettings(timeout=s.timeout, interval=0.05 if s.requests else 0.25),
-        per_target=True,
-    )
-    source = StacksSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
+    if parts is not None and parts.note:
+        progress(parts.note)
+    # with a request budget a level lasts a second or two: short intervals keep the
+    # level's edges sharp
+    engine_settings = EngineSettings(timeout=s.timeout, interval=0.05 if s.requests else 0.25)
+    source: StackStarter
+    if parts is None:
+        engine: LoadEngine = Engine(engine_settings, per_target=True)
+        source = StacksSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
+    else:
+        engine = parts.engine(engine_settings)
+        source = parts.source
     source.use_database(plan.db_env)
-    core = RaceCore(engine, source, s, interval=engine.settings.interval)
+    core = RaceCore(engine, source, s, interval=engine_settings.interval)
     core.concurrency = 0
     runner = LevelRunner(core, plan, progress)
     await core.start([], placement=placement)
@@ -519,7 +540,7 @@ async def run_bench(
 
 def _start_group(
     core: RaceCore,
-    source: StacksSource,
+    source: StackStarter,
     rec: BenchRecorder,
     plan: BenchPlan,
     placement: Placement,

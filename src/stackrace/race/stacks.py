@@ -171,7 +171,7 @@ class StacksSource:
         await self.watch.start()
 
     def database_state(self) -> str:
-        """"" while the database is fine (or unused); otherwise one line saying what."""
+        """ "" while the database is fine (or unused); otherwise one line saying what."""
         if self.watch is None or self.watch.state in ("up", "unknown"):
             return ""
         return self.watch.describe()

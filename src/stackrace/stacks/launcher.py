@@ -129,6 +129,7 @@ class RunningStack:
     memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
     cgroup_dir: Path | None = None
     reaped: bool = False  # stopped and waited for: its pids may belong to others now
+    host: str = HOST  # the address it binds (a cluster's app node: see stackrace.cluster)
 
     @property
     def name(self) -> str:
@@ -136,7 +137,7 @@ class RunningStack:
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def main(self) -> subprocess.Popen[bytes] | None:
@@ -192,8 +193,15 @@ class Launcher:
         run_root: Path | None = None,
         env: dict[str, str] | None = None,
         on_change: StateCallback | None = None,
+        host: str = HOST,
+        detach_watchdog: bool = False,
     ) -> None:
         self._root_lock: int | None = None
+        # where stacks listen: loopback, except on a cluster's app node whose load comes
+        # from other hosts (stackrace.cluster chooses the node's own address then)
+        self.host = host
+        # a cluster's app host detaches its watchdog from Ray's reach (see watchdog.py)
+        self.detach_watchdog = detach_watchdog
         if run_root:
             self.run_root = Path(run_root)
         else:
@@ -221,7 +229,7 @@ class Launcher:
 
     def _dog(self) -> Watchdog:
         if self._watchdog is None:
-            self._watchdog = Watchdog()
+            self._watchdog = Watchdog(detach=self.detach_watchdog)
         return self._watchdog
 
     # --- start ---------------------------------------------------------------------
@@ -231,11 +239,13 @@ class Launcher:
         if stack.name in self.running and self.running[stack.name].state in (STARTING, READY):
             raise LaunchError(f"{stack.name}: already running")
         if port is None:
-            port = free_port()
-        elif port_in_use(port):
-            raise LaunchError(f"{stack.name}: port {port} on {HOST} is already in use")
+            port = free_port(self.host)
+        elif port_in_use(port, self.host):
+            raise LaunchError(f"{stack.name}: port {port} on {self.host} is already in use")
         run_dir = self._make_run_dir(stack)
-        rs = RunningStack(stack=stack, port=port, run_dir=run_dir, log_path=run_dir / "log.txt")
+        rs = RunningStack(
+            stack=stack, port=port, run_dir=run_dir, log_path=run_dir / "log.txt", host=self.host
+        )
         self.running[stack.name] = rs
         try:
             await self._spawn(rs)
@@ -306,7 +316,7 @@ class Launcher:
                     f"{rs.name}: key 'cpus': CPU {missing[0]} is not one this machine lets "
                     f"stackrace use ({', '.join(map(str, sorted(usable)))})"
                 )
-        values = placeholders(rs.stack, rs.port, rs.run_dir)
+        values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host)
         for tmpl in spec.files:
             src = Path(render(tmpl.template, values))
             try:
@@ -412,7 +422,7 @@ class Launcher:
                     f"{dead.returncode} before it was ready"
                 )
             try:
-                resp = await probe.get(HOST, rs.port, spec.health, timeout=2.0)
+                resp = await probe.get(rs.host, rs.port, spec.health, timeout=2.0)
                 if resp.status == 200:
                     rs.ready_at = time.monotonic()
                     self._set_state(rs, READY)

@@ -19,7 +19,14 @@ tables from being marked crashed).
 Protocol on its stdin, one line each: "+SID" watch a session, "-SID" forget it,
 "fold\tSHORT\tLINK" fold this short run dir if stackrace dies, "unfold\tSHORT" forget
 it, "bye" a clean exit (nothing to clean).
-`python -m stackrace.supervise.watchdog [GRACE_SECONDS]` (default 2).
+`python -m stackrace.supervise.watchdog [GRACE_SECONDS] [--detach]` (default 2 s).
+
+`--detach` (Watchdog(detach=True)): the watchdog forks away at once, so that it is not
+a child of the launcher's process. A supervisor that kills a dead process's children —
+Ray does, for a dead actor (kill_child_processes_on_worker_exit) — would otherwise kill
+the watchdog together with the servers it should clean up after, and the servers' own
+workers, which nobody else kills, would outlive them. The pipe ties it to its launcher
+all the same.
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ from stackrace.supervise.procs import pids_in_sessions, signal_sessions
 _GRACE_S = 2.0
 
 
-def main(grace: float = _GRACE_S) -> None:
+def main(grace: float = _GRACE_S, detach: bool = False) -> None:
+    if detach and os.fork() > 0:
+        os._exit(0)  # the child goes on, a child of init now, reading the same pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for stackrace, not for us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nor is the terminal closing
     sessions: set[int] = set()
@@ -73,10 +82,18 @@ def main(grace: float = _GRACE_S) -> None:
 class Watchdog:
     """The launcher's end of the pipe."""
 
-    def __init__(self, grace: float = _GRACE_S) -> None:
-        """`grace`: seconds between SIGTERM and SIGKILL when it has to act."""
+    def __init__(self, grace: float = _GRACE_S, detach: bool = False) -> None:
+        """`grace`: seconds between SIGTERM and SIGKILL when it has to act; `detach`:
+        fork away from the launcher's process (see the module docstring)."""
+        self.detach = detach
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "stackrace.supervise.watchdog", f"{grace:g}"],
+            [
+                sys.executable,
+                "-m",
+                "stackrace.supervise.watchdog",
+                f"{grace:g}",
+                *(["--detach"] if detach else []),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             start_new_session=True,
@@ -84,7 +101,8 @@ class Watchdog:
         )
 
     def _send(self, line: str) -> None:
-        if self.proc.stdin is None or self.proc.poll() is not None:
+        # (detached, the process we started exits at once; the pipe says if the rest lives)
+        if self.proc.stdin is None or (not self.detach and self.proc.poll() is not None):
             return
         try:
             self.proc.stdin.write(line.encode() + b"\n")
@@ -118,4 +136,5 @@ class Watchdog:
 
 
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else _GRACE_S)
+    args = [a for a in sys.argv[1:] if a != "--detach"]
+    main(float(args[0]) if args else _GRACE_S, detach="--detach" in sys.argv[1:])

@@ -11,7 +11,7 @@ from typing import ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from stackrace.race.core import StackChoice
+from stackrace.race.core import RaceParts, StackChoice, StackSource
 from stackrace.race.session import RacePlan, Session
 from stackrace.tui.picker import PickerScreen
 from stackrace.tui.race import RaceScreen
@@ -88,8 +88,11 @@ class StackraceApp(App[int]):
         await self.stop_everything()
 
 
-def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[StackChoice], bool]:
-    """The session, first plan and picker catalog for these command-line arguments."""
+def build_session(
+    args: argparse.Namespace, parts: RaceParts | None = None
+) -> tuple[Session, RacePlan, list[StackChoice], bool]:
+    """The session, first plan and picker catalog for these command-line arguments;
+    `parts`: the engine and the stacks' source made elsewhere (`stackrace --cluster`)."""
     from stackrace.race.urls import UrlTarget
 
     urls = tuple(
@@ -112,25 +115,28 @@ def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[Sta
     from stackrace.race.core import RaceCore
     from stackrace.race.stacks import StacksSource
 
-    try:
-        source: StacksSource | None = StacksSource(getattr(args, "stacks_file", None))
-    except ConfigError:
-        # only reached with --url targets (commands/app.py refuses a broken file otherwise)
-        source = None
+    settings = EngineSettings(interval=0.25, timeout=plan.settings.timeout)
+    source: StackSource | None
+    if parts is not None:
+        engine = parts.engine(settings)
+        source = parts.source
+    else:
+        try:
+            source = StacksSource(getattr(args, "stacks_file", None))
+        except ConfigError:
+            # only reached with --url targets (commands/app.py refuses a broken file otherwise)
+            source = None
+        remote = getattr(args, "allow_remote", False)
+        engine = Engine(settings, per_target=True, allow_remote=remote)
     catalog = source.catalog() if source is not None else []
-    engine = Engine(
-        EngineSettings(interval=0.25, timeout=plan.settings.timeout),
-        per_target=True,
-        allow_remote=getattr(args, "allow_remote", False),
-    )
     session = Session(RaceCore(engine, source, plan.settings))
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = bool(catalog) or not urls
     return session, plan, catalog, show_picker
 
 
-def run_app(args: argparse.Namespace) -> int:
-    session, plan, catalog, show_picker = build_session(args)
+def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
+    session, plan, catalog, show_picker = build_session(args, parts)
     drive = None
     if getattr(args, "demo", False):
         # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
