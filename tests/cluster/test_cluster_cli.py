@@ -116,6 +116,8 @@ def test_killed_driver_leaves_nothing_behind(ray_cluster: LocalCluster):
         tree = _tree(_actor_processes(started))
         assert [n.split(".")[0] for n in tree.values()].count("ray::AppHost") == 1
     finally:
+        if driver.poll() is not None:  # it should still be running: say why it is not
+            pytest.fail(driver.stderr.read().decode() if driver.stderr else "driver exited")
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
     # Ray kills a dead driver's actors; their children follow (PR_SET_PDEATHSIG, the
@@ -253,5 +255,7 @@ def test_bench_command_on_the_cluster(ray_cluster: LocalCluster, tmp_path: Path)
     for st in run["stacks"]:
         assert not st.get("error"), st
         (level,) = st["levels"]
-        assert level["requests"] > 100 and level["failures"] == {}
+        w = level["window"]
+        assert w["requests"] > 100 and w["failures"] == {}
+        assert w["sent"] == w["requests"] + w["waiting"]  # every request accounted for
         assert level["memory_before"]["rss"] > 0  # sampled on the app node

@@ -49,9 +49,18 @@ def choose_isolation(
     )
 
 
-def place(isolation: str, n_stacks: int, per_stack: int | None, cores: Sequence[int]) -> Placement:
-    """Cores for the engines (the last core) and for each stack (the others)."""
+def place(
+    isolation: str,
+    n_stacks: int,
+    per_stack: int | None,
+    cores: Sequence[int],
+    engine_here: bool = True,
+) -> Placement:
+    """Cores for the engines (the last core) and for each stack (the others); every core
+    is the stacks' when the engines run on other hosts (`engine_here=False`)."""
     cores = sorted(cores)
+    if not engine_here:
+        return _servers_only(isolation, n_stacks, per_stack, cores)
     if len(cores) < 2:
         return Placement(
             isolation, None, [None] * n_stacks, n_stacks > 1, "one core: everything shares it"
