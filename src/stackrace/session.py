@@ -74,7 +74,9 @@ class StackChoice:
     description: str = ""
 
 
-WORKLOADS: tuple[str, ...] = tuple(WORKLOAD_DEFS)  # the picker offers every one
+# the picker offers every workload of the contract; optional ones (dbjson, served by some
+# stacks only) are for `bench` until the picker can refuse the stacks that lack them
+WORKLOADS: tuple[str, ...] = tuple(n for n, w in WORKLOAD_DEFS.items() if not w.optional)
 
 
 @dataclass(frozen=True)
