@@ -66,6 +66,9 @@ class BenchPlan:
     memory_max: str | None = None
     preset: str | None = None
     db_env: dict[str, str] = field(default_factory=dict)
+    # carried from presets; their effect on the load is being built on main (not here yet)
+    keepalive: bool = True  # False: every request on a new connection, as ab without -k
+    warmup_requests: int = 0  # warm up by this many requests as well as by time
 
     @property
     def path(self) -> str:

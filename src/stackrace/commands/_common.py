@@ -42,3 +42,18 @@ def _split(ref: str) -> list[str]:
         elif piece.strip():
             parts.append(piece.strip())
     return parts
+
+
+def serves_workload(stacks: list[Stack], workload: str, prog: str = "stackrace") -> bool:
+    """False (and a message naming them) when a stack does not serve the workload's
+    endpoint: /dbjson is served by some stacks only, /db not by a stack with db = false."""
+    lacking = [s.name for s in stacks if not s.serves(workload)]
+    if not lacking:
+        return True
+    able = "the stacks whose block lists it in `workloads`" if workload != "db" else "db = true"
+    print(
+        f"{prog}: {', '.join(lacking)} {'does' if len(lacking) == 1 else 'do'} not serve "
+        f"the {workload} workload (served by {able}; `stackrace stacks` shows each stack's)",
+        file=sys.stderr,
+    )
+    return False

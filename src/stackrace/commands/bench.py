@@ -7,8 +7,10 @@ import asyncio
 import sys
 from pathlib import Path
 
+import msgspec
+
 from stackrace.benchrun import BenchPlan, run_bench
-from stackrace.commands._common import load, resolve_all
+from stackrace.commands._common import load, resolve_all, serves_workload
 from stackrace.config import ConfigError
 from stackrace.presets import load_preset
 from stackrace.report import gate
@@ -102,12 +104,16 @@ def build_plan(args: argparse.Namespace) -> BenchPlan | None:
             cpus=pick("cpus", None),  # type: ignore[arg-type]
             memory_max=pick("memory_max", None),  # type: ignore[arg-type]
             preset=args.preset,
+            keepalive=preset.keepalive if preset is not None else True,
+            warmup_requests=preset.warmup_requests if preset is not None else 0,
         )
     except ValueError as exc:
         print(f"stackrace bench: {exc}", file=sys.stderr)
         return None
     if any(c < 1 for c in plan.concurrency) or plan.repeat < 1:
         print("stackrace bench: concurrency levels and --repeat must be >= 1", file=sys.stderr)
+        return None
+    if not serves_workload(plan.stacks, plan.workload, "stackrace bench"):
         return None
     return plan
 
@@ -118,6 +124,7 @@ def _progress(line: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     plan = build_plan(args)
+    preset = load_preset(args.preset) if plan is not None and args.preset else None
     if plan is None:
         return 2
     baseline: BenchRun | None = None
@@ -139,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         db, plan.db_env = opened
     try:
         result = asyncio.run(run_bench(plan, _progress))
+        if preset is not None:  # a replayed experiment: its figures and claims go with the run
+            result = msgspec.structs.replace(result, then=preset.then())
         verdict = None
         if baseline is not None:
             verdict = gate.judge(result, baseline, rules)

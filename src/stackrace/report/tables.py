@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
+from stackrace.report import thennow
 from stackrace.report.schema import BenchRun, Level, StackResult
 from stackrace.units import fmt_bytes, fmt_us
 
@@ -81,6 +82,9 @@ def markdown(run: BenchRun) -> str:
     lines += [f"- {breaking_line(st)}" for st in run.stacks]
     lines.append("")
     lines.append("✗ marks each stack's breaking point (see README: the rule).")
+    then_now = thennow.markdown(run)  # the replayed experiment's figures and claims, if any
+    if then_now:
+        lines += ["", then_now]
     return "\n".join(lines) + "\n"
 
 
