@@ -33,11 +33,13 @@ def resolve_all(
 def _split(ref: str) -> list[str]:
     """'a,b:workers=2,threads=4,c' → ['a', 'b:workers=2,threads=4', 'c'].
 
-    A comma starts a new stack unless what follows is KEY=VALUE of a variant.
+    A comma starts a new stack unless what follows is KEY=VALUE of a variant ('a:x=1,b:y=2'
+    is two variants: a variant's KEY has no ':').
     """
     parts: list[str] = []
     for piece in ref.split(","):
-        if parts and "=" in piece and ":" in parts[-1]:
+        key = piece.partition("=")[0]
+        if parts and "=" in piece and ":" in parts[-1] and ":" not in key:
             parts[-1] += "," + piece
         elif piece.strip():
             parts.append(piece.strip())

@@ -137,7 +137,7 @@ def _ratio(run: BenchRun, claim: Claim) -> Verdict:
         + _saturation([(a.name, la), (b.name, lb)])
     )
     ok = _within(ratio, claim)
-    reason = f"{detail}; {'within' if ok else 'outside'} {_bounds(claim, '×')}"
+    reason = f"{detail}; the claim wants {_bounds(claim, '×')}"
     return Verdict(claim, HOLDS if ok else FAILS, now, reason)
 
 
@@ -173,7 +173,7 @@ def _level_claim(claim: Claim, st: StackResult, found: int | None, what: str) ->
     top = max(lv.concurrency for lv in st.levels)
     if found is not None:
         ok = _within(found, claim)
-        reason = f"{st.name} {what} at c={found}; {'within' if ok else 'outside'} {_bounds(claim)}"
+        reason = f"{st.name} {what} at c={found}; the claim wants {_bounds(claim)}"
         return Verdict(claim, HOLDS if ok else FAILS, f"c={found}", reason)
     now = f"none up to {top}"
     if claim.at_most is None:
@@ -182,7 +182,7 @@ def _level_claim(claim: Claim, st: StackResult, found: int | None, what: str) ->
             return Verdict(claim, HOLDS, now, f"{st.name} never {what} up to c={top}")
         raise _Missing(f"{st.name} was measured up to c={top} only, below {claim.at_least:g}")
     if top >= claim.at_most:
-        reason = f"{st.name} never {what} up to c={top}; the claim says {_bounds(claim)}"
+        reason = f"{st.name} never {what} up to c={top}; the claim wants {_bounds(claim)}"
         return Verdict(claim, FAILS, now, reason)
     raise _Missing(f"{st.name} never {what} up to c={top}, below the claim's {claim.at_most:g}")
 
