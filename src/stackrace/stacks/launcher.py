@@ -26,6 +26,9 @@ Guarantees:
 - a stack that fails to start raises LaunchError with the reason and its log tail, and
   leaves the others running; one that dies later is reported by `poll()`;
 - a start that is cancelled (the caller's task) stops what it had started.
+- a stack with an `upstream` (nginx-proxy) starts that stack first, on a port of its own
+  and in `run_dir/upstream`, and itself once the upstream answers 200: both are one
+  RunningStack (one log, one process tree, stopped together).
 
 Start stacks from the event loop's thread (not a short-lived worker thread): the kernel
 ties PR_SET_PDEATHSIG to the thread that forked the child.
