@@ -114,7 +114,7 @@ def test_ranking_holds_in_order_and_fails_out_of_order():
         {"a": [(10, 300.0, None)], "b": [(10, 200.0, None)], "c": [(10, 100.0, None)]}
     )
     v = judge_claim(ordered, ranking())
-    assert v.status == HOLDS and v.now == "a > b > c"
+    assert v.status == HOLDS and v.now == "a > b > c" and v.then == "a > b > c"
     swapped = run_with(
         {"a": [(10, 300.0, None)], "b": [(10, 90.0, None)], "c": [(10, 100.0, None)]}
     )
@@ -221,7 +221,8 @@ def test_figure_rows_rank_then_and_now_per_level():
 
 
 def test_then_now_in_markdown_and_in_the_saved_run():
-    claim_list = [ratio(at_least=1.05), Claim(id="u", text="x", kind="untestable", why="gone")]
+    noted = msgspec.structs.replace(ratio(at_least=1.05), why="one core now")
+    claim_list = [noted, Claim(id="u", text="x", kind="untestable", why="gone")]
     run = run_with(
         {"a": [(10, 1200.0, None)], "b": [(10, 1000.0, None)]},
         claim_list=claim_list,
@@ -230,6 +231,7 @@ def test_then_now_in_markdown_and_in_the_saved_run():
     md = tables.markdown(run)
     assert "### Then beside now: experiment 001 (test)" in md
     assert "| r: a beats b | 1.20× | 1.20× | holds |" in md
+    assert "the claim wants at least 1.05×. Note: one core now |" in md
     assert "| u: x | - | - | cannot be tested here | gone |" in md
     assert "| a | 10 | 7,663 | #1 | 1,200 | #1 |" in md
     again = loads(dumps(run))

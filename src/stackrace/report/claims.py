@@ -111,6 +111,8 @@ def _bounds(claim: Claim, unit: str = "") -> str:
 
 
 def _then_text(claim: Claim) -> str:
+    if claim.kind == "ranking":  # the order claimed, beside the order measured
+        return " > ".join(claim.stacks)
     if claim.then is None:
         return "-"
     if claim.kind == "ratio":

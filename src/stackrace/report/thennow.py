@@ -43,7 +43,13 @@ CLAIM_COLUMNS = ("claim", "then", "now", "verdict", "why")
 
 
 def claim_cells(verdicts: list[claims.Verdict]) -> list[list[str]]:
-    return [[f"{v.claim.id}: {v.claim.text}", v.then, v.now, v.status, v.reason] for v in verdicts]
+    out = []
+    for v in verdicts:
+        reason = v.reason
+        if v.claim.why and v.status != claims.UNTESTABLE:  # (for those, the reason is the why)
+            reason += f". Note: {v.claim.why}"
+        out.append([f"{v.claim.id}: {v.claim.text}", v.then, v.now, v.status, reason])
+    return out
 
 
 def _md_row(cells: list[str]) -> str:
