@@ -182,7 +182,13 @@ async def test_db_stacks_recover_from_a_database_restart_under_load(
 
 
 @pytest.mark.parametrize(
-    "variant,persistent", [("php-fpm-nginx", "on"), ("php-fpm-nginx:persistent=off", "off")]
+    "variant,persistent",
+    [
+        ("php-fpm-nginx", "on"),
+        ("php-fpm-nginx:persistent=off", "off"),
+        ("php-fpm-nginx:workers=4", "on"),  # four children, each with its own connection
+        ("php-fpm-nginx:workers=4,persistent=off", "off"),
+    ],
 )
 async def test_verify_sees_whether_php_connects_per_request(
     variant: str, persistent: str, db: ManagedMariaDB, tmp_path: Path
@@ -192,7 +198,7 @@ async def test_verify_sees_whether_php_connects_per_request(
         rs = await launcher.start(real_stack(variant))
         conn = db.connection()
         try:
-            result = await check_db(rs.port, conn)
+            result = await check_db(rs.port, conn, holders=rs.stack.workers)
         finally:
             conn.close()
     assert result.ok, result.problems

@@ -45,5 +45,7 @@ async def test_measured_facts_win_and_unknown_ones_are_problems() -> None:
 
 
 def test_persistence_from_new_connections() -> None:
-    assert [persistence(n, 7) for n in (0, 7, 9)] == ["on", "off", "off"]
+    assert [persistence(n, 7) for n in (0, 1, 7, 9)] == ["on", "on", "off", "off"]
     assert persistence(3, 7) == "3 new connections for 7 requests"
+    # ten workers may each open one the first time they serve a request
+    assert [persistence(n, 16, holders=10) for n in (10, 16)] == ["on", "off"]

@@ -131,7 +131,8 @@ async def _extra_checks(stack: Stack, rs: RunningStack, db_conn) -> dict[str, Ch
     out: dict[str, Check | None] = dict.fromkeys(("db", "dbjson", "facts"))
     measured: dict[str, str] = {}
     if db_conn is not None and stack.serves("db"):
-        out["db"] = await check_db(rs.port, db_conn)
+        served_by = stack.upstream or stack  # behind a proxy, the backend holds connections
+        out["db"] = await check_db(rs.port, db_conn, served_by.workers * served_by.threads)
         measured.update(out["db"].measured)
     if db_conn is not None and stack.serves("dbjson"):
         out["dbjson"] = await check_dbjson(rs.port, db_conn)

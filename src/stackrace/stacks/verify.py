@@ -90,8 +90,10 @@ DB_CASES: tuple[tuple[str, int], ...] = (
 )
 
 
-async def check_db(port: int, db_conn: object) -> Check:
-    """/db answers plausible sums, and the database really ran every query it owes."""
+async def check_db(port: int, db_conn: object, holders: int = 1) -> Check:
+    """/db answers plausible sums, and the database really ran every query it owes; and
+    whether the stack keeps its connections (`measured["db_persistent"]`, see
+    `measure_persistence`; `holders` is how many workers or threads may each hold one)."""
     from stackrace.db.counters import (
         check_query_count,
         read_counters,
@@ -133,7 +135,9 @@ async def check_db(port: int, db_conn: object) -> Check:
     counted = check_query_count(work, 1, owed, slack=2)
     if counted:
         problems.append(counted)
-    measured = {"db_persistent": persistence(work.connections, len(DB_CASES))}
+    measured: dict[str, str] = {}
+    if not problems:
+        measured["db_persistent"] = await measure_persistence(port, db_conn, holders)
     return Check("db", not problems, problems, t, measured)
 
 
@@ -141,14 +145,31 @@ async def check_db(port: int, db_conn: object) -> Check:
 MEASURED_WITH_DB = ("db_persistent",)
 
 
-def persistence(new_connections: int, requests: int) -> str:
-    """What the database saw of a stack's connections over `requests` sequential requests
-    made after a first one: "on" when they reused what was open (no new connection), "off"
-    when each opened one, else a description (neither model)."""
-    if new_connections == 0:
-        return "on"
+async def measure_persistence(port: int, db_conn: object, holders: int) -> str:
+    """Send more sequential /db requests than the stack has connection holders (workers ×
+    threads), and count the connections the database saw opened: a stack that keeps them
+    opens at most one per holder (the first request a worker serves), one that connects per
+    request opens one for every request. The database's own counter, not the app's word."""
+    from stackrace.db.counters import read_counters, work_between
+
+    requests = holders + 6
+    before = read_counters(db_conn)  # type: ignore[arg-type]
+    for _ in range(requests):
+        try:
+            await probe.get(HOST, port, "/db?queries=1", timeout=10.0)
+        except (OSError, TimeoutError, ValueError) as exc:
+            return f"not measured (GET /db: {exc or type(exc).__name__})"
+    opened = work_between(before, read_counters(db_conn)).connections  # type: ignore[arg-type]
+    return persistence(opened, requests, holders)
+
+
+def persistence(new_connections: int, requests: int, holders: int = 1) -> str:
+    """ "on" when `requests` sequential requests opened at most one connection per holder
+    (they reused what was open), "off" when each opened one, else a description."""
     if new_connections >= requests:
         return "off"
+    if new_connections <= holders:
+        return "on"
     return f"{new_connections} new connections for {requests} requests"
 
 
