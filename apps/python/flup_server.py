@@ -16,7 +16,12 @@ defaults were min-spare 2, max-spare 5 (and up to 50 children or threads): give 
 replay 2010.
 
 umask=0: the socket must be writable by nginx's workers, which may run as another user
-(nginx answers 502 "Permission denied" otherwise). Both servers stop on SIGTERM.
+(nginx answers 502 "Permission denied" otherwise).
+
+Stopping: both stop on SIGTERM sent to their process group, as the launcher sends it
+(0.5-1.2 s here). The prefork parent alone does not: its handler only sets a flag, and its
+select() (restarted after signals since Python 3.5) wakes when a child exits; a SIGTERM to
+the parent only left it running for an hour in a test by hand.
 """
 
 from __future__ import annotations
