@@ -37,20 +37,40 @@ A stack block (see stacks.toml for the full set and README "Adding a stack"):
     [[stacks.NAME.files]]            # rendered into {run_dir} before start
     path = "nginx.conf"
     template = "{apps}/php/nginx.conf.tmpl"
+    [stacks.NAME.params]             # tunables other than workers/threads, string values
+    opcache = "on"
+    [stacks.NAME.choices]            # optional: the only values a variant may give a param
+    opcache = ["on", "off"]
+
+Optional keys for what a stack serves and what verify proves about it:
+
+    db = true                        # serves /db (gets the database settings); false: not
+    workloads = ["dbjson"]           # optional workloads it serves too (stackrace.workloads)
+    facts = "/_facts"                # a JSON object the app computes about itself
+    expect = { opcache = "{opcache}" }   # what `stackrace verify` must find: a key of the
+                                     # facts object, or one verify measures (db_persistent)
+
+A stack in front of another (nginx as a reverse proxy):
+
+    upstream = "{backend}"           # a stack (or variant) started first, on a port of its
+                                     # own, {upstream_port}; usually a param, so that
+                                     # `nginx-proxy:backend=gevent-pywsgi` picks it. The
+                                     # front stack serves what its upstream serves.
 
 Placeholders: {host} (always 127.0.0.1), {port}, {workers}, {threads}, {apps}, {root},
-{run_dir}, {venv_bin}, {python}, {pypy_bin}, {name}, and any key of [stacks.NAME.params]
-(string values users may override in a variant, e.g. `worker_class`; a param may not
-reuse a built-in name). Every {word} in a templated key — and in the files a
-[[stacks.NAME.files]] template names — must be one of these: a typo like {prot} is an
-error when the file is read, not when the stack starts.
+{run_dir}, {venv_bin}, {python}, {pypy_bin}, {name}, {upstream_port} (stacks with an
+upstream), and any key of [stacks.NAME.params] (string values users may override in a
+variant, e.g. `worker_class`; a param may not reuse a built-in name). Every {word} in a
+templated key — and in the files a [[stacks.NAME.files]] template names — must be one of
+these: a typo like {prot} is an error when the file is read, not when the stack starts.
 
 Checked when the file is read: types and unknown keys, names, family, workers/threads
 ≥ 1, ready_timeout/stop_timeout > 0, cpus non-empty without negatives or repeats,
 placeholders. Checked when a stack is chosen (`resolve`), because it depends on the
 machine rather than the file: every CPU in `cpus` is one this process may use.
 
-Variants: "NAME:workers=4,threads=8" anywhere a stack name is accepted.
+Variants: "NAME:workers=4,threads=8" anywhere a stack name is accepted. A variant's value
+may itself be a stack with one override: `nginx-proxy:backend=gunicorn-sync:workers=4`.
 """
 
 from __future__ import annotations
@@ -67,10 +87,16 @@ from typing import Any
 
 import msgspec
 
+from stackrace.workloads import WORKLOADS
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STACKS_FILE = ROOT / "stacks.toml"
 FAMILIES = ("sync", "threaded", "async", "greenlet", "prefork", "event-loop", "other")
 HOST = "127.0.0.1"
+# workloads a stack serves only when its `workloads` lists them (dbjson), and those that
+# read the database (a stack serving one gets the database settings): stackrace.workloads
+OPTIONAL_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.optional)
+DB_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.needs_db)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _MEMORY = re.compile(r"^\d+[KMG]?$")
 
@@ -142,6 +168,11 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     processes: list[Process] = []
     files: list[FileTemplate] = []
     db: bool = True  # serves /db (gets the database settings in its environment)
+    workloads: list[str] = []  # optional workloads served besides the contract (dbjson)
+    choices: dict[str, list[str]] = {}  # allowed values of params, checked in variants
+    upstream: str | None = None  # a stack started first that this one forwards to
+    facts: str | None = None  # path of a JSON object of facts the app reports on itself
+    expect: dict[str, str] = {}  # facts `stackrace verify` must find (placeholders allowed)
 
 
 @dataclass(frozen=True)
@@ -152,6 +183,7 @@ class Stack:
     base: str  # the block name in the file
     spec: StackDef
     overrides: dict[str, str] = field(default_factory=dict)
+    upstream: Stack | None = None  # the stack this one forwards to (resolved `upstream`)
 
     @property
     def workers(self) -> int:
@@ -169,10 +201,28 @@ class Stack:
 
     @property
     def title(self) -> str:
+        title = self.spec.title
+        if self.upstream is not None:
+            title = f"{title} → {self.upstream.spec.title}"
         if not self.overrides:
-            return self.spec.title
+            return title
         extra = ", ".join(f"{k}={v}" for k, v in self.overrides.items())
-        return f"{self.spec.title} ({extra})"
+        return f"{title} ({extra})"
+
+    def serves(self, workload: str) -> bool:
+        """Whether the stack answers this workload's endpoint. Every stack serves the
+        contract (hello, json, io, and db unless `db = false`); optional workloads only
+        where listed in `workloads`. A stack in front of another serves what that one does."""
+        if self.upstream is not None:
+            return self.upstream.serves(workload)
+        if workload == "db":
+            return self.spec.db
+        if workload in OPTIONAL_WORKLOADS:
+            return workload in self.spec.workloads
+        return True
+
+    def served(self, workloads: list[str]) -> list[str]:
+        return [w for w in workloads if self.serves(w)]
 
 
 def _where(path: Path) -> str:
@@ -231,6 +281,8 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
             why = "is a built-in placeholder" if param in PLACEHOLDERS else "use letters, digits, _"
             raise bad(f"params.{param}", f"cannot be a param name: {why}")
     known = set(PLACEHOLDERS) | set(spec.params)
+    if spec.upstream is not None:
+        known.add("upstream_port")  # the port of the stack behind this one
     for key, text in _templated(spec):
         unknown = _unknown_placeholder(text, known)
         if unknown:
@@ -242,6 +294,19 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
                 f"files[{i}].template",
                 f"{where}: unknown placeholder {{{unknown}}} ({_known_list(spec)})",
             )
+    for w in spec.workloads:
+        if w not in OPTIONAL_WORKLOADS:
+            known = ", ".join(OPTIONAL_WORKLOADS)
+            raise bad("workloads", f"{w!r} is not an optional workload ({known})")
+        if w in DB_WORKLOADS and not spec.db:
+            raise bad("workloads", f"{w!r} reads the database, but the stack says db = false")
+    for key, allowed in spec.choices.items():
+        if key not in spec.params:
+            raise bad(f"choices.{key}", "not a key of params")
+        if spec.params[key] not in allowed:
+            raise bad(f"choices.{key}", f"the default {spec.params[key]!r} is not among {allowed}")
+    if spec.facts is not None and not spec.facts.startswith("/"):
+        raise bad("facts", "must be a path starting with '/'")
 
 
 def _known_list(spec: StackDef) -> str:
@@ -359,6 +424,11 @@ def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) ->
         elif key not in spec.params:
             allowed = ", ".join(["workers", "threads", *spec.params])
             raise ConfigError(f"{source}: stack '{ref}': key '{key}': not tunable ({allowed})")
+        elif key in spec.choices and value not in spec.choices[key]:
+            raise ConfigError(
+                f"{source}: stack '{ref}': key '{key}': {value!r} is not one of "
+                f"{', '.join(spec.choices[key])}"
+            )
         overrides[key] = value
     if spec.cpus:
         usable = sorted(os.sched_getaffinity(0))
@@ -371,7 +441,37 @@ def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) ->
     name = (
         base if not overrides else f"{base}:" + ",".join(f"{k}={v}" for k, v in overrides.items())
     )
-    return Stack(name=name, base=base, spec=spec, overrides=overrides)
+    stack = Stack(name=name, base=base, spec=spec, overrides=overrides)
+    if spec.upstream is not None:
+        stack = _with_upstream(stack, ref, stacks, source)
+    return stack
+
+
+def _with_upstream(stack: Stack, ref: str, stacks: dict[str, StackDef], source: str) -> Stack:
+    """Resolve the stack's `upstream` (rendered with its params) into a Stack of its own."""
+    assert stack.spec.upstream is not None
+    try:
+        up_ref = render(stack.spec.upstream, stack.params)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: stack '{ref}': key 'upstream': {exc}") from None
+    up_base = up_ref.partition(":")[0].strip()
+    if up_base in stacks and stacks[up_base].upstream is not None:
+        # one hop only (this also stops a stack naming itself): a chain would need a port
+        # per hop and says nothing the experiments ask
+        raise ConfigError(
+            f"{source}: stack '{ref}': key 'upstream': {up_ref!r} is itself in front of a stack"
+        )
+    try:
+        upstream = resolve(up_ref, stacks, source)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: stack '{ref}': key 'upstream': {exc}") from None
+    return Stack(
+        name=stack.name,
+        base=stack.base,
+        spec=stack.spec,
+        overrides=stack.overrides,
+        upstream=upstream,
+    )
 
 
 def venv_bin(which: str = "main") -> Path:
@@ -380,7 +480,9 @@ def venv_bin(which: str = "main") -> Path:
     return Path(sys.executable).parent
 
 
-def placeholders(stack: Stack, port: int, run_dir: Path, host: str = HOST) -> dict[str, Any]:
+def placeholders(
+    stack: Stack, port: int, run_dir: Path, host: str = HOST, upstream_port: int = 0
+) -> dict[str, Any]:
     values: dict[str, Any] = {
         "host": host,  # 127.0.0.1, except on a cluster's app node (see stackrace.cluster)
         "port": port,
@@ -394,6 +496,9 @@ def placeholders(stack: Stack, port: int, run_dir: Path, host: str = HOST) -> di
         "pypy_bin": venv_bin("pypy"),
         "name": stack.base,
     }
+    if stack.upstream is not None:
+        # only where there is one: elsewhere {upstream_port} is an unknown placeholder
+        values["upstream_port"] = upstream_port
     values.update(stack.params)
     return values
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
-from stackrace.commands._common import load, resolve_all
+from stackrace.commands._common import load, resolve_all, serves_workload, split_stacks
 from stackrace.config import ConfigError
 from stackrace.presets import load_preset
 from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_bench
@@ -68,7 +68,7 @@ def build_settings(args: argparse.Namespace) -> RaceSettings | None:
             return None
     changes = given(args)
     if "stacks" in changes:
-        changes["stacks"] = [s for ref in changes["stacks"] for s in ref.split(",") if s]
+        changes["stacks"] = [s for ref in changes["stacks"] for s in split_stacks(ref)]
     return msgspec.structs.replace(base, **changes)
 
 
@@ -84,6 +84,8 @@ def build_plan(args: argparse.Namespace) -> BenchPlan | None:
         return None
     chosen = resolve_all([",".join(settings.stacks)], stacks, args.stacks_file or "stacks.toml")
     if chosen is None:
+        return None
+    if not serves_workload(chosen, settings.workload, "stackrace bench"):
         return None
     return BenchPlan(
         stacks=chosen, settings=settings, preset=args.preset, stacks_file=args.stacks_file
@@ -101,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"stackrace bench: {problem}", file=sys.stderr)
         return 2
     plan = build_plan(args)
+    preset = load_preset(args.preset) if plan is not None and args.preset else None
     if plan is None:
         return 2
     baseline: BenchRun | None = None
@@ -143,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         recorder = BenchRecorder(plan, placement, why)
         interrupted = asyncio.run(_run_interruptible(plan, recorder, parts, cluster))
         result = recorder.finish(interrupted)
+        if preset is not None:  # a replayed experiment: its figures and claims go with the run
+            result = msgspec.structs.replace(result, then=preset.then())
         verdict = None
         if baseline is not None and interrupted is None:
             verdict = gate.judge(result, baseline, rules)

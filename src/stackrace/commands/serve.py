@@ -9,7 +9,7 @@ import signal
 import sys
 
 from stackrace.commands._common import load, resolve_all
-from stackrace.config import Stack
+from stackrace.config import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 
 
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     db = None
     env: dict[str, str] = {}
-    if any(s.spec.db for s in chosen) and not args.no_db:
+    if any(s.serves(w) for s in chosen for w in DB_WORKLOADS) and not args.no_db:
         from stackrace.commands.db_hook import open_for_workload
 
         opened = open_for_workload()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
+from stackrace.report import thennow
 from stackrace.report.schema import BenchRun, Level, StackResult
 from stackrace.units import fmt_bytes, fmt_us
 
@@ -120,6 +121,9 @@ def markdown(run: BenchRun) -> str:
     )
     if run.interrupted:
         lines.append(f"The run was interrupted ({run.interrupted}): later levels are missing.")
+    then_now = thennow.markdown(run)  # the replayed experiment's figures and claims, if any
+    if then_now:
+        lines += ["", then_now]
     return "\n".join(lines) + "\n"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from stackrace.report import chart, tables
+from stackrace.report import chart, tables, thennow
 from stackrace.report.schema import BenchRun, dumps, loads
 
 
@@ -44,6 +44,7 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
             f"[yellow]engine saturated at {', '.join(saturated)}: those figures "
             "may be the engine's limit, not the server's[/]"
         )
+    thennow.print_then_now(run, console)  # a run that replays an experiment: then beside now
 
 
 def write_outputs(

@@ -26,6 +26,9 @@ Guarantees:
 - a stack that fails to start raises LaunchError with the reason and its log tail, and
   leaves the others running; one that dies later is reported by `poll()`;
 - a start that is cancelled (the caller's task) stops what it had started.
+- a stack with an `upstream` (nginx-proxy) starts that stack first, on a port of its own
+  and in `run_dir/upstream`, and itself once the upstream answers 200: both are one
+  RunningStack (one log, one process tree, stopped together).
 
 Start stacks from the event loop's thread (not a short-lived worker thread): the kernel
 ties PR_SET_PDEATHSIG to the thread that forked the child.
@@ -316,22 +319,43 @@ class Launcher:
                     f"{rs.name}: key 'cpus': CPU {missing[0]} is not one this machine lets "
                     f"stackrace use ({', '.join(map(str, sorted(usable)))})"
                 )
-        values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host)
+        upstream_port = 0
+        if rs.stack.upstream is not None:
+            # the stack behind this one first, on a port of its own, in a directory of its
+            # own (two nginx.conf must not meet), ready before the front starts: a proxy
+            # that starts first would answer 502 and look ready to no one
+            up = rs.stack.upstream
+            upstream_port = free_port(rs.host)
+            up_dir = rs.run_dir / "upstream"
+            up_dir.mkdir()
+            await self._spawn_processes(rs, up, placeholders(up, upstream_port, up_dir, rs.host))
+            await self._wait_http(rs, upstream_port, up.spec.health, up.spec.ready_timeout)
+        values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host, upstream_port)
+        await self._spawn_processes(rs, rs.stack, values)
+
+    async def _spawn_processes(
+        self, rs: RunningStack, stack: Stack, values: dict[str, object]
+    ) -> None:
+        """Render `stack`'s files, start its helper processes and its command, into `rs`."""
+        spec = stack.spec
+        run_dir = Path(str(values["run_dir"]))
         for tmpl in spec.files:
             src = Path(render(tmpl.template, values))
             try:
                 text = src.read_text()
             except OSError as exc:
                 raise LaunchError(f"{rs.name}: cannot read template {src}: {exc}") from None
-            (rs.run_dir / render(tmpl.path, values)).write_text(render(text, values))
+            (run_dir / render(tmpl.path, values)).write_text(render(text, values))
         env = {**os.environ, **self.extra_env}
         env.update({k: render(v, values) for k, v in spec.env.items()})
         env["PYTHONUNBUFFERED"] = "1"
         cwd = Path(render(spec.cwd, values))
-        if spec.memory_max:
-            rs.cgroup_dir, rs.memory_cap = cgroup.create(rs.run_dir.name, spec.memory_max)
+        # the cgroup is the whole stack's (a proxy and its upstream together), made once
+        if rs.stack.spec.memory_max and rs.cgroup_dir is None and rs.memory_cap is None:
+            rs.cgroup_dir, rs.memory_cap = cgroup.create(rs.run_dir.name, rs.stack.spec.memory_max)
         log = open(rs.log_path, "ab")  # noqa: SIM115 - handed to the children, closed below
-        rs.started_at = time.monotonic()
+        if not rs.started_at:
+            rs.started_at = time.monotonic()
         try:
             for proc in spec.processes:
                 penv = {**env, **{k: render(v, values) for k, v in proc.env.items()}}
@@ -409,8 +433,16 @@ class Launcher:
 
     async def _wait_ready(self, rs: RunningStack) -> None:
         spec = rs.stack.spec
-        deadline = time.monotonic() + spec.ready_timeout
+        await self._wait_http(rs, rs.port, spec.health, spec.ready_timeout)
+        rs.ready_at = time.monotonic()
+        self._set_state(rs, READY)
+
+    async def _wait_http(self, rs: RunningStack, port: int, health: str, timeout: float) -> None:
+        """Until `health` on `port` answers 200; LaunchError when a process of the stack
+        dies first or the time is up."""
+        deadline = time.monotonic() + timeout
         last = "no answer yet"
+        what = "" if port == rs.port else f" (its upstream on port {port})"
         while True:
             if rs.reaped:
                 raise LaunchError(f"{rs.name}: stopped while it was starting")
@@ -422,16 +454,14 @@ class Launcher:
                     f"{dead.returncode} before it was ready"
                 )
             try:
-                resp = await probe.get(rs.host, rs.port, spec.health, timeout=2.0)
+                resp = await probe.get(rs.host, port, health, timeout=2.0)
                 if resp.status == 200:
-                    rs.ready_at = time.monotonic()
-                    self._set_state(rs, READY)
                     return
-                last = f"HTTP {resp.status} on {spec.health}"
+                last = f"HTTP {resp.status} on {health}"
             except (OSError, TimeoutError, ValueError) as exc:
                 last = str(exc) or type(exc).__name__
             if time.monotonic() > deadline:
-                raise LaunchError(f"{rs.name}: not ready within {spec.ready_timeout:g}s ({last})")
+                raise LaunchError(f"{rs.name}: not ready within {timeout:g}s{what} ({last})")
             await asyncio.sleep(_POLL_S)
 
     # --- watch ---------------------------------------------------------------------
@@ -467,7 +497,10 @@ class Launcher:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(p.pid, signal.SIGTERM)
             signal_sessions(sessions, signal.SIGTERM)
-            deadline = time.monotonic() + rs.stack.spec.stop_timeout
+            grace = rs.stack.spec.stop_timeout
+            if rs.stack.upstream is not None:
+                grace = max(grace, rs.stack.upstream.spec.stop_timeout)
+            deadline = time.monotonic() + grace
             while pids_in_sessions(sessions) and time.monotonic() < deadline:
                 await asyncio.sleep(_POLL_S)
             signal_sessions(sessions, signal.SIGKILL)
