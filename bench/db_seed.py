@@ -40,7 +40,7 @@ def one_round(rows: int, engine: str) -> tuple[float, float, float]:
             t2 = time.perf_counter()
             assert not result.skipped
         finally:
-            db.down()
+            db.reset(wipe=True)  # its server files may live outside tmp (docs/db.md)
     return t1 - t0, t2 - t1, t2 - t0
 
 

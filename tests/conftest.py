@@ -1,8 +1,14 @@
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
+import msgspec
 import pytest
 
-from tests.helpers import TestServer
+from stackrace.db import ManagedMariaDB
+from stackrace.db.managed import LAYOUT, InstanceMeta
+from tests.helpers import TestServer, free_port
 
 
 @pytest.fixture
@@ -10,3 +16,31 @@ def server():
     s = TestServer()
     yield s
     s.kill()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tests_own_default_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Commands the tests run (`serve`, `bench --workload db`, the app) start "the" private
+    MariaDB when they need one: make that an instance of this test session's own, on a
+    free port, instead of the user's (~/.cache/stackrace/mariadb, port 13306). A test must
+    not stop, remake or seed the user's instance, and two test runs on one machine must
+    not share one. Nothing is installed unless a test needs it; it is wiped at the end.
+    """
+    root = tmp_path_factory.mktemp("default-db") / "mariadb"
+    root.mkdir(mode=0o700)
+    # An instance.json that is not provisioned holds only the port: the first `up`
+    # installs a complete instance on that port (with passwords of its own).
+    meta = InstanceMeta(port=free_port(), password="", admin_password="", layout=LAYOUT)
+    fd = os.open(root / "instance.json", os.O_WRONLY | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(msgspec.json.encode(meta))
+    saved = os.environ.get("STACKRACE_DB_DIR")
+    os.environ["STACKRACE_DB_DIR"] = str(root)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("STACKRACE_DB_DIR", None)
+        else:
+            os.environ["STACKRACE_DB_DIR"] = saved
+        ManagedMariaDB(root).reset(wipe=True)  # its server files may be outside tmp

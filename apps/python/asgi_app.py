@@ -1,7 +1,7 @@
 """The one plain ASGI app (uvicorn, granian's ASGI interface): no framework in between.
 
-/io waits with `await asyncio.sleep`, the way async code waits for a backend; /db awaits
-aiomysql (db_async.py: a small pool per process).
+/io waits with `await asyncio.sleep`, the way async code waits for a backend; /db and
+/dbjson await aiomysql (db_async.py: a small pool per process).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from contract import HELLO, JSON, NOT_FOUND, OK, TEXT, db_queries, io_ms, json_body
-from db_async import db_response
+from db_async import db_response, row_response
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -52,5 +52,8 @@ async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
     elif path == "/db":
         status, body = await db_response(db_queries(scope["query_string"].decode("latin-1")))
         await _reply(send, status, TEXT, body)
+    elif path == "/dbjson":
+        status, body = await row_response()
+        await _reply(send, status, JSON if status == 200 else TEXT, body)
     else:
         await _reply(send, 404, TEXT, NOT_FOUND)

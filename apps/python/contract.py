@@ -22,6 +22,8 @@ IO_MAX_MS = 10_000  # a typo in a URL must not park a worker for hours
 DB_QUERIES_MAX = 500
 DB_QUERY = "SELECT value FROM test WHERE id >= %s LIMIT 10"
 DB_UNAVAILABLE = b"database unavailable"
+# /dbjson: one row by id, answered as a JSON object (TechEmpower's single-query test)
+DB_ROW_QUERY = "SELECT id, value FROM test WHERE id = %s"
 
 
 def json_body() -> bytes:
@@ -66,3 +68,8 @@ def parse_queries(value: str | None) -> int:
 def db_body(total: float) -> bytes:
     """The sum of the values, printed with six decimals like every other stack."""
     return b"%.6f" % total
+
+
+def row_body(row_id: int, value: float) -> bytes:
+    """/dbjson's answer: the row as a JSON object, serialised per request."""
+    return json.dumps({"id": row_id, "value": value}).encode()

@@ -9,10 +9,13 @@ pool connects again for the next one, so a restarted database is picked up by it
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
-from contract import DB_QUERY, DB_UNAVAILABLE, db_body
-from dbenv import POOL_SIZE, connect_args, log_error, random_start
+from contract import DB_QUERY, DB_ROW_QUERY, DB_UNAVAILABLE, db_body, row_body
+from dbenv import POOL_SIZE, connect_args, log_error, random_id, random_start
+
+T = TypeVar("T")
 
 _pool: Any = None
 _lock: asyncio.Lock | None = None
@@ -44,11 +47,18 @@ async def _queries(conn: Any, n: int) -> float:
     return total
 
 
-async def _run(n: int) -> float:
+async def _row(conn: Any) -> bytes:
+    async with conn.cursor() as cur:
+        await cur.execute(DB_ROW_QUERY, (random_id(),))
+        row_id, value = await cur.fetchone()
+    return row_body(row_id, value)
+
+
+async def _run(work: Callable[[Any], Awaitable[T]]) -> T:
     pool = await _get_pool()
     conn = await pool.acquire()
     try:
-        return await _queries(conn, n)
+        return await work(conn)
     except BaseException:
         conn.close()  # released closed, the pool forgets it instead of handing it out
         raise
@@ -60,7 +70,16 @@ async def db_response(n: int) -> tuple[int, bytes]:
     """(status, body) for /db with n queries: 200 and the sum, or 503 when the database
     cannot be reached."""
     try:
-        return 200, db_body(await _run(n))
+        return 200, db_body(await _run(lambda conn: _queries(conn, n)))
+    except Exception as exc:
+        log_error(exc)
+        return 503, DB_UNAVAILABLE
+
+
+async def row_response() -> tuple[int, bytes]:
+    """(status, body) for /dbjson: 200 and one row as JSON, or 503 as /db."""
+    try:
+        return 200, await _run(_row)
     except Exception as exc:
         log_error(exc)
         return 503, DB_UNAVAILABLE

@@ -19,10 +19,13 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from contract import DB_QUERY, DB_UNAVAILABLE, db_body
-from dbenv import POOL_SIZE, connect_args, log_error, random_start
+from contract import DB_QUERY, DB_ROW_QUERY, DB_UNAVAILABLE, db_body, row_body
+from dbenv import POOL_SIZE, connect_args, log_error, random_id, random_start
+
+T = TypeVar("T")
 
 
 def _connect() -> Any:
@@ -50,17 +53,24 @@ def _queries(conn: Any, n: int) -> float:
     return total
 
 
+def _row(conn: Any) -> bytes:
+    with conn.cursor() as cur:
+        cur.execute(DB_ROW_QUERY, (random_id(),))
+        row_id, value = cur.fetchone()
+    return row_body(row_id, value)
+
+
 class _PerThread:
     def __init__(self) -> None:
         self._local = threading.local()
 
-    def run(self, n: int) -> float:
+    def run(self, work: Callable[[Any], T]) -> T:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = _connect()
             self._local.conn = conn
         try:
-            return _queries(conn, n)
+            return work(conn)
         except BaseException:
             self._local.conn = None
             _close(conn)
@@ -75,19 +85,19 @@ class _Pool:
         for _ in range(size):
             self._slots.put(None)
 
-    def run(self, n: int) -> float:
+    def run(self, work: Callable[[Any], T]) -> T:
         conn = self._slots.get()  # cooperative under gevent: waits for a free connection
         try:
             if conn is None:
                 conn = _connect()
-            total = _queries(conn, n)
+            result = work(conn)
         except BaseException:
             if conn is not None:
                 _close(conn)
             self._slots.put(None)
             raise
         self._slots.put(conn)
-        return total
+        return result
 
 
 def _gevent_patched() -> bool:
@@ -113,7 +123,16 @@ def db_response(n: int) -> tuple[int, bytes]:
     """(status, body) for /db with n queries: 200 and the sum, or 503 when the database
     cannot be reached (the connection is dropped and the next request reconnects)."""
     try:
-        return 200, db_body(_get_holder().run(n))
+        return 200, db_body(_get_holder().run(lambda conn: _queries(conn, n)))
+    except Exception as exc:
+        log_error(exc)
+        return 503, DB_UNAVAILABLE
+
+
+def row_response() -> tuple[int, bytes]:
+    """(status, body) for /dbjson: 200 and one row as JSON, or 503 as /db."""
+    try:
+        return 200, _get_holder().run(_row)
     except Exception as exc:
         log_error(exc)
         return 503, DB_UNAVAILABLE

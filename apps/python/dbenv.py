@@ -23,6 +23,11 @@ def random_start() -> int:
     return random.randint(1, MAX_START)
 
 
+def random_id() -> int:
+    """A row for /dbjson: any id of the table."""
+    return random.randint(1, _ROWS)
+
+
 def connect_args() -> dict[str, Any]:
     """Keyword arguments for PyMySQL (aiomysql calls `database` `db`). Read at the first
     connect, so a stack starts (and serves /hello) without any database settings at all."""

@@ -1,4 +1,5 @@
-"""Django in one file, under gunicorn's sync worker. /io blocks the worker with time.sleep.
+"""Django in one file, under gunicorn's sync worker (and under flup's FastCGI servers,
+gevent.pywsgi and uWSGI for experiment 004). /io blocks the worker with time.sleep.
 
 Settings are configured in code before the WSGI handler is built; DEBUG is off, so
 ALLOWED_HOSTS must name the loopback host or every request is a 400.
@@ -21,7 +22,7 @@ settings.configure(
 )
 
 from contract import HELLO, JSON, OK, TEXT, db_queries, io_ms, json_body  # noqa: E402
-from db_sync import db_response  # noqa: E402
+from db_sync import db_response, row_response  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 from django.http import HttpRequest, HttpResponse  # noqa: E402
 from django.urls import path  # noqa: E402
@@ -47,11 +48,17 @@ def db(request: HttpRequest) -> HttpResponse:
     return HttpResponse(body, status=status, content_type=TEXT)
 
 
+def dbjson(request: HttpRequest) -> HttpResponse:
+    status, body = row_response()
+    return HttpResponse(body, status=status, content_type=JSON if status == 200 else TEXT)
+
+
 urlpatterns = [
     path("hello", hello),
     path("json", json_),
     path("io", io),
     path("db", db),
+    path("dbjson", dbjson),
 ]
 
 app = get_wsgi_application()

@@ -3,7 +3,7 @@ granian, waitress, bjoern, gevent.pywsgi, meinheld, PyPy).
 
 /io waits with time.sleep: a blocking wait in sync and threaded servers; gevent makes it
 cooperative where it monkey-patches `time` (gunicorn's gevent worker, gevent_server.py).
-/db runs PyMySQL (db_sync.py: a connection per thread, or a pool under gevent).
+/db and /dbjson run PyMySQL (db_sync.py: a connection per thread, or a pool under gevent).
 Kept Python 3.9-compatible for the PyPy stack.
 """
 
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from contract import HELLO, JSON, NOT_FOUND, OK, TEXT, db_queries, io_ms, json_body
-from db_sync import db_response
+from db_sync import db_response, row_response
 
 StartResponse = Callable[..., object]
 _STATUS = {200: "200 OK", 503: "503 Service Unavailable"}
@@ -36,6 +36,9 @@ def app(environ: dict, start_response: StartResponse) -> Iterable[bytes]:
     if path == "/db":
         status, body = db_response(db_queries(environ.get("QUERY_STRING")))
         return _reply(start_response, _STATUS[status], TEXT, body)
+    if path == "/dbjson":
+        status, body = row_response()
+        return _reply(start_response, _STATUS[status], JSON if status == 200 else TEXT, body)
     return _reply(start_response, "404 Not Found", TEXT, NOT_FOUND)
 
 

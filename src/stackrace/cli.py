@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from stackrace.options import OneLineArgumentParser
+
 # (subcommand, module under stackrace.commands, one-line help)
 COMMANDS: list[tuple[str, str, str]] = [
     ("load", "load", "load one URL with the engine and print a wrk-like summary"),
@@ -26,15 +28,19 @@ COMMANDS: list[tuple[str, str, str]] = [
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # one-line usage errors ("stackrace load: argument --rate: must be ..."), for every
+    # subcommand too: add_parser() makes subparsers of the same class
+    parser = OneLineArgumentParser(
         prog="stackrace",
         description="Race web-server stacks side by side, live. With no subcommand, opens the app.",
     )
     parser.add_argument("--stacks-file", default=None, help="stacks.toml to use")
     if only is None:
+        from stackrace.cluster.flags import add_cluster_arguments
         from stackrace.tui.args import add_app_arguments
 
         add_app_arguments(parser)
+        add_cluster_arguments(parser)  # `stackrace --cluster ADDRESS`: the app on a cluster
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in COMMANDS:
         if only is not None and name != only:
@@ -55,7 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         from stackrace.commands import app
 
         return app.run(args)
-    rc = args.func(args)
+    try:
+        rc = args.func(args)
+    except KeyboardInterrupt:
+        # Ctrl-C in a blocking step (a database start, an install): the usual exit
+        # status, not a traceback; commands that handle it themselves never get here
+        print(f"stackrace {args.command}: interrupted", file=sys.stderr)
+        return 130
     return int(rc or 0)
 
 

@@ -37,35 +37,88 @@ A stack block (see stacks.toml for the full set and README "Adding a stack"):
     [[stacks.NAME.files]]            # rendered into {run_dir} before start
     path = "nginx.conf"
     template = "{apps}/php/nginx.conf.tmpl"
+    [stacks.NAME.params]             # tunables other than workers/threads, string values
+    opcache = "on"
+    [stacks.NAME.choices]            # optional: the only values a variant may give a param
+    opcache = ["on", "off"]
+
+Optional keys for what a stack serves and what verify proves about it:
+
+    db = true                        # serves /db (gets the database settings); false: not
+    workloads = ["dbjson"]           # optional workloads it serves too (stackrace.workloads)
+    facts = "/_facts"                # a JSON object the app computes about itself
+    expect = { opcache = "{opcache}" }   # what `stackrace verify` must find: a key of the
+                                     # facts object, or one verify measures (db_persistent)
+
+A stack in front of another (nginx as a reverse proxy):
+
+    upstream = "{backend}"           # a stack (or variant) started first, on a port of its
+                                     # own, {upstream_port}; usually a param, so that
+                                     # `nginx-proxy:backend=gevent-pywsgi` picks it. The
+                                     # front stack serves what its upstream serves.
 
 Placeholders: {host} (always 127.0.0.1), {port}, {workers}, {threads}, {apps}, {root},
-{run_dir}, {venv_bin}, {python}, {pypy_bin}, {name}, and any key of [stacks.NAME.params]
-(string values users may override in a variant, e.g. `worker_class`).
+{run_dir}, {venv_bin}, {python}, {pypy_bin}, {name}, {upstream_port} (stacks with an
+upstream), and any key of [stacks.NAME.params] (string values users may override in a
+variant, e.g. `worker_class`; a param may not reuse a built-in name). Every {word} in a
+templated key — and in the files a [[stacks.NAME.files]] template names — must be one of
+these: a typo like {prot} is an error when the file is read, not when the stack starts.
 
-Variants: "NAME:workers=4,threads=8" anywhere a stack name is accepted.
+Checked when the file is read: types and unknown keys, names, family, workers/threads
+≥ 1, ready_timeout/stop_timeout > 0, cpus non-empty without negatives or repeats,
+placeholders. Checked when a stack is chosen (`resolve`), because it depends on the
+machine rather than the file: every CPU in `cpus` is one this process may use.
+
+Variants: "NAME:workers=4,threads=8" anywhere a stack name is accepted. A variant's value
+may itself be a stack with one override: `nginx-proxy:backend=gunicorn-sync:workers=4`.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import sys
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from stackrace.workloads import WORKLOADS
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STACKS_FILE = ROOT / "stacks.toml"
 FAMILIES = ("sync", "threaded", "async", "greenlet", "prefork", "event-loop", "other")
 HOST = "127.0.0.1"
+# workloads a stack serves only when its `workloads` lists them (dbjson), and those that
+# read the database (a stack serving one gets the database settings): stackrace.workloads
+OPTIONAL_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.optional)
+DB_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.needs_db)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _MEMORY = re.compile(r"^\d+[KMG]?$")
 
 
 class ConfigError(ValueError):
     """A stacks file or a stack reference that cannot be used; the message says where."""
+
+
+# The placeholders `placeholders()` fills, besides a stack's own params.
+PLACEHOLDERS = (
+    "host",
+    "port",
+    "workers",
+    "threads",
+    "apps",
+    "root",
+    "run_dir",
+    "venv_bin",
+    "python",
+    "pypy_bin",
+    "name",
+)
 
 
 class Needs(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -115,6 +168,11 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     processes: list[Process] = []
     files: list[FileTemplate] = []
     db: bool = True  # serves /db (gets the database settings in its environment)
+    workloads: list[str] = []  # optional workloads served besides the contract (dbjson)
+    choices: dict[str, list[str]] = {}  # allowed values of params, checked in variants
+    upstream: str | None = None  # a stack started first that this one forwards to
+    facts: str | None = None  # path of a JSON object of facts the app reports on itself
+    expect: dict[str, str] = {}  # facts `stackrace verify` must find (placeholders allowed)
 
 
 @dataclass(frozen=True)
@@ -125,6 +183,7 @@ class Stack:
     base: str  # the block name in the file
     spec: StackDef
     overrides: dict[str, str] = field(default_factory=dict)
+    upstream: Stack | None = None  # the stack this one forwards to (resolved `upstream`)
 
     @property
     def workers(self) -> int:
@@ -142,10 +201,28 @@ class Stack:
 
     @property
     def title(self) -> str:
+        title = self.spec.title
+        if self.upstream is not None:
+            title = f"{title} → {self.upstream.spec.title}"
         if not self.overrides:
-            return self.spec.title
+            return title
         extra = ", ".join(f"{k}={v}" for k, v in self.overrides.items())
-        return f"{self.spec.title} ({extra})"
+        return f"{title} ({extra})"
+
+    def serves(self, workload: str) -> bool:
+        """Whether the stack answers this workload's endpoint. Every stack serves the
+        contract (hello, json, io, and db unless `db = false`); optional workloads only
+        where listed in `workloads`. A stack in front of another serves what that one does."""
+        if self.upstream is not None:
+            return self.upstream.serves(workload)
+        if workload == "db":
+            return self.spec.db
+        if workload in OPTIONAL_WORKLOADS:
+            return workload in self.spec.workloads
+        return True
+
+    def served(self, workloads: list[str]) -> list[str]:
+        return [w for w in workloads if self.serves(w)]
 
 
 def _where(path: Path) -> str:
@@ -188,9 +265,111 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
     for i, proc in enumerate(spec.processes):
         if not proc.command:
             raise bad(f"processes[{i}].command", "must not be empty")
+    for key in ("ready_timeout", "stop_timeout"):
+        value = getattr(spec, key)
+        if not math.isfinite(value) or value <= 0:
+            raise bad(key, f"must be a number of seconds above zero, got {value:g}")
+    if spec.cpus is not None:
+        if not spec.cpus:
+            raise bad("cpus", "list at least one CPU, or leave the key out")
+        if any(c < 0 for c in spec.cpus):
+            raise bad("cpus", f"CPU numbers start at 0, got {min(spec.cpus)}")
+        if len(set(spec.cpus)) != len(spec.cpus):
+            raise bad("cpus", "a CPU is listed twice")
+    for param in spec.params:
+        if param in PLACEHOLDERS or not re.fullmatch(r"\w+", param):
+            why = "is a built-in placeholder" if param in PLACEHOLDERS else "use letters, digits, _"
+            raise bad(f"params.{param}", f"cannot be a param name: {why}")
+    known = set(PLACEHOLDERS) | set(spec.params)
+    if spec.upstream is not None:
+        known.add("upstream_port")  # the port of the stack behind this one
+    for key, text in _templated(spec):
+        unknown = _unknown_placeholder(text, known)
+        if unknown:
+            raise bad(key, f"unknown placeholder {{{unknown}}} ({_known_list(spec)})")
+    for i, tmpl in enumerate(spec.files):
+        unknown, where = _unknown_in_template(tmpl.template, spec, known)
+        if unknown:
+            raise bad(
+                f"files[{i}].template",
+                f"{where}: unknown placeholder {{{unknown}}} ({_known_list(spec)})",
+            )
+    for w in spec.workloads:
+        if w not in OPTIONAL_WORKLOADS:
+            known = ", ".join(OPTIONAL_WORKLOADS)
+            raise bad("workloads", f"{w!r} is not an optional workload ({known})")
+        if w in DB_WORKLOADS and not spec.db:
+            raise bad("workloads", f"{w!r} reads the database, but the stack says db = false")
+    for key, allowed in spec.choices.items():
+        if key not in spec.params:
+            raise bad(f"choices.{key}", "not a key of params")
+        if spec.params[key] not in allowed:
+            raise bad(f"choices.{key}", f"the default {spec.params[key]!r} is not among {allowed}")
+    if spec.facts is not None and not spec.facts.startswith("/"):
+        raise bad("facts", "must be a path starting with '/'")
 
 
-def load_stacks(path: str | Path | None = None) -> dict[str, StackDef]:
+def _known_list(spec: StackDef) -> str:
+    return "known: " + ", ".join([*PLACEHOLDERS, *spec.params])
+
+
+def _templated(spec: StackDef) -> Iterator[tuple[str, str]]:
+    """(key, text) of every value the launcher or installer fills placeholders in."""
+    for i, arg in enumerate(spec.command):
+        yield f"command[{i}]", arg
+    yield "cwd", spec.cwd
+    for k, v in spec.env.items():
+        yield f"env.{k}", v
+    for i, arg in enumerate(spec.version or []):
+        yield f"version[{i}]", arg
+    needs = spec.needs
+    for i, arg in enumerate(needs.bins):
+        yield f"needs.bins[{i}]", arg
+    for i, cmd in enumerate(needs.build):
+        for j, arg in enumerate(cmd):
+            yield f"needs.build[{i}][{j}]", arg
+    yield "needs.build_cwd", needs.build_cwd
+    for i, arg in enumerate(needs.built):
+        yield f"needs.built[{i}]", arg
+    yield "needs.npm_cwd", needs.npm_cwd
+    for i, proc in enumerate(spec.processes):
+        for j, arg in enumerate(proc.command):
+            yield f"processes[{i}].command[{j}]", arg
+        for k, v in proc.env.items():
+            yield f"processes[{i}].env.{k}", v
+        if proc.ready_path is not None:
+            yield f"processes[{i}].ready_path", proc.ready_path
+    for i, tmpl in enumerate(spec.files):
+        yield f"files[{i}].path", tmpl.path
+        yield f"files[{i}].template", tmpl.template
+
+
+def _unknown_placeholder(text: str, known: set[str]) -> str | None:
+    return next((m.group(1) for m in _PLACEHOLDER.finditer(text) if m.group(1) not in known), None)
+
+
+def _unknown_in_template(template: str, spec: StackDef, known: set[str]) -> tuple[str | None, str]:
+    """The first unknown placeholder inside a template file, and the file's name. A
+    template that cannot be found or read is left to the launcher, which says so."""
+    values: dict[str, Any] = {"apps": ROOT / "apps", "root": ROOT, "name": "?"}
+    values.update({k: "" for k in known if k not in values})
+    try:
+        path = Path(render(template, values))
+        text = path.read_text()
+    except (ConfigError, OSError, UnicodeDecodeError):
+        return None, template
+    return _unknown_placeholder(text, known), _where(path)
+
+
+class StackFile(dict[str, StackDef]):
+    """The stacks of one file, by name; `source` is the file as error messages name it."""
+
+    def __init__(self, stacks: dict[str, StackDef], source: str) -> None:
+        super().__init__(stacks)
+        self.source = source
+
+
+def load_stacks(path: str | Path | None = None) -> StackFile:
     """Read and validate a stacks file; raise ConfigError naming file, stack and key."""
     p = Path(path) if path else DEFAULT_STACKS_FILE
     try:
@@ -214,11 +393,17 @@ def load_stacks(path: str | Path | None = None) -> dict[str, StackDef]:
             raise _explain(p, name, exc) from None
         _check(p, name, spec)
         stacks[name] = spec
-    return stacks
+    return StackFile(stacks, _where(p))
 
 
-def resolve(ref: str, stacks: dict[str, StackDef], source: str = "stacks.toml") -> Stack:
-    """'gunicorn-sync' or 'gunicorn-sync:workers=4,threads=2' → Stack."""
+def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) -> Stack:
+    """'gunicorn-sync' or 'gunicorn-sync:workers=4,threads=2' → Stack.
+
+    Errors name `source`, by default the file the stacks were read from (a StackFile),
+    and check what depends on this machine: the CPUs in `cpus`.
+    """
+    if source is None:
+        source = getattr(stacks, "source", "stacks.toml")
     base, _, rest = ref.partition(":")
     base = base.strip()
     if base not in stacks:
@@ -239,11 +424,54 @@ def resolve(ref: str, stacks: dict[str, StackDef], source: str = "stacks.toml") 
         elif key not in spec.params:
             allowed = ", ".join(["workers", "threads", *spec.params])
             raise ConfigError(f"{source}: stack '{ref}': key '{key}': not tunable ({allowed})")
+        elif key in spec.choices and value not in spec.choices[key]:
+            raise ConfigError(
+                f"{source}: stack '{ref}': key '{key}': {value!r} is not one of "
+                f"{', '.join(spec.choices[key])}"
+            )
         overrides[key] = value
+    if spec.cpus:
+        usable = sorted(os.sched_getaffinity(0))
+        missing = [c for c in spec.cpus if c not in usable]
+        if missing:
+            raise ConfigError(
+                f"{source}: stack '{base}': key 'cpus': CPU {missing[0]} is not one this "
+                f"machine lets stackrace use ({', '.join(map(str, usable))})"
+            )
     name = (
         base if not overrides else f"{base}:" + ",".join(f"{k}={v}" for k, v in overrides.items())
     )
-    return Stack(name=name, base=base, spec=spec, overrides=overrides)
+    stack = Stack(name=name, base=base, spec=spec, overrides=overrides)
+    if spec.upstream is not None:
+        stack = _with_upstream(stack, ref, stacks, source)
+    return stack
+
+
+def _with_upstream(stack: Stack, ref: str, stacks: dict[str, StackDef], source: str) -> Stack:
+    """Resolve the stack's `upstream` (rendered with its params) into a Stack of its own."""
+    assert stack.spec.upstream is not None
+    try:
+        up_ref = render(stack.spec.upstream, stack.params)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: stack '{ref}': key 'upstream': {exc}") from None
+    up_base = up_ref.partition(":")[0].strip()
+    if up_base in stacks and stacks[up_base].upstream is not None:
+        # one hop only (this also stops a stack naming itself): a chain would need a port
+        # per hop and says nothing the experiments ask
+        raise ConfigError(
+            f"{source}: stack '{ref}': key 'upstream': {up_ref!r} is itself in front of a stack"
+        )
+    try:
+        upstream = resolve(up_ref, stacks, source)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: stack '{ref}': key 'upstream': {exc}") from None
+    return Stack(
+        name=stack.name,
+        base=stack.base,
+        spec=stack.spec,
+        overrides=stack.overrides,
+        upstream=upstream,
+    )
 
 
 def venv_bin(which: str = "main") -> Path:
@@ -252,9 +480,11 @@ def venv_bin(which: str = "main") -> Path:
     return Path(sys.executable).parent
 
 
-def placeholders(stack: Stack, port: int, run_dir: Path) -> dict[str, Any]:
+def placeholders(
+    stack: Stack, port: int, run_dir: Path, host: str = HOST, upstream_port: int = 0
+) -> dict[str, Any]:
     values: dict[str, Any] = {
-        "host": HOST,
+        "host": host,  # 127.0.0.1, except on a cluster's app node (see stackrace.cluster)
         "port": port,
         "workers": stack.workers,
         "threads": stack.threads,
@@ -266,6 +496,9 @@ def placeholders(stack: Stack, port: int, run_dir: Path) -> dict[str, Any]:
         "pypy_bin": venv_bin("pypy"),
         "name": stack.base,
     }
+    if stack.upstream is not None:
+        # only where there is one: elsewhere {upstream_port} is an unknown placeholder
+        values["upstream_port"] = upstream_port
     values.update(stack.params)
     return values
 

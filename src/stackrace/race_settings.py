@@ -10,83 +10,47 @@ derived from it:
   time (the isolation chosen and why, the path loaded).
 - the app's race: the same workload, timeout and keep-alive fields.
 
-Durations are seconds (floats); the CLI and TOML accept "500ms", "10s", "2m".
+Durations are seconds (floats); the CLI and TOML accept "500ms", "10s", "2m". Every
+value goes through the same parser (stackrace.options) from the command line and from a
+preset, so a value is valid or not the same way everywhere.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import re
 import typing
+from argparse import ArgumentTypeError
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import msgspec
 
-from stackrace.units import parse_duration
+from stackrace.options import (
+    non_negative_duration,
+    positive_duration,
+    positive_int,
+    positive_int_list,
+    positive_rate,
+)
 from stackrace.workloads import WORKLOADS
 
 ISOLATIONS = ("auto", "rotate", "parallel")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise ValueError(f"must be a whole number, got {text!r}") from None
-    if n < 1:
-        raise ValueError(f"must be at least 1, got {text!r}")
-    return n
 
 
 def _non_negative_int(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise ValueError(f"must be a whole number, got {text!r}") from None
+        raise ArgumentTypeError(f"must be a whole number, got {text!r}") from None
     if n < 0:
-        raise ValueError(f"must be 0 or more, got {text!r}")
+        raise ArgumentTypeError(f"must be 0 or more, got {text!r}")
     return n
 
 
-def _levels(text: str) -> list[int]:
-    try:
-        levels = [int(p) for p in text.split(",") if p.strip()]
-    except ValueError:
-        raise ValueError(
-            f"must be numbers separated by commas, e.g. 10,100,500; got {text!r}"
-        ) from None
-    if not levels or any(n < 1 for n in levels):
-        raise ValueError(f"every level must be at least 1, got {text!r}")
-    return levels
-
-
-def _duration(text: str) -> float:
-    seconds = parse_duration(text)
-    if not seconds > 0:
-        raise ValueError(f"must be longer than 0, got {text!r}")
-    return seconds
-
-
-def _non_negative_duration(text: str) -> float:
-    return parse_duration(text)
-
-
-def _rate(text: str) -> float:
-    try:
-        rate = float(text)
-    except ValueError:
-        raise ValueError(f"must be a number of requests per second, got {text!r}") from None
-    if not math.isfinite(rate) or rate <= 0:
-        raise ValueError(f"must be a positive finite number, got {text!r}")
-    return rate
-
-
 def _memory(text: str) -> str:
-    import re
-
     if not re.fullmatch(r"\d+[KMG]?", text):
-        raise ValueError(f"must be a size like 128M or 2G, got {text!r}")
+        raise ArgumentTypeError(f"must be a size like 128M or 2G, got {text!r}")
     return text
 
 
@@ -96,13 +60,13 @@ def _bool(text: str) -> bool:
 
 def _workload(text: str) -> str:
     if text not in WORKLOADS:
-        raise ValueError(f"must be one of {', '.join(sorted(WORKLOADS))}, got {text!r}")
+        raise ArgumentTypeError(f"must be one of {', '.join(sorted(WORKLOADS))}, got {text!r}")
     return text
 
 
 def _isolation(text: str) -> str:
     if text not in ISOLATIONS:
-        raise ValueError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
+        raise ArgumentTypeError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
     return text
 
 
@@ -129,14 +93,17 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = "hello"
     io_ms: Annotated[int, opt("--io-ms", "how long /io waits, ms", _non_negative_int)] = 10
     queries: Annotated[
-        int, opt("--queries", "range queries per /db request (the classic: 10)", _positive_int)
+        int, opt("--queries", "range queries per /db request (the classic: 10)", positive_int)
     ] = 10
     concurrency: Annotated[
-        list[int], opt("--concurrency", "connections per stack, levels e.g. 10,100,500", _levels)
+        list[int],
+        opt("--concurrency", "connections per stack, levels e.g. 10,100,500", positive_int_list),
     ] = msgspec.field(default_factory=lambda: [10, 100])
-    duration: Annotated[float, opt("--duration", "measured time per level", _duration)] = 10.0
+    duration: Annotated[float, opt("--duration", "measured time per level", positive_duration)] = (
+        10.0
+    )
     warmup: Annotated[
-        float, opt("--warmup", "load before each level's figures count", _non_negative_duration)
+        float, opt("--warmup", "load before each level's figures count", non_negative_duration)
     ] = 2.0
     warmup_requests: Annotated[
         int,
@@ -148,11 +115,12 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ),
     ] = 0
     rate: Annotated[
-        float | None, opt("--rate", "constant rate per stack, req/s, instead of levels", _rate)
+        float | None,
+        opt("--rate", "constant rate per stack, req/s, instead of levels", positive_rate),
     ] = None
     rate_connections: Annotated[
         int,
-        opt("--rate-connections", "connections per stack that carry a --rate", _positive_int),
+        opt("--rate-connections", "connections per stack that carry a --rate", positive_int),
     ] = 200
     requests: Annotated[
         int | None,
@@ -160,7 +128,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--requests",
             "end each level after exactly this many requests were answered or failed, "
             "as ab -n (waits for all of them, up to the request timeout)",
-            _positive_int,
+            positive_int,
         ),
     ] = None
     keepalive: Annotated[
@@ -175,12 +143,12 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     isolation: Annotated[
         str, opt("--isolation", "auto, rotate (one stack at a time) or parallel", _isolation)
     ] = "auto"
-    repeat: Annotated[int, opt("--repeat", "measure each level N times", _positive_int)] = 1
+    repeat: Annotated[int, opt("--repeat", "measure each level N times", positive_int)] = 1
     timeout: Annotated[
-        float, opt("--timeout", "a request with no answer after this long fails", _duration)
+        float, opt("--timeout", "a request with no answer after this long fails", positive_duration)
     ] = 10.0
     cpus: Annotated[
-        int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", _positive_int)
+        int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int)
     ] = None
     memory_max: Annotated[
         str | None, opt("--memory-max", "memory cap per stack, e.g. 128M", _memory)
@@ -236,18 +204,9 @@ def add_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> 
 
 
 def _argparse_type(o: Opt) -> Callable[[str], Any] | None:
-    if o.parse is None:
-        return None
-    parse = o.parse
-
-    def checked(text: str) -> Any:
-        try:
-            return parse(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    checked.__name__ = o.flag  # argparse names the type in some messages
-    return checked
+    # the parsers (stackrace.options and the ones above) raise ArgumentTypeError, which
+    # argparse turns into "argument --flag: must be …"
+    return o.parse
 
 
 def given(args: argparse.Namespace) -> dict[str, Any]:
@@ -281,7 +240,7 @@ def from_mapping(raw: dict[str, Any], where: str) -> RaceSettings:
             text = str(value)
         try:
             values[key] = o.parse(text)
-        except ValueError as exc:
+        except (ValueError, ArgumentTypeError) as exc:
             raise ValueError(f"{where}: key {key!r}: {exc}") from None
     try:
         return msgspec.convert(values, RaceSettings)

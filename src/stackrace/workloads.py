@@ -4,9 +4,16 @@
     GET /json         {"message": "Hello, World!"}        application/json
     GET /io?ms=N      waits N ms the stack's way, "ok"    text/plain
     GET /db?queries=N N range queries summed, "%.6f"     text/plain  (the database workload)
+    GET /dbjson       one row as {"id": N, "value": V}    application/json  (optional)
 
 The engine checks bodies with a `BodyCheck`; `stackrace verify` checks the full contract
 (status, Content-Type, framing, exact body, that /io really waits).
+
+An *optional* workload is served only by the stacks whose block lists it in `workloads`
+(`Stack.serves`): /dbjson, TechEmpower's single-query test on this project's table, which
+experiment 003 timed (a query plus JSON serialisation). The engine only checks that its
+body names a value (serialisers differ in spacing); verify checks the row against the
+database.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ class Workload:
     title: str
     content_type: str
     needs_db: bool = False
+    optional: bool = False  # served only by stacks that list it (config: `workloads`)
 
     def path(self, io_ms: int = 10, queries: int = 10) -> str:
         if self.name == "io":
@@ -41,6 +49,8 @@ class Workload:
         if self.name == "db":
             lo, hi = db_sum_range(queries)
             return BodyCheck(kind="float_range", lo=lo, hi=hi)
+        if self.name == "dbjson":
+            return BodyCheck(kind="contains", arg='"value"')
         return BodyCheck(kind="json", arg=JSON_BODY)
 
 
@@ -49,6 +59,9 @@ WORKLOADS: dict[str, Workload] = {
     "json": Workload("json", "JSON", "application/json"),
     "io": Workload("io", "backend wait (/io)", "text/plain"),
     "db": Workload("db", "MySQL range queries (/db)", "text/plain", needs_db=True),
+    "dbjson": Workload(
+        "dbjson", "one row as JSON (/dbjson)", "application/json", needs_db=True, optional=True
+    ),
 }
 
 

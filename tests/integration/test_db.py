@@ -7,7 +7,6 @@ One scoped instance is shared by the module where tests do not need their own.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -244,15 +243,18 @@ def test_scoped_server_dies_with_its_owner(tmp_path: Path) -> None:
     )
     assert owner.stdout is not None
     pid = int(owner.stdout.readline())
-    datadir = tmp_path / "data"
-    assert is_our_server(pid, datadir)
-    owner.send_signal(signal.SIGKILL)
-    owner.wait()
-    deadline = time.monotonic() + 20
-    while is_our_server(pid, datadir) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not is_our_server(pid, datadir)
-    shutil.rmtree(datadir)  # ~100 MB; pytest keeps old temp dirs
+    inst = ManagedMariaDB(tmp_path)
+    datadir = inst.paths.datadir
+    try:
+        assert is_our_server(pid, datadir)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        deadline = time.monotonic() + 20
+        while is_our_server(pid, datadir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not is_our_server(pid, datadir)
+    finally:
+        inst.reset(wipe=True)  # ~110 MB, maybe outside tmp_path (the server's own dir)
 
 
 def test_cli_service_outlives_the_command(
@@ -295,5 +297,6 @@ async def test_async_scoped_instance(tmp_path: Path) -> None:
         pid = db.pid()
         assert pid is not None
         assert (await db.ensure_ready_async(rows=1000)) == settings  # all skipped now
-    assert not is_our_server(pid, tmp_path / "data")
-    shutil.rmtree(tmp_path / "data")
+        datadir = db.paths.datadir
+    assert not is_our_server(pid, datadir)
+    db.reset(wipe=True)

@@ -179,3 +179,27 @@ async def test_db_stacks_recover_from_a_database_restart_under_load(
     db: ManagedMariaDB, tmp_path: Path
 ) -> None:
     await outage_cycle(db, OUTAGE_STACKS, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "variant,persistent",
+    [
+        ("php-fpm-nginx", "on"),
+        ("php-fpm-nginx:persistent=off", "off"),
+        ("php-fpm-nginx:workers=4", "on"),  # four children, each with its own connection
+        ("php-fpm-nginx:workers=4,persistent=off", "off"),
+    ],
+)
+async def test_verify_sees_whether_php_connects_per_request(
+    variant: str, persistent: str, db: ManagedMariaDB, tmp_path: Path
+) -> None:
+    # measured from the database's own Connections counter, not from what the app says
+    async with Launcher(tmp_path, env=db_env(db.settings, ROWS)) as launcher:
+        rs = await launcher.start(real_stack(variant))
+        conn = db.connection()
+        try:
+            result = await check_db(rs.port, conn, holders=rs.stack.workers)
+        finally:
+            conn.close()
+    assert result.ok, result.problems
+    assert result.measured == {"db_persistent": persistent}

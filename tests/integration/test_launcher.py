@@ -18,8 +18,8 @@ from stackrace.config import load_stacks, resolve
 from stackrace.engine.client import Engine
 from stackrace.engine.model import TargetSpec
 from stackrace.stacks.launcher import CRASHED, READY, STOPPED, Launcher, LaunchError
-from stackrace.stacks.procs import pids_in_sessions
 from stackrace.stacks.sampler import TreeSampler
+from stackrace.supervise.procs import pids_in_sessions
 from tests.helpers import wait_for
 
 FIXTURE = Path(__file__).parents[1] / "stacks_fixture.toml"

@@ -17,8 +17,8 @@ import pytest
 
 from stackrace.config import load_stacks, resolve
 from stackrace.stacks.launcher import CRASHED, FAILED, READY, STOPPED, Launcher
-from stackrace.stacks.procs import pids_in_sessions
 from stackrace.stacks.sampler import TreeSampler
+from stackrace.supervise.procs import pids_in_sessions
 from tests.conftest_stacks import (
     live,
     port_is_free,

@@ -1,5 +1,8 @@
 """Every stack in stacks.toml is available on a machine set up by the README, and passes
-`stackrace verify` (hello, json, io and db against the private MariaDB)."""
+`stackrace verify` (hello, json, io, db and dbjson against the private MariaDB, and the
+facts a stack's `expect` names); so does every variant that a param's `choices` offers or
+a replayed experiment's preset runs (opcache off, a new connection per request, Beego's
+dev mode, Django under flup, gevent and uWSGI, nginx in front of a variant…)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import sys
 from pathlib import Path
 
 from stackrace.config import load_stacks, resolve
+from stackrace.presets import all_presets
 from stackrace.stacks.availability import check
 
 ROOT = Path(__file__).parents[2]
@@ -30,3 +34,30 @@ def test_verify_passes_for_every_stack():
     )
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
     assert f"{len(load_stacks())} of {len(load_stacks())} stacks verified" in r.stderr
+
+
+def experiment_variants() -> list[str]:
+    """Every non-default value of a param with `choices`, and every variant a seed preset
+    runs (plain stack names are verified by the test above)."""
+    out: list[str] = []
+    for name, spec in load_stacks().items():
+        for key, values in spec.choices.items():
+            out += [f"{name}:{key}={v}" for v in values if v != spec.params[key]]
+    for preset_name, preset in all_presets().items():
+        if preset_name.startswith("seed-"):
+            out += [ref for ref in preset.stacks if ":" in ref]
+    return list(dict.fromkeys(out))
+
+
+def test_verify_passes_for_the_variants_the_experiments_use():
+    variants = experiment_variants()
+    assert "php-fpm-nginx:opcache=off" in variants and "go-beego:runmode=dev" in variants
+    r = subprocess.run(
+        [sys.executable, "-m", "stackrace.cli", "verify", *variants],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    assert f"{len(variants)} of {len(variants)} stacks verified" in r.stderr

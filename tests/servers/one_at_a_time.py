@@ -6,8 +6,8 @@ It accepts a connection, reads one request, blocks N ms (default 10), answers, a
 closes (or, with --keepalive, serves the same connection until the client closes it,
 as one uWSGI worker does). Its listen backlog is large, so queued clients wait rather
 than being refused. It counts every request it read and every connection it accepted,
-and answers `GET /_count` with {"read": N, "accepted": N, "max_per_connection": N}
-without the wait (a control request, not counted).
+and answers `GET /_count` with {"read", "accepted", "max_per_connection", "control"}
+without the wait (a control request: counted apart, in "control").
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-COUNTS = {"read": 0, "accepted": 0, "max_per_connection": 0}
+COUNTS = {"read": 0, "accepted": 0, "max_per_connection": 0, "control": 0}
 
 
 def read_request(conn: socket.socket, buf: bytes) -> tuple[bytes | None, bytes]:
@@ -50,6 +50,7 @@ def serve(port: int, keepalive: bool, ms: float) -> None:
                 if head is None:
                     break
                 if head.startswith(b"GET /_count "):
+                    COUNTS["control"] += 1
                     body = json.dumps(COUNTS).encode()
                     conn.sendall(
                         b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"

@@ -29,7 +29,7 @@ from stackrace.db import (
     work_between,
 )
 from stackrace.db.paths import InstancePaths, find_binary
-from stackrace.db.proc import port_in_use
+from stackrace.ports import port_in_use
 
 
 def test_parse_dsn_full() -> None:
@@ -138,7 +138,10 @@ def test_long_instance_dir_gets_a_short_socket(tmp_path: Path) -> None:
     sock = InstancePaths(long_root).socket
     assert len(str(sock)) < 100
     assert InstancePaths(long_root).socket == sock  # stable
-    assert InstancePaths(tmp_path).socket == tmp_path / "mariadbd.sock"
+    # the server's files are in root/server unless the instance records another dir
+    assert InstancePaths(tmp_path).socket == tmp_path / "server" / "mariadbd.sock"
+    assert InstancePaths(tmp_path, server=tmp_path).socket == tmp_path / "mariadbd.sock"
+    assert not InstancePaths(long_root).socket_fits(long_root / "server")
 
 
 def test_port_in_use() -> None:

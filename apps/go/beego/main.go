@@ -2,10 +2,13 @@
 //
 //	bin/server -addr 127.0.0.1:8080
 //
-// RunMode is prod and access logs are off (here and in conf/app.conf, which Beego reads
-// from the working directory and warns about when it is missing). /io waits with
-// time.Sleep, which parks only the goroutine; /db queries MariaDB through database/sql
-// (apps/go/dbquery).
+//	bin/server -addr 127.0.0.1:8080 -runmode dev
+//
+// RunMode is prod unless -runmode says dev (experiment 003 compared the two; conf/app.conf,
+// which Beego reads from the working directory and warns about when it is missing, says
+// prod, and the flag wins). Access logs are off. /io waits with time.Sleep, which parks
+// only the goroutine; /db and /dbjson query MariaDB through database/sql (apps/go/dbquery);
+// /_facts answers the run mode in effect, for `stackrace verify`.
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -67,6 +71,25 @@ func dbHandler(ctx *context.Context) {
 	ctx.Output.Body(body)
 }
 
+func dbJSONHandler(ctx *context.Context) {
+	status, body := dbquery.RowResponse()
+	if status == 200 {
+		ctx.Output.Header("Content-Type", "application/json")
+	} else {
+		ctx.Output.Header("Content-Type", "text/plain")
+	}
+	ctx.Output.SetStatus(status)
+	ctx.Output.Body(body)
+}
+
+// facts is what `stackrace verify` checks against the stack's `expect`: the run mode
+// Beego really runs in, read from its own configuration after start-up.
+func facts(ctx *context.Context) {
+	body, _ := json.Marshal(map[string]string{"runmode": web.BConfig.RunMode})
+	ctx.Output.Header("Content-Type", "application/json")
+	ctx.Output.Body(body)
+}
+
 func beegoVersion() string {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, dep := range info.Deps {
@@ -81,6 +104,7 @@ func beegoVersion() string {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	version := flag.Bool("version", false, "print the Beego and Go versions and exit")
+	runmode := flag.String("runmode", web.PROD, "Beego's run mode: prod or dev")
 	flag.Parse()
 	if *version {
 		// beego.VERSION is not kept up to date; the module version in the build info is
@@ -95,7 +119,11 @@ func main() {
 	if err != nil {
 		panic(err)
 	}
-	web.BConfig.RunMode = web.PROD
+	if *runmode != web.PROD && *runmode != web.DEV {
+		fmt.Fprintf(os.Stderr, "-runmode %q: use prod or dev\n", *runmode)
+		os.Exit(2)
+	}
+	web.BConfig.RunMode = *runmode
 	web.BConfig.Log.AccessLogs = false
 	web.BConfig.CopyRequestBody = false
 	web.BConfig.Listen.HTTPAddr = host
@@ -104,5 +132,7 @@ func main() {
 	web.Get("/json", jsonHandler)
 	web.Get("/io", io)
 	web.Get("/db", dbHandler)
+	web.Get("/dbjson", dbJSONHandler)
+	web.Get("/_facts", facts)
 	web.Run()
 }

@@ -13,6 +13,7 @@ package dbquery
 
 import (
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"log"
 	"math/rand/v2"
@@ -26,16 +27,26 @@ import (
 
 const (
 	dbQuery      = "SELECT value FROM test WHERE id >= ? LIMIT 10"
-	dbQueriesMax = 500 // TechEmpower's multiple-queries rule: 1..500
+	dbRowQuery   = "SELECT id, value FROM test WHERE id = ?" // /dbjson: one row
+	dbQueriesMax = 500                                       // TechEmpower's multiple-queries rule: 1..500
 )
 
 var (
 	dbMu       sync.Mutex
 	dbPool     *sql.DB
 	dbStmt     *sql.Stmt
+	dbRowStmt  *sql.Stmt
+	dbRows     = 1000000
 	dbMaxStart = 999990
 	dbLastErr  string
 )
+
+// Row is /dbjson's answer, serialised by encoding/json per request (experiment 003
+// timed a query plus JSON serialisation).
+type Row struct {
+	ID    int     `json:"id"`
+	Value float64 `json:"value"`
+}
 
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
@@ -57,14 +68,11 @@ func ParseQueries(value string) int {
 	return int(min(n, dbQueriesMax))
 }
 
-func openStmt() (*sql.Stmt, error) {
-	dbMu.Lock()
-	defer dbMu.Unlock()
-	if dbStmt != nil {
-		return dbStmt, nil
-	}
+// openPool makes the pool on first use; the caller holds dbMu.
+func openPool() error {
 	if dbPool == nil {
 		if rows, err := strconv.Atoi(os.Getenv("STACKRACE_DB_ROWS")); err == nil && rows > 9 {
+			dbRows = rows
 			dbMaxStart = rows - 9 // ids are 1..rows and a range of 10 must fit
 		}
 		size, err := strconv.Atoi(os.Getenv("STACKRACE_DB_POOL"))
@@ -81,20 +89,36 @@ func openStmt() (*sql.Stmt, error) {
 		cfg.ReadTimeout = 30 * time.Second
 		connector, err := mysql.NewConnector(cfg)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		dbPool = sql.OpenDB(connector) // connects lazily, on first use
 		dbPool.SetMaxOpenConns(size)
 		dbPool.SetMaxIdleConns(size) // the default 2 would close and reopen under load
 	}
-	// Prepare needs a live connection: when the database is down it fails and the next
-	// request tries again
-	stmt, err := dbPool.Prepare(dbQuery)
+	return nil
+}
+
+// prepare returns *stmt, preparing query once. Prepare needs a live connection: when the
+// database is down it fails and the next request tries again.
+func prepare(stmt **sql.Stmt, query string) (*sql.Stmt, error) {
+	dbMu.Lock()
+	defer dbMu.Unlock()
+	if *stmt != nil {
+		return *stmt, nil
+	}
+	if err := openPool(); err != nil {
+		return nil, err
+	}
+	s, err := dbPool.Prepare(query)
 	if err != nil {
 		return nil, err
 	}
-	dbStmt = stmt
-	return stmt, nil
+	*stmt = s
+	return s, nil
+}
+
+func openStmt() (*sql.Stmt, error) {
+	return prepare(&dbStmt, dbQuery)
 }
 
 func querySum(stmt *sql.Stmt) (float64, error) {
@@ -128,6 +152,24 @@ func Response(n int) (int, []byte) {
 		return 503, []byte("database unavailable")
 	}
 	return 200, strconv.AppendFloat(make([]byte, 0, 24), total, 'f', 6, 64)
+}
+
+// RowResponse runs /dbjson's one query: (200, the row as JSON) or (503, a short reason).
+func RowResponse() (int, []byte) {
+	stmt, err := prepare(&dbRowStmt, dbRowQuery)
+	var row Row
+	if err == nil {
+		err = stmt.QueryRow(rand.IntN(dbRows)+1).Scan(&row.ID, &row.Value)
+	}
+	var body []byte
+	if err == nil {
+		body, err = json.Marshal(&row)
+	}
+	if err != nil {
+		logDbError(err)
+		return 503, []byte("database unavailable")
+	}
+	return 200, body
 }
 
 // logDbError writes one line per new kind of failure: a stopped database under load

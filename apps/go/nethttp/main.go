@@ -3,7 +3,7 @@
 //	bin/server -addr 127.0.0.1:8080
 //
 // /io waits with time.Sleep, which parks only the goroutine, the way a Go handler waits
-// for a backend; /db queries MariaDB through database/sql (apps/go/dbquery). GOMAXPROCS (set by stacks.toml from `workers`) bounds the cores it uses.
+// for a backend; /db and /dbjson query MariaDB through database/sql (apps/go/dbquery). GOMAXPROCS (set by stacks.toml from `workers`) bounds the cores it uses.
 package main
 
 import (
@@ -62,6 +62,17 @@ func dbHandler(w http.ResponseWriter, r *http.Request) {
 	w.Write(body)
 }
 
+func dbJSONHandler(w http.ResponseWriter, r *http.Request) {
+	status, body := dbquery.RowResponse()
+	if status == http.StatusOK {
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		w.Header().Set("Content-Type", "text/plain")
+	}
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	version := flag.Bool("version", false, "print the Go version and exit")
@@ -75,6 +86,7 @@ func main() {
 	mux.HandleFunc("GET /json", jsonHandler)
 	mux.HandleFunc("GET /io", io)
 	mux.HandleFunc("GET /db", dbHandler)
+	mux.HandleFunc("GET /dbjson", dbJSONHandler)
 	server := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Fatal(server.ListenAndServe())
 }

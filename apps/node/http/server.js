@@ -4,7 +4,7 @@
 //   node server.js --host 127.0.0.1 --port 8080
 //
 // One process, one event loop: /io waits with setTimeout, the way Node waits for a backend;
-// /db awaits a mysql2 pool.
+// /db and /dbjson await a mysql2 pool.
 'use strict';
 
 const http = require('node:http');
@@ -80,18 +80,37 @@ async function dbSum(queries) {
   return total;
 }
 
+// /dbjson: one row by a random id (1..ROWS), answered as a JSON object {"id", "value"}
+const DB_ROW_QUERY = 'SELECT id, value FROM test WHERE id = ?';
+const DB_ROWS = Math.max(1, Number(process.env.STACKRACE_DB_ROWS || 1000000));
+
+async function dbRow() {
+  const id = 1 + Math.floor(Math.random() * DB_ROWS);
+  const [rows] = await dbPool().query({ sql: DB_ROW_QUERY, rowsAsArray: true }, [id]);
+  return Buffer.from(JSON.stringify({ id: rows[0][0], value: rows[0][1] }));
+}
+
+function dbFailed(res, err) {
+  const text = `/db: ${err.code || err.name}: ${err.message}`;
+  if (text !== lastDbError) {
+    // one line per new kind of failure, not one per request
+    lastDbError = text;
+    console.error(text);
+  }
+  reply(res, 503, 'text/plain', DB_UNAVAILABLE);
+}
+
 function dbHandler(res, query) {
   dbSum(dbQueries(query)).then(
     (total) => reply(res, 200, 'text/plain', Buffer.from(total.toFixed(6))),
-    (err) => {
-      const text = `/db: ${err.code || err.name}: ${err.message}`;
-      if (text !== lastDbError) {
-        // one line per new kind of failure, not one per request
-        lastDbError = text;
-        console.error(text);
-      }
-      reply(res, 503, 'text/plain', DB_UNAVAILABLE);
-    },
+    (err) => dbFailed(res, err),
+  );
+}
+
+function dbJsonHandler(res) {
+  dbRow().then(
+    (body) => reply(res, 200, 'application/json', body),
+    (err) => dbFailed(res, err),
   );
 }
 
@@ -108,6 +127,8 @@ function handle(req, res) {
     setTimeout(() => reply(res, 200, 'text/plain', OK), ioMs(q === -1 ? '' : req.url.slice(q + 1)));
   } else if (path === '/db') {
     dbHandler(res, q === -1 ? '' : req.url.slice(q + 1));
+  } else if (path === '/dbjson') {
+    dbJsonHandler(res);
   } else {
     reply(res, 404, 'text/plain', NOT_FOUND);
   }

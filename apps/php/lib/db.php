@@ -1,7 +1,8 @@
 <?php
-// Shared by www/db.php (plain queries) and www/db_prepared.php (a prepared statement).
-// GET /db?queries=N: N range queries on one persistent mysqli connection per PHP worker,
-// summed and printed with six decimals.
+// Shared by www/db.php (plain queries), www/db_prepared.php (a prepared statement) and
+// www/dbjson.php (one row as JSON). GET /db?queries=N: N range queries on one persistent
+// mysqli connection per PHP worker (or a new one per request: the stack's `persistent`
+// param), summed and printed with six decimals.
 
 // errors as exceptions (PHP 8.1's default, said here so a php.ini cannot turn them off)
 mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
@@ -21,13 +22,21 @@ function db_max_start(): int
     return max(1, (int) (getenv('STACKRACE_DB_ROWS') ?: 1000000) - 9);
 }
 
+// Whether connections persist between requests: the stack's `persistent` param, passed
+// as STACKRACE_PHP_PERSISTENT (on unless it says off). Experiment 001 compared the two.
+function db_persistent(): bool
+{
+    return getenv('STACKRACE_PHP_PERSISTENT') !== 'off';
+}
+
 // 'p:' makes the connection persistent: this PHP worker keeps it open between requests.
 // On reuse mysqli resets it (COM_CHANGE_USER); when that fails, as after a database
-// restart, it connects anew, so the stack recovers by itself.
+// restart, it connects anew, so the stack recovers by itself. Without 'p:' every request
+// connects (TCP handshake, authentication) and db_serve closes the connection at its end.
 function db_connect(): mysqli
 {
     return new mysqli(
-        'p:' . (getenv('STACKRACE_DB_HOST') ?: '127.0.0.1'),  // an IP: TCP, not the socket
+        (db_persistent() ? 'p:' : '') . (getenv('STACKRACE_DB_HOST') ?: '127.0.0.1'),  // an IP: TCP
         getenv('STACKRACE_DB_USER') ?: 'stackrace',
         getenv('STACKRACE_DB_PASSWORD') ?: '',
         getenv('STACKRACE_DB_NAME') ?: 'stackrace',
@@ -43,15 +52,31 @@ function db_reply(int $status, string $body): void
     echo $body;
 }
 
+// Runs $work on a connection; closes a connection that is not persistent (a persistent
+// one stays with this PHP worker). Returns $work's result, or null after a 503.
+function db_with(callable $work, string $what)
+{
+    $db = null;
+    try {
+        $db = db_connect();
+        $result = $work($db);
+    } catch (mysqli_sql_exception $e) {
+        error_log($what . ': ' . $e->getMessage());
+        db_reply(503, 'database unavailable');
+        return null;
+    } finally {
+        if ($db !== null && !db_persistent()) {
+            $db->close();
+        }
+    }
+    return $result;
+}
+
 // $work(mysqli $db, int $queries, int $maxStart): float, the sum of the values read
 function db_serve(callable $work): void
 {
-    try {
-        $sum = $work(db_connect(), db_queries(), db_max_start());
-    } catch (mysqli_sql_exception $e) {
-        error_log('/db: ' . $e->getMessage());
-        db_reply(503, 'database unavailable');
-        return;
+    $sum = db_with(fn (mysqli $db) => $work($db, db_queries(), db_max_start()), '/db');
+    if ($sum !== null) {
+        db_reply(200, sprintf('%.6F', $sum));  // %F: never the locale's decimal comma
     }
-    db_reply(200, sprintf('%.6F', $sum));  // %F: never the locale's decimal comma
 }

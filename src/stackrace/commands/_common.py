@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stackrace.config import ConfigError, Stack, StackDef, load_stacks, resolve
+from stackrace.config import ConfigError, Stack, StackDef, StackFile, load_stacks, resolve
 
 
-def load(args: argparse.Namespace) -> dict[str, StackDef] | None:
+def load(args: argparse.Namespace) -> StackFile | None:
+    """The stacks of --stacks-file (default stacks.toml), or None after one error line."""
     try:
         return load_stacks(args.stacks_file)
     except ConfigError as exc:
@@ -17,28 +18,60 @@ def load(args: argparse.Namespace) -> dict[str, StackDef] | None:
 
 
 def resolve_all(
-    names: list[str], stacks: dict[str, StackDef], source: str = "stacks.toml"
+    names: list[str], stacks: dict[str, StackDef], source: str | None = None
 ) -> list[Stack] | None:
-    out = []
+    """Resolve stack names and variants; print one error line and return None on the
+    first bad one. Errors name `source`, by default the file the stacks came from.
+
+    A stack named twice is refused rather than deduplicated: the user either mistyped
+    (and meant another stack) or expects two runs, and a table with one result twice
+    (or silently once) answers neither. Two variants of a stack are different names.
+    """
+    out: list[Stack] = []
     for ref in names:
-        for part in _split(ref):
+        for part in split_stacks(ref):
             try:
-                out.append(resolve(part, stacks, source))
+                stack = resolve(part, stacks, source)
             except ConfigError as exc:
                 print(f"stackrace: {exc}", file=sys.stderr)
                 return None
+            if any(s.name == stack.name for s in out):
+                print(
+                    f"stackrace: stack '{stack.name}' is named twice; name each stack once "
+                    "(variants such as NAME:workers=4 count as different stacks)",
+                    file=sys.stderr,
+                )
+                return None
+            out.append(stack)
     return out
 
 
-def _split(ref: str) -> list[str]:
+def split_stacks(ref: str) -> list[str]:
     """'a,b:workers=2,threads=4,c' → ['a', 'b:workers=2,threads=4', 'c'].
 
-    A comma starts a new stack unless what follows is KEY=VALUE of a variant.
+    A comma starts a new stack unless what follows is KEY=VALUE of a variant ('a:x=1,b:y=2'
+    is two variants: a variant's KEY has no ':').
     """
     parts: list[str] = []
     for piece in ref.split(","):
-        if parts and "=" in piece and ":" in parts[-1]:
+        key = piece.partition("=")[0]
+        if parts and "=" in piece and ":" in parts[-1] and ":" not in key:
             parts[-1] += "," + piece
         elif piece.strip():
             parts.append(piece.strip())
     return parts
+
+
+def serves_workload(stacks: list[Stack], workload: str, prog: str = "stackrace") -> bool:
+    """False (and a message naming them) when a stack does not serve the workload's
+    endpoint: /dbjson is served by some stacks only, /db not by a stack with db = false."""
+    lacking = [s.name for s in stacks if not s.serves(workload)]
+    if not lacking:
+        return True
+    able = "the stacks whose block lists it in `workloads`" if workload != "db" else "db = true"
+    print(
+        f"{prog}: {', '.join(lacking)} {'does' if len(lacking) == 1 else 'do'} not serve "
+        f"the {workload} workload (served by {able}; `stackrace stacks` shows each stack's)",
+        file=sys.stderr,
+    )
+    return False

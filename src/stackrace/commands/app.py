@@ -15,6 +15,32 @@ def run(args: argparse.Namespace) -> int:
         if not getattr(args, "url", None):
             print(f"stackrace: {exc}", file=sys.stderr)
             return 2
+    from stackrace.cluster.flags import wants_cluster
+
+    if wants_cluster(args):  # checked before the TUI is imported
+        return _run_on_cluster(args)
     from stackrace.tui.app import run_app
 
     return run_app(args)
+
+
+def _run_on_cluster(args: argparse.Namespace) -> int:
+    """`stackrace --cluster ADDRESS`: the same app, its stacks on the cluster's app node
+    and each stack's engine processes on its load nodes (stackrace.cluster)."""
+    from stackrace.cluster.errors import ClusterError
+    from stackrace.cluster.flags import connect_from_args
+    from stackrace.cluster.frontends import app_parts
+    from stackrace.config import load_stacks
+
+    cluster = connect_from_args(args, "stackrace")
+    if cluster is None:
+        return 2
+    try:
+        from stackrace.tui.app import run_app
+
+        return run_app(args, app_parts(cluster, load_stacks(args.stacks_file)))
+    except ClusterError as exc:
+        print(f"stackrace: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        cluster.close()

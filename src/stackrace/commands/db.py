@@ -21,6 +21,7 @@ from stackrace.db import (
     db_env,
     open_database,
 )
+from stackrace.options import positive_int
 from stackrace.units import fmt_bytes
 
 
@@ -52,7 +53,7 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     up.add_argument(
         "--max-connections",
-        type=int,
+        type=positive_int,
         default=DEFAULT_MAX_CONNECTIONS,
         help=f"server max_connections (default {DEFAULT_MAX_CONNECTIONS})",
     )
@@ -142,6 +143,8 @@ def _up(args: argparse.Namespace, db: Database) -> int:
     settings = db.up()
     verb = "already running" if was_running else f"started in {time.monotonic() - t0:.1f} s"
     print(f"private MariaDB {verb}: {settings.redacted()} (socket {settings.socket})")
+    for note in db.notes:
+        print(f"note: {note}")
     print("stop it with `stackrace db down`; seed it with `stackrace db seed`")
     return 0
 
@@ -212,8 +215,13 @@ def status_lines(st: DbStatus) -> list[tuple[str, str]]:
         lines.append(("connect", st.settings.redacted()))
         if st.settings.socket:
             lines.append(("socket", st.settings.socket))
+    if st.run_as:
+        lines.append(("runs as", st.run_as))
+    if st.secure_file_priv:
+        lines.append(("file access", f"only in {st.secure_file_priv} (secure_file_priv)"))
     if st.error:
         lines.append(("error", st.error))
+    lines += [("note", note) for note in st.notes]
     if st.state == "not installed":
         lines.append(("next", "stackrace db up"))
     f = st.facts

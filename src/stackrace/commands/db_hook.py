@@ -1,51 +1,23 @@
-"""The database a db workload needs: the managed MariaDB, started and seeded on demand."""
+"""The database a command's workload needs, with the command's way of failing: one line."""
 
 from __future__ import annotations
 
-import shutil
-import socket
 import sys
-import tempfile
-from pathlib import Path
-from typing import Any
 
-from stackrace.db import DbError, ManagedMariaDB, db_env
-
-
-class _PrivateInstance(ManagedMariaDB):
-    """A throw-away instance in a temporary directory, removed on close."""
-
-    def close(self) -> None:
-        super().close()
-        shutil.rmtree(self.paths.root, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from stackrace.db import DbError, ManagedMariaDB
+from stackrace.db.workload import DEFAULT_ROWS
+from stackrace.db.workload import open_for_workload as _open
 
 
 def open_for_workload(
-    rows: int = 1_000_000, private: bool = False
-) -> tuple[Any, dict[str, str]] | None:
-    """Start (if needed) and seed (if needed) the private MariaDB; return it and the app env.
-
-    The instance is scoped to this process: it stops with it (even on SIGKILL), unless
-    the user already runs one with `stackrace db up`, which is then used and left running.
-    `private=True` makes a throw-away instance of its own instead (verify uses it: its
-    query count reads the server's global counters, which another client would disturb).
-    Keep the returned object until the load is over and `close()` it.
-    """
-    if private:
-        root = Path(tempfile.mkdtemp(prefix="stackrace-db-"))
-        db: ManagedMariaDB = _PrivateInstance(root, _free_port(), scoped=True)
-    else:
-        db = ManagedMariaDB(scoped=True)
+    rows: int = DEFAULT_ROWS, private: bool = False
+) -> tuple[ManagedMariaDB, dict[str, str]] | None:
+    """stackrace.db.workload.open_for_workload, or None after one error line."""
     try:
-        settings = db.ensure_ready(rows=rows)
+        db, env = _open(rows, private)
     except DbError as exc:
         print(f"stackrace: database: {exc}", file=sys.stderr)
-        db.close()
         return None
-    return db, db_env(settings, rows)
+    for note in db.notes:  # run as root for want of a mysql user, an old instance remade
+        print(f"stackrace: database: {note}", file=sys.stderr)
+    return db, env

@@ -9,11 +9,14 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import uvloop
 
-from stackrace.engine.client import Engine, EngineError, auto_procs
+from stackrace import options
+from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.model import (
     BodyCheck,
     EngineSettings,
@@ -24,26 +27,66 @@ from stackrace.engine.model import (
 from stackrace.engine.request import RequestError, parse_url
 from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.race import accounting
-from stackrace.units import fmt_bytes, fmt_count, fmt_us, parse_duration
+from stackrace.report.write import check_output_paths
+from stackrace.units import fmt_bytes, fmt_count, fmt_us
+
+if TYPE_CHECKING:
+    from stackrace.cluster.run import ClusterRun
 
 
 def register(p: argparse.ArgumentParser) -> None:
+    # every value is checked by its parser before anything starts (stackrace.options)
     p.add_argument("url", help="http:// URL to load (loopback only unless --allow-remote)")
-    p.add_argument("-c", "--concurrency", type=int, default=10, help="connections (default 10)")
-    p.add_argument("-d", "--duration", default="10s", help="how long to load (default 10s)")
-    p.add_argument("--warmup", default="0s", help="load this long before figures count")
+    p.add_argument(
+        "-c",
+        "--concurrency",
+        type=options.positive_int,
+        default=10,
+        help="connections (default 10)",
+    )
+    p.add_argument(
+        "-d",
+        "--duration",
+        type=options.positive_duration,
+        default="10s",
+        help="how long to load (default 10s)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=options.non_negative_duration,
+        default="0s",
+        help="load this long before figures count",
+    )
     p.add_argument(
         "--rate",
-        type=float,
+        type=options.positive_rate,
         default=None,
         help="constant request rate per second (open loop, latency corrected "
         "for coordinated omission); default: closed loop",
     )
-    p.add_argument("--timeout", default="10s", help="request timeout (default 10s)")
-    p.add_argument("--connect-timeout", default="5s", help="connect timeout (default 5s)")
-    p.add_argument("--procs", default="1", help="engine processes: a number or 'auto'")
     p.add_argument(
-        "--engine-cpus", default=None, help="pin engine processes to these CPUs, e.g. '1' or '2,3'"
+        "--timeout",
+        type=options.positive_duration,
+        default="10s",
+        help="request timeout (default 10s)",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=options.positive_duration,
+        default="5s",
+        help="connect timeout (default 5s)",
+    )
+    p.add_argument(
+        "--procs",
+        type=options.procs,
+        default="1",
+        help="engine processes: a number or 'auto' (capped at the usable cores)",
+    )
+    p.add_argument(
+        "--engine-cpus",
+        type=options.cpu_list,
+        default=None,
+        help="pin engine processes to these CPUs, e.g. '1' or '2,3'",
     )
     p.add_argument("-m", "--method", default="GET", help="HTTP method (default GET)")
     p.add_argument(
@@ -77,6 +120,7 @@ def register(p: argparse.ArgumentParser) -> None:
         default=None,
         help="write the latency histogram (HdrHistogram V2 base64) to this file",
     )
+    add_cluster_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -91,15 +135,18 @@ def _headers(raw: list[str]) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = check_output_paths({"--hdr-out": args.hdr_out})
+    if problem:
+        print(f"stackrace load: {problem}", file=sys.stderr)
+        return 2
     try:
-        duration = parse_duration(args.duration)
-        warmup = parse_duration(args.warmup)
-        settings = EngineSettings(
-            timeout=parse_duration(args.timeout),
-            connect_timeout=parse_duration(args.connect_timeout),
-        )
-        procs = auto_procs() if args.procs == "auto" else int(args.procs)
-        cpus = [int(c) for c in args.engine_cpus.split(",")] if args.engine_cpus else None
+        duration: float = args.duration
+        warmup: float = args.warmup
+        settings = EngineSettings(timeout=args.timeout, connect_timeout=args.connect_timeout)
+        cpus: list[int] | None = args.engine_cpus
+        procs, capped = options.cap_procs(args.procs, cpus)
+        if capped:
+            options.note("stackrace load", capped)
         body = b""
         if args.body is not None:
             body = args.body.encode()
@@ -116,18 +163,25 @@ def run(args: argparse.Namespace) -> int:
             keepalive=args.keepalive,
             check=BodyCheck(kind="exact", arg=args.expect_body) if args.expect_body else None,
         )
-        require_loopback(parse_url(args.url).host, args.allow_remote)
-        if args.concurrency < 1:
-            raise ValueError("--concurrency must be at least 1")
+        if not wants_cluster(args):  # a cluster run checks against its nodes instead
+            require_loopback(parse_url(args.url).host, args.allow_remote)
     except (ValueError, OSError, RequestError, RemoteTargetError) as exc:
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 2
+    cluster = None
+    if wants_cluster(args):  # --cluster: the engine processes run on the load nodes
+        cluster = connect_from_args(args, "stackrace load")
+        if cluster is None:
+            return 2
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            return runner.run(_load(args, spec, settings, procs, cpus, duration, warmup))
+            return runner.run(_load(args, spec, settings, procs, cpus, duration, warmup, cluster))
     except EngineError as exc:
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if cluster is not None:
+            cluster.close()
 
 
 async def _load(
@@ -138,6 +192,7 @@ async def _load(
     cpus: list[int] | None,
     duration: float,
     warmup: float,
+    cluster: ClusterRun | None = None,
 ) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -146,7 +201,13 @@ async def _load(
     progress = sys.stderr.isatty()
     cpu_samples: list[float] = []
     saturated = 0
-    engine = Engine(settings, procs=procs, warmup=warmup, cpus=cpus, allow_remote=args.allow_remote)
+    if cluster is not None:
+        engine: Engine = cluster.engine(settings, warmup=warmup)
+        procs = engine.nprocs
+    else:
+        engine = Engine(
+            settings, procs=procs, warmup=warmup, cpus=cpus, allow_remote=args.allow_remote
+        )
     await engine.start()
     try:
         await engine.add_target(spec)
@@ -224,6 +285,20 @@ async def _load(
         sys.stdout.write(msgspec.json.encode(out).decode() + "\n")
     else:
         _summary(spec, t, procs, cpu, saturated, len(cpu_samples), engine.errors)
+    if t.total.ok == 0:
+        # a run where nothing succeeded is not a measurement: scripts must see it fail
+        f = t.total.failures
+        # failures counted beside a response (an HTTP error, a wrong body) are in `requests`
+        attempts = (
+            t.total.requests + t.total.failed - f.get("http_status", 0) - f.get("invalid_body", 0)
+        )
+        print(
+            f"stackrace load: every request failed ({attempts} attempts, none succeeded)"
+            if attempts
+            else "stackrace load: no request was made",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

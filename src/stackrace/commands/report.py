@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from stackrace.report import gate
-from stackrace.report.schema import BenchRun, loads
-from stackrace.report.write import print_run, write_outputs
+from stackrace.report.schema import BenchRun
+from stackrace.report.write import check_output_paths, print_run, read_run, write_outputs
 from stackrace.units import fmt_us
 
 
@@ -23,11 +23,17 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = check_output_paths(
+        {"--csv": args.csv_out, "--markdown": args.md_out, "--chart": args.chart_out}
+    )
+    if problem:
+        print(f"stackrace report: {problem}", file=sys.stderr)
+        return 2
     try:
-        runs = [loads(Path(r).read_bytes(), r) for r in args.runs]
-        base = loads(Path(args.baseline).read_bytes(), args.baseline) if args.baseline else None
+        runs = [read_run(r) for r in args.runs]
+        base = read_run(args.baseline) if args.baseline else None
         rules = gate.parse_rules(args.fail_on) if base else []
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:  # read_run names the file in every message
         print(f"stackrace report: {exc}", file=sys.stderr)
         return 2
     if len(runs) == 1:
@@ -37,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
         compare(runs, args.runs)
     if base is not None:
         verdict = gate.judge(runs[-1], base, rules)
-        for line in verdict.failed:
-            print(f"REGRESSION {line}")
+        print("\n".join(gate.verdict_lines(verdict, args.baseline)))
         return 0 if verdict.ok else 1
     return 0
 

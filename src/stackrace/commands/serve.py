@@ -9,7 +9,8 @@ import signal
 import sys
 
 from stackrace.commands._common import load, resolve_all
-from stackrace.stacks.launcher import Launcher, LaunchError
+from stackrace.config import DB_WORKLOADS, Stack
+from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     db = None
     env: dict[str, str] = {}
-    if any(s.spec.db for s in chosen) and not args.no_db:
+    if any(s.serves(w) for s in chosen for w in DB_WORKLOADS) and not args.no_db:
         from stackrace.commands.db_hook import open_for_workload
 
         opened = open_for_workload()
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             db.close()
 
 
-async def _serve(chosen, env: dict[str, str]) -> int:
+async def _serve(chosen: list[Stack], env: dict[str, str]) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -50,11 +51,16 @@ async def _serve(chosen, env: dict[str, str]) -> int:
     async with Launcher(env=env) as launcher:
         for stack in chosen:
             try:
-                rs = await launcher.start(stack)
+                rs = await _start_unless_stopped(launcher, stack, stop)
             except LaunchError as exc:
                 failed += 1
                 print(f"✗ {exc}", file=sys.stderr)
                 continue
+            if rs is None:
+                # Ctrl-C while a stack was starting: the start was cancelled (the launcher
+                # stops what it had started), the remaining stacks are not started
+                print("interrupted while starting; stopping…", file=sys.stderr, flush=True)
+                return 130
             print(f"✓ {rs.name:<28} {rs.url}/hello   (log: {rs.log_path})", flush=True)
         if failed == len(chosen):
             return 1
@@ -66,3 +72,22 @@ async def _serve(chosen, env: dict[str, str]) -> int:
                 await asyncio.wait_for(stop.wait(), 0.5)
         print("stopping…", flush=True)
     return 1 if failed else 0
+
+
+async def _start_unless_stopped(
+    launcher: Launcher, stack: Stack, stop: asyncio.Event
+) -> RunningStack | None:
+    """Start one stack, or give up as soon as `stop` is set (Ctrl-C, SIGTERM): a stack
+    that will never be ready must not hold the user for its whole ready_timeout."""
+    if stop.is_set():
+        return None
+    start = asyncio.create_task(launcher.start(stack))
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait({start, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if start.done():
+        return start.result()  # (raises its LaunchError)
+    start.cancel()
+    with contextlib.suppress(asyncio.CancelledError, LaunchError):
+        await start
+    return None

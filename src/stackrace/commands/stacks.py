@@ -7,8 +7,9 @@ import argparse
 import msgspec
 
 from stackrace.commands._common import load
-from stackrace.config import resolve
-from stackrace.stacks.availability import check
+from stackrace.config import ConfigError, resolve
+from stackrace.stacks.availability import Availability, check
+from stackrace.workloads import WORKLOADS
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -22,7 +23,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     rows = []
     for name, spec in stacks.items():
-        a = check(resolve(name, stacks))
+        served: list[str] = []
+        try:
+            stack = resolve(name, stacks)
+            a = check(stack)
+            served = stack.served(list(WORKLOADS))
+        except ConfigError as exc:  # e.g. `cpus` this machine does not have
+            a = Availability(False, str(exc), f"fix stack '{name}' in {stacks.source}")
         rows.append(
             {
                 "name": name,
@@ -34,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
                 "reason": a.reason,
                 "fix": a.fix,
                 "description": spec.description,
+                # the workloads it serves (the contract's, and optional ones it lists)
+                "workloads": served,
             }
         )
     if args.json:
@@ -43,12 +52,16 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(header_style="bold")
-    for col in ("stack", "title", "family", "language", "available"):
+    for col in ("stack", "title", "family", "language", "workloads", "available"):
         table.add_column(col)
+    every = list(WORKLOADS)
     for r in rows:
         status = "[green]yes[/]" if r["available"] else f"[red]no[/]: {r['reason']} — {r['fix']}"
         style = None if r["available"] else "dim"
-        table.add_row(r["name"], r["title"], r["family"], r["language"], status, style=style)
+        served = r["workloads"]
+        # the contract's four are the rule: show what differs from serving all of them
+        shown = "all" if served == every else " ".join(served)
+        table.add_row(r["name"], r["title"], r["family"], r["language"], shown, status, style=style)
     Console().print(table)
     missing = sum(not r["available"] for r in rows)
     if missing:

@@ -8,10 +8,18 @@ import sys
 import time
 
 from stackrace.commands._common import load, resolve_all
+from stackrace.config import DB_WORKLOADS, Stack, placeholders, render
 from stackrace.stacks.availability import check as availability
-from stackrace.stacks.launcher import Launcher, LaunchError
+from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.stacks.sampler import TreeSampler
-from stackrace.stacks.verify import check_db, verify_port
+from stackrace.stacks.verify import (
+    MEASURED_WITH_DB,
+    Check,
+    check_db,
+    check_dbjson,
+    check_facts,
+    verify_port,
+)
 from stackrace.units import fmt_bytes
 
 
@@ -37,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     db = None
     env: dict[str, str] = {}
-    if not args.no_db and any(s.spec.db for s in chosen):
+    if not args.no_db and any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
         from stackrace.commands.db_hook import open_for_workload
 
         opened = open_for_workload(private=True)
@@ -61,7 +69,8 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
 
     console = Console()
     table = Table(header_style="bold")
-    for col in ("stack", "hello", "json", "io", "db", "ready in", "idle rss / uss", "result"):
+    columns = ("stack", "hello", "json", "io", "db", "dbjson", "facts", "ready in")
+    for col in (*columns, "idle rss / uss", "result"):
         table.add_column(col)
     bad = 0
     # the full story of each stack that failed, printed under the table (a table cell
@@ -74,7 +83,7 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
             if not a.available and not force:
                 if explicit:
                     bad += 1
-                table.add_row(stack.name, *["-"] * 6, "unavailable", style="dim")
+                table.add_row(stack.name, *["-"] * 8, "unavailable", style="dim")
                 details.append((stack.name, [f"unavailable: {a.reason}", f"fix: {a.fix}"]))
                 continue
             t0 = time.monotonic()
@@ -82,16 +91,14 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
                 rs = await launcher.start(stack)
             except LaunchError as exc:
                 bad += 1
-                table.add_row(stack.name, *["✗"] * 4, "-", "-", "did not start", style="red")
+                table.add_row(stack.name, *["✗"] * 6, "-", "-", "did not start", style="red")
                 details.append((stack.name, str(exc).splitlines()))
                 continue
             ready = time.monotonic() - t0
             checks = await verify_port(rs.port)
-            db_mark = "-"
-            if db_conn is not None and stack.spec.db:
-                db_check = await check_db(rs.port, db_conn)
-                checks.append(db_check)
-                db_mark = "✓" if db_check.ok else "✗"
+            extra = await _extra_checks(stack, rs, db_conn)
+            checks += [c for c in extra.values() if c is not None]
+            marks = ["-" if c is None else "✓" if c.ok else "✗" for c in extra.values()]
             mem = TreeSampler(rs.root_pids).sample()
             await launcher.stop(rs)
             problems = [f"{c.endpoint}: {p}" for c in checks for p in c.problems]
@@ -101,7 +108,7 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
             table.add_row(
                 stack.name,
                 *("✓" if c.ok else "✗" for c in checks[:3]),
-                db_mark,
+                *marks,
                 f"{ready:.2f}s",
                 f"{fmt_bytes(mem.rss)} / {fmt_bytes(mem.uss)}",
                 f"{len(problems)} problem{'s' * (len(problems) != 1)}" if problems else "ok",
@@ -116,3 +123,25 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
             print(f"    {line}")
     print(f"{len(chosen) - bad} of {len(chosen)} stacks verified", file=sys.stderr)
     return 1 if bad else 0
+
+
+async def _extra_checks(stack: Stack, rs: RunningStack, db_conn) -> dict[str, Check | None]:
+    """/db, /dbjson and the stack's `expect` (facts), in the table's order; None where a
+    check does not apply (the stack does not serve it, or there is no database)."""
+    out: dict[str, Check | None] = dict.fromkeys(("db", "dbjson", "facts"))
+    measured: dict[str, str] = {}
+    if db_conn is not None and stack.serves("db"):
+        served_by = stack.upstream or stack  # behind a proxy, the backend holds connections
+        out["db"] = await check_db(rs.port, db_conn, served_by.workers * served_by.threads)
+        measured.update(out["db"].measured)
+    if db_conn is not None and stack.serves("dbjson"):
+        out["dbjson"] = await check_dbjson(rs.port, db_conn)
+    spec = stack.spec
+    if spec.expect:
+        values = placeholders(stack, rs.port, rs.run_dir)
+        expect = {k: render(v, values) for k, v in spec.expect.items()}
+        if db_conn is None:  # facts only the database can show are not checked without it
+            expect = {k: v for k, v in expect.items() if k not in MEASURED_WITH_DB}
+        if expect:
+            out["facts"] = await check_facts(rs.port, spec.facts, expect, measured)
+    return out

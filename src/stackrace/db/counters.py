@@ -15,30 +15,38 @@ from stackrace.db.admin import query
 
 
 class QueryCounters(msgspec.Struct, frozen=True):
-    """Global status counters: Com_select counts SELECTs, Questions every client statement."""
+    """Global status counters: Com_select counts SELECTs, Questions every client statement,
+    Connections every connection attempt (so a stack that connects per request shows)."""
 
     com_select: int
     questions: int
+    connections: int = 0
 
     def __sub__(self, earlier: QueryCounters) -> QueryCounters:
         return QueryCounters(
             com_select=self.com_select - earlier.com_select,
             questions=self.questions - earlier.questions,
+            connections=self.connections - earlier.connections,
         )
 
 
 def read_counters(conn: pymysql.connections.Connection) -> QueryCounters:
-    """Read Com_select and Questions (global, every connection's work).
+    """Read Com_select, Questions and Connections (global, every connection's work).
 
     The SHOW statement is itself counted in Questions (not in Com_select); see `work_between`.
     """
     values = {
         str(k).lower(): int(v)
         for k, v in query(
-            conn, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Questions')"
+            conn,
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Questions', 'Connections')",
         )
     }
-    return QueryCounters(com_select=values["com_select"], questions=values["questions"])
+    return QueryCounters(
+        com_select=values["com_select"],
+        questions=values["questions"],
+        connections=values.get("connections", 0),
+    )
 
 
 def work_between(before: QueryCounters, after: QueryCounters) -> QueryCounters:
@@ -47,7 +55,9 @@ def work_between(before: QueryCounters, after: QueryCounters) -> QueryCounters:
     Questions is corrected by the one SHOW statement of the second read.
     """
     delta = after - before
-    return QueryCounters(com_select=delta.com_select, questions=delta.questions - 1)
+    return QueryCounters(
+        com_select=delta.com_select, questions=delta.questions - 1, connections=delta.connections
+    )
 
 
 def check_query_count(

@@ -3,10 +3,18 @@
 Two lifetimes:
 - a service (`scoped=False`, what `stackrace db up` makes): started in its own session with
   stdin closed; it outlives the command and the user stops it with `stackrace db down`;
-- process-scoped (`scoped=True`, for tests and `stackrace bench`): it gets SIGTERM from the
-  kernel when the thread that started it ends (PR_SET_PDEATHSIG), and `close()` or leaving
-  the `with` block stops it. A server already running on the same directory is reused and
-  left running.
+- process-scoped (`scoped=True`, for tests and `stackrace bench`): a watchdog process
+  (`stackrace.supervise.watchdog`) sends it SIGTERM when its owner dies, even by SIGKILL —
+  PR_SET_PDEATHSIG alone is not enough, the kernel clears it when mariadbd switches to
+  the `mysql` account — and `close()` or leaving the `with` block stops it. A server
+  already running on the same directory is reused and left running.
+
+Never reachable without a password: a new instance is installed and provisioned offline
+(`mariadbd --bootstrap`, see `stackrace.db.provision`) before its first start opens the
+TCP port; it runs as the `mysql` account where there is one (`stackrace.db.server_user`)
+with `secure_file_priv` set to a directory of its own; and every `up` drops accounts that
+provisioning did not make. An instance made by an earlier stackrace (layout 1: its first
+start listened with a passwordless root) cannot be trusted and is deleted and made again.
 """
 
 from __future__ import annotations
@@ -20,7 +28,9 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -29,20 +39,21 @@ from typing import Literal
 import msgspec
 import pymysql
 
-from stackrace.db import admin
+from stackrace.db import admin, provision, server_user
 from stackrace.db import seed as seeding
 from stackrace.db.errors import DbError
-from stackrace.db.paths import InstancePaths, default_dir, find_binary
+from stackrace.db.paths import InstancePaths, default_dir, find_binary, shadow_base
 from stackrace.db.proc import (
     die_with_parent,
     is_our_server,
-    listener_pid,
     nofile_hard_limit,
-    port_in_use,
     process_name,
     read_pid,
 )
+from stackrace.db.server_user import ServerUser
 from stackrace.db.settings import DbSettings
+from stackrace.ports import pid_listening_on, port_in_use
+from stackrace.supervise.watchdog import Watchdog
 
 DEFAULT_PORT = 13306
 DEFAULT_MAX_CONNECTIONS = 4000
@@ -50,9 +61,17 @@ DB_NAME = "stackrace"
 DB_USER = "stackrace"
 LOOPBACK = "127.0.0.1"
 
+# a scoped server's watchdog waits this long for a clean shutdown before SIGKILL
+_WATCHDOG_GRACE_S = 30.0
+
 # mariadbd wants about this many descriptors beyond one per connection (tables, logs)
 _TABLE_OPEN_CACHE = 400
 _FD_HEADROOM = 2 * _TABLE_OPEN_CACHE + 200
+
+# 2: server files in a directory of the server account's, provisioned before the first
+# start. 1 (instance.json without `layout`): made by the first build, whose first start
+# listened on TCP with a passwordless root; such an instance is deleted and made again.
+LAYOUT = 2
 
 State = Literal["running", "stopped", "not installed", "unreachable"]
 
@@ -63,7 +82,10 @@ class InstanceMeta(msgspec.Struct, kw_only=True):
     port: int
     password: str  # the `stackrace` user's
     admin_password: str  # root's, set during provisioning
-    provisioned: bool = False
+    provisioned: bool = False  # bootstrap provisioning finished: the server may start
+    layout: int = 1
+    server_dir: str = ""  # where the server's files are (see InstancePaths)
+    run_as: str = ""  # mariadbd's --user ("" when stackrace is not root)
 
 
 class DbStatus(msgspec.Struct, kw_only=True):
@@ -78,6 +100,9 @@ class DbStatus(msgspec.Struct, kw_only=True):
     facts: admin.ServerFacts | None = None
     seed: seeding.SeedState | None = None
     error: str | None = None
+    run_as: str | None = None  # the OS account mariadbd runs as (managed only)
+    secure_file_priv: str | None = None  # the only directory it reads or writes files in
+    notes: list[str] = msgspec.field(default_factory=list)  # things the user should know
 
 
 class ManagedMariaDB:
@@ -95,18 +120,36 @@ class ManagedMariaDB:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         start_timeout: float = 60.0,
         extra_args: Sequence[str] = (),
+        run_as: str = server_user.PREFERRED,
     ) -> None:
-        self.paths = InstancePaths(Path(root) if root is not None else default_dir())
+        self.root = Path(root) if root is not None else default_dir()
         self.scoped = scoped
         self.bindir = bindir  # os.pathsep-separated dirs to find the binaries in
         self.max_connections = max_connections
         self.start_timeout = start_timeout
         self.extra_args = list(extra_args)  # more mariadbd options, after ours (they win)
         self._port_arg = port
+        self.run_as = run_as  # the account a new instance runs as, when stackrace is root
+        self._old_port: int | None = None  # the port of a retired first-build instance
         self._proc: subprocess.Popen[bytes] | None = None  # set only when we started it
         self._atexit_registered = False
+        self._watchdog: Watchdog | None = None  # a scoped server's: stops it if we die
         self._mariadbd: Path | None = None
         self._log_offset = 0
+        self.notes: list[str] = []  # said once by `up` (run as root, an instance remade)
+
+    @property
+    def paths(self) -> InstancePaths:
+        """Where the files are, from instance.json (another process may have made it)."""
+        try:
+            meta = self._meta()
+        except DbError:
+            meta = None
+        if meta is None:
+            return InstancePaths(self.root)
+        if meta.layout < LAYOUT:
+            return InstancePaths(self.root, server=self.root)  # the first build's layout
+        return InstancePaths(self.root, server=Path(meta.server_dir) if meta.server_dir else None)
 
     # ---- what callers use -------------------------------------------------------------
 
@@ -116,7 +159,7 @@ class ManagedMariaDB:
         meta = self._meta()
         if meta is None:
             raise DbError(
-                f"the private MariaDB in {self.paths.root} is not set up: run `stackrace db up`"
+                f"the private MariaDB in {self.root} is not set up: run `stackrace db up`"
             )
         return DbSettings(
             host=LOOPBACK,
@@ -145,15 +188,14 @@ class ManagedMariaDB:
         return self._proc is not None and self._proc.poll() is None
 
     def up(self) -> DbSettings:
-        """Install if needed, start unless running, create the database and user."""
+        """Install and provision if needed, start unless running; drop foreign accounts."""
         with self._up_lock():
-            if self._reuse_running():
-                self._provision()
-                return self.settings
-            self._prepare()
-            self._spawn()
-            self._wait_ready()
-            self._provision()
+            self._retire_old_layout()
+            if not self._reuse_running():
+                self._prepare()
+                self._spawn()
+                self._wait_ready()
+            self._enforce_accounts()
             return self.settings
 
     async def up_async(self) -> DbSettings:
@@ -161,11 +203,12 @@ class ManagedMariaDB:
         so a scoped server's parent-death signal is tied to that long-lived thread."""
         lock_fd = await asyncio.to_thread(self._acquire_up_lock)
         try:
+            await asyncio.to_thread(self._retire_old_layout)
             if not await asyncio.to_thread(self._reuse_running):
                 await asyncio.to_thread(self._prepare)
                 self._spawn()
                 await asyncio.to_thread(self._wait_ready)
-            await asyncio.to_thread(self._provision)
+            await asyncio.to_thread(self._enforce_accounts)
             return self.settings
         finally:
             os.close(lock_fd)
@@ -174,6 +217,7 @@ class ManagedMariaDB:
         """Stop the server (SIGTERM, then SIGKILL after `timeout`); False if it was not running."""
         pid = self.pid()
         if pid is None:
+            self._release_watchdog()
             self._forget_stale_pid()
             return False
         with contextlib.suppress(ProcessLookupError):
@@ -183,8 +227,14 @@ class ManagedMariaDB:
                 os.kill(pid, signal.SIGKILL)
             self._wait_gone(pid, 10.0)
         self._proc = None
+        self._release_watchdog()
         self._forget_stale_pid()
         return True
+
+    def _release_watchdog(self) -> None:
+        dog, self._watchdog = self._watchdog, None
+        if dog is not None:
+            dog.close()  # "bye": the server is stopped (or no longer ours to stop)
 
     def close(self) -> None:
         """Stop the server if this object started it as a scoped one; else leave it running."""
@@ -192,13 +242,26 @@ class ManagedMariaDB:
             self.down()
 
     def status(self) -> DbStatus:
-        base = {
-            "kind": "managed",
-            "dir": str(self.paths.root),
-            "log_file": str(self.paths.log_file),
-        }
+        paths = self.paths
         meta = self._meta()
-        if meta is None or not (self.paths.datadir / "mysql").is_dir():
+        base: dict = {
+            "kind": "managed",
+            "dir": str(paths.root),
+            "log_file": str(paths.log_file),
+            "notes": list(self.notes),
+        }
+        if meta is not None and meta.layout < LAYOUT:
+            base["notes"].append(
+                "made by an earlier stackrace, whose first start was reachable without a "
+                "password: the next `stackrace db up` deletes it and makes a new one"
+            )
+        elif meta is not None:
+            user = self._server_user(meta, strict=False)
+            base["run_as"] = user.name or _whoami()
+            base["secure_file_priv"] = str(paths.files_dir)
+            if user.note:
+                base["notes"].append(user.note)
+        if meta is None or not meta.provisioned or not (paths.datadir / "mysql").is_dir():
             return DbStatus(state="not installed", **base)
         pid = self.pid()
         if pid is None:
@@ -237,9 +300,8 @@ class ManagedMariaDB:
         """Drop the seeded tables; with `wipe`, stop the server and delete the whole instance."""
         if wipe:
             self.down()
-            with contextlib.suppress(FileNotFoundError):
-                self.paths.socket.unlink()
-            shutil.rmtree(self.paths.root, ignore_errors=True)
+            self._remove_files()
+            shutil.rmtree(self.root, ignore_errors=True)
             return
         self._require_running()
         with self.connection() as conn:
@@ -266,26 +328,15 @@ class ManagedMariaDB:
         """A root connection over the unix socket (root has no TCP account)."""
         meta = self._meta()
         if meta is None:
-            raise DbError(f"the private MariaDB in {self.paths.root} is not set up")
-        try:
-            return admin.connect(
-                self.settings,
-                user="root",
-                password=meta.admin_password,
-                database=database or "",
-                via_socket=True,
-            )
-        except DbError:
-            if meta.provisioned:
-                raise
-            # not provisioned yet: root still has the empty password install-db gave it
-            return admin.connect(
-                self.settings,
-                user="root",
-                password="",
-                database=database or "",
-                via_socket=True,
-            )
+            raise DbError(f"the private MariaDB in {self.root} is not set up")
+        # root has had its password since provisioning, before the first start
+        return admin.connect(
+            self.settings,
+            user="root",
+            password=meta.admin_password,
+            database=database or "",
+            via_socket=True,
+        )
 
     def __enter__(self) -> ManagedMariaDB:
         self.up()
@@ -306,8 +357,8 @@ class ManagedMariaDB:
     def _acquire_up_lock(self) -> int:
         """An exclusive flock on root/up.lock: two `up`s at once (say bench and the user)
         would otherwise both install or both start a server on the same data directory."""
-        self.paths.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.paths.root / "up.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / "up.lock", os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         return fd
 
@@ -331,25 +382,57 @@ class ManagedMariaDB:
             )
         return True
 
+    def _retire_old_layout(self) -> None:
+        """An instance made by the first build is stopped and deleted (see LAYOUT)."""
+        meta = self._meta()
+        legacy_data = self.root / "data"
+        if meta is not None and meta.layout >= LAYOUT:
+            return
+        if meta is None and not legacy_data.is_dir():
+            return
+        if meta is not None:
+            self._old_port = meta.port  # the new instance keeps the port the user knew
+        old = InstancePaths(self.root, server=self.root)  # the first build's layout
+        pid = read_pid(old.pid_file)
+        if pid is not None and is_our_server(pid, old.datadir):  # still running: stop it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            if not self._wait_gone(pid, 60.0, old.datadir):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._wait_gone(pid, 10.0, old.datadir)
+        with contextlib.suppress(FileNotFoundError):
+            old.socket.unlink()
+        shutil.rmtree(legacy_data, ignore_errors=True)
+        for name in ("mariadbd.pid", "mariadbd.err", "instance.json", "install.log"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.root / name).unlink()
+        self.notes.append(
+            f"the private MariaDB in {self.root} was made by an earlier stackrace whose "
+            "first start was reachable without a password; it was deleted and made again "
+            "(the seed is redone)"
+        )
+
     def _prepare(self) -> None:
-        """Check binaries and the port, install the data directory if it is missing."""
+        """Check binaries and the port; install and provision if not done (or half done)."""
         mariadbd = find_binary("mariadbd", self.bindir)
+        self._mariadbd = mariadbd
         self._forget_stale_pid()
         meta = self._meta()
-        port = self._port_arg or (meta.port if meta else DEFAULT_PORT)
+        port = self._port_arg or (meta.port if meta else self._old_port or DEFAULT_PORT)
         self._check_port(port)
-        if meta is None or not (self.paths.datadir / "mysql").is_dir():
+        if meta is None or not meta.provisioned or not (self.paths.datadir / "mysql").is_dir():
             meta = self._install(port)
         if meta.port != port:
             meta.port = port
             self._write_meta(meta)
-        self._mariadbd = mariadbd
+        self._check_server_dir(meta)
 
     def _check_port(self, port: int) -> None:
         if not 1 <= port <= 65535:
             raise DbError(f"port {port} is not a valid TCP port")
         if port_in_use(port, LOOPBACK):
-            pid = listener_pid(port)
+            pid = pid_listening_on(port)
             who = f" by {process_name(pid)} (pid {pid})" if pid else ""
             raise DbError(
                 f"port {port} on {LOOPBACK} is already in use{who}; "
@@ -357,22 +440,47 @@ class ManagedMariaDB:
             )
 
     def _install(self, port: int) -> InstanceMeta:
-        """mariadb-install-db into a fresh data directory (a half-made one is removed)."""
+        """A fresh server directory, mariadb-install-db, then provisioning in bootstrap.
+
+        What a half-made instance left (a crash, a failed install) is removed first. The
+        passwords are in instance.json before the server directory exists, so a crash at
+        any point leaves a record the next `up` can clean up from.
+        """
+        user = server_user.choose(self.run_as)
+        old = self._meta()
+        if old is not None and old.server_dir:
+            self._remove_server_dir(Path(old.server_dir))
+        self.root.mkdir(parents=True, exist_ok=True)
+        # others may only pass through (to root/server, if that is the server's directory)
+        os.chmod(self.root, 0o700 if user.uid == os.geteuid() else 0o711)
+        server_dir = self._make_server_dir(user)
+        meta = InstanceMeta(
+            port=port,
+            password=secrets.token_urlsafe(18),
+            admin_password=secrets.token_urlsafe(18),
+            layout=LAYOUT,
+            server_dir=str(server_dir),
+            run_as=user.name,
+        )
+        self._write_meta(meta)
+        paths = InstancePaths(self.root, server=server_dir)
+        for d in (paths.datadir, paths.files_dir):
+            d.mkdir()
+            user.own(d, 0o700)
         install_db = find_binary("mariadb-install-db", self.bindir)
-        self.paths.root.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.paths.root, 0o700)
-        shutil.rmtree(self.paths.datadir, ignore_errors=True)
-        log = self.paths.root / "install.log"
+        log = paths.install_log
+        with contextlib.suppress(FileNotFoundError):
+            log.unlink()
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         cmd = [
             str(install_db),
             "--no-defaults",  # must come first: ignore /etc/mysql and ~/.my.cnf
-            f"--datadir={self.paths.datadir}",
+            f"--datadir={paths.datadir}",
             "--auth-root-authentication-method=normal",  # else root over TCP gets ERROR 1698
             "--skip-test-db",
+            *user.user_arg,
         ]
-        if os.geteuid() == 0:
-            cmd.append("--user=root")
-        with open(log, "wb") as out:
+        with os.fdopen(fd, "wb") as out:
             rc = subprocess.run(
                 cmd,
                 stdin=subprocess.DEVNULL,
@@ -382,30 +490,114 @@ class ManagedMariaDB:
             ).returncode
         if rc != 0:
             raise DbError(
-                f"mariadb-install-db failed (exit {rc}) in {self.paths.datadir}",
+                f"mariadb-install-db failed (exit {rc}) in {paths.datadir}",
                 log_tail=_tail(log),
             )
-        meta = InstanceMeta(
-            port=port,
-            password=secrets.token_urlsafe(18),
-            admin_password=secrets.token_urlsafe(18),
+        assert self._mariadbd is not None
+        provision.bootstrap(
+            self._mariadbd,
+            paths.datadir,
+            user,
+            provision.bootstrap_sql(DB_NAME, DB_USER, meta.password, meta.admin_password),
+            log,
         )
+        meta.provisioned = True
         self._write_meta(meta)
+        if user.note:
+            self.notes.append(user.note)
         return meta
+
+    def _make_server_dir(self, user: ServerUser) -> Path:
+        """root/server when the server's account can reach it and a socket path in it fits,
+        else a fresh private directory under /var/tmp (mkdtemp: an unpredictable name that
+        no one else can have made first)."""
+        inside = self.root / "server"
+        paths = InstancePaths(self.root)
+        if inside.is_symlink():
+            inside.unlink()
+        shutil.rmtree(inside, ignore_errors=True)
+        if paths.socket_fits(inside) and user.can_traverse(self.root):
+            inside.mkdir(mode=0o700)
+            server_dir = inside
+        else:
+            server_dir = Path(tempfile.mkdtemp(prefix="stackrace-mariadb-", dir=shadow_base()))
+            # a pointer for people looking in the instance's directory (instance.json is
+            # what stackrace reads); `rm -rf` of the directory would not follow it: delete
+            # an instance with `stackrace db reset --wipe`
+            inside.symlink_to(server_dir, target_is_directory=True)
+        user.own(server_dir, 0o700)
+        return server_dir
+
+    def _check_server_dir(self, meta: InstanceMeta) -> None:
+        """The server directory must still be the private one made at install: a real
+        directory (not a link), owned by the server's account, closed to others."""
+        user = self._server_user(meta)
+        d = self.paths.server_dir
+        try:
+            st = d.lstat()
+        except FileNotFoundError:
+            raise DbError(
+                f"the private MariaDB's directory {d} is gone: `stackrace db reset --wipe`, "
+                "then `stackrace db up`"
+            ) from None
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != user.uid or st.st_mode & 0o077:
+            raise DbError(
+                f"{d} is no longer the private directory stackrace made (owner or mode "
+                "changed); `stackrace db reset --wipe` makes a new instance"
+            )
+
+    def _server_user(self, meta: InstanceMeta, strict: bool = True) -> ServerUser:
+        try:
+            return server_user.recorded(meta.run_as)
+        except LookupError:
+            if not strict:
+                return ServerUser(name=meta.run_as, uid=-1, gid=-1, groups=frozenset())
+            raise DbError(
+                f"the private MariaDB was made to run as '{meta.run_as}', which no longer "
+                "exists: `stackrace db reset --wipe` makes a new instance"
+            ) from None
+
+    def _remove_server_dir(self, d: Path) -> None:
+        """Delete a server directory we made; never one that is a link or someone else's."""
+        try:
+            st = d.lstat()
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            return
+        if d.parent == self.root or d.name.startswith("stackrace-mariadb-"):
+            shutil.rmtree(d, ignore_errors=True)
+
+    def _remove_files(self) -> None:
+        """Everything of the instance outside `root`: its server dir, a legacy socket."""
+        meta = None
+        with contextlib.suppress(DbError):
+            meta = self._meta()
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.socket.unlink()
+        if meta is not None and meta.server_dir:
+            self._remove_server_dir(Path(meta.server_dir))
 
     def server_args(self, port: int) -> list[str]:
         """mariadbd's command line: private files, loopback only, benchmark-friendly settings."""
         max_conn, fd_limit = self._connection_budget()
+        meta = self._meta()
+        assert meta is not None
+        user = self._server_user(meta)
+        paths = self.paths
         args = [
             str(self._mariadbd),
             "--no-defaults",
-            f"--datadir={self.paths.datadir}",
-            f"--socket={self.paths.socket}",
-            f"--pid-file={self.paths.pid_file}",
-            f"--log-error={self.paths.log_file}",
+            *user.user_arg,  # as root: the mysql account where there is one
+            f"--datadir={paths.datadir}",
+            f"--socket={paths.socket}",
+            f"--pid-file={paths.pid_file}",
+            f"--log-error={paths.log_file}",
             f"--port={port}",
             f"--bind-address={LOOPBACK}",
             "--skip-name-resolve",
+            # no file outside its own directory: not `INTO OUTFILE`, not LOAD_FILE()
+            f"--secure-file-priv={paths.files_dir}",
             # as in the original experiment: every query does the work, none is cached
             "--query-cache-type=0",
             "--query-cache-size=0",
@@ -423,8 +615,6 @@ class ManagedMariaDB:
             "--innodb-flush-log-at-trx-commit=2",
             "--local-infile=0",
         ]
-        if os.geteuid() == 0:
-            args.insert(2, "--user=root")  # mariadbd refuses to run as root otherwise
         return args + self.extra_args
 
     def _connection_budget(self) -> tuple[int, int]:
@@ -439,10 +629,14 @@ class ManagedMariaDB:
         """Fork mariadbd: own session, stdin closed, output appended to its error log."""
         meta = self._meta()
         assert meta is not None
-        self._log_offset = _size(self.paths.log_file)
+        paths = self.paths
+        self._log_offset = _size(paths.log_file)
         with contextlib.suppress(FileNotFoundError):
-            self.paths.socket.unlink()  # a socket file left by a killed server
-        with open(self.paths.log_file, "ab") as log:
+            paths.socket.unlink()  # a socket file left by a killed server
+        # mariadbd opens --log-error itself after switching user: the file must be its own
+        fd = os.open(paths.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._server_user(meta).own(paths.log_file, 0o600)
+        with os.fdopen(fd, "ab") as log:
             self._proc = subprocess.Popen(
                 self.server_args(meta.port),
                 stdin=subprocess.DEVNULL,
@@ -452,6 +646,10 @@ class ManagedMariaDB:
                 preexec_fn=die_with_parent(signal.SIGTERM) if self.scoped else None,
                 close_fds=True,
             )
+        if self.scoped:
+            # the parent-death signal set above is cleared when mariadbd switches user
+            self._watchdog = Watchdog(grace=_WATCHDOG_GRACE_S)
+            self._watchdog.watch(self._proc.pid)  # its own session: sid == pid
         if self.scoped and not self._atexit_registered:
             atexit.register(self.close)
             self._atexit_registered = True
@@ -482,51 +680,36 @@ class ManagedMariaDB:
                 )
             time.sleep(0.02)
 
-    def _provision(self) -> None:
-        """Create database `stackrace` and user `stackrace`; lock root to the socket.
+    def _enforce_accounts(self) -> None:
+        """Drop every account provisioning did not make (the server is up and ours).
 
-        Idempotent, and the root password is saved before it is set, so an interruption at
-        any point is repaired by the next `up`.
+        Provisioning made exactly the accounts the instance needs, before it first
+        listened; any other one was made later by someone with the root password, and a
+        private benchmark instance keeps none (docs/db.md says so).
         """
-        meta = self._meta()
-        assert meta is not None
-        if meta.provisioned:
-            return
         with self.admin_connection() as conn:
-            run = lambda sql, args=None: admin.query(conn, sql, args)  # noqa: E731
-            run(f"CREATE DATABASE IF NOT EXISTS {DB_NAME}")
-            for host in ("localhost", LOOPBACK):  # localhost = the unix socket
-                run(
-                    "CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s",
-                    (DB_USER, host, meta.password),
-                )
-                run("ALTER USER %s@%s IDENTIFIED BY %s", (DB_USER, host, meta.password))
-                run(f"GRANT ALL PRIVILEGES ON {DB_NAME}.* TO %s@%s", (DB_USER, host))
-            # no passwordless root over TCP, no anonymous accounts
-            for user, host in run(
-                "SELECT User, Host FROM mysql.global_priv "
-                "WHERE (User = 'root' AND Host <> 'localhost') OR User = ''"
-            ):
-                run("DROP USER %s@%s", (user, host))
-            run("ALTER USER 'root'@'localhost' IDENTIFIED BY %s", (meta.admin_password,))
-        meta.provisioned = True
-        self._write_meta(meta)
+            foreign = provision.foreign_accounts(conn, DB_USER)
+            provision.drop_accounts(conn, foreign)
+        if foreign:
+            names = ", ".join(f"'{u}'@'{h}'" for u, h in foreign)
+            self.notes.append(f"dropped accounts stackrace did not make: {names}")
 
     # ---- small helpers ----------------------------------------------------------------
 
     def _require_running(self) -> None:
         if self.pid() is None:
             raise DbError(
-                f"the private MariaDB in {self.paths.root} is not running: run `stackrace db up`"
+                f"the private MariaDB in {self.root} is not running: run `stackrace db up`"
             )
 
-    def _wait_gone(self, pid: int, timeout: float) -> bool:
+    def _wait_gone(self, pid: int, timeout: float, datadir: Path | None = None) -> bool:
+        datadir = datadir or self.paths.datadir
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc is not None and self._proc.pid == pid:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._proc.wait(timeout=0.05)  # reap our own child
-            if not is_our_server(pid, self.paths.datadir):
+            if not is_our_server(pid, datadir):
                 return True
             time.sleep(0.05)
         return False
@@ -538,21 +721,21 @@ class ManagedMariaDB:
                 self.paths.pid_file.unlink()
 
     def _meta(self) -> InstanceMeta | None:
+        meta_file = InstancePaths(self.root).meta_file  # (not self.paths: that reads this)
         try:
-            return msgspec.json.decode(self.paths.meta_file.read_bytes(), type=InstanceMeta)
+            return msgspec.json.decode(meta_file.read_bytes(), type=InstanceMeta)
         except FileNotFoundError:
             return None
         except msgspec.DecodeError as exc:
-            raise DbError(
-                f"{self.paths.meta_file} is damaged ({exc}); `stackrace db reset --wipe`"
-            ) from None
+            raise DbError(f"{meta_file} is damaged ({exc}); `stackrace db reset --wipe`") from None
 
     def _write_meta(self, meta: InstanceMeta) -> None:
-        tmp = self.paths.meta_file.with_suffix(".tmp")
+        meta_file = InstancePaths(self.root).meta_file
+        tmp = meta_file.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # holds passwords
         with os.fdopen(fd, "wb") as f:
             f.write(msgspec.json.format(msgspec.json.encode(meta)))
-        os.replace(tmp, self.paths.meta_file)
+        os.replace(tmp, meta_file)
 
 
 def _accepts(path: Path) -> bool:
@@ -577,3 +760,12 @@ def _tail(path: Path, offset: int = 0, lines: int = 15) -> str:
     except OSError:
         return ""
     return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _whoami() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())

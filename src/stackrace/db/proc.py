@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import errno
 import os
 import signal
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,34 +54,6 @@ def _is_zombie(pid: int) -> bool:
     except OSError:
         return True
     return stat[stat.rfind(b")") + 2 :].split()[:1] == [b"Z"]
-
-
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    """True when something already listens on host:port (or the port cannot be bound)."""
-    with socket.socket() as s, contextlib.suppress(OSError):
-        s.settimeout(0.2)
-        if s.connect_ex((host, port)) == 0:
-            return True
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as exc:
-            return exc.errno in (errno.EADDRINUSE, errno.EACCES)
-    return False
-
-
-def listener_pid(port: int) -> int | None:
-    """The pid listening on a loopback TCP port, if it can be found (for a better error)."""
-    try:
-        import psutil
-
-        for conn in psutil.net_connections(kind="tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
-                return conn.pid
-    except Exception:  # best effort only: permissions, psutil quirks
-        return None
-    return None
 
 
 def process_name(pid: int) -> str:

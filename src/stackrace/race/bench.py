@@ -39,10 +39,18 @@ import psutil
 
 from stackrace import __version__
 from stackrace.config import Stack, placeholders, render
+from stackrace.db.watch import DbWatch
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, WindowStats
 from stackrace.race import accounting
-from stackrace.race.core import Member, RaceCore, StackState
+from stackrace.race.core import (
+    LoadEngine,
+    Member,
+    RaceCore,
+    RaceParts,
+    StackStarter,
+    StackState,
+)
 from stackrace.race.placement import Placement, choose_isolation, place
 from stackrace.race.stacks import StacksSource
 from stackrace.race_settings import RaceSettings
@@ -60,8 +68,6 @@ from stackrace.report.schema import (
 from stackrace.stacks.sampler import ResourceSample
 
 Progress = Callable[[str], None]
-# A database watcher: is it up now, and was it down at any time since `since`?
-DbDown = Callable[[float], bool]
 
 
 @dataclass
@@ -70,7 +76,9 @@ class BenchPlan:
     settings: RaceSettings
     preset: str | None = None
     db_env: dict[str, str] = field(default_factory=dict)
-    db_down: DbDown | None = None  # set when the workload uses a database
+    # set when the workload uses a database: a level measured while it was down is marked
+    # (and not judged), and no stack is started against a dead database
+    database: DbWatch | None = None
     stacks_file: str | None = None
 
 
@@ -120,10 +128,18 @@ def server_version(stack: Stack) -> str:
     return text[0][:80] if text else ""
 
 
-def plan_placement(settings: RaceSettings, n_stacks: int) -> tuple[Placement, str]:
-    cores = sorted(os.sched_getaffinity(0))
-    isolation, why = choose_isolation(settings.isolation, n_stacks, settings.cpus, len(cores))
-    return place(isolation, n_stacks, settings.cpus, cores), why
+def plan_placement(
+    settings: RaceSettings, n_stacks: int, parts: RaceParts | None = None
+) -> tuple[Placement, str]:
+    """Where the stacks and engines run: here, or (with `parts`) on other hosts, where the
+    stacks' host gives every core to the stacks."""
+    here = parts is None
+    cores = sorted(os.sched_getaffinity(0)) if parts is None else list(parts.cores)
+    # with the engines elsewhere they need no core of the stacks' host
+    isolation, why = choose_isolation(
+        settings.isolation, n_stacks, settings.cpus, len(cores) + (0 if here else 1)
+    )
+    return place(isolation, n_stacks, settings.cpus, cores, engine_here=here), why
 
 
 class BenchRecorder:
@@ -339,7 +355,8 @@ class LevelRunner:
             else:
                 await self._measure_time(live)
             snap = self.core.engine.latest
-            down = self.plan.db_down is not None and self.plan.db_down(started)
+            watch = self.plan.database
+            down = watch is not None and bool(watch.down_during(started, time.monotonic()))
             for i in live:
                 t = self.core.target(i)
                 if t is None:
@@ -436,25 +453,34 @@ async def run_bench(
     plan: BenchPlan,
     progress: Progress = lambda s: None,
     recorder: BenchRecorder | None = None,
+    parts: RaceParts | None = None,
 ) -> BenchRun:
     """Run the plan; results go into `recorder` level by level (pass one to keep them if
-    the run is cancelled)."""
+    the run is cancelled). `parts`: the engine and stacks made elsewhere (--cluster)."""
     s = plan.settings
-    placement, why = plan_placement(s, len(plan.stacks))
+    placement, why = plan_placement(s, len(plan.stacks), parts)
     rec = recorder or BenchRecorder(plan, placement, why)
     progress(f"isolation: {placement.isolation} ({why}); {placement.note}")
-    engine = Engine(
-        # with a request budget a level lasts a second or two: short intervals keep the
-        # level's edges sharp
-        EngineSettings(timeout=s.timeout, interval=0.05 if s.requests else 0.25),
-        per_target=True,
-    )
-    source = StacksSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
+    if parts is not None and parts.note:
+        progress(parts.note)
+    # with a request budget a level lasts a second or two: short intervals keep the
+    # level's edges sharp
+    engine_settings = EngineSettings(timeout=s.timeout, interval=0.05 if s.requests else 0.25)
+    source: StackStarter
+    if parts is None:
+        engine: LoadEngine = Engine(engine_settings, per_target=True)
+        source = StacksSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
+    else:
+        engine = parts.engine(engine_settings)
+        source = parts.source
     source.use_database(plan.db_env)
-    core = RaceCore(engine, source, s, interval=engine.settings.interval)
+    core = RaceCore(engine, source, s, interval=engine_settings.interval)
     core.concurrency = 0
     runner = LevelRunner(core, plan, progress)
     await core.start([], placement=placement)
+    watch = plan.database
+    if watch is not None:
+        await watch.start()
     try:
         groups = (
             [[k] for k in range(len(plan.stacks))]
@@ -462,6 +488,12 @@ async def run_bench(
             else [list(range(len(plan.stacks)))]
         )
         for group in groups:
+            if watch is not None and watch.state == "down":
+                for k in group:
+                    res = rec.stack(plan.stacks[k], placement.stack_cpus[k])
+                    res.error = f"not measured: {watch.describe()}"
+                    progress(f"✗ {plan.stacks[k].name}: {res.error}")
+                continue
             ids = _start_group(core, source, rec, plan, placement, group, progress)
             timeout = max([120.0, *(plan.stacks[k].spec.ready_timeout + 5 for k in group)])
             await core.wait_ready(ids, timeout=timeout)
@@ -496,12 +528,19 @@ async def run_bench(
                 await core.stop_member(i)
     finally:
         await core.stop()
+        if watch is not None:
+            await watch.stop()
+            for i in watch.intervals:
+                rec.run.notes.append(
+                    f"database {'restarted' if i.restarted else 'down'}: {i.cause} "
+                    f"(levels measured then are marked and not judged)"
+                )
     return rec.finish()
 
 
 def _start_group(
     core: RaceCore,
-    source: StacksSource,
+    source: StackStarter,
     rec: BenchRecorder,
     plan: BenchPlan,
     placement: Placement,

@@ -22,8 +22,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from stackrace.config import Stack
 from stackrace.engine.histogram import LatencyHistogram
-from stackrace.engine.model import BodyCheck, EngineSnapshot, TargetSnapshot, TargetSpec
+from stackrace.engine.model import (
+    BodyCheck,
+    EngineSettings,
+    EngineSnapshot,
+    TargetSnapshot,
+    TargetSpec,
+)
 from stackrace.race.placement import Placement
 from stackrace.race_settings import RaceSettings
 from stackrace.stacks.sampler import ResourceSample
@@ -81,6 +88,14 @@ class StackSource(Protocol):
     async def close(self) -> None: ...
 
 
+class StackStarter(StackSource, Protocol):
+    """A source that bench drives: it starts resolved stacks and takes the database's
+    settings from the caller."""
+
+    def start_stack(self, stack: Stack, cpus: list[int] | None) -> MemberHandle: ...
+    def use_database(self, env: dict[str, str]) -> None: ...
+
+
 class LoadEngine(Protocol):
     """The part of `stackrace.engine.client.Engine` the core drives."""
 
@@ -101,6 +116,17 @@ class LoadEngine(Protocol):
     def total_percentiles(
         self, target_id: str, points: Sequence[float], uncorrected: bool = False
     ) -> list[int]: ...
+
+
+@dataclass(frozen=True)
+class RaceParts:
+    """The engine and the stacks' source, made elsewhere: `--cluster` puts each stack's
+    engine processes on load hosts and the stacks on an app host (stackrace.cluster)."""
+
+    engine: Callable[[EngineSettings], LoadEngine]  # per-target engines, these settings
+    source: StackStarter
+    cores: list[int]  # the stacks' host's cores (the engines run elsewhere)
+    note: str = ""  # where things run, for the progress line and the header
 
 
 @dataclass

@@ -49,9 +49,18 @@ def choose_isolation(
     )
 
 
-def place(isolation: str, n_stacks: int, per_stack: int | None, cores: Sequence[int]) -> Placement:
-    """Cores for the engines (the last core) and for each stack (the others)."""
+def place(
+    isolation: str,
+    n_stacks: int,
+    per_stack: int | None,
+    cores: Sequence[int],
+    engine_here: bool = True,
+) -> Placement:
+    """Cores for the engines (the last core) and for each stack (the others); every core
+    is the stacks' when the engines run on other hosts (`engine_here=False`)."""
     cores = sorted(cores)
+    if not engine_here:
+        return _servers_only(isolation, n_stacks, per_stack, cores)
     if len(cores) < 2:
         return Placement(
             isolation, None, [None] * n_stacks, n_stacks > 1, "one core: everything shares it"
@@ -89,3 +98,25 @@ def place(isolation: str, n_stacks: int, per_stack: int | None, cores: Sequence[
 
 def _cpus(cpus: Sequence[int]) -> str:
     return ",".join(str(c) for c in cpus)
+
+
+def _servers_only(
+    isolation: str, n_stacks: int, per_stack: int | None, cores: list[int]
+) -> Placement:
+    elsewhere = "the engines on other hosts"
+    if isolation == "rotate":
+        take = cores[: per_stack or len(cores)]
+        return Placement(
+            "rotate", None, [take] * n_stacks, False,
+            f"one stack at a time on cpu {_cpus(take)}, {elsewhere}",
+        )  # fmt: skip
+    per = per_stack or 1
+    if len(cores) >= n_stacks * per:
+        plan: list[list[int] | None] = [cores[i * per : (i + 1) * per] for i in range(n_stacks)]
+        return Placement(
+            "parallel", None, plan, False, f"each stack on cores of its own, {elsewhere}"
+        )
+    return Placement(
+        "parallel", None, [list(cores)] * n_stacks, n_stacks > 1,
+        f"{n_stacks} stacks share {len(cores)} cores (cpu {_cpus(cores)}), {elsewhere}",
+    )  # fmt: skip

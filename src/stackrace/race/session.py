@@ -102,6 +102,9 @@ class SessionView:
     replay: str = ""  # a replay's position ("replay 0:42 / 3:10 ×2")
     ghosts: list[GhostView] = field(default_factory=list)  # one per stack of each ghost
     ramp_top: int = 0  # the top level of the ramp running (or last run)
+    # "" while the database is fine or unused; else what happened to it (the figures
+    # are then the database's, not the stacks', and no verdict is drawn)
+    database: str = ""
 
 
 @dataclass(frozen=True)
@@ -409,6 +412,13 @@ class Session:
         if self.ramp is not None and self.ramp.level is not None:
             ramp = f"ramp {self.ramp.progress()} → {self.ramp.level}"
         placement = self.core.placement
+        database = ""
+        state_of = getattr(self.core.source, "database_state", None)
+        if state_of is not None:
+            database = state_of()
+            if database:
+                for pane in panes:
+                    pane.verdict = None
         return SessionView(
             seq=snap.seq if snap is not None else 0,
             panes=panes,
@@ -428,6 +438,7 @@ class Session:
             ramp_top=self.ramp_top,
             replay=self.replay_status,
             ghosts=[pv for g in self.ghosts for pv in g.view(self.level, rate_mode)],
+            database=database,
         )
 
     @property

@@ -13,6 +13,8 @@ import contextlib
 import msgspec
 
 from stackrace.config import Stack, StackDef, load_stacks, resolve
+from stackrace.db import ManagedMariaDB
+from stackrace.db.watch import DbWatch
 from stackrace.race.core import StackChoice, StackState
 from stackrace.stacks.availability import check
 from stackrace.stacks.launcher import (
@@ -111,8 +113,8 @@ class StacksSource:
         self.memory_max = memory_max
         self.launcher = Launcher(env=env)
         self.handles: list[LaunchedStack] = []
-        self.db: object | None = None
-        self.db_settings: object | None = None
+        self.db: ManagedMariaDB | None = None
+        self.watch: DbWatch | None = None
 
     def catalog(self) -> list[StackChoice]:
         out = []
@@ -160,13 +162,19 @@ class StacksSource:
         the user's own `stackrace db up` instance) and give every stack its settings."""
         if self.db is not None:
             return
-        from stackrace.db import ManagedMariaDB, db_env
+        from stackrace.db.watch import DbWatch
+        from stackrace.db.workload import open_for_workload_async
 
-        db = ManagedMariaDB(scoped=True)
-        settings = await db.ensure_ready_async()
-        self.db = db
-        self.db_settings = settings
-        self.launcher.extra_env.update(db_env(settings, 1_000_000))
+        self.db, env = await open_for_workload_async()
+        self.launcher.extra_env.update(env)
+        self.watch = DbWatch(self.db.settings)
+        await self.watch.start()
+
+    def database_state(self) -> str:
+        """ "" while the database is fine (or unused); otherwise one line saying what."""
+        if self.watch is None or self.watch.state in ("up", "unknown"):
+            return ""
+        return self.watch.describe()
 
     def use_database(self, env: dict[str, str]) -> None:
         """A database opened by the caller (bench): only its settings for the stacks."""
@@ -177,6 +185,9 @@ class StacksSource:
             h._task.cancel()
         await self.launcher.stop_all()
         self.launcher.close()
+        if self.watch is not None:
+            await self.watch.stop()
+            self.watch = None
         if self.db is not None:
-            self.db.close()  # type: ignore[attr-defined]
+            self.db.close()
             self.db = None

@@ -11,6 +11,15 @@ level), cpu.
 Noise: when a level was measured more than once, its spread ((max − min) / median of
 the repeats' req/s) is known; a rule crossed by less than that spread is "uncertain"
 rather than failed, and `stackrace bench` measures that level again before judging.
+
+A gate never passes on nothing. Besides regressions, the verdict fails, one line per
+cause, when:
+- the run and the baseline differ in a setting that changes what the figures mean
+  (`COMPARED_SETTINGS`: workload, path, rate, duration, warm-up, timeout, isolation);
+- no level of the run has a counterpart in the baseline (nothing was compared);
+- a level measured nothing (no request completed or failed);
+- a level with no counterpart breaks an absolute rule (`failures>0.1%`, `p99>200ms`):
+  those need no baseline, so an unmatched level is still held to them.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from stackrace.report.schema import BenchRun, Level
+from stackrace.report.schema import BenchRun, Level, Settings
 from stackrace.units import fmt_us
 
 _RULE = re.compile(
@@ -99,20 +108,51 @@ def _fmt(metric: str, v: float) -> str:
     return f"{v:.1f}%"
 
 
+# Settings whose difference makes two runs' figures incomparable: another workload or
+# path is other work, a rate is open loop instead of closed, a shorter warm-up or
+# timeout changes latency and failures, isolation changes which CPU the server has.
+# (Read with getattr: a field a future schema drops is simply not compared.)
+COMPARED_SETTINGS = ("workload", "path", "rate", "duration", "warmup", "timeout", "isolation")
+
+
 @dataclass
 class Verdict:
-    failed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # regressions: a rule was crossed
     uncertain: list[tuple[str, int]] = field(default_factory=list)  # (stack, concurrency)
     passed: list[str] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    # why the run could not be judged fairly: settings differ, nothing compared, …
+    problems: list[str] = field(default_factory=list)
+    compared: int = 0  # levels matched with a baseline level
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.problems
+
+
+def settings_differences(run: Settings, baseline: Settings) -> list[str]:
+    """One line per compared setting that differs between the run and the baseline."""
+    out = []
+    for name in COMPARED_SETTINGS:
+        new, old = getattr(run, name, None), getattr(baseline, name, None)
+        if new != old:
+            out.append(
+                f"setting {name} differs: {_setting(new)} here, {_setting(old)} in the baseline"
+            )
+    return out
+
+
+def _setting(value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
     verdict = Verdict()
+    verdict.problems.extend(settings_differences(run.settings, baseline.settings))
     base = {(st.name, lv.concurrency, lv.rate): lv for st in baseline.stacks for lv in st.levels}
     for st in run.stacks:
         if st.error:
@@ -121,9 +161,14 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
         for lv in st.levels:
             old = base.get((st.name, lv.concurrency, lv.rate))
             where = f"{st.name} @ c={lv.concurrency}"
+            if lv.requests + sum(lv.failures.values()) == 0:
+                verdict.failed.append(f"{where}: measured nothing (no request completed or failed)")
+                continue
             if old is None:
                 verdict.unmatched.append(where)
+                _absolute_only(verdict, where, lv, rules)
                 continue
+            verdict.compared += 1
             noise = max(spread(lv), spread(old))
             for rule in rules:
                 new_v = metric_value(lv, rule.metric)
@@ -140,7 +185,7 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
                         f"{rule.text})"
                     )
                 else:
-                    crossed = new_v < rule.value if rule.op == "<" else new_v > rule.value
+                    crossed = _crosses(new_v, rule)
                     margin = abs(new_v - rule.value) / (abs(rule.value) or 1)
                     said = f"{where}: {rule.metric} {_fmt(rule.metric, new_v)} (rule {rule.text})"
                 if not crossed:
@@ -151,4 +196,52 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
                     verdict.passed.append(said + f" — within the measured spread {noise:.0%}")
                 else:
                     verdict.failed.append(said)
+    if verdict.compared == 0:
+        here = sorted({f"{st.name} @ c={lv.concurrency}" for st in run.stacks for lv in st.levels})
+        there = sorted(
+            {f"{st.name} @ c={lv.concurrency}" for st in baseline.stacks for lv in st.levels}
+        )
+        verdict.problems.append(
+            "nothing compared: no stack and level of this run is in the baseline "
+            f"(run: {_few(here)}; baseline: {_few(there)})"
+        )
     return verdict
+
+
+def _crosses(value: float, rule: Rule) -> bool:
+    return value < rule.value if rule.op == "<" else value > rule.value
+
+
+def _absolute_only(verdict: Verdict, where: str, lv: Level, rules: list[Rule]) -> None:
+    """Hold a level without a baseline to the rules that need none."""
+    for rule in rules:
+        if rule.relative:
+            continue
+        value = metric_value(lv, rule.metric)
+        said = f"{where}: {rule.metric} {_fmt(rule.metric, value)} (rule {rule.text}, no baseline)"
+        (verdict.failed if _crosses(value, rule) else verdict.passed).append(said)
+
+
+def _few(items: list[str], n: int = 4) -> str:
+    if not items:
+        return "no levels"
+    more = f", … {len(items) - n} more" if len(items) > n else ""
+    return ", ".join(items[:n]) + more
+
+
+def verdict_lines(verdict: Verdict, baseline_name: str) -> list[str]:
+    """What a command prints for a verdict: one line per cause, then the outcome.
+
+    `GATE FAILED …` when the run could not be judged (settings differ, nothing
+    compared), `REGRESSION …` per crossed rule, `(no baseline for …)` per unmatched
+    level, and `gate passed: …` only when the verdict is ok.
+    """
+    lines = [f"GATE FAILED {p}" for p in verdict.problems]
+    lines += [f"REGRESSION {line}" for line in verdict.failed]
+    lines += [f"(no baseline for {where})" for where in verdict.unmatched]
+    if verdict.ok:
+        lines.append(
+            f"gate passed: {len(verdict.passed)} checks on {verdict.compared} "
+            f"level{'s' if verdict.compared != 1 else ''} against {baseline_name}"
+        )
+    return lines

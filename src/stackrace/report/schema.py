@@ -135,6 +135,52 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     cpus: list[int] | None = None  # the cores it was pinned to
 
 
+CLAIM_KINDS = (
+    "ratio",  # stacks [a, b]: req/s of a / req/s of b at `level`, within the bounds
+    "ranking",  # stacks best first by req/s at `level` (pairs within `tolerance` count as tied)
+    "breaking_point",  # stacks [x]: its breaking point (stackrace.ramp) within the bounds
+    "failures_from",  # stacks [x]: the lowest level failing more than `threshold`, in bounds
+    "no_failures",  # stacks [x, …]: failure rate at most `at_most` (0) at `level` (or every level)
+    "untestable",  # cannot be tested here at all: `why` says why
+)
+
+
+class Claim(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """One claim of an original experiment, in a form a run can be judged against
+    (stackrace.report.claims). Bounds are on the measured figure: a ratio, or a level."""
+
+    id: str
+    text: str  # the original's claim, in a sentence, with its figures
+    kind: str
+    stacks: list[str] = []
+    level: int | None = None  # the concurrency it is about
+    then: float | None = None  # the original's figure (a ratio, a level) shown beside now
+    at_least: float | None = None
+    at_most: float | None = None
+    tolerance: float = 0.0  # ranking: a relative gap this small counts as a tie
+    threshold: float = 0.01  # failures_from: a failure rate above this is failing
+    why: str = ""  # untestable: why; otherwise an optional note on what differs now
+
+
+class Figure(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """A figure the original reported (req/s), beside the same stack's figure now."""
+
+    stack: str
+    then: float
+    level: int | None = None  # the concurrency it was measured at (None: the run's highest)
+    label: str = ""  # what ran then, when it differs from the stack (e.g. "uWSGI 1.0")
+
+
+class Then(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The original experiment a preset replays: its figures and claims, so that a run's
+    report can put then beside now (rankings and ratios: the hardware differs)."""
+
+    experiment: str  # "000"…"004"
+    source: str = ""
+    figures: list[Figure] = []
+    claims: list[Claim] = []
+
+
 class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
     schema: int
     started: str  # ISO 8601, UTC
@@ -143,6 +189,9 @@ class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
     stacks: list[StackResult]
     interrupted: str | None = None  # why the run stopped early (its levels are all here)
     notes: list[str] = msgspec.field(default_factory=list)  # e.g. the database went down
+    # the original experiment's figures and claims, when the run came from a preset that
+    # replays one (stackrace.report.claims judges them again on every report)
+    then: Then | None = None
 
 
 def dumps(run: BenchRun) -> bytes:
@@ -157,7 +206,9 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
             f"{source}: schema version {version!r}, this stackrace reads {SCHEMA_VERSION}"
         )
     try:
-        return msgspec.convert(raw, BenchRun)
+        # decoded again as the type (not converted from the dicts): JSON object keys are
+        # strings, and the typed decoder reads `"503"` into the int key of `status`
+        return msgspec.json.decode(data, type=BenchRun)
     except msgspec.ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from None
 

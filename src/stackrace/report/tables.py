@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
+from stackrace.report import thennow
 from stackrace.report.schema import BenchRun, Level, StackResult
 from stackrace.units import fmt_bytes, fmt_us
 
@@ -16,9 +17,32 @@ COLUMNS = (
     "p99",
     "p99.9",
     "failures",
+    "waiting",
     "memory",
     "cpu",
 )
+
+
+def _waiting(level: Level) -> str:
+    """Still waiting at the level's end (sent, no answer), and the oldest's age."""
+    w = level.window
+    if not w.waiting:
+        return "0"
+    return f"{w.waiting:,} ({fmt_us(w.oldest_wait_us)})"
+
+
+def flags(level: Level) -> list[str]:
+    """What a reader must know before trusting a level's figures."""
+    out = []
+    if level.db_down:
+        out.append("database down")
+    if level.little is not None and not level.little.ok:
+        out.append(f"Little's law: {level.little.reason}")
+    if level.engine_limited:
+        out.append(f"engine-limited: {level.engine_limit}")
+    if level.window.stale:
+        out.append(f"{level.window.stale:,} clients got no answer in the level")
+    return out
 
 
 def _mem(level: Level) -> str:
@@ -37,11 +61,12 @@ def _failures(level: Level) -> str:
 def rows(run: BenchRun) -> list[list[str]]:
     out = []
     for stack in run.stacks:
-        if stack.error:
-            out.append([stack.name, "-", "error", "", "", "", stack.error, "", ""])
+        if stack.error and not stack.levels:
+            out.append([stack.name, "-", "error", "", "", "", stack.error, "", "", ""])
             continue
         for level in stack.levels:
-            mark = " ✗" if stack.breaking_point == level.concurrency else ""
+            mark = " ✗" if stack.breaking_point == level.level else ""
+            mark += " †" if flags(level) else ""
             out.append(
                 [
                     stack.name,
@@ -51,6 +76,7 @@ def rows(run: BenchRun) -> list[list[str]]:
                     fmt_us(level.latency.p99),
                     fmt_us(level.latency.p999),
                     _failures(level),
+                    _waiting(level),
                     _mem(level),
                     f"{level.cpu_percent:.0f}%",
                 ]
@@ -59,11 +85,15 @@ def rows(run: BenchRun) -> list[list[str]]:
 
 
 def breaking_line(stack: StackResult) -> str:
-    if stack.error:
+    if stack.error and not stack.levels:
         return f"{stack.name}: not measured ({stack.error})"
+    end = f" — then {stack.error}" if stack.error else ""
     if stack.breaking_point is None:
-        return f"{stack.name}: no breaking point up to the highest level"
-    return f"{stack.name}: breaks at {stack.breaking_point} ({stack.breaking_reason})"
+        return f"{stack.name}: no breaking point up to the highest level{end}"
+    return (
+        f"{stack.name}: {stack.breaking_kind or 'breaks'} at {stack.breaking_point:,} "
+        f"({stack.breaking_reason}){end}"
+    )
 
 
 def markdown(run: BenchRun) -> str:
@@ -79,9 +109,31 @@ def markdown(run: BenchRun) -> str:
     lines += ["| " + " | ".join(r) + " |" for r in rows(run)]
     lines.append("")
     lines += [f"- {breaking_line(st)}" for st in run.stacks]
+    notes = notes_lines(run)
+    if notes:
+        lines.append("")
+        lines += [f"- † {n}" for n in notes]
     lines.append("")
-    lines.append("✗ marks each stack's breaking point (see README: the rule).")
+    lines.append(
+        "✗ marks each stack's breaking point (see README: the rule); † a level whose "
+        "figures come with a note. *waiting*: requests sent and not answered when the "
+        "level ended (the oldest's age in brackets)."
+    )
+    if run.interrupted:
+        lines.append(f"The run was interrupted ({run.interrupted}): later levels are missing.")
+    then_now = thennow.markdown(run)  # the replayed experiment's figures and claims, if any
+    if then_now:
+        lines += ["", then_now]
     return "\n".join(lines) + "\n"
+
+
+def notes_lines(run: BenchRun) -> list[str]:
+    out = list(run.notes)
+    for st in run.stacks:
+        for lv in st.levels:
+            for f in flags(lv):
+                out.append(f"{st.name} @ {lv.level:,}: {f}")
+    return out
 
 
 def to_csv(run: BenchRun) -> str:
@@ -103,6 +155,10 @@ def to_csv(run: BenchRun) -> str:
             "max_us",
             "failures",
             "failure_rate",
+            "sent",
+            "waiting",
+            "oldest_wait_us",
+            "stale",
             "rss_before",
             "rss_after",
             "uss_before",
@@ -132,6 +188,10 @@ def to_csv(run: BenchRun) -> str:
                     lat.max,
                     sum(lv.failures.values()),
                     f"{lv.failure_rate:.5f}",
+                    lv.window.sent,
+                    lv.window.waiting,
+                    lv.window.oldest_wait_us,
+                    lv.window.stale,
                     lv.memory_before.rss,
                     lv.memory_after.rss,
                     lv.memory_before.uss,
@@ -139,7 +199,7 @@ def to_csv(run: BenchRun) -> str:
                     f"{lv.cpu_percent:.1f}",
                     f"{lv.engine_cpu:.1f}",
                     int(lv.engine_saturated),
-                    int(st.breaking_point == lv.concurrency),
+                    int(st.breaking_point == lv.level),
                 ]
             )
     return buf.getvalue()

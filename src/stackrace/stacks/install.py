@@ -279,16 +279,20 @@ def availability(stack: Stack) -> tuple[bool, str, str]:
     Unavailable when a program it runs is not found, a pip package is missing (or the
     wrong version), or a built file is missing or older than its sources.
     """
-    try:
-        problems = missing(stack, apt_missing=set()).runtime()
-    except ValueError as exc:
-        return False, str(exc), f"fix stack '{stack.base}' in stacks.toml"
+    # a stack in front of another (nginx-proxy) needs that one too
+    parts = [stack] if stack.upstream is None else [stack, stack.upstream]
+    problems: list[str] = []
+    for part in parts:
+        try:
+            problems += [p for p in missing(part, apt_missing=set()).runtime() if p not in problems]
+        except ValueError as exc:
+            return False, str(exc), f"fix stack '{part.base}' in stacks.toml"
     if not problems:
         return True, "", ""
     reason = "; ".join(problems[:3]) + (
         f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
     )
-    return False, reason, f"stackrace install {stack.base}"
+    return False, reason, f"stackrace install {' '.join(dict.fromkeys(p.base for p in parts))}"
 
 
 # --- installing ------------------------------------------------------------------------
@@ -345,8 +349,10 @@ class Installer:
     """Installs what the chosen stacks need; `run()` returns one result per stack."""
 
     def __init__(self, stacks: Sequence[Stack], log: Log = print, dry_run: bool = False):
-        # variants of one stack need the same things: keep one per base
-        self.stacks = list({s.base: s for s in stacks}.values())
+        # variants of one stack need the same things: keep one per base; a stack in front
+        # of another (nginx-proxy) brings the one behind it
+        expanded = [part for s in stacks for part in (s, s.upstream) if part is not None]
+        self.stacks = list({s.base: s for s in expanded}.values())
         self.log = log
         self.dry_run = dry_run
         self.results: dict[str, InstallOutcome] = {}

@@ -26,6 +26,9 @@ Guarantees:
 - a stack that fails to start raises LaunchError with the reason and its log tail, and
   leaves the others running; one that dies later is reported by `poll()`;
 - a start that is cancelled (the caller's task) stops what it had started.
+- a stack with an `upstream` (nginx-proxy) starts that stack first, on a port of its own
+  and in `run_dir/upstream`, and itself once the upstream answers 200: both are one
+  RunningStack (one log, one process tree, stopped together).
 
 Start stacks from the event loop's thread (not a short-lived worker thread): the kernel
 ties PR_SET_PDEATHSIG to the thread that forked the child.
@@ -39,7 +42,6 @@ import fcntl
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -48,9 +50,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackrace.config import HOST, ConfigError, Stack, placeholders, render
+from stackrace.ports import free_port, port_in_use
 from stackrace.stacks import cgroup, probe
-from stackrace.stacks.procs import child_setup, pids_in_sessions, signal_sessions
-from stackrace.stacks.watchdog import Watchdog
+from stackrace.supervise import rundirs
+from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
+from stackrace.supervise.watchdog import Watchdog
 
 STARTING = "starting"
 READY = "ready"
@@ -113,24 +117,6 @@ def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
     return root, fd
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def port_in_use(port: int) -> bool:
-    """Whether something listens on the port. SO_REUSEADDR, as servers set it, so that
-    connections in TIME_WAIT (left by a server that closed them) do not count."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return True
-    return False
-
-
 @dataclass
 class RunningStack:
     stack: Stack
@@ -146,6 +132,7 @@ class RunningStack:
     memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
     cgroup_dir: Path | None = None
     reaped: bool = False  # stopped and waited for: its pids may belong to others now
+    host: str = HOST  # the address it binds (a cluster's app node: see stackrace.cluster)
 
     @property
     def name(self) -> str:
@@ -153,7 +140,7 @@ class RunningStack:
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def main(self) -> subprocess.Popen[bytes] | None:
@@ -209,8 +196,15 @@ class Launcher:
         run_root: Path | None = None,
         env: dict[str, str] | None = None,
         on_change: StateCallback | None = None,
+        host: str = HOST,
+        detach_watchdog: bool = False,
     ) -> None:
         self._root_lock: int | None = None
+        # where stacks listen: loopback, except on a cluster's app node whose load comes
+        # from other hosts (stackrace.cluster chooses the node's own address then)
+        self.host = host
+        # a cluster's app host detaches its watchdog from Ray's reach (see watchdog.py)
+        self.detach_watchdog = detach_watchdog
         if run_root:
             self.run_root = Path(run_root)
         else:
@@ -238,7 +232,7 @@ class Launcher:
 
     def _dog(self) -> Watchdog:
         if self._watchdog is None:
-            self._watchdog = Watchdog()
+            self._watchdog = Watchdog(detach=self.detach_watchdog)
         return self._watchdog
 
     # --- start ---------------------------------------------------------------------
@@ -248,11 +242,13 @@ class Launcher:
         if stack.name in self.running and self.running[stack.name].state in (STARTING, READY):
             raise LaunchError(f"{stack.name}: already running")
         if port is None:
-            port = free_port()
-        elif port_in_use(port):
-            raise LaunchError(f"{stack.name}: port {port} on {HOST} is already in use")
+            port = free_port(self.host)
+        elif port_in_use(port, self.host):
+            raise LaunchError(f"{stack.name}: port {port} on {self.host} is already in use")
         run_dir = self._make_run_dir(stack)
-        rs = RunningStack(stack=stack, port=port, run_dir=run_dir, log_path=run_dir / "log.txt")
+        rs = RunningStack(
+            stack=stack, port=port, run_dir=run_dir, log_path=run_dir / "log.txt", host=self.host
+        )
         self.running[stack.name] = rs
         try:
             await self._spawn(rs)
@@ -292,9 +288,10 @@ class Launcher:
         if len(str(link)) <= _MAX_RUN_DIR:
             link.mkdir(parents=True)
             return link
-        short = Path(tempfile.mkdtemp(prefix=f"stackrace-{stack.base[:16]}-"))
+        short = rundirs.make_short_dir(stack.base)
         link.symlink_to(short, target_is_directory=True)
         self._short_dirs.append((link, short))
+        self._dog().fold_on_death(link, short)  # even a SIGKILL leaves no short dir behind
         return short
 
     def _fold_short_dirs(self) -> None:
@@ -305,34 +302,60 @@ class Launcher:
             if any(not rs.reaped for rs in users) or not link.is_symlink():
                 keep.append((link, short))
                 continue
-            link.unlink()
-            link.mkdir()
-            for log in [*short.glob("*.log"), short / "log.txt"]:
-                with contextlib.suppress(OSError):
-                    shutil.move(str(log), link / log.name)
-            shutil.rmtree(short, ignore_errors=True)
+            rundirs.fold(link, short)
+            if self._watchdog is not None:
+                self._watchdog.forget_dir(short)
             for rs in users:
                 rs.run_dir, rs.log_path = link, link / "log.txt"
         self._short_dirs = keep
 
     async def _spawn(self, rs: RunningStack) -> None:
         spec = rs.stack.spec
-        values = placeholders(rs.stack, rs.port, rs.run_dir)
+        if spec.cpus:  # resolve() checks this too; a Stack built by hand may not have been
+            usable = os.sched_getaffinity(0)
+            missing = sorted(set(spec.cpus) - usable)
+            if missing:
+                raise LaunchError(
+                    f"{rs.name}: key 'cpus': CPU {missing[0]} is not one this machine lets "
+                    f"stackrace use ({', '.join(map(str, sorted(usable)))})"
+                )
+        upstream_port = 0
+        if rs.stack.upstream is not None:
+            # the stack behind this one first, on a port of its own, in a directory of its
+            # own (two nginx.conf must not meet), ready before the front starts: a proxy
+            # that starts first would answer 502 and look ready to no one
+            up = rs.stack.upstream
+            upstream_port = free_port(rs.host)
+            up_dir = rs.run_dir / "upstream"
+            up_dir.mkdir()
+            await self._spawn_processes(rs, up, placeholders(up, upstream_port, up_dir, rs.host))
+            await self._wait_http(rs, upstream_port, up.spec.health, up.spec.ready_timeout)
+        values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host, upstream_port)
+        await self._spawn_processes(rs, rs.stack, values)
+
+    async def _spawn_processes(
+        self, rs: RunningStack, stack: Stack, values: dict[str, object]
+    ) -> None:
+        """Render `stack`'s files, start its helper processes and its command, into `rs`."""
+        spec = stack.spec
+        run_dir = Path(str(values["run_dir"]))
         for tmpl in spec.files:
             src = Path(render(tmpl.template, values))
             try:
                 text = src.read_text()
             except OSError as exc:
                 raise LaunchError(f"{rs.name}: cannot read template {src}: {exc}") from None
-            (rs.run_dir / render(tmpl.path, values)).write_text(render(text, values))
+            (run_dir / render(tmpl.path, values)).write_text(render(text, values))
         env = {**os.environ, **self.extra_env}
         env.update({k: render(v, values) for k, v in spec.env.items()})
         env["PYTHONUNBUFFERED"] = "1"
         cwd = Path(render(spec.cwd, values))
-        if spec.memory_max:
-            rs.cgroup_dir, rs.memory_cap = cgroup.create(rs.run_dir.name, spec.memory_max)
+        # the cgroup is the whole stack's (a proxy and its upstream together), made once
+        if rs.stack.spec.memory_max and rs.cgroup_dir is None and rs.memory_cap is None:
+            rs.cgroup_dir, rs.memory_cap = cgroup.create(rs.run_dir.name, rs.stack.spec.memory_max)
         log = open(rs.log_path, "ab")  # noqa: SIM115 - handed to the children, closed below
-        rs.started_at = time.monotonic()
+        if not rs.started_at:
+            rs.started_at = time.monotonic()
         try:
             for proc in spec.processes:
                 penv = {**env, **{k: render(v, values) for k, v in proc.env.items()}}
@@ -365,6 +388,7 @@ class Launcher:
             raise LaunchError(f"{rs.name}: stopped while it was starting")
         log.write(f"$ {' '.join(argv)}\n".encode())
         log.flush()
+        cpus = rs.stack.spec.cpus
         try:
             p = subprocess.Popen(
                 argv,
@@ -374,10 +398,22 @@ class Launcher:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=new_session,
-                preexec_fn=child_setup(rs.stack.spec.cpus, rs.cgroup_dir),
+                preexec_fn=child_setup(cpus, rs.cgroup_dir),
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             raise LaunchError(f"{rs.name}: cannot run {argv[0]}: {exc.strerror or exc}") from None
+        except subprocess.SubprocessError as exc:
+            # the set-up between fork and exec failed (Python keeps only "Exception occurred
+            # in preexec_fn"): say what that set-up was, never a bare SubprocessError
+            steps = ["the parent-death signal"]
+            if cpus:
+                steps.append(f"pinning to CPUs {','.join(map(str, cpus))} (key 'cpus')")
+            if rs.cgroup_dir is not None:
+                steps.append(f"entering cgroup {rs.cgroup_dir} (key 'memory_max')")
+            raise LaunchError(
+                f"{rs.name}: cannot start {argv[0]}: the process set-up failed "
+                f"({'; '.join(steps)}): {exc}"
+            ) from None
         rs.procs.append(p)
         self._dog().watch(p.pid)
         return p
@@ -397,8 +433,16 @@ class Launcher:
 
     async def _wait_ready(self, rs: RunningStack) -> None:
         spec = rs.stack.spec
-        deadline = time.monotonic() + spec.ready_timeout
+        await self._wait_http(rs, rs.port, spec.health, spec.ready_timeout)
+        rs.ready_at = time.monotonic()
+        self._set_state(rs, READY)
+
+    async def _wait_http(self, rs: RunningStack, port: int, health: str, timeout: float) -> None:
+        """Until `health` on `port` answers 200; LaunchError when a process of the stack
+        dies first or the time is up."""
+        deadline = time.monotonic() + timeout
         last = "no answer yet"
+        what = "" if port == rs.port else f" (its upstream on port {port})"
         while True:
             if rs.reaped:
                 raise LaunchError(f"{rs.name}: stopped while it was starting")
@@ -410,16 +454,14 @@ class Launcher:
                     f"{dead.returncode} before it was ready"
                 )
             try:
-                resp = await probe.get(HOST, rs.port, spec.health, timeout=2.0)
+                resp = await probe.get(rs.host, port, health, timeout=2.0)
                 if resp.status == 200:
-                    rs.ready_at = time.monotonic()
-                    self._set_state(rs, READY)
                     return
-                last = f"HTTP {resp.status} on {spec.health}"
+                last = f"HTTP {resp.status} on {health}"
             except (OSError, TimeoutError, ValueError) as exc:
                 last = str(exc) or type(exc).__name__
             if time.monotonic() > deadline:
-                raise LaunchError(f"{rs.name}: not ready within {spec.ready_timeout:g}s ({last})")
+                raise LaunchError(f"{rs.name}: not ready within {timeout:g}s{what} ({last})")
             await asyncio.sleep(_POLL_S)
 
     # --- watch ---------------------------------------------------------------------
@@ -455,7 +497,10 @@ class Launcher:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(p.pid, signal.SIGTERM)
             signal_sessions(sessions, signal.SIGTERM)
-            deadline = time.monotonic() + rs.stack.spec.stop_timeout
+            grace = rs.stack.spec.stop_timeout
+            if rs.stack.upstream is not None:
+                grace = max(grace, rs.stack.upstream.spec.stop_timeout)
+            deadline = time.monotonic() + grace
             while pids_in_sessions(sessions) and time.monotonic() < deadline:
                 await asyncio.sleep(_POLL_S)
             signal_sessions(sessions, signal.SIGKILL)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from stackrace.stacks.procs import parent_map
+from stackrace.supervise.procs import parent_map
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from stackrace.race.core import StackChoice
+from stackrace.race.core import RaceParts, StackChoice, StackSource
 from stackrace.race.recording import ReplayPlayer
 from stackrace.race.session import RacePlan, Session
 from stackrace.race_settings import RaceSettings
@@ -189,8 +189,11 @@ def race_settings(args: argparse.Namespace) -> RaceSettings:
     return msgspec.structs.replace(base, **changes)
 
 
-def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[StackChoice], bool]:
-    """The session, first plan and picker catalog for these command-line arguments."""
+def build_session(
+    args: argparse.Namespace, parts: RaceParts | None = None
+) -> tuple[Session, RacePlan, list[StackChoice], bool]:
+    """The session, first plan and picker catalog for these command-line arguments;
+    `parts`: the engine and the stacks' source made elsewhere (`stackrace --cluster`)."""
     from stackrace.race.urls import UrlTarget
 
     urls = tuple(
@@ -224,35 +227,38 @@ def build_session(args: argparse.Namespace) -> tuple[Session, RacePlan, list[Sta
     from stackrace.race.core import RaceCore
     from stackrace.race.stacks import StacksSource
 
-    try:
-        source: StacksSource | None = StacksSource(
-            getattr(args, "stacks_file", None), memory_max=settings.memory_max
-        )
-    except ConfigError:
-        # only reached with --url targets (commands/app.py refuses a broken file otherwise)
-        source = None
+    engine_settings = EngineSettings(interval=0.25, timeout=plan.settings.timeout)
+    source: StackSource | None
+    if parts is not None:
+        engine = parts.engine(engine_settings)
+        source = parts.source
+    else:
+        try:
+            source = StacksSource(
+                getattr(args, "stacks_file", None), memory_max=settings.memory_max
+            )
+        except ConfigError:
+            # only reached with --url targets (commands/app.py refuses a broken file otherwise)
+            source = None
+        remote = getattr(args, "allow_remote", False)
+        engine = Engine(engine_settings, per_target=True, allow_remote=remote)
     catalog = source.catalog() if source is not None else []
     if go and source is not None:
         known = {c.id for c in catalog}
         unknown = [s for s in plan.stacks if s.partition(":")[0] not in known]
         if unknown:
             raise LaunchError(f"no stack {unknown[0]!r} in the stacks file")
-    engine = Engine(
-        EngineSettings(interval=0.25, timeout=plan.settings.timeout),
-        per_target=True,
-        allow_remote=getattr(args, "allow_remote", False),
-    )
     session = Session(RaceCore(engine, source, plan.settings))
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
 
 
-def run_app(args: argparse.Namespace) -> int:
+def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
     import sys
 
     try:
-        session, plan, catalog, show_picker = build_session(args)
+        session, plan, catalog, show_picker = build_session(args, parts)
         talk = None
         if getattr(args, "talk", None):
             from stackrace.race.talk import TalkError, load_talk

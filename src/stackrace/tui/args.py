@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from stackrace.options import positive_int
+
 
 def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -19,16 +21,25 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pid",
         action="append",
-        type=int,
+        type=positive_int,
         metavar="PID",
         help="the process behind the matching --url, for its memory and CPU "
         "(otherwise found from the listening port when possible)",
     )
     parser.add_argument(
-        "-c", "--concurrency", type=int, default=None, help="starting connections per stack"
+        "-c",
+        "--concurrency",
+        type=positive_int,
+        default=None,
+        help="starting connections per stack",
     )
     parser.add_argument(
         "--demo", action="store_true", help="a synthetic race: no servers, no load (labelled so)"
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --url host that is not on this machine (refused otherwise)",
     )
     add_race_arguments(parser)
 

@@ -269,6 +269,8 @@ class RaceScreen(Screen[None]):
             status.append(f"[b reverse] {view.replay} [/]")
         if view.caption:
             status.append(f"[b]{view.caption}[/]")
+        if view.database:
+            status.append(f"[b red]{view.database.upper()}: figures are the database's[/]")
         if view.shared_cores:
             # the fair figures then are each pane's CPU µs per request and its wait for a core
             status.append(f"[yellow]{view.placement}[/]")

@@ -1,0 +1,331 @@
+"""The driver's side of the app role: the stacks on the app node, through its `AppHost`.
+
+- `RemoteLauncher` / `RemoteStack` / `RemoteSampler` look like `stacks.launcher.Launcher`,
+  `RunningStack` and `stacks.sampler.TreeSampler`;
+- `ClusterStackSource` and its `RemoteMember`s are the race core's `StackStarter` and
+  `MemberHandle`s (race/core.py): the app and bench race remote stacks as local ones.
+
+States come from one status call every `_REFRESH_S`, made by a background task, so the
+synchronous reads (`poll()`, `handle.state`) never wait on the network. The one blocking
+call is `RemoteSampler.sample()`, because bench measures a stack's CPU from one call to
+the next and must get the figure of that moment; bench calls it a few times per level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from typing import Any
+
+import msgspec
+
+from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
+from stackrace.cluster.load_role import first_line
+from stackrace.config import ConfigError, Stack, StackDef, resolve
+from stackrace.race.core import StackChoice, StackState
+from stackrace.stacks.launcher import LaunchError
+from stackrace.stacks.sampler import ResourceSample
+
+_REFRESH_S = 0.5
+_CALL_TIMEOUT = 30.0  # s for one call to the app host (a stop waits for the grace period)
+
+
+async def call(ref: Any, timeout: float = _CALL_TIMEOUT) -> Any:
+    """Await an actor call's result from any event loop (uvloop or Textual's)."""
+    return await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
+
+
+class RemoteStack:
+    """A stack on the app node, as bench reads a `RunningStack`."""
+
+    def __init__(self, status: StackStatus, stack: Stack, actor: Any) -> None:
+        self.stack = stack
+        self._actor = actor
+        self.status = status
+
+    name = property(lambda self: self.status.name)
+    url = property(lambda self: self.status.url)
+    state = property(lambda self: self.status.state)
+    error = property(lambda self: self.status.error)
+    exit_code = property(lambda self: self.status.exit_code)
+
+    @property
+    def root_pids(self) -> list[int]:
+        """Pids on the app node (not this machine's): for messages only."""
+        return list(self.status.root_pids)
+
+    def log_tail(self, lines: int = 20) -> str:
+        import ray
+
+        try:
+            return ray.get(self._actor.log_tail.remote(self.name, lines), timeout=10)
+        except (ray.exceptions.RayError, TimeoutError) as exc:
+            return f"(log tail unavailable: {first_line(exc)})"
+
+
+class RemoteSampler:
+    """A `TreeSampler` of a stack's processes on the app node (sampled there)."""
+
+    def __init__(self, actor: Any, name: str) -> None:
+        self._actor = actor
+        self.name = name
+        self.before: ResourceSample | None = None
+        self.after: ResourceSample | None = None
+        self.latest: ResourceSample | None = None
+
+    def _get(self, mark: str) -> ResourceSample:
+        import ray
+
+        # blocking on purpose: see the module docstring
+        s = ray.get(self._actor.sample.remote(self.name, mark), timeout=_CALL_TIMEOUT)
+        if s is None:
+            s = ResourceSample(time.monotonic(), 0, 0, 0, 0.0, 0, 0)
+        self.latest = s
+        return s
+
+    def sample(self) -> ResourceSample:
+        return self._get("")
+
+    def mark_before(self) -> ResourceSample:
+        self.before = self._get("before")
+        return self.before
+
+    def mark_after(self) -> ResourceSample:
+        self.after = self._get("after")
+        return self.after
+
+
+class RemoteLauncher:
+    """The stacks on the app node, as bench drives a `Launcher`."""
+
+    def __init__(self, actor: Any, sample_in_status: bool = False) -> None:
+        self.actor = actor
+        self.running: dict[str, RemoteStack] = {}
+        self._sample = sample_in_status
+        self._refresher: asyncio.Task[None] | None = None
+        self._crashed_seen: set[str] = set()
+        self._closed = False
+
+    async def __aenter__(self) -> RemoteLauncher:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_all()
+        self.close()
+
+    async def start(self, stack: Stack, port: int | None = None) -> RemoteStack:
+        """Start a stack on the app node; returns when it is ready (or raises LaunchError
+        with its log tail, as the local launcher does)."""
+        if self._refresher is None:
+            self._refresher = asyncio.create_task(self._refresh_loop())
+        try:
+            reply: StartReply = await call(
+                self.actor.start.remote(stack), stack.spec.ready_timeout + _CALL_TIMEOUT
+            )
+        except Exception as exc:  # the actor or its node is gone
+            raise LaunchError(f"{stack.name}: the app host failed: {first_line(exc)}") from None
+        if reply.status is None:
+            raise LaunchError(reply.error, reply.log_tail)
+        rs = RemoteStack(reply.status, stack, self.actor)
+        self.running[rs.name] = rs
+        return rs
+
+    async def _refresh_loop(self) -> None:
+        while not self._closed:
+            await asyncio.sleep(_REFRESH_S)
+            with contextlib.suppress(Exception):  # a late or lost answer: the next one
+                await self.refresh()
+
+    async def refresh(self) -> None:
+        statuses: list[StackStatus] = await call(self.actor.status.remote(self._sample))
+        for st in statuses:
+            rs = self.running.get(st.name)
+            if rs is not None:
+                rs.status = st
+
+    def poll(self) -> list[RemoteStack]:
+        """Stacks that crashed since the last poll (as of the last refresh)."""
+        out = []
+        for rs in self.running.values():
+            if rs.state == "crashed" and rs.name not in self._crashed_seen:
+                self._crashed_seen.add(rs.name)
+                out.append(rs)
+        return out
+
+    async def stop(self, rs: RemoteStack) -> None:
+        with contextlib.suppress(Exception):
+            st = await call(self.actor.stop.remote(rs.name))
+            if st is not None:
+                rs.status = st
+
+    async def stop_all(self) -> None:
+        with contextlib.suppress(Exception):
+            await call(self.actor.stop_all.remote())
+            await self.refresh()
+
+    def close(self) -> None:
+        self._closed = True
+        if self._refresher is not None:
+            self._refresher.cancel()
+        with contextlib.suppress(Exception):
+            self.actor.close.remote()
+
+
+# --- the race core's stack source (race.core.StackStarter) ------------------------------
+
+
+class RemoteMember:
+    """One raced stack on the app node, as the race core sees a member (MemberHandle).
+
+    Its start runs in a task (the core shows "starting" meanwhile); its state and its
+    resource sample come from the launcher's status refresh, so reading them never waits
+    on the network."""
+
+    external = False
+
+    def __init__(self, source: ClusterStackSource, stack: Stack) -> None:
+        self.stack = stack
+        self.id = stack.name
+        self.name = stack.title
+        self.family = stack.spec.family
+        self._source = source
+        self._rs: RemoteStack | None = None
+        self.error: str | None = None
+        self._tail: tuple[float, str] = (0.0, "")  # (when fetched, text): see log_tail
+        self._task = asyncio.ensure_future(self._start())
+
+    async def _start(self) -> None:
+        try:
+            launcher = await self._source.remote()
+            self._rs = await launcher.start(self.stack)
+        except LaunchError as exc:
+            self.error = str(exc)
+
+    @property
+    def state(self) -> StackState:
+        if self.error is not None:
+            return StackState.CRASHED
+        if self._rs is None:
+            return StackState.STARTING
+        s = self._rs.state
+        if s in ("ready", "starting", "stopped"):
+            return StackState(s)
+        return StackState.CRASHED
+
+    @property
+    def base_url(self) -> str:
+        return self._rs.url if self._rs is not None else ""
+
+    def log_tail(self, lines: int = 20) -> list[str]:
+        if self._rs is None:
+            return (self.error or "").splitlines()[-lines:]
+        # asked every tick while a stack is crashed; fetched from the app node (a
+        # blocking call) at most every 2 s
+        fetched, text = self._tail
+        if time.monotonic() - fetched > 2.0:
+            text = self._rs.log_tail(max(lines, 50))
+            self._tail = (time.monotonic(), text)
+        return text.splitlines()[-lines:]
+
+    def sample(self) -> ResourceSample | None:
+        """The latest sample the status refresh brought from the app node (≤ 0.5 s old)."""
+        if self._rs is None:
+            return None
+        return self._rs.status.sample
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
+        if self._rs is not None and self._source.launcher is not None:
+            await self._source.launcher.stop(self._rs)
+
+
+class ClusterStackSource:
+    """The stacks of a stacks file, started on the cluster's app node (race.core's
+    StackStarter: the app's picker and bench both drive it)."""
+
+    def __init__(
+        self,
+        run: Any,
+        defs: dict[str, StackDef],
+        defaults: tuple[str, ...] = (),
+        memory_max: str | None = None,
+    ) -> None:
+        self.run = run
+        self.defs = defs
+        self.defaults = defaults
+        self.memory_max = memory_max
+        self.launcher: RemoteLauncher | None = None
+        self._env: dict[str, str] = {}
+        self._lock = asyncio.Lock()
+        self._catalog: list[CatalogEntry] | None = None
+        self.members: list[RemoteMember] = []
+
+    async def remote(self) -> RemoteLauncher:
+        """The app node's launcher, made once, with the environment given so far."""
+        async with self._lock:
+            if self.launcher is None:
+                self.launcher = await self.run.launcher(self._env, sample_in_status=True)
+            return self.launcher
+
+    def catalog(self) -> list[StackChoice]:
+        import ray
+
+        if self._catalog is None:
+            stacks, broken = [], []
+            for name in self.defs:
+                try:
+                    stacks.append(resolve(name, self.defs))
+                except ConfigError as exc:  # shown as unavailable, with the reason
+                    broken.append(CatalogEntry(name, False, str(exc)))
+            # once: which stacks can start on the app node
+            actor = self.run.app_host()
+            self._catalog = broken + ray.get(actor.catalog.remote(stacks), timeout=_CALL_TIMEOUT)
+        out = []
+        for entry in self._catalog:
+            spec = self.defs[entry.name]
+            out.append(
+                StackChoice(
+                    id=entry.name,
+                    name=spec.title,
+                    family=spec.family,
+                    available=entry.available,
+                    reason=entry.reason,
+                    default=entry.name in self.defaults,
+                    description=spec.description,
+                    workers=spec.workers,
+                    threads=spec.threads,
+                )
+            )
+        return out
+
+    def start(self, stack_id: str, cpus: list[int] | None) -> RemoteMember:
+        return self.start_stack(resolve(stack_id, self.defs), cpus)
+
+    def start_stack(self, stack: Stack, cpus: list[int] | None) -> RemoteMember:
+        spec = stack.spec
+        if cpus and spec.cpus is None:
+            spec = msgspec.structs.replace(spec, cpus=cpus)
+        if self.memory_max and spec.memory_max is None:
+            spec = msgspec.structs.replace(spec, memory_max=self.memory_max)
+        member = RemoteMember(self, dataclasses.replace(stack, spec=spec))
+        self.members.append(member)
+        return member
+
+    def use_database(self, env: dict[str, str]) -> None:
+        self._env.update(env)
+
+    async def start_database(self) -> None:
+        """The db workload: the managed MariaDB on the db node; every stack gets its
+        settings (the app host is told before any stack starts)."""
+        self._env.update(await self.run.database_env())
+
+    async def close(self) -> None:
+        for m in self.members:
+            m._task.cancel()
+        if self.launcher is not None:
+            await self.launcher.stop_all()
+            self.launcher.close()

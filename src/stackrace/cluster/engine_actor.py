@@ -1,0 +1,128 @@
+"""`EngineHost`: the Ray actor on a load node that runs one engine process and relays its
+channel.
+
+The engine process is the same `python -m stackrace.engine.worker` a local run starts,
+a child of the actor: its uvloop runs there, never inside the actor's event loop, so
+Ray's own work cannot slow the measurement. The actor only moves lines:
+
+- commands: the driver sends batches of command lines numbered 0, 1, 2, …; Ray does not
+  promise that an async actor runs calls in the order they were made, so they are put
+  back in order here before they reach the engine's stdin;
+- messages: the engine's stdout lines are buffered; the driver long-polls `pull()`, one
+  call at a time, and gets every line that came since (a report every 250 ms, so a
+  pull carries one or a few lines).
+
+What reaches the driver is the interval reports, never anything per request.
+
+No orphans: the engine process asks the kernel to kill it when its parent dies
+(PR_SET_PDEATHSIG, engine/worker.py) and exits when its stdin closes, so when Ray kills
+this actor (its driver died, or it was killed), the engine goes with it.
+
+The class is plain Python; `stackrace.cluster.run` turns it into an actor with
+`ray.remote`, so this module is importable (and its logic testable) without Ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+
+from stackrace.cluster.hostinfo import HostInfo, current_node_id, this_host
+
+_LINE_LIMIT = 16 * 1024 * 1024  # a report line with a wide histogram can be long
+
+
+class EngineHost:
+    def __init__(self, node_id: str, cpus: tuple[int, ...] = ()) -> None:
+        self.node_id = node_id
+        self.cpus = cpus
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._lines: list[bytes] = []
+        self._more: asyncio.Event | None = None
+        self._ended = False
+        self._next_seq = 0
+        self._waiting: dict[int, bytes] = {}
+
+    async def start(self) -> HostInfo:
+        """Start the engine process; return this node's description once it runs."""
+        # Started from the actor's event-loop thread, which lives as long as the actor:
+        # the engine's PR_SET_PDEATHSIG follows the thread that forked it.
+        self._more = asyncio.Event()
+        self._proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "stackrace.engine.worker",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=None,
+            start_new_session=True,
+            limit=_LINE_LIMIT,
+        )
+        if self.cpus:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(self._proc.pid, set(self.cpus))
+        self._reader = asyncio.create_task(self._read())
+        return this_host(current_node_id())
+
+    def pid(self) -> int | None:
+        """The engine process's pid on this node (for tests and messages)."""
+        return self._proc.pid if self._proc is not None else None
+
+    async def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        assert self._more is not None
+        stdout = self._proc.stdout
+        while True:
+            line = await stdout.readline()
+            if not line:
+                break
+            self._lines.append(line)
+            self._more.set()
+        await self._proc.wait()
+        self._ended = True
+        self._more.set()
+
+    def send(self, seq: int, data: bytes) -> None:
+        """Command lines, batch number `seq`: written in batch order, whatever the order
+        of arrival."""
+        self._waiting[seq] = data
+        proc = self._proc
+        while self._next_seq in self._waiting:
+            chunk = self._waiting.pop(self._next_seq)
+            self._next_seq += 1
+            if proc is None or proc.stdin is None or proc.returncode is not None:
+                continue
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                proc.stdin.write(chunk)
+
+    async def pull(self, wait: float = 1.0) -> tuple[list[bytes], bool]:
+        """Every line since the last pull (waiting up to `wait` s for one), and whether
+        the engine process has exited (then no line will follow)."""
+        assert self._more is not None
+        if not self._lines and not self._ended:
+            self._more.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._more.wait(), wait)
+        lines, self._lines = self._lines, []
+        return lines, self._ended and not self._lines
+
+    async def close(self, grace: float = 2.0) -> int | None:
+        """End the engine process: stdin closed, killed after `grace` s. Its exit code."""
+        proc = self._proc
+        if proc is None:
+            return None
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), grace)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        return proc.returncode

@@ -1,0 +1,96 @@
+"""The hardening suite: bad inputs, faults and security, with real processes only.
+
+Every test here runs the real thing — the `stackrace` CLI in a subprocess, real servers on
+127.0.0.1, a real private MariaDB — and checks a promise listed in README "Guarantees".
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stackrace.db import DbError, ManagedMariaDB
+from stackrace.db.paths import find_binary
+from tests.helpers import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE_USER = "stackrace-probe"  # a local non-root user, made by the tests that need one
+
+try:
+    find_binary("mariadbd")
+    HAVE_MARIADB = True
+except DbError:
+    HAVE_MARIADB = False
+
+needs_mariadb = pytest.mark.skipif(
+    not HAVE_MARIADB, reason="mariadb-server is not installed (scripts/setup.sh installs it)"
+)
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="needs root: makes a local user, or runs the server as mysql"
+)
+
+
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The real `stackrace` command, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "stackrace.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
+
+
+def assert_one_line_error(r: subprocess.CompletedProcess[str], *words: str, rc: int = 2) -> str:
+    """A refusal: the exit status, one line on stderr holding `words`, no traceback."""
+    err = r.stderr
+    assert r.returncode == rc, (r.returncode, r.stdout, err)
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def private_db(tmp_path: Path) -> Iterator[ManagedMariaDB]:
+    """A private MariaDB of the test's own (scoped), wiped afterwards: its server files
+    may live outside tmp_path (see stackrace.db.paths), so a wipe is needed."""
+    db = ManagedMariaDB(tmp_path / "db", free_port(), scoped=True)
+    try:
+        yield db
+    finally:
+        db.reset(wipe=True)
+
+
+@pytest.fixture(scope="session")
+def probe_user() -> pwd.struct_passwd:
+    """A local non-root account (made with useradd when missing; kept afterwards, since
+    another test run on the machine may be using it)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a local non-root user")
+    try:
+        return pwd.getpwnam(PROBE_USER)
+    except KeyError:
+        pass
+    r = subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PROBE_USER],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        return pwd.getpwnam(PROBE_USER)
+    except KeyError:
+        pytest.skip(f"cannot make a local user: {r.stderr.strip()}")

@@ -1,0 +1,69 @@
+"""Presets: the settings a replayed experiment needs load, and its claims are checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stackrace.config import ConfigError
+from stackrace.presets import load_preset
+
+GOOD = """
+description = "d"
+experiment = "000"
+stacks = ["a", "b"]
+keepalive = false
+warmup_requests = 5000
+[[figures]]
+stack = "a"
+then = 154
+level = 100
+[[claims]]
+id = "c1"
+text = "a beats b"
+kind = "ratio"
+stacks = ["a", "b"]
+at_least = 1.0
+"""
+
+
+def write(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "p.toml"
+    p.write_text(text)
+    return str(p)
+
+
+def test_a_preset_with_claims_loads_and_carries_them_into_the_run(tmp_path):
+    preset = load_preset(write(tmp_path, GOOD))
+    assert (preset.settings.keepalive, preset.settings.warmup_requests) == (False, 5000)
+    then = preset.then()
+    assert then is not None and then.experiment == "000"
+    assert [c.id for c in then.claims] == ["c1"] and then.figures[0].then == 154
+
+
+def test_defaults_keep_old_presets_as_they_were(tmp_path):
+    preset = load_preset(write(tmp_path, 'description = "d"\nstacks = ["a"]\n'))
+    s = preset.settings
+    assert (s.keepalive, s.warmup_requests, preset.then()) == (True, 0, None)
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (('kind = "ratio"', 'kind = "vibes"'), "claim 'c1': kind 'vibes' is not one of"),
+        (('stacks = ["a", "b"]\nat_least', 'stacks = ["a", "z"]\nat_least'), "z not among"),
+        (('kind = "ratio"', 'kind = "untestable"'), "an untestable claim says why"),
+        (('experiment = "000"\n', ""), "claims and figures need `experiment`"),
+        (('stack = "a"', 'stack = "q"'), "figure for q: not among"),
+    ],
+)
+def test_claims_that_cannot_be_judged_are_refused(tmp_path, change, message):
+    with pytest.raises(ConfigError, match=message):
+        load_preset(write(tmp_path, GOOD.replace(*change)))
+
+
+def test_duplicate_claim_ids_are_refused(tmp_path):
+    twice = GOOD + GOOD[GOOD.index("[[claims]]") :]
+    with pytest.raises(ConfigError, match="claim 'c1': the id is used twice"):
+        load_preset(write(tmp_path, twice))
