@@ -1,13 +1,14 @@
-"""Screenshots of the real app for the README: `screenshots/*.svg`.
+"""Screenshots of the real app for the README: `screenshots/*.svg` (and the browser view
+as `screenshots/web.png`).
 
-    .venv/bin/python scripts/screenshots.py            # all of them, ~1 minute
-    .venv/bin/python scripts/screenshots.py --only race_io_c500
+    .venv/bin/python scripts/screenshots.py            # all of them, a few minutes
+    .venv/bin/python scripts/screenshots.py --only race_io_c200
 
 The race screenshots are the real app, the real engine and real servers on loopback:
-gunicorn sync against uvicorn on /io (10 ms), started by the launcher from stacks.toml.
-Where those stacks are not installed, a blocking one-request-at-a-time server (the
-shape of one gunicorn sync worker, tests/tui/servers/sync_server.py) and the asyncio
-test server (tests/servers/testserver.py) stand in, loaded as `--url` targets.
+gunicorn sync, gunicorn gevent, uvicorn and aiohttp, started by the launcher from
+stacks.toml, at 200 connections on /io (10 ms) and on /hello; a ramp from a clean start
+ending in its summary; projector mode. A stack that is not installed is left out (the
+script says which). The browser view is `stackrace web` opened in headless Chromium.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests.helpers
+sys.path.insert(0, str(ROOT))  # tests.*
 
 from stackrace.engine.client import Engine  # noqa: E402
 from stackrace.engine.model import EngineSettings  # noqa: E402
@@ -26,95 +27,97 @@ from stackrace.race.core import RaceCore  # noqa: E402
 from stackrace.race.demo import demo_session  # noqa: E402
 from stackrace.race.session import RacePlan, Session  # noqa: E402
 from stackrace.race.stacks import StacksSource  # noqa: E402
-from stackrace.race.urls import UrlTarget  # noqa: E402
 from stackrace.race_settings import RaceSettings  # noqa: E402
 from stackrace.tui.app import StackraceApp  # noqa: E402
 from stackrace.tui.slider import ConcurrencySlider  # noqa: E402
-from tests.helpers import TestServer  # noqa: E402
 
 OUT = ROOT / "screenshots"
-SIZE = (160, 48)
-SYNC_SERVER = ROOT / "tests" / "tui" / "servers" / "sync_server.py"
+SIZE = (160, 45)
+FOUR = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 
 
 async def picker() -> None:
     catalog = StacksSource().catalog()
-    app = StackraceApp(demo_session(), RacePlan(), catalog, tick_interval=None)
+    plan = RacePlan(stacks=FOUR, settings=RaceSettings(workload="io"), concurrency=200)
+    app = StackraceApp(demo_session(), plan, catalog, tick_interval=None)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         app.save_screenshot("picker.svg", str(OUT))
 
 
-async def race(name: str, levels: list[tuple[int, float]], ramp: bool = False) -> None:
-    """Run the real app, set each (concurrency, seconds) in turn, save the screen."""
-    launcher = StacksSource()
-    wanted = ("gunicorn-sync", "uvicorn")
-    ok = {c.id for c in launcher.catalog() if c.available}
-    settings = RaceSettings(workload="io", io_ms=10, timeout=5.0)
-    if set(wanted) <= ok:
-        plan = RacePlan(stacks=wanted, settings=settings, concurrency=levels[0][0])
-        engine = Engine(EngineSettings(timeout=5.0), per_target=True)
-        await _race(name, plan, Session(RaceCore(engine, launcher, settings)), levels, ramp)
-        return
-    blocking, asyncio_server = TestServer(SYNC_SERVER), TestServer()
-    try:
-        plan = RacePlan(
-            urls=(
-                UrlTarget(
-                    f"http://127.0.0.1:{blocking.port}/io?ms=10",
-                    pid=blocking.proc.pid,
-                    name="blocking (1 worker)",
-                ),
-                UrlTarget(
-                    asyncio_server.url("/delay?ms=10"),
-                    pid=asyncio_server.proc.pid,
-                    name="asyncio",
-                ),
-            ),
-            settings=settings,
-            concurrency=levels[0][0],
-        )
-        engine = Engine(EngineSettings(interval=0.25, timeout=5.0), per_target=True)
-        session = Session(RaceCore(engine, None, settings))
-        await _race(name, plan, session, levels, ramp)
-    finally:
-        blocking.kill()
-        asyncio_server.kill()
+def installed(source: StacksSource) -> tuple[str, ...]:
+    ok = {c.id for c in source.catalog() if c.available}
+    missing = [s for s in FOUR if s not in ok]
+    if missing:
+        print(f"  not installed, left out: {', '.join(missing)}", file=sys.stderr)
+    return tuple(s for s in FOUR if s in ok)
 
 
-async def _race(
-    name: str, plan: RacePlan, session: Session, levels: list[tuple[int, float]], ramp: bool
+async def race(
+    name: str,
+    workload: str,
+    levels: list[tuple[int, float]],
+    *,
+    ramp: tuple[int, float] | None = None,
+    projector: bool = False,
+    size: tuple[int, int] = SIZE,
 ) -> None:
-    app = StackraceApp(session, plan, [], show_picker=False)
-    async with app.run_test(size=SIZE) as pilot:
-        while app.race is None or len(app.race.panes) < 2:
+    """Run the real app on the real stacks, set each (concurrency, seconds), save."""
+    source = StacksSource()
+    stacks = installed(source)
+    settings = RaceSettings(workload=workload, io_ms=10, timeout=10.0)
+    plan = RacePlan(stacks=stacks, settings=settings, concurrency=levels[0][0])
+    engine = Engine(EngineSettings(interval=0.25, timeout=10.0), per_target=True)
+    session = Session(RaceCore(engine, source, settings))
+    app = StackraceApp(session, plan, [], show_picker=False, projector=projector)
+    async with app.run_test(size=size) as pilot:
+        while app.race is None or len(app.race.panes) < len(stacks):
             await asyncio.sleep(0.05)
-        while not all(p.state == "ready" for p in session.view().panes):
+        while not all(p.state in ("ready", "warming") for p in session.view().panes):
             await asyncio.sleep(0.1)
         await asyncio.sleep(1.0)
         slider = app.race.query_one("#level", ConcurrencySlider)
-        if ramp:
-            session.start_ramp(top=levels[-1][0], dwell=levels[-1][1])
+        if ramp is not None:
+            session.start_ramp(top=ramp[0], dwell=ramp[1])
             while session.ramp is not None:
                 await asyncio.sleep(0.25)
-            await asyncio.sleep(1.0)
-            await pilot.press("t")
-            await pilot.pause()
+            await asyncio.sleep(1.5)  # the summary opens by itself
         else:
             for level, seconds in levels:
                 slider.value = level
                 await asyncio.sleep(seconds)
-            await pilot.press("a")  # every stack on the latency chart
-            await asyncio.sleep(0.6)
         app.save_screenshot(f"{name}.svg", str(OUT))
         await pilot.press("escape", "q")
 
 
+async def web() -> None:
+    """`stackrace web` in headless Chromium, through the browser test (it saves the PNG)."""
+    import os
+    import subprocess
+
+    env = {
+        **os.environ,
+        "STACKRACE_WEB_SCREENSHOT": str(OUT / "web.png"),
+        "STACKRACE_WEB_REAL": "1",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         str(ROOT / "tests" / "tui" / "test_web.py")],
+        check=True,
+        env=env,
+        cwd=ROOT,
+    )  # fmt: skip
+
+
 SHOTS = {
     "picker": lambda: picker(),
-    "race_io_c10": lambda: race("race_io_c10", [(10, 6.0)]),
-    "race_io_c500": lambda: race("race_io_c500", [(10, 3.0), (500, 8.0)]),
-    "summary_ramp": lambda: race("summary_ramp", [(1, 0.0), (200, 2.0)], ramp=True),
+    "race_io_c200": lambda: race("race_io_c200", "io", [(10, 4.0), (200, 10.0)]),
+    "race_hello_c200": lambda: race("race_hello_c200", "hello", [(10, 3.0), (200, 8.0)]),
+    "ramp_summary": lambda: race("ramp_summary", "io", [(1, 0.0)], ramp=(1000, 3.0)),
+    "projector": lambda: race(
+        "projector", "io", [(10, 3.0), (1000, 8.0)], projector=True, size=(160, 45)
+    ),
+    "web": lambda: web(),
 }
 
 
@@ -125,7 +128,7 @@ def main() -> int:
     OUT.mkdir(exist_ok=True)
     for name in args.only or SHOTS:
         asyncio.run(SHOTS[name]())
-        print(f"screenshots/{name}.svg")
+        print(f"screenshots/{name}")
     return 0
 
 
