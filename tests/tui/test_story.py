@@ -54,7 +54,10 @@ async def test_a_verdict_belongs_to_its_level_and_clears_when_the_load_drops():
         await race.advance(12)
         await _level(race, 20)
         assert pane(race, "gunicorn-sync").has_class("-broken")
-        await _level(race, 1, steps=16)
+        await _level(race, 1, steps=2)
+        # a new level is not judged before it was measured: no verdict, no "keeping up"
+        assert race.text("#pane-gunicorn-sync #breaking").startswith("… measuring c=1")
+        await race.advance(14)
         sync = pane(race, "gunicorn-sync")
         assert not sync.has_class("-broken")
         line = race.text("#pane-gunicorn-sync #breaking")

@@ -80,6 +80,7 @@ class PaneView:
     warm_climb: float | None = None  # while warming: req/s rise since its first second
     url: str = ""  # what the engine loads
     synthetic: bool = False  # a model's figures (--demo), not a measurement
+    judged: bool = False  # the level running now was measured long enough to judge
 
 
 @dataclass
@@ -300,6 +301,10 @@ class Session:
         self._held.pop(mid, None)
         return None, ""
 
+    def _judged(self, mid: str) -> bool:
+        level = self.levels.current_level(mid)
+        return level is not None and self._step_at(mid, level) is not None
+
     def _step_at(self, mid: str, level: int) -> StepResult | None:
         return next((s for s in self.levels.results(mid) if s.level == level), None)
 
@@ -406,6 +411,7 @@ class Session:
                     warm_climb=warm.climb() if warming and warm is not None else None,
                     url=m.url,
                     synthetic=self.synthetic,
+                    judged=self._judged(mid),
                 )
             )
         ramp = self.replay_ramp

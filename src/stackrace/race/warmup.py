@@ -7,12 +7,15 @@ within a second or two. The rule, per stack, from its first load:
 - req/s is averaged into one-second points (`POINT_SECONDS`), at one load level only:
   a level change restarts the points, and the first second after it (or after the
   first load) is left out, since connections opening blur it;
-- the stack has **settled** when its last `SETTLE_POINTS` points all lie within
-  ±`SETTLE_BAND` (5 %) of their mean, or when it served nothing in them (nothing to
-  warm); it is **warming** until then, and at most `MAX_WARMING` seconds of load;
+- the stack has **settled** when its req/s stopped climbing: the mean of its last two
+  points is less than `SETTLE_BAND` (5 %) above the mean of the two before
+  (`SETTLE_POINTS` = 4 points), or it served nothing in them (nothing to warm). Noise
+  does not keep a stack warming (a req/s that wobbles on a shared core does not climb);
+  only a steady rise does. It is **warming** until then, at most `MAX_WARMING` seconds
+  of load;
 - a level change before that settles it when the points at the old level (two or more)
-  were already within the band: a ramp's short levels must not keep every stack
-  "warming"; a stack still climbing stays warming;
+  were not climbing: a ramp's short levels must not keep every stack "warming"; a
+  stack still climbing stays warming;
 - once settled it stays settled: warming happens once per process, and a later dip is
   the load's doing (a verdict tells that story), not the JIT's.
 
@@ -55,7 +58,7 @@ class WarmupTracker:
             return
         self.loaded_for += seconds
         if level != self._level:
-            if len(self.points) >= 2 and within_band(self.points):
+            if len(self.points) >= 2 and not climbing(self.points[:1], self.points[-1:]):
                 self.settled = True
                 return
             self._level = level
@@ -85,12 +88,18 @@ class WarmupTracker:
 
 
 def is_settled(points: list[float]) -> bool:
-    """The last SETTLE_POINTS points within ±SETTLE_BAND of their mean (or all zero)."""
-    return len(points) >= SETTLE_POINTS and within_band(points[-SETTLE_POINTS:])
+    """Four points or more, and the last two not above the two before by SETTLE_BAND."""
+    if len(points) < SETTLE_POINTS:
+        return False
+    half = SETTLE_POINTS // 2
+    return not climbing(points[-SETTLE_POINTS:-half], points[-half:])
 
 
-def within_band(last: list[float]) -> bool:
-    mean = sum(last) / len(last)
-    if mean <= 0:
-        return True
-    return all(abs(p - mean) <= SETTLE_BAND * mean for p in last)
+def climbing(before: list[float], after: list[float]) -> bool:
+    """Whether the mean of `after` is more than SETTLE_BAND above the mean of `before`
+    (nothing served in either: nothing climbs)."""
+    a = sum(before) / len(before)
+    b = sum(after) / len(after)
+    if a <= 0:
+        return b > 0
+    return b > a * (1 + SETTLE_BAND)

@@ -408,10 +408,11 @@ class StackPane(Vertical, can_focus=True):
         elif view.target is not None and view.state in (StackState.READY, StackState.WARMING):
             t = view.target
             now = fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)
-            line.append(
-                f"✓ keeping up at {now}",
-                style="green",
-            )
+            if view.judged:
+                line.append(f"✓ keeping up at {now}", style="green")
+            else:
+                # a new level is judged after a second of figures: until then, no verdict
+                line.append(f"… measuring {now}", style="dim")
             if view.breaking is not None:
                 b = view.breaking
                 line.append(
