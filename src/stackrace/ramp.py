@@ -267,6 +267,11 @@ class LevelLog:
         if step is not None and step.enough:
             self.steps.setdefault(target_id, {})[cur.level] = step
 
+    def current_step(self, target_id: str) -> StepResult | None:
+        """The level running now, this visit only (None before any figure)."""
+        cur = self._current.get(target_id)
+        return self._step(target_id, cur) if cur is not None else None
+
     def current_level(self, target_id: str) -> int | None:
         cur = self._current.get(target_id)
         return cur.level if cur is not None else None

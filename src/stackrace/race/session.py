@@ -302,8 +302,9 @@ class Session:
         return None, ""
 
     def _judged(self, mid: str) -> bool:
-        level = self.levels.current_level(mid)
-        return level is not None and self._step_at(mid, level) is not None
+        """Whether this visit of the running level has been measured long enough."""
+        step = self.levels.current_step(mid)
+        return step is not None and step.enough
 
     def _step_at(self, mid: str, level: int) -> StepResult | None:
         return next((s for s in self.levels.results(mid) if s.level == level), None)
