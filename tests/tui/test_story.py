@@ -55,13 +55,13 @@ async def test_a_verdict_belongs_to_its_level_and_clears_when_the_load_drops():
         await _level(race, 20)
         assert pane(race, "gunicorn-sync").has_class("-broken")
         await _level(race, 1, steps=2)
-        # a new level is not judged before it was measured: no verdict, no "keeping up"
+        # a new level is not judged before it was measured: no verdict, no "not broken"
         assert race.text("#pane-gunicorn-sync #breaking").startswith("… measuring c=1")
         await race.advance(14)
         sync = pane(race, "gunicorn-sync")
         assert not sync.has_class("-broken")
         line = race.text("#pane-gunicorn-sync #breaking")
-        assert line.startswith("✓ keeping up at c=1") and "broke first at c=20" in line
+        assert line.startswith("✓ not broken at c=1") and "broke first at c=20" in line
 
 
 async def test_a_queue_reads_as_a_queue_not_as_health():

@@ -151,9 +151,14 @@ def _window(**kw) -> WindowStats:  # type: ignore[no-untyped-def]
 
 
 def test_annotation_says_how_many_queue_and_how_long_they_wait():
-    w = _window(waiting=990, requests=22, rps=90.0, oldest_wait_us=11_000_000)
+    # clients with no answer in the whole interval: a queue, said as one
+    w = _window(waiting=990, requests=22, rps=90.0, oldest_wait_us=11_000_000, stale=960)
     note = explain.annotate(verdict=None, interval=w, total=w, rate=None, timeout=30)
     assert note == "≈ 990 requests queued, each waits ~11 s (90 req/s served)"
+    # the same figures without a queue verdict: said neutrally, by Little's law
+    w = _window(waiting=200, requests=170, rps=680.0, oldest_wait_us=400_000)
+    note = explain.annotate(verdict=None, interval=w, total=w, rate=None, timeout=30)
+    assert note == "200 requests in flight, each takes ~294 ms (680 req/s served)"
 
 
 def test_annotation_for_a_cpu_bound_stack_gives_its_ceiling():

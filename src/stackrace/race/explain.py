@@ -139,9 +139,14 @@ def annotate(
     if w is not None and w.waiting >= QUEUE_MIN and (w.rps > 0 or w.stale):
         # Little's law: the clients waiting, each waits about waiting / req/s
         wait_us = w.waiting / w.rps * 1e6 if w.rps > 0 else float(w.oldest_wait_us)
-        if (wait_us >= QUEUE_WAIT_US or w.stale) and (verdict is None or verdict.kind != SATURATED):
-            served = f"{_n(w.rps)} req/s served" if w.rps > 0 else "none served"
+        served = f"{_n(w.rps)} req/s served" if w.rps > 0 else "none served"
+        if (w.stale or (verdict is not None and verdict.kind == QUEUEING)) and (
+            wait_us >= QUEUE_WAIT_US or w.stale
+        ):
             return f"≈ {w.waiting:,} requests queued, each waits ~{_secs(wait_us)} ({served})"
+        if wait_us >= QUEUE_WAIT_US and (verdict is None or verdict.kind != SATURATED):
+            # not judged a queue: the same figures, said neutrally (Little's law)
+            return f"{w.waiting:,} requests in flight, each takes ~{_secs(wait_us)} ({served})"
     if verdict is not None and verdict.kind == SATURATED and cpu_us_per_request:
         cores = (cpu_capacity or 100.0) / 100
         ceiling = cores * 1e6 / cpu_us_per_request

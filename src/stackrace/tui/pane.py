@@ -394,7 +394,7 @@ class StackPane(Vertical, can_focus=True):
         if view.external and res is None:
             cpu.append("  (no pid: give --pid)", style="dim")
         self._lines["cpu"] = cpu
-        self._set("memory", Text("\n").join([mem, cpu]))
+        self._set("memory", _two_lines(mem, cpu))
 
     def _show_verdict(self, view: PaneView, rate_mode: bool) -> None:
         v = view.verdict
@@ -409,7 +409,7 @@ class StackPane(Vertical, can_focus=True):
             t = view.target
             now = fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)
             if view.judged:
-                line.append(f"✓ keeping up at {now}", style="green")
+                line.append(f"✓ not broken at {now}", style="green")
             else:
                 # a new level is judged after a second of figures: until then, no verdict
                 line.append(f"… measuring {now}", style="dim")
@@ -500,7 +500,12 @@ class StackPane(Vertical, can_focus=True):
         if w.stale:
             wait.stylize(_QUEUED)
         self._lines["waiting"] = wait
-        self._set("failures", Text("\n").join([line, wait]))
+        self._set("failures", _two_lines(line, wait))
+
+
+def _two_lines(first: Text, second: Text) -> Text:
+    """Two lines that never wrap (a wrapped first line would push the second out)."""
+    return Text("\n", no_wrap=True, overflow="ellipsis").join([first, second])
 
 
 def _p99_figure(lat: LatencySummary) -> tuple[str, str]:
