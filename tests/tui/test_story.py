@@ -39,7 +39,7 @@ async def test_each_verdict_kind_has_its_colour_its_name_and_its_proof():
         uvi = pane(race, "uvicorn")
         assert uvi.has_class("-saturated")
         line = race.text("#pane-uvicorn #breaking")
-        assert line.startswith("▲ SATURATED at c=500 · CPU 9") and "% of 1 core" in line
+        assert line.startswith("▲ SATURATED at c=500 · CPU 9") and "% of 1 core busy" in line
         assert "CPU-bound" in race.text("#pane-uvicorn #annotation")
         # uWSGI past its listen queue of 100: refused connections, a failure
         assert pane(race, "uwsgi").has_class("-failing")

@@ -310,10 +310,15 @@ class Session:
         return next((s for s in self.levels.results(mid) if s.level == level), None)
 
     def _cpu_of(self, member_id: str) -> tuple[float | None, float | None]:
+        """The stack's CPU demand for the verdict: the CPU it used plus the time it was
+        runnable but waited for a core. On a core shared by four stacks each uses a
+        quarter of it and waits the rest: CPU-bound all the same (saturated, not a
+        queue of clients), which the CPU used alone would not show."""
         m = self.core.members.get(member_id)
         if m is None or m.resources is None:
             return None, None
-        return m.resources.cpu_percent, self.core.capacity(member_id)
+        r = m.resources
+        return r.cpu_percent + r.cpu_wait_percent, self.core.capacity(member_id)
 
     async def _advance_ramp(self) -> None:
         if self.ramp is None:
