@@ -295,6 +295,11 @@ class LevelLog:
             return None
         return current_verdict(self.results(target_id), level)
 
+    def counting_again(self) -> None:
+        """The driver has reset every target's totals since the last clear: the level
+        running now may be recorded (a ramp whose first level is the one running)."""
+        self._ignored.clear()
+
     def clear(self) -> None:
         """Forget every level; the ones running now are not recorded either."""
         self._ignored = {tid: (cur.level, cur.rate) for tid, cur in self._current.items()}

@@ -177,3 +177,25 @@ def test_ramp_stops_early_when_every_stack_broke():
 
 def test_levels_are_the_log_steps():
     assert LEVELS == (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+
+
+async def test_a_ramp_started_at_level_one_keeps_its_first_level():
+    from stackrace.race.core import RaceCore
+    from stackrace.race.demo import DemoSource, SyntheticEngine
+    from stackrace.race.session import RacePlan, Session
+    from stackrace.race_settings import RaceSettings
+
+    engine = SyntheticEngine()
+    session = Session(RaceCore(engine, DemoSource(engine), clock=engine.clock, sample_every=0))
+    await session.start(
+        RacePlan(stacks=("gunicorn-sync",), settings=RaceSettings(workload="io"), concurrency=1)
+    )
+    for _ in range(12):
+        engine.step()
+        await session.poll()
+    session.start_ramp(top=10, dwell=2.0)  # from the level running now
+    for _ in range(40):
+        engine.step()
+        await session.poll()
+    # (the ramp ends when every stack broke: sync breaks at c=2)
+    assert [s.level for s in session.ramp_steps["gunicorn-sync"]] == [1, 2]

@@ -331,9 +331,14 @@ class Session:
             for i in self.core.members:
                 self.ramp_steps[i] = self.levels.results(i)
                 self.ramp_breaking[i] = self.levels.breaking_point(i)
+        first = self.ramp.started_at is None
         level = self.ramp.advance(self.core.clock(), all_broken)
         if level is not None:
             await self.set_concurrency(level)
+            if first:
+                # the totals restart here: the ramp's first level counts even when it is
+                # the level that was running when the log was cleared
+                self.levels.counting_again()
         if self.ramp.done:
             self.ramp = None
             self.ramp_finished = True
