@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT))  # tests.*
 from stackrace.engine.client import Engine  # noqa: E402
 from stackrace.engine.model import EngineSettings  # noqa: E402
 from stackrace.race.core import RaceCore  # noqa: E402
-from stackrace.race.demo import demo_session  # noqa: E402
 from stackrace.race.session import RacePlan, Session  # noqa: E402
 from stackrace.race.stacks import StacksSource  # noqa: E402
 from stackrace.race_settings import RaceSettings  # noqa: E402
@@ -37,9 +36,11 @@ FOUR = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 
 
 async def picker() -> None:
-    catalog = StacksSource().catalog()
+    source = StacksSource()
     plan = RacePlan(stacks=FOUR, settings=RaceSettings(workload="io"), concurrency=200)
-    app = StackraceApp(demo_session(), plan, catalog, tick_interval=None)
+    # the real session (its engine starts with a race only): the catalog as installed
+    session = Session(RaceCore(Engine(EngineSettings(interval=0.25)), source, plan.settings))
+    app = StackraceApp(session, plan, source.catalog(), tick_interval=None)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         app.save_screenshot("picker.svg", str(OUT))
