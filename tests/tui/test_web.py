@@ -126,12 +126,26 @@ class Cdp:
                 return msg.get("result", {})
 
 
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def app_processes(server: subprocess.Popen) -> list[psutil.Process]:
     try:
         kids = psutil.Process(server.pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-    return [p for p in kids if "stackrace" in " ".join(p.cmdline()) and p.is_running()]
+    out = []
+    for p in kids:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and "stackrace" in " ".join(p.cmdline()):
+                out.append(p)
+        except psutil.Error:
+            continue  # gone meanwhile
+    return out
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
@@ -145,7 +159,7 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
             "web",
             "--port",
             str(port),
-            "--demo",
+            *([] if REAL else ["--demo"]),
             "--go",
             "--stacks",
             "gunicorn-sync,gunicorn-gevent,uvicorn,aiohttp",
@@ -220,6 +234,8 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
                 assert count_near(rows, (0xFF, 0xB7, 0x4D), 30) > 20
                 if not REAL:
                     assert count_near(rows, (0xFF, 0xA6, 0x2B), 30) > 200
+            # every process behind the page: the app, its engines, its stacks' servers
+            behind = [p for p in psutil.Process(server.pid).children(recursive=True)]
             # close the page: textual-serve tells the app to quit; it must go
             async with http.get(f"http://127.0.0.1:{devtools}/json/close/{target['id']}"):
                 pass
@@ -228,6 +244,14 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
                 break
             await asyncio.sleep(0.1)
         assert not app_processes(server), "the app outlived its page"
+        # and with it everything it started (stacks run in sessions of their own, so
+        # they would outlive it as orphans, not as the server's children)
+        for _ in range(100):
+            alive = [p for p in behind if _alive(p)]
+            if not alive:
+                break
+            await asyncio.sleep(0.1)
+        assert not alive, [p.pid for p in alive]
     finally:
         if browser is not None:
             browser.terminate()
