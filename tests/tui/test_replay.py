@@ -147,6 +147,14 @@ async def test_record_then_replay_shows_the_same_race(tmp_path):
         assert player.speed == 4.0 and not player.paused
         await player.advance(1.0)
         assert player.position == 6.0
+        # played four times as fast, the panes still show figures (each tick crosses
+        # several engine intervals)
+        before = screen.query_one("#pane-uvicorn #qps", BigNumber).value
+        for _ in range(3):
+            await player.advance(0.25)
+            await screen.tick()
+        shown = screen.query_one("#pane-uvicorn #qps", BigNumber).value
+        assert shown not in ("0", before) and float(shown.replace(",", "")) > 100
         await pilot.press("left_square_bracket")
         assert player.position == 0.0
         await pilot.press("right_square_bracket")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from stackrace.engine.model import LatencySummary, WindowStats
@@ -256,6 +257,9 @@ def test_app_options_come_from_the_settings_and_presets():
     _session, plan, _catalog, show_picker = build_session(args)
     assert plan.stacks == ("gunicorn-sync", "uvicorn") and plan.concurrency == 50
     assert plan.settings.workload == "io" and not show_picker
+    # -c is the starting level, not bench's levels: the settings stay valid (a recording
+    # writes them)
+    msgspec.convert(msgspec.to_builtins(plan.settings), type(plan.settings))
     args = build_parser().parse_args(["--demo", "--preset", "sync-ceiling", "--go"])
     _s, plan, _c, show_picker = build_session(args)
     assert plan.stacks == ("gunicorn-sync", "gunicorn-gevent", "gunicorn-meinheld")

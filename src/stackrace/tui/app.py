@@ -183,7 +183,11 @@ def race_settings(args: argparse.Namespace) -> RaceSettings:
             base = load_preset(preset).settings
         except ConfigError as exc:
             raise LaunchError(str(exc)) from None
-    changes = given(args)
+    from stackrace.tui.args import BENCH_ONLY
+
+    # bench's own settings are not app options; `-c` here is the starting level (an int),
+    # not bench's list of levels, though it has the same name
+    changes = {k: v for k, v in given(args).items() if k not in BENCH_ONLY}
     if "stacks" in changes:
         changes["stacks"] = [s for ref in changes["stacks"] for s in ref.split(",") if s]
     return msgspec.structs.replace(base, **changes)

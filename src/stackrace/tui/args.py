@@ -46,7 +46,7 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
 
 # RaceSettings fields that are bench's alone (levels, durations, repeats, isolation):
 # the app moves the load live instead
-_BENCH_ONLY = (
+BENCH_ONLY = (
     "concurrency",
     "duration",
     "warmup",
@@ -62,7 +62,7 @@ def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     from stackrace.race_settings import add_options
 
     group = parser.add_argument_group("the race (the picker's choices, or with --go none)")
-    add_options(group, skip=_BENCH_ONLY)  # type: ignore[arg-type]
+    add_options(group, skip=BENCH_ONLY)  # type: ignore[arg-type]
     group.add_argument(
         "--preset",
         metavar="NAME",

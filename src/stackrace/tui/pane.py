@@ -181,6 +181,8 @@ class StackPane(Vertical, can_focus=True):
         self._state: StackState | None = None
         self._lines: dict[str, Text] = {}  # the logical lines, by name (tests read them)
         self._seq = 0
+        self._drawn_at = -1  # seq // QPS_EVERY at the last redraw of the figures
+        self._point_at = -1  # seq // PER_POINT at the last sparkline point
         self.errors = False  # answers were HTTP errors or bad bodies
 
     def compose(self) -> ComposeResult:
@@ -295,7 +297,8 @@ class StackPane(Vertical, can_focus=True):
         """Average PER_POINT intervals into one sparkline point: a 1 Hz redraw, not 4 Hz,
         on the same engine intervals for every pane (see `show`)."""
         acc.append(value)
-        if self._seq % PER_POINT == 0:
+        if self._seq // PER_POINT != self._point_at:
+            self._point_at = self._seq // PER_POINT
             history.append(sum(acc) / len(acc))
             acc.clear()
             spark.set_data(history)
@@ -326,7 +329,11 @@ class StackPane(Vertical, can_focus=True):
             self.rate_mode = rate_mode
             self._flag("-rate", rate_mode)
             self.fit()
-        due = new_interval and seq % QPS_EVERY == 0
+        # due when the engine's interval count crossed a multiple of QPS_EVERY since the
+        # last redraw: every other interval live, every one in a replay played faster
+        due = new_interval and seq // QPS_EVERY != self._drawn_at
+        if due:
+            self._drawn_at = seq // QPS_EVERY
         self._seq = seq
         changed = view.state != self._state
         self._state = view.state
