@@ -114,7 +114,7 @@ async def test_crashed_stack_shows_its_log_tail():
         assert race.screen.query_one("#pane-uvicorn", StackPane).has_class("-ready")
 
 
-async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race):
+async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_path):
     await race.advance(6)
     await race.pilot.press("r")
     await race.advance(4)
@@ -142,6 +142,14 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race):
     chart = summary.query_one("#level-chart")
     assert len(chart.series) == 4
     assert "req/s" in str(chart.render()) and "p99" in str(chart.render())
+    # e writes the summary as Markdown and JSON (where screenshots go)
+    race.app.screenshot_dir = tmp_path
+    await race.pilot.press("e")
+    await race.pilot.pause()
+    md = list(tmp_path.glob("stackrace-summary-*.md"))
+    js = list(tmp_path.glob("stackrace-summary-*.json"))
+    assert len(md) == len(js) == 1
+    assert "gunicorn sync" in md[0].read_text() and '"kind": "queueing"' in js[0].read_text()
     await race.pilot.press("escape")
 
 

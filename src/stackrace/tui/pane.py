@@ -182,6 +182,7 @@ class StackPane(Vertical, can_focus=True):
         self._lines: dict[str, Text] = {}  # the logical lines, by name (tests read them)
         self._seq = 0
         self._drawn_at = -1  # seq // QPS_EVERY at the last redraw of the figures
+        self._verdict_shown: object = None
         self._point_at = -1  # seq // PER_POINT at the last sparkline point
         self.errors = False  # answers were HTTP errors or bad bodies
 
@@ -365,7 +366,10 @@ class StackPane(Vertical, can_focus=True):
         t = view.target
         if t is not None and new_interval:
             self._show_interval(t.interval, due)
-        if due or changed or "head" not in self._texts:
+        # the verdict line follows the verdict at once (its colour does: the class)
+        verdict_changed = v != self._verdict_shown
+        self._verdict_shown = v
+        if due or changed or verdict_changed or "head" not in self._texts:
             level = ""
             if t is not None:
                 level = fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)
