@@ -144,4 +144,4 @@ def test_the_app_accepts_allow_remote(
     try:
         assert session.engine.allow_remote is flag  # type: ignore[attr-defined]
     finally:
-        session.launcher.launcher.close()  # type: ignore[union-attr]
+        session.core.source.launcher.close()  # type: ignore[union-attr]

@@ -108,7 +108,7 @@ def test_load_fails_when_every_request_failed() -> None:
 
 def test_other_commands_report_usage_errors_in_one_line() -> None:
     r = cli("bench", "--isolation", "sideways")
-    assert_one_line_error(r, "stackrace bench: argument --isolation: invalid choice")
+    assert_one_line_error(r, "stackrace bench: argument --isolation: must be one of auto")
     r = cli("load")
     assert_one_line_error(r, "stackrace load: the following arguments are required: url")
     r = cli("-c", "0")  # the app
