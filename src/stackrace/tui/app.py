@@ -142,4 +142,8 @@ def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
         # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
         drive = session.engine.step
     app = StackraceApp(session, plan, catalog, show_picker=show_picker, drive=drive)
+    exporter = getattr(args, "metrics_exporter", None)  # --metrics (commands/app.py)
+    if exporter is not None:
+        exporter.follow_core(session.core)
+        return exporter.run_beside(app.run_async) or 0
     return app.run() or 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from stackrace.metrics.exporter import add_metrics_arguments
 from stackrace.options import positive_int
 
 
@@ -39,3 +40,4 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a --url host that is not on this machine (refused otherwise)",
     )
+    add_metrics_arguments(parser)  # --metrics: the race's figures for Prometheus
