@@ -36,7 +36,7 @@ def write(tmp_path: Path, text: str) -> str:
 
 def test_a_preset_with_claims_loads_and_carries_them_into_the_run(tmp_path):
     preset = load_preset(write(tmp_path, GOOD))
-    assert (preset.keepalive, preset.warmup_requests) == (False, 5000)
+    assert (preset.settings.keepalive, preset.settings.warmup_requests) == (False, 5000)
     then = preset.then()
     assert then is not None and then.experiment == "000"
     assert [c.id for c in then.claims] == ["c1"] and then.figures[0].then == 154
@@ -44,7 +44,7 @@ def test_a_preset_with_claims_loads_and_carries_them_into_the_run(tmp_path):
 
 def test_defaults_keep_old_presets_as_they_were(tmp_path):
     preset = load_preset(write(tmp_path, 'description = "d"\nstacks = ["a"]\n'))
-    assert (preset.keepalive, preset.warmup_requests, preset.then()) == (True, 0, None)
+    assert (preset.settings.keepalive, preset.settings.warmup_requests, preset.then()) == (True, 0, None)
 
 
 @pytest.mark.parametrize(
