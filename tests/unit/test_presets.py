@@ -44,7 +44,8 @@ def test_a_preset_with_claims_loads_and_carries_them_into_the_run(tmp_path):
 
 def test_defaults_keep_old_presets_as_they_were(tmp_path):
     preset = load_preset(write(tmp_path, 'description = "d"\nstacks = ["a"]\n'))
-    assert (preset.settings.keepalive, preset.settings.warmup_requests, preset.then()) == (True, 0, None)
+    s = preset.settings
+    assert (s.keepalive, s.warmup_requests, preset.then()) == (True, 0, None)
 
 
 @pytest.mark.parametrize(
