@@ -282,3 +282,25 @@ def test_a_port_in_use_is_one_line(server: TestServer) -> None:
     finally:
         busy.close()
     assert r.returncode == 2 and "in use" in r.stderr, r.stderr
+
+
+async def test_an_engine_without_a_stream_is_polled() -> None:
+    """The app's demo engine publishes `latest` only: the feed polls it."""
+    from stackrace.race.demo import SyntheticEngine
+
+    engine = SyntheticEngine()
+    await engine.add_target(TargetSpec(id="uvicorn", url="http://127.0.0.1:1/hello"))
+    exporter = MetricsExporter("127.0.0.1", 0)
+    exporter.follow(lambda: engine)
+    answered = 0
+    try:
+        async with exporter.serving():
+            for _ in range(8):
+                snap = engine.step()
+                assert snap is not None
+                answered += snap.targets[0].interval.requests
+                await asyncio.sleep(0.12)  # longer than the feed's poll
+            scrape = await asyncio.to_thread(Scrape, exporter.url)
+    finally:
+        exporter.close()
+    assert scrape.get("stackrace_responses_total", target="uvicorn") == answered
