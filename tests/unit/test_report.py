@@ -167,3 +167,11 @@ def test_gate_within_spread_is_uncertain_not_failed():
             lv.samples = [lv.rps * 0.8, lv.rps, lv.rps * 1.2]
     v = gate.judge(make_run(sync_rps=880.0), base, rules)
     assert v.ok and ("sync", 10) in v.uncertain
+
+
+def test_a_run_with_http_status_codes_reads_back():
+    # JSON object keys are strings: the int keys of `status` must come back as ints
+    run = make_run(sync_fail={"http_status": 7})
+    run.stacks[0].levels[0].window.status = {503: 7, 200: 10}
+    again = loads(dumps(run))
+    assert again.stacks[0].levels[0].window.status == {503: 7, 200: 10}

@@ -27,6 +27,7 @@ class WindowAccumulator:
         "bytes",
         "carried_in",
         "cpu",
+        "cpu_runs",
         "cpu_wait",
         "errors",
         "failures",
@@ -61,6 +62,7 @@ class WindowAccumulator:
         self.seconds = 0.0
         self.cpu = 0.0  # engine CPU seconds of the processes carrying the target
         self.cpu_wait = 0.0  # seconds they were runnable but waited for a CPU
+        self.cpu_runs = 0  # times they were put on a CPU
         self.sent = carried_in
         self.carried_in = carried_in
         self.waiting = carried_in
@@ -118,6 +120,7 @@ class WindowAccumulator:
         self.seconds += other.seconds
         self.cpu += other.cpu
         self.cpu_wait += other.cpu_wait
+        self.cpu_runs += other.cpu_runs
         self.sent += other.sent - other.carried_in
         self.requests += other.requests
         self.ok += other.ok
@@ -173,6 +176,7 @@ class WindowAccumulator:
             lag=self.lag.summary(),
             engine_cpu=100.0 * self.cpu / secs if secs > 0 else 0.0,
             engine_wait=100.0 * self.cpu_wait / secs if secs > 0 else 0.0,
+            engine_wait_us=1e6 * self.cpu_wait / self.cpu_runs if self.cpu_runs else 0.0,
             span_seconds=span,
             # processes sample at the same pace: the sum over processes of each one's
             # average is the target's average
@@ -202,13 +206,20 @@ class TargetAggregate:
         self.cpu_max = 0.0
 
     def add_report(
-        self, r: TargetReport, seconds: float, cpu: float, latest: bool, wait: float = 0.0
+        self,
+        r: TargetReport,
+        seconds: float,
+        cpu: float,
+        latest: bool,
+        wait: float = 0.0,
+        runs: int = 0,
     ) -> None:
         """A report of one engine process; `latest`: its last one of this interval (the
         others, when a process sent several, carry counts but no current gauges)."""
         self.interval.add_report(r, gauges=latest)
         self.interval.cpu += cpu
         self.interval.cpu_wait += wait
+        self.interval.cpu_runs += runs
         if latest:
             self.interval.seconds = max(self.interval.seconds, seconds)
             if seconds > 0:

@@ -126,8 +126,10 @@ class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):
     targets: list[TargetReport]
     final: bool = False
     # seconds the process was runnable but waiting for a CPU (the scheduler's run-queue
-    # time): an engine starved by other processes on its core
+    # time), and how many times it was put on a CPU: an engine starved by other
+    # processes on its core, and by how long each wake-up waited
     wait: float = 0.0
+    runs: int = 0
 
 
 class ErrorMsg(msgspec.Struct, tag_field="type", tag="error"):

@@ -448,6 +448,7 @@ class Engine:
             secs = sum(r.seconds for r in got)
             cpu = sum(r.cpu for r in got)
             wait = sum(r.wait for r in got)
+            runs = sum(r.runs for r in got)
             for k, r in enumerate(got):
                 latest = k == len(got) - 1
                 for tr in r.targets:
@@ -459,6 +460,7 @@ class Engine:
                             cpu if latest else 0.0,
                             latest,
                             wait if latest else 0.0,
+                            runs if latest else 0,
                         )
         cpus = [100.0 * c / s for s, c in spans if s > 0]
         self._seq += 1

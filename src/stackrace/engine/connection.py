@@ -138,14 +138,11 @@ class Connection(asyncio.Protocol):
         # A whole response: all the per-request work happens here, inside the parser's
         # callback, so a response costs one Python call besides data_received. The
         # status and keep-alive flag must be read now: llhttp resets once this returns.
-        self._complete(
-            perf_counter_ns(),
-            self.parser.should_keep_alive() and self.target.keepalive,  # type: ignore[union-attr]
-        )
-
-    def _complete(self, now: int, keep_alive: bool) -> None:
+        # (Also called by connection_lost for a body that ended with the connection.)
+        now = perf_counter_ns()
         t = self.target
-        status = self.parser.get_status_code()  # type: ignore[union-attr]
+        parser = self.parser
+        status = parser.get_status_code()  # type: ignore[union-attr]
         self.head = None
         t.requests += 1
         t.last_done = now
@@ -169,7 +166,7 @@ class Connection(asyncio.Protocol):
             self.take_body()  # a checked connection must not carry this body forward
         elif t.check is not None and not t.check(self.take_body()):
             t.fail_count(INVALID_BODY)
-        if not keep_alive:
+        if not (t.keepalive and parser.should_keep_alive()):  # type: ignore[union-attr]
             self.start_ns = 0
             self.state = CLOSED
             if self.transport is not None:
@@ -193,7 +190,7 @@ class Connection(asyncio.Protocol):
             # HTTP/1.0, or no length and no chunking: the body ends where the connection
             # does. llhttp only learns that from an EOF httptools cannot give it.
             self.transport = None
-            self._complete(perf_counter_ns(), False)
+            self.on_message_complete()  # should_keep_alive() is False: it closes
             self.parser = None
             return
         self.transport = None

@@ -135,8 +135,11 @@ class WindowStats(msgspec.Struct):
     # sampled, and the wait between a closed connection and its replacement's connect).
     lag: LatencySummary = msgspec.field(default_factory=LatencySummary)
     engine_cpu: float = 0.0  # percent of one core, the engine processes of this target
-    # percent of the window those processes were runnable but waited for a CPU
+    # percent of the window those processes were runnable but waited for a CPU, and how
+    # long each wake-up waited on average (µs): what a response waits before the engine
+    # can even look at it when its core is shared
     engine_wait: float = 0.0
+    engine_wait_us: float = 0.0
     # --requests (as ab -n): from the first send to the last answer, the time req/s uses
     span_seconds: float | None = None
     # the time-average of requests in flight (sampled every 50 ms): Little's L

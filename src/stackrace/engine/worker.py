@@ -61,13 +61,15 @@ def die_with_parent() -> None:
         pass
 
 
-def runq_wait() -> float:
-    """Seconds this process's thread has spent runnable but waiting for a CPU."""
+def runq_wait() -> tuple[float, int]:
+    """(seconds this thread has spent runnable but waiting for a CPU, times it was put on
+    a CPU): their ratio is how long a wake-up — a response arriving — waits for a core."""
     try:
         with open("/proc/thread-self/schedstat", "rb") as f:
-            return int(f.read().split()[1]) / 1e9
+            fields = f.read().split()
+        return int(fields[1]) / 1e9, int(fields[2])
     except (OSError, IndexError, ValueError):
-        return 0.0
+        return 0.0, 0
 
 
 def raise_nofile() -> int:
@@ -94,7 +96,7 @@ class EngineProcess:
         self.seq = 0
         self.last_wall = time.perf_counter()
         self.last_cpu = time.process_time()
-        self.last_wait = runq_wait()
+        self.last_wait, self.last_runs = runq_wait()
         self.done = loop.create_future()
         self.encoder = msgspec.json.Encoder()
         self._sweeper: asyncio.TimerHandle | None = None
@@ -195,7 +197,7 @@ class EngineProcess:
     def report(self, final: bool = False) -> None:
         wall = time.perf_counter()
         cpu = time.process_time()
-        wait = runq_wait()
+        wait, runs = runq_wait()
         self.seq += 1
         lag, self.loop_lag = self.loop_lag, {}
         targets = [*self.targets.values(), *self.removed]
@@ -208,11 +210,13 @@ class EngineProcess:
                 targets=[t.take_report(lag) for t in targets],
                 final=final,
                 wait=wait - self.last_wait,
+                runs=runs - self.last_runs,
             )
         )
         self.last_wall = wall
         self.last_cpu = cpu
         self.last_wait = wait
+        self.last_runs = runs
 
     def stop(self) -> None:
         # The last report comes first: what is still in flight when the load stops is

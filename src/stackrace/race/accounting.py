@@ -12,12 +12,13 @@ app's panes and every bench report, so both flag the same things the same way.
       tester flatters a server that stopped answering). The waiting count says how many;
     * L far below C: connections sat idle instead of carrying requests (they spent the
       window failing to connect, the engine could not keep up, or a budget ran out).
-- **Engine-limited**: the figures are partly the engine's when its own delay (its event
-  loop's lag, sampled every 5 ms) is `ENGINE_LIMITED` or more of the mean latency it
-  measured, when it waited for a CPU (run-queue time, from the kernel) for
-  `ENGINE_STARVED` % of the window or more — another process took its core — or when it
-  ran near 100 % of its core (saturated). The pane and the reports say which, and by
-  how much.
+- **Engine-limited**: the figures are partly the engine's when its own delay is
+  `ENGINE_LIMITED` or more of the mean latency it measured — its delay is its event
+  loop's lag (sampled every 5 ms) plus how long each of its wake-ups waited for a core
+  (run-queue time per wake-up, from the kernel) —, when it waited for a core
+  `ENGINE_STARVED` % of the window or more (another process took its core: responses
+  sat unread), or when it ran near 100 % of its core (saturated). The pane and the
+  reports say which, and by how much.
 """
 
 from __future__ import annotations
@@ -106,15 +107,18 @@ def _idle_reason(window: WindowStats) -> str:
     return "connections sat idle between requests (reconnects, or the engine was late)"
 
 
+def engine_delay_us(window: WindowStats) -> float:
+    """The engine's mean delay before acting on a response: loop lag + wait for a core."""
+    return (window.lag.mean if window.lag.count else 0.0) + window.engine_wait_us
+
+
 def engine_share(window: WindowStats) -> float:
-    """The engine's mean lag as a share of the mean latency (0 when not measurable)."""
-    lag = window.lag
+    """The engine's mean delay as a share of the mean latency (0 when not measurable)."""
     lat = window.latency
-    if lag.count == 0 or lat.count == 0 or lat.mean <= 0:
+    delay = engine_delay_us(window)
+    if lat.count == 0 or lat.mean <= 0 or delay < ENGINE_LAG_FLOOR_US:
         return 0.0
-    if lag.mean < ENGINE_LAG_FLOOR_US:
-        return 0.0
-    return min(1.0, lag.mean / lat.mean)
+    return min(1.0, delay / lat.mean)
 
 
 def engine_limited(window: WindowStats, saturated: bool = False) -> bool:
@@ -126,8 +130,16 @@ def engine_limit(window: WindowStats, saturated: bool = False) -> str:
     if saturated:
         return f"engine saturated ({window.engine_cpu:.0f}% of its core)"
     if window.engine_wait >= ENGINE_STARVED:
-        return f"engine waited for a CPU {window.engine_wait:.0f}% of the time"
+        return (
+            f"its engine waited for a core {window.engine_wait:.0f}% of the time "
+            f"({window.engine_wait_us:,.0f}µs per wake-up)"
+        )
     share = engine_share(window)
-    if share >= ENGINE_LIMITED:
-        return f"engine lag is {share:.0%} of the latency"
-    return ""
+    if share < ENGINE_LIMITED:
+        return ""
+    if window.engine_wait_us > (window.lag.mean if window.lag.count else 0.0):
+        return (
+            f"its engine waited {window.engine_wait_us:,.0f}µs for a core per wake-up: "
+            f"{share:.0%} of the latency"
+        )
+    return f"engine lag is {share:.0%} of the latency"

@@ -2,6 +2,8 @@
 
 Written by hand rather than through a plotting library: two small panels need no
 dependency, and the file renders the same in a browser, a README and a blog post.
+A p99 point with clients still waiting at the level's end is ringed and labelled with
+their number: their wait is in no percentile, and the chart must not hide them either.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def _panel(
     xs: list[int],
     value,  # (Level) -> float
     fmt,  # (float) -> str
+    waiting: bool = False,  # mark the levels that ended with clients still waiting
 ) -> list[str]:
     out = [f'<g transform="translate({x0},0)">']
     out.append(f'<text x="{W / 2}" y="20" text-anchor="middle" class="t">{escape(title)}</text>')
@@ -60,21 +63,28 @@ def _panel(
     )
     for n, st in enumerate(stacks):
         color = PALETTE[n % len(PALETTE)]
-        pts = " ".join(f"{px(lv.concurrency):.1f},{py(value(lv)):.1f}" for lv in st.levels)
+        pts = " ".join(f"{px(lv.level):.1f},{py(value(lv)):.1f}" for lv in st.levels)
         out.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="2.5"/>')
         for lv in st.levels:
-            r = 5 if st.breaking_point == lv.concurrency else 3
-            out.append(
-                f'<circle cx="{px(lv.concurrency):.1f}" cy="{py(value(lv)):.1f}" r="{r}" '
-                f'fill="{color}"/>'
-            )
+            r = 5 if st.breaking_point == lv.level else 3
+            x, y = px(lv.level), py(value(lv))
+            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{color}"/>')
+            if waiting and lv.window.stale:
+                out.append(
+                    f'<circle cx="{x:.1f}" cy="{y:.1f}" r="8" fill="none" stroke="{color}" '
+                    'stroke-width="1.5" stroke-dasharray="2,2"/>'
+                )
+                out.append(
+                    f'<text x="{x:.1f}" y="{y - 11:.1f}" text-anchor="middle" fill="{color}">'
+                    f"{fmt_count(lv.window.stale)} waiting</text>"
+                )
     out.append("</g>")
     return out
 
 
 def svg(run: BenchRun) -> str:
     stacks = [st for st in run.stacks if st.levels and not st.error]
-    xs = sorted({lv.concurrency for st in stacks for lv in st.levels}) or [1]
+    xs = sorted({lv.level for st in stacks for lv in st.levels if lv.level > 0}) or [1]
     legend_h = 22 * ((len(stacks) + 3) // 4)
     total_h = H + legend_h
     parts = [
@@ -84,9 +94,23 @@ def svg(run: BenchRun) -> str:
         f'<rect width="{2 * W}" height="{total_h}" fill="white"/>',
     ]
     parts += _panel(
-        0, f"requests/s — {run.settings.workload}", stacks, xs, lambda lv: lv.rps, fmt_count
+        0,
+        f"requests/s — {run.settings.workload}"
+        + (" (rate, req/s on x)" if run.settings.rate else ""),
+        stacks,
+        xs,
+        lambda lv: lv.rps,
+        fmt_count,
     )
-    parts += _panel(W, "p99 latency", stacks, xs, lambda lv: lv.latency.p99, fmt_us)
+    parts += _panel(
+        W,
+        "p99 latency (ringed: clients still waiting)",
+        stacks,
+        xs,
+        lambda lv: lv.latency.p99,
+        fmt_us,
+        waiting=True,
+    )
     for n, st in enumerate(stacks):
         x = 20 + (n % 4) * (2 * W - 40) / 4
         y = H + 14 + 22 * (n // 4)

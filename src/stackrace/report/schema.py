@@ -241,7 +241,9 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
             f"{source}: schema version {version!r}, this stackrace reads {SCHEMA_VERSION}"
         )
     try:
-        return msgspec.convert(raw, BenchRun)
+        # decoded again as the type (not converted from the dicts): JSON object keys are
+        # strings, and the typed decoder reads `"503"` into the int key of `status`
+        return msgspec.json.decode(data, type=BenchRun)
     except msgspec.ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from None
 

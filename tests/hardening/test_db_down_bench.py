@@ -1,0 +1,77 @@
+"""A database that dies during `bench --workload db` is named, not blamed on the stacks.
+
+A real private MariaDB is killed (SIGKILL) while the first stack is measured: the levels
+measured while it was down are marked `db_down` and left out of the verdict, the next
+stack is not started against the dead database, the run notes what happened and the
+command exits non-zero.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stackrace.db import ManagedMariaDB
+from stackrace.report.schema import loads
+from tests.conftest_stacks import real_stack
+from tests.helpers import free_port
+
+ROOT = Path(__file__).parents[2]
+pytestmark = pytest.mark.slow
+
+
+def test_a_dead_database_is_named_and_its_levels_are_not_judged(tmp_path: Path):
+    real_stack("uvicorn")
+    real_stack("gunicorn-sync")
+    root = tmp_path / "db"
+    db = ManagedMariaDB(root, free_port())
+    try:
+        db.ensure_ready()  # up and seeded before the bench: it reuses this server
+        out = tmp_path / "run.json"
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "stackrace.cli", "bench",
+                "--stacks", "uvicorn,gunicorn-sync", "--isolation", "rotate",
+                "--workload", "db", "--queries", "1", "--concurrency", "2,4,8",
+                "--duration", "1.5s", "--warmup", "0.2s", "--json", str(out),
+            ],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "STACKRACE_DB_DIR": str(root)},
+        )  # fmt: skip
+        assert proc.stderr is not None
+        seen = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            seen.append(line)
+            if "uvicorn" in line and "c=2 " in line:  # the first level is measured
+                break
+        pid = db.pid()
+        assert pid is not None, "".join(seen)
+        os.kill(pid, signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=180)
+        err = "".join(seen) + stderr
+        assert proc.returncode == 1, err
+        assert "database" in err and "Traceback" not in err
+        run = loads(out.read_bytes())
+        by = {s.name: s for s in run.stacks}
+        uvicorn = by["uvicorn"]
+        assert not uvicorn.levels[0].db_down
+        assert any(lv.db_down for lv in uvicorn.levels[1:]), [lv.db_down for lv in uvicorn.levels]
+        # the verdict rests only on what was measured with a database
+        assert uvicorn.breaking_point in (None, 2)
+        # the second stack was not started against a dead database
+        sync = by["gunicorn-sync"]
+        assert sync.error and "database" in sync.error and not sync.levels
+        assert any("database down" in n for n in run.notes)
+    finally:
+        db.reset(wipe=True)
