@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
 
         complete(build_parser())
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # asked by scripts and CI logs: no parser to build for it
+        print(f"stackrace {__version__}")
+        return 0
     first = next((a for a in argv if a in {n for n, _, _ in COMMANDS}), None)
     parser = build_parser(only=first)
     args = parser.parse_args(argv)

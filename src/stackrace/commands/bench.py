@@ -23,8 +23,9 @@ import msgspec
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands._common import load, resolve_all, serves_workload, split_stacks
 from stackrace.config import ConfigError, StackFile
-from stackrace.metrics.exporter import MetricsError, MetricsExporter, add_metrics_arguments
+from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
+from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.presets import load_preset
 from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_bench
 from stackrace.race.core import RaceParts

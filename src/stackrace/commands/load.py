@@ -25,8 +25,9 @@ from stackrace.engine.model import (
     TargetSpec,
 )
 from stackrace.engine.request import RequestError, parse_url
-from stackrace.metrics.exporter import MetricsError, MetricsExporter, add_metrics_arguments
+from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
+from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.race import accounting
 from stackrace.report.write import check_output_paths
@@ -185,6 +186,8 @@ def run(args: argparse.Namespace) -> int:
     if wants_cluster(args):  # --cluster: the engine processes run on the load nodes
         cluster = connect_from_args(args, "stackrace load")
         if cluster is None:
+            if metrics is not None:
+                metrics.close()
             return 2
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:

@@ -30,10 +30,10 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from stackrace.metrics.figures import CONTENT_TYPE, RaceFigures
+from stackrace.metrics.flags import DEFAULT_HOST
 from stackrace.netguard import RemoteTargetError, is_loopback
 from stackrace.stacks.sampler import ResourceSample
 
-DEFAULT_HOST = "127.0.0.1"
 _POLL = 0.05  # seconds: how often the feed looks for a new engine, or polls `latest`
 _READ_TIMEOUT = 5.0  # a client that sends no request head within this is dropped
 T = TypeVar("T")
@@ -41,40 +41,6 @@ T = TypeVar("T")
 
 class MetricsError(ValueError):
     """--metrics cannot be served as asked; the message says why."""
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """'9464', ':9464', 'HOST:9464' or '[::1]:9464' → (host, port); host 127.0.0.1 when
-    left out. Port 0 picks a free one (the command prints the address)."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = "", text
-    host = host.strip("[]") or DEFAULT_HOST
-    try:
-        number = int(port)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"use [HOST:]PORT, e.g. 127.0.0.1:9464, got {text!r}"
-        ) from None
-    if not 0 <= number <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0 to 65535, got {number}")
-    return host, number
-
-
-def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--metrics",
-        type=parse_address,
-        default=None,
-        metavar="[HOST:]PORT",
-        help="serve the live figures for Prometheus (OpenMetrics) at "
-        "http://HOST:PORT/metrics; HOST defaults to 127.0.0.1",
-    )
-    parser.add_argument(
-        "--metrics-remote",
-        action="store_true",
-        help="let --metrics listen on an address other hosts can reach",
-    )
 
 
 def open_from_args(args: argparse.Namespace, prog: str) -> MetricsExporter | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from stackrace.metrics.exporter import add_metrics_arguments
+from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.options import positive_int
 
 
