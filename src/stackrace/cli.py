@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
+from stackrace import __version__
 from stackrace.options import OneLineArgumentParser
 
 # (subcommand, module under stackrace.commands, one-line help)
@@ -24,6 +26,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("report", "report", "render or compare saved bench runs"),
     ("replay", "replay", "play a recorded race in the app: no servers, no engine"),
     ("web", "web", "serve the app in a browser (textual-serve), on 127.0.0.1 by default"),
+    ("completion", "completion", "print the shell completion script (bash, zsh or fish)"),
 ]
 
 
@@ -34,7 +37,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="stackrace",
         description="Race web-server stacks side by side, live. With no subcommand, opens the app.",
     )
-    parser.add_argument("--stacks-file", default=None, help="stacks.toml to use")
+    parser.add_argument("--version", action="version", version=f"stackrace {__version__}")
+    parser.add_argument(
+        "--stacks-file",
+        default=None,
+        help="stacks.toml to use (default: ./stacks.toml, else ~/.config/stackrace/"
+        "stacks.toml, else the one shipped with stackrace)",
+    )
     if only is None:
         from stackrace.cluster.flags import add_cluster_arguments
         from stackrace.tui.args import add_app_arguments
@@ -52,7 +61,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and "_ARGCOMPLETE" in os.environ:
+        # a Tab in a shell that sourced `stackrace completion SHELL`: answer and exit
+        from stackrace.commands.completion import complete
+
+        complete(build_parser())
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # asked by scripts and CI logs: no parser to build for it
+        print(f"stackrace {__version__}")
+        return 0
     first = next((a for a in argv if a in {n for n, _, _ in COMMANDS}), None)
     parser = build_parser(only=first)
     args = parser.parse_args(argv)

@@ -63,6 +63,11 @@ upstream), and any key of [stacks.NAME.params] (string values users may override
 variant, e.g. `worker_class`; a param may not reuse a built-in name). Every {word} in a
 templated key — and in the files a [[stacks.NAME.files]] template names — must be one of
 these: a typo like {prot} is an error when the file is read, not when the stack starts.
+{apps} is the apps/ directory the stacks run and build in, {root} the directory holding
+it: a checkout's own, or a package's working copy (stackrace.paths says where).
+
+Which file: `--stacks-file`, else ./stacks.toml, else ~/.config/stackrace/stacks.toml
+($XDG_CONFIG_HOME), else the one shipped with stackrace (`find_stacks_file`).
 
 Checked when the file is read: types and unknown keys, names, family, workers/threads
 ≥ 1, ready_timeout/stop_timeout > 0, cpus non-empty without negatives or repeats,
@@ -75,6 +80,7 @@ may itself be a stack with one override: `nginx-proxy:backend=gunicorn-sync:work
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -87,10 +93,9 @@ from typing import Any
 
 import msgspec
 
+from stackrace import paths
 from stackrace.workloads import WORKLOADS
 
-ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_STACKS_FILE = ROOT / "stacks.toml"
 FAMILIES = ("sync", "threaded", "async", "greenlet", "prefork", "event-loop", "other")
 HOST = "127.0.0.1"
 # workloads a stack serves only when its `workloads` lists them (dbjson), and those that
@@ -124,7 +129,7 @@ PLACEHOLDERS = (
 class Needs(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     pip: list[str] = []
     pip_no_deps: list[str] = []  # installed with --no-deps (meinheld pins an old greenlet)
-    venv: str = "main"  # "main" (the project's .venv) or "pypy" (.venv-pypy)
+    venv: str = "main"  # "main" (the venv stackrace runs in) or "pypy" (paths.pypy_venv)
     apt: list[str] = []
     bins: list[str] = []
     build: list[list[str]] = []
@@ -351,7 +356,10 @@ def _unknown_placeholder(text: str, known: set[str]) -> str | None:
 def _unknown_in_template(template: str, spec: StackDef, known: set[str]) -> tuple[str | None, str]:
     """The first unknown placeholder inside a template file, and the file's name. A
     template that cannot be found or read is left to the launcher, which says so."""
-    values: dict[str, Any] = {"apps": ROOT / "apps", "root": ROOT, "name": "?"}
+    # the shipped apps/ (the templates a package's working copy is made from): checking a
+    # file never needs that copy to exist
+    shipped = paths.shipped_dir()
+    values: dict[str, Any] = {"apps": shipped / "apps", "root": shipped, "name": "?"}
     values.update({k: "" for k in known if k not in values})
     try:
         path = Path(render(template, values))
@@ -362,22 +370,76 @@ def _unknown_in_template(template: str, spec: StackDef, known: set[str]) -> tupl
 
 
 class StackFile(dict[str, StackDef]):
-    """The stacks of one file, by name; `source` is the file as error messages name it."""
+    """The stacks of one file, by name; `source` is the file as error messages name it,
+    `path` the file read (None: definitions recorded in a run file), `origin` why that
+    file (STACKS_ORIGINS) and `sha256` its content's hash (what a saved run records)."""
 
-    def __init__(self, stacks: dict[str, StackDef], source: str) -> None:
+    def __init__(
+        self,
+        stacks: dict[str, StackDef],
+        source: str,
+        path: Path | None = None,
+        origin: str = "",
+        sha256: str = "",
+    ) -> None:
         super().__init__(stacks)
         self.source = source
+        self.path = path
+        self.origin = origin
+        self.sha256 = sha256
+
+
+# Why a stacks file was the one read, in the search order `find_stacks_file` follows.
+GIVEN = "given with --stacks-file"
+HERE = "found in this directory"
+USER = "found in your config directory"
+SHIPPED = "shipped with stackrace"
+STACKS_ORIGINS = (GIVEN, HERE, USER, SHIPPED)
+
+
+def find_stacks_file(given: str | Path | None = None) -> tuple[Path, str]:
+    """The stacks file to read, and why (one of STACKS_ORIGINS), first found wins:
+    `--stacks-file`, ./stacks.toml, $XDG_CONFIG_HOME/stackrace/stacks.toml, the shipped one.
+
+    A file found is used whole (it is not merged with the shipped one): what a race ran
+    is then one file a reader can open. In a checkout ./stacks.toml is the shipped file
+    itself, and is named so."""
+    if given:
+        return Path(given), GIVEN
+    shipped = paths.shipped_stacks_file()
+    here = Path.cwd() / paths.STACKS_FILE
+    if here.is_file():
+        try:
+            same = shipped.is_file() and here.samefile(shipped)
+        except OSError:
+            same = False
+        return (shipped, SHIPPED) if same else (here, HERE)
+    user = paths.user_stacks_file()
+    if user.is_file():
+        return user, USER
+    return shipped, SHIPPED
 
 
 def load_stacks(path: str | Path | None = None) -> StackFile:
-    """Read and validate a stacks file; raise ConfigError naming file, stack and key."""
-    p = Path(path) if path else DEFAULT_STACKS_FILE
+    """Read and validate a stacks file (None: the search order of `find_stacks_file`);
+    raise ConfigError naming file, stack and key."""
+    p, origin = find_stacks_file(path)
     try:
-        raw = tomllib.loads(p.read_text())
-    except FileNotFoundError:
+        data = p.read_bytes()
+        raw = tomllib.loads(data.decode())
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise ConfigError(f"{_where(p)}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{_where(p)}: not UTF-8 text ({exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{_where(p)}: not valid TOML: {exc}") from None
+    stacks = stack_defs(raw, p)
+    return StackFile(stacks, _where(p), p.resolve(), origin, hashlib.sha256(data).hexdigest())
+
+
+def stack_defs(raw: dict[str, Any], p: Path) -> dict[str, StackDef]:
+    """The [stacks.NAME] blocks of a parsed file (or of a run's record), each converted and
+    checked; errors name `p`."""
     blocks = raw.get("stacks")
     if not isinstance(blocks, dict) or not blocks:
         raise ConfigError(f"{_where(p)}: no [stacks.NAME] blocks")
@@ -393,7 +455,7 @@ def load_stacks(path: str | Path | None = None) -> StackFile:
             raise _explain(p, name, exc) from None
         _check(p, name, spec)
         stacks[name] = spec
-    return StackFile(stacks, _where(p))
+    return stacks
 
 
 def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) -> Stack:
@@ -475,8 +537,10 @@ def _with_upstream(stack: Stack, ref: str, stacks: dict[str, StackDef], source: 
 
 
 def venv_bin(which: str = "main") -> Path:
+    """The bin directory of the venv a stack's pip packages go to: the one stackrace runs
+    in, or the PyPy venv (stackrace.paths says where it lives)."""
     if which == "pypy":
-        return ROOT / ".venv-pypy" / "bin"
+        return paths.pypy_venv() / "bin"
     return Path(sys.executable).parent
 
 
@@ -488,8 +552,8 @@ def placeholders(
         "port": port,
         "workers": stack.workers,
         "threads": stack.threads,
-        "apps": ROOT / "apps",
-        "root": ROOT,
+        "apps": paths.apps_dir(),
+        "root": paths.work_root(),
         "run_dir": run_dir,
         "venv_bin": venv_bin(stack.spec.needs.venv),
         "python": venv_bin(stack.spec.needs.venv) / "python",

@@ -27,11 +27,12 @@ from typing import Any
 
 import msgspec
 
-from stackrace.config import ROOT, ConfigError
+from stackrace import paths
+from stackrace.config import ConfigError
 from stackrace.race_settings import RaceSettings, from_mapping
 from stackrace.report.schema import CLAIM_KINDS, Claim, Figure, Then
 
-PRESETS_DIR = ROOT / "presets"
+PRESETS_DIR = paths.presets_dir()  # shipped with stackrace (a checkout's presets/)
 # what a preset says about itself; every other key is a race setting
 _ABOUT = ("description", "source", "original", "experiment", "figures", "claims")
 

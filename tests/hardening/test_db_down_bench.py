@@ -58,7 +58,7 @@ def test_a_dead_database_is_named_and_its_levels_are_not_judged(tmp_path: Path):
         pid = db.pid()
         assert pid is not None, "".join(seen)
         os.kill(pid, signal.SIGKILL)
-        _stdout, stderr = proc.communicate(timeout=180)
+        _, stderr = proc.communicate(timeout=180)
         err = "".join(seen) + stderr
         assert proc.returncode == 1, err
         assert "database" in err and "Traceback" not in err

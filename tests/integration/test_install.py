@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.config import ROOT, Stack, load_stacks, resolve
+from stackrace import paths
+from stackrace.config import Stack, load_stacks, resolve
 from stackrace.stacks.install import (
     Installer,
     _npm_argv,
@@ -187,7 +188,7 @@ built = ["{tmp_path}/bin/server"]
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=paths.shipped_dir(),
     )
     assert proc.returncode == 1
     assert "exited with 3" in proc.stdout

@@ -15,6 +15,21 @@ def run(args: argparse.Namespace) -> int:
         if not getattr(args, "url", None):
             print(f"stackrace: {exc}", file=sys.stderr)
             return 2
+    from stackrace.metrics.exporter import MetricsError, open_from_args
+
+    try:  # bound before anything starts: a port in use is one line, not a broken screen
+        args.metrics_exporter = open_from_args(args, "stackrace")
+    except MetricsError as exc:
+        print(f"stackrace: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return _run(args)
+    finally:
+        if args.metrics_exporter is not None:
+            args.metrics_exporter.close()
+
+
+def _run(args: argparse.Namespace) -> int:
     from stackrace.cluster.flags import wants_cluster
 
     if wants_cluster(args):  # checked before the TUI is imported

@@ -1,8 +1,10 @@
 """`stackrace install [NAME…|--all]`: install what the chosen stacks' `needs` declare.
 
-apt packages (one `apt-get update` first; sudo when not root), pip packages into .venv or
-.venv-pypy, npm packages and builds. Everything is checked first, so a run with nothing
-to do takes well under a second. Exit status 1 when any stack could not be completed.
+apt packages (one `apt-get update` first; sudo when not root), pip packages into the venv
+stackrace runs in or the PyPy venv, npm packages and builds (in a checkout beside the
+apps; for a package in the data directory: stackrace.paths). Everything is checked
+first, so a run with nothing to do takes well under a second. Exit status 1 when any
+stack could not be completed.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def _summary(r: InstallOutcome) -> str:
     if r.before.apt:
         what.append("apt " + " ".join(r.before.apt))
     if r.before.venv:
-        what.append("venv .venv-pypy")
+        what.append("the PyPy venv")
     if r.before.pip or r.before.pip_no_deps:
         what.append("pip " + " ".join(r.before.pip + r.before.pip_no_deps))
     if r.before.npm:

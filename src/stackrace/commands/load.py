@@ -25,6 +25,9 @@ from stackrace.engine.model import (
     TargetSpec,
 )
 from stackrace.engine.request import RequestError, parse_url
+from stackrace.metrics.exporter import MetricsError, MetricsExporter
+from stackrace.metrics.exporter import open_from_args as open_metrics
+from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.race import accounting
 from stackrace.report.write import check_output_paths
@@ -116,6 +119,12 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no live progress line on stderr (it is shown only on a terminal anyway)",
+    )
+    add_metrics_arguments(p)
+    p.add_argument(
         "--hdr-out",
         default=None,
         help="write the latency histogram (HdrHistogram V2 base64) to this file",
@@ -153,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.body_file is not None:
             body = Path(args.body_file).read_bytes()
         spec = TargetSpec(
-            id="target",
+            id=args.url,  # the target's name in --metrics (and nowhere else in `load`)
             url=args.url,
             method=args.method,
             headers=_headers(args.header),
@@ -168,20 +177,31 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError, RequestError, RemoteTargetError) as exc:
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 2
+    try:
+        metrics = open_metrics(args, "stackrace load")
+    except MetricsError as exc:
+        print(f"stackrace load: {exc}", file=sys.stderr)
+        return 2
     cluster = None
     if wants_cluster(args):  # --cluster: the engine processes run on the load nodes
         cluster = connect_from_args(args, "stackrace load")
         if cluster is None:
+            if metrics is not None:
+                metrics.close()
             return 2
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            return runner.run(_load(args, spec, settings, procs, cpus, duration, warmup, cluster))
+            return runner.run(
+                _load(args, spec, settings, procs, cpus, duration, warmup, cluster, metrics)
+            )
     except EngineError as exc:
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 1
     finally:
         if cluster is not None:
             cluster.close()
+        if metrics is not None:
+            metrics.close()
 
 
 async def _load(
@@ -193,14 +213,8 @@ async def _load(
     duration: float,
     warmup: float,
     cluster: ClusterRun | None = None,
+    metrics: MetricsExporter | None = None,
 ) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    progress = sys.stderr.isatty()
-    cpu_samples: list[float] = []
-    saturated = 0
     if cluster is not None:
         engine: Engine = cluster.engine(settings, warmup=warmup)
         procs = engine.nprocs
@@ -208,6 +222,28 @@ async def _load(
         engine = Engine(
             settings, procs=procs, warmup=warmup, cpus=cpus, allow_remote=args.allow_remote
         )
+    if metrics is None:
+        return await _drive(args, engine, spec, procs, duration, warmup)
+    metrics.follow(lambda: engine)
+    async with metrics.serving():
+        return await _drive(args, engine, spec, procs, duration, warmup)
+
+
+async def _drive(
+    args: argparse.Namespace,
+    engine: Engine,
+    spec: TargetSpec,
+    procs: int,
+    duration: float,
+    warmup: float,
+) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    progress = sys.stderr.isatty() and not args.no_progress
+    cpu_samples: list[float] = []
+    saturated = 0
     await engine.start()
     try:
         await engine.add_target(spec)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from stackrace.report import gate
+from stackrace.report.junit import junit_xml
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import check_output_paths, print_run, read_run, write_outputs
 from stackrace.units import fmt_us
@@ -17,6 +18,11 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", dest="csv_out")
     p.add_argument("--markdown", dest="md_out")
     p.add_argument("--chart", dest="chart_out")
+    p.add_argument(
+        "--junit",
+        dest="junit_out",
+        help="write JUnit XML of the (last) run here, judged against --baseline if given",
+    )
     p.add_argument("--baseline", help="judge the (single) run against this one")
     p.add_argument("--fail-on", default="qps<-10%,p99>+25%,failures>0.1%")
     p.set_defaults(func=run)
@@ -24,7 +30,12 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     problem = check_output_paths(
-        {"--csv": args.csv_out, "--markdown": args.md_out, "--chart": args.chart_out}
+        {
+            "--csv": args.csv_out,
+            "--markdown": args.md_out,
+            "--chart": args.chart_out,
+            "--junit": args.junit_out,
+        }
     )
     if problem:
         print(f"stackrace report: {problem}", file=sys.stderr)
@@ -41,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
         write_outputs(runs[0], None, args.csv_out, args.md_out, args.chart_out)
     else:
         compare(runs, args.runs)
-    if base is not None:
-        verdict = gate.judge(runs[-1], base, rules)
+    verdict = gate.judge(runs[-1], base, rules) if base is not None else None
+    if args.junit_out:
+        Path(args.junit_out).write_text(junit_xml(runs[-1], verdict, args.baseline))
+    if verdict is not None:
         print("\n".join(gate.verdict_lines(verdict, args.baseline)))
         return 0 if verdict.ok else 1
     return 0

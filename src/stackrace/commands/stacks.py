@@ -1,8 +1,14 @@
-"""`stackrace stacks`: the stacks in stacks.toml, and whether each can start here."""
+"""`stackrace stacks`: the stacks in stacks.toml, and whether each can start here.
+
+It first says which stacks file it read and why (config.find_stacks_file: --stacks-file,
+./stacks.toml, the user's config directory, the shipped one): with four places a file
+can come from, the answer to "why is my stack not listed" is that line.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import msgspec
 
@@ -21,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
     stacks = load(args)
     if stacks is None:
         return 2
+    # on stderr with --json, so that stdout stays one JSON document
+    print(f"stacks file: {stacks.path} ({stacks.origin})", file=sys.stderr if args.json else None)
     rows = []
     for name, spec in stacks.items():
         served: list[str] = []

@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from stackrace import paths
 from stackrace.db.errors import DbError
 
 ENV_DIR = "STACKRACE_DB_DIR"
@@ -22,11 +23,11 @@ _MAX_SOCKET_PATH = 100
 
 
 def default_dir() -> Path:
-    """$STACKRACE_DB_DIR, else $XDG_CACHE_HOME/stackrace/mariadb, else ~/.cache/..."""
+    """$STACKRACE_DB_DIR, else mariadb/ in the cache directory (stackrace.paths:
+    ~/.cache/stackrace/mariadb)."""
     if os.environ.get(ENV_DIR):
         return Path(os.environ[ENV_DIR]).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "stackrace" / "mariadb"
+    return paths.cache_dir() / "mariadb"
 
 
 @dataclass(frozen=True)

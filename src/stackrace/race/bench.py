@@ -80,6 +80,9 @@ class BenchPlan:
     # (and not judged), and no stack is started against a dead database
     database: DbWatch | None = None
     stacks_file: str | None = None
+    # called with the race core as soon as it is made, before any stack starts: a front
+    # end that watches the race live (`--metrics`: stackrace.metrics) follows its engine
+    on_core: Callable[[RaceCore], None] | None = None
 
 
 def machine_info() -> Machine:
@@ -475,6 +478,8 @@ async def run_bench(
         source = parts.source
     source.use_database(plan.db_env)
     core = RaceCore(engine, source, s, interval=engine_settings.interval)
+    if plan.on_core is not None:
+        plan.on_core(core)
     core.concurrency = 0
     runner = LevelRunner(core, plan, progress)
     await core.start([], placement=placement)

@@ -150,6 +150,12 @@ def _setting(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+def level_name(stack: str, level: Level) -> str:
+    """How verdict lines name a stack's level: each line about it starts with this and
+    ": " (report/junit.py files the lines under their levels by it)."""
+    return f"{stack} @ c={level.concurrency}"
+
+
 def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
     verdict = Verdict()
     verdict.problems.extend(settings_differences(run.settings, baseline.settings))
@@ -160,7 +166,7 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
             continue
         for lv in st.levels:
             old = base.get((st.name, lv.concurrency, lv.rate))
-            where = f"{st.name} @ c={lv.concurrency}"
+            where = level_name(st.name, lv)
             if lv.requests + sum(lv.failures.values()) == 0:
                 verdict.failed.append(f"{where}: measured nothing (no request completed or failed)")
                 continue
@@ -197,10 +203,8 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
                 else:
                     verdict.failed.append(said)
     if verdict.compared == 0:
-        here = sorted({f"{st.name} @ c={lv.concurrency}" for st in run.stacks for lv in st.levels})
-        there = sorted(
-            {f"{st.name} @ c={lv.concurrency}" for st in baseline.stacks for lv in st.levels}
-        )
+        here = sorted({level_name(st.name, lv) for st in run.stacks for lv in st.levels})
+        there = sorted({level_name(st.name, lv) for st in baseline.stacks for lv in st.levels})
         verdict.problems.append(
             "nothing compared: no stack and level of this run is in the baseline "
             f"(run: {_few(here)}; baseline: {_few(there)})"

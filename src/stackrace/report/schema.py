@@ -2,14 +2,18 @@
 
 A run file holds the machine, the settings, and per stack per level the figures and
 the full latency histogram (HdrHistogram V2 base64), so percentiles can be recomputed
-and runs merged or compared later. `SCHEMA_VERSION` changes when a field changes
-meaning; readers refuse a version they do not know.
+and runs merged or compared later; and where the run came from (`Provenance`: the
+stacks file and the blocks of it the run used, each stack's command line), so the file
+alone can run it again (`stackrace bench --from RUN.json`). `SCHEMA_VERSION` changes
+when a field changes meaning; readers refuse a version they do not know. Fields added
+with a default (as `provenance` was) keep the version: older files still read.
 """
 
 from __future__ import annotations
 
 import msgspec
 
+from stackrace.config import StackDef
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.race_settings import RaceSettings
 
@@ -24,7 +28,33 @@ class Machine(msgspec.Struct, forbid_unknown_fields=True):
     kernel: str
     os: str
     python: str
-    stackrace: str
+    stackrace: str  # the version of stackrace that made the run
+
+
+class StackRecipe(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """How one stack of the run was started, as this machine resolved it."""
+
+    name: str  # as raced: "gunicorn-sync:workers=4"
+    block: str  # its [stacks.NAME] block (in Provenance.definitions)
+    overrides: dict[str, str] = {}  # the variant's settings
+    # rendered: paths and params filled in, {port}, {run_dir} (and {upstream_port}) left
+    # as placeholders, since they change on every start
+    command: list[str] = []
+    cwd: str = ""
+    processes: list[list[str]] = []  # helpers started before the command (php-fpm)
+    upstream: str | None = None  # the stack it forwards to, as raced (nginx-proxy)
+
+
+class Provenance(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Where a run came from: what `stackrace bench --from RUN.json` runs again."""
+
+    stacks_file: str = ""  # the stacks file read (absolute path)
+    stacks_sha256: str = ""  # its content's hash then
+    stacks: list[StackRecipe] = []
+    # the blocks of that file the run's stacks (and the stacks behind them) use, as
+    # written: enough to start them again without the file
+    definitions: dict[str, StackDef] = {}
+    rerun_of: str | None = None  # `--from`: the run file this one repeats
 
 
 class Settings(RaceSettings, forbid_unknown_fields=True, kw_only=True):
@@ -34,6 +64,10 @@ class Settings(RaceSettings, forbid_unknown_fields=True, kw_only=True):
     isolation_reason: str = ""
     placement: str = ""  # where the stacks and the engines ran
     preset: str | None = None
+
+    def race_settings(self) -> RaceSettings:
+        """The race settings alone, as run (`isolation` is the one chosen, not `auto`)."""
+        return RaceSettings(**{f: getattr(self, f) for f in RaceSettings.__struct_fields__})
 
 
 class Memory(msgspec.Struct, forbid_unknown_fields=True):
@@ -192,6 +226,7 @@ class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
     # the original experiment's figures and claims, when the run came from a preset that
     # replays one (stackrace.report.claims judges them again on every report)
     then: Then | None = None
+    provenance: Provenance | None = None  # None in runs made before it was recorded
 
 
 def dumps(run: BenchRun) -> bytes:

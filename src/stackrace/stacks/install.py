@@ -32,9 +32,11 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from stackrace.config import ROOT, Stack, placeholders, render, venv_bin
+from stackrace import paths
+from stackrace.config import Stack, placeholders, render
 
-PYPY_VENV = venv_bin("pypy").parent  # .venv-pypy beside the project
+# the PyPy venv: .venv-pypy in a checkout, the data directory for a package (paths.py)
+PYPY_VENV = paths.pypy_venv()
 # not sources of a build: outputs, caches and dependencies
 _NOT_SOURCES = {"bin", "node_modules", "__pycache__", ".git", "vendor"}
 _TAIL_LINES = 15
@@ -80,8 +82,9 @@ class Missing:
 
 
 def _rel(path: Path | str) -> str:
+    """A path as messages show it: relative to the directory the stacks build in."""
     try:
-        return str(Path(path).relative_to(ROOT))
+        return str(Path(path).relative_to(paths.work_root()))
     except ValueError:
         return str(path)
 
@@ -333,6 +336,11 @@ def _run(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = 
     return time.monotonic() - t0
 
 
+def _venv_name() -> str:
+    """The venv stackrace runs in, as messages name it (.venv in a checkout)."""
+    return _rel(Path(sys.prefix))
+
+
 def _indent(text: str) -> str:
     return "\n".join("      " + line for line in text.splitlines())
 
@@ -451,7 +459,7 @@ class Installer:
         owners = [r for r in self._pending() if r.stack.spec.needs.venv == which and reqs(r)]
         if not owners:
             return
-        where = ".venv" if which == "main" else _rel(PYPY_VENV)
+        where = _venv_name() if which == "main" else _rel(PYPY_VENV)
         label = f"pip{' --no-deps' if no_deps else ''} into {where}:"
         # --prefer-binary: an older wheel beats compiling a newer sdist
         argv = [self._python(which), "-m", "pip", "install", "-q", "--prefer-binary"]

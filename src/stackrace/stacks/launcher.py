@@ -49,6 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stackrace import paths
 from stackrace.config import HOST, ConfigError, Stack, placeholders, render
 from stackrace.ports import free_port, port_in_use
 from stackrace.stacks import cgroup, probe
@@ -83,11 +84,11 @@ class LaunchError(RuntimeError):
 
 
 def runs_dir() -> Path:
-    """$STACKRACE_RUNS_DIR, else $XDG_CACHE_HOME/stackrace/runs, else ~/.cache/stackrace/runs."""
+    """$STACKRACE_RUNS_DIR, else runs/ in the cache directory (stackrace.paths:
+    ~/.cache/stackrace/runs)."""
     if os.environ.get("STACKRACE_RUNS_DIR"):
         return Path(os.environ["STACKRACE_RUNS_DIR"])
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "stackrace" / "runs"
+    return paths.cache_dir() / "runs"
 
 
 def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:

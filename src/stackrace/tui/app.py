@@ -301,4 +301,8 @@ def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
         projector=bool(getattr(args, "big", False)),
         remember=show_picker and not getattr(args, "demo", False),
     )
+    exporter = getattr(args, "metrics_exporter", None)  # --metrics (commands/app.py)
+    if exporter is not None:
+        exporter.follow_core(session.core)
+        return exporter.run_beside(app.run_async) or 0
     return app.run() or 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.options import positive_int
 
 
@@ -41,6 +42,7 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a --url host that is not on this machine (refused otherwise)",
     )
+    add_metrics_arguments(parser)  # --metrics: the race's figures for Prometheus
     add_race_arguments(parser)
 
 

@@ -1,0 +1,45 @@
+"""`--metrics [HOST:]PORT` and `--metrics-remote`, for `load`, `bench` and the app.
+
+Apart from the exporter so that adding the options costs nothing: the app's arguments
+are added on every start of `stackrace` (tui/args.py), the exporter only when asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_HOST = "127.0.0.1"
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """'9464', ':9464', 'HOST:9464' or '[::1]:9464' → (host, port); host 127.0.0.1 when
+    left out. Port 0 picks a free one (the command prints the address)."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host.strip("[]") or DEFAULT_HOST
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"use [HOST:]PORT, e.g. 127.0.0.1:9464, got {text!r}"
+        ) from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0 to 65535, got {number}")
+    return host, number
+
+
+def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics",
+        type=parse_address,
+        default=None,
+        metavar="[HOST:]PORT",
+        help="serve the live figures for Prometheus (OpenMetrics) at "
+        "http://HOST:PORT/metrics; HOST defaults to 127.0.0.1",
+    )
+    parser.add_argument(
+        "--metrics-remote",
+        action="store_true",
+        help="let --metrics listen on an address other hosts can reach",
+    )

@@ -1,0 +1,141 @@
+"""A bench run (and the gate's verdict) as JUnit XML, the format CI systems show tests in.
+
+    <testsuites>                                  one <testsuite> per run
+      <testsuite name="stackrace bench hello">
+        <testcase classname="uvicorn" name="c=10">        one per stack and planned level
+          <failure type="regression" .../>                the gate's crossed rules
+        <testcase classname="uvicorn" name="c=100">
+          <error type="not measured" .../>                 the stack could not be measured
+        <testcase classname="stackrace" name="gate">      the verdict's other causes
+        <testcase classname="stackrace" name="run">       an interrupted run is an error
+
+Every planned level of every stack is a test case, measured or not, so the same tests
+appear in every run and a CI system can follow each one's history: a level the stack
+never reached is an error (the stack failed: its reason), or skipped (the run was
+interrupted, or the stack answered nothing at a lower level). All the rules a level
+crosses go into one <failure> (the first as its message, all of them as its text): the
+common schemas allow one failure per test case. Without a baseline nothing is judged,
+and only errors fail.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from stackrace.report.gate import Verdict, level_name
+from stackrace.report.schema import BenchRun, Level, StackResult
+
+
+def junit_xml(run: BenchRun, verdict: Verdict | None = None, baseline: str | None = None) -> str:
+    s = run.settings
+    suite = ET.Element(
+        "testsuite",
+        name=f"stackrace bench {s.label()} ({s.path})",
+        # the schema's timestamp has no time zone: the run's is UTC
+        timestamp=run.started.split("+")[0].removesuffix("Z"),
+        hostname=run.machine.hostname,
+    )
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("stackrace", run.machine.stackrace),
+        ("workload", s.workload),
+        ("path", s.path),
+        ("isolation", s.isolation),
+        ("duration", f"{s.duration:g}"),
+        ("baseline", baseline or ""),
+        ("cpu", run.machine.cpu_model),
+    ):
+        ET.SubElement(props, "property", name=name, value=value)
+    lines = list(verdict.failed) if verdict is not None else []
+    filed: set[str] = set()
+    for st in run.stacks:
+        filed |= _stack_cases(suite, run, st, lines)
+    if verdict is not None:
+        rest = [line for line in lines if line not in filed and not _not_measured(line, run)]
+        gate = _case(suite, "stackrace", "gate")
+        causes = verdict.problems + rest
+        if causes:
+            _fail(gate, "failure", "gate", causes)
+    run_case = _case(suite, "stackrace", "run")
+    if run.interrupted:
+        _fail(run_case, "error", "interrupted", [f"run interrupted ({run.interrupted})"])
+    if run.notes:
+        ET.SubElement(run_case, "system-out").text = "\n".join(run.notes)
+    _count(suite)
+    root = ET.Element("testsuites", name="stackrace bench")
+    root.append(suite)
+    for key in ("tests", "failures", "errors", "skipped", "time"):
+        root.set(key, suite.get(key, "0"))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[str]) -> set[str]:
+    """One test case per planned level of the stack; returns the verdict lines filed."""
+    s = run.settings
+    rate_mode = s.rate is not None
+    measured = {lv.level: lv for lv in st.levels}
+    planned = list(dict.fromkeys([*s.levels, *measured]))
+    # a stack that failed: its error goes to the first level it did not finish (the one
+    # it crashed in, when that level was recorded, else the first one missing)
+    crashed_at = next((lv for lv in planned if lv not in measured), None)
+    if st.error and crashed_at is None and st.levels:
+        crashed_at = st.levels[-1].level
+    filed: set[str] = set()
+    for level in planned:
+        name = f"rate={level}" if rate_mode else f"c={level}"
+        lv = measured.get(level)
+        case = _case(suite, st.name, name, lv.seconds if lv is not None else 0.0)
+        mine: list[str] = []
+        if lv is not None:
+            prefix = level_name(st.name, lv) + ": "
+            mine = [line.removeprefix(prefix) for line in lines if line.startswith(prefix)]
+            filed |= {prefix + m for m in mine}
+            ET.SubElement(case, "system-out").text = _figures(lv)
+        if st.error and level == crashed_at:
+            _fail(case, "error", "not measured", [st.error, *mine])
+        elif mine:
+            _fail(case, "failure", "regression", mine)
+        elif lv is None:
+            why = (
+                f"not measured: run interrupted ({run.interrupted})"
+                if run.interrupted
+                else "not measured: " + (st.error or "the stack answered nothing at a lower level")
+            )
+            ET.SubElement(case, "skipped", message=why)
+    return filed
+
+
+def _not_measured(line: str, run: BenchRun) -> bool:
+    return any(line.startswith(f"{st.name}: not measured") for st in run.stacks if st.error)
+
+
+def _case(suite: ET.Element, classname: str, name: str, seconds: float = 0.0) -> ET.Element:
+    return ET.SubElement(suite, "testcase", classname=classname, name=name, time=f"{seconds:.3f}")
+
+
+def _fail(case: ET.Element, tag: str, kind: str, lines: list[str]) -> None:
+    # before any system-out: the schemas order a test case's children
+    element = ET.Element(tag, type=kind, message=lines[0])
+    element.text = "\n".join(lines)
+    case.insert(0, element)
+
+
+def _figures(lv: Level) -> str:
+    w = lv.window
+    fails = ", ".join(f"{k} {n}" for k, n in sorted(w.failures.items())) or "none"
+    return (
+        f"{lv.rps:,.0f} req/s; latency p50 {lv.latency.p50} µs, p99 {lv.latency.p99} µs, "
+        f"max {lv.latency.max} µs; sent {w.sent} = {w.requests} answered + {w.lost} failed "
+        f"+ {w.waiting} waiting; failures: {fails}; CPU {lv.cpu_percent:.0f} %; "
+        f"RSS after {lv.memory_after.rss} bytes"
+    )
+
+
+def _count(suite: ET.Element) -> None:
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(c.find("failure") is not None for c in cases)))
+    suite.set("errors", str(sum(c.find("error") is not None for c in cases)))
+    suite.set("skipped", str(sum(c.find("skipped") is not None for c in cases)))
+    suite.set("time", f"{sum(float(c.get('time', '0')) for c in cases):.3f}")

@@ -1,0 +1,148 @@
+"""`bench --junit` / `report --junit` (JUnit XML for CI), and a saved run's provenance
+run again with `bench --from`: real bench runs of the fixture's test servers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from stackrace.report.schema import loads
+
+ROOT = Path(__file__).parents[2]
+FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
+SHORT = ["--concurrency", "2,4", "--duration", "0.5s", "--warmup", "0.2s", "--timeout", "4s"]
+
+
+def stackrace(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "stackrace.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
+
+
+def cases(path: Path) -> dict[tuple[str, str], ET.Element]:
+    """The test cases of a JUnit file, checked for the shape CI systems read."""
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites"
+    suites = root.findall("testsuite")
+    assert len(suites) == 1
+    suite = suites[0]
+    found = suite.findall("testcase")
+    for key in ("tests", "failures", "errors", "skipped"):
+        assert root.get(key) == suite.get(key)
+    assert int(suite.get("tests", "-1")) == len(found)
+    for tag, key in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+        assert int(suite.get(key, "-1")) == sum(c.find(tag) is not None for c in found)
+    assert abs(float(suite.get("time", "0")) - sum(float(c.get("time", "x")) for c in found)) < 0.01
+    for c in found:
+        outcome = [e.tag for e in c if e.tag in ("failure", "error", "skipped")]
+        assert len(outcome) <= 1, outcome  # the common schemas allow one
+        tags = [e.tag for e in c]
+        assert tags == sorted(tags, key=lambda t: t.startswith("system-")), tags
+    return {(c.get("classname", ""), c.get("name", "")): c for c in found}
+
+
+def test_junit_has_a_case_per_stack_and_level_with_the_gates_failures(tmp_path: Path) -> None:
+    run, first = tmp_path / "run.json", tmp_path / "first.xml"
+    r = stackrace(
+        "--stacks-file", str(FIXTURE), "bench", "--stacks", "plain,missing-binary", *SHORT,
+        "--json", str(run), "--junit", str(first), "--no-progress",
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr  # a stack could not be measured
+    got = cases(first)
+    assert set(got) == {
+        ("plain", "c=2"),
+        ("plain", "c=4"),
+        ("missing-binary", "c=2"),
+        ("missing-binary", "c=4"),
+        ("stackrace", "run"),
+    }
+    assert len(got[("plain", "c=2")]) == 1  # system-out only: passed
+    assert "req/s" in (got[("plain", "c=2")].findtext("system-out") or "")
+    error = got[("missing-binary", "c=2")].find("error")
+    assert error is not None and "/nonexistent/server" in error.get("message", "")
+    assert got[("missing-binary", "c=4")].find("skipped") is not None
+    # a baseline that was ten times faster at c=2: that level fails the gate, the rest pass
+    raw = json.loads(run.read_text())
+    raw["stacks"][0]["levels"][0]["window"]["rps"] *= 10
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(raw))
+    judged = tmp_path / "judged.xml"
+    r = stackrace("report", str(run), "--baseline", str(base), "--junit", str(judged))
+    assert r.returncode == 1 and "REGRESSION plain @ c=2: qps" in r.stdout, r.stdout
+    got = cases(judged)
+    failure = got[("plain", "c=2")].find("failure")
+    assert failure is not None and failure.get("type") == "regression"
+    assert failure.get("message", "").startswith("qps ") and "qps<-10%" in (failure.text or "")
+    assert got[("plain", "c=4")].find("failure") is None
+    assert ("stackrace", "gate") in got and got[("stackrace", "gate")].find("failure") is None
+
+
+def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path: Path) -> None:
+    stacks = tmp_path / "stacks.toml"
+    shutil.copy(FIXTURE, stacks)
+    run = tmp_path / "run.json"
+    r = stackrace(
+        "--stacks-file", str(stacks), "bench", "--stacks", "plain:workers=2", *SHORT,
+        "--isolation", "rotate", "--json", str(run), "--no-progress",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    first = loads(run.read_bytes())
+    p = first.provenance
+    assert p is not None and first.machine.stackrace
+    assert p.stacks_file == str(stacks) and p.stacks_sha256 == hashlib.sha256(
+        stacks.read_bytes()
+    ).hexdigest()
+    (recipe,) = p.stacks
+    assert (recipe.name, recipe.block) == ("plain:workers=2", "plain")
+    assert recipe.overrides == {"workers": "2"}
+    python = str(Path(sys.executable).parent / "python")  # {python}: the venv's
+    assert recipe.command == [python, str(ROOT / "tests/servers/testserver.py"), "{port}"]
+    assert set(p.definitions) == {"plain"}
+    # the stacks file is gone, and the run is made again from a directory without one:
+    # the run's recorded stack blocks are started (the shipped file has no 'plain')
+    stacks.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = tmp_path / "again.json"
+    r = stackrace("bench", "--from", str(run), "--json", str(again), cwd=elsewhere)
+    assert r.returncode == 0, r.stderr
+    second = loads(again.read_bytes())
+    assert second.settings == first.settings.__class__(
+        **{**_fields(first.settings), "placement": second.settings.placement}
+    )
+    assert [s.name for s in second.stacks] == ["plain:workers=2"]
+    assert second.provenance is not None and second.provenance.rerun_of == str(run)
+    assert second.provenance.definitions == p.definitions
+    # options given override the run's settings; a changed file is noted, not used
+    stacks.write_text(FIXTURE.read_text().replace('title = "test server"', 'title = "changed"'))
+    third = tmp_path / "third.json"
+    r = stackrace(
+        "bench", "--from", str(run), "--concurrency", "3", "--json", str(third), cwd=elsewhere
+    )
+    assert r.returncode == 0, r.stderr
+    assert "has changed since the run" in r.stderr
+    rerun = loads(third.read_bytes())
+    assert rerun.settings.concurrency == [3] and rerun.settings.duration == 0.5
+    assert rerun.stacks[0].title.startswith("test server")
+
+
+def _fields(settings: object) -> dict:
+    return {f: getattr(settings, f) for f in settings.__struct_fields__}  # type: ignore[attr-defined]
+
+
+def test_from_is_checked_before_any_load(tmp_path: Path) -> None:
+    r = stackrace("bench", "--from", str(tmp_path / "missing.json"))
+    assert r.returncode == 2 and "missing.json: cannot read" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    (tmp_path / "x.json").write_text("{}")
+    r = stackrace("bench", "--from", str(tmp_path / "x.json"), "--preset", "sync-ceiling")
+    assert r.returncode == 2 and "give one of them" in r.stderr
