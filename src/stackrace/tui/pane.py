@@ -367,8 +367,10 @@ class StackPane(Vertical, can_focus=True):
         if t is not None and new_interval:
             self._show_interval(t.interval, due)
         # the verdict line follows the verdict at once (its colour does: the class)
-        verdict_changed = v != self._verdict_shown
-        self._verdict_shown = v
+        # (its kind and level: the figures in it change every interval, redrawn when due)
+        shown = (v.kind, v.level) if v is not None else None
+        verdict_changed = shown != self._verdict_shown
+        self._verdict_shown = shown
         if due or changed or verdict_changed or "head" not in self._texts:
             level = ""
             if t is not None:
