@@ -69,8 +69,8 @@ def run_stackrace(url: str, c: int, secs: int) -> str:
     a = json.loads(out)["accounting"]
     fails = json.loads(out)["total"]["failures"]
     return (
-        f"sent {a['sent']:,}: {a['answered']:,} answered, {a['failed_no_answer']:,} failed "
-        f"{fails or ''}, {a['waiting']:,} still waiting (oldest {a['oldest_wait_us'] / 1e6:.1f}s)"
+        f"sent {a['sent']:,}: {a['answered']:,} answered, {a['failed_no_answer']:,} failed"
+        f"{' ' + str(fails) if fails else ''}, {a['waiting']:,} still waiting (oldest {a['oldest_wait_us'] / 1e6:.1f}s)"
     )
 
 
