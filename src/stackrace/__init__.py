@@ -1,3 +1,3 @@
 """stackrace: race web-server stacks side by side, live."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
