@@ -70,7 +70,8 @@ def run_stackrace(url: str, c: int, secs: int) -> str:
     fails = json.loads(out)["total"]["failures"]
     return (
         f"sent {a['sent']:,}: {a['answered']:,} answered, {a['failed_no_answer']:,} failed"
-        f"{' ' + str(fails) if fails else ''}, {a['waiting']:,} still waiting (oldest {a['oldest_wait_us'] / 1e6:.1f}s)"
+        f"{' ' + str(fails) if fails else ''}, {a['waiting']:,} still waiting"
+        f" (oldest {a['oldest_wait_us'] / 1e6:.1f}s)"
     )
 
 
