@@ -64,6 +64,19 @@ async def test_a_verdict_belongs_to_its_level_and_clears_when_the_load_drops():
         assert line.startswith("✓ not broken at c=1") and "broke first at c=20" in line
 
 
+async def test_a_single_level_is_not_called_unbroken():
+    # started straight at c=50 (--go): nothing lower was measured, so the breaking rule
+    # has nothing to compare with; "not broken" would claim what was never tested
+    async for race in open_race(plan(stacks=("uvicorn",), concurrency=50)):
+        await race.advance(14)
+        line = race.text("#pane-uvicorn #breaking")
+        assert line.startswith("✓ no failures at c=50 · no lower level to compare"), line
+        await _level(race, 1, steps=14)
+        assert race.text("#pane-uvicorn #breaking").startswith("✓ not broken at c=1")
+        await _level(race, 50, steps=14)
+        assert race.text("#pane-uvicorn #breaking").startswith("✓ not broken at c=50")
+
+
 async def test_a_queue_reads_as_a_queue_not_as_health():
     async for race in open_race(plan(stacks=("gunicorn-sync",), concurrency=1000)):
         await race.advance(24)

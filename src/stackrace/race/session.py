@@ -81,6 +81,10 @@ class PaneView:
     url: str = ""  # what the engine loads
     synthetic: bool = False  # a model's figures (--demo), not a measurement
     judged: bool = False  # the level running now was measured long enough to judge
+    # a lower level was measured too (or this is c=1): the breaking rule compares levels,
+    # so a queue or a CPU limit shows only against one; without it, "not broken" would
+    # claim more than was tested
+    compared: bool = False
 
 
 @dataclass
@@ -306,6 +310,12 @@ class Session:
         step = self.levels.current_step(mid)
         return step is not None and step.enough
 
+    def _compared(self, mid: str) -> bool:
+        level = self.levels.current_level(mid)
+        if level is None:
+            return False
+        return level <= 1 or any(s.level < level for s in self.levels.results(mid))
+
     def _step_at(self, mid: str, level: int) -> StepResult | None:
         return next((s for s in self.levels.results(mid) if s.level == level), None)
 
@@ -423,6 +433,7 @@ class Session:
                     url=m.url,
                     synthetic=self.synthetic,
                     judged=self._judged(mid),
+                    compared=self._compared(mid),
                 )
             )
         ramp = self.replay_ramp

@@ -421,8 +421,11 @@ class StackPane(Vertical, can_focus=True):
         elif view.target is not None and view.state in (StackState.READY, StackState.WARMING):
             t = view.target
             now = fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)
-            if view.judged:
+            if view.judged and view.compared:
                 line.append(f"✓ not broken at {now}", style="green")
+            elif view.judged:
+                line.append(f"✓ no failures at {now}", style="green")
+                line.append(" · no lower level to compare (r ramps)", style="dim")
             else:
                 # a new level is judged after a second of figures: until then, no verdict
                 line.append(f"… measuring {now}", style="dim")
