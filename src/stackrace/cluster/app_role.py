@@ -107,6 +107,11 @@ class RemoteLauncher:
         self._refresher: asyncio.Task[None] | None = None
         self._crashed_seen: set[str] = set()
         self._closed = False
+        # Status answers cross the network and the background refresh overlaps stop():
+        # an answer asked for before a later one was applied is stale and dropped, or a
+        # stack just stopped would read "ready" again.
+        self._asked = 0
+        self._applied = 0
 
     async def __aenter__(self) -> RemoteLauncher:
         return self
@@ -139,7 +144,12 @@ class RemoteLauncher:
                 await self.refresh()
 
     async def refresh(self) -> None:
+        self._asked += 1
+        asked = self._asked
         statuses: list[StackStatus] = await call(self.actor.status.remote(self._sample))
+        if asked < self._applied:
+            return
+        self._applied = asked
         for st in statuses:
             rs = self.running.get(st.name)
             if rs is not None:
@@ -159,6 +169,8 @@ class RemoteLauncher:
             st = await call(self.actor.stop.remote(rs.name))
             if st is not None:
                 rs.status = st
+                self._asked += 1  # every status asked for before this one is stale
+                self._applied = self._asked
 
     async def stop_all(self) -> None:
         with contextlib.suppress(Exception):
