@@ -55,22 +55,7 @@ def app_command(argv: list[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        from textual_serve.server import Server
-    except ImportError:
-        print(
-            "stackrace web: textual-serve is not installed (pip install textual-serve)",
-            file=sys.stderr,
-        )
-        return 2
+    from stackrace.tui.web import serve
+
     argv = getattr(args, "argv", None) or sys.argv[1:]
-    command = app_command(argv)
-    server = Server(
-        command,
-        host=args.host,
-        port=args.port,
-        title="stackrace",
-        public_url=args.public_url,
-    )
-    server.serve()
-    return 0
+    return serve(app_command(argv), args.host, args.port, args.public_url)
