@@ -96,6 +96,11 @@ class StepResult:
         return sum(n for k, n in w.failures.items() if k != ABANDONED) + w.stale
 
     @property
+    def errors(self) -> int:
+        """Failures the server answers for, without the stale waiting requests."""
+        return self.failed - self.window.stale
+
+    @property
     def attempts(self) -> int:
         return attempts(self.window) + self.window.stale
 
@@ -153,9 +158,8 @@ def judge(step: StepResult, previous: StepResult | None, low_p99: int) -> Verdic
     def verdict(kind: str, reason: str) -> Verdict:
         return Verdict(step.level, kind, reason, step.p99_us, step.rps)
 
-    errors = step.failed - step.stale
-    if step.attempts and errors / step.attempts > FAILURE_RATIO:
-        return verdict(FAILING, f"{100 * errors / step.attempts:.1f}% failed")
+    if step.attempts and step.errors / step.attempts > FAILURE_RATIO:
+        return verdict(FAILING, f"{100 * step.errors / step.attempts:.1f}% failed")
     stale = step.attempts > 0 and step.stale / step.attempts > FAILURE_RATIO
     flat = (
         previous is not None

@@ -93,13 +93,21 @@ def plan(stacks=FOUR, concurrency=10, workload="io", rate=None) -> RacePlan:
     )
 
 
-async def open_race(p: RacePlan) -> AsyncIterator[Race]:
-    session = synthetic_session()
+async def open_race(
+    p: RacePlan,
+    session: Session | None = None,
+    size: tuple[int, int] = SIZE,
+    settle: int = 1,
+) -> AsyncIterator[Race]:
+    """The app on `p` over the synthetic engine (or `session`, a test's own, with a
+    recorder or a ghost), already advanced `settle` intervals."""
+    session = session or synthetic_session()
     app = StackraceApp(session, p, list(CATALOG), show_picker=False, tick_interval=None)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await pilot.pause()
         race = Race(app, pilot, session)
-        await race.advance(1)
+        if settle:
+            await race.advance(settle)
         yield race
 
 

@@ -6,31 +6,17 @@ from __future__ import annotations
 import pytest
 
 from stackrace.race.demo import MODELS
-from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber, block_lines, glyph_rows, layout
 from stackrace.tui.pane import StackPane
 from stackrace.tui.slider import ConcurrencySlider
 from stackrace.tui.spark import ScaledSparkline, bars
-from tests.tui.conftest import Race, plan, synthetic_session
+from tests.tui.conftest import open_race, plan
 
 EIGHT = tuple(list(MODELS)[:8])
 
 
 async def sized_race(size: tuple[int, int], stacks: tuple[str, ...], concurrency: int = 200):
-    session = synthetic_session()
-    from stackrace.race.demo import CATALOG
-
-    app = StackraceApp(
-        session,
-        plan(stacks=stacks, concurrency=concurrency),
-        list(CATALOG),
-        show_picker=False,
-        tick_interval=None,
-    )
-    async with app.run_test(size=size) as pilot:
-        await pilot.pause()
-        race = Race(app, pilot, session)
-        await race.advance(30)
+    async for race in open_race(plan(stacks=stacks, concurrency=concurrency), size=size, settle=30):
         yield race
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stackrace.race.demo import CATALOG
 from stackrace.race.ghost import load_ghost
 from stackrace.race.recording import (
     Command,
@@ -19,7 +18,7 @@ from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.ghost import GhostPane
 from stackrace.tui.slider import ConcurrencySlider
-from tests.tui.conftest import SIZE, Race, plan, synthetic_session
+from tests.tui.conftest import SIZE, open_race, plan, synthetic_session
 
 
 def bench_run_file(path: Path) -> Path:
@@ -71,17 +70,8 @@ async def record_race(path: Path) -> dict[str, str]:
     """A synthetic race at c=10 then c=200 (a slider move), recorded; the figures shown."""
     session = synthetic_session()
     session.listeners.append(Recorder(path, clock=session.engine.clock))
-    app = StackraceApp(
-        session,
-        plan(stacks=("gunicorn-sync", "uvicorn")),
-        list(CATALOG),
-        show_picker=False,
-        tick_interval=None,
-    )
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        race = Race(app, pilot, session)
-        await race.advance(16)
+    async for race in open_race(plan(stacks=("gunicorn-sync", "uvicorn")), session, settle=16):
+        pilot = race.pilot
         slider = race.screen.query_one("#level", ConcurrencySlider)
         slider.focus()
         await pilot.press("right", "right", "right")  # 10 -> 20 -> 50 -> 100
@@ -197,17 +187,8 @@ async def test_ghosts_from_a_recording_and_a_bench_run_beside_live_panes(tmp_pat
     # in the app: one dashed pane per ghost stack, after the live ones, at the live level
     session = synthetic_session()
     session.ghosts.append(bench)
-    app = StackraceApp(
-        session,
-        plan(stacks=("gunicorn-sync",), concurrency=100),
-        list(CATALOG),
-        show_picker=False,
-        tick_interval=None,
-    )
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        race = Race(app, pilot, session)
-        await race.advance(8)
+    one = plan(stacks=("gunicorn-sync",), concurrency=100)
+    async for race in open_race(one, session, settle=8):
         ghosts = list(race.screen.query(GhostPane))
         assert len(ghosts) == 1
         head = race.screen.query_one(f"#{ghosts[0].id} .ghost-head")

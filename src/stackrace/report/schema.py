@@ -155,6 +155,15 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
 
         return step_result(self.level, self.window).failure_ratio
 
+    @property
+    def error_rate(self) -> float:
+        """Failed among the requests that ended (answered or failed): the share that
+        matches the failure count; stale waiting clients are reported apart."""
+        from stackrace.ramp import attempts, step_result
+
+        ended = attempts(self.window)
+        return step_result(self.level, self.window).errors / ended if ended else 0.0
+
 
 class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     name: str

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 
-from stackrace.engine.model import ABANDONED
-from stackrace.ramp import attempts
 from stackrace.report import thennow
 from stackrace.report.schema import BenchRun, Level, StackResult
 from stackrace.units import fmt_bytes, fmt_us
@@ -55,15 +53,9 @@ def _mem(level: Level) -> str:
 
 
 def _failures(level: Level) -> str:
-    # The share is of the requests that ended (answered or failed), so it matches the
-    # count beside it; stale waiting clients, which the breaking rule also counts as
-    # failing, are in the waiting column and the level's notes, not in this figure.
     if not level.failures:
         return "0"
-    n = sum(level.failures.values())
-    ended = attempts(level.window)
-    share = sum(v for k, v in level.failures.items() if k != ABANDONED) / ended if ended else 0.0
-    return f"{share * 100:.1f}% ({n})"
+    return f"{level.error_rate * 100:.1f}% ({sum(level.failures.values())})"
 
 
 def rows(run: BenchRun) -> list[list[str]]:
