@@ -249,7 +249,7 @@ class LevelLog:
 
     def feed(self, snap: EngineSnapshot) -> None:
         for t in snap.targets:
-            level = round(t.rate) if t.rate else t.concurrency
+            level = t.level
             if self._ignored.get(t.id) == (level, bool(t.rate)):
                 continue
             self._ignored.pop(t.id, None)

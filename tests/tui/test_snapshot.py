@@ -57,16 +57,9 @@ async def test_snapshot_picker():
 
 
 async def test_snapshot_small_terminal_keeps_the_essentials():
-    import tests.tui.conftest as c
-
-    size = c.SIZE
-    c.SIZE = (100, 30)
-    try:
-        async for race in open_race(plan(concurrency=1000)):
-            await race.advance(24)
-            check_snapshot("race_100x30_c1000", race.app.export_screenshot())
-    finally:
-        c.SIZE = size
+    async for race in open_race(plan(concurrency=1000), size=(100, 30)):
+        await race.advance(24)
+        check_snapshot("race_100x30_c1000", race.app.export_screenshot())
 
 
 async def test_snapshot_projector_mode():

@@ -173,6 +173,11 @@ class TargetSnapshot(msgspec.Struct):
     # An engine process of this target ran near 100 % of its core this interval.
     saturated: bool = False
 
+    @property
+    def level(self) -> int:
+        """The load asked of it: req/s in rate mode (rounded), else connections."""
+        return round(self.rate) if self.rate else self.concurrency
+
 
 class EngineSnapshot(msgspec.Struct):
     """What every consumer (CLI, TUI, bench) reads, once per interval."""

@@ -286,8 +286,7 @@ class Session:
         for t in snap.targets:
             if t.id in self.core.members:
                 tracker = self.warmups.setdefault(t.id, WarmupTracker())
-                level = round(t.rate) if t.rate else t.concurrency
-                tracker.feed(level, t.interval.requests, t.interval.seconds)
+                tracker.feed(t.level, t.interval.requests, t.interval.seconds)
 
     def _verdict(self, mid: str) -> tuple[Verdict | None, str]:
         """The current level's verdict and its proof, held while its level runs (see

@@ -374,7 +374,7 @@ class StackPane(Vertical, can_focus=True):
         if due or changed or verdict_changed or "head" not in self._texts:
             level = ""
             if t is not None:
-                level = fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)
+                level = fmt_level(t.level, rate_mode)
                 level += f" · {t.connections:,} open"
             path = _path_of(view.url)
             self._set("head", f"{self._family}  {level}" + (f"  GET {path}" if path else ""))
@@ -420,7 +420,7 @@ class StackPane(Vertical, can_focus=True):
             line.append(view.behind[16:])
         elif view.target is not None and view.state in (StackState.READY, StackState.WARMING):
             t = view.target
-            now = fmt_level(round(t.rate) if t.rate else t.concurrency, rate_mode)
+            now = fmt_level(t.level, rate_mode)
             if view.judged and view.compared:
                 line.append(f"✓ not broken at {now}", style="green")
             elif view.judged:
