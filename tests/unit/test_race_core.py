@@ -125,3 +125,26 @@ def test_bench_auto_isolation_matches_what_the_cores_allow():
     assert choose_isolation("auto", 4, None, 2)[0] == "rotate"
     assert choose_isolation("auto", 2, 1, 4)[0] == "parallel"
     assert choose_isolation("parallel", 4, None, 2)[0] == "parallel"
+
+
+class SlowAttachEngine(SyntheticEngine):
+    """Adding a target takes time, as a cluster's engine does: other stacks' starts go
+    on meanwhile (here: the engine's clock runs a few steps)."""
+
+    async def add_target(self, spec, cpus=None, procs=None) -> None:
+        for _ in range(8):
+            self.step()
+        await super().add_target(spec, cpus, procs)
+
+
+async def test_wait_ready_attaches_a_member_that_became_ready_during_another_attach():
+    # CI caught bench saying "did not start in time" of a stack that was ready: it
+    # became ready while wait_ready's poll awaited the other stack's attach
+    engine = SlowAttachEngine()
+    core = RaceCore(engine, DemoSource(engine), clock=engine.clock, sample_every=0.0)
+    # aiohttp first: poll() has looked at it (starting) before go's attach lets it start
+    await core.start(["aiohttp", "go-nethttp"])  # go starts in 1 step, aiohttp in 6
+    engine.step()
+    await core.wait_ready(["aiohttp", "go-nethttp"], timeout=5)
+    assert set(core.attached()) == {"go-nethttp", "aiohttp"}
+    await core.stop()

@@ -135,7 +135,13 @@ class RemoteLauncher:
             raise LaunchError(reply.error, reply.log_tail)
         rs = RemoteStack(reply.status, stack, self.actor)
         self.running[rs.name] = rs
+        self._mark_applied()  # a status asked for during the start would say "starting"
         return rs
+
+    def _mark_applied(self) -> None:
+        """A status just came with a reply: every one asked for before it is stale."""
+        self._asked += 1
+        self._applied = self._asked
 
     async def _refresh_loop(self) -> None:
         while not self._closed:
@@ -169,8 +175,7 @@ class RemoteLauncher:
             st = await call(self.actor.stop.remote(rs.name))
             if st is not None:
                 rs.status = st
-                self._asked += 1  # every status asked for before this one is stale
-                self._applied = self._asked
+                self._mark_applied()
 
     async def stop_all(self) -> None:
         with contextlib.suppress(Exception):
@@ -204,7 +209,7 @@ class RemoteMember:
         self.family = stack.spec.family
         self._source = source
         self._rs: RemoteStack | None = None
-        self.error: str | None = None
+        self._error: str | None = None
         self._tail: tuple[float, str] = (0.0, "")  # (when fetched, text): see log_tail
         self._task = asyncio.ensure_future(self._start())
 
@@ -214,10 +219,24 @@ class RemoteMember:
             self._rs = await launcher.start(self.stack)
         except LaunchError as exc:
             self.error = str(exc)
+        except Exception as exc:  # the app host could not be placed or reached: say so,
+            # or the member would read "starting" until bench gives up on it
+            self.error = f"{self.stack.name}: {first_line(exc)}"
+
+    @property
+    def error(self) -> str | None:
+        """Why it did not start, or why it crashed on the app node."""
+        if self._error is None and self._rs is not None:
+            return self._rs.error if self._rs.state in ("crashed", "failed") else None
+        return self._error
+
+    @error.setter
+    def error(self, why: str | None) -> None:
+        self._error = why
 
     @property
     def state(self) -> StackState:
-        if self.error is not None:
+        if self._error is not None:
             return StackState.CRASHED
         if self._rs is None:
             return StackState.STARTING

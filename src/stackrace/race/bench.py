@@ -508,7 +508,16 @@ async def run_bench(
                 if m.attached:
                     running.append(i)
                     continue
-                why = m.refused or getattr(m.handle, "error", None) or "did not start in time"
+                state = m.handle.state
+                why = (
+                    m.refused
+                    or getattr(m.handle, "error", None)
+                    or (
+                        f"{state} before its load began"
+                        if state in (StackState.CRASHED, StackState.STOPPED)
+                        else f"not ready within {timeout:g}s"
+                    )
+                )
                 rec.by_name[i].error = why.split("\n")[0]
                 progress(f"✗ {i}: {why}")
                 await core.stop_member(i)

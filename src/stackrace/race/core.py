@@ -299,12 +299,15 @@ class RaceCore:
         end = self.clock() + timeout
         while self.clock() < end:
             await self.poll()
+            # "attached", not "no longer starting": a member can become ready while poll()
+            # awaits another's attach, and would be left out of the race unattached
             pending = [
                 i
                 for i in ids
                 if i in self.members
-                and self.members[i].handle.state == StackState.STARTING
+                and not self.members[i].attached
                 and self.members[i].refused is None
+                and self.members[i].handle.state not in (StackState.CRASHED, StackState.STOPPED)
             ]
             if not pending:
                 return
