@@ -302,9 +302,7 @@ async def test_engine_limited_when_the_engine_is_starved_of_cpu(server: TestServ
     assert accounting.engine_limited(starved.total, starved.saturated), starved.total.lag
     # and with its core to itself, on a server that takes its time, it is not
     async with Engine(cpus=[cpu]) as engine:
-        await engine.add_target(
-            TargetSpec(id="b", url=server.url("/delay?ms=20"), concurrency=10)
-        )
+        await engine.add_target(TargetSpec(id="b", url=server.url("/delay?ms=20"), concurrency=10))
         await asyncio.sleep(1.5)
         calm = engine.latest.targets[0]
     assert not accounting.engine_limited(calm.total, calm.saturated), calm.total.lag

@@ -44,15 +44,26 @@ def urls(servers: list[TestServer]) -> dict[str, str]:
 def separate(targets: dict[str, str]) -> dict[str, float]:
     procs = {
         name: subprocess.Popen(
-            [sys.executable, "-m", "stackrace.cli", "load", url, "-c", str(CONC),
-             "-d", f"{SECONDS}s", "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+            [
+                sys.executable,
+                "-m",
+                "stackrace.cli",
+                "load",
+                url,
+                "-c",
+                str(CONC),
+                "-d",
+                f"{SECONDS}s",
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
         )
         for name, url in targets.items()
     }
     return {
-        name: json.loads(p.communicate(timeout=60)[0])["total"]["rps"]
-        for name, p in procs.items()
+        name: json.loads(p.communicate(timeout=60)[0])["total"]["rps"] for name, p in procs.items()
     }
 
 

@@ -98,9 +98,10 @@ def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path:
     first = loads(run.read_bytes())
     p = first.provenance
     assert p is not None and first.machine.stackrace
-    assert p.stacks_file == str(stacks) and p.stacks_sha256 == hashlib.sha256(
-        stacks.read_bytes()
-    ).hexdigest()
+    assert (
+        p.stacks_file == str(stacks)
+        and p.stacks_sha256 == hashlib.sha256(stacks.read_bytes()).hexdigest()
+    )
     (recipe,) = p.stacks
     assert (recipe.name, recipe.block) == ("plain:workers=2", "plain")
     assert recipe.overrides == {"workers": "2"}

@@ -130,8 +130,16 @@ def _address(proc: subprocess.Popen[str]) -> str:
 def test_load_serves_metrics_while_it_runs(server: TestServer) -> None:
     proc = subprocess.Popen(
         [
-            *STACKRACE, "load", server.url("/hello"), "-c", "4", "-d", "3s",
-            "--metrics", "127.0.0.1:0", "--json",
+            *STACKRACE,
+            "load",
+            server.url("/hello"),
+            "-c",
+            "4",
+            "-d",
+            "3s",
+            "--metrics",
+            "127.0.0.1:0",
+            "--json",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -161,9 +169,23 @@ def test_load_serves_metrics_while_it_runs(server: TestServer) -> None:
 def test_bench_serves_every_stack_with_its_resources(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [
-            *STACKRACE, "--stacks-file", str(FIXTURE), "bench", "--stacks", "plain,forking",
-            "--isolation", "parallel", "--concurrency", "4", "--duration", "3s",
-            "--warmup", "0.5s", "--metrics", "127.0.0.1:0", "--no-progress",
+            *STACKRACE,
+            "--stacks-file",
+            str(FIXTURE),
+            "bench",
+            "--stacks",
+            "plain,forking",
+            "--isolation",
+            "parallel",
+            "--concurrency",
+            "4",
+            "--duration",
+            "3s",
+            "--warmup",
+            "0.5s",
+            "--metrics",
+            "127.0.0.1:0",
+            "--no-progress",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -202,8 +224,15 @@ def test_the_app_serves_metrics(server: TestServer, tmp_path: Path) -> None:
     env = {**os.environ, "TERM": "xterm-256color", "STACKRACE_RUNS_DIR": str(tmp_path)}
     proc = subprocess.Popen(
         [
-            *STACKRACE, "--stacks-file", str(tmp_path / "none.toml"),
-            "--url", server.url("/hello"), "-c", "3", "--metrics", "127.0.0.1:0",
+            *STACKRACE,
+            "--stacks-file",
+            str(tmp_path / "none.toml"),
+            "--url",
+            server.url("/hello"),
+            "-c",
+            "3",
+            "--metrics",
+            "127.0.0.1:0",
         ],
         stdin=slave,
         stdout=slave,

@@ -64,9 +64,7 @@ def user_file(tmp_path: Path) -> Path:
 
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(STACKRACE), *args], capture_output=True, text=True, timeout=timeout
-    )
+    return subprocess.run([str(STACKRACE), *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_stacks_lists_every_stack_with_reason_and_fix(tmp_path: Path) -> None:

@@ -46,4 +46,3 @@ async def test_stack_serves_the_contract_and_leaves_nothing(name: str, tmp_path:
     assert live(pids) == [], f"{name}: left running: {live(pids)}"
     assert processes_mentioning(str(rs.run_dir)) == []
     assert wait_until(lambda: port_is_free(rs.port), 2.0), f"{name}: port {rs.port} still bound"
-

@@ -1,6 +1,6 @@
 """A server whose real work happens in a child it forks, like gunicorn's workers.
 
-    python forking_server.py PORT [--crash-after SECONDS] [--setsid]
+python forking_server.py PORT [--crash-after SECONDS] [--setsid]
 """
 
 from __future__ import annotations

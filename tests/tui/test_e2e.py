@@ -189,6 +189,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
 
         assert await wait_until(aged, 5), race.last_view
         assert "ms old" in pane.line("waiting") or " s old" in pane.line("waiting")
+
         def line_now() -> str:
             return str(race.query_one("#pane-url1 #breaking").content)
 

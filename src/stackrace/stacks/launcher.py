@@ -524,11 +524,7 @@ class Launcher:
 
     async def stop_all(self) -> None:
         await asyncio.gather(
-            *(
-                self.stop(rs)
-                for rs in list(self.running.values())
-                if not rs.reaped
-            )
+            *(self.stop(rs) for rs in list(self.running.values()) if not rs.reaped)
         )
 
     def close(self) -> None:
@@ -540,4 +536,3 @@ class Launcher:
         if self._root_lock is not None:
             os.close(self._root_lock)
             self._root_lock = None
-
