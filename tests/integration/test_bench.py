@@ -150,3 +150,42 @@ def test_bad_bench_arguments(tmp_path):
     assert r.returncode == 2
     r = stackrace("--stacks-file", str(FIXTURE), "bench", "--preset", "no-such-preset")
     assert r.returncode == 2 and "no preset" in r.stderr
+
+
+def test_repeats_pool_every_answer_and_show_their_range(tmp_path):
+    """--repeat 3 with a budget: every repeat sends exactly N, the level holds all 3N,
+    one req/s sample per repeat, and the tables show the range."""
+    out = {k: tmp_path / f"run.{k}" for k in ("json", "md", "csv")}
+    r = stackrace(
+        "--stacks-file",
+        str(FIXTURE),
+        "bench",
+        "--stacks",
+        "plain",
+        "--concurrency",
+        "4",
+        "--requests",
+        "300",
+        "--repeat",
+        "3",
+        "--warmup",
+        "0s",
+        "--json",
+        str(out["json"]),
+        "--markdown",
+        str(out["md"]),
+        "--csv",
+        str(out["csv"]),
+    )
+    assert r.returncode == 0, r.stderr
+    (lv,) = loads(out["json"].read_bytes()).stacks[0].levels
+    assert lv.requests == 900 and lv.window.sent == 900 and lv.window.waiting == 0
+    assert len(lv.samples) == 3 and all(x > 0 for x in lv.samples)
+    # pooled: every answer over all measured time, which lies within the repeats' range
+    assert min(lv.samples) * 0.999 <= lv.rps <= max(lv.samples) * 1.001
+    row = next(line for line in out["md"].read_text().splitlines() if line.startswith("| plain"))
+    assert f"({min(lv.samples):,.0f}–{max(lv.samples):,.0f})" in row
+    assert "measured up to 3 times" in out["md"].read_text()
+    header, line = out["csv"].read_text().strip().splitlines()
+    fields = dict(zip(header.split(","), line.split(","), strict=True))
+    assert fields["repeats"] == "3" and float(fields["rps_min"]) == round(min(lv.samples), 1)

@@ -91,6 +91,16 @@ def test_ratio_notes_a_saturated_engine():
     assert "engine saturated its core while loading a" in judge_claim(run, ratio(1.0)).reason
 
 
+def test_a_verdict_on_widely_spread_repeats_says_another_run_may_differ():
+    run = run_with({"a": [(10, 1200.0, None)], "b": [(10, 1000.0, None)]})
+    assert "repeats" not in judge_claim(run, ratio(1.0)).reason  # measured once
+    run.stacks[0].levels[0].samples = [1000.0, 1200.0, 1400.0]  # 33 % apart
+    run.stacks[1].levels[0].samples = [990.0, 1000.0, 1010.0]  # 2 %: not named
+    v = judge_claim(run, ratio(1.0))
+    assert v.status == HOLDS
+    assert "; its repeats spread widely (a 33%): another run may judge otherwise" in v.reason
+
+
 def test_ratio_without_a_level_uses_the_highest():
     run = run_with(
         {"a": [(10, 100.0, None), (100, 300.0, None)], "b": [(10, 100.0, None), (100, 100.0, None)]}

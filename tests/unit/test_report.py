@@ -175,3 +175,20 @@ def test_a_run_with_http_status_codes_reads_back():
     run.stacks[0].levels[0].window.status = {503: 7, 200: 10}
     again = loads(dumps(run))
     assert again.stacks[0].levels[0].window.status == {503: 7, 200: 10}
+
+
+def test_repeats_show_their_range_and_a_wide_one_is_marked():
+    run = make_run()
+    sync_low, sync_high = run.stacks[0].levels
+    sync_low.samples = [900.0, 1000.0, 1300.0]  # 40 % apart: a range, not a point
+    sync_high.samples = [990.0, 1000.0, 1010.0]  # 2 %: quiet
+    assert sync_low.spread == pytest.approx(0.4) and sync_high.spread == pytest.approx(0.02)
+    md = tables.markdown(run)
+    assert "| sync | 10 † | 1,000 (900–1,300) |" in md
+    assert "| sync | 100 ✗ | 1,000 (990–1,010) |" in md  # no † of its own
+    assert "sync @ 10: its 3 repeats differ by 40% (900–1,300 req/s)" in md
+    assert "measured up to 3 times" in md
+    header, first = tables.to_csv(run).splitlines()[:2]
+    fields = dict(zip(header.split(","), first.split(","), strict=True))
+    assert (fields["repeats"], fields["rps_min"], fields["rps_max"]) == ("3", "900.0", "1300.0")
+    assert run.stacks[1].levels[0].spread == 0.0  # measured once: no spread

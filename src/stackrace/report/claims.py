@@ -21,7 +21,15 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from stackrace.report.schema import CLAIM_KINDS, BenchRun, Claim, Figure, Level, StackResult
+from stackrace.report.schema import (
+    CLAIM_KINDS,
+    NOISY_SPREAD,
+    BenchRun,
+    Claim,
+    Figure,
+    Level,
+    StackResult,
+)
 
 HOLDS = "holds"
 FAILS = "does not hold"
@@ -93,6 +101,15 @@ def _saturation(levels: list[tuple[str, Level]]) -> str:
     return f"; the engine saturated its core while loading {', '.join(hot)}"
 
 
+def _noise(levels: list[tuple[str, Level]]) -> str:
+    """The repeats' spread, when it is wide enough to turn the verdict on another run."""
+    wide = [(name, lv.spread) for name, lv in levels if lv.spread > NOISY_SPREAD]
+    if not wide:
+        return ""
+    what = ", ".join(f"{name} {sp:.0%}" for name, sp in wide)
+    return f"; its repeats spread widely ({what}): another run may judge otherwise"
+
+
 def _within(value: float, claim: Claim) -> bool:
     if claim.at_least is not None and value < claim.at_least:
         return False
@@ -137,6 +154,7 @@ def _ratio(run: BenchRun, claim: Claim) -> Verdict:
     detail = (
         f"{a.name} {la.rps:,.0f} req/s / {b.name} {lb.rps:,.0f} req/s at c={la.concurrency}"
         + _saturation([(a.name, la), (b.name, lb)])
+        + _noise([(a.name, la), (b.name, lb)])
     )
     ok = _within(ratio, claim)
     reason = f"{detail}; the claim wants {_bounds(claim, '×')}"
@@ -162,11 +180,11 @@ def _ranking(run: BenchRun, claim: Claim) -> Verdict:
     tied = f" (ties within {claim.tolerance:.0%})" if claim.tolerance else ""
     if out_of_order:
         reason = f"out of the claimed order{where}: " + "; ".join(out_of_order)
-        return Verdict(claim, FAILS, now, reason + _saturation(figures))
+        return Verdict(claim, FAILS, now, reason + _saturation(figures) + _noise(figures))
     reason = f"in the claimed order{where}{tied}: " + ", ".join(
         f"{n} {lv.rps:,.0f}" for n, lv in figures
     )
-    return Verdict(claim, HOLDS, now, reason + _saturation(figures))
+    return Verdict(claim, HOLDS, now, reason + _saturation(figures) + _noise(figures))
 
 
 def _level_claim(claim: Claim, st: StackResult, found: int | None, what: str) -> Verdict:

@@ -25,7 +25,6 @@ cause, when:
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass, field
 
 from stackrace.report.schema import BenchRun, Level, Settings
@@ -86,14 +85,6 @@ def metric_value(level: Level, metric: str) -> float:
     if metric == "cpu":
         return level.cpu_percent
     return float(getattr(level.latency, metric))
-
-
-def spread(level: Level) -> float:
-    """Relative run-to-run spread of req/s over the level's repeats (0 if measured once)."""
-    s = [x for x in level.samples if x > 0]
-    if len(s) < 2:
-        return 0.0
-    return (max(s) - min(s)) / statistics.median(s)
 
 
 def _fmt(metric: str, v: float) -> str:
@@ -175,7 +166,7 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
                 _absolute_only(verdict, where, lv, rules)
                 continue
             verdict.compared += 1
-            noise = max(spread(lv), spread(old))
+            noise = max(lv.spread, old.spread)
             for rule in rules:
                 new_v = metric_value(lv, rule.metric)
                 old_v = metric_value(old, rule.metric)

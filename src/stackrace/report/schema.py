@@ -11,11 +11,17 @@ with a default (as `provenance` was) keep the version: older files still read.
 
 from __future__ import annotations
 
+import statistics
+
 import msgspec
 
 from stackrace.config import StackDef
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.race_settings import RaceSettings
+
+# Repeats of one level further apart than this (relative to their median) make the
+# level's figure a range, not a point: a ranking within it can flip on the next run.
+NOISY_SPREAD = 0.10
 
 SCHEMA_VERSION = 2  # 2: every request accounted (window.sent/waiting), latency units named
 
@@ -147,6 +153,15 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     @property
     def level(self) -> int:
         return self.concurrency or int(self.rate or 0)
+
+    @property
+    def spread(self) -> float:
+        """Relative run-to-run spread of req/s over the level's repeats: (max − min) /
+        median of `samples`; 0 when measured once."""
+        s = [x for x in self.samples if x > 0]
+        if len(s) < 2:
+            return 0.0
+        return (max(s) - min(s)) / statistics.median(s)
 
     @property
     def failure_rate(self) -> float:

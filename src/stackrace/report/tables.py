@@ -6,7 +6,7 @@ import csv
 import io
 
 from stackrace.report import thennow
-from stackrace.report.schema import BenchRun, Level, StackResult
+from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
 from stackrace.units import fmt_bytes, fmt_us
 
 COLUMNS = (
@@ -31,9 +31,21 @@ def _waiting(level: Level) -> str:
     return f"{w.waiting:,} ({fmt_us(w.oldest_wait_us)})"
 
 
+def _rps(level: Level) -> str:
+    """req/s of all repeats pooled; with repeats, the lowest and highest in brackets."""
+    if len(level.samples) < 2:
+        return f"{level.rps:,.0f}"
+    return f"{level.rps:,.0f} ({min(level.samples):,.0f}–{max(level.samples):,.0f})"
+
+
 def flags(level: Level) -> list[str]:
     """What a reader must know before trusting a level's figures."""
     out = []
+    if level.spread > NOISY_SPREAD:
+        out.append(
+            f"its {len(level.samples)} repeats differ by {level.spread:.0%} "
+            f"({min(level.samples):,.0f}–{max(level.samples):,.0f} req/s)"
+        )
     if level.db_down:
         out.append("database down")
     if level.little is not None and not level.little.ok:
@@ -71,7 +83,7 @@ def rows(run: BenchRun) -> list[list[str]]:
                 [
                     stack.name,
                     f"{level.concurrency}{mark}" if level.rate is None else f"{level.rate:g}/s",
-                    f"{level.rps:,.0f}",
+                    _rps(level),
                     fmt_us(level.latency.p50),
                     fmt_us(level.latency.p99),
                     fmt_us(level.latency.p999),
@@ -119,6 +131,14 @@ def markdown(run: BenchRun) -> str:
         "figures come with a note. *waiting*: requests sent and not answered when the "
         "level ended (the oldest's age in brackets)."
     )
+    repeats = max((len(lv.samples) for st in run.stacks for lv in st.levels), default=1)
+    if repeats > 1:
+        lines.append(
+            f"Levels were measured up to {repeats} times: *req/s* is every repeat pooled "
+            "(all answers over all measured time), the lowest and highest repeat in "
+            "brackets; latencies, failures and waiting are of all repeats together, cpu the "
+            "median repeat's."
+        )
     if run.interrupted:
         lines.append(f"The run was interrupted ({run.interrupted}): later levels are missing.")
     then_now = thennow.markdown(run)  # the replayed experiment's figures and claims, if any
@@ -167,6 +187,9 @@ def to_csv(run: BenchRun) -> str:
             "engine_cpu",
             "engine_saturated",
             "breaking",
+            "repeats",
+            "rps_min",
+            "rps_max",
         ]
     )
     for st in run.stacks:
@@ -200,6 +223,9 @@ def to_csv(run: BenchRun) -> str:
                     f"{lv.engine_cpu:.1f}",
                     int(lv.engine_saturated),
                     int(st.breaking_point == lv.level),
+                    len(lv.samples) or 1,
+                    f"{min(lv.samples, default=lv.rps):.1f}",
+                    f"{max(lv.samples, default=lv.rps):.1f}",
                 ]
             )
     return buf.getvalue()
