@@ -181,6 +181,8 @@ def test_repeats_pool_every_answer_and_show_their_range(tmp_path):
     (lv,) = loads(out["json"].read_bytes()).stacks[0].levels
     assert lv.requests == 900 and lv.window.sent == 900 and lv.window.waiting == 0
     assert len(lv.samples) == 3 and all(x > 0 for x in lv.samples)
+    # latencies are of every repeat (the merged histograms), not the last one's
+    assert lv.latency.count == 900 and 0 < lv.latency.p50 <= lv.latency.p99
     # pooled: every answer over all measured time, which lies within the repeats' range
     assert min(lv.samples) * 0.999 <= lv.rps <= max(lv.samples) * 1.001
     row = next(line for line in out["md"].read_text().splitlines() if line.startswith("| plain"))

@@ -91,14 +91,26 @@ def test_ratio_notes_a_saturated_engine():
     assert "engine saturated its core while loading a" in judge_claim(run, ratio(1.0)).reason
 
 
-def test_a_verdict_on_widely_spread_repeats_says_another_run_may_differ():
+def test_a_verdict_within_the_repeats_spread_says_another_run_may_differ():
     run = run_with({"a": [(10, 1200.0, None)], "b": [(10, 1000.0, None)]})
     assert "repeats" not in judge_claim(run, ratio(1.0)).reason  # measured once
     run.stacks[0].levels[0].samples = [1000.0, 1200.0, 1400.0]  # 33 % apart
-    run.stacks[1].levels[0].samples = [990.0, 1000.0, 1010.0]  # 2 %: not named
-    v = judge_claim(run, ratio(1.0))
+    run.stacks[1].levels[0].samples = [990.0, 1000.0, 1010.0]  # 2 %
+    v = judge_claim(run, ratio(1.0))  # 1.20× against "at least 1×": 20 % from the line
     assert v.status == HOLDS
-    assert "; its repeats spread widely (a 33%): another run may judge otherwise" in v.reason
+    assert "within the repeats' spread (a / b is 20% from the line, their repeats 35%)" in v.reason
+    # the same spread on a verdict it cannot turn (2.4× from a 0.5× line) is not noise
+    assert "repeats" not in judge_claim(run, ratio(0.5)).reason
+
+
+def test_a_ranking_names_the_pairs_within_the_repeats_spread():
+    run = run_with({"a": [(10, 300.0, None)], "b": [(10, 200.0, None)], "c": [(10, 190.0, None)]})
+    for st in run.stacks:
+        lv = st.levels[0]
+        lv.samples = [lv.rps * 0.9, lv.rps, lv.rps * 1.1]  # 20 % each
+    v = judge_claim(run, ranking())
+    assert v.status == HOLDS
+    assert "b / c is 5% from the line" in v.reason and "a / b" not in v.reason
 
 
 def test_ratio_without_a_level_uses_the_highest():

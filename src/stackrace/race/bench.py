@@ -41,6 +41,7 @@ from stackrace import __version__
 from stackrace.config import Stack, placeholders, render
 from stackrace.db.watch import DbWatch
 from stackrace.engine.client import Engine
+from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import EngineSettings, WindowStats
 from stackrace.race import accounting
 from stackrace.race.core import (
@@ -207,7 +208,8 @@ class _Acc:
 
     def __init__(self) -> None:
         self.windows: list[WindowStats] = []
-        self.hist = None
+        self.hist: LatencyHistogram | None = None
+        self.hist_unc: LatencyHistogram | None = None
         self.cpu: list[float] = []
         self.cpu_us: list[float] = []
         self.wait: list[float] = []
@@ -216,11 +218,25 @@ class _Acc:
         self.db_down = False
 
 
-def merge_windows(windows: list[WindowStats]) -> WindowStats:
-    """Repeats of a level as one window: counts add, gauges are the last repeat's."""
+def merge_windows(
+    windows: list[WindowStats],
+    hist: LatencyHistogram | None = None,
+    hist_unc: LatencyHistogram | None = None,
+) -> WindowStats:
+    """Repeats of a level as one window: counts add; latencies come from the repeats'
+    merged histograms (`hist`, and `hist_unc` in rate mode); the requests in flight are
+    the time-average over all repeats; the other gauges (waiting, the oldest wait, the
+    engine's lag and CPU) are the last repeat's."""
     if len(windows) == 1:
         return windows[0]
     out = msgspec.structs.replace(windows[-1])
+    if hist is not None:
+        out.latency = hist.summary()
+    if hist_unc is not None and out.latency_uncorrected is not None:
+        out.latency_uncorrected = hist_unc.summary()
+    total_s = sum(w.seconds for w in windows)
+    if total_s > 0:
+        out.in_flight = sum(w.in_flight * w.seconds for w in windows) / total_s
     out.seconds = sum(w.seconds for w in windows)
     out.sent = sum(w.sent for w in windows)
     out.carried_in = sum(w.carried_in for w in windows)
@@ -278,8 +294,10 @@ class LevelRunner:
         else:
             await self.core.set_concurrency(level, ids)
 
-    async def _warm(self, ids: list[str]) -> None:
+    async def _warm(self, ids: list[str], full: bool = True) -> None:
         await asyncio.sleep(0.3)  # connections open, retired ones drain
+        if not full:
+            return
         if self.s.warmup > 0:
             await asyncio.sleep(self.s.warmup)
         if self.s.warmup_requests > 0:
@@ -346,12 +364,14 @@ class LevelRunner:
     async def level(self, ids: list[str], level: int) -> dict[str, Level]:
         accs = {i: _Acc() for i in ids}
         before = {i: self.core.sample_now(i) for i in ids}
-        for _ in range(self.s.repeat):
+        for k in range(self.s.repeat):
             live = [i for i in ids if i not in self._crashed(ids)]
             if not live:
                 break
             await self._set_level(live, level)
-            await self._warm(live)
+            # the load goes on between repeats, so the stacks stay warm: the warm-up
+            # (seconds, requests) comes once per level, before its first repeat
+            await self._warm(live, full=k == 0)
             started = time.monotonic()
             if self.s.requests and self.s.rate is None:
                 await self._measure_budget(live)
@@ -371,6 +391,12 @@ class LevelRunner:
                     a.hist = h
                 else:
                     a.hist.add(h)
+                if self.s.rate is not None:
+                    hu = self.core.engine.total_histogram(i, uncorrected=True)
+                    if a.hist_unc is None:
+                        a.hist_unc = hu
+                    else:
+                        a.hist_unc.add(hu)
                 res = self.core.sample_now(i)
                 if res is not None:
                     a.cpu.append(res.cpu_percent)
@@ -386,7 +412,7 @@ class LevelRunner:
             a = accs[i]
             if not a.windows:
                 continue
-            window = merge_windows(a.windows)
+            window = merge_windows(a.windows, a.hist, a.hist_unc)
             after = self.core.members[i].resources or before[i]
             out[i] = self._level(level, window, a, before[i], after)
         return out

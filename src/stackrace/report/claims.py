@@ -101,13 +101,26 @@ def _saturation(levels: list[tuple[str, Level]]) -> str:
     return f"; the engine saturated its core while loading {', '.join(hot)}"
 
 
-def _noise(levels: list[tuple[str, Level]]) -> str:
-    """The repeats' spread, when it is wide enough to turn the verdict on another run."""
-    wide = [(name, lv.spread) for name, lv in levels if lv.spread > NOISY_SPREAD]
-    if not wide:
+def _noise(pairs: list[tuple[tuple[str, Level], tuple[str, Level], float]]) -> str:
+    """Where the repeats' spread could turn the verdict on another run.
+
+    Each entry is two compared levels and how far, relatively, their ratio is from the
+    value where the verdict would change; a pair whose repeats spread (together) by more
+    than that distance is named. Spread on a verdict it cannot reach is not noise."""
+    close = []
+    for (na, la), (nb, lb), distance in pairs:
+        noise = la.spread + lb.spread
+        if noise > NOISY_SPREAD and distance < noise:
+            close.append(f"{na} / {nb} is {distance:.0%} from the line, their repeats {noise:.0%}")
+    if not close:
         return ""
-    what = ", ".join(f"{name} {sp:.0%}" for name, sp in wide)
-    return f"; its repeats spread widely ({what}): another run may judge otherwise"
+    return (
+        "; within the repeats' spread (" + "; ".join(close) + "): another run may judge otherwise"
+    )
+
+
+def _distance(value: float, line: float) -> float:
+    return abs(value - line) / line if line > 0 else float("inf")
 
 
 def _within(value: float, claim: Claim) -> bool:
@@ -154,8 +167,10 @@ def _ratio(run: BenchRun, claim: Claim) -> Verdict:
     detail = (
         f"{a.name} {la.rps:,.0f} req/s / {b.name} {lb.rps:,.0f} req/s at c={la.concurrency}"
         + _saturation([(a.name, la), (b.name, lb)])
-        + _noise([(a.name, la), (b.name, lb)])
     )
+    lines = [x for x in (claim.at_least, claim.at_most) if x is not None]
+    distance = min((_distance(ratio, x) for x in lines), default=float("inf"))
+    detail += _noise([((a.name, la), (b.name, lb), distance)])
     ok = _within(ratio, claim)
     reason = f"{detail}; the claim wants {_bounds(claim, '×')}"
     return Verdict(claim, HOLDS if ok else FAILS, now, reason)
@@ -171,7 +186,11 @@ def _ranking(run: BenchRun, claim: Claim) -> Verdict:
     measured = sorted(figures, key=lambda f: f[1].rps, reverse=True)
     now = " > ".join(name for name, _ in measured)
     out_of_order = []
+    close = []
     for (hi_name, hi), (lo_name, lo) in itertools.pairwise(figures):
+        if lo.rps > 0:
+            line = 1 - claim.tolerance  # where this pair would change sides
+            close.append(((hi_name, hi), (lo_name, lo), _distance(hi.rps / lo.rps, line)))
         # a pair counts as in order when the one claimed faster is not slower by more
         # than the tolerance (two stacks within noise of each other are tied)
         if hi.rps < lo.rps * (1 - claim.tolerance):
@@ -180,11 +199,11 @@ def _ranking(run: BenchRun, claim: Claim) -> Verdict:
     tied = f" (ties within {claim.tolerance:.0%})" if claim.tolerance else ""
     if out_of_order:
         reason = f"out of the claimed order{where}: " + "; ".join(out_of_order)
-        return Verdict(claim, FAILS, now, reason + _saturation(figures) + _noise(figures))
+        return Verdict(claim, FAILS, now, reason + _saturation(figures) + _noise(close))
     reason = f"in the claimed order{where}{tied}: " + ", ".join(
         f"{n} {lv.rps:,.0f}" for n, lv in figures
     )
-    return Verdict(claim, HOLDS, now, reason + _saturation(figures) + _noise(figures))
+    return Verdict(claim, HOLDS, now, reason + _saturation(figures) + _noise(close))
 
 
 def _level_claim(claim: Claim, st: StackResult, found: int | None, what: str) -> Verdict:
