@@ -5,6 +5,7 @@ engine that hid waiting clients fails here, not in a reader's hands."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,15 @@ def test_every_level_accounts_for_its_clients(path: Path):
             flagged = level.little is not None and not level.little.ok and level.little.reason
             assert covered or flagged, f"{where}: λW {explained:.0f} + waiting {w.waiting}"
             assert level.little is not None, where
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)
+def test_the_headline_figures_stand_at_each_level_s_top(path: Path):
+    """A reader without stackrace finds req/s, mean latency and waiting on the level
+    itself (as schema 1 had them), equal to the window's."""
+    raw = json.loads(path.read_bytes())
+    for stack in raw["stacks"]:
+        for level in stack["levels"]:
+            w = level["window"]
+            for key in ("rps", "requests", "waiting", "latency"):
+                assert level[key] == w[key], f"{path.name} {stack['name']}: {key}"

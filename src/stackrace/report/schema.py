@@ -96,7 +96,13 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     """One stack at one load level.
 
     `window` is the engine's accounting of the measured time: sent = requests (answered)
-    + failures without an answer + waiting; latencies in µs (`latency.unit`)."""
+    + failures without an answer + waiting; latencies in µs (`latency.unit`).
+
+    `rps`, `requests`, `waiting` and `latency` repeat the window's at the level's top, so
+    a reader of the file without stackrace (`jq '.stacks[].levels[].rps'`, a check of
+    req/s × mean latency + waiting against the connections) finds them where schema 1
+    had them. They are derived, never read: every construction, replace and decode sets
+    them from `window` (`__post_init__`), so they cannot disagree with it."""
 
     concurrency: int
     rate: float | None
@@ -116,6 +122,20 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     little: LittleLaw | None = None  # None in rate mode or with too little to judge
     db_down: bool = False  # the database was down during the level: not the stack's doing
     keepalive: bool = True
+    # derived from `window` (see the docstring)
+    rps: float = 0.0
+    requests: int = 0
+    waiting: int = 0
+    latency: LatencySummary = msgspec.field(default_factory=LatencySummary)
+
+    def __post_init__(self) -> None:
+        w = self.window
+        self.rps, self.requests, self.waiting, self.latency = (
+            w.rps,
+            w.requests,
+            w.waiting,
+            w.latency,
+        )
 
     # the figures every report reads, named as before
     @property
@@ -123,20 +143,8 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
         return self.window.seconds
 
     @property
-    def requests(self) -> int:
-        return self.window.requests
-
-    @property
     def ok(self) -> int:
         return self.window.ok
-
-    @property
-    def rps(self) -> float:
-        return self.window.rps
-
-    @property
-    def latency(self) -> LatencySummary:
-        return self.window.latency
 
     @property
     def latency_uncorrected(self) -> LatencySummary | None:
