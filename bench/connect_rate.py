@@ -18,44 +18,10 @@ the least a uvloop client can do per connection (create_connection, write, close
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
-from pathlib import Path
 
-from engine_vs_wrk import PORT, build_target, run_tool, served, start_server
-
-
-def commands(conc: int, secs: int) -> dict[str, list[str]]:
-    url = f"http://127.0.0.1:{PORT}/hello"
-    cmds = {
-        "stackrace": [
-            sys.executable,
-            "-m",
-            "stackrace.cli",
-            "load",
-            url,
-            "-c",
-            str(conc),
-            "-d",
-            f"{secs}s",
-            "--no-keepalive",
-            "--json",
-        ],
-        # the floor: a new uvloop connection per request and nothing else
-        "bare uvloop": [
-            sys.executable,
-            str(Path(__file__).parent / "bare_uvloop_client.py"),
-            url,
-            str(conc),
-            str(secs),
-            "close",
-        ],
-        "wrk": ["wrk", "-t1", f"-c{conc}", f"-d{secs}s", "-H", "Connection: close", url],
-    }
-    if shutil.which("ab"):
-        cmds["ab"] = ["ab", "-q", "-c", str(conc), "-t", str(secs), "-n", "100000000", url]
-    return cmds
+from engine_vs_wrk import build_target, require, run_tool, served, start_server, tool_commands
 
 
 def main() -> None:
@@ -64,14 +30,13 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=6)
     ap.add_argument("-c", "--concurrency", type=int, default=50)
     args = ap.parse_args()
-    for tool in ("go", "wrk", "taskset"):
-        if not shutil.which(tool):
-            raise SystemExit(f"needs {tool} on PATH")
+    require("go", "wrk", "taskset")
     server = start_server(build_target())
     res: dict[str, dict[str, list[float]]] = {}
     try:
         for rnd in range(args.rounds):
-            for name, cmd in commands(args.concurrency, args.duration).items():
+            cmds = tool_commands("/hello", args.concurrency, args.duration, close=True)
+            for name, cmd in cmds.items():
                 served()  # reset the server's count
                 _wall, cpu, _ = run_tool(cmd)
                 n = served()

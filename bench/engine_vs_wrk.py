@@ -71,38 +71,33 @@ def served() -> int:
         return int(r.read())
 
 
-def tool_commands(path: str, conc: int, secs: int) -> dict[str, list[str]]:
+def require(*tools: str) -> None:
+    for tool in tools:
+        if not shutil.which(tool):
+            raise SystemExit(f"needs {tool} on PATH")
+
+
+def tool_commands(path: str, conc: int, secs: int, close: bool = False) -> dict[str, list[str]]:
+    """Each tool's command line; `close`: a new connection per request (connect_rate.py)."""
     url = f"http://127.0.0.1:{PORT}{path}"
-    stackrace = [
-        sys.executable,
-        "-m",
-        "stackrace.cli",
-        "load",
-        url,
-        "-c",
-        str(conc),
-        "-d",
-        f"{secs}s",
-        "--json",
-    ]
-    bare = [
-        sys.executable,
-        str(ROOT / "bench" / "bare_uvloop_client.py"),
-        url,
-        str(conc),
-        str(secs),
-    ]
+    c, d = str(conc), f"{secs}s"
+    keep = [] if close else ["-k"]
     cmds = {
-        "stackrace": stackrace,
-        "bare uvloop": bare,
-        "wrk": ["wrk", "-t1", f"-c{conc}", f"-d{secs}s", "--latency", url],
-    }
+        "stackrace": [sys.executable, "-m", "stackrace.cli", "load", url, "-c", c, "-d", d,
+                      "--json", *(["--no-keepalive"] if close else [])],
+        "bare uvloop": [sys.executable, str(ROOT / "bench" / "bare_uvloop_client.py"), url, c,
+                        str(secs), *(["close"] if close else [])],
+        "wrk": ["wrk", "-t1", f"-c{c}", f"-d{d}", "--latency",
+                *(["-H", "Connection: close"] if close else []), url],
+    }  # fmt: skip
     if shutil.which("ab"):
-        cmds["ab -k"] = ["ab", "-k", "-q", "-c", str(conc), "-t", str(secs), "-n", "100000000", url]
+        name = "ab" if close else "ab -k"
+        cmds[name] = ["ab", *keep, "-q", "-c", c, "-t", str(secs), "-n", "100000000", url]
     if shutil.which("hey"):
-        cmds["hey"] = ["hey", "-c", str(conc), "-z", f"{secs}s", url]
+        cmds["hey"] = ["hey", *(["-disable-keepalive"] if close else []), "-c", c, "-z", d, url]
     if shutil.which("oha"):
-        cmds["oha"] = ["oha", "--no-tui", "-c", str(conc), "-z", f"{secs}s", url]
+        cmds["oha"] = ["oha", "--no-tui", *(["--disable-keepalive"] if close else []),
+                       "-c", c, "-z", d, url]  # fmt: skip
     return cmds
 
 
@@ -196,9 +191,7 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=8)
     ap.add_argument("-c", "--concurrency", type=int, default=50)
     args = ap.parse_args()
-    for tool in ("go", "wrk", "taskset"):
-        if not shutil.which(tool):
-            raise SystemExit(f"needs {tool} on PATH")
+    require("go", "wrk", "taskset")
     server = start_server(build_target())
     try:
         print(

@@ -33,28 +33,24 @@ def stackrace(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[s
     )
 
 
+_OUTPUT_FLAGS = {"json": "--json", "md": "--markdown", "csv": "--csv", "svg": "--chart"}
+
+
+def bench_to_files(
+    tmp_path: Path, kinds: tuple[str, ...], *args: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Path]]:
+    """`stackrace bench ARGS` on the fixture stacks, writing run.KIND for each kind."""
+    out = {k: tmp_path / f"run.{k}" for k in kinds}
+    files = [x for k in kinds for x in (_OUTPUT_FLAGS[k], str(out[k]))]
+    return stackrace("--stacks-file", str(FIXTURE), "bench", *args, *files), out
+
+
 def test_short_bench_writes_valid_json_markdown_csv_and_chart(tmp_path):
-    out = {k: tmp_path / f"run.{k}" for k in ("json", "md", "csv", "svg")}
-    r = stackrace(
-        "--stacks-file",
-        str(FIXTURE),
-        "bench",
-        "--stacks",
-        "plain,forking",
-        "--concurrency",
-        "2,8",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0.3s",
-        "--json",
-        str(out["json"]),
-        "--markdown",
-        str(out["md"]),
-        "--csv",
-        str(out["csv"]),
-        "--chart",
-        str(out["svg"]),
+    r, out = bench_to_files(
+        tmp_path,
+        ("json", "md", "csv", "svg"),
+        *("--stacks", "plain,forking", "--concurrency", "2,8"),
+        *("--duration", "1s", "--warmup", "0.3s"),
     )
     assert r.returncode == 0, r.stderr
     raw = json.loads(out["json"].read_text())
@@ -155,27 +151,11 @@ def test_bad_bench_arguments(tmp_path):
 def test_repeats_pool_every_answer_and_show_their_range(tmp_path):
     """--repeat 3 with a budget: every repeat sends exactly N, the level holds all 3N,
     one req/s sample per repeat, and the tables show the range."""
-    out = {k: tmp_path / f"run.{k}" for k in ("json", "md", "csv")}
-    r = stackrace(
-        "--stacks-file",
-        str(FIXTURE),
-        "bench",
-        "--stacks",
-        "plain",
-        "--concurrency",
-        "4",
-        "--requests",
-        "300",
-        "--repeat",
-        "3",
-        "--warmup",
-        "0s",
-        "--json",
-        str(out["json"]),
-        "--markdown",
-        str(out["md"]),
-        "--csv",
-        str(out["csv"]),
+    r, out = bench_to_files(
+        tmp_path,
+        ("json", "md", "csv"),
+        *("--stacks", "plain", "--concurrency", "4"),
+        *("--requests", "300", "--repeat", "3", "--warmup", "0s"),
     )
     assert r.returncode == 0, r.stderr
     (lv,) = loads(out["json"].read_bytes()).stacks[0].levels

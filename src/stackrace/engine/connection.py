@@ -68,6 +68,18 @@ def close_now(transport: asyncio.BaseTransport) -> None:
     transport.close()
 
 
+class _Discard:
+    """The parser of a connection we have ended: it reads nothing."""
+
+    __slots__ = ()
+
+    def feed_data(self, data: bytes) -> None:
+        pass
+
+
+_DISCARD = _Discard()
+
+
 class Connection(asyncio.Protocol):
     __slots__ = (
         "connect_ns",
@@ -129,8 +141,6 @@ class Connection(asyncio.Protocol):
             t.on_idle(self)
 
     def data_received(self, data: bytes) -> None:
-        if self.state == CLOSED:
-            return  # we have closed it (after a complete response, or failed it)
         self.target.bytes += len(data)
         if self.head is None:
             self.head = data
@@ -173,7 +183,7 @@ class Connection(asyncio.Protocol):
             t.fail_count(INVALID_BODY)
         if not (t.keepalive and parser.should_keep_alive()):  # type: ignore[union-attr]
             self.start_ns = 0
-            self.state = CLOSED
+            self._shut()
             if self.transport is not None:
                 close_now(self.transport)
             t.replace(self, now)
@@ -228,15 +238,26 @@ class Connection(asyncio.Protocol):
         t.last_done = perf_counter_ns()
         self.start_ns = 0
         self.intended_ns = 0
-        self.state = CLOSED
-        if self.transport is not None:
-            self.transport.abort()
+        self.abort()
         t.replace(self, perf_counter_ns())
 
     def close(self) -> None:
-        self.state = CLOSED
+        self._shut()
         if self.transport is not None:
             self.transport.close()
+
+    def abort(self) -> None:
+        self._shut()
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _shut(self) -> None:
+        """We end this connection: uvloop closes it a loop turn later, and whatever
+        arrives meanwhile is not an answer (its request was counted, failed or
+        abandoned already), so it goes to no parser."""
+        self.state = CLOSED
+        if self.parser is not None:
+            self.parser = _DISCARD  # type: ignore[assignment]
 
 
 def _close_delimited(head: bytes) -> bool:

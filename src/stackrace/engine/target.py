@@ -266,9 +266,7 @@ class Target:
     def _force_close(self, conn: Connection) -> None:
         if conn in self.conns:
             self.abandon(conn)
-            conn.state = CLOSED
-            if conn.transport is not None:
-                conn.transport.abort()
+            conn.abort()
             self._drop(conn)
 
     def _drop(self, conn: Connection) -> None:

@@ -234,10 +234,9 @@ def merge_windows(
         out.latency = hist.summary()
     if hist_unc is not None and out.latency_uncorrected is not None:
         out.latency_uncorrected = hist_unc.summary()
-    total_s = sum(w.seconds for w in windows)
-    if total_s > 0:
-        out.in_flight = sum(w.in_flight * w.seconds for w in windows) / total_s
     out.seconds = sum(w.seconds for w in windows)
+    if out.seconds > 0:
+        out.in_flight = sum(w.in_flight * w.seconds for w in windows) / out.seconds
     out.sent = sum(w.sent for w in windows)
     out.carried_in = sum(w.carried_in for w in windows)
     out.requests = sum(w.requests for w in windows)

@@ -187,9 +187,9 @@ def _ranking(run: BenchRun, claim: Claim) -> Verdict:
     now = " > ".join(name for name, _ in measured)
     out_of_order = []
     close = []
+    line = 1 - claim.tolerance  # the ratio at which a pair changes sides
     for (hi_name, hi), (lo_name, lo) in itertools.pairwise(figures):
         if lo.rps > 0:
-            line = 1 - claim.tolerance  # where this pair would change sides
             close.append(((hi_name, hi), (lo_name, lo), _distance(hi.rps / lo.rps, line)))
         # a pair counts as in order when the one claimed faster is not slower by more
         # than the tolerance (two stacks within noise of each other are tied)

@@ -163,6 +163,11 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
         return self.concurrency or int(self.rate or 0)
 
     @property
+    def rps_range(self) -> tuple[float, float]:
+        """The lowest and highest req/s of the level's repeats (its req/s if measured once)."""
+        return (min(self.samples), max(self.samples)) if self.samples else (self.rps, self.rps)
+
+    @property
     def spread(self) -> float:
         """Relative run-to-run spread of req/s over the level's repeats: (max − min) /
         median of `samples`; 0 when measured once."""

@@ -35,16 +35,18 @@ def _rps(level: Level) -> str:
     """req/s of all repeats pooled; with repeats, the lowest and highest in brackets."""
     if len(level.samples) < 2:
         return f"{level.rps:,.0f}"
-    return f"{level.rps:,.0f} ({min(level.samples):,.0f}–{max(level.samples):,.0f})"
+    low, high = level.rps_range
+    return f"{level.rps:,.0f} ({low:,.0f}–{high:,.0f})"
 
 
 def flags(level: Level) -> list[str]:
     """What a reader must know before trusting a level's figures."""
     out = []
     if level.spread > NOISY_SPREAD:
+        low, high = level.rps_range
         out.append(
             f"its {len(level.samples)} repeats differ by {level.spread:.0%} "
-            f"({min(level.samples):,.0f}–{max(level.samples):,.0f} req/s)"
+            f"({low:,.0f}–{high:,.0f} req/s)"
         )
     if level.db_down:
         out.append("database down")
@@ -224,8 +226,7 @@ def to_csv(run: BenchRun) -> str:
                     int(lv.engine_saturated),
                     int(st.breaking_point == lv.level),
                     len(lv.samples) or 1,
-                    f"{min(lv.samples, default=lv.rps):.1f}",
-                    f"{max(lv.samples, default=lv.rps):.1f}",
+                    *(f"{x:.1f}" for x in lv.rps_range),
                 ]
             )
     return buf.getvalue()
