@@ -1,8 +1,10 @@
-"""Shared helpers for tests: free ports, the test server process, its counters."""
+"""Shared helpers for tests: the real CLI, free ports, the test server process, its
+counters."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -10,7 +12,29 @@ import time
 import urllib.request
 from pathlib import Path
 
+ROOT = Path(__file__).parents[1]
 TESTSERVER = Path(__file__).parent / "servers" / "testserver.py"
+# the real `stackrace` command, as a user runs it, from this checkout's environment
+CLI = [sys.executable, "-m", "stackrace.cli"]
+
+
+def run_cli(
+    *args: str,
+    timeout: float = 120,
+    cwd: Path | None = ROOT,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `stackrace ARGS` to the end; stdin is closed, output captured as text, and
+    `env` is added to this process's environment."""
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **env} if env else None,
+        cwd=cwd,
+    )
 
 
 def free_port() -> int:

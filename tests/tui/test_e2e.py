@@ -204,3 +204,41 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
         assert first is not None and first.kind == "queueing" and first.level in (2, 5), first
         await pilot.press("q")
         await pilot.pause()
+
+
+async def test_clients_stuck_in_connect_show_as_connecting():
+    """A server whose accept queue is full (it never accepts; backlog 1): most clients
+    never get past connect. The pane counts them as waiting and says how many of those
+    are still connecting, so nobody reads the queue as requests the server holds."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        plan = RacePlan(
+            urls=(UrlTarget(f"http://127.0.0.1:{port}/", name="stuck"),),
+            settings=RaceSettings(workload="hello", timeout=5.0),
+            concurrency=20,
+        )
+        engine = Engine(EngineSettings(interval=0.25, timeout=5.0), per_target=True)
+        session = Session(RaceCore(engine, None, plan.settings))
+        app = StackraceApp(session, plan, [], show_picker=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            assert await wait_until(lambda: app.race is not None and len(app.race.panes) == 1, 10)
+            race = app.race
+            assert race is not None
+            pane = race.query_one("#pane-url1", StackPane)
+            seen: list[str] = []
+
+            def shown() -> bool:
+                seen.append(pane.line("waiting"))
+                return seen[-1].startswith("waiting 20 · ") and "connecting" in seen[-1]
+
+            assert await wait_until(shown, 5), seen[-3:]
+            view = race.last_view
+            assert view is not None and view.panes[0].target is not None
+            w = view.panes[0].target.interval
+            assert 17 <= w.connecting < w.waiting == 20, w
+            await pilot.press("q")
+            await pilot.pause()

@@ -21,6 +21,7 @@ from stackrace.engine.model import (
     BodyCheck,
     EngineSettings,
     EngineSnapshot,
+    LatencySummary,
     TargetSnapshot,
     TargetSpec,
 )
@@ -296,6 +297,8 @@ async def _drive(
                 "answered": t.total.requests,
                 "failed_no_answer": t.total.lost,
                 "waiting": t.total.waiting,
+                # of waiting: the connect was still under way, no byte of it was written
+                "connecting": t.total.connecting,
                 "oldest_wait_us": t.total.oldest_wait_us,
             },
             "little": None
@@ -328,12 +331,16 @@ async def _drive(
         attempts = (
             t.total.requests + t.total.failed - f.get("http_status", 0) - f.get("invalid_body", 0)
         )
-        print(
-            f"stackrace load: every request failed ({attempts} attempts, none succeeded)"
-            if attempts
-            else "stackrace load: no request was made",
-            file=sys.stderr,
-        )
+        w = t.total
+        if attempts:
+            why = f"every request failed ({attempts} attempts, none succeeded)"
+        elif w.waiting:
+            why = f"no answer: {w.waiting} requests were still waiting when the load stopped" + (
+                f" ({w.connecting} of them still connecting)" if w.connecting else ""
+            )
+        else:
+            why = "no request was made"
+        print(f"stackrace load: {why}", file=sys.stderr)
         return 1
     return 0
 
@@ -376,8 +383,12 @@ def _summary(
     label = "Latency (corrected)" if w.latency_uncorrected is not None else "Latency"
     print(f"  {label:<22}{'p50':>10}{'p90':>10}{'p99':>10}{'p99.9':>10}{'max':>10}{'mean':>10}")
 
-    def row(name: str, s: object) -> None:
-        vals = [s.p50, s.p90, s.p99, s.p999, s.max, s.mean]  # type: ignore[attr-defined]
+    def row(name: str, s: LatencySummary) -> None:
+        if not s.count:
+            # no answer, no latency: a row of zeros would read as instant answers
+            print(f"  {name:<22}{'no answers':>10}")
+            return
+        vals = [s.p50, s.p90, s.p99, s.p999, s.max, s.mean]
         print(f"  {name:<22}" + "".join(f"{fmt_us(v):>10}" for v in vals))
 
     row("", lat)
@@ -390,6 +401,7 @@ def _summary(
         f"  Sent {w.sent}: {w.requests} answered, {w.lost} failed without an answer, "
         f"{w.waiting} still waiting when the load stopped"
         + (f" (oldest {fmt_us(w.oldest_wait_us)})" if w.waiting else "")
+        + (f", {w.connecting} of them still connecting" if w.connecting else "")
     )
     if w.waiting and w.oldest_wait_us >= 0.5 * w.seconds * 1e6:
         print(

@@ -26,6 +26,7 @@ class WindowAccumulator:
         "budget_t0",
         "bytes",
         "carried_in",
+        "connecting",
         "cpu",
         "cpu_runs",
         "cpu_wait",
@@ -67,6 +68,7 @@ class WindowAccumulator:
         self.carried_in = carried_in
         self.waiting = carried_in
         self.unsent = 0
+        self.connecting = 0
         self.requests = 0
         self.ok = 0
         self.bytes = 0
@@ -96,6 +98,7 @@ class WindowAccumulator:
         if gauges:
             self.waiting += r.waiting
             self.unsent += r.unsent
+            self.connecting += r.connecting
             self.waiting_ages.add_sparse(r.waiting_ages)
         self.inflight_sum += r.inflight_sum
         self.inflight_n = max(self.inflight_n, r.inflight_samples)
@@ -139,6 +142,7 @@ class WindowAccumulator:
         # gauges: the latest interval's
         self.waiting = other.waiting
         self.unsent = other.unsent
+        self.connecting = other.connecting
         self.waiting_ages.counts = dict(other.waiting_ages.counts)
         if other.budget_t0:
             self.budget_t0 = min(self.budget_t0 or other.budget_t0, other.budget_t0)
@@ -162,6 +166,7 @@ class WindowAccumulator:
             carried_in=self.carried_in,
             waiting=self.waiting,
             unsent=self.unsent,
+            connecting=self.connecting,
             oldest_wait_us=ages.summary().max if ages.counts else 0,
             stale=self._stale() if ages.counts else 0,
             requests=self.requests,

@@ -107,6 +107,7 @@ class TargetReport(msgspec.Struct):
     # not yet written, `unsent`), and their ages as sparse histogram pairs (µs).
     waiting: int = 0
     unsent: int = 0
+    connecting: int = 0  # of `waiting`: the connect still under way, nothing written
     waiting_ages: list[int] = msgspec.field(default_factory=list)
     lag: list[int] = msgspec.field(default_factory=list)  # engine lag samples, sparse (µs)
     # --requests: perf_counter_ns of the budget's first send and of the last answer or

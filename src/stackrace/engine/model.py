@@ -116,6 +116,9 @@ class WindowStats(msgspec.Struct):
     carried_in: int = 0  # of `sent`: already waiting when the window began
     waiting: int = 0  # sent, no answer yet, at the end of the window
     unsent: int = 0  # rate mode, of `waiting`: due but not yet written (connections busy)
+    # of `waiting`: the connect is still under way, so nothing was written yet (a server
+    # whose accept queue is full keeps its clients here, in SYN retransmits)
+    connecting: int = 0
     oldest_wait_us: int = 0  # age of the oldest waiting request
     # waiting requests that have waited longer than the window itself: clients that got
     # no answer at all during it (closed loop: starved connections)

@@ -164,7 +164,7 @@ class Target:
     def take_report(self, loop_lag: dict[int, int] | None = None) -> TargetReport:
         now = perf_counter_ns()
         unsent = self._settle_due(now)
-        waiting, ages = self._waiting(now, unsent)
+        waiting, connecting, ages = self._waiting(now, unsent)
         lag = self.lag
         for i, c in (loop_lag or {}).items():
             lag[i] = lag.get(i, 0) + c
@@ -186,6 +186,7 @@ class Target:
             rate=self.rate,
             waiting=waiting,
             unsent=unsent,
+            connecting=connecting,
             waiting_ages=_sparse(ages),
             lag=_sparse(lag),
             budget_t0=self.budget_t0,
@@ -201,14 +202,18 @@ class Target:
         self.lag = {}
         return report
 
-    def _waiting(self, now: int, unsent: int) -> tuple[int, dict[int, int]]:
-        """Requests sent and not answered (plus unsent due ones), with their ages."""
+    def _waiting(self, now: int, unsent: int) -> tuple[int, int, dict[int, int]]:
+        """Requests sent and not answered (plus unsent due ones), how many of them are
+        still connecting (nothing written yet), and their ages."""
         ages: dict[int, int] = {}
         n = 0
+        connecting = 0
         for conn in self.conns:
             start = conn.intended_ns or conn.start_ns
             if start:
                 n += 1
+                if conn.state == CONNECTING:
+                    connecting += 1
                 i = index_of((now - start) // 1000)
                 ages[i] = ages.get(i, 0) + 1
         if unsent and self.rate:
@@ -222,7 +227,7 @@ class Target:
                 i = index_of(max(0, now - due_at) // 1000)
                 ages[i] = ages.get(i, 0) + count
                 k += count
-        return n + unsent, ages
+        return n + unsent, connecting, ages
 
     def _take_uncorrected(self) -> list[int] | None:
         if self.rate is None and not self._rate_this_interval:

@@ -510,6 +510,10 @@ class StackPane(Vertical, can_focus=True):
                 wait.append(" · ", style="dim")
                 wait.append(fmt_lat(w.oldest_wait_us), style="bold" if w.stale else "")
                 wait.append(" old", style="dim")
+            if w.connecting:
+                # the server's accept queue is full: these never got a byte out
+                wait.append(" · ", style="dim")
+                wait.append(f"{w.connecting:,} connecting", style="bold")
         else:
             wait.append("waiting 0", style="dim")
         wait.append(f" · timeout {self._timeout:g}s", style="dim")
