@@ -19,11 +19,11 @@ import pytest
 
 from tests.cluster.conftest import LocalCluster, needs_ray
 from tests.conftest_stacks import live
-from tests.helpers import TestServer
+from tests.helpers import CLI, TestServer
 
 ROOT = Path(__file__).parent.parent.parent
 FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
-STACKRACE = [sys.executable, "-m", "stackrace.cli"]
+STACKRACE = [*CLI]
 ACTORS = ("ray::AppHost", "ray::EngineHost")
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import pwd
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import find_binary
-from tests.helpers import free_port
+from tests.helpers import free_port, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE_USER = "stackrace-probe"  # a local non-root user, made by the tests that need one
@@ -40,15 +39,7 @@ def cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """The real `stackrace` command, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "stackrace.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        cwd=ROOT,
-    )
+    return run_cli(*args, env=env, timeout=timeout)
 
 
 def assert_one_line_error(r: subprocess.CompletedProcess[str], *words: str, rc: int = 2) -> str:

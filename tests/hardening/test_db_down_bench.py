@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 from stackrace.db import ManagedMariaDB
 from stackrace.report.schema import loads
 from tests.conftest_stacks import real_stack
-from tests.helpers import free_port
+from tests.helpers import CLI, free_port
 
 ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.slow
@@ -36,7 +35,7 @@ def test_a_dead_database_is_named_and_its_levels_are_not_judged(tmp_path: Path):
         out = tmp_path / "run.json"
         proc = subprocess.Popen(
             [
-                sys.executable, "-m", "stackrace.cli", "bench",
+                *CLI, "bench",
                 "--stacks", "uvicorn,gunicorn-sync", "--isolation", "rotate",
                 "--workload", "db", "--queries", "1", "--concurrency", "2,4,8",
                 "--duration", "1.5s", "--warmup", "0.2s", "--json", str(out),

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.hardening.conftest import ROOT
-from tests.helpers import wait_for
+from tests.helpers import CLI, wait_for
 
 FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 SERVE = ["serve", "never", "next", "--no-db"]
@@ -103,7 +103,7 @@ def test_ctrl_c_during_serve_start_up_stops_at_once(tmp_path: Path) -> None:
         )
     )
     serve = subprocess.Popen(
-        [sys.executable, "-m", "stackrace.cli", "--stacks-file", str(stacks), *SERVE],
+        [*CLI, "--stacks-file", str(stacks), *SERVE],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -9,7 +9,6 @@ request budget while the others waited unseen.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from stackrace.config import load_stacks, resolve
 from stackrace.report.schema import loads
 from stackrace.stacks.availability import check
+from tests.helpers import CLI
 
 ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.slow
@@ -31,7 +31,7 @@ def needs(name: str) -> None:
 def bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path / "run.json"
     r = subprocess.run(
-        [sys.executable, "-m", "stackrace.cli", "bench", *args, "--json", str(out)],
+        [*CLI, "bench", *args, "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=240,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 
 from stackrace.report.schema import json_schema, loads
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).parents[2]
 FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
@@ -23,16 +23,6 @@ command = ["{{python}}", "{{root}}/tests/servers/testserver.py", "{{port}}", "{b
 """
 
 
-def stackrace(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stackrace.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
-
-
 _OUTPUT_FLAGS = {"json": "--json", "md": "--markdown", "csv": "--csv", "svg": "--chart"}
 
 
@@ -42,7 +32,7 @@ def bench_to_files(
     """`stackrace bench ARGS` on the fixture stacks, writing run.KIND for each kind."""
     out = {k: tmp_path / f"run.{k}" for k in kinds}
     files = [x for k in kinds for x in (_OUTPUT_FLAGS[k], str(out[k]))]
-    return stackrace("--stacks-file", str(FIXTURE), "bench", *args, *files), out
+    return run_cli("--stacks-file", str(FIXTURE), "bench", *args, *files), out
 
 
 def test_short_bench_writes_valid_json_markdown_csv_and_chart(tmp_path):
@@ -71,7 +61,7 @@ def test_short_bench_writes_valid_json_markdown_csv_and_chart(tmp_path):
     assert len(out["csv"].read_text().strip().splitlines()) == 5
     assert out["svg"].read_text().startswith("<svg")
     # the saved run renders again
-    again = stackrace("report", str(out["json"]))
+    again = run_cli("report", str(out["json"]))
     assert again.returncode == 0 and "plain" in again.stdout
 
 
@@ -92,22 +82,22 @@ def test_gate_fails_a_planted_regression_and_passes_a_rerun(tmp_path):
         "0.3s",
     ]
     base = tmp_path / "base.json"
-    r = stackrace("--stacks-file", str(fast), *common, "--json", str(base))
+    r = run_cli("--stacks-file", str(fast), *common, "--json", str(base))
     assert r.returncode == 0, r.stderr
     # A Python test server's short runs vary by up to 3x on a shared 2-core VM (seen:
     # 42k then 16k req/s); the planted regression costs ~98% of the throughput. Latency
     # rules are covered by tests/unit/test_report.py.
     rules = ["--baseline", str(base), "--fail-on", "qps<-80%,failures>1%"]
-    same = stackrace("--stacks-file", str(fast), *common, *rules)
+    same = run_cli("--stacks-file", str(fast), *common, *rules)
     assert same.returncode == 0, same.stdout + same.stderr
     assert "gate passed" in same.stdout
-    worse = stackrace("--stacks-file", str(slow), *common, *rules)
+    worse = run_cli("--stacks-file", str(slow), *common, *rules)
     assert worse.returncode == 1, worse.stdout
     assert "REGRESSION plain @ c=4: qps" in worse.stdout
 
 
 def test_a_stack_that_cannot_start_is_reported_and_the_others_run(tmp_path):
-    r = stackrace(
+    r = run_cli(
         "--stacks-file",
         str(FIXTURE),
         "bench",
@@ -130,9 +120,9 @@ def test_a_stack_that_cannot_start_is_reported_and_the_others_run(tmp_path):
 
 
 def test_bad_bench_arguments(tmp_path):
-    r = stackrace("--stacks-file", str(FIXTURE), "bench", "--stacks", "nope")
+    r = run_cli("--stacks-file", str(FIXTURE), "bench", "--stacks", "nope")
     assert r.returncode == 2 and "no stack 'nope'" in r.stderr
-    r = stackrace(
+    r = run_cli(
         "--stacks-file",
         str(FIXTURE),
         "bench",
@@ -144,7 +134,7 @@ def test_bad_bench_arguments(tmp_path):
         str(tmp_path / "x.json"),
     )
     assert r.returncode == 2
-    r = stackrace("--stacks-file", str(FIXTURE), "bench", "--preset", "no-such-preset")
+    r = run_cli("--stacks-file", str(FIXTURE), "bench", "--preset", "no-such-preset")
     assert r.returncode == 2 and "no preset" in r.stderr
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from stackrace.report.schema import loads
+from tests.helpers import CLI
 
 ROOT = Path(__file__).parents[2]
 FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
@@ -23,7 +23,7 @@ def test_interrupted_bench_writes_what_it_measured(tmp_path: Path, sig: signal.S
     md = tmp_path / "run.md"
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "stackrace.cli", "--stacks-file", str(FIXTURE), "bench",
+            *CLI, "--stacks-file", str(FIXTURE), "bench",
             "--stacks", "plain", "--concurrency", "2,4,8,16,32,64", "--duration", "1s",
             "--warmup", "0.2s", "--json", str(out), "--markdown", str(md),
         ],

@@ -32,7 +32,7 @@ from stackrace.db import (
 from stackrace.db.admin import connect, query
 from stackrace.db.paths import find_binary
 from stackrace.db.proc import is_our_server
-from tests.helpers import free_port
+from tests.helpers import CLI, free_port
 
 try:
     find_binary("mariadbd")
@@ -127,7 +127,7 @@ def test_killed_seeder_is_detected_and_redone(db: ManagedMariaDB) -> None:
     db.reset()
     env = {**os.environ, "STACKRACE_DB_DIR": str(db.paths.root)}
     seeder = subprocess.Popen(
-        [sys.executable, "-m", "stackrace.cli", "db", "seed", "--rows", str(ROWS)],
+        [*CLI, "db", "seed", "--rows", str(ROWS)],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -266,7 +266,7 @@ def test_cli_service_outlives_the_command(
     try:
         # a separate process, so "outlives" is real: the command exits, the server stays
         rc = subprocess.run(
-            [sys.executable, "-m", "stackrace.cli", "db", "up", "--port", str(port)],
+            [*CLI, "db", "up", "--port", str(port)],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import TargetSpec
-from tests.helpers import TestServer
+from tests.helpers import CLI, TestServer
 
 ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.slow
@@ -44,18 +43,7 @@ def urls(servers: list[TestServer]) -> dict[str, str]:
 def separate(targets: dict[str, str]) -> dict[str, float]:
     procs = {
         name: subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "stackrace.cli",
-                "load",
-                url,
-                "-c",
-                str(CONC),
-                "-d",
-                f"{SECONDS}s",
-                "--json",
-            ],
+            [*CLI, "load", url, "-c", str(CONC), "-d", f"{SECONDS}s", "--json"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=ROOT,

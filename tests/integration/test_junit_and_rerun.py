@@ -6,26 +6,16 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from stackrace.report.schema import loads
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).parents[2]
 FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 SHORT = ["--concurrency", "2,4", "--duration", "0.5s", "--warmup", "0.2s", "--timeout", "4s"]
-
-
-def stackrace(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "stackrace.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-    )
 
 
 def cases(path: Path) -> dict[tuple[str, str], ET.Element]:
@@ -52,7 +42,7 @@ def cases(path: Path) -> dict[tuple[str, str], ET.Element]:
 
 def test_junit_has_a_case_per_stack_and_level_with_the_gates_failures(tmp_path: Path) -> None:
     run, first = tmp_path / "run.json", tmp_path / "first.xml"
-    r = stackrace(
+    r = run_cli(
         "--stacks-file", str(FIXTURE), "bench", "--stacks", "plain,missing-binary", *SHORT,
         "--json", str(run), "--junit", str(first), "--no-progress",
     )  # fmt: skip
@@ -76,7 +66,7 @@ def test_junit_has_a_case_per_stack_and_level_with_the_gates_failures(tmp_path: 
     base = tmp_path / "base.json"
     base.write_text(json.dumps(raw))
     judged = tmp_path / "judged.xml"
-    r = stackrace("report", str(run), "--baseline", str(base), "--junit", str(judged))
+    r = run_cli("report", str(run), "--baseline", str(base), "--junit", str(judged))
     assert r.returncode == 1 and "REGRESSION plain @ c=2: qps" in r.stdout, r.stdout
     got = cases(judged)
     failure = got[("plain", "c=2")].find("failure")
@@ -90,7 +80,7 @@ def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path:
     stacks = tmp_path / "stacks.toml"
     shutil.copy(FIXTURE, stacks)
     run = tmp_path / "run.json"
-    r = stackrace(
+    r = run_cli(
         "--stacks-file", str(stacks), "bench", "--stacks", "plain:workers=2", *SHORT,
         "--isolation", "rotate", "--json", str(run), "--no-progress",
     )  # fmt: skip
@@ -114,7 +104,7 @@ def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     again = tmp_path / "again.json"
-    r = stackrace("bench", "--from", str(run), "--json", str(again), cwd=elsewhere)
+    r = run_cli("bench", "--from", str(run), "--json", str(again), cwd=elsewhere)
     assert r.returncode == 0, r.stderr
     second = loads(again.read_bytes())
     assert second.settings == first.settings.__class__(
@@ -126,7 +116,7 @@ def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path:
     # options given override the run's settings; a changed file is noted, not used
     stacks.write_text(FIXTURE.read_text().replace('title = "test server"', 'title = "changed"'))
     third = tmp_path / "third.json"
-    r = stackrace(
+    r = run_cli(
         "bench", "--from", str(run), "--concurrency", "3", "--json", str(third), cwd=elsewhere
     )
     assert r.returncode == 0, r.stderr
@@ -141,9 +131,9 @@ def _fields(settings: object) -> dict:
 
 
 def test_from_is_checked_before_any_load(tmp_path: Path) -> None:
-    r = stackrace("bench", "--from", str(tmp_path / "missing.json"))
+    r = run_cli("bench", "--from", str(tmp_path / "missing.json"))
     assert r.returncode == 2 and "missing.json: cannot read" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     (tmp_path / "x.json").write_text("{}")
-    r = stackrace("bench", "--from", str(tmp_path / "x.json"), "--preset", "sync-ceiling")
+    r = run_cli("bench", "--from", str(tmp_path / "x.json"), "--preset", "sync-ceiling")
     assert r.returncode == 2 and "give one of them" in r.stderr

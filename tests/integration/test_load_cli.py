@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from hdrh.histogram import HdrHistogram
 
-from tests.helpers import TestServer
-
-
-def stackrace(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stackrace.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from tests.helpers import TestServer, run_cli
 
 
 def test_summary_is_printed(server: TestServer):
-    r = stackrace("load", server.url("/hello"), "-c", "5", "-d", "1s")
+    r = run_cli("load", server.url("/hello"), "-c", "5", "-d", "1s")
     assert r.returncode == 0, r.stderr
     out = r.stdout
     for word in ("Requests/sec:", "p99.9", "Failures: none", "Engine CPU:"):
@@ -33,7 +22,7 @@ def test_summary_is_printed(server: TestServer):
 
 def test_json_output_and_hdr_export(server: TestServer, tmp_path):
     hdr = tmp_path / "run.hdr"
-    r = stackrace(
+    r = run_cli(
         "load",
         server.url("/status?code=503"),
         "-c",
@@ -59,13 +48,13 @@ def test_json_output_and_hdr_export(server: TestServer, tmp_path):
 
 
 def test_rate_mode_shows_both_latencies(server: TestServer):
-    r = stackrace("load", server.url("/hello"), "-c", "4", "-d", "1s", "--rate", "200")
+    r = run_cli("load", server.url("/hello"), "-c", "4", "-d", "1s", "--rate", "200")
     assert r.returncode == 0, r.stderr
     assert "Latency (corrected)" in r.stdout and "Latency (uncorrected)" in r.stdout
 
 
 def test_dead_target_is_failures_not_a_crash():
-    r = stackrace("load", "http://127.0.0.1:9/", "-c", "2", "-d", "1s")
+    r = run_cli("load", "http://127.0.0.1:9/", "-c", "2", "-d", "1s")
     # the summary is printed; the exit status says that nothing succeeded
     assert r.returncode == 1, r.stderr
     assert "refused" in r.stdout and "every request failed" in r.stderr
@@ -73,16 +62,16 @@ def test_dead_target_is_failures_not_a_crash():
 
 
 def test_remote_target_refused_without_flag():
-    r = stackrace("load", "http://10.254.0.1/", "-d", "1s")
+    r = run_cli("load", "http://10.254.0.1/", "-d", "1s")
     assert r.returncode == 2
     assert "--allow-remote" in r.stderr
     assert "Traceback" not in r.stderr
 
 
 def test_bad_arguments_are_clear():
-    r = stackrace("load", "https://127.0.0.1/")
+    r = run_cli("load", "https://127.0.0.1/")
     assert r.returncode == 2 and "only http://" in r.stderr
-    r = stackrace("load", "http://127.0.0.1/", "-d", "soon")
+    r = run_cli("load", "http://127.0.0.1/", "-d", "soon")
     assert r.returncode == 2 and "argument -d/--duration: must be a duration" in r.stderr
-    r = stackrace("load", "http://127.0.0.1/", "-H", "nocolon")
+    r = run_cli("load", "http://127.0.0.1/", "-H", "nocolon")
     assert r.returncode == 2 and "bad header" in r.stderr

@@ -9,7 +9,6 @@ import os
 import re
 import struct
 import subprocess
-import sys
 import termios
 import threading
 import time
@@ -23,11 +22,10 @@ from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, TargetSpec
 from stackrace.metrics.exporter import MetricsExporter
 from stackrace.metrics.figures import BUCKETS_US, CONTENT_TYPE, buckets_of
-from tests.helpers import TestServer
+from tests.helpers import CLI, TestServer
 
 ROOT = Path(__file__).parents[2]
 FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
-STACKRACE = [sys.executable, "-m", "stackrace.cli"]
 
 
 class Scrape:
@@ -130,7 +128,7 @@ def _address(proc: subprocess.Popen[str]) -> str:
 def test_load_serves_metrics_while_it_runs(server: TestServer) -> None:
     proc = subprocess.Popen(
         [
-            *STACKRACE,
+            *CLI,
             "load",
             server.url("/hello"),
             "-c",
@@ -169,7 +167,7 @@ def test_load_serves_metrics_while_it_runs(server: TestServer) -> None:
 def test_bench_serves_every_stack_with_its_resources(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [
-            *STACKRACE,
+            *CLI,
             "--stacks-file",
             str(FIXTURE),
             "bench",
@@ -224,7 +222,7 @@ def test_the_app_serves_metrics(server: TestServer, tmp_path: Path) -> None:
     env = {**os.environ, "TERM": "xterm-256color", "STACKRACE_RUNS_DIR": str(tmp_path)}
     proc = subprocess.Popen(
         [
-            *STACKRACE,
+            *CLI,
             "--stacks-file",
             str(tmp_path / "none.toml"),
             "--url",
@@ -288,7 +286,7 @@ def test_metrics_address_is_checked_before_any_load(
     server: TestServer, address: str, words: str
 ) -> None:
     r = subprocess.run(
-        [*STACKRACE, "load", server.url("/hello"), "-d", "1s", "--metrics", address],
+        [*CLI, "load", server.url("/hello"), "-d", "1s", "--metrics", address],
         capture_output=True,
         text=True,
         timeout=30,
@@ -303,7 +301,7 @@ def test_a_port_in_use_is_one_line(server: TestServer) -> None:
     try:
         port = busy.address[1]
         r = subprocess.run(
-            [*STACKRACE, "load", server.url("/hello"), "-d", "1s", "--metrics", f"{port}"],
+            [*CLI, "load", server.url("/hello"), "-d", "1s", "--metrics", f"{port}"],
             capture_output=True,
             text=True,
             timeout=30,

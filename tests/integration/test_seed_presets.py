@@ -10,7 +10,6 @@ Full-length runs are `stackrace bench --preset NAME` (README: "Then beside now")
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from stackrace.presets import all_presets
 from stackrace.report.claims import judge
 from stackrace.report.schema import loads
 from tests.conftest_stacks import real_stack
+from tests.helpers import CLI
 
 ROOT = Path(__file__).parents[2]
 SEEDS = sorted(name for name in all_presets() if name.startswith("seed-"))
@@ -46,7 +46,7 @@ def test_seed_preset_runs_and_judges_its_claims(name: str, tmp_path: Path) -> No
     out, md = tmp_path / "run.json", tmp_path / "run.md"
     args = ["bench", "--preset", name, *cut(name), "--json", str(out), "--markdown", str(md)]
     r = subprocess.run(
-        [sys.executable, "-m", "stackrace.cli", *args],
+        [*CLI, *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -67,7 +67,7 @@ def test_seed_preset_runs_and_judges_its_claims(name: str, tmp_path: Path) -> No
         assert v.claim.id in r.stdout  # every claim has its row, with a verdict
     # `stackrace report` renders the saved run's then/now again
     again = subprocess.run(
-        [sys.executable, "-m", "stackrace.cli", "report", str(out)],
+        [*CLI, "report", str(out)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -78,7 +78,7 @@ def test_seed_preset_runs_and_judges_its_claims(name: str, tmp_path: Path) -> No
 
 def test_bench_refuses_a_stack_that_does_not_serve_the_workload() -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "stackrace.cli", "bench", "--stacks", "go-beego,fastapi",
+        [*CLI, "bench", "--stacks", "go-beego,fastapi",
          "--workload", "dbjson", "--concurrency", "1", "--duration", "0.2s"],
         capture_output=True,
         text=True,

@@ -7,12 +7,12 @@ dev mode, Django under flup, gevent and uWSGI, nginx in front of a variant…)."
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from stackrace.config import load_stacks, resolve
 from stackrace.presets import all_presets
 from stackrace.stacks.availability import check
+from tests.helpers import CLI
 
 ROOT = Path(__file__).parents[2]
 
@@ -26,7 +26,7 @@ def test_every_stack_is_available():
 
 def test_verify_passes_for_every_stack():
     r = subprocess.run(
-        [sys.executable, "-m", "stackrace.cli", "verify"],
+        [*CLI, "verify"],
         capture_output=True,
         text=True,
         timeout=600,
@@ -53,7 +53,7 @@ def test_verify_passes_for_the_variants_the_experiments_use():
     variants = experiment_variants()
     assert "php-fpm-nginx:opcache=off" in variants and "go-beego:runmode=dev" in variants
     r = subprocess.run(
-        [sys.executable, "-m", "stackrace.cli", "verify", *variants],
+        [*CLI, "verify", *variants],
         capture_output=True,
         text=True,
         timeout=600,
