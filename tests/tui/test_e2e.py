@@ -218,10 +218,15 @@ async def test_clients_stuck_in_connect_show_as_connecting():
         port = listener.getsockname()[1]
         plan = RacePlan(
             urls=(UrlTarget(f"http://127.0.0.1:{port}/", name="stuck"),),
-            settings=RaceSettings(workload="hello", timeout=5.0),
+            settings=RaceSettings(workload="hello", timeout=60.0),
             concurrency=20,
         )
-        engine = Engine(EngineSettings(interval=0.25, timeout=5.0), per_target=True)
+        # nothing times out here: on a slow machine the two written requests must still
+        # be waiting and the others connecting when the pane is read (a timed-out request
+        # reconnects, and the full queue would hold all 20 in connect)
+        engine = Engine(
+            EngineSettings(interval=0.25, timeout=60.0, connect_timeout=60.0), per_target=True
+        )
         session = Session(RaceCore(engine, None, plan.settings))
         app = StackraceApp(session, plan, [], show_picker=False)
         async with app.run_test(size=(160, 48)) as pilot:
