@@ -124,7 +124,7 @@ async def test_post_body_and_headers(server: TestServer):
 async def test_live_concurrency_change_is_followed_by_the_server(server: TestServer):
     async with Engine() as engine:
         await engine.add_target(TargetSpec(id="l", url=server.url("/delay?ms=50"), concurrency=10))
-        assert wait_for(lambda: server.stats()["open"] == 10, 2.0)
+        assert wait_for(lambda: server.stats()["open"] == 10, 10.0)
         await engine.set_concurrency(200)
         t0 = time.monotonic()
         await asyncio.to_thread(wait_for, lambda: server.stats()["open"] == 200, 3.0)
@@ -238,7 +238,7 @@ async def test_engine_memory_stays_bounded_under_failures():
 async def test_two_engine_processes_merge_exactly(server: TestServer):
     async with Engine(procs=2) as engine:
         await engine.add_target(TargetSpec(id="m", url=server.url("/hello"), concurrency=7))
-        assert wait_for(lambda: server.stats()["open"] == 7, 2.0)
+        assert wait_for(lambda: server.stats()["open"] == 7, 10.0)
         await run_for(engine, 1.0)
         final = await engine.stop()
     total = final.targets[0].total
@@ -337,7 +337,7 @@ def test_engine_dies_with_its_driver_on_sigkill(server: TestServer):
         except psutil.NoSuchProcess:
             return True
 
-    assert wait_for(gone, 3.0)
+    assert wait_for(gone, 10.0)
 
 
 @pytest.mark.parametrize("procs", [1, 2])

@@ -45,4 +45,4 @@ async def test_stack_serves_the_contract_and_leaves_nothing(name: str, tmp_path:
     assert sample.processes >= 1 and sample.rss > 0
     assert live(pids) == [], f"{name}: left running: {live(pids)}"
     assert processes_mentioning(str(rs.run_dir)) == []
-    assert wait_until(lambda: port_is_free(rs.port), 2.0), f"{name}: port {rs.port} still bound"
+    assert wait_until(lambda: port_is_free(rs.port), 10.0), f"{name}: port {rs.port} still bound"
