@@ -3,6 +3,7 @@ counters."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
@@ -35,6 +37,17 @@ def run_cli(
         env={**os.environ, **env} if env else None,
         cwd=cwd,
     )
+
+
+@contextlib.contextmanager
+def never_accepting_listener() -> Iterator[int]:
+    """A loopback port whose listener never accepts, with a backlog of one: the kernel
+    completes one or two handshakes and drops every other SYN, so those clients stay in
+    connect (a server whose accept queue is full). Yields the port."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        yield listener.getsockname()[1]
 
 
 def free_port() -> int:

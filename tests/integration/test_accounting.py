@@ -19,7 +19,7 @@ import pytest
 from stackrace.engine.client import Engine
 from stackrace.engine.model import BodyCheck, EngineSettings, TargetSpec, WindowStats
 from stackrace.report.schema import loads
-from tests.helpers import TestServer, run_cli, wait_for
+from tests.helpers import TestServer, never_accepting_listener, run_cli, wait_for
 
 ROOT = Path(__file__).parents[2]
 ONE_AT_A_TIME = ROOT / "tests" / "servers" / "one_at_a_time.py"
@@ -309,12 +309,7 @@ def test_clients_stuck_in_connect_are_waiting_and_said_to_be_connecting():
     # and drops the others' SYNs, so those clients sit in connect. They are waiting
     # (their clocks run, as ab and wrk count them), and the figures say which ones
     # never got as far as writing a byte.
-    import socket
-
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        port = listener.getsockname()[1]
+    with never_accepting_listener() as port:
         r = run_cli("load", f"http://127.0.0.1:{port}/", "-c", "20", "-d", "1s", "--json")
         # nothing succeeded: not a measurement, and the exit code says so
         assert r.returncode == 1 and "no answer: 20 requests were still waiting" in r.stderr

@@ -9,10 +9,13 @@ point must mark its pane and not the async one; quitting must leave no process b
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import psutil
 import pytest
+from textual.pilot import Pilot
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
@@ -23,7 +26,8 @@ from stackrace.race.urls import UrlTarget
 from stackrace.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane
-from tests.helpers import TestServer
+from stackrace.tui.race import RaceScreen
+from tests.helpers import TestServer, never_accepting_listener
 
 SYNC_SERVER = Path(__file__).parent / "servers" / "sync_server.py"
 
@@ -47,6 +51,24 @@ async def wait_until(predicate, timeout: float) -> bool:
     return predicate()
 
 
+@contextlib.asynccontextmanager
+async def race_app(
+    plan: RacePlan,
+    panes: int,
+    launcher: StacksSource | None = None,
+    settings: EngineSettings | None = None,
+) -> AsyncIterator[tuple[StackraceApp, RaceScreen, Pilot]]:
+    """The app on the real engine (one process per target), open with its `panes` shown."""
+    engine = Engine(settings or EngineSettings(interval=0.25, timeout=5.0), per_target=True)
+    session = Session(RaceCore(engine, launcher, plan.settings))
+    choices = list(launcher.catalog()) if launcher is not None else []
+    app = StackraceApp(session, plan, choices, show_picker=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        assert await wait_until(lambda: app.race is not None and len(app.race.panes) == panes, 10)
+        assert app.race is not None
+        yield app, app.race, pilot
+
+
 async def test_blocking_server_breaks_async_one_does_not(servers):
     sync, async_ = servers
     plan = RacePlan(
@@ -57,15 +79,9 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
         settings=RaceSettings(workload="io", timeout=5.0),
         concurrency=1,
     )
-    engine = Engine(EngineSettings(interval=0.25, timeout=5.0), per_target=True)
-    session = Session(RaceCore(engine, None, plan.settings))
-    app = StackraceApp(session, plan, [], show_picker=False)
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    async with app.run_test(size=(160, 48)) as pilot:
-        assert await wait_until(lambda: app.race is not None and len(app.race.panes) == 2, 10)
+    async with race_app(plan, 2) as (app, race, pilot):
         await pilot.pause()
-        race = app.race
-        assert race is not None
         sync_pane = race.query_one("#pane-url1", StackPane)
         async_pane = race.query_one("#pane-url2", StackPane)
         # low load long enough to set the baseline, then 10x the clients, then 20x
@@ -105,13 +121,7 @@ async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
         settings=RaceSettings(workload="io", timeout=5.0),
         concurrency=1,
     )
-    engine = Engine(EngineSettings(interval=0.25, timeout=5.0), per_target=True)
-    session = Session(RaceCore(engine, launcher, plan.settings))
-    app = StackraceApp(session, plan, list(choices.values()), show_picker=False)
-    async with app.run_test(size=(160, 48)) as pilot:
-        assert await wait_until(lambda: app.race is not None and len(app.race.panes) == 2, 10)
-        race = app.race
-        assert race is not None
+    async with race_app(plan, 2, launcher) as (_app, race, pilot):
         ready = await wait_until(
             lambda: all(
                 p.state == "ready" for p in (race.last_view.panes if race.last_view else [])
@@ -151,13 +161,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
         settings=RaceSettings(workload="io", timeout=5.0),
         concurrency=1,
     )
-    engine = Engine(EngineSettings(interval=0.25, timeout=5.0), per_target=True)
-    session = Session(RaceCore(engine, None, plan.settings))
-    app = StackraceApp(session, plan, [], show_picker=False)
-    async with app.run_test(size=(160, 48)) as pilot:
-        assert await wait_until(lambda: app.race is not None and len(app.race.panes) == 1, 10)
-        race = app.race
-        assert race is not None
+    async with race_app(plan, 1) as (app, race, pilot):
         pane = race.query_one("#pane-url1", StackPane)
         slider = race.query_one("#level", ConcurrencySlider)
         await asyncio.sleep(2.5)  # c=1: the low-load level
@@ -195,7 +199,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
 
         assert await wait_until(lambda: line_now().startswith("▲ QUEUEING at c=10"), 8), (
             line_now(),
-            session.levels.results("url1"),
+            app.session.levels.results("url1"),
         )
         assert pane.has_class("-queueing")
         line = line_now()
@@ -210,12 +214,7 @@ async def test_clients_stuck_in_connect_show_as_connecting():
     """A server whose accept queue is full (it never accepts; backlog 1): most clients
     never get past connect. The pane counts them as waiting and says how many of those
     are still connecting, so nobody reads the queue as requests the server holds."""
-    import socket
-
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        port = listener.getsockname()[1]
+    with never_accepting_listener() as port:
         plan = RacePlan(
             urls=(UrlTarget(f"http://127.0.0.1:{port}/", name="stuck"),),
             settings=RaceSettings(workload="hello", timeout=60.0),
@@ -224,15 +223,8 @@ async def test_clients_stuck_in_connect_show_as_connecting():
         # nothing times out here: on a slow machine the two written requests must still
         # be waiting and the others connecting when the pane is read (a timed-out request
         # reconnects, and the full queue would hold all 20 in connect)
-        engine = Engine(
-            EngineSettings(interval=0.25, timeout=60.0, connect_timeout=60.0), per_target=True
-        )
-        session = Session(RaceCore(engine, None, plan.settings))
-        app = StackraceApp(session, plan, [], show_picker=False)
-        async with app.run_test(size=(160, 48)) as pilot:
-            assert await wait_until(lambda: app.race is not None and len(app.race.panes) == 1, 10)
-            race = app.race
-            assert race is not None
+        quiet = EngineSettings(interval=0.25, timeout=60.0, connect_timeout=60.0)
+        async with race_app(plan, 1, settings=quiet) as (_app, race, pilot):
             pane = race.query_one("#pane-url1", StackPane)
             seen: list[str] = []
 
