@@ -61,6 +61,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run stackrace; an unexpected exception is one line and a crash log, exit 70."""
+    given = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except Exception as exc:  # a bug of ours: the user gets one line and a file
+        from stackrace import crashlog
+
+        return crashlog.report("stackrace", exc, given)
+
+
+def _main(argv: list[str] | None) -> int:
     if argv is None and "_ARGCOMPLETE" in os.environ:
         # a Tab in a shell that sourced `stackrace completion SHELL`: answer and exit
         from stackrace.commands.completion import complete

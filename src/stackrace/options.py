@@ -51,7 +51,15 @@ class OneLineArgumentParser(argparse.ArgumentParser):
     argparse's default prints the whole usage block first, which buries the one thing
     the user needs (which option, what was wrong); `--help` still shows the usage.
     Subparsers made with `add_subparsers().add_parser` inherit the class.
+
+    Option prefixes are never guessed (`allow_abbrev=False`): with argparse's default,
+    `bench --app x` was taken as `--app-node x`, and a new option could silently change
+    what an old command line means.
     """
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]  # argparse's own kwargs
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message}\n")

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     player = ReplayPlayer(recording)
     player.speed = min(SPEEDS, key=lambda s: abs(s - args.speed))
     player.paused = args.paused
-    from stackrace.tui.app import StackraceApp
+    from stackrace.tui.app import StackraceApp, exit_status
 
     app = StackraceApp(
         player.session,
@@ -41,4 +41,5 @@ def run(args: argparse.Namespace) -> int:
         projector=args.big,
         player=player,
     )
-    return app.run() or 0
+    app.argv = list(getattr(args, "argv", []) or [])
+    return exit_status(app, app.run() or 0)

@@ -56,6 +56,24 @@ class StackraceApp(App[int]):
         self.race: RaceScreen | None = None
         self._stopped = False
         self.drive = drive  # called at 4 Hz: steps a synthetic engine (demo mode)
+        self.argv: list[str] = []  # the command line, for a crash log
+        self.crash_log: Path | None = None
+        self.crash: BaseException | None = None
+
+    def _handle_exception(self, error: Exception) -> None:
+        """A bug of ours while the app runs: the details go to a crash log, and the app
+        exits with status 70 and one line instead of a screen-wide traceback (Textual's
+        own handling exits with 1, which the shell saw as 0 through `run() or 0`).
+        Textual's handling still runs, so Pilot tests see the exception re-raised and
+        the screens unmount (which stops every stack)."""
+        from stackrace import crashlog
+
+        if self.crash is None:
+            self.crash = error
+            self.crash_log = crashlog.record(error, self.argv)
+        super()._handle_exception(error)
+        self._exit_renderables.clear()  # the traceback is in the crash log
+        self._return_code = crashlog.EXIT_INTERNAL
 
     async def on_mount(self) -> None:
         self.theme = "textual-dark"
@@ -301,8 +319,23 @@ def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
         projector=bool(getattr(args, "big", False)),
         remember=show_picker and not getattr(args, "demo", False),
     )
+    app.argv = list(getattr(args, "argv", []) or [])
     exporter = getattr(args, "metrics_exporter", None)  # --metrics (commands/app.py)
     if exporter is not None:
         exporter.follow_core(session.core)
-        return exporter.run_beside(app.run_async) or 0
-    return app.run() or 0
+        rc = exporter.run_beside(app.run_async) or 0
+    else:
+        rc = app.run() or 0
+    return exit_status(app, rc)
+
+
+def exit_status(app: StackraceApp, rc: int) -> int:
+    """The app's exit status: a crash is 70 with one line naming the crash log."""
+    import sys
+
+    from stackrace import crashlog
+
+    if app.crash is not None:
+        print(crashlog.one_line("stackrace", app.crash, app.crash_log), file=sys.stderr)
+        return crashlog.EXIT_INTERNAL
+    return rc or (app.return_code or 0)
