@@ -13,6 +13,7 @@ import sys
 
 from stackrace import __version__
 from stackrace.options import OneLineArgumentParser
+from stackrace.paths import UnwritableDirError
 
 # (subcommand, module under stackrace.commands, one-line help)
 COMMANDS: list[tuple[str, str, str]] = [
@@ -44,6 +45,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="stacks.toml to use (default: ./stacks.toml, else ~/.config/stackrace/"
         "stacks.toml, else the one shipped with stackrace)",
     )
+    parser.add_argument(
+        "--no-tunable-limits",
+        action="store_true",
+        help="allow workers and threads above this machine's ceilings (from its cores "
+        "and memory; see `stackrace stacks`)",
+    )
     if only is None:
         from stackrace.cluster.flags import add_cluster_arguments
         from stackrace.tui.args import add_app_arguments
@@ -65,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     try:
         return _main(argv)
+    except UnwritableDirError as exc:  # the machine's state, not a bug: say which directory
+        print(f"stackrace: {exc}", file=sys.stderr)
+        return 2
     except Exception as exc:  # a bug of ours: the user gets one line and a file
         from stackrace import crashlog
 
@@ -85,6 +95,10 @@ def _main(argv: list[str] | None) -> int:
     parser = build_parser(only=first)
     args = parser.parse_args(argv)
     args.argv = list(argv)  # as given: `web` passes the app's options on to each page
+    if args.no_tunable_limits:
+        from stackrace.config import lift_limits
+
+        lift_limits()
     if args.command is None:
         from stackrace.commands import app
 

@@ -41,6 +41,8 @@ A stack block (see stacks.toml for the full set and README "Adding a stack"):
     opcache = "on"
     [stacks.NAME.choices]            # optional: the only values a variant may give a param
     opcache = ["on", "off"]
+    [stacks.NAME.kinds]              # optional: a param's kind, where not inferred
+    php_fpm = "path"
 
 Optional keys for what a stack serves and what verify proves about it:
 
@@ -76,6 +78,23 @@ machine rather than the file: every CPU in `cpus` is one this process may use.
 
 Variants: "NAME:workers=4,threads=8" anywhere a stack name is accepted. A variant's value
 may itself be a stack with one override: `nginx-proxy:backend=gunicorn-sync:workers=4`.
+
+A variant is user text that may come from a preset, a run file or a colleague's command
+line, and its values end up in command lines and rendered config files: each value is
+checked against its param's kind (`param_kind`) before anything starts —
+- workers, threads and params whose default is a whole number: a count, whole and ≥ 1,
+  at most `COUNT_CEILING` (and workers and threads at most `tunable_ceilings()`);
+- params with `choices`: one of them;
+- params declared `kinds = { P = "path" }`: an absolute, normalised path to an existing
+  executable file (a server binary such as php-fpm);
+- every other param: a word of letters, digits and `. _ - : = +` (no `/`, spaces,
+  braces, quotes, `;` or control characters: nothing that could reach outside a
+  directory, split an argument or end a line of a config file).
+
+Ceilings for workers and threads come from the machine (cores and available memory) so
+that a typo like `workers=99999999` is an error, not 873 processes booting;
+`stackrace --no-tunable-limits …` lifts them (`lift_limits`) for one run. Timeouts in a
+stacks file are at most an hour (`MAX_TIMEOUT_S`).
 """
 
 from __future__ import annotations
@@ -93,7 +112,7 @@ from typing import Any
 
 import msgspec
 
-from stackrace import paths
+from stackrace import inputfile, paths
 from stackrace.workloads import WORKLOADS
 
 FAMILIES = ("sync", "threaded", "async", "greenlet", "prefork", "event-loop", "other")
@@ -104,6 +123,11 @@ OPTIONAL_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.optional)
 DB_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.needs_db)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _MEMORY = re.compile(r"^\d+[KMG]?$")
+# a param value of kind "word" (see the module docstring)
+_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:=+-]{0,99}$")
+PARAM_KINDS = ("count", "word", "path", "choice")
+COUNT_CEILING = 100_000  # a count param (worker_connections, db_pool, spare processes)
+MAX_TIMEOUT_S = 3600.0  # ready_timeout and stop_timeout
 
 
 class ConfigError(ValueError):
@@ -175,6 +199,7 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     db: bool = True  # serves /db (gets the database settings in its environment)
     workloads: list[str] = []  # optional workloads served besides the contract (dbjson)
     choices: dict[str, list[str]] = {}  # allowed values of params, checked in variants
+    kinds: dict[str, str] = {}  # a param's kind when not inferred (PARAM_KINDS): "path"
     upstream: str | None = None  # a stack started first that this one forwards to
     facts: str | None = None  # path of a JSON object of facts the app reports on itself
     expect: dict[str, str] = {}  # facts `stackrace verify` must find (placeholders allowed)
@@ -274,6 +299,8 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
         value = getattr(spec, key)
         if not math.isfinite(value) or value <= 0:
             raise bad(key, f"must be a number of seconds above zero, got {value:g}")
+        if value > MAX_TIMEOUT_S:
+            raise bad(key, f"must be at most {MAX_TIMEOUT_S:g} seconds (an hour), got {value:g}")
     if spec.cpus is not None:
         if not spec.cpus:
             raise bad("cpus", "list at least one CPU, or leave the key out")
@@ -310,8 +337,120 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
             raise bad(f"choices.{key}", "not a key of params")
         if spec.params[key] not in allowed:
             raise bad(f"choices.{key}", f"the default {spec.params[key]!r} is not among {allowed}")
+    for key, kind in spec.kinds.items():
+        if key not in spec.params:
+            raise bad(f"kinds.{key}", "not a key of params")
+        if kind not in ("count", "word", "path"):
+            raise bad(f"kinds.{key}", f"{kind!r} is not one of count, word, path")
+        if key in spec.choices:
+            raise bad(f"kinds.{key}", "a param with choices is of kind choice already")
+    for key, default in spec.params.items():
+        if key in spec.choices:
+            continue
+        if param_kind(spec, key) == "count" and not default.isdigit():
+            raise bad(f"params.{key}", f"a count must be a whole number, got {default!r}")
     if spec.facts is not None and not spec.facts.startswith("/"):
         raise bad("facts", "must be a path starting with '/'")
+
+
+def param_kind(spec: StackDef, key: str) -> str:
+    """The kind of a tunable (PARAM_KINDS): declared in `kinds`, else `choice` for a
+    param with choices, `count` for workers, threads and a param whose default is a
+    whole number, `word` otherwise."""
+    if key in ("workers", "threads"):
+        return "count"
+    if key in spec.choices:
+        return "choice"
+    if key in spec.kinds:
+        return spec.kinds[key]
+    return "count" if spec.params.get(key, "").isdigit() else "word"
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """The most workers and threads a stack may be given on this machine."""
+
+    workers: int
+    threads: int
+
+
+_limits_lifted = False
+
+
+def lift_limits() -> None:
+    """`--no-tunable-limits`: no ceiling on workers and threads for this process."""
+    global _limits_lifted
+    _limits_lifted = True
+
+
+def _available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1 << 30  # unknown: assume a small machine (1 GiB)
+
+
+def tunable_ceilings() -> Ceilings:
+    """The ceilings of workers and threads on this machine.
+
+    workers: 32 per usable core (at least 64: a prefork server with 50 spare processes
+    is a classic set-up, seed-004), and no more than one per 16 MiB of available memory
+    (a Python worker's own memory is 15-30 MB). threads: 128 per core (at least 256),
+    and one per 2 MiB of available memory. Far above anything a tuner needs on the
+    machine, far below what takes it down (`workers=99999999999999999999` booted 873
+    gunicorn workers in 60 s before it was refused).
+    """
+    cores = max(1, len(os.sched_getaffinity(0)))
+    memory = _available_memory()
+    workers = min(max(64, 32 * cores), max(1, memory // (16 << 20)))
+    threads = min(max(256, 128 * cores), max(1, memory // (2 << 20)))
+    return Ceilings(workers=workers, threads=threads)
+
+
+def check_value(spec: StackDef, key: str, value: str) -> str | None:
+    """What is wrong with `value` for the tunable `key` of `spec` (None: nothing)."""
+    kind = param_kind(spec, key)
+    if kind == "choice":
+        allowed = spec.choices[key]
+        return None if value in allowed else f"{value!r} is not one of {', '.join(allowed)}"
+    if kind == "count":
+        if not (value.isascii() and value.isdigit()) or int(value) < 1:
+            return f"must be a whole number >= 1, got {value!r}"
+        number = int(value)
+        ceiling = COUNT_CEILING
+        if key in ("workers", "threads") and not _limits_lifted:
+            ceilings = tunable_ceilings()
+            ceiling = ceilings.workers if key == "workers" else ceilings.threads
+            if number > ceiling:
+                return (
+                    f"{number} is above this machine's ceiling of {ceiling} (from its cores "
+                    "and memory; `stackrace --no-tunable-limits …` lifts it)"
+                )
+        if number > ceiling:
+            return f"must be at most {ceiling}, got {number}"
+        return None
+    if kind == "path":
+        return _check_path(value)
+    if not _WORD.match(value):
+        return (
+            f"{value[:60]!r} is not a plain value: use letters, digits and . _ - : = + "
+            "(no '/', spaces, quotes or control characters)"
+        )
+    return None
+
+
+def _check_path(value: str) -> str | None:
+    if not value.isprintable() or len(value) > 4096:
+        return "a path must be printable text"
+    if not value.startswith("/") or os.path.normpath(value) != value:
+        return f"must be an absolute, normalised path (no '..', '.' or '//'), got {value!r}"
+    if not os.path.isfile(value) or not os.access(value, os.X_OK):
+        return f"{value} is not an executable file"
+    return None
 
 
 def _known_list(spec: StackDef) -> str:
@@ -425,10 +564,10 @@ def load_stacks(path: str | Path | None = None) -> StackFile:
     raise ConfigError naming file, stack and key."""
     p, origin = find_stacks_file(path)
     try:
-        data = p.read_bytes()
+        data = inputfile.read_bytes(p, limit=4 * inputfile.MiB)
         raw = tomllib.loads(data.decode())
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        raise ConfigError(f"{_where(p)}: no such file") from None
+    except inputfile.InputFileError as exc:
+        raise ConfigError(str(exc).replace(str(p), _where(p), 1)) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{_where(p)}: not UTF-8 text ({exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
@@ -478,20 +617,18 @@ def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) ->
         key, value = key.strip(), value.strip()
         if not eq or not value:
             raise ConfigError(f"{source}: stack '{ref}': variant '{item}' is not KEY=VALUE")
-        if key in ("workers", "threads"):
-            if not value.isdigit() or int(value) < 1:
-                raise ConfigError(
-                    f"{source}: stack '{ref}': key '{key}': must be a whole number >= 1"
-                )
-        elif key not in spec.params:
+        if key not in ("workers", "threads") and key not in spec.params:
             allowed = ", ".join(["workers", "threads", *spec.params])
             raise ConfigError(f"{source}: stack '{ref}': key '{key}': not tunable ({allowed})")
-        elif key in spec.choices and value not in spec.choices[key]:
-            raise ConfigError(
-                f"{source}: stack '{ref}': key '{key}': {value!r} is not one of "
-                f"{', '.join(spec.choices[key])}"
-            )
+        problem = check_value(spec, key, value)
+        if problem:
+            raise ConfigError(f"{source}: stack '{ref}': key '{key}': {problem}")
         overrides[key] = value
+    for key in ("workers", "threads"):
+        if key not in overrides:  # a stacks file's own default is held to them too
+            problem = check_value(spec, key, str(getattr(spec, key)))
+            if problem:
+                raise ConfigError(f"{source}: stack '{base}': key '{key}': {problem}")
     if spec.cpus:
         usable = sorted(os.sched_getaffinity(0))
         missing = [c for c in spec.cpus if c not in usable]

@@ -79,6 +79,26 @@ def _xdg(variable: str, default: str, sub: str) -> Path:
     return base / "stackrace"
 
 
+class UnwritableDirError(OSError):
+    """A directory stackrace must write cannot be made or written; the message names it,
+    the cause, and the variable that moves it."""
+
+
+def writable_dir(path: Path, what: str, variable: str = ENV_HOME) -> Path:
+    """`path`, made if missing, or UnwritableDirError (a read-only home, a full disk,
+    a file where the directory should be)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        raise UnwritableDirError(
+            f"cannot write {what} in {path}: {exc.strerror or exc} "
+            f"(${variable} or ${ENV_HOME} puts it elsewhere)"
+        ) from None
+    return path
+
+
 def config_dir() -> Path:
     """$XDG_CONFIG_HOME/stackrace (~/.config/stackrace): the user's own stacks.toml."""
     return _xdg("XDG_CONFIG_HOME", ".config", "config")

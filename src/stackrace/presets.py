@@ -21,13 +21,14 @@ claims, for the run's then/now tables:
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from stackrace import paths
+from stackrace import inputfile, paths
 from stackrace.config import ConfigError
 from stackrace.race_settings import RaceSettings, from_mapping
 from stackrace.report.schema import CLAIM_KINDS, Claim, Figure, Then
@@ -60,18 +61,29 @@ class Preset(msgspec.Struct, forbid_unknown_fields=True):
         )
 
 
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
 def preset_path(name: str) -> Path:
-    p = Path(name)
-    return p if p.suffix == ".toml" and p.exists() else PRESETS_DIR / f"{name}.toml"
+    """A shipped preset's file by its name, or the file the user named: a name with a
+    '/' or ending in .toml is a path; anything else must be a plain preset name, so no
+    text can reach outside the presets directory by way of a name."""
+    if "/" in name or name.endswith(".toml"):
+        return Path(name)
+    if not _NAME.match(name):
+        raise ConfigError(f"{name!r} is not a preset name (letters, digits, '.', '_', '-')")
+    return PRESETS_DIR / f"{name}.toml"
 
 
 def load_preset(name: str) -> Preset:
     path = preset_path(name)
     try:
-        raw: dict[str, Any] = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.toml")))
-        raise ConfigError(f"no preset {name!r} (known: {known})") from None
+        raw: dict[str, Any] = tomllib.loads(inputfile.read_text(path, limit=inputfile.MiB))
+    except inputfile.InputFileError as exc:
+        if path.parent == PRESETS_DIR and not path.exists():
+            known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.toml")))
+            raise ConfigError(f"no preset {name!r} (known: {known})") from None
+        raise ConfigError(str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     about = {k: raw.pop(k) for k in _ABOUT if k in raw}

@@ -248,5 +248,17 @@ def from_mapping(raw: dict[str, Any], where: str) -> RaceSettings:
         raise ValueError(f"{where}: {exc}") from None
 
 
+def check_values(settings: RaceSettings, where: str) -> None:
+    """Hold settings decoded from a file (a saved run, a recording) to the same parsers
+    as the command line: a run file is data that travels, and `concurrency = [-5, 0]`
+    in one must be an error naming the file and key, not a crash deep in the engine.
+    Raises ValueError."""
+    fields = {name: getattr(settings, name) for name in RaceSettings.__struct_fields__}
+    values = {
+        k: v for k, v in msgspec.to_builtins(fields).items() if v is not None and k != "stacks"
+    }
+    from_mapping(values, where)
+
+
 def merge(base: RaceSettings, changes: dict[str, Any]) -> RaceSettings:
     return msgspec.structs.replace(base, **changes)

@@ -98,13 +98,19 @@ def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path:
     python = str(Path(sys.executable).parent / "python")  # {python}: the venv's
     assert recipe.command == [python, str(ROOT / "tests/servers/testserver.py"), "{port}"]
     assert set(p.definitions) == {"plain"}
-    # the stacks file is gone, and the run is made again from a directory without one:
-    # the run's recorded stack blocks are started (the shipped file has no 'plain')
-    stacks.unlink()
+    # run again from a directory without a stacks file: the shipped file has no 'plain',
+    # and the run's recorded blocks are never started in its place
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     again = tmp_path / "again.json"
     r = run_cli("bench", "--from", str(run), "--json", str(again), cwd=elsewhere)
+    assert r.returncode == 2 and "no stack 'plain'" in r.stderr, r.stderr
+    assert not again.exists()
+    # with the stacks file it ran: the same settings and stacks, the same definitions
+    r = run_cli(
+        "--stacks-file", str(stacks), "bench", "--from", str(run), "--json", str(again),
+        cwd=elsewhere,
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr
     second = loads(again.read_bytes())
     assert second.settings == first.settings.__class__(
@@ -113,17 +119,49 @@ def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path:
     assert [s.name for s in second.stacks] == ["plain:workers=2"]
     assert second.provenance is not None and second.provenance.rerun_of == str(run)
     assert second.provenance.definitions == p.definitions
-    # options given override the run's settings; a changed file is noted, not used
+    # a title changed: noted, and run; options given override the run's settings
     stacks.write_text(FIXTURE.read_text().replace('title = "test server"', 'title = "changed"'))
     third = tmp_path / "third.json"
     r = run_cli(
-        "bench", "--from", str(run), "--concurrency", "3", "--json", str(third), cwd=elsewhere
-    )
+        "--stacks-file", str(stacks), "bench", "--from", str(run), "--concurrency", "3",
+        "--json", str(third), cwd=elsewhere,
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr
-    assert "has changed since the run" in r.stderr
+    assert "stack 'plain': title differs from" in r.stderr
     rerun = loads(third.read_bytes())
     assert rerun.settings.concurrency == [3] and rerun.settings.duration == 0.5
-    assert rerun.stacks[0].title.startswith("test server")
+    assert rerun.stacks[0].title.startswith("changed")
+
+
+def test_from_never_runs_a_command_the_run_file_names(tmp_path: Path) -> None:
+    """An edited run file names a command that would create a file: --from resolves the
+    stack in the stacks file in use, sees the definitions differ and refuses; with
+    --accept-definition-changes it runs the stack as defined now. The command in the
+    file never runs either way."""
+    stacks = tmp_path / "stacks.toml"
+    shutil.copy(FIXTURE, stacks)
+    run = tmp_path / "run.json"
+    r = run_cli(
+        "--stacks-file", str(stacks), "bench", "--stacks", "plain", *SHORT,
+        "--json", str(run), "--no-progress",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    planted = tmp_path / "planted"
+    raw = json.loads(run.read_text())
+    evil = ["/bin/sh", "-c", f"touch {planted}; exec sleep 30"]
+    raw["provenance"]["definitions"]["plain"]["command"] = evil
+    raw["provenance"]["stacks"][0]["command"] = evil
+    run.write_text(json.dumps(raw))  # the recorded sha256 of the stacks file still matches
+    base = ("--stacks-file", str(stacks), "bench", "--from", str(run), "--no-progress")
+    r = run_cli(*base)
+    assert r.returncode == 2, r.stderr
+    assert "defined differently" in r.stderr and "stack 'plain': command" in r.stderr
+    assert "--accept-definition-changes" in r.stderr
+    assert not planted.exists()
+    r = run_cli(*base, "--accept-definition-changes")
+    assert r.returncode == 0, r.stderr
+    assert "stack 'plain': command differs from" in r.stderr
+    assert not planted.exists()
 
 
 def _fields(settings: object) -> dict:

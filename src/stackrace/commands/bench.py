@@ -32,9 +32,10 @@ from stackrace.race.core import RaceParts
 from stackrace.race_settings import RaceSettings, add_options, given
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
-from stackrace.report.provenance import changed_since, provenance, recorded_stacks
+from stackrace.report.provenance import definition_changes, provenance, recorded_stacks
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import check_output_paths, print_run, read_run, write_outputs
+from stackrace.supervise import hurry
 from stackrace.workloads import WORKLOADS
 
 if TYPE_CHECKING:
@@ -51,8 +52,15 @@ def register(p: argparse.ArgumentParser) -> None:
         "--from",
         dest="from_run",
         metavar="RUN.json",
-        help="run a saved run again: its settings, and its stacks as the run recorded "
-        "them (options given here override the settings)",
+        help="run a saved run again: its settings and stack names (options given here "
+        "override the settings); the stacks are those of the stacks file in use, never "
+        "commands from the run file",
+    )
+    p.add_argument(
+        "--accept-definition-changes",
+        action="store_true",
+        help="with --from: run even when the stacks file defines the run's stacks "
+        "differently now (refused otherwise)",
     )
     add_options(p)
     p.add_argument("--json", dest="json_out", help="write the run (versioned schema) here")
@@ -118,35 +126,31 @@ def build_plan(
 
 
 def _stacks(args: argparse.Namespace, rerun: BenchRun | None) -> StackFile | None:
-    """The stacks file, or with --from the stack blocks the run recorded (a file given
-    with --stacks-file wins, with a note when it is not the file the run read)."""
-    if rerun is None:
-        return load(args)
-    if args.stacks_file is None:
-        try:
-            recorded = recorded_stacks(rerun, args.from_run)
-        except ConfigError as exc:
-            _fail(str(exc))
-            return None
-        if recorded is not None:
-            note = changed_since(rerun)
-            if note:
-                print(f"stackrace bench: note: {note}", file=sys.stderr)
-            return recorded
+    """The stacks file in use. With --from, the run's recorded blocks are compared with
+    it and never started (report/provenance.py says why): a difference in what runs is
+    refused unless --accept-definition-changes."""
     stacks = load(args)
-    if stacks is not None:
-        was = rerun.provenance.stacks_sha256 if rerun.provenance is not None else ""
-        if was != stacks.sha256:
-            print(
-                f"stackrace bench: note: {args.from_run} "
-                + (
-                    f"was run with another stacks file (sha256 {was[:12]}…); "
-                    if was
-                    else "records no stack definitions; "
-                )
-                + f"its stacks are taken from {stacks.source} as it is now",
-                file=sys.stderr,
-            )
+    if stacks is None or rerun is None:
+        return stacks
+    try:
+        recorded_stacks(rerun, args.from_run)  # a malformed record is an error, not ignored
+    except ConfigError as exc:
+        _fail(str(exc))
+        return None
+    runs, described = definition_changes(rerun, stacks)
+    if runs and not args.accept_definition_changes:
+        _fail(
+            f"{args.from_run} ran stacks defined differently from {stacks.source} now "
+            f"({'; '.join(runs)}): give --accept-definition-changes to run them as "
+            "defined now, or --stacks-file with the file it ran"
+        )
+        return None
+    for line in runs + described:
+        print(
+            f"stackrace bench: note: {line} differs from {args.from_run}; "
+            f"run as defined in {stacks.source}",
+            file=sys.stderr,
+        )
     return stacks
 
 
@@ -304,6 +308,10 @@ async def _run_interruptible(
     why: list[str] = []
 
     def stop(name: str) -> None:
+        if why:  # a second signal while the stacks stop: kill them at once
+            hurry.hurry()
+            print("stackrace bench: stopping now (SIGKILL)", file=sys.stderr, flush=True)
+            return
         why.append(name)
         task.cancel()
 

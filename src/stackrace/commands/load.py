@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import msgspec
 import uvloop
 
-from stackrace import options
+from stackrace import inputfile, options
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.model import (
@@ -33,6 +33,10 @@ from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.race import accounting
 from stackrace.report.write import check_output_paths
 from stackrace.units import fmt_bytes, fmt_count, fmt_us
+
+# the largest --body-file: the body is built into every request and kept in memory once
+# per engine process (wrk and hey read a body file whole too)
+BODY_LIMIT = 64 * inputfile.MiB
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -161,7 +165,11 @@ def run(args: argparse.Namespace) -> int:
         if args.body is not None:
             body = args.body.encode()
         elif args.body_file is not None:
-            body = Path(args.body_file).read_bytes()
+            try:
+                body = inputfile.read_bytes(args.body_file, limit=BODY_LIMIT)
+            except inputfile.InputFileError as exc:
+                print(f"stackrace load: --body-file {exc}", file=sys.stderr)
+                return 2
         spec = TargetSpec(
             id=args.url,  # the target's name in --metrics (and nowhere else in `load`)
             url=args.url,

@@ -11,6 +11,7 @@ import sys
 from stackrace.commands._common import load, resolve_all
 from stackrace.config import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
+from stackrace.supervise import hurry
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -45,8 +46,14 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(chosen: list[Stack], env: dict[str, str]) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+
+    def now() -> None:
+        print("stopping now (SIGKILL)", file=sys.stderr, flush=True)
+
+    # the first signal stops the stacks gracefully, a second one kills them at once
+    handler = hurry.escalating(stop.set, now)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, handler)
     failed = 0
     async with Launcher(env=env) as launcher:
         for stack in chosen:
@@ -70,7 +77,7 @@ async def _serve(chosen: list[Stack], env: dict[str, str]) -> int:
                 print(f"✗ {rs.name} crashed: {rs.error}\n{rs.log_tail()}", file=sys.stderr)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.5)
-        print("stopping…", flush=True)
+        print("stopping… (Ctrl-C again: kill at once)", flush=True)
     return 1 if failed else 0
 
 

@@ -13,7 +13,7 @@ import sys
 import msgspec
 
 from stackrace.commands._common import load
-from stackrace.config import ConfigError, resolve
+from stackrace.config import ConfigError, resolve, tunable_ceilings
 from stackrace.stacks.availability import Availability, check
 from stackrace.workloads import WORKLOADS
 
@@ -71,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
         shown = "all" if served == every else " ".join(served)
         table.add_row(r["name"], r["title"], r["family"], r["language"], shown, status, style=style)
     Console().print(table)
+    ceilings = tunable_ceilings()
+    print(
+        f"variants on this machine: workers <= {ceilings.workers}, threads <= "
+        f"{ceilings.threads} (`stackrace --no-tunable-limits …` lifts them)"
+    )
     missing = sum(not r["available"] for r in rows)
     if missing:
         print(

@@ -6,8 +6,13 @@ Every browser page runs its own app process (`python -m stackrace` with the same
 options), so it has its own stacks: they stop when the page is closed (textual-serve
 tells the app to quit, and the app stops every stack on its way out) and when the
 server stops (Ctrl-C ends each page's app the same way; a server killed outright closes
-the apps' pipes, and the launcher's watchdog stops their stacks). Bound to 127.0.0.1
-unless `--host` says otherwise: the app starts servers and load on this machine.
+the apps' pipes, and the launcher's watchdog stops their stacks).
+
+Bound to 127.0.0.1. Anyone who can open the page can start servers and send load from
+this machine, so an address other hosts can reach (`--host 0.0.0.0`, a LAN address)
+needs its own flag, `--web-remote`, as `--metrics` needs `--metrics-remote`, and the
+address is printed with a warning. The port is bound before anything else starts: a
+port in use is one line.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import argparse
 import shlex
 import sys
 
-WEB_ONLY = {"--host": True, "--port": True, "--public-url": True}
+WEB_ONLY = {"--host": True, "--port": True, "--public-url": True, "--web-remote": False}
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -25,14 +30,31 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to listen on (default 127.0.0.1: this machine only)",
+        help="address to listen on (default 127.0.0.1: this machine only; any other "
+        "address needs --web-remote)",
     )
-    parser.add_argument("--port", type=int, default=8566, help="port (default 8566)")
+    parser.add_argument(
+        "--web-remote",
+        action="store_true",
+        help="let --host be an address other hosts can reach: whoever opens the page "
+        "can start servers and send load from this machine",
+    )
+    parser.add_argument("--port", type=_port, default=8566, help="port (default 8566)")
     parser.add_argument(
         "--public-url", default=None, help="the URL browsers use, when behind a proxy"
     )
     add_app_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number, got {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 1 to 65535, got {port}")
+    return port
 
 
 def app_command(argv: list[str]) -> str:
@@ -48,14 +70,55 @@ def app_command(argv: list[str]) -> str:
             continue
         name = arg.split("=", 1)[0]
         if name in WEB_ONLY:
-            skip = "=" not in arg
+            skip = WEB_ONLY[name] and "=" not in arg
             continue
         out.append(arg)
     return shlex.join([sys.executable, "-m", "stackrace", *out])
 
 
+def check_address(host: str, port: int, remote: bool) -> str | None:
+    """None when `web` may listen there, else the one line that says why not."""
+    import errno
+    import socket
+
+    from stackrace.netguard import RemoteTargetError, is_loopback
+
+    try:
+        local = is_loopback(host)
+    except RemoteTargetError as exc:
+        return f"--host {exc}"
+    if not local and not remote:
+        return (
+            f"--host {host}: not a loopback address; whoever opens the page there can start "
+            "servers and send load from this machine: add --web-remote to mean it"
+        )
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"--port {port}: already in use on {host}"
+            if exc.errno == errno.EADDRNOTAVAIL:
+                return f"--host {host}: not an address of this machine"
+            return f"--host {host} --port {port}: cannot listen there: {exc.strerror or exc}"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from stackrace.tui.web import serve
 
+    problem = check_address(args.host, args.port, args.web_remote)
+    if problem:
+        print(f"stackrace web: {problem}", file=sys.stderr)
+        return 2
+    if args.web_remote:
+        print(
+            f"stackrace web: warning: listening on {args.host}:{args.port}, reachable from "
+            "other hosts: anyone who opens the page can start servers and send load from "
+            "this machine",
+            file=sys.stderr,
+        )
     argv = getattr(args, "argv", None) or sys.argv[1:]
     return serve(app_command(argv), args.host, args.port, args.public_url)

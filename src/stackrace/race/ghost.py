@@ -13,6 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stackrace import inputfile
+
+# the largest recording or run file read (compressed); recording.py bounds what it unpacks
+RECORDING_LIMIT = 256 * inputfile.MiB
+
 
 class GhostError(ValueError):
     pass
@@ -74,19 +79,20 @@ def _log(n: int) -> float:
 def load_ghost(path: str | Path) -> Ghost:
     """A bench run (.json) or a recording (.jsonl / .jsonl.gz) as a ghost."""
     p = Path(path)
-    if not p.exists():
-        raise GhostError(f"{p}: no such file")
-    head = p.read_bytes()[:2]
-    if p.suffix == ".json" and head != b"\x1f\x8b":
-        return _from_bench(p)
+    try:
+        data = inputfile.read_bytes(p, limit=RECORDING_LIMIT)
+    except inputfile.InputFileError as exc:
+        raise GhostError(str(exc)) from None
+    if p.suffix == ".json" and data[:2] != b"\x1f\x8b":
+        return _from_bench(p, data)
     return _from_recording(p)
 
 
-def _from_bench(p: Path) -> Ghost:
+def _from_bench(p: Path, data: bytes) -> Ghost:
     from stackrace.report.schema import loads
 
     try:
-        run = loads(p.read_bytes(), str(p))
+        run = loads(data, str(p))
     except ValueError as exc:
         raise GhostError(str(exc)) from None
     stacks = []

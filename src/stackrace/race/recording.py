@@ -40,6 +40,7 @@ from typing import IO, Any
 
 import msgspec
 
+from stackrace import inputfile
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import EngineSnapshot, TargetSpec
 from stackrace.race.core import RaceCore, StackChoice, StackState
@@ -238,15 +239,15 @@ class Recording:
 def load_recording(path: str | Path) -> Recording:
     p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise RecordingError(f"{p}: {exc.strerror or exc}") from None
+        raw = inputfile.read_bytes(p, limit=_FILE_LIMIT)
+    except inputfile.InputFileError as exc:
+        raise RecordingError(str(exc)) from None
     if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError):
-            # a recording cut short (the app was killed): keep what was written
-            raw = _partial_gzip(raw)
+        # read in pieces, to a bound: a recording cut short (the app was killed) keeps
+        # what was written, and a small file that unpacks to gigabytes is refused
+        raw, whole = _gunzip(raw, _UNPACKED_LIMIT)
+        if not whole:
+            raise RecordingError(f"{p}: unpacks to more than {_UNPACKED_LIMIT >> 20} MiB")
     records: list[Record] = []
     for n, line in enumerate(io.BytesIO(raw), 1):
         if not line.strip():
@@ -267,15 +268,24 @@ def load_recording(path: str | Path) -> Recording:
     return Recording(header, records[1:], str(p))
 
 
-def _partial_gzip(raw: bytes) -> bytes:
+# a recording's size on disk, and unpacked (an hour's race of 8 stacks is ~20 MB unpacked)
+_FILE_LIMIT = 256 * inputfile.MiB
+_UNPACKED_LIMIT = 1024 * inputfile.MiB
+
+
+def _gunzip(raw: bytes, limit: int) -> tuple[bytes, bool]:
+    """What a gzip stream unpacks to, up to `limit` bytes, and False when it holds more.
+    A stream cut short gives what came before the cut."""
     d = gzip.GzipFile(fileobj=io.BytesIO(raw))
     out = bytearray()
     try:
         while chunk := d.read(65536):
             out += chunk
+            if len(out) > limit:
+                return b"", False
     except (OSError, EOFError):
         pass
-    return bytes(out)
+    return bytes(out), True
 
 
 # --- playback ---------------------------------------------------------------------------

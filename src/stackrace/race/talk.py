@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stackrace import inputfile
 from stackrace.units import parse_duration
 
 _KEYS = {"at", "after", "concurrency", "rate", "ramp", "say"}
@@ -103,9 +104,9 @@ def parse_talk(text: str, where: str = "talk track") -> list[TalkStep]:
 def load_talk(path: str | Path) -> list[TalkStep]:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TalkError(f"{p}: {exc.strerror or exc}") from None
+        text = inputfile.read_text(p, limit=inputfile.MiB)
+    except inputfile.InputFileError as exc:
+        raise TalkError(str(exc)) from None
     return parse_talk(text, str(p))
 
 

@@ -4,13 +4,20 @@ A run file names its stacks, but a name means whatever the stacks file says toda
 file may have changed, or not be on the machine that runs it again. So a run records
 the stacks file (path and sha256), the blocks of it that its stacks use as written, and
 each stack's command line as resolved here (for a reader: the real argv, the variant's
-overrides filled in). `stackrace bench --from RUN.json` starts the recorded blocks, not
-whatever the current file holds under those names: the run file alone reproduces it.
+overrides filled in).
+
+`stackrace bench --from RUN.json` never runs what the file says to run: a run file is
+data that travels (a colleague's, an attachment, a CI artifact), and an edited one
+could name any command while its recorded checksum still matched. It takes the run's
+settings and stack *names* from the file and resolves the names in the stacks file in
+use, as any bench does; `definition_changes` compares the blocks it recorded with the
+blocks used now, and a difference in what runs (command, processes, files, params…)
+refuses the rerun unless the user accepts it (`--accept-definition-changes`). A change
+of title or description alone is only noted.
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import msgspec
@@ -52,10 +59,36 @@ def provenance(stacks: list[Stack], source: StackFile, rerun_of: str | None = No
     )
 
 
+# keys of a stack block that only describe it: a change there does not change what runs
+_DESCRIPTIVE = frozenset({"title", "description", "language", "family"})
+
+
+def definition_changes(run: BenchRun, stacks: StackFile) -> tuple[list[str], list[str]]:
+    """How the blocks the run recorded differ from those in `stacks`: (lines about what
+    runs, lines about descriptions only). A block the run recorded that `stacks` lacks
+    is left to resolving its name, which says so."""
+    p = run.provenance
+    if p is None:
+        return [], []
+    runs: list[str] = []
+    described: list[str] = []
+    for name, then in p.definitions.items():
+        now = stacks.get(name)
+        if now is None:
+            continue
+        was, is_ = msgspec.to_builtins(then), msgspec.to_builtins(now)
+        keys = sorted(k for k in set(was) | set(is_) if was.get(k) != is_.get(k))
+        if not keys:
+            continue
+        active = [k for k in keys if k not in _DESCRIPTIVE]
+        target = runs if active else described
+        target.append(f"stack '{name}': {', '.join(active or keys)}")
+    return runs, described
+
+
 def recorded_stacks(run: BenchRun, run_path: str) -> StackFile | None:
     """The stack blocks a run recorded, checked as a stacks file is (None: the run
-    records none). The StackFile keeps the recorded file's path and hash, so a run made
-    from it records the same origin."""
+    records none): for reading and comparing only, never for starting a stack."""
     p = run.provenance
     if p is None or not p.definitions:
         return None
@@ -68,22 +101,4 @@ def recorded_stacks(run: BenchRun, run_path: str) -> StackFile | None:
         Path(p.stacks_file) if p.stacks_file else None,
         f"recorded in {run_path}",
         p.stacks_sha256,
-    )
-
-
-def changed_since(run: BenchRun) -> str | None:
-    """A note when the stacks file the run read is still there but no longer the same."""
-    p = run.provenance
-    if p is None or not p.stacks_file or not p.stacks_sha256:
-        return None
-    path = Path(p.stacks_file)
-    try:
-        now = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-    if now == p.stacks_sha256:
-        return None
-    return (
-        f"{path} has changed since the run (sha256 {p.stacks_sha256[:12]}… then, "
-        f"{now[:12]}… now): the run's own stack definitions are used"
     )

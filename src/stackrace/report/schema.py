@@ -17,7 +17,7 @@ import msgspec
 
 from stackrace.config import StackDef
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race_settings import RaceSettings
+from stackrace.race_settings import RaceSettings, check_values
 
 # Repeats of one level further apart than this (relative to their median) make the
 # level's figure a range, not a point: a ranking within it can flip on the next run.
@@ -280,9 +280,11 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     try:
         # decoded again as the type (not converted from the dicts): JSON object keys are
         # strings, and the typed decoder reads `"503"` into the int key of `status`
-        return msgspec.json.decode(data, type=BenchRun)
+        run = msgspec.json.decode(data, type=BenchRun)
     except msgspec.ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from None
+    check_values(run.settings, f"{source}: settings")
+    return run
 
 
 def json_schema() -> dict:

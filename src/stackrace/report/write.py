@@ -10,6 +10,7 @@ from pathlib import Path
 
 import msgspec
 
+from stackrace import inputfile
 from stackrace.report import chart, tables, thennow
 from stackrace.report.schema import BenchRun, dumps, loads
 
@@ -117,9 +118,9 @@ def read_run(path: str) -> BenchRun:
     """A saved run; every problem (missing, unreadable, truncated, not a run, another
     schema version) is a ValueError whose message starts with the file name."""
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = inputfile.read_bytes(path, limit=256 * inputfile.MiB)
+    except inputfile.InputFileError as exc:
+        raise ValueError(str(exc)) from None
     try:
         return loads(data, path)
     except msgspec.DecodeError as exc:

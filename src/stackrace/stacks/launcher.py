@@ -39,7 +39,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import itertools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -52,8 +54,9 @@ from pathlib import Path
 from stackrace import paths
 from stackrace.config import HOST, ConfigError, Stack, placeholders, render
 from stackrace.ports import free_port, port_in_use
+from stackrace.slug import slug
 from stackrace.stacks import cgroup, probe
-from stackrace.supervise import rundirs
+from stackrace.supervise import hurry, rundirs
 from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
 from stackrace.supervise.watchdog import Watchdog
 
@@ -91,20 +94,34 @@ def runs_dir() -> Path:
     return paths.cache_dir() / "runs"
 
 
+# the name `new_run_root` gives: mkdtemp's prefix (a time) and its 8 random characters
+_RUN_ROOT_NAME = re.compile(r"^\d{8}-\d{6}-[A-Za-z0-9_]{8}$")
+_RUN_ROOT_MARK = ".lock"
+
+
 def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
     """A new directory for one launcher's stacks, named by time, and a descriptor that
-    holds its lock while the launcher lives. The oldest directories beyond `keep` are
-    removed, unless a live launcher still holds them (the lock dies with its process), so
-    the logs of recent runs stay findable and old ones do not pile up."""
-    base = runs_dir()
-    base.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
-    fd = os.open(root / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    holds its lock while the launcher lives. The oldest run directories beyond `keep`
+    are removed, unless a live launcher still holds them (the lock dies with its
+    process), so the logs of recent runs stay findable and old ones do not pile up.
+
+    Only directories this function made are ever removed: named as it names them,
+    holding its lock file, not a link, and inside the runs directory once every link
+    is resolved. $STACKRACE_RUNS_DIR may point anywhere (a home directory, a shared
+    folder): nothing else in it is touched."""
+    base = paths.writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR")
+    try:
+        root = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
+    except OSError as exc:  # e.g. a full disk
+        raise paths.UnwritableDirError(
+            f"cannot make a run directory in {base}: {exc.strerror or exc}"
+        ) from None
+    fd = os.open(root / _RUN_ROOT_MARK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    old = sorted((d for d in base.iterdir() if d.is_dir()), key=lambda d: d.stat().st_mtime)
+    old = sorted(_own_run_roots(base), key=lambda d: d.stat().st_mtime)
     for d in old[: max(0, len(old) - keep)]:
         try:
-            other = os.open(d / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            other = os.open(d / _RUN_ROOT_MARK, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         except OSError:
             continue
         try:
@@ -116,6 +133,21 @@ def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
         finally:
             os.close(other)
     return root, fd
+
+
+def _own_run_roots(base: Path) -> list[Path]:
+    """The run directories `new_run_root` made under `base` (see its docstring)."""
+    real_base = os.path.realpath(base)
+    out = []
+    for d in base.iterdir():
+        if not _RUN_ROOT_NAME.match(d.name) or d.is_symlink() or not d.is_dir():
+            continue
+        if os.path.dirname(os.path.realpath(d)) != real_base:
+            continue
+        mark = d / _RUN_ROOT_MARK
+        if mark.is_file() and not mark.is_symlink():
+            out.append(d)
+    return out
 
 
 @dataclass
@@ -276,24 +308,34 @@ class Launcher:
     def _make_run_dir(self, stack: Stack) -> Path:
         """A fresh private directory for the stack's configs, sockets, pid files and log.
 
+        Its name is a slug of the stack's name (stackrace.slug): a variant's value is
+        user text (`x/../../victim` included) and never becomes a path component. It is
+        created exclusively, never reused and never emptied: a stack started again in
+        this launcher gets `NAME.2`, so nothing that was there is removed.
+
         Unix socket paths are cut at 107 bytes, silently by some servers (php-fpm then
         listens somewhere else and nginx answers 502). When run_root/NAME is too long
         for a socket in it, the directory is a short one in /tmp, linked from there.
         """
-        safe = stack.name.replace(":", "_").replace(",", "_").replace("=", "-")
-        link = self.run_root / safe
-        if link.is_symlink():
-            shutil.rmtree(link.resolve(), ignore_errors=True)
-            link.unlink()
-        shutil.rmtree(link, ignore_errors=True)
-        if len(str(link)) <= _MAX_RUN_DIR:
-            link.mkdir(parents=True)
-            return link
-        short = rundirs.make_short_dir(stack.base)
-        link.symlink_to(short, target_is_directory=True)
-        self._short_dirs.append((link, short))
-        self._dog().fold_on_death(link, short)  # even a SIGKILL leaves no short dir behind
-        return short
+        base = slug(stack.name)
+        for n in itertools.count(1):
+            link = self.run_root / (base if n == 1 else f"{base}.{n}")
+            if len(str(link)) <= _MAX_RUN_DIR:
+                try:
+                    link.mkdir()
+                except FileExistsError:
+                    continue
+                return link
+            short = rundirs.make_short_dir(slug(stack.base, 16, hashed=False))
+            try:
+                link.symlink_to(short, target_is_directory=True)
+            except FileExistsError:
+                short.rmdir()
+                continue
+            self._short_dirs.append((link, short))
+            self._dog().fold_on_death(link, short)  # even a SIGKILL leaves no short dir
+            return short
+        raise AssertionError("unreachable")
 
     def _fold_short_dirs(self) -> None:
         """Logs of stopped stacks' short run dirs move back under run_root; those go."""
@@ -502,7 +544,10 @@ class Launcher:
             if rs.stack.upstream is not None:
                 grace = max(grace, rs.stack.upstream.spec.stop_timeout)
             deadline = time.monotonic() + grace
-            while pids_in_sessions(sessions) and time.monotonic() < deadline:
+            # a second Ctrl-C (hurry) ends the grace time at once: SIGKILL now
+            while (
+                pids_in_sessions(sessions) and time.monotonic() < deadline and not hurry.hurried()
+            ):
                 await asyncio.sleep(_POLL_S)
             signal_sessions(sessions, signal.SIGKILL)
             for p in rs.procs:

@@ -16,5 +16,11 @@ def serve(command: str, host: str, port: int, public_url: str | None) -> int:
             file=sys.stderr,
         )
         return 2
-    Server(command, host=host, port=port, title="stackrace", public_url=public_url).serve()
+    try:
+        Server(command, host=host, port=port, title="stackrace", public_url=public_url).serve()
+    except OSError as exc:  # the address cannot be bound (taken since the check, not ours)
+        print(
+            f"stackrace web: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr
+        )
+        return 2
     return 0
