@@ -113,6 +113,7 @@ from typing import Any
 import msgspec
 
 from stackrace import inputfile, paths
+from stackrace.options import MAX_TIMEOUT_S  # ready_timeout and stop_timeout too
 from stackrace.workloads import WORKLOADS
 
 FAMILIES = ("sync", "threaded", "async", "greenlet", "prefork", "event-loop", "other")
@@ -127,7 +128,6 @@ _MEMORY = re.compile(r"^\d+[KMG]?$")
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:=+-]{0,99}$")
 PARAM_KINDS = ("count", "word", "path", "choice")
 COUNT_CEILING = 100_000  # a count param (worker_connections, db_pool, spare processes)
-MAX_TIMEOUT_S = 3600.0  # ready_timeout and stop_timeout
 
 
 class ConfigError(ValueError):
@@ -605,6 +605,9 @@ def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) ->
     """
     if source is None:
         source = getattr(stacks, "source", "stacks.toml")
+    if not ref.isprintable():
+        # a line break or an escape sequence would forge or garble the error line itself
+        raise ConfigError(f"{source}: stack {ref!r}: control characters in a stack name")
     base, _, rest = ref.partition(":")
     base = base.strip()
     if base not in stacks:

@@ -39,6 +39,7 @@ __all__ = [
     "positive_int_list",
     "positive_rate",
     "procs",
+    "timeout_duration",
     "usable_cpus",
 ]
 
@@ -69,6 +70,10 @@ def _bad(what: str, text: str) -> argparse.ArgumentTypeError:
     return argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
 
 
+MAX_DURATION_S = 24 * 3600.0  # a run (or level) longer than a day is a typo
+MAX_TIMEOUT_S = 3600.0  # a request or connect timeout: an hour, as a stacks file's
+
+
 def _duration(text: str) -> float:
     try:
         value = parse_duration(text)
@@ -76,6 +81,8 @@ def _duration(text: str) -> float:
         raise _bad("a duration like 500ms, 10s or 2m", text) from None
     if not math.isfinite(value):
         raise _bad("a finite duration", text)
+    if value > MAX_DURATION_S:
+        raise _bad("a duration of at most 24h", text)
     return value
 
 
@@ -84,6 +91,14 @@ def positive_duration(text: str) -> float:
     value = _duration(text)
     if value <= 0:
         raise _bad("a duration longer than zero (500ms, 10s, 2m)", text)
+    return value
+
+
+def timeout_duration(text: str) -> float:
+    """A timeout: longer than zero, at most an hour (`MAX_TIMEOUT_S`)."""
+    value = positive_duration(text)
+    if value > MAX_TIMEOUT_S:
+        raise _bad("a timeout of at most 1h", text)
     return value
 
 

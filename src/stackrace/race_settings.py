@@ -32,6 +32,7 @@ from stackrace.options import (
     positive_int,
     positive_int_list,
     positive_rate,
+    timeout_duration,
 )
 from stackrace.workloads import WORKLOADS
 
@@ -145,7 +146,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = "auto"
     repeat: Annotated[int, opt("--repeat", "measure each level N times", positive_int)] = 1
     timeout: Annotated[
-        float, opt("--timeout", "a request with no answer after this long fails", positive_duration)
+        float, opt("--timeout", "a request with no answer after this long fails", timeout_duration)
     ] = 10.0
     cpus: Annotated[
         int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int)

@@ -148,4 +148,4 @@ def test_report_names_a_file_it_cannot_read(tmp_path: Path, content: bytes, why:
     r = cli("report", str(bad))
     assert_one_line_error(r, f"stackrace report: {bad}: ", why)
     r = cli("report", str(tmp_path / "missing.json"))
-    assert_one_line_error(r, f"{tmp_path / 'missing.json'}: cannot read")
+    assert_one_line_error(r, f"{tmp_path / 'missing.json'}: no such file")

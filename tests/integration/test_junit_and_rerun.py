@@ -170,7 +170,7 @@ def _fields(settings: object) -> dict:
 
 def test_from_is_checked_before_any_load(tmp_path: Path) -> None:
     r = run_cli("bench", "--from", str(tmp_path / "missing.json"))
-    assert r.returncode == 2 and "missing.json: cannot read" in r.stderr
+    assert r.returncode == 2 and "missing.json: no such file" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     (tmp_path / "x.json").write_text("{}")
     r = run_cli("bench", "--from", str(tmp_path / "x.json"), "--preset", "sync-ceiling")

@@ -74,13 +74,13 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=options.positive_duration,
+        type=options.timeout_duration,
         default="10s",
         help="request timeout (default 10s)",
     )
     p.add_argument(
         "--connect-timeout",
-        type=options.positive_duration,
+        type=options.timeout_duration,
         default="5s",
         help="connect timeout (default 5s)",
     )
