@@ -88,7 +88,7 @@ async def test_a_run_directory_stays_inside_its_root_whatever_the_name(tmp_path:
     """Below the validation: a Stack built by hand with a traversal in its name (as a
     bug or a future front end might) still gets a directory inside the run root, and
     nothing outside is removed or created."""
-    runs, precious = _victim_beside_runs(tmp_path)
+    _, precious = _victim_beside_runs(tmp_path)
     stacks = load_stacks(FIXTURE)
     plain = resolve("plain", stacks)
     hostile = config.Stack(name="plain:x=/../../../../victim", base="plain", spec=plain.spec)

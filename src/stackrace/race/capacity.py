@@ -1,0 +1,258 @@
+"""Capacity under an SLO: the highest load a stack serves while it meets its target.
+
+    search = CapacitySearch(Bounds(start=1, ceiling=4096, integer=True))
+    while (load := search.next_load()) is not None:
+        search.record(measure(load))          # a Probe: did this load meet the SLO?
+    print(search.result().sentence("p99 < 50 ms", "c"))
+
+A state machine, not a loop that measures: the front end (bench, tune, the app's `k`)
+owns the engine, the clock and the stacks, and asks the search what to measure next.
+The same search then runs on a real race, on the synthetic engine, or on a formula in a
+unit test, and a search can be interleaved with other stacks' searches (the app
+searches every stack at once, each pane following its own probes).
+
+How it searches (k6's breakpoint test, stopped by a rule instead of by hand):
+1. **Bracket**: measure `start`, then double the load until a probe misses the SLO
+   (or the ceiling is met). A miss at the very first load is the answer too: the SLO
+   cannot be met at any load (the latency floor is above the target), and the result
+   says so with the figure that proves it.
+2. **Bisect** between the highest load that met the SLO and the lowest that missed, at
+   the geometric middle (loads span orders of magnitude; for whole numbers the middle is
+   rounded and the search stops when the two are neighbours), until the gap is within
+   `precision` of the lower one.
+3. **Confirm** the answer: the highest passing load is measured `confirm` more times.
+   Latency percentiles on a shared, noisy machine move from run to run; if a repeat
+   misses, that load was passing by luck, the search takes the next passing load below
+   and bisects again. The repeats' spread of req/s is the stated margin (± %).
+
+A budget bounds it: a number of probes and a time (the front end reports each probe's
+seconds); when it is spent the result says so and names the bracket it got to.
+
+What a probe must carry to mean something is the front end's business (`needed_answers`
+tells it how many answers a percentile needs: ten beyond the percentile's tail, so that
+p99 rests on at least 1,000 answers), and each probe records whether it had them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+# why a search ended
+PRECISE = "precision reached"
+CEILING = "met the SLO up to the ceiling"
+CANNOT = "cannot meet the SLO at any load"
+BUDGET = "budget spent"
+PROBES = "probe limit reached"
+
+
+def needed_answers(quantile: float | None, tail: int = 10) -> int:
+    """How many answers a probe needs before a percentile means something: `tail`
+    answers beyond it (p99: 1,000; p99.9: 10,000; p50: 20). None (a mean or a failure
+    share): 100."""
+    if quantile is None or not 0 < quantile < 1:
+        return 100
+    return max(20, math.ceil(tail / (1 - quantile)))
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Where the search may go: loads from `start` to `ceiling`, whole numbers for a
+    concurrency (closed loop) or any value for a rate (open loop)."""
+
+    start: float = 1.0
+    ceiling: float = 4096.0
+    integer: bool = True
+    precision: float = 0.05  # the gap between a pass and a miss, relative to the pass
+    confirm: int = 2  # extra measurements of the answer
+    max_probes: int = 40
+    budget_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One measurement: the load asked, whether it met the SLO and why not, and the
+    figures a reader needs to check it."""
+
+    load: float
+    meets: bool
+    rps: float = 0.0  # good answers per second measured
+    why: str = ""  # the SLO term missed, with its figure ("p99 74.1 ms > 50 ms")
+    figures: dict[str, float] = field(default_factory=dict)  # p99_us, failures, …
+    answers: int = 0
+    enough: bool = True  # had the answers its percentile needs
+    seconds: float = 0.0
+    phase: str = ""  # bracket, bisect, confirm (set by the search)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The answer: the highest load that met the SLO (None: none did), the lowest that
+    missed (None: none did, up to the ceiling), and the evidence."""
+
+    load: float | None
+    rps: float | None
+    margin: float | None  # the confirming repeats' spread of req/s, ± share of the median
+    breaks_at: float | None
+    breaks_why: str
+    stopped: str
+    probes: list[Probe]
+
+    def sentence(self, slo: str, unit: str = "c") -> str:
+        """'meets p99 < 50 ms up to c=24 (1,240 req/s ± 3 %), breaks at c=26: p99 74 ms'."""
+
+        def at(load: float) -> str:
+            return f"{unit}={load:g}" if unit == "c" else f"{load:,.0f} {unit}"
+
+        if self.load is None:
+            first = self.probes[0] if self.probes else None
+            why = f": {first.why} at {at(first.load)}" if first and first.why else ""
+            return f"cannot meet {slo} at any load{why}"
+        margin = f" ± {self.margin * 100:.0f} %" if self.margin is not None else ""
+        rps = f" ({self.rps:,.0f} req/s{margin})" if self.rps is not None else ""
+        text = f"meets {slo} up to {at(self.load)}{rps}"
+        if self.breaks_at is not None:
+            text += f", breaks at {at(self.breaks_at)}: {self.breaks_why}"
+        else:
+            text += f", not broken up to the ceiling ({self.stopped})"
+        if self.stopped in (BUDGET, PROBES):
+            text += f" [{self.stopped}: the true capacity lies in that bracket]"
+        return text
+
+
+class CapacitySearch:
+    """Bracket, bisect, confirm (see the module docstring). `next_load()` says what to
+    measure (None: done); `record(probe)` takes its result."""
+
+    def __init__(self, bounds: Bounds) -> None:
+        if bounds.start <= 0 or bounds.ceiling < bounds.start:
+            raise ValueError("the search needs 0 < start <= ceiling")
+        self.b = bounds
+        self.probes: list[Probe] = []
+        self.phase = "bracket"
+        self.lo: float | None = None  # highest load known to meet the SLO
+        self.hi: float | None = None  # lowest load known to miss it
+        self._confirms: list[Probe] = []
+        self._pending: float | None = None
+        self._stopped = ""
+
+    # --- what next --------------------------------------------------------------------
+
+    def _round(self, load: float) -> float:
+        if self.b.integer:
+            load = float(max(1, round(load)))
+        return min(max(load, self.b.start), self.b.ceiling)
+
+    def _spent(self) -> str:
+        if len(self.probes) >= self.b.max_probes:
+            return PROBES
+        if self.b.budget_s is not None and sum(p.seconds for p in self.probes) >= self.b.budget_s:
+            return BUDGET
+        return ""
+
+    def _close_enough(self) -> bool:
+        assert self.lo is not None and self.hi is not None
+        if self.b.integer and self.hi - self.lo <= 1:
+            return True
+        return (self.hi - self.lo) <= self.b.precision * self.lo
+
+    def next_load(self) -> float | None:
+        if self._stopped:
+            return None
+        if self._pending is not None:
+            return self._pending
+        spent = self._spent()
+        if spent:
+            self._stopped = spent
+            return None
+        load = self._decide()
+        if load is None:
+            return None
+        self._pending = load
+        return load
+
+    def _decide(self) -> float | None:
+        if self.phase == "bracket":
+            if not self.probes:
+                return self._round(self.b.start)
+            last = self.probes[-1]
+            if not last.meets:
+                if self.lo is None:
+                    self._stopped = CANNOT
+                    return None
+                self.phase = "bisect"
+            elif last.load >= self.b.ceiling:
+                self.phase = "confirm"
+            else:
+                return self._round(last.load * 2)
+        if self.phase == "bisect":
+            assert self.lo is not None and self.hi is not None
+            if self._close_enough():
+                self.phase = "confirm"
+            else:
+                mid = math.sqrt(self.lo * self.hi)
+                mid = self._round(mid)
+                if mid <= self.lo or mid >= self.hi:  # whole numbers: take the neighbour
+                    mid = self.lo + 1 if self.b.integer else (self.lo + self.hi) / 2
+                return mid
+        if self.phase == "confirm":
+            assert self.lo is not None
+            if len(self._confirms) < self.b.confirm:
+                return self.lo
+            self._stopped = CEILING if self.hi is None else PRECISE
+            return None
+        return None
+
+    # --- results ----------------------------------------------------------------------
+
+    def record(self, probe: Probe) -> None:
+        if self._pending is None or abs(probe.load - self._pending) > 1e-9 * max(1, probe.load):
+            raise ValueError(f"recorded load {probe.load:g}, asked {self._pending}")
+        self._pending = None
+        probe = Probe(**{**probe.__dict__, "phase": self.phase})
+        self.probes.append(probe)
+        if self.phase == "confirm":
+            if probe.meets:
+                self._confirms.append(probe)
+                return
+            # that load passed by luck: it is a miss, and the search goes below it
+            self.hi = probe.load
+            self._confirms = []
+            below = [p.load for p in self.probes if p.meets and p.load < probe.load]
+            self.lo = max(below) if below else None
+            if self.lo is None:
+                self._stopped = CANNOT
+                return
+            self.phase = "bisect"
+            return
+        if probe.meets:
+            self.lo = probe.load if self.lo is None else max(self.lo, probe.load)
+        else:
+            self.hi = probe.load if self.hi is None else min(self.hi, probe.load)
+
+    @property
+    def done(self) -> bool:
+        return bool(self._stopped)
+
+    def result(self) -> Capacity:
+        stopped = self._stopped or (self._spent() or "")
+        lo, hi = self.lo, self.hi
+        at_lo = [p for p in self.probes if lo is not None and p.load == lo and p.meets]
+        rps = [p.rps for p in at_lo]
+        margin = None
+        if len(rps) >= 2:
+            median = sorted(rps)[len(rps) // 2]
+            margin = (max(rps) - min(rps)) / 2 / median if median > 0 else None
+        miss = next(
+            (p for p in reversed(self.probes) if hi is not None and p.load == hi and not p.meets),
+            None,
+        )
+        return Capacity(
+            load=lo,
+            rps=(sorted(rps)[len(rps) // 2] if rps else None),
+            margin=margin,
+            breaks_at=hi,
+            breaks_why=miss.why if miss else "",
+            stopped=stopped,
+            probes=list(self.probes),
+        )

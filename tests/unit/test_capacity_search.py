@@ -1,0 +1,141 @@
+"""The capacity search (race/capacity.py) against servers whose capacity is known exactly:
+formulas, so every rule of the search is checked in milliseconds."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from stackrace.race.capacity import (
+    BUDGET,
+    CANNOT,
+    CEILING,
+    PRECISE,
+    PROBES,
+    Bounds,
+    CapacitySearch,
+    Probe,
+    needed_answers,
+)
+
+
+def closed_loop(
+    workers: int, service_ms: float, target_ms: float, jitter: float = 0.0, seed: int = 1
+):
+    """N workers each holding a request `service_ms`: c clients wait c/N service times
+    once c > N. p99 ≈ that wait. Meets `p99 < target_ms` exactly while c < T·N/S."""
+    rng = random.Random(seed)
+
+    def measure(c: float) -> Probe:
+        wait = service_ms * max(1.0, c / workers)
+        wait *= 1 + rng.uniform(-jitter, jitter)
+        rps = min(c, workers) / service_ms * 1000
+        meets = wait < target_ms
+        return Probe(c, meets, rps, "" if meets else f"p99 {wait:.1f} ms > {target_ms:g} ms")
+
+    return measure
+
+
+def run(search: CapacitySearch, measure) -> None:
+    while (load := search.next_load()) is not None:
+        search.record(measure(load))
+
+
+def test_finds_the_exact_concurrency_of_a_known_server() -> None:
+    # 4 workers x 10 ms, p99 < 50 ms: c < 20 meets, so the answer is c=19
+    search = CapacitySearch(Bounds(start=1, ceiling=4096, integer=True))
+    run(search, closed_loop(4, 10, 50))
+    result = search.result()
+    assert (result.load, result.breaks_at, result.stopped) == (19, 20, PRECISE)
+    assert result.rps == pytest.approx(400)
+    assert result.margin == 0.0  # three equal measurements of c=19
+    phases = [p.phase for p in result.probes]
+    assert phases[:6] == ["bracket"] * 6  # 1 2 4 8 16 32
+    assert phases[-2:] == ["confirm", "confirm"]
+    assert len(result.probes) <= 14
+    text = result.sentence("p99 < 50 ms")
+    assert text.startswith("meets p99 < 50 ms up to c=19 (400 req/s ± 0 %), breaks at c=20: p99")
+
+
+def test_rate_mode_finds_the_capacity_within_the_precision() -> None:
+    capacity = 1234.0  # req/s, a latency floor of 5 ms below it, unbounded above
+
+    def measure(rate: float) -> Probe:
+        meets = rate < capacity
+        return Probe(rate, meets, min(rate, capacity), "" if meets else "p99 10.0 s > 50 ms")
+
+    search = CapacitySearch(Bounds(start=10, ceiling=1e6, integer=False, precision=0.02))
+    run(search, measure)
+    result = search.result()
+    assert result.stopped == PRECISE and result.load is not None and result.breaks_at is not None
+    assert result.load < capacity <= result.breaks_at
+    assert (result.breaks_at - result.load) <= 0.02 * result.load
+    assert "req/s" in result.sentence("p99 < 50 ms", "req/s")
+
+
+def test_a_latency_floor_above_the_target_cannot_be_met() -> None:
+    search = CapacitySearch(Bounds(start=1, ceiling=64))
+    run(search, closed_loop(4, 80, 50))  # 80 ms per request, target 50 ms
+    result = search.result()
+    assert result.stopped == CANNOT and result.load is None and len(result.probes) == 1
+    assert result.sentence("p99 < 50 ms") == (
+        "cannot meet p99 < 50 ms at any load: p99 80.0 ms > 50 ms at c=1"
+    )
+
+
+def test_a_server_that_never_breaks_is_reported_up_to_the_ceiling() -> None:
+    search = CapacitySearch(Bounds(start=1, ceiling=100))
+    run(search, closed_loop(1000, 1, 50))
+    result = search.result()
+    assert (result.load, result.breaks_at, result.stopped) == (100, None, CEILING)
+    assert "not broken up to the ceiling" in result.sentence("p99 < 50 ms")
+
+
+def test_a_lucky_pass_at_the_boundary_is_caught_by_the_confirming_repeats() -> None:
+    """A jittery server: the first pass at the answer may be luck. The search confirms
+    the answer and, when a repeat misses, goes below it; whatever it ends on was met
+    three times, and its margin says how much req/s moved between them."""
+    for seed in range(30):
+        search = CapacitySearch(Bounds(start=1, ceiling=4096, confirm=2))
+        run(search, closed_loop(4, 10, 50, jitter=0.15, seed=seed))
+        result = search.result()
+        assert result.load is not None and 14 <= result.load <= 22, (seed, result.load)
+        passes = [p for p in result.probes if p.load == result.load and p.meets]
+        assert len(passes) >= 3
+        misses_below = [p for p in result.probes if not p.meets and p.load <= result.load]
+        assert not [p for p in misses_below if p.phase != "confirm" and p.load == result.load]
+
+
+def test_the_budget_and_the_probe_limit_stop_the_search_and_say_so() -> None:
+    slow = closed_loop(4, 10, 50)
+
+    def timed(c: float) -> Probe:
+        p = slow(c)
+        return Probe(p.load, p.meets, p.rps, p.why, seconds=10.0)
+
+    search = CapacitySearch(Bounds(start=1, ceiling=4096, budget_s=45))
+    run(search, timed)
+    result = search.result()
+    assert result.stopped == BUDGET and len(result.probes) == 5
+    assert result.load == 16 and result.breaks_at is None
+    search = CapacitySearch(Bounds(start=1, ceiling=4096, max_probes=8))
+    run(search, slow)
+    result = search.result()
+    assert result.stopped == PROBES and len(result.probes) == 8
+    assert result.load is not None and result.breaks_at is not None
+    assert "[probe limit reached" in result.sentence("p99 < 50 ms")
+
+
+def test_a_probe_must_be_the_load_asked() -> None:
+    search = CapacitySearch(Bounds())
+    assert search.next_load() == 1
+    with pytest.raises(ValueError):
+        search.record(Probe(2, True))
+
+
+def test_answers_a_percentile_needs() -> None:
+    assert needed_answers(0.99) == 1000
+    assert needed_answers(0.999) == 10000
+    assert needed_answers(0.5) == 20
+    assert needed_answers(None) == 100
