@@ -163,6 +163,18 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
         return self.concurrency or int(self.rate or 0)
 
     @property
+    def answered(self) -> bool:
+        """Whether any response came back: without one the level has no latency (its
+        summary is all zeros, which reports must show as "no answers", never 0 µs)."""
+        return self.window.requests > 0
+
+    @property
+    def failed_entirely(self) -> bool:
+        """Nothing succeeded: every request failed (an HTTP error, a wrong body, refused,
+        timed out) or got no answer. `stackrace bench` exits non-zero on such a level."""
+        return self.window.ok == 0
+
+    @property
     def rps_range(self) -> tuple[float, float]:
         """The lowest and highest req/s of the level's repeats (its req/s if measured once)."""
         return (min(self.samples), max(self.samples)) if self.samples else (self.rps, self.rps)
