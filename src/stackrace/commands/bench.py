@@ -38,11 +38,10 @@ from stackrace.presets import load_preset
 from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_bench
 from stackrace.race.core import RaceParts
 from stackrace.race_settings import RaceSettings, add_options, given
-from stackrace.report import gate
+from stackrace.report import gate, tables
 from stackrace.report.junit import junit_xml
 from stackrace.report.provenance import changed_since, provenance, recorded_stacks
 from stackrace.report.schema import BenchRun
-from stackrace.report import tables
 from stackrace.report.write import (
     EXIT_NOT_WRITTEN,
     check_output_paths,
@@ -170,12 +169,10 @@ def _stacks(args: argparse.Namespace, rerun: BenchRun | None) -> StackFile | Non
 
 
 def _progress(line: str) -> None:
-    try:
+    # the terminal may be gone (closed: EIO, SIGHUP on its way) or stderr closed: progress
+    # is for a reader, and there is none; the run goes on to its files
+    with contextlib.suppress(OSError):
         print(line, file=sys.stderr, flush=True)
-    except OSError:
-        # the terminal is gone (closed: EIO; SIGHUP is on its way) or stderr was closed:
-        # progress is for a reader, and there is none; the run goes on to its files
-        pass
 
 
 def _quiet(line: str) -> None:

@@ -225,9 +225,7 @@ def to_csv(run: BenchRun) -> str:
         for lv in st.levels:
             lat = lv.latency
             # no answer, no latency: empty cells (a 0 would be averaged in as instant)
-            latencies = (
-                [lat.p50, lat.p90, lat.p99, lat.p999, lat.max] if lv.answered else [""] * 5
-            )
+            latencies = [lat.p50, lat.p90, lat.p99, lat.p999, lat.max] if lv.answered else [""] * 5
             w.writerow(
                 [
                     st.name,
