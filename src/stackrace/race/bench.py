@@ -473,7 +473,7 @@ def describe(name: str, lv: Level, rate_mode: bool) -> str:
     if lv.engine_limited:
         line += f"  [engine-limited: {lv.engine_limit}]"
     if lv.db_down:
-        line += "  [DATABASE DOWN]"
+        line += "  [DATABASE FAULT: down, restarted or its tables gone; not judged]"
     return line
 
 
@@ -518,7 +518,7 @@ async def run_bench(
             else [list(range(len(plan.stacks)))]
         )
         for group in groups:
-            if watch is not None and watch.state == "down":
+            if watch is not None and watch.faulty:  # down, or its tables gone
                 for k in group:
                     res = rec.stack(plan.stacks[k], placement.stack_cpus[k])
                     res.error = f"not measured: {watch.describe()}"
@@ -571,7 +571,7 @@ async def run_bench(
             await watch.stop()
             for i in watch.intervals:
                 rec.run.notes.append(
-                    f"database {'restarted' if i.restarted else 'down'}: {i.cause} "
+                    f"database {i.kind}: {i.cause} "
                     f"(levels measured then are marked and not judged)"
                 )
     return rec.finish()

@@ -120,7 +120,9 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     engine_limited: bool = False
     engine_limit: str = ""  # why and by how much (race/accounting.py)
     little: LittleLaw | None = None  # None in rate mode or with too little to judge
-    db_down: bool = False  # the database was down during the level: not the stack's doing
+    # the database failed during the level (down, restarted, or the table it reads gone:
+    # stackrace.db.watch): the figures are the database's, not the stack's, and not judged
+    db_down: bool = False
     keepalive: bool = True
     # derived from `window` (see the docstring)
     rps: float = 0.0

@@ -49,7 +49,7 @@ def flags(level: Level) -> list[str]:
             f"({low:,.0f}–{high:,.0f} req/s)"
         )
     if level.db_down:
-        out.append("database down")
+        out.append("database fault (down, restarted or its tables gone): not judged")
     if level.little is not None and not level.little.ok:
         out.append(f"Little's law: {level.little.reason}")
     if level.engine_limited:
