@@ -571,8 +571,7 @@ async def run_bench(
             await watch.stop()
             for i in watch.intervals:
                 rec.run.notes.append(
-                    f"database {i.kind}: {i.cause} "
-                    f"(levels measured then are marked and not judged)"
+                    f"database {i.kind}: {i.cause} (levels measured then are marked and not judged)"
                 )
     return rec.finish()
 
