@@ -109,7 +109,8 @@ def compare(runs: list[BenchRun], names: list[str]) -> None:
             if lv is None:
                 cells.append("-")
                 continue
-            text = f"{lv.rps:,.0f} / {fmt_us(lv.latency.p99)}"
+            p99 = fmt_us(lv.latency.p99) if lv.answered else "no answers"
+            text = f"{lv.rps:,.0f} / {p99}"
             if first is not None and lv is not first and first.rps:
                 text += f" ({(lv.rps / first.rps - 1) * 100:+.0f}%)"
             cells.append(text)

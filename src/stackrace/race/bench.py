@@ -461,9 +461,11 @@ def describe(name: str, lv: Level, rate_mode: bool) -> str:
     """One progress line per level: the accounting in full."""
     w = lv.window
     fails = sum(n for k, n in w.failures.items())
+    # no answer, no latency: "p99 0.00 ms" would read as the fastest level of all
+    p99 = f"{lv.latency.p99 / 1000:8.2f} ms" if lv.answered else "no answers"
     line = (
         f"  {name:<28} {'rate' if rate_mode else 'c'}={lv.level:<6} "
-        f"{lv.rps:>9,.0f} req/s  p99 {lv.latency.p99 / 1000:8.2f} ms  "
+        f"{lv.rps:>9,.0f} req/s  p99 {p99}  "
         f"sent {w.sent:,} = {w.requests:,} answered + {w.lost:,} failed + {w.waiting:,} waiting"
     )
     if fails:
