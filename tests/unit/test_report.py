@@ -245,6 +245,11 @@ def test_a_level_without_answers_has_no_latency_and_never_passes_on_it():
     assert not verdict.ok and not verdict.baseline
     assert "sync @ c=10: p99 unknown (no answers) (rule p99>50ms)" in verdict.failed
     assert lv.failed_entirely and not lv.answered
+    # every request still waiting at the end is a stalled server (queueing), not a failed
+    # run: the breaking-point rule judges it
+    stalled = unanswered()
+    stalled.window = WindowStats(seconds=5.0, sent=200, waiting=200)
+    assert not stalled.failed_entirely and not stalled.answered
     row = tables.rows(run)[0]
     assert row[3:6] == ["no answers", "", ""]
 

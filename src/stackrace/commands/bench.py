@@ -9,7 +9,8 @@ says it was interrupted.
 
 Exit status: 0 when every stack was measured, no level failed entirely and the gate (if
 any) passed; 1 when a stack could not be measured, a level of a stack got no success at
-all (every request failed: 100 % HTTP 404, every one refused…), the database failed
+all (requests ended and every one failed: 100 % HTTP 404, every one refused…; see
+report.schema.Level.failed_entirely), the database failed
 during the run, or the gate failed; 2 for a usage error, before any load; 74 when the
 run was measured (and printed) but one of its files could not be written; 130 when
 interrupted.

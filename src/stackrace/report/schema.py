@@ -172,9 +172,15 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
 
     @property
     def failed_entirely(self) -> bool:
-        """Nothing succeeded: every request failed (an HTTP error, a wrong body, refused,
-        timed out) or got no answer. `stackrace bench` exits non-zero on such a level."""
-        return self.window.ok == 0
+        """Requests ended and not one succeeded: each was an HTTP error, a wrong body,
+        refused, reset or timed out (100 % HTTP 404: a stack that is misconfigured, not
+        measured). `stackrace bench` exits non-zero on such a level.
+
+        A level where nothing ended at all (every request still waiting when it was
+        over) is not this: that is a server that stopped keeping up, which the
+        breaking-point rule calls queueing; a verdict about the stack, not a failed run."""
+        w = self.window
+        return w.ok == 0 and w.requests + w.lost > 0
 
     @property
     def rps_range(self) -> tuple[float, float]:

@@ -83,8 +83,6 @@ def no_success(level: Level) -> str:
             kinds.append(f"{kind} {n:,}")
     how = f": {', '.join(kinds)}" if kinds else ""
     waiting = f", {w.waiting:,} still waiting" if w.waiting else ""
-    if not w.sent:
-        return "no request was sent"
     return f"every request failed ({w.sent:,} sent, none succeeded{how}{waiting})"
 
 
