@@ -164,10 +164,13 @@ def test_closing_the_terminal_keeps_the_levels_of_a_bench(tmp_path: Path) -> Non
     assert "| plain" in md.read_text()
 
 
-def test_an_interrupted_warm_up_says_what_it_sent_and_got_back(server: TestServer) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
+def test_an_interrupted_warm_up_says_what_it_sent_and_got_back(
+    server: TestServer, sig: signal.Signals
+) -> None:
     """SIGINT during `--warmup`: it said "no request was made" after the server had read
     81,160. Now it counts what the warm-up sent and what came back, and the server's own
-    count lies between the two."""
+    count lies between the two. SIGHUP (the terminal closed) ends `load` the same way."""
     proc = subprocess.Popen(
         [*CLI, "load", server.url("/hello"), "-c", "4", "-d", "1s", "--warmup", "60s"],
         stdout=subprocess.PIPE,
@@ -176,7 +179,7 @@ def test_an_interrupted_warm_up_says_what_it_sent_and_got_back(server: TestServe
         cwd=ROOT,
     )
     assert wait_for(lambda: server.stats()["requests"] > 500, timeout=30)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "no request was made" not in err and "Traceback" not in err
