@@ -1,4 +1,5 @@
-"""The build step that puts the top-level stacks.toml, apps/ and presets/ into the wheel.
+"""The build step that puts the top-level stacks.toml, apps/, presets/ and docs/ into the
+wheel.
 
 They stay at the top of the repository (where users read and edit them, and where a
 checkout runs them from: stackrace.paths); a wheel carries a copy as package data at
@@ -24,13 +25,13 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-SHIPPED = ("stacks.toml", "apps", "presets")
+SHIPPED = ("stacks.toml", "apps", "presets", "docs")  # docs: the README and --help link there
 # made on this machine by builds and installs, never part of the package
 LOCAL = shutil.ignore_patterns("bin", "node_modules", "__pycache__", "*.pyc", ".*")
 
 
 class BuildWithShippedData(build_py):
-    """build_py, plus stacks.toml, apps/ and presets/ copied to stackrace/_shipped."""
+    """build_py, plus stacks.toml, apps/, presets/ and docs/ copied to stackrace/_shipped."""
 
     def run(self) -> None:
         super().run()

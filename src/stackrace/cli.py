@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-from stackrace import __version__
+from stackrace import __version__, paths
 from stackrace.options import OneLineArgumentParser
 from stackrace.paths import UnwritableDirError
 
@@ -28,6 +28,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("replay", "replay", "play a recorded race in the app: no servers, no engine"),
     ("web", "web", "serve the app in a browser (textual-serve), on 127.0.0.1 by default"),
     ("completion", "completion", "print the shell completion script (bash, zsh or fish)"),
+    ("clean", "clean", "stop the private MariaDB and remove what stackrace made (--dry-run)"),
 ]
 
 
@@ -37,6 +38,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = OneLineArgumentParser(
         prog="stackrace",
         description="Race web-server stacks side by side, live. With no subcommand, opens the app.",
+        epilog=f"Documentation: {paths.docs_dir()} (stacks.md, db.md, tui.md, cluster.md).",
     )
     parser.add_argument("--version", action="version", version=f"stackrace {__version__}")
     parser.add_argument(

@@ -2,8 +2,9 @@
 
                       checkout (`pip install -e .`)     package (`pip`/`pipx install`)
     shipped data      the repository's top level:       stackrace/_shipped in site-packages
-    (stacks.toml,     stacks.toml, apps/, presets/      (setup.py copies them in at build
-    apps/, presets/)                                    time; read-only from then on)
+    (stacks.toml,     stacks.toml, apps/, presets/,     (setup.py copies them in at build
+    apps/, presets/,  docs/                             time; read-only from then on)
+    docs/)
     {apps} as run     <repo>/apps: builds in place      $XDG_DATA_HOME/stackrace/apps: a
     (Go binaries,     (apps/go/*/bin, node_modules),    working copy of the shipped apps/,
     node_modules)     exactly as before packaging       kept in step with them (`apps_dir`)
@@ -67,6 +68,17 @@ def shipped_stacks_file() -> Path:
 
 def presets_dir() -> Path:
     return shipped_dir() / "presets"
+
+
+def docs_dir() -> Path:
+    """The documentation (docs/*.md): a checkout's docs/, or the copy a wheel carries."""
+    return shipped_dir() / "docs"
+
+
+def doc(name: str) -> str:
+    """Where a document is, for a help text or a message: `docs/db.md` in a checkout
+    (its readers are in the repository), the file's full path in a package."""
+    return f"docs/{name}" if is_checkout() else str(docs_dir() / name)
 
 
 def _xdg(variable: str, default: str, sub: str) -> Path:

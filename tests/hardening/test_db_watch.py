@@ -9,7 +9,7 @@ import time
 
 from stackrace.db import DbSettings, ManagedMariaDB, parse_dsn
 from stackrace.db.watch import DbWatch
-from tests.hardening.conftest import needs_mariadb
+from tests.hardening.conftest import cli, needs_mariadb
 
 pytestmark = needs_mariadb
 
@@ -49,13 +49,15 @@ async def test_killed_database_is_down_then_restarted(private_db: ManagedMariaDB
         assert open_interval.end is None and open_interval.start <= killed
         await asyncio.sleep(0.5)
         level_end = time.monotonic()
+        # (a poll may see the server answer before up_async returns: it accepts logins
+        # before stackrace has finished checking its accounts)
+        restarting = time.monotonic()
         await private_db.up_async()
-        back = time.monotonic()
         await until(lambda: w.state != "down", 3.0)
         assert w.state == "restarted"
         (interval,) = w.intervals
         assert interval.restarted and interval.end is not None
-        assert interval.start <= killed and back <= interval.end <= time.monotonic()
+        assert interval.start <= killed and restarting <= interval.end <= time.monotonic()
         assert w.down_during(level_start, level_end) == [interval]
         after = interval.end + 0.01  # after a poll saw it back
         assert w.down_during(after, after + 0.01) == []
@@ -110,3 +112,64 @@ async def test_a_server_that_refuses_the_login_is_up_not_down(private_db: Manage
         assert w.state == "up" and "Access denied" in w.last_error
         assert "Access denied" in w.describe()
         assert w.intervals == []
+
+
+async def test_tables_dropped_by_db_reset_are_a_database_fault(private_db: ManagedMariaDB) -> None:
+    """`stackrace db reset` (the real command) drops the workload's table while the server
+    stays up: "damaged", with an open interval that marks a level measured then; a seed
+    makes the table again and ends it. Polled by hand: no timing to wait for."""
+    await private_db.up_async()
+    await asyncio.to_thread(private_db.seed, 1000)
+    w = DbWatch(private_db.settings, interval=60)
+    try:
+        assert await w.poll() == "up" and not w.faulty
+        level_start = time.monotonic()
+        r = await asyncio.to_thread(cli, "db", "reset", "--dir", str(private_db.root))
+        assert r.returncode == 0, r.stderr
+        assert await w.poll() == "damaged" and w.faulty
+        assert "table test is gone" in w.describe()
+        (interval,) = w.intervals
+        assert interval.damaged and interval.end is None and interval.kind == "damaged"
+        assert w.down_during(level_start, time.monotonic()) == [interval]
+        assert await w.poll() == "damaged" and len(w.intervals) == 1  # one fault, still on
+        await asyncio.to_thread(private_db.seed, 1000)
+        assert await w.poll() == "up" and not w.faulty
+        (interval,) = w.intervals
+        assert interval.end is not None and interval.damaged
+    finally:
+        await w.stop()
+
+
+async def test_a_table_dropped_and_made_again_between_polls_is_caught(
+    private_db: ManagedMariaDB,
+) -> None:
+    """A reset and a new seed that no poll saw (the table's creation time changed): the
+    interval is recorded all the same, and the watch is up again."""
+    await private_db.up_async()
+    await asyncio.to_thread(private_db.seed, 1000)
+    w = DbWatch(private_db.settings, interval=60)
+    try:
+        assert await w.poll() == "up"
+        await asyncio.sleep(1.1)  # the creation time has a resolution of one second
+        await asyncio.to_thread(private_db.reset)
+        await asyncio.to_thread(private_db.seed, 1000)
+        assert await w.poll() == "up"
+        (interval,) = w.intervals
+        assert interval.damaged and interval.end is not None
+        assert "dropped and made again" in interval.cause
+    finally:
+        await w.stop()
+
+
+async def test_a_database_without_the_table_is_not_called_damaged(
+    private_db: ManagedMariaDB,
+) -> None:
+    """An unseeded database (or an external one used for something else) never had the
+    table: nothing to follow, nothing damaged."""
+    await private_db.up_async()
+    w = DbWatch(private_db.settings, interval=60)
+    try:
+        assert await w.poll() == "up"
+        assert await w.poll() == "up" and w.intervals == []
+    finally:
+        await w.stop()

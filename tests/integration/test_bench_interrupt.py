@@ -1,4 +1,5 @@
-"""Ctrl-C or SIGTERM during `stackrace bench`: every level measured is kept and written."""
+"""Ctrl-C, SIGTERM or SIGHUP during `stackrace bench`: every level measured is kept and
+written."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ ROOT = Path(__file__).parents[2]
 FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_interrupted_bench_writes_what_it_measured(tmp_path: Path, sig: signal.Signals):
     out = tmp_path / "run.json"
     md = tmp_path / "run.md"
@@ -46,7 +47,7 @@ def test_interrupted_bench_writes_what_it_measured(tmp_path: Path, sig: signal.S
     assert "Traceback" not in stderr
     assert "interrupted" in stderr
     run = loads(out.read_bytes())
-    assert run.interrupted in ("SIGTERM", "Ctrl-C")
+    assert run.interrupted == {signal.SIGINT: "Ctrl-C"}.get(sig, sig.name)
     levels = [lv.concurrency for lv in run.stacks[0].levels]
     assert levels[:2] == [2, 4] and len(levels) < 6
     assert json.loads(out.read_text())["interrupted"]

@@ -26,7 +26,7 @@ def test_every_stack_is_available():
 
 def test_verify_passes_for_every_stack():
     r = subprocess.run(
-        [*CLI, "verify"],
+        [*CLI, "verify", "--db"],
         capture_output=True,
         text=True,
         timeout=600,
@@ -53,7 +53,7 @@ def test_verify_passes_for_the_variants_the_experiments_use():
     variants = experiment_variants()
     assert "php-fpm-nginx:opcache=off" in variants and "go-beego:runmode=dev" in variants
     r = subprocess.run(
-        [*CLI, "verify", *variants],
+        [*CLI, "verify", "--db", *variants],
         capture_output=True,
         text=True,
         timeout=600,

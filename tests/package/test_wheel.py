@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 # what the source distribution is made from: the repository minus its local state
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "stacks.toml")
-SOURCE_DIRS = ("src", "apps", "presets")
+SOURCE_DIRS = ("src", "apps", "presets", "docs")
 LOCAL = shutil.ignore_patterns("__pycache__", "*.egg-info", "bin", "node_modules", "_shipped")
 
 
@@ -69,7 +69,7 @@ def test_the_package_works_outside_the_repository(tmp_path: Path, server: TestSe
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("PYTHONPATH", "VIRTUAL_ENV", "STACKRACE_RUNS_DIR")
+        if k not in ("PYTHONPATH", "VIRTUAL_ENV", "STACKRACE_RUNS_DIR", "STACKRACE_DB_DIR")
     }
     env |= {"PATH": f"{venv / 'bin'}:{env['PATH']}", "STACKRACE_HOME": str(home)}
 
@@ -84,6 +84,11 @@ def test_the_package_works_outside_the_repository(tmp_path: Path, server: TestSe
     shipped = site / "_shipped"
     assert (shipped / "stacks.toml").is_file() and (shipped / "apps" / "python").is_dir()
     assert not list(shipped.rglob("node_modules")) and not list(shipped.rglob("bin"))
+    # the documents the README and --help point to are in the package
+    docs = {p.name for p in (shipped / "docs").glob("*.md")}
+    assert docs == {p.name for p in (ROOT / "docs").glob("*.md")} and "db.md" in docs
+    said = "".join(stackrace_help(venv, elsewhere, env).split())  # argparse wraps the path
+    assert f"Documentation:{shipped / 'docs'}" in said
     files_before = sorted(p for p in shipped.rglob("*"))
 
     version = stackrace("--version").stdout.strip()
@@ -103,6 +108,14 @@ def test_the_package_works_outside_the_repository(tmp_path: Path, server: TestSe
     assert (home / "data" / "apps" / "python" / "asgi_app.py").is_file()
     assert sorted(p for p in shipped.rglob("*")) == files_before
     assert list((home / "cache" / "runs").iterdir())  # the run directories are the cache's
+    # and `stackrace clean` takes away what running it made, before the package goes
+    cleaned = stackrace("clean")
+    assert "removed " in cleaned.stdout
+    assert not (home / "data").exists() and not (home / "cache" / "runs").exists()
+
+
+def stackrace_help(venv: Path, cwd: Path, env: dict[str, str]) -> str:
+    return sh(venv / "bin" / "stackrace", "--help", cwd=cwd, env=env).stdout
 
 
 def _version() -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.widgets import RadioSet
 
-from stackrace.race.choices import config_dir, load_choices
+from stackrace.race.choices import choices_file, load_choices
 from stackrace.race.core import StackChoice
 from stackrace.race.demo import CATALOG as DEMO
 from stackrace.race.session import RacePlan
@@ -89,7 +89,7 @@ async def test_picker_marks_counts_and_starts_the_race():
     # remembered in the user's config directory, and offered next time
     last = load_choices()
     assert last is not None and last.stacks == list(plan.stacks) and last.rate_mode
-    assert (config_dir() / "last-race.json").exists()
+    assert choices_file().exists()
     app = StackraceApp(
         synthetic_session(), RacePlan(), list(CATALOG), tick_interval=None, remember=True
     )

@@ -142,6 +142,15 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     chart = summary.query_one("#level-chart")
     assert len(chart.series) == 4
     assert "req/s" in str(chart.render()) and "p99" in str(chart.render())
+    # a directory that cannot be made: one notification naming it, the app goes on
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    race.app.screenshot_dir = blocked / "summaries"
+    await race.pilot.press("e")
+    await race.pilot.pause()
+    assert summary.exported is None and race.app.screen is summary
+    said = [n.message for n in race.app._notifications]
+    assert any(m.startswith(f"summary not saved: {blocked / 'summaries'}") for m in said), said
     # e writes the summary as Markdown and JSON (where screenshots go)
     race.app.screenshot_dir = tmp_path
     await race.pilot.press("e")

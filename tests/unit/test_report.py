@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import jsonschema
 import msgspec
 import pytest
 
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.report import chart, gate, tables
+from stackrace.report import chart, gate, tables, thresholds
 from stackrace.report.schema import (
     SCHEMA_VERSION,
     BenchRun,
@@ -192,3 +194,74 @@ def test_repeats_show_their_range_and_a_wide_one_is_marked():
     fields = dict(zip(header.split(","), first.split(","), strict=True))
     assert (fields["repeats"], fields["rps_min"], fields["rps_max"]) == ("3", "900.0", "1300.0")
     assert run.stacks[1].levels[0].spread == 0.0  # measured once: no spread
+
+
+def unanswered() -> Level:
+    """A level where every request timed out: no answer, so no latency at all."""
+    return Level(
+        concurrency=10,
+        rate=None,
+        window=WindowStats(seconds=5.0, sent=40, failures={"timeout": 40}),
+        memory_before=Memory(),
+        memory_after=Memory(),
+        cpu_percent=0.0,
+        engine_cpu=1.0,
+        engine_saturated=False,
+        hdr="",
+    )
+
+
+def test_threshold_terms_parse_with_their_units():
+    terms = thresholds.parse_terms("p99>50ms, failures>=0.1%, rss>200MiB, qps<5000, cpu>80%")
+    assert [(t.metric, t.op, t.relative, t.value) for t in terms] == [
+        ("p99", ">", False, 50_000.0),
+        ("failures", ">=", False, 0.001),
+        ("rss", ">", False, 200 * 1024**2),
+        ("qps", "<", False, 5000.0),
+        ("cpu", ">", False, 80.0),
+    ]
+    for bad, why in [
+        ("p99>fast", "bad --slo rule"),
+        ("qps<5000ms", "qps takes a bare number"),
+        ("failures>1", "failures takes %"),
+        ("p99>+25ms", "a relative change is given in %"),
+    ]:
+        with pytest.raises(thresholds.TermError, match=re.escape(why)):
+            thresholds.parse_terms(bad, "--slo")
+
+
+def test_a_level_without_answers_has_no_latency_and_never_passes_on_it():
+    """The same term read two ways (a --fail-on failure, an SLO to meet): an unknown p99
+    is neither a pass nor a 0 µs."""
+    lv = unanswered()
+    (term,) = thresholds.parse_terms("p99>50ms")
+    reading = thresholds.evaluate(lv, term)
+    assert reading.value is None and reading.holds is None
+    assert reading.shown() == "p99 unknown (no answers) (rule p99>50ms)"
+    assert thresholds.evaluate(lv, thresholds.parse_term("failures>0.1%")).holds is True
+    run = make_run()
+    run.stacks[0].levels[0] = unanswered()
+    verdict = gate.judge(run, None, gate.parse_rules("p99>50ms"))
+    assert not verdict.ok and not verdict.baseline
+    assert "sync @ c=10: p99 unknown (no answers) (rule p99>50ms)" in verdict.failed
+    assert lv.failed_entirely and not lv.answered
+    # every request still waiting at the end is a stalled server (queueing), not a failed
+    # run: the breaking-point rule judges it
+    stalled = unanswered()
+    stalled.window = WindowStats(seconds=5.0, sent=200, waiting=200)
+    assert not stalled.failed_entirely and not stalled.answered
+    row = tables.rows(run)[0]
+    assert row[3:6] == ["no answers", "", ""]
+
+
+def test_rules_without_a_baseline_must_be_absolute():
+    assert gate.check_rules(None, None) == []  # nothing asked: nothing judged
+    assert len(gate.check_rules(None, "base.json")) == 3  # the default rules
+    assert [r.text for r in gate.check_rules("p99>50ms", None)] == ["p99>50ms"]
+    with pytest.raises(ValueError, match=r"--fail-on qps<-10%: a relative rule"):
+        gate.check_rules("qps<-10%,p99>50ms", None)
+    passed = gate.judge(make_run(), None, gate.parse_rules("p99>1s"))
+    assert passed.ok and passed.levels == 4 and passed.compared == 0
+    assert gate.verdict_lines(passed, None) == [
+        "gate passed: 4 checks on 4 levels (absolute rules, no baseline)"
+    ]

@@ -10,6 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from stackrace import paths
 from stackrace.cluster.errors import ClusterError
 from stackrace.cluster.placement import Placement, load_placement, with_flags
 from stackrace.units import parse_duration
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group(
-        "cluster", "run on a Ray cluster (needs pip install 'stackrace[cluster]'; docs/cluster.md)"
+        "cluster",
+        f"run on a Ray cluster (needs pip install 'stackrace[cluster]'; {paths.doc('cluster.md')})",
     )
     g.add_argument(
         "--cluster",

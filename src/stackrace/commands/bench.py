@@ -3,8 +3,17 @@
 Its options are the race settings (race/settings.py declares each once, with its
 default and parser); a `--preset` supplies them, or `--from RUN.json` (a saved run: its
 settings, and its stacks as the run recorded them: report/provenance.py), and options
-given override them. Ctrl-C or SIGTERM stops the run between requests: every level
-already measured is printed and written, and the run says it was interrupted.
+given override them. Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops the run
+between requests: every level already measured is written and printed, and the run
+says it was interrupted.
+
+Exit status: 0 when every stack was measured, no level failed entirely and the gate (if
+any) passed; 1 when a stack could not be measured, a level of a stack got no success at
+all (requests ended and every one failed: 100 % HTTP 404, every one refused…; see
+report.schema.Level.failed_entirely), the database failed
+during the run, or the gate failed; 2 for a usage error, before any load; 74 when the
+run was measured (and printed) but one of its files could not be written; 130 when
+interrupted.
 """
 
 from __future__ import annotations
@@ -12,10 +21,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
@@ -30,11 +39,18 @@ from stackrace.presets import load_preset
 from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_bench
 from stackrace.race.core import RaceParts
 from stackrace.race_settings import RaceSettings, add_options, given
-from stackrace.report import gate
+from stackrace.report import gate, tables
 from stackrace.report.junit import junit_xml
 from stackrace.report.provenance import definition_changes, provenance, recorded_stacks
 from stackrace.report.schema import BenchRun
-from stackrace.report.write import check_output_paths, print_run, read_run, write_outputs
+from stackrace.report.write import (
+    EXIT_NOT_WRITTEN,
+    check_output_paths,
+    print_run,
+    read_run,
+    write_files,
+    write_outputs,
+)
 from stackrace.supervise import hurry
 from stackrace.workloads import WORKLOADS
 
@@ -78,8 +94,11 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", help="a saved run to compare against (with --fail-on)")
     p.add_argument(
         "--fail-on",
-        default="qps<-10%,p99>+25%,failures>0.1%",
-        help="regression rules (default: %(default)s)",
+        default=None,
+        metavar="RULES",
+        help="fail the run when a level crosses one of these rules: absolute ones "
+        "(p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) compare "
+        f"with --baseline (default with a baseline: {gate.DEFAULT_RULES})",
     )
     add_cluster_arguments(p)
     p.set_defaults(func=run)
@@ -155,7 +174,10 @@ def _stacks(args: argparse.Namespace, rerun: BenchRun | None) -> StackFile | Non
 
 
 def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    # the terminal may be gone (closed: EIO, SIGHUP on its way) or stderr closed: progress
+    # is for a reader, and there is none; the run goes on to its files
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _quiet(line: str) -> None:
@@ -179,6 +201,11 @@ def run(args: argparse.Namespace) -> int:
     if problem:  # before any load: a run is never thrown away for a bad path
         print(f"stackrace bench: {problem}", file=sys.stderr)
         return 2
+    try:  # before any load: a rule that cannot be judged is refused, never ignored
+        rules = gate.check_rules(args.fail_on, args.baseline)
+    except ValueError as exc:
+        _fail(str(exc))
+        return 2
     rerun: BenchRun | None = None
     if args.from_run:
         if args.preset:
@@ -195,11 +222,9 @@ def run(args: argparse.Namespace) -> int:
     plan, stacks_file = built
     preset = load_preset(args.preset) if args.preset else None
     baseline: BenchRun | None = None
-    rules = []
     if args.baseline:
         try:
             baseline = read_run(args.baseline)
-            rules = gate.parse_rules(args.fail_on)
         except ValueError as exc:
             _fail(str(exc))
             return 2
@@ -256,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
         elif rerun is not None and rerun.then is not None:
             result = msgspec.structs.replace(result, then=rerun.then)
         verdict = None
-        if baseline is not None and interrupted is None:
+        if rules and interrupted is None:
             verdict = gate.judge(result, baseline, rules)
             if verdict.uncertain:
                 result = asyncio.run(
@@ -270,28 +295,71 @@ def run(args: argparse.Namespace) -> int:
             cluster.close()
         if metrics is not None:
             metrics.close()
+    # the files first: after SIGHUP the terminal is gone and every print may fail, and
+    # a signal now must not cost the run (it is over: only writing is left)
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    problems = write_outputs(result, args.json_out, args.csv_out, args.md_out, args.chart_out)
+    problems += write_files(
+        [("--junit", args.junit_out, lambda: junit_xml(result, verdict, args.baseline))]
+    )
+    failed = _failures(result)
+    try:
+        _tell(result, verdict, args.baseline, interrupted, failed, problems)
+    except OSError:  # the terminal was closed (EIO) or the pipe is gone: the files hold it
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the exit flush)
+    if interrupted:
+        return 130
+    if problems:
+        return EXIT_NOT_WRITTEN
+    if verdict is not None and not verdict.ok:
+        return 1
+    return 1 if failed else 0
+
+
+def _failures(result: BenchRun) -> list[str]:
+    """What makes the run fail without any rule: a stack not measured, a level where
+    nothing succeeded, a database that failed during the run. One line each."""
+    out = [f"{st.name}: not measured ({st.error})" for st in result.stacks if st.error]
+    for st in result.stacks:
+        for lv in st.levels:
+            if lv.failed_entirely and not lv.db_down:
+                out.append(f"{gate.level_name(st.name, lv)}: {tables.no_success(lv)}")
+    db_levels = [
+        gate.level_name(st.name, lv) for st in result.stacks for lv in st.levels if lv.db_down
+    ]
+    if db_levels:
+        out.append(
+            "the database failed during the run (down, restarted or its tables gone): "
+            f"{', '.join(db_levels)} measured the database, not the stack, and were not judged"
+        )
+    return out
+
+
+def _tell(
+    result: BenchRun,
+    verdict: gate.Verdict | None,
+    baseline: str | None,
+    interrupted: str | None,
+    failed: list[str],
+    problems: list[str],
+) -> None:
+    """Print the run, then what went wrong, one line each."""
     print_run(result)
-    write_outputs(result, args.json_out, args.csv_out, args.md_out, args.chart_out)
-    if args.junit_out:
-        Path(args.junit_out).write_text(junit_xml(result, verdict, args.baseline))
     if interrupted:
         print(
             f"run interrupted ({interrupted}): the levels above were measured, the rest were not",
             file=sys.stderr,
         )
-        return 130
-    for note in result.notes:
-        print(f"! {note}", file=sys.stderr)
-    lost_db = any(lv.db_down for st in result.stacks for lv in st.levels) or any(
-        "database" in (st.error or "") for st in result.stacks
-    )
-    if lost_db:
-        print("stackrace bench: the database went down during the run", file=sys.stderr)
-    failed = any(st.error for st in result.stacks) or lost_db
-    if verdict is not None:
-        print("\n".join(gate.verdict_lines(verdict, args.baseline)))
-        return 1 if not verdict.ok else 0
-    return 1 if failed else 0
+    else:
+        for note in result.notes:
+            print(f"! {note}", file=sys.stderr)
+        for line in failed:
+            print(f"stackrace bench: {line}", file=sys.stderr)
+        if verdict is not None:
+            print("\n".join(gate.verdict_lines(verdict, baseline)))
+    for line in problems:
+        print(f"stackrace bench: {line} (the figures are above)", file=sys.stderr)
 
 
 async def _run_interruptible(
@@ -301,7 +369,8 @@ async def _run_interruptible(
     cluster: ClusterRun | None = None,
     progress: Callable[[str], None] = _progress,
 ) -> str | None:
-    """Run the bench; Ctrl-C or SIGTERM cancel it cleanly (stacks stopped, results kept)."""
+    """Run the bench; Ctrl-C, SIGTERM or SIGHUP cancel it cleanly (stacks stopped,
+    results kept)."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
@@ -310,12 +379,16 @@ async def _run_interruptible(
     def stop(name: str) -> None:
         if why:  # a second signal while the stacks stop: kill them at once
             hurry.hurry()
-            print("stackrace bench: stopping now (SIGKILL)", file=sys.stderr, flush=True)
+            with contextlib.suppress(OSError):  # after a SIGHUP the terminal is gone (EIO)
+                print("stackrace bench: stopping now (SIGKILL)", file=sys.stderr, flush=True)
             return
         why.append(name)
         task.cancel()
 
-    for sig, name in ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")):
+    # SIGHUP: the terminal was closed; the levels measured are as worth keeping as on
+    # Ctrl-C, and its default action (exit at once) would lose them
+    signals = ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP"))
+    for sig, name in signals:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop, name)
     try:
@@ -328,7 +401,7 @@ async def _run_interruptible(
         task.uncancel()
         return why[0]
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig, _ in signals:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
     return None

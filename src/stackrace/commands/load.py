@@ -1,13 +1,23 @@
-"""`stackrace load URL`: drive one URL with the engine and print a wrk-like summary."""
+"""`stackrace load URL`: drive one URL with the engine and print a wrk-like summary.
+
+Ctrl-C, SIGTERM and SIGHUP (the terminal closed) end the load early; the figures so far
+are printed, then `--hdr-out` is written (whole or not at all: stackrace.atomicfile).
+Stopped during the warm-up, it says how many requests the warm-up sent and got back.
+Exit status: 0; 1 when nothing succeeded; 2 for a usage error; 74 when --hdr-out could
+not be written (the summary is printed all the same); 130 when stopped in the warm-up.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +25,7 @@ import msgspec
 import uvloop
 
 from stackrace import inputfile, options
+from stackrace.atomicfile import write_atomic
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.model import (
@@ -24,6 +35,7 @@ from stackrace.engine.model import (
     LatencySummary,
     TargetSnapshot,
     TargetSpec,
+    WindowStats,
 )
 from stackrace.engine.request import RequestError, parse_url
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
@@ -31,7 +43,7 @@ from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.race import accounting
-from stackrace.report.write import check_output_paths
+from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
 from stackrace.units import fmt_bytes, fmt_count, fmt_us
 
 # the largest --body-file: the body is built into every request and kept in memory once
@@ -248,29 +260,34 @@ async def _drive(
 ) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # SIGHUP (the terminal closed) ends the load as SIGTERM does: what was measured is
+    # still reported and written, not lost to the signal's default action
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
     progress = sys.stderr.isatty() and not args.no_progress
     cpu_samples: list[float] = []
     saturated = 0
+    every = _Seen()  # every interval the engine reported, warm-up included
     await engine.start()
+    started = time.monotonic()
+    end = started + warmup + duration
+
+    async def watch() -> None:
+        nonlocal saturated
+        async for snap in engine.snapshots():
+            every.add(snap)
+            if not snap.warming:
+                cpu_samples.append(snap.engine_cpu)
+                saturated += snap.saturated
+            if progress:
+                _progress(snap, warmup + duration)
+            if time.monotonic() >= end - 0.01:
+                stop.set()
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.sleep(0)  # subscribed before the first interval: none is missed
     try:
         await engine.add_target(spec)
-        started = time.monotonic()
-        end = started + warmup + duration
-
-        async def watch() -> None:
-            nonlocal saturated
-            async for snap in engine.snapshots():
-                if not snap.warming:
-                    cpu_samples.append(snap.engine_cpu)
-                    saturated += snap.saturated
-                if progress:
-                    _progress(snap, warmup + duration)
-                if time.monotonic() >= end - 0.01:
-                    stop.set()
-
-        watcher = asyncio.create_task(watch())
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), warmup + duration + 1.0)
         final = await engine.stop()
@@ -278,15 +295,28 @@ async def _drive(
     finally:
         await engine.stop()
     if progress:
-        sys.stderr.write("\r\033[K")
+        _say(lambda: sys.stderr.write("\r\033[K"))
     if final is None or not final.targets:
-        print("stackrace load: no figures (the engine stopped at once)", file=sys.stderr)
+        line = "stackrace load: no figures (the engine stopped at once)"
+        _say(lambda: print(line, file=sys.stderr))
         return 1
+    every.add(final)
     t = final.targets[0]
+    warm = every.warmup(t.total) if warmup > 0 else None
+    if final.warming and warm is not None:
+        # stopped (Ctrl-C, SIGTERM, SIGHUP) before the warm-up was over: nothing was
+        # counted, but requests were sent and answered, and the user must hear how many
+        _say(
+            lambda: print(
+                f"stackrace load: interrupted during the warm-up ({final.elapsed:.1f} of "
+                f"{warmup:g}s): {warm.describe()}; no figures were counted (they start "
+                "after the warm-up)",
+                file=sys.stderr,
+            )
+        )
+        return 130
     cpu = sum(cpu_samples) / len(cpu_samples) if cpu_samples else 0.0
     hist = engine.total_histogram(spec.id)
-    if args.hdr_out:
-        Path(args.hdr_out).write_text(hist.encode_base64() + "\n")
     if args.json:
         little = accounting.little_check(t.total, spec.concurrency) if not spec.rate else None
         out = {
@@ -326,12 +356,28 @@ async def _drive(
                 "saturated_intervals": saturated,
                 "intervals": len(cpu_samples),
             },
+            # the warm-up's requests, not in `total`: sent, answered, failed without an
+            # answer (None without a warm-up)
+            "warmup_accounting": None
+            if warm is None
+            else {"sent": warm.sent, "answered": warm.answered, "failed_no_answer": warm.lost},
             "errors": engine.errors,
             "hdr": hist.encode_base64(),
         }
-        sys.stdout.write(msgspec.json.encode(out).decode() + "\n")
+        _say(lambda: sys.stdout.write(msgspec.json.encode(out).decode() + "\n"))
     else:
-        _summary(spec, t, procs, cpu, saturated, len(cpu_samples), engine.errors)
+        _say(lambda: _summary(spec, t, procs, cpu, saturated, len(cpu_samples), engine.errors))
+        if warm is not None:
+            line = f"  Warm-up ({warmup:g}s, not counted above): {warm.describe(carried=True)}"
+            _say(lambda: print(line))
+    # the file after the figures: a file that cannot be written must not cost the summary
+    if args.hdr_out:
+        try:
+            write_atomic(Path(args.hdr_out), hist.encode_base64() + "\n")
+        except OSError as exc:
+            line = f"stackrace load: --hdr-out {exc} (the figures are above)"
+            _say(lambda: print(line, file=sys.stderr))
+            return EXIT_NOT_WRITTEN
     if t.total.ok == 0:
         # a run where nothing succeeded is not a measurement: scripts must see it fail
         f = t.total.failures
@@ -348,9 +394,62 @@ async def _drive(
             )
         else:
             why = "no request was made"
-        print(f"stackrace load: {why}", file=sys.stderr)
+        _say(lambda: print(f"stackrace load: {why}", file=sys.stderr))
         return 1
     return 0
+
+
+def _say(show: Callable[[], object]) -> None:
+    """Print, unless the terminal is gone (closed: EIO, after SIGHUP) or the pipe closed:
+    the exit status and the files must not depend on a reader being there."""
+    try:
+        show()
+    except OSError:
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the exit flush)
+
+
+class _Seen:
+    """Every interval the engine reported (by seq), summed: with the totals, what the
+    warm-up sent and got back, which `total` leaves out by design."""
+
+    def __init__(self) -> None:
+        self.seqs: set[int] = set()
+        self.sent = self.answered = self.lost = 0
+
+    def add(self, snap: EngineSnapshot) -> None:
+        if snap.seq in self.seqs or not snap.targets:
+            return
+        self.seqs.add(snap.seq)
+        w = snap.targets[0].interval
+        self.sent += w.sent - w.carried_in  # carried_in: sent in an earlier interval
+        self.answered += w.requests
+        self.lost += w.lost
+
+    def warmup(self, total: WindowStats) -> _Warmup:
+        """What was not counted in `total`: the warm-up (and an interval that straddled
+        its end, which the engine counts in neither)."""
+        return _Warmup(
+            sent=max(0, self.sent - (total.sent - total.carried_in)),
+            answered=max(0, self.answered - total.requests),
+            lost=max(0, self.lost - total.lost),
+        )
+
+
+@dataclass(frozen=True)
+class _Warmup:
+    sent: int
+    answered: int
+    lost: int
+
+    def describe(self, carried: bool = False) -> str:
+        """`carried`: the warm-up ended and the load went on, so the requests still in
+        flight then were carried into the measured time (and are counted there)."""
+        waiting = max(0, self.sent - self.answered - self.lost)
+        where = "in flight when the measured time began" if carried else "still waiting"
+        return (
+            f"{self.sent:,} requests sent, {self.answered:,} answered, "
+            f"{self.lost:,} failed without an answer, {waiting:,} {where}"
+        )
 
 
 def _progress(snap: EngineSnapshot, planned: float) -> None:

@@ -1,4 +1,8 @@
-"""`stackrace report RUN.json …`: render saved runs again, or compare them side by side."""
+"""`stackrace report RUN.json …`: render saved runs again, or compare them side by side.
+
+Exit status: 0; 1 when the gate (--baseline, or absolute --fail-on rules) fails; 2 for a
+usage error or a run file that cannot be read; 74 when a file could not be written (the
+figures are printed all the same)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,14 @@ from pathlib import Path
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
 from stackrace.report.schema import BenchRun
-from stackrace.report.write import check_output_paths, print_run, read_run, write_outputs
+from stackrace.report.write import (
+    EXIT_NOT_WRITTEN,
+    check_output_paths,
+    print_run,
+    read_run,
+    write_files,
+    write_outputs,
+)
 from stackrace.units import fmt_us
 
 
@@ -24,7 +35,14 @@ def register(p: argparse.ArgumentParser) -> None:
         help="write JUnit XML of the (last) run here, judged against --baseline if given",
     )
     p.add_argument("--baseline", help="judge the (single) run against this one")
-    p.add_argument("--fail-on", default="qps<-10%,p99>+25%,failures>0.1%")
+    p.add_argument(
+        "--fail-on",
+        default=None,
+        metavar="RULES",
+        help="fail when a level of the (last) run crosses one of these rules: absolute "
+        "ones (p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) "
+        f"compare with --baseline (default with a baseline: {gate.DEFAULT_RULES})",
+    )
     p.set_defaults(func=run)
 
 
@@ -41,24 +59,30 @@ def run(args: argparse.Namespace) -> int:
         print(f"stackrace report: {problem}", file=sys.stderr)
         return 2
     try:
+        rules = gate.check_rules(args.fail_on, args.baseline)
         runs = [read_run(r) for r in args.runs]
         base = read_run(args.baseline) if args.baseline else None
-        rules = gate.parse_rules(args.fail_on) if base else []
     except ValueError as exc:  # read_run names the file in every message
         print(f"stackrace report: {exc}", file=sys.stderr)
         return 2
+    verdict = gate.judge(runs[-1], base, rules) if rules else None
+    problems = []
+    if len(runs) == 1:
+        problems = write_outputs(runs[0], None, args.csv_out, args.md_out, args.chart_out)
+    problems += write_files(
+        [("--junit", args.junit_out, lambda: junit_xml(runs[-1], verdict, args.baseline))]
+    )
     if len(runs) == 1:
         print_run(runs[0], title=args.runs[0])
-        write_outputs(runs[0], None, args.csv_out, args.md_out, args.chart_out)
     else:
         compare(runs, args.runs)
-    verdict = gate.judge(runs[-1], base, rules) if base is not None else None
-    if args.junit_out:
-        Path(args.junit_out).write_text(junit_xml(runs[-1], verdict, args.baseline))
     if verdict is not None:
         print("\n".join(gate.verdict_lines(verdict, args.baseline)))
-        return 0 if verdict.ok else 1
-    return 0
+    for line in problems:
+        print(f"stackrace report: {line}", file=sys.stderr)
+    if problems:
+        return EXIT_NOT_WRITTEN
+    return 0 if verdict is None or verdict.ok else 1
 
 
 def compare(runs: list[BenchRun], names: list[str]) -> None:
@@ -85,7 +109,8 @@ def compare(runs: list[BenchRun], names: list[str]) -> None:
             if lv is None:
                 cells.append("-")
                 continue
-            text = f"{lv.rps:,.0f} / {fmt_us(lv.latency.p99)}"
+            p99 = fmt_us(lv.latency.p99) if lv.answered else "no answers"
+            text = f"{lv.rps:,.0f} / {p99}"
             if first is not None and lv is not first and first.rps:
                 text += f" ({(lv.rps / first.rps - 1) * 100:+.0f}%)"
             cells.append(text)

@@ -1,4 +1,8 @@
-"""`stackrace serve NAME…`: start stacks, print their URLs, stop everything on Ctrl-C."""
+"""`stackrace serve NAME…`: start stacks, print their URLs, stop everything on Ctrl-C.
+
+The private MariaDB is started only with `--db` (and a stack that serves /db): serving
+/hello needs no database, and starting one unasked takes seconds, a port and, on a
+machine without mariadb-server, fails the whole command."""
 
 from __future__ import annotations
 
@@ -16,7 +20,14 @@ from stackrace.supervise import hurry
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="+", help="stacks (or variants like gunicorn-sync:workers=4)")
-    p.add_argument("--no-db", action="store_true", help="do not start the private MariaDB for /db")
+    p.add_argument(
+        "--db",
+        action="store_true",
+        help="also start (and seed) the private MariaDB, so that /db answers (only when a "
+        "chosen stack serves the db workload; stopped with the stacks)",
+    )
+    # the default since --db: kept so that scripts written for the old default still run
+    p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
@@ -29,7 +40,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     db = None
     env: dict[str, str] = {}
-    if any(s.serves(w) for s in chosen for w in DB_WORKLOADS) and not args.no_db:
+    if args.db and args.no_db:
+        print("stackrace serve: --db and --no-db exclude each other", file=sys.stderr)
+        return 2
+    # the database only when asked for, and only for a stack that can use it: a
+    # newcomer serving /hello needs no MariaDB (nor mariadb-server installed)
+    if args.db and not any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
+        print("stackrace serve: note: no chosen stack serves /db: no database started")
+    elif args.db:
         from stackrace.commands.db_hook import open_for_workload
 
         opened = open_for_workload()

@@ -52,7 +52,7 @@ from stackrace.db.proc import (
 )
 from stackrace.db.server_user import ServerUser
 from stackrace.db.settings import DbSettings
-from stackrace.ports import pid_listening_on, port_in_use
+from stackrace.ports import free_port, pid_listening_on, port_in_use
 from stackrace.supervise.watchdog import Watchdog
 
 DEFAULT_PORT = 13306
@@ -420,7 +420,7 @@ class ManagedMariaDB:
         self._forget_stale_pid()
         meta = self._meta()
         port = self._port_arg or (meta.port if meta else self._old_port or DEFAULT_PORT)
-        self._check_port(port)
+        port = self._usable_port(port)
         if meta is None or not meta.provisioned or not (self.paths.datadir / "mysql").is_dir():
             meta = self._install(port)
         if meta.port != port:
@@ -428,16 +428,29 @@ class ManagedMariaDB:
             self._write_meta(meta)
         self._check_server_dir(meta)
 
-    def _check_port(self, port: int) -> None:
+    def _usable_port(self, port: int) -> int:
+        """`port`, or where it is taken and nobody asked for it, a free one (a scoped
+        instance: it lives as long as the command, and the apps learn its port from
+        their environment, so no one needs it fixed). A port asked for (`db up --port`),
+        or the service's, must be free: the error says how to choose another."""
         if not 1 <= port <= 65535:
             raise DbError(f"port {port} is not a valid TCP port")
-        if port_in_use(port, LOOPBACK):
-            pid = pid_listening_on(port)
-            who = f" by {process_name(pid)} (pid {pid})" if pid else ""
-            raise DbError(
-                f"port {port} on {LOOPBACK} is already in use{who}; "
-                "choose another with --port (or STACKRACE_DB_DIR for another instance)"
+        if not port_in_use(port, LOOPBACK):
+            return port
+        pid = pid_listening_on(port)
+        who = f" by {process_name(pid)} (pid {pid})" if pid else ""
+        if self.scoped and self._port_arg is None:
+            moved = free_port(LOOPBACK)
+            self.notes.append(
+                f"port {port} on {LOOPBACK} is in use{who}: the private MariaDB listens on "
+                f"{moved} instead (`stackrace db up --port PORT` fixes one)"
             )
+            return moved
+        raise DbError(
+            f"port {port} on {LOOPBACK} is already in use{who}; choose another with "
+            "`stackrace db up --port PORT` (the instance keeps it), or set STACKRACE_DB_DIR "
+            "for another instance"
+        )
 
     def _install(self, port: int) -> InstanceMeta:
         """A fresh server directory, mariadb-install-db, then provisioning in bootstrap.

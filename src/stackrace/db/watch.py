@@ -2,7 +2,9 @@
 
     async with DbWatch(settings) as watch:         # managed or external: any DbSettings
         ...                                        # the load runs
-        watch.state                                # "up" | "down" | "restarted" | "unknown"
+        watch.state                                # "up" | "down" | "restarted" |
+                                                   # "damaged" | "unknown"
+        watch.faulty                               # down or damaged: start nothing on it
         watch.since                                # time.monotonic() of that state's start
         watch.down_during(level_start, level_end)  # DownInterval list: mark the level
         watch.describe()                           # "database down for 3.2 s: refused ..."
@@ -20,8 +22,18 @@ What the states mean:
 - "restarted": answering again, but it is another server process than before: its
   `Uptime` says it started after the one we saw, or its connection ids started again
   (our connection was lost and the new one has a lower id). Sticky until the next down.
+- "damaged": the server answers, but the table the workload reads (`test`) is gone:
+  dropped by `stackrace db reset`, by a seed being redone, by hand. Every /db request
+  then fails, and that is the database's doing, not the stack's. Until the table is back.
 A restart between two polls is caught too (the kept connection is lost, the reconnect
-finds the new server) and recorded as an interval although no poll saw it down.
+finds the new server) and recorded as an interval although no poll saw it down; so is a
+table dropped and made again between two polls (its creation time changed).
+
+The table is followed with `SHOW TABLE STATUS LIKE 'test'` on the same connection: it
+says whether the table exists and when it was made, without reading it (it counts in
+`Questions`, not `Com_select`). Only a table seen at the first poll is followed: a
+database that never had one (an external server used for something else) is never
+called damaged.
 
 An interval covers the whole time the database may have been down: from the last poll
 that saw it up (or the start of the watch) to the first poll that saw it answer again.
@@ -44,7 +56,9 @@ import pymysql
 
 from stackrace.db.settings import DbSettings
 
-DbState = Literal["unknown", "up", "down", "restarted"]
+DbState = Literal["unknown", "up", "down", "restarted", "damaged"]
+
+TABLE = "test"  # the table the db workload reads (stackrace.db.seed)
 
 # client-side error codes of PyMySQL / libmysql (2000-2999): no answer from a server.
 # Below 2000 the server itself answered with an error: it is alive.
@@ -59,6 +73,12 @@ class DownInterval:
     end: float | None  # the first poll that saw it answer again; None while still down
     cause: str  # "refused", "no answer within 1.0 s", "restarted between two polls", …
     restarted: bool = False  # the server that came back is another process
+    damaged: bool = False  # the server answered, but the workload's table was gone
+
+    @property
+    def kind(self) -> str:
+        """What the interval was, in a word for a report: down, restarted or damaged."""
+        return "damaged" if self.damaged else "restarted" if self.restarted else "down"
 
     def overlaps(self, t0: float, t1: float, now: float | None = None) -> bool:
         """Whether this interval shares any time with [t0, t1]."""
@@ -79,6 +99,9 @@ class _Answer:
     started_hi: float | None = None
     connection_id: int | None = None
     reconnected: bool = False  # the kept connection had to be (re)made in this poll
+    # the workload's table: None when not asked (no database named, or the question
+    # failed), else its creation time as the server says it ("" when the table is gone)
+    table: str | None = None
 
 
 class DbWatch:
@@ -112,6 +135,9 @@ class DbWatch:
         # what the polls so far say about when this server started (see _is_restart)
         self._started: tuple[float, float] | None = None
         self._connection_id: int | None = None
+        # the workload table's creation time when first seen (None: not followed)
+        self._table: str | None = None
+        self._table_asked = False  # an answer has said whether the table is there
         self._executor: ThreadPoolExecutor | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -135,6 +161,11 @@ class DbWatch:
     def restarts(self) -> int:
         return sum(i.restarted for i in self._intervals)
 
+    @property
+    def faulty(self) -> bool:
+        """Down, or up without the workload's table: no stack should start on it now."""
+        return self._state in ("down", "damaged")
+
     def down_during(self, t0: float, t1: float) -> list[DownInterval]:
         """The intervals that overlap [t0, t1]: a level measured then had no database."""
         now = self.clock()
@@ -147,6 +178,8 @@ class DbWatch:
             return f"database down for {ago:.1f} s: {self.last_error}"
         if self._state == "restarted":
             return f"database restarted {ago:.1f} s ago ({self.restarts} restart(s) so far)"
+        if self._state == "damaged":
+            return f"database damaged for {ago:.1f} s: {self.last_error}"
         if self._state == "up":
             note = f" (it answers with an error: {self.last_error})" if self.last_error else ""
             return f"database up{note}"
@@ -220,6 +253,27 @@ class DbWatch:
             row = cur.fetchone()
         return int(row[1]) if row else 0
 
+    def _table_created(self, conn: pymysql.connections.Connection) -> str | None:
+        """The workload table's creation time ("" when it does not exist); None when the
+        question cannot be asked (no database named) or the server refuses it."""
+        if not self.settings.database:
+            return None
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW TABLE STATUS LIKE %s", (TABLE,))
+                row = cur.fetchone()
+                names = [d[0].lower() for d in cur.description or ()]
+        except pymysql.err.InternalError:
+            return None
+        except pymysql.err.OperationalError as exc:
+            if exc.args and isinstance(exc.args[0], int) and exc.args[0] in _CLIENT_ERRORS:
+                raise  # the connection, not the question: a down server
+            return None  # the server says no (a privilege): not followed
+        if row is None:
+            return ""
+        created = row[names.index("create_time")] if "create_time" in names else None
+        return str(created) if created is not None else "?"
+
     def _ask(self) -> _Answer:
         reconnected = False
         uptime: int | None = None
@@ -239,6 +293,7 @@ class DbWatch:
             if uptime is None:
                 asked = self.clock()
                 uptime = self._uptime(self._conn)
+            table = self._table_created(self._conn)
             at = self.clock()
             # Uptime is whole seconds, read somewhere between `asked` and `at`
             return _Answer(
@@ -248,6 +303,7 @@ class DbWatch:
                 started_hi=at - uptime,
                 connection_id=self._conn.thread_id(),
                 reconnected=reconnected,
+                table=table,
             )
         except pymysql.MySQLError as exc:
             self._close()
@@ -273,6 +329,8 @@ class DbWatch:
         before = self._state
         if not a.ok and not a.server_error:
             self.last_error = a.error
+            if self._state == "damaged":  # worse now: the damage ends where the outage begins
+                self._close_interval(a.at, restarted=False)
             if self._state != "down":
                 self._set("down", a.at)
                 self._intervals.append(DownInterval(self._last_up, None, a.error))
@@ -289,7 +347,9 @@ class DbWatch:
         self._narrow_start(a, restarted)
         if a.connection_id is not None:
             self._connection_id = a.connection_id
-        if before == "down":
+        if self._follow_table(a, before):
+            return
+        if before in ("down", "damaged"):  # answering again; or the table is back (a seed)
             self._close_interval(a.at, restarted)
             self._set("restarted" if restarted else "up", a.at)
         elif restarted:  # came back between two polls: no poll saw it down
@@ -300,6 +360,42 @@ class DbWatch:
         elif before == "unknown":
             self._set("up", a.at)
         self._last_up = a.at
+
+    def _follow_table(self, a: _Answer, before: DbState) -> bool:
+        """Compare the workload's table with what the first poll saw; True when this
+        answer found it gone (the state is then "damaged", and nothing more to do)."""
+        if a.table is None:
+            return False
+        if self._table is None:
+            if not self._table_asked and a.table:  # there at the start: followed from now on
+                self._table = a.table
+            self._table_asked = True
+            return False
+        if not a.table:  # gone
+            self.last_error = (
+                f"table {TABLE} is gone (dropped: `stackrace db reset`, a seed redone, by hand)"
+            )
+            if before != "damaged":
+                if before == "down":
+                    self._close_interval(a.at, False)
+                self._intervals.append(
+                    DownInterval(self._last_up, None, self.last_error, damaged=True)
+                )
+                self._set("damaged", a.at)
+            self._last_up = a.at
+            return True
+        if a.table != self._table:  # made again: dropped and re-seeded
+            if before != "damaged":  # between two polls: no poll saw it gone
+                self._intervals.append(
+                    DownInterval(
+                        self._last_up,
+                        a.at,
+                        f"table {TABLE} was dropped and made again between two polls",
+                        damaged=True,
+                    )
+                )
+            self._table = a.table
+        return False
 
     def _is_restart(self, a: _Answer) -> bool:
         """Another server process than the one seen so far?
@@ -334,7 +430,9 @@ class DbWatch:
     def _close_interval(self, at: float, restarted: bool) -> None:
         if self._intervals and self._intervals[-1].end is None:
             last = self._intervals[-1]
-            self._intervals[-1] = DownInterval(last.start, at, last.cause, restarted)
+            self._intervals[-1] = DownInterval(
+                last.start, at, last.cause, restarted or last.restarted, last.damaged
+            )
 
     def _set(self, state: DbState, at: float) -> None:
         self._state, self._since = state, at

@@ -461,9 +461,11 @@ def describe(name: str, lv: Level, rate_mode: bool) -> str:
     """One progress line per level: the accounting in full."""
     w = lv.window
     fails = sum(n for k, n in w.failures.items())
+    # no answer, no latency: "p99 0.00 ms" would read as the fastest level of all
+    p99 = f"{lv.latency.p99 / 1000:8.2f} ms" if lv.answered else "no answers"
     line = (
         f"  {name:<28} {'rate' if rate_mode else 'c'}={lv.level:<6} "
-        f"{lv.rps:>9,.0f} req/s  p99 {lv.latency.p99 / 1000:8.2f} ms  "
+        f"{lv.rps:>9,.0f} req/s  p99 {p99}  "
         f"sent {w.sent:,} = {w.requests:,} answered + {w.lost:,} failed + {w.waiting:,} waiting"
     )
     if fails:
@@ -473,7 +475,7 @@ def describe(name: str, lv: Level, rate_mode: bool) -> str:
     if lv.engine_limited:
         line += f"  [engine-limited: {lv.engine_limit}]"
     if lv.db_down:
-        line += "  [DATABASE DOWN]"
+        line += "  [DATABASE FAULT: down, restarted or its tables gone; not judged]"
     return line
 
 
@@ -518,7 +520,7 @@ async def run_bench(
             else [list(range(len(plan.stacks)))]
         )
         for group in groups:
-            if watch is not None and watch.state == "down":
+            if watch is not None and watch.faulty:  # down, or its tables gone
                 for k in group:
                     res = rec.stack(plan.stacks[k], placement.stack_cpus[k])
                     res.error = f"not measured: {watch.describe()}"
@@ -571,8 +573,7 @@ async def run_bench(
             await watch.stop()
             for i in watch.intervals:
                 rec.run.notes.append(
-                    f"database {'restarted' if i.restarted else 'down'}: {i.cause} "
-                    f"(levels measured then are marked and not judged)"
+                    f"database {i.kind}: {i.cause} (levels measured then are marked and not judged)"
                 )
     return rec.finish()
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from stackrace.atomicfile import WriteError, write_atomic
 from stackrace.race.session import SummaryRow
 from stackrace.units import fmt_us
 
@@ -62,11 +63,11 @@ def to_markdown(
             cells = []
             for n in levels:
                 s = by.get(n)
-                cells.append(
-                    f"{s.rps:,.0f} · {fmt_us(s.p99_us)} · {100 * s.failure_ratio:.1f}%"
-                    if s
-                    else "–"
-                )
+                if s is None:
+                    cells.append("–")
+                    continue
+                p99 = fmt_us(s.p99_us) if s.requests else "no answers"  # never 0µs
+                cells.append(f"{s.rps:,.0f} · {p99} · {100 * s.failure_ratio:.1f}%")
             out.append(f"| {r.name} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -129,12 +130,18 @@ def export(
     synthetic: bool = False,
     stem: str | None = None,
 ) -> tuple[Path, Path]:
-    """Write STEM.md and STEM.json into `directory`; return both paths."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write STEM.md and STEM.json into `directory`; return both paths.
+
+    Each file is written whole or not at all (stackrace.atomicfile); an OSError
+    (WriteError: the file and the cause) says which could not be."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(directory, exc) from exc
     stem = stem or time.strftime("stackrace-summary-%Y%m%d-%H%M%S")
     md = directory / f"{stem}.md"
     js = directory / f"{stem}.json"
-    md.write_text(to_markdown(rows, rate_mode, title=title, synthetic=synthetic), "utf-8")
+    write_atomic(md, to_markdown(rows, rate_mode, title=title, synthetic=synthetic))
     data = to_dict(rows, rate_mode, title=title, synthetic=synthetic)
-    js.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+    write_atomic(js, json.dumps(data, indent=2) + "\n")
     return md, js

@@ -4,6 +4,8 @@ Written by hand rather than through a plotting library: two small panels need no
 dependency, and the file renders the same in a browser, a README and a blog post.
 A p99 point with clients still waiting at the level's end is ringed and labelled with
 their number: their wait is in no percentile, and the chart must not hide them either.
+A level that got no answer has no p99: no point (never one at 0, which would read as the
+fastest), and "no answers" written where it would be.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def _panel(
     title: str,
     stacks: list[StackResult],
     xs: list[int],
-    value,  # (Level) -> float
+    value,  # (Level) -> float | None (None: the level has no such figure)
     fmt,  # (float) -> str
     waiting: bool = False,  # mark the levels that ended with clients still waiting
 ) -> list[str]:
@@ -43,7 +45,8 @@ def _panel(
     plot_w, plot_h = W - PAD_L - PAD_R, H - PAD_T - PAD_B
     lo, hi = math.log10(min(xs)), math.log10(max(xs))
     span = hi - lo or 1.0
-    ymax = _nice_max(max((value(lv) for st in stacks for lv in st.levels), default=1.0))
+    known = [v for st in stacks for lv in st.levels if (v := value(lv)) is not None]
+    ymax = _nice_max(max(known, default=1.0))
 
     def px(c: int) -> float:
         return PAD_L + (math.log10(c) - lo) / span * plot_w if len(xs) > 1 else PAD_L + plot_w / 2
@@ -63,11 +66,18 @@ def _panel(
     )
     for n, st in enumerate(stacks):
         color = PALETTE[n % len(PALETTE)]
-        pts = " ".join(f"{px(lv.level):.1f},{py(value(lv)):.1f}" for lv in st.levels)
+        shown = [(lv, v) for lv in st.levels if (v := value(lv)) is not None]
+        pts = " ".join(f"{px(lv.level):.1f},{py(v):.1f}" for lv, v in shown)
         out.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="2.5"/>')
         for lv in st.levels:
+            if value(lv) is None:
+                out.append(
+                    f'<text x="{px(lv.level):.1f}" y="{PAD_T + 14 + 14 * n}" '
+                    f'text-anchor="middle" fill="{color}">no answers</text>'
+                )
+        for lv, v in shown:
             r = 5 if st.breaking_point == lv.level else 3
-            x, y = px(lv.level), py(value(lv))
+            x, y = px(lv.level), py(v)
             out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{color}"/>')
             if waiting and lv.window.stale:
                 out.append(
@@ -107,7 +117,7 @@ def svg(run: BenchRun) -> str:
         "p99 latency (ringed: clients still waiting)",
         stacks,
         xs,
-        lambda lv: lv.latency.p99,
+        lambda lv: lv.latency.p99 if lv.answered else None,
         fmt_us,
         waiting=True,
     )

@@ -1,12 +1,15 @@
-"""The regression gate: compare a run against a baseline and say what crossed a threshold.
+"""The regression gate: compare a run against a baseline, or hold it to absolute
+thresholds, and say what crossed one.
 
-    --fail-on "qps<-10%,p99>+25%,failures>0.1%"
+    --fail-on "qps<-10%,p99>+25%,failures>0.1%"      (with --baseline OLD.json)
+    --fail-on "p99>50ms,failures>0.1%"               (with or without a baseline)
 
-A rule is METRIC OP VALUE. Relative rules (with a sign, "-10%", "+25%") compare the
-change from the baseline level with the same stack and concurrency; absolute rules
-("0.1%" for failures, "200ms" for a latency, "5000" for qps) compare the value itself.
-Metrics: qps, p50, p90, p99, p999, max, failures (failure rate), rss (memory after the
-level), cpu.
+A rule is a threshold term (report/thresholds.py: METRIC OP VALUE, parsed and read on a
+level there). Relative rules (with a sign, "-10%", "+25%") compare the change from the
+baseline level with the same stack and concurrency; absolute rules ("0.1%" for failures,
+"200ms" for a latency, "5000" for qps) compare the value itself and need no baseline. A
+relative rule without a baseline is refused before any load (`check_rules`), never
+silently dropped; with a baseline and no --fail-on, DEFAULT_RULES apply.
 
 Noise: when a level was measured more than once, its spread ((max − min) / median of
 the repeats' req/s) is known; a rule crossed by less than that spread is "uncertain"
@@ -24,79 +27,52 @@ cause, when:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from stackrace.report import thresholds
 from stackrace.report.schema import BenchRun, Level, Settings
-from stackrace.units import fmt_us
+from stackrace.report.thresholds import Term, TermError
 
-_RULE = re.compile(
-    r"^\s*(qps|rps|p50|p90|p99|p999|max|failures|rss|cpu)\s*([<>])\s*"
-    r"([+-]?)\s*([\d.]+)\s*(%|ms|us|µs|s)?\s*$"
-)
+# what --fail-on means when a baseline is given and no rule is
+DEFAULT_RULES = "qps<-10%,p99>+25%,failures>0.1%"
 
-
-_US_PER = {"us": 1.0, "µs": 1.0, "ms": 1000.0, "s": 1_000_000.0}
-
-
-@dataclass(frozen=True)
-class Rule:
-    metric: str
-    op: str  # "<" or ">"
-    relative: bool
-    value: float  # a fraction for relative and percentage rules; µs for latencies
-    text: str
+Rule = Term  # a gate rule is a threshold term (report/thresholds.py)
 
 
 def parse_rules(spec: str) -> list[Rule]:
-    rules = []
-    for part in spec.split(","):
-        if not part.strip():
-            continue
-        m = _RULE.match(part)
-        if not m:
-            raise ValueError(
-                f"bad --fail-on rule {part.strip()!r}: use METRIC<CHANGE% or METRIC>VALUE, "
-                "e.g. qps<-10%, p99>+25%, failures>0.1%, p99>200ms"
-            )
-        metric, op, sign, number, unit = m.groups()
-        metric = "qps" if metric == "rps" else metric
-        value = float(number)
-        relative = bool(sign)
-        if relative:
-            if unit != "%":
-                raise ValueError(f"rule {part.strip()!r}: a relative change is given in %")
-            value = value / 100 * (-1 if sign == "-" else 1)
-        elif unit == "%":
-            value /= 100
-        elif unit in _US_PER:
-            value *= _US_PER[unit]
-        rules.append(Rule(metric, op, relative, value, part.strip()))
+    """--fail-on's rules; a ValueError (TermError) names the bad one."""
+    return thresholds.parse_terms(spec, "--fail-on")
+
+
+def needs_baseline(rules: list[Rule]) -> list[Rule]:
+    """The rules that compare with a baseline (a relative change: `qps<-10%`)."""
+    return [r for r in rules if r.relative]
+
+
+def check_rules(spec: str | None, baseline: str | None) -> list[Rule]:
+    """The rules a command will judge by, checked before any load: with a baseline,
+    `spec` or the default rules; without one, `spec`'s rules, every one of which must be
+    absolute (a relative rule has nothing to compare with). ValueError says why not."""
+    if spec is None:
+        return parse_rules(DEFAULT_RULES) if baseline else []
+    rules = parse_rules(spec)
+    relative = needs_baseline(rules)
+    if relative and not baseline:
+        names = ", ".join(r.text for r in relative)
+        raise TermError(
+            f"--fail-on {names}: a relative rule compares with a baseline: give --baseline "
+            "RUN.json, or use absolute rules (p99>50ms, failures>0.1%), which need none"
+        )
     return rules
 
 
-def metric_value(level: Level, metric: str) -> float:
-    if metric == "qps":
-        return level.rps
-    if metric == "failures":
-        return level.failure_rate
-    if metric == "rss":
-        return float(level.memory_after.rss)
-    if metric == "cpu":
-        return level.cpu_percent
-    return float(getattr(level.latency, metric))
+def metric_value(level: Level, metric: str) -> float | None:
+    """The level's figure (None: a latency of a level that got no answer)."""
+    return thresholds.value_of(level, metric)
 
 
-def _fmt(metric: str, v: float) -> str:
-    if metric in ("p50", "p90", "p99", "p999", "max"):
-        return fmt_us(v)
-    if metric == "failures":
-        return f"{v * 100:.2f}%"
-    if metric == "qps":
-        return f"{v:,.0f} req/s"
-    if metric == "rss":
-        return f"{v / 1048576:.1f} MiB"
-    return f"{v:.1f}%"
+def _fmt(metric: str, v: float | None) -> str:
+    return thresholds.fmt(metric, v)
 
 
 # Settings whose difference makes two runs' figures incomparable: another workload or
@@ -115,6 +91,8 @@ class Verdict:
     # why the run could not be judged fairly: settings differ, nothing compared, …
     problems: list[str] = field(default_factory=list)
     compared: int = 0  # levels matched with a baseline level
+    levels: int = 0  # levels judged (that measured something)
+    baseline: bool = True  # False: absolute rules alone, no baseline
 
     @property
     def ok(self) -> bool:
@@ -147,34 +125,50 @@ def level_name(stack: str, level: Level) -> str:
     return f"{stack} @ c={level.concurrency}"
 
 
-def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
-    verdict = Verdict()
-    verdict.problems.extend(settings_differences(run.settings, baseline.settings))
-    base = {(st.name, lv.concurrency, lv.rate): lv for st in baseline.stacks for lv in st.levels}
+def judge(run: BenchRun, baseline: BenchRun | None, rules: list[Rule]) -> Verdict:
+    """The run against the rules: relative rules against the baseline's level with the
+    same stack and level, absolute ones against each level's own figures. Without a
+    baseline only absolute rules are given (check_rules) and every level is held to them."""
+    verdict = Verdict(baseline=baseline is not None)
+    if baseline is not None:
+        verdict.problems.extend(settings_differences(run.settings, baseline.settings))
+    base = (
+        {(st.name, lv.concurrency, lv.rate): lv for st in baseline.stacks for lv in st.levels}
+        if baseline is not None
+        else {}
+    )
     for st in run.stacks:
         if st.error:
             verdict.failed.append(f"{st.name}: not measured ({st.error})")
             continue
         for lv in st.levels:
-            old = base.get((st.name, lv.concurrency, lv.rate))
             where = level_name(st.name, lv)
             if lv.requests + sum(lv.failures.values()) == 0:
                 verdict.failed.append(f"{where}: measured nothing (no request completed or failed)")
                 continue
+            verdict.levels += 1
+            old = base.get((st.name, lv.concurrency, lv.rate))
             if old is None:
-                verdict.unmatched.append(where)
-                _absolute_only(verdict, where, lv, rules)
+                if baseline is not None:
+                    verdict.unmatched.append(where)
+                _absolute_only(verdict, where, lv, rules, baseline is not None)
                 continue
             verdict.compared += 1
             noise = max(lv.spread, old.spread)
             for rule in rules:
                 new_v = metric_value(lv, rule.metric)
-                old_v = metric_value(old, rule.metric)
+                if new_v is None:  # a latency of a level that got no answer
+                    verdict.failed.append(
+                        f"{where}: {rule.metric} {thresholds.fmt(rule.metric, None)} "
+                        f"(rule {rule.text})"
+                    )
+                    continue
                 if rule.relative:
-                    if old_v == 0:
+                    old_v = metric_value(old, rule.metric)
+                    if not old_v:
                         continue
                     change = new_v / old_v - 1
-                    crossed = change < rule.value if rule.op == "<" else change > rule.value
+                    crossed = thresholds.compare(change, rule.op, rule.value)
                     margin = abs(change - rule.value)
                     said = (
                         f"{where}: {rule.metric} {_fmt(rule.metric, old_v)} → "
@@ -182,7 +176,7 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
                         f"{rule.text})"
                     )
                 else:
-                    crossed = _crosses(new_v, rule)
+                    crossed = thresholds.compare(new_v, rule.op, rule.value)
                     margin = abs(new_v - rule.value) / (abs(rule.value) or 1)
                     said = f"{where}: {rule.metric} {_fmt(rule.metric, new_v)} (rule {rule.text})"
                 if not crossed:
@@ -193,7 +187,7 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
                     verdict.passed.append(said + f" — within the measured spread {noise:.0%}")
                 else:
                     verdict.failed.append(said)
-    if verdict.compared == 0:
+    if baseline is not None and verdict.compared == 0:
         here = sorted({level_name(st.name, lv) for st in run.stacks for lv in st.levels})
         there = sorted({level_name(st.name, lv) for st in baseline.stacks for lv in st.levels})
         verdict.problems.append(
@@ -203,18 +197,20 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
     return verdict
 
 
-def _crosses(value: float, rule: Rule) -> bool:
-    return value < rule.value if rule.op == "<" else value > rule.value
-
-
-def _absolute_only(verdict: Verdict, where: str, lv: Level, rules: list[Rule]) -> None:
-    """Hold a level without a baseline to the rules that need none."""
+def _absolute_only(
+    verdict: Verdict, where: str, lv: Level, rules: list[Rule], baseline: bool = True
+) -> None:
+    """Hold a level to the rules that need no baseline. A rule on a figure the level does
+    not have (the latency of a level that got no answer) fails: the gate never passes on
+    nothing."""
     for rule in rules:
         if rule.relative:
             continue
-        value = metric_value(lv, rule.metric)
-        said = f"{where}: {rule.metric} {_fmt(rule.metric, value)} (rule {rule.text}, no baseline)"
-        (verdict.failed if _crosses(value, rule) else verdict.passed).append(said)
+        reading = thresholds.evaluate(lv, rule)
+        # with a baseline given, say this level had none in it
+        said = f"{where}: {rule.metric} {_fmt(rule.metric, reading.value)} (rule {rule.text}"
+        said += ", no baseline)" if baseline else ")"
+        (verdict.passed if reading.holds is False else verdict.failed).append(said)
 
 
 def _few(items: list[str], n: int = 4) -> str:
@@ -224,7 +220,7 @@ def _few(items: list[str], n: int = 4) -> str:
     return ", ".join(items[:n]) + more
 
 
-def verdict_lines(verdict: Verdict, baseline_name: str) -> list[str]:
+def verdict_lines(verdict: Verdict, baseline_name: str | None) -> list[str]:
     """What a command prints for a verdict: one line per cause, then the outcome.
 
     `GATE FAILED …` when the run could not be judged (settings differ, nothing
@@ -234,9 +230,14 @@ def verdict_lines(verdict: Verdict, baseline_name: str) -> list[str]:
     lines = [f"GATE FAILED {p}" for p in verdict.problems]
     lines += [f"REGRESSION {line}" for line in verdict.failed]
     lines += [f"(no baseline for {where})" for where in verdict.unmatched]
-    if verdict.ok:
+    if verdict.ok and verdict.baseline:
         lines.append(
             f"gate passed: {len(verdict.passed)} checks on {verdict.compared} "
             f"level{'s' if verdict.compared != 1 else ''} against {baseline_name}"
+        )
+    elif verdict.ok:
+        lines.append(
+            f"gate passed: {len(verdict.passed)} checks on {verdict.levels} "
+            f"level{'s' if verdict.levels != 1 else ''} (absolute rules, no baseline)"
         )
     return lines

@@ -4,6 +4,8 @@
       <testsuite name="stackrace bench hello">
         <testcase classname="uvicorn" name="c=10">        one per stack and planned level
           <failure type="regression" .../>                the gate's crossed rules
+        <testcase classname="uvicorn" name="c=50">
+          <failure type="no success" .../>                every request of the level failed
         <testcase classname="uvicorn" name="c=100">
           <error type="not measured" .../>                 the stack could not be measured
         <testcase classname="stackrace" name="gate">      the verdict's other causes
@@ -14,8 +16,11 @@ appear in every run and a CI system can follow each one's history: a level the s
 never reached is an error (the stack failed: its reason), or skipped (the run was
 interrupted, or the stack answered nothing at a lower level). All the rules a level
 crosses go into one <failure> (the first as its message, all of them as its text): the
-common schemas allow one failure per test case. Without a baseline nothing is judged,
-and only errors fail.
+common schemas allow one failure per test case. A level where nothing succeeded (every
+request failed: 100 % HTTP 404, all refused) is a failure with or without a gate, as it
+makes `bench` exit non-zero; a level measured while the database failed is an error (the
+figures are the database's, not the stack's). Rules are judged when a gate ran: against a
+baseline, or absolute rules (`--fail-on 'p99>50ms'`) alone.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import xml.etree.ElementTree as ET
 
 from stackrace.report.gate import Verdict, level_name
 from stackrace.report.schema import BenchRun, Level, StackResult
+from stackrace.report.tables import no_success
 
 
 def junit_xml(run: BenchRun, verdict: Verdict | None = None, baseline: str | None = None) -> str:
@@ -94,6 +100,11 @@ def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[
             ET.SubElement(case, "system-out").text = _figures(lv)
         if st.error and level == crashed_at:
             _fail(case, "error", "not measured", [st.error, *mine])
+        elif lv is not None and lv.db_down:
+            why = "measured while the database failed (down, restarted or its tables gone)"
+            _fail(case, "error", "database", [f"{why}: not the stack's figures, not judged"])
+        elif lv is not None and lv.failed_entirely:
+            _fail(case, "failure", "no success", [no_success(lv), *mine])
         elif mine:
             _fail(case, "failure", "regression", mine)
         elif lv is None:
@@ -124,9 +135,13 @@ def _fail(case: ET.Element, tag: str, kind: str, lines: list[str]) -> None:
 def _figures(lv: Level) -> str:
     w = lv.window
     fails = ", ".join(f"{k} {n}" for k, n in sorted(w.failures.items())) or "none"
+    latency = (
+        f"latency p50 {lv.latency.p50} µs, p99 {lv.latency.p99} µs, max {lv.latency.max} µs"
+        if lv.answered
+        else "latency: no answers"
+    )
     return (
-        f"{lv.rps:,.0f} req/s; latency p50 {lv.latency.p50} µs, p99 {lv.latency.p99} µs, "
-        f"max {lv.latency.max} µs; sent {w.sent} = {w.requests} answered + {w.lost} failed "
+        f"{lv.rps:,.0f} req/s; {latency}; sent {w.sent} = {w.requests} answered + {w.lost} failed "
         f"+ {w.waiting} waiting; failures: {fails}; CPU {lv.cpu_percent:.0f} %; "
         f"RSS after {lv.memory_after.rss} bytes"
     )

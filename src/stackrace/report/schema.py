@@ -120,7 +120,9 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     engine_limited: bool = False
     engine_limit: str = ""  # why and by how much (race/accounting.py)
     little: LittleLaw | None = None  # None in rate mode or with too little to judge
-    db_down: bool = False  # the database was down during the level: not the stack's doing
+    # the database failed during the level (down, restarted, or the table it reads gone:
+    # stackrace.db.watch): the figures are the database's, not the stack's, and not judged
+    db_down: bool = False
     keepalive: bool = True
     # derived from `window` (see the docstring)
     rps: float = 0.0
@@ -161,6 +163,24 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     @property
     def level(self) -> int:
         return self.concurrency or int(self.rate or 0)
+
+    @property
+    def answered(self) -> bool:
+        """Whether any response came back: without one the level has no latency (its
+        summary is all zeros, which reports must show as "no answers", never 0 µs)."""
+        return self.window.requests > 0
+
+    @property
+    def failed_entirely(self) -> bool:
+        """Requests ended and not one succeeded: each was an HTTP error, a wrong body,
+        refused, reset or timed out (100 % HTTP 404: a stack that is misconfigured, not
+        measured). `stackrace bench` exits non-zero on such a level.
+
+        A level where nothing ended at all (every request still waiting when it was
+        over) is not this: that is a server that stopped keeping up, which the
+        breaking-point rule calls queueing; a verdict about the stack, not a failed run."""
+        w = self.window
+        return w.ok == 0 and w.requests + w.lost > 0
 
     @property
     def rps_range(self) -> tuple[float, float]:

@@ -49,7 +49,7 @@ def flags(level: Level) -> list[str]:
             f"({low:,.0f}–{high:,.0f} req/s)"
         )
     if level.db_down:
-        out.append("database down")
+        out.append("database fault (down, restarted or its tables gone): not judged")
     if level.little is not None and not level.little.ok:
         out.append(f"Little's law: {level.little.reason}")
     if level.engine_limited:
@@ -57,6 +57,33 @@ def flags(level: Level) -> list[str]:
     if level.window.stale:
         out.append(f"{level.window.stale:,} clients got no answer in the level")
     return out
+
+
+NO_ANSWERS = "no answers"
+
+
+def _latencies(level: Level) -> list[str]:
+    """p50, p99, p99.9; a level that got no answer has no latency: "no answers" and
+    empty cells, never "0µs", which would read as instant answers."""
+    if not level.answered:
+        return [NO_ANSWERS, "", ""]
+    lat = level.latency
+    return [fmt_us(lat.p50), fmt_us(lat.p99), fmt_us(lat.p999)]
+
+
+def no_success(level: Level) -> str:
+    """Why a level that failed entirely did: every request and where it ended."""
+    w = level.window
+    kinds = []
+    for kind, n in sorted(w.failures.items(), key=lambda kv: -kv[1]):
+        if kind == "http_status":
+            codes = ", ".join(f"{c}" for c, k in sorted(w.status.items()) if c >= 400)
+            kinds.append(f"{kind} {n:,} ({codes})" if codes else f"{kind} {n:,}")
+        else:
+            kinds.append(f"{kind} {n:,}")
+    how = f": {', '.join(kinds)}" if kinds else ""
+    waiting = f", {w.waiting:,} still waiting" if w.waiting else ""
+    return f"every request failed ({w.sent:,} sent, none succeeded{how}{waiting})"
 
 
 def _mem(level: Level) -> str:
@@ -86,9 +113,7 @@ def rows(run: BenchRun) -> list[list[str]]:
                     stack.name,
                     f"{level.concurrency}{mark}" if level.rate is None else f"{level.rate:g}/s",
                     _rps(level),
-                    fmt_us(level.latency.p50),
-                    fmt_us(level.latency.p99),
-                    fmt_us(level.latency.p999),
+                    *_latencies(level),
                     _failures(level),
                     _waiting(level),
                     _mem(level),
@@ -197,6 +222,8 @@ def to_csv(run: BenchRun) -> str:
     for st in run.stacks:
         for lv in st.levels:
             lat = lv.latency
+            # no answer, no latency: empty cells (a 0 would be averaged in as instant)
+            latencies = [lat.p50, lat.p90, lat.p99, lat.p999, lat.max] if lv.answered else [""] * 5
             w.writerow(
                 [
                     st.name,
@@ -206,11 +233,7 @@ def to_csv(run: BenchRun) -> str:
                     lv.requests,
                     lv.ok,
                     f"{lv.rps:.1f}",
-                    lat.p50,
-                    lat.p90,
-                    lat.p99,
-                    lat.p999,
-                    lat.max,
+                    *latencies,
                     sum(lv.failures.values()),
                     f"{lv.failure_rate:.5f}",
                     lv.window.sent,

@@ -1,16 +1,21 @@
 """Printing a run and writing its files (JSON, CSV, Markdown, SVG chart); checking
-output paths before a run and reading run files with errors that name the file."""
+output paths before a run and reading run files with errors that name the file.
+
+Files are written whole or not at all (stackrace.atomicfile); a file that cannot be
+written is one line naming it and the cause, never a traceback, and the commands print
+the run's figures whatever happens to its files."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import msgspec
 
 from stackrace import inputfile
+from stackrace.atomicfile import write_atomic
 from stackrace.report import chart, tables, thennow
 from stackrace.report.schema import BenchRun, dumps, loads
 
@@ -48,21 +53,55 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
     thennow.print_then_now(run, console)  # a run that replays an experiment: then beside now
 
 
+# sysexits.h EX_IOERR: the run was measured (and printed) but a file of it was not written
+EXIT_NOT_WRITTEN = 74
+
+Output = tuple[str, str | None, Callable[[], str | bytes]]  # (option, path or None, content)
+
+
+def run_outputs(
+    run: BenchRun,
+    json_out: str | None = None,
+    csv_out: str | None = None,
+    md_out: str | None = None,
+    chart_out: str | None = None,
+) -> list[Output]:
+    """A run's files, as (option, path, content) for `write_files`."""
+    return [
+        ("--json", json_out, lambda: dumps(run)),
+        ("--csv", csv_out, lambda: tables.to_csv(run)),
+        ("--markdown", md_out, lambda: tables.markdown(run)),
+        ("--chart", chart_out, lambda: chart.svg(run)),
+    ]
+
+
+def write_files(outputs: Iterable[Output]) -> list[str]:
+    """Write every file given, each whole or not at all (stackrace.atomicfile); one
+    line per file that could not be written, naming the option, the file and the cause.
+
+    One failure does not stop the others: on a disk with room for a small CSV but not
+    for the JSON, the CSV is still written."""
+    problems = []
+    for option, path, content in outputs:
+        if not path:
+            continue
+        try:
+            write_atomic(Path(path).expanduser(), content())
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            problems.append(f"{option} {path}: not written: {why}")
+    return problems
+
+
 def write_outputs(
     run: BenchRun,
     json_out: str | None = None,
     csv_out: str | None = None,
     md_out: str | None = None,
     chart_out: str | None = None,
-) -> None:
-    if json_out:
-        Path(json_out).write_bytes(dumps(run))
-    if csv_out:
-        Path(csv_out).write_text(tables.to_csv(run))
-    if md_out:
-        Path(md_out).write_text(tables.markdown(run))
-    if chart_out:
-        Path(chart_out).write_text(chart.svg(run))
+) -> list[str]:
+    """Write the run's files (see `write_files`); the problems, one line each."""
+    return write_files(run_outputs(run, json_out, csv_out, md_out, chart_out))
 
 
 def check_output_paths(paths: Mapping[str, str | None]) -> str | None:

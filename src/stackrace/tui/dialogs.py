@@ -142,8 +142,16 @@ class SummaryScreen(ModalScreen[None]):
         from stackrace.race.summary import export
 
         directory = Path(getattr(self.app, "screenshot_dir", "."))
-        md, js = export(
-            self.rows, self.rate_mode, directory, title=self.title_text, synthetic=self.synthetic
-        )
+        try:
+            md, js = export(
+                self.rows,
+                self.rate_mode,
+                directory,
+                title=self.title_text,
+                synthetic=self.synthetic,
+            )
+        except OSError as exc:  # a full disk, a read-only directory: say which file, and why
+            self.notify(f"summary not saved: {exc}", severity="error", timeout=10)
+            return
         self.exported = (md, js)
         self.notify(f"saved {md} and {js}")
