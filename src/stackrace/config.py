@@ -325,10 +325,10 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
         statuses.parse(spec.health_status)
     except statuses.StatusError as exc:
         raise bad("health_status", str(exc)) from None
-    if spec.python is not None:
-        problem = _check_path(spec.python)
-        if problem:
-            raise bad("python", problem)
+    if spec.python is not None:  # whether it exists is the availability check's
+        p_ = spec.python
+        if not p_.isprintable() or not p_.startswith("/") or "{" in p_ or "}" in p_:
+            raise bad("python", f"must be an absolute path, got {p_[:60]!r}")
     if spec.app is not None:
         _check_app(spec, bad)
     if spec.memory_max is not None and not _MEMORY.match(spec.memory_max):

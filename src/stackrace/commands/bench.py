@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
-from stackrace.commands._common import load, resolve_all, serves_workload, split_stacks
+from stackrace.commands._common import (
+    default_app_stacks,
+    load,
+    resolve_all,
+    serves_workload,
+    split_stacks,
+)
 from stackrace.config import ConfigError, StackFile
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
@@ -31,10 +37,12 @@ from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_b
 from stackrace.race.core import RaceParts
 from stackrace.race_settings import RaceSettings, add_options, given
 from stackrace.report import gate
+from stackrace.report.failures import run_failures
 from stackrace.report.junit import junit_xml
 from stackrace.report.provenance import definition_changes, provenance, recorded_stacks
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import check_output_paths, print_run, read_run, write_outputs
+from stackrace.scenario import ScenarioError
 from stackrace.supervise import hurry
 from stackrace.workloads import WORKLOADS
 
@@ -63,6 +71,9 @@ def register(p: argparse.ArgumentParser) -> None:
         "differently now (refused otherwise)",
     )
     add_options(p)
+    from stackrace import userapp
+
+    userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
     p.add_argument("--json", dest="json_out", help="write the run (versioned schema) here")
     p.add_argument("--csv", dest="csv_out", help="write a CSV table here")
     p.add_argument("--markdown", dest="md_out", help="write a Markdown table here")
@@ -100,7 +111,10 @@ def build_settings(args: argparse.Namespace, rerun: BenchRun | None = None) -> R
     changes = given(args)
     if "stacks" in changes:
         changes["stacks"] = [s for ref in changes["stacks"] for s in split_stacks(ref)]
-    return msgspec.structs.replace(base, **changes)
+    settings = msgspec.structs.replace(base, **changes)
+    if getattr(args, "app", None) and not settings.own_requests:
+        settings = msgspec.structs.replace(settings, paths=["/"])  # your app's own root
+    return settings
 
 
 def build_plan(
@@ -109,27 +123,56 @@ def build_plan(
     settings = build_settings(args, rerun)
     if settings is None:
         return None
+    stacks = _stacks(args, rerun, settings)
+    if stacks is None:
+        return None
+    if not settings.stacks and getattr(stacks, "generated", None):
+        chosen_names, others = default_app_stacks(stacks)
+        chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]  # type: ignore[attr-defined]
+        if not chosen_names:
+            _fail(f"no server that runs your app is installed for it: {', '.join(others)} "
+                  "(`stackrace stacks --app …` says how to install them)")
+            return None
+        if others:
+            print(f"stackrace bench: racing {', '.join(chosen_names)}; also possible: "
+                  f"{', '.join(others)} (--stacks to choose)", file=sys.stderr)
+        settings = msgspec.structs.replace(settings, stacks=chosen_names)
     if not settings.stacks:
         _fail("name the stacks (--stacks A,B) or a --preset")
         return None
-    stacks = _stacks(args, rerun)
-    if stacks is None:
-        return None
+    if settings.own_requests:
+        try:
+            settings.request_kinds()  # read and checked before anything starts
+        except ScenarioError as exc:
+            _fail(str(exc))
+            return None
     chosen = resolve_all([",".join(settings.stacks)], stacks)
     if chosen is None:
         return None
-    if not serves_workload(chosen, settings.workload, "stackrace bench"):
+    if not settings.own_requests and not serves_workload(
+        chosen, settings.workload, "stackrace bench"
+    ):
         return None
     preset = rerun.settings.preset if rerun is not None else args.preset
     plan = BenchPlan(stacks=chosen, settings=settings, preset=preset, stacks_file=args.stacks_file)
     return plan, stacks
 
 
-def _stacks(args: argparse.Namespace, rerun: BenchRun | None) -> StackFile | None:
+def _stacks(
+    args: argparse.Namespace, rerun: BenchRun | None, settings: RaceSettings
+) -> StackFile | None:
     """The stacks file in use. With --from, the run's recorded blocks are compared with
     it and never started (report/provenance.py says why): a difference in what runs is
-    refused unless --accept-definition-changes."""
-    stacks = load(args)
+    refused unless --accept-definition-changes. A run of your app, or of --cmd stacks,
+    is run again only when the command line gives --app (or --cmd) again: the run
+    file's interpreter, directory or command line is never taken from it; nor is a
+    file it read its requests from."""
+    if rerun is not None:
+        refused = _needs_again(args, rerun)
+        if refused:
+            _fail(f"{args.from_run} {refused}")
+            return None
+    stacks = load(args, settings, "stackrace bench")
     if stacks is None or rerun is None:
         return stacks
     try:
@@ -152,6 +195,20 @@ def _stacks(args: argparse.Namespace, rerun: BenchRun | None) -> StackFile | Non
             file=sys.stderr,
         )
     return stacks
+
+
+def _needs_again(args: argparse.Namespace, rerun: BenchRun) -> str:
+    """What a rerun needs from the command line rather than from the run file."""
+    names = [s.name for s in rerun.stacks]
+    if any("[app]" in n for n in names) and not getattr(args, "app", None):
+        return "raced your app: give --app (and --python, --app-dir, --env) again to run it again"
+    # (a --cmd stack is resolved by name like any other: without --cmd, "no stack" says so)
+    s = rerun.settings
+    if s.scenario and getattr(args, "scenario", None) is None:
+        return f"read its requests from {s.scenario}: give --scenario FILE again"
+    if s.body_file and getattr(args, "body_file", None) is None:
+        return f"read its request body from {s.body_file}: give --body-file FILE again"
+    return ""
 
 
 def _progress(line: str) -> None:
@@ -287,10 +344,13 @@ def run(args: argparse.Namespace) -> int:
     )
     if lost_db:
         print("stackrace bench: the database went down during the run", file=sys.stderr)
-    failed = any(st.error for st in result.stacks) or lost_db
+    entirely = run_failures(result)  # every request of a level, or one of yours, failed
+    for line in entirely:
+        print(f"FAILED {line}", file=sys.stderr)
+    failed = any(st.error for st in result.stacks) or lost_db or bool(entirely)
     if verdict is not None:
         print("\n".join(gate.verdict_lines(verdict, args.baseline)))
-        return 1 if not verdict.ok else 0
+        return 1 if not verdict.ok or entirely else 0
     return 1 if failed else 0
 
 

@@ -40,6 +40,7 @@ import psutil
 from stackrace import __version__
 from stackrace.config import Stack, placeholders, render
 from stackrace.db.watch import DbWatch
+from stackrace.engine.aggregate import add_kinds
 from stackrace.engine.client import Engine
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import EngineSettings, WindowStats
@@ -64,6 +65,7 @@ from stackrace.report.schema import (
     Machine,
     Memory,
     Settings,
+    PathResult,
     StackResult,
 )
 from stackrace.stacks.sampler import ResourceSample
@@ -84,6 +86,11 @@ class BenchPlan:
     # called with the race core as soon as it is made, before any stack starts: a front
     # end that watches the race live (`--metrics`: stackrace.metrics) follows its engine
     on_core: Callable[[RaceCore], None] | None = None
+
+
+def _kind_labels(s: RaceSettings) -> list[str]:
+    kinds = s.request_kinds() if s.own_requests else None
+    return [f"{k.label} ×{k.weight}" for k in kinds or []]
 
 
 def machine_info() -> Machine:
@@ -158,6 +165,7 @@ class BenchRecorder:
             settings=Settings(
                 **msgspec.structs.asdict(s),
                 path=s.path,
+                kinds=_kind_labels(s),
                 isolation_reason=why,
                 placement=placement.note,
                 preset=plan.preset,
@@ -252,6 +260,13 @@ def merge_windows(
             status[c] = status.get(c, 0) + n
     out.failures = failures
     out.status = status
+    kinds = None
+    for w in windows:
+        kinds = add_kinds(kinds, w.kinds, gauges=False)
+    if kinds is not None and windows[-1].kinds is not None:
+        for mine, last in zip(kinds, windows[-1].kinds, strict=False):
+            mine.waiting = last.waiting
+    out.kinds = kinds
     # waiting of the earlier repeats was answered (or failed) in the later ones
     out.sent -= sum(w.waiting for w in windows[:-1])
     spans = [w.span_seconds for w in windows if w.span_seconds]
@@ -563,6 +578,11 @@ async def run_bench(
                     elif lv is not None and lv.requests == 0 and level != s.levels[-1]:
                         progress(f"  {i}: no responses at {level}; skipping higher levels")
                         running.remove(i)
+            if s.own_requests and running:
+                # your app's requests: nothing may be in flight when it stops, so that
+                # what it was sent and what it answered are both known, per request
+                await runner._drain(running)
+                _record_paths(core, rec, running, s)
             for i in ids:
                 await core.stop_member(i)
     finally:
@@ -575,6 +595,29 @@ async def run_bench(
                     f"(levels measured then are marked and not judged)"
                 )
     return rec.finish()
+
+
+def _record_paths(core: RaceCore, rec: BenchRecorder, ids: list[str], s: RaceSettings) -> None:
+    """Each of your requests over the whole run, per stack (the target's never-restarted
+    per-kind figures; a single request: its totals are the stack's)."""
+    kinds = s.request_kinds() or []
+    for i in ids:
+        t = core.target(i)
+        if t is None:
+            continue
+        if t.kinds_run is not None:
+            rec.by_name[i].paths = [
+                PathResult(
+                    name=kind.label,
+                    sent=k.sent,
+                    answered=k.answered,
+                    errors=k.errors,
+                    failed=k.failed,
+                    waiting=k.waiting,
+                    status=dict(k.status),
+                )
+                for kind, k in zip(kinds, t.kinds_run, strict=False)
+            ]
 
 
 def _start_group(

@@ -9,7 +9,9 @@
         <testcase classname="stackrace" name="gate">      the verdict's other causes
         <testcase classname="stackrace" name="run">       an interrupted run is an error
 
-Every planned level of every stack is a test case, measured or not, so the same tests
+A level where every request failed is a failure too (report/failures.py), and each of
+your requests (`--path`) is a case of its own that fails when it never got an expected
+answer: a run of 404s is not a pass. Every planned level of every stack is a test case, measured or not, so the same tests
 appear in every run and a CI system can follow each one's history: a level the stack
 never reached is an error (the stack failed: its reason), or skipped (the run was
 interrupted, or the stack answered nothing at a lower level). All the rules a level
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from stackrace.report.failures import level_failed, path_failed
 from stackrace.report.gate import Verdict, level_name
 from stackrace.report.schema import BenchRun, Level, StackResult
 
@@ -92,10 +95,11 @@ def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[
             mine = [line.removeprefix(prefix) for line in lines if line.startswith(prefix)]
             filed |= {prefix + m for m in mine}
             ET.SubElement(case, "system-out").text = _figures(lv)
+        entirely = level_failed(lv) if lv is not None else ""
         if st.error and level == crashed_at:
             _fail(case, "error", "not measured", [st.error, *mine])
-        elif mine:
-            _fail(case, "failure", "regression", mine)
+        elif mine or entirely:
+            _fail(case, "failure", "regression" if mine else "failed", [*mine, *filter(None, [entirely])])
         elif lv is None:
             why = (
                 f"not measured: run interrupted ({run.interrupted})"
@@ -103,6 +107,15 @@ def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[
                 else "not measured: " + (st.error or "the stack answered nothing at a lower level")
             )
             ET.SubElement(case, "skipped", message=why)
+    bad = dict(path_failed(st))
+    for p in st.paths:  # your requests: a case each, failed when never answered as expected
+        case = _case(suite, st.name, f"request {p.name}")
+        ET.SubElement(case, "system-out").text = (
+            f"sent {p.sent} = {p.answered} answered + {p.failed} failed + {p.waiting} waiting; "
+            f"{p.errors} answers not expected"
+        )
+        if p.name in bad:
+            _fail(case, "failure", "failed", [bad[p.name]])
     return filed
 
 

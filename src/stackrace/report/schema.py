@@ -67,6 +67,8 @@ class Settings(RaceSettings, forbid_unknown_fields=True, kw_only=True):
     """The race settings as run, and what was decided when it ran."""
 
     path: str = ""  # the path loaded on every stack
+    # your requests as run (labels and weights, in the order of each level's window.kinds)
+    kinds: list[str] = msgspec.field(default_factory=list)
     isolation_reason: str = ""
     placement: str = ""  # where the stacks and the engines ran
     preset: str | None = None
@@ -193,6 +195,20 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
         return step_result(self.level, self.window).errors / ended if ended else 0.0
 
 
+class PathResult(msgspec.Struct, forbid_unknown_fields=True):
+    """One kind of your requests on one stack, over the whole run (warm-up and every
+    level: what the server saw): sent = answered + failed (+ waiting at the end, none
+    after the final drain); `errors`: answered with a status not expected of it."""
+
+    name: str
+    sent: int
+    answered: int
+    errors: int = 0
+    failed: int = 0
+    waiting: int = 0
+    status: dict[int, int] = msgspec.field(default_factory=dict)
+
+
 class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     name: str
     title: str
@@ -204,6 +220,8 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     breaking_reason: str = ""
     error: str | None = None  # why the stack could not be measured (start-up failure…)
     cpus: list[int] | None = None  # the cores it was pinned to
+    # your requests (--path, --scenario) in a mix: each kind over the whole run
+    paths: list[PathResult] = msgspec.field(default_factory=list)
 
 
 CLAIM_KINDS = (

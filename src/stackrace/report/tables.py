@@ -233,9 +233,11 @@ def to_csv(run: BenchRun) -> str:
 
 
 def rich_table(run: BenchRun, title: str | None = None):  # -> rich.table.Table
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title, header_style="bold")
+    # names are user text (`gunicorn-sync[app]`): never rich markup
+    table = Table(title=escape(title) if title else None, header_style="bold")
     for i, col in enumerate(COLUMNS):
         table.add_column(col, justify="left" if i == 0 else "right")
     previous = None
@@ -244,5 +246,20 @@ def rich_table(run: BenchRun, title: str | None = None):  # -> rich.table.Table
             table.add_section()
         previous = r[0]
         style = "red" if r[1].endswith("✗") else None
-        table.add_row(*r, style=style)
+        table.add_row(*(escape(c) for c in r), style=style)
     return table
+
+
+def path_lines(run: BenchRun) -> list[str]:
+    """Each of your requests on each stack, over the whole run: what the server was
+    sent and what it answered (a test compares these with the app's own counts)."""
+    out = []
+    for st in run.stacks:
+        for p in st.paths:
+            line = f"{st.name} {p.name}: sent {p.sent:,} = {p.answered:,} answered"
+            line += f" + {p.failed:,} failed + {p.waiting:,} waiting"
+            if p.errors:
+                bad = ", ".join(f"{c}: {n:,}" for c, n in sorted(p.status.items()))
+                line += f"; {p.errors:,} answers not expected ({bad})"
+            out.append(line)
+    return out
