@@ -57,9 +57,9 @@ def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
     from stackrace.userapp import COMMON, app_stack_name
 
     app = getattr(stacks, "app", None)
-    generated = list(getattr(stacks, "generated", {}))
+    generated = [n for n, what in getattr(stacks, "generated", {}).items() if what == "--app"]
     if app is None:
-        return generated, []
+        return [], []
     common = [app_stack_name(n) for n in COMMON[app.interface] if app_stack_name(n) in stacks]
     chosen = [n for n in common if check(resolve(n, stacks)).available]
     others = [n for n in generated if n not in chosen]
