@@ -43,6 +43,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stackrace import inputfile
 from stackrace.stacks import install
@@ -56,6 +57,9 @@ from stackrace.config import (
     _check,
     _NAME,
 )
+
+if TYPE_CHECKING:
+    from stackrace.race_settings import RaceSettings
 
 APP_TAG = "[app]"
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -391,7 +395,7 @@ def app_stacks(
         params = {k: v for k, v in spec.params.items() if k in used}
         gen = StackDef(
             command=command,
-            title=f"{spec.title} · {app.label}",
+            title=app_stack_name(name),  # what the user types and the panes show
             language="python",
             family=spec.family,
             description=tmpl.description
@@ -464,6 +468,57 @@ def with_stacks(stacks: StackFile, extra: dict[str, StackDef], what: str) -> Sta
     )
     merged.generated = {**getattr(stacks, "generated", {}), **{n: what for n in extra}}
     return merged
+
+
+def with_run_stacks(
+    stacks: StackFile, args: argparse.Namespace, settings: RaceSettings | None = None
+) -> StackFile:
+    """The stacks files' stacks plus those made for this run: `SERVER[app]` for --app and
+    one per --cmd, ready on the first of the run's requests (scenario.health). Raises
+    AppError or ScenarioError."""
+    from stackrace import scenario
+
+    app_given = getattr(args, "app", None)
+    cmds = getattr(args, "cmd", None) or []
+    if not app_given and not cmds:
+        return stacks
+    kinds = settings.request_kinds() if settings is not None else None
+    health, status = scenario.health(kinds)
+    if app_given:
+        app, _ = resolve_app(args, stacks)
+        made = app_stacks(stacks, app, health, status)
+        if not made:
+            raise AppError(
+                f"--app {app.label}: no server in {stacks.source} runs {app.interface.upper()} apps"
+            )
+        stacks = with_stacks(stacks, made, "--app")
+        stacks.app = app  # type: ignore[attr-defined]
+    for text in cmds:
+        if kinds is None and settings is not None:
+            health, status = settings.path, "200"  # the workload's path, as a block's
+        name, spec = cmd_stack(text, health, status)
+        stacks = with_stacks(stacks, {name: spec}, "--cmd")
+    return stacks
+
+
+def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
+    """With --app and no --stacks: the common four servers of the app's kind that can run
+    here, and the names of the other servers that run it (available or not)."""
+    from stackrace.config import resolve
+    from stackrace.stacks.availability import check
+
+    app = getattr(stacks, "app", None)
+    generated = [n for n, what in getattr(stacks, "generated", {}).items() if what == "--app"]
+    if app is None:
+        return [], []
+    common = [app_stack_name(n) for n in COMMON[app.interface] if app_stack_name(n) in stacks]
+    chosen = [n for n in common if check(resolve(n, stacks)).available]
+    return chosen, [n for n in generated if n not in chosen]
+
+
+def generated_names(stacks: StackFile) -> list[str]:
+    """The stacks made for this run (--app, --cmd), in order."""
+    return list(getattr(stacks, "generated", {}))
 
 
 __all__ = [

@@ -23,47 +23,19 @@ def load(
     except ConfigError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return None
-    app_given = getattr(args, "app", None)
-    cmds = getattr(args, "cmd", None) or []
-    if not app_given and not cmds:
-        return stacks
     from stackrace import scenario, userapp
 
     try:
-        kinds = settings.request_kinds() if settings is not None else None
-        health, status = scenario.health(kinds)
-        if app_given:
-            app, _ = userapp.resolve_app(args, stacks)
-            made = userapp.app_stacks(stacks, app, health, status)
-            if not made:
-                raise userapp.AppError(f"--app {app.label}: no server in {stacks.source} runs {app.interface.upper()} apps")
-            stacks = userapp.with_stacks(stacks, made, "--app")
-            stacks.app = app  # type: ignore[attr-defined]
-        for text in cmds:
-            if kinds is None and settings is not None:
-                health, status = settings.path, "200"
-            name, spec = userapp.cmd_stack(text, health, status)
-            stacks = userapp.with_stacks(stacks, {name: spec}, "--cmd")
+        return userapp.with_run_stacks(stacks, args, settings)
     except (userapp.AppError, scenario.ScenarioError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None
-    return stacks
 
 
 def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
-    """With --app and no --stacks: the common four servers of the app's kind that can run
-    here, and the names of the others (available or not) to say so."""
-    from stackrace.stacks.availability import check
-    from stackrace.userapp import COMMON, app_stack_name
+    from stackrace.userapp import default_app_stacks as defaults
 
-    app = getattr(stacks, "app", None)
-    generated = [n for n, what in getattr(stacks, "generated", {}).items() if what == "--app"]
-    if app is None:
-        return [], []
-    common = [app_stack_name(n) for n in COMMON[app.interface] if app_stack_name(n) in stacks]
-    chosen = [n for n in common if check(resolve(n, stacks)).available]
-    others = [n for n in generated if n not in chosen]
-    return chosen, others
+    return defaults(stacks)
 
 
 def resolve_all(

@@ -44,6 +44,9 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_metrics_arguments(parser)  # --metrics: the race's figures for Prometheus
     add_race_arguments(parser)
+    from stackrace import userapp
+
+    userapp.add_arguments(parser.add_argument_group("your app (README: Your app)"))
 
 
 # RaceSettings fields that are bench's alone (levels, durations, repeats, isolation):

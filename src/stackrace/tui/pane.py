@@ -13,6 +13,10 @@ shows only req/s and p99 in large type, and waiting, failures, RSS and CPU in bo
 
 from __future__ import annotations
 
+from textual.markup import escape
+
+from stackrace.slug import slug
+
 from collections import deque
 
 from rich.text import Text
@@ -156,9 +160,11 @@ class StackPane(Vertical, can_focus=True):
     """Figures for one stack (or URL target); focus it to chart its latency."""
 
     def __init__(self, view: PaneView) -> None:
-        super().__init__(id=f"pane-{view.id}", classes="stack-pane")
+        # a stack's name is user text (`gunicorn-sync[app]:workers=2`): the id is a slug
+        super().__init__(id=f"pane-{slug(view.id)}", classes="stack-pane")
         self.pane_id = view.id
-        self.border_title = view.name
+        self.label = view.name  # the stack's name as text; the title is markup: escaped
+        self.border_title = escape(view.name)
         self.rps_history: deque[float] = deque(maxlen=HISTORY)
         self.rss_history: deque[float] = deque(maxlen=HISTORY)
         self.failures_seen: dict[str, int] = {}
@@ -376,8 +382,8 @@ class StackPane(Vertical, can_focus=True):
             if t is not None:
                 level = fmt_level(t.level, rate_mode)
                 level += f" · {t.connections:,} open"
-            path = _path_of(view.url)
-            self._set("head", f"{self._family}  {level}" + (f"  GET {path}" if path else ""))
+            path = view.loads or (f"GET {_path_of(view.url)}" if view.url else "")
+            self._set("head", f"{self._family}  {level}" + (f"  {path}" if path else ""))
             self._show_verdict(view, rate_mode)
             self._set("annotation", Text(view.annotation, style="italic", overflow="ellipsis"))
         res = view.resources
