@@ -415,7 +415,9 @@ def _check_app(spec: StackDef, bad: Any) -> None:
     for key, text in texts:
         unknown = _unknown_placeholder(text, known)
         if unknown:
-            raise bad(key, f"unknown placeholder {{{unknown}}} ({_known_list(spec)}, app_target, app_dir)")
+            raise bad(
+                key, f"unknown placeholder {{{unknown}}} ({_known_list(spec)}, app_target, app_dir)"
+            )
     for module in app.modules:
         if not re.fullmatch(r"[A-Za-z_][\w.]*", module):
             raise bad("app.modules", f"{module!r} is not a module name")

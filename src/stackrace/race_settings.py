@@ -26,6 +26,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from stackrace import scenario, statuses
 from stackrace.options import (
     non_negative_duration,
     positive_duration,
@@ -34,7 +35,6 @@ from stackrace.options import (
     positive_rate,
     timeout_duration,
 )
-from stackrace import scenario, statuses
 from stackrace.workloads import WORKLOADS
 
 ISOLATIONS = ("auto", "rotate", "parallel")

@@ -60,7 +60,9 @@ class RequestKind:
 
     @property
     def label(self) -> str:
-        return self.name or (self.target if self.method == "GET" else f"{self.method} {self.target}")
+        return self.name or (
+            self.target if self.method == "GET" else f"{self.method} {self.target}"
+        )
 
     def entry(self) -> MixEntry:
         return MixEntry(
@@ -146,8 +148,10 @@ def load_scenario(path: str) -> list[RequestKind]:
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
     except msgspec.ValidationError as exc:
-        raise ScenarioError(f"{path}: {exc} (a list of [[requests]] with path, method, "
-                            "headers, body, weight, expect, name)") from None
+        raise ScenarioError(
+            f"{path}: {exc} (a list of [[requests]] with path, method, "
+            "headers, body, weight, expect, name)"
+        ) from None
     if not data.requests:
         raise ScenarioError(f"{path}: no [[requests]]")
     kinds = []

@@ -27,9 +27,7 @@ def parse(text: str) -> frozenset[int]:
     for item in items:
         m = _ITEM.match(item)
         if m is None:
-            raise StatusError(
-                f"{item[:20]!r} is not a status (use 200, 2xx or a range 200-299)"
-            )
+            raise StatusError(f"{item[:20]!r} is not a status (use 200, 2xx or a range 200-299)")
         if m.group(1):
             lo = int(m.group(1)) * 100
             out.update(range(lo, lo + 100))

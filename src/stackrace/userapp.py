@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stackrace import inputfile
-from stackrace.stacks import install
 from stackrace.config import (
+    _NAME,
     INTERFACES,
     PLACEHOLDERS,
     ConfigError,
@@ -55,8 +55,8 @@ from stackrace.config import (
     StackDef,
     StackFile,
     _check,
-    _NAME,
 )
+from stackrace.stacks import install
 
 if TYPE_CHECKING:
     from stackrace.race_settings import RaceSettings
@@ -97,7 +97,9 @@ class AppSpec:
 
 def _no_braces(text: str, what: str) -> None:
     if "{" in text or "}" in text:
-        raise AppError(f"{what}: braces are not allowed ({text[:60]!r}): a stack reads them as placeholders")
+        raise AppError(
+            f"{what}: braces are not allowed ({text[:60]!r}): a stack reads them as placeholders"
+        )
 
 
 def parse_target(text: str, app_dir: str | None = None) -> tuple[str, Path]:
@@ -116,13 +118,13 @@ def parse_target(text: str, app_dir: str | None = None) -> tuple[str, Path]:
         base = Path(app_dir) if app_dir else Path.cwd()
         return f"{where}:{attr}", _directory(base, "--app-dir")
     if app_dir:
-        raise AppError(f"--app {text!r} names a path: its directory is the app's; leave out --app-dir")
+        raise AppError(
+            f"--app {text!r} names a path: its directory is the app's; leave out --app-dir"
+        )
     p = Path(where)
     if p.suffix == ".py" and p.is_file():
         module, parent = p.stem, p.parent
-    elif p.is_dir():
-        module, parent = p.name, p.parent
-    elif Path(where + ".py").is_file():
+    elif p.is_dir() or Path(where + ".py").is_file():
         module, parent = p.name, p.parent
     else:
         raise AppError(f"--app {text!r}: no module, file or package {where!r} here")
@@ -202,11 +204,25 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
         help="your WSGI or ASGI app (main:app, pkg.wsgi:application, path/app.py:app): "
         "race it under every server that can run it, as SERVER[app]",
     )
-    kind = parser.add_mutually_exclusive_group() if isinstance(parser, argparse.ArgumentParser) else parser
-    kind.add_argument("--wsgi", dest="app_interface", action="store_const", const="wsgi",
-                      help="the app is WSGI (default: detected)")
-    kind.add_argument("--asgi", dest="app_interface", action="store_const", const="asgi",
-                      help="the app is ASGI (default: detected)")
+    kind = (
+        parser.add_mutually_exclusive_group()
+        if isinstance(parser, argparse.ArgumentParser)
+        else parser
+    )
+    kind.add_argument(
+        "--wsgi",
+        dest="app_interface",
+        action="store_const",
+        const="wsgi",
+        help="the app is WSGI (default: detected)",
+    )
+    kind.add_argument(
+        "--asgi",
+        dest="app_interface",
+        action="store_const",
+        const="asgi",
+        help="the app is ASGI (default: detected)",
+    )
     parser.add_argument(
         "--app-dir",
         metavar="DIR",

@@ -58,7 +58,7 @@ def _bench_app(tmp_path: Path, app: str, stacks: str, *extra: str) -> tuple[obje
     return loads(out.read_bytes()), _segments(log)
 
 
-def _check_counts(run, segments: list[Counter[str]]) -> None:  # noqa: ANN001
+def _check_counts(run, segments: list[Counter[str]]) -> None:
     assert len(segments) == len(run.stacks)
     for st, seen in zip(run.stacks, segments, strict=True):
         assert not st.error, st.error
@@ -159,7 +159,9 @@ def _tiny_wheel(where: Path) -> Path:
     files = {
         "tinypkg/__init__.py": 'GREETING = "hello from a venv"\n',
         f"{info}/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
     }
     files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
     with zipfile.ZipFile(path, "w") as z:

@@ -18,7 +18,7 @@ from tests.helpers import ROOT
 pytestmark = pytest.mark.slow
 
 
-async def _until(predicate, timeout: float) -> bool:  # noqa: ANN001
+async def _until(predicate, timeout: float) -> bool:
     end = asyncio.get_running_loop().time() + timeout
     while asyncio.get_running_loop().time() < end:
         if predicate():
@@ -44,6 +44,7 @@ async def test_app_opens_the_flask_example_under_four_servers(tmp_path, monkeypa
         panes = list(race.query(StackPane))
         assert sorted(p.label for p in panes) == sorted(plan.stacks)
         assert all(p.label.endswith("[app]") for p in panes), [p.label for p in panes]
+
         # every pane says what it loads, once it loads it
         def heads() -> list[str]:
             return [str(p.query_one("#head").content) for p in panes]

@@ -130,12 +130,17 @@ def build_plan(
         chosen_names, others = default_app_stacks(stacks)
         chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]  # type: ignore[attr-defined]
         if not chosen_names:
-            _fail(f"no server that runs your app is installed for it: {', '.join(others)} "
-                  "(`stackrace stacks --app …` says how to install them)")
+            _fail(
+                f"no server that runs your app is installed for it: {', '.join(others)} "
+                "(`stackrace stacks --app …` says how to install them)"
+            )
             return None
         if others:
-            print(f"stackrace bench: racing {', '.join(chosen_names)}; also possible: "
-                  f"{', '.join(others)} (--stacks to choose)", file=sys.stderr)
+            print(
+                f"stackrace bench: racing {', '.join(chosen_names)}; also possible: "
+                f"{', '.join(others)} (--stacks to choose)",
+                file=sys.stderr,
+            )
         settings = msgspec.structs.replace(settings, stacks=chosen_names)
     if not settings.stacks:
         _fail("name the stacks (--stacks A,B) or a --preset")

@@ -105,7 +105,10 @@ def install_into(args: argparse.Namespace, stacks: dict) -> int:
 
     prog = "stackrace install"
     if args.all or not args.names:
-        print(f"{prog}: --into needs the servers by name (e.g. gunicorn-sync uvicorn)", file=sys.stderr)
+        print(
+            f"{prog}: --into needs the servers by name (e.g. gunicorn-sync uvicorn)",
+            file=sys.stderr,
+        )
         return 2
     try:
         python = choose_python(args.into)
@@ -126,7 +129,15 @@ def install_into(args: argparse.Namespace, stacks: dict) -> int:
         no_deps += [p for p in spec.app.pip_no_deps if p not in no_deps]
         modules += [m for m in spec.app.modules if m not in modules]
     print(f"{prog}: into {python} (its own pip): {' '.join(plain + no_deps)}", flush=True)
-    base_argv = [python, "-m", "pip", "install", "-q", "--prefer-binary", "--disable-pip-version-check"]
+    base_argv = [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--prefer-binary",
+        "--disable-pip-version-check",
+    ]
     for reqs, extra in ((plain, []), (no_deps, ["--no-deps"])):
         if not reqs:
             continue

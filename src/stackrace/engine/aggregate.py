@@ -43,7 +43,9 @@ def add_kinds(
 def _copy_kinds(kinds: list[KindStats] | None) -> list[KindStats] | None:
     if kinds is None:
         return None
-    return [KindStats(k.sent, k.answered, k.errors, k.failed, k.waiting, dict(k.status)) for k in kinds]
+    return [
+        KindStats(k.sent, k.answered, k.errors, k.failed, k.waiting, dict(k.status)) for k in kinds
+    ]
 
 
 class WindowAccumulator:

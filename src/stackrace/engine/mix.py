@@ -127,7 +127,7 @@ class MixedConnection(Connection):
 
     __slots__ = ("kind",)
 
-    def __init__(self, target) -> None:  # noqa: ANN001 - engine.target.Target
+    def __init__(self, target) -> None:
         self.kind = 0
         super().__init__(target)
 
@@ -142,7 +142,7 @@ class MixedConnection(Connection):
         self.kind = k
         t.request = m.requests[k]
 
-    def connection_made(self, transport) -> None:  # noqa: ANN001
+    def connection_made(self, transport) -> None:
         t = self.target
         if self.start_ns and not (self.retiring or t.removed):
             self._pick()  # a request waited for this connection: Connection writes it
@@ -185,7 +185,7 @@ class MixedCheckedConnection(MixedConnection):
 
     __slots__ = ("chunks",)
 
-    def __init__(self, target) -> None:  # noqa: ANN001
+    def __init__(self, target) -> None:
         self.chunks: list[bytes] = []
         super().__init__(target)
 
@@ -198,7 +198,7 @@ class MixedCheckedConnection(MixedConnection):
         return body
 
 
-def setup(target, spec: TargetSpec, extra_headers: list[tuple[str, str]]) -> Mix | None:  # noqa: ANN001
+def setup(target, spec: TargetSpec, extra_headers: list[tuple[str, str]]) -> Mix | None:
     """Give `target` its mix (None: the spec has none, nothing changes)."""
     if not spec.mix:
         return None

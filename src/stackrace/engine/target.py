@@ -24,8 +24,8 @@ import errno
 from collections.abc import Callable
 from time import perf_counter_ns
 
-from stackrace.engine.channel import TargetReport
 from stackrace.engine import mix
+from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
 from stackrace.engine.connection import (
     BUSY,

@@ -64,8 +64,8 @@ from stackrace.report.schema import (
     LittleLaw,
     Machine,
     Memory,
-    Settings,
     PathResult,
+    Settings,
     StackResult,
 )
 from stackrace.stacks.sampler import ResourceSample

@@ -11,7 +11,8 @@
 
 A level where every request failed is a failure too (report/failures.py), and each of
 your requests (`--path`) is a case of its own that fails when it never got an expected
-answer: a run of 404s is not a pass. Every planned level of every stack is a test case, measured or not, so the same tests
+answer: a run of 404s is not a pass. Every planned level of every stack is a test case,
+measured or not, so the same tests
 appear in every run and a CI system can follow each one's history: a level the stack
 never reached is an error (the stack failed: its reason), or skipped (the run was
 interrupted, or the stack answered nothing at a lower level). All the rules a level
@@ -99,7 +100,12 @@ def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[
         if st.error and level == crashed_at:
             _fail(case, "error", "not measured", [st.error, *mine])
         elif mine or entirely:
-            _fail(case, "failure", "regression" if mine else "failed", [*mine, *filter(None, [entirely])])
+            _fail(
+                case,
+                "failure",
+                "regression" if mine else "failed",
+                [*mine, *filter(None, [entirely])],
+            )
         elif lv is None:
             why = (
                 f"not measured: run interrupted ({run.interrupted})"

@@ -78,7 +78,9 @@ def _statuses_text(codes: frozenset[int]) -> str:
     if codes == frozenset({200}):
         return "200"
     lo, hi = min(codes), max(codes)
-    return f"{lo}-{hi}" if len(codes) == hi - lo + 1 else ", ".join(list(map(str, sorted(codes)))[:8])
+    return (
+        f"{lo}-{hi}" if len(codes) == hi - lo + 1 else ", ".join(list(map(str, sorted(codes)))[:8])
+    )
 
 
 class LaunchError(RuntimeError):

@@ -310,7 +310,9 @@ def _own_stacks(args: argparse.Namespace, settings: RaceSettings):  # -> StackFi
     try:
         if settings.own_requests:
             settings.request_kinds()  # checked before anything starts
-        return userapp.with_run_stacks(load_stacks(getattr(args, "stacks_file", None)), args, settings)
+        return userapp.with_run_stacks(
+            load_stacks(getattr(args, "stacks_file", None)), args, settings
+        )
     except (userapp.AppError, scenario.ScenarioError, ConfigError) as exc:
         raise LaunchError(str(exc)) from None
 

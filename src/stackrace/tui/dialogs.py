@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Log
 

@@ -13,21 +13,19 @@ shows only req/s and p99 in large type, and waiting, failures, RSS and CPU in bo
 
 from __future__ import annotations
 
-from textual.markup import escape
-
-from stackrace.slug import slug
-
 from collections import deque
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.widgets import Static
 
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.race.core import StackState
 from stackrace.race.session import PaneView
 from stackrace.ramp import VERDICT_KINDS
+from stackrace.slug import slug
 from stackrace.tui.bignum import BigNumber, rows_needed
 from stackrace.tui.format import FAILURE_LABELS, fmt_lat, fmt_level, fmt_mb, fmt_rate
 from stackrace.tui.spark import ScaledSparkline

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -297,9 +297,7 @@ class RaceScreen(Screen[None]):
         for pid in ids:
             curve = self.session.percentile_curve(pid, _CURVE)
             if curve:
-                series.append(
-                    Series(self.panes[pid].label or pid, self.pane_colors[pid], curve)
-                )
+                series.append(Series(self.panes[pid].label or pid, self.pane_colors[pid], curve))
         names = " ".join(f"[{s.color}]━ {escape(s.name)}[/]" for s in series)
         scope = "all stacks" if self.chart_all else "focused stack"
         chart.border_title = f"latency by percentile, {scope} (a: toggle)  {names}"
