@@ -59,7 +59,7 @@ def test_paths_and_scenarios_are_checked(tmp_path: Path) -> None:
     kinds = load_scenario(str(f))
     assert [k.target for k in kinds] == ["/a", "/b"] and kinds[0].expect == "404"
     f.write_text('[[requests]]\npath = "/a"\nshell = "rm -rf /"\n')
-    with pytest.raises(ScenarioError, match="s.toml"):
+    with pytest.raises(ScenarioError, match=r"s\.toml"):
         load_scenario(str(f))
     with pytest.raises(ScenarioError, match="no such file"):
         load_scenario(str(tmp_path / "none.toml"))

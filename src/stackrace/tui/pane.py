@@ -25,7 +25,7 @@ from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.race.core import StackState
 from stackrace.race.session import PaneView
 from stackrace.ramp import VERDICT_KINDS
-from stackrace.slug import slug
+from stackrace.slug import is_safe, slug
 from stackrace.tui.bignum import BigNumber, rows_needed
 from stackrace.tui.format import FAILURE_LABELS, fmt_lat, fmt_level, fmt_mb, fmt_rate
 from stackrace.tui.spark import ScaledSparkline
@@ -159,7 +159,7 @@ class StackPane(Vertical, can_focus=True):
 
     def __init__(self, view: PaneView) -> None:
         # a stack's name is user text (`gunicorn-sync[app]:workers=2`): the id is a slug
-        super().__init__(id=f"pane-{slug(view.id)}", classes="stack-pane")
+        super().__init__(id=f"pane-{pane_dom_id(view.id)}", classes="stack-pane")
         self.pane_id = view.id
         self.label = view.name  # the stack's name as text; the title is markup: escaped
         self.border_title = escape(view.name)
@@ -541,6 +541,12 @@ def _p99_figure(lat: LatencySummary) -> tuple[str, str]:
         return f"{us / 1e6:.1f}", "s p99"
     ms = us / 1000
     return (f"{ms:.1f}" if ms < 10 else f"{ms:.0f}"), "ms p99"
+
+
+def pane_dom_id(member_id: str) -> str:
+    """A pane's widget id: the member's id when it is a plain name, else its slug
+    (`gunicorn-sync[app]:workers=2` is user text, never a Textual id)."""
+    return member_id if is_safe(member_id) else slug(member_id)
 
 
 def _path_of(url: str) -> str:
