@@ -8,7 +8,9 @@ derived from it:
   presets), checked by the same struct (unknown keys are refused);
 - the saved run (report/schema.py `Settings`): these fields plus what was decided at run
   time (the isolation chosen and why, the path loaded).
-- the app's race: the same workload, timeout and keep-alive fields.
+- the app's race: the same workload, timeout and keep-alive fields;
+- `stackrace load`'s requests: the request fields alone (`REQUEST_FIELDS`), read into
+  the same struct and turned into requests by the same code (stackrace.scenario).
 
 Durations are seconds (floats); the CLI and TOML accept "500ms", "10s", "2m". Every
 value goes through the same parser (stackrace.options) from the command line and from a
@@ -38,6 +40,10 @@ from stackrace.options import (
 from stackrace.workloads import WORKLOADS
 
 ISOLATIONS = ("auto", "rotate", "parallel")
+
+# the settings that say what each request is (your endpoints, stackrace.scenario): all
+# that `stackrace load` takes of a race's settings
+REQUEST_FIELDS = ("paths", "method", "header", "body", "body_file", "scenario", "expect_status")
 
 
 def _non_negative_int(text: str) -> int:
@@ -206,22 +212,32 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ),
     ] = []
     method: Annotated[
-        str, opt("--method", "HTTP method of the --path requests", _method, short="-m")
+        str,
+        opt(
+            "--method", "HTTP method of your requests (--path, or load's URLs)", _method, short="-m"
+        ),
     ] = "GET"
     header: Annotated[
         list[str],
         opt(
             "--header",
-            "a header of the --path requests, 'Name: value' (repeatable)",
+            "a header of your requests (--path, or load's URLs), 'Name: value' (repeatable)",
             _header,
             metavar="'K: V'",
             repeat=True,
             short="-H",
         ),
     ] = []
-    body: Annotated[str | None, opt("--body", "the body of the --path requests")] = None
+    body: Annotated[
+        str | None, opt("--body", "the body of your requests (--path, or load's URLs)")
+    ] = None
     body_file: Annotated[
-        str | None, opt("--body-file", "the body of the --path requests, from a file", _file_name)
+        str | None,
+        opt(
+            "--body-file",
+            "the body of your requests (--path, or load's URLs), from a file",
+            _file_name,
+        ),
     ] = None
     scenario: Annotated[
         str | None,
@@ -237,7 +253,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         str | None,
         opt(
             "--expect-status",
-            "statuses the --path answers should have, e.g. 200, 2xx, 200-299,404 "
+            "statuses the answers to your requests should have, e.g. 200, 2xx, 200-299,404 "
             "(default: anything below 400; others are failures)",
             _statuses,
             metavar="CODES",
@@ -297,10 +313,15 @@ def options() -> dict[str, Opt]:
     return out
 
 
-def add_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    """Add every setting as an option; unset options stay None (so presets can fill in)."""
+def add_options(
+    parser: argparse.ArgumentParser,
+    skip: tuple[str, ...] = (),
+    only: tuple[str, ...] | None = None,
+) -> None:
+    """Add every setting (or `only` these) as an option; unset options stay None (so
+    presets can fill in)."""
     for name, o in options().items():
-        if name in skip:
+        if name in skip or (only is not None and name not in only):
             continue
         if o.negate:
             group = parser.add_mutually_exclusive_group()

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import msgspec
 
 from stackrace import inputfile, statuses
-from stackrace.engine.model import MixEntry
+from stackrace.engine.model import MixEntry, TargetSpec
 
 MAX_KINDS = 64
 MAX_WEIGHT = 1000
@@ -197,6 +197,43 @@ def kinds_from(
         return load_scenario(scenario)
     if not paths:
         return None
+    try:
+        items = [parse_path_item(item) for item in paths]
+    except ScenarioError as exc:
+        raise ScenarioError(f"--path: {exc}") from None
+    return _shaped(items, method, headers, body, body_file, expect, "--path")
+
+
+def url_kinds(
+    targets: list[str],
+    method: str = "GET",
+    headers: list[str] | None = None,
+    body: str | None = None,
+    body_file: str | None = None,
+    expect: str | None = None,
+) -> list[RequestKind]:
+    """`stackrace load URL…`: each URL's path and query one request of weight 1 (a
+    colon in a URL's path is part of it, never a weight), shaped by the same options
+    and checks as `--path`."""
+    items = []
+    for target in targets:
+        problem = check_path(target)
+        if problem:
+            raise ScenarioError(f"URL: {problem}")
+        items.append((target, 1))
+    return _shaped(items, method, headers, body, body_file, expect, "URL")
+
+
+def _shaped(
+    items: list[tuple[str, int]],
+    method: str,
+    headers: list[str] | None,
+    body: str | None,
+    body_file: str | None,
+    expect: str | None,
+    where: str,
+) -> list[RequestKind]:
+    """(path, weight) pairs as requests of one shape: method, headers, body, expect."""
     data = b""
     if body is not None and body_file is not None:
         raise ScenarioError("give --body or --body-file, not both")
@@ -208,19 +245,18 @@ def kinds_from(
         except inputfile.InputFileError as exc:
             raise ScenarioError(f"--body-file {exc}") from None
     try:
+        method = check_method(method)
         shape = {
-            "method": check_method(method),
             "headers": tuple(parse_header(h) for h in headers or []),
             "body": data,
             "expect": _expect(expect),
         }
-        kinds = []
-        for item in paths:
-            path, weight = parse_path_item(item)
-            kinds.append(RequestKind(target=path, weight=weight, **shape))
     except (ScenarioError, statuses.StatusError) as exc:
-        raise ScenarioError(f"--path: {exc}") from None
-    return _checked(kinds, "--path")
+        raise ScenarioError(f"{where}: {exc}") from None
+    kinds = [
+        RequestKind(target=path, weight=weight, method=method, **shape) for path, weight in items
+    ]
+    return _checked(kinds, where)
 
 
 def _checked(kinds: list[RequestKind], where: str) -> list[RequestKind]:
@@ -234,6 +270,35 @@ def entries(kinds: list[RequestKind]) -> list[MixEntry]:
     if len(kinds) == 1 and statuses.engine_list(kinds[0].expect) is None:
         return []
     return [k.entry() for k in kinds]
+
+
+def target_spec(
+    id: str,
+    base_url: str,
+    kinds: list[RequestKind],
+    *,
+    concurrency: int,
+    rate: float | None = None,
+    keepalive: bool = True,
+) -> TargetSpec:
+    """These requests on the server at `base_url` (`http://host:port`; any path of it is
+    not used): the first request as the target's own, and the mix when there is one.
+    The race core and `stackrace load` both load a user's requests through this."""
+    from urllib.parse import urlsplit
+
+    base = urlsplit(base_url)
+    first = kinds[0]
+    return TargetSpec(
+        id=id,
+        url=f"{base.scheme}://{base.netloc}{first.target}",
+        method=first.method,
+        headers=list(first.headers),
+        body=first.body,
+        concurrency=concurrency,
+        rate=rate,
+        keepalive=keepalive,
+        mix=entries(kinds),
+    )
 
 
 def describe(kinds: list[RequestKind]) -> str:

@@ -88,7 +88,7 @@ async def test_a_run_directory_stays_inside_its_root_whatever_the_name(tmp_path:
     """Below the validation: a Stack built by hand with a traversal in its name (as a
     bug or a future front end might) still gets a directory inside the run root, and
     nothing outside is removed or created."""
-    runs, precious = _victim_beside_runs(tmp_path)
+    _, precious = _victim_beside_runs(tmp_path)
     stacks = load_stacks(FIXTURE)
     plain = resolve("plain", stacks)
     hostile = config.Stack(name="plain:x=/../../../../victim", base="plain", spec=plain.spec)
@@ -282,8 +282,8 @@ def test_web_beyond_loopback_needs_its_own_flag_and_says_so() -> None:
 
 
 def test_option_prefixes_are_not_guessed() -> None:
-    r = run_cli("bench", "--app", "x")
-    assert r.returncode == 2 and "unrecognized arguments: --app" in r.stderr
+    r = run_cli("bench", "--pres", "x")  # a prefix of --preset
+    assert r.returncode == 2 and "unrecognized arguments: --pres" in r.stderr
 
 
 def test_the_named_tracebacks_are_one_line_errors(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from stackrace.engine.model import (
 )
 from stackrace.race.placement import Placement
 from stackrace.race_settings import RaceSettings
-from stackrace.scenario import RequestKind, entries
+from stackrace.scenario import RequestKind, target_spec
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.workloads import WORKLOADS
 
@@ -288,21 +288,15 @@ class RaceCore:
     def _own_spec(self, m: Member, kinds: list[RequestKind]) -> TargetSpec:
         """Your endpoints on this member: one request, or a weighted mix counted per kind
         (engine/mix.py). No body check: the answers are your app's."""
-        from urllib.parse import urlsplit
-
-        s = self.settings
-        base = urlsplit(m.handle.base_url)
-        first = kinds[0]
-        return TargetSpec(
-            id=m.id,
-            url=f"{base.scheme}://{base.netloc}{first.target}",
-            method=first.method,
-            headers=list(first.headers),
-            body=first.body,
-            concurrency=s.rate_connections if self.rate is not None else self.concurrency,
+        return target_spec(
+            m.id,
+            m.handle.base_url,
+            kinds,
+            concurrency=self.settings.rate_connections
+            if self.rate is not None
+            else self.concurrency,
             rate=self.rate,
-            keepalive=s.keepalive,
-            mix=entries(kinds),
+            keepalive=self.settings.keepalive,
         )
 
     async def _attach(self, m: Member) -> None:

@@ -13,7 +13,7 @@ engine counts such answers as good (engine/mix.py), so they fail nothing here.
 
 from __future__ import annotations
 
-from stackrace.report.schema import BenchRun, Level, StackResult
+from stackrace.report.schema import BenchRun, Level, PathResult, StackResult
 
 
 def level_failed(lv: Level) -> str:
@@ -28,8 +28,14 @@ def level_failed(lv: Level) -> str:
 
 def path_failed(st: StackResult) -> list[tuple[str, str]]:
     """(request, why) for each of your requests that got no expected answer on `st`."""
+    return requests_failed(st.paths)
+
+
+def requests_failed(paths: list[PathResult]) -> list[tuple[str, str]]:
+    """(request, why) for each request sent that got no expected answer (bench per
+    stack, `load` on its one target)."""
     out = []
-    for p in st.paths:
+    for p in paths:
         if p.sent and p.answered - p.errors <= 0:
             codes = ", ".join(f"{c}: {n:,}" for c, n in sorted(p.status.items()))
             why = f"no expected answer in {p.sent:,} sent" + (f" (HTTP {codes})" if codes else "")
