@@ -35,6 +35,7 @@ from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.presets import load_preset
 from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_bench
 from stackrace.race.core import RaceParts
+from stackrace.race.urls import UrlError, add_url_arguments, check_paths, url_targets
 from stackrace.race_settings import RaceSettings, add_options, given
 from stackrace.report import gate
 from stackrace.report.failures import run_failures
@@ -71,6 +72,13 @@ def register(p: argparse.ArgumentParser) -> None:
         "differently now (refused otherwise)",
     )
     add_options(p)
+    servers = p.add_argument_group("servers you started (README: Your app on every server)")
+    add_url_arguments(servers)  # --url [NAME=]URL, --pid: as in the app
+    servers.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --url host that is not on this machine (refused otherwise)",
+    )
     from stackrace import userapp
 
     userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
@@ -142,8 +150,8 @@ def build_plan(
                 file=sys.stderr,
             )
         settings = msgspec.structs.replace(settings, stacks=chosen_names)
-    if not settings.stacks:
-        _fail("name the stacks (--stacks A,B) or a --preset")
+    if not settings.stacks and not args.url:
+        _fail("name the stacks (--stacks A,B), a --preset, or servers you started (--url)")
         return None
     if settings.own_requests:
         try:
@@ -151,15 +159,31 @@ def build_plan(
         except ScenarioError as exc:
             _fail(str(exc))
             return None
-    chosen = resolve_all([",".join(settings.stacks)], stacks)
+    chosen = resolve_all([",".join(settings.stacks)], stacks) if settings.stacks else []
     if chosen is None:
         return None
     if not settings.own_requests and not serves_workload(
         chosen, settings.workload, "stackrace bench"
     ):
         return None
+    try:
+        urls = url_targets(args.url, args.pid, args.allow_remote, [s.name for s in chosen])
+        check_paths(urls, settings.own_requests)
+    except UrlError as exc:
+        _fail(str(exc))
+        return None
+    if urls and wants_cluster(args):
+        _fail("--url and --cluster: a cluster run loads only the stacks it starts on its app node")
+        return None
     preset = rerun.settings.preset if rerun is not None else args.preset
-    plan = BenchPlan(stacks=chosen, settings=settings, preset=preset, stacks_file=args.stacks_file)
+    plan = BenchPlan(
+        stacks=chosen,
+        settings=settings,
+        preset=preset,
+        stacks_file=args.stacks_file,
+        urls=urls,
+        allow_remote=args.allow_remote,
+    )
     return plan, stacks
 
 
@@ -208,6 +232,12 @@ def _needs_again(args: argparse.Namespace, rerun: BenchRun) -> str:
     if any("[app]" in n for n in names) and not getattr(args, "app", None):
         return "raced your app: give --app (and --python, --app-dir, --env) again to run it again"
     # (a --cmd stack is resolved by name like any other: without --cmd, "no stack" says so)
+    by_hand = [st.name for st in rerun.stacks if st.url]
+    if by_hand and not args.url:
+        return (
+            f"raced servers you started ({', '.join(by_hand)}): give --url NAME=URL "
+            "(and --pid) again to race them again"
+        )
     s = rerun.settings
     if s.scenario and getattr(args, "scenario", None) is None:
         return f"read its requests from {s.scenario}: give --scenario FILE again"

@@ -75,6 +75,10 @@ def parse_rules(spec: str) -> list[Rule]:
     return rules
 
 
+# what a server's own process tree is sampled for (not the engine's figures)
+RESOURCE_METRICS = ("rss", "cpu")
+
+
 def metric_value(level: Level, metric: str) -> float:
     if metric == "qps":
         return level.rps
@@ -112,6 +116,8 @@ class Verdict:
     uncertain: list[tuple[str, int]] = field(default_factory=list)  # (stack, concurrency)
     passed: list[str] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    # rules that could not be applied: memory or CPU of a server not sampled (no --pid)
+    not_judged: list[str] = field(default_factory=list)
     # why the run could not be judged fairly: settings differ, nothing compared, …
     problems: list[str] = field(default_factory=list)
     compared: int = 0  # levels matched with a baseline level
@@ -151,6 +157,9 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
     verdict = Verdict()
     verdict.problems.extend(settings_differences(run.settings, baseline.settings))
     base = {(st.name, lv.concurrency, lv.rate): lv for st in baseline.stacks for lv in st.levels}
+    # a server raced without --pid (here or in the baseline) has no memory or CPU figure:
+    # its zeros are never compared, and the verdict says which rules were not applied
+    unsampled = {st.name for st in (*run.stacks, *baseline.stacks) if not st.sampled}
     for st in run.stacks:
         if st.error:
             verdict.failed.append(f"{st.name}: not measured ({st.error})")
@@ -163,11 +172,15 @@ def judge(run: BenchRun, baseline: BenchRun, rules: list[Rule]) -> Verdict:
                 continue
             if old is None:
                 verdict.unmatched.append(where)
-                _absolute_only(verdict, where, lv, rules)
+                sampled = st.name not in unsampled
+                _absolute_only(verdict, where, lv, rules, sampled)
                 continue
             verdict.compared += 1
             noise = max(lv.spread, old.spread)
             for rule in rules:
+                if rule.metric in RESOURCE_METRICS and st.name in unsampled:
+                    verdict.not_judged.append(f"{where}: {rule.text} (not sampled: no --pid)")
+                    continue
                 new_v = metric_value(lv, rule.metric)
                 old_v = metric_value(old, rule.metric)
                 if rule.relative:
@@ -207,10 +220,15 @@ def _crosses(value: float, rule: Rule) -> bool:
     return value < rule.value if rule.op == "<" else value > rule.value
 
 
-def _absolute_only(verdict: Verdict, where: str, lv: Level, rules: list[Rule]) -> None:
+def _absolute_only(
+    verdict: Verdict, where: str, lv: Level, rules: list[Rule], sampled: bool = True
+) -> None:
     """Hold a level without a baseline to the rules that need none."""
     for rule in rules:
         if rule.relative:
+            continue
+        if rule.metric in RESOURCE_METRICS and not sampled:
+            verdict.not_judged.append(f"{where}: {rule.text} (not sampled: no --pid)")
             continue
         value = metric_value(lv, rule.metric)
         said = f"{where}: {rule.metric} {_fmt(rule.metric, value)} (rule {rule.text}, no baseline)"
@@ -234,6 +252,7 @@ def verdict_lines(verdict: Verdict, baseline_name: str) -> list[str]:
     lines = [f"GATE FAILED {p}" for p in verdict.problems]
     lines += [f"REGRESSION {line}" for line in verdict.failed]
     lines += [f"(no baseline for {where})" for where in verdict.unmatched]
+    lines += [f"(not judged: {line})" for line in verdict.not_judged]
     if verdict.ok:
         lines.append(
             f"gate passed: {len(verdict.passed)} checks on {verdict.compared} "

@@ -95,7 +95,7 @@ def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[
             prefix = level_name(st.name, lv) + ": "
             mine = [line.removeprefix(prefix) for line in lines if line.startswith(prefix)]
             filed |= {prefix + m for m in mine}
-            ET.SubElement(case, "system-out").text = _figures(lv)
+            ET.SubElement(case, "system-out").text = _figures(lv, st.sampled)
         entirely = level_failed(lv) if lv is not None else ""
         if st.error and level == crashed_at:
             _fail(case, "error", "not measured", [st.error, *mine])
@@ -140,14 +140,18 @@ def _fail(case: ET.Element, tag: str, kind: str, lines: list[str]) -> None:
     case.insert(0, element)
 
 
-def _figures(lv: Level) -> str:
+def _figures(lv: Level, sampled: bool = True) -> str:
     w = lv.window
     fails = ", ".join(f"{k} {n}" for k, n in sorted(w.failures.items())) or "none"
+    resources = (
+        f"CPU {lv.cpu_percent:.0f} %; RSS after {lv.memory_after.rss} bytes"
+        if sampled
+        else "CPU and memory not sampled (no --pid)"
+    )
     return (
         f"{lv.rps:,.0f} req/s; latency p50 {lv.latency.p50} µs, p99 {lv.latency.p99} µs, "
         f"max {lv.latency.max} µs; sent {w.sent} = {w.requests} answered + {w.lost} failed "
-        f"+ {w.waiting} waiting; failures: {fails}; CPU {lv.cpu_percent:.0f} %; "
-        f"RSS after {lv.memory_after.rss} bytes"
+        f"+ {w.waiting} waiting; failures: {fails}; {resources}"
     )
 
 

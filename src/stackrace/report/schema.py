@@ -222,6 +222,11 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     cpus: list[int] | None = None  # the cores it was pinned to
     # your requests (--path, --scenario) in a mix: each kind over the whole run
     paths: list[PathResult] = msgspec.field(default_factory=list)
+    # a server stackrace did not start (--url): the URL it was raced at
+    url: str = ""
+    # False: its memory and CPU were not sampled (a --url without --pid); the levels'
+    # memory and CPU figures are then zeros that mean nothing, and every output says so
+    sampled: bool = True
 
 
 CLAIM_KINDS = (

@@ -23,6 +23,11 @@ COLUMNS = (
 )
 
 
+# the memory and CPU cells of a server started by hand without --pid (race/urls.py): a
+# 0 there would read as a server that used nothing
+NOT_SAMPLED = "not sampled"
+
+
 def _waiting(level: Level) -> str:
     """Still waiting at the level's end (sent, no answer), and the oldest's age."""
     w = level.window
@@ -91,14 +96,19 @@ def rows(run: BenchRun) -> list[list[str]]:
                     fmt_us(level.latency.p999),
                     _failures(level),
                     _waiting(level),
-                    _mem(level),
-                    f"{level.cpu_percent:.0f}%",
+                    _mem(level) if stack.sampled else NOT_SAMPLED,
+                    f"{level.cpu_percent:.0f}%" if stack.sampled else NOT_SAMPLED,
                 ]
             )
     return out
 
 
 def breaking_line(stack: StackResult) -> str:
+    started = f" (started by you: {stack.url}{'' if stack.sampled else ', not sampled'})"
+    return _breaking(stack) + (started if stack.url else "")
+
+
+def _breaking(stack: StackResult) -> str:
     if stack.error and not stack.levels:
         return f"{stack.name}: not measured ({stack.error})"
     end = f" — then {stack.error}" if stack.error else ""
@@ -114,7 +124,8 @@ def markdown(run: BenchRun) -> str:
     s = run.settings
     m = run.machine
     lines = [
-        f"**{s.workload}** (`{s.path}`), {s.duration:g}s per level after {s.warmup:g}s warm-up, "
+        (f"`{s.path}`" if s.own_requests else f"**{s.workload}** (`{s.path}`)")
+        + f", {s.duration:g}s per level after {s.warmup:g}s warm-up, "
         f"isolation: {s.isolation}. Machine: {m.cpu_model}, {m.cores} cores, {m.os}.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
@@ -217,11 +228,17 @@ def to_csv(run: BenchRun) -> str:
                     lv.window.waiting,
                     lv.window.oldest_wait_us,
                     lv.window.stale,
-                    lv.memory_before.rss,
-                    lv.memory_after.rss,
-                    lv.memory_before.uss,
-                    lv.memory_after.uss,
-                    f"{lv.cpu_percent:.1f}",
+                    *(
+                        (
+                            lv.memory_before.rss,
+                            lv.memory_after.rss,
+                            lv.memory_before.uss,
+                            lv.memory_after.uss,
+                            f"{lv.cpu_percent:.1f}",
+                        )
+                        if st.sampled
+                        else [NOT_SAMPLED] * 5
+                    ),
                     f"{lv.engine_cpu:.1f}",
                     int(lv.engine_saturated),
                     int(st.breaking_point == lv.level),

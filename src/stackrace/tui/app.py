@@ -219,17 +219,20 @@ def build_session(
 ) -> tuple[Session, RacePlan, list[StackChoice], bool]:
     """The session, first plan and picker catalog for these command-line arguments;
     `parts`: the engine and the stacks' source made elsewhere (`stackrace --cluster`)."""
-    from stackrace.race.urls import UrlTarget
+    from stackrace.race.urls import UrlError, check_paths, url_targets
 
-    urls = tuple(
-        UrlTarget(url, pid)
-        for url, pid in zip(
-            getattr(args, "url", None) or [],
-            [*(getattr(args, "pid", None) or []), *[None] * 64],
-            strict=False,
-        )
-    )
     settings = race_settings(args)
+    try:
+        urls = tuple(
+            url_targets(
+                getattr(args, "url", None),
+                getattr(args, "pid", None),
+                allow_remote=getattr(args, "allow_remote", False),
+            )
+        )
+        check_paths(urls, settings.own_requests)
+    except UrlError as exc:
+        raise LaunchError(str(exc)) from None
     go = bool(getattr(args, "go", False))
     concurrency = getattr(args, "concurrency", None) or 10
     own = _own_stacks(args, settings) if not getattr(args, "demo", False) else None

@@ -12,21 +12,9 @@ from stackrace.options import positive_int
 
 
 def add_app_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--url",
-        action="append",
-        metavar="URL",
-        help="also load a server stackrace did not start (repeatable): the URL as given; "
-        "with no path at all (http://host:port) the workload's path",
-    )
-    parser.add_argument(
-        "--pid",
-        action="append",
-        type=positive_int,
-        metavar="PID",
-        help="the process behind the matching --url, for its memory and CPU "
-        "(otherwise found from the listening port when possible)",
-    )
+    from stackrace.race.urls import add_url_arguments
+
+    add_url_arguments(parser)  # --url [NAME=]URL, --pid: as in bench
     parser.add_argument(
         "-c",
         "--concurrency",

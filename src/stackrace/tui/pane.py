@@ -396,6 +396,8 @@ class StackPane(Vertical, can_focus=True):
             mem.append("RSS ", style="dim").append(f"{fmt_mb(res.rss)}", style="bold")
             if not self.projector:
                 mem.append("  USS ", style="dim").append(fmt_mb(res.uss))
+        elif view.external:  # a server started by hand, without --pid: nothing to sample
+            mem.append("RSS not sampled", style="dim")
         else:
             mem.append("RSS –", style="dim")
         if view.baseline is not None and not self.projector:
@@ -403,13 +405,14 @@ class StackPane(Vertical, can_focus=True):
         self._lines["memory"] = mem
         cpu = Text(no_wrap=True, overflow="ellipsis")
         cpu.append("CPU ", style="dim")
-        cpu.append(f"{res.cpu_percent:.0f} %" if res is not None else "–", style="bold")
+        if res is None and view.external:
+            cpu.append("not sampled (give --pid)", style="dim")
+        else:
+            cpu.append(f"{res.cpu_percent:.0f} %" if res is not None else "–", style="bold")
         if view.cpu_us_per_request is not None and not self.projector:
             cpu.append(f"  {view.cpu_us_per_request:,.0f} µs/req", style="")
         if res is not None and res.cpu_wait_percent >= 5:
             cpu.append(f"  waited {res.cpu_wait_percent:.0f}% for a core", style="bold yellow")
-        if view.external and res is None:
-            cpu.append("  (no pid: give --pid)", style="dim")
         self._lines["cpu"] = cpu
         self._set("memory", _two_lines(mem, cpu))
 
