@@ -532,6 +532,17 @@ def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
     return chosen, [n for n in generated if n not in chosen]
 
 
+def install_hint(stacks: StackFile) -> str:
+    """The command that installs the common servers of the app's kind into the app's
+    own environment (what to say when none of them can run it yet)."""
+    app = getattr(stacks, "app", None)
+    generated = [n for n, what in getattr(stacks, "generated", {}).items() if what == "--app"]
+    if app is None or not generated:
+        return ""
+    python = stacks[generated[0]].python
+    return f"stackrace install --into {python} {' '.join(COMMON[app.interface])}"
+
+
 def generated_names(stacks: StackFile) -> list[str]:
     """The stacks made for this run (--app, --cmd), in order."""
     return list(getattr(stacks, "generated", {}))
@@ -547,6 +558,7 @@ __all__ = [
     "app_stacks",
     "cmd_stack",
     "inspect_app",
+    "install_hint",
     "parse_env",
     "parse_target",
     "resolve_app",

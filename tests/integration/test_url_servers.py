@@ -119,11 +119,22 @@ def test_bench_races_servers_started_by_hand_with_every_output(two_servers, tmp_
     assert "(not judged: mine" not in r.stdout and "gate passed" in r.stdout
 
 
-def test_a_server_that_is_not_there_fails_the_run_and_names_it(server: TestServer):
-    r = _bench("--url", "gone=http://127.0.0.1:9", "--url", f"up={server.url('/hello')}")
+def test_a_server_that_is_not_there_fails_the_run_and_names_it(server: TestServer, tmp_path):
+    out = tmp_path / "run.json"
+    r = _bench(
+        "--url", "gone=http://127.0.0.1:9", "--url", f"up={server.url('/hello')}",
+        "--json", str(out), "--no-progress",
+    )  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
     assert "gone: not measured (not reachable at http://127.0.0.1:9: " in r.stdout
     assert server.stats()["by_path"]["/hello"] > 10  # the other one was raced
+    # the servers started by hand are placed as members: the isolation recorded is the
+    # one the run used, for two members on this machine's cores
+    from stackrace.race.bench import plan_placement
+    from stackrace.race_settings import RaceSettings
+
+    placement, _ = plan_placement(RaceSettings(), 2)
+    assert json.loads(out.read_text())["settings"]["isolation"] == placement.isolation
 
 
 def test_url_options_are_checked_before_anything_starts(server: TestServer):

@@ -138,9 +138,11 @@ def build_plan(
         chosen_names, others = default_app_stacks(stacks)
         chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]  # type: ignore[attr-defined]
         if not chosen_names:
+            from stackrace.userapp import install_hint
+
             _fail(
-                f"no server that runs your app is installed for it: {', '.join(others)} "
-                "(`stackrace stacks --app …` says how to install them)"
+                f"no server that runs your app is installed where it runs ({', '.join(others)}"
+                f" can): `{install_hint(stacks)}` installs the common ones there"
             )
             return None
         if others:
@@ -334,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
             from stackrace.db.watch import DbWatch
 
             plan.database = DbWatch(db.settings)
-        placement, why = plan_placement(plan.settings, len(plan.stacks), parts)
+        placement, why = plan_placement(plan.settings, plan.members, parts)
         recorder = BenchRecorder(plan, placement, why)
         interrupted = asyncio.run(
             _served(metrics, _run_interruptible(plan, recorder, parts, cluster, progress))
