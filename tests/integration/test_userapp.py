@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -226,3 +227,33 @@ def test_the_app_runs_with_the_interpreter_of_its_own_virtualenv(tmp_path: Path)
         timeout=60,
     )
     assert r.returncode == 0 and f"$ {python} -m pip install" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_verify_app_checks_each_path_and_counts_only_what_it_verified(tmp_path: Path) -> None:
+    """`verify --app`: each path's status on each server, a 404 is a problem naming the
+    path; a server not installed where the app runs is neither verified nor failed
+    (it once said "9 of 9 stacks verified" with three not installed), and none at all
+    installed is a failure naming the install command."""
+    r = run_cli(
+        "verify", "--app", str(EXAMPLES / "flask_app:app"), "gunicorn-sync[app]",
+        "--path", "/", "--path", "/items/3", "--path", "/nothere", cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "/nothere: answered 404, expected 2xx" in r.stdout
+    assert "0 of 1 stacks verified" in r.stderr
+    # an environment with no server in it (a bare venv) and an app needing nothing
+    env = tmp_path / "bare"
+    venv.create(env, with_pip=False)
+    app_dir = tmp_path / "plain"
+    app_dir.mkdir()
+    (app_dir / "main.py").write_text(
+        "def app(environ, start_response):\n"
+        "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
+        "    return [b'ok']\n"
+    )
+    python = env / "bin" / "python"
+    r = run_cli("verify", "--app", "main:app", "--python", str(python), cwd=app_dir)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.search(r"0 of (\d+) stacks verified, \1 not installed", r.stderr), r.stderr
+    assert f"stackrace install --into {python} gunicorn-sync" in r.stderr

@@ -204,12 +204,14 @@ async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
     for col in ("stack", *(k.label for k in kinds), "ready in", "result"):
         table.add_column(escape(col))
     bad = 0
+    skipped = 0  # not installed and not asked for by name: not verified, not a failure
     details: list[tuple[str, list[str]]] = []
     async with Launcher() as launcher:
         for stack in chosen:
             a = availability(stack)
             if not a.available:
                 bad += explicit
+                skipped += not explicit
                 table.add_row(
                     escape(stack.name), *["-"] * (len(kinds) + 1), "unavailable", style="dim"
                 )
@@ -260,5 +262,22 @@ async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
         print(f"\n✗ {name}")
         for line in lines:
             print(f"    {line}")
-    print(f"{len(chosen) - bad} of {len(chosen)} stacks verified", file=sys.stderr)
+    # an uninstalled server is neither verified nor failed: never count it as verified
+    print(
+        f"{len(chosen) - bad - skipped} of {len(chosen)} stacks verified"
+        + (f", {skipped} not installed (name them to require them)" if skipped else ""),
+        file=sys.stderr,
+    )
+    if chosen and skipped == len(chosen):  # nothing verified is not a pass
+        from stackrace.userapp import COMMON
+
+        python = chosen[0].spec.python
+        kind = "asgi" if any(s.base.partition("[")[0] in COMMON["asgi"] for s in chosen) else "wsgi"
+        print(
+            f"stackrace verify: no server that runs your app is installed where it runs: "
+            f"`stackrace install --into {python} {' '.join(COMMON[kind])}` installs the "
+            "common ones there",
+            file=sys.stderr,
+        )
+        return 1
     return 1 if bad else 0
