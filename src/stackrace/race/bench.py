@@ -13,6 +13,12 @@ processes, the same placement), level by level:
   first send to the last answer;
 - `--rate R`: one level at R req/s per stack.
 
+Servers the user started (`--url`, race/urls.py) are members like the stacks: placed
+(they count when bench decides whether every member gets cores of its own), grouped and
+rotated with them, loaded and drained the same way; but never started, pinned or
+stopped, checked only for a connection before their first level, and sampled only when
+their pid was given. A member that left a rotation is never loaded again.
+
 Each level keeps the engine's complete accounting (answered, failed by kind, waiting),
 the Little's-law check, the engine's share of the latency, the stack's CPU (and CPU
 time per request), memory before and after, and whether the database was down. A stack
