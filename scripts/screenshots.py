@@ -6,7 +6,7 @@ as `screenshots/web.png`).
 
 The race screenshots are the real app, the real engine and real servers on loopback:
 gunicorn sync, gunicorn gevent, uvicorn and aiohttp, started by the launcher from
-stacks.toml, at 200 connections on /io (10 ms) and on /hello; a ramp from a clean start
+stacks.toml (and, for "Your app", the Flask example under the four common WSGI servers), at 200 connections on /io (10 ms) and on /hello; a ramp from a clean start
 ending in its summary; projector mode. A stack that is not installed is left out (the
 script says which). The browser view is `stackrace web` opened in headless Chromium.
 """
@@ -110,7 +110,31 @@ async def web() -> None:
     )  # fmt: skip
 
 
+async def your_app() -> None:
+    """The README's "Your app": the Flask example under the four common WSGI servers,
+    built the way `stackrace --app examples/flask_app:app --path /:3 --path /slow:1
+    --go` builds it (the same command-line parser and session), at 50 connections."""
+    from stackrace.cli import build_parser
+    from stackrace.tui.app import build_session
+
+    argv = ["--app", str(ROOT / "examples" / "flask_app:app"), "--path", "/:3"]
+    args = build_parser().parse_args([*argv, "--path", "/slow:1", "-c", "10", "--go"])
+    session, plan, catalog, _ = build_session(args)
+    app = StackraceApp(session, plan, catalog, show_picker=False)
+    async with app.run_test(size=SIZE) as pilot:
+        while app.race is None or len(app.race.panes) < len(plan.stacks):
+            await asyncio.sleep(0.05)
+        while not all(p.state in ("ready", "warming") for p in session.view().panes):
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(3.0)
+        app.race.query_one("#level", ConcurrencySlider).value = 50
+        await asyncio.sleep(8.0)
+        app.save_screenshot("your_app_flask.svg", str(OUT))
+        await pilot.press("q")
+
+
 SHOTS = {
+    "your_app_flask": lambda: your_app(),
     "picker": lambda: picker(),
     "race_io_c200": lambda: race("race_io_c200", "io", [(10, 4.0), (200, 10.0)]),
     "race_hello_c200": lambda: race("race_hello_c200", "hello", [(10, 3.0), (200, 8.0)]),

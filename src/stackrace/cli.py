@@ -17,7 +17,11 @@ from stackrace.paths import UnwritableDirError
 
 # (subcommand, module under stackrace.commands, one-line help)
 COMMANDS: list[tuple[str, str, str]] = [
-    ("load", "load", "load one URL with the engine and print a wrk-like summary"),
+    (
+        "load",
+        "load",
+        "load one server (a URL, several of its URLs, or your paths): a wrk-like summary",
+    ),
     ("stacks", "stacks", "list the stacks from stacks.toml and whether each is available"),
     ("install", "install", "install what the chosen stacks need (apt, pip, builds)"),
     ("serve", "serve", "start stacks, print their URLs, stop everything on Ctrl-C"),

@@ -68,8 +68,12 @@ these: a typo like {prot} is an error when the file is read, not when the stack 
 {apps} is the apps/ directory the stacks run and build in, {root} the directory holding
 it: a checkout's own, or a package's working copy (stackrace.paths says where).
 
-Which file: `--stacks-file`, else ./stacks.toml, else ~/.config/stackrace/stacks.toml
-($XDG_CONFIG_HOME), else the one shipped with stackrace (`find_stacks_file`).
+Which files: `--stacks-file FILE` alone; else the one shipped with stackrace, with
+~/.config/stackrace/stacks.toml ($XDG_CONFIG_HOME) and ./stacks.toml on top when they
+exist, each adding stacks and replacing those of the same name (`replace = true` at a
+file's top: that file alone). `stacks_files` says which, `load_stacks` merges them.
+`title` (default: the block's name), `language`, `family` ("other") and `description`
+only describe a stack: a user's block may leave them out.
 
 Checked when the file is read: types and unknown keys, names, family, workers/threads
 ≥ 1, ready_timeout/stop_timeout > 0, cpus non-empty without negatives or repeats,
@@ -112,7 +116,7 @@ from typing import Any
 
 import msgspec
 
-from stackrace import inputfile, paths
+from stackrace import inputfile, paths, statuses
 from stackrace.options import MAX_TIMEOUT_S  # ready_timeout and stop_timeout too
 from stackrace.workloads import WORKLOADS
 
@@ -122,7 +126,9 @@ HOST = "127.0.0.1"
 # read the database (a stack serving one gets the database settings): stackrace.workloads
 OPTIONAL_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.optional)
 DB_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.needs_db)
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# a block's name; a generated stack adds a tag in brackets (`gunicorn-sync[app]`, stackrace.
+# userapp): stackrace.slug makes directory names and widget ids of either
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*(\[[a-z0-9._-]+\])?$")
 _MEMORY = re.compile(r"^\d+[KMG]?$")
 # a param value of kind "word" (see the module docstring)
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:=+-]{0,99}$")
@@ -161,6 +167,9 @@ class Needs(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     built: list[str] = []
     npm: list[str] = []
     npm_cwd: str = "{apps}"
+    # Python modules that must import in the stack's own interpreter (`python`): an app's
+    # servers are looked for there, not in stackrace's venv
+    modules: list[str] = []
 
 
 class Process(msgspec.Struct, forbid_unknown_fields=True):
@@ -176,11 +185,28 @@ class FileTemplate(msgspec.Struct, forbid_unknown_fields=True):
     template: str
 
 
-class StackDef(msgspec.Struct, forbid_unknown_fields=True):
-    title: str
-    language: str
-    family: str
+class AppTemplate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """How this server serves a user's app (`stackrace --app module:attr`): the stack
+    `NAME[app]` is made from the block and this template (stackrace.userapp). Besides the
+    block's placeholders its command may use {app_target} (module:attr) and {app_dir};
+    {python} and {venv_bin} are the app's interpreter and its bin directory."""
+
+    interface: str  # "wsgi" or "asgi"
     command: list[str]
+    env: dict[str, str] = {}
+    pip: list[str] = []  # what `stackrace install --into PYTHON NAME` installs there
+    pip_no_deps: list[str] = []
+    modules: list[str] = []  # must import in the app's interpreter (default: none)
+    description: str = ""
+    version: list[str] | None = None
+
+
+class StackDef(msgspec.Struct, forbid_unknown_fields=True):
+    command: list[str]
+    # descriptive: a block of a user's file may leave them out (title: the block's name)
+    title: str = ""
+    language: str = ""
+    family: str = "other"
     description: str = ""
     cwd: str = "{apps}"
     env: dict[str, str] = {}
@@ -203,6 +229,13 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     upstream: str | None = None  # a stack started first that this one forwards to
     facts: str | None = None  # path of a JSON object of facts the app reports on itself
     expect: dict[str, str] = {}  # facts `stackrace verify` must find (placeholders allowed)
+    # the statuses that make the stack ready on `health` ("200", "2xx", "200-299,404"):
+    # any other answer but a 5xx ends the start at once (definite), a 5xx is waited out
+    health_status: str = "200"
+    # the interpreter the stack runs with when it is not stackrace's (an app's own):
+    # {python} is it and {venv_bin} its directory
+    python: str | None = None
+    app: AppTemplate | None = None  # how this server serves a user's app (--app)
 
 
 @dataclass(frozen=True)
@@ -288,6 +321,16 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
         raise bad("workers" if spec.workers < 1 else "threads", "must be at least 1")
     if not spec.health.startswith("/"):
         raise bad("health", "must be a path starting with '/'")
+    try:
+        statuses.parse(spec.health_status)
+    except statuses.StatusError as exc:
+        raise bad("health_status", str(exc)) from None
+    if spec.python is not None:  # whether it exists is the availability check's
+        p_ = spec.python
+        if not p_.isprintable() or not p_.startswith("/") or "{" in p_ or "}" in p_:
+            raise bad("python", f"must be an absolute path, got {p_[:60]!r}")
+    if spec.app is not None:
+        _check_app(spec, bad)
     if spec.memory_max is not None and not _MEMORY.match(spec.memory_max):
         raise bad("memory_max", "use a size like 128M or 1G")
     if spec.needs.venv not in ("main", "pypy"):
@@ -351,6 +394,33 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
             raise bad(f"params.{key}", f"a count must be a whole number, got {default!r}")
     if spec.facts is not None and not spec.facts.startswith("/"):
         raise bad("facts", "must be a path starting with '/'")
+
+
+# The placeholders an app template (`[stacks.NAME.app]`) may use besides a block's own.
+APP_PLACEHOLDERS = ("app_target", "app_dir")
+INTERFACES = ("wsgi", "asgi")
+
+
+def _check_app(spec: StackDef, bad: Any) -> None:
+    app = spec.app
+    assert app is not None
+    if app.interface not in INTERFACES:
+        raise bad("app.interface", f"{app.interface!r} is not one of {', '.join(INTERFACES)}")
+    if not app.command:
+        raise bad("app.command", "must not be empty")
+    known = {*PLACEHOLDERS, *spec.params, *APP_PLACEHOLDERS}
+    texts = [(f"app.command[{i}]", a) for i, a in enumerate(app.command)]
+    texts += [(f"app.env.{k}", v) for k, v in app.env.items()]
+    texts += [(f"app.version[{i}]", a) for i, a in enumerate(app.version or [])]
+    for key, text in texts:
+        unknown = _unknown_placeholder(text, known)
+        if unknown:
+            raise bad(
+                key, f"unknown placeholder {{{unknown}}} ({_known_list(spec)}, app_target, app_dir)"
+            )
+    for module in app.modules:
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", module):
+            raise bad("app.modules", f"{module!r} is not a module name")
 
 
 def param_kind(spec: StackDef, key: str) -> str:
@@ -509,9 +579,10 @@ def _unknown_in_template(template: str, spec: StackDef, known: set[str]) -> tupl
 
 
 class StackFile(dict[str, StackDef]):
-    """The stacks of one file, by name; `source` is the file as error messages name it,
-    `path` the file read (None: definitions recorded in a run file), `origin` why that
-    file (STACKS_ORIGINS) and `sha256` its content's hash (what a saved run records)."""
+    """The stacks of the files read, by name; `source` names them as error messages do,
+    `path` is the topmost file read (None: definitions recorded in a run file), `origin`
+    why that file (STACKS_ORIGINS), `sha256` its content's hash (what a saved run
+    records), and `files` every file read, lowest first, as (path, origin, sha256)."""
 
     def __init__(
         self,
@@ -520,15 +591,17 @@ class StackFile(dict[str, StackDef]):
         path: Path | None = None,
         origin: str = "",
         sha256: str = "",
+        files: list[tuple[Path, str, str]] | None = None,
     ) -> None:
         super().__init__(stacks)
         self.source = source
         self.path = path
         self.origin = origin
         self.sha256 = sha256
+        self.files = files if files is not None else ([(path, origin, sha256)] if path else [])
 
 
-# Why a stacks file was the one read, in the search order `find_stacks_file` follows.
+# Why a stacks file was read, in the search order `stacks_files` follows.
 GIVEN = "given with --stacks-file"
 HERE = "found in this directory"
 USER = "found in your config directory"
@@ -536,33 +609,39 @@ SHIPPED = "shipped with stackrace"
 STACKS_ORIGINS = (GIVEN, HERE, USER, SHIPPED)
 
 
-def find_stacks_file(given: str | Path | None = None) -> tuple[Path, str]:
-    """The stacks file to read, and why (one of STACKS_ORIGINS), first found wins:
-    `--stacks-file`, ./stacks.toml, $XDG_CONFIG_HOME/stackrace/stacks.toml, the shipped one.
+def stacks_files(given: str | Path | None = None) -> list[tuple[Path, str]]:
+    """The stacks files to read, lowest first, and why each (STACKS_ORIGINS).
 
-    A file found is used whole (it is not merged with the shipped one): what a race ran
-    is then one file a reader can open. In a checkout ./stacks.toml is the shipped file
-    itself, and is named so."""
+    `--stacks-file FILE` is used whole: it is asked for by name. Otherwise the shipped
+    file comes first, then $XDG_CONFIG_HOME/stackrace/stacks.toml and ./stacks.toml when
+    they exist: each adds stacks and replaces a stack of the same name, so a user's file
+    of one block leaves every shipped stack available. A file whose top says
+    `replace = true` is used alone (with any file above it). In a checkout ./stacks.toml
+    is the shipped file itself, and is read once, as that."""
     if given:
-        return Path(given), GIVEN
+        return [(Path(given), GIVEN)]
     shipped = paths.shipped_stacks_file()
+    out = [(shipped, SHIPPED)]
+    user = paths.user_stacks_file()
+    if user.is_file():
+        out.append((user, USER))
     here = Path.cwd() / paths.STACKS_FILE
     if here.is_file():
         try:
             same = shipped.is_file() and here.samefile(shipped)
         except OSError:
             same = False
-        return (shipped, SHIPPED) if same else (here, HERE)
-    user = paths.user_stacks_file()
-    if user.is_file():
-        return user, USER
-    return shipped, SHIPPED
+        if not same:
+            out.append((here, HERE))
+    return out
 
 
-def load_stacks(path: str | Path | None = None) -> StackFile:
-    """Read and validate a stacks file (None: the search order of `find_stacks_file`);
-    raise ConfigError naming file, stack and key."""
-    p, origin = find_stacks_file(path)
+def find_stacks_file(given: str | Path | None = None) -> tuple[Path, str]:
+    """The topmost stacks file read (`stacks_files`), and why."""
+    return stacks_files(given)[-1]
+
+
+def _read_layer(p: Path) -> tuple[dict[str, Any], str]:
     try:
         data = inputfile.read_bytes(p, limit=4 * inputfile.MiB)
         raw = tomllib.loads(data.decode())
@@ -572,8 +651,27 @@ def load_stacks(path: str | Path | None = None) -> StackFile:
         raise ConfigError(f"{_where(p)}: not UTF-8 text ({exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{_where(p)}: not valid TOML: {exc}") from None
-    stacks = stack_defs(raw, p)
-    return StackFile(stacks, _where(p), p.resolve(), origin, hashlib.sha256(data).hexdigest())
+    return raw, hashlib.sha256(data).hexdigest()
+
+
+def load_stacks(path: str | Path | None = None) -> StackFile:
+    """Read and validate the stacks files (`stacks_files`: the shipped one and the
+    user's, merged by name; or the one given); raise ConfigError naming file, stack and
+    key."""
+    merged: dict[str, StackDef] = {}
+    files: list[tuple[Path, str, str]] = []
+    for p, origin in stacks_files(path):
+        raw, sha = _read_layer(p)
+        replace = raw.pop("replace", False)
+        if not isinstance(replace, bool):
+            raise ConfigError(f"{_where(p)}: key 'replace': expected true or false")
+        if replace:  # this file alone (and those above it)
+            merged, files = {}, []
+        merged.update(stack_defs(raw, p))
+        files.append((p.resolve(), origin, sha))
+    top, origin, sha = files[-1]
+    source = " + ".join(_where(f) for f, _, _ in files)
+    return StackFile(merged, source, top, origin, sha, files)
 
 
 def stack_defs(raw: dict[str, Any], p: Path) -> dict[str, StackDef]:
@@ -592,6 +690,8 @@ def stack_defs(raw: dict[str, Any], p: Path) -> dict[str, StackDef]:
             spec = msgspec.convert(block, StackDef)
         except msgspec.ValidationError as exc:
             raise _explain(p, name, exc) from None
+        if not spec.title:
+            spec.title = name
         _check(p, name, spec)
         stacks[name] = spec
     return stacks
@@ -687,6 +787,8 @@ def venv_bin(which: str = "main") -> Path:
 def placeholders(
     stack: Stack, port: int, run_dir: Path, host: str = HOST, upstream_port: int = 0
 ) -> dict[str, Any]:
+    own = stack.spec.python  # an app's interpreter: its directory, not resolved (a venv's
+    # bin/python is a link to the system's, and the venv is what has the packages)
     values: dict[str, Any] = {
         "host": host,  # 127.0.0.1, except on a cluster's app node (see stackrace.cluster)
         "port": port,
@@ -695,8 +797,8 @@ def placeholders(
         "apps": paths.apps_dir(),
         "root": paths.work_root(),
         "run_dir": run_dir,
-        "venv_bin": venv_bin(stack.spec.needs.venv),
-        "python": venv_bin(stack.spec.needs.venv) / "python",
+        "venv_bin": Path(own).parent if own else venv_bin(stack.spec.needs.venv),
+        "python": own or venv_bin(stack.spec.needs.venv) / "python",
         "pypy_bin": venv_bin("pypy"),
         "name": stack.base,
     }

@@ -8,7 +8,9 @@ derived from it:
   presets), checked by the same struct (unknown keys are refused);
 - the saved run (report/schema.py `Settings`): these fields plus what was decided at run
   time (the isolation chosen and why, the path loaded).
-- the app's race: the same workload, timeout and keep-alive fields.
+- the app's race: the same workload, timeout and keep-alive fields;
+- `stackrace load`'s requests: the request fields alone (`REQUEST_FIELDS`), read into
+  the same struct and turned into requests by the same code (stackrace.scenario).
 
 Durations are seconds (floats); the CLI and TOML accept "500ms", "10s", "2m". Every
 value goes through the same parser (stackrace.options) from the command line and from a
@@ -26,6 +28,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from stackrace import scenario, statuses
 from stackrace.options import (
     non_negative_duration,
     positive_duration,
@@ -37,6 +40,10 @@ from stackrace.options import (
 from stackrace.workloads import WORKLOADS
 
 ISOLATIONS = ("auto", "rotate", "parallel")
+
+# the settings that say what each request is (your endpoints, stackrace.scenario): all
+# that `stackrace load` takes of a race's settings
+REQUEST_FIELDS = ("paths", "method", "header", "body", "body_file", "scenario", "expect_status")
 
 
 def _non_negative_int(text: str) -> int:
@@ -65,6 +72,42 @@ def _workload(text: str) -> str:
     return text
 
 
+def _path_item(text: str) -> str:
+    try:
+        scenario.parse_path_item(text)
+    except scenario.ScenarioError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _method(text: str) -> str:
+    try:
+        return scenario.check_method(text)
+    except scenario.ScenarioError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
+def _header(text: str) -> str:
+    try:
+        scenario.parse_header(text)
+    except scenario.ScenarioError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _statuses(text: str) -> str:
+    try:
+        return statuses.check(text)
+    except statuses.StatusError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
+def _file_name(text: str) -> str:
+    if not text or not text.isprintable() or len(text) > 4096:
+        raise ArgumentTypeError(f"not a file name: {text[:60]!r}")
+    return text
+
+
 def _isolation(text: str) -> str:
     if text not in ISOLATIONS:
         raise ArgumentTypeError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
@@ -79,6 +122,8 @@ class Opt(msgspec.Struct, frozen=True):
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
     negate: str | None = None  # for booleans that default to True: the flag that turns off
+    repeat: bool = False  # a list given one item per flag (--path /a --path /b)
+    short: str | None = None  # e.g. "-m"
 
 
 def opt(flag: str, help: str, parse: Callable[[str], Any] | None = None, **kw: Any) -> Any:
@@ -154,10 +199,92 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     memory_max: Annotated[
         str | None, opt("--memory-max", "memory cap per stack, e.g. 128M", _memory)
     ] = None
+    # your endpoints instead of the workload's (stackrace.scenario)
+    paths: Annotated[
+        list[str],
+        opt(
+            "--path",
+            "load this path of your app instead of the workload's, with a weight: /items "
+            "or /a:3 (repeatable: a weighted mix)",
+            _path_item,
+            metavar="PATH[:WEIGHT]",
+            repeat=True,
+        ),
+    ] = []
+    method: Annotated[
+        str,
+        opt(
+            "--method", "HTTP method of your requests (--path, or load's URLs)", _method, short="-m"
+        ),
+    ] = "GET"
+    header: Annotated[
+        list[str],
+        opt(
+            "--header",
+            "a header of your requests (--path, or load's URLs), 'Name: value' (repeatable)",
+            _header,
+            metavar="'K: V'",
+            repeat=True,
+            short="-H",
+        ),
+    ] = []
+    body: Annotated[
+        str | None, opt("--body", "the body of your requests (--path, or load's URLs)")
+    ] = None
+    body_file: Annotated[
+        str | None,
+        opt(
+            "--body-file",
+            "the body of your requests (--path, or load's URLs), from a file",
+            _file_name,
+        ),
+    ] = None
+    scenario: Annotated[
+        str | None,
+        opt(
+            "--scenario",
+            "a TOML file of requests (path, method, headers, body, weight, expect) "
+            "instead of --path",
+            _file_name,
+            metavar="FILE",
+        ),
+    ] = None
+    expect_status: Annotated[
+        str | None,
+        opt(
+            "--expect-status",
+            "statuses the answers to your requests should have, e.g. 200, 2xx, 200-299,404 "
+            "(default: anything below 400; others are failures)",
+            _statuses,
+            metavar="CODES",
+        ),
+    ] = None
 
     @property
     def path(self) -> str:
+        """What every request loads: the workload's path, or your requests."""
+        if self.paths or self.scenario:
+            return "your requests: " + (
+                f"scenario {self.scenario}" if self.scenario else " ".join(self.paths)
+            )
         return WORKLOADS[self.workload].path(self.io_ms, self.queries)
+
+    @property
+    def own_requests(self) -> bool:
+        """Your endpoints (--path, --scenario) rather than the workload's."""
+        return bool(self.paths or self.scenario)
+
+    def request_kinds(self) -> list[scenario.RequestKind] | None:
+        """Your requests, read and checked (ScenarioError); None: the workload's path."""
+        return scenario.kinds_from(
+            self.paths,
+            self.method,
+            self.header,
+            self.body,
+            self.body_file,
+            self.scenario,
+            self.expect_status,
+        )
 
     @property
     def levels(self) -> list[int]:
@@ -165,6 +292,8 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         return [int(self.rate)] if self.rate is not None else list(self.concurrency)
 
     def label(self) -> str:
+        if self.own_requests:
+            return f"scenario {self.scenario}" if self.scenario else " ".join(self.paths)
         if self.workload == "io":
             return f"io {self.io_ms}ms"
         if self.workload == "db":
@@ -184,23 +313,30 @@ def options() -> dict[str, Opt]:
     return out
 
 
-def add_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    """Add every setting as an option; unset options stay None (so presets can fill in)."""
+def add_options(
+    parser: argparse.ArgumentParser,
+    skip: tuple[str, ...] = (),
+    only: tuple[str, ...] | None = None,
+) -> None:
+    """Add every setting (or `only` these) as an option; unset options stay None (so
+    presets can fill in)."""
     for name, o in options().items():
-        if name in skip:
+        if name in skip or (only is not None and name not in only):
             continue
         if o.negate:
             group = parser.add_mutually_exclusive_group()
             group.add_argument(o.flag, dest=name, action="store_true", default=None, help=o.help)
             group.add_argument(o.negate, dest=name, action="store_false", default=None)
             continue
+        flags = [o.short, o.flag] if o.short else [o.flag]
         parser.add_argument(
-            o.flag,
+            *flags,
             dest=name,
             default=None,
             metavar=o.metavar,
             type=_argparse_type(o),
             help=o.help,
+            action="append" if o.repeat else "store",
         )
 
 
@@ -231,6 +367,12 @@ def from_mapping(raw: dict[str, Any], where: str) -> RaceSettings:
         o = opts.get(key)
         if o is None or o.parse is None or key == "stacks":
             values[key] = value
+            continue
+        if o.repeat and isinstance(value, list):
+            try:
+                values[key] = [o.parse(str(v)) for v in value]
+            except (ValueError, ArgumentTypeError) as exc:
+                raise ValueError(f"{where}: key {key!r}: {exc}") from None
             continue
         if isinstance(value, list):
             text = ",".join(str(v) for v in value)

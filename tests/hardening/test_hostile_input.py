@@ -282,8 +282,8 @@ def test_web_beyond_loopback_needs_its_own_flag_and_says_so() -> None:
 
 
 def test_option_prefixes_are_not_guessed() -> None:
-    r = run_cli("bench", "--app", "x")
-    assert r.returncode == 2 and "unrecognized arguments: --app" in r.stderr
+    r = run_cli("bench", "--pres", "x")  # a prefix of --preset
+    assert r.returncode == 2 and "unrecognized arguments: --pres" in r.stderr
 
 
 def test_the_named_tracebacks_are_one_line_errors(tmp_path: Path) -> None:

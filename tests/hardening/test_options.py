@@ -110,7 +110,7 @@ def test_other_commands_report_usage_errors_in_one_line() -> None:
     r = cli("bench", "--isolation", "sideways")
     assert_one_line_error(r, "stackrace bench: argument --isolation: must be one of auto")
     r = cli("load")
-    assert_one_line_error(r, "stackrace load: the following arguments are required: url")
+    assert_one_line_error(r, "stackrace load: the following arguments are required: URL")
     r = cli("-c", "0")  # the app
     assert_one_line_error(r, "stackrace: argument -c/--concurrency: must be a whole number >= 1")
     r = cli("db", "up", "--max-connections", "0")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 
 from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
 
 from tests.helpers import TestServer, run_cli
 
@@ -43,8 +45,120 @@ def test_json_output_and_hdr_export(server: TestServer, tmp_path):
     assert total["failures"]["http_status"] == total["requests"]
     assert total["status"]["503"] == total["requests"]
     assert data["engine"]["intervals"] >= 3
-    h = HdrHistogram.decode(hdr.read_text().strip())
+    h = _read_hlog(hdr)
     assert h.get_total_count() == total["requests"]
+
+
+def _read_hlog(path) -> HdrHistogram:
+    """--hdr-out's file through HdrHistogram's own interval-log reader."""
+    h = HistogramLogReader(str(path), HdrHistogram(1, 10**9, 3)).get_next_interval_histogram()
+    assert h is not None, path.read_text()
+    return h
+
+
+def test_weighted_paths_on_a_base_url_are_sent_in_proportion_and_counted_per_request(
+    server: TestServer, tmp_path
+):
+    """`load http://host:port --path /a:3 --path /b:1`: one target, a weighted mix, each
+    request's count in the summary and the JSON, and what the server counted between
+    what was answered and what was sent."""
+    base = server.url("")
+    hdr = tmp_path / "mix.hlog"
+    args = ("load", base, "--path", "/hello:3", "--path", "/json:1", "-c", "4", "-d", "1s")
+    r = run_cli(*args, "--json", "--hdr-out", str(hdr))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["loaded"] == f"{base} /hello ×3, /json ×1"
+    hello, js = data["requests"]
+    assert (hello["target"], hello["weight"], js["target"], js["weight"]) == (
+        "/hello",
+        3,
+        "/json",
+        1,
+    )
+    served = server.stats()["by_path"]
+    for req in (hello, js):
+        assert req["sent"] == req["answered"] + req["failed"] + req["waiting"], req
+        assert req["answered"] > 100 and req["failed"] == 0 and req["errors"] == 0, req
+        assert req["answered"] <= served[req["target"]], (req, served)
+    # the mix is a precomputed sequence (engine/mix.py): exact over every whole turn of 4
+    assert abs(hello["sent"] - 3 * js["sent"]) <= 3, (hello, js)
+    assert data["accounting"]["answered"] == hello["answered"] + js["answered"]
+    assert data["unassigned"] == 0
+    text = hdr.read_text()
+    assert text.startswith(f"#stackrace load {base} /hello ×3, /json ×1\n"), text
+    assert _read_hlog(hdr).get_total_count() == data["accounting"]["answered"]
+    # the summary names the requests and gives each one's count
+    r = run_cli(*args)
+    assert r.returncode == 0, r.stderr
+    assert f"stackrace load {base} /hello ×3, /json ×1" in r.stdout
+    counted = re.findall(
+        r"^ +(/\S+)(?: ×\d+)? +sent (\d+) = (\d+) answered \+ (\d+) failed \+ (\d+) waiting$",
+        r.stdout,
+        re.M,
+    )
+    assert [c[0] for c in counted] == ["/hello", "/json"], r.stdout
+    for _, sent, answered, failed, waiting in counted:
+        assert int(sent) == int(answered) + int(failed) + int(waiting) and int(answered) > 100
+
+
+def test_several_urls_of_one_server_are_one_mix_and_a_path_never_answered_fails(
+    server: TestServer,
+):
+    r = run_cli("load", server.url("/hello"), server.url("/nothere"), "-c", "2", "-d", "1s")
+    assert r.returncode == 1, r.stderr
+    assert f"stackrace load {server.url('')} /hello, /nothere" in r.stdout
+    assert "answers not expected (404:" in r.stdout
+    # the good path does not hide the one that never worked
+    assert "stackrace load: /nothere: no expected answer in" in r.stderr
+    assert "/hello:" not in r.stderr
+    served = server.stats()["by_path"]
+    assert served["/hello"] > 50 and served["/nothere"] > 50
+
+
+def test_a_scenario_and_expected_statuses(server: TestServer, tmp_path):
+    scenario = tmp_path / "requests.toml"
+    scenario.write_text(
+        '[[requests]]\npath = "/echo"\nmethod = "POST"\nbody = "hi"\nweight = 2\n'
+        '[[requests]]\npath = "/status?code=404"\nexpect = "404"\nname = "gone"\n'
+    )
+    r = run_cli(
+        "load", server.url(""), "--scenario", str(scenario), "-c", "2", "-d", "1s", "--json"
+    )
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    echo, gone = data["requests"]
+    assert (echo["method"], echo["name"], gone["name"], gone["expect"]) == (
+        "POST",
+        "POST /echo",
+        "gone",
+        "404",
+    )
+    assert gone["errors"] == 0 and gone["status"] == {"404": gone["answered"]}
+    assert data["total"]["failures"].get("http_status", 0) == 0  # expected: not failures
+    # one URL that answers what it was told to expect: a success, counted as one request
+    r = run_cli(
+        "load", server.url("/status?code=404"), "--expect-status", "404", "-d", "1s", "--json"
+    )
+    assert r.returncode == 0, r.stderr
+    (only,) = json.loads(r.stdout)["requests"]
+    assert only["target"] == "/status?code=404" and only["errors"] == 0 and only["answered"] > 0
+
+
+def test_what_load_cannot_load_is_one_line():
+    cases = {
+        ("http://127.0.0.1:9/a", "http://127.0.0.1:8/b"): "the URLs name 2 servers",
+        ("http://127.0.0.1:9/a", "--path", "/x"): "with --path or --scenario give one base URL",
+        ("http://127.0.0.1:9", "--path", "/x", "--scenario", "s.toml"): "not both",
+        ("http://127.0.0.1:9/a b",): "URL: '/a b' is not a path",
+        ("http://127.0.0.1:9", "--path", "x"): "argument --path: a path starts with '/'",
+        ("http://10.254.0.1", "--path", "/a"): "--allow-remote",
+    }
+    for args, expected in cases.items():
+        r = run_cli("load", *args, "-d", "1s")
+        assert r.returncode == 2, (args, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0], (args, r.stderr)
 
 
 def test_rate_mode_shows_both_latencies(server: TestServer):
@@ -74,4 +188,5 @@ def test_bad_arguments_are_clear():
     r = run_cli("load", "http://127.0.0.1/", "-d", "soon")
     assert r.returncode == 2 and "argument -d/--duration: must be a duration" in r.stderr
     r = run_cli("load", "http://127.0.0.1/", "-H", "nocolon")
-    assert r.returncode == 2 and "bad header" in r.stderr
+    # the request options are bench's (race_settings.py): the same parser, the same line
+    assert r.returncode == 2 and "argument -H/--header: a header is 'Name: value'" in r.stderr

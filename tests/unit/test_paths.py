@@ -77,12 +77,20 @@ def test_stacks_file_search_order(
     assert find_stacks_file() == (elsewhere / "stacks.toml", HERE)
     given = tmp_path / "given.toml"
     assert find_stacks_file(str(given)) == (given, GIVEN)
-    # the file read is recorded with its hash; a file found is used whole
+    # a file found adds to the shipped one (and the user's): every file read is recorded
+    # with its hash, the topmost as the file's origin
     read = load_stacks()
-    assert list(read) == ["mine"] and read.origin == HERE and len(read.sha256) == 64
-    # in the checkout, ./stacks.toml is the shipped file and is named so
+    assert "mine" in read and "uvicorn" in read and read.origin == HERE
+    assert len(read.sha256) == 64
+    assert [o for _, o, _ in read.files] == [SHIPPED, USER, HERE]
+    # `replace = true` at a file's top: that file alone
+    (elsewhere / "stacks.toml").write_text("replace = true\n" + ONE_STACK)
+    assert list(load_stacks()) == ["mine"]
+    # in the checkout, ./stacks.toml is the shipped file and is read once, as that
+    user.unlink()
     monkeypatch.chdir(ROOT)
     assert find_stacks_file() == (ROOT / "stacks.toml", SHIPPED)
+    assert len(load_stacks().files) == 1
 
 
 def test_the_working_copy_follows_the_shipped_apps_and_keeps_builds(tmp_path: Path) -> None:

@@ -4,17 +4,38 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from stackrace.config import ConfigError, Stack, StackDef, StackFile, load_stacks, resolve
 
+if TYPE_CHECKING:
+    from stackrace.race_settings import RaceSettings
 
-def load(args: argparse.Namespace) -> StackFile | None:
-    """The stacks of --stacks-file (default stacks.toml), or None after one error line."""
+
+def load(
+    args: argparse.Namespace, settings: RaceSettings | None = None, prog: str = "stackrace"
+) -> StackFile | None:
+    """The stacks files' stacks, plus those made for this run: `SERVER[app]` for --app
+    and one per --cmd (stackrace.userapp), ready on the first of the run's requests; or
+    None after one error line."""
     try:
-        return load_stacks(args.stacks_file)
+        stacks = load_stacks(args.stacks_file)
     except ConfigError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return None
+    from stackrace import scenario, userapp
+
+    try:
+        return userapp.with_run_stacks(stacks, args, settings)
+    except (userapp.AppError, scenario.ScenarioError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return None
+
+
+def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
+    from stackrace.userapp import default_app_stacks as defaults
+
+    return defaults(stacks)
 
 
 def resolve_all(

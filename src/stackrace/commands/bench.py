@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
-from stackrace.commands._common import load, resolve_all, serves_workload, split_stacks
+from stackrace.commands._common import (
+    default_app_stacks,
+    load,
+    resolve_all,
+    serves_workload,
+    split_stacks,
+)
 from stackrace.config import ConfigError, StackFile
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
@@ -38,8 +44,10 @@ from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.presets import load_preset
 from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_bench
 from stackrace.race.core import RaceParts
+from stackrace.race.urls import UrlError, add_url_arguments, check_paths, url_targets
 from stackrace.race_settings import RaceSettings, add_options, given
-from stackrace.report import gate, tables
+from stackrace.report import gate
+from stackrace.report.failures import run_failures
 from stackrace.report.junit import junit_xml
 from stackrace.report.provenance import definition_changes, provenance, recorded_stacks
 from stackrace.report.schema import BenchRun
@@ -51,6 +59,7 @@ from stackrace.report.write import (
     write_files,
     write_outputs,
 )
+from stackrace.scenario import ScenarioError
 from stackrace.supervise import hurry
 from stackrace.workloads import WORKLOADS
 
@@ -79,6 +88,16 @@ def register(p: argparse.ArgumentParser) -> None:
         "differently now (refused otherwise)",
     )
     add_options(p)
+    servers = p.add_argument_group("servers you started (README: Your app on every server)")
+    add_url_arguments(servers)  # --url [NAME=]URL, --pid: as in the app
+    servers.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --url host that is not on this machine (refused otherwise)",
+    )
+    from stackrace import userapp
+
+    userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
     p.add_argument("--json", dest="json_out", help="write the run (versioned schema) here")
     p.add_argument("--csv", dest="csv_out", help="write a CSV table here")
     p.add_argument("--markdown", dest="md_out", help="write a Markdown table here")
@@ -119,7 +138,10 @@ def build_settings(args: argparse.Namespace, rerun: BenchRun | None = None) -> R
     changes = given(args)
     if "stacks" in changes:
         changes["stacks"] = [s for ref in changes["stacks"] for s in split_stacks(ref)]
-    return msgspec.structs.replace(base, **changes)
+    settings = msgspec.structs.replace(base, **changes)
+    if getattr(args, "app", None) and not settings.own_requests:
+        settings = msgspec.structs.replace(settings, paths=["/"])  # your app's own root
+    return settings
 
 
 def build_plan(
@@ -128,27 +150,79 @@ def build_plan(
     settings = build_settings(args, rerun)
     if settings is None:
         return None
-    if not settings.stacks:
-        _fail("name the stacks (--stacks A,B) or a --preset")
-        return None
-    stacks = _stacks(args, rerun)
+    stacks = _stacks(args, rerun, settings)
     if stacks is None:
         return None
-    chosen = resolve_all([",".join(settings.stacks)], stacks)
+    if not settings.stacks and getattr(stacks, "generated", None):
+        chosen_names, others = default_app_stacks(stacks)
+        chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]  # type: ignore[attr-defined]
+        if not chosen_names:
+            from stackrace.userapp import install_hint
+
+            _fail(
+                f"no server that runs your app is installed where it runs ({', '.join(others)}"
+                f" can): `{install_hint(stacks)}` installs the common ones there"
+            )
+            return None
+        if others:
+            print(
+                f"stackrace bench: racing {', '.join(chosen_names)}; also possible: "
+                f"{', '.join(others)} (--stacks to choose)",
+                file=sys.stderr,
+            )
+        settings = msgspec.structs.replace(settings, stacks=chosen_names)
+    if not settings.stacks and not args.url:
+        _fail("name the stacks (--stacks A,B), a --preset, or servers you started (--url)")
+        return None
+    if settings.own_requests:
+        try:
+            settings.request_kinds()  # read and checked before anything starts
+        except ScenarioError as exc:
+            _fail(str(exc))
+            return None
+    chosen = resolve_all([",".join(settings.stacks)], stacks) if settings.stacks else []
     if chosen is None:
         return None
-    if not serves_workload(chosen, settings.workload, "stackrace bench"):
+    if not settings.own_requests and not serves_workload(
+        chosen, settings.workload, "stackrace bench"
+    ):
+        return None
+    try:
+        urls = url_targets(args.url, args.pid, args.allow_remote, [s.name for s in chosen])
+        check_paths(urls, settings.own_requests)
+    except UrlError as exc:
+        _fail(str(exc))
+        return None
+    if urls and wants_cluster(args):
+        _fail("--url and --cluster: a cluster run loads only the stacks it starts on its app node")
         return None
     preset = rerun.settings.preset if rerun is not None else args.preset
-    plan = BenchPlan(stacks=chosen, settings=settings, preset=preset, stacks_file=args.stacks_file)
+    plan = BenchPlan(
+        stacks=chosen,
+        settings=settings,
+        preset=preset,
+        stacks_file=args.stacks_file,
+        urls=urls,
+        allow_remote=args.allow_remote,
+    )
     return plan, stacks
 
 
-def _stacks(args: argparse.Namespace, rerun: BenchRun | None) -> StackFile | None:
+def _stacks(
+    args: argparse.Namespace, rerun: BenchRun | None, settings: RaceSettings
+) -> StackFile | None:
     """The stacks file in use. With --from, the run's recorded blocks are compared with
     it and never started (report/provenance.py says why): a difference in what runs is
-    refused unless --accept-definition-changes."""
-    stacks = load(args)
+    refused unless --accept-definition-changes. A run of your app, or of --cmd stacks,
+    is run again only when the command line gives --app (or --cmd) again: the run
+    file's interpreter, directory or command line is never taken from it; nor is a
+    file it read its requests from."""
+    if rerun is not None:
+        refused = _needs_again(args, rerun)
+        if refused:
+            _fail(f"{args.from_run} {refused}")
+            return None
+    stacks = load(args, settings, "stackrace bench")
     if stacks is None or rerun is None:
         return stacks
     try:
@@ -171,6 +245,26 @@ def _stacks(args: argparse.Namespace, rerun: BenchRun | None) -> StackFile | Non
             file=sys.stderr,
         )
     return stacks
+
+
+def _needs_again(args: argparse.Namespace, rerun: BenchRun) -> str:
+    """What a rerun needs from the command line rather than from the run file."""
+    names = [s.name for s in rerun.stacks]
+    if any("[app]" in n for n in names) and not getattr(args, "app", None):
+        return "raced your app: give --app (and --python, --app-dir, --env) again to run it again"
+    # (a --cmd stack is resolved by name like any other: without --cmd, "no stack" says so)
+    by_hand = [st.name for st in rerun.stacks if st.url]
+    if by_hand and not args.url:
+        return (
+            f"raced servers you started ({', '.join(by_hand)}): give --url NAME=URL "
+            "(and --pid) again to race them again"
+        )
+    s = rerun.settings
+    if s.scenario and getattr(args, "scenario", None) is None:
+        return f"read its requests from {s.scenario}: give --scenario FILE again"
+    if s.body_file and getattr(args, "body_file", None) is None:
+        return f"read its request body from {s.body_file}: give --body-file FILE again"
+    return ""
 
 
 def _progress(line: str) -> None:
@@ -267,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
             from stackrace.db.watch import DbWatch
 
             plan.database = DbWatch(db.settings)
-        placement, why = plan_placement(plan.settings, len(plan.stacks), parts)
+        placement, why = plan_placement(plan.settings, plan.members, parts)
         recorder = BenchRecorder(plan, placement, why)
         interrupted = asyncio.run(
             _served(metrics, _run_interruptible(plan, recorder, parts, cluster, progress))
@@ -321,10 +415,7 @@ def _failures(result: BenchRun) -> list[str]:
     """What makes the run fail without any rule: a stack not measured, a level where
     nothing succeeded, a database that failed during the run. One line each."""
     out = [f"{st.name}: not measured ({st.error})" for st in result.stacks if st.error]
-    for st in result.stacks:
-        for lv in st.levels:
-            if lv.failed_entirely and not lv.db_down:
-                out.append(f"{gate.level_name(st.name, lv)}: {tables.no_success(lv)}")
+    out += run_failures(result)  # every request of a level, or one of yours, failed
     db_levels = [
         gate.level_name(st.name, lv) for st in result.stacks for lv in st.levels if lv.db_down
     ]

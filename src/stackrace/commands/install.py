@@ -25,6 +25,12 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-n", "--dry-run", action="store_true", help="print what would be done, do nothing"
     )
+    p.add_argument(
+        "--into",
+        metavar="PYTHON",
+        help="install the named servers for your app (`--app`) into this interpreter's "
+        "environment (PYTHON -m pip install …), not stackrace's",
+    )
     p.set_defaults(func=run)
 
 
@@ -51,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     stacks = load(args)
     if stacks is None:
         return 2
+    if args.into is not None:
+        return install_into(args, stacks)
     if args.all == bool(args.names):
         print("stackrace install: name one or more stacks, or --all", file=sys.stderr)
         return 2
@@ -86,3 +94,69 @@ def _plan(r: InstallOutcome) -> str:
     return "would install: " + "; ".join(
         [f"apt package {p}" for p in r.before.apt] + r.before.runtime()
     )
+
+
+def install_into(args: argparse.Namespace, stacks: dict) -> int:
+    """`install --into PYTHON SERVER…`: the app templates' pip packages, with that
+    interpreter's own pip, then a check that each server imports there. Nothing goes
+    into the environment stackrace runs in unless PYTHON is its interpreter."""
+    from stackrace.stacks.install import StepError, _run, forget_importable, importable
+    from stackrace.userapp import APP_TAG, AppError, choose_python
+
+    prog = "stackrace install"
+    if args.all or not args.names:
+        print(
+            f"{prog}: --into needs the servers by name (e.g. gunicorn-sync uvicorn)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        python = choose_python(args.into)
+    except AppError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    plain: list[str] = []
+    no_deps: list[str] = []
+    modules: list[str] = []
+    for name in args.names:
+        base = name.removesuffix(APP_TAG).partition(":")[0]
+        spec = stacks.get(base)
+        if spec is None or spec.app is None:
+            able = ", ".join(n for n, d in stacks.items() if d.app is not None)
+            print(f"{prog}: {name!r} is not a server that runs your app ({able})", file=sys.stderr)
+            return 2
+        plain += [p for p in spec.app.pip if p not in plain]
+        no_deps += [p for p in spec.app.pip_no_deps if p not in no_deps]
+        modules += [m for m in spec.app.modules if m not in modules]
+    print(f"{prog}: into {python} (its own pip): {' '.join(plain + no_deps)}", flush=True)
+    base_argv = [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--prefer-binary",
+        "--disable-pip-version-check",
+    ]
+    for reqs, extra in ((plain, []), (no_deps, ["--no-deps"])):
+        if not reqs:
+            continue
+        argv = [*base_argv, *extra, *reqs]
+        if args.dry_run:
+            print(f"  $ {' '.join(argv)}")
+            continue
+        try:
+            seconds = _run(argv)
+        except StepError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return 1
+        print(f"  pip install {' '.join(extra + reqs)}: done in {seconds:.1f}s", flush=True)
+    if args.dry_run:
+        return 0
+    forget_importable(python)
+    absent = [m for m, ok in importable(python, modules).items() if not ok]
+    if absent:
+        print(f"{prog}: still not importable by {python}: {', '.join(absent)}", file=sys.stderr)
+        return 1
+    print(f"installed for {python}: {', '.join(args.names)}")
+    return 0

@@ -1,10 +1,24 @@
-"""`stackrace load URL`: drive one URL with the engine and print a wrk-like summary.
+"""`stackrace load URL…`: drive one server with the engine and print a wrk-like summary.
+
+What is loaded is one target on one server, always:
+- `load URL`: that URL, as wrk would;
+- `load URL1 URL2 …` on one server (same host and port): one weighted mix of their
+  paths, each of weight 1, counted per request (engine/mix.py);
+- `load http://host:port --path /a:3 --path /b:1` or `--scenario FILE`: your requests
+  on that server, as `bench` and the app load them.
+URLs of several servers are refused rather than loaded side by side: a summary, a JSON
+document and a histogram describe one target, and racing servers against each other is
+`bench`'s job (`bench --url NAME=URL …` gives every output for servers started by
+hand). The request options (`--path`, `-m`, `-H`, `--body`, `--body-file`,
+`--scenario`, `--expect-status`) are the race settings' own (race_settings.py), read
+into requests by stackrace.scenario, so they mean and check the same everywhere.
 
 Ctrl-C, SIGTERM and SIGHUP (the terminal closed) end the load early; the figures so far
 are printed, then `--hdr-out` is written (whole or not at all: stackrace.atomicfile).
 Stopped during the warm-up, it says how many requests the warm-up sent and got back.
-Exit status: 0; 1 when nothing succeeded; 2 for a usage error; 74 when --hdr-out could
-not be written (the summary is printed all the same); 130 when stopped in the warm-up.
+Exit status: 0; 1 when nothing succeeded (or one request of a mix never got an expected
+answer); 2 for a usage error; 74 when --hdr-out could not be written (the summary is
+printed all the same); 130 when stopped in the warm-up.
 """
 
 from __future__ import annotations
@@ -18,17 +32,20 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 import uvloop
 
-from stackrace import inputfile, options
+from stackrace import options, scenario
 from stackrace.atomicfile import write_atomic
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.engine.client import Engine, EngineError
+from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import (
+    HTTP_STATUS,
     BodyCheck,
     EngineSettings,
     EngineSnapshot,
@@ -43,12 +60,11 @@ from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.race import accounting
+from stackrace.race_settings import REQUEST_FIELDS, RaceSettings, add_options, given
+from stackrace.report.failures import requests_failed
+from stackrace.report.schema import PathResult
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
 from stackrace.units import fmt_bytes, fmt_count, fmt_us
-
-# the largest --body-file: the body is built into every request and kept in memory once
-# per engine process (wrk and hey read a body file whole too)
-BODY_LIMIT = 64 * inputfile.MiB
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -56,7 +72,15 @@ if TYPE_CHECKING:
 
 def register(p: argparse.ArgumentParser) -> None:
     # every value is checked by its parser before anything starts (stackrace.options)
-    p.add_argument("url", help="http:// URL to load (loopback only unless --allow-remote)")
+    p.add_argument(
+        "urls",
+        nargs="+",
+        metavar="URL",
+        help="http:// URL to load (loopback only unless --allow-remote). Several URLs of "
+        "one server (same host and port) are one weighted mix of their paths, one each; "
+        "URLs of different servers are refused (race servers with `stackrace bench --url "
+        "NAME=URL …`). With --path or --scenario: the server's base URL, http://host:port",
+    )
     p.add_argument(
         "-c",
         "--concurrency",
@@ -108,18 +132,10 @@ def register(p: argparse.ArgumentParser) -> None:
         default=None,
         help="pin engine processes to these CPUs, e.g. '1' or '2,3'",
     )
-    p.add_argument("-m", "--method", default="GET", help="HTTP method (default GET)")
-    p.add_argument(
-        "-H",
-        "--header",
-        action="append",
-        default=[],
-        metavar="'K: V'",
-        help="extra request header, repeatable",
-    )
-    body = p.add_mutually_exclusive_group()
-    body.add_argument("--body", default=None, help="request body")
-    body.add_argument("--body-file", default=None, help="read the request body from a file")
+    # --path, -m, -H, --body, --body-file, --scenario, --expect-status: declared once
+    add_options(
+        p.add_argument_group("your requests (as in bench and the app)"), only=REQUEST_FIELDS
+    )  # type: ignore[arg-type]
     p.add_argument(
         "--expect-body",
         default=None,
@@ -150,14 +166,54 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-def _headers(raw: list[str]) -> list[tuple[str, str]]:
-    out = []
-    for h in raw:
-        key, sep, value = h.partition(":")
-        if not sep or not key.strip():
-            raise ValueError(f"bad header {h!r} (use 'Name: value')")
-        out.append((key.strip(), value.strip()))
-    return out
+class LoadTarget:
+    """What one `load` run sends: the server's base URL and its requests."""
+
+    def __init__(self, base: str, url: str, kinds: list[scenario.RequestKind]) -> None:
+        self.base = base  # http://host:port
+        self.url = url  # the one URL given (its name in --metrics), or the base
+        self.kinds = kinds
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.kinds) > 1
+
+    def describe(self) -> str:
+        """`GET http://127.0.0.1:8000/hello`, or `http://127.0.0.1:8000 / ×3, /slow ×1`."""
+        if not self.mixed:
+            k = self.kinds[0]
+            return f"{k.method} {self.base}{k.target}"
+        return f"{self.base} {scenario.describe(self.kinds)}"
+
+
+def load_target(urls: list[str], settings: RaceSettings) -> LoadTarget:
+    """The URLs and request options as one target (ValueError, RequestError or
+    ScenarioError: one line naming what is wrong)."""
+    parsed = [parse_url(u) for u in urls]
+    servers = sorted({f"{p.host_header}" for p in parsed})
+    if len(servers) > 1:
+        raise ValueError(
+            f"the URLs name {len(servers)} servers ({', '.join(servers)}): `load` loads one; "
+            "race several with `stackrace bench --url NAME=URL --url NAME=URL`"
+        )
+    base = f"http://{parsed[0].host_header}"
+    if settings.own_requests:
+        if len(urls) > 1 or parsed[0].target != "/":
+            raise ValueError(
+                f"with --path or --scenario give one base URL ({base}): the paths come "
+                "from those options"
+            )
+        kinds = settings.request_kinds() or []
+    else:
+        kinds = scenario.url_kinds(
+            [p.target for p in parsed],
+            settings.method,
+            settings.header,
+            settings.body,
+            settings.body_file,
+            settings.expect_status,
+        )
+    return LoadTarget(base, urls[0] if len(urls) == 1 else base, kinds)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,29 +229,24 @@ def run(args: argparse.Namespace) -> int:
         procs, capped = options.cap_procs(args.procs, cpus)
         if capped:
             options.note("stackrace load", capped)
-        body = b""
-        if args.body is not None:
-            body = args.body.encode()
-        elif args.body_file is not None:
-            try:
-                body = inputfile.read_bytes(args.body_file, limit=BODY_LIMIT)
-            except inputfile.InputFileError as exc:
-                print(f"stackrace load: --body-file {exc}", file=sys.stderr)
-                return 2
-        spec = TargetSpec(
-            id=args.url,  # the target's name in --metrics (and nowhere else in `load`)
-            url=args.url,
-            method=args.method,
-            headers=_headers(args.header),
-            body=body,
+        request_settings = RaceSettings(
+            **{k: v for k, v in given(args).items() if k in REQUEST_FIELDS}
+        )
+        target = load_target(args.urls, request_settings)
+        spec = scenario.target_spec(
+            target.url,  # the target's name in --metrics (and nowhere else in `load`)
+            target.base,
+            target.kinds,
             concurrency=args.concurrency,
             rate=args.rate,
             keepalive=args.keepalive,
-            check=BodyCheck(kind="exact", arg=args.expect_body) if args.expect_body else None,
         )
+        if args.expect_body:
+            spec.check = BodyCheck(kind="exact", arg=args.expect_body)
         if not wants_cluster(args):  # a cluster run checks against its nodes instead
-            require_loopback(parse_url(args.url).host, args.allow_remote)
+            require_loopback(parse_url(spec.url).host, args.allow_remote)
     except (ValueError, OSError, RequestError, RemoteTargetError) as exc:
+        # (ScenarioError is a ValueError)
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 2
     try:
@@ -213,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             return runner.run(
-                _load(args, spec, settings, procs, cpus, duration, warmup, cluster, metrics)
+                _load(args, target, spec, settings, procs, cpus, duration, warmup, cluster, metrics)
             )
     except EngineError as exc:
         print(f"stackrace load: {exc}", file=sys.stderr)
@@ -227,6 +278,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _load(
     args: argparse.Namespace,
+    target: LoadTarget,
     spec: TargetSpec,
     settings: EngineSettings,
     procs: int,
@@ -244,15 +296,16 @@ async def _load(
             settings, procs=procs, warmup=warmup, cpus=cpus, allow_remote=args.allow_remote
         )
     if metrics is None:
-        return await _drive(args, engine, spec, procs, duration, warmup)
+        return await _drive(args, engine, target, spec, procs, duration, warmup)
     metrics.follow(lambda: engine)
     async with metrics.serving():
-        return await _drive(args, engine, spec, procs, duration, warmup)
+        return await _drive(args, engine, target, spec, procs, duration, warmup)
 
 
 async def _drive(
     args: argparse.Namespace,
     engine: Engine,
+    target: LoadTarget,
     spec: TargetSpec,
     procs: int,
     duration: float,
@@ -270,6 +323,7 @@ async def _drive(
     every = _Seen()  # every interval the engine reported, warm-up included
     await engine.start()
     started = time.monotonic()
+    measured_from = time.time() + warmup  # wall clock, for --hdr-out's log
     end = started + warmup + duration
 
     async def watch() -> None:
@@ -302,6 +356,9 @@ async def _drive(
         return 1
     every.add(final)
     t = final.targets[0]
+    cpu = sum(cpu_samples) / len(cpu_samples) if cpu_samples else 0.0
+    hist = engine.total_histogram(spec.id)
+    per_request, unassigned = _per_request(target, t)
     warm = every.warmup(t.total) if warmup > 0 else None
     if final.warming and warm is not None:
         # stopped (Ctrl-C, SIGTERM, SIGHUP) before the warm-up was over: nothing was
@@ -315,12 +372,13 @@ async def _drive(
             )
         )
         return 130
-    cpu = sum(cpu_samples) / len(cpu_samples) if cpu_samples else 0.0
-    hist = engine.total_histogram(spec.id)
     if args.json:
         little = accounting.little_check(t.total, spec.concurrency) if not spec.rate else None
         out = {
             "url": spec.url,
+            # what was loaded: one line, and each request as sent
+            "loaded": target.describe(),
+            "method": spec.method,
             "concurrency": spec.concurrency,
             "rate": spec.rate,
             "keepalive": spec.keepalive,
@@ -356,6 +414,20 @@ async def _drive(
                 "saturated_intervals": saturated,
                 "intervals": len(cpu_samples),
             },
+            # each request (one URL: the totals): sent = answered + failed + waiting;
+            # errors: answered with a status not expected of it; unassigned: requests that
+            # never had a connection to be sent on (a failed connect), of no request
+            "requests": [
+                {
+                    **msgspec.structs.asdict(p),
+                    "method": k.method,
+                    "target": k.target,
+                    "weight": k.weight,
+                    "expect": k.expect,
+                }
+                for k, p in zip(target.kinds, per_request, strict=True)
+            ],
+            "unassigned": unassigned,
             # the warm-up's requests, not in `total`: sent, answered, failed without an
             # answer (None without a warm-up)
             "warmup_accounting": None
@@ -366,18 +438,25 @@ async def _drive(
         }
         _say(lambda: sys.stdout.write(msgspec.json.encode(out).decode() + "\n"))
     else:
-        _say(lambda: _summary(spec, t, procs, cpu, saturated, len(cpu_samples), engine.errors))
+        _say(
+            lambda: _summary(
+                target, spec, t, procs, cpu, saturated, len(cpu_samples), engine.errors
+            )
+        )
+        if target.mixed or spec.mix:
+            _say(lambda: _request_lines(target, per_request, unassigned))
         if warm is not None:
             line = f"  Warm-up ({warmup:g}s, not counted above): {warm.describe(carried=True)}"
             _say(lambda: print(line))
     # the file after the figures: a file that cannot be written must not cost the summary
     if args.hdr_out:
         try:
-            write_atomic(Path(args.hdr_out), hist.encode_base64() + "\n")
+            write_atomic(Path(args.hdr_out), _hdr_log(target, spec, t, hist, measured_from))
         except OSError as exc:
             line = f"stackrace load: --hdr-out {exc} (the figures are above)"
             _say(lambda: print(line, file=sys.stderr))
             return EXIT_NOT_WRITTEN
+    missed = requests_failed(per_request) if target.mixed else []
     if t.total.ok == 0:
         # a run where nothing succeeded is not a measurement: scripts must see it fail
         f = t.total.failures
@@ -395,6 +474,12 @@ async def _drive(
         else:
             why = "no request was made"
         _say(lambda: print(f"stackrace load: {why}", file=sys.stderr))
+        return 1
+    if missed:
+        # a typo'd path in a mix of good ones fails the run, as in bench (report/failures)
+        for name, why in missed:
+            line = f"stackrace load: {name}: {why}"
+            _say(lambda: print(line, file=sys.stderr))  # noqa: B023 (called at once)
         return 1
     return 0
 
@@ -452,6 +537,83 @@ class _Warmup:
         )
 
 
+def _per_request(target: LoadTarget, t: TargetSnapshot) -> tuple[list[PathResult], int]:
+    """Each request's figures over the measured window, and how many requests never had
+    a connection (a failed connect is of no request: the kind is chosen as one is
+    written). One request without a mix: the target's totals are its figures."""
+    w = t.total
+    if w.kinds is None:
+        one = PathResult(
+            name=target.kinds[0].label,
+            sent=w.sent,
+            answered=w.requests,
+            errors=w.failures.get(HTTP_STATUS, 0),
+            failed=w.lost,
+            waiting=w.waiting,
+            status=dict(w.status),
+        )
+        return [one], 0
+    out = [
+        PathResult(
+            name=kind.label,
+            sent=k.sent,
+            answered=k.answered,
+            errors=k.errors,
+            failed=k.failed,
+            waiting=k.waiting,
+            status=dict(k.status),
+        )
+        for kind, k in zip(target.kinds, w.kinds, strict=True)
+    ]
+    return out, max(0, w.sent - sum(p.sent for p in out))
+
+
+def _request_lines(target: LoadTarget, results: list[PathResult], unassigned: int) -> None:
+    print("  Per request (sent = answered + failed + waiting):")
+    width = max(len(_kind_label(k)) for k in target.kinds)
+    for kind, p in zip(target.kinds, results, strict=True):
+        line = (
+            f"    {_kind_label(kind):<{width}}  sent {p.sent} = {p.answered} answered + "
+            f"{p.failed} failed + {p.waiting} waiting"
+        )
+        if p.errors:
+            bad = ", ".join(f"{c}: {n}" for c, n in sorted(p.status.items()))
+            line += f"; {p.errors} answers not expected ({bad})"
+        print(line)
+    if unassigned:
+        print(f"    {unassigned} more never had a connection to be sent on (failed connects)")
+
+
+def _kind_label(kind: scenario.RequestKind) -> str:
+    return f"{kind.label} ×{kind.weight}" if kind.weight != 1 else kind.label
+
+
+def _hdr_log(
+    target: LoadTarget,
+    spec: TargetSpec,
+    t: TargetSnapshot,
+    hist: LatencyHistogram,
+    start: float,
+) -> str:
+    """The latency histogram as an HdrHistogram interval log (the `.hlog` format that
+    HdrHistogram's own log readers and plotters take): comment lines say what was
+    loaded, then one interval, the measured window. Latencies are in microseconds; the
+    interval's max column is in milliseconds."""
+    w = t.total
+    mode = f"{spec.rate:g} req/s" if spec.rate else "closed loop"
+    when = datetime.fromtimestamp(start, UTC).isoformat(timespec="seconds")
+    lines = [
+        f"#stackrace load {target.describe()}",
+        f"#{spec.concurrency} connections, {mode}, {w.seconds:.3f}s measured, "
+        f"{w.requests} answers; latency in microseconds",
+        f"#[StartTime: {start:.3f} (seconds since epoch), {when}]",
+        f"#[BaseTime: {start:.3f} (seconds since epoch)]",
+        '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"',
+        f"0.000,{w.seconds:.3f},{w.latency.max / 1000:.3f},{hist.encode_base64()}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def _progress(snap: EngineSnapshot, planned: float) -> None:
     t = snap.targets[0] if snap.targets else None
     if t is None:
@@ -469,6 +631,7 @@ def _progress(snap: EngineSnapshot, planned: float) -> None:
 
 
 def _summary(
+    target: LoadTarget,
     spec: TargetSpec,
     t: TargetSnapshot,
     procs: int,
@@ -482,7 +645,7 @@ def _summary(
     mode = f"{spec.rate:g} req/s constant rate" if spec.rate else "closed loop"
     if not spec.keepalive:
         mode += ", a new connection per request"
-    print(f"stackrace load {spec.method} {spec.url}")
+    print(f"stackrace load {target.describe()}")
     print(
         f"  {spec.concurrency} connections, {mode}, {procs} engine process"
         f"{'es' if procs > 1 else ''}, {w.seconds:.2f}s measured"

@@ -19,7 +19,7 @@ from stackrace.supervise import hurry
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("names", nargs="+", help="stacks (or variants like gunicorn-sync:workers=4)")
+    p.add_argument("names", nargs="*", help="stacks (or variants like gunicorn-sync:workers=4)")
     p.add_argument(
         "--db",
         action="store_true",
@@ -28,14 +28,27 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     # the default since --db: kept so that scripts written for the old default still run
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
+    from stackrace import userapp
+
+    userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    stacks = load(args)
+    stacks = load(args, prog="stackrace serve")
     if stacks is None:
         return 2
-    chosen = resolve_all(args.names, stacks)
+    names = args.names
+    if not names:
+        from stackrace.userapp import default_app_stacks, generated_names
+
+        names = default_app_stacks(stacks)[0] + [
+            n for n in generated_names(stacks) if "[app]" not in n
+        ]
+    if not names:
+        print("stackrace serve: name the stacks (or give --app)", file=sys.stderr)
+        return 2
+    chosen = resolve_all(names, stacks)
     if chosen is None:
         return 2
     db = None
@@ -86,7 +99,7 @@ async def _serve(chosen: list[Stack], env: dict[str, str]) -> int:
                 # stops what it had started), the remaining stacks are not started
                 print("interrupted while starting; stopping…", file=sys.stderr, flush=True)
                 return 130
-            print(f"✓ {rs.name:<28} {rs.url}/hello   (log: {rs.log_path})", flush=True)
+            print(f"✓ {rs.name:<28} {rs.url}{stack.spec.health}   (log: {rs.log_path})", flush=True)
         if failed == len(chosen):
             return 1
         print("serving; Ctrl-C stops everything", flush=True)

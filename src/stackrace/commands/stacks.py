@@ -1,8 +1,9 @@
 """`stackrace stacks`: the stacks in stacks.toml, and whether each can start here.
 
-It first says which stacks file it read and why (config.find_stacks_file: --stacks-file,
-./stacks.toml, the user's config directory, the shipped one): with four places a file
-can come from, the answer to "why is my stack not listed" is that line.
+It first says which stacks files it read and why (config.stacks_files: the shipped one,
+then the user's config directory and ./stacks.toml on top; or --stacks-file alone):
+with several places a stack can come from, the answer to "why is my stack not listed"
+(or "why does it run that command") is those lines.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ def run(args: argparse.Namespace) -> int:
     if stacks is None:
         return 2
     # on stderr with --json, so that stdout stays one JSON document
-    print(f"stacks file: {stacks.path} ({stacks.origin})", file=sys.stderr if args.json else None)
+    out = sys.stderr if args.json else None
+    for path, origin, _ in stacks.files:  # every file read, lowest first
+        print(f"stacks file: {path} ({origin})", file=out)
+    if len(stacks.files) > 1:
+        print("  (each file adds its stacks and replaces those of the same name)", file=out)
     rows = []
     for name, spec in stacks.items():
         served: list[str] = []

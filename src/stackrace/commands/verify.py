@@ -41,10 +41,23 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     # the default since --db: kept so that scripts written for the old default still run
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
+    from stackrace import userapp
+    from stackrace.race_settings import add_options, options
+
+    own = userapp.add_arguments
+    group = p.add_argument_group("your app: check your requests on every server, nothing else")
+    own(group)
+    add_options(group, skip=tuple(k for k in options() if k not in _REQUEST_FIELDS))  # type: ignore[arg-type]
     p.set_defaults(func=run)
 
 
+# the settings that describe your requests (--path, --scenario, and their shape)
+_REQUEST_FIELDS = ("paths", "method", "header", "body", "body_file", "scenario", "expect_status")
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.app or args.cmd:
+        return _run_own(args)
     stacks = load(args)
     if stacks is None:
         return 2
@@ -159,3 +172,126 @@ async def _extra_checks(stack: Stack, rs: RunningStack, db_conn) -> dict[str, Ch
         if expect:
             out["facts"] = await check_facts(rs.port, spec.facts, expect, measured)
     return out
+
+
+def _run_own(args: argparse.Namespace) -> int:
+    """`verify --app` (or --cmd): each server of your app answers each of your requests
+    with its expected status (2xx unless told), once; nothing of the shipped contract."""
+    import msgspec
+
+    from stackrace.race_settings import RaceSettings, given
+    from stackrace.scenario import ScenarioError
+    from stackrace.userapp import default_app_stacks, generated_names
+
+    settings = msgspec.convert(given(args), RaceSettings)
+    if not settings.own_requests:
+        settings = msgspec.structs.replace(settings, paths=["/"])
+    try:
+        kinds = settings.request_kinds() or []
+    except ScenarioError as exc:
+        print(f"stackrace verify: {exc}", file=sys.stderr)
+        return 2
+    stacks = load(args, settings, "stackrace verify")
+    if stacks is None:
+        return 2
+    names = args.names or (
+        generated_names(stacks)
+        if args.include_unavailable
+        else [*default_app_stacks(stacks)[0], *default_app_stacks(stacks)[1]]
+        + [n for n in generated_names(stacks) if "[app]" not in n]
+    )
+    chosen = resolve_all(names, stacks)
+    if chosen is None:
+        return 2
+    return asyncio.run(_verify_own(chosen, kinds, explicit=bool(args.names)))
+
+
+async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from stackrace import statuses
+    from stackrace.stacks import probe
+
+    table = Table(header_style="bold")
+    for col in ("stack", *(k.label for k in kinds), "ready in", "result"):
+        table.add_column(escape(col))
+    bad = 0
+    skipped = 0  # not installed and not asked for by name: not verified, not a failure
+    details: list[tuple[str, list[str]]] = []
+    async with Launcher() as launcher:
+        for stack in chosen:
+            a = availability(stack)
+            if not a.available:
+                bad += explicit
+                skipped += not explicit
+                table.add_row(
+                    escape(stack.name), *["-"] * (len(kinds) + 1), "unavailable", style="dim"
+                )
+                details.append((stack.name, [f"unavailable: {a.reason}", f"fix: {a.fix}"]))
+                continue
+            t0 = time.monotonic()
+            try:
+                rs = await launcher.start(stack)
+            except LaunchError as exc:
+                bad += 1
+                table.add_row(
+                    escape(stack.name), *["✗"] * len(kinds), "-", "did not start", style="red"
+                )
+                details.append((stack.name, str(exc).splitlines()))
+                continue
+            ready = time.monotonic() - t0
+            marks, problems = [], []
+            for k in kinds:
+                want = statuses.parse(k.expect or "2xx")
+                try:
+                    resp = await probe.get(
+                        rs.host, rs.port, k.target, 10.0, k.method, k.headers, k.body
+                    )
+                except (OSError, TimeoutError, ValueError) as exc:
+                    marks.append("✗")
+                    problems.append(f"{k.label}: {exc or type(exc).__name__}")
+                    continue
+                ok = resp.status in want
+                marks.append(f"{'✓' if ok else '✗'} {resp.status}")
+                if not ok:
+                    tail = " ".join(resp.body[-120:].decode("utf-8", "replace").split())
+                    problems.append(
+                        f"{k.label}: answered {resp.status}, expected {k.expect or '2xx'}: {tail}"
+                    )
+            await launcher.stop(rs)
+            bad += bool(problems)
+            if problems:
+                details.append((stack.name, [*problems, f"log: {rs.log_path}"]))
+            table.add_row(
+                escape(stack.name),
+                *marks,
+                f"{ready:.2f}s",
+                f"{len(problems)} problem{'s' * (len(problems) != 1)}" if problems else "ok",
+                style="red" if problems else None,
+            )
+    Console().print(table)
+    for name, lines in details:
+        print(f"\n✗ {name}")
+        for line in lines:
+            print(f"    {line}")
+    # an uninstalled server is neither verified nor failed: never count it as verified
+    print(
+        f"{len(chosen) - bad - skipped} of {len(chosen)} stacks verified"
+        + (f", {skipped} not installed (name them to require them)" if skipped else ""),
+        file=sys.stderr,
+    )
+    if chosen and skipped == len(chosen):  # nothing verified is not a pass
+        from stackrace.userapp import COMMON
+
+        python = chosen[0].spec.python
+        kind = "asgi" if any(s.base.partition("[")[0] in COMMON["asgi"] for s in chosen) else "wsgi"
+        print(
+            f"stackrace verify: no server that runs your app is installed where it runs: "
+            f"`stackrace install --into {python} {' '.join(COMMON[kind])}` installs the "
+            "common ones there",
+            file=sys.stderr,
+        )
+        return 1
+    return 1 if bad else 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.histogram import SparseHistogram, lowest_equivalent
-from stackrace.engine.model import TargetSnapshot, TargetSpec, WindowStats
+from stackrace.engine.model import KindStats, TargetSnapshot, TargetSpec, WindowStats
 
 _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 
@@ -17,6 +17,35 @@ _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceil
 def _add_counts(into: dict, more: dict) -> None:
     for k, v in more.items():
         into[k] = into.get(k, 0) + v
+
+
+def add_kinds(
+    into: list[KindStats] | None, more: list[KindStats] | None, gauges: bool = True
+) -> list[KindStats] | None:
+    """Per-kind figures (a target's mix) added up; `waiting` is a gauge: summed over
+    processes (`gauges`), or replaced by the later window's (gauges=False on windows
+    in time order is not this: see add_window)."""
+    if more is None:
+        return into
+    if into is None:
+        into = [KindStats() for _ in more]
+    for a, b in zip(into, more, strict=False):
+        a.sent += b.sent
+        a.answered += b.answered
+        a.errors += b.errors
+        a.failed += b.failed
+        if gauges:
+            a.waiting += b.waiting
+        _add_counts(a.status, b.status)
+    return into
+
+
+def _copy_kinds(kinds: list[KindStats] | None) -> list[KindStats] | None:
+    if kinds is None:
+        return None
+    return [
+        KindStats(k.sent, k.answered, k.errors, k.failed, k.waiting, dict(k.status)) for k in kinds
+    ]
 
 
 class WindowAccumulator:
@@ -36,6 +65,7 @@ class WindowAccumulator:
         "hist_unc",
         "inflight_n",
         "inflight_sum",
+        "kinds",
         "lag",
         "last_done",
         "late",
@@ -80,6 +110,7 @@ class WindowAccumulator:
         self.failures: dict[str, int] = {}
         self.status: dict[int, int] = {}
         self.errors: dict[str, int] = {}
+        self.kinds: list[KindStats] | None = None
         self.uses_rate = False
         self.hist.clear()
         self.hist_unc.clear()
@@ -105,6 +136,7 @@ class WindowAccumulator:
         _add_counts(self.failures, r.failures)
         _add_counts(self.status, r.status)
         _add_counts(self.errors, r.errors)
+        self.kinds = add_kinds(self.kinds, r.kinds, gauges)
         self.hist.add_sparse(r.hist)
         self.lag.add_sparse(r.lag)
         if r.hist_unc is not None:
@@ -134,6 +166,10 @@ class WindowAccumulator:
         _add_counts(self.failures, other.failures)
         _add_counts(self.status, other.status)
         _add_counts(self.errors, other.errors)
+        if other.kinds is not None:
+            self.kinds = add_kinds(self.kinds, other.kinds, gauges=False)
+            for mine, latest in zip(self.kinds or [], other.kinds, strict=False):
+                mine.waiting = latest.waiting  # a gauge: the latest interval's
         self.hist.add(other.hist)
         self.lag.add(other.lag)
         if other.uses_rate:
@@ -186,6 +222,7 @@ class WindowAccumulator:
             # processes sample at the same pace: the sum over processes of each one's
             # average is the target's average
             in_flight=self.inflight_sum / self.inflight_n if self.inflight_n else 0.0,
+            kinds=_copy_kinds(self.kinds),
         )
 
 
@@ -202,6 +239,8 @@ class TargetAggregate:
         self.interval = WindowAccumulator()
         self.total = WindowAccumulator()
         self._waiting = 0  # the gauge at the end of the last interval
+        # a mix: each kind since the target was added, whatever the totals' restarts
+        self.kinds_run: list[KindStats] | None = None
 
     def begin_interval(self) -> None:
         self.interval.reset(carried_in=self._waiting)
@@ -242,6 +281,10 @@ class TargetAggregate:
         self._waiting = self.interval.waiting
         if counting:
             self.total.add_window(self.interval)
+        if self.interval.kinds is not None:
+            self.kinds_run = add_kinds(self.kinds_run, self.interval.kinds, gauges=False)
+            for mine, latest in zip(self.kinds_run or [], self.interval.kinds, strict=False):
+                mine.waiting = latest.waiting
         return TargetSnapshot(
             id=self.spec.id,
             url=self.spec.url,
@@ -253,4 +296,5 @@ class TargetAggregate:
             keepalive=self.spec.keepalive,
             procs=self.procs,
             saturated=self.cpu_max >= _SATURATED,
+            kinds_run=_copy_kinds(self.kinds_run),
         )

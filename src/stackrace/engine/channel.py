@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import msgspec
 
-from stackrace.engine.model import EngineSettings, TargetSpec
+from stackrace.engine.model import EngineSettings, KindStats, TargetSpec
 
 
 class Configure(msgspec.Struct, tag_field="op", tag="configure"):
@@ -118,6 +118,7 @@ class TargetReport(msgspec.Struct):
     # time-average is Little's L, to check req/s × mean latency against)
     inflight_sum: int = 0
     inflight_samples: int = 0
+    kinds: list[KindStats] | None = None  # a target with a mix (engine/mix.py)
 
 
 class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):

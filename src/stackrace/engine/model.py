@@ -62,6 +62,33 @@ class BodyCheck(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     hi: float = 0.0
 
 
+class MixEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One kind of request in a target's mix (engine/mix.py): its request line's target
+    (path and query), shape and weight. `expect`: the statuses that are answers of this
+    kind; None: every status below 400 is, as for a target without a mix."""
+
+    target: str
+    method: str = "GET"
+    headers: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    body: bytes = b""
+    weight: int = 1
+    expect: list[int] | None = None
+
+
+class KindStats(msgspec.Struct):
+    """One kind of request of a mix, over a window: sent = answered + failed + waiting
+    (a request is of its kind from the moment it is written; one that never got a
+    connection is in the target's failures only). `errors`: answered with a status
+    that is not expected of it (in the target's `http_status` failures)."""
+
+    sent: int = 0
+    answered: int = 0
+    errors: int = 0
+    failed: int = 0  # ended without an answer (reset, timeout, abandoned, …)
+    waiting: int = 0  # a gauge at the window's end
+    status: dict[int, int] = msgspec.field(default_factory=dict)
+
+
 class TargetSpec(msgspec.Struct, forbid_unknown_fields=True):
     """One thing to load: a URL and the request shape. `id` names it in snapshots."""
 
@@ -81,6 +108,9 @@ class TargetSpec(msgspec.Struct, forbid_unknown_fields=True):
     # target is on loopback; the engine then never resolves the name again. None: the
     # URL's host as written.
     address: str | None = None
+    # Several kinds of request on this target, sent in proportion to their weights and
+    # counted per kind (engine/mix.py); empty: every request is the one above.
+    mix: list[MixEntry] = msgspec.field(default_factory=list)
 
 
 class EngineSettings(msgspec.Struct, forbid_unknown_fields=True):
@@ -147,6 +177,8 @@ class WindowStats(msgspec.Struct):
     span_seconds: float | None = None
     # the time-average of requests in flight (sampled every 50 ms): Little's L
     in_flight: float = 0.0
+    # a target with a mix: each kind's figures, in the order of TargetSpec.mix
+    kinds: list[KindStats] | None = None
 
     @property
     def failed(self) -> int:
@@ -175,6 +207,8 @@ class TargetSnapshot(msgspec.Struct):
     procs: int = 1  # engine processes carrying this target
     # An engine process of this target ran near 100 % of its core this interval.
     saturated: bool = False
+    # a target with a mix: each kind since the target was added (never restarted)
+    kinds_run: list[KindStats] | None = None
 
     @property
     def level(self) -> int:

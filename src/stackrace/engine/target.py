@@ -24,6 +24,7 @@ import errno
 from collections.abc import Callable
 from time import perf_counter_ns
 
+from stackrace.engine import mix
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
 from stackrace.engine.connection import (
@@ -88,6 +89,8 @@ class Target:
         self.request = build_request(spec.url, spec.method, headers, spec.body)
         self.check: Callable[[bytes], bool] | None = compile_check(spec.check)
         self.conn_class = CheckedConnection if self.check is not None else Connection
+        # several kinds of request, counted per kind (engine/mix.py); None: one request
+        self.mix = mix.setup(self, spec, [] if spec.keepalive else [("Connection", "close")])
         self.timeout_ns = int(settings.timeout * 1e9)
         self.connect_timeout_ns = int(settings.connect_timeout * 1e9)
         self.retry_delay = settings.retry_delay
@@ -193,6 +196,7 @@ class Target:
             last_done=self.last_done,
             inflight_sum=self.inflight_sum,
             inflight_samples=self.inflight_samples,
+            kinds=self.mix.take(self.conns) if self.mix is not None else None,
         )
         self.inflight_sum = self.inflight_samples = 0
         self.sent = self.requests = self.bytes = self.late = 0

@@ -13,6 +13,12 @@ processes, the same placement), level by level:
   first send to the last answer;
 - `--rate R`: one level at R req/s per stack.
 
+Servers the user started (`--url`, race/urls.py) are members like the stacks: placed
+(they count when bench decides whether every member gets cores of its own), grouped and
+rotated with them, loaded and drained the same way; but never started, pinned or
+stopped, checked only for a connection before their first level, and sampled only when
+their pid was given. A member that left a rotation is never loaded again.
+
 Each level keeps the engine's complete accounting (answered, failed by kind, waiting),
 the Little's-law check, the engine's share of the latency, the stack's CPU (and CPU
 time per request), memory before and after, and whether the database was down. A stack
@@ -40,6 +46,7 @@ import psutil
 from stackrace import __version__
 from stackrace.config import Stack, placeholders, render
 from stackrace.db.watch import DbWatch
+from stackrace.engine.aggregate import add_kinds
 from stackrace.engine.client import Engine
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import EngineSettings, WindowStats
@@ -54,6 +61,7 @@ from stackrace.race.core import (
 )
 from stackrace.race.placement import Placement, choose_isolation, place
 from stackrace.race.stacks import StacksSource
+from stackrace.race.urls import UrlHandle, UrlTarget
 from stackrace.race_settings import RaceSettings
 from stackrace.ramp import find_breaking_point, step_result
 from stackrace.report.schema import (
@@ -63,6 +71,7 @@ from stackrace.report.schema import (
     LittleLaw,
     Machine,
     Memory,
+    PathResult,
     Settings,
     StackResult,
 )
@@ -84,6 +93,20 @@ class BenchPlan:
     # called with the race core as soon as it is made, before any stack starts: a front
     # end that watches the race live (`--metrics`: stackrace.metrics) follows its engine
     on_core: Callable[[RaceCore], None] | None = None
+    # servers the user started (--url): raced after the stacks, in the same groups, never
+    # started, pinned or stopped by us
+    urls: list[UrlTarget] = field(default_factory=list)
+    allow_remote: bool = False  # --url off loopback (checked again by the engine)
+
+    @property
+    def members(self) -> int:
+        """Stacks and --url servers: what is placed, grouped and raced."""
+        return len(self.stacks) + len(self.urls)
+
+
+def _kind_labels(s: RaceSettings) -> list[str]:
+    kinds = s.request_kinds() if s.own_requests else None
+    return [f"{k.label} ×{k.weight}" for k in kinds or []]
 
 
 def machine_info() -> Machine:
@@ -158,6 +181,7 @@ class BenchRecorder:
             settings=Settings(
                 **msgspec.structs.asdict(s),
                 path=s.path,
+                kinds=_kind_labels(s),
                 isolation_reason=why,
                 placement=placement.note,
                 preset=plan.preset,
@@ -180,6 +204,21 @@ class BenchRecorder:
         self.run.stacks.append(result)
         return result
 
+    def url(self, target: UrlTarget) -> StackResult:
+        """A server the user started: its name, the URL raced, whether it is sampled."""
+        result = StackResult(
+            name=target.label(),
+            title=target.url,
+            family="external",
+            version="",  # not ours to ask
+            levels=[],
+            url=target.url,
+            sampled=target.pid is not None,
+        )
+        self.by_name[result.name] = result
+        self.run.stacks.append(result)
+        return result
+
     def finish(self, interrupted: str | None = None) -> BenchRun:
         self.run.stacks = [judge(st) for st in self.run.stacks]
         self.run.interrupted = interrupted
@@ -189,7 +228,8 @@ class BenchRecorder:
 def judge(result: StackResult) -> StackResult:
     """Apply the breaking-point rule (stackrace.ramp, shared with the app) to the levels."""
     steps = [
-        step_result(lv.level, lv.window, lv.cpu_percent, None)
+        # a server not sampled has no CPU figure: its 0 must not read as an idle server
+        step_result(lv.level, lv.window, lv.cpu_percent if result.sampled else None, None)
         for lv in result.levels
         if not lv.db_down
     ]
@@ -252,6 +292,13 @@ def merge_windows(
             status[c] = status.get(c, 0) + n
     out.failures = failures
     out.status = status
+    kinds = None
+    for w in windows:
+        kinds = add_kinds(kinds, w.kinds, gauges=False)
+    if kinds is not None and windows[-1].kinds is not None:
+        for mine, last in zip(kinds, windows[-1].kinds, strict=False):
+            mine.waiting = last.waiting
+    out.kinds = kinds
     # waiting of the earlier repeats was answered (or failed) in the later ones
     out.sent -= sum(w.waiting for w in windows[:-1])
     spans = [w.span_seconds for w in windows if w.span_seconds]
@@ -488,7 +535,7 @@ async def run_bench(
     """Run the plan; results go into `recorder` level by level (pass one to keep them if
     the run is cancelled). `parts`: the engine and stacks made elsewhere (--cluster)."""
     s = plan.settings
-    placement, why = plan_placement(s, len(plan.stacks), parts)
+    placement, why = plan_placement(s, plan.members, parts)
     rec = recorder or BenchRecorder(plan, placement, why)
     progress(f"isolation: {placement.isolation} ({why}); {placement.note}")
     if parts is not None and parts.note:
@@ -498,7 +545,9 @@ async def run_bench(
     engine_settings = EngineSettings(timeout=s.timeout, interval=0.05 if s.requests else 0.25)
     source: StackStarter
     if parts is None:
-        engine: LoadEngine = Engine(engine_settings, per_target=True)
+        engine: LoadEngine = Engine(
+            engine_settings, per_target=True, allow_remote=plan.allow_remote
+        )
         source = StacksSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
     else:
         engine = parts.engine(engine_settings)
@@ -514,20 +563,40 @@ async def run_bench(
     if watch is not None:
         await watch.start()
     try:
+        if plan.urls:
+            progress(
+                "servers you started: "
+                + ", ".join(
+                    f"{u.label()} ({u.url}, "
+                    + (f"pid {u.pid} sampled" if u.pid else "memory and CPU not sampled: no --pid")
+                    + ")"
+                    for u in plan.urls
+                )
+                + "; not pinned (not ours to place)"
+            )
         groups = (
-            [[k] for k in range(len(plan.stacks))]
+            [[k] for k in range(plan.members)]
             if placement.isolation == "rotate"
-            else [list(range(len(plan.stacks)))]
+            else [list(range(plan.members))]
         )
         for group in groups:
             if watch is not None and watch.faulty:  # down, or its tables gone
                 for k in group:
-                    res = rec.stack(plan.stacks[k], placement.stack_cpus[k])
+                    if k >= len(plan.stacks):
+                        res = rec.url(plan.urls[k - len(plan.stacks)])
+                    else:
+                        res = rec.stack(plan.stacks[k], placement.stack_cpus[k])
                     res.error = f"not measured: {watch.describe()}"
-                    progress(f"✗ {plan.stacks[k].name}: {res.error}")
+                    progress(f"✗ {res.name}: {res.error}")
                 continue
             ids = _start_group(core, source, rec, plan, placement, group, progress)
-            timeout = max([120.0, *(plan.stacks[k].spec.ready_timeout + 5 for k in group)])
+            ids += await _join_urls(core, rec, plan, placement, group, progress)
+            timeout = max(
+                [
+                    120.0,
+                    *(plan.stacks[k].spec.ready_timeout + 5 for k in group if k < len(plan.stacks)),
+                ]
+            )
             await core.wait_ready(ids, timeout=timeout)
             running = []
             for i in ids:
@@ -565,6 +634,11 @@ async def run_bench(
                     elif lv is not None and lv.requests == 0 and level != s.levels[-1]:
                         progress(f"  {i}: no responses at {level}; skipping higher levels")
                         running.remove(i)
+            if s.own_requests and running:
+                # your app's requests: nothing may be in flight when it stops, so that
+                # what it was sent and what it answered are both known, per request
+                await runner._drain(running)
+                _record_paths(core, rec, running, s)
             for i in ids:
                 await core.stop_member(i)
     finally:
@@ -576,6 +650,29 @@ async def run_bench(
                     f"database {i.kind}: {i.cause} (levels measured then are marked and not judged)"
                 )
     return rec.finish()
+
+
+def _record_paths(core: RaceCore, rec: BenchRecorder, ids: list[str], s: RaceSettings) -> None:
+    """Each of your requests over the whole run, per stack (the target's never-restarted
+    per-kind figures; a single request: its totals are the stack's)."""
+    kinds = s.request_kinds() or []
+    for i in ids:
+        t = core.target(i)
+        if t is None:
+            continue
+        if t.kinds_run is not None:
+            rec.by_name[i].paths = [
+                PathResult(
+                    name=kind.label,
+                    sent=k.sent,
+                    answered=k.answered,
+                    errors=k.errors,
+                    failed=k.failed,
+                    waiting=k.waiting,
+                    status=dict(k.status),
+                )
+                for kind, k in zip(kinds, t.kinds_run, strict=False)
+            ]
 
 
 def _start_group(
@@ -590,6 +687,8 @@ def _start_group(
     """Launch the stacks of one group (all of them, or one when rotating)."""
     ids = []
     for k in group:
+        if k >= len(plan.stacks):
+            continue  # a --url server: _join_urls
         stack = plan.stacks[k]
         if stack.name in rec.by_name:
             progress(f"{stack.name}: named twice; measured once")
@@ -601,3 +700,45 @@ def _start_group(
         core.members[handle.id] = Member(handle, stack_cpus=cpus, engine_cpus=placement.engine_cpus)
         ids.append(handle.id)
     return ids
+
+
+async def _join_urls(
+    core: RaceCore,
+    rec: BenchRecorder,
+    plan: BenchPlan,
+    placement: Placement,
+    group: list[int],
+    progress: Progress,
+) -> list[str]:
+    """The group's servers started by hand, as members keyed by their names: reachable
+    ones only (one that refuses the connection is an error, not a level of failures)."""
+    ids = []
+    for k in group:
+        if k < len(plan.stacks):
+            continue
+        target = plan.urls[k - len(plan.stacks)]
+        result = rec.url(target)
+        problem = await _unreachable(target.url)
+        if problem:
+            result.error = f"not reachable at {target.url}: {problem}"
+            progress(f"✗ {result.name}: {result.error}")
+            continue
+        handle = UrlHandle(target, k, id=result.name)
+        core.members[handle.id] = Member(handle, engine_cpus=placement.engine_cpus)
+        ids.append(handle.id)
+    return ids
+
+
+async def _unreachable(url: str, timeout: float = 5.0) -> str:
+    """Why a TCP connection to the URL's server cannot be made ("": it can)."""
+    from stackrace.engine.request import parse_url
+
+    u = parse_url(url)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(u.host, u.port), timeout)
+    except TimeoutError:
+        return f"no connection within {timeout:g}s"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    writer.close()
+    return ""

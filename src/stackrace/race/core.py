@@ -33,6 +33,7 @@ from stackrace.engine.model import (
 )
 from stackrace.race.placement import Placement
 from stackrace.race_settings import RaceSettings
+from stackrace.scenario import RequestKind, target_spec
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.workloads import WORKLOADS
 
@@ -164,6 +165,7 @@ class RaceCore:
     errors: list[str] = field(default_factory=list)
     _engine_started: bool = False
     _cores: int = 1
+    _kinds: list[RequestKind] | None = None
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -259,8 +261,17 @@ class RaceCore:
         self._sample(m, self.clock())
         return m.resources
 
+    def request_kinds(self) -> list[RequestKind] | None:
+        """Your requests (--path, --scenario), read once per race; None: the workload's."""
+        if self._kinds is None and self.settings.own_requests:
+            self._kinds = self.settings.request_kinds()
+        return self._kinds
+
     def spec(self, m: Member) -> TargetSpec:
         s = self.settings
+        kinds = self.request_kinds()
+        if kinds:
+            return self._own_spec(m, kinds)
         url = url_for(m.handle.base_url, s)
         own_app = not m.handle.external or url != m.handle.base_url
         rate_mode = self.rate is not None
@@ -272,6 +283,20 @@ class RaceCore:
             concurrency=s.rate_connections if rate_mode else self.concurrency,
             rate=self.rate,
             keepalive=s.keepalive,
+        )
+
+    def _own_spec(self, m: Member, kinds: list[RequestKind]) -> TargetSpec:
+        """Your endpoints on this member: one request, or a weighted mix counted per kind
+        (engine/mix.py). No body check: the answers are your app's."""
+        return target_spec(
+            m.id,
+            m.handle.base_url,
+            kinds,
+            concurrency=self.settings.rate_connections
+            if self.rate is not None
+            else self.concurrency,
+            rate=self.rate,
+            keepalive=self.settings.keepalive,
         )
 
     async def _attach(self, m: Member) -> None:

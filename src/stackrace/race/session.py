@@ -79,6 +79,7 @@ class PaneView:
     behind: str = ""  # rate mode: how far behind schedule ("" when it keeps up)
     warm_climb: float | None = None  # while warming: req/s rise since its first second
     url: str = ""  # what the engine loads
+    loads: str = ""  # your requests, when they are what is loaded ("GET / ×3, /slow ×1")
     synthetic: bool = False  # a model's figures (--demo), not a measurement
     judged: bool = False  # the level running now was measured long enough to judge
     # a lower level was measured too (or this is c=1): the breaking rule compares levels,
@@ -304,6 +305,15 @@ class Session:
         self._held.pop(mid, None)
         return None, ""
 
+    def _loads(self) -> str:
+        """Your requests as a pane's header names them (empty: the workload's path)."""
+        kinds = self.core.request_kinds() if self.core.settings.own_requests else None
+        if not kinds:
+            return ""
+        from stackrace.scenario import describe
+
+        return ("" if kinds[0].method != "GET" or len(kinds) > 1 else "GET ") + describe(kinds)
+
     def _judged(self, mid: str) -> bool:
         """Whether this visit of the running level has been measured long enough."""
         step = self.levels.current_step(mid)
@@ -430,6 +440,7 @@ class Session:
                     behind=behind,
                     warm_climb=warm.climb() if warming and warm is not None else None,
                     url=m.url,
+                    loads=self._loads(),
                     synthetic=self.synthetic,
                     judged=self._judged(mid),
                     compared=self._compared(mid),

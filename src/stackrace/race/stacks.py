@@ -107,9 +107,15 @@ class StacksSource:
         defs: dict[str, StackDef] | None = None,
         memory_max: str | None = None,
         env: dict[str, str] | None = None,
+        offer: list[str] | None = None,
+        defaults: tuple[str, ...] | list[str] = DEFAULT_STACKS,
     ) -> None:
         self.stacks_file = stacks_file
         self.defs = defs if defs is not None else load_stacks(stacks_file)
+        # the stacks the picker offers (None: all), and those it preselects: with --app,
+        # your app's servers, the common four of its kind chosen
+        self.offer = offer
+        self.defaults = tuple(defaults)
         self.memory_max = memory_max
         self.launcher = Launcher(env=env)
         self.handles: list[LaunchedStack] = []
@@ -119,6 +125,8 @@ class StacksSource:
     def catalog(self) -> list[StackChoice]:
         out = []
         for name, spec in self.defs.items():
+            if self.offer is not None and name not in self.offer:
+                continue
             try:
                 avail = check(resolve(name, self.defs))
                 ok, reason = avail.available, avail.reason
@@ -131,7 +139,7 @@ class StacksSource:
                     family=spec.family,
                     available=ok,
                     reason=reason,
-                    default=name in DEFAULT_STACKS,
+                    default=name in self.defaults,
                     description=spec.description,
                     workers=spec.workers,
                     threads=spec.threads,

@@ -66,6 +66,10 @@ def check_rules(spec: str | None, baseline: str | None) -> list[Rule]:
     return rules
 
 
+# what a server's own process tree is sampled for (not the engine's figures)
+RESOURCE_METRICS = ("rss", "cpu")
+
+
 def metric_value(level: Level, metric: str) -> float | None:
     """The level's figure (None: a latency of a level that got no answer)."""
     return thresholds.value_of(level, metric)
@@ -90,6 +94,8 @@ class Verdict:
     unmatched: list[str] = field(default_factory=list)
     # why the run could not be judged fairly: settings differ, nothing compared, …
     problems: list[str] = field(default_factory=list)
+    # rules that could not be applied: memory or CPU of a server not sampled (no --pid)
+    not_judged: list[str] = field(default_factory=list)
     compared: int = 0  # levels matched with a baseline level
     levels: int = 0  # levels judged (that measured something)
     baseline: bool = True  # False: absolute rules alone, no baseline
@@ -137,6 +143,10 @@ def judge(run: BenchRun, baseline: BenchRun | None, rules: list[Rule]) -> Verdic
         if baseline is not None
         else {}
     )
+    # a server raced without --pid (here or in the baseline) has no memory or CPU figure:
+    # its zeros are never compared, and the verdict says which rules were not applied
+    others = baseline.stacks if baseline is not None else []
+    unsampled = {st.name for st in (*run.stacks, *others) if not st.sampled}
     for st in run.stacks:
         if st.error:
             verdict.failed.append(f"{st.name}: not measured ({st.error})")
@@ -151,11 +161,15 @@ def judge(run: BenchRun, baseline: BenchRun | None, rules: list[Rule]) -> Verdic
             if old is None:
                 if baseline is not None:
                     verdict.unmatched.append(where)
-                _absolute_only(verdict, where, lv, rules, baseline is not None)
+                sampled = st.name not in unsampled
+                _absolute_only(verdict, where, lv, rules, baseline is not None, sampled)
                 continue
             verdict.compared += 1
             noise = max(lv.spread, old.spread)
             for rule in rules:
+                if rule.metric in RESOURCE_METRICS and st.name in unsampled:
+                    verdict.not_judged.append(f"{where}: {rule.text} (not sampled: no --pid)")
+                    continue
                 new_v = metric_value(lv, rule.metric)
                 if new_v is None:  # a latency of a level that got no answer
                     verdict.failed.append(
@@ -198,13 +212,21 @@ def judge(run: BenchRun, baseline: BenchRun | None, rules: list[Rule]) -> Verdic
 
 
 def _absolute_only(
-    verdict: Verdict, where: str, lv: Level, rules: list[Rule], baseline: bool = True
+    verdict: Verdict,
+    where: str,
+    lv: Level,
+    rules: list[Rule],
+    baseline: bool = True,
+    sampled: bool = True,
 ) -> None:
     """Hold a level to the rules that need no baseline. A rule on a figure the level does
     not have (the latency of a level that got no answer) fails: the gate never passes on
     nothing."""
     for rule in rules:
         if rule.relative:
+            continue
+        if rule.metric in RESOURCE_METRICS and not sampled:
+            verdict.not_judged.append(f"{where}: {rule.text} (not sampled: no --pid)")
             continue
         reading = thresholds.evaluate(lv, rule)
         # with a baseline given, say this level had none in it
@@ -230,6 +252,7 @@ def verdict_lines(verdict: Verdict, baseline_name: str | None) -> list[str]:
     lines = [f"GATE FAILED {p}" for p in verdict.problems]
     lines += [f"REGRESSION {line}" for line in verdict.failed]
     lines += [f"(no baseline for {where})" for where in verdict.unmatched]
+    lines += [f"(not judged: {line})" for line in verdict.not_judged]
     if verdict.ok and verdict.baseline:
         lines.append(
             f"gate passed: {len(verdict.passed)} checks on {verdict.compared} "

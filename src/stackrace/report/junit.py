@@ -11,7 +11,10 @@
         <testcase classname="stackrace" name="gate">      the verdict's other causes
         <testcase classname="stackrace" name="run">       an interrupted run is an error
 
-Every planned level of every stack is a test case, measured or not, so the same tests
+A level where every request failed is a failure too (report/failures.py), and each of
+your requests (`--path`) is a case of its own that fails when it never got an expected
+answer: a run of 404s is not a pass. Every planned level of every stack is a test case,
+measured or not, so the same tests
 appear in every run and a CI system can follow each one's history: a level the stack
 never reached is an error (the stack failed: its reason), or skipped (the run was
 interrupted, or the stack answered nothing at a lower level). All the rules a level
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from stackrace.report.failures import path_failed
 from stackrace.report.gate import Verdict, level_name
 from stackrace.report.schema import BenchRun, Level, StackResult
 from stackrace.report.tables import no_success
@@ -97,7 +101,7 @@ def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[
             prefix = level_name(st.name, lv) + ": "
             mine = [line.removeprefix(prefix) for line in lines if line.startswith(prefix)]
             filed |= {prefix + m for m in mine}
-            ET.SubElement(case, "system-out").text = _figures(lv)
+            ET.SubElement(case, "system-out").text = _figures(lv, st.sampled)
         if st.error and level == crashed_at:
             _fail(case, "error", "not measured", [st.error, *mine])
         elif lv is not None and lv.db_down:
@@ -114,6 +118,15 @@ def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[
                 else "not measured: " + (st.error or "the stack answered nothing at a lower level")
             )
             ET.SubElement(case, "skipped", message=why)
+    bad = dict(path_failed(st))
+    for p in st.paths:  # your requests: a case each, failed when never answered as expected
+        case = _case(suite, st.name, f"request {p.name}")
+        ET.SubElement(case, "system-out").text = (
+            f"sent {p.sent} = {p.answered} answered + {p.failed} failed + {p.waiting} waiting; "
+            f"{p.errors} answers not expected"
+        )
+        if p.name in bad:
+            _fail(case, "failure", "failed", [bad[p.name]])
     return filed
 
 
@@ -132,7 +145,7 @@ def _fail(case: ET.Element, tag: str, kind: str, lines: list[str]) -> None:
     case.insert(0, element)
 
 
-def _figures(lv: Level) -> str:
+def _figures(lv: Level, sampled: bool = True) -> str:
     w = lv.window
     fails = ", ".join(f"{k} {n}" for k, n in sorted(w.failures.items())) or "none"
     latency = (
@@ -140,10 +153,14 @@ def _figures(lv: Level) -> str:
         if lv.answered
         else "latency: no answers"
     )
+    resources = (
+        f"CPU {lv.cpu_percent:.0f} %; RSS after {lv.memory_after.rss} bytes"
+        if sampled
+        else "CPU and memory not sampled (no --pid)"
+    )
     return (
         f"{lv.rps:,.0f} req/s; {latency}; sent {w.sent} = {w.requests} answered + {w.lost} failed "
-        f"+ {w.waiting} waiting; failures: {fails}; CPU {lv.cpu_percent:.0f} %; "
-        f"RSS after {lv.memory_after.rss} bytes"
+        f"+ {w.waiting} waiting; failures: {fails}; {resources}"
     )
 
 

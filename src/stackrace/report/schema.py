@@ -67,6 +67,8 @@ class Settings(RaceSettings, forbid_unknown_fields=True, kw_only=True):
     """The race settings as run, and what was decided when it ran."""
 
     path: str = ""  # the path loaded on every stack
+    # your requests as run (labels and weights, in the order of each level's window.kinds)
+    kinds: list[str] = msgspec.field(default_factory=list)
     isolation_reason: str = ""
     placement: str = ""  # where the stacks and the engines ran
     preset: str | None = None
@@ -213,6 +215,20 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
         return step_result(self.level, self.window).errors / ended if ended else 0.0
 
 
+class PathResult(msgspec.Struct, forbid_unknown_fields=True):
+    """One kind of your requests on one stack, over the whole run (warm-up and every
+    level: what the server saw): sent = answered + failed (+ waiting at the end, none
+    after the final drain); `errors`: answered with a status not expected of it."""
+
+    name: str
+    sent: int
+    answered: int
+    errors: int = 0
+    failed: int = 0
+    waiting: int = 0
+    status: dict[int, int] = msgspec.field(default_factory=dict)
+
+
 class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     name: str
     title: str
@@ -224,6 +240,13 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     breaking_reason: str = ""
     error: str | None = None  # why the stack could not be measured (start-up failure…)
     cpus: list[int] | None = None  # the cores it was pinned to
+    # your requests (--path, --scenario) in a mix: each kind over the whole run
+    paths: list[PathResult] = msgspec.field(default_factory=list)
+    # a server stackrace did not start (--url): the URL it was raced at
+    url: str = ""
+    # False: its memory and CPU were not sampled (a --url without --pid); the levels'
+    # memory and CPU figures are then zeros that mean nothing, and every output says so
+    sampled: bool = True
 
 
 CLAIM_KINDS = (

@@ -23,6 +23,11 @@ COLUMNS = (
 )
 
 
+# the memory and CPU cells of a server started by hand without --pid (race/urls.py): a
+# 0 there would read as a server that used nothing
+NOT_SAMPLED = "not sampled"
+
+
 def _waiting(level: Level) -> str:
     """Still waiting at the level's end (sent, no answer), and the oldest's age."""
     w = level.window
@@ -116,14 +121,19 @@ def rows(run: BenchRun) -> list[list[str]]:
                     *_latencies(level),
                     _failures(level),
                     _waiting(level),
-                    _mem(level),
-                    f"{level.cpu_percent:.0f}%",
+                    _mem(level) if stack.sampled else NOT_SAMPLED,
+                    f"{level.cpu_percent:.0f}%" if stack.sampled else NOT_SAMPLED,
                 ]
             )
     return out
 
 
 def breaking_line(stack: StackResult) -> str:
+    started = f" (started by you: {stack.url}{'' if stack.sampled else ', not sampled'})"
+    return _breaking(stack) + (started if stack.url else "")
+
+
+def _breaking(stack: StackResult) -> str:
     if stack.error and not stack.levels:
         return f"{stack.name}: not measured ({stack.error})"
     end = f" — then {stack.error}" if stack.error else ""
@@ -139,7 +149,8 @@ def markdown(run: BenchRun) -> str:
     s = run.settings
     m = run.machine
     lines = [
-        f"**{s.workload}** (`{s.path}`), {s.duration:g}s per level after {s.warmup:g}s warm-up, "
+        (f"`{s.path}`" if s.own_requests else f"**{s.workload}** (`{s.path}`)")
+        + f", {s.duration:g}s per level after {s.warmup:g}s warm-up, "
         f"isolation: {s.isolation}. Machine: {m.cpu_model}, {m.cores} cores, {m.os}.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
@@ -240,11 +251,17 @@ def to_csv(run: BenchRun) -> str:
                     lv.window.waiting,
                     lv.window.oldest_wait_us,
                     lv.window.stale,
-                    lv.memory_before.rss,
-                    lv.memory_after.rss,
-                    lv.memory_before.uss,
-                    lv.memory_after.uss,
-                    f"{lv.cpu_percent:.1f}",
+                    *(
+                        (
+                            lv.memory_before.rss,
+                            lv.memory_after.rss,
+                            lv.memory_before.uss,
+                            lv.memory_after.uss,
+                            f"{lv.cpu_percent:.1f}",
+                        )
+                        if st.sampled
+                        else [NOT_SAMPLED] * 5
+                    ),
                     f"{lv.engine_cpu:.1f}",
                     int(lv.engine_saturated),
                     int(st.breaking_point == lv.level),
@@ -256,9 +273,11 @@ def to_csv(run: BenchRun) -> str:
 
 
 def rich_table(run: BenchRun, title: str | None = None):  # -> rich.table.Table
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title, header_style="bold")
+    # names are user text (`gunicorn-sync[app]`): never rich markup
+    table = Table(title=escape(title) if title else None, header_style="bold")
     for i, col in enumerate(COLUMNS):
         table.add_column(col, justify="left" if i == 0 else "right")
     previous = None
@@ -267,5 +286,20 @@ def rich_table(run: BenchRun, title: str | None = None):  # -> rich.table.Table
             table.add_section()
         previous = r[0]
         style = "red" if r[1].endswith("✗") else None
-        table.add_row(*r, style=style)
+        table.add_row(*(escape(c) for c in r), style=style)
     return table
+
+
+def path_lines(run: BenchRun) -> list[str]:
+    """Each of your requests on each stack, over the whole run: what the server was
+    sent and what it answered (a test compares these with the app's own counts)."""
+    out = []
+    for st in run.stacks:
+        for p in st.paths:
+            line = f"{st.name} {p.name}: sent {p.sent:,} = {p.answered:,} answered"
+            line += f" + {p.failed:,} failed + {p.waiting:,} waiting"
+            if p.errors:
+                bad = ", ".join(f"{c}: {n:,}" for c, n in sorted(p.status.items()))
+                line += f"; {p.errors:,} answers not expected ({bad})"
+            out.append(line)
+    return out

@@ -30,13 +30,22 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
     console.print(
         tables.rich_table(
             run,
-            title or f"{s.workload} ({s.path}), {s.duration:g}s per level, isolation {s.isolation}",
+            title
+            or f"{s.path if s.own_requests else f'{s.workload} ({s.path})'}, "
+            f"{s.duration:g}s per level, isolation {s.isolation}",
         )
     )
+    from rich.markup import escape
+
     for st in run.stacks:
-        console.print("  " + tables.breaking_line(st))
+        console.print("  " + escape(tables.breaking_line(st)))
     for note in tables.notes_lines(run):
-        console.print(f"  [yellow]† {note}[/]")
+        console.print(f"  [yellow]† {escape(note)}[/]")
+    paths = tables.path_lines(run)
+    if paths:
+        console.print("  your requests, the whole run (warm-up included):")
+        for line in paths:
+            console.print("    " + escape(line))
     if run.interrupted:
         console.print(f"[yellow]interrupted ({run.interrupted}): later levels are missing[/]")
     saturated = [

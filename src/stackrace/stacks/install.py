@@ -58,10 +58,14 @@ class Missing:
     builds: list[str] = field(default_factory=list)  # built files missing or stale
     npm: list[str] = field(default_factory=list)
     bins: list[str] = field(default_factory=list)
+    # modules the stack's own interpreter (an app's) cannot import, and that interpreter
+    modules: list[str] = field(default_factory=list)
+    python: str = ""
 
     def runtime(self) -> list[str]:
         """What keeps the stack from starting (apt packages count only through bins)."""
         out = [f"{b} not found" for b in self.bins]
+        out += [f"{m} is not installed for {self.python}" for m in self.modules]
         if self.venv:
             out.append(f"{_rel(PYPY_VENV)} does not exist")
         out += [f"pip package {p} not installed" for p in self.pip + self.pip_no_deps]
@@ -78,6 +82,7 @@ class Missing:
             or self.builds
             or self.npm
             or self.bins
+            or self.modules
         )
 
 
@@ -254,6 +259,49 @@ def missing_npm(stack: Stack, values: dict[str, object] | None = None) -> list[s
     ]
 
 
+# Which modules an interpreter other than stackrace's can import: asked once per
+# interpreter (a process start costs ~50 ms), or told by the app's inspection.
+_IMPORTABLE: dict[str, dict[str, bool]] = {}
+
+
+def remember_importable(python: str, found: dict[str, bool]) -> None:
+    _IMPORTABLE.setdefault(python, {}).update(found)
+
+
+def importable(python: str, modules: Iterable[str]) -> dict[str, bool]:
+    """Whether `python` can import each module (found on its path, not imported)."""
+    known = _IMPORTABLE.setdefault(python, {})
+    ask = [m for m in modules if m not in known]
+    if ask:
+        code = (
+            "import importlib.util, json, sys\n"
+            "def f(m):\n"
+            "    try:\n        return importlib.util.find_spec(m) is not None\n"
+            "    except Exception:\n        return False\n"
+            "print(json.dumps({m: f(m) for m in sys.argv[1:]}))"
+        )
+        try:
+            out = subprocess.run(
+                [python, "-c", code, *ask],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            ).stdout
+            import json
+
+            known.update(json.loads(out.strip().splitlines()[-1]))
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+            known.update({m: False for m in ask})
+    return {m: known[m] for m in modules}
+
+
+def forget_importable(python: str) -> None:
+    """After an install into `python`: ask again."""
+    _IMPORTABLE.pop(python, None)
+
+
 def missing(stack: Stack, apt_missing: set[str] | None = None) -> Missing:
     """Everything the stack's `needs` declare that is not here."""
     needs = stack.spec.needs
@@ -273,6 +321,9 @@ def missing(stack: Stack, apt_missing: set[str] | None = None) -> Missing:
     m.builds = stale_builds(stack, values)
     m.npm = missing_npm(stack, values)
     m.bins = [b for b in _runtime_bins(stack, values) if not _find_bin(b)]
+    if stack.spec.python and needs.modules and stack.spec.python not in m.bins:
+        m.python = stack.spec.python
+        m.modules = [k for k, ok in importable(m.python, needs.modules).items() if not ok]
     return m
 
 
@@ -295,6 +346,9 @@ def availability(stack: Stack) -> tuple[bool, str, str]:
     reason = "; ".join(problems[:3]) + (
         f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
     )
+    if stack.spec.python:  # an app's servers go into the app's environment, said so
+        server = stack.base.partition("[")[0]
+        return False, reason, f"stackrace install --into {stack.spec.python} {server}"
     return False, reason, f"stackrace install {' '.join(dict.fromkeys(p.base for p in parts))}"
 
 

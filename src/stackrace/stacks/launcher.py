@@ -17,7 +17,9 @@ starting, ready, crashed (died after it was ready), failed (never ready), stoppe
 
 Guarantees:
 - each stack runs on a free loopback port, in its own session, stdin closed, no shell in
-  between; `ready` means the first HTTP 200 on its health path within `ready_timeout`;
+  between; `ready` means the first HTTP 200 on its health path within `ready_timeout`
+  (or a status of its `health_status`); any other answer but a 5xx is definite and
+  ends the start at once, with the status and the end of the body;
 - stdout and stderr go to one log file per stack (`running.log_tail()`);
 - stop is SIGTERM to the stack's sessions, then SIGKILL after `stop_timeout`; processes
   that made a session of their own (php-fpm) are covered because their pid is watched;
@@ -51,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackrace import paths
+from stackrace import paths, statuses
 from stackrace.config import HOST, ConfigError, Stack, placeholders, render
 from stackrace.ports import free_port, port_in_use
 from stackrace.slug import slug
@@ -70,6 +72,15 @@ _POLL_S = 0.05
 # the longest run dir that leaves room for a socket name (sun_path holds 107 bytes)
 _MAX_RUN_DIR = 80
 _KEEP_RUNS = 20  # run directories (logs) kept under runs_dir()
+
+
+def _statuses_text(codes: frozenset[int]) -> str:
+    if codes == frozenset({200}):
+        return "200"
+    lo, hi = min(codes), max(codes)
+    return (
+        f"{lo}-{hi}" if len(codes) == hi - lo + 1 else ", ".join(list(map(str, sorted(codes)))[:8])
+    )
 
 
 class LaunchError(RuntimeError):
@@ -476,13 +487,24 @@ class Launcher:
 
     async def _wait_ready(self, rs: RunningStack) -> None:
         spec = rs.stack.spec
-        await self._wait_http(rs, rs.port, spec.health, spec.ready_timeout)
+        await self._wait_http(
+            rs, rs.port, spec.health, spec.ready_timeout, statuses.parse(spec.health_status)
+        )
         rs.ready_at = time.monotonic()
         self._set_state(rs, READY)
 
-    async def _wait_http(self, rs: RunningStack, port: int, health: str, timeout: float) -> None:
-        """Until `health` on `port` answers 200; LaunchError when a process of the stack
-        dies first or the time is up."""
+    async def _wait_http(
+        self,
+        rs: RunningStack,
+        port: int,
+        health: str,
+        timeout: float,
+        ready: frozenset[int] = frozenset({200}),
+    ) -> None:
+        """Until `health` on `port` answers a status of `ready` (200); LaunchError when a
+        process of the stack dies first, the time is up, or the answer is definite: a
+        status that is neither ready nor a 5xx (a 404 will not become a 200 by waiting;
+        a 502 of a proxy whose backend is still starting may)."""
         deadline = time.monotonic() + timeout
         last = "no answer yet"
         what = "" if port == rs.port else f" (its upstream on port {port})"
@@ -498,9 +520,16 @@ class Launcher:
                 )
             try:
                 resp = await probe.get(rs.host, port, health, timeout=2.0)
-                if resp.status == 200:
+                if resp.status in ready:
                     return
                 last = f"HTTP {resp.status} on {health}"
+                if resp.status < 500:
+                    tail = resp.body[-200:].decode("utf-8", "replace").strip()
+                    tail = " ".join(tail.split())  # one line
+                    raise LaunchError(
+                        f"{rs.name}: GET {health}{what} answered {resp.status}, not "
+                        f"{_statuses_text(ready)}: {tail or '(no body)'}"
+                    )
             except (OSError, TimeoutError, ValueError) as exc:
                 last = str(exc) or type(exc).__name__
             if time.monotonic() > deadline:

@@ -50,14 +50,27 @@ class _Collector:
         self.done = True
 
 
-async def get(host: str, port: int, path: str, timeout: float = 5.0) -> ProbeResponse:
-    """GET path; raise OSError / TimeoutError / ValueError (bad HTTP) on failure."""
+async def get(
+    host: str,
+    port: int,
+    path: str,
+    timeout: float = 5.0,
+    method: str = "GET",
+    headers: tuple[tuple[str, str], ...] = (),
+    body: bytes = b"",
+) -> ProbeResponse:
+    """GET path (or another method, with headers and a body: `verify --app` sends your
+    requests); raise OSError / TimeoutError / ValueError (bad HTTP) on failure."""
     t0 = time.perf_counter()
     reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
     try:
+        extra = "".join(f"{k}: {v}\r\n" for k, v in headers)
+        if body or method not in ("GET", "DELETE", "OPTIONS"):
+            extra += f"Content-Length: {len(body)}\r\n"
         writer.write(
-            f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: stackrace-probe\r\n"
-            "Accept: */*\r\n\r\n".encode()
+            f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: stackrace-probe\r\n"
+            f"Accept: */*\r\n{extra}\r\n".encode("latin-1")
+            + body
         )
         c = _Collector()
         parser = httptools.HttpResponseParser(c)

@@ -208,7 +208,10 @@ def race_settings(args: argparse.Namespace) -> RaceSettings:
     changes = {k: v for k, v in given(args).items() if k not in BENCH_ONLY}
     if "stacks" in changes:
         changes["stacks"] = [s for ref in changes["stacks"] for s in ref.split(",") if s]
-    return msgspec.structs.replace(base, **changes)
+    settings = msgspec.structs.replace(base, **changes)
+    if getattr(args, "app", None) and not settings.own_requests:
+        settings = msgspec.structs.replace(settings, paths=["/"])  # your app's own root
+    return settings
 
 
 def build_session(
@@ -216,19 +219,31 @@ def build_session(
 ) -> tuple[Session, RacePlan, list[StackChoice], bool]:
     """The session, first plan and picker catalog for these command-line arguments;
     `parts`: the engine and the stacks' source made elsewhere (`stackrace --cluster`)."""
-    from stackrace.race.urls import UrlTarget
+    from stackrace.race.urls import UrlError, check_paths, url_targets
 
-    urls = tuple(
-        UrlTarget(url, pid)
-        for url, pid in zip(
-            getattr(args, "url", None) or [],
-            [*(getattr(args, "pid", None) or []), *[None] * 64],
-            strict=False,
-        )
-    )
     settings = race_settings(args)
+    try:
+        urls = tuple(
+            url_targets(
+                getattr(args, "url", None),
+                getattr(args, "pid", None),
+                allow_remote=getattr(args, "allow_remote", False),
+            )
+        )
+        check_paths(urls, settings.own_requests)
+    except UrlError as exc:
+        raise LaunchError(str(exc)) from None
     go = bool(getattr(args, "go", False))
     concurrency = getattr(args, "concurrency", None) or 10
+    own = _own_stacks(args, settings) if not getattr(args, "demo", False) else None
+    if own is not None and not settings.stacks:
+        import msgspec
+
+        from stackrace.userapp import default_app_stacks, generated_names
+
+        chosen, _ = default_app_stacks(own)
+        cmds = [n for n in generated_names(own) if own.generated[n] == "--cmd"]  # type: ignore[attr-defined]
+        settings = msgspec.structs.replace(settings, stacks=chosen + cmds)
     plan = RacePlan(
         stacks=tuple(settings.stacks),
         urls=urls,
@@ -256,9 +271,20 @@ def build_session(
         source = parts.source
     else:
         try:
-            source = StacksSource(
-                getattr(args, "stacks_file", None), memory_max=settings.memory_max
-            )
+            if own is not None:  # your app's servers (--app) and --cmd stacks, offered alone
+                from stackrace.userapp import default_app_stacks, generated_names
+
+                source = StacksSource(
+                    getattr(args, "stacks_file", None),
+                    defs=own,
+                    memory_max=settings.memory_max,
+                    offer=generated_names(own),
+                    defaults=plan.stacks or default_app_stacks(own)[0],
+                )
+            else:
+                source = StacksSource(
+                    getattr(args, "stacks_file", None), memory_max=settings.memory_max
+                )
         except ConfigError:
             # only reached with --url targets (commands/app.py refuses a broken file otherwise)
             source = None
@@ -274,6 +300,24 @@ def build_session(
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
+
+
+def _own_stacks(args: argparse.Namespace, settings: RaceSettings):  # -> StackFile | None
+    """The stacks files' stacks with those made for this race (--app, --cmd), or None
+    when there are none; LaunchError (one line) when the app or a command is not usable."""
+    if not getattr(args, "app", None) and not getattr(args, "cmd", None):
+        return None
+    from stackrace import scenario, userapp
+    from stackrace.config import ConfigError, load_stacks
+
+    try:
+        if settings.own_requests:
+            settings.request_kinds()  # checked before anything starts
+        return userapp.with_run_stacks(
+            load_stacks(getattr(args, "stacks_file", None)), args, settings
+        )
+    except (userapp.AppError, scenario.ScenarioError, ConfigError) as exc:
+        raise LaunchError(str(exc)) from None
 
 
 def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:

@@ -12,21 +12,9 @@ from stackrace.options import positive_int
 
 
 def add_app_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--url",
-        action="append",
-        metavar="URL",
-        help="also load a server stackrace did not start (repeatable): the URL as given; "
-        "with no path at all (http://host:port) the workload's path",
-    )
-    parser.add_argument(
-        "--pid",
-        action="append",
-        type=positive_int,
-        metavar="PID",
-        help="the process behind the matching --url, for its memory and CPU "
-        "(otherwise found from the listening port when possible)",
-    )
+    from stackrace.race.urls import add_url_arguments
+
+    add_url_arguments(parser)  # --url [NAME=]URL, --pid: as in bench
     parser.add_argument(
         "-c",
         "--concurrency",
@@ -44,6 +32,9 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_metrics_arguments(parser)  # --metrics: the race's figures for Prometheus
     add_race_arguments(parser)
+    from stackrace import userapp
+
+    userapp.add_arguments(parser.add_argument_group("your app (README: Your app)"))
 
 
 # RaceSettings fields that are bench's alone (levels, durations, repeats, isolation):

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Log
 
@@ -133,7 +134,7 @@ class SummaryScreen(ModalScreen[None]):
         table.add_columns(*SUMMARY_COLUMNS)
         for row in self.rows:
             table.add_row(*summary_cells(row, self.rate_mode), key=row.id)
-        names = "  ".join(f"[{s.color}]━ {s.name}[/]" for s in self._series())
+        names = "  ".join(f"[{s.color}]━ {escape(s.name)}[/]" for s in self._series())
         self.query_one("#level-chart").border_title = f"every stack, level by level  {names}"
 
     def action_export(self) -> None:

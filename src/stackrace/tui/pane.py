@@ -18,12 +18,14 @@ from collections import deque
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.widgets import Static
 
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.race.core import StackState
 from stackrace.race.session import PaneView
 from stackrace.ramp import VERDICT_KINDS
+from stackrace.slug import is_safe, slug
 from stackrace.tui.bignum import BigNumber, rows_needed
 from stackrace.tui.format import FAILURE_LABELS, fmt_lat, fmt_level, fmt_mb, fmt_rate
 from stackrace.tui.spark import ScaledSparkline
@@ -156,9 +158,11 @@ class StackPane(Vertical, can_focus=True):
     """Figures for one stack (or URL target); focus it to chart its latency."""
 
     def __init__(self, view: PaneView) -> None:
-        super().__init__(id=f"pane-{view.id}", classes="stack-pane")
+        # a stack's name is user text (`gunicorn-sync[app]:workers=2`): the id is a slug
+        super().__init__(id=f"pane-{pane_dom_id(view.id)}", classes="stack-pane")
         self.pane_id = view.id
-        self.border_title = view.name
+        self.label = view.name  # the stack's name as text; the title is markup: escaped
+        self.border_title = escape(view.name)
         self.rps_history: deque[float] = deque(maxlen=HISTORY)
         self.rss_history: deque[float] = deque(maxlen=HISTORY)
         self.failures_seen: dict[str, int] = {}
@@ -376,8 +380,8 @@ class StackPane(Vertical, can_focus=True):
             if t is not None:
                 level = fmt_level(t.level, rate_mode)
                 level += f" · {t.connections:,} open"
-            path = _path_of(view.url)
-            self._set("head", f"{self._family}  {level}" + (f"  GET {path}" if path else ""))
+            path = view.loads or (f"GET {_path_of(view.url)}" if view.url else "")
+            self._set("head", f"{self._family}  {level}" + (f"  {path}" if path else ""))
             self._show_verdict(view, rate_mode)
             self._set("annotation", Text(view.annotation, style="italic", overflow="ellipsis"))
         res = view.resources
@@ -392,6 +396,8 @@ class StackPane(Vertical, can_focus=True):
             mem.append("RSS ", style="dim").append(f"{fmt_mb(res.rss)}", style="bold")
             if not self.projector:
                 mem.append("  USS ", style="dim").append(fmt_mb(res.uss))
+        elif view.external:  # a server started by hand, without --pid: nothing to sample
+            mem.append("RSS not sampled", style="dim")
         else:
             mem.append("RSS –", style="dim")
         if view.baseline is not None and not self.projector:
@@ -399,13 +405,14 @@ class StackPane(Vertical, can_focus=True):
         self._lines["memory"] = mem
         cpu = Text(no_wrap=True, overflow="ellipsis")
         cpu.append("CPU ", style="dim")
-        cpu.append(f"{res.cpu_percent:.0f} %" if res is not None else "–", style="bold")
+        if res is None and view.external:
+            cpu.append("not sampled (give --pid)", style="dim")
+        else:
+            cpu.append(f"{res.cpu_percent:.0f} %" if res is not None else "–", style="bold")
         if view.cpu_us_per_request is not None and not self.projector:
             cpu.append(f"  {view.cpu_us_per_request:,.0f} µs/req", style="")
         if res is not None and res.cpu_wait_percent >= 5:
             cpu.append(f"  waited {res.cpu_wait_percent:.0f}% for a core", style="bold yellow")
-        if view.external and res is None:
-            cpu.append("  (no pid: give --pid)", style="dim")
         self._lines["cpu"] = cpu
         self._set("memory", _two_lines(mem, cpu))
 
@@ -537,6 +544,12 @@ def _p99_figure(lat: LatencySummary) -> tuple[str, str]:
         return f"{us / 1e6:.1f}", "s p99"
     ms = us / 1000
     return (f"{ms:.1f}" if ms < 10 else f"{ms:.0f}"), "ms p99"
+
+
+def pane_dom_id(member_id: str) -> str:
+    """A pane's widget id: the member's id when it is a plain name, else its slug
+    (`gunicorn-sync[app]:workers=2` is user text, never a Textual id)."""
+    return member_id if is_safe(member_id) else slug(member_id)
 
 
 def _path_of(url: str) -> str:

@@ -13,6 +13,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -296,10 +297,8 @@ class RaceScreen(Screen[None]):
         for pid in ids:
             curve = self.session.percentile_curve(pid, _CURVE)
             if curve:
-                series.append(
-                    Series(self.panes[pid].border_title or pid, self.pane_colors[pid], curve)
-                )
-        names = " ".join(f"[{s.color}]━ {s.name}[/]" for s in series)
+                series.append(Series(self.panes[pid].label or pid, self.pane_colors[pid], curve))
+        names = " ".join(f"[{s.color}]━ {escape(s.name)}[/]" for s in series)
         scope = "all stacks" if self.chart_all else "focused stack"
         chart.border_title = f"latency by percentile, {scope} (a: toggle)  {names}"
         chart.set_series(series)
@@ -390,7 +389,7 @@ class RaceScreen(Screen[None]):
     def action_log(self) -> None:
         if self.focused_id is None:
             return
-        name = self.panes[self.focused_id].border_title or self.focused_id
+        name = self.panes[self.focused_id].label or self.focused_id
         self.app.push_screen(LogScreen(str(name), self.session.log_text(self.focused_id)))
 
     def action_chart_all(self) -> None:

@@ -1,0 +1,210 @@
+"""Several kinds of request on one target: a weighted mix, and its answers per kind.
+
+`--path /a:3 --path /b:1` (or a scenario file) asks for a mix on one server. A target
+without one never meets this module: `setup` returns None, its connections stay the
+plain classes, and the hot path is exactly what it was.
+
+With a mix:
+- **No random number per request.** The weights become one precomputed sequence of
+  kinds (smooth weighted round-robin, as nginx spreads upstream weights: 3:1 is
+  a a b a, not a a a b), walked by one index. Over any whole turn of the sequence the
+  proportions are exact, and a test can compare them with what the server counted.
+- **The request bytes are chosen, not built.** Each kind's request is prebuilt; the
+  target's `request` attribute (what the connection writes) is set to the chosen
+  kind's bytes just before each write, so the connection's own write path is
+  unchanged. A connection remembers the kind it sent (`kind`).
+- **Counted per kind only here.** `MixedConnection` (and its checked twin) override
+  the three places a request is written (`connection_made` with a request waiting,
+  `send`, and the keep-alive fast path in `on_message_complete`) and count the answer
+  before handing over to `Connection`. Sent and answered are counted as they happen;
+  failed is derived when a report is taken (sent − answered − waiting, cumulative), so
+  every way a request can end without an answer (reset, timeout, abandoned) is covered
+  without a hook in each.
+- **An expected status.** A kind may expect statuses other than "below 400" (a
+  scenario's `expect = "404"`): its answers are then judged by that, and the target's
+  `http_status` failures are corrected to match, so every figure (ok, failures,
+  breaking point) agrees with the expectation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from stackrace.engine.connection import BUSY, CheckedConnection, Connection
+from stackrace.engine.model import HTTP_STATUS, KindStats, TargetSpec
+from stackrace.engine.request import build_request, parse_url
+
+
+def sequence(weights: list[int]) -> list[int]:
+    """Kinds in the order they are sent: each kind `weight / gcd` times per turn,
+    spread evenly (smooth weighted round-robin)."""
+    g = 0
+    for w in weights:
+        g = math.gcd(g, w)
+    w = [x // g for x in weights]
+    total = sum(w)
+    current = [0] * len(w)
+    out: list[int] = []
+    for _ in range(total):
+        for i, x in enumerate(w):
+            current[i] += x
+        j = max(range(len(w)), key=current.__getitem__)
+        current[j] -= total
+        out.append(j)
+    return out
+
+
+class Mix:
+    """The mix of one target in one engine process."""
+
+    __slots__ = (
+        "answered",
+        "errors",
+        "expect",
+        "failed_before",
+        "n",
+        "pos",
+        "requests",
+        "sent",
+        "seq",
+        "status",
+        "taken",
+    )
+
+    def __init__(self, spec: TargetSpec, extra_headers: list[tuple[str, str]]) -> None:
+        u = parse_url(spec.url)
+        base = f"http://{u.host_header}"
+        self.requests = [
+            build_request(base + e.target, e.method, [*e.headers, *extra_headers], e.body)
+            for e in spec.mix
+        ]
+        self.expect = [frozenset(e.expect) if e.expect is not None else None for e in spec.mix]
+        self.seq = sequence([max(1, e.weight) for e in spec.mix])
+        self.n = len(self.seq)
+        self.pos = 0
+        k = len(spec.mix)
+        # cumulative since the target was added; a report takes the difference
+        self.sent = [0] * k
+        self.answered = [0] * k
+        self.errors = [0] * k
+        self.status: list[dict[int, int]] = [{} for _ in range(k)]
+        self.taken = [KindStats() for _ in range(k)]
+        self.failed_before = [0] * k
+
+    def take(self, conns: Iterable[Connection]) -> list[KindStats]:
+        """Each kind's figures since the last report (waiting: now)."""
+        waiting = [0] * len(self.sent)
+        for conn in conns:
+            if conn.start_ns and conn.state == BUSY:
+                waiting[conn.kind] += 1  # type: ignore[attr-defined]
+        out = []
+        for k, was in enumerate(self.taken):
+            failed = self.sent[k] - self.answered[k] - waiting[k]
+            status = {c: n - was.status.get(c, 0) for c, n in self.status[k].items()}
+            out.append(
+                KindStats(
+                    sent=self.sent[k] - was.sent,
+                    answered=self.answered[k] - was.answered,
+                    errors=self.errors[k] - was.errors,
+                    failed=failed - self.failed_before[k],
+                    waiting=waiting[k],
+                    status={c: n for c, n in status.items() if n},
+                )
+            )
+            self.taken[k] = KindStats(
+                sent=self.sent[k],
+                answered=self.answered[k],
+                errors=self.errors[k],
+                status=dict(self.status[k]),
+            )
+            self.failed_before[k] = failed
+        return out
+
+
+class MixedConnection(Connection):
+    """A connection of a target with a mix: picks each request's kind, counts its answer."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, target) -> None:
+        self.kind = 0
+        super().__init__(target)
+
+    def _pick(self) -> None:
+        t = self.target
+        m: Mix = t.mix
+        pos = m.pos
+        k = m.seq[pos]
+        pos += 1
+        m.pos = 0 if pos == m.n else pos
+        m.sent[k] += 1
+        self.kind = k
+        t.request = m.requests[k]
+
+    def connection_made(self, transport) -> None:
+        t = self.target
+        if self.start_ns and not (self.retiring or t.removed):
+            self._pick()  # a request waited for this connection: Connection writes it
+        Connection.connection_made(self, transport)
+
+    def send(self, now: int, intended: int = 0) -> None:
+        self._pick()
+        Connection.send(self, now, intended)
+
+    def on_message_complete(self) -> None:
+        t = self.target
+        m: Mix = t.mix
+        parser = self.parser
+        status = parser.get_status_code()  # type: ignore[union-attr]
+        k = self.kind
+        m.answered[k] += 1
+        counts = m.status[k]
+        counts[status] = counts.get(status, 0) + 1
+        expect = m.expect[k]
+        if expect is None:
+            if status >= 400:
+                m.errors[k] += 1
+        elif status in expect:
+            if status >= 400:  # Connection counts it as a failure: it is not one here
+                t.failures[HTTP_STATUS] = t.failures.get(HTTP_STATUS, 0) - 1
+        else:
+            m.errors[k] += 1
+            if status < 400:  # Connection would not count it: it is one here
+                t.fail_count(HTTP_STATUS)
+                if status < 300:
+                    t.status[status] = t.status.get(status, 0) + 1
+        if self.fast and t.keepalive and parser.should_keep_alive():  # type: ignore[union-attr]
+            self._pick()  # Connection's fast path writes the next request at once
+        Connection.on_message_complete(self)
+
+
+class MixedCheckedConnection(MixedConnection):
+    """A mixed connection that keeps the body for a check (as CheckedConnection; two
+    bases with slots of their own cannot be combined)."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self, target) -> None:
+        self.chunks: list[bytes] = []
+        super().__init__(target)
+
+    def on_body(self, body: bytes) -> None:
+        self.chunks.append(body)
+
+    def take_body(self) -> bytes:
+        body = b"".join(self.chunks)
+        self.chunks.clear()
+        return body
+
+
+def setup(target, spec: TargetSpec, extra_headers: list[tuple[str, str]]) -> Mix | None:
+    """Give `target` its mix (None: the spec has none, nothing changes)."""
+    if not spec.mix:
+        return None
+    mix = Mix(spec, extra_headers)
+    target.conn_class = (
+        MixedCheckedConnection if target.conn_class is CheckedConnection else MixedConnection
+    )
+    target.request = mix.requests[mix.seq[0]]
+    return mix

@@ -1,0 +1,56 @@
+"""Failures fail: what in a run means the thing raced did not work, whatever its speed.
+
+A figure of req/s over answers that are all 404 is not a measurement of the app, and a
+run that prints it and exits 0 tells CI that all is well. So, besides the regression
+gate (which compares with a baseline), a run fails on its own when
+- a stack answered no request of a level as expected (every attempt failed: refused,
+  reset, timed out, or an HTTP status that is not expected, 4xx/5xx by default), or
+- one of your requests (`--path`, `--scenario`) never got an expected answer on a
+  stack over the whole run: a typo'd path in a mix of good ones.
+An expected status (`--expect-status 404`, a scenario's `expect`) says otherwise: the
+engine counts such answers as good (engine/mix.py), so they fail nothing here.
+"""
+
+from __future__ import annotations
+
+from stackrace.report.gate import level_name
+from stackrace.report.schema import BenchRun, Level, PathResult, StackResult
+from stackrace.report.tables import no_success
+
+
+def level_failed(lv: Level) -> str:
+    """Why every request of this level failed (`Level.failed_entirely`: requests ended and
+    none succeeded), or "" when one at least was answered well, or the level measured the
+    database's failure rather than the stack."""
+    if not lv.failed_entirely or lv.db_down:
+        return ""
+    return no_success(lv)
+
+
+def path_failed(st: StackResult) -> list[tuple[str, str]]:
+    """(request, why) for each of your requests that got no expected answer on `st`."""
+    return requests_failed(st.paths)
+
+
+def requests_failed(paths: list[PathResult]) -> list[tuple[str, str]]:
+    """(request, why) for each request sent that got no expected answer (bench per
+    stack, `load` on its one target)."""
+    out = []
+    for p in paths:
+        if p.sent and p.answered - p.errors <= 0:
+            codes = ", ".join(f"{c}: {n:,}" for c, n in sorted(p.status.items()))
+            why = f"no expected answer in {p.sent:,} sent" + (f" (HTTP {codes})" if codes else "")
+            out.append((p.name, why))
+    return out
+
+
+def run_failures(run: BenchRun) -> list[str]:
+    """One line per level or request that failed entirely (empty: none)."""
+    lines = []
+    for st in run.stacks:
+        for lv in st.levels:
+            why = level_failed(lv)
+            if why:
+                lines.append(f"{level_name(st.name, lv)}: {why}")
+        lines += [f"{st.name} {name}: {why}" for name, why in path_failed(st)]
+    return lines

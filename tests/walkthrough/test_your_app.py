@@ -1,0 +1,110 @@
+"""The README's "Your app", walked as a user: `stackrace --app examples/flask_app:app
+--go`, from another directory, opens the real app with the example under the four
+common WSGI servers, each pane named `SERVER[app]` and its header naming the requests
+it loads; quitting stops every server. `--url NAME=URL` races servers started by hand
+under their names."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import psutil
+import pytest
+
+from stackrace.cli import build_parser
+from stackrace.tui.app import LaunchError, StackraceApp, build_session
+from stackrace.tui.pane import StackPane
+from tests.helpers import ROOT, TestServer
+
+pytestmark = pytest.mark.slow
+
+
+async def _until(predicate, timeout: float) -> bool:
+    end = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < end:
+        if predicate():
+            return True
+        await asyncio.sleep(0.1)
+    return predicate()
+
+
+async def test_app_opens_the_flask_example_under_four_servers(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a shell in another directory
+    argv = ["--app", str(ROOT / "examples" / "flask_app:app"), "--path", "/:3"]
+    argv += ["--path", "/slow:1", "--go"]
+    args = build_parser().parse_args(argv)
+    session, plan, catalog, show_picker = build_session(args)
+    assert not show_picker
+    assert all(c.id.endswith("[app]") for c in catalog) and len(catalog) >= 4
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    app = StackraceApp(session, plan, catalog, show_picker=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        assert await _until(lambda: app.race is not None and len(app.race.panes) == 4, 20)
+        race = app.race
+        assert race is not None
+        panes = list(race.query(StackPane))
+        assert sorted(p.label for p in panes) == sorted(plan.stacks)
+        assert all(p.label.endswith("[app]") for p in panes), [p.label for p in panes]
+
+        # every pane says what it loads, once it loads it
+        def heads() -> list[str]:
+            return [str(p.query_one("#head").content) for p in panes]
+
+        assert await _until(lambda: all("/ ×3, /slow ×1" in h for h in heads()), 40), heads()
+        await pilot.press("q")
+        await pilot.pause()
+    leftovers = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    assert not [p for p in leftovers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+async def test_app_races_servers_started_by_hand_under_their_names(tmp_path, monkeypatch) -> None:
+    """`stackrace --url mine=URL --pid PID --url URL --path /hello:3 --path /json:1 --go`:
+    one pane per server, titled with the name given (or host:port), its header naming
+    the requests loaded; memory and CPU of the one given --pid, "not sampled" for the
+    other; quitting leaves both servers running (they are not stackrace's)."""
+    monkeypatch.chdir(tmp_path)
+    a, b = TestServer(), TestServer()
+    try:
+        argv = ["--url", f"mine={a.url('')}", "--pid", str(a.proc.pid), "--url", b.url("")]
+        argv += ["--path", "/hello:3", "--path", "/json:1", "--go"]
+        session, plan, catalog, show_picker = build_session(build_parser().parse_args(argv))
+        assert not show_picker
+        app = StackraceApp(session, plan, catalog, show_picker=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            assert await _until(lambda: app.race is not None and len(app.race.panes) == 2, 20)
+            assert app.race is not None
+            panes = {p.label: p for p in app.race.query(StackPane)}
+            other = f"127.0.0.1:{b.port}"
+            assert sorted(panes) == sorted(["mine", other])
+
+            def text(label: str, part: str) -> str:
+                return str(panes[label].query_one(f"#{part}").content)
+
+            def shown() -> bool:
+                heads = all("/hello ×3, /json ×1" in text(n, "head") for n in panes)
+                return heads and "RSS" in text("mine", "memory")
+
+            assert await _until(shown, 20), {n: text(n, "head") for n in panes}
+            assert "not sampled" not in text("mine", "memory")
+            assert await _until(lambda: "RSS not sampled" in text(other, "memory"), 10)
+            assert "CPU not sampled (give --pid)" in text(other, "memory")
+            await pilot.press("q")
+            await pilot.pause()
+        for s in (a, b):  # raced, and still running: not ours to stop
+            assert s.proc.poll() is None
+            assert s.stats()["by_path"]["/json"] > 0
+    finally:
+        a.kill()
+        b.kill()
+
+
+def test_the_apps_url_options_are_checked_before_the_screen_opens() -> None:
+    cases = {
+        ("--url", "far=http://10.254.0.1:80", "--go"): "is not on loopback",
+        ("--url", "x=http://127.0.0.1:9/a", "--path", "/b", "--go"): "has a path of its own",
+        ("--url", "http://127.0.0.1:9", "--pid", "1", "--pid", "2"): "--pid 2 has no --url",
+    }
+    for argv, expected in cases.items():
+        with pytest.raises(LaunchError, match=re.escape(expected)):
+            build_session(build_parser().parse_args(list(argv)))
