@@ -357,3 +357,24 @@ async def test_request_budget_sends_exactly_n(server: TestServer, procs: int):
         await asyncio.sleep(0.3)
         assert server.stats()["by_path"]["/delay"] > 150
         await engine.stop()
+
+
+async def test_a_target_added_after_the_engine_stopped_starts_no_process(server: TestServer):
+    """A stack that becomes ready while the race is being stopped (the app quit while it
+    started) must not get an engine process: nothing would ever close it."""
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    engine = Engine(EngineSettings(), per_target=True)
+    await engine.start()
+    await engine.add_target(TargetSpec(id="a", url=server.url("/hello"), concurrency=1))
+    await engine.stop()
+    with pytest.raises(EngineError, match="stopped"):
+        await engine.add_target(TargetSpec(id="b", url=server.url("/hello"), concurrency=1))
+
+    def ours() -> list[psutil.Process]:
+        return [
+            p
+            for p in psutil.Process().children(recursive=True)
+            if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE
+        ]
+
+    assert wait_for(lambda: not ours(), 10), ours()

@@ -263,6 +263,10 @@ class Engine:
         except (RequestError, RemoteTargetError) as exc:
             raise EngineError(str(exc)) from None
         async with self._lock:
+            if self._stopped:
+                # a stack that became ready while the race was being stopped: a process
+                # spawned now would outlive the engine (nothing would ever close it)
+                raise EngineError("the engine has stopped: no target can be added")
             if self.per_target:
                 mine = await self._spawn(procs or self.nprocs, cpus or self.cpus)
             else:
