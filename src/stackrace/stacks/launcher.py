@@ -52,6 +52,7 @@ from pathlib import Path
 from stackrace import paths
 from stackrace.config import HOST, ConfigError, Stack, placeholders, render
 from stackrace.ports import free_port, port_in_use
+from stackrace.slugs import slug
 from stackrace.stacks import cgroup, probe
 from stackrace.supervise import rundirs
 from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
@@ -280,8 +281,8 @@ class Launcher:
         listens somewhere else and nginx answers 502). When run_root/NAME is too long
         for a socket in it, the directory is a short one in /tmp, linked from there.
         """
-        safe = stack.name.replace(":", "_").replace(",", "_").replace("=", "-")
-        link = self.run_root / safe
+        # the name is user text (a variant's values): never a path of its own
+        link = self.run_root / slug(stack.name)
         if link.is_symlink():
             shutil.rmtree(link.resolve(), ignore_errors=True)
             link.unlink()

@@ -8,15 +8,21 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from stackrace.race.ghost import GhostView
+from stackrace.slugs import slug
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.format import fmt_lat, fmt_level, fmt_mb
+
+
+def ghost_widget_id(ghost_id: str) -> str:
+    return slug(ghost_id, prefix="ghost")
 
 
 class GhostPane(Vertical):
     """Dimmed, dashed: what `view.label` measured for this stack at the live level."""
 
     def __init__(self, view: GhostView) -> None:
-        super().__init__(id=view.id.replace(".", "-").replace(" ", "-"), classes="ghost-pane")
+        # a ghost's id holds its file's label and stack names (user text): slug it
+        super().__init__(id=ghost_widget_id(view.id), classes="ghost-pane")
         self.border_title = f"{view.name} · ghost"
         self.border_subtitle = view.label
         self._shown: tuple[object, ...] | None = None

@@ -24,6 +24,7 @@ from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.race.core import StackState
 from stackrace.race.session import PaneView
 from stackrace.ramp import VERDICT_KINDS
+from stackrace.slugs import slug
 from stackrace.tui.bignum import BigNumber, rows_needed
 from stackrace.tui.format import FAILURE_LABELS, fmt_lat, fmt_level, fmt_mb, fmt_rate
 from stackrace.tui.spark import ScaledSparkline
@@ -156,7 +157,9 @@ class StackPane(Vertical, can_focus=True):
     """Figures for one stack (or URL target); focus it to chart its latency."""
 
     def __init__(self, view: PaneView) -> None:
-        super().__init__(id=f"pane-{view.id}", classes="stack-pane")
+        # the id is a slug of the member's id: a variant's name is user text
+        # (`gunicorn-sync:workers=2` is no valid id); the name is only the label
+        super().__init__(id=pane_widget_id(view.id), classes="stack-pane")
         self.pane_id = view.id
         self.border_title = view.name
         self.rps_history: deque[float] = deque(maxlen=HISTORY)
@@ -521,6 +524,11 @@ class StackPane(Vertical, can_focus=True):
             wait.stylize(_QUEUED)
         self._lines["waiting"] = wait
         self._set("failures", _two_lines(line, wait))
+
+
+def pane_widget_id(member_id: str) -> str:
+    """The Textual id of a member's pane (tests and screenshots query it)."""
+    return f"pane-{slug(member_id)}"
 
 
 def _two_lines(first: Text, second: Text) -> Text:
