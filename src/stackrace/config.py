@@ -314,6 +314,42 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
         raise bad("facts", "must be a path starting with '/'")
 
 
+@dataclass(frozen=True)
+class Tunable:
+    """One setting a variant may change: `workers`, `threads` or a param, with its
+    default and, where the stacks file lists them, the only values allowed."""
+
+    key: str
+    default: str
+    choices: tuple[str, ...] = ()
+    numeric: bool = False  # workers and threads: a whole number >= 1
+
+
+def tunables(spec: StackDef) -> list[Tunable]:
+    """What the picker offers to change for a stack: workers and threads where the
+    stack uses them (in a command, env or a file it renders), then every param."""
+    used = {m.group(1) for _key, text in _templated(spec) for m in _PLACEHOLDER.finditer(text)}
+    shipped = paths.shipped_dir()
+    values: dict[str, Any] = {"apps": shipped / "apps", "root": shipped}
+    for tmpl in spec.files:
+        try:
+            text = Path(render(tmpl.template, {**values, **_blank(tmpl.template)})).read_text()
+        except (ConfigError, OSError, UnicodeDecodeError):
+            continue
+        used.update(m.group(1) for m in _PLACEHOLDER.finditer(text))
+    out = [
+        Tunable(k, str(getattr(spec, k)), numeric=True) for k in ("workers", "threads") if k in used
+    ]
+    out += [Tunable(k, v, tuple(spec.choices.get(k, ()))) for k, v in spec.params.items()]
+    return out
+
+
+def _blank(text: str) -> dict[str, str]:
+    return {
+        m.group(1): "" for m in _PLACEHOLDER.finditer(text) if m.group(1) not in ("apps", "root")
+    }
+
+
 def _known_list(spec: StackDef) -> str:
     return "known: " + ", ".join([*PLACEHOLDERS, *spec.params])
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from stackrace.config import load_stacks, resolve
+from stackrace.slugs import slug
 from stackrace.stacks.launcher import CRASHED, FAILED, READY, STOPPED, Launcher
 from stackrace.stacks.sampler import TreeSampler
 from stackrace.supervise.procs import pids_in_sessions
@@ -112,7 +113,7 @@ async def test_sampler_matches_proc_over_a_php_fpm_nginx_tree(tmp_path: Path) ->
         after = sampler.mark_after()
         assert sampler.before is before and sampler.after is after
         # tmp_path is too long for a unix socket under it: the run dir is a short one
-        link = tmp_path / "php-fpm-nginx_workers-3_nginx_workers-2"
+        link = tmp_path / slug("php-fpm-nginx:workers=3,nginx_workers=2")
         assert link.is_symlink() and link.resolve() == rs.run_dir
         short = rs.run_dir
     # after close() the log is back under run_root and the short dir is gone

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from stackrace.config import Stack
+from stackrace.config import Stack, Tunable
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import (
     BodyCheck,
@@ -60,6 +60,9 @@ class StackChoice:
     description: str = ""
     workers: int = 1
     threads: int = 1
+    # what a variant may change (config.tunables): the picker's keys for workers,
+    # threads and every param of the stack
+    tunables: tuple[Tunable, ...] = ()
 
 
 class MemberHandle(Protocol):

@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from stackrace.config import Tunable
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram, index_of
 from stackrace.engine.model import (
     DROPPED,
@@ -98,6 +99,7 @@ CATALOG: list[StackChoice] = [
         default=k in ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp"),
         description=describe(m),
         workers=1,  # processes, as a stack's `workers` (a model's `workers` is concurrency)
+        tunables=(Tunable("workers", "1", numeric=True),),
     )
     for k, m in MODELS.items()
 ]

@@ -12,7 +12,7 @@ import contextlib
 
 import msgspec
 
-from stackrace.config import Stack, StackDef, load_stacks, resolve
+from stackrace.config import Stack, StackDef, load_stacks, resolve, tunables
 from stackrace.db import ManagedMariaDB
 from stackrace.db.watch import DbWatch
 from stackrace.race.core import StackChoice, StackState
@@ -135,6 +135,7 @@ class StacksSource:
                     description=spec.description,
                     workers=spec.workers,
                     threads=spec.threads,
+                    tunables=tuple(tunables(spec)),
                 )
             )
         return out
