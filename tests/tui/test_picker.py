@@ -12,7 +12,7 @@ from stackrace.race.demo import CATALOG as DEMO
 from stackrace.race.session import RacePlan
 from stackrace.race.urls import UrlTarget
 from stackrace.tui.app import StackraceApp
-from stackrace.tui.picker import NAME_W, PickerScreen, StackList, TuneScreen
+from stackrace.tui.picker import PickerScreen, StackList, TuneScreen
 from tests.tui.conftest import SIZE, synthetic_session
 
 # the demo's stacks plus one that is not installed, as a real catalog can have, and one
@@ -164,7 +164,7 @@ TUNED = [
         "threaded",
         threads=8,
         tunables=(Tunable("threads", "8", numeric=True),),
-    ),  # fmt: skip
+    ),
     StackChoice("aiohttp", "aiohttp", "async", tunables=(Tunable("db_pool", "16"),)),
 ]
 

@@ -1,0 +1,126 @@
+"""Verdicts that fit the machine: a full shared core, and kinds that do not flip on noise.
+
+**A shared core is the race's verdict, not each stack's.** When stacks share cores
+(two cores: the engines get one, four stacks share the other), each stack gets a share
+of a full core and waits for it the rest of the time. Judged one by one, every pane
+would read SATURATED — "uvicorn broke" — when what happened is that the core was full.
+`shared_core` says, from every stack's CPU, whether the shared cores were full; the
+header then says so ("figures compare shares, not capacities"), the breaking rule
+leaves a stack that only waited for that core without a verdict of its own
+(`ramp.StepResult.core_starved`), and each pane gives its own share, its wait, and
+what it would serve alone on a core from its own CPU per request (`alone_on_a_core`).
+SATURATED stays for a stack that is itself CPU-bound.
+
+**Hysteresis.** A verdict judged on running totals can cross a threshold back and
+forth; a banner that comes and goes every second tells a room nothing, and a pane that
+says QUEUEING, then SATURATED, then nothing at one level is read as three events.
+`VerdictHold` shows the first judgement of a level at once, then a new kind (or its
+absence) only once it has held for `HOLD` seconds at that level, and remembers since
+when the kind shown has held; a new level starts afresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stackrace.ramp import Verdict
+
+HOLD = 2.0  # seconds a new verdict kind (or none) must hold before it is shown
+SHARED_FULL = 0.85  # the shared cores are full when the stacks use this share of them
+
+
+@dataclass(frozen=True)
+class SharedCore:
+    """The cores several stacks share, and whether they were full."""
+
+    cores: int
+    used: float  # % of one core, every stack on them together
+    waited: float  # % of one core, their time waiting for one of them
+    stacks: int
+
+    @property
+    def full(self) -> bool:
+        return self.stacks > 1 and self.used >= SHARED_FULL * 100.0 * self.cores
+
+    def headline(self) -> str:
+        """The race's verdict, for the header."""
+        cores = f"{self.cores} core" + ("s" if self.cores > 1 else "")
+        return (
+            f"the shared {'cores are' if self.cores > 1 else 'core is'} full "
+            f"({self.used:.0f}% of {cores} used, {self.waited:.0f}% waited for): "
+            "figures compare shares, not capacities"
+        )
+
+
+def shared_core(cpu: list[tuple[float, float]], cores: int) -> SharedCore:
+    """The shared cores' state from each stack's (CPU used, CPU waited for), % of a core."""
+    return SharedCore(
+        cores=max(1, cores),
+        used=sum(u for u, _w in cpu),
+        waited=sum(w for _u, w in cpu),
+        stacks=len(cpu),
+    )
+
+
+def alone_on_a_core(cpu_us_per_request: float | None, cores: float = 1.0) -> float | None:
+    """What a stack would serve alone on `cores` cores, from its own CPU per request
+    (an upper bound: it leaves out everything but the stack's own CPU)."""
+    if not cpu_us_per_request or cpu_us_per_request <= 0:
+        return None
+    return cores * 1e6 / cpu_us_per_request
+
+
+@dataclass
+class Shown:
+    verdict: Verdict | None
+    proof: str
+    since: float | None  # when the kind shown began to hold (None: no verdict)
+
+
+class VerdictHold:
+    """One pane's verdict, changed only when a new kind has held for `HOLD` seconds."""
+
+    def __init__(self, hold: float = HOLD) -> None:
+        self.hold = hold
+        self.level: int | None = None
+        self.shown = Shown(None, "", None)
+        self._candidate: str | None = None  # the kind (or "" for none) waiting to show
+        self._candidate_since = 0.0
+        self._judged = False  # the level running has had a judgement shown
+
+    def feed(
+        self,
+        now: float,
+        level: int | None,
+        fresh: Verdict | None,
+        proof: str,
+        judged: bool = True,
+    ) -> Shown:
+        """The verdict to show now, given the one judged now (`fresh`, with its proof;
+        `judged`: the level had figures enough to be judged at all)."""
+        if level != self.level:
+            # a new level clears the verdict: it is judged afresh there
+            self.level = level
+            self.shown = Shown(None, "", None)
+            self._candidate = None
+            self._judged = False
+        if not self._judged:
+            if judged or fresh is not None:
+                # the level's first judgement is no change of a verdict: shown at once
+                self._judged = True
+                self.shown = Shown(fresh, proof, now if fresh is not None else None)
+            return self.shown
+        kind = fresh.kind if fresh is not None else ""
+        shown_kind = self.shown.verdict.kind if self.shown.verdict is not None else ""
+        if kind == shown_kind:
+            self._candidate = None
+            if fresh is not None:  # the same kind: its figures follow the measurement
+                self.shown = Shown(fresh, proof, self.shown.since)
+            return self.shown
+        if self._candidate != kind:
+            self._candidate, self._candidate_since = kind, now
+        if now - self._candidate_since >= self.hold:
+            since = self._candidate_since if fresh is not None else None
+            self.shown = Shown(fresh, proof if fresh is not None else "", since)
+            self._candidate = None
+        return self.shown
