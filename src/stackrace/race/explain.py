@@ -126,8 +126,10 @@ def annotate(
     warming: bool = False,
     climb: float | None = None,
     engine_limit: str = "",
+    timeout_cause: str = "",
 ) -> str:
-    """One plain-language sentence about this pane, or "" when nothing needs saying."""
+    """One plain-language sentence about this pane, or "" when nothing needs saying;
+    `timeout_cause` (race/wedge.py) says whether timeouts came from a full accept queue."""
     if engine_limit:
         return f"the engine, not the server, limits these figures: {engine_limit}"
     w = interval
@@ -135,7 +137,10 @@ def annotate(
         kind, n = dominant_failure(w)
         answered = w.requests
         if kind and n > 0.01 * max(1, answered + n):
-            return _failure_sentence(kind, w, timeout)
+            sentence = _failure_sentence(kind, w, timeout)
+            if kind == TIMEOUT and timeout_cause:
+                sentence += f": {timeout_cause}"
+            return sentence
     if rate is not None and total is not None:
         behind = behind_schedule(rate, total)
         if behind:

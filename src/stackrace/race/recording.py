@@ -45,7 +45,9 @@ from stackrace.engine.model import EngineSnapshot, TargetSpec
 from stackrace.race.core import RaceCore, StackChoice, StackState
 from stackrace.race.session import RacePlan, Session, SessionView
 from stackrace.race_settings import RaceSettings
+from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
+from stackrace.stacks.signs import ServerSigns
 
 FORMAT = 1
 HIST_EVERY = 1.0  # seconds between histogram records of one target
@@ -68,6 +70,7 @@ class MemberInfo(msgspec.Struct):
 class MemberTick(msgspec.Struct):
     state: str
     resources: ResourceSample | None = None
+    signs: ServerSigns | None = None  # its accept queue, log lines, exits (wedge reasons)
 
 
 class Header(msgspec.Struct, tag="header"):
@@ -191,7 +194,7 @@ class Recorder:
         members = {}
         for pv in view.panes:
             m = core.members[pv.id]
-            members[pv.id] = MemberTick(str(m.handle.state), m.resources)
+            members[pv.id] = MemberTick(str(m.handle.state), m.resources, m.signs)
             if pv.state == StackState.CRASHED and pv.id not in self._crashed:
                 self._crashed.add(pv.id)
                 self._write(Log(t, pv.id, list(m.handle.log_tail(40))))
@@ -334,6 +337,7 @@ class ReplayMember:
     state: StackState = StackState.STARTING
     resources: ResourceSample | None = None
     log: list[str] = field(default_factory=list)
+    recorded_signs: ServerSigns | None = None
 
     @property
     def id(self) -> str:
@@ -360,6 +364,11 @@ class ReplayMember:
 
     def sample(self) -> ResourceSample | None:
         return self.resources
+
+    listen_port = None  # nothing runs: the recorded signs are replayed
+
+    def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
+        return self.recorded_signs
 
     async def stop(self) -> None:
         """Nothing runs."""
@@ -398,7 +407,12 @@ class ReplayPlayer:
         self.paused = False
         self._next = 0  # index of the next record to apply
         core = RaceCore(
-            self.engine, self.source, recording.header.settings, clock=self.clock, sample_every=0.0
+            self.engine,
+            self.source,
+            recording.header.settings,
+            clock=self.clock,
+            sample_every=0.0,
+            signs_every=0.0,
         )
         self.session = Session(core)
         self.plan = RacePlan(stacks=tuple(self.source.members), settings=recording.header.settings)
@@ -454,6 +468,8 @@ class ReplayPlayer:
         s.levels._ignored.clear()
         s.warmups.clear()
         s._held.clear()
+        s._wedges.clear()
+        s._wedged.clear()
         s.ramp_steps.clear()
         s.ramp_breaking.clear()
         s.ramp_finished = False
@@ -461,6 +477,7 @@ class ReplayPlayer:
         for member in self.source.members.values():
             member.state = StackState.STARTING
             member.resources = None
+            member.recorded_signs = None
         for m in s.core.members.values():
             m.attached = False
             m.baseline = None
@@ -483,6 +500,7 @@ class ReplayPlayer:
                 if member is not None:
                     member.state = StackState(mt.state)
                     member.resources = mt.resources
+                    member.recorded_signs = mt.signs
             self.engine.latest = record.snap
             s.replay_ramp = record.ramp
             s.caption = record.caption

@@ -20,21 +20,19 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from stackrace.engine.model import TargetSnapshot
-from stackrace.race import accounting, explain
+from stackrace.race import accounting, explain, verdicts, wedge
+from stackrace.race.cleanstart import CleanStart
 from stackrace.race.core import RaceCore, StackState
 from stackrace.race.ghost import Ghost, GhostView
 from stackrace.race.placement import Placement, place
 from stackrace.race.talk import TalkPlayer, TalkStep
 from stackrace.race.urls import UrlHandle, UrlTarget
+from stackrace.race.verdicts import SharedCore, VerdictHold
 from stackrace.race.warmup import WarmupTracker
+from stackrace.race.wedge import Wedge, WedgeWatch
 from stackrace.race_settings import RaceSettings
-from stackrace.ramp import LevelLog, Ramp, StepResult, Verdict, peak
+from stackrace.ramp import CpuShare, LevelLog, Ramp, StepResult, Verdict, peak
 from stackrace.stacks.sampler import ResourceSample
-
-# A verdict seen at a level is kept while that level runs unless it has been absent for
-# this long: a judgement on growing totals can flicker across a threshold, and a bar
-# that comes and goes every second tells a room nothing.
-VERDICT_HOLD = 2.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +83,11 @@ class PaneView:
     # so a queue or a CPU limit shows only against one; without it, "not broken" would
     # claim more than was tested
     compared: bool = False
+    verdict_since: float | None = None  # race seconds: when the verdict's kind began
+    wedged: bool = False  # it answers nothing while clients wait (race/wedge.py)
+    # it shares a full core and only waited for it: its share and wait, instead of a
+    # verdict of its own ("its share 28 % of the full core, waited 70 %")
+    core_share: str = ""
 
 
 @dataclass
@@ -110,6 +113,8 @@ class SessionView:
     # "" while the database is fine or unused; else what happened to it (the figures
     # are then the database's, not the stacks', and no verdict is drawn)
     database: str = ""
+    shared: SharedCore | None = None  # the cores the stacks share (None: each its own)
+    clock: float = 0.0  # race seconds now (what a verdict's `since` is counted in)
 
 
 @dataclass(frozen=True)
@@ -138,10 +143,19 @@ class Session:
         self.ramp_steps: dict[str, list[StepResult]] = {}
         self.ramp_breaking: dict[str, Verdict | None] = {}
         self.ramp_top = 0
+        self.ramp_end = ""  # why the last ramp ended: its top reached, or stopped by hand
+        self.ramp_notes: list[str] = []  # its clean start: stacks restarted, and why
+        self.prep: CleanStart | None = None  # a ramp's clean start, while it runs
+        self._ramp_wanted: tuple[int, float] | None = None
+        self._restore = 10  # the level to go back to when the ramp ends
         self._last_seq = -1
         self.warmups: dict[str, WarmupTracker] = {}
-        # per member: the verdict shown, at which level, and when it was last confirmed
-        self._held: dict[str, tuple[Verdict, str, float]] = {}
+        # per member: the verdict shown (kinds change only once they have held), and
+        # the stall clock that names a wedged server
+        self._held: dict[str, VerdictHold] = {}
+        self._wedges: dict[str, WedgeWatch] = {}
+        self._wedged: dict[str, Wedge | None] = {}
+        self.started_at = 0.0
         # observers of commands and ticks (a Recorder): called after each
         self.listeners: list[SessionListener] = []
         self.caption = ""
@@ -181,6 +195,7 @@ class Session:
             cores = sorted(os.sched_getaffinity(0))
             placement = place("parallel", len(plan.stacks), plan.settings.cpus, cores)
         urls = [UrlHandle(u, i + 1) for i, u in enumerate(plan.urls)]
+        self.started_at = self.core.clock()
         await self.core.start(plan.stacks, urls, placement)
         await self.poll()
 
@@ -219,19 +234,41 @@ class Session:
         self.core.reset_totals(warmup=0.5)
 
     def start_ramp(self, top: int = 2000, dwell: float = 3.0) -> None:
-        """Step the load from 1 up to `top` from a clean state, then go back."""
-        self.levels.clear()
+        """Step the load from 1 up to `top`, `dwell` seconds a level, from a clean state
+        (race/cleanstart.py: every stack idle or restarted first), then go back."""
         self.ramp_finished = False
         self.ramp_steps.clear()
         self.ramp_breaking.clear()
         self.ramp_top = top
-        self.ramp = Ramp.from_level(1, top=top, dwell=dwell, restore=self.level)
-        self._tell("ramp", top)
+        self.ramp_end = ""
+        self.ramp_notes = []
+        self._ramp_wanted = (top, dwell)
+        self._restore = self.level
 
     def stop_ramp(self) -> None:
-        if self.ramp is not None:
+        """A hand on the load (the slider, `r`, a talk step) stops a ramp; the levels
+        it measured stay its findings, and the summary says where it was stopped."""
+        if self._ramp_wanted is not None or self.prep is not None:
+            self._ramp_wanted = None
+            if self.prep is not None:
+                self.prep = None
+                self.core.hold_attach = False  # the stacks are loaded again as they were
             self._tell("ramp_stop", None)
+        if self.ramp is not None:
+            level = self.ramp.level
+            if level is not None:
+                self.ramp_end = f"stopped by hand at {self._level_text(level)}"
+                self._keep_ramp_findings()
+            self._tell("ramp_stop", level)
         self.ramp = None
+
+    def _level_text(self, level: int) -> str:
+        return f"{level:,} req/s" if self.rate is not None else f"c={level:,}"
+
+    def _keep_ramp_findings(self) -> None:
+        for i in self.core.members:
+            self.ramp_steps[i] = self.levels.results(i)
+            self.ramp_breaking[i] = self.levels.breaking_point(i)
 
     def _tell(self, what: str, value: object) -> None:
         for listener in self.listeners:
@@ -251,6 +288,7 @@ class Session:
             self._last_seq = snap.seq
             self.levels.feed(snap)
             self._feed_warmups(snap)
+            self._feed_wedges(snap)
         await self._advance_talk()
         await self._advance_ramp()
         view = self.view()
@@ -288,21 +326,37 @@ class Session:
                 tracker = self.warmups.setdefault(t.id, WarmupTracker())
                 tracker.feed(t.level, t.interval.requests, t.interval.seconds)
 
-    def _verdict(self, mid: str) -> tuple[Verdict | None, str]:
-        """The current level's verdict and its proof, held while its level runs (see
-        VERDICT_HOLD): the proof is the figure measured when the verdict was given."""
+    def _feed_wedges(self, snap) -> None:  # type: ignore[no-untyped-def]
         now = self.core.clock()
-        fresh = self.levels.verdict_now(mid)
+        for t in snap.targets:
+            m = self.core.members.get(t.id)
+            if m is not None:
+                watch = self._wedges.setdefault(t.id, WedgeWatch())
+                self._wedged[t.id] = watch.feed(now, t.interval, m.signs)
+
+    def _verdict(self, mid: str) -> tuple[Verdict | None, str, float | None]:
+        """The current level's verdict, its proof and since when (race seconds): a
+        wedged server first (race/wedge.py), else the breaking rule's verdict, whose
+        kind changes only once it has held (race/verdicts.py)."""
+        now = self.core.clock()
         level = self.levels.current_level(mid)
-        held = self._held.get(mid)
-        if fresh is not None:
-            proof = explain.proof(fresh, self._step_at(mid, fresh.level))
-            self._held[mid] = (fresh, proof, now)
-            return fresh, proof
-        if held is not None and held[0].level == level and now - held[2] < VERDICT_HOLD:
-            return held[0], held[1]
-        self._held.pop(mid, None)
-        return None, ""
+        stall = self._wedged.get(mid)
+        if stall is not None and level is not None:
+            return stall.verdict(level), stall.proof(), stall.since - self.started_at
+        fresh = self.levels.verdict_now(mid)
+        proof = explain.proof(fresh, self._step_at(mid, fresh.level)) if fresh else ""
+        hold = self._held.setdefault(mid, VerdictHold())
+        shown = hold.feed(now, level, fresh, proof, judged=self._judged(mid))
+        if shown.verdict is None:
+            return None, "", None
+        proof = shown.proof
+        m = self.core.members.get(mid)
+        target = self.core.target(mid)
+        note = wedge.backlog_note(m.signs if m else None, target.interval if target else None)
+        if note:
+            proof = f"{proof} · {note}"
+        since = shown.since - self.started_at if shown.since is not None else None
+        return shown.verdict, proof, since
 
     def _judged(self, mid: str) -> bool:
         """Whether this visit of the running level has been measured long enough."""
@@ -318,47 +372,86 @@ class Session:
     def _step_at(self, mid: str, level: int) -> StepResult | None:
         return next((s for s in self.levels.results(mid) if s.level == level), None)
 
-    def _cpu_of(self, member_id: str) -> tuple[float | None, float | None]:
-        """The stack's CPU demand for the verdict: the CPU it used plus the time it was
-        runnable but waited for a core. On a core shared by four stacks each uses a
-        quarter of it and waits the rest: CPU-bound all the same (saturated, not a
-        queue of clients), which the CPU used alone would not show."""
+    def _cpu_of(self, member_id: str) -> CpuShare:
+        """The stack's CPU for the verdict: what it used, what it can use, how long it
+        waited for a core, and whether the cores it shares with other stacks were full.
+        On a core shared by four stacks each uses a quarter of it and waits the rest:
+        the race's verdict is the full core, not each stack's (race/verdicts.py)."""
         m = self.core.members.get(member_id)
         if m is None or m.resources is None:
-            return None, None
+            return CpuShare()
         r = m.resources
-        return r.cpu_percent + r.cpu_wait_percent, self.core.capacity(member_id)
+        shared = self.shared_core()
+        return CpuShare(
+            used=r.cpu_percent,
+            capacity=self.core.capacity(member_id),
+            waited=r.cpu_wait_percent,
+            core_full=shared is not None and shared.full and m.stack_cpus is not None,
+        )
+
+    def shared_core(self) -> SharedCore | None:
+        """The cores the stacks share, from every running stack's CPU (None when each
+        stack has cores of its own: then every verdict is the stack's)."""
+        placement = self.core.placement
+        if placement is None or not placement.shared:
+            return None
+        cpu = [
+            (m.resources.cpu_percent, m.resources.cpu_wait_percent)
+            for m in self.core.members.values()
+            if m.resources is not None and m.stack_cpus is not None and not m.handle.external
+        ]
+        cores = len(placement.stack_cpus[0] or []) if placement.stack_cpus else 1
+        return verdicts.shared_core(cpu, cores)
 
     async def _advance_ramp(self) -> None:
+        now = self.core.clock()
+        if self._ramp_wanted is not None and self.prep is None:
+            # the clean start: targets removed, every stack idle or restarted first
+            self.prep = await CleanStart.begin(self.core, now)
+            self._tell("ramp_prep", self._ramp_wanted[0])
+        if self.prep is not None and self._ramp_wanted is not None:
+            if not await self.prep.step(self.core, now):
+                return
+            top, dwell = self._ramp_wanted
+            self.ramp_notes = list(self.prep.notes)
+            self.prep = None
+            self._ramp_wanted = None
+            # the stacks are loaded again from the ramp's first level, on an empty log
+            first = Ramp.from_level(1, top=top, dwell=dwell, restore=self._restore)
+            if self.rate is not None:
+                self.core.rate = float(first.levels[0])
+            else:
+                self.core.concurrency = first.levels[0]
+            self.core.hold_attach = False
+            self.levels.clear()
+            self.levels.counting_again()
+            self.ramp = first
+            self._tell("ramp", top)
         if self.ramp is None:
             return
-        ids = self.core.attached()
-        all_broken = bool(ids) and all(self.levels.breaking_point(i) for i in ids)
-        done_before = self.ramp.done
-        if not done_before and self._ramp_ends(all_broken):
+        if not self.ramp.done and self._ramp_ends():
             # the ramp's findings, before the restored level adds to the log
-            for i in self.core.members:
-                self.ramp_steps[i] = self.levels.results(i)
-                self.ramp_breaking[i] = self.levels.breaking_point(i)
-        first = self.ramp.started_at is None
-        level = self.ramp.advance(self.core.clock(), all_broken)
+            self._keep_ramp_findings()
+            self.ramp_end = f"ran to its top, {self._level_text(self.ramp.levels[-1])}"
+        first_level = self.ramp.started_at is None
+        # it runs to its top: a stack broken early still shows what the higher levels
+        # do to it (c=1000 is where the sync worker stops answering at all)
+        level = self.ramp.advance(now)
         if level is not None:
             await self.set_concurrency(level)
-            if first:
-                # the totals restart here: the ramp's first level counts even when it is
-                # the level that was running when the log was cleared
+            if first_level:
                 self.levels.counting_again()
         if self.ramp.done:
             self.ramp = None
             self.ramp_finished = True
             self._tell("ramp_done", None)
 
-    def _ramp_ends(self, all_broken: bool) -> bool:
+    def _ramp_ends(self) -> bool:
         r = self.ramp
         if r is None or r.started_at is None:
             return False
         due = int((self.core.clock() - r.started_at) // r.dwell)
-        return due > r.index and (due >= len(r.levels) or all_broken)
+        return due > r.index and due >= len(r.levels)
 
     def view(self) -> SessionView:
         snap = self.core.engine.latest
@@ -371,7 +464,7 @@ class Session:
             share = 0.0
             limit = ""
             cpu_us = None
-            verdict, proof = self._verdict(mid) if target is not None else (None, "")
+            verdict, proof, since = self._verdict(mid) if target is not None else (None, "", None)
             warm = self.warmups.get(mid)
             warming = (
                 warm is not None
@@ -390,6 +483,7 @@ class Session:
                 cpu_us = self.core.cpu_per_request_us(mid, target.total.requests)
                 behind = explain.behind_schedule(self.rate, target.total)
                 res = m.resources
+                stall = self._wedged.get(mid)
                 annotation = explain.annotate(
                     verdict=verdict,
                     interval=target.interval,
@@ -402,7 +496,18 @@ class Session:
                     warming=warming,
                     climb=warm.climb() if warm is not None else None,
                     engine_limit=limit,
+                    timeout_cause=wedge.timeout_cause(m.signs),
                 )
+                core_share = self._core_share(mid)
+                if core_share and not annotation:
+                    alone = verdicts.alone_on_a_core(cpu_us)
+                    if alone is not None:
+                        annotation = (
+                            f"alone on a core: ≈ {alone:,.0f} req/s "
+                            f"(its {cpu_us:,.0f} µs of CPU per request)"
+                        )
+                if stall is not None and stall.evidence and not annotation:
+                    annotation = f"wedged: {stall.evidence[0]}"
             panes.append(
                 PaneView(
                     id=mid,
@@ -433,9 +538,14 @@ class Session:
                     synthetic=self.synthetic,
                     judged=self._judged(mid),
                     compared=self._compared(mid),
+                    verdict_since=since,
+                    wedged=self._wedged.get(mid) is not None and target is not None,
+                    core_share=self._core_share(mid) if target is not None else "",
                 )
             )
         ramp = self.replay_ramp
+        if self.prep is not None:
+            ramp = self.prep.status()
         if self.ramp is not None and self.ramp.level is not None:
             ramp = f"ramp {self.ramp.progress()} → {self.ramp.level}"
         placement = self.core.placement
@@ -466,6 +576,21 @@ class Session:
             replay=self.replay_status,
             ghosts=[pv for g in self.ghosts for pv in g.view(self.level, rate_mode)],
             database=database,
+            shared=self.shared_core(),
+            clock=self.core.clock() - self.started_at,
+        )
+
+    def _core_share(self, mid: str) -> str:
+        """ "" unless the stack only waited for a full shared core at the level running:
+        then its share of that core and its wait, the fair figures there."""
+        step = self.levels.current_step(mid)
+        if step is None or not step.core_starved or step.cpu_bound:
+            return ""
+        cap = (step.cpu_capacity or 100.0) / 100
+        cores = "the full core" if cap <= 1 else f"the {cap:.0f} full cores"
+        return (
+            f"its share of {cores}: CPU {step.cpu_percent or 0:.0f}%, "
+            f"waited {step.cpu_wait_percent or 0:.0f}%"
         )
 
     @property

@@ -7,7 +7,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from stackrace.ports import pid_listening_on
 from stackrace.race.core import StackState
+from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample, TreeSampler
+from stackrace.stacks.signs import ServerSigns
 from stackrace.workloads import WORKLOADS
 
 
@@ -62,6 +64,21 @@ class UrlHandle:
         if self._gone:
             return [f"process {self.pid} has exited"]
         return [] if self.pid else ["(not started by stackrace: no log; no pid found)"]
+
+    @property
+    def listen_port(self) -> int | None:
+        """Its port, when the server is on this machine (the kernel can show it)."""
+        parts = urlsplit(self.target.url)
+        local = parts.hostname in ("127.0.0.1", "localhost", "::1") or (
+            parts.hostname or ""
+        ).startswith("127.")
+        return parts.port if local else None
+
+    def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
+        if listen is None:
+            return None
+        exited = self._sampler.latest.exited if self._sampler and self._sampler.latest else 0
+        return ServerSigns(now, listen, {}, exited)
 
     def sample(self) -> ResourceSample | None:
         if self._sampler is None:
