@@ -73,11 +73,8 @@ def proof(v: Verdict, step: StepResult | None) -> str:
     if v.kind == SATURATED:
         cap = (step.cpu_capacity or 100.0) / 100
         cores = f"{cap:.0f} core" + ("s" if cap > 1 else "")
-        # the CPU used plus the time waited for it (the session's CPU demand)
-        return (
-            f"CPU {step.cpu_percent or 0:.0f}% of {cores} busy or awaited, "
-            f"{_n(step.rps)} req/s at its limit"
-        )
+        # the CPU the stack itself used (a wait for a shared core is not its limit)
+        return f"CPU {step.cpu_percent or 0:.0f}% of {cores}, {_n(step.rps)} req/s at its limit"
     if v.kind == QUEUEING:
         waiting = w.waiting
         if step.stale and "no answer" in v.reason:

@@ -393,8 +393,8 @@ class Session:
         """The cores the stacks share, from every running stack's CPU (None when each
         stack has cores of its own: then every verdict is the stack's)."""
         placement = self.core.placement
-        if placement is None or not placement.shared:
-            return None
+        if placement is None or not placement.shared or self.synthetic:
+            return None  # (a model knows nothing of sharing a core)
         cpu = [
             (m.resources.cpu_percent, m.resources.cpu_wait_percent)
             for m in self.core.members.values()

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from stackrace.ramp import Verdict
 
 HOLD = 2.0  # seconds a new verdict kind (or none) must hold before it is shown
-SHARED_FULL = 0.85  # the shared cores are full when the stacks use this share of them
+SHARED_FULL = 0.85  # the shared cores are full when the stacks use this share of them,
+WAITED_FULL = 0.25  # ... or when they want more than the cores give and wait this much
 
 
 @dataclass(frozen=True)
@@ -40,15 +41,23 @@ class SharedCore:
 
     @property
     def full(self) -> bool:
-        return self.stacks > 1 and self.used >= SHARED_FULL * 100.0 * self.cores
+        """Used up by the stacks, or wanted by them beyond what it gives (their CPU and
+        their wait for it past the cores' capacity: other processes on the machine
+        take a share too)."""
+        cap = 100.0 * self.cores
+        if self.stacks < 2:
+            return False
+        return self.used >= SHARED_FULL * cap or (
+            self.used + self.waited >= cap and self.waited >= WAITED_FULL * cap
+        )
 
     def headline(self) -> str:
         """The race's verdict, for the header."""
-        cores = f"{self.cores} core" + ("s" if self.cores > 1 else "")
+        cores = f"{self.cores} cores" if self.cores > 1 else "core"
         return (
-            f"the shared {'cores are' if self.cores > 1 else 'core is'} full "
-            f"({self.used:.0f}% of {cores} used, {self.waited:.0f}% waited for): "
-            "figures compare shares, not capacities"
+            f"the shared {cores} {'are' if self.cores > 1 else 'is'} full (the stacks "
+            f"used {self.used:.0f}%, waited {self.waited:.0f}%): figures compare shares, "
+            "not capacities"
         )
 
 

@@ -33,6 +33,7 @@ _CURVE = curve_points()
 
 
 CHROME_ROWS = 6  # controls (4), status line, footer
+PROJECTOR_CHROME_ROWS = 3  # projector mode: the controls on two rows, no footer
 CHART_ROWS = 12
 PANE_COMFORT = 16  # rows a pane wants before the latency chart may take any
 PANE_MIN_W = 22  # columns a pane needs for req/s, p99 and memory (four at 100 columns)
@@ -63,13 +64,12 @@ def grid_shape(n: int, width: int, height: int, projector: bool = False) -> tupl
     n = max(1, n)
     avail = height - CHROME_ROWS
     if projector:
-        # large type wants wide panes: a near-square grid while each row keeps 18 rows
+        # large type wants wide panes: a near-square grid (2×2 for four stacks), each
+        # pane with its name, req/s and p99 in large type (pane.plan_projector)
         import math
 
         cols = max(1, math.ceil(math.sqrt(n)))
-        rows = -(-n // cols)
-        if rows * 18 <= avail:
-            return cols, rows, False
+        return cols, -(-n // cols), False
     per = PANE_MIN_W if n <= 4 else PANE_WIDE_W
     max_cols = max(1, min(n, width // per))
     rows = -(-n // max_cols)
@@ -166,6 +166,8 @@ class RaceScreen(Screen[None]):
         show = (room if self.chart_wanted is None else self.chart_wanted) and not self.projector
         if chart.display != show:
             chart.display = show
+        # once the grid has its new shape, every pane's digits at one size
+        self.call_after_refresh(self.share_scale)
 
     # --- the one update path ----------------------------------------------------------
 
@@ -179,6 +181,8 @@ class RaceScreen(Screen[None]):
         with self.app.batch_update():
             await self._sync_panes(view)
             rate_mode = view.rate is not None
+            if self.projector:
+                self._share_p99_unit(view)
             for pv in view.panes:
                 self.panes[pv.id].show(pv, new_interval, rate_mode, view.timeout, view.seq)
             for gv in view.ghosts:
@@ -196,6 +200,46 @@ class RaceScreen(Screen[None]):
             self.action_summary()
         elif not view.ramp_done:
             self._ramp_done_seen = False
+
+    def _share_p99_unit(self, view: SessionView) -> None:
+        """Projector mode: p99 in one unit in every pane at any moment (seconds as soon
+        as one pane's p99 reaches a second), so "2.5 S" never sits beside "157 MS"."""
+        top = max(
+            (pv.target.interval.latency.p99 for pv in view.panes if pv.target is not None),
+            default=0,
+        )
+        unit = "S" if top >= 1_000_000 else "MS"
+        for pane in self.panes.values():
+            pane.set_p99_unit(unit)
+
+    def share_scale(self) -> None:
+        """One digit size in every pane: the largest scale every pane's box allows (a
+        pane a row shorter than its neighbours would otherwise draw smaller digits)."""
+        if not self.panes:
+            return
+        sizes = [p.content_size for p in self.panes.values() if p.content_size.height > 0]
+        box = (min(s.width for s in sizes), min(s.height for s in sizes)) if sizes else None
+        for pane in self.panes.values():
+            pane.scale_cap = 8
+            pane.shared_box = box
+            pane.fit()
+        cap = min(p.fig_scale for p in self.panes.values()) or 1
+        for pane in self.panes.values():
+            pane.set_scale_cap(cap)
+
+    def on_stack_pane_resized(self, event: StackPane.Resized) -> None:
+        event.stop()
+        self.call_after_refresh(self.share_scale)
+
+    def _label_panes(self) -> None:
+        """Short, distinct names for large type (tui/names.py)."""
+        from stackrace.tui.names import short_labels
+
+        ids = [pid for pid, p in self.panes.items() if not p.external]
+        labels = short_labels(ids)
+        for pid, pane in self.panes.items():
+            label = labels.get(pid) or str(pane.border_title or pid).upper()[:12]
+            pane.set_label(label)
 
     def _share_scales(self) -> None:
         """One scale for every pane's sparklines: heights compare across panes."""
@@ -228,9 +272,12 @@ class RaceScreen(Screen[None]):
             self.pane_colors[pv.id] = color
             pane.styles.border_title_color = color
             self.panes[pv.id] = pane
+            pane.external = pv.external
             # live panes first, ghosts after them
             first_ghost = next(iter(self.ghost_panes.values()), None)
             await grid.mount(pane, before=first_ghost)
+            pane.query_one("#name-big").styles.color = color
+        self._label_panes()
         self._relayout()
         if self.focused_id is None and view.panes:
             self.focused_id = view.panes[0].id
@@ -271,7 +318,10 @@ class RaceScreen(Screen[None]):
             status.append(f"[b]{view.caption}[/]")
         if view.database:
             status.append(f"[b red]{view.database.upper()}: figures are the database's[/]")
-        if view.shared_cores:
+        if view.shared is not None and view.shared.full:
+            # the race's verdict: every pane's figure is a share of a full core
+            status.append(f"[b reverse magenta] {view.shared.headline()} [/]")
+        elif view.shared_cores:
             # the fair figures then are each pane's CPU µs per request and its wait for a core
             status.append(f"[yellow]{view.placement}[/]")
         if not view.keepalive:
