@@ -192,3 +192,20 @@ async def test_quit_stops_the_session(race: Race):
     await race.pilot.pause()
     assert not race.engine.started
     assert race.session.core.source.stacks == {}
+
+
+async def test_s_takes_a_screenshot_on_the_summary_and_the_log_too(race: Race, tmp_path):
+    """Dialogs are modal screens, which cut the app's bindings off: each carries `s`."""
+    race.app.screenshot_dir = tmp_path
+    await race.pilot.press("t")
+    await race.pilot.pause()
+    assert isinstance(race.app.screen, SummaryScreen)
+    await race.pilot.press("s")
+    await race.pilot.pause()
+    assert len(list(tmp_path.glob("*.svg"))) == 1
+    await race.pilot.press("escape")
+    await race.pilot.press("l")
+    await race.pilot.pause()
+    await race.pilot.press("s")
+    await race.pilot.pause()
+    assert len(list(tmp_path.glob("*.svg"))) == 2

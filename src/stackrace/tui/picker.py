@@ -30,6 +30,7 @@ from stackrace.config import Tunable
 from stackrace.race.core import StackChoice
 from stackrace.race.session import RacePlan
 from stackrace.race.urls import UrlTarget, target_url
+from stackrace.tui.dialogs import SCREENSHOT
 from stackrace.tui.slider import ConcurrencySlider
 from stackrace.workloads import WORKLOADS
 
@@ -320,6 +321,7 @@ class TuneScreen(ModalScreen[dict[str, str] | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss(None)", "cancel"),
         Binding("ctrl+s", "apply", "apply", priority=True),
+        SCREENSHOT,  # (an input field that has the focus gets the letter first)
     ]
 
     def __init__(self, row: Row) -> None:

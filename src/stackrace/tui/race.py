@@ -18,6 +18,7 @@ from textual.widgets import Footer, Static
 
 from stackrace.race.core import StackState
 from stackrace.race.session import Session, SessionView
+from stackrace.race.summary import context as summary_context
 from stackrace.tui.chart import PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import LogScreen, SummaryScreen
 from stackrace.tui.ghost import GhostPane
@@ -434,6 +435,7 @@ class RaceScreen(Screen[None]):
                 colors=self.pane_colors,
                 synthetic=self.session.synthetic,
                 ramp_running=self.session.ramp is not None,
+                context=summary_context(self.session),
             )
         )
 
