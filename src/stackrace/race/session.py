@@ -164,6 +164,8 @@ class Session:
         # set by a replay (race/recording.py): its position, and the recorded ramp label
         self.replay_status = ""
         self.replay_ramp: str | None = None
+        # a replay's view changes (projector mode, the chart, a dialog), for the screen
+        self.view_events: list[tuple[str, str]] = []
 
     @property
     def engine(self):  # type: ignore[no-untyped-def]
@@ -273,6 +275,18 @@ class Session:
     def _tell(self, what: str, value: object) -> None:
         for listener in self.listeners:
             listener.command(self, what, value)
+
+    def note_view(self, what: str, arg: str = "") -> None:
+        """A key changed the view (projector mode, the chart, a dialog, the focused
+        pane): not a command to the race, but part of what the room saw, so a
+        recording keeps it and a replay shows it again."""
+        for listener in self.listeners:
+            listener.view(self, what, arg)
+
+    def take_view_events(self) -> list[tuple[str, str]]:
+        """A replay's view changes since the last call (the screen applies them)."""
+        events, self.view_events = self.view_events, []
+        return events
 
     @property
     def level(self) -> int:
@@ -656,3 +670,4 @@ class SessionListener(Protocol):
 
     def command(self, session: Session, what: str, value: object) -> None: ...
     def tick(self, session: Session, view: SessionView) -> None: ...
+    def view(self, session: Session, what: str, arg: str) -> None: ...

@@ -167,6 +167,8 @@ class SummaryScreen(ModalScreen[None]):
         return "\n".join(out)
 
     def on_mount(self) -> None:
+        if not self.query("#summary-about"):
+            return  # closed before it was shown (a replay plays both at once)
         self.query_one("#summary-about").display = bool(self._about())
         names = "  ".join(f"[{s.color}]━ {s.name}[/]" for s in self._series())
         self.query_one("#level-chart").border_title = f"every stack, level by level  {names}"
@@ -174,6 +176,8 @@ class SummaryScreen(ModalScreen[None]):
         self.call_after_refresh(self._fill)
 
     def _fill(self) -> None:
+        if not self.is_attached or not self.query(DataTable):
+            return
         table = self.query_one(DataTable)
         # (less its vertical scrollbar's two columns, should the rows need one)
         widths = column_widths(self.rows, (table.size.width or self.app.size.width - 8) - 2)

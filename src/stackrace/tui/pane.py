@@ -104,30 +104,34 @@ def _latency_row(
 
 
 def verdict_line(view: PaneView, rate_mode: bool, width: int, rows: int = 1) -> Text:
-    """The verdict and the figure that proves it, never cut before the figure: the whole
-    line when it fits (or, with `rows` > 1, wraps onto them), else a short form — the
-    kind, the level and the proof's first figure ("▲ SATURATED c=200 · CPU 98% of 1
-    core") — and only then cut at its end."""
+    """The verdict and the figure that proves it, never cut before the figure: the
+    longest form that fits `rows` lines of `width` — with since when, then without it,
+    then the kind, the level and the proof's first figure ("▲ SATURATED c=200 · CPU 98%
+    of 1 core") — and only the last form cut at its end."""
     v = view.verdict
     assert v is not None
     level = fmt_level(v.level, rate_mode)
     since = f" since {fmt_clock(view.verdict_since)}" if view.verdict_since is not None else ""
     proof = view.proof or v.reason
-    full = Text(no_wrap=rows <= 1, overflow="ellipsis")
-    full.append(f"▲ {v.kind.upper()} at {level}{since}", style="bold")
-    full.append(f" · {proof}")
-    if full.cell_len <= width * max(1, rows):
-        return full
     first = proof.split(" · ")[0].split(", ")[0]
-    short = Text(no_wrap=True, overflow="ellipsis")
-    short.append(f"▲ {v.kind.upper()} {level}", style="bold")
-    short.append(f" · {first}")
-    if rows > 1:
-        # the short head, then the whole proof below it
-        short = Text(no_wrap=False, overflow="ellipsis")
-        short.append(f"▲ {v.kind.upper()} {level}{since}", style="bold")
-        short.append(f" · {proof}")
-    return short
+    figure = first.split(" (")[0]  # "9.3% failed (timed out)" → "9.3% failed"
+    kind = v.kind.upper()
+    forms = [
+        (f"▲ {kind} at {level}{since}", proof),
+        (f"▲ {kind} at {level}", proof),
+        (f"▲ {kind} {level}", proof),
+        (f"▲ {kind} {level}", first),
+        (f"▲ {kind} {level}", figure),
+        (f"▲ {kind}", first),
+        (f"▲ {kind}", figure),
+    ]
+    # wrapping breaks at spaces: a few columns of each line may go unused
+    room = width * rows - (3 * (rows - 1) if rows > 1 else 0)
+    head, tail = next(((h, t) for h, t in forms if len(h) + 3 + len(t) <= room), forms[-1])
+    line = Text(no_wrap=rows <= 1, overflow="ellipsis")
+    line.append(head, style="bold")
+    line.append(f" · {tail}")
+    return line
 
 
 def three_figures(value: float) -> int:

@@ -91,12 +91,13 @@ class RaceScreen(Screen[None]):
         Binding("c", "toggle_chart", "chart"),
         Binding("b", "projector", "big"),
         Binding("q", "app.quit", "quit"),
-        # a replay's controls (only while replaying)
-        Binding("space", "replay_pause", "pause", show=False),
-        Binding("greater_than_sign,full_stop", "replay_speed(1)", "faster", show=False),
-        Binding("less_than_sign,comma", "replay_speed(-1)", "slower", show=False),
-        Binding("right_square_bracket", "replay_seek(10)", "+10 s", show=False),
-        Binding("left_square_bracket", "replay_seek(-10)", "−10 s", show=False),
+        # a replay's controls (only while replaying: the footer shows these instead of
+        # the load's keys, which a replay does not take)
+        Binding("space", "replay_pause", "pause"),
+        Binding("greater_than_sign,full_stop", "replay_speed(1)", "faster", key_display=">"),
+        Binding("less_than_sign,comma", "replay_speed(-1)", "slower", key_display="<"),
+        Binding("right_square_bracket", "replay_seek(10)", "+10 s", key_display="]"),
+        Binding("left_square_bracket", "replay_seek(-10)", "−10 s", key_display="["),
     ]
 
     def __init__(
@@ -134,6 +135,8 @@ class RaceScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.set_class(self.projector, "-projector")
+        if self.projector:  # (--big): a recording starts with it
+            self.session.note_view("projector", "on")
         banner = self._banner()
         self.query_one("#banner", Static).update(banner)
         self.query_one("#banner").display = bool(banner)
@@ -194,6 +197,8 @@ class RaceScreen(Screen[None]):
             # on an interval the panes redraw on too: one frame, not two
             if self._ticks == 1 or (new_interval and view.seq % CHART_EVERY == 0):
                 self._show_chart()
+        if self.player is not None:
+            self._replay_view()
         if view.ramp_done and not self._ramp_done_seen:
             # a ramp ended: its findings, at once (a silent end tells the room nothing)
             self._ramp_done_seen = True
@@ -361,7 +366,35 @@ class RaceScreen(Screen[None]):
         focused = self.app.focused
         if isinstance(focused, StackPane) and focused.pane_id != self.focused_id:
             self.focused_id = focused.pane_id
+            self.session.note_view("focus", focused.pane_id)
             self._show_chart()
+
+    # --- a replay's view --------------------------------------------------------------
+
+    def _replay_view(self) -> None:
+        """Apply the view changes the recording holds (projector mode, the chart, a
+        dialog opened or closed, the focused pane): the room's view, replayed."""
+        for what, arg in self.session.take_view_events():
+            on = arg == "on"
+            if what == "projector" and on != self.projector:
+                self._set_projector(on)
+            elif what == "chart":
+                self.chart_wanted = on
+                self._relayout()
+                self._show_chart()
+            elif what == "chart_all" and on != self.chart_all:
+                self.chart_all = on
+                self._show_chart()
+            elif what == "focus" and arg in self.panes:
+                self.focused_id = arg
+                self._show_chart()
+            elif what == "summary":
+                self._open_summary()
+            elif what == "log" and arg in self.panes:
+                self.focused_id = arg
+                self._open_log()
+            elif what == "close" and isinstance(self.app.screen, SummaryScreen | LogScreen):
+                self.app.pop_screen()
 
     # --- commands ---------------------------------------------------------------------
 
@@ -376,9 +409,12 @@ class RaceScreen(Screen[None]):
         return False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # replay keys only in a replay; load commands only live
+        # replay keys only in a replay; the load's keys only live (False hides a key
+        # from the footer: a replay's footer shows the replay's keys)
         if action.startswith("replay_"):
             return self.player is not None
+        if action in ("level", "toggle_mode", "ramp"):
+            return self.player is None
         return True
 
     async def action_replay_pause(self) -> None:
@@ -427,6 +463,15 @@ class RaceScreen(Screen[None]):
     def action_summary(self) -> None:
         if isinstance(self.app.screen, SummaryScreen):
             return
+        self.session.note_view("summary")
+        self._open_summary()
+
+    def _dialog_closed(self, _result: object = None) -> None:
+        self.session.note_view("close")
+
+    def _open_summary(self) -> None:
+        if isinstance(self.app.screen, SummaryScreen):
+            return
         self.app.push_screen(
             SummaryScreen(
                 self.session.summary(),
@@ -436,17 +481,28 @@ class RaceScreen(Screen[None]):
                 synthetic=self.session.synthetic,
                 ramp_running=self.session.ramp is not None,
                 context=summary_context(self.session),
-            )
+            ),
+            callback=self._dialog_closed,
         )
 
     def action_log(self) -> None:
         if self.focused_id is None:
             return
+        self.session.note_view("log", self.focused_id)
+        self._open_log()
+
+    def _open_log(self) -> None:
+        if self.focused_id is None:
+            return
         name = self.panes[self.focused_id].border_title or self.focused_id
-        self.app.push_screen(LogScreen(str(name), self.session.log_text(self.focused_id)))
+        self.app.push_screen(
+            LogScreen(str(name), self.session.log_text(self.focused_id)),
+            callback=self._dialog_closed,
+        )
 
     def action_chart_all(self) -> None:
         self.chart_all = not self.chart_all
+        self.session.note_view("chart_all", "on" if self.chart_all else "off")
         chart = self.query_one("#chart", PercentileChart)
         if not chart.display and not self.projector:
             self.chart_wanted = True
@@ -456,14 +512,20 @@ class RaceScreen(Screen[None]):
     def action_toggle_chart(self) -> None:
         chart = self.query_one("#chart", PercentileChart)
         self.chart_wanted = not chart.display
+        self.session.note_view("chart", "on" if self.chart_wanted else "off")
         self._relayout()
         self._show_chart()
 
     def action_projector(self) -> None:
-        """Projector mode: only req/s, p99, waiting, failures, RSS and CPU, large."""
-        self.projector = not self.projector
+        """Projector mode: the names, req/s and p99 in large type; failures, waiting,
+        RSS and CPU in bold (a recording keeps the switch: a replay shows it too)."""
+        self._set_projector(not self.projector)
+        self.session.note_view("projector", "on" if self.projector else "off")
+        self.notify("projector mode" if self.projector else "full figures")
+
+    def _set_projector(self, on: bool) -> None:
+        self.projector = on
         self.set_class(self.projector, "-projector")
         for pane in self.panes.values():
             pane.set_projector(self.projector)
         self._relayout()
-        self.notify("projector mode" if self.projector else "full figures")
