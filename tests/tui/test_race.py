@@ -209,3 +209,34 @@ async def test_s_takes_a_screenshot_on_the_summary_and_the_log_too(race: Race, t
     await race.pilot.press("s")
     await race.pilot.pause()
     assert len(list(tmp_path.glob("*.svg"))) == 2
+
+
+async def test_a_seed_preset_shows_its_experiment_beside_the_panes_judged_live():
+    """The classic experiment's figures and claims in a strip beside the live panes,
+    each claim judged on the levels measured so far by the report's own rules."""
+    from stackrace.presets import load_preset
+    from tests.tui.conftest import synthetic_session
+
+    preset = load_preset("seed-002-concurrency-ceilings")
+    session = synthetic_session()
+    session.then = preset.then()
+    p = plan(stacks=tuple(preset.stacks), concurrency=10, workload="hello")
+    async for race in open_race(p, session, settle=12):
+        strip = race.screen.query_one("#thennow")
+        assert strip.display
+        text = str(strip.content)
+        assert text.startswith("Then beside now: experiment 002")
+        assert "claims: " in text and "cannot be tested here" in text
+        assert "· gunicorn + gevent serves hello world with lower RPS" in text  # not yet
+        slider = race.screen.query_one("#level", ConcurrencySlider)
+        slider.value = 100  # the claim's level: now it can be judged
+        await race.pilot.pause()
+        await race.advance(12)
+        race.screen._show_then_now()
+        text = str(strip.content)
+        line = next(x for x in text.splitlines() if "lower RPS than the sync worker" in x)
+        assert line[0] in "✓✗" and "now " in line
+        # n hides it, and the panes take the width back
+        await race.pilot.press("n")
+        await race.pilot.pause()
+        assert not strip.display

@@ -184,17 +184,19 @@ async def test_ghosts_from_a_recording_and_a_bench_run_beside_live_panes(tmp_pat
         200,
         500,
     )
-    # in the app: one dashed pane per ghost stack, after the live ones, at the live level
+    # in the app: one dashed pane per ghost stack, beside its live twin, at the live
+    # level, labelled with what it is and its date, and its file
     session = synthetic_session()
     session.ghosts.append(bench)
-    one = plan(stacks=("gunicorn-sync",), concurrency=100)
-    async for race in open_race(one, session, settle=8):
+    two = plan(stacks=("gunicorn-sync", "uvicorn"), concurrency=100)
+    async for race in open_race(two, session, settle=8):
         ghosts = list(race.screen.query(GhostPane))
         assert len(ghosts) == 1
         head = race.screen.query_one(f"#{ghosts[0].id} .ghost-head")
-        assert "then, at c=100" in str(head.content)
-        panes = list(race.screen.query("#panes > *"))
-        assert panes[0].id == "pane-gunicorn-sync"  # live first
+        assert "bench 2024-05-01, at c=100" in str(head.content)
+        assert ghosts[0].border_subtitle == "run.json"
+        panes = [p.id for p in race.screen.query("#panes > *")]
+        assert panes == ["pane-gunicorn-sync", ghosts[0].id, "pane-uvicorn"]
 
 
 def _figures(rows) -> dict:  # type: ignore[no-untyped-def]

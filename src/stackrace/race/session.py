@@ -26,12 +26,14 @@ from stackrace.race.core import RaceCore, StackState
 from stackrace.race.ghost import Ghost, GhostView
 from stackrace.race.placement import Placement, place
 from stackrace.race.talk import TalkPlayer, TalkStep
+from stackrace.race.thennow import ThenNow, judge_live
 from stackrace.race.urls import UrlHandle, UrlTarget
 from stackrace.race.verdicts import SharedCore, VerdictHold
 from stackrace.race.warmup import WarmupTracker
 from stackrace.race.wedge import Wedge, WedgeWatch
 from stackrace.race_settings import RaceSettings
 from stackrace.ramp import CpuShare, LevelLog, Ramp, StepResult, Verdict, peak
+from stackrace.report.schema import Then
 from stackrace.stacks.sampler import ResourceSample
 
 
@@ -166,6 +168,8 @@ class Session:
         self.replay_ramp: str | None = None
         # a replay's view changes (projector mode, the chart, a dialog), for the screen
         self.view_events: list[tuple[str, str]] = []
+        # a classic experiment the race replays (a seed preset): its figures and claims
+        self.then: Then | None = None
 
     @property
     def engine(self):  # type: ignore[no-untyped-def]
@@ -630,6 +634,19 @@ class Session:
             return ""
         text = "\n".join(m.handle.log_tail(lines))
         return f"engine refused it: {m.refused}\n{text}" if m.refused else text
+
+    def then_now(self) -> ThenNow | None:
+        """The classic experiment's claims judged on every level measured so far (the
+        last ramp's and those explored since); None when the race replays none."""
+        if self.then is None or self.rate is not None:
+            return None
+        steps = {}
+        for mid in self.core.members:
+            by = {s.level: s for s in self.ramp_steps.get(mid, [])}
+            by.update({s.level: s for s in self.levels.results(mid)})
+            steps[mid] = [by[k] for k in sorted(by)]
+        names = {mid: m.handle.name for mid, m in self.core.members.items()}
+        return judge_live(self.then, steps, names)
 
     @property
     def summary_from_ramp(self) -> bool:

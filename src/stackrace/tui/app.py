@@ -271,9 +271,19 @@ def build_session(
         if unknown:
             raise LaunchError(f"no stack {unknown[0]!r} in the stacks file")
     session = Session(RaceCore(engine, source, plan.settings))
+    session.then = _then_of(getattr(args, "preset", None))
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
+
+
+def _then_of(preset: str | None):  # type: ignore[no-untyped-def]
+    """The classic experiment a preset replays (its figures and claims), or None."""
+    if not preset:
+        return None
+    from stackrace.presets import load_preset
+
+    return load_preset(preset).then()  # (read once already by race_settings: it is valid)
 
 
 def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:

@@ -23,8 +23,9 @@ class GhostPane(Vertical):
     def __init__(self, view: GhostView) -> None:
         # a ghost's id holds its file's label and stack names (user text): slug it
         super().__init__(id=ghost_widget_id(view.id), classes="ghost-pane")
-        self.border_title = f"{view.name} · ghost"
-        self.border_subtitle = view.label
+        self.stack_id = view.stack_id
+        self.border_title = f"{view.name} · {view.label}"
+        self.border_subtitle = view.source
         self._shown: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
@@ -48,7 +49,7 @@ class GhostPane(Vertical):
             return
         where = fmt_level(at.level, rate_mode)
         note = "" if at.level == view.level else f" (nearest to {fmt_level(view.level, rate_mode)})"
-        head.update(Text(f"then, at {where}{note}", style="italic"), layout=False)
+        head.update(Text(f"{view.label}, at {where}{note}", style="italic"), layout=False)
         qps.update(f"{round(at.rps):,}")
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("p50 ", style="dim").append(fmt_lat(at.p50_us))

@@ -24,6 +24,7 @@ from stackrace.tui.dialogs import LogScreen, SummaryScreen
 from stackrace.tui.ghost import GhostPane
 from stackrace.tui.pane import StackPane
 from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.thennow import ThenNowStrip
 
 # Distinct on dark and light backgrounds and on a washed-out projector.
 PALETTE = ("#4FC3F7", "#FFB74D", "#81C784", "#F06292", "#BA68C8", "#FFF176", "#4DB6AC", "#E57373")
@@ -90,6 +91,7 @@ class RaceScreen(Screen[None]):
         Binding("a", "chart_all", "chart all"),
         Binding("c", "toggle_chart", "chart"),
         Binding("b", "projector", "big"),
+        Binding("n", "then_now", "then/now", show=False),
         Binding("q", "app.quit", "quit"),
         # a replay's controls (only while replaying: the footer shows these instead of
         # the load's keys, which a replay does not take)
@@ -106,6 +108,7 @@ class RaceScreen(Screen[None]):
         super().__init__(id="race")
         self.projector = projector
         self.chart_wanted: bool | None = None  # the user's c: None = when there is room
+        self.then_now_wanted = True  # n: the classic experiment's strip, when there is one
         self._chart_room = True
         self._ramp_done_seen = False
         self._tops = (0.0, 0.0)
@@ -129,7 +132,9 @@ class RaceScreen(Screen[None]):
             yield ConcurrencySlider(self.session.level, id="level")
             yield Static("", id="engine-health")
         yield Static("", id="status-line")
-        yield Grid(id="panes")
+        with Horizontal(id="race-body"):
+            yield Grid(id="panes")
+            yield ThenNowStrip(id="thennow")
         yield PercentileChart(id="chart")
         yield Footer()
 
@@ -159,6 +164,9 @@ class RaceScreen(Screen[None]):
         if not self.panes:
             return
         width, height = self.size
+        strip = self.query_one("#thennow")
+        if strip.display:  # the classic experiment's strip takes its columns first
+            width -= strip.outer_size.width or min(52, max(30, width * 3 // 10))
         banner = 1 if self.query_one("#banner").display else 0
         n = len(self.panes) + len(self.ghost_panes)
         cols, _rows, room = grid_shape(n, width, height - banner, self.projector)
@@ -197,6 +205,7 @@ class RaceScreen(Screen[None]):
             # on an interval the panes redraw on too: one frame, not two
             if self._ticks == 1 or (new_interval and view.seq % CHART_EVERY == 0):
                 self._show_chart()
+                self._show_then_now()
         if self.player is not None:
             self._replay_view()
         if view.ramp_done and not self._ramp_done_seen:
@@ -266,10 +275,6 @@ class RaceScreen(Screen[None]):
         if not new and not ghosts:
             return
         grid = self.query_one("#panes", Grid)
-        for gv in ghosts:
-            ghost = GhostPane(gv)
-            self.ghost_panes[gv.id] = ghost
-            await grid.mount(ghost)
         for pv in new:
             pane = StackPane(pv)
             pane.projector = self.projector
@@ -279,10 +284,20 @@ class RaceScreen(Screen[None]):
             pane.styles.border_title_color = color
             self.panes[pv.id] = pane
             pane.external = pv.external
-            # live panes first, ghosts after them
+            # live panes in order, each before the ghosts of other stacks
             first_ghost = next(iter(self.ghost_panes.values()), None)
             await grid.mount(pane, before=first_ghost)
             pane.query_one("#name-big").styles.color = color
+        for gv in ghosts:
+            # a ghost sits beside its live twin (the same stack), else after them all
+            ghost = GhostPane(gv)
+            twin = self.panes.get(gv.stack_id)
+            after = next(
+                (g for g in reversed(self.ghost_panes.values()) if g.stack_id == gv.stack_id),
+                twin,
+            )
+            self.ghost_panes[gv.id] = ghost
+            await grid.mount(ghost, after=after) if after is not None else await grid.mount(ghost)
         self._label_panes()
         self._relayout()
         if self.focused_id is None and view.panes:
@@ -499,6 +514,16 @@ class RaceScreen(Screen[None]):
             LogScreen(str(name), self.session.log_text(self.focused_id)),
             callback=self._dialog_closed,
         )
+
+    def _show_then_now(self) -> None:
+        strip = self.query_one("#thennow", ThenNowStrip)
+        strip.show(self.session.then_now() if self.then_now_wanted else None)
+
+    def action_then_now(self) -> None:
+        """`n`: show or hide the classic experiment's figures and claims."""
+        self.then_now_wanted = not self.then_now_wanted
+        self._show_then_now()
+        self._relayout()
 
     def action_chart_all(self) -> None:
         self.chart_all = not self.chart_all
