@@ -11,7 +11,8 @@ server that serves 90 req/s to one client. Before the first level now:
    second — or, after `IDLE_WAIT` seconds without that, **restarted** (a stack
    stackrace did not start is only waited for, and said to be busy if it stays so);
 3. once every stack is ready, the targets are added again at the ramp's first level,
-   and the level log starts empty.
+   and the ramp begins — on an empty level log — once every one of them is loaded
+   (`loaded`): a stack restarted last would otherwise miss most of level 1.
 
 What happened is kept (`notes`) for the summary: "gunicorn sync restarted: accept
 queue 1,634 of 2,048, 1,634 closed by clients (CLOSE-WAIT)".
@@ -25,6 +26,7 @@ from stackrace.race.core import RaceCore, StackState
 
 IDLE_WAIT = 3.0  # seconds a stack has to prove itself idle before it is restarted
 READY_WAIT = 60.0  # seconds restarted stacks have to be ready again
+ATTACH_WAIT = 10.0  # seconds the ready stacks have to be loaded again
 
 DRAINING = "draining"
 RESTARTING = "restarting"
@@ -40,7 +42,9 @@ class CleanStart:
     phase: dict[str, str] = field(default_factory=dict)
     why: dict[str, str] = field(default_factory=dict)  # what was seen when not idle
     notes: list[str] = field(default_factory=list)
+    ready: bool = False  # every member ready: the targets are being added again
     _restarted_at: float = 0.0
+    _attaching_since: float | None = None
 
     @classmethod
     async def begin(cls, core: RaceCore, now: float) -> CleanStart:
@@ -67,6 +71,19 @@ class CleanStart:
         if waiting:
             parts.append(f"waiting for {', '.join(waiting)} to be idle")
         return "ramp: a clean start — " + ("; ".join(parts) or "ready")
+
+    def loaded(self, core: RaceCore, now: float) -> bool:
+        """Every member that is up has its engine target again (or ATTACH_WAIT passed)."""
+        if self._attaching_since is None:
+            self._attaching_since = now
+        pending = [
+            m
+            for m in core.members.values()
+            if m.handle.state in (StackState.READY, StackState.WARMING)
+            and not m.attached
+            and m.refused is None
+        ]
+        return not pending or now - self._attaching_since > ATTACH_WAIT
 
     async def step(self, core: RaceCore, now: float) -> bool:
         """Advance the preparation; True once every member is ready (or given up)."""

@@ -36,6 +36,9 @@ from stackrace.ramp import CpuShare, LevelLog, Ramp, StepResult, Verdict, peak
 from stackrace.report.schema import Then
 from stackrace.stacks.sampler import ResourceSample
 
+RAMP_TOP = 2000  # `r` ramps from 1 to here
+RAMP_DWELL = 3.0  # seconds a level
+
 
 @dataclass(frozen=True)
 class RacePlan:
@@ -150,6 +153,7 @@ class Session:
         self.prep: CleanStart | None = None  # a ramp's clean start, while it runs
         self._ramp_wanted: tuple[int, float] | None = None
         self._restore = 10  # the level to go back to when the ramp ends
+        self.ramp_dwell = RAMP_DWELL  # seconds a level (the walkthrough tests shorten it)
         self._last_seq = -1
         self.warmups: dict[str, WarmupTracker] = {}
         # per member: the verdict shown (kinds change only once they have held), and
@@ -239,9 +243,11 @@ class Session:
         # left out so connections opening (or retiring) do not blur the level.
         self.core.reset_totals(warmup=0.5)
 
-    def start_ramp(self, top: int = 2000, dwell: float = 3.0) -> None:
+    def start_ramp(self, top: int | None = None, dwell: float | None = None) -> None:
         """Step the load from 1 up to `top`, `dwell` seconds a level, from a clean state
         (race/cleanstart.py: every stack idle or restarted first), then go back."""
+        top = top or RAMP_TOP
+        dwell = dwell or self.ramp_dwell
         self.ramp_finished = False
         self.ramp_steps.clear()
         self.ramp_breaking.clear()
@@ -428,19 +434,24 @@ class Session:
             self.prep = await CleanStart.begin(self.core, now)
             self._tell("ramp_prep", self._ramp_wanted[0])
         if self.prep is not None and self._ramp_wanted is not None:
-            if not await self.prep.step(self.core, now):
-                return
             top, dwell = self._ramp_wanted
+            first = Ramp.from_level(1, top=top, dwell=dwell, restore=self._restore)
+            if not self.prep.ready:
+                if not await self.prep.step(self.core, now):
+                    return
+                # the stacks are loaded again from the ramp's first level
+                self.prep.ready = True
+                if self.rate is not None:
+                    self.core.rate = float(first.levels[0])
+                else:
+                    self.core.concurrency = first.levels[0]
+                self.core.hold_attach = False
+            if not self.prep.loaded(self.core, now):
+                return
             self.ramp_notes = list(self.prep.notes)
             self.prep = None
             self._ramp_wanted = None
-            # the stacks are loaded again from the ramp's first level, on an empty log
-            first = Ramp.from_level(1, top=top, dwell=dwell, restore=self._restore)
-            if self.rate is not None:
-                self.core.rate = float(first.levels[0])
-            else:
-                self.core.concurrency = first.levels[0]
-            self.core.hold_attach = False
+            # every stack loaded: the ramp begins, on an empty level log
             self.levels.clear()
             self.levels.counting_again()
             self.ramp = first

@@ -286,40 +286,32 @@ def _then_of(preset: str | None):  # type: ignore[no-untyped-def]
     return load_preset(preset).then()  # (read once already by race_settings: it is valid)
 
 
-def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
-    import sys
+def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> StackraceApp:
+    """The app for these command-line arguments, ready to run: what `stackrace` runs,
+    and what the walkthrough tests open with Pilot. A bad argument is a LaunchError."""
+    session, plan, catalog, show_picker = build_session(args, parts)
+    if getattr(args, "talk", None):
+        from stackrace.race.talk import TalkError, load_talk
 
-    try:
-        session, plan, catalog, show_picker = build_session(args, parts)
-        talk = None
-        if getattr(args, "talk", None):
-            from stackrace.race.talk import TalkError, load_talk
-
-            try:
-                talk = load_talk(args.talk)
-            except TalkError as exc:
-                raise LaunchError(str(exc)) from None
-    except LaunchError as exc:
-        print(f"stackrace: {exc}", file=sys.stderr)
-        return 2
-    drive = None
-    if getattr(args, "demo", False):
-        # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
-        drive = session.engine.step
-    if talk is not None:
-        session.play_talk(talk)
-    if getattr(args, "record", None):
-        from stackrace.race.recording import Recorder
-
-        session.listeners.append(Recorder(args.record))
+        try:
+            session.play_talk(load_talk(args.talk))
+        except TalkError as exc:
+            raise LaunchError(str(exc)) from None
     for ghost in getattr(args, "ghost", None) or []:
         from stackrace.race.ghost import GhostError, load_ghost
 
         try:
             session.ghosts.append(load_ghost(ghost))
         except GhostError as exc:
-            print(f"stackrace: {exc}", file=sys.stderr)
-            return 2
+            raise LaunchError(str(exc)) from None
+    if getattr(args, "record", None):
+        from stackrace.race.recording import Recorder
+
+        session.listeners.append(Recorder(args.record))
+    drive = None
+    if getattr(args, "demo", False):
+        # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
+        drive = session.engine.step
     app = StackraceApp(
         session,
         plan,
@@ -330,9 +322,20 @@ def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
         remember=show_picker and not getattr(args, "demo", False),
     )
     app.argv = list(getattr(args, "argv", []) or [])
+    return app
+
+
+def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
+    import sys
+
+    try:
+        app = make_app(args, parts)
+    except LaunchError as exc:
+        print(f"stackrace: {exc}", file=sys.stderr)
+        return 2
     exporter = getattr(args, "metrics_exporter", None)  # --metrics (commands/app.py)
     if exporter is not None:
-        exporter.follow_core(session.core)
+        exporter.follow_core(app.session.core)
         rc = exporter.run_beside(app.run_async) or 0
     else:
         rc = app.run() or 0

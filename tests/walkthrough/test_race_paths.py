@@ -1,0 +1,163 @@
+"""The paths a speaker takes through the real app with real stacks: variants made in the
+picker, an overload that wedges the sync worker and the ramp that follows it, projector
+mode on a 100×30 terminal, a race recorded and replayed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stackrace.race.core import StackState
+from stackrace.race.recording import ReplayPlayer, load_recording
+from stackrace.race.summary import at_breaking, level_figures, to_dict
+from stackrace.tui.app import StackraceApp
+from stackrace.tui.bignum import BigNumber
+from stackrace.tui.dialogs import SummaryScreen
+from stackrace.tui.picker import PickerScreen, StackList
+from stackrace.tui.slider import ConcurrencySlider
+from tests.walkthrough.realapp import all_loaded, real_app, wait_for, why_not
+
+IO4 = ["--stacks", "gunicorn-sync,gunicorn-gevent,uvicorn,aiohttp", "--workload", "io"]
+
+
+async def test_variants_made_in_the_picker_race(tmp_path: Path):
+    """`w` and `v` on a real stack's row (gunicorn gthread: workers and threads), `t` for
+    its threads: each row races as the variant it names, each in a pane of its own."""
+    async with real_app(["--workload", "hello"], screenshots=tmp_path) as (app, pilot):
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, PickerScreen)
+        stacks = app.screen.query_one("#stacks", StackList)
+        stacks.deselect_all()
+        stacks.focus()
+        stacks.highlighted = next(
+            i for i, r in enumerate(stacks.rows) if r.choice and r.choice.id == "gunicorn-gthread"
+        )
+        await pilot.press("w", "t", "v")  # 2 workers, 16 threads; a copy with 4 workers
+        await pilot.pause()
+        chosen = stacks.selected
+        assert chosen == [
+            "gunicorn-gthread:workers=2,threads=16",
+            "gunicorn-gthread:workers=4,threads=16",
+        ]
+        await pilot.press("ctrl+s")
+        view = await wait_for(app, pilot, all_loaded, timeout=40)
+        last = app.race.last_view if app.race is not None else None
+        assert view is not None, why_not(last)
+        assert [p.id for p in view.panes] == chosen
+        assert all(p.name.startswith("gunicorn (gthread worker) (workers=") for p in view.panes)
+
+
+async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start(tmp_path):
+    """c=1000 on /io, then c=1: gunicorn sync answers nothing while its queue drains, and
+    the pane says FAILING with what the kernel shows; `r` right after restarts what is
+    not idle, ramps to its top, and the summary's figures are the per-level table's."""
+    argv = ["--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "1000", "--go"]
+    async with real_app(argv, screenshots=tmp_path) as (app, pilot):
+        view = await wait_for(app, pilot, all_loaded, timeout=40)
+        assert view is not None, why_not(app.race.last_view if app.race else None)
+        await pilot.pause(4.0)  # the overload: a thousand clients queue at the sync worker
+        session = app.session
+        slider = app.race.query_one("#level", ConcurrencySlider)  # type: ignore[union-attr]
+        slider.focus()
+        await pilot.press("home")  # c=1
+
+        def wedged(v) -> bool:  # type: ignore[no-untyped-def]
+            sync = next(p for p in v.panes if p.id == "gunicorn-sync")
+            return sync.wedged and sync.verdict is not None
+
+        view = await wait_for(app, pilot, wedged, timeout=20)
+        assert view is not None, "the wedged sync worker was never named"
+        sync = next(p for p in view.panes if p.id == "gunicorn-sync")
+        assert sync.verdict.kind == "failing" and "no answer for" in sync.proof
+        assert "connect" in sync.proof or "accept queue" in sync.proof, sync.proof
+        pane = app.race.panes["gunicorn-sync"]  # type: ignore[union-attr]
+        assert "WEDGED" in str(pane.border_subtitle) or pane.has_class("-failing")
+        # the ramp, right after: short levels for the test
+        session.ramp_dwell = 2.0
+        session.start_ramp(top=20)
+
+        def summary_open(v) -> bool:  # type: ignore[no-untyped-def]
+            return isinstance(app.screen, SummaryScreen)
+
+        assert await wait_for(app, pilot, summary_open, timeout=60), session.ramp_end
+        assert session.ramp_end == "ran to its top, c=20"
+        rows = {r.id: r for r in session.summary()}
+        levels = [s.level for s in rows["gunicorn-sync"].steps]
+        assert levels == [1, 2, 5, 10, 20], (levels, session.ramp_notes, rows)
+        # a clean start: the first levels answer (no queue left over from c=1000)
+        first = level_figures(rows["gunicorn-sync"].steps[0])
+        assert first.p99_us is not None and first.failed_pct == 0 and first.no_answer == 0
+        brk = rows["gunicorn-sync"].breaking
+        assert brk is not None and brk.kind == "queueing" and brk.level <= 10
+        # the summary's figures are its per-level cell's
+        there = at_breaking(rows["gunicorn-sync"])
+        cell = next(s for s in rows["gunicorn-sync"].steps if s.level == brk.level)
+        assert there == level_figures(cell)
+        summary = app.screen
+        assert isinstance(summary, SummaryScreen) and summary.context is not None
+        assert summary.context.ended == session.ramp_end
+        await pilot.press("s")  # a screenshot of the summary
+        await pilot.pause(0.3)
+        assert list(tmp_path.glob("*.svg"))
+
+
+async def test_projector_mode_at_100x30_with_real_stacks(tmp_path):
+    argv = [*IO4, "-c", "200", "--go", "--big"]
+    async with real_app(argv, size=(100, 30), screenshots=tmp_path) as (app, pilot):
+        view = await wait_for(app, pilot, all_loaded, timeout=40)
+        assert view is not None, why_not(app.race.last_view if app.race else None)
+        await pilot.pause(1.0)
+        race = app.race
+        assert race is not None and race.projector
+        assert race.query_one("#panes").styles.grid_size_columns == 2
+        sizes, units = set(), set()
+        for pane in race.panes.values():
+            name = pane.query_one("#name-big", BigNumber)
+            assert name.display and name.region.height >= 3, pane.pane_id
+            qps = pane.query_one("#qps", BigNumber)
+            p99 = pane.query_one("#p99big", BigNumber)
+            assert qps.display and p99.display and p99.region.height == qps.region.height
+            sizes.add(qps.region.height)
+            units.add(p99.value.split()[-1])
+        assert len(sizes) == 1 and len(units) == 1
+        assert {p.label for p in race.panes.values()} == {"SYNC", "GEVENT", "UVICORN", "AIOHTTP"}
+
+
+async def test_record_then_replay_shows_what_the_room_saw(tmp_path):
+    record = tmp_path / "race.jsonl.gz"
+    argv = ["--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "1", "--go"]
+    async with real_app([*argv, "--record", str(record)], screenshots=tmp_path) as (app, pilot):
+        assert await wait_for(app, pilot, all_loaded, timeout=40)
+        slider = app.race.query_one("#level", ConcurrencySlider)  # type: ignore[union-attr]
+        slider.focus()
+        await pilot.pause(2.5)
+        await pilot.press("right", "right", "right")  # c=10
+        await pilot.pause(2.5)
+        await pilot.press("b")
+        await pilot.pause(1.0)
+        live = to_dict(app.session.summary(), False, title="t")
+        assert live["stacks"][0]["levels"]  # levels were measured
+    player = ReplayPlayer(load_recording(record))
+    replay = StackraceApp(
+        player.session, player.plan, [], show_picker=False, tick_interval=None, player=player
+    )
+    async with replay.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert replay.race is not None
+        while not player.ended:
+            await player.advance(0.5)
+            await replay.race.tick()
+        await pilot.pause()
+        replayed = to_dict(player.session.summary(), False, title="t")
+        # the level finished while recording (c=1) figure for figure (c=10 went on
+        # running until the app closed, a little past the live summary's moment)
+        for a, b in zip(live["stacks"], replayed["stacks"], strict=True):
+            assert a["rss_before"] == b["rss_before"] and a["rss_before"]
+            done_a = [lv for lv in a["levels"] if lv["level"] == 1]
+            done_b = [lv for lv in b["levels"] if lv["level"] == 1]
+            assert done_a and done_a == done_b, (a["name"], done_a, done_b)
+        assert replay.race.projector  # `b` was recorded
+        assert all(
+            p.state in (StackState.READY, StackState.WARMING)
+            for p in replay.race.last_view.panes  # type: ignore[union-attr]
+        )
+        await pilot.press("q")
