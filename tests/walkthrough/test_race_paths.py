@@ -1,16 +1,12 @@
 """The paths a speaker takes through the real app with real stacks: variants made in the
-picker, an overload that wedges the sync worker and the ramp that follows it, projector
-mode on a 100×30 terminal, a race recorded and replayed."""
+picker, an overload that wedges the sync worker and the ramp that follows it (projector
+mode and record/replay ride on two presets: tests/walkthrough/test_presets.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from stackrace.race.core import StackState
-from stackrace.race.recording import ReplayPlayer, load_recording
-from stackrace.race.summary import at_breaking, level_figures, to_dict
-from stackrace.tui.app import StackraceApp
-from stackrace.tui.bignum import BigNumber
+from stackrace.race.summary import at_breaking, level_figures
 from stackrace.tui.dialogs import SummaryScreen
 from stackrace.tui.picker import PickerScreen, StackList
 from stackrace.tui.slider import ConcurrencySlider
@@ -98,66 +94,3 @@ async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start
         await pilot.press("s")  # a screenshot of the summary
         await pilot.pause(0.3)
         assert list(tmp_path.glob("*.svg"))
-
-
-async def test_projector_mode_at_100x30_with_real_stacks(tmp_path):
-    argv = [*IO4, "-c", "200", "--go", "--big"]
-    async with real_app(argv, size=(100, 30), screenshots=tmp_path) as (app, pilot):
-        view = await wait_for(app, pilot, all_loaded, timeout=40)
-        assert view is not None, why_not(app.race.last_view if app.race else None)
-        await pilot.pause(1.0)
-        race = app.race
-        assert race is not None and race.projector
-        assert race.query_one("#panes").styles.grid_size_columns == 2
-        sizes, units = set(), set()
-        for pane in race.panes.values():
-            name = pane.query_one("#name-big", BigNumber)
-            assert name.display and name.region.height >= 3, pane.pane_id
-            qps = pane.query_one("#qps", BigNumber)
-            p99 = pane.query_one("#p99big", BigNumber)
-            assert qps.display and p99.display and p99.region.height == qps.region.height
-            sizes.add(qps.region.height)
-            units.add(p99.value.split()[-1])
-        assert len(sizes) == 1 and len(units) == 1
-        assert {p.label for p in race.panes.values()} == {"SYNC", "GEVENT", "UVICORN", "AIOHTTP"}
-
-
-async def test_record_then_replay_shows_what_the_room_saw(tmp_path):
-    record = tmp_path / "race.jsonl.gz"
-    argv = ["--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "1", "--go"]
-    async with real_app([*argv, "--record", str(record)], screenshots=tmp_path) as (app, pilot):
-        assert await wait_for(app, pilot, all_loaded, timeout=40)
-        slider = app.race.query_one("#level", ConcurrencySlider)  # type: ignore[union-attr]
-        slider.focus()
-        await pilot.pause(2.5)
-        await pilot.press("right", "right", "right")  # c=10
-        await pilot.pause(2.5)
-        await pilot.press("b")
-        await pilot.pause(1.0)
-        live = to_dict(app.session.summary(), False, title="t")
-        assert live["stacks"][0]["levels"]  # levels were measured
-    player = ReplayPlayer(load_recording(record))
-    replay = StackraceApp(
-        player.session, player.plan, [], show_picker=False, tick_interval=None, player=player
-    )
-    async with replay.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
-        assert replay.race is not None
-        while not player.ended:
-            await player.advance(0.5)
-            await replay.race.tick()
-        await pilot.pause()
-        replayed = to_dict(player.session.summary(), False, title="t")
-        # the level finished while recording (c=1) figure for figure (c=10 went on
-        # running until the app closed, a little past the live summary's moment)
-        for a, b in zip(live["stacks"], replayed["stacks"], strict=True):
-            assert a["rss_before"] == b["rss_before"] and a["rss_before"]
-            done_a = [lv for lv in a["levels"] if lv["level"] == 1]
-            done_b = [lv for lv in b["levels"] if lv["level"] == 1]
-            assert done_a and done_a == done_b, (a["name"], done_a, done_b)
-        assert replay.race.projector  # `b` was recorded
-        assert all(
-            p.state in (StackState.READY, StackState.WARMING)
-            for p in replay.race.last_view.panes  # type: ignore[union-attr]
-        )
-        await pilot.press("q")

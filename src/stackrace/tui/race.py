@@ -186,7 +186,6 @@ class RaceScreen(Screen[None]):
     async def tick(self) -> None:
         """Poll the session and redraw every pane; called by the 4 Hz timer (and tests)."""
         view = await self.session.poll()
-        self.last_view = view
         new_interval = view.seq != self._last_seq
         self._last_seq = view.seq
         self._ticks += 1
@@ -206,6 +205,7 @@ class RaceScreen(Screen[None]):
             if self._ticks == 1 or (new_interval and view.seq % CHART_EVERY == 0):
                 self._show_chart()
                 self._show_then_now()
+        self.last_view = view  # (once drawn: what a reader of it sees on the screen)
         if self.player is not None:
             self._replay_view()
         if view.ramp_done and not self._ramp_done_seen:
@@ -516,8 +516,11 @@ class RaceScreen(Screen[None]):
         )
 
     def _show_then_now(self) -> None:
+        """The classic experiment's strip (not in projector mode: the panes' large type
+        needs the width)."""
         strip = self.query_one("#thennow", ThenNowStrip)
-        strip.show(self.session.then_now() if self.then_now_wanted else None)
+        wanted = self.then_now_wanted and not self.projector
+        strip.show(self.session.then_now() if wanted else None)
 
     def action_then_now(self) -> None:
         """`n`: show or hide the classic experiment's figures and claims."""
@@ -545,6 +548,7 @@ class RaceScreen(Screen[None]):
         """Projector mode: the names, req/s and p99 in large type; failures, waiting,
         RSS and CPU in bold (a recording keeps the switch: a replay shows it too)."""
         self._set_projector(not self.projector)
+        self._show_then_now()
         self.session.note_view("projector", "on" if self.projector else "off")
         self.notify("projector mode" if self.projector else "full figures")
 
