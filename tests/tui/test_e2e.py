@@ -123,8 +123,10 @@ async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
     )
     async with race_app(plan, 2, launcher) as (_app, race, pilot):
         ready = await wait_until(
-            lambda: all(
-                p.state == "ready" for p in (race.last_view.panes if race.last_view else [])
+            lambda: (
+                race.last_view is not None
+                and len(race.last_view.panes) == 2
+                and all(p.state == "ready" for p in race.last_view.panes)
             ),
             20,
         )
@@ -203,7 +205,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
         )
         assert pane.has_class("-queueing")
         line = line_now()
-        assert line.startswith("▲ QUEUEING at c=10 · ") and "waiting" in line, line
+        assert line.startswith("▲ QUEUEING at c=10 since ") and "waiting" in line, line
         first = race.last_view.panes[0].breaking
         assert first is not None and first.kind == "queueing" and first.level in (2, 5), first
         await pilot.press("q")

@@ -211,11 +211,13 @@ class Session:
 
     async def stop(self) -> None:
         self.ramp = None
-        await self.core.stop()
-        for listener in self.listeners:
-            close = getattr(listener, "close", None)
-            if close is not None:
-                close()
+        try:
+            await self.core.stop()
+        finally:  # a recording is complete whatever the stop ran into
+            for listener in self.listeners:
+                close = getattr(listener, "close", None)
+                if close is not None:
+                    close()
 
     # --- commands -------------------------------------------------------------------
 

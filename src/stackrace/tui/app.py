@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -54,7 +55,7 @@ class StackraceApp(App[int]):
         self.tick_interval = tick_interval
         self.screenshot_dir = Path(screenshot_dir)
         self.race: RaceScreen | None = None
-        self._stopped = False
+        self._stopping: asyncio.Future[None] | None = None
         self.drive = drive  # called at 4 Hz: steps a synthetic engine (demo mode)
         self.argv: list[str] = []  # the command line, for a crash log
         self.crash_log: Path | None = None
@@ -144,9 +145,14 @@ class StackraceApp(App[int]):
         await self.push_screen(self.race)
 
     async def stop_everything(self) -> None:
-        if not self._stopped:
-            self._stopped = True
-            await self.session.stop()
+        """Stop the load and every stack, once: a second caller (the unmount after `q`)
+        waits for the first stop to end instead of leaving it half done, and the stop
+        is shielded from the cancellation of whatever awaited it."""
+        import asyncio
+
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self.session.stop())
+        await asyncio.shield(self._stopping)
 
     async def action_quit(self) -> None:
         self.notify("stopping every stack…")
