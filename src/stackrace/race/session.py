@@ -153,6 +153,7 @@ class Session:
         self.prep: CleanStart | None = None  # a ramp's clean start, while it runs
         self._ramp_wanted: tuple[int, float] | None = None
         self._restore = 10  # the level to go back to when the ramp ends
+        self.stopping = False
         self.ramp_dwell = RAMP_DWELL  # seconds a level (the walkthrough tests shorten it)
         self._last_seq = -1
         self.warmups: dict[str, WarmupTracker] = {}
@@ -210,7 +211,10 @@ class Session:
         await self.poll()
 
     async def stop(self) -> None:
+        self.stopping = True  # from here on, nothing starts: no ramp, no restart
         self.ramp = None
+        self.prep = None
+        self._ramp_wanted = None
         try:
             await self.core.stop()
         finally:  # a recording is complete whatever the stop ran into
@@ -223,6 +227,8 @@ class Session:
 
     async def set_concurrency(self, n: int) -> None:
         """Connections per stack (closed loop), or req/s per stack in rate mode."""
+        if self.stopping:
+            return
         if self.rate is not None:
             await self.set_rate(float(n))
             return
@@ -232,6 +238,8 @@ class Session:
 
     async def set_rate(self, rate: float | None) -> None:
         """Constant rate per stack in req/s, or None for closed loop."""
+        if self.stopping:
+            return
         switching = (rate is None) != (self.rate is None)
         await self.core.set_rate(rate)
         if switching:
@@ -250,6 +258,8 @@ class Session:
         (race/cleanstart.py: every stack idle or restarted first), then go back."""
         top = top or RAMP_TOP
         dwell = dwell or self.ramp_dwell
+        if self.stopping:
+            return
         self.ramp_finished = False
         self.ramp_steps.clear()
         self.ramp_breaking.clear()
@@ -308,6 +318,8 @@ class Session:
 
     async def poll(self) -> SessionView:
         """Advance everything one tick and return what to show. Call it ~4x/s."""
+        if self.stopping:
+            return self.view()  # stopping: nothing is attached, started or stepped
         await self.core.poll()
         snap = self.core.engine.latest
         if snap is not None and snap.seq != self._last_seq:

@@ -425,7 +425,10 @@ class RaceScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # replay keys only in a replay; the load's keys only live (False hides a key
-        # from the footer: a replay's footer shows the replay's keys)
+        # from the footer: a replay's footer shows the replay's keys); once quitting,
+        # nothing but quitting
+        if self.session.stopping:
+            return action in ("app.quit", "quit")
         if action.startswith("replay_"):
             return self.player is not None
         if action in ("level", "toggle_mode", "ramp"):
