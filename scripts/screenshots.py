@@ -124,8 +124,9 @@ SHOTS = {
     # c=1000, then c=1: the sync worker answers nothing while its queue drains
     "wedged_sync": lambda: race(
         "wedged_sync",
-        ["--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "1000", "--go"],
-        [(1000, 6.0), (1, 0.5)], until=wedged,
+        ["--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "--io-ms", "100",
+         "-c", "1000", "--go"],
+        [(1000, 8.0), (1, 0.5)], until=wedged,
     ),
     # r right after an overload: a clean start, then every level to the top
     "ramp_summary": lambda: race(

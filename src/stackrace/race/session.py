@@ -430,16 +430,9 @@ class Session:
     def shared_core(self) -> SharedCore | None:
         """The cores the stacks share, from every running stack's CPU (None when each
         stack has cores of its own: then every verdict is the stack's)."""
-        placement = self.core.placement
-        if placement is None or not placement.shared or self.synthetic:
+        if self.synthetic:
             return None  # (a model knows nothing of sharing a core)
-        cpu = [
-            (m.resources.cpu_percent, m.resources.cpu_wait_percent)
-            for m in self.core.members.values()
-            if m.resources is not None and m.stack_cpus is not None and not m.handle.external
-        ]
-        cores = len(placement.stack_cpus[0] or []) if placement.stack_cpus else 1
-        return verdicts.shared_core(cpu, cores)
+        return verdicts.shared_core_of(self.core)
 
     async def _advance_ramp(self) -> None:
         now = self.core.clock()
@@ -624,17 +617,7 @@ class Session:
         )
 
     def _core_share(self, mid: str) -> str:
-        """ "" unless the stack only waited for a full shared core at the level running:
-        then its share of that core and its wait, the fair figures there."""
-        step = self.levels.current_step(mid)
-        if step is None or not step.core_starved or step.cpu_bound:
-            return ""
-        cap = (step.cpu_capacity or 100.0) / 100
-        cores = "the full core" if cap <= 1 else f"the {cap:.0f} full cores"
-        return (
-            f"its share of {cores}: CPU {step.cpu_percent or 0:.0f}%, "
-            f"waited {step.cpu_wait_percent or 0:.0f}%"
-        )
+        return verdicts.core_share(self.levels.current_step(mid))
 
     @property
     def synthetic(self) -> bool:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stackrace.ramp import Verdict
+from stackrace.race.core import RaceCore
+from stackrace.ramp import StepResult, Verdict
 
 HOLD = 2.0  # seconds a new verdict kind (or none) must hold before it is shown
 SHARED_FULL = 0.85  # the shared cores are full when the stacks use this share of them,
@@ -68,6 +69,34 @@ def shared_core(cpu: list[tuple[float, float]], cores: int) -> SharedCore:
         used=sum(u for u, _w in cpu),
         waited=sum(w for _u, w in cpu),
         stacks=len(cpu),
+    )
+
+
+def shared_core_of(core: RaceCore) -> SharedCore | None:
+    """The shared cores' state in a race, from its stacks' latest samples (None when
+    each stack has cores of its own: then every verdict is the stack's)."""
+    placement = core.placement
+    if placement is None or not placement.shared:
+        return None
+    cpu = [
+        (m.resources.cpu_percent, m.resources.cpu_wait_percent)
+        for m in core.members.values()
+        if m.resources is not None and m.stack_cpus is not None and not m.handle.external
+    ]
+    cores = len(placement.stack_cpus[0] or []) if placement.stack_cpus else 1
+    return shared_core(cpu, cores)
+
+
+def core_share(step: StepResult | None) -> str:
+    """ "" unless the stack only waited for a full shared core at this level: then its
+    share of that core and its wait, the fair figures there."""
+    if step is None or not step.core_starved or step.cpu_bound:
+        return ""
+    cap = (step.cpu_capacity or 100.0) / 100
+    cores = "the full core" if cap <= 1 else f"the {cap:.0f} full cores"
+    return (
+        f"its share of {cores}: CPU {step.cpu_percent or 0:.0f}%, "
+        f"waited {step.cpu_wait_percent or 0:.0f}%"
     )
 
 
