@@ -23,8 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.*
 
+from textual.widgets import DataTable  # noqa: E402
+
 from stackrace.cli import build_parser  # noqa: E402
 from stackrace.tui.app import StackraceApp, make_app  # noqa: E402
+from stackrace.tui.dialogs import SummaryScreen  # noqa: E402
 from stackrace.tui.slider import ConcurrencySlider  # noqa: E402
 
 OUT = ROOT / "screenshots"
@@ -79,7 +82,12 @@ async def race(
             app.session.start_ramp(top=ramp[0], dwell=ramp[1])
             while not app.session.ramp_finished:
                 await asyncio.sleep(0.25)
-            await asyncio.sleep(1.5)  # the summary opens by itself
+            # the summary opens by itself; its table is filled once laid out
+            while not (
+                isinstance(app.screen, SummaryScreen) and app.screen.query_one(DataTable).row_count
+            ):
+                await asyncio.sleep(0.25)
+            await asyncio.sleep(1.0)
         if until is not None:
             while not until(app):
                 await asyncio.sleep(0.25)

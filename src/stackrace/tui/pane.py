@@ -484,6 +484,7 @@ class StackPane(Vertical, can_focus=True):
         for kind in VERDICT_KINDS:
             self._flag(f"-{kind}", v is not None and v.kind == kind)
         self._flag("-shared", v is None and bool(view.core_share))
+        self._flag("-wedged", view.wedged)
         self._flag("-behind", v is None and bool(view.behind))
         if view.state == StackState.CRASHED:
             log = Text("\n".join(view.log_tail) or "(no log)", style="red")

@@ -307,7 +307,10 @@ class RaceScreen(Screen[None]):
         """Update a top-bar Static only when its text changed (an update redraws it)."""
         if self._shown.get(widget_id) != content:
             self._shown[widget_id] = content
-            self.query_one(f"#{widget_id}", Static).update(content, layout=False)
+            # the status line may take a second row (a long verdict of the race): a
+            # layout pass for it, none for the fixed-size controls
+            layout = widget_id == "status-line"
+            self.query_one(f"#{widget_id}", Static).update(content, layout=layout)
 
     def _show_controls(self, view: SessionView) -> None:
         rate_mode = view.rate is not None

@@ -40,7 +40,8 @@ def strip_text(tn: ThenNow, short: dict[str, str] | None = None) -> Text:
         t.append(v.claim.text, style="" if v.status != claims.UNTESTABLE else "dim")
         then = v.then
         if v.status != claims.UNTESTABLE:
-            t.append(f"  then {then}, now {v.now}", style=style)
+            figures = f"then {then}, now {v.now}" if then != "-" else f"now {v.now}"
+            t.append(f"  {figures}", style=style)
         else:
             t.append(f"  ({v.reason})", style="dim italic")
         t.append("\n")
