@@ -57,6 +57,8 @@ async def test_picker_marks_counts_and_starts_the_race():
         assert all(line[4 + w] == " " and line[5 + w] != " " for line in lines)
         long = next(line for line in lines if "A stack with" in line)
         assert long[4 + w :].lstrip().startswith("async")
+        # the names take the width the list has: a long title is whole when it fits
+        assert "A stack with a very long title indeed, too long" in long
         # unavailable: said, and not choosable
         php = next(i for i, r in enumerate(stacks.rows) if r.id == "php-fpm")
         assert "php-fpm8.2 not found" in lines[php] and stacks.get_option_at_index(php).disabled

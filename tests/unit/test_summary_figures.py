@@ -75,3 +75,19 @@ def test_the_files_say_which_race_they_are_of(tmp_path):
     assert race["timeout_s"] == 10.0 and race["keepalive"] is True
     assert race["placement"].startswith("4 stacks share") and race["version"]
     assert race["created"].startswith("2026-11-24")
+
+
+def test_a_stack_that_only_waited_for_a_full_shared_core_says_so_not_not_reached():
+    from stackrace.race.summary import unbroken_text
+    from stackrace.ramp import CpuShare
+
+    starved = CpuShare(used=25, capacity=100, waited=70, core_full=True)
+    steps = [
+        step_result(10, _window(3000, 0, 0, 3), share=starved),
+        step_result(100, _window(3030, 0, 0, 30), share=starved),
+    ]
+    row = _row(steps)
+    assert row.breaking is None
+    assert unbroken_text(row) == "none of its own: shared core full from c=10"
+    assert "| none of its own: shared core full from c=10 |" in to_markdown([row], False, title="t")
+    assert unbroken_text(_row(steps[:0])) == "not reached"

@@ -70,6 +70,17 @@ def at_breaking(row: SummaryRow) -> LevelFigures | None:
     return level_figures(step) if step is not None else None
 
 
+def unbroken_text(row: SummaryRow, rate_mode: bool = False, short: bool = False) -> str:
+    """A stack without a breaking point: not reached, or none of its own because the
+    core it shared was full (race/verdicts.py: the race's verdict, not the stack's)."""
+    starved = next((s.level for s in row.steps if s.core_starved), None)
+    if starved is None:
+        return "not reached"
+    if short:
+        return f"shared core, {_level(starved, rate_mode)}"
+    return f"none of its own: shared core full from {_level(starved, rate_mode)}"
+
+
 def peak_text(row: SummaryRow) -> str:
     if row.peak is None:
         return "–"
@@ -173,7 +184,7 @@ def to_markdown(
                     r.name,
                     peak_text(r).removesuffix(" req/s"),
                     _level(peak.level, rate_mode) if peak else "–",
-                    _level(b.level, rate_mode) if b else "not reached",
+                    _level(b.level, rate_mode) if b else unbroken_text(r, rate_mode),
                     b.kind if b else "",
                     r.why if b else "",
                     there.p99() if there else "",

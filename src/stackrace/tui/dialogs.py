@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Log, Static
 
 from stackrace.race.session import SummaryRow
-from stackrace.race.summary import SummaryContext, at_breaking, peak_text
+from stackrace.race.summary import SummaryContext, at_breaking, peak_text, unbroken_text
 from stackrace.tui.format import fmt_level, fmt_mb
 from stackrace.tui.levelchart import LevelChart, LevelSeries
 
@@ -55,7 +55,7 @@ SUMMARY_COLUMNS = (
     "RSS peak",
 )
 # the widest each fixed column needs; the proof takes what is left and wraps
-_FIXED_W = {"peak req/s": 14, "at": 8, "breaking point": 14, "kind": 9, "p99 there": 10}
+_FIXED_W = {"peak req/s": 14, "at": 8, "breaking point": 18, "kind": 9, "p99 there": 10}
 _FIXED_W |= {"RSS before": 10, "RSS peak": 10}
 
 KIND_STYLE = {"failing": "bold red", "queueing": "bold yellow", "saturated": "bold magenta"}
@@ -72,7 +72,10 @@ def summary_cells(row: SummaryRow, rate_mode: bool) -> list[str | Text]:
         fmt_level(peak.level, rate_mode) if peak else "–",
         Text(fmt_level(brk.level, rate_mode), style=KIND_STYLE.get(brk.kind, "bold"))
         if brk
-        else Text("not reached", style="green"),
+        else Text(
+            unbroken_text(row, rate_mode, short=True),
+            style="green" if unbroken_text(row) == "not reached" else "magenta",
+        ),
         Text(brk.kind, style=KIND_STYLE.get(brk.kind, "")) if brk else "",
         Text(row.why or (brk.reason if brk else "")),
         there.p99() if there else "",
