@@ -332,9 +332,11 @@ class RaceCore:
             await self._gather_signs(now)
 
     async def _gather_signs(self, now: float) -> None:
-        """Each running member's signs (stacks/signs.py): the kernel's view of every
-        member's port comes from one dump of the machine's sockets, off the event
-        loop (it walks every socket the kernel holds)."""
+        """Each running member's signs (stacks/signs.py). The kernel's view of the
+        ports comes from one dump of the machine's sockets, off the event loop, and
+        only for members with something to explain (clients stuck in connect, waiting
+        with no answer, timeouts): the dump walks every socket the kernel holds, ~1 ms
+        on a quiet machine but ~30 ms on one holding 30,000 (bench/listen_cost.py)."""
         import asyncio
 
         from stackrace.stacks.listen import listen_states
@@ -344,7 +346,7 @@ class RaceCore:
             for m in self.members.values()
             if m.handle.state in (StackState.READY, StackState.WARMING)
         ]
-        ports = {m.id: m.handle.listen_port for m in running}
+        ports = {m.id: m.handle.listen_port if self._troubled(m) else None for m in running}
         wanted = sorted({p for p in ports.values() if p})
         states = {}
         if wanted:
@@ -358,6 +360,14 @@ class RaceCore:
                 m.signs = m.handle.signs(now, states.get(port) if port else None)
             except OSError:
                 m.signs = None
+
+    def _troubled(self, m: Member) -> bool:
+        t = self.target(m.id)
+        if t is None:
+            return False
+        w = t.interval
+        stalled = w.requests == 0 and w.waiting > 0
+        return bool(w.connecting or stalled or w.failures.get("timeout"))
 
     def _sample(self, m: Member, now: float) -> None:
         s = m.handle.sample()
