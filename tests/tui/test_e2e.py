@@ -199,7 +199,9 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
         def line_now() -> str:
             return str(race.query_one("#pane-url1 #breaking").content)
 
-        assert await wait_until(lambda: line_now().startswith("▲ QUEUEING at c=10"), 8), (
+        # (a verdict changes once it has held 2 s: on a busy machine the totals take a
+        # few seconds to settle on one side of the rule)
+        assert await wait_until(lambda: line_now().startswith("▲ QUEUEING at c=10"), 20), (
             line_now(),
             app.session.levels.results("url1"),
         )

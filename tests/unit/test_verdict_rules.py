@@ -83,16 +83,21 @@ def v(kind: str, level: int = 200) -> Verdict:
 
 def test_a_verdict_kind_changes_only_after_it_has_held_and_says_since_when():
     hold = VerdictHold()
-    # the level's first judgement shows at once
-    shown = hold.feed(10.0, 200, v(SATURATED), "CPU 95%")
-    assert shown.verdict.kind == SATURATED and shown.since == 10.0
-    # noise: "not broken" for a second, then saturated again: never shown
-    t = 10.25
+    # while the level settles (its first HOLD seconds of judgements) it shows as judged
+    shown = hold.feed(10.0, 200, None, "")
+    assert shown.verdict is None
+    shown = hold.feed(10.25, 200, v(SATURATED), "CPU 95%")
+    assert shown.verdict.kind == SATURATED and shown.since == 10.25
+    t = 10.5
+    while t < 10.0 + HOLD:
+        assert hold.feed(t, 200, v(SATURATED), "CPU 95%").verdict.kind == SATURATED
+        t += 0.25
+    # settled: noise — "not broken" for a second, then saturated again — is never shown
     for fresh in [None, None, None, v(SATURATED), None, None, v(SATURATED)]:
         shown = hold.feed(t, 200, fresh, "x")
         assert shown.verdict is not None and shown.verdict.kind == SATURATED
         t += 0.25
-    assert shown.since == 10.0  # held since it first showed
+    assert shown.since == 10.25  # held since it first showed
     # a real change holds for HOLD seconds, then shows, since when it began
     start = t
     while t - start < HOLD:
@@ -100,10 +105,13 @@ def test_a_verdict_kind_changes_only_after_it_has_held_and_says_since_when():
         t += 0.25
     shown = hold.feed(t, 200, v(QUEUEING), "q")
     assert shown.verdict.kind == QUEUEING and shown.since == start and shown.proof == "q"
-    # a new level clears it; its first judgement (none) shows at once
+    # a new level clears it; while it settles its judgements show at once
     assert hold.feed(t + 0.25, 500, None, "", judged=False).verdict is None
     assert hold.feed(t + 0.5, 500, None, "", judged=True).verdict is None
-    assert hold.feed(t + 0.75, 500, v(FAILING, 500), "f").verdict is None  # must hold first
+    assert hold.feed(t + 0.75, 500, v(FAILING, 500), "f").verdict.kind == FAILING
+    # settled, a change must hold first
+    t += 0.75 + HOLD
+    assert hold.feed(t, 500, None, "").verdict.kind == FAILING
 
 
 # --- wedged -----------------------------------------------------------------------------

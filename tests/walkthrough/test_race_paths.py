@@ -81,7 +81,9 @@ async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start
         assert any("restarted" in note for note in session.ramp_notes), session.ramp_notes
         rows = {r.id: r for r in session.summary()}
         levels = [s.level for s in rows["gunicorn-sync"].steps]
-        assert levels == [1, 2, 5, 10], (levels, session.ramp_notes, rows)
+        # (c=10 serves ten answers a second: on a busy machine its level may end with
+        # too few to count, and the summary rightly leaves it out)
+        assert levels[:3] == [1, 2, 5] and set(levels) <= {1, 2, 5, 10}, (levels, rows)
         # a clean start: the first levels answer (no queue left over from c=1000)
         first = level_figures(rows["gunicorn-sync"].steps[0])
         assert first.p99_us is not None and first.failed_pct == 0 and first.no_answer == 0

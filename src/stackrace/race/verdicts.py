@@ -14,9 +14,11 @@ SATURATED stays for a stack that is itself CPU-bound.
 **Hysteresis.** A verdict judged on running totals can cross a threshold back and
 forth; a banner that comes and goes every second tells a room nothing, and a pane that
 says QUEUEING, then SATURATED, then nothing at one level is read as three events.
-`VerdictHold` shows the first judgement of a level at once, then a new kind (or its
-absence) only once it has held for `HOLD` seconds at that level, and remembers since
-when the kind shown has held; a new level starts afresh.
+`VerdictHold` shows a level's judgement at once while the level settles (its first
+`HOLD` seconds of judgements: its totals are young and may still cross a threshold
+once, as a queue builds), then a new kind (or its absence) only once it has held for
+`HOLD` seconds, and remembers since when the kind shown has held; a new level starts
+afresh.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ class VerdictHold:
         self.shown = Shown(None, "", None)
         self._candidate: str | None = None  # the kind (or "" for none) waiting to show
         self._candidate_since = 0.0
-        self._judged = False  # the level running has had a judgement shown
+        self._judged_at: float | None = None  # the level's first judgement
 
     def feed(
         self,
@@ -141,15 +143,18 @@ class VerdictHold:
             self.level = level
             self.shown = Shown(None, "", None)
             self._candidate = None
-            self._judged = False
-        if not self._judged:
-            if judged or fresh is not None:
-                # the level's first judgement is no change of a verdict: shown at once
-                self._judged = True
-                self.shown = Shown(fresh, proof, now if fresh is not None else None)
-            return self.shown
+            self._judged_at = None
+        if self._judged_at is None and not (judged or fresh is not None):
+            return self.shown  # not judged yet: "measuring"
+        if self._judged_at is None:
+            self._judged_at = now
         kind = fresh.kind if fresh is not None else ""
         shown_kind = self.shown.verdict.kind if self.shown.verdict is not None else ""
+        if now - self._judged_at < self.hold and kind != shown_kind:
+            # the level settles: its judgement is shown as it comes
+            self._candidate = None
+            self.shown = Shown(fresh, proof, now if fresh is not None else None)
+            return self.shown
         if kind == shown_kind:
             self._candidate = None
             if fresh is not None:  # the same kind: its figures follow the measurement

@@ -175,15 +175,15 @@ class SummaryScreen(ModalScreen[None]):
         self.query_one("#summary-about").display = bool(self._about())
         names = "  ".join(f"[{s.color}]━ {s.name}[/]" for s in self._series())
         self.query_one("#level-chart").border_title = f"every stack, level by level  {names}"
-        # the columns are sized to the table's width, known once it is laid out
-        self.call_after_refresh(self._fill)
+        self._fill()
 
     def _fill(self) -> None:
-        if not self.is_attached or not self.query(DataTable):
-            return
         table = self.query_one(DataTable)
-        # (less its vertical scrollbar's two columns, should the rows need one)
-        widths = column_widths(self.rows, (table.size.width or self.app.size.width - 8) - 2)
+        # the columns are sized to the table's width: the dialog's (96 % of the screen)
+        # less its border and padding, and a vertical scrollbar's two columns, should
+        # the rows need one (filled at once: a screenshot taken next shows the table)
+        width = table.size.width or int(self.app.size.width * 0.96) - 6
+        widths = column_widths(self.rows, width - 2)
         for name in SUMMARY_COLUMNS:
             table.add_column(name, width=widths[name], key=name)
         proof_w = widths["the figure that proves it"]
