@@ -579,6 +579,8 @@ class ReplayPlayer:
             await s.set_rate(None if c.value is None else float(c.value))
         elif c.what == "ramp":
             # (recorded when its levels began, after its clean start, as live)
+            s._wedges.clear()
+            s._wedged.clear()
             s.levels.clear()
             s.levels.counting_again()
             s.ramp_finished = False

@@ -458,7 +458,10 @@ class Session:
             self.ramp_notes = list(self.prep.notes)
             self.prep = None
             self._ramp_wanted = None
-            # every stack loaded: the ramp begins, on an empty level log
+            # every stack loaded: the ramp begins, on an empty level log, with no stall
+            # remembered from before the clean start (a restarted stack's own clock)
+            self._wedges.clear()
+            self._wedged.clear()
             self.levels.clear()
             self.levels.counting_again()
             self.ramp = first
