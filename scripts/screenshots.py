@@ -4,11 +4,14 @@ as `screenshots/web.png`).
     .venv/bin/python scripts/screenshots.py            # all of them, a few minutes
     .venv/bin/python scripts/screenshots.py --only race_io_c200
 
-The race screenshots are the real app, the real engine and real servers on loopback:
-gunicorn sync, gunicorn gevent, uvicorn and aiohttp, started by the launcher from
-stacks.toml (and, for "Your app", the Flask example under the four common WSGI servers), at 200 connections on /io (10 ms) and on /hello; a ramp from a clean start
-ending in its summary; projector mode. A stack that is not installed is left out (the
-script says which). The browser view is `stackrace web` opened in headless Chromium.
+The race screenshots are the real app (opened from a command line, as `stackrace`
+opens it), the real engine and real servers on loopback: gunicorn sync, gunicorn
+gevent, uvicorn and aiohttp on the one core the engines leave, at 200 connections on
+/io (10 ms) and on /hello; gunicorn sync wedged at c=1 after c=1000; a ramp right after
+an overload, from a clean start, ending in its summary; projector mode at 100×30; a
+seed preset with the classic experiment's figures and claims beside the panes; the
+Flask example (examples/flask_app) under the four common WSGI servers ("Your app"). The
+browser view is `stackrace web` opened in headless Chromium.
 """
 
 from __future__ import annotations
@@ -21,13 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.*
 
-from stackrace.engine.client import Engine  # noqa: E402
-from stackrace.engine.model import EngineSettings  # noqa: E402
-from stackrace.race.core import RaceCore  # noqa: E402
-from stackrace.race.session import RacePlan, Session  # noqa: E402
-from stackrace.race.stacks import StacksSource  # noqa: E402
-from stackrace.race_settings import RaceSettings  # noqa: E402
-from stackrace.tui.app import StackraceApp  # noqa: E402
+from textual.widgets import DataTable  # noqa: E402
+
+from stackrace.cli import build_parser  # noqa: E402
+from stackrace.tui.app import StackraceApp, make_app  # noqa: E402
+from stackrace.tui.dialogs import SummaryScreen  # noqa: E402
 from stackrace.tui.slider import ConcurrencySlider  # noqa: E402
 
 OUT = ROOT / "screenshots"
@@ -35,60 +36,70 @@ SIZE = (160, 45)
 FOUR = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 
 
+def app_for(argv: list[str]) -> StackraceApp:
+    """The app for a command line, as `stackrace ARGV` opens it (tui.app.make_app)."""
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    return make_app(args)
+
+
 async def picker() -> None:
-    source = StacksSource()
-    plan = RacePlan(stacks=FOUR, settings=RaceSettings(workload="io"), concurrency=200)
-    # the real session (its engine starts with a race only): the catalog as installed
-    session = Session(RaceCore(Engine(EngineSettings(interval=0.25)), source, plan.settings))
-    app = StackraceApp(session, plan, source.catalog(), tick_interval=None)
+    app = app_for(["--stacks", ",".join(FOUR), "--workload", "io", "-c", "200"])
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        await pilot.pause(0.5)
         app.save_screenshot("picker.svg", str(OUT))
 
 
-def installed(source: StacksSource) -> tuple[str, ...]:
-    ok = {c.id for c in source.catalog() if c.available}
-    missing = [s for s in FOUR if s not in ok]
-    if missing:
-        print(f"  not installed, left out: {', '.join(missing)}", file=sys.stderr)
-    return tuple(s for s in FOUR if s in ok)
+async def ready(app: StackraceApp) -> None:
+    """Until every pane's stack is up and loaded."""
+    while app.race is None or app.race.last_view is None:
+        await asyncio.sleep(0.1)
+    while not all(
+        p.state in ("ready", "warming") and p.target is not None for p in app.race.last_view.panes
+    ):
+        await asyncio.sleep(0.1)
 
 
 async def race(
     name: str,
-    workload: str,
+    argv: list[str],
     levels: list[tuple[int, float]],
     *,
     ramp: tuple[int, float] | None = None,
-    projector: bool = False,
     size: tuple[int, int] = SIZE,
+    until=None,  # type: ignore[no-untyped-def]
 ) -> None:
-    """Run the real app on the real stacks, set each (concurrency, seconds), save."""
-    source = StacksSource()
-    stacks = installed(source)
-    settings = RaceSettings(workload=workload, io_ms=10, timeout=10.0)
-    plan = RacePlan(stacks=stacks, settings=settings, concurrency=levels[0][0])
-    engine = Engine(EngineSettings(interval=0.25, timeout=10.0), per_target=True)
-    session = Session(RaceCore(engine, source, settings))
-    app = StackraceApp(session, plan, [], show_picker=False, projector=projector)
+    """Run the real app on the real stacks, set each (level, seconds), save."""
+    app = app_for(argv)
     async with app.run_test(size=size) as pilot:
-        while app.race is None or len(app.race.panes) < len(stacks):
-            await asyncio.sleep(0.05)
-        while not all(p.state in ("ready", "warming") for p in session.view().panes):
-            await asyncio.sleep(0.1)
+        await ready(app)
         await asyncio.sleep(1.0)
+        assert app.race is not None
         slider = app.race.query_one("#level", ConcurrencySlider)
+        for level, seconds in levels:
+            slider.value = level
+            await asyncio.sleep(seconds)
         if ramp is not None:
-            session.start_ramp(top=ramp[0], dwell=ramp[1])
-            while session.ramp is not None:
+            app.session.start_ramp(top=ramp[0], dwell=ramp[1])
+            while not app.session.ramp_finished:
                 await asyncio.sleep(0.25)
-            await asyncio.sleep(1.5)  # the summary opens by itself
-        else:
-            for level, seconds in levels:
-                slider.value = level
-                await asyncio.sleep(seconds)
+            # the summary opens by itself; its table is filled once laid out
+            while not (
+                isinstance(app.screen, SummaryScreen) and app.screen.query_one(DataTable).row_count
+            ):
+                await asyncio.sleep(0.25)
+            await asyncio.sleep(1.0)
+        if until is not None:
+            while not until(app):
+                await asyncio.sleep(0.25)
+            await asyncio.sleep(1.0)
         app.save_screenshot(f"{name}.svg", str(OUT))
         await pilot.press("escape", "q")
+
+
+def wedged(app: StackraceApp) -> bool:
+    view = app.race.last_view if app.race is not None else None
+    return view is not None and any(p.wedged and p.verdict for p in view.panes)
 
 
 async def web() -> None:
@@ -110,40 +121,43 @@ async def web() -> None:
     )  # fmt: skip
 
 
-async def your_app() -> None:
-    """The README's "Your app": the Flask example under the four common WSGI servers,
-    built the way `stackrace --app examples/flask_app:app --path /:3 --path /slow:1
-    --go` builds it (the same command-line parser and session), at 50 connections."""
-    from stackrace.cli import build_parser
-    from stackrace.tui.app import build_session
-
-    argv = ["--app", str(ROOT / "examples" / "flask_app:app"), "--path", "/:3"]
-    args = build_parser().parse_args([*argv, "--path", "/slow:1", "-c", "10", "--go"])
-    session, plan, catalog, _ = build_session(args)
-    app = StackraceApp(session, plan, catalog, show_picker=False)
-    async with app.run_test(size=SIZE) as pilot:
-        while app.race is None or len(app.race.panes) < len(plan.stacks):
-            await asyncio.sleep(0.05)
-        while not all(p.state in ("ready", "warming") for p in session.view().panes):
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(3.0)
-        app.race.query_one("#level", ConcurrencySlider).value = 50
-        await asyncio.sleep(8.0)
-        app.save_screenshot("your_app_flask.svg", str(OUT))
-        await pilot.press("q")
-
-
+IO4 = ["--stacks", ",".join(FOUR), "--workload", "io", "--go"]
 SHOTS = {
-    "your_app_flask": lambda: your_app(),
     "picker": lambda: picker(),
-    "race_io_c200": lambda: race("race_io_c200", "io", [(10, 4.0), (200, 10.0)]),
-    "race_hello_c200": lambda: race("race_hello_c200", "hello", [(10, 3.0), (200, 8.0)]),
-    "ramp_summary": lambda: race("ramp_summary", "io", [(1, 0.0)], ramp=(1000, 3.0)),
+    # the README's "Your app": the Flask example under the four common WSGI servers
+    "your_app_flask": lambda: race(
+        "your_app_flask",
+        ["--app", str(ROOT / "examples" / "flask_app:app"), "--path", "/:3",
+         "--path", "/slow:1", "-c", "10", "--go"],
+        [(50, 8.0)],
+    ),
+    # four stacks on the one core the engines leave: the shared core is the verdict
+    "race_io_c200": lambda: race("race_io_c200", [*IO4, "-c", "10"], [(200, 12.0)]),
+    "race_hello_c200": lambda: race(
+        "race_hello_c200", ["--stacks", ",".join(FOUR), "--workload", "hello", "--go"],
+        [(200, 10.0)],
+    ),
+    # c=1000, then c=1: the sync worker answers nothing while its queue drains
+    "wedged_sync": lambda: race(
+        "wedged_sync",
+        ["--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "--io-ms", "100",
+         "-c", "1000", "--go"],
+        [(1000, 8.0), (1, 0.5)], until=wedged,
+    ),
+    # r right after an overload: a clean start, then every level to the top
+    "ramp_summary": lambda: race(
+        "ramp_summary", [*IO4, "-c", "10"], [(1000, 5.0)], ramp=(2000, 3.0)
+    ),
     "projector": lambda: race(
-        "projector", "io", [(10, 3.0), (1000, 8.0)], projector=True, size=(160, 45)
+        "projector", [*IO4, "-c", "10", "--big"], [(200, 8.0)], size=(100, 30)
+    ),
+    # a classic experiment replayed: its figures and claims beside the live panes
+    "seed_then_now": lambda: race(
+        "seed_then_now", ["--preset", "seed-002-concurrency-ceilings", "--go"],
+        [(10, 6.0), (100, 8.0)], size=(200, 55),
     ),
     "web": lambda: web(),
-}
+}  # fmt: skip
 
 
 def main() -> int:

@@ -483,10 +483,14 @@ def tunable_ceilings() -> Ceilings:
 
 def check_value(spec: StackDef, key: str, value: str) -> str | None:
     """What is wrong with `value` for the tunable `key` of `spec` (None: nothing)."""
-    kind = param_kind(spec, key)
+    return check_kind(param_kind(spec, key), key, value, tuple(spec.choices.get(key, ())))
+
+
+def check_kind(kind: str, key: str, value: str, choices: tuple[str, ...] = ()) -> str | None:
+    """What is wrong with `value` for a tunable `key` of this kind (PARAM_KINDS); the one
+    rule for a variant on a command line, in a preset or a run file, and in the picker."""
     if kind == "choice":
-        allowed = spec.choices[key]
-        return None if value in allowed else f"{value!r} is not one of {', '.join(allowed)}"
+        return None if value in choices else f"{value!r} is not one of {', '.join(choices)}"
     if kind == "count":
         if not (value.isascii() and value.isdigit()) or int(value) < 1:
             return f"must be a whole number >= 1, got {value!r}"
@@ -521,6 +525,52 @@ def _check_path(value: str) -> str | None:
     if not os.path.isfile(value) or not os.access(value, os.X_OK):
         return f"{value} is not an executable file"
     return None
+
+
+@dataclass(frozen=True)
+class Tunable:
+    """One setting a variant may change: `workers`, `threads` or a param, with its
+    default and, where the stacks file lists them, the only values allowed."""
+
+    key: str
+    default: str
+    choices: tuple[str, ...] = ()
+    numeric: bool = False  # workers and threads: a whole number >= 1
+    kind: str = "word"  # PARAM_KINDS: how a value is checked (check_kind)
+
+    def problem(self, value: str) -> str | None:
+        """What is wrong with `value` for this setting (None: nothing)."""
+        return check_kind(self.kind, self.key, value, self.choices)
+
+
+def tunables(spec: StackDef) -> list[Tunable]:
+    """What the picker offers to change for a stack: workers and threads where the
+    stack uses them (in a command, env or a file it renders), then every param."""
+    used = {m.group(1) for _key, text in _templated(spec) for m in _PLACEHOLDER.finditer(text)}
+    shipped = paths.shipped_dir()
+    values: dict[str, Any] = {"apps": shipped / "apps", "root": shipped}
+    for tmpl in spec.files:
+        try:
+            text = Path(render(tmpl.template, {**values, **_blank(tmpl.template)})).read_text()
+        except (ConfigError, OSError, UnicodeDecodeError):
+            continue
+        used.update(m.group(1) for m in _PLACEHOLDER.finditer(text))
+    out = [
+        Tunable(k, str(getattr(spec, k)), numeric=True, kind="count")
+        for k in ("workers", "threads")
+        if k in used
+    ]
+    out += [
+        Tunable(k, v, tuple(spec.choices.get(k, ())), kind=param_kind(spec, k))
+        for k, v in spec.params.items()
+    ]
+    return out
+
+
+def _blank(text: str) -> dict[str, str]:
+    return {
+        m.group(1): "" for m in _PLACEHOLDER.finditer(text) if m.group(1) not in ("apps", "root")
+    }
 
 
 def _known_list(spec: StackDef) -> str:

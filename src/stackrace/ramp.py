@@ -16,6 +16,10 @@ Pure logic, no UI and no I/O, so the app and the headless bench share it:
       is failing;
     * **saturated**: the same signs with the stack's CPU at ≥ 80 % of what it can use:
       it is CPU-bound, serving as fast as its cores allow.
+  On cores shared by several stacks, a stack that used less than that but waited for
+  the full shared core the rest of the time (`core_full`, `core_starved`) has no
+  verdict of its own: the race's verdict is that the shared core is full, and its
+  figures are a share of that core, not its capacity (race/verdicts.py).
   `abandoned` requests (the engine gave up on them when the load changed) never count.
 - `find_breaking_point(steps)`: the first level (ascending) with a verdict.
 - `LevelLog`: turns a stream of `EngineSnapshot`s into `StepResult`s per target, one per
@@ -55,6 +59,8 @@ class StepResult:
     window: WindowStats
     cpu_percent: float | None = None  # the stack's CPU, percent of one core
     cpu_capacity: float | None = None  # percent it can use at most (100 × usable cores)
+    cpu_wait_percent: float | None = None  # runnable, waiting for a core, % of one core
+    core_full: bool = False  # it shares cores with other stacks, and they were full
 
     @property
     def seconds(self) -> float:
@@ -115,9 +121,19 @@ class StepResult:
 
     @property
     def cpu_bound(self) -> bool:
+        """The stack itself used nearly all the CPU it can use."""
         if self.cpu_percent is None:
             return False
         return self.cpu_percent >= CPU_BOUND * (self.cpu_capacity or 100.0)
+
+    @property
+    def core_starved(self) -> bool:
+        """Not CPU-bound by itself, but waiting for a shared core that was full: what
+        it used plus what it waited for reaches its capacity."""
+        if not self.core_full or self.cpu_percent is None:
+            return False
+        demand = self.cpu_percent + (self.cpu_wait_percent or 0.0)
+        return demand >= CPU_BOUND * (self.cpu_capacity or 100.0)
 
 
 def attempts(window: WindowStats) -> int:
@@ -134,7 +150,10 @@ def step_result(
     window: WindowStats,
     cpu_percent: float | None = None,
     cpu_capacity: float | None = None,
+    share: CpuShare | None = None,
 ) -> StepResult:
+    if share is not None:
+        return StepResult(level, window, share.used, share.capacity, share.waited, share.core_full)
     return StepResult(level, window, cpu_percent, cpu_capacity)
 
 
@@ -179,6 +198,8 @@ def judge(step: StepResult, previous: StepResult | None, low_p99: int) -> Verdic
         what = f"p99 ×{step.p99_us / low_p99:.0f}"
     if step.cpu_bound:
         return verdict(SATURATED, f"CPU-bound ({step.cpu_percent:.0f}% CPU), {what}")
+    if step.core_starved:
+        return None  # the shared core is full: the race's verdict, not this stack's
     return verdict(QUEUEING, what)
 
 
@@ -226,8 +247,19 @@ class _Current:
     rate: bool = False  # the level is a rate (req/s), not connections
 
 
-# The stack's CPU (% of one core) and what it can use at most, for a target id.
-CpuOf = Callable[[str], tuple[float | None, float | None]]
+@dataclass(frozen=True)
+class CpuShare:
+    """A stack's CPU for the verdict, % of one core: what it used, what it can use at
+    most, how long it waited for a core, and whether it shares cores that were full."""
+
+    used: float | None = None
+    capacity: float | None = None
+    waited: float | None = None
+    core_full: bool = False
+
+
+# A target id's CpuShare (the driver knows the stacks' processes and cores).
+CpuOf = Callable[[str], CpuShare]
 
 
 @dataclass
@@ -263,8 +295,8 @@ class LevelLog:
     def _step(self, target_id: str, cur: _Current) -> StepResult | None:
         if cur.window is None:
             return None
-        cpu, capacity = self.cpu_of(target_id) if self.cpu_of else (None, None)
-        return step_result(cur.level, cur.window, cpu, capacity)
+        share = self.cpu_of(target_id) if self.cpu_of else None
+        return step_result(cur.level, cur.window, share=share)
 
     def _commit(self, target_id: str, cur: _Current) -> None:
         step = self._step(target_id, cur)

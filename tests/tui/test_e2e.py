@@ -123,8 +123,10 @@ async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
     )
     async with race_app(plan, 2, launcher) as (_app, race, pilot):
         ready = await wait_until(
-            lambda: all(
-                p.state == "ready" for p in (race.last_view.panes if race.last_view else [])
+            lambda: (
+                race.last_view is not None
+                and len(race.last_view.panes) == 2
+                and all(p.state == "ready" for p in race.last_view.panes)
             ),
             20,
         )
@@ -197,13 +199,15 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
         def line_now() -> str:
             return str(race.query_one("#pane-url1 #breaking").content)
 
-        assert await wait_until(lambda: line_now().startswith("▲ QUEUEING at c=10"), 8), (
+        # (a verdict changes once it has held 2 s: on a busy machine the totals take a
+        # few seconds to settle on one side of the rule)
+        assert await wait_until(lambda: line_now().startswith("▲ QUEUEING at c=10"), 20), (
             line_now(),
             app.session.levels.results("url1"),
         )
         assert pane.has_class("-queueing")
         line = line_now()
-        assert line.startswith("▲ QUEUEING at c=10 · ") and "waiting" in line, line
+        assert line.startswith("▲ QUEUEING at c=10 since ") and "waiting" in line, line
         first = race.last_view.panes[0].breaking
         assert first is not None and first.kind == "queueing" and first.level in (2, 5), first
         await pilot.press("q")

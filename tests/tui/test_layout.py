@@ -116,23 +116,47 @@ def test_block_digits_scale_and_fall_back_to_text():
     assert layout("7,000", "req/s", 8, 3)[1] == 0
 
 
-async def test_projector_mode_shows_the_essentials_large():
-    async for race in sized_race((160, 45), EIGHT[:4], concurrency=1000):
+@pytest.mark.parametrize("size", [(100, 30), (200, 55)])
+async def test_projector_mode_reads_from_the_back_of_the_room(size):
+    """Four stacks: 2×2; each pane's name in large type; req/s and p99 at one digit size
+    in every pane (the grid's rows differ by a row); p99 in one unit everywhere, the
+    unit as large as its digits; a gap between the figures; failures, waiting, RSS and
+    CPU in bold; nothing else."""
+    async for race in sized_race(size, EIGHT[:4], concurrency=200):
         await race.pilot.press("b")
         await race.advance(4)
+        await race.pilot.pause(0.2)
         assert race.screen.has_class("-projector")
         assert not race.screen.query_one("#chart").display
-        for pane in race.screen.panes.values():
+        assert race.screen.query_one("#panes").styles.grid_size_columns == 2
+        panes = list(race.screen.panes.values())
+        heights = set()
+        units = set()
+        for pane in panes:
             assert pane.has_class("-projector")
-            assert visible_in(pane, "#qps") and visible_in(pane, "#p99big")
-            assert pane.query_one("#qps").region.height >= 5  # large type
-            for part in ("#failures", "#memory"):
-                assert visible_in(pane, part), part
-                assert pane.query_one(part).region.height == 2  # waiting; CPU
-            for part in ("#latency", "#qps-spark", "#mem-spark", "#annotation"):
+            name = pane.query_one("#name-big", BigNumber)
+            assert visible_in(pane, "#name-big") and name.region.height >= 3, pane.pane_id
+            assert name.value == pane.label and len(pane.label) <= 8
+            for part in ("#qps", "#gap", "#p99big", "#proj"):
+                assert visible_in(pane, part), (pane.pane_id, part)
+            qps = pane.query_one("#qps", BigNumber)
+            p99 = pane.query_one("#p99big", BigNumber)
+            assert qps.region.height >= 3 and p99.region.height == qps.region.height
+            assert p99.region.y > qps.region.bottom  # a gap between them
+            heights.add((qps.region.height, qps.max_scale))
+            units.add(p99.value.split()[-1])
+            assert p99.unit == ""  # the unit is in the large type itself
+            proj = race.text(f"#{pane.id} #proj")
+            for word in ("failed", "waiting", "RSS", "CPU"):
+                assert word in proj
+            for part in ("#latency", "#qps-spark", "#mem-spark", "#annotation", "#head"):
                 assert not pane.query_one(part).display, part
-        assert "p99" in race.screen.query_one("#pane-uvicorn #p99big", BigNumber).unit
+        assert len(heights) == 1, heights  # one digit size in every pane
+        assert len(units) == 1 and units <= {"MS", "S"}, units  # one unit for p99
+        # the labels tell the panes apart: gunicorn's two workers by their kind
+        assert {p.label for p in panes} >= {"SYNC", "GEVENT"}
         await race.pilot.press("b")
         await race.advance(2)
         assert not race.screen.has_class("-projector")
         assert race.screen.query_one("#pane-uvicorn #latency").display
+        assert not race.screen.query_one("#pane-uvicorn #name-big").display

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from textual.widgets import RadioSet
 
+from stackrace.config import Tunable
 from stackrace.race.choices import choices_file, load_choices
 from stackrace.race.core import StackChoice
 from stackrace.race.demo import CATALOG as DEMO
 from stackrace.race.session import RacePlan
 from stackrace.race.urls import UrlTarget
 from stackrace.tui.app import StackraceApp
-from stackrace.tui.picker import NAME_W, PickerScreen, StackList
+from stackrace.tui.picker import PickerScreen, StackList, TuneScreen
 from tests.tui.conftest import SIZE, synthetic_session
 
 # the demo's stacks plus one that is not installed, as a real catalog can have, and one
@@ -52,9 +53,12 @@ async def test_picker_marks_counts_and_starts_the_race():
         assert "Space" in str(app.screen.query_one("#stacks-hint").render())
         # aligned: the family column starts at the same place on every line, long
         # titles are cut, never run into it
-        assert all(line[4 + NAME_W] == " " and line[5 + NAME_W] != " " for line in lines)
+        w = stacks.name_w
+        assert all(line[4 + w] == " " and line[5 + w] != " " for line in lines)
         long = next(line for line in lines if "A stack with" in line)
-        assert "…" in long and long[4 + NAME_W :].lstrip().startswith("async")
+        assert long[4 + w :].lstrip().startswith("async")
+        # the names take the width the list has: a long title is whole when it fits
+        assert "A stack with a very long title indeed, too long" in long
         # unavailable: said, and not choosable
         php = next(i for i, r in enumerate(stacks.rows) if r.id == "php-fpm")
         assert "php-fpm8.2 not found" in lines[php] and stacks.get_option_at_index(php).disabled
@@ -142,3 +146,90 @@ async def test_screenshot_works_on_the_picker(tmp_path):
         app.deliver_screenshot()
         await pilot.pause()
         assert len(list(tmp_path.glob("*.svg"))) == 2
+
+
+# stacks with the settings of the real stacks file's (config.tunables): workers and a
+# param with choices, threads only, a param without choices and no workers
+TUNED = [
+    StackChoice(
+        "php-fpm-nginx",
+        "PHP-FPM + nginx",
+        "prefork",
+        tunables=(
+            Tunable("workers", "1", numeric=True),
+            Tunable("opcache", "on", ("on", "off")),
+        ),
+    ),
+    StackChoice(
+        "waitress",
+        "waitress",
+        "threaded",
+        threads=8,
+        tunables=(Tunable("threads", "8", numeric=True),),
+    ),
+    StackChoice("aiohttp", "aiohttp", "async", tunables=(Tunable("db_pool", "16"),)),
+]
+
+
+async def test_picker_keys_for_threads_and_every_param_and_variants_race():
+    """t steps threads, p opens every setting (a choice list, free text), v copies a
+    stack with no workers into a variant of its own; every such row races with a pane
+    of its own (its id a slug: a variant's name is no valid widget id)."""
+    session = synthetic_session()
+    app = StackraceApp(session, RacePlan(), TUNED, tick_interval=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        stacks = app.screen.query_one("#stacks", StackList)
+        stacks.focus()
+        stacks.highlighted = 1
+        await pilot.press("t")  # waitress: 8 → 16 threads
+        stacks.highlighted = 0
+        await pilot.press("w")  # php: 2 workers
+        await pilot.press("p")  # php: opcache off, in the dialog
+        await pilot.pause()
+        assert isinstance(app.screen, TuneScreen)
+        select = app.screen.query_one("#tune-opcache")
+        select.value = "off"  # type: ignore[attr-defined]
+        workers = app.screen.query_one("#tune-workers")
+        assert workers.value == "2"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, PickerScreen)
+        stacks.highlighted = 2
+        await pilot.press("space")
+        await pilot.press("v")  # aiohttp has no workers: its copy opens the dialog
+        await pilot.pause()
+        assert isinstance(app.screen, TuneScreen)
+        pool = app.screen.query_one("#tune-db_pool")
+        pool.value = "4,5"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "without a comma" in str(app.screen.query_one("#tune-error").content)
+        # the launcher's own rule for a value (config.check_kind): no path, no zero
+        pool.value = "../../victim"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "whole number" in str(app.screen.query_one("#tune-error").content)
+        pool.value = "4"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert stacks.selected == [
+            "php-fpm-nginx:workers=2,opcache=off",
+            "waitress:threads=16",
+            "aiohttp",
+            "aiohttp:db_pool=4",
+        ]
+        line = str(stacks.get_option_at_index(0).prompt)
+        assert "2 workers · opcache=off" in line
+        # a key for a setting the stack does not have says so, and changes nothing
+        stacks.highlighted = 2
+        await pilot.press("w")
+        await pilot.pause()
+        assert stacks.selected[2] == "aiohttp"
+        await _start(app, pilot)
+        await app.race.tick()  # type: ignore[union-attr]
+        await pilot.pause()
+        panes = app.race.panes  # type: ignore[union-attr]
+        assert set(panes) == set(stacks.selected)
+        ids = {p.id for p in panes.values()}
+        assert "pane-aiohttp" in ids and len(ids) == 4

@@ -188,8 +188,11 @@ async def test_log_screen_for_the_focused_stack(race: Race):
 async def test_chart_follows_focus_and_shows_all_on_request(race: Race):
     await race.advance(8)
     race.screen.query_one("#pane-aiohttp", StackPane).focus()
-    await race.pilot.pause()
     chart = race.screen.query_one("#chart")
+    for _ in range(20):  # the focus event comes through the message queue
+        await race.pilot.pause(0.05)
+        if [s.name for s in chart.series] == ["aiohttp"]:
+            break
     assert [s.name for s in chart.series] == ["aiohttp"]
     await race.pilot.press("a")
     assert len(chart.series) == 4
@@ -201,3 +204,51 @@ async def test_quit_stops_the_session(race: Race):
     await race.pilot.pause()
     assert not race.engine.started
     assert race.session.core.source.stacks == {}
+
+
+async def test_s_takes_a_screenshot_on_the_summary_and_the_log_too(race: Race, tmp_path):
+    """Dialogs are modal screens, which cut the app's bindings off: each carries `s`."""
+    race.app.screenshot_dir = tmp_path
+    await race.pilot.press("t")
+    await race.pilot.pause()
+    assert isinstance(race.app.screen, SummaryScreen)
+    await race.pilot.press("s")
+    await race.pilot.pause()
+    assert len(list(tmp_path.glob("*.svg"))) == 1
+    await race.pilot.press("escape")
+    await race.pilot.press("l")
+    await race.pilot.pause()
+    await race.pilot.press("s")
+    await race.pilot.pause()
+    assert len(list(tmp_path.glob("*.svg"))) == 2
+
+
+async def test_a_seed_preset_shows_its_experiment_beside_the_panes_judged_live():
+    """The classic experiment's figures and claims in a strip beside the live panes,
+    each claim judged on the levels measured so far by the report's own rules."""
+    from stackrace.presets import load_preset
+    from tests.tui.conftest import synthetic_session
+
+    preset = load_preset("seed-002-concurrency-ceilings")
+    session = synthetic_session()
+    session.then = preset.then()
+    p = plan(stacks=tuple(preset.stacks), concurrency=10, workload="hello")
+    async for race in open_race(p, session, settle=12):
+        strip = race.screen.query_one("#thennow")
+        assert strip.display
+        text = str(strip.content)
+        assert text.startswith("Then beside now: experiment 002")
+        assert "claims: " in text and "cannot be tested here" in text
+        assert "· gunicorn + gevent serves hello world with lower RPS" in text  # not yet
+        slider = race.screen.query_one("#level", ConcurrencySlider)
+        slider.value = 100  # the claim's level: now it can be judged
+        await race.pilot.pause()
+        await race.advance(12)
+        race.screen._show_then_now()
+        text = str(strip.content)
+        line = next(x for x in text.splitlines() if "lower RPS than the sync worker" in x)
+        assert line[0] in "✓✗" and "now " in line
+        # n hides it, and the panes take the width back
+        await race.pilot.press("n")
+        await race.pilot.pause()
+        assert not strip.display

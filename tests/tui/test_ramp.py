@@ -197,5 +197,6 @@ async def test_a_ramp_started_at_level_one_keeps_its_first_level():
     for _ in range(40):
         engine.step()
         await session.poll()
-    # (the ramp ends when every stack broke: sync breaks at c=2)
-    assert [s.level for s in session.ramp_steps["gunicorn-sync"]] == [1, 2]
+    # it runs to its top, though sync broke at c=2, and says so
+    assert [s.level for s in session.ramp_steps["gunicorn-sync"]] == [1, 2, 5, 10]
+    assert session.ramp_end == "ran to its top, c=10"

@@ -184,14 +184,76 @@ async def test_ghosts_from_a_recording_and_a_bench_run_beside_live_panes(tmp_pat
         200,
         500,
     )
-    # in the app: one dashed pane per ghost stack, after the live ones, at the live level
+    # in the app: one dashed pane per ghost stack, beside its live twin, at the live
+    # level, labelled with what it is and its date, and its file
     session = synthetic_session()
     session.ghosts.append(bench)
-    one = plan(stacks=("gunicorn-sync",), concurrency=100)
-    async for race in open_race(one, session, settle=8):
+    two = plan(stacks=("gunicorn-sync", "uvicorn"), concurrency=100)
+    async for race in open_race(two, session, settle=8):
         ghosts = list(race.screen.query(GhostPane))
         assert len(ghosts) == 1
         head = race.screen.query_one(f"#{ghosts[0].id} .ghost-head")
-        assert "then, at c=100" in str(head.content)
-        panes = list(race.screen.query("#panes > *"))
-        assert panes[0].id == "pane-gunicorn-sync"  # live first
+        assert "bench 2024-05-01, at c=100" in str(head.content)
+        assert ghosts[0].border_subtitle == "run.json"
+        panes = [p.id for p in race.screen.query("#panes > *")]
+        assert panes == ["pane-gunicorn-sync", ghosts[0].id, "pane-uvicorn"]
+
+
+def _figures(rows) -> dict:  # type: ignore[no-untyped-def]
+    """A summary's figures, as its files carry them (no time stamp)."""
+    from stackrace.race.summary import to_dict
+
+    data = to_dict(rows, False, title="t")
+    data.pop("created")
+    return data
+
+
+async def test_replay_shows_what_the_room_saw_summary_view_keys_and_footer(tmp_path):
+    """A ramp run and its summary opened, projector mode switched on, the chart hidden:
+    the replay's summary equals the live one figure for figure, the view changes come
+    back at their moment, and the footer offers the replay's keys, not the load's."""
+    path = tmp_path / "talk.jsonl.gz"
+    session = synthetic_session()
+    session.listeners.append(Recorder(path, clock=session.engine.clock))
+    four = plan(stacks=("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp"))
+    async for race in open_race(four, session, settle=8):
+        session.start_ramp(top=100, dwell=2.0)
+        for _ in range(80):
+            await race.advance()
+            if session.ramp_finished:
+                break
+        await race.advance(2)
+        assert session.ramp_finished
+        live = _figures(session.summary())
+        assert live["stacks"][0]["breaking"] is not None  # sync broke: something to compare
+        await race.pilot.press("escape")  # the summary opened by itself; close it
+        await race.pilot.press("b")  # projector mode
+        await race.advance(4)
+        await race.pilot.press("q")
+        await race.pilot.pause()
+    rec = load_recording(path)
+    player = ReplayPlayer(rec)
+    app = StackraceApp(
+        player.session, player.plan, [], show_picker=False, tick_interval=None, player=player
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.race
+        assert screen is not None
+        # the footer: the replay's keys, not the load's
+        keys = {b.binding.key for b in screen.active_bindings.values() if b.enabled}
+        shown = [b.binding.key for b in screen.active_bindings.values() if b.binding.show]
+        assert "space" in keys and "right_square_bracket" in shown
+        assert not screen.check_action("level", (1,)) and not screen.check_action("ramp", ())
+        while not player.ended:
+            await player.advance(0.5)
+            await screen.tick()
+        await pilot.pause()
+        assert _figures(player.session.summary()) == live
+        assert player.session.ramp_end == session.ramp_end
+        # the summary was opened and closed, then projector mode came on, as live
+        assert screen.projector and not isinstance(app.screen, type(None))
+        assert all(p.has_class("-projector") for p in screen.panes.values())
+        # the memory before load is the one live measured
+        rows = {r.id: r for r in player.session.summary()}
+        assert all(r.mem_before is not None for r in rows.values())

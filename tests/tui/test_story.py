@@ -31,7 +31,7 @@ async def test_each_verdict_kind_has_its_colour_its_name_and_its_proof():
         sync = pane(race, "gunicorn-sync")
         assert sync.has_class("-queueing") and not sync.has_class("-saturated")
         line = race.text("#pane-gunicorn-sync #breaking")
-        assert line.startswith("▲ QUEUEING at c=100 · ")
+        assert line.startswith("▲ QUEUEING at c=100 since 0:")  # since when it holds
         assert "100 waiting" in line and "req/s flat at" in line
         assert "requests queued, each waits ~1.1 s" in race.text("#pane-gunicorn-sync #annotation")
         await _level(race, 500)
@@ -39,7 +39,8 @@ async def test_each_verdict_kind_has_its_colour_its_name_and_its_proof():
         uvi = pane(race, "uvicorn")
         assert uvi.has_class("-saturated")
         line = race.text("#pane-uvicorn #breaking")
-        assert line.startswith("▲ SATURATED at c=500 · CPU 9") and "% of 1 core busy" in line
+        assert line.startswith("▲ SATURATED at c=500 since 0:")
+        assert " · CPU 9" in line and "% of 1 core, " in line
         assert "CPU-bound" in race.text("#pane-uvicorn #annotation")
         # uWSGI past its listen queue of 100: refused connections, a failure
         assert pane(race, "uwsgi").has_class("-failing")

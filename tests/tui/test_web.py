@@ -40,6 +40,12 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
     "--hide-scrollbars",
+    "--disable-quic",
+    # the network closed, as at a venue with none: every host but this machine is
+    # unknown, and any proxy is a dead port
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+    "--proxy-server=127.0.0.1:9",
+    "--proxy-bypass-list=127.0.0.1",
 ]
 SCREENSHOT = os.environ.get("STACKRACE_WEB_SCREENSHOT")  # save the PNG here (README)
 # the README's shot races the real stacks; the test itself uses the synthetic race
@@ -109,18 +115,25 @@ async def wait_port(port: int, timeout: float) -> bool:
     return False
 
 
+_LOCAL = ("http://127.0.0.1:", "ws://127.0.0.1:", "data:", "blob:", "about:")
+
+
 class Cdp:
-    """The few DevTools calls the test needs, over one page's websocket."""
+    """The few DevTools calls the test needs, over one page's websocket; every URL the
+    page requests is kept (`requested`)."""
 
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
         self.n = 0
+        self.requested: list[str] = []
 
     async def call(self, method: str, **params: object) -> dict:
         self.n += 1
         await self.ws.send_json({"id": self.n, "method": method, "params": params})
         while True:
             msg = await self.ws.receive_json(timeout=30)
+            if msg.get("method") == "Network.requestWillBeSent":
+                self.requested.append(msg["params"]["request"]["url"])
             if msg.get("id") == self.n:
                 assert "error" not in msg, msg
                 return msg.get("result", {})
@@ -210,6 +223,8 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
             async with http.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
                 cdp = Cdp(ws)
                 await cdp.call("Page.enable")
+                await cdp.call("Network.enable")
+                await cdp.call("Page.reload")  # the requests, from the start
                 started = False
                 for _ in range(150):
                     res = await cdp.call(
@@ -221,6 +236,15 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
                         break
                     await asyncio.sleep(0.2)
                 assert started, "the app's screen never arrived in the page"
+                # nothing came from anywhere but this machine, the font included
+                outside = [u for u in cdp.requested if not u.startswith(_LOCAL)]
+                assert not outside, outside
+                assert any(u.endswith(".ttf") for u in cdp.requested), cdp.requested
+                font = await cdp.call(
+                    "Runtime.evaluate",
+                    expression="document.fonts.check('14px \"Roboto Mono\"')",
+                )
+                assert font["result"].get("value") is True
                 assert app_processes(server), "no app process behind the page"
                 await asyncio.sleep(12.0 if REAL else 4.0)  # the race runs: panes, figures
                 shot = await cdp.call("Page.captureScreenshot", format="png")

@@ -78,9 +78,14 @@ async def test_session_verdicts_and_a_ramp_from_a_clean_state():
     sync = next(p for p in view.panes if p.id == "gunicorn-sync")
     assert sync.verdict is not None and sync.verdict.level == 1000
     assert sync.target is not None and sync.target.interval.waiting > 100
-    # a ramp forgets the exploration and starts from 1
+    # a ramp forgets the exploration and starts from 1, once every stack is idle
     session.start_ramp(top=100, dwell=2.0)
-    assert session.levels.steps == {}
+    for _ in range(20):
+        engine.step()
+        await session.poll()
+        if session.ramp is not None:
+            break
+    assert session.ramp is not None and session.levels.steps == {}
     for _ in range(60):
         engine.step()
         view = await session.poll()

@@ -44,8 +44,8 @@ async def test_app_opens_the_flask_example_under_four_servers(tmp_path, monkeypa
         race = app.race
         assert race is not None
         panes = list(race.query(StackPane))
-        assert sorted(p.label for p in panes) == sorted(plan.stacks)
-        assert all(p.label.endswith("[app]") for p in panes), [p.label for p in panes]
+        assert sorted(p.name_text for p in panes) == sorted(plan.stacks)
+        assert all(p.name_text.endswith("[app]") for p in panes), [p.name_text for p in panes]
 
         # every pane says what it loads, once it loads it
         def heads() -> list[str]:
@@ -88,7 +88,7 @@ async def test_app_races_servers_started_by_hand_under_their_names(tmp_path, mon
         async with app.run_test(size=(160, 48)) as pilot:
             assert await _until(lambda: app.race is not None and len(app.race.panes) == 2, 20)
             assert app.race is not None
-            panes = {p.label: p for p in app.race.query(StackPane)}
+            panes = {p.name_text: p for p in app.race.query(StackPane)}
             other = f"127.0.0.1:{b.port}"
             assert sorted(panes) == sorted(["mine", other])
 

@@ -26,7 +26,9 @@ from stackrace.cluster.load_role import first_line
 from stackrace.config import ConfigError, Stack, StackDef, resolve
 from stackrace.race.core import StackChoice, StackState
 from stackrace.stacks.launcher import LaunchError
+from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
+from stackrace.stacks.signs import ServerSigns
 
 _REFRESH_S = 0.5
 _CALL_TIMEOUT = 30.0  # s for one call to the app host (a stop waits for the grace period)
@@ -259,6 +261,11 @@ class RemoteMember:
             text = self._rs.log_tail(max(lines, 50))
             self._tail = (time.monotonic(), text)
         return text.splitlines()[-lines:]
+
+    listen_port = None  # on the app node: this host's kernel cannot show its socket
+
+    def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
+        return None
 
     def sample(self) -> ResourceSample | None:
         """The latest sample the status refresh brought from the app node (≤ 0.5 s old)."""

@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
+from urllib.parse import urlsplit
 
-from stackrace.config import Stack
+from stackrace.config import Stack, Tunable
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import (
     BodyCheck,
@@ -34,10 +35,13 @@ from stackrace.engine.model import (
 from stackrace.race.placement import Placement
 from stackrace.race_settings import RaceSettings
 from stackrace.scenario import RequestKind, target_spec
+from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
+from stackrace.stacks.signs import ServerSigns
 from stackrace.workloads import WORKLOADS
 
 SAMPLE_EVERY = 1.0  # seconds between resource samples of one member (smaps reads cost)
+SIGNS_EVERY = 1.0  # seconds between looks at the members' sockets and logs
 
 
 class StackState(StrEnum):
@@ -61,6 +65,9 @@ class StackChoice:
     description: str = ""
     workers: int = 1
     threads: int = 1
+    # what a variant may change (config.tunables): the picker's keys for workers,
+    # threads and every param of the stack
+    tunables: tuple[Tunable, ...] = ()
 
 
 class MemberHandle(Protocol):
@@ -78,6 +85,16 @@ class MemberHandle(Protocol):
     def log_tail(self, lines: int = 20) -> list[str]: ...
     def sample(self) -> ResourceSample | None: ...
     async def stop(self) -> None: ...
+    @property
+    def listen_port(self) -> int | None:
+        """The port its server listens on here, for the kernel's view of it (None: not
+        on this host, or not known)."""
+        ...
+
+    def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
+        """What can be seen of it besides its answers (stacks/signs.py): `listen` is
+        the kernel's view of `listen_port`, gathered for every member at once."""
+        ...
 
 
 class StackSource(Protocol):
@@ -144,6 +161,7 @@ class Member:
     mem_peak: int = 0
     sampled_at: float = 0.0
     level_mark: ResourceSample | None = None  # at the start of the current level
+    signs: ServerSigns | None = None  # its accept queue, log lines, exits (once a second)
 
     @property
     def id(self) -> str:
@@ -157,15 +175,19 @@ class RaceCore:
     settings: RaceSettings = field(default_factory=RaceSettings)
     clock: Callable[[], float] = time.monotonic
     sample_every: float = SAMPLE_EVERY
+    signs_every: float = SIGNS_EVERY
     interval: float = 0.25  # the engine's report interval
     members: dict[str, Member] = field(default_factory=dict)
     placement: Placement | None = None
     concurrency: int = 10
     rate: float | None = None
     errors: list[str] = field(default_factory=list)
+    # members that become ready are not loaded while this is set (a ramp's clean start)
+    hold_attach: bool = False
     _engine_started: bool = False
     _cores: int = 1
     _kinds: list[RequestKind] | None = None
+    _signs_at: float = float("-inf")
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -217,13 +239,73 @@ class RaceCore:
         await self._detach(m)
         await m.handle.stop()
 
+    async def detach(self, member_id: str) -> None:
+        """Stop loading one member: its engine target goes, with its connections."""
+        m = self.members.get(member_id)
+        if m is not None:
+            await self._detach(m)
+
+    async def restart(self, member_id: str) -> None:
+        """Stop a stack and start it again on the same cores (a clean start); it is
+        loaded again once ready, unless `hold_attach`."""
+        m = self.members.get(member_id)
+        if m is None or m.handle.external or self.source is None:
+            return
+        await self._detach(m)
+        with contextlib.suppress(Exception):
+            await m.handle.stop()
+        try:
+            handle = self.source.start(member_id, m.stack_cpus)
+        except Exception as exc:  # it started once: say why it does not now
+            self.errors.append(f"{member_id}: {exc}")
+            return
+        self.members[member_id] = Member(handle, stack_cpus=m.stack_cpus, engine_cpus=m.engine_cpus)
+
+    async def idle(self, member_id: str) -> tuple[bool, str]:
+        """Whether a member is idle: the kernel shows no connection open on its port
+        and an empty accept queue, and it answers the race's URL within a second. A
+        member whose port cannot be seen here (a model, another host) counts as idle.
+        Else False, with what was seen."""
+        import asyncio
+
+        from stackrace.stacks import probe
+        from stackrace.stacks.listen import listen_state
+
+        m = self.members[member_id]
+        state = m.handle.state
+        if state not in (StackState.READY, StackState.WARMING):
+            return False, f"it is {state.value}"
+        port = m.handle.listen_port
+        if port is None:
+            return True, ""
+        seen = await asyncio.to_thread(listen_state, port, False)
+        if seen.busy or seen.accept_queue:
+            return False, f"{seen.describe()}, {seen.busy:,} connections open"
+        url = m.url or m.handle.base_url
+        parts = urlsplit(url)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        try:
+            answer = await probe.get(parts.hostname or "127.0.0.1", port, path, timeout=1.0)
+        except (OSError, TimeoutError, ValueError) as exc:
+            return False, f"no answer to GET {path} within 1 s ({exc})"
+        if answer.status >= 500:
+            return False, f"GET {path} answered HTTP {answer.status}"
+        return True, ""
+
     async def stop(self) -> None:
+        import asyncio
+
         if self._engine_started:
             await self.engine.stop()
             self._engine_started = False
-        for m in self.members.values():
+
+        async def stop(m: Member) -> None:
             with contextlib.suppress(Exception):
                 await m.handle.stop()
+
+        # every stack at once: a stack's grace period (gevent's worker takes a second)
+        # does not hold up the others, and quitting eight stacks takes as long as one
+        await asyncio.gather(*(stop(m) for m in self.members.values()))
         if self.source is not None:
             await self.source.close()
 
@@ -237,7 +319,7 @@ class RaceCore:
             if state in (StackState.READY, StackState.WARMING):
                 if now - m.sampled_at >= self.sample_every or m.resources is None:
                     self._sample(m, now)
-                if not m.attached and m.refused is None:
+                if not m.attached and m.refused is None and not self.hold_attach:
                     if m.baseline is None:
                         m.baseline = m.resources
                     await self._attach(m)
@@ -247,6 +329,47 @@ class RaceCore:
                 and not m.handle.external
             ):
                 await self._detach(m)
+        if now - self._signs_at >= self.signs_every:
+            self._signs_at = now
+            await self._gather_signs(now)
+
+    async def _gather_signs(self, now: float) -> None:
+        """Each running member's signs (stacks/signs.py). The kernel's view of the
+        ports comes from one dump of the machine's sockets, off the event loop, and
+        only for members with something to explain (clients stuck in connect, waiting
+        with no answer, timeouts): the dump walks every socket the kernel holds, ~1 ms
+        on a quiet machine but ~30 ms on one holding 30,000 (bench/listen_cost.py)."""
+        import asyncio
+
+        from stackrace.stacks.listen import listen_states
+
+        running = [
+            m
+            for m in self.members.values()
+            if m.handle.state in (StackState.READY, StackState.WARMING)
+        ]
+        ports = {m.id: m.handle.listen_port if self._troubled(m) else None for m in running}
+        wanted = sorted({p for p in ports.values() if p})
+        states = {}
+        if wanted:
+            try:
+                states = await asyncio.to_thread(listen_states, wanted)
+            except OSError:
+                states = {}
+        for m in running:
+            port = ports[m.id]
+            try:
+                m.signs = m.handle.signs(now, states.get(port) if port else None)
+            except OSError:
+                m.signs = None
+
+    def _troubled(self, m: Member) -> bool:
+        t = self.target(m.id)
+        if t is None:
+            return False
+        w = t.interval
+        stalled = w.requests == 0 and w.waiting > 0
+        return bool(w.connecting or stalled or w.failures.get("timeout"))
 
     def _sample(self, m: Member, now: float) -> None:
         s = m.handle.sample()

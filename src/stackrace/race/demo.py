@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from stackrace.config import Tunable
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram, index_of
 from stackrace.engine.model import (
     DROPPED,
@@ -38,7 +39,9 @@ from stackrace.engine.model import (
     WindowStats,
 )
 from stackrace.race.core import StackChoice, StackState
+from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
+from stackrace.stacks.signs import ServerSigns
 
 TICK = 0.25  # seconds of simulated time per step
 ENGINE_US_PER_REQUEST = 15.0  # what the real engine costs per request (bench/engine_vs_wrk)
@@ -98,6 +101,7 @@ CATALOG: list[StackChoice] = [
         default=k in ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp"),
         description=describe(m),
         workers=1,  # processes, as a stack's `workers` (a model's `workers` is concurrency)
+        tunables=(Tunable("workers", "1", numeric=True),),
     )
     for k, m in MODELS.items()
 ]
@@ -423,6 +427,11 @@ class SyntheticStack:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{18000 + sum(map(ord, self.id)) % 1000}"
+
+    listen_port = None  # a model: no socket to ask the kernel about
+
+    def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
+        return None
 
     def log_tail(self, lines: int = 20) -> list[str]:
         out = [f"[{self.name}] (synthetic) listening on {self.base_url}"]

@@ -73,11 +73,8 @@ def proof(v: Verdict, step: StepResult | None) -> str:
     if v.kind == SATURATED:
         cap = (step.cpu_capacity or 100.0) / 100
         cores = f"{cap:.0f} core" + ("s" if cap > 1 else "")
-        # the CPU used plus the time waited for it (the session's CPU demand)
-        return (
-            f"CPU {step.cpu_percent or 0:.0f}% of {cores} busy or awaited, "
-            f"{_n(step.rps)} req/s at its limit"
-        )
+        # the CPU the stack itself used (a wait for a shared core is not its limit)
+        return f"CPU {step.cpu_percent or 0:.0f}% of {cores}, {_n(step.rps)} req/s at its limit"
     if v.kind == QUEUEING:
         waiting = w.waiting
         if step.stale and "no answer" in v.reason:
@@ -126,8 +123,10 @@ def annotate(
     warming: bool = False,
     climb: float | None = None,
     engine_limit: str = "",
+    timeout_cause: str = "",
 ) -> str:
-    """One plain-language sentence about this pane, or "" when nothing needs saying."""
+    """One plain-language sentence about this pane, or "" when nothing needs saying;
+    `timeout_cause` (race/wedge.py) says whether timeouts came from a full accept queue."""
     if engine_limit:
         return f"the engine, not the server, limits these figures: {engine_limit}"
     w = interval
@@ -135,7 +134,10 @@ def annotate(
         kind, n = dominant_failure(w)
         answered = w.requests
         if kind and n > 0.01 * max(1, answered + n):
-            return _failure_sentence(kind, w, timeout)
+            sentence = _failure_sentence(kind, w, timeout)
+            if kind == TIMEOUT and timeout_cause:
+                sentence += f": {timeout_cause}"
+            return sentence
     if rate is not None and total is not None:
         behind = behind_schedule(rate, total)
         if behind:

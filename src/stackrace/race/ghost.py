@@ -40,9 +40,11 @@ class GhostView:
 
     id: str  # unique among ghost panes
     name: str
-    label: str  # where it comes from ("bench 2024-05-01", the file name)
+    label: str  # what it is and when: "bench 2024-05-01", "recorded 2024-05-01"
     level: int  # the live level asked for
     at: GhostLevel | None  # the level shown (the same, or the nearest measured)
+    stack_id: str = ""  # the stack it measured: its pane sits beside the live twin
+    source: str = ""  # the file it comes from
 
 
 @dataclass
@@ -56,6 +58,7 @@ class GhostStack:
 class Ghost:
     label: str
     stacks: list[GhostStack]
+    source: str = ""  # the file's name
 
     def view(self, level: int, rate_mode: bool) -> list[GhostView]:
         out = []
@@ -66,7 +69,11 @@ class Ghost:
                 key=lambda g: (abs(_log(g.level) - _log(level)), g.level),
                 default=None,
             )
-            out.append(GhostView(f"ghost-{self.label}-{s.id}", s.name, self.label, level, at))
+            out.append(
+                GhostView(
+                    f"ghost-{self.label}-{s.id}", s.name, self.label, level, at, s.id, self.source
+                )
+            )
         return out
 
 
@@ -114,7 +121,7 @@ def _from_bench(p: Path, data: bytes) -> Ghost:
                 )
             )
         stacks.append(GhostStack(st.name, st.title, levels))
-    return Ghost(f"bench {run.started[:10]}", stacks)
+    return Ghost(f"bench {run.started[:10]}", stacks, p.name)
 
 
 def _from_recording(p: Path) -> Ghost:
@@ -138,4 +145,4 @@ def _from_recording(p: Path) -> Ghost:
             for s in steps
         ]
         stacks.append(GhostStack(mid, info.name, levels))
-    return Ghost(f"recorded {rec.header.created[:10]}", stacks)
+    return Ghost(f"recorded {rec.header.created[:10]}", stacks, p.name)

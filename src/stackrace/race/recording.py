@@ -46,7 +46,10 @@ from stackrace.engine.model import EngineSnapshot, TargetSpec
 from stackrace.race.core import RaceCore, StackChoice, StackState
 from stackrace.race.session import RacePlan, Session, SessionView
 from stackrace.race_settings import RaceSettings
+from stackrace.ramp import StepResult, Verdict
+from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
+from stackrace.stacks.signs import ServerSigns
 
 FORMAT = 1
 HIST_EVERY = 1.0  # seconds between histogram records of one target
@@ -69,6 +72,8 @@ class MemberInfo(msgspec.Struct):
 class MemberTick(msgspec.Struct):
     state: str
     resources: ResourceSample | None = None
+    signs: ServerSigns | None = None  # its accept queue, log lines, exits (wedge reasons)
+    baseline: ResourceSample | None = None  # its memory before load, once, when first known
 
 
 class Header(msgspec.Struct, tag="header"):
@@ -113,7 +118,28 @@ class NewMember(msgspec.Struct, tag="member"):
     member: MemberInfo
 
 
-Record = Header | Tick | Hist | Command | Log | NewMember
+class View(msgspec.Struct, tag="view"):
+    """A key that changed the view: projector, chart, chart_all, summary, close, log,
+    focus (`arg`: on/off, or a member id)."""
+
+    t: float
+    what: str
+    arg: str = ""
+
+
+class RampResult(msgspec.Struct, tag="ramp_result"):
+    """A ramp's findings as the room saw them on its summary: each member's levels and
+    breaking point, why it ended, what its clean start did. A replay shows these, not a
+    recomputation, so its summary is the live one figure for figure."""
+
+    t: float
+    steps: dict[str, list[StepResult]]
+    breaking: dict[str, Verdict | None]
+    ended: str = ""
+    notes: list[str] = []
+
+
+Record = Header | Tick | Hist | Command | Log | NewMember | View | RampResult
 _ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(Record)
 
@@ -139,6 +165,7 @@ class Recorder:
         self._hist_at: dict[str, float] = {}
         self._members: set[str] = set()
         self._crashed: set[str] = set()
+        self._baselines: set[str] = set()
         self.records = 0
 
     def _t(self) -> float:
@@ -173,6 +200,21 @@ class Recorder:
             self._start(session)
         v = value if isinstance(value, int | float) or value is None else None
         self._write(Command(self._t(), what, v))
+        if what in ("ramp_done", "ramp_stop") and session.ramp_steps:
+            self._write(
+                RampResult(
+                    self._t(),
+                    {k: list(v) for k, v in session.ramp_steps.items()},
+                    dict(session.ramp_breaking),
+                    session.ramp_end,
+                    list(session.ramp_notes),
+                )
+            )
+
+    def view(self, session: Session, what: str, arg: str) -> None:
+        if self._file is None:
+            self._start(session)
+        self._write(View(self._t(), what, arg))
 
     def tick(self, session: Session, view: SessionView) -> None:
         if self._file is None:
@@ -192,7 +234,11 @@ class Recorder:
         members = {}
         for pv in view.panes:
             m = core.members[pv.id]
-            members[pv.id] = MemberTick(str(m.handle.state), m.resources)
+            baseline = None
+            if m.baseline is not None and pv.id not in self._baselines:
+                self._baselines.add(pv.id)
+                baseline = m.baseline
+            members[pv.id] = MemberTick(str(m.handle.state), m.resources, m.signs, baseline)
             if pv.state == StackState.CRASHED and pv.id not in self._crashed:
                 self._crashed.add(pv.id)
                 self._write(Log(t, pv.id, list(m.handle.log_tail(40))))
@@ -344,6 +390,7 @@ class ReplayMember:
     state: StackState = StackState.STARTING
     resources: ResourceSample | None = None
     log: list[str] = field(default_factory=list)
+    recorded_signs: ServerSigns | None = None
 
     @property
     def id(self) -> str:
@@ -370,6 +417,11 @@ class ReplayMember:
 
     def sample(self) -> ResourceSample | None:
         return self.resources
+
+    listen_port = None  # nothing runs: the recorded signs are replayed
+
+    def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
+        return self.recorded_signs
 
     async def stop(self) -> None:
         """Nothing runs."""
@@ -408,7 +460,12 @@ class ReplayPlayer:
         self.paused = False
         self._next = 0  # index of the next record to apply
         core = RaceCore(
-            self.engine, self.source, recording.header.settings, clock=self.clock, sample_every=0.0
+            self.engine,
+            self.source,
+            recording.header.settings,
+            clock=self.clock,
+            sample_every=0.0,
+            signs_every=0.0,
         )
         self.session = Session(core)
         self.plan = RacePlan(stacks=tuple(self.source.members), settings=recording.header.settings)
@@ -464,6 +521,8 @@ class ReplayPlayer:
         s.levels._ignored.clear()
         s.warmups.clear()
         s._held.clear()
+        s._wedges.clear()
+        s._wedged.clear()
         s.ramp_steps.clear()
         s.ramp_breaking.clear()
         s.ramp_finished = False
@@ -471,6 +530,7 @@ class ReplayPlayer:
         for member in self.source.members.values():
             member.state = StackState.STARTING
             member.resources = None
+            member.recorded_signs = None
         for m in s.core.members.values():
             m.attached = False
             m.baseline = None
@@ -493,10 +553,15 @@ class ReplayPlayer:
                 if member is not None:
                     member.state = StackState(mt.state)
                     member.resources = mt.resources
+                    member.recorded_signs = mt.signs
             self.engine.latest = record.snap
             s.replay_ramp = record.ramp
             s.caption = record.caption
             await s.poll()
+            for mid, mt in record.members.items():
+                m = s.core.members.get(mid)
+                if m is not None and mt.baseline is not None:
+                    m.baseline = mt.baseline  # as live measured it, before any load
         elif isinstance(record, Hist):
             h = SparseHistogram()
             h.add_sparse(record.pairs)
@@ -507,6 +572,13 @@ class ReplayPlayer:
             member = self.source.members.get(record.member)
             if member is not None:
                 member.log = record.lines
+        elif isinstance(record, View):
+            s.view_events.append((record.what, record.arg))
+        elif isinstance(record, RampResult):
+            s.ramp_steps = {k: list(v) for k, v in record.steps.items()}
+            s.ramp_breaking = dict(record.breaking)
+            s.ramp_end = record.ended
+            s.ramp_notes = list(record.notes)
 
     async def _command(self, c: Command) -> None:
         s = self.session
@@ -516,7 +588,11 @@ class ReplayPlayer:
         elif c.what == "rate":
             await s.set_rate(None if c.value is None else float(c.value))
         elif c.what == "ramp":
+            # (recorded when its levels began, after its clean start, as live)
+            s._wedges.clear()
+            s._wedged.clear()
             s.levels.clear()
+            s.levels.counting_again()
             s.ramp_finished = False
             s.ramp_steps.clear()
             s.ramp_breaking.clear()

@@ -20,21 +20,24 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from stackrace.engine.model import TargetSnapshot
-from stackrace.race import accounting, explain
+from stackrace.race import accounting, explain, verdicts, wedge
+from stackrace.race.cleanstart import CleanStart
 from stackrace.race.core import RaceCore, StackState
 from stackrace.race.ghost import Ghost, GhostView
 from stackrace.race.placement import Placement, place
 from stackrace.race.talk import TalkPlayer, TalkStep
+from stackrace.race.thennow import ThenNow, judge_live
 from stackrace.race.urls import UrlHandle, UrlTarget
+from stackrace.race.verdicts import SharedCore, VerdictHold
 from stackrace.race.warmup import WarmupTracker
+from stackrace.race.wedge import Wedge, WedgeWatch
 from stackrace.race_settings import RaceSettings
-from stackrace.ramp import LevelLog, Ramp, StepResult, Verdict, peak
+from stackrace.ramp import CpuShare, LevelLog, Ramp, StepResult, Verdict, peak
+from stackrace.report.schema import Then
 from stackrace.stacks.sampler import ResourceSample
 
-# A verdict seen at a level is kept while that level runs unless it has been absent for
-# this long: a judgement on growing totals can flicker across a threshold, and a bar
-# that comes and goes every second tells a room nothing.
-VERDICT_HOLD = 2.0
+RAMP_TOP = 2000  # `r` ramps from 1 to here
+RAMP_DWELL = 3.0  # seconds a level
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,11 @@ class PaneView:
     # so a queue or a CPU limit shows only against one; without it, "not broken" would
     # claim more than was tested
     compared: bool = False
+    verdict_since: float | None = None  # race seconds: when the verdict's kind began
+    wedged: bool = False  # it answers nothing while clients wait (race/wedge.py)
+    # it shares a full core and only waited for it: its share and wait, instead of a
+    # verdict of its own ("its share 28 % of the full core, waited 70 %")
+    core_share: str = ""
 
 
 @dataclass
@@ -111,6 +119,8 @@ class SessionView:
     # "" while the database is fine or unused; else what happened to it (the figures
     # are then the database's, not the stacks', and no verdict is drawn)
     database: str = ""
+    shared: SharedCore | None = None  # the cores the stacks share (None: each its own)
+    clock: float = 0.0  # race seconds now (what a verdict's `since` is counted in)
 
 
 @dataclass(frozen=True)
@@ -139,10 +149,21 @@ class Session:
         self.ramp_steps: dict[str, list[StepResult]] = {}
         self.ramp_breaking: dict[str, Verdict | None] = {}
         self.ramp_top = 0
+        self.ramp_end = ""  # why the last ramp ended: its top reached, or stopped by hand
+        self.ramp_notes: list[str] = []  # its clean start: stacks restarted, and why
+        self.prep: CleanStart | None = None  # a ramp's clean start, while it runs
+        self._ramp_wanted: tuple[int, float] | None = None
+        self._restore = 10  # the level to go back to when the ramp ends
+        self.stopping = False
+        self.ramp_dwell = RAMP_DWELL  # seconds a level (the walkthrough tests shorten it)
         self._last_seq = -1
         self.warmups: dict[str, WarmupTracker] = {}
-        # per member: the verdict shown, at which level, and when it was last confirmed
-        self._held: dict[str, tuple[Verdict, str, float]] = {}
+        # per member: the verdict shown (kinds change only once they have held), and
+        # the stall clock that names a wedged server
+        self._held: dict[str, VerdictHold] = {}
+        self._wedges: dict[str, WedgeWatch] = {}
+        self._wedged: dict[str, Wedge | None] = {}
+        self.started_at = 0.0
         # observers of commands and ticks (a Recorder): called after each
         self.listeners: list[SessionListener] = []
         self.caption = ""
@@ -151,6 +172,10 @@ class Session:
         # set by a replay (race/recording.py): its position, and the recorded ramp label
         self.replay_status = ""
         self.replay_ramp: str | None = None
+        # a replay's view changes (projector mode, the chart, a dialog), for the screen
+        self.view_events: list[tuple[str, str]] = []
+        # a classic experiment the race replays (a seed preset): its figures and claims
+        self.then: Then | None = None
 
     @property
     def engine(self):  # type: ignore[no-untyped-def]
@@ -182,21 +207,29 @@ class Session:
             cores = sorted(os.sched_getaffinity(0))
             placement = place("parallel", len(plan.stacks), plan.settings.cpus, cores)
         urls = [UrlHandle(u, i + 1) for i, u in enumerate(plan.urls)]
+        self.started_at = self.core.clock()
         await self.core.start(plan.stacks, urls, placement)
         await self.poll()
 
     async def stop(self) -> None:
+        self.stopping = True  # from here on, nothing starts: no ramp, no restart
         self.ramp = None
-        await self.core.stop()
-        for listener in self.listeners:
-            close = getattr(listener, "close", None)
-            if close is not None:
-                close()
+        self.prep = None
+        self._ramp_wanted = None
+        try:
+            await self.core.stop()
+        finally:  # a recording is complete whatever the stop ran into
+            for listener in self.listeners:
+                close = getattr(listener, "close", None)
+                if close is not None:
+                    close()
 
     # --- commands -------------------------------------------------------------------
 
     async def set_concurrency(self, n: int) -> None:
         """Connections per stack (closed loop), or req/s per stack in rate mode."""
+        if self.stopping:
+            return
         if self.rate is not None:
             await self.set_rate(float(n))
             return
@@ -206,6 +239,8 @@ class Session:
 
     async def set_rate(self, rate: float | None) -> None:
         """Constant rate per stack in req/s, or None for closed loop."""
+        if self.stopping:
+            return
         switching = (rate is None) != (self.rate is None)
         await self.core.set_rate(rate)
         if switching:
@@ -219,24 +254,62 @@ class Session:
         # left out so connections opening (or retiring) do not blur the level.
         self.core.reset_totals(warmup=0.5)
 
-    def start_ramp(self, top: int = 2000, dwell: float = 3.0) -> None:
-        """Step the load from 1 up to `top` from a clean state, then go back."""
-        self.levels.clear()
+    def start_ramp(self, top: int | None = None, dwell: float | None = None) -> None:
+        """Step the load from 1 up to `top`, `dwell` seconds a level, from a clean state
+        (race/cleanstart.py: every stack idle or restarted first), then go back."""
+        top = top or RAMP_TOP
+        dwell = dwell or self.ramp_dwell
+        if self.stopping:
+            return
         self.ramp_finished = False
         self.ramp_steps.clear()
         self.ramp_breaking.clear()
         self.ramp_top = top
-        self.ramp = Ramp.from_level(1, top=top, dwell=dwell, restore=self.level)
-        self._tell("ramp", top)
+        self.ramp_end = ""
+        self.ramp_notes = []
+        self._ramp_wanted = (top, dwell)
+        self._restore = self.level
 
     def stop_ramp(self) -> None:
-        if self.ramp is not None:
+        """A hand on the load (the slider, `r`, a talk step) stops a ramp; the levels
+        it measured stay its findings, and the summary says where it was stopped."""
+        if self._ramp_wanted is not None or self.prep is not None:
+            self._ramp_wanted = None
+            if self.prep is not None:
+                self.prep = None
+                self.core.hold_attach = False  # the stacks are loaded again as they were
             self._tell("ramp_stop", None)
+        if self.ramp is not None:
+            level = self.ramp.level
+            if level is not None:
+                self.ramp_end = f"stopped by hand at {self._level_text(level)}"
+                self._keep_ramp_findings()
+            self._tell("ramp_stop", level)
         self.ramp = None
+
+    def _level_text(self, level: int) -> str:
+        return f"{level:,} req/s" if self.rate is not None else f"c={level:,}"
+
+    def _keep_ramp_findings(self) -> None:
+        for i in self.core.members:
+            self.ramp_steps[i] = self.levels.results(i)
+            self.ramp_breaking[i] = self.levels.breaking_point(i)
 
     def _tell(self, what: str, value: object) -> None:
         for listener in self.listeners:
             listener.command(self, what, value)
+
+    def note_view(self, what: str, arg: str = "") -> None:
+        """A key changed the view (projector mode, the chart, a dialog, the focused
+        pane): not a command to the race, but part of what the room saw, so a
+        recording keeps it and a replay shows it again."""
+        for listener in self.listeners:
+            listener.view(self, what, arg)
+
+    def take_view_events(self) -> list[tuple[str, str]]:
+        """A replay's view changes since the last call (the screen applies them)."""
+        events, self.view_events = self.view_events, []
+        return events
 
     @property
     def level(self) -> int:
@@ -246,12 +319,15 @@ class Session:
 
     async def poll(self) -> SessionView:
         """Advance everything one tick and return what to show. Call it ~4x/s."""
+        if self.stopping:
+            return self.view()  # stopping: nothing is attached, started or stepped
         await self.core.poll()
         snap = self.core.engine.latest
         if snap is not None and snap.seq != self._last_seq:
             self._last_seq = snap.seq
             self.levels.feed(snap)
             self._feed_warmups(snap)
+            self._feed_wedges(snap)
         await self._advance_talk()
         await self._advance_ramp()
         view = self.view()
@@ -289,21 +365,37 @@ class Session:
                 tracker = self.warmups.setdefault(t.id, WarmupTracker())
                 tracker.feed(t.level, t.interval.requests, t.interval.seconds)
 
-    def _verdict(self, mid: str) -> tuple[Verdict | None, str]:
-        """The current level's verdict and its proof, held while its level runs (see
-        VERDICT_HOLD): the proof is the figure measured when the verdict was given."""
+    def _feed_wedges(self, snap) -> None:  # type: ignore[no-untyped-def]
         now = self.core.clock()
-        fresh = self.levels.verdict_now(mid)
+        for t in snap.targets:
+            m = self.core.members.get(t.id)
+            if m is not None:
+                watch = self._wedges.setdefault(t.id, WedgeWatch())
+                self._wedged[t.id] = watch.feed(now, t.interval, m.signs)
+
+    def _verdict(self, mid: str) -> tuple[Verdict | None, str, float | None]:
+        """The current level's verdict, its proof and since when (race seconds): a
+        wedged server first (race/wedge.py), else the breaking rule's verdict, whose
+        kind changes only once it has held (race/verdicts.py)."""
+        now = self.core.clock()
         level = self.levels.current_level(mid)
-        held = self._held.get(mid)
-        if fresh is not None:
-            proof = explain.proof(fresh, self._step_at(mid, fresh.level))
-            self._held[mid] = (fresh, proof, now)
-            return fresh, proof
-        if held is not None and held[0].level == level and now - held[2] < VERDICT_HOLD:
-            return held[0], held[1]
-        self._held.pop(mid, None)
-        return None, ""
+        stall = self._wedged.get(mid)
+        if stall is not None and level is not None:
+            return stall.verdict(level), stall.proof(), stall.since - self.started_at
+        fresh = self.levels.verdict_now(mid)
+        proof = explain.proof(fresh, self._step_at(mid, fresh.level)) if fresh else ""
+        hold = self._held.setdefault(mid, VerdictHold())
+        shown = hold.feed(now, level, fresh, proof, judged=self._judged(mid))
+        if shown.verdict is None:
+            return None, "", None
+        proof = shown.proof
+        m = self.core.members.get(mid)
+        target = self.core.target(mid)
+        note = wedge.backlog_note(m.signs if m else None, target.interval if target else None)
+        if note:
+            proof = f"{proof} · {note}"
+        since = shown.since - self.started_at if shown.since is not None else None
+        return shown.verdict, proof, since
 
     def _loads(self) -> str:
         """Your requests as a pane's header names them (empty: the workload's path)."""
@@ -328,47 +420,87 @@ class Session:
     def _step_at(self, mid: str, level: int) -> StepResult | None:
         return next((s for s in self.levels.results(mid) if s.level == level), None)
 
-    def _cpu_of(self, member_id: str) -> tuple[float | None, float | None]:
-        """The stack's CPU demand for the verdict: the CPU it used plus the time it was
-        runnable but waited for a core. On a core shared by four stacks each uses a
-        quarter of it and waits the rest: CPU-bound all the same (saturated, not a
-        queue of clients), which the CPU used alone would not show."""
+    def _cpu_of(self, member_id: str) -> CpuShare:
+        """The stack's CPU for the verdict: what it used, what it can use, how long it
+        waited for a core, and whether the cores it shares with other stacks were full.
+        On a core shared by four stacks each uses a quarter of it and waits the rest:
+        the race's verdict is the full core, not each stack's (race/verdicts.py)."""
         m = self.core.members.get(member_id)
         if m is None or m.resources is None:
-            return None, None
+            return CpuShare()
         r = m.resources
-        return r.cpu_percent + r.cpu_wait_percent, self.core.capacity(member_id)
+        shared = self.shared_core()
+        return CpuShare(
+            used=r.cpu_percent,
+            capacity=self.core.capacity(member_id),
+            waited=r.cpu_wait_percent,
+            core_full=shared is not None and shared.full and m.stack_cpus is not None,
+        )
+
+    def shared_core(self) -> SharedCore | None:
+        """The cores the stacks share, from every running stack's CPU (None when each
+        stack has cores of its own: then every verdict is the stack's)."""
+        if self.synthetic:
+            return None  # (a model knows nothing of sharing a core)
+        return verdicts.shared_core_of(self.core)
 
     async def _advance_ramp(self) -> None:
+        now = self.core.clock()
+        if self._ramp_wanted is not None and self.prep is None:
+            # the clean start: targets removed, every stack idle or restarted first
+            self.prep = await CleanStart.begin(self.core, now)
+            self._tell("ramp_prep", self._ramp_wanted[0])
+        if self.prep is not None and self._ramp_wanted is not None:
+            top, dwell = self._ramp_wanted
+            first = Ramp.from_level(1, top=top, dwell=dwell, restore=self._restore)
+            if not self.prep.ready:
+                if not await self.prep.step(self.core, now):
+                    return
+                # the stacks are loaded again from the ramp's first level
+                self.prep.ready = True
+                if self.rate is not None:
+                    self.core.rate = float(first.levels[0])
+                else:
+                    self.core.concurrency = first.levels[0]
+                self.core.hold_attach = False
+            if not self.prep.loaded(self.core, now):
+                return
+            self.ramp_notes = list(self.prep.notes)
+            self.prep = None
+            self._ramp_wanted = None
+            # every stack loaded: the ramp begins, on an empty level log, with no stall
+            # remembered from before the clean start (a restarted stack's own clock)
+            self._wedges.clear()
+            self._wedged.clear()
+            self.levels.clear()
+            self.levels.counting_again()
+            self.ramp = first
+            self._tell("ramp", top)
         if self.ramp is None:
             return
-        ids = self.core.attached()
-        all_broken = bool(ids) and all(self.levels.breaking_point(i) for i in ids)
-        done_before = self.ramp.done
-        if not done_before and self._ramp_ends(all_broken):
+        if not self.ramp.done and self._ramp_ends():
             # the ramp's findings, before the restored level adds to the log
-            for i in self.core.members:
-                self.ramp_steps[i] = self.levels.results(i)
-                self.ramp_breaking[i] = self.levels.breaking_point(i)
-        first = self.ramp.started_at is None
-        level = self.ramp.advance(self.core.clock(), all_broken)
+            self._keep_ramp_findings()
+            self.ramp_end = f"ran to its top, {self._level_text(self.ramp.levels[-1])}"
+        first_level = self.ramp.started_at is None
+        # it runs to its top: a stack broken early still shows what the higher levels
+        # do to it (c=1000 is where the sync worker stops answering at all)
+        level = self.ramp.advance(now)
         if level is not None:
             await self.set_concurrency(level)
-            if first:
-                # the totals restart here: the ramp's first level counts even when it is
-                # the level that was running when the log was cleared
+            if first_level:
                 self.levels.counting_again()
         if self.ramp.done:
             self.ramp = None
             self.ramp_finished = True
             self._tell("ramp_done", None)
 
-    def _ramp_ends(self, all_broken: bool) -> bool:
+    def _ramp_ends(self) -> bool:
         r = self.ramp
         if r is None or r.started_at is None:
             return False
         due = int((self.core.clock() - r.started_at) // r.dwell)
-        return due > r.index and (due >= len(r.levels) or all_broken)
+        return due > r.index and due >= len(r.levels)
 
     def view(self) -> SessionView:
         snap = self.core.engine.latest
@@ -381,7 +513,7 @@ class Session:
             share = 0.0
             limit = ""
             cpu_us = None
-            verdict, proof = self._verdict(mid) if target is not None else (None, "")
+            verdict, proof, since = self._verdict(mid) if target is not None else (None, "", None)
             warm = self.warmups.get(mid)
             warming = (
                 warm is not None
@@ -400,6 +532,7 @@ class Session:
                 cpu_us = self.core.cpu_per_request_us(mid, target.total.requests)
                 behind = explain.behind_schedule(self.rate, target.total)
                 res = m.resources
+                stall = self._wedged.get(mid)
                 annotation = explain.annotate(
                     verdict=verdict,
                     interval=target.interval,
@@ -412,7 +545,18 @@ class Session:
                     warming=warming,
                     climb=warm.climb() if warm is not None else None,
                     engine_limit=limit,
+                    timeout_cause=wedge.timeout_cause(m.signs),
                 )
+                core_share = self._core_share(mid)
+                if core_share and not annotation:
+                    alone = verdicts.alone_on_a_core(cpu_us)
+                    if alone is not None:
+                        annotation = (
+                            f"alone on a core: ≈ {alone:,.0f} req/s "
+                            f"(its {cpu_us:,.0f} µs of CPU per request)"
+                        )
+                if stall is not None and stall.evidence and not annotation:
+                    annotation = f"wedged: {stall.evidence[0]}"
             panes.append(
                 PaneView(
                     id=mid,
@@ -444,9 +588,14 @@ class Session:
                     synthetic=self.synthetic,
                     judged=self._judged(mid),
                     compared=self._compared(mid),
+                    verdict_since=since,
+                    wedged=self._wedged.get(mid) is not None and target is not None,
+                    core_share=self._core_share(mid) if target is not None else "",
                 )
             )
         ramp = self.replay_ramp
+        if self.prep is not None:
+            ramp = self.prep.status()
         if self.ramp is not None and self.ramp.level is not None:
             ramp = f"ramp {self.ramp.progress()} → {self.ramp.level}"
         placement = self.core.placement
@@ -477,7 +626,12 @@ class Session:
             replay=self.replay_status,
             ghosts=[pv for g in self.ghosts for pv in g.view(self.level, rate_mode)],
             database=database,
+            shared=self.shared_core(),
+            clock=self.core.clock() - self.started_at,
         )
+
+    def _core_share(self, mid: str) -> str:
+        return verdicts.core_share(self.levels.current_step(mid))
 
     @property
     def synthetic(self) -> bool:
@@ -502,6 +656,19 @@ class Session:
             return ""
         text = "\n".join(m.handle.log_tail(lines))
         return f"engine refused it: {m.refused}\n{text}" if m.refused else text
+
+    def then_now(self) -> ThenNow | None:
+        """The classic experiment's claims judged on every level measured so far (the
+        last ramp's and those explored since); None when the race replays none."""
+        if self.then is None or self.rate is not None:
+            return None
+        steps = {}
+        for mid in self.core.members:
+            by = {s.level: s for s in self.ramp_steps.get(mid, [])}
+            by.update({s.level: s for s in self.levels.results(mid)})
+            steps[mid] = [by[k] for k in sorted(by)]
+        names = {mid: m.handle.name for mid, m in self.core.members.items()}
+        return judge_live(self.then, steps, names)
 
     @property
     def summary_from_ramp(self) -> bool:
@@ -542,3 +709,4 @@ class SessionListener(Protocol):
 
     def command(self, session: Session, what: str, value: object) -> None: ...
     def tick(self, session: Session, view: SessionView) -> None: ...
+    def view(self, session: Session, what: str, arg: str) -> None: ...

@@ -12,7 +12,7 @@ import contextlib
 
 import msgspec
 
-from stackrace.config import Stack, StackDef, load_stacks, resolve
+from stackrace.config import Stack, StackDef, load_stacks, resolve, tunables
 from stackrace.db import ManagedMariaDB
 from stackrace.db.watch import DbWatch
 from stackrace.race.core import StackChoice, StackState
@@ -26,7 +26,10 @@ from stackrace.stacks.launcher import (
     Launcher,
     RunningStack,
 )
+from stackrace.stacks.listen import ListenState
+from stackrace.stacks.logwatch import LogWatch
 from stackrace.stacks.sampler import ResourceSample, TreeSampler
+from stackrace.stacks.signs import ServerSigns
 
 DEFAULT_STACKS = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 
@@ -53,6 +56,7 @@ class LaunchedStack:
         self.running: RunningStack | None = None
         self.error: str | None = None
         self._sampler: TreeSampler | None = None
+        self._log: LogWatch | None = None
         self._task = asyncio.ensure_future(self._start())
 
     async def _start(self) -> None:
@@ -81,6 +85,18 @@ class LaunchedStack:
         if self.running is not None:
             return self.running.log_tail(lines).splitlines()
         return (self.error or "").splitlines()[-lines:]
+
+    @property
+    def listen_port(self) -> int | None:
+        return self.running.port if self.running is not None else None
+
+    def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
+        if self.running is None:
+            return None
+        if self._log is None:
+            self._log = LogWatch(self.running.log_path)
+        sample = self._sampler.latest if self._sampler is not None else None
+        return ServerSigns(now, listen, dict(self._log.poll()), sample.exited if sample else 0)
 
     def sample(self) -> ResourceSample | None:
         if self.running is None:
@@ -143,6 +159,7 @@ class StacksSource:
                     description=spec.description,
                     workers=spec.workers,
                     threads=spec.threads,
+                    tunables=tuple(tunables(spec)),
                 )
             )
         return out

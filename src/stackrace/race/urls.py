@@ -30,7 +30,9 @@ from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.options import positive_int
 from stackrace.race.core import StackState
 from stackrace.scenario import check_path
+from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample, TreeSampler
+from stackrace.stacks.signs import ServerSigns
 from stackrace.workloads import WORKLOADS
 
 _NAME = re.compile(r"^[A-Za-z0-9\[][A-Za-z0-9._:@+\[\]-]{0,59}$")
@@ -188,6 +190,21 @@ class UrlHandle:
         if self._gone:
             return [f"process {self.pid} (--pid) has exited"]
         return ["(not started by stackrace: no log)"]
+
+    @property
+    def listen_port(self) -> int | None:
+        """Its port, when the server is on this machine (the kernel can show it)."""
+        parts = urlsplit(self.target.url)
+        local = parts.hostname in ("127.0.0.1", "localhost", "::1") or (
+            parts.hostname or ""
+        ).startswith("127.")
+        return parts.port if local else None
+
+    def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
+        if listen is None:
+            return None
+        exited = self._sampler.latest.exited if self._sampler and self._sampler.latest else 0
+        return ServerSigns(now, listen, {}, exited)
 
     def sample(self) -> ResourceSample | None:
         if self._sampler is None:

@@ -56,6 +56,7 @@ from pathlib import Path
 from stackrace import paths, statuses
 from stackrace.config import HOST, ConfigError, Stack, placeholders, render
 from stackrace.ports import free_port, port_in_use
+from stackrace.slug import short as short_name
 from stackrace.slug import slug
 from stackrace.stacks import cgroup, probe
 from stackrace.supervise import hurry, rundirs
@@ -337,7 +338,7 @@ class Launcher:
                 except FileExistsError:
                     continue
                 return link
-            short = rundirs.make_short_dir(slug(stack.base, 16, hashed=False))
+            short = rundirs.make_short_dir(short_name(stack.base, 16))
             try:
                 link.symlink_to(short, target_is_directory=True)
             except FileExistsError:

@@ -32,6 +32,9 @@ class ResourceSample:
     threads: int
     cpu_seconds: float = 0.0  # user + system since the sampler first saw each process
     cpu_wait_percent: float = 0.0  # runnable but waiting for a core, % of one core
+    # processes of the tree gone since sampling began: a server that restarts its
+    # workers (gunicorn after WORKER TIMEOUT, uWSGI's respawns) shows it here
+    exited: int = 0
 
 
 def _runq_wait_ns(pid: int) -> int:
@@ -60,6 +63,7 @@ class TreeSampler:
         self._wait: dict[int, int] = {}
         self._cpu_first: dict[int, float] = {}  # each process's CPU when first seen
         self._cpu_gone = 0.0  # CPU of processes that have exited since
+        self._exited = 0
         self._last_t: float | None = None
         self.before: ResourceSample | None = None
         self.after: ResourceSample | None = None
@@ -127,6 +131,7 @@ class TreeSampler:
         for pid, last in self._cpu.items():
             if pid not in cpu_now:
                 self._cpu_gone += last - self._cpu_first.pop(pid, last)
+                self._exited += 1
         cpu_percent = wait_percent = 0.0
         if self._last_t is not None and now > self._last_t:
             cpu_percent = 100.0 * cpu_total / (now - self._last_t)
@@ -138,8 +143,9 @@ class TreeSampler:
             used - self._cpu_first.get(pid, used) for pid, used in cpu_now.items()
         )
         s = ResourceSample(
-            now, rss, uss, pss, cpu_percent, alive, threads, cpu_seconds, wait_percent
-        )
+            now, rss, uss, pss, cpu_percent, alive, threads, cpu_seconds, wait_percent,
+            self._exited,
+        )  # fmt: skip
         self.latest = s
         return s
 

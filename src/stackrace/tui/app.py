@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -54,7 +55,7 @@ class StackraceApp(App[int]):
         self.tick_interval = tick_interval
         self.screenshot_dir = Path(screenshot_dir)
         self.race: RaceScreen | None = None
-        self._stopped = False
+        self._stopping: asyncio.Future[None] | None = None
         self.drive = drive  # called at 4 Hz: steps a synthetic engine (demo mode)
         self.argv: list[str] = []  # the command line, for a crash log
         self.crash_log: Path | None = None
@@ -144,9 +145,14 @@ class StackraceApp(App[int]):
         await self.push_screen(self.race)
 
     async def stop_everything(self) -> None:
-        if not self._stopped:
-            self._stopped = True
-            await self.session.stop()
+        """Stop the load and every stack, once: a second caller (the unmount after `q`)
+        waits for the first stop to end instead of leaving it half done, and the stop
+        is shielded from the cancellation of whatever awaited it."""
+        import asyncio
+
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self.session.stop())
+        await asyncio.shield(self._stopping)
 
     async def action_quit(self) -> None:
         self.notify("stopping every stack…")
@@ -297,6 +303,7 @@ def build_session(
         if unknown:
             raise LaunchError(f"no stack {unknown[0]!r} in the stacks file")
     session = Session(RaceCore(engine, source, plan.settings))
+    session.then = _then_of(getattr(args, "preset", None))
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
@@ -320,40 +327,41 @@ def _own_stacks(args: argparse.Namespace, settings: RaceSettings):  # -> StackFi
         raise LaunchError(str(exc)) from None
 
 
-def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
-    import sys
+def _then_of(preset: str | None):  # type: ignore[no-untyped-def]
+    """The classic experiment a preset replays (its figures and claims), or None."""
+    if not preset:
+        return None
+    from stackrace.presets import load_preset
 
-    try:
-        session, plan, catalog, show_picker = build_session(args, parts)
-        talk = None
-        if getattr(args, "talk", None):
-            from stackrace.race.talk import TalkError, load_talk
+    return load_preset(preset).then()  # (read once already by race_settings: it is valid)
 
-            try:
-                talk = load_talk(args.talk)
-            except TalkError as exc:
-                raise LaunchError(str(exc)) from None
-    except LaunchError as exc:
-        print(f"stackrace: {exc}", file=sys.stderr)
-        return 2
-    drive = None
-    if getattr(args, "demo", False):
-        # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
-        drive = session.engine.step
-    if talk is not None:
-        session.play_talk(talk)
-    if getattr(args, "record", None):
-        from stackrace.race.recording import Recorder
 
-        session.listeners.append(Recorder(args.record))
+def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> StackraceApp:
+    """The app for these command-line arguments, ready to run: what `stackrace` runs,
+    and what the walkthrough tests open with Pilot. A bad argument is a LaunchError."""
+    session, plan, catalog, show_picker = build_session(args, parts)
+    if getattr(args, "talk", None):
+        from stackrace.race.talk import TalkError, load_talk
+
+        try:
+            session.play_talk(load_talk(args.talk))
+        except TalkError as exc:
+            raise LaunchError(str(exc)) from None
     for ghost in getattr(args, "ghost", None) or []:
         from stackrace.race.ghost import GhostError, load_ghost
 
         try:
             session.ghosts.append(load_ghost(ghost))
         except GhostError as exc:
-            print(f"stackrace: {exc}", file=sys.stderr)
-            return 2
+            raise LaunchError(str(exc)) from None
+    if getattr(args, "record", None):
+        from stackrace.race.recording import Recorder
+
+        session.listeners.append(Recorder(args.record))
+    drive = None
+    if getattr(args, "demo", False):
+        # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
+        drive = session.engine.step
     app = StackraceApp(
         session,
         plan,
@@ -364,9 +372,20 @@ def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
         remember=show_picker and not getattr(args, "demo", False),
     )
     app.argv = list(getattr(args, "argv", []) or [])
+    return app
+
+
+def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
+    import sys
+
+    try:
+        app = make_app(args, parts)
+    except LaunchError as exc:
+        print(f"stackrace: {exc}", file=sys.stderr)
+        return 2
     exporter = getattr(args, "metrics_exporter", None)  # --metrics (commands/app.py)
     if exporter is not None:
-        exporter.follow_core(session.core)
+        exporter.follow_core(app.session.core)
         rc = exporter.run_beside(app.run_async) or 0
     else:
         rc = app.run() or 0

@@ -35,6 +35,37 @@ _GLYPHS: dict[str, tuple[str, ...]] = {
     "–": ("...", "...", "###", "...", "..."),
     "-": ("...", "...", "###", "...", "..."),
     " ": (".", ".", ".", ".", "."),
+    # letters, for a stack's name and a unit in large type (projector mode): capitals
+    # only, three pixels wide where three read, wider where they do not (M, N, W)
+    "A": ("###", "#.#", "###", "#.#", "#.#"),
+    "B": ("##.", "#.#", "##.", "#.#", "##."),
+    "C": ("###", "#..", "#..", "#..", "###"),
+    "D": ("##.", "#.#", "#.#", "#.#", "##."),
+    "E": ("###", "#..", "##.", "#..", "###"),
+    "F": ("###", "#..", "##.", "#..", "#.."),
+    "G": ("###", "#..", "#.#", "#.#", "###"),
+    "H": ("#.#", "#.#", "###", "#.#", "#.#"),
+    "I": ("###", ".#.", ".#.", ".#.", "###"),
+    "J": ("..#", "..#", "..#", "#.#", "###"),
+    "K": ("#.#", "#.#", "##.", "#.#", "#.#"),
+    "L": ("#..", "#..", "#..", "#..", "###"),
+    "M": ("#...#", "##.##", "#.#.#", "#...#", "#...#"),
+    "N": ("#..#", "##.#", "#.##", "#..#", "#..#"),
+    "O": ("###", "#.#", "#.#", "#.#", "###"),
+    "P": ("###", "#.#", "###", "#..", "#.."),
+    "Q": ("###", "#.#", "#.#", "###", "..#"),
+    "R": ("##.", "#.#", "##.", "#.#", "#.#"),
+    "S": ("###", "#..", "###", "..#", "###"),
+    "T": ("###", ".#.", ".#.", ".#.", ".#."),
+    "U": ("#.#", "#.#", "#.#", "#.#", "###"),
+    "V": ("#.#", "#.#", "#.#", "#.#", ".#."),
+    "W": ("#...#", "#...#", "#.#.#", "##.##", "#...#"),
+    "X": ("#.#", "#.#", ".#.", "#.#", "#.#"),
+    "Y": ("#.#", "#.#", ".#.", ".#.", ".#."),
+    "Z": ("###", "..#", ".#.", "#..", "###"),
+    "/": ("..#", "..#", ".#.", "#..", "#.."),
+    "=": ("...", "###", "...", "###", "..."),
+    ":": (".", "#", ".", "#", "."),
 }
 _HALF = {(False, False): " ", (True, False): "▀", (False, True): "▄", (True, True): "█"}
 
@@ -83,13 +114,16 @@ def block_lines(text: str, scale: int) -> list[str]:
 REFERENCE = "8,888"
 
 
-def layout(value: str, unit: str, width: int, height: int) -> tuple[str, int, bool]:
+def layout(
+    value: str, unit: str, width: int, height: int, max_scale: int = 8, reference: str = REFERENCE
+) -> tuple[str, int, bool]:
     """The text to draw, its scale (0: one line of plain text) and whether the unit goes
-    on a line of its own below (when that allows a larger scale), for width × height."""
+    on a line of its own below (when that allows a larger scale), for width × height;
+    never above `max_scale` (panes side by side share one)."""
     need_unit = len(unit) + 1 if unit else 0
-    for text, reference in ((value, REFERENCE), (shorten(value), "8.8k")):
-        sized = text if glyph_width(text, 1) >= glyph_width(reference, 1) else reference
-        for scale in range(8, 0, -1):
+    for text, ref in ((value, reference), (shorten(value), "8.8k")):
+        sized = text if glyph_width(text, 1) >= glyph_width(ref, 1) else ref
+        for scale in range(max(1, max_scale), 0, -1):
             px = glyph_width(sized, scale)
             if glyph_rows(scale) <= height and px + need_unit <= width:
                 return text, scale, False
@@ -98,12 +132,19 @@ def layout(value: str, unit: str, width: int, height: int) -> tuple[str, int, bo
     return value, 0, False
 
 
-def rows_needed(unit: str, width: int, height: int) -> int:
+def rows_needed(
+    unit: str, width: int, height: int, max_scale: int = 8, reference: str = REFERENCE
+) -> int:
     """Rows a figure of the reference width takes at the largest scale that fits."""
-    _text, scale, below = layout(REFERENCE, unit, width, height)
+    _text, scale, below = layout(reference, unit, width, height, max_scale, reference)
     if scale == 0:
         return 1
     return glyph_rows(scale) + (1 if below else 0)
+
+
+def scale_for(unit: str, width: int, height: int, reference: str = REFERENCE) -> int:
+    """The largest scale a figure of the reference width gets in width × height."""
+    return layout(reference, unit, width, height, reference=reference)[1]
 
 
 class BigNumber(Widget):
@@ -118,7 +159,14 @@ class BigNumber(Widget):
         self.value = value
         self.unit = unit
         self.alert = False  # drawn in red: the figure is not what it seems (errors)
+        self.max_scale = 8  # the race screen caps it: every pane's digits one size
+        self.reference = REFERENCE  # the width its scale is chosen for (a name: itself)
         self._cache: tuple[tuple[object, ...], Text] | None = None
+
+    def set_max_scale(self, scale: int) -> None:
+        if scale != self.max_scale:
+            self.max_scale = scale
+            self.refresh()
 
     def set_alert(self, on: bool) -> None:
         if on != self.alert:
@@ -137,10 +185,11 @@ class BigNumber(Widget):
     def render(self) -> Text:
         width, height = self.content_size.width, self.content_size.height
         style = self.rich_style
-        key = (self.value, self.unit, width, height, style, self.alert)
+        key = (self.value, self.unit, width, height, style, self.alert, self.max_scale)
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
-        text, scale, below = layout(self.value, self.unit, width, height)
+        reference = self.reference or self.value
+        text, scale, below = layout(self.value, self.unit, width, height, self.max_scale, reference)
         out = Text(no_wrap=True, overflow="crop", style="bold #ef5350" if self.alert else "")
         if scale == 0:
             out.append(text, style=Style(bold=True))

@@ -10,15 +10,23 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.markup import escape
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Label, Log
+from textual.widgets import DataTable, Footer, Label, Log, Static
 
 from stackrace.race.session import SummaryRow
-from stackrace.tui.format import fmt_level, fmt_mb, fmt_us
+from stackrace.race.summary import SummaryContext, at_breaking, peak_text, unbroken_text
+from stackrace.tui.format import fmt_level, fmt_mb
 from stackrace.tui.levelchart import LevelChart, LevelSeries
+
+# A modal screen cuts the app's bindings off (Textual's modal binding chain), so each
+# dialog carries the screenshot key itself: `s` works on every screen.
+SCREENSHOT = Binding("s", "app.screenshot", "screenshot")
 
 
 class LogScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,l,q", "dismiss", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,l,q", "dismiss", "close"),
+        SCREENSHOT,
+    ]
 
     def __init__(self, title: str, text: str) -> None:
         super().__init__(classes="dialog")
@@ -45,29 +53,47 @@ SUMMARY_COLUMNS = (
     "the figure that proves it",
     "p99 there",
     "RSS before",
-    "RSS now",
     "RSS peak",
 )
+# the widest each fixed column needs; the proof takes what is left and wraps
+_FIXED_W = {"peak req/s": 14, "at": 8, "breaking point": 18, "kind": 9, "p99 there": 10}
+_FIXED_W |= {"RSS before": 10, "RSS peak": 10}
 
 KIND_STYLE = {"failing": "bold red", "queueing": "bold yellow", "saturated": "bold magenta"}
 
 
 def summary_cells(row: SummaryRow, rate_mode: bool) -> list[str | Text]:
+    """One stack's line: the breaking point's figures are its per-level table cell's
+    (race/summary.py: one arithmetic for both)."""
     peak, brk = row.peak, row.breaking
+    there = at_breaking(row)
     return [
         Text(row.name, style="bold"),
-        Text(f"{peak.rps:,.0f} req/s", justify="right") if peak else Text("–", style="dim"),
+        Text(peak_text(row), justify="right") if peak else Text("–", style="dim"),
         fmt_level(peak.level, rate_mode) if peak else "–",
         Text(fmt_level(brk.level, rate_mode), style=KIND_STYLE.get(brk.kind, "bold"))
         if brk
-        else Text("not reached", style="green"),
+        else Text(
+            unbroken_text(row, rate_mode, short=True),
+            style="green" if unbroken_text(row) == "not reached" else "magenta",
+        ),
         Text(brk.kind, style=KIND_STYLE.get(brk.kind, "")) if brk else "",
-        row.why or (brk.reason if brk else ""),
-        fmt_us(brk.p99_us) if brk else "",
+        Text(row.why or (brk.reason if brk else "")),
+        there.p99() if there else "",
         fmt_mb(row.mem_before.rss) if row.mem_before else "–",
-        fmt_mb(row.mem_after.rss) if row.mem_after else "–",
         fmt_mb(row.mem_peak) if row.mem_peak else "–",
     ]
+
+
+def column_widths(rows: list[SummaryRow], width: int) -> dict[str, int]:
+    """Each column's width in a table `width` wide: the names whole (up to 30), the
+    fixed columns as they need, the proof the rest (at least 24, wrapped onto more
+    lines): the table fits its width instead of being cut."""
+    name = max([5, *(len(r.name) for r in rows)])
+    widths = {"stack": min(30, name), **_FIXED_W}
+    gaps = 2 * len(SUMMARY_COLUMNS)
+    widths["the figure that proves it"] = max(24, width - sum(widths.values()) - gaps)
+    return widths
 
 
 def summary_title(from_ramp: bool, ramp_running: bool, synthetic: bool) -> str:
@@ -87,6 +113,7 @@ class SummaryScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,t,q", "dismiss", "close"),
         Binding("e", "export", "export .md + .json"),
+        SCREENSHOT,
     ]
 
     def __init__(
@@ -98,8 +125,10 @@ class SummaryScreen(ModalScreen[None]):
         colors: dict[str, str] | None = None,
         synthetic: bool = False,
         ramp_running: bool = False,
+        context: SummaryContext | None = None,
     ) -> None:
         super().__init__(classes="dialog")
+        self.context = context
         self.rows = rows
         self.rate_mode = rate_mode
         self.from_ramp = from_ramp
@@ -111,6 +140,7 @@ class SummaryScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box", id="summary-box"):
             yield Label(self.title_text, classes="dialog-title", id="summary-title")
+            yield Static(self._about(), id="summary-about")
             yield DataTable(id="summary", cursor_type="row", zebra_stripes=True)
             yield LevelChart(self._series(), self.rate_mode, id="level-chart")
         yield Footer()
@@ -129,13 +159,39 @@ class SummaryScreen(ModalScreen[None]):
             )
         return out
 
+    def _about(self) -> str:
+        """Why the ramp ended and what its clean start did (the summary's first lines)."""
+        c = self.context
+        if c is None:
+            return ""
+        out = []
+        if c.ended:
+            out.append(f"The ramp {c.ended}.")
+        out += [f"Clean start: {note}." for note in c.notes]
+        return "\n".join(out)
+
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns(*SUMMARY_COLUMNS)
-        for row in self.rows:
-            table.add_row(*summary_cells(row, self.rate_mode), key=row.id)
+        if not self.query("#summary-about"):
+            return  # closed before it was shown (a replay plays both at once)
+        self.query_one("#summary-about").display = bool(self._about())
         names = "  ".join(f"[{s.color}]━ {escape(s.name)}[/]" for s in self._series())
         self.query_one("#level-chart").border_title = f"every stack, level by level  {names}"
+        self._fill()
+
+    def _fill(self) -> None:
+        table = self.query_one(DataTable)
+        # the columns are sized to the table's width: the dialog's (96 % of the screen)
+        # less its border and padding, and a vertical scrollbar's two columns, should
+        # the rows need one (filled at once: a screenshot taken next shows the table)
+        width = table.size.width or int(self.app.size.width * 0.96) - 6
+        widths = column_widths(self.rows, width - 2)
+        for name in SUMMARY_COLUMNS:
+            table.add_column(name, width=widths[name], key=name)
+        proof_w = widths["the figure that proves it"]
+        for row in self.rows:
+            cells = summary_cells(row, self.rate_mode)
+            lines = max(1, -(-len(str(cells[5])) // proof_w))
+            table.add_row(*cells, key=row.id, height=min(3, lines))
 
     def action_export(self) -> None:
         from pathlib import Path
@@ -150,6 +206,7 @@ class SummaryScreen(ModalScreen[None]):
                 directory,
                 title=self.title_text,
                 synthetic=self.synthetic,
+                context=self.context,
             )
         except OSError as exc:  # a full disk, a read-only directory: say which file, and why
             self.notify(f"summary not saved: {exc}", severity="error", timeout=10)

@@ -8,6 +8,7 @@ from stackrace.units import fmt_bytes, fmt_count, fmt_us
 __all__ = [
     "FAILURE_LABELS",
     "fmt_bytes",
+    "fmt_clock",
     "fmt_count",
     "fmt_lat",
     "fmt_level",
@@ -46,6 +47,14 @@ def fmt_rate(n: float) -> str:
         return f"{n:.0f}"
     k = n / 1000
     return f"{k:.1f}k" if k < 10 else f"{k:.0f}k"
+
+
+def fmt_clock(seconds: float) -> str:
+    """Race time as m:ss (h:mm:ss past an hour): when a verdict began."""
+    s = max(0, int(seconds))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 def fmt_level(level: int, rate_mode: bool = False) -> str:

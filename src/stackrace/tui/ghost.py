@@ -5,20 +5,28 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.widgets import Static
 
 from stackrace.race.ghost import GhostView
+from stackrace.slug import slug
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.format import fmt_lat, fmt_level, fmt_mb
+
+
+def ghost_widget_id(ghost_id: str) -> str:
+    return slug(ghost_id, prefix="ghost")
 
 
 class GhostPane(Vertical):
     """Dimmed, dashed: what `view.label` measured for this stack at the live level."""
 
     def __init__(self, view: GhostView) -> None:
-        super().__init__(id=view.id.replace(".", "-").replace(" ", "-"), classes="ghost-pane")
-        self.border_title = f"{view.name} · ghost"
-        self.border_subtitle = view.label
+        # a ghost's id holds its file's label and stack names (user text): slug it
+        super().__init__(id=ghost_widget_id(view.id), classes="ghost-pane")
+        self.stack_id = view.stack_id
+        self.border_title = escape(f"{view.name} · {view.label}")
+        self.border_subtitle = view.source
         self._shown: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
@@ -42,7 +50,7 @@ class GhostPane(Vertical):
             return
         where = fmt_level(at.level, rate_mode)
         note = "" if at.level == view.level else f" (nearest to {fmt_level(view.level, rate_mode)})"
-        head.update(Text(f"then, at {where}{note}", style="italic"), layout=False)
+        head.update(Text(f"{view.label}, at {where}{note}", style="italic"), layout=False)
         qps.update(f"{round(at.rps):,}")
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("p50 ", style="dim").append(fmt_lat(at.p50_us))

@@ -19,15 +19,23 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.markup import escape
+from textual.message import Message
 from textual.widgets import Static
 
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.race.core import StackState
 from stackrace.race.session import PaneView
 from stackrace.ramp import VERDICT_KINDS
-from stackrace.slug import is_safe, slug
-from stackrace.tui.bignum import BigNumber, rows_needed
-from stackrace.tui.format import FAILURE_LABELS, fmt_lat, fmt_level, fmt_mb, fmt_rate
+from stackrace.slug import slug
+from stackrace.tui.bignum import (
+    REFERENCE,
+    BigNumber,
+    glyph_rows,
+    glyph_width,
+    rows_needed,
+    scale_for,
+)
+from stackrace.tui.format import FAILURE_LABELS, fmt_clock, fmt_lat, fmt_level, fmt_mb, fmt_rate
 from stackrace.tui.spark import ScaledSparkline
 
 HISTORY = 60  # sparkline points: one minute, one per second
@@ -96,6 +104,37 @@ def _latency_row(
     return t
 
 
+def verdict_line(view: PaneView, rate_mode: bool, width: int, rows: int = 1) -> Text:
+    """The verdict and the figure that proves it, never cut before the figure: the
+    longest form that fits `rows` lines of `width` — with since when, then without it,
+    then the kind, the level and the proof's first figure ("▲ SATURATED c=200 · CPU 98%
+    of 1 core") — and only the last form cut at its end."""
+    v = view.verdict
+    assert v is not None
+    level = fmt_level(v.level, rate_mode)
+    since = f" since {fmt_clock(view.verdict_since)}" if view.verdict_since is not None else ""
+    proof = view.proof or v.reason
+    first = proof.split(" · ")[0].split(", ")[0]
+    figure = first.split(" (")[0]  # "9.3% failed (timed out)" → "9.3% failed"
+    kind = v.kind.upper()
+    forms = [
+        (f"▲ {kind} at {level}{since}", proof),
+        (f"▲ {kind} at {level}", proof),
+        (f"▲ {kind} {level}", proof),
+        (f"▲ {kind} {level}", first),
+        (f"▲ {kind} {level}", figure),
+        (f"▲ {kind}", first),
+        (f"▲ {kind}", figure),
+    ]
+    # wrapping breaks at spaces: a few columns of each line may go unused
+    room = width * rows - (3 * (rows - 1) if rows > 1 else 0)
+    head, tail = next(((h, t) for h, t in forms if len(h) + 3 + len(t) <= room), forms[-1])
+    line = Text(no_wrap=rows <= 1, overflow="ellipsis")
+    line.append(head, style="bold")
+    line.append(f" · {tail}")
+    return line
+
+
 def three_figures(value: float) -> int:
     """Round to three significant figures: what a room can read, and steadier to redraw."""
     n = round(value)
@@ -105,7 +144,41 @@ def three_figures(value: float) -> int:
     return round(n / scale) * scale
 
 
-def plan_rows(height: int, rate_mode: bool, projector: bool = False) -> dict[str, int]:
+P99_REFERENCE = "888 MS"  # the widest p99 figure, its unit in the same large type
+
+
+def plan_projector(width: int, height: int, label: str, cap: int = 8) -> tuple[dict[str, int], int]:
+    """Projector mode: rows for the stack's name in large type, req/s, a gap, p99 with
+    its unit as large as its digits, and one or two bold lines (failures and waiting,
+    memory and CPU); and the figures' scale (the largest that fits, at most `cap`).
+
+    The name is drawn a scale below the figures (never under 1): at 100×30 with four
+    panes (eleven rows each) that is 3 + 3 + gap + 3 + one line; at 200×55, 5 + 8 + gap
+    + 8 + two lines. Too little room even at scale 1: the name is one bold line."""
+    lines = 2 if height >= 14 else 1
+    budget = height - lines - 1
+
+    def fits(text: str, scale: int, extra: int = 0) -> bool:
+        return glyph_width(text, scale) + extra <= width
+
+    for scale in range(min(cap, 8), 0, -1):
+        if not (fits(REFERENCE, scale, 6) and fits(P99_REFERENCE, scale)):
+            continue
+        figures = 2 * glyph_rows(scale)
+        # the name in large type (a scale below the figures, or smaller) when it fits,
+        # else as one bold line
+        names = [glyph_rows(n) for n in range(max(1, scale - 1), 0, -1) if fits(label, n)]
+        for name in [*names, 1]:
+            if name + figures <= budget:
+                rows = {"name": name, "qps": glyph_rows(scale), "gap": 1}
+                rows |= {"p99big": glyph_rows(scale), "proj": lines}
+                return rows, scale
+    # too small for large type everywhere: the name and p99 as bold lines
+    qps = max(1, min(3, budget - 2))
+    return {"name": 1, "qps": qps, "gap": 0, "p99big": 1, "proj": lines}, 1 if qps >= 3 else 0
+
+
+def plan_rows(height: int, rate_mode: bool) -> dict[str, int]:
     """Rows for each part of a pane `height` rows tall inside its border.
 
     Essentials first: the big figure (at least one row), the latency table (p99), the
@@ -124,10 +197,6 @@ def plan_rows(height: int, rate_mode: bool, projector: bool = False) -> dict[str
         "mem-spark": 1,
     }
     latency = 3 if rate_mode else 2
-    if projector:
-        latency = 0  # p99 gets a big figure of its own
-        for part in ("head", "annotation", "spark", "mem-spark"):
-            want[part] = 0
     rows = {"latency": latency, "qps": 1}
     left = height - latency - 1
     for part in _OPTIONAL:
@@ -137,19 +206,9 @@ def plan_rows(height: int, rate_mode: bool, projector: bool = False) -> dict[str
             left -= n
         else:
             rows[part] = 0
-    if projector:
-        # req/s and p99 share what is left, req/s a little more
-        extra = max(0, left)
-        rows["qps"] += extra - extra // 2
-        rows["p99big"] = extra // 2
-        if rows["p99big"] < 3 and latency == 0:
-            rows["p99big"] = 0
-            rows["latency"] = min(2, rows["qps"] - 1) if rows["qps"] > 3 else 0
-            rows["qps"] -= rows["latency"]
-        return rows
-    # the big figure grows with the pane, up to 10 rows (scale 4)
-    grow = min(max(0, left), 9)
-    rows["qps"] += grow
+    # the big figure grows with the pane; what its width does not let it use goes to
+    # the verdict, the annotation and the sparklines (StackPane.fit)
+    rows["qps"] += max(0, left)
     rows["p99big"] = 0
     return rows
 
@@ -158,10 +217,11 @@ class StackPane(Vertical, can_focus=True):
     """Figures for one stack (or URL target); focus it to chart its latency."""
 
     def __init__(self, view: PaneView) -> None:
-        # a stack's name is user text (`gunicorn-sync[app]:workers=2`): the id is a slug
-        super().__init__(id=f"pane-{pane_dom_id(view.id)}", classes="stack-pane")
+        # the id is a slug of the member's id: a variant's name is user text
+        # (`gunicorn-sync:workers=2` is no valid id); the name is only the label
+        super().__init__(id=pane_widget_id(view.id), classes="stack-pane")
         self.pane_id = view.id
-        self.label = view.name  # the stack's name as text; the title is markup: escaped
+        self.name_text = view.name  # the stack's name as text; the title is markup: escaped
         self.border_title = escape(view.name)
         self.rps_history: deque[float] = deque(maxlen=HISTORY)
         self.rss_history: deque[float] = deque(maxlen=HISTORY)
@@ -175,6 +235,13 @@ class StackPane(Vertical, can_focus=True):
         self._qps_acc: list[float] = []
         self.rate_mode = False
         self.projector = False
+        self.label = view.name.upper()  # the name in large type (the screen shortens it)
+        self.external = view.external
+        self.scale_cap = 8  # the race screen's: every pane's figures at one scale
+        self.shared_box: tuple[int, int] | None = None  # projector: the smallest pane
+        self.fig_scale = 8  # the scale this pane's box allows its figures
+        self.p99_unit = "MS"  # in projector mode one unit for every pane (the screen's)
+        self._proj = {"failed": "0", "waiting": "0", "rss": "–", "cpu": "–"}
         self._rows: dict[str, int] = {}
         self._timeout = 10.0
         self.rising = False  # failures rose in the last half second
@@ -191,6 +258,8 @@ class StackPane(Vertical, can_focus=True):
         self.errors = False  # answers were HTTP errors or bad bodies
 
     def compose(self) -> ComposeResult:
+        # projector mode only: the stack's name in large type
+        yield BigNumber(self.label, "", id="name-big", classes="fig proj")
         yield Static("", id="head", classes="head")
         yield Static("", id="breaking", classes="breaking")
         yield Static("", id="log", classes="log")
@@ -198,6 +267,7 @@ class StackPane(Vertical, can_focus=True):
         # a little, and a frame passes over every widget in the box it redraws)
         yield BigNumber("0", "req/s", id="qps", classes="fig")
         yield ScaledSparkline(lambda top: f"{fmt_rate(top)} req/s", id="qps-spark", classes="fig")
+        yield Static("", id="gap", classes="fig proj")
         yield BigNumber("–", "ms p99", id="p99big", classes="fig")
         yield Static("", id="latency", classes="fig")
         # two lines each (failures and waiting; memory and CPU), for the same reason
@@ -205,11 +275,18 @@ class StackPane(Vertical, can_focus=True):
         yield Static("", id="annotation", classes="fig")
         yield Static("", id="memory", classes="fig")
         yield ScaledSparkline(lambda top: f"{fmt_mb(int(top))}", id="mem-spark", classes="fig")
+        # projector mode: failures and waiting, memory and CPU, bold, one or two lines
+        yield Static("", id="proj", classes="fig proj")
 
     # --- size -----------------------------------------------------------------------
 
+    class Resized(Message):
+        """A pane's size changed: the race screen plans every pane's digits again (they
+        share one size)."""
+
     def on_resize(self) -> None:
         self.fit()
+        self.post_message(self.Resized())
 
     def fit(self) -> None:
         """Give each part its rows for the pane's height (on resize and mode changes)."""
@@ -222,28 +299,51 @@ class StackPane(Vertical, can_focus=True):
                 widget.display = False
             self._rows = {}
             return
-        rows = plan_rows(height, self.rate_mode, self.projector)
-        # the big figure takes only the rows its largest scale for this width needs
         width = self.content_size.width
+        if self.projector:
+            # every pane planned for the smallest box among them (the race screen's):
+            # one digit size everywhere, though grid rows differ by a row
+            box_w, box_h = self.shared_box or (width, height)
+            rows, self.fig_scale = plan_projector(
+                min(width, box_w), min(height, box_h), self.label, self.scale_cap
+            )
+            self._apply_rows(rows)
+            for widget_id in ("name-big", "qps", "p99big"):
+                self.query_one(f"#{widget_id}", BigNumber).set_max_scale(
+                    max(1, self.fig_scale - 1) if widget_id == "name-big" else self.fig_scale
+                )
+            return
+        rows = plan_rows(height, self.rate_mode)
+        # the big figure takes only the rows its largest scale for this width needs,
+        # at most the scale every pane shares (the race screen's cap)
         room = rows["qps"]
-        rows["qps"] = rows_needed("req/s", width, room)
-        if rows.get("p99big"):
-            rows["p99big"] = rows_needed("ms p99", width, rows["p99big"])
-        # rows the figure cannot use (the pane's width limits it) go to the annotation
-        # (two lines) and taller sparklines, which read better from a distance
+        self.fig_scale = scale_for("req/s", width, room)
+        rows["qps"] = rows_needed("req/s", width, room, self.scale_cap)
+        self.query_one("#qps", BigNumber).set_max_scale(self.scale_cap)
+        # rows the figure cannot use (the pane's width limits it) go to the verdict and
+        # the annotation (two lines each: the proof is never cut) and taller
+        # sparklines, which read better from a distance
         spare = room - rows["qps"]
-        for part, most in (("annotation", 1), ("spark", 3), ("mem-spark", 1)):
+        for part, most in (("verdict", 1), ("annotation", 1), ("spark", 7), ("mem-spark", 3)):
             if rows.get(part) and spare > 0:
                 add = min(most, spare)
                 rows[part] += add
                 spare -= add
+        if rows.get("spark") and spare > 0:
+            rows["spark"] += spare  # the rest: the req/s sparkline, the taller the better
+        self._apply_rows(rows)
+
+    def _apply_rows(self, rows: dict[str, int]) -> None:
         if rows == self._rows:
             return
         self._rows = rows
         heights = dict(rows)
-        heights["failures"] = rows["failures"] + rows["waiting"]
-        heights["memory"] = rows["memory"] + rows["cpu"]
+        heights["failures"] = rows.get("failures", 0) + rows.get("waiting", 0)
+        heights["memory"] = rows.get("memory", 0) + rows.get("cpu", 0)
         for part, widget_id in (
+            ("name", "name-big"),
+            ("gap", "gap"),
+            ("proj", "proj"),
             ("head", "head"),
             ("verdict", "breaking"),
             ("qps", "qps"),
@@ -319,6 +419,26 @@ class StackPane(Vertical, can_focus=True):
             self._flag("-projector", on)
             self.fit()
 
+    def set_label(self, label: str) -> None:
+        """The name in large type (the race screen makes it short and distinct)."""
+        if label != self.label:
+            self.label = label
+            self.query_one("#name-big", BigNumber).update(label, "")
+            self.fit()
+
+    def set_scale_cap(self, cap: int) -> None:
+        if cap != self.scale_cap:
+            self.scale_cap = cap
+            self._rows = {}
+            self.fit()
+
+    def set_p99_unit(self, unit: str) -> None:
+        """Projector mode: p99 in this unit ("MS" or "S"), the one every pane uses."""
+        if unit != self.p99_unit:
+            self.p99_unit = unit
+            if self._last_window is not None:
+                self._show_latency(self._last_window)
+
     # --- one tick -------------------------------------------------------------------
 
     def show(
@@ -349,6 +469,8 @@ class StackPane(Vertical, can_focus=True):
         if v is not None and not self._rows.get("verdict"):
             # no row for the verdict line in a small pane: its kind goes in the border
             subtitle = f"▲ {v.kind.upper()} at {fmt_level(v.level, rate_mode)}"
+        if view.wedged and view.state == StackState.READY:
+            subtitle = "WEDGED: it answers nothing"
         if view.engine_limited:
             subtitle = f"ENGINE-LIMITED: {view.engine_limit}"
         elif view.refused:
@@ -363,6 +485,8 @@ class StackPane(Vertical, can_focus=True):
         self._flag("-broken", v is not None)
         for kind in VERDICT_KINDS:
             self._flag(f"-{kind}", v is not None and v.kind == kind)
+        self._flag("-shared", v is None and bool(view.core_share))
+        self._flag("-wedged", view.wedged)
         self._flag("-behind", v is None and bool(view.behind))
         if view.state == StackState.CRASHED:
             log = Text("\n".join(view.log_tail) or "(no log)", style="red")
@@ -372,7 +496,7 @@ class StackPane(Vertical, can_focus=True):
             self._show_interval(t.interval, due)
         # the verdict line follows the verdict at once (its colour does: the class)
         # (its kind and level: the figures in it change every interval, redrawn when due)
-        shown = (v.kind, v.level) if v is not None else None
+        shown = (v.kind, v.level, view.core_share) if v is not None else view.core_share
         verdict_changed = shown != self._verdict_shown
         self._verdict_shown = shown
         if due or changed or verdict_changed or "head" not in self._texts:
@@ -415,13 +539,27 @@ class StackPane(Vertical, can_focus=True):
             cpu.append(f"  waited {res.cpu_wait_percent:.0f}% for a core", style="bold yellow")
         self._lines["cpu"] = cpu
         self._set("memory", _two_lines(mem, cpu))
+        self._proj["rss"] = fmt_mb(res.rss) if res is not None else "–"
+        self._proj["cpu"] = f"{res.cpu_percent:.0f}%" if res is not None else "–"
+        self._show_proj()
 
     def _show_verdict(self, view: PaneView, rate_mode: bool) -> None:
         v = view.verdict
         line = Text(no_wrap=True, overflow="ellipsis")
+        width = self.content_size.width or 40
         if v is not None:
-            line.append(f"▲ {v.kind.upper()} at {fmt_level(v.level, rate_mode)}", style="bold")
-            line.append(f" · {view.proof or v.reason}")
+            line = verdict_line(view, rate_mode, width, self._rows.get("verdict", 1))
+        elif view.core_share and view.target is not None:
+            # no verdict of its own: the race's verdict is the full shared core
+            level = fmt_level(view.target.level, rate_mode)
+            line.append(f"◆ sharing a full core at {level}", style="bold")
+            line.append(f" · {view.core_share}")
+            if line.cell_len > width * self._rows.get("verdict", 1):
+                line = Text(no_wrap=True, overflow="ellipsis")
+                line.append(f"◆ SHARED CORE {level}", style="bold")
+                line.append(f" · {view.core_share.split(': ', 1)[-1]}")
+            elif self._rows.get("verdict", 1) > 1:
+                line.no_wrap = False
         elif view.behind:
             line.append(f"▼ {view.behind.upper()[:16]}", style="bold")
             line.append(view.behind[16:])
@@ -448,8 +586,15 @@ class StackPane(Vertical, can_focus=True):
         if self._rows.get("latency"):
             self._set("latency", latency_lines(w.latency, w.latency_uncorrected, width))
         if self._rows.get("p99big"):
-            value, unit = _p99_figure(w.latency)
-            self.query_one("#p99big", BigNumber).update(value, unit)
+            big = self.query_one("#p99big", BigNumber)
+            if self.projector:
+                # one unit for every pane, drawn as large as the digits
+                big.reference = P99_REFERENCE
+                big.update(p99_in(w.latency, self.p99_unit), "")
+            else:
+                big.reference = REFERENCE
+                value, unit = _p99_figure(w.latency)
+                big.update(value, unit)
 
     def _show_interval(self, w: WindowStats, due: bool = True) -> None:
         """One engine interval. The figures are redrawn every QPS_EVERY intervals (half a
@@ -528,11 +673,39 @@ class StackPane(Vertical, can_focus=True):
             wait.stylize(_QUEUED)
         self._lines["waiting"] = wait
         self._set("failures", _two_lines(line, wait))
+        self._proj["failed"] = f"{sum(self.failures_seen.values()):,}"
+        self._proj["waiting"] = f"{w.waiting:,}"
+        self._show_proj()
+
+    def _show_proj(self) -> None:
+        """Projector mode's bold lines: failures and waiting, then memory and CPU (on
+        one line when the pane has one)."""
+        if not self._rows.get("proj"):
+            return
+        p = self._proj
+        first = f"failed {p['failed']}  waiting {p['waiting']}"
+        second = f"RSS {p['rss']}  CPU {p['cpu']}"
+        text = f"{first}\n{second}" if self._rows["proj"] > 1 else f"{first}  {second}"
+        self._set("proj", Text(text, style="bold", no_wrap=True, overflow="ellipsis"))
+
+
+def pane_widget_id(member_id: str) -> str:
+    """The Textual id of a member's pane (tests and screenshots query it)."""
+    return f"pane-{slug(member_id)}"
 
 
 def _two_lines(first: Text, second: Text) -> Text:
     """Two lines that never wrap (a wrapped first line would push the second out)."""
     return Text("\n", no_wrap=True, overflow="ellipsis").join([first, second])
+
+
+def p99_in(lat: LatencySummary, unit: str) -> str:
+    """p99 in a given unit, with the unit, for large type: "157 MS", "2.5 S"."""
+    if lat.count == 0:
+        return f"– {unit}"
+    value = lat.p99 / (1e6 if unit == "S" else 1e3)
+    digits = f"{value:.2f}" if value < 1 else f"{value:.1f}" if value < 10 else f"{value:.0f}"
+    return f"{digits} {unit}"
 
 
 def _p99_figure(lat: LatencySummary) -> tuple[str, str]:
@@ -544,12 +717,6 @@ def _p99_figure(lat: LatencySummary) -> tuple[str, str]:
         return f"{us / 1e6:.1f}", "s p99"
     ms = us / 1000
     return (f"{ms:.1f}" if ms < 10 else f"{ms:.0f}"), "ms p99"
-
-
-def pane_dom_id(member_id: str) -> str:
-    """A pane's widget id: the member's id when it is a plain name, else its slug
-    (`gunicorn-sync[app]:workers=2` is user text, never a Textual id)."""
-    return member_id if is_safe(member_id) else slug(member_id)
 
 
 def _path_of(url: str) -> str:

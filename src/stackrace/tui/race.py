@@ -19,11 +19,13 @@ from textual.widgets import Footer, Static
 
 from stackrace.race.core import StackState
 from stackrace.race.session import Session, SessionView
+from stackrace.race.summary import context as summary_context
 from stackrace.tui.chart import PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import LogScreen, SummaryScreen
 from stackrace.tui.ghost import GhostPane
 from stackrace.tui.pane import StackPane
 from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.thennow import ThenNowStrip
 
 # Distinct on dark and light backgrounds and on a washed-out projector.
 PALETTE = ("#4FC3F7", "#FFB74D", "#81C784", "#F06292", "#BA68C8", "#FFF176", "#4DB6AC", "#E57373")
@@ -34,6 +36,7 @@ _CURVE = curve_points()
 
 
 CHROME_ROWS = 6  # controls (4), status line, footer
+PROJECTOR_CHROME_ROWS = 3  # projector mode: the controls on two rows, no footer
 CHART_ROWS = 12
 PANE_COMFORT = 16  # rows a pane wants before the latency chart may take any
 PANE_MIN_W = 22  # columns a pane needs for req/s, p99 and memory (four at 100 columns)
@@ -64,13 +67,12 @@ def grid_shape(n: int, width: int, height: int, projector: bool = False) -> tupl
     n = max(1, n)
     avail = height - CHROME_ROWS
     if projector:
-        # large type wants wide panes: a near-square grid while each row keeps 18 rows
+        # large type wants wide panes: a near-square grid (2×2 for four stacks), each
+        # pane with its name, req/s and p99 in large type (pane.plan_projector)
         import math
 
         cols = max(1, math.ceil(math.sqrt(n)))
-        rows = -(-n // cols)
-        if rows * 18 <= avail:
-            return cols, rows, False
+        return cols, -(-n // cols), False
     per = PANE_MIN_W if n <= 4 else PANE_WIDE_W
     max_cols = max(1, min(n, width // per))
     rows = -(-n // max_cols)
@@ -90,13 +92,15 @@ class RaceScreen(Screen[None]):
         Binding("a", "chart_all", "chart all"),
         Binding("c", "toggle_chart", "chart"),
         Binding("b", "projector", "big"),
+        Binding("n", "then_now", "then/now", show=False),
         Binding("q", "app.quit", "quit"),
-        # a replay's controls (only while replaying)
-        Binding("space", "replay_pause", "pause", show=False),
-        Binding("greater_than_sign,full_stop", "replay_speed(1)", "faster", show=False),
-        Binding("less_than_sign,comma", "replay_speed(-1)", "slower", show=False),
-        Binding("right_square_bracket", "replay_seek(10)", "+10 s", show=False),
-        Binding("left_square_bracket", "replay_seek(-10)", "−10 s", show=False),
+        # a replay's controls (only while replaying: the footer shows these instead of
+        # the load's keys, which a replay does not take)
+        Binding("space", "replay_pause", "pause"),
+        Binding("greater_than_sign,full_stop", "replay_speed(1)", "faster", key_display=">"),
+        Binding("less_than_sign,comma", "replay_speed(-1)", "slower", key_display="<"),
+        Binding("right_square_bracket", "replay_seek(10)", "+10 s", key_display="]"),
+        Binding("left_square_bracket", "replay_seek(-10)", "−10 s", key_display="["),
     ]
 
     def __init__(
@@ -105,6 +109,7 @@ class RaceScreen(Screen[None]):
         super().__init__(id="race")
         self.projector = projector
         self.chart_wanted: bool | None = None  # the user's c: None = when there is room
+        self.then_now_wanted = True  # n: the classic experiment's strip, when there is one
         self._chart_room = True
         self._ramp_done_seen = False
         self._tops = (0.0, 0.0)
@@ -128,12 +133,16 @@ class RaceScreen(Screen[None]):
             yield ConcurrencySlider(self.session.level, id="level")
             yield Static("", id="engine-health")
         yield Static("", id="status-line")
-        yield Grid(id="panes")
+        with Horizontal(id="race-body"):
+            yield Grid(id="panes")
+            yield ThenNowStrip(id="thennow")
         yield PercentileChart(id="chart")
         yield Footer()
 
     def on_mount(self) -> None:
         self.set_class(self.projector, "-projector")
+        if self.projector:  # (--big): a recording starts with it
+            self.session.note_view("projector", "on")
         banner = self._banner()
         self.query_one("#banner", Static).update(banner)
         self.query_one("#banner").display = bool(banner)
@@ -156,6 +165,9 @@ class RaceScreen(Screen[None]):
         if not self.panes:
             return
         width, height = self.size
+        strip = self.query_one("#thennow")
+        if strip.display:  # the classic experiment's strip takes its columns first
+            width -= strip.outer_size.width or min(52, max(30, width * 3 // 10))
         banner = 1 if self.query_one("#banner").display else 0
         n = len(self.panes) + len(self.ghost_panes)
         cols, _rows, room = grid_shape(n, width, height - banner, self.projector)
@@ -167,19 +179,22 @@ class RaceScreen(Screen[None]):
         show = (room if self.chart_wanted is None else self.chart_wanted) and not self.projector
         if chart.display != show:
             chart.display = show
+        # once the grid has its new shape, every pane's digits at one size
+        self.call_after_refresh(self.share_scale)
 
     # --- the one update path ----------------------------------------------------------
 
     async def tick(self) -> None:
         """Poll the session and redraw every pane; called by the 4 Hz timer (and tests)."""
         view = await self.session.poll()
-        self.last_view = view
         new_interval = view.seq != self._last_seq
         self._last_seq = view.seq
         self._ticks += 1
         with self.app.batch_update():
             await self._sync_panes(view)
             rate_mode = view.rate is not None
+            if self.projector:
+                self._share_p99_unit(view)
             for pv in view.panes:
                 self.panes[pv.id].show(pv, new_interval, rate_mode, view.timeout, view.seq)
             for gv in view.ghosts:
@@ -190,6 +205,10 @@ class RaceScreen(Screen[None]):
             # on an interval the panes redraw on too: one frame, not two
             if self._ticks == 1 or (new_interval and view.seq % CHART_EVERY == 0):
                 self._show_chart()
+                self._show_then_now()
+        self.last_view = view  # (once drawn: what a reader of it sees on the screen)
+        if self.player is not None:
+            self._replay_view()
         if view.ramp_done and not self._ramp_done_seen:
             # a ramp ended: its findings, at once (a silent end tells the room nothing)
             self._ramp_done_seen = True
@@ -197,6 +216,46 @@ class RaceScreen(Screen[None]):
             self.action_summary()
         elif not view.ramp_done:
             self._ramp_done_seen = False
+
+    def _share_p99_unit(self, view: SessionView) -> None:
+        """Projector mode: p99 in one unit in every pane at any moment (seconds as soon
+        as one pane's p99 reaches a second), so "2.5 S" never sits beside "157 MS"."""
+        top = max(
+            (pv.target.interval.latency.p99 for pv in view.panes if pv.target is not None),
+            default=0,
+        )
+        unit = "S" if top >= 1_000_000 else "MS"
+        for pane in self.panes.values():
+            pane.set_p99_unit(unit)
+
+    def share_scale(self) -> None:
+        """One digit size in every pane: the largest scale every pane's box allows (a
+        pane a row shorter than its neighbours would otherwise draw smaller digits)."""
+        if not self.panes:
+            return
+        sizes = [p.content_size for p in self.panes.values() if p.content_size.height > 0]
+        box = (min(s.width for s in sizes), min(s.height for s in sizes)) if sizes else None
+        for pane in self.panes.values():
+            pane.scale_cap = 8
+            pane.shared_box = box
+            pane.fit()
+        cap = min(p.fig_scale for p in self.panes.values()) or 1
+        for pane in self.panes.values():
+            pane.set_scale_cap(cap)
+
+    def on_stack_pane_resized(self, event: StackPane.Resized) -> None:
+        event.stop()
+        self.call_after_refresh(self.share_scale)
+
+    def _label_panes(self) -> None:
+        """Short, distinct names for large type (tui/names.py)."""
+        from stackrace.tui.names import short_labels
+
+        ids = [pid for pid, p in self.panes.items() if not p.external]
+        labels = short_labels(ids)
+        for pid, pane in self.panes.items():
+            label = labels.get(pid) or pane.name_text.upper()[:12]
+            pane.set_label(label)
 
     def _share_scales(self) -> None:
         """One scale for every pane's sparklines: heights compare across panes."""
@@ -217,10 +276,6 @@ class RaceScreen(Screen[None]):
         if not new and not ghosts:
             return
         grid = self.query_one("#panes", Grid)
-        for gv in ghosts:
-            ghost = GhostPane(gv)
-            self.ghost_panes[gv.id] = ghost
-            await grid.mount(ghost)
         for pv in new:
             pane = StackPane(pv)
             pane.projector = self.projector
@@ -229,9 +284,22 @@ class RaceScreen(Screen[None]):
             self.pane_colors[pv.id] = color
             pane.styles.border_title_color = color
             self.panes[pv.id] = pane
-            # live panes first, ghosts after them
+            pane.external = pv.external
+            # live panes in order, each before the ghosts of other stacks
             first_ghost = next(iter(self.ghost_panes.values()), None)
             await grid.mount(pane, before=first_ghost)
+            pane.query_one("#name-big").styles.color = color
+        for gv in ghosts:
+            # a ghost sits beside its live twin (the same stack), else after them all
+            ghost = GhostPane(gv)
+            twin = self.panes.get(gv.stack_id)
+            after = next(
+                (g for g in reversed(self.ghost_panes.values()) if g.stack_id == gv.stack_id),
+                twin,
+            )
+            self.ghost_panes[gv.id] = ghost
+            await grid.mount(ghost, after=after) if after is not None else await grid.mount(ghost)
+        self._label_panes()
         self._relayout()
         if self.focused_id is None and view.panes:
             self.focused_id = view.panes[0].id
@@ -240,7 +308,10 @@ class RaceScreen(Screen[None]):
         """Update a top-bar Static only when its text changed (an update redraws it)."""
         if self._shown.get(widget_id) != content:
             self._shown[widget_id] = content
-            self.query_one(f"#{widget_id}", Static).update(content, layout=False)
+            # the status line may take a second row (a long verdict of the race): a
+            # layout pass for it, none for the fixed-size controls
+            layout = widget_id == "status-line"
+            self.query_one(f"#{widget_id}", Static).update(content, layout=layout)
 
     def _show_controls(self, view: SessionView) -> None:
         rate_mode = view.rate is not None
@@ -272,7 +343,10 @@ class RaceScreen(Screen[None]):
             status.append(f"[b]{view.caption}[/]")
         if view.database:
             status.append(f"[b red]{view.database.upper()}: figures are the database's[/]")
-        if view.shared_cores:
+        if view.shared is not None and view.shared.full:
+            # the race's verdict: every pane's figure is a share of a full core
+            status.append(f"[b reverse magenta] {view.shared.headline()} [/]")
+        elif view.shared_cores:
             # the fair figures then are each pane's CPU µs per request and its wait for a core
             status.append(f"[yellow]{view.placement}[/]")
         if not view.keepalive:
@@ -297,7 +371,7 @@ class RaceScreen(Screen[None]):
         for pid in ids:
             curve = self.session.percentile_curve(pid, _CURVE)
             if curve:
-                series.append(Series(self.panes[pid].label or pid, self.pane_colors[pid], curve))
+                series.append(Series(self.panes[pid].name_text, self.pane_colors[pid], curve))
         names = " ".join(f"[{s.color}]━ {escape(s.name)}[/]" for s in series)
         scope = "all stacks" if self.chart_all else "focused stack"
         chart.border_title = f"latency by percentile, {scope} (a: toggle)  {names}"
@@ -309,7 +383,35 @@ class RaceScreen(Screen[None]):
         focused = self.app.focused
         if isinstance(focused, StackPane) and focused.pane_id != self.focused_id:
             self.focused_id = focused.pane_id
+            self.session.note_view("focus", focused.pane_id)
             self._show_chart()
+
+    # --- a replay's view --------------------------------------------------------------
+
+    def _replay_view(self) -> None:
+        """Apply the view changes the recording holds (projector mode, the chart, a
+        dialog opened or closed, the focused pane): the room's view, replayed."""
+        for what, arg in self.session.take_view_events():
+            on = arg == "on"
+            if what == "projector" and on != self.projector:
+                self._set_projector(on)
+            elif what == "chart":
+                self.chart_wanted = on
+                self._relayout()
+                self._show_chart()
+            elif what == "chart_all" and on != self.chart_all:
+                self.chart_all = on
+                self._show_chart()
+            elif what == "focus" and arg in self.panes:
+                self.focused_id = arg
+                self._show_chart()
+            elif what == "summary":
+                self._open_summary()
+            elif what == "log" and arg in self.panes:
+                self.focused_id = arg
+                self._open_log()
+            elif what == "close" and isinstance(self.app.screen, SummaryScreen | LogScreen):
+                self.app.pop_screen()
 
     # --- commands ---------------------------------------------------------------------
 
@@ -324,9 +426,15 @@ class RaceScreen(Screen[None]):
         return False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # replay keys only in a replay; load commands only live
+        # replay keys only in a replay; the load's keys only live (False hides a key
+        # from the footer: a replay's footer shows the replay's keys); once quitting,
+        # nothing but quitting
+        if self.session.stopping:
+            return action in ("app.quit", "quit")
         if action.startswith("replay_"):
             return self.player is not None
+        if action in ("level", "toggle_mode", "ramp"):
+            return self.player is None
         return True
 
     async def action_replay_pause(self) -> None:
@@ -375,6 +483,15 @@ class RaceScreen(Screen[None]):
     def action_summary(self) -> None:
         if isinstance(self.app.screen, SummaryScreen):
             return
+        self.session.note_view("summary")
+        self._open_summary()
+
+    def _dialog_closed(self, _result: object = None) -> None:
+        self.session.note_view("close")
+
+    def _open_summary(self) -> None:
+        if isinstance(self.app.screen, SummaryScreen):
+            return
         self.app.push_screen(
             SummaryScreen(
                 self.session.summary(),
@@ -383,17 +500,42 @@ class RaceScreen(Screen[None]):
                 colors=self.pane_colors,
                 synthetic=self.session.synthetic,
                 ramp_running=self.session.ramp is not None,
-            )
+                context=summary_context(self.session),
+            ),
+            callback=self._dialog_closed,
         )
 
     def action_log(self) -> None:
         if self.focused_id is None:
             return
-        name = self.panes[self.focused_id].label or self.focused_id
-        self.app.push_screen(LogScreen(str(name), self.session.log_text(self.focused_id)))
+        self.session.note_view("log", self.focused_id)
+        self._open_log()
+
+    def _open_log(self) -> None:
+        if self.focused_id is None:
+            return
+        name = self.panes[self.focused_id].name_text
+        self.app.push_screen(
+            LogScreen(str(name), self.session.log_text(self.focused_id)),
+            callback=self._dialog_closed,
+        )
+
+    def _show_then_now(self) -> None:
+        """The classic experiment's strip (not in projector mode: the panes' large type
+        needs the width)."""
+        strip = self.query_one("#thennow", ThenNowStrip)
+        wanted = self.then_now_wanted and not self.projector
+        strip.show(self.session.then_now() if wanted else None)
+
+    def action_then_now(self) -> None:
+        """`n`: show or hide the classic experiment's figures and claims."""
+        self.then_now_wanted = not self.then_now_wanted
+        self._show_then_now()
+        self._relayout()
 
     def action_chart_all(self) -> None:
         self.chart_all = not self.chart_all
+        self.session.note_view("chart_all", "on" if self.chart_all else "off")
         chart = self.query_one("#chart", PercentileChart)
         if not chart.display and not self.projector:
             self.chart_wanted = True
@@ -403,14 +545,21 @@ class RaceScreen(Screen[None]):
     def action_toggle_chart(self) -> None:
         chart = self.query_one("#chart", PercentileChart)
         self.chart_wanted = not chart.display
+        self.session.note_view("chart", "on" if self.chart_wanted else "off")
         self._relayout()
         self._show_chart()
 
     def action_projector(self) -> None:
-        """Projector mode: only req/s, p99, waiting, failures, RSS and CPU, large."""
-        self.projector = not self.projector
+        """Projector mode: the names, req/s and p99 in large type; failures, waiting,
+        RSS and CPU in bold (a recording keeps the switch: a replay shows it too)."""
+        self._set_projector(not self.projector)
+        self._show_then_now()
+        self.session.note_view("projector", "on" if self.projector else "off")
+        self.notify("projector mode" if self.projector else "full figures")
+
+    def _set_projector(self, on: bool) -> None:
+        self.projector = on
         self.set_class(self.projector, "-projector")
         for pane in self.panes.values():
             pane.set_projector(self.projector)
         self._relayout()
-        self.notify("projector mode" if self.projector else "full figures")

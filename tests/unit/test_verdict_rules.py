@@ -1,0 +1,167 @@
+"""The verdict rules on recorded intervals (synthetic figures, no servers): a full
+shared core is the race's verdict, kinds do not flip on noise, a wedged server is
+FAILING with what was seen, a full backlog is named."""
+
+from __future__ import annotations
+
+from stackrace.engine.model import LatencySummary, WindowStats
+from stackrace.race.verdicts import HOLD, VerdictHold, alone_on_a_core, shared_core
+from stackrace.race.wedge import WEDGED_AFTER, WedgeWatch, backlog_note, timeout_cause
+from stackrace.ramp import (
+    FAILING,
+    QUEUEING,
+    SATURATED,
+    CpuShare,
+    Verdict,
+    find_breaking_point,
+    step_result,
+)
+from stackrace.stacks.listen import ListenState
+from stackrace.stacks.signs import ServerSigns
+
+
+def window(rps: float, mean_ms: float, seconds: float = 3.0, waiting: int = 0, **kw) -> WindowStats:
+    n = int(rps * seconds)
+    lat = LatencySummary(count=n, mean=mean_ms * 1000, p50=int(mean_ms * 1000),
+                         p99=int(mean_ms * 3000), max=int(mean_ms * 4000))  # fmt: skip
+    return WindowStats(seconds=seconds, sent=n + waiting, requests=n, ok=n, rps=rps,
+                       waiting=waiting, latency=lat, **kw)  # fmt: skip
+
+
+# --- a shared core ----------------------------------------------------------------------
+
+
+def test_a_stack_waiting_for_a_full_shared_core_has_no_verdict_of_its_own():
+    """Four async stacks on one core at c=100: each used ~25 % and waited ~70 %; their
+    req/s went flat while latency grew. Before: every one SATURATED ("uvicorn broke").
+    Now: no verdict of its own; the race's verdict is that the core is full."""
+    full = shared_core([(25, 70), (24, 71), (26, 69), (23, 72)], cores=1)
+    assert full.full and "figures compare shares, not capacities" in full.headline()
+    share = CpuShare(used=25, capacity=100, waited=70, core_full=full.full)
+    steps = [
+        step_result(10, window(4000, 2.5), share=share),
+        step_result(100, window(4100, 24), share=share),  # flat, latency ×9.6
+    ]
+    assert find_breaking_point(steps) is None
+    # the same stack judged as before (its wait counted as its own CPU): SATURATED
+    old = CpuShare(used=95, capacity=100)
+    assert (
+        find_breaking_point([step_result(s.level, s.window, share=old) for s in steps]).kind
+        == SATURATED
+    )
+
+
+def test_a_stack_cpu_bound_by_itself_stays_saturated_and_a_blocked_one_queues():
+    full = CpuShare(used=85, capacity=100, waited=10, core_full=True)
+    steps = [
+        step_result(10, window(4000, 2.5), share=full),
+        step_result(100, window(4050, 25), share=full),
+    ]
+    assert find_breaking_point(steps).kind == SATURATED
+    # a sync worker blocked on I/O on the same full core: its own CPU is low, it queues
+    sync = CpuShare(used=8, capacity=100, waited=5, core_full=True)
+    steps = [
+        step_result(1, window(90, 11), share=sync),
+        step_result(10, window(91, 110), share=sync),
+    ]
+    assert find_breaking_point(steps).kind == QUEUEING
+
+
+def test_shared_core_not_full_and_the_estimate_alone_on_a_core():
+    assert not shared_core([(20, 1), (15, 0)], cores=1).full
+    assert not shared_core([(95, 0)], cores=1).full  # one stack: its own verdict
+    assert alone_on_a_core(53.6) == 1e6 / 53.6
+    assert alone_on_a_core(None) is None and alone_on_a_core(0) is None
+
+
+# --- hysteresis -------------------------------------------------------------------------
+
+
+def v(kind: str, level: int = 200) -> Verdict:
+    return Verdict(level, kind, kind, 0, 0.0)
+
+
+def test_a_verdict_kind_changes_only_after_it_has_held_and_says_since_when():
+    hold = VerdictHold()
+    # while the level settles (its first HOLD seconds of judgements) it shows as judged
+    shown = hold.feed(10.0, 200, None, "")
+    assert shown.verdict is None
+    shown = hold.feed(10.25, 200, v(SATURATED), "CPU 95%")
+    assert shown.verdict.kind == SATURATED and shown.since == 10.25
+    t = 10.5
+    while t < 10.0 + HOLD:
+        assert hold.feed(t, 200, v(SATURATED), "CPU 95%").verdict.kind == SATURATED
+        t += 0.25
+    # settled: noise — "not broken" for a second, then saturated again — is never shown
+    for fresh in [None, None, None, v(SATURATED), None, None, v(SATURATED)]:
+        shown = hold.feed(t, 200, fresh, "x")
+        assert shown.verdict is not None and shown.verdict.kind == SATURATED
+        t += 0.25
+    assert shown.since == 10.25  # held since it first showed
+    # a real change holds for HOLD seconds, then shows, since when it began
+    start = t
+    while t - start < HOLD:
+        assert hold.feed(t, 200, v(QUEUEING), "q").verdict.kind == SATURATED
+        t += 0.25
+    shown = hold.feed(t, 200, v(QUEUEING), "q")
+    assert shown.verdict.kind == QUEUEING and shown.since == start and shown.proof == "q"
+    # a new level clears it; while it settles its judgements show at once
+    assert hold.feed(t + 0.25, 500, None, "", judged=False).verdict is None
+    assert hold.feed(t + 0.5, 500, None, "", judged=True).verdict is None
+    assert hold.feed(t + 0.75, 500, v(FAILING, 500), "f").verdict.kind == FAILING
+    # settled, a change must hold first
+    t += 0.75 + HOLD
+    assert hold.feed(t, 500, None, "").verdict.kind == FAILING
+
+
+# --- wedged -----------------------------------------------------------------------------
+
+
+def signs(t: float, queue: int = 0, backlog: int = 2048, close_wait: int = 0,
+          log: dict[str, int] | None = None, exited: int = 0) -> ServerSigns:  # fmt: skip
+    listen = ListenState(1234, True, queue, backlog, established=queue + close_wait,
+                         close_wait=close_wait)  # fmt: skip
+    return ServerSigns(t, listen, log or {}, exited)
+
+
+def test_a_server_that_answers_nothing_while_a_client_waits_is_wedged_with_the_reasons():
+    """After c=1000, gunicorn sync at c=1: one client in connect, nothing answered;
+    the kernel holds 2,049 of 2,048 in its accept queue and 1,634 closed connections;
+    its log says WORKER TIMEOUT six times in the last minute, its worker restarted."""
+    watch = WedgeWatch()
+    start = signs(0.0, log={"WORKER TIMEOUT": 2, "worker booted": 3}, exited=2)
+    assert watch.feed(0.0, window(90, 11, seconds=0.25), start) is None  # answers came
+    stuck = WindowStats(seconds=0.25, sent=1, waiting=1, connecting=1)
+    t = 0.25
+    while t < WEDGED_AFTER:
+        assert watch.feed(t, stuck, start) is None  # not yet: a stall is timed
+        t += 0.25
+    later = signs(t, queue=2049, close_wait=1634,
+                  log={"WORKER TIMEOUT": 8, "worker booted": 9}, exited=8)  # fmt: skip
+    wedge = watch.feed(t + 0.25, stuck, later)
+    assert wedge is not None and wedge.seconds >= WEDGED_AFTER
+    verdict = wedge.verdict(1)
+    assert verdict.kind == FAILING and verdict.level == 1
+    proof = wedge.proof()
+    assert "1 stuck in connect (it accepts nothing)" in proof
+    assert "accept queue 2,049 of 2,048 (full)" in proof
+    assert "1,634 closed by clients (CLOSE-WAIT)" in proof
+    assert "WORKER TIMEOUT ×6" in proof and "6 of its processes exited" in proof
+    # one answer ends the stall
+    assert watch.feed(t + 0.5, window(4, 250, seconds=0.25), later) is None
+
+
+def test_nobody_waiting_is_no_stall():
+    watch = WedgeWatch()
+    idle = WindowStats(seconds=0.25)
+    assert all(watch.feed(t / 4, idle, None) is None for t in range(40))
+
+
+def test_a_full_backlog_and_the_cause_of_timeouts_are_named():
+    backlogged = window(4000, 30, waiting=1000, connecting=872)
+    note = backlog_note(signs(0, queue=129, backlog=128), backlogged)
+    assert note == "its listen backlog is full (129 of 128): 872 clients wait in connect"
+    assert backlog_note(signs(0, queue=3, backlog=128), backlogged) == ""
+    assert "is full (129 of 128)" in timeout_cause(signs(0, queue=129, backlog=128))
+    assert "is not full (3 of 128)" in timeout_cause(signs(0, queue=3, backlog=128))
+    assert timeout_cause(None) == ""

@@ -1,0 +1,85 @@
+"""The real app, opened from a command line the way `stackrace` opens it
+(`tui.app.make_app`), on the real stacks and engine, driven with Textual's Pilot."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from stackrace.cli import build_parser
+from stackrace.race.core import StackState
+from stackrace.race.session import SessionView
+from stackrace.tui.app import StackraceApp, make_app
+from tests.walkthrough.terminal import MARK, wait_none_left
+
+LIVE = (StackState.READY, StackState.WARMING)
+
+
+@contextlib.asynccontextmanager
+async def real_app(
+    argv: list[str], size: tuple[int, int] = (160, 48), screenshots: Path | None = None
+) -> AsyncIterator[tuple[StackraceApp, Pilot]]:
+    """`stackrace ARGV` in Pilot. Every process it starts carries a marker in its
+    environment; once the app is closed, none may be left (`wait_none_left`)."""
+    mark = uuid.uuid4().hex
+    saved = os.environ.get(MARK)
+    os.environ[MARK] = mark
+    try:
+        args = build_parser().parse_args(argv)
+        args.argv = list(argv)
+        app = make_app(args)
+        if screenshots is not None:
+            app.screenshot_dir = screenshots
+        async with app.run_test(size=size) as pilot:
+            yield app, pilot
+            if app.crash is None:
+                await pilot.press("q")
+                await pilot.pause(0.2)
+        assert app.crash is None, f"the app crashed: {app.crash!r} ({app.crash_log})"
+        left = [p for p in wait_none_left(mark, 20.0) if not p.startswith(f"{os.getpid()}:")]
+        assert not left, f"left running after the app closed: {left}"
+    finally:
+        if saved is None:
+            os.environ.pop(MARK, None)
+        else:
+            os.environ[MARK] = saved
+
+
+async def wait_for(
+    app: StackraceApp, pilot: Pilot, done: Callable[[SessionView], bool], timeout: float
+) -> SessionView | None:
+    """Poll the race's last view (the app's own 4 Hz timer makes it) until `done`."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while loop.time() < end:
+        await pilot.pause(0.25)
+        race = app.race
+        if race is not None and race.last_view is not None and done(race.last_view):
+            return race.last_view
+    return None
+
+
+def all_loaded(view: SessionView) -> bool:
+    """Every stack up and answering: ready (or warming), its target fed with answers."""
+    return bool(view.panes) and all(
+        p.state in LIVE and p.target is not None and p.target.total.requests > 0 for p in view.panes
+    )
+
+
+def why_not(view: SessionView | None) -> str:
+    """What each pane that is not loaded says (its state and log), for a failure."""
+    if view is None:
+        return "the race never started"
+    out = []
+    for p in view.panes:
+        if p.state in LIVE and p.target is not None and p.target.total.requests > 0:
+            continue
+        log = " | ".join(p.log_tail[-4:])
+        out.append(f"{p.id}: {p.state.value}, {p.refused or ''} {log}")
+    return "; ".join(out) + (f"; errors: {view.errors}" if view.errors else "")

@@ -1,0 +1,113 @@
+"""Every preset, opened with `--preset NAME --go` as the README says: every stack starts,
+is loaded and answers in the app, a seed preset shows its experiment beside the panes,
+and quitting leaves nothing running. Two presets take a second path on the way (each
+path once is cheaper than a race of its own): seed-002-concurrency-ceilings's four
+stacks in projector mode on a 100×30 terminal, and sync-ceiling recorded, then replayed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stackrace.presets import PRESETS_DIR, load_preset
+from stackrace.race.recording import ReplayPlayer, load_recording
+from stackrace.race.summary import to_dict
+from stackrace.tui.app import StackraceApp
+from stackrace.tui.bignum import BigNumber
+from stackrace.tui.slider import ConcurrencySlider
+from tests.walkthrough.realapp import all_loaded, real_app, wait_for, why_not
+
+PRESETS = sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+PROJECTOR = "seed-002-concurrency-ceilings"  # four stacks: 2×2 at 100×30
+RECORDED = "sync-ceiling"
+
+
+@pytest.mark.parametrize("name", PRESETS)
+async def test_every_preset_opens_and_races(name: str, tmp_path: Path):
+    preset = load_preset(name)
+    argv = ["--preset", name, "--go"]
+    size = (160, 48)
+    if name == PROJECTOR:
+        argv.append("--big")
+        size = (100, 30)
+    record = tmp_path / "race.jsonl.gz"
+    if name == RECORDED:
+        argv += ["--record", str(record)]
+    async with real_app(argv, size=size, screenshots=tmp_path) as (app, pilot):
+        view = await wait_for(app, pilot, all_loaded, timeout=60)
+        last = app.race.last_view if app.race is not None else None
+        assert view is not None, f"{name}: not every stack raced: {why_not(last)}"
+        assert len(view.panes) == len(preset.stacks)
+        # each variant in a pane of its own: ids are slugs, names the stacks' own
+        assert {p.id for p in view.panes} == set(preset.stacks)
+        race = app.race
+        assert race is not None
+        strip = race.query_one("#thennow")
+        if preset.experiment is not None and not race.projector:
+            assert strip.display, "a seed preset shows its experiment beside the panes"
+            assert f"experiment {preset.experiment}" in str(strip.content)
+        elif preset.experiment is None:
+            assert not strip.display
+        if name == PROJECTOR:
+            await pilot.pause(1.0)
+            check_projector(race)
+        if name == RECORDED:
+            live = await record_a_little(app, pilot)
+    if name == RECORDED:
+        await check_replay(record, live)
+
+
+def check_projector(race) -> None:  # type: ignore[no-untyped-def]
+    """Projector mode at 100×30: 2×2, each stack's name in large type, one digit size and
+    one p99 unit in every pane."""
+    assert race.projector and race.query_one("#panes").styles.grid_size_columns == 2
+    sizes, units = set(), set()
+    for pane in race.panes.values():
+        name = pane.query_one("#name-big", BigNumber)
+        assert name.display and name.region.height >= 3, pane.pane_id
+        qps = pane.query_one("#qps", BigNumber)
+        p99 = pane.query_one("#p99big", BigNumber)
+        assert qps.display and p99.display and p99.region.height == qps.region.height
+        sizes.add(qps.region.height)
+        units.add(p99.value.split()[-1])
+    assert len(sizes) == 1 and len(units) == 1, (sizes, units)
+    assert len({p.label for p in race.panes.values()}) == len(race.panes)
+
+
+async def record_a_little(app, pilot) -> dict:  # type: ignore[no-untyped-def]
+    """A slider move and `b` while recording; the summary of what was measured."""
+    slider = app.race.query_one("#level", ConcurrencySlider)
+    slider.focus()
+    await pilot.pause(2.0)
+    await pilot.press("left")  # c=10 → c=5
+    await pilot.pause(2.0)
+    await pilot.press("b")
+    await pilot.pause(0.5)
+    return to_dict(app.session.summary(), False, title="t")
+
+
+async def check_replay(record: Path, live: dict) -> None:
+    """`stackrace replay`: the level finished while recording figure for figure (the
+    one running went on a little past the live summary's moment), memory before load
+    as measured, projector mode as switched on."""
+    player = ReplayPlayer(load_recording(record))
+    replay = StackraceApp(
+        player.session, player.plan, [], show_picker=False, tick_interval=None, player=player
+    )
+    async with replay.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert replay.race is not None
+        while not player.ended:
+            await player.advance(0.5)
+            await replay.race.tick()
+        await pilot.pause()
+        replayed = to_dict(player.session.summary(), False, title="t")
+        for a, b in zip(live["stacks"], replayed["stacks"], strict=True):
+            assert a["rss_before"] == b["rss_before"] and a["rss_before"]
+            done_a = [lv for lv in a["levels"] if lv["level"] == 10]
+            done_b = [lv for lv in b["levels"] if lv["level"] == 10]
+            assert done_a and done_a == done_b, (a["name"], done_a, done_b)
+        assert replay.race.projector  # `b` was recorded
+        await pilot.press("q")

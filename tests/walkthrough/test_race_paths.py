@@ -1,0 +1,101 @@
+"""The paths a speaker takes through the real app with real stacks: variants made in the
+picker, an overload that wedges the sync worker and the ramp that follows it (projector
+mode and record/replay ride on two presets: tests/walkthrough/test_presets.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stackrace.race.summary import at_breaking, level_figures
+from stackrace.tui.dialogs import SummaryScreen
+from stackrace.tui.picker import PickerScreen, StackList
+from stackrace.tui.slider import ConcurrencySlider
+from tests.walkthrough.realapp import all_loaded, real_app, wait_for, why_not
+
+IO4 = ["--stacks", "gunicorn-sync,gunicorn-gevent,uvicorn,aiohttp", "--workload", "io"]
+
+
+async def test_variants_made_in_the_picker_race(tmp_path: Path):
+    """`w` and `v` on a real stack's row (gunicorn gthread: workers and threads), `t` for
+    its threads: each row races as the variant it names, each in a pane of its own."""
+    async with real_app(["--workload", "hello"], screenshots=tmp_path) as (app, pilot):
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, PickerScreen)
+        stacks = app.screen.query_one("#stacks", StackList)
+        stacks.deselect_all()
+        stacks.focus()
+        stacks.highlighted = next(
+            i for i, r in enumerate(stacks.rows) if r.choice and r.choice.id == "gunicorn-gthread"
+        )
+        await pilot.press("w", "t", "v")  # 2 workers, 16 threads; a copy with 4 workers
+        await pilot.pause()
+        chosen = stacks.selected
+        assert chosen == [
+            "gunicorn-gthread:workers=2,threads=16",
+            "gunicorn-gthread:workers=4,threads=16",
+        ]
+        await pilot.press("ctrl+s")
+        view = await wait_for(app, pilot, all_loaded, timeout=40)
+        last = app.race.last_view if app.race is not None else None
+        assert view is not None, why_not(last)
+        assert [p.id for p in view.panes] == chosen
+        assert all(p.name.startswith("gunicorn (gthread worker) (workers=") for p in view.panes)
+
+
+async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start(tmp_path):
+    """c=1000 on /io (100 ms), then c=1: gunicorn sync answers nothing while the ~900
+    requests queued before it drain (90 s of work), and the pane says FAILING with what
+    the kernel shows; `r` right after restarts what is not idle, ramps to its top, and
+    the summary's figures are the per-level table's."""
+    argv = ["--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "--io-ms", "100"]
+    argv += ["-c", "1000", "--go"]
+    async with real_app(argv, screenshots=tmp_path) as (app, pilot):
+        view = await wait_for(app, pilot, all_loaded, timeout=40)
+        assert view is not None, why_not(app.race.last_view if app.race else None)
+        await pilot.pause(4.0)  # the overload: a thousand clients queue at the sync worker
+        session = app.session
+        slider = app.race.query_one("#level", ConcurrencySlider)  # type: ignore[union-attr]
+        slider.focus()
+        await pilot.press("home")  # c=1
+
+        def wedged(v) -> bool:  # type: ignore[no-untyped-def]
+            sync = next(p for p in v.panes if p.id == "gunicorn-sync")
+            return sync.wedged and sync.verdict is not None
+
+        view = await wait_for(app, pilot, wedged, timeout=20)
+        assert view is not None, "the wedged sync worker was never named"
+        sync = next(p for p in view.panes if p.id == "gunicorn-sync")
+        assert sync.verdict.kind == "failing" and "no answer for" in sync.proof
+        assert "connect" in sync.proof or "accept queue" in sync.proof, sync.proof
+        pane = app.race.panes["gunicorn-sync"]  # type: ignore[union-attr]
+        assert "WEDGED" in str(pane.border_subtitle) or pane.has_class("-failing")
+        # the ramp, right after: short levels for the test
+        session.ramp_dwell = 3.0  # (c=1 at 100 ms: 10 req/s, 20 answers a level at least)
+        session.start_ramp(top=10)
+
+        def summary_open(v) -> bool:  # type: ignore[no-untyped-def]
+            return isinstance(app.screen, SummaryScreen)
+
+        assert await wait_for(app, pilot, summary_open, timeout=60), session.ramp_end
+        assert session.ramp_end == "ran to its top, c=10"
+        assert any("restarted" in note for note in session.ramp_notes), session.ramp_notes
+        rows = {r.id: r for r in session.summary()}
+        levels = [s.level for s in rows["gunicorn-sync"].steps]
+        # (c=10 serves ten answers a second: on a busy machine its level may end with
+        # too few to count, and the summary rightly leaves it out)
+        assert levels[:3] == [1, 2, 5] and set(levels) <= {1, 2, 5, 10}, (levels, rows)
+        # a clean start: the first levels answer (no queue left over from c=1000)
+        first = level_figures(rows["gunicorn-sync"].steps[0])
+        assert first.p99_us is not None and first.failed_pct == 0 and first.no_answer == 0
+        brk = rows["gunicorn-sync"].breaking
+        assert brk is not None and brk.kind == "queueing" and brk.level <= 5
+        # the summary's figures are its per-level cell's
+        there = at_breaking(rows["gunicorn-sync"])
+        cell = next(s for s in rows["gunicorn-sync"].steps if s.level == brk.level)
+        assert there == level_figures(cell)
+        summary = app.screen
+        assert isinstance(summary, SummaryScreen) and summary.context is not None
+        assert summary.context.ended == session.ramp_end
+        await pilot.press("s")  # a screenshot of the summary
+        await pilot.pause(0.3)
+        assert list(tmp_path.glob("*.svg"))

@@ -1,0 +1,156 @@
+"""Every `stackrace …` command line the README shows, run as a reader would (read from
+the README when the tests run: a command added there is tried here the next run).
+
+Durations are shortened (`-d`, `--duration` and a preset's levels: the first level only,
+half a second, no warm-up); a URL on this machine points at a test server; the app runs
+in a terminal of its own and gets `q` once it has drawn; `serve` gets Ctrl-C once its
+stacks are up. A command fails the test on a traceback, a crash line, or an exit
+status the README does not document for it (`DOCUMENTED`). Commands that need what a
+test cannot have (a cluster, the network, the reader's own files) are skipped, each with
+its reason (`skipped`), so the test's output lists them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from stackrace.presets import load_preset
+from tests.helpers import ROOT, TestServer, free_port
+from tests.walkthrough.readme import Line, command_lines
+from tests.walkthrough.terminal import run_in_terminal, wait_none_left
+
+LINES = command_lines()
+CLI = [sys.executable, "-m", "stackrace"]
+# exit statuses the README documents for a command besides 0, with where it says so
+DOCUMENTED = {
+    "--baseline": ({0, 1}, "the regression gate exits 1 on a regression or when nothing "
+                   "was compared (README: Headless comparisons, Regression gate)"),
+}  # fmt: skip
+SERVERS = ("serve",)  # they run until Ctrl-C, which ends them with 0 or 130
+
+
+def skipped(line: Line) -> str:
+    """Why this command line is not run here ("" to run it)."""
+    words = line.words
+    if "--cluster" in words:
+        return "needs a Ray cluster: tests/cluster runs one on this machine"
+    if line.placeholder:
+        return f"a template ({line.placeholder} is the reader's to fill in)"
+    if words[:2] == ["stackrace", "verify"] and len(words) == 2:
+        return "starts and checks all 30 stacks (a minute): tests/integration/test_verify_all.py"
+    if "hypercorn" in words:
+        return "hypercorn is the example stack the reader adds to a stacks file first"
+    if words[1:2] == ["load"] and not any(w.startswith("http") for w in words):
+        return "names load's options in the text; the URL is the reader's"
+    return ""
+
+
+def shortened(words: list[str], server_port: int) -> list[str]:
+    """The command with short durations, local URLs at the test server, free ports."""
+    out: list[str] = []
+    skip = False
+    for i, w in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        prev = words[i - 1] if i else ""
+        if prev in ("-d", "--duration"):
+            out.append("1s" if words[1] == "load" else "0.5s")
+        elif prev == "--warmup":
+            out.append("0s")
+        elif prev == "--metrics":
+            out.append(str(free_port()))
+        else:
+            out.append(re.sub(r"http://127\.0\.0\.1:\d+", f"http://127.0.0.1:{server_port}", w))
+    if words[1:2] == ["bench"]:
+        if "--duration" not in words:
+            out += ["--duration", "0.5s"]
+        if "--warmup" not in words:
+            out += ["--warmup", "0s"]
+        out += ["--repeat", "1"]
+        if "--preset" in words and "--concurrency" not in words:
+            preset = load_preset(words[words.index("--preset") + 1])
+            out += ["--concurrency", str(preset.settings.concurrency[0])]
+    return out
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory):
+    """A directory to run the README's commands in, with the files they name: a copy of
+    the stacks file (`my.toml`), saved runs to report on (`run.json`, `old.json`,
+    `new.json`: a committed result, small), and a server for the URLs."""
+    d = tmp_path_factory.mktemp("readme")
+    shutil.copy(ROOT / "stacks.toml", d / "my.toml")
+    for name in ("run.json", "old.json", "new.json"):
+        shutil.copy(ROOT / "results" / "php-vs-python-hello.json", d / name)
+    (d / "config").mkdir()
+    server = TestServer()
+    yield d, server
+    server.kill()
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    kept = [x for x in text.replace("\r", "\n").splitlines() if x.strip()]
+    return "\n    ".join(kept[-lines:])
+
+
+@pytest.mark.parametrize("line", LINES, ids=[f"README:{x.number}:{x.text[:60]}" for x in LINES])
+def test_a_readme_command_line_runs(line: Line, workdir) -> None:  # type: ignore[no-untyped-def]
+    why = skipped(line)
+    if why:
+        pytest.skip(why)
+    d, server = workdir
+    words = shortened(line.words, server.port)
+    argv = [*CLI, *words[1:]]
+    env = {**os.environ, "XDG_CONFIG_HOME": str(d / "config"), "NO_COLOR": "1"}
+    allowed, note = {0}, ""
+    for flag, (codes, why_codes) in DOCUMENTED.items():
+        if flag in words:
+            allowed, note = codes, why_codes
+    sub = words[1] if len(words) > 1 else ""
+    app = sub == "" or (sub.startswith("-") and sub != "--version" and "stacks" not in words)
+    if app:
+        # the app: in a terminal, `q` once it has drawn (a race: once its stacks ran)
+        quit_at = 7.0 if "--go" in words else 3.0
+        ran = run_in_terminal(argv, keys=[(quit_at, "q")], timeout=60, cwd=d, env=env)
+        status, output = ran.status, ran.text
+        left = wait_none_left(ran.mark, 20.0)
+        assert not left, f"README line {line.number}: left running: {left}"
+    elif sub in SERVERS:
+        proc = subprocess.Popen(
+            argv, cwd=d, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        )  # fmt: skip
+        seen = []
+        assert proc.stdout is not None
+        for text in proc.stdout:  # its URLs, once every stack answers
+            seen.append(text)
+            if "Ctrl-C" in text or len([x for x in seen if "http://127.0.0.1:" in x]) >= 2:
+                break
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+        status, output = proc.returncode, "".join(seen) + rest
+        allowed, note = {0, 130}, "Ctrl-C stops it (README: serve)"
+    else:
+        done = subprocess.run(
+            argv, cwd=d, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=240,
+        )  # fmt: skip
+        status, output = done.returncode, done.stdout + done.stderr
+    where = (
+        f"README line {line.number}: `{line.text}`\n  run as: {shlex.join(words)}"
+        f"\n  exit {status}, the README allows {sorted(allowed)}"
+        + (f" ({note})" if note else "")
+        + f"\n  output:\n    {_tail(output)}"
+    )
+    assert "Traceback (most recent call last)" not in output, where
+    assert "internal error" not in output, where
+    assert status in allowed, where
