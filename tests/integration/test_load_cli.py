@@ -69,8 +69,8 @@ def test_remote_target_refused_without_flag():
 
 
 def test_bad_arguments_are_clear():
-    r = run_cli("load", "https://127.0.0.1/")
-    assert r.returncode == 2 and "only http://" in r.stderr
+    r = run_cli("load", "ftp://127.0.0.1/")
+    assert r.returncode == 2 and "only http:// and https://" in r.stderr
     r = run_cli("load", "http://127.0.0.1/", "-d", "soon")
     assert r.returncode == 2 and "argument -d/--duration: must be a duration" in r.stderr
     r = run_cli("load", "http://127.0.0.1/", "-H", "nocolon")

@@ -25,7 +25,7 @@ from stackrace.engine.model import (
     TargetSnapshot,
     TargetSpec,
 )
-from stackrace.engine.request import RequestError, parse_url
+from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
@@ -173,6 +173,9 @@ def run(args: argparse.Namespace) -> int:
             keepalive=args.keepalive,
             check=BodyCheck(kind="exact", arg=args.expect_body) if args.expect_body else None,
         )
+        # the URL, method and headers are checked here, before anything starts: a space
+        # or CR/LF would otherwise reach the request line (stackrace.engine.request)
+        build_request(spec.url, spec.method, spec.headers, spec.body)
         if not wants_cluster(args):  # a cluster run checks against its nodes instead
             require_loopback(parse_url(args.url).host, args.allow_remote)
     except (ValueError, OSError, RequestError, RemoteTargetError) as exc:

@@ -26,12 +26,15 @@ class WindowAccumulator:
         "budget_t0",
         "bytes",
         "carried_in",
+        "connect",
         "connecting",
         "cpu",
         "cpu_runs",
         "cpu_wait",
         "errors",
         "failures",
+        "first_byte",
+        "handshakes",
         "hist",
         "hist_unc",
         "inflight_n",
@@ -42,10 +45,13 @@ class WindowAccumulator:
         "ok",
         "opened",
         "requests",
+        "resumed",
         "seconds",
         "sent",
         "status",
+        "tls",
         "unsent",
+        "unsolicited",
         "uses_rate",
         "waiting",
         "waiting_ages",
@@ -56,6 +62,9 @@ class WindowAccumulator:
         self.hist_unc = SparseHistogram()
         self.lag = SparseHistogram()
         self.waiting_ages = SparseHistogram()
+        self.connect = SparseHistogram()
+        self.tls = SparseHistogram()
+        self.first_byte = SparseHistogram()
         self.reset()
 
     def reset(self, carried_in: int = 0) -> None:
@@ -81,10 +90,16 @@ class WindowAccumulator:
         self.status: dict[int, int] = {}
         self.errors: dict[str, int] = {}
         self.uses_rate = False
+        self.unsolicited = 0
+        self.handshakes = 0
+        self.resumed = 0
         self.hist.clear()
         self.hist_unc.clear()
         self.lag.clear()
         self.waiting_ages.clear()
+        self.connect.clear()
+        self.tls.clear()
+        self.first_byte.clear()
 
     def add_report(self, r: TargetReport, gauges: bool = True) -> None:
         """One process's report for this interval. Gauges (waiting) are summed over
@@ -107,6 +122,15 @@ class WindowAccumulator:
         _add_counts(self.errors, r.errors)
         self.hist.add_sparse(r.hist)
         self.lag.add_sparse(r.lag)
+        self.unsolicited += r.unsolicited
+        self.handshakes += r.handshakes
+        self.resumed += r.resumed
+        if r.connect_times:
+            self.connect.add_sparse(r.connect_times)
+        if r.tls_times:
+            self.tls.add_sparse(r.tls_times)
+        if r.first_byte_times:
+            self.first_byte.add_sparse(r.first_byte_times)
         if r.hist_unc is not None:
             self.uses_rate = True
             self.hist_unc.add_sparse(r.hist_unc)
@@ -136,6 +160,12 @@ class WindowAccumulator:
         _add_counts(self.errors, other.errors)
         self.hist.add(other.hist)
         self.lag.add(other.lag)
+        self.unsolicited += other.unsolicited
+        self.handshakes += other.handshakes
+        self.resumed += other.resumed
+        self.connect.add(other.connect)
+        self.tls.add(other.tls)
+        self.first_byte.add(other.first_byte)
         if other.uses_rate:
             self.uses_rate = True
             self.hist_unc.add(other.hist_unc)
@@ -186,6 +216,12 @@ class WindowAccumulator:
             # processes sample at the same pace: the sum over processes of each one's
             # average is the target's average
             in_flight=self.inflight_sum / self.inflight_n if self.inflight_n else 0.0,
+            unsolicited=self.unsolicited,
+            connect=self.connect.summary() if self.connect.counts else None,
+            tls=self.tls.summary() if self.tls.counts else None,
+            first_byte=self.first_byte.summary() if self.first_byte.counts else None,
+            handshakes=self.handshakes,
+            resumed=self.resumed,
         )
 
 

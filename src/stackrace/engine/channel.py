@@ -118,6 +118,14 @@ class TargetReport(msgspec.Struct):
     # time-average is Little's L, to check req/s × mean latency against)
     inflight_sum: int = 0
     inflight_samples: int = 0
+    unsolicited: int = 0  # responses no request asked for (see WindowStats)
+    # new connections' connect and TLS handshake times, TLS targets' first-byte times
+    # (sparse histogram pairs, µs), TLS handshakes and how many resumed a session
+    connect_times: list[int] = msgspec.field(default_factory=list)
+    tls_times: list[int] = msgspec.field(default_factory=list)
+    first_byte_times: list[int] = msgspec.field(default_factory=list)
+    handshakes: int = 0
+    resumed: int = 0
 
 
 class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):

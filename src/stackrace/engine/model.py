@@ -23,7 +23,8 @@ RESET = "reset"  # connection reset or closed while a response was due
 TIMEOUT = "timeout"  # no complete response within the request timeout
 HTTP_STATUS = "http_status"  # a response with status >= 400 (codes counted in `status`)
 INVALID_BODY = "invalid_body"  # status < 400 but the body failed the workload's check
-PROTOCOL = "protocol"  # the response was not valid HTTP/1.x
+PROTOCOL = "protocol"  # the response was not valid HTTP/1.x, or was not asked for
+TLS = "tls"  # the TLS handshake failed (certificate, protocol; the reason in `errors`)
 DROPPED = (
     "dropped"  # rate mode: a scheduled send abandoned because the backlog outlived the timeout
 )
@@ -36,6 +37,7 @@ OTHER = "other"  # any other socket error (kept so nothing is silently lost)
 FAILURE_KINDS: tuple[str, ...] = (
     REFUSED,
     CONNECT_TIMEOUT,
+    TLS,
     RESET,
     TIMEOUT,
     HTTP_STATUS,
@@ -81,6 +83,13 @@ class TargetSpec(msgspec.Struct, forbid_unknown_fields=True):
     # target is on loopback; the engine then never resolves the name again. None: the
     # URL's host as written.
     address: str | None = None
+    # https:// only. tls_verify: check the server's certificate and name (off: curl's
+    # -k); cacert: a PEM file of CAs to trust instead of the system's (a self-signed
+    # server's own certificate); tls_resume: offer the last session for resumption
+    # (off: every connection a full handshake, as distinct clients make)
+    tls_verify: bool = True
+    cacert: str | None = None
+    tls_resume: bool = False
 
 
 class EngineSettings(msgspec.Struct, forbid_unknown_fields=True):
@@ -147,6 +156,17 @@ class WindowStats(msgspec.Struct):
     span_seconds: float | None = None
     # the time-average of requests in flight (sampled every 50 ms): Little's L
     in_flight: float = 0.0
+    # responses (or bytes) that no request asked for: an extra response on a keep-alive
+    # connection, bytes before a request. Never answers; the request in flight on such
+    # a connection fails as `protocol`
+    unsolicited: int = 0
+    # new connections: the TCP connect and (https) the TLS handshake, and per request on
+    # https targets the time from writing the request to its first byte. None: no sample
+    connect: LatencySummary | None = None
+    tls: LatencySummary | None = None
+    first_byte: LatencySummary | None = None
+    handshakes: int = 0  # TLS handshakes completed
+    resumed: int = 0  # of them, sessions resumed (--tls-resume)
 
     @property
     def failed(self) -> int:

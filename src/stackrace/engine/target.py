@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ssl
 from collections.abc import Callable
 from time import perf_counter_ns
 
@@ -44,10 +45,13 @@ from stackrace.engine.model import (
     OTHER,
     REFUSED,
     TIMEOUT,
+    TLS,
     EngineSettings,
     TargetSpec,
 )
 from stackrace.engine.request import build_request, parse_url
+from stackrace.engine.tls import client_context
+from stackrace.engine.transport import Poller, SocketTransport, TlsTransport, sockaddr
 
 _RETIRE_GRACE_S = 0.2  # a retiring connection may finish its request for this long
 _TICK_S = 0.001
@@ -81,7 +85,25 @@ class Target:
         u = parse_url(spec.url)
         self.host = spec.address or u.host
         self.port = u.port
+        # resolved once (the driver passes the address it checked): a connect is then
+        # one socket() and one connect(), never a lookup
+        self.family, self.addr = sockaddr(self.host, self.port)
+        self.poller = Poller.of(loop)
         self.keepalive = spec.keepalive
+        # TLS: a context built once per target; sessions offered for resumption only
+        # with tls_resume (each connection is otherwise a full handshake)
+        self.tls: ssl.SSLContext | None = (
+            client_context(spec.tls_verify, spec.cacert) if u.tls else None
+        )
+        self.tls_name = u.host if u.tls else None
+        self.tls_resume = spec.tls_resume
+        self.tls_session: ssl.SSLSession | None = None
+        # connect, handshake and first-byte times are kept where they tell something
+        # apart from the total: TLS (a plain loopback connect completes inside connect())
+        self.timed = self.tls is not None
+        self.nodelay = self.keepalive or self.tls is not None
+        # plain HTTP: the request goes out with the connect (SocketTransport.connect)
+        self.presend = self.tls is None
         headers = list(spec.headers)
         if not spec.keepalive and not any(k.lower() == "connection" for k, _ in headers):
             headers.append(("Connection", "close"))
@@ -108,6 +130,15 @@ class Target:
         self.inflight_sum = 0  # requests in flight, summed over samples (see sample_inflight)
         self.inflight_samples = 0
         self.last_done = 0  # perf_counter_ns of the last answer or failure
+        # responses (or bytes) no request asked for: never answers (connection.py)
+        self.unsolicited = 0
+        # new connections: TCP connect and TLS handshake times, handshakes made and of
+        # them resumed; per request on TLS targets, the time to the first byte (µs)
+        self.connect_times: dict[int, int] = {}
+        self.tls_times: dict[int, int] = {}
+        self.first_byte_times: dict[int, int] = {}
+        self.handshakes = 0
+        self.resumed = 0
 
         self.conns: set[Connection] = set()
         self.idle: list[Connection] = []
@@ -125,7 +156,6 @@ class Target:
         self._sent = 0  # rate mode: due requests written (or dropped) so far
         self._due_counted = 0  # rate mode: due requests already added to `sent`
         self._tick: asyncio.TimerHandle | None = None
-        self._connecting: dict[Connection, tuple[asyncio.Task[None], int]] = {}
 
     # --- counting ------------------------------------------------------------------
 
@@ -154,6 +184,10 @@ class Target:
     def record_lag(self, us: int) -> None:
         i = index_of(us)
         self.lag[i] = self.lag.get(i, 0) + 1
+
+    def record_first_byte(self, ns: int) -> None:
+        i = index_of(ns // 1000)
+        self.first_byte_times[i] = self.first_byte_times.get(i, 0) + 1
 
     @property
     def ok(self) -> int:
@@ -193,13 +227,23 @@ class Target:
             last_done=self.last_done,
             inflight_sum=self.inflight_sum,
             inflight_samples=self.inflight_samples,
+            unsolicited=self.unsolicited,
+            connect_times=_sparse(self.connect_times),
+            tls_times=_sparse(self.tls_times),
+            first_byte_times=_sparse(self.first_byte_times),
+            handshakes=self.handshakes,
+            resumed=self.resumed,
         )
         self.inflight_sum = self.inflight_samples = 0
         self.sent = self.requests = self.bytes = self.late = 0
+        self.unsolicited = self.handshakes = self.resumed = 0
         self.failures = {}
         self.status = {}
         self.errors = {}
         self.lag = {}
+        self.connect_times = {}
+        self.tls_times = {}
+        self.first_byte_times = {}
         return report
 
     def _waiting(self, now: int, unsent: int) -> tuple[int, int, dict[int, int]]:
@@ -279,9 +323,8 @@ class Target:
         self.conns.discard(conn)
         if conn in self.idle:
             self.idle.remove(conn)
-        pending = self._connecting.pop(conn, None)
-        if pending is not None:
-            pending[0].cancel()
+        if conn.pending is not None and conn.state == CONNECTING:
+            conn.pending.cancel()  # closes the socket; nothing more is counted
         conn.close()
 
     def _settle_due(self, now: int) -> int:
@@ -436,15 +479,24 @@ class Target:
 
     def replace(self, conn: Connection, now: int) -> None:
         """`conn` is finished (closed by either side): put a fresh one in its slot."""
-        if conn not in self.conns:
+        try:
+            self.conns.remove(conn)
+        except KeyError:
             return
-        self.conns.discard(conn)
-        if conn in self.idle:
+        if self.idle and conn in self.idle:
             self.idle.remove(conn)
         if conn.retiring or self.removed:
             return
-        if now and self._fast():
-            self._new_connection(now, replacing=True)
+        if now and self.rate is None and not self.paused and not self.budget:
+            # closed loop (as _fast): the next request goes out on a new connection now,
+            # inside the callback that ended this one (inlined: once per request when
+            # every request has a connection of its own)
+            fresh = self.conn_class(self)
+            fresh.fast = True
+            self.conns.add(fresh)
+            fresh.start_ns = now
+            self.sent += 1
+            self._connect(fresh)
         else:
             fresh = self.conn_class(self)
             fresh.state = CLOSED
@@ -490,13 +542,10 @@ class Target:
 
     # --- connections ---------------------------------------------------------------
 
-    def _new_connection(
-        self, start_ns: int, quota: int | None = None, replacing: bool = False
-    ) -> None:
+    def _new_connection(self, start_ns: int, quota: int | None = None, fast: bool = False) -> None:
         conn = self.conn_class(self)
-        conn.fast = self._fast()
+        conn.fast = fast or self._fast()
         conn.quota = quota
-        conn.measure_connect = replacing
         self.conns.add(conn)
         conn.start_ns = start_ns
         if start_ns:
@@ -507,35 +556,68 @@ class Target:
             self.on_idle(conn)
 
     def _connect(self, conn: Connection) -> None:
+        """Open a connection for `conn` on the engine's own sockets (transport.py): the
+        outcome comes back through connected / connect_failed — at once when the kernel
+        settles the connect inside connect() (loopback does), and then the request has
+        gone out with it. A replacement is opened inside the response callback of the
+        connection it replaces: the engine adds no delay of its own (no lag to record)."""
         conn.state = CONNECTING
-        conn.connect_ns = perf_counter_ns()
-        task = self.loop.create_task(self._open(conn))
-        self._connecting[conn] = (task, conn.connect_ns)
+        now = conn.connect_ns = perf_counter_ns()
+        if self.tls is not None:
+            session = self.tls_session if self.tls_resume else None
+            conn.pending = TlsTransport(
+                self.poller,
+                conn,
+                self,
+                self.family,
+                self.addr,
+                now,
+                self.tls,
+                self.tls_name,
+                session,
+                self.tls_resume,
+            )
+        else:
+            # TCP_NODELAY where a connection writes more than once (keep-alive: Nagle
+            # would hold a request behind an unacknowledged segment)
+            conn.pending = SocketTransport(
+                self.poller,
+                conn,
+                self,
+                self.family,
+                self.addr,
+                now,
+                self.request if conn.start_ns and self.presend else None,
+                self.keepalive,
+            )
 
-    async def _open(self, conn: Connection) -> None:
-        # The engine's own delay: from deciding to replace a closed connection to the
-        # connect call (a loop turn at least; longer when the loop is busy). A burst of
-        # new connections (a level change) is not steady-state lag and is not recorded.
-        if conn.measure_connect:
-            self.record_lag((perf_counter_ns() - conn.connect_ns) // 1000)
-        try:
-            await self.loop.create_connection(lambda: conn, self.host, self.port)
-        except asyncio.CancelledError:
-            self._connecting.pop(conn, None)
-            if conn in self.conns and conn.state == CONNECTING:
-                self._connect_failed(conn, CONNECT_TIMEOUT)
-            return
-        except ConnectionRefusedError:
-            self._connecting.pop(conn, None)
+    # --- what a transport reports (transport.ConnectCallbacks) ------------------------
+
+    def connect_done(self, conn: Connection, connect_ns: int, tls_ns: int, resumed: bool) -> None:
+        """A TLS connection's TCP connect and handshake times."""
+        i = index_of(connect_ns // 1000)
+        self.connect_times[i] = self.connect_times.get(i, 0) + 1
+        i = index_of(tls_ns // 1000)
+        self.tls_times[i] = self.tls_times.get(i, 0) + 1
+        self.handshakes += 1
+        if resumed:
+            self.resumed += 1
+
+    def connect_failed(self, conn: Connection, err: int, tls: str | None = None) -> None:
+        if tls is not None:
+            self.errors[tls] = self.errors.get(tls, 0) + 1
+            self._connect_failed(conn, TLS)
+        elif err == errno.ECONNREFUSED:
             self._connect_failed(conn, REFUSED)
-            return
-        except OSError as exc:
-            self._connecting.pop(conn, None)
-            name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+        else:
+            name = errno.errorcode.get(err, f"errno {err}")
             self.errors[name] = self.errors.get(name, 0) + 1
             self._connect_failed(conn, OTHER)
-            return
-        self._connecting.pop(conn, None)
+
+    def keep_session(self, session: ssl.SSLSession | None) -> None:
+        """A TLS connection ends: keep its session to offer the next one (tls_resume)."""
+        if session is not None and session.has_ticket:
+            self.tls_session = session
 
     def _connect_failed(self, conn: Connection, kind: str) -> None:
         if conn not in self.conns:
@@ -566,13 +648,17 @@ class Target:
 
     def sweep(self, now: int) -> None:
         """Called every 100 ms: time out stuck connects and requests."""
-        for task, started in list(self._connecting.values()):
-            if now - started > self.connect_timeout_ns:
-                task.cancel()
         limit = self.timeout_ns
+        connect_limit = self.connect_timeout_ns
         for conn in list(self.conns):
-            if conn.state == BUSY and now - conn.start_ns > limit:
-                conn.fail(TIMEOUT)
+            state = conn.state
+            if state == BUSY:
+                if now - conn.start_ns > limit:
+                    conn.fail(TIMEOUT)
+            elif state == CONNECTING and now - conn.connect_ns > connect_limit:
+                if conn.pending is not None:
+                    conn.pending.cancel()
+                self._connect_failed(conn, CONNECT_TIMEOUT)
 
     def remove(self) -> None:
         """Stop loading: close every connection; what is in flight is abandoned."""
