@@ -99,8 +99,19 @@ def tool_commands(path: str, conc: int, secs: int, close: bool = False) -> dict[
     url = f"http://127.0.0.1:{PORT}{path}"
     c, d = str(conc), f"{secs}s"
     keep = [] if close else ["-k"]
-    stackrace = [sys.executable, "-m", "stackrace.cli", "load", url, "-c", c, "-d", d,
-                 "--json", *(["--no-keepalive"] if close else [])]
+    stackrace = [
+        sys.executable,
+        "-m",
+        "stackrace.cli",
+        "load",
+        url,
+        "-c",
+        c,
+        "-d",
+        d,
+        "--json",
+        *(["--no-keepalive"] if close else []),
+    ]
     cmds = {
         "stackrace": stackrace,
         "bare uvloop": [sys.executable, str(ROOT / "bench" / "bare_uvloop_client.py"), url, c,

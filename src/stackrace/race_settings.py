@@ -26,6 +26,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from stackrace.engine.model import MAX_RATE_PER_PROCESS, rate_problem
 from stackrace.options import (
     non_negative_duration,
     positive_duration,
@@ -56,6 +57,16 @@ def _memory(text: str) -> str:
 
 def _bool(text: str) -> bool:
     return text.lower() in ("1", "true", "yes", "on")
+
+
+def _stack_rate(text: str) -> float:
+    """A rate per stack: every stack of a race has one engine process of its own, so
+    one process's ceiling is the stack's (engine.model.MAX_RATE_PER_PROCESS)."""
+    rate = positive_rate(text)
+    problem = rate_problem(rate, 1)
+    if problem:
+        raise ArgumentTypeError(f"{problem.split(';')[0]}, got {text!r}")
+    return rate
 
 
 def _workload(text: str) -> str:
@@ -116,7 +127,12 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = 0
     rate: Annotated[
         float | None,
-        opt("--rate", "constant rate per stack, req/s, instead of levels", positive_rate),
+        opt(
+            "--rate",
+            "constant rate per stack, req/s, instead of levels (at most "
+            f"{MAX_RATE_PER_PROCESS:,}: a stack's engine process schedules no more)",
+            _stack_rate,
+        ),
     ] = None
     rate_connections: Annotated[
         int,

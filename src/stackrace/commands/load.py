@@ -18,12 +18,14 @@ from stackrace import options
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.model import (
+    MAX_RATE_PER_PROCESS,
     BodyCheck,
     EngineSettings,
     EngineSnapshot,
     LatencySummary,
     TargetSnapshot,
     TargetSpec,
+    rate_problem,
 )
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
@@ -65,8 +67,9 @@ def register(p: argparse.ArgumentParser) -> None:
         "--rate",
         type=options.positive_rate,
         default=None,
-        help="constant request rate per second (open loop, latency corrected "
-        "for coordinated omission); default: closed loop",
+        help="constant request rate per second (open loop, latency corrected for "
+        f"coordinated omission); at most {MAX_RATE_PER_PROCESS:,} per engine process "
+        "(--procs); default: closed loop",
     )
     p.add_argument(
         "--timeout",
@@ -157,6 +160,9 @@ def run(args: argparse.Namespace) -> int:
         procs, capped = options.cap_procs(args.procs, cpus)
         if capped:
             options.note("stackrace load", capped)
+        problem = rate_problem(args.rate, procs)
+        if problem:
+            raise ValueError(f"--rate {args.rate:g}: {problem}")
         body = b""
         if args.body is not None:
             body = args.body.encode()
@@ -421,6 +427,12 @@ def _summary(
         print(
             f"  ! engine-limited: {limit} (lag mean {fmt_us(w.lag.mean)}, "
             f"p99 {fmt_us(w.lag.p99)}); use --procs or a core of its own"
+        )
+    if w.send_lateness is not None and w.send_lateness.count:
+        s = w.send_lateness
+        print(
+            f"  Send lateness (the engine's scheduler, due time to write): p50 "
+            f"{fmt_us(s.p50)}, p99 {fmt_us(s.p99)}, max {fmt_us(s.max)}"
         )
     if w.late:
         print(f"  Late sends (every connection busy): {w.late}")

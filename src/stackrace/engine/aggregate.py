@@ -47,6 +47,7 @@ class WindowAccumulator:
         "requests",
         "resumed",
         "seconds",
+        "send_lateness",
         "sent",
         "status",
         "tls",
@@ -65,6 +66,7 @@ class WindowAccumulator:
         self.connect = SparseHistogram()
         self.tls = SparseHistogram()
         self.first_byte = SparseHistogram()
+        self.send_lateness = SparseHistogram()
         self.reset()
 
     def reset(self, carried_in: int = 0) -> None:
@@ -100,6 +102,7 @@ class WindowAccumulator:
         self.connect.clear()
         self.tls.clear()
         self.first_byte.clear()
+        self.send_lateness.clear()
 
     def add_report(self, r: TargetReport, gauges: bool = True) -> None:
         """One process's report for this interval. Gauges (waiting) are summed over
@@ -131,6 +134,8 @@ class WindowAccumulator:
             self.tls.add_sparse(r.tls_times)
         if r.first_byte_times:
             self.first_byte.add_sparse(r.first_byte_times)
+        if r.send_lateness:
+            self.send_lateness.add_sparse(r.send_lateness)
         if r.hist_unc is not None:
             self.uses_rate = True
             self.hist_unc.add_sparse(r.hist_unc)
@@ -166,6 +171,7 @@ class WindowAccumulator:
         self.connect.add(other.connect)
         self.tls.add(other.tls)
         self.first_byte.add(other.first_byte)
+        self.send_lateness.add(other.send_lateness)
         if other.uses_rate:
             self.uses_rate = True
             self.hist_unc.add(other.hist_unc)
@@ -220,6 +226,7 @@ class WindowAccumulator:
             connect=self.connect.summary() if self.connect.counts else None,
             tls=self.tls.summary() if self.tls.counts else None,
             first_byte=self.first_byte.summary() if self.first_byte.counts else None,
+            send_lateness=self.send_lateness.summary() if self.send_lateness.counts else None,
             handshakes=self.handshakes,
             resumed=self.resumed,
         )

@@ -126,6 +126,9 @@ class TargetReport(msgspec.Struct):
     first_byte_times: list[int] = msgspec.field(default_factory=list)
     handshakes: int = 0
     resumed: int = 0
+    # rate mode: how late the scheduler sent each request it had a connection for
+    # (sparse histogram pairs, µs)
+    send_lateness: list[int] = msgspec.field(default_factory=list)
 
 
 class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):

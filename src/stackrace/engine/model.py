@@ -16,6 +16,33 @@ from __future__ import annotations
 
 import msgspec
 
+# The most requests a second one engine process is asked to schedule in rate mode. One
+# process on one core sends at most ~60,000 keep-alive requests a second to the fastest
+# server it meets (bench/engine_vs_wrk.py), and its scheduler keeps its sends on time
+# (bench/rate_timing.py) well below that; a rate above this ceiling would only measure
+# the engine's own backlog. A higher rate takes more processes (`load --procs`), each
+# carrying an equal share. Every driver is held to it by engine.client.Engine.
+MAX_RATE_PER_PROCESS = 50_000
+
+
+def rate_problem(rate: float | None, procs: int) -> str | None:
+    """Why `rate` (req/s over `procs` engine processes) cannot be scheduled, or None."""
+    if rate is None:
+        return None
+    if not rate > 0 or rate != rate or rate == float("inf"):
+        return f"a rate must be a positive finite number of requests a second, got {rate!r}"
+    if rate > MAX_RATE_PER_PROCESS * procs:
+        need = -(-rate // MAX_RATE_PER_PROCESS)
+        more = f"; {need:,.0f} engine processes would be needed (--procs)" if need <= 1024 else ""
+        shown = f"{rate:,.0f}" if rate < 1e9 else f"{rate:.3g}"
+        return (
+            f"{shown} req/s is beyond what {procs} engine process"
+            f"{'es' if procs > 1 else ''} can schedule (at most "
+            f"{MAX_RATE_PER_PROCESS:,} req/s each{more})"
+        )
+    return None
+
+
 # Failure kinds, in the order the UI and reports show them.
 REFUSED = "refused"  # connect() refused: nothing listens on the port
 CONNECT_TIMEOUT = "connect_timeout"  # connect() did not finish within connect_timeout
@@ -167,6 +194,10 @@ class WindowStats(msgspec.Struct):
     first_byte: LatencySummary | None = None
     handshakes: int = 0  # TLS handshakes completed
     resumed: int = 0  # of them, sessions resumed (--tls-resume)
+    # rate mode: how late the engine's scheduler sent the requests it had an idle
+    # connection for (due time to write): the engine's own share of every corrected
+    # latency. Requests that waited for a busy connection are `late` instead.
+    send_lateness: LatencySummary | None = None
 
     @property
     def failed(self) -> int:

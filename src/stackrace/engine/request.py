@@ -81,8 +81,7 @@ def parse_url(url: str) -> ParsedUrl:
     if not target.startswith("/") or not _TARGET.fullmatch(target):
         ch = next((c for c in target if not _TARGET.fullmatch(c)), "%")
         raise RequestError(
-            f"{url}: {_describe(ch)} is not allowed in a request target "
-            "(percent-encode it)"
+            f"{url}: {_describe(ch)} is not allowed in a request target (percent-encode it)"
         )
     host_header = f"[{host}]" if ":" in host else host
     if port != SCHEMES[parts.scheme]:

@@ -50,13 +50,14 @@ from stackrace.engine.model import (
     TargetSpec,
 )
 from stackrace.engine.request import build_request, parse_url
+from stackrace.engine.timer import DueTimer
 from stackrace.engine.tls import client_context
 from stackrace.engine.transport import Poller, SocketTransport, TlsTransport, sockaddr
 
 _RETIRE_GRACE_S = 0.2  # a retiring connection may finish its request for this long
-_TICK_S = 0.001
-# A send counts as late when it leaves more than one scheduler tick after its due time:
-# the tick's own jitter is not lateness, a backlog behind busy connections is.
+# A send counts as late when it leaves more than 2 ms after its due time: a backlog
+# behind busy connections (the scheduler's own lateness is measured apart, to the µs:
+# `send_lateness`).
 _LATE_NS = 2_000_000
 # At most this many distinct ages are recorded for unsent requests per report (they are
 # evenly spaced in time, so a sample of them describes them exactly enough).
@@ -155,7 +156,13 @@ class Target:
         self._t0 = 0
         self._sent = 0  # rate mode: due requests written (or dropped) so far
         self._due_counted = 0  # rate mode: due requests already added to `sent`
-        self._tick: asyncio.TimerHandle | None = None
+        # rate mode: a timerfd armed for the next due request (timer.py); parked while
+        # every connection is busy (a connection that frees up takes the backlog itself)
+        self._timer: DueTimer | None = None
+        self._timer_parked = False
+        # rate mode: how late the scheduler sent each request it found a connection for
+        # (µs, sparse): the engine's own error in every corrected latency
+        self.send_lateness: dict[int, int] = {}
 
     # --- counting ------------------------------------------------------------------
 
@@ -233,6 +240,7 @@ class Target:
             first_byte_times=_sparse(self.first_byte_times),
             handshakes=self.handshakes,
             resumed=self.resumed,
+            send_lateness=_sparse(self.send_lateness),
         )
         self.inflight_sum = self.inflight_samples = 0
         self.sent = self.requests = self.bytes = self.late = 0
@@ -244,6 +252,7 @@ class Target:
         self.connect_times = {}
         self.tls_times = {}
         self.first_byte_times = {}
+        self.send_lateness = {}
         return report
 
     def _waiting(self, now: int, unsent: int) -> tuple[int, int, dict[int, int]]:
@@ -342,9 +351,9 @@ class Target:
         if unsent:
             self.failures[ABANDONED] = self.failures.get(ABANDONED, 0) + unsent
         self._t0 = self._sent = self._due_counted = 0
-        if self._tick is not None:
-            self._tick.cancel()
-            self._tick = None
+        self._timer_parked = False
+        if self._timer is not None:
+            self._timer.cancel()
 
     def set_rate(self, rate: float | None) -> None:
         if rate is not None and rate <= 0:
@@ -357,8 +366,10 @@ class Target:
         for conn in self.conns:
             conn.fast = fast and not conn.retiring
         if rate is not None and not self.paused:
+            if self._timer is None:
+                self._timer = DueTimer(self.poller, self._on_due)
             self._t0 = perf_counter_ns()
-            self._schedule_tick()
+            self._on_due()  # request 0 is due now
         elif rate is None and not self.paused:
             self._kick_idle()
 
@@ -468,6 +479,8 @@ class Target:
             self._dispatch(conn, now, intended)
         else:
             self.idle.append(conn)
+            if self._timer_parked:
+                self._arm()
 
     def _close_spent(self, conn: Connection) -> None:
         """A connection whose share of the budget is spent: close it, keep its slot."""
@@ -521,24 +534,39 @@ class Target:
             self.last_done = now
         return due
 
-    def _schedule_tick(self) -> None:
-        self._tick = self.loop.call_later(_TICK_S, self._on_tick)
-
-    def _on_tick(self) -> None:
-        self._tick = None
+    def _on_due(self) -> None:
+        """The timer fired (or the rate was set): send every due request an idle
+        connection can take, then arm the timer for the next one."""
         if self.rate is None or self.paused or self.removed:
             return
-        now = perf_counter_ns()
-        due = self._due(now)
         rate = self.rate
-        while self._sent < due and self.idle:
-            conn = self.idle.pop()
+        idle = self.idle
+        due = self._due(perf_counter_ns())
+        lateness = self.send_lateness
+        while self._sent < due and idle:
+            conn = idle.pop()
             intended = self._t0 + int(self._sent * 1e9 / rate)
             self._sent += 1
-            if now - intended > _LATE_NS:
+            now = perf_counter_ns()
+            late = now - intended
+            if late > _LATE_NS:
                 self.late += 1
+            i = index_of(late // 1000)
+            lateness[i] = lateness.get(i, 0) + 1
             self._dispatch(conn, now, intended)
-        self._schedule_tick()
+        self._arm()
+
+    def _arm(self) -> None:
+        """Arm the timer for the next request due, if a connection is idle to take it;
+        else park it until one is (on_idle)."""
+        timer = self._timer
+        if timer is None or self.rate is None or self.paused or self.removed:
+            return
+        if not self.idle:
+            self._timer_parked = True
+            return
+        self._timer_parked = False
+        timer.at(self._t0 + int(self._sent * 1e9 / self.rate))
 
     # --- connections ---------------------------------------------------------------
 
@@ -664,6 +692,9 @@ class Target:
         """Stop loading: close every connection; what is in flight is abandoned."""
         self._stop_schedule()
         self.removed = True
+        if self._timer is not None:
+            self._timer.close()
+            self._timer = None
         for conn in list(self.conns):
             self._drop(conn)
         self.idle.clear()

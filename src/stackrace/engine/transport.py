@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import _socket
 import asyncio
+import contextlib
 import errno
 import socket
 import ssl
 from collections.abc import Callable
 from select import EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, epoll
 from time import perf_counter_ns
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 # below glibc's mmap threshold (128 KB): a larger recv() buffer is mmap()ed, mremap()ed
 # and munmap()ed on every read, three system calls per response
@@ -73,15 +74,16 @@ class ConnectCallbacks(Protocol):
 class Poller:
     """One epoll for the engine's sockets, watched by the event loop."""
 
-    __slots__ = ("_loop", "dispatching", "ep", "handlers", "stale")
+    __slots__ = ("_loop", "dispatching", "ep", "handlers", "stale", "timers")
 
-    _by_loop: dict[int, Poller] = {}
+    _by_loop: ClassVar[dict[int, Poller]] = {}
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.ep = epoll()
         self._loop = loop
         self.handlers: dict[int, Handler] = {}
         self.stale: set[int] = set()  # descriptors closed in this batch
+        self.timers: set[int] = set()  # rate mode's timers (timer.DueTimer)
         self.dispatching = False
         loop.add_reader(self.ep.fileno(), self.poll)
 
@@ -105,12 +107,36 @@ class Poller:
         if self.dispatching:
             self.stale.add(fd)
 
+    def add_timer(self, fd: int, handler: Handler) -> None:
+        self.handlers[fd] = handler
+        self.timers.add(fd)
+        self.ep.register(fd, EPOLLIN)  # level-triggered: the timer reads itself clear
+
+    def remove_timer(self, fd: int) -> None:
+        self.forget(fd)
+        self.timers.discard(fd)
+        self.ep.unregister(fd)
+
     def poll(self) -> None:
         handlers = self.handlers
         stale = self.stale
+        events = self.ep.poll(0)
         self.dispatching = True
         try:
-            for fd, ev in self.ep.poll(0):
+            if self.timers:
+                # due sends first: a batch of responses must not make them late
+                timers = self.timers
+                for fd, ev in events:
+                    if fd in timers:
+                        handlers[fd].on_event(ev)
+                for fd, ev in events:
+                    if fd in timers or (stale and fd in stale):
+                        continue
+                    h = handlers.get(fd)
+                    if h is not None:
+                        h.on_event(ev)
+                return
+            for fd, ev in events:
                 if stale and fd in stale:
                     continue
                 h = handlers.get(fd)
@@ -557,10 +583,8 @@ class TlsTransport(SocketTransport):
     def close(self) -> None:
         if self.state == OPEN and self.ssl is not None:
             # close_notify, so the server sees an orderly end, not a truncation
-            try:
+            with contextlib.suppress(ssl.SSLError, ValueError):
                 self.ssl.unwrap()
-            except (ssl.SSLError, ValueError):
-                pass
             self._send_records()
         self._abort()
 
