@@ -22,11 +22,13 @@ import re
 import typing
 from argparse import ArgumentTypeError
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 
 from stackrace.engine.model import MAX_RATE_PER_PROCESS, rate_problem
+from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.options import (
     non_negative_duration,
     positive_duration,
@@ -67,6 +69,15 @@ def _stack_rate(text: str) -> float:
     if problem:
         raise ArgumentTypeError(f"{problem.split(';')[0]}, got {text!r}")
     return rate
+
+
+def _cacert(text: str) -> str:
+    """A PEM file of CA certificates, checked now, kept as an absolute path."""
+    try:
+        check_cacert(text)
+    except TlsConfigError as exc:
+        raise ArgumentTypeError(str(exc).removeprefix(f"--cacert {text}: ")) from None
+    return str(Path(text).resolve())
 
 
 def _workload(text: str) -> str:
@@ -163,6 +174,34 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     timeout: Annotated[
         float, opt("--timeout", "a request with no answer after this long fails", positive_duration)
     ] = 10.0
+    tls_verify: Annotated[
+        bool,
+        opt(
+            "--tls-verify",
+            "https --url targets: check the server's certificate (the default)",
+            _bool,
+            negate="--insecure",
+        ),
+    ] = True
+    cacert: Annotated[
+        str | None,
+        opt(
+            "--cacert",
+            "https --url targets: trust the certificates in this PEM file",
+            _cacert,
+            metavar="FILE",
+        ),
+    ] = None
+    tls_resume: Annotated[
+        bool,
+        opt(
+            "--tls-resume",
+            "https: offer the last TLS session on each new connection (default: a full "
+            "handshake every time)",
+            _bool,
+            negate="--no-tls-resume",
+        ),
+    ] = False
     cpus: Annotated[
         int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int)
     ] = None

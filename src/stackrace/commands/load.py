@@ -25,9 +25,11 @@ from stackrace.engine.model import (
     LatencySummary,
     TargetSnapshot,
     TargetSpec,
+    WindowStats,
     rate_problem,
 )
 from stackrace.engine.request import RequestError, build_request, parse_url
+from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
@@ -42,7 +44,9 @@ if TYPE_CHECKING:
 
 def register(p: argparse.ArgumentParser) -> None:
     # every value is checked by its parser before anything starts (stackrace.options)
-    p.add_argument("url", help="http:// URL to load (loopback only unless --allow-remote)")
+    p.add_argument(
+        "url", help="http:// or https:// URL to load (loopback only unless --allow-remote)"
+    )
     p.add_argument(
         "-c",
         "--concurrency",
@@ -118,6 +122,7 @@ def register(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="every request on a new connection (Connection: close), as ab without -k",
     )
+    add_tls_arguments(p)
     p.add_argument(
         "--allow-remote", action="store_true", help="allow a target that is not on this machine"
     )
@@ -135,6 +140,30 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     add_cluster_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_tls_arguments(p: argparse.ArgumentParser) -> None:
+    """--insecure, --cacert and --tls-resume (https:// URLs)."""
+    tls = p.add_argument_group("https")
+    tls.add_argument(
+        "-k",
+        "--insecure",
+        action="store_true",
+        help="https: do not check the server's certificate or name (as curl -k)",
+    )
+    tls.add_argument(
+        "--cacert",
+        default=None,
+        metavar="FILE",
+        help="https: trust the certificates in this PEM file instead of the system's "
+        "(a self-signed server's own certificate)",
+    )
+    tls.add_argument(
+        "--tls-resume",
+        action="store_true",
+        help="https: offer the last TLS session when connecting, so the server can resume "
+        "it (default: a full handshake on every connection, as distinct clients make)",
+    )
 
 
 def _headers(raw: list[str]) -> list[tuple[str, str]]:
@@ -178,13 +207,18 @@ def run(args: argparse.Namespace) -> int:
             rate=args.rate,
             keepalive=args.keepalive,
             check=BodyCheck(kind="exact", arg=args.expect_body) if args.expect_body else None,
+            tls_verify=not args.insecure,
+            cacert=str(Path(args.cacert).resolve()) if args.cacert else None,
+            tls_resume=args.tls_resume,
         )
+        if args.cacert:
+            check_cacert(args.cacert)
         # the URL, method and headers are checked here, before anything starts: a space
         # or CR/LF would otherwise reach the request line (stackrace.engine.request)
         build_request(spec.url, spec.method, spec.headers, spec.body)
         if not wants_cluster(args):  # a cluster run checks against its nodes instead
             require_loopback(parse_url(args.url).host, args.allow_remote)
-    except (ValueError, OSError, RequestError, RemoteTargetError) as exc:
+    except (ValueError, OSError, RequestError, RemoteTargetError, TlsConfigError) as exc:
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 2
     try:
@@ -354,6 +388,25 @@ async def _drive(
     return 0
 
 
+def tls_lines(w: WindowStats) -> None:
+    """https: the phases of a request apart (new connections' connect and handshake, the
+    first byte), and how many handshakes resumed a session."""
+    if w.handshakes == 0 and w.first_byte is None:
+        return
+    for name, s in (
+        ("TCP connect", w.connect),
+        ("TLS handshake", w.tls),
+        ("First byte", w.first_byte),
+    ):
+        if s is not None and s.count:
+            vals = [s.p50, s.p90, s.p99, s.p999, s.max, s.mean]
+            print(f"  {name:<22}" + "".join(f"{fmt_us(v):>10}" for v in vals))
+    print(
+        f"  TLS handshakes: {w.handshakes}, {w.resumed} resumed"
+        + (f" ({100 * w.resumed / w.handshakes:.0f}%)" if w.handshakes else "")
+    )
+
+
 def _progress(snap: EngineSnapshot, planned: float) -> None:
     t = snap.targets[0] if snap.targets else None
     if t is None:
@@ -403,6 +456,7 @@ def _summary(
     row("", lat)
     if w.latency_uncorrected is not None:
         row("Latency (uncorrected)", w.latency_uncorrected)
+    tls_lines(w)
     print(f"  {w.requests} requests in {w.seconds:.2f}s, {fmt_bytes(w.bytes)} read")
     print(f"  Requests/sec: {w.rps:.2f}")
     # every request sent is answered, failed or still waiting: say where each one is
@@ -445,6 +499,14 @@ def _summary(
             else:
                 parts.append(f"{kind} {n}")
         print(f"  Failures: {sum(w.failures.values())} — " + ", ".join(parts))
+        if w.errors:
+            why = sorted(w.errors.items(), key=lambda kv: -kv[1])
+            print("  Why: " + ", ".join(f"{reason} ({n})" for reason, n in why[:4]))
+        if any(reason.startswith("certificate:") for reason in w.errors):
+            print(
+                "  ! the server's certificate was not trusted: give its CA with --cacert "
+                "FILE, or skip the check with --insecure (-k)"
+            )
     else:
         print("  Failures: none")
     sat = f"saturated in {saturated} of {intervals} intervals" if saturated else "not saturated"

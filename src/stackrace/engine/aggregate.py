@@ -211,6 +211,7 @@ class WindowAccumulator:
             bytes=self.bytes,
             failures=dict(self.failures),
             status=dict(self.status),
+            errors=dict(self.errors),
             latency=self.hist.summary(),
             latency_uncorrected=self.hist_unc.summary() if self.uses_rate else None,
             late=self.late,

@@ -165,6 +165,9 @@ class WindowStats(msgspec.Struct):
     bytes: int = 0  # response bytes read, headers included
     failures: dict[str, int] = msgspec.field(default_factory=dict)  # kind -> count
     status: dict[int, int] = msgspec.field(default_factory=dict)  # HTTP code -> count
+    # why, for the `other` failures (errno names) and the `tls` ones (the handshake's
+    # reason, e.g. "certificate: self-signed certificate")
+    errors: dict[str, int] = msgspec.field(default_factory=dict)
     latency: LatencySummary = msgspec.field(default_factory=LatencySummary)
     # Rate mode only: latency from the time each request was *sent*. `latency` is then
     # measured from the time it should have been sent (coordinated-omission corrected).

@@ -424,6 +424,10 @@ class SyntheticStack:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{18000 + sum(map(ord, self.id)) % 1000}"
 
+    @property
+    def cacert(self) -> str | None:
+        return None
+
     def log_tail(self, lines: int = 20) -> list[str]:
         out = [f"[{self.name}] (synthetic) listening on {self.base_url}"]
         if self.state == StackState.CRASHED:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httptools
 
@@ -50,10 +52,16 @@ class _Collector:
         self.done = True
 
 
-async def get(host: str, port: int, path: str, timeout: float = 5.0) -> ProbeResponse:
-    """GET path; raise OSError / TimeoutError / ValueError (bad HTTP) on failure."""
+async def get(
+    host: str, port: int, path: str, timeout: float = 5.0, tls: ssl.SSLContext | None = None
+) -> ProbeResponse:
+    """GET path (over TLS with `tls`); raise OSError / TimeoutError / ValueError (bad
+    HTTP, or a failed handshake: ssl.SSLError is an OSError) on failure."""
     t0 = time.perf_counter()
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
+        timeout,
+    )
     try:
         writer.write(
             f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: stackrace-probe\r\n"
@@ -95,3 +103,10 @@ async def get(host: str, port: int, path: str, timeout: float = 5.0) -> ProbeRes
         content_length=int(cl) if cl is not None and cl.strip().isdigit() else None,
         raw_headers=c.headers,
     )
+
+
+def trusting(cert: str | Path) -> ssl.SSLContext:
+    """A client context that trusts exactly `cert` (a TLS stack's own certificate)."""
+    ctx = ssl.create_default_context(cafile=str(cert))
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
