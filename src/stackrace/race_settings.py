@@ -27,6 +27,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.model import MAX_RATE_PER_PROCESS, rate_problem
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.options import (
@@ -78,6 +79,21 @@ def _cacert(text: str) -> str:
     except TlsConfigError as exc:
         raise ArgumentTypeError(str(exc).removeprefix(f"--cacert {text}: ")) from None
     return str(Path(text).resolve())
+
+
+def _clients(text: str) -> str:
+    """A slow-client profile (engine.clients), kept as its canonical text."""
+    try:
+        return parse_profile(text).describe()
+    except ProfileError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
+def _share(text: str) -> float:
+    try:
+        return parse_share(text)
+    except ProfileError as exc:
+        raise ArgumentTypeError(str(exc)) from None
 
 
 def _workload(text: str) -> str:
@@ -202,6 +218,26 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             negate="--no-tls-resume",
         ),
     ] = False
+    clients: Annotated[
+        str | None,
+        opt(
+            "--clients",
+            "slow clients: slow, mobile, wan or NAME:upload=20ms,read=64KB/s (each request "
+            "sent in pieces over `upload`, responses read at `read`)",
+            _clients,
+            metavar="PROFILE",
+        ),
+    ] = None
+    slow_share: Annotated[
+        float,
+        opt(
+            "--slow-share",
+            "the share of each stack's connections that are slow clients, e.g. 20% "
+            "(default: all of them, with --clients)",
+            _share,
+            metavar="SHARE",
+        ),
+    ] = 1.0
     cpus: Annotated[
         int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int)
     ] = None
@@ -212,6 +248,11 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     @property
     def path(self) -> str:
         return WORKLOADS[self.workload].path(self.io_ms, self.queries)
+
+    @property
+    def client_profile(self) -> ClientProfile | None:
+        """The slow clients' profile, or None: every client is fast."""
+        return parse_profile(self.clients) if self.clients else None
 
     @property
     def levels(self) -> list[int]:

@@ -110,3 +110,24 @@ def test_a_rate_beyond_the_engine_is_refused_by_bench():
 
 def test_the_rate_ceiling_is_in_the_help():
     assert "at most 50,000 per engine process" in " ".join(cli("load", "--help").stdout.split())
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--clients", "slow:upload=fast"], "not a duration"),
+        (["--slow-share", "20%"], "--slow-share needs --clients"),
+    ],
+)
+def test_a_client_profile_is_checked_before_anything_starts(
+    server: TestServer, args: list[str], words: str
+):
+    # every rule of a profile: tests/unit/test_clients.py
+    r = cli("load", server.url("/hello"), "-d", "1s", *args)
+    assert_one_line_error(r, words, rc=2)
+    assert server.stats()["requests"] == 0
+
+
+def test_a_bad_client_profile_in_bench_is_one_line():
+    r = cli("bench", "--stacks", "uvicorn", "--clients", "slow:upload=2h")
+    assert_one_line_error(r, "--clients", rc=2)

@@ -19,6 +19,7 @@ Paths (query parameters in brackets):
   /extra[?ms=N]           a 200 now and another, unasked, N ms later (default 50) on the
                           same keep-alive connection
   /early                  "Hello, World!" in a 103 Early Hints response first, then the 200
+  /big[?kb=N]             200 with an N KiB body (default 64)
 Control (not counted): /_stats -> {"requests", "open", "max_open", "accepted", "by_path"};
 /_reset;
 /_stall[?ms=N] blocks the whole server for N ms (as a GC pause would) before answering.
@@ -141,6 +142,8 @@ class Handler(asyncio.Protocol):
             w(response(200, b"Hello, World!"))
             ms = int(q.get("ms", "50"))
             asyncio.get_running_loop().call_later(ms / 1000, self.late_reply, b"unasked")
+        elif path == "/big":
+            w(response(200, b"x" * (1024 * int(q.get("kb", "64")))))
         elif path == "/early":
             w(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
             w(response(200, b"Hello, World!"))

@@ -17,6 +17,7 @@ import uvloop
 from stackrace import options
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.engine.client import Engine, EngineError
+from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.model import (
     MAX_RATE_PER_PROCESS,
     BodyCheck,
@@ -124,6 +125,23 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     add_tls_arguments(p)
     p.add_argument(
+        "--clients",
+        type=client_profile,
+        default=None,
+        metavar="PROFILE",
+        help="slow clients: 'slow', 'mobile', 'wan', or NAME:upload=20ms,read=64KB/s "
+        "(each request sent in pieces over `upload`, responses read at `read`; "
+        "see stackrace.engine.clients)",
+    )
+    p.add_argument(
+        "--slow-share",
+        type=slow_share,
+        default=None,
+        metavar="SHARE",
+        help="the share of connections that are slow clients, e.g. 20%% (default: all, "
+        "with --clients)",
+    )
+    p.add_argument(
         "--allow-remote", action="store_true", help="allow a target that is not on this machine"
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -140,6 +158,20 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     add_cluster_arguments(p)
     p.set_defaults(func=run)
+
+
+def client_profile(text: str) -> ClientProfile:
+    try:
+        return parse_profile(text)
+    except ProfileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def slow_share(text: str) -> float:
+    try:
+        return parse_share(text)
+    except ProfileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_tls_arguments(p: argparse.ArgumentParser) -> None:
@@ -210,7 +242,11 @@ def run(args: argparse.Namespace) -> int:
             tls_verify=not args.insecure,
             cacert=str(Path(args.cacert).resolve()) if args.cacert else None,
             tls_resume=args.tls_resume,
+            clients=args.clients,
+            slow_share=1.0 if args.slow_share is None else args.slow_share,
         )
+        if args.slow_share is not None and args.clients is None:
+            raise ValueError("--slow-share needs --clients (which profile is slow)")
         if args.cacert:
             check_cacert(args.cacert)
         # the URL, method and headers are checked here, before anything starts: a space
@@ -437,6 +473,8 @@ def _summary(
     mode = f"{spec.rate:g} req/s constant rate" if spec.rate else "closed loop"
     if not spec.keepalive:
         mode += ", a new connection per request"
+    if spec.clients is not None:
+        mode += f", {100 * spec.slow_share:g}% slow clients ({spec.clients.describe()})"
     print(f"stackrace load {spec.method} {spec.url}")
     print(
         f"  {spec.concurrency} connections, {mode}, {procs} engine process"

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from httptools import HttpParserError, HttpResponseParser
 
+from stackrace.engine.clients import ClientProfile
 from stackrace.engine.model import HTTP_STATUS, INVALID_BODY, PROTOCOL, RESET
 from stackrace.engine.transport import SocketTransport
 
@@ -109,6 +110,7 @@ class Connection(asyncio.Protocol):
         "pending",
         "quota",
         "retiring",
+        "slow",
         "start_ns",
         "state",
         "target",
@@ -131,6 +133,8 @@ class Connection(asyncio.Protocol):
         # target's sweep gives it up after the connect timeout
         self.pending: SocketTransport | None = None
         self.retiring = False
+        # a slow client's slot (engine.clients): its profile, kept when it reconnects
+        self.slow: ClientProfile | None = None
         # fast: closed loop, keep-alive, no budget, not paused, not retiring: send the
         # next request at once from the response callback.
         self.fast = False

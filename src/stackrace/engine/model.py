@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import msgspec
 
+from stackrace.engine.clients import ClientProfile
+
 # The most requests a second one engine process is asked to schedule in rate mode. One
 # process on one core sends at most ~60,000 keep-alive requests a second to the fastest
 # server it meets (bench/engine_vs_wrk.py), and its scheduler keeps its sends on time
@@ -117,6 +119,10 @@ class TargetSpec(msgspec.Struct, forbid_unknown_fields=True):
     tls_verify: bool = True
     cacert: str | None = None
     tls_resume: bool = False
+    # slow clients (engine.clients): this share of the connections sends each request
+    # in pieces over `clients.upload` and reads at `clients.read`; None: all fast
+    clients: ClientProfile | None = None
+    slow_share: float = 1.0
 
 
 class EngineSettings(msgspec.Struct, forbid_unknown_fields=True):

@@ -27,6 +27,7 @@ from time import perf_counter_ns
 
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
+from stackrace.engine.clients import ClientProfile, SlowClient, is_slow
 from stackrace.engine.connection import (
     BUSY,
     CLOSED,
@@ -99,6 +100,10 @@ class Target:
         self.tls_name = u.host if u.tls else None
         self.tls_resume = spec.tls_resume
         self.tls_session: ssl.SSLSession | None = None
+        # slow clients: this share of the connection slots (engine.clients)
+        self.clients = spec.clients
+        self.slow_share = spec.slow_share
+        self._slots = 0  # connection slots made so far (which are slow: is_slow)
         # connect, handshake and first-byte times are kept where they tell something
         # apart from the total: TLS (a plain loopback connect completes inside connect())
         self.timed = self.tls is not None
@@ -400,6 +405,7 @@ class Target:
         live = [c for c in self.conns if not c.retiring]
         while len(live) < self.want:
             conn = self.conn_class(self)
+            conn.slow = self._next_slot()
             conn.state = CLOSED
             conn.quota = 0
             self.conns.add(conn)
@@ -506,6 +512,7 @@ class Target:
             # every request has a connection of its own)
             fresh = self.conn_class(self)
             fresh.fast = True
+            fresh.slow = conn.slow  # the same client, reconnecting
             self.conns.add(fresh)
             fresh.start_ns = now
             self.sent += 1
@@ -514,6 +521,7 @@ class Target:
             fresh = self.conn_class(self)
             fresh.state = CLOSED
             fresh.quota = conn.quota
+            fresh.slow = conn.slow
             self.conns.add(fresh)
             self.on_idle(fresh)
 
@@ -570,8 +578,17 @@ class Target:
 
     # --- connections ---------------------------------------------------------------
 
+    def _next_slot(self) -> ClientProfile | None:
+        """A new connection slot: slow or not, spread evenly over the slots."""
+        if self.clients is None:
+            return None
+        index = self._slots
+        self._slots += 1
+        return self.clients if is_slow(index, self.slow_share) else None
+
     def _new_connection(self, start_ns: int, quota: int | None = None, fast: bool = False) -> None:
         conn = self.conn_class(self)
+        conn.slow = self._next_slot()
         conn.fast = fast or self._fast()
         conn.quota = quota
         self.conns.add(conn)
@@ -591,7 +608,10 @@ class Target:
         connection it replaces: the engine adds no delay of its own (no lag to record)."""
         conn.state = CONNECTING
         now = conn.connect_ns = perf_counter_ns()
-        if self.tls is not None:
+        slow = conn.slow
+        if slow is not None:
+            self._connect_slow(conn, slow, now)
+        elif self.tls is not None:
             session = self.tls_session if self.tls_resume else None
             conn.pending = TlsTransport(
                 self.poller,
@@ -619,6 +639,31 @@ class Target:
                 self.keepalive,
             )
 
+    def _connect_slow(self, conn: Connection, profile: ClientProfile, now: int) -> None:
+        """A slow client's connection: a SlowClient between the connection and its
+        transport sends the request in pieces and paces the reads (engine.clients)."""
+        proxy = SlowClient(conn, profile, self.loop)
+        rcvbuf = profile.rcvbuf if profile.read else 0
+        if self.tls is not None:
+            session = self.tls_session if self.tls_resume else None
+            conn.pending = TlsTransport(
+                self.poller,
+                proxy,
+                self,
+                self.family,
+                self.addr,
+                now,
+                self.tls,
+                self.tls_name,
+                session,
+                self.tls_resume,
+                rcvbuf,
+            )
+        else:
+            conn.pending = SocketTransport(
+                self.poller, proxy, self, self.family, self.addr, now, None, True, rcvbuf
+            )
+
     # --- what a transport reports (transport.ConnectCallbacks) ------------------------
 
     def connect_done(self, conn: Connection, connect_ns: int, tls_ns: int, resumed: bool) -> None:
@@ -631,7 +676,11 @@ class Target:
         if resumed:
             self.resumed += 1
 
-    def connect_failed(self, conn: Connection, err: int, tls: str | None = None) -> None:
+    def connect_failed(
+        self, conn: Connection | SlowClient, err: int, tls: str | None = None
+    ) -> None:
+        if isinstance(conn, SlowClient):
+            conn = conn.conn
         if tls is not None:
             self.errors[tls] = self.errors.get(tls, 0) + 1
             self._connect_failed(conn, TLS)

@@ -187,6 +187,7 @@ class SocketTransport:
         now: int,
         first: bytes | None = None,
         nodelay: bool = False,
+        rcvbuf: int = 0,
     ) -> None:
         """Start the connect. When the kernel settles it inside connect() (as on
         loopback) the protocol hears at once (`connected`), or the opener hears of the
@@ -197,6 +198,8 @@ class SocketTransport:
         connect when it completes there, and the protocol is told so
         (`connected(transport, sent=True)`): the write doubles as the test of whether
         the handshake is done, where a zero-length send() would cost a system call.
+        `rcvbuf`: a receive buffer of this size (a slow reader, engine.clients), set
+        before the connect so the window the server sees is small from the start.
         """
         self.poller = poller
         self.protocol = protocol
@@ -216,6 +219,8 @@ class SocketTransport:
         fd = self.fd = sock.fileno()
         if nodelay:
             sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+        if rcvbuf:
+            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVBUF, rcvbuf)
         err = sock.connect_ex(addr)
         if err == errno.EINPROGRESS:
             try:
@@ -422,6 +427,7 @@ class TlsTransport(SocketTransport):
         hostname: str | None,
         session: ssl.SSLSession | None = None,
         resume: bool = False,
+        rcvbuf: int = 0,
     ) -> None:
         self.context = context
         self.hostname = hostname
@@ -432,7 +438,7 @@ class TlsTransport(SocketTransport):
         self.ssl: ssl.SSLObject | None = None
         self.tcp_ns = 0
         # TLS writes records more than once per request: no Nagle
-        super().__init__(poller, protocol, opener, family, addr, now, None, True)
+        super().__init__(poller, protocol, opener, family, addr, now, None, True, rcvbuf)
 
     def _established(self, sent: bool = False) -> None:
         # TCP is up: start the handshake (the ClientHello goes out now)

@@ -283,6 +283,8 @@ class RaceCore:
             tls_verify=s.tls_verify or m.handle.cacert is not None,
             cacert=m.handle.cacert or s.cacert,
             tls_resume=s.tls_resume,
+            clients=s.client_profile,
+            slow_share=s.slow_share,
         )
 
     async def _attach(self, m: Member) -> None:

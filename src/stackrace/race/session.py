@@ -403,6 +403,15 @@ class Session:
                     climb=warm.climb() if warm is not None else None,
                     engine_limit=limit,
                 )
+                slow = self.core.settings.client_profile
+                held = explain.held_by_slow_clients(
+                    m.handle.family,
+                    slow.upload if slow is not None else 0.0,
+                    self.core.settings.slow_share,
+                    target.interval,
+                )
+                if held and not limit:
+                    annotation = held  # the cause of its queue, named
             panes.append(
                 PaneView(
                     id=mid,
