@@ -232,7 +232,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         float,
         opt(
             "--slow-share",
-            "the share of each stack's connections that are slow clients, e.g. 20% "
+            "the share of each stack's connections that are slow clients, e.g. 20%% "
             "(default: all of them, with --clients)",
             _share,
             metavar="SHARE",

@@ -131,3 +131,14 @@ def test_a_client_profile_is_checked_before_anything_starts(
 def test_a_bad_client_profile_in_bench_is_one_line():
     r = cli("bench", "--stacks", "uvicorn", "--clients", "slow:upload=2h")
     assert_one_line_error(r, "--clients", rc=2)
+
+
+def test_the_new_options_are_in_every_help():
+    # every option is in each command's help, and the help itself prints (a bare % in a
+    # help text made argparse raise)
+    for args in (["bench", "--help"], ["--help"], ["load", "--help"]):
+        r = cli(*args)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        text = " ".join(r.stdout.split())
+        for flag in ("--clients", "--slow-share", "--insecure", "--cacert", "--tls-resume"):
+            assert flag in text, (args, flag)

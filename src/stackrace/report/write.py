@@ -24,7 +24,9 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
     console.print(
         tables.rich_table(
             run,
-            title or f"{s.workload} ({s.path}), {s.duration:g}s per level, isolation {s.isolation}",
+            title
+            or f"{s.workload} ({s.path}), {s.duration:g}s per level, isolation {s.isolation}"
+            + (f", {100 * s.slow_share:g}% slow clients ({s.clients})" if s.clients else ""),
         )
     )
     for st in run.stacks:

@@ -13,6 +13,8 @@ shows only req/s and p99 in large type, and waiting, failures, RSS and CPU in bo
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import deque
 
 from rich.text import Text
@@ -152,11 +154,21 @@ def plan_rows(height: int, rate_mode: bool, projector: bool = False) -> dict[str
     return rows
 
 
+def pane_widget_id(member_id: str) -> str:
+    """The pane's widget id: `pane-NAME` for a plain name (`pane-uvicorn`); a variant
+    (`nginx-proxy:backend=gunicorn-sync`) has characters a Textual id may not hold, so
+    they become `-` and a short hash of the name keeps two variants apart."""
+    if re.fullmatch(r"[A-Za-z0-9_-]+", member_id):
+        return f"pane-{member_id}"
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", member_id).strip("-")
+    return f"pane-{slug}-{hashlib.sha1(member_id.encode()).hexdigest()[:6]}"
+
+
 class StackPane(Vertical, can_focus=True):
     """Figures for one stack (or URL target); focus it to chart its latency."""
 
     def __init__(self, view: PaneView) -> None:
-        super().__init__(id=f"pane-{view.id}", classes="stack-pane")
+        super().__init__(id=pane_widget_id(view.id), classes="stack-pane")
         self.pane_id = view.id
         self.border_title = view.name
         self.rps_history: deque[float] = deque(maxlen=HISTORY)
