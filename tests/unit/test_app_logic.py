@@ -283,7 +283,7 @@ def test_the_slow_clients_preset_and_options_reach_the_race():
     from stackrace.tui.app import build_session
 
     args = build_parser().parse_args(["--demo", "--preset", "slow-clients", "--go"])
-    session, plan, _c, _show = build_session(args)
+    _session, plan, _c, _show = build_session(args)
     assert plan.stacks == ("gunicorn-sync", "nginx-proxy:backend=gunicorn-sync", "uvicorn")
     assert plan.settings.clients == "slow:upload=50ms" and plan.settings.slow_share == 0.25
     profile = plan.settings.client_profile
