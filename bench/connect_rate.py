@@ -32,6 +32,7 @@ import sys
 
 from engine_vs_wrk import (
     add_baseline_argument,
+    add_tls_argument,
     build_target,
     require,
     run_tool,
@@ -40,6 +41,7 @@ from engine_vs_wrk import (
     start_server,
     tool_commands,
     use_baseline,
+    use_tls,
 )
 
 
@@ -49,8 +51,11 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=6)
     ap.add_argument("-c", "--concurrency", type=int, default=50)
     add_baseline_argument(ap)
+    add_tls_argument(ap)
     args = ap.parse_args()
     use_baseline(args)
+    if args.tls:
+        use_tls()
     require("go", "wrk", "taskset")
     for tool in ("ab", "hey", "oha"):
         if not shutil.which(tool):

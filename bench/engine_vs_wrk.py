@@ -46,6 +46,10 @@ def _free_port() -> int:
 
 
 PORT = _free_port()
+# --tls: the target serves HTTPS with the machine's certificate (stackrace.stacks.
+# certificate); wrk does not verify certificates, so stackrace runs with -k too
+SCHEME = "http"
+TLS_FILES: tuple[str, str] | None = None
 # --baseline-src DIR: one more row, "stackrace (baseline)", the engine whose sources are in
 # DIR (e.g. `git archive main src | tar -x -C /tmp/main`), run in the same rounds
 BASELINE_SRC: str | None = None
@@ -61,17 +65,37 @@ def build_target() -> Path:
     return out
 
 
+def use_tls() -> None:
+    """Serve and load HTTPS (the machine's certificate, made once)."""
+    global SCHEME, TLS_FILES
+    sys.path.insert(0, str(ROOT / "src"))
+    from stackrace.stacks.certificate import ensure
+
+    cert = ensure()
+    SCHEME, TLS_FILES = "https", (str(cert.cert), str(cert.key))
+
+
+def _open(path: str, timeout: float) -> bytes:
+    import ssl
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE  # our own target
+    url = f"{SCHEME}://127.0.0.1:{PORT}{path}"
+    with urllib.request.urlopen(url, timeout=timeout, context=ctx) as r:
+        return r.read()
+
+
 def start_server(binary: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "GOMAXPROCS": "1"}
     proc = subprocess.Popen(
-        ["taskset", "-c", SERVER_CPU, str(binary), str(PORT)],
+        ["taskset", "-c", SERVER_CPU, str(binary), str(PORT), *(TLS_FILES or ())],
         env=env,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
     for _ in range(100):
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{PORT}/_count", timeout=1).read()
+            _open("/_count", 1)
             return proc
         except OSError:
             time.sleep(0.05)
@@ -80,8 +104,7 @@ def start_server(binary: Path) -> subprocess.Popen[bytes]:
 
 
 def served() -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/_count", timeout=5) as r:
-        return int(r.read())
+    return int(_open("/_count", 5))
 
 
 def require(*tools: str) -> None:
@@ -96,7 +119,7 @@ def skip_note(tool: str) -> None:
 
 def tool_commands(path: str, conc: int, secs: int, close: bool = False) -> dict[str, list[str]]:
     """Each tool's command line; `close`: a new connection per request (connect_rate.py)."""
-    url = f"http://127.0.0.1:{PORT}{path}"
+    url = f"{SCHEME}://127.0.0.1:{PORT}{path}"
     c, d = str(conc), f"{secs}s"
     keep = [] if close else ["-k"]
     stackrace = [
@@ -111,14 +134,14 @@ def tool_commands(path: str, conc: int, secs: int, close: bool = False) -> dict[
         d,
         "--json",
         *(["--no-keepalive"] if close else []),
+        *(["--insecure"] if TLS_FILES else []),
     ]
-    cmds = {
-        "stackrace": stackrace,
-        "bare uvloop": [sys.executable, str(ROOT / "bench" / "bare_uvloop_client.py"), url, c,
-                        str(secs), *(["close"] if close else [])],
-        "wrk": ["wrk", "-t1", f"-c{c}", f"-d{d}", "--latency",
-                *(["-H", "Connection: close"] if close else []), url],
-    }  # fmt: skip
+    cmds = {"stackrace": stackrace}
+    if not TLS_FILES:  # the floor is a plain-HTTP client
+        cmds["bare uvloop"] = [sys.executable, str(ROOT / "bench" / "bare_uvloop_client.py"),
+                               url, c, str(secs), *(["close"] if close else [])]  # fmt: skip
+    cmds["wrk"] = ["wrk", "-t1", f"-c{c}", f"-d{d}", "--latency",
+                   *(["-H", "Connection: close"] if close else []), url]  # fmt: skip
     if BASELINE_SRC:
         cmds["stackrace (baseline)"] = ["env", f"PYTHONPATH={BASELINE_SRC}", *stackrace]
     if shutil.which("ab"):
@@ -216,6 +239,15 @@ def startup(samples: int = 7) -> list[float]:
     return [asyncio.run(once()) for _ in range(samples)]
 
 
+def add_tls_argument(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--tls",
+        action="store_true",
+        help="HTTPS: the target serves TLS with the machine's certificate (stackrace -k, "
+        "as wrk does not verify either); the bare uvloop row is left out",
+    )
+
+
 def add_baseline_argument(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--baseline-src",
@@ -241,8 +273,11 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=8)
     ap.add_argument("-c", "--concurrency", type=int, default=50)
     add_baseline_argument(ap)
+    add_tls_argument(ap)
     args = ap.parse_args()
     use_baseline(args)
+    if args.tls:
+        use_tls()
     require("go", "wrk", "taskset")
     for tool in ("ab", "hey", "oha"):
         if not shutil.which(tool):

@@ -351,11 +351,12 @@ class SocketTransport:
         self.reading = False
 
     def resume_reading(self) -> None:
-        """Read again; what arrived meanwhile gives no new edge, so read it now."""
+        """Read again; what arrived meanwhile (the server's FIN too) gives no new edge,
+        so read it now, to the end of what is there (RDHUP: keep reading)."""
         if self.reading or self.state != OPEN:
             return
         self.reading = True
-        self._read(EPOLLIN)
+        self._read(EPOLLIN | EPOLLRDHUP)
 
     def close(self) -> None:
         """Close now (the FIN leaves at once) and tell the protocol, at once too: the
@@ -413,7 +414,7 @@ class TlsTransport(SocketTransport):
     The connect, the handshake (from the ClientHello to the server's Finished) and, by
     the protocol, the first byte are timed apart; `connect_done` gets the first two."""
 
-    __slots__ = ("_in", "_out", "context", "hostname", "resume", "session", "ssl", "tcp_ns")
+    __slots__ = ("_c", "_in", "_out", "context", "hostname", "resume", "session", "ssl", "tcp_ns")
 
     def __init__(
         self,
@@ -436,6 +437,8 @@ class TlsTransport(SocketTransport):
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
         self.ssl: ssl.SSLObject | None = None
+        # the SSLObject's C object: its read and write without the Python wrapper's frame
+        self._c: Any = None
         self.tcp_ns = 0
         # TLS writes records more than once per request: no Nagle
         super().__init__(poller, protocol, opener, family, addr, now, None, True, rcvbuf)
@@ -451,6 +454,7 @@ class TlsTransport(SocketTransport):
         except (ssl.SSLError, ValueError) as exc:
             self._handshake_failed(exc)
             return
+        self._c = self.ssl._sslobj  # type: ignore[attr-defined]
         self._handshake()
 
     def _handshake(self) -> None:
@@ -536,12 +540,15 @@ class TlsTransport(SocketTransport):
             self._deliver()
 
     def _deliver(self) -> None:
-        """Decrypt what the incoming BIO holds and hand it to the protocol."""
-        sslobj = self.ssl
-        assert sslobj is not None
+        """Decrypt what the incoming BIO holds and hand it to the protocol. A read is
+        tried again only while encrypted bytes are left: the usual last read, the one
+        that finds nothing, would end in an SSLWantReadError, and an exception costs
+        more than a record's decryption."""
+        read = self._c.read
+        incoming = self._in
         while self.state == OPEN and self.reading:
             try:
-                data = sslobj.read(_READ_SIZE)
+                data = read(_READ_SIZE)
             except ssl.SSLWantReadError:
                 break
             except ssl.SSLZeroReturnError:
@@ -554,16 +561,18 @@ class TlsTransport(SocketTransport):
                 self._lost(None)
                 return
             self.protocol.data_received(data)
+            if not incoming.pending:
+                break
         if self.state == OPEN and self._out.pending:
             self._send_records()  # e.g. a key update answered
         if self.state == OPEN and self._in.eof:
             self._lost(None)
 
     def write(self, data: bytes) -> None:
-        if self.state != OPEN or self.ssl is None:
+        if self.state != OPEN or self._c is None:
             return
         try:
-            self.ssl.write(data)
+            self._c.write(data)
         except ssl.SSLError as exc:
             self._lost(exc)
             return
