@@ -15,6 +15,11 @@ rate, in alternating rounds, and prints medians:
   send), and its own send lateness (due time to write, `send_lateness` in load --json);
 - the difference of the p50s: the engine's error at the median.
 
+`--ceiling` instead measures what one engine process can schedule: stackrace alone at
+rising rates against /hello (a server that answers at once), with the rate it delivered
+and its send lateness at each; the engine's ceiling per process (MAX_RATE_PER_PROCESS,
+engine/model.py) is set below the rate where it stops keeping up.
+
 vegeta is installed with `go install github.com/tsenart/vegeta/v12@v12.12.0` (GOBIN on
 PATH); without it on PATH its columns are skipped with a note.
 """
@@ -78,6 +83,53 @@ def stackrace(url: str, rate: int, secs: int, conns: int) -> dict[str, float]:
     }
 
 
+def ceiling(args: argparse.Namespace) -> None:
+    rates = [10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 70_000]
+    require("go", "taskset")
+    url = f"http://127.0.0.1:{PORT}/hello"
+    server = start_server(build_target())
+    rows: dict[int, list[dict[str, float]]] = {r: [] for r in rates}
+    try:
+        for rnd in range(args.rounds):
+            for rate in rates:
+                out = subprocess.run(
+                    ["taskset", "-c", TOOL_CPU, sys.executable, "-m", "stackrace.cli", "load",
+                     url, "--rate", str(rate), "-c", "200", "-d", f"{args.duration}s", "--json"],
+                    capture_output=True, text=True, cwd=ROOT,
+                )  # fmt: skip
+                if out.returncode != 0:
+                    print(f"  {rate}/s: {out.stderr.strip()}", file=sys.stderr)
+                    continue
+                total = json.loads(out.stdout)["total"]
+                late = total.get("send_lateness") or {}
+                row = {
+                    "rps": total["rps"],
+                    "late_p50": late.get("p50", 0),
+                    "late_p99": late.get("p99", 0),
+                    "late_share": total["late"] / max(1, total["sent"]),
+                }
+                rows[rate].append(row)
+                print(
+                    f"  round {rnd + 1} {rate:>6}/s delivered {row['rps']:8.0f}/s, lateness "
+                    f"p50 {row['late_p50']:.0f} µs p99 {row['late_p99']:.0f} µs, "
+                    f"{100 * row['late_share']:.1f}% sent > 2 ms late",
+                    file=sys.stderr,
+                )
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"\none engine process, rate mode, /hello, 200 connections, {args.duration}s (medians)")
+    print(f"{'rate':>7}  {'delivered':>9}  {'lateness p50':>12} {'p99':>7}  {'> 2 ms late':>11}")
+    for rate, rs in rows.items():
+        if not rs:
+            continue
+        med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+        print(
+            f"{rate:>7}  {med['rps']:>9.0f}  {med['late_p50']:>12.0f} {med['late_p99']:>7.0f}  "
+            f"{100 * med['late_share']:>10.1f}%"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
@@ -87,7 +139,15 @@ def main() -> None:
     ap.add_argument(
         "-c", "--connections", type=int, default=400, help="stackrace's connections (rate mode)"
     )
+    ap.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="find one engine process's scheduling ceiling (stackrace alone, /hello)",
+    )
     args = ap.parse_args()
+    if args.ceiling:
+        ceiling(args)
+        return
     rates = [int(r) for r in args.rates.split(",")]
     require("go", "taskset")
     have_vegeta = shutil.which("vegeta") is not None

@@ -262,7 +262,11 @@ class Connection(asyncio.Protocol):
             self.parser = _DISCARD  # type: ignore[assignment]
             tr = self.transport
             if type(tr) is SocketTransport:
-                tr.close()  # the descriptor closes now, and our FIN leaves with it
+                # the descriptor closes now, and our FIN leaves with it; what
+                # connection_lost would do for a closed connection is done here
+                tr.release()
+                t.open -= 1
+                self.transport = None
             elif tr is not None:
                 close_now(tr)
             t.replace(self, now)

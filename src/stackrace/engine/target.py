@@ -516,7 +516,7 @@ class Target:
             self.conns.add(fresh)
             fresh.start_ns = now
             self.sent += 1
-            self._connect(fresh)
+            self._connect(fresh, now)
         else:
             fresh = self.conn_class(self)
             fresh.state = CLOSED
@@ -600,14 +600,15 @@ class Target:
             conn.state = CLOSED
             self.on_idle(conn)
 
-    def _connect(self, conn: Connection) -> None:
+    def _connect(self, conn: Connection, now: int = 0) -> None:
         """Open a connection for `conn` on the engine's own sockets (transport.py): the
         outcome comes back through connected / connect_failed — at once when the kernel
         settles the connect inside connect() (loopback does), and then the request has
         gone out with it. A replacement is opened inside the response callback of the
         connection it replaces: the engine adds no delay of its own (no lag to record)."""
         conn.state = CONNECTING
-        now = conn.connect_ns = perf_counter_ns()
+        # `now`: a replacement's caller read the clock a few µs ago (its response's end)
+        now = conn.connect_ns = now or perf_counter_ns()
         slow = conn.slow
         if slow is not None:
             self._connect_slow(conn, slow, now)

@@ -8,7 +8,8 @@ every new socket (bench/connect_rate.py measured the engine at 1.49× wrk's CPU 
 connection, and a bare uvloop client at 1.38×). Here a connect is what wrk does: one
 `socket()`, one `connect()`, one `epoll_ctl(ADD)`, one `send()`, one `recv()`, one
 `close()` — and on loopback, where the handshake completes inside `connect()`, not even
-a wake-up for writability (a zero-length `send` says whether it is established).
+a wake-up for writability: the request is sent right after `connect()`, and that send
+succeeding is what says the connection is established (EAGAIN: still connecting).
 
 - `Poller`: one edge-triggered epoll per event loop, whose descriptor the loop watches
   (`add_reader`), so every ready socket of a batch is handled in one loop callback.
@@ -28,8 +29,12 @@ a wake-up for writability (a zero-length `send` says whether it is established).
   offered for resumption (`SSLContext.wrap_bio(session=…)`), which asyncio's
   `create_connection(ssl=…)` cannot do.
 
-Connect outcomes reach the caller through `ConnectCallbacks`: `connection_made` on the
-protocol when established (after the handshake, with TLS), or `connect_failed(errno)`.
+Connect outcomes: `connected(transport, sent)` on the protocol when established (after
+the handshake, with TLS), or `connect_failed(protocol, errno)` on the opener
+(`ConnectCallbacks`, the target), which also hears TLS connections' timings
+(`connect_done`) and their sessions (`keep_session`, for resumption).
+
+Measured with bench/connect_rate.py: see the README's engine section.
 """
 
 from __future__ import annotations
@@ -375,6 +380,21 @@ class SocketTransport:
             protocol.connection_lost(None)
 
     abort = close
+
+    def release(self) -> None:
+        """Close now, and tell nobody: the protocol calling this has finished with the
+        connection and done what connection_lost would (the end of a connection per
+        request, in its response callback: one call fewer per request)."""
+        if self.state == CLOSED:
+            return
+        self.state = CLOSED
+        self.out = None
+        poller = self.poller
+        del poller.handlers[self.fd]
+        if poller.dispatching:
+            poller.stale.add(self.fd)
+        self.sock.close()  # type: ignore[union-attr]  # our FIN leaves now
+        self.protocol = None
 
     def is_closing(self) -> bool:
         return self.state == CLOSED
