@@ -10,6 +10,11 @@ recorded in the corrected histogram at the timeout (it waited at least that long
 A request budget (`--requests`, as ab -n) is spread over the connections, so one
 connection cannot take it all while the others wait unseen.
 
+Rate mode's due requests are sent by a timerfd armed for the next one (timer.py), and
+how late each left is kept (`send_lateness`). Connections are the engine's own sockets
+(transport.py); a slow client's go through a SlowClient (clients.py); https ones carry
+TLS, with their connect and handshake timed apart.
+
 Accounting (see model.py): a request is counted in `sent` when it starts (rate mode: when
 it is due) and ends in exactly one place: answered (`requests`), failed by kind, or
 still waiting, which each report gives as a gauge with the ages of the waiting requests.
