@@ -17,12 +17,14 @@ sets it back to zero.
 
 A response is an answer only to a request in flight. HTTP/1.1 without pipelining has at
 most one, and a response cannot answer a request written after its first byte arrived:
-bytes that come while nothing is in flight, or a second response beginning in the same
-read as the one that completed (its bytes were here before the next request was
+bytes that come while nothing is in flight, or a second response completed in the same
+read as the one that answered (its bytes were here before the next request was
 written), are *unsolicited*. They are counted as such, the request in flight (if any)
 fails as `protocol` — the connection's responses can no longer be matched to requests —
 and the connection is replaced. Informational 1xx responses precede the answer and are
-not answers themselves.
+not answers themselves. (An unasked response that arrives on its own after the next
+request was written cannot be told from its answer by any HTTP/1.1 client; one split
+across two reads is the same case.)
 """
 
 from __future__ import annotations
@@ -93,10 +95,6 @@ class _Discard:
 
 
 _DISCARD = _Discard()
-
-
-class _Unsolicited(Exception):
-    """Raised from a parser callback to stop parsing a response nobody asked for."""
 
 
 class Connection(asyncio.Protocol):
@@ -203,12 +201,6 @@ class Connection(asyncio.Protocol):
             if self.state != CLOSED:
                 self.fail(PROTOCOL)
 
-    def on_message_begin(self) -> None:
-        if self.answered:
-            # these bytes were read before the request now in flight was written
-            self.unsolicited()
-            raise _Unsolicited
-
     def unsolicited(self) -> None:
         """A response nobody asked for: count it, fail the request in flight (the
         connection's responses can no longer be matched to requests), replace it."""
@@ -228,6 +220,11 @@ class Connection(asyncio.Protocol):
         now = perf_counter_ns()
         t = self.target
         parser = self.parser
+        if self.answered:
+            # a second response in the read that completed one: its bytes were here
+            # before the request now in flight was written, so it answers nothing
+            self.unsolicited()
+            return
         status = parser.get_status_code()  # type: ignore[union-attr]
         if status < 200 and status != 101:
             return  # 100 Continue, 103 Early Hints: the answer is still to come
@@ -271,13 +268,24 @@ class Connection(asyncio.Protocol):
                 close_now(tr)
             t.replace(self, now)
         elif self.fast:
-            self.start_ns = now
-            t.sent += 1
-            self.transport.write(t.request)  # type: ignore[union-attr]
+            tr = self.transport
+            if type(tr) is SocketTransport and t.hand_over_keepalive:
+                # no request in flight while it moves: the next one starts (and is
+                # counted) once the loop's transport is up (connected → on_idle)
+                self.start_ns = 0
+                t.hand_over(self, tr, now)
+            else:
+                self.start_ns = now
+                t.sent += 1
+                tr.write(t.request)  # type: ignore[union-attr]
         else:
             self.start_ns = 0
             self.state = IDLE
-            t.on_idle(self)
+            tr = self.transport
+            if type(tr) is SocketTransport and t.hand_over_keepalive:
+                t.hand_over(self, tr, now)
+            else:
+                t.on_idle(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         t = self.target

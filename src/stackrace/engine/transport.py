@@ -396,6 +396,19 @@ class SocketTransport:
         self.sock.close()  # type: ignore[union-attr]  # our FIN leaves now
         self.protocol = None
 
+    def detach(self, family: int) -> socket.socket:
+        """Leave the engine's epoll and hand the open socket over (to the event loop's
+        own transport, engine.target.Target.hand_over); this transport is done."""
+        fd = self.fd
+        self.state = CLOSED
+        self.protocol = None
+        self.poller.forget(fd)
+        self.poller.ep.unregister(fd)
+        sock, self.sock = self.sock, None
+        assert sock is not None and self.out is None
+        # family and type given: socket.socket would otherwise ask the kernel for them
+        return socket.socket(family, socket.SOCK_STREAM, 0, sock.detach())
+
     def is_closing(self) -> bool:
         return self.state == CLOSED
 
