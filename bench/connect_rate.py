@@ -1,51 +1,88 @@
 #!/usr/bin/env python3
 """A new connection per request: stackrace's engine against wrk and ab.
 
-    .venv/bin/python bench/connect_rate.py [--rounds 3] [--duration 6] [-c 50]
+    .venv/bin/python bench/connect_rate.py [--rounds 5] [--duration 6] [-c 50]
+                                           [--baseline-src DIR]
 
 The keep-alive-off presets (ab without -k, gunicorn's sync worker) open a TCP connection
-for every request, and there the engine's core is what limits the figure first (the
-PyPy panes of seed-002-pypy-frameworks are engine-limited at 9–12k new connections a
-second). This measures that ceiling against the C tools, as engine_vs_wrk.py does for
-keep-alive: the Go target on core 0 (GOMAXPROCS=1), each tool on core 1 in turn, the
-same time and concurrency, alternating rounds; req/s is what the *server* counted, CPU
-is the tool's whole process tree (wait4). Ratios are per round against wrk, then the
-median. wrk sends `Connection: close` and reconnects after every response; ab runs
-without -k; stackrace runs `load --no-keepalive`; bare_uvloop_client.py with `close` is
-the least a uvloop client can do per connection (create_connection, write, close).
+for every request, and there the engine's core is what limits the figure first. This
+measures that ceiling against the C tools, as engine_vs_wrk.py does for keep-alive: the
+Go target on core 0 (GOMAXPROCS=1), each tool on core 1 in turn, the same concurrency,
+alternating rounds; req/s is what the *server* counted, CPU is the tool's whole process
+tree (wait4). Ratios are per round against wrk, then the median.
+
+Each tool runs twice per round, a short run and a long one: "whole run" is the long
+run's CPU per connection, start-up included (a Python process spends ~0.3 s of CPU
+importing and starting its engine, wrk ~1 ms); "marginal" is the difference between the
+two runs divided by the difference in connections, the cost of one more connection with
+start-up cancelled out, the same for every tool. wrk sends `Connection: close` and
+reconnects after every response; ab runs without -k; stackrace runs `load
+--no-keepalive`; bare_uvloop_client.py with `close` is the least a uvloop client can do
+per connection with create_connection (what the engine used before it opened its own
+sockets). hey and oha join when they are on PATH. `--baseline-src DIR` adds the engine
+of another checkout's sources (e.g. main's) as "stackrace (baseline)", in the same rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 
-from engine_vs_wrk import build_target, require, run_tool, served, start_server, tool_commands
+from engine_vs_wrk import (
+    add_baseline_argument,
+    add_tls_argument,
+    build_target,
+    require,
+    run_tool,
+    served,
+    skip_note,
+    start_server,
+    tool_commands,
+    use_baseline,
+    use_tls,
+)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--duration", type=int, default=6)
     ap.add_argument("-c", "--concurrency", type=int, default=50)
+    add_baseline_argument(ap)
+    add_tls_argument(ap)
     args = ap.parse_args()
+    use_baseline(args)
+    if args.tls:
+        use_tls()
     require("go", "wrk", "taskset")
+    for tool in ("ab", "hey", "oha"):
+        if not shutil.which(tool):
+            skip_note(tool)
     server = start_server(build_target())
+    short = max(1, args.duration // 3)
     res: dict[str, dict[str, list[float]]] = {}
     try:
         for rnd in range(args.rounds):
-            cmds = tool_commands("/hello", args.concurrency, args.duration, close=True)
-            for name, cmd in cmds.items():
-                served()  # reset the server's count
-                _wall, cpu, _ = run_tool(cmd)
-                n = served()
-                r = res.setdefault(name, {"rps": [], "us": []})
-                r["rps"].append(n / args.duration)
-                r["us"].append(cpu / n * 1e6 if n else float("inf"))
+            names = list(tool_commands("/hello", args.concurrency, args.duration, close=True))
+            for name in names:
+                runs = []
+                for secs in (short, args.duration):
+                    served()  # reset the server's count
+                    cmd = tool_commands("/hello", args.concurrency, secs, close=True)[name]
+                    _wall, cpu, _ = run_tool(cmd)
+                    runs.append((cpu, served()))
+                (cpu_s, n_s), (cpu_l, n_l) = runs
+                r = res.setdefault(name, {"rps": [], "us": [], "marginal": []})
+                r["rps"].append(n_l / args.duration)
+                r["us"].append(cpu_l / n_l * 1e6 if n_l else float("inf"))
+                marginal = (cpu_l - cpu_s) / (n_l - n_s) * 1e6 if n_l > n_s else float("inf")
+                r["marginal"].append(marginal)
                 print(
-                    f"  round {rnd + 1} {name:<10} {n / args.duration:>8.0f} conn/s  "
-                    f"{r['us'][-1]:6.1f} µs CPU per connection",
+                    f"  round {rnd + 1} {name:<21} {n_l / args.duration:>8.0f} conn/s  "
+                    f"{r['us'][-1]:6.1f} µs CPU per connection (whole run)  "
+                    f"{marginal:6.1f} µs marginal",
                     file=sys.stderr,
                 )
     finally:
@@ -53,16 +90,22 @@ def main() -> None:
         server.wait()
     wrk = res["wrk"]
     print(
-        f"\nnew connection per request, /hello, c={args.concurrency}, {args.duration}s, "
-        f"{args.rounds} rounds (medians; ratios per round)"
+        f"\nnew connection per request, /hello, c={args.concurrency}, {args.duration}s "
+        f"(and {short}s for the marginal cost), {args.rounds} rounds (medians; ratios per round)"
     )
-    print(f"{'tool':<12}{'req/s':>9}{'vs wrk':>8}   {'µs CPU/req':>10}{'vs wrk':>8}")
+    print(
+        f"{'tool':<22}{'req/s':>8}{'vs wrk':>8}   {'µs CPU/req':>10}{'vs wrk':>8}"
+        f"   {'marginal µs':>11}{'vs wrk':>8}"
+    )
     for name, r in res.items():
-        rps = statistics.median(a / b for a, b in zip(r["rps"], wrk["rps"], strict=True))
-        us = statistics.median(a / b for a, b in zip(r["us"], wrk["us"], strict=True))
+
+        def ratio(key: str, r: dict[str, list[float]] = r) -> float:
+            return statistics.median(a / b for a, b in zip(r[key], wrk[key], strict=True))
+
         print(
-            f"{name:<12}{statistics.median(r['rps']):>9.0f}{rps:>7.2f}x   "
-            f"{statistics.median(r['us']):>10.1f}{us:>7.2f}x"
+            f"{name:<22}{statistics.median(r['rps']):>8.0f}{ratio('rps'):>7.2f}x   "
+            f"{statistics.median(r['us']):>10.1f}{ratio('us'):>7.2f}x   "
+            f"{statistics.median(r['marginal']):>11.1f}{ratio('marginal'):>7.2f}x"
         )
 
 

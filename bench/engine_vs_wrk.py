@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -33,9 +34,25 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PORT = 18931
 SERVER_CPU = "0"
 TOOL_CPU = "1"
+
+
+def _free_port() -> int:
+    # asked of the OS: other people's servers may run on this machine too
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+PORT = _free_port()
+# --tls: the target serves HTTPS with the machine's certificate (stackrace.stacks.
+# certificate); wrk does not verify certificates, so stackrace runs with -k too
+SCHEME = "http"
+TLS_FILES: tuple[str, str] | None = None
+# --baseline-src DIR: one more row, "stackrace (baseline)", the engine whose sources are in
+# DIR (e.g. `git archive main src | tar -x -C /tmp/main`), run in the same rounds
+BASELINE_SRC: str | None = None
 
 
 def build_target() -> Path:
@@ -48,17 +65,37 @@ def build_target() -> Path:
     return out
 
 
+def use_tls() -> None:
+    """Serve and load HTTPS (the machine's certificate, made once)."""
+    global SCHEME, TLS_FILES
+    sys.path.insert(0, str(ROOT / "src"))
+    from stackrace.stacks.certificate import ensure
+
+    cert = ensure()
+    SCHEME, TLS_FILES = "https", (str(cert.cert), str(cert.key))
+
+
+def _open(path: str, timeout: float) -> bytes:
+    import ssl
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE  # our own target
+    url = f"{SCHEME}://127.0.0.1:{PORT}{path}"
+    with urllib.request.urlopen(url, timeout=timeout, context=ctx) as r:
+        return r.read()
+
+
 def start_server(binary: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "GOMAXPROCS": "1"}
     proc = subprocess.Popen(
-        ["taskset", "-c", SERVER_CPU, str(binary), str(PORT)],
+        ["taskset", "-c", SERVER_CPU, str(binary), str(PORT), *(TLS_FILES or ())],
         env=env,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
     for _ in range(100):
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{PORT}/_count", timeout=1).read()
+            _open("/_count", 1)
             return proc
         except OSError:
             time.sleep(0.05)
@@ -67,8 +104,7 @@ def start_server(binary: Path) -> subprocess.Popen[bytes]:
 
 
 def served() -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/_count", timeout=5) as r:
-        return int(r.read())
+    return int(_open("/_count", 5))
 
 
 def require(*tools: str) -> None:
@@ -77,19 +113,37 @@ def require(*tools: str) -> None:
             raise SystemExit(f"needs {tool} on PATH")
 
 
+def skip_note(tool: str) -> None:
+    print(f"  ({tool} is not on PATH: its row is skipped)", file=sys.stderr)
+
+
 def tool_commands(path: str, conc: int, secs: int, close: bool = False) -> dict[str, list[str]]:
     """Each tool's command line; `close`: a new connection per request (connect_rate.py)."""
-    url = f"http://127.0.0.1:{PORT}{path}"
+    url = f"{SCHEME}://127.0.0.1:{PORT}{path}"
     c, d = str(conc), f"{secs}s"
     keep = [] if close else ["-k"]
-    cmds = {
-        "stackrace": [sys.executable, "-m", "stackrace.cli", "load", url, "-c", c, "-d", d,
-                      "--json", *(["--no-keepalive"] if close else [])],
-        "bare uvloop": [sys.executable, str(ROOT / "bench" / "bare_uvloop_client.py"), url, c,
-                        str(secs), *(["close"] if close else [])],
-        "wrk": ["wrk", "-t1", f"-c{c}", f"-d{d}", "--latency",
-                *(["-H", "Connection: close"] if close else []), url],
-    }  # fmt: skip
+    stackrace = [
+        sys.executable,
+        "-m",
+        "stackrace.cli",
+        "load",
+        url,
+        "-c",
+        c,
+        "-d",
+        d,
+        "--json",
+        *(["--no-keepalive"] if close else []),
+        *(["--insecure"] if TLS_FILES else []),
+    ]
+    cmds = {"stackrace": stackrace}
+    if not TLS_FILES:  # the floor is a plain-HTTP client
+        cmds["bare uvloop"] = [sys.executable, str(ROOT / "bench" / "bare_uvloop_client.py"),
+                               url, c, str(secs), *(["close"] if close else [])]  # fmt: skip
+    cmds["wrk"] = ["wrk", "-t1", f"-c{c}", f"-d{d}", "--latency",
+                   *(["-H", "Connection: close"] if close else []), url]  # fmt: skip
+    if BASELINE_SRC:
+        cmds["stackrace (baseline)"] = ["env", f"PYTHONPATH={BASELINE_SRC}", *stackrace]
     if shutil.which("ab"):
         name = "ab" if close else "ab -k"
         cmds[name] = ["ab", *keep, "-q", "-c", c, "-t", str(secs), "-n", "100000000", url]
@@ -185,13 +239,49 @@ def startup(samples: int = 7) -> list[float]:
     return [asyncio.run(once()) for _ in range(samples)]
 
 
+def add_tls_argument(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--tls",
+        action="store_true",
+        help="HTTPS: the target serves TLS with the machine's certificate (stackrace -k, "
+        "as wrk does not verify either); the bare uvloop row is left out",
+    )
+
+
+def add_baseline_argument(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--baseline-src",
+        default=None,
+        metavar="DIR",
+        help="also run the engine from these sources (a directory holding stackrace/), "
+        "e.g. main's: git archive main src | tar -x -C /tmp/main; then /tmp/main/src",
+    )
+
+
+def use_baseline(args: argparse.Namespace) -> None:
+    global BASELINE_SRC
+    if args.baseline_src:
+        src = Path(args.baseline_src).resolve()
+        if not (src / "stackrace" / "engine" / "worker.py").is_file():
+            raise SystemExit(f"--baseline-src {args.baseline_src}: no stackrace/ sources there")
+        BASELINE_SRC = str(src)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=8)
     ap.add_argument("-c", "--concurrency", type=int, default=50)
+    add_baseline_argument(ap)
+    add_tls_argument(ap)
     args = ap.parse_args()
+    use_baseline(args)
+    if args.tls:
+        use_tls()
     require("go", "wrk", "taskset")
+    for tool in ("ab", "hey", "oha"):
+        if not shutil.which(tool):
+            skip_note(tool)
     server = start_server(build_target())
     try:
         print(

@@ -5,6 +5,9 @@
 //	/hello            "Hello, World!"
 //	/delay?ms=N       the same after N ms
 //	/_count           requests answered since the last /_count (not counted itself)
+//
+// Usage: target PORT [CERT KEY]; with a certificate and key it serves HTTPS (HTTP/1.1
+// and HTTP/2 by ALPN: the load tools offer HTTP/1.1 only).
 package main
 
 import (
@@ -39,7 +42,13 @@ func main() {
 	http.HandleFunc("/delay", delay)
 	http.HandleFunc("/_count", count)
 	addr := "127.0.0.1:" + os.Args[1]
-	if err := http.ListenAndServe(addr, nil); err != nil {
+	var err error
+	if len(os.Args) > 3 {
+		err = http.ListenAndServeTLS(addr, os.Args[2], os.Args[3], nil)
+	} else {
+		err = http.ListenAndServe(addr, nil)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

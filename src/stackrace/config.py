@@ -52,6 +52,17 @@ Optional keys for what a stack serves and what verify proves about it:
     expect = { opcache = "{opcache}" }   # what `stackrace verify` must find: a key of the
                                      # facts object, or one verify measures (db_persistent)
 
+A stack that serves HTTPS:
+
+    tls = true                       # the stack listens with TLS on {port}; it gets
+                                     # {tls_cert} and {tls_key}, a self-signed certificate
+                                     # for localhost/127.0.0.1 made once per machine in
+                                     # the data directory (stackrace.stacks.certificate);
+                                     # its URL is https://127.0.0.1:PORT, its readiness
+                                     # probe and `verify` speak TLS, and the engine trusts
+                                     # exactly that certificate. An upstream behind it
+                                     # (nginx terminating TLS) stays plain HTTP.
+
 A stack in front of another (nginx as a reverse proxy):
 
     upstream = "{backend}"           # a stack (or variant) started first, on a port of its
@@ -61,8 +72,9 @@ A stack in front of another (nginx as a reverse proxy):
 
 Placeholders: {host} (always 127.0.0.1), {port}, {workers}, {threads}, {apps}, {root},
 {run_dir}, {venv_bin}, {python}, {pypy_bin}, {name}, {upstream_port} (stacks with an
-upstream), and any key of [stacks.NAME.params] (string values users may override in a
-variant, e.g. `worker_class`; a param may not reuse a built-in name). Every {word} in a
+upstream), {tls_cert} and {tls_key} (stacks with `tls = true`), and any key of
+[stacks.NAME.params] (string values users may override in a variant, e.g.
+`worker_class`; a param may not reuse a built-in name). Every {word} in a
 templated key — and in the files a [[stacks.NAME.files]] template names — must be one of
 these: a typo like {prot} is an error when the file is read, not when the stack starts.
 {apps} is the apps/ directory the stacks run and build in, {root} the directory holding
@@ -227,6 +239,7 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     choices: dict[str, list[str]] = {}  # allowed values of params, checked in variants
     kinds: dict[str, str] = {}  # a param's kind when not inferred (PARAM_KINDS): "path"
     upstream: str | None = None  # a stack started first that this one forwards to
+    tls: bool = False  # serves HTTPS with {tls_cert}/{tls_key} (stacks.certificate)
     facts: str | None = None  # path of a JSON object of facts the app reports on itself
     expect: dict[str, str] = {}  # facts `stackrace verify` must find (placeholders allowed)
     # the statuses that make the stack ready on `health` ("200", "2xx", "200-299,404"):
@@ -352,12 +365,15 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
         if len(set(spec.cpus)) != len(spec.cpus):
             raise bad("cpus", "a CPU is listed twice")
     for param in spec.params:
-        if param in PLACEHOLDERS or not re.fullmatch(r"\w+", param):
-            why = "is a built-in placeholder" if param in PLACEHOLDERS else "use letters, digits, _"
+        builtin = param in PLACEHOLDERS or param in ("upstream_port", "tls_cert", "tls_key")
+        if builtin or not re.fullmatch(r"\w+", param):
+            why = "is a built-in placeholder" if builtin else "use letters, digits, _"
             raise bad(f"params.{param}", f"cannot be a param name: {why}")
     known = set(PLACEHOLDERS) | set(spec.params)
     if spec.upstream is not None:
         known.add("upstream_port")  # the port of the stack behind this one
+    if spec.tls:
+        known |= {"tls_cert", "tls_key"}  # the machine's certificate (stacks.certificate)
     for key, text in _templated(spec):
         unknown = _unknown_placeholder(text, known)
         if unknown:
@@ -835,8 +851,15 @@ def venv_bin(which: str = "main") -> Path:
 
 
 def placeholders(
-    stack: Stack, port: int, run_dir: Path, host: str = HOST, upstream_port: int = 0
+    stack: Stack,
+    port: int,
+    run_dir: Path,
+    host: str = HOST,
+    upstream_port: int = 0,
+    tls: tuple[Path, Path] | None = None,
 ) -> dict[str, Any]:
+    """The values of a stack's placeholders; `tls`: the (certificate, key) files of a
+    stack with `tls = true` (the launcher makes them, stacks.certificate)."""
     own = stack.spec.python  # an app's interpreter: its directory, not resolved (a venv's
     # bin/python is a link to the system's, and the venv is what has the packages)
     values: dict[str, Any] = {
@@ -855,6 +878,10 @@ def placeholders(
     if stack.upstream is not None:
         # only where there is one: elsewhere {upstream_port} is an unknown placeholder
         values["upstream_port"] = upstream_port
+    if stack.spec.tls:
+        # only where declared: elsewhere {tls_cert} is an unknown placeholder
+        cert, key = tls if tls is not None else ("", "")
+        values["tls_cert"], values["tls_key"] = cert, key
     values.update(stack.params)
     return values
 

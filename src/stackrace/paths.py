@@ -219,3 +219,8 @@ def sync_apps(src: Path, dst: Path) -> None:
             if rel not in shipped and rel != Path(_STAMP):
                 old.unlink()
         stamp.write_text(manifest)
+
+
+def locked(path: Path) -> contextlib.AbstractContextManager[None]:
+    """An exclusive lock on `path` (made if missing) for a `with` block."""
+    return _locked(path)

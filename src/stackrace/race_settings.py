@@ -24,11 +24,15 @@ import re
 import typing
 from argparse import ArgumentTypeError
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 
 from stackrace import scenario, statuses
+from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
+from stackrace.engine.model import MAX_RATE_PER_PROCESS, rate_problem
+from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.options import (
     non_negative_duration,
     positive_duration,
@@ -64,6 +68,40 @@ def _memory(text: str) -> str:
 
 def _bool(text: str) -> bool:
     return text.lower() in ("1", "true", "yes", "on")
+
+
+def _stack_rate(text: str) -> float:
+    """A rate per stack: every stack of a race has one engine process of its own, so
+    one process's ceiling is the stack's (engine.model.MAX_RATE_PER_PROCESS)."""
+    rate = positive_rate(text)
+    problem = rate_problem(rate, 1)
+    if problem:
+        raise ArgumentTypeError(f"{problem.split(';')[0]}, got {text!r}")
+    return rate
+
+
+def _cacert(text: str) -> str:
+    """A PEM file of CA certificates, checked now, kept as an absolute path."""
+    try:
+        check_cacert(text)
+    except TlsConfigError as exc:
+        raise ArgumentTypeError(str(exc).removeprefix(f"--cacert {text}: ")) from None
+    return str(Path(text).resolve())
+
+
+def _clients(text: str) -> str:
+    """A slow-client profile (engine.clients), kept as its canonical text."""
+    try:
+        return parse_profile(text).describe()
+    except ProfileError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
+def _share(text: str) -> float:
+    try:
+        return parse_share(text)
+    except ProfileError as exc:
+        raise ArgumentTypeError(str(exc)) from None
 
 
 def _workload(text: str) -> str:
@@ -162,7 +200,12 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = 0
     rate: Annotated[
         float | None,
-        opt("--rate", "constant rate per stack, req/s, instead of levels", positive_rate),
+        opt(
+            "--rate",
+            "constant rate per stack, req/s, instead of levels (at most "
+            f"{MAX_RATE_PER_PROCESS:,}: a stack's engine process schedules no more)",
+            _stack_rate,
+        ),
     ] = None
     rate_connections: Annotated[
         int,
@@ -193,6 +236,54 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     timeout: Annotated[
         float, opt("--timeout", "a request with no answer after this long fails", timeout_duration)
     ] = 10.0
+    tls_verify: Annotated[
+        bool,
+        opt(
+            "--tls-verify",
+            "https --url targets: check the server's certificate (the default)",
+            _bool,
+            negate="--insecure",
+        ),
+    ] = True
+    cacert: Annotated[
+        str | None,
+        opt(
+            "--cacert",
+            "https --url targets: trust the certificates in this PEM file",
+            _cacert,
+            metavar="FILE",
+        ),
+    ] = None
+    tls_resume: Annotated[
+        bool,
+        opt(
+            "--tls-resume",
+            "https: offer the last TLS session on each new connection (default: a full "
+            "handshake every time)",
+            _bool,
+            negate="--no-tls-resume",
+        ),
+    ] = False
+    clients: Annotated[
+        str | None,
+        opt(
+            "--clients",
+            "slow clients: slow, mobile, wan or NAME:upload=20ms,read=64KB/s (each request "
+            "sent in pieces over `upload`, responses read at `read`)",
+            _clients,
+            metavar="PROFILE",
+        ),
+    ] = None
+    slow_share: Annotated[
+        float,
+        opt(
+            "--slow-share",
+            "the share of each stack's connections that are slow clients, e.g. 20%% "
+            "(default: all of them, with --clients)",
+            _share,
+            metavar="SHARE",
+        ),
+    ] = 1.0
     cpus: Annotated[
         int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int)
     ] = None
@@ -285,6 +376,11 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             self.scenario,
             self.expect_status,
         )
+
+    @property
+    def client_profile(self) -> ClientProfile | None:
+        """The slow clients' profile, or None: every client is fast."""
+        return parse_profile(self.clients) if self.clients else None
 
     @property
     def levels(self) -> list[int]:

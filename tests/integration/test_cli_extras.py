@@ -63,7 +63,7 @@ complete_line "stackrace completion f"
     lines = [line.strip() for line in r.stdout.splitlines()]
     assert lines == [
         "serve",
-        "uvicorn",
+        "uvicorn uvicorn-tls",
         "uvicorn,gunicorn-sync",
         "--no-progress",
         "fish",

@@ -23,6 +23,7 @@ from stackrace.db import DbError, ManagedMariaDB, db_env
 from stackrace.db.paths import find_binary
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
+from stackrace.stacks import probe
 from stackrace.stacks.availability import check as availability
 from stackrace.stacks.launcher import READY, Launcher, RunningStack
 from stackrace.stacks.verify import check_db
@@ -86,7 +87,8 @@ async def test_db_endpoint_meets_the_contract(
         rs = await launcher.start(stack)
         conn = db.connection()
         try:
-            result = await check_db(rs.port, conn)
+            tls = probe.trusting(rs.cert) if rs.cert is not None else None  # https stacks
+            result = await check_db(rs.port, conn, tls=tls)
         finally:
             conn.close()
     assert result.ok, f"{name}: {result.problems}"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from stackrace.stacks import probe
 from stackrace.stacks.launcher import READY, STOPPED, Launcher
 from stackrace.stacks.sampler import TreeSampler
 from stackrace.stacks.verify import verify_port
@@ -35,7 +36,8 @@ async def test_stack_serves_the_contract_and_leaves_nothing(name: str, tmp_path:
     async with Launcher(tmp_path) as launcher:
         rs = await launcher.start(stack)
         assert rs.state == READY
-        checks = await verify_port(rs.port)
+        tls = probe.trusting(rs.cert) if rs.cert is not None else None  # https stacks
+        checks = await verify_port(rs.port, tls=tls)
         sample = TreeSampler(rs.root_pids).sample()
         pids = rs.all_pids()
         await launcher.stop(rs)

@@ -15,6 +15,11 @@ Paths (query parameters in brackets):
   /headers                200, the request's header block echoed
   /alternate              a 302 with a body, then a 200 "Hello, World!", in turn per connection
   /http10                 an HTTP/1.0 response with no length: the body ends at the close
+  /twice                  two complete 200 responses in one write (the second unasked)
+  /extra[?ms=N]           a 200 now and another, unasked, N ms later (default 50) on the
+                          same keep-alive connection
+  /early                  "Hello, World!" in a 103 Early Hints response first, then the 200
+  /big[?kb=N]             200 with an N KiB body (default 64)
 Control (not counted): /_stats -> {"requests", "open", "max_open", "accepted", "by_path"};
 /_reset;
 /_stall[?ms=N] blocks the whole server for N ms (as a GC pause would) before answering.
@@ -131,6 +136,17 @@ class Handler(asyncio.Protocol):
                 w(response(302, b"moved, see elsewhere", "Location: /hello\r\n"))
             else:
                 w(response(200, b"Hello, World!"))
+        elif path == "/twice":
+            w(response(200, b"Hello, World!") + response(200, b"Hello, World!"))
+        elif path == "/extra":
+            w(response(200, b"Hello, World!"))
+            ms = int(q.get("ms", "50"))
+            asyncio.get_running_loop().call_later(ms / 1000, self.late_reply, b"unasked")
+        elif path == "/big":
+            w(response(200, b"x" * (1024 * int(q.get("kb", "64")))))
+        elif path == "/early":
+            w(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
+            w(response(200, b"Hello, World!"))
         elif path == "/http10":
             w(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nHello, World!")
             self.transport.close()

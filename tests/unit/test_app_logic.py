@@ -276,3 +276,35 @@ def test_web_passes_the_app_options_on_and_drops_its_own():
     )
     assert cmd.endswith("-m stackrace --demo --go --stacks uvicorn")
     assert "--host" not in cmd and "9000" not in cmd
+
+
+def test_the_slow_clients_preset_and_options_reach_the_race():
+    from stackrace.cli import build_parser
+    from stackrace.tui.app import build_session
+
+    args = build_parser().parse_args(["--demo", "--preset", "slow-clients", "--go"])
+    _session, plan, _c, _show = build_session(args)
+    assert plan.stacks == ("gunicorn-sync", "nginx-proxy:backend=gunicorn-sync", "uvicorn")
+    assert plan.settings.clients == "slow:upload=50ms" and plan.settings.slow_share == 0.25
+    profile = plan.settings.client_profile
+    assert profile is not None and profile.upload == 0.05
+    args = build_parser().parse_args(
+        ["--demo", "--stacks", "uvicorn", "--clients", "mobile", "--slow-share", "20%", "--go"]
+    )
+    _s, plan, _c, _show = build_session(args)
+    assert plan.settings.clients == "mobile:upload=200ms,read=180KB/s"
+    assert plan.settings.slow_share == pytest.approx(0.2)
+
+
+def test_the_app_names_slow_clients_holding_a_sync_worker():
+    held = _window(requests=300, rps=77.0, latency=LatencySummary(count=300, p50=51_000))
+    free = _window(requests=3000, rps=600.0, latency=LatencySummary(count=3000, p50=4_000))
+    note = explain.held_by_slow_clients("sync", 0.05, 0.25, held)
+    assert note.startswith("slow clients hold the worker: it waits ~50 ms")
+    assert "(25% of clients)" in note
+    # a buffering proxy in front, an async server, fast medians, or every client slow
+    assert explain.held_by_slow_clients("other", 0.05, 0.25, held) == ""
+    assert explain.held_by_slow_clients("async", 0.05, 0.25, held) == ""
+    assert explain.held_by_slow_clients("sync", 0.05, 0.25, free) == ""
+    assert explain.held_by_slow_clients("sync", 0.05, 1.0, held) == ""
+    assert explain.held_by_slow_clients("sync", 0.0, 0.25, held) == ""

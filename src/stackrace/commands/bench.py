@@ -67,6 +67,10 @@ if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
 
 
+# argparse formats a help string with %: the default rules' own % are doubled
+_DEFAULT_RULES = gate.DEFAULT_RULES.replace("%", "%%")
+
+
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--preset",
@@ -117,7 +121,7 @@ def register(p: argparse.ArgumentParser) -> None:
         metavar="RULES",
         help="fail the run when a level crosses one of these rules: absolute ones "
         "(p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) compare "
-        f"with --baseline (default with a baseline: {gate.DEFAULT_RULES})",
+        f"with --baseline (default with a baseline: {_DEFAULT_RULES})",
     )
     add_cluster_arguments(p)
     p.set_defaults(func=run)

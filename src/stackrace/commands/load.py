@@ -43,9 +43,11 @@ from stackrace import options, scenario
 from stackrace.atomicfile import write_atomic
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.engine.client import Engine, EngineError
+from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import (
     HTTP_STATUS,
+    MAX_RATE_PER_PROCESS,
     BodyCheck,
     EngineSettings,
     EngineSnapshot,
@@ -53,8 +55,10 @@ from stackrace.engine.model import (
     TargetSnapshot,
     TargetSpec,
     WindowStats,
+    rate_problem,
 )
-from stackrace.engine.request import RequestError, parse_url
+from stackrace.engine.request import RequestError, build_request, parse_url
+from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
@@ -76,10 +80,10 @@ def register(p: argparse.ArgumentParser) -> None:
         "urls",
         nargs="+",
         metavar="URL",
-        help="http:// URL to load (loopback only unless --allow-remote). Several URLs of "
-        "one server (same host and port) are one weighted mix of their paths, one each; "
-        "URLs of different servers are refused (race servers with `stackrace bench --url "
-        "NAME=URL …`). With --path or --scenario: the server's base URL, http://host:port",
+        help="http:// or https:// URL to load (loopback only unless --allow-remote). Several "
+        "URLs of one server (same host and port) are one weighted mix of their paths, one "
+        "each; URLs of different servers are refused (race servers with `stackrace bench "
+        "--url NAME=URL …`). With --path or --scenario: the server's base URL",
     )
     p.add_argument(
         "-c",
@@ -105,8 +109,9 @@ def register(p: argparse.ArgumentParser) -> None:
         "--rate",
         type=options.positive_rate,
         default=None,
-        help="constant request rate per second (open loop, latency corrected "
-        "for coordinated omission); default: closed loop",
+        help="constant request rate per second (open loop, latency corrected for "
+        f"coordinated omission); at most {MAX_RATE_PER_PROCESS:,} per engine process "
+        "(--procs); default: closed loop",
     )
     p.add_argument(
         "--timeout",
@@ -146,6 +151,24 @@ def register(p: argparse.ArgumentParser) -> None:
         dest="keepalive",
         action="store_false",
         help="every request on a new connection (Connection: close), as ab without -k",
+    )
+    add_tls_arguments(p)
+    p.add_argument(
+        "--clients",
+        type=client_profile,
+        default=None,
+        metavar="PROFILE",
+        help="slow clients: 'slow', 'mobile', 'wan', or NAME:upload=20ms,read=64KB/s "
+        "(each request sent in pieces over `upload`, responses read at `read`; "
+        "see stackrace.engine.clients)",
+    )
+    p.add_argument(
+        "--slow-share",
+        type=slow_share,
+        default=None,
+        metavar="SHARE",
+        help="the share of connections that are slow clients, e.g. 20%% (default: all, "
+        "with --clients)",
     )
     p.add_argument(
         "--allow-remote", action="store_true", help="allow a target that is not on this machine"
@@ -196,7 +219,10 @@ def load_target(urls: list[str], settings: RaceSettings) -> LoadTarget:
             f"the URLs name {len(servers)} servers ({', '.join(servers)}): `load` loads one; "
             "race several with `stackrace bench --url NAME=URL --url NAME=URL`"
         )
-    base = f"http://{parsed[0].host_header}"
+    scheme = "https" if parsed[0].tls else "http"
+    if any(p.tls != parsed[0].tls for p in parsed):
+        raise ValueError("the URLs mix http:// and https://: `load` loads one server")
+    base = f"{scheme}://{parsed[0].host_header}"
     if settings.own_requests:
         if len(urls) > 1 or parsed[0].target != "/":
             raise ValueError(
@@ -216,6 +242,44 @@ def load_target(urls: list[str], settings: RaceSettings) -> LoadTarget:
     return LoadTarget(base, urls[0] if len(urls) == 1 else base, kinds)
 
 
+def client_profile(text: str) -> ClientProfile:
+    try:
+        return parse_profile(text)
+    except ProfileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def slow_share(text: str) -> float:
+    try:
+        return parse_share(text)
+    except ProfileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_tls_arguments(p: argparse.ArgumentParser) -> None:
+    """--insecure, --cacert and --tls-resume (https:// URLs)."""
+    tls = p.add_argument_group("https")
+    tls.add_argument(
+        "-k",
+        "--insecure",
+        action="store_true",
+        help="https: do not check the server's certificate or name (as curl -k)",
+    )
+    tls.add_argument(
+        "--cacert",
+        default=None,
+        metavar="FILE",
+        help="https: trust the certificates in this PEM file instead of the system's "
+        "(a self-signed server's own certificate)",
+    )
+    tls.add_argument(
+        "--tls-resume",
+        action="store_true",
+        help="https: offer the last TLS session when connecting, so the server can resume "
+        "it (default: a full handshake on every connection, as distinct clients make)",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     problem = check_output_paths({"--hdr-out": args.hdr_out})
     if problem:
@@ -229,6 +293,9 @@ def run(args: argparse.Namespace) -> int:
         procs, capped = options.cap_procs(args.procs, cpus)
         if capped:
             options.note("stackrace load", capped)
+        problem = rate_problem(args.rate, procs)
+        if problem:
+            raise ValueError(f"--rate {args.rate:g}: {problem}")
         request_settings = RaceSettings(
             **{k: v for k, v in given(args).items() if k in REQUEST_FIELDS}
         )
@@ -243,9 +310,23 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.expect_body:
             spec.check = BodyCheck(kind="exact", arg=args.expect_body)
+        if args.slow_share is not None and args.clients is None:
+            raise ValueError("--slow-share needs --clients (which profile is slow)")
+        spec.tls_verify = not args.insecure
+        spec.cacert = str(Path(args.cacert).resolve()) if args.cacert else None
+        spec.tls_resume = args.tls_resume
+        spec.clients = args.clients
+        spec.slow_share = 1.0 if args.slow_share is None else args.slow_share
+        if args.cacert:
+            check_cacert(args.cacert)
+        # the URL, method and headers are checked here, before anything starts: a space
+        # or CR/LF would otherwise reach the request line (stackrace.engine.request)
+        build_request(spec.url, spec.method, spec.headers, spec.body)
+        for e in spec.mix:
+            build_request(f"{target.base}{e.target}", e.method, e.headers, e.body)
         if not wants_cluster(args):  # a cluster run checks against its nodes instead
             require_loopback(parse_url(spec.url).host, args.allow_remote)
-    except (ValueError, OSError, RequestError, RemoteTargetError) as exc:
+    except (ValueError, OSError, RequestError, RemoteTargetError, TlsConfigError) as exc:
         # (ScenarioError is a ValueError)
         print(f"stackrace load: {exc}", file=sys.stderr)
         return 2
@@ -614,6 +695,25 @@ def _hdr_log(
     return "\n".join(lines) + "\n"
 
 
+def tls_lines(w: WindowStats) -> None:
+    """https: the phases of a request apart (new connections' connect and handshake, the
+    first byte), and how many handshakes resumed a session."""
+    if w.handshakes == 0 and w.first_byte is None:
+        return
+    for name, s in (
+        ("TCP connect", w.connect),
+        ("TLS handshake", w.tls),
+        ("First byte", w.first_byte),
+    ):
+        if s is not None and s.count:
+            vals = [s.p50, s.p90, s.p99, s.p999, s.max, s.mean]
+            print(f"  {name:<22}" + "".join(f"{fmt_us(v):>10}" for v in vals))
+    print(
+        f"  TLS handshakes: {w.handshakes}, {w.resumed} resumed"
+        + (f" ({100 * w.resumed / w.handshakes:.0f}%)" if w.handshakes else "")
+    )
+
+
 def _progress(snap: EngineSnapshot, planned: float) -> None:
     t = snap.targets[0] if snap.targets else None
     if t is None:
@@ -645,6 +745,8 @@ def _summary(
     mode = f"{spec.rate:g} req/s constant rate" if spec.rate else "closed loop"
     if not spec.keepalive:
         mode += ", a new connection per request"
+    if spec.clients is not None:
+        mode += f", {100 * spec.slow_share:g}% slow clients ({spec.clients.describe()})"
     print(f"stackrace load {target.describe()}")
     print(
         f"  {spec.concurrency} connections, {mode}, {procs} engine process"
@@ -664,6 +766,7 @@ def _summary(
     row("", lat)
     if w.latency_uncorrected is not None:
         row("Latency (uncorrected)", w.latency_uncorrected)
+    tls_lines(w)
     print(f"  {w.requests} requests in {w.seconds:.2f}s, {fmt_bytes(w.bytes)} read")
     print(f"  Requests/sec: {w.rps:.2f}")
     # every request sent is answered, failed or still waiting: say where each one is
@@ -689,6 +792,12 @@ def _summary(
             f"  ! engine-limited: {limit} (lag mean {fmt_us(w.lag.mean)}, "
             f"p99 {fmt_us(w.lag.p99)}); use --procs or a core of its own"
         )
+    if w.send_lateness is not None and w.send_lateness.count:
+        s = w.send_lateness
+        print(
+            f"  Send lateness (the engine's scheduler, due time to write): p50 "
+            f"{fmt_us(s.p50)}, p99 {fmt_us(s.p99)}, max {fmt_us(s.max)}"
+        )
     if w.late:
         print(f"  Late sends (every connection busy): {w.late}")
     if w.failures:
@@ -700,6 +809,14 @@ def _summary(
             else:
                 parts.append(f"{kind} {n}")
         print(f"  Failures: {sum(w.failures.values())} — " + ", ".join(parts))
+        if w.errors:
+            why = sorted(w.errors.items(), key=lambda kv: -kv[1])
+            print("  Why: " + ", ".join(f"{reason} ({n})" for reason, n in why[:4]))
+        if any(reason.startswith("certificate:") for reason in w.errors):
+            print(
+                "  ! the server's certificate was not trusted: give its CA with --cacert "
+                "FILE, or skip the check with --insecure (-k)"
+            )
     else:
         print("  Failures: none")
     sat = f"saturated in {saturated} of {intervals} intervals" if saturated else "not saturated"

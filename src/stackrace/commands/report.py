@@ -23,6 +23,9 @@ from stackrace.report.write import (
 )
 from stackrace.units import fmt_us
 
+# argparse formats a help string with %: the default rules' own % are doubled
+_DEFAULT_RULES = gate.DEFAULT_RULES.replace("%", "%%")
+
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", help="run files written by `stackrace bench --json`")
@@ -41,7 +44,7 @@ def register(p: argparse.ArgumentParser) -> None:
         metavar="RULES",
         help="fail when a level of the (last) run crosses one of these rules: absolute "
         "ones (p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) "
-        f"compare with --baseline (default with a baseline: {gate.DEFAULT_RULES})",
+        f"compare with --baseline (default with a baseline: {_DEFAULT_RULES})",
     )
     p.set_defaults(func=run)
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ssl
 import sys
 import time
 
 from stackrace.commands._common import load, resolve_all
 from stackrace.config import DB_WORKLOADS, Stack, placeholders, render
+from stackrace.stacks import probe
 from stackrace.stacks.availability import check as availability
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.stacks.sampler import TreeSampler
@@ -120,8 +122,9 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
                 details.append((stack.name, str(exc).splitlines()))
                 continue
             ready = time.monotonic() - t0
-            checks = await verify_port(rs.port)
-            extra = await _extra_checks(stack, rs, db_conn)
+            tls = probe.trusting(rs.cert) if rs.cert is not None else None
+            checks = await verify_port(rs.port, tls=tls)
+            extra = await _extra_checks(stack, rs, db_conn, tls)
             checks += [c for c in extra.values() if c is not None]
             marks = ["-" if c is None else "✓" if c.ok else "✗" for c in extra.values()]
             mem = TreeSampler(rs.root_pids).sample()
@@ -152,17 +155,19 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
     return 1 if bad else 0
 
 
-async def _extra_checks(stack: Stack, rs: RunningStack, db_conn) -> dict[str, Check | None]:
+async def _extra_checks(
+    stack: Stack, rs: RunningStack, db_conn, tls: ssl.SSLContext | None = None
+) -> dict[str, Check | None]:
     """/db, /dbjson and the stack's `expect` (facts), in the table's order; None where a
     check does not apply (the stack does not serve it, or there is no database)."""
     out: dict[str, Check | None] = dict.fromkeys(("db", "dbjson", "facts"))
     measured: dict[str, str] = {}
     if db_conn is not None and stack.serves("db"):
         served_by = stack.upstream or stack  # behind a proxy, the backend holds connections
-        out["db"] = await check_db(rs.port, db_conn, served_by.workers * served_by.threads)
+        out["db"] = await check_db(rs.port, db_conn, served_by.workers * served_by.threads, tls=tls)
         measured.update(out["db"].measured)
     if db_conn is not None and stack.serves("dbjson"):
-        out["dbjson"] = await check_dbjson(rs.port, db_conn)
+        out["dbjson"] = await check_dbjson(rs.port, db_conn, tls=tls)
     spec = stack.spec
     if spec.expect:
         values = placeholders(stack, rs.port, rs.run_dir)
@@ -170,7 +175,7 @@ async def _extra_checks(stack: Stack, rs: RunningStack, db_conn) -> dict[str, Ch
         if db_conn is None:  # facts only the database can show are not checked without it
             expect = {k: v for k, v in expect.items() if k not in MEASURED_WITH_DB}
         if expect:
-            out["facts"] = await check_facts(rs.port, spec.facts, expect, measured)
+            out["facts"] = await check_facts(rs.port, spec.facts, expect, measured, tls=tls)
     return out
 
 

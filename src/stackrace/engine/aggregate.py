@@ -55,12 +55,15 @@ class WindowAccumulator:
         "budget_t0",
         "bytes",
         "carried_in",
+        "connect",
         "connecting",
         "cpu",
         "cpu_runs",
         "cpu_wait",
         "errors",
         "failures",
+        "first_byte",
+        "handshakes",
         "hist",
         "hist_unc",
         "inflight_n",
@@ -72,10 +75,14 @@ class WindowAccumulator:
         "ok",
         "opened",
         "requests",
+        "resumed",
         "seconds",
+        "send_lateness",
         "sent",
         "status",
+        "tls",
         "unsent",
+        "unsolicited",
         "uses_rate",
         "waiting",
         "waiting_ages",
@@ -86,6 +93,10 @@ class WindowAccumulator:
         self.hist_unc = SparseHistogram()
         self.lag = SparseHistogram()
         self.waiting_ages = SparseHistogram()
+        self.connect = SparseHistogram()
+        self.tls = SparseHistogram()
+        self.first_byte = SparseHistogram()
+        self.send_lateness = SparseHistogram()
         self.reset()
 
     def reset(self, carried_in: int = 0) -> None:
@@ -112,10 +123,17 @@ class WindowAccumulator:
         self.errors: dict[str, int] = {}
         self.kinds: list[KindStats] | None = None
         self.uses_rate = False
+        self.unsolicited = 0
+        self.handshakes = 0
+        self.resumed = 0
         self.hist.clear()
         self.hist_unc.clear()
         self.lag.clear()
         self.waiting_ages.clear()
+        self.connect.clear()
+        self.tls.clear()
+        self.first_byte.clear()
+        self.send_lateness.clear()
 
     def add_report(self, r: TargetReport, gauges: bool = True) -> None:
         """One process's report for this interval. Gauges (waiting) are summed over
@@ -139,6 +157,17 @@ class WindowAccumulator:
         self.kinds = add_kinds(self.kinds, r.kinds, gauges)
         self.hist.add_sparse(r.hist)
         self.lag.add_sparse(r.lag)
+        self.unsolicited += r.unsolicited
+        self.handshakes += r.handshakes
+        self.resumed += r.resumed
+        if r.connect_times:
+            self.connect.add_sparse(r.connect_times)
+        if r.tls_times:
+            self.tls.add_sparse(r.tls_times)
+        if r.first_byte_times:
+            self.first_byte.add_sparse(r.first_byte_times)
+        if r.send_lateness:
+            self.send_lateness.add_sparse(r.send_lateness)
         if r.hist_unc is not None:
             self.uses_rate = True
             self.hist_unc.add_sparse(r.hist_unc)
@@ -172,6 +201,13 @@ class WindowAccumulator:
                 mine.waiting = latest.waiting  # a gauge: the latest interval's
         self.hist.add(other.hist)
         self.lag.add(other.lag)
+        self.unsolicited += other.unsolicited
+        self.handshakes += other.handshakes
+        self.resumed += other.resumed
+        self.connect.add(other.connect)
+        self.tls.add(other.tls)
+        self.first_byte.add(other.first_byte)
+        self.send_lateness.add(other.send_lateness)
         if other.uses_rate:
             self.uses_rate = True
             self.hist_unc.add(other.hist_unc)
@@ -211,6 +247,7 @@ class WindowAccumulator:
             bytes=self.bytes,
             failures=dict(self.failures),
             status=dict(self.status),
+            errors=dict(self.errors),
             latency=self.hist.summary(),
             latency_uncorrected=self.hist_unc.summary() if self.uses_rate else None,
             late=self.late,
@@ -223,6 +260,13 @@ class WindowAccumulator:
             # average is the target's average
             in_flight=self.inflight_sum / self.inflight_n if self.inflight_n else 0.0,
             kinds=_copy_kinds(self.kinds),
+            unsolicited=self.unsolicited,
+            connect=self.connect.summary() if self.connect.counts else None,
+            tls=self.tls.summary() if self.tls.counts else None,
+            first_byte=self.first_byte.summary() if self.first_byte.counts else None,
+            send_lateness=self.send_lateness.summary() if self.send_lateness.counts else None,
+            handshakes=self.handshakes,
+            resumed=self.resumed,
         )
 
 

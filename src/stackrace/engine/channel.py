@@ -119,6 +119,17 @@ class TargetReport(msgspec.Struct):
     inflight_sum: int = 0
     inflight_samples: int = 0
     kinds: list[KindStats] | None = None  # a target with a mix (engine/mix.py)
+    unsolicited: int = 0  # responses no request asked for (see WindowStats)
+    # new connections' connect and TLS handshake times, TLS targets' first-byte times
+    # (sparse histogram pairs, µs), TLS handshakes and how many resumed a session
+    connect_times: list[int] = msgspec.field(default_factory=list)
+    tls_times: list[int] = msgspec.field(default_factory=list)
+    first_byte_times: list[int] = msgspec.field(default_factory=list)
+    handshakes: int = 0
+    resumed: int = 0
+    # rate mode: how late the scheduler sent each request it had a connection for
+    # (sparse histogram pairs, µs)
+    send_lateness: list[int] = msgspec.field(default_factory=list)
 
 
 class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):

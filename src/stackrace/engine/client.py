@@ -52,7 +52,7 @@ from stackrace.engine.channel import (
 )
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.link import EngineLink, LinkError, LinkFactory, local_links
-from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
+from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec, rate_problem
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.target import split
 from stackrace.netguard import RemoteTargetError, require_loopback, resolve
@@ -252,6 +252,10 @@ class Engine:
             raise EngineError(f"target {spec.id!r} exists already")
         if spec.method.upper() == "HEAD":
             raise EngineError("HEAD requests are not supported (responses carry no body)")
+        n = (procs or self.nprocs) if self.per_target else max(1, len(self._procs))
+        problem = rate_problem(spec.rate, n)
+        if problem:
+            raise EngineError(problem)
         try:
             build_request(spec.url, spec.method, spec.headers, spec.body)
             host = parse_url(spec.url).host
@@ -332,6 +336,10 @@ class Engine:
         """Requests per second per target; None returns to closed loop."""
         if rate is not None and not rate > 0:
             raise EngineError("rate must be > 0")
+        for tid in self._ids(target_id):
+            problem = rate_problem(rate, len(self._target_procs[tid]))
+            if problem:
+                raise EngineError(problem)
         for tid in self._ids(target_id):
             self._targets[tid].rate = rate
             procs = self._target_procs[tid]

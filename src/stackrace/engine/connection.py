@@ -8,11 +8,23 @@ tested per byte.
 
 A Connection object lives for one TCP connection. When the server closes it (or asks to
 with `Connection: close`), the target replaces it with a fresh object, so callbacks of a
-dead transport can never touch the next one.
+dead transport can never touch the next one. Its transport is the engine's own
+(transport.py); a test may hand it any object with an asyncio transport's methods.
 
 `start_ns` is non-zero exactly while the connection carries a request (sent or being
 connected for), which is what the target counts as waiting; every way a request ends
 sets it back to zero.
+
+A response is an answer only to a request in flight. HTTP/1.1 without pipelining has at
+most one, and a response cannot answer a request written after its first byte arrived:
+bytes that come while nothing is in flight, or a second response completed in the same
+read as the one that answered (its bytes were here before the next request was
+written), are *unsolicited*. They are counted as such, the request in flight (if any)
+fails as `protocol` — the connection's responses can no longer be matched to requests —
+and the connection is replaced. Informational 1xx responses precede the answer and are
+not answers themselves. (An unasked response that arrives on its own after the next
+request was written cannot be told from its answer by any HTTP/1.1 client; one split
+across two reads is the same case.)
 """
 
 from __future__ import annotations
@@ -25,7 +37,9 @@ from typing import TYPE_CHECKING
 
 from httptools import HttpParserError, HttpResponseParser
 
+from stackrace.engine.clients import ClientProfile
 from stackrace.engine.model import HTTP_STATUS, INVALID_BODY, PROTOCOL, RESET
+from stackrace.engine.transport import SocketTransport
 
 if TYPE_CHECKING:
     from stackrace.engine.target import Target
@@ -58,6 +72,9 @@ def close_now(transport: asyncio.BaseTransport) -> None:
     response callback; so do we: shutdown(2) on the descriptor (uvloop's transports do
     not expose shutdown), then the normal close frees it.
     """
+    if type(transport) is SocketTransport:
+        transport.close()  # the engine's own: the descriptor closes now, the FIN with it
+        return
     if _shutdown is not None:
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -82,18 +99,21 @@ _DISCARD = _Discard()
 
 class Connection(asyncio.Protocol):
     __slots__ = (
+        "answered",
         "connect_ns",
         "fast",
         "head",
         "intended_ns",
-        "measure_connect",
         "parser",
+        "pending",
         "quota",
         "retiring",
+        "slow",
         "start_ns",
         "state",
         "target",
         "transport",
+        "wrote_ns",
     )
 
     def __init__(self, target: Target) -> None:
@@ -107,10 +127,12 @@ class Connection(asyncio.Protocol):
         self.start_ns = 0  # when the request now in flight was started (connect included)
         self.intended_ns = 0  # rate mode: when it should have been sent
         self.connect_ns = 0
-        # a replacement for a connection that closed: the delay before its connect is
-        # the engine's (a loop turn at least), and it is recorded as engine lag
-        self.measure_connect = False
+        # the engine's transport while its connect (or TLS handshake) is under way: the
+        # target's sweep gives it up after the connect timeout
+        self.pending: SocketTransport | None = None
         self.retiring = False
+        # a slow client's slot (engine.clients): its profile, kept when it reconnects
+        self.slow: ClientProfile | None = None
         # fast: closed loop, keep-alive, no budget, not paused, not retiring: send the
         # next request at once from the response callback.
         self.fast = False
@@ -119,10 +141,24 @@ class Connection(asyncio.Protocol):
         # the first chunk of the response being read: only looked at when the server
         # closes mid-response, to tell a close-delimited body from a truncated one
         self.head: bytes | None = None
+        # a response completed in the read being parsed: another one beginning in the
+        # same read was sent before the next request was written (unsolicited)
+        self.answered = False
+        self.wrote_ns = 0  # TLS targets: when the request now in flight was written
 
     # --- asyncio callbacks -------------------------------------------------------
 
+    # httptools asks for each callback once per parser (one per connection): a None
+    # here answers faster than a missing attribute, and means "not wanted"
+    on_url = on_header = on_headers_complete = on_status = None
+    on_body = on_chunk_header = on_chunk_complete = None
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.connected(transport, False)
+
+    def connected(self, transport: asyncio.BaseTransport, sent: bool) -> None:
+        """The connection is up; `sent`: the engine's transport wrote the request
+        already, together with the connect (transport.SocketTransport.connect)."""
         self.transport = transport  # type: ignore[assignment]
         self.parser = HttpResponseParser(self)
         t = self.target
@@ -135,19 +171,46 @@ class Connection(asyncio.Protocol):
             # A request was waiting for this connection: its clock has been running
             # since the connect started, as ab and wrk count it.
             self.state = BUSY
-            transport.write(t.request)  # type: ignore[attr-defined]
+            if not sent:
+                if t.timed:
+                    self.wrote_ns = perf_counter_ns()
+                self.write_request(transport)
         else:
             self.state = IDLE
             t.on_idle(self)
 
+    def write_request(self, transport: asyncio.BaseTransport) -> None:
+        """Write the request (a slow client overrides this to send it in pieces)."""
+        transport.write(self.target.request)  # type: ignore[attr-defined]
+
     def data_received(self, data: bytes) -> None:
-        self.target.bytes += len(data)
+        if self.state != BUSY:
+            if self.state == IDLE:
+                self.unsolicited()  # bytes while no request is in flight
+            return  # CLOSED: we ended it; whatever arrives is no answer
+        t = self.target
+        t.bytes += len(data)
         if self.head is None:
             self.head = data
+            if t.timed:
+                t.record_first_byte(perf_counter_ns() - max(self.start_ns, self.wrote_ns))
+        self.answered = False
         try:
             self.parser.feed_data(data)  # type: ignore[union-attr]
         except HttpParserError:
+            if self.state != CLOSED:
+                self.fail(PROTOCOL)
+
+    def unsolicited(self) -> None:
+        """A response nobody asked for: count it, fail the request in flight (the
+        connection's responses can no longer be matched to requests), replace it."""
+        t = self.target
+        t.unsolicited += 1
+        if self.state == BUSY:
             self.fail(PROTOCOL)
+        elif self.state == IDLE:
+            self.abort()
+            t.replace(self, 0)
 
     def on_message_complete(self) -> None:
         # A whole response: all the per-request work happens here, inside the parser's
@@ -157,8 +220,16 @@ class Connection(asyncio.Protocol):
         now = perf_counter_ns()
         t = self.target
         parser = self.parser
+        if self.answered:
+            # a second response in the read that completed one: its bytes were here
+            # before the request now in flight was written, so it answers nothing
+            self.unsolicited()
+            return
         status = parser.get_status_code()  # type: ignore[union-attr]
+        if status < 200 and status != 101:
+            return  # 100 Continue, 103 Early Hints: the answer is still to come
         self.head = None
+        self.answered = True
         t.requests += 1
         t.last_done = now
         lat = (now - (self.intended_ns or self.start_ns)) // 1000
@@ -183,18 +254,38 @@ class Connection(asyncio.Protocol):
             t.fail_count(INVALID_BODY)
         if not (t.keepalive and parser.should_keep_alive()):  # type: ignore[union-attr]
             self.start_ns = 0
-            self._shut()
-            if self.transport is not None:
-                close_now(self.transport)
+            # as _shut(), inlined: nothing read from here on is an answer
+            self.state = CLOSED
+            self.parser = _DISCARD  # type: ignore[assignment]
+            tr = self.transport
+            if type(tr) is SocketTransport:
+                # the descriptor closes now, and our FIN leaves with it; what
+                # connection_lost would do for a closed connection is done here
+                tr.release()
+                t.open -= 1
+                self.transport = None
+            elif tr is not None:
+                close_now(tr)
             t.replace(self, now)
         elif self.fast:
-            self.start_ns = now
-            t.sent += 1
-            self.transport.write(t.request)  # type: ignore[union-attr]
+            tr = self.transport
+            if type(tr) is SocketTransport and t.hand_over_keepalive:
+                # no request in flight while it moves: the next one starts (and is
+                # counted) once the loop's transport is up (connected → on_idle)
+                self.start_ns = 0
+                t.hand_over(self, tr, now)
+            else:
+                self.start_ns = now
+                t.sent += 1
+                tr.write(t.request)  # type: ignore[union-attr]
         else:
             self.start_ns = 0
             self.state = IDLE
-            t.on_idle(self)
+            tr = self.transport
+            if type(tr) is SocketTransport and t.hand_over_keepalive:
+                t.hand_over(self, tr, now)
+            else:
+                t.on_idle(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         t = self.target
@@ -229,7 +320,8 @@ class Connection(asyncio.Protocol):
         self.state = BUSY
         self.start_ns = now
         self.intended_ns = intended
-        self.transport.write(self.target.request)  # type: ignore[union-attr]
+        self.wrote_ns = now
+        self.write_request(self.transport)  # type: ignore[arg-type]
 
     def fail(self, kind: str) -> None:
         """Count a failure for the request in flight and start over on a new connection."""

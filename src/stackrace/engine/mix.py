@@ -14,7 +14,7 @@ With a mix:
   kind's bytes just before each write, so the connection's own write path is
   unchanged. A connection remembers the kind it sent (`kind`).
 - **Counted per kind only here.** `MixedConnection` (and its checked twin) override
-  the three places a request is written (`connection_made` with a request waiting,
+  the three places a request is written (`connected` with a request waiting,
   `send`, and the keep-alive fast path in `on_message_complete`) and count the answer
   before handing over to `Connection`. Sent and answered are counted as they happen;
   failed is derived when a report is taken (sent − answered − waiting, cumulative), so
@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from stackrace.engine.connection import BUSY, CheckedConnection, Connection
 from stackrace.engine.model import HTTP_STATUS, KindStats, TargetSpec
 from stackrace.engine.request import build_request, parse_url
+from stackrace.engine.transport import SocketTransport
 
 
 def sequence(weights: list[int]) -> list[int]:
@@ -142,11 +143,13 @@ class MixedConnection(Connection):
         self.kind = k
         t.request = m.requests[k]
 
-    def connection_made(self, transport) -> None:
+    def connected(self, transport, sent: bool) -> None:
+        # (a mixed target never has its request written with the connect: `setup` turns
+        # the target's presend off, so `sent` is False and the kind is picked here)
         t = self.target
         if self.start_ns and not (self.retiring or t.removed):
             self._pick()  # a request waited for this connection: Connection writes it
-        Connection.connection_made(self, transport)
+        Connection.connected(self, transport, sent)
 
     def send(self, now: int, intended: int = 0) -> None:
         self._pick()
@@ -174,8 +177,15 @@ class MixedConnection(Connection):
                 t.fail_count(HTTP_STATUS)
                 if status < 300:
                     t.status[status] = t.status.get(status, 0) + 1
-        if self.fast and t.keepalive and parser.should_keep_alive():  # type: ignore[union-attr]
+        if (
+            self.fast
+            and t.keepalive
+            and parser.should_keep_alive()  # type: ignore[union-attr]
+            and not (type(self.transport) is SocketTransport and t.hand_over_keepalive)
+        ):
             self._pick()  # Connection's fast path writes the next request at once
+            # (a connection handed over to the loop's transport writes nothing now: its
+            # next request is picked in `send`, once the loop's transport is up)
         Connection.on_message_complete(self)
 
 
@@ -207,4 +217,7 @@ def setup(target, spec: TargetSpec, extra_headers: list[tuple[str, str]]) -> Mix
         MixedCheckedConnection if target.conn_class is CheckedConnection else MixedConnection
     )
     target.request = mix.requests[mix.seq[0]]
+    # the request a connect writes with it (transport.SocketTransport's `first`) is
+    # taken before the connection could pick its kind: a mix picks in `connected`
+    target.presend = False
     return mix

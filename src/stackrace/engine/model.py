@@ -16,6 +16,35 @@ from __future__ import annotations
 
 import msgspec
 
+from stackrace.engine.clients import ClientProfile
+
+# The most requests a second one engine process is asked to schedule in rate mode. One
+# process on one core sends at most ~60,000 keep-alive requests a second to the fastest
+# server it meets (bench/engine_vs_wrk.py), and its scheduler keeps its sends on time
+# (bench/rate_timing.py) well below that; a rate above this ceiling would only measure
+# the engine's own backlog. A higher rate takes more processes (`load --procs`), each
+# carrying an equal share. Every driver is held to it by engine.client.Engine.
+MAX_RATE_PER_PROCESS = 50_000
+
+
+def rate_problem(rate: float | None, procs: int) -> str | None:
+    """Why `rate` (req/s over `procs` engine processes) cannot be scheduled, or None."""
+    if rate is None:
+        return None
+    if not rate > 0 or rate != rate or rate == float("inf"):
+        return f"a rate must be a positive finite number of requests a second, got {rate!r}"
+    if rate > MAX_RATE_PER_PROCESS * procs:
+        need = -(-rate // MAX_RATE_PER_PROCESS)
+        more = f"; {need:,.0f} engine processes would be needed (--procs)" if need <= 1024 else ""
+        shown = f"{rate:,.0f}" if rate < 1e9 else f"{rate:.3g}"
+        return (
+            f"{shown} req/s is beyond what {procs} engine process"
+            f"{'es' if procs > 1 else ''} can schedule (at most "
+            f"{MAX_RATE_PER_PROCESS:,} req/s each{more})"
+        )
+    return None
+
+
 # Failure kinds, in the order the UI and reports show them.
 REFUSED = "refused"  # connect() refused: nothing listens on the port
 CONNECT_TIMEOUT = "connect_timeout"  # connect() did not finish within connect_timeout
@@ -23,7 +52,8 @@ RESET = "reset"  # connection reset or closed while a response was due
 TIMEOUT = "timeout"  # no complete response within the request timeout
 HTTP_STATUS = "http_status"  # a response with status >= 400 (codes counted in `status`)
 INVALID_BODY = "invalid_body"  # status < 400 but the body failed the workload's check
-PROTOCOL = "protocol"  # the response was not valid HTTP/1.x
+PROTOCOL = "protocol"  # the response was not valid HTTP/1.x, or was not asked for
+TLS = "tls"  # the TLS handshake failed (certificate, protocol; the reason in `errors`)
 DROPPED = (
     "dropped"  # rate mode: a scheduled send abandoned because the backlog outlived the timeout
 )
@@ -36,6 +66,7 @@ OTHER = "other"  # any other socket error (kept so nothing is silently lost)
 FAILURE_KINDS: tuple[str, ...] = (
     REFUSED,
     CONNECT_TIMEOUT,
+    TLS,
     RESET,
     TIMEOUT,
     HTTP_STATUS,
@@ -111,6 +142,17 @@ class TargetSpec(msgspec.Struct, forbid_unknown_fields=True):
     # Several kinds of request on this target, sent in proportion to their weights and
     # counted per kind (engine/mix.py); empty: every request is the one above.
     mix: list[MixEntry] = msgspec.field(default_factory=list)
+    # https:// only. tls_verify: check the server's certificate and name (off: curl's
+    # -k); cacert: a PEM file of CAs to trust instead of the system's (a self-signed
+    # server's own certificate); tls_resume: offer the last session for resumption
+    # (off: every connection a full handshake, as distinct clients make)
+    tls_verify: bool = True
+    cacert: str | None = None
+    tls_resume: bool = False
+    # slow clients (engine.clients): this share of the connections sends each request
+    # in pieces over `clients.upload` and reads at `clients.read`; None: all fast
+    clients: ClientProfile | None = None
+    slow_share: float = 1.0
 
 
 class EngineSettings(msgspec.Struct, forbid_unknown_fields=True):
@@ -159,6 +201,9 @@ class WindowStats(msgspec.Struct):
     bytes: int = 0  # response bytes read, headers included
     failures: dict[str, int] = msgspec.field(default_factory=dict)  # kind -> count
     status: dict[int, int] = msgspec.field(default_factory=dict)  # HTTP code -> count
+    # why, for the `other` failures (errno names) and the `tls` ones (the handshake's
+    # reason, e.g. "certificate: self-signed certificate")
+    errors: dict[str, int] = msgspec.field(default_factory=dict)
     latency: LatencySummary = msgspec.field(default_factory=LatencySummary)
     # Rate mode only: latency from the time each request was *sent*. `latency` is then
     # measured from the time it should have been sent (coordinated-omission corrected).
@@ -179,6 +224,21 @@ class WindowStats(msgspec.Struct):
     in_flight: float = 0.0
     # a target with a mix: each kind's figures, in the order of TargetSpec.mix
     kinds: list[KindStats] | None = None
+    # responses (or bytes) that no request asked for: an extra response on a keep-alive
+    # connection, bytes before a request. Never answers; the request in flight on such
+    # a connection fails as `protocol`
+    unsolicited: int = 0
+    # new connections: the TCP connect and (https) the TLS handshake, and per request on
+    # https targets the time from writing the request to its first byte. None: no sample
+    connect: LatencySummary | None = None
+    tls: LatencySummary | None = None
+    first_byte: LatencySummary | None = None
+    handshakes: int = 0  # TLS handshakes completed
+    resumed: int = 0  # of them, sessions resumed (--tls-resume)
+    # rate mode: how late the engine's scheduler sent the requests it had an idle
+    # connection for (due time to write): the engine's own share of every corrected
+    # latency. Requests that waited for a busy connection are `late` instead.
+    send_lateness: LatencySummary | None = None
 
     @property
     def failed(self) -> int:

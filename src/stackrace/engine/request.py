@@ -1,11 +1,38 @@
-"""Turning a target's URL and request shape into the exact bytes the engine sends."""
+"""Turning a target's URL and request shape into the exact bytes the engine sends.
+
+Every piece of user text that reaches the wire is checked against the grammar it must
+obey, because the engine writes these bytes as they are for every request: a space, CR
+or LF in a URL would split the request line (`GET /hello world`), or smuggle a header
+in (`GET /x\\r\\nX-Inj: 1`). Python's `urlsplit` silently *removes* CR, LF and TAB from a
+URL (bpo-43882), so the raw text is checked before it is split, not after.
+
+- request target (path and query): RFC 3986 `pchar`, `/` and `?`, and `%XX` escapes;
+  a fragment (`#…`) is never sent;
+- method and header names: RFC 9110 `token`;
+- header values: visible characters, spaces and tabs (RFC 9110 `field-value`), no CR,
+  LF or NUL; obs-text (bytes 0x80–0xFF) is refused too, since this engine writes text;
+- host: a DNS name or an IPv4/IPv6 literal.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 _BODYLESS_OK = frozenset({"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"})
+SCHEMES = {"http": 80, "https": 443}
+
+# RFC 9110 §5.6.2: token = 1*tchar
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# RFC 3986: pchar = unreserved / pct-encoded / sub-delims / ":" / "@"; path adds "/",
+# query adds "/" and "?"
+_TARGET = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*")
+# RFC 9110 §5.5: field-value = *field-content (VCHAR, SP, HTAB)
+_FIELD_VALUE = re.compile(r"[\x21-\x7e \t]*")
+_HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9])?")
+# characters no URL the engine accepts may hold anywhere (before urlsplit drops some)
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
 
 
 class RequestError(ValueError):
@@ -18,28 +45,68 @@ class ParsedUrl:
     port: int
     target: str  # path and query, as sent on the request line
     host_header: str
+    tls: bool = False  # https://
+
+
+def _describe(ch: str) -> str:
+    names = {" ": "a space", "\r": "a CR", "\n": "an LF", "\t": "a tab", "\x00": "a NUL"}
+    return names.get(ch, f"{ch!r}")
 
 
 def parse_url(url: str) -> ParsedUrl:
-    parts = urlsplit(url)
-    if parts.scheme != "http":
+    bad = _CONTROL.search(url)
+    if bad:
         raise RequestError(
-            f"{url}: only http:// URLs are supported (got {parts.scheme or 'no'} scheme)"
+            f"{url!r}: {_describe(bad.group())} is not allowed in a URL "
+            "(percent-encode it, e.g. %20 for a space)"
         )
-    if not parts.hostname:
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise RequestError(
+            f"{url}: only http:// and https:// URLs are supported "
+            f"(got {parts.scheme or 'no'} scheme)"
+        )
+    host = parts.hostname
+    if not host:
         raise RequestError(f"{url}: no host in URL")
+    if ":" not in host and not _HOSTNAME.fullmatch(host):
+        raise RequestError(f"{url}: {host!r} is not a host name or an IP address")
     try:
-        port = parts.port or 80
+        port = parts.port or SCHEMES[parts.scheme]
     except ValueError as exc:
         raise RequestError(f"{url}: bad port ({exc})") from None
     target = parts.path or "/"
     if parts.query:
         target += "?" + parts.query
-    host = parts.hostname
+    if not target.startswith("/") or not _TARGET.fullmatch(target):
+        ch = next((c for c in target if not _TARGET.fullmatch(c)), "%")
+        raise RequestError(
+            f"{url}: {_describe(ch)} is not allowed in a request target (percent-encode it)"
+        )
     host_header = f"[{host}]" if ":" in host else host
-    if port != 80:
+    if port != SCHEMES[parts.scheme]:
         host_header += f":{port}"
-    return ParsedUrl(host=host, port=port, target=target, host_header=host_header)
+    return ParsedUrl(
+        host=host, port=port, target=target, host_header=host_header, tls=parts.scheme == "https"
+    )
+
+
+def check_method(method: str) -> str:
+    """The method, upper-cased, if it is an RFC 9110 token; RequestError otherwise."""
+    if not _TOKEN.fullmatch(method):
+        raise RequestError(f"bad method {method!r}: a method is a token (letters, digits, -)")
+    return method.upper()
+
+
+def check_header(name: str, value: str) -> None:
+    """RequestError unless `name: value` is a header the engine may send as is."""
+    if not _TOKEN.fullmatch(name):
+        raise RequestError(
+            f"bad header name {name!r}: a header name is a token (letters, digits, -)"
+        )
+    if not _FIELD_VALUE.fullmatch(value):
+        ch = next(c for c in value if not _FIELD_VALUE.fullmatch(c))
+        raise RequestError(f"bad header {name!r}: {_describe(ch)} is not allowed in its value")
 
 
 def build_request(
@@ -50,9 +117,7 @@ def build_request(
 ) -> bytes:
     """The full request, built once and written as is for every request on the target."""
     u = parse_url(url)
-    method = method.upper()
-    if not method.isalpha():
-        raise RequestError(f"bad method {method!r}")
+    method = check_method(method)
     given = {k.lower() for k, _ in headers or []}
     lines = [f"{method} {u.target} HTTP/1.1"]
     if "host" not in given:
@@ -62,8 +127,7 @@ def build_request(
     if "accept" not in given:
         lines.append("Accept: */*")
     for key, value in headers or []:
-        if "\r" in key or "\n" in key or "\r" in value or "\n" in value or ":" in key:
-            raise RequestError(f"bad header {key!r}")
+        check_header(key, value)
         lines.append(f"{key}: {value}")
     if "content-length" not in given and (body or method not in _BODYLESS_OK):
         lines.append(f"Content-Length: {len(body)}")

@@ -10,6 +10,11 @@ recorded in the corrected histogram at the timeout (it waited at least that long
 A request budget (`--requests`, as ab -n) is spread over the connections, so one
 connection cannot take it all while the others wait unseen.
 
+Rate mode's due requests are sent by a timerfd armed for the next one (timer.py), and
+how late each left is kept (`send_lateness`). Connections are the engine's own sockets
+(transport.py); a slow client's go through a SlowClient (clients.py); https ones carry
+TLS, with their connect and handshake timed apart.
+
 Accounting (see model.py): a request is counted in `sent` when it starts (rate mode: when
 it is due) and ends in exactly one place: answered (`requests`), failed by kind, or
 still waiting, which each report gives as a gauge with the ages of the waiting requests.
@@ -21,12 +26,15 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import socket
+import ssl
 from collections.abc import Callable
 from time import perf_counter_ns
 
 from stackrace.engine import mix
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
+from stackrace.engine.clients import ClientProfile, SlowClient, is_slow
 from stackrace.engine.connection import (
     BUSY,
     CLOSED,
@@ -45,15 +53,19 @@ from stackrace.engine.model import (
     OTHER,
     REFUSED,
     TIMEOUT,
+    TLS,
     EngineSettings,
     TargetSpec,
 )
 from stackrace.engine.request import build_request, parse_url
+from stackrace.engine.timer import DueTimer
+from stackrace.engine.tls import client_context
+from stackrace.engine.transport import Poller, SocketTransport, TlsTransport, sockaddr
 
 _RETIRE_GRACE_S = 0.2  # a retiring connection may finish its request for this long
-_TICK_S = 0.001
-# A send counts as late when it leaves more than one scheduler tick after its due time:
-# the tick's own jitter is not lateness, a backlog behind busy connections is.
+# A send counts as late when it leaves more than 2 ms after its due time: a backlog
+# behind busy connections (the scheduler's own lateness is measured apart, to the µs:
+# `send_lateness`).
 _LATE_NS = 2_000_000
 # At most this many distinct ages are recorded for unsent requests per report (they are
 # evenly spaced in time, so a sample of them describes them exactly enough).
@@ -82,7 +94,37 @@ class Target:
         u = parse_url(spec.url)
         self.host = spec.address or u.host
         self.port = u.port
+        # resolved once (the driver passes the address it checked): a connect is then
+        # one socket() and one connect(), never a lookup
+        self.family, self.addr = sockaddr(self.host, self.port)
+        self.poller = Poller.of(loop)
         self.keepalive = spec.keepalive
+        # TLS: a context built once per target; sessions offered for resumption only
+        # with tls_resume (each connection is otherwise a full handshake)
+        self.tls: ssl.SSLContext | None = (
+            client_context(spec.tls_verify, spec.cacert) if u.tls else None
+        )
+        self.tls_name = u.host if u.tls else None
+        self.tls_resume = spec.tls_resume
+        self.tls_session: ssl.SSLSession | None = None
+        # slow clients: this share of the connection slots (engine.clients)
+        self.clients = spec.clients
+        self.slow_share = spec.slow_share
+        self._slots = 0  # connection slots made so far (which are slow: is_slow)
+        # connect, handshake and first-byte times are kept where they tell something
+        # apart from the total: TLS (a plain loopback connect completes inside connect())
+        self.timed = self.tls is not None
+        self.nodelay = self.keepalive or self.tls is not None
+        # plain HTTP: the request goes out with the connect (SocketTransport.connect)
+        self.presend = self.tls is None
+        # A plain connection the server keeps alive moves to the event loop's own
+        # transport after its first answer (hand_over): uvloop's read loop is C, and on a
+        # long keep-alive connection that is ~10 % of the engine's CPU per request. The
+        # engine's sockets keep what they do best: connecting, and a connection per
+        # request (a server that closes after each answer never gets handed over). TLS
+        # and slow clients stay on the engine's transports (their timing and pacing).
+        self.hand_over_keepalive = self.keepalive and self.tls is None
+        self._adopting: dict[Connection, asyncio.Task[None]] = {}
         headers = list(spec.headers)
         if not spec.keepalive and not any(k.lower() == "connection" for k, _ in headers):
             headers.append(("Connection", "close"))
@@ -111,6 +153,15 @@ class Target:
         self.inflight_sum = 0  # requests in flight, summed over samples (see sample_inflight)
         self.inflight_samples = 0
         self.last_done = 0  # perf_counter_ns of the last answer or failure
+        # responses (or bytes) no request asked for: never answers (connection.py)
+        self.unsolicited = 0
+        # new connections: TCP connect and TLS handshake times, handshakes made and of
+        # them resumed; per request on TLS targets, the time to the first byte (µs)
+        self.connect_times: dict[int, int] = {}
+        self.tls_times: dict[int, int] = {}
+        self.first_byte_times: dict[int, int] = {}
+        self.handshakes = 0
+        self.resumed = 0
 
         self.conns: set[Connection] = set()
         self.idle: list[Connection] = []
@@ -127,8 +178,13 @@ class Target:
         self._t0 = 0
         self._sent = 0  # rate mode: due requests written (or dropped) so far
         self._due_counted = 0  # rate mode: due requests already added to `sent`
-        self._tick: asyncio.TimerHandle | None = None
-        self._connecting: dict[Connection, tuple[asyncio.Task[None], int]] = {}
+        # rate mode: a timerfd armed for the next due request (timer.py); parked while
+        # every connection is busy (a connection that frees up takes the backlog itself)
+        self._timer: DueTimer | None = None
+        self._timer_parked = False
+        # rate mode: how late the scheduler sent each request it found a connection for
+        # (µs, sparse): the engine's own error in every corrected latency
+        self.send_lateness: dict[int, int] = {}
 
     # --- counting ------------------------------------------------------------------
 
@@ -157,6 +213,10 @@ class Target:
     def record_lag(self, us: int) -> None:
         i = index_of(us)
         self.lag[i] = self.lag.get(i, 0) + 1
+
+    def record_first_byte(self, ns: int) -> None:
+        i = index_of(ns // 1000)
+        self.first_byte_times[i] = self.first_byte_times.get(i, 0) + 1
 
     @property
     def ok(self) -> int:
@@ -197,13 +257,25 @@ class Target:
             inflight_sum=self.inflight_sum,
             inflight_samples=self.inflight_samples,
             kinds=self.mix.take(self.conns) if self.mix is not None else None,
+            unsolicited=self.unsolicited,
+            connect_times=_sparse(self.connect_times),
+            tls_times=_sparse(self.tls_times),
+            first_byte_times=_sparse(self.first_byte_times),
+            handshakes=self.handshakes,
+            resumed=self.resumed,
+            send_lateness=_sparse(self.send_lateness),
         )
         self.inflight_sum = self.inflight_samples = 0
         self.sent = self.requests = self.bytes = self.late = 0
+        self.unsolicited = self.handshakes = self.resumed = 0
         self.failures = {}
         self.status = {}
         self.errors = {}
         self.lag = {}
+        self.connect_times = {}
+        self.tls_times = {}
+        self.first_byte_times = {}
+        self.send_lateness = {}
         return report
 
     def _waiting(self, now: int, unsent: int) -> tuple[int, int, dict[int, int]]:
@@ -283,9 +355,11 @@ class Target:
         self.conns.discard(conn)
         if conn in self.idle:
             self.idle.remove(conn)
-        pending = self._connecting.pop(conn, None)
-        if pending is not None:
-            pending[0].cancel()
+        if conn.pending is not None and conn.state == CONNECTING:
+            conn.pending.cancel()  # closes the socket; nothing more is counted
+        adopting = self._adopting.pop(conn, None)
+        if adopting is not None:
+            adopting.cancel()  # the event loop's transport closes the socket
         conn.close()
 
     def _settle_due(self, now: int) -> int:
@@ -303,9 +377,9 @@ class Target:
         if unsent:
             self.failures[ABANDONED] = self.failures.get(ABANDONED, 0) + unsent
         self._t0 = self._sent = self._due_counted = 0
-        if self._tick is not None:
-            self._tick.cancel()
-            self._tick = None
+        self._timer_parked = False
+        if self._timer is not None:
+            self._timer.cancel()
 
     def set_rate(self, rate: float | None) -> None:
         if rate is not None and rate <= 0:
@@ -318,8 +392,10 @@ class Target:
         for conn in self.conns:
             conn.fast = fast and not conn.retiring
         if rate is not None and not self.paused:
+            if self._timer is None:
+                self._timer = DueTimer(self.poller, self._on_due)
             self._t0 = perf_counter_ns()
-            self._schedule_tick()
+            self._on_due()  # request 0 is due now
         elif rate is None and not self.paused:
             self._kick_idle()
 
@@ -350,6 +426,7 @@ class Target:
         live = [c for c in self.conns if not c.retiring]
         while len(live) < self.want:
             conn = self.conn_class(self)
+            conn.slow = self._next_slot()
             conn.state = CLOSED
             conn.quota = 0
             self.conns.add(conn)
@@ -429,6 +506,8 @@ class Target:
             self._dispatch(conn, now, intended)
         else:
             self.idle.append(conn)
+            if self._timer_parked:
+                self._arm()
 
     def _close_spent(self, conn: Connection) -> None:
         """A connection whose share of the budget is spent: close it, keep its slot."""
@@ -440,19 +519,34 @@ class Target:
 
     def replace(self, conn: Connection, now: int) -> None:
         """`conn` is finished (closed by either side): put a fresh one in its slot."""
-        if conn not in self.conns:
+        try:
+            self.conns.remove(conn)
+        except KeyError:
             return
-        self.conns.discard(conn)
-        if conn in self.idle:
+        if self.idle and conn in self.idle:
             self.idle.remove(conn)
+        if self._adopting:
+            adopting = self._adopting.pop(conn, None)
+            if adopting is not None:
+                adopting.cancel()  # failed while being handed over: nothing more of it
         if conn.retiring or self.removed:
             return
-        if now and self._fast():
-            self._new_connection(now, replacing=True)
+        if now and self.rate is None and not self.paused and not self.budget:
+            # closed loop (as _fast): the next request goes out on a new connection now,
+            # inside the callback that ended this one (inlined: once per request when
+            # every request has a connection of its own)
+            fresh = self.conn_class(self)
+            fresh.fast = True
+            fresh.slow = conn.slow  # the same client, reconnecting
+            self.conns.add(fresh)
+            fresh.start_ns = now
+            self.sent += 1
+            self._connect(fresh, now)
         else:
             fresh = self.conn_class(self)
             fresh.state = CLOSED
             fresh.quota = conn.quota
+            fresh.slow = conn.slow
             self.conns.add(fresh)
             self.on_idle(fresh)
 
@@ -473,34 +567,55 @@ class Target:
             self.last_done = now
         return due
 
-    def _schedule_tick(self) -> None:
-        self._tick = self.loop.call_later(_TICK_S, self._on_tick)
-
-    def _on_tick(self) -> None:
-        self._tick = None
+    def _on_due(self) -> None:
+        """The timer fired (or the rate was set): send every due request an idle
+        connection can take, then arm the timer for the next one."""
         if self.rate is None or self.paused or self.removed:
             return
-        now = perf_counter_ns()
-        due = self._due(now)
         rate = self.rate
-        while self._sent < due and self.idle:
-            conn = self.idle.pop()
+        idle = self.idle
+        due = self._due(perf_counter_ns())
+        lateness = self.send_lateness
+        while self._sent < due and idle:
+            conn = idle.pop()
             intended = self._t0 + int(self._sent * 1e9 / rate)
             self._sent += 1
-            if now - intended > _LATE_NS:
+            now = perf_counter_ns()
+            late = now - intended
+            if late > _LATE_NS:
                 self.late += 1
+            i = index_of(late // 1000)
+            lateness[i] = lateness.get(i, 0) + 1
             self._dispatch(conn, now, intended)
-        self._schedule_tick()
+        self._arm()
+
+    def _arm(self) -> None:
+        """Arm the timer for the next request due, if a connection is idle to take it;
+        else park it until one is (on_idle)."""
+        timer = self._timer
+        if timer is None or self.rate is None or self.paused or self.removed:
+            return
+        if not self.idle:
+            self._timer_parked = True
+            return
+        self._timer_parked = False
+        timer.at(self._t0 + int(self._sent * 1e9 / self.rate))
 
     # --- connections ---------------------------------------------------------------
 
-    def _new_connection(
-        self, start_ns: int, quota: int | None = None, replacing: bool = False
-    ) -> None:
+    def _next_slot(self) -> ClientProfile | None:
+        """A new connection slot: slow or not, spread evenly over the slots."""
+        if self.clients is None:
+            return None
+        index = self._slots
+        self._slots += 1
+        return self.clients if is_slow(index, self.slow_share) else None
+
+    def _new_connection(self, start_ns: int, quota: int | None = None, fast: bool = False) -> None:
         conn = self.conn_class(self)
-        conn.fast = self._fast()
+        conn.slow = self._next_slot()
+        conn.fast = fast or self._fast()
         conn.quota = quota
-        conn.measure_connect = replacing
         self.conns.add(conn)
         conn.start_ns = start_ns
         if start_ns:
@@ -510,36 +625,130 @@ class Target:
             conn.state = CLOSED
             self.on_idle(conn)
 
-    def _connect(self, conn: Connection) -> None:
+    def _connect(self, conn: Connection, now: int = 0) -> None:
+        """Open a connection for `conn` on the engine's own sockets (transport.py): the
+        outcome comes back through connected / connect_failed — at once when the kernel
+        settles the connect inside connect() (loopback does), and then the request has
+        gone out with it. A replacement is opened inside the response callback of the
+        connection it replaces: the engine adds no delay of its own (no lag to record)."""
         conn.state = CONNECTING
-        conn.connect_ns = perf_counter_ns()
-        task = self.loop.create_task(self._open(conn))
-        self._connecting[conn] = (task, conn.connect_ns)
+        # `now`: a replacement's caller read the clock a few µs ago (its response's end)
+        now = conn.connect_ns = now or perf_counter_ns()
+        slow = conn.slow
+        if slow is not None:
+            self._connect_slow(conn, slow, now)
+        elif self.tls is not None:
+            session = self.tls_session if self.tls_resume else None
+            conn.pending = TlsTransport(
+                self.poller,
+                conn,
+                self,
+                self.family,
+                self.addr,
+                now,
+                self.tls,
+                self.tls_name,
+                session,
+                self.tls_resume,
+            )
+        else:
+            # TCP_NODELAY where a connection writes more than once (keep-alive: Nagle
+            # would hold a request behind an unacknowledged segment)
+            conn.pending = SocketTransport(
+                self.poller,
+                conn,
+                self,
+                self.family,
+                self.addr,
+                now,
+                self.request if conn.start_ns and self.presend else None,
+                self.keepalive,
+            )
 
-    async def _open(self, conn: Connection) -> None:
-        # The engine's own delay: from deciding to replace a closed connection to the
-        # connect call (a loop turn at least; longer when the loop is busy). A burst of
-        # new connections (a level change) is not steady-state lag and is not recorded.
-        if conn.measure_connect:
-            self.record_lag((perf_counter_ns() - conn.connect_ns) // 1000)
+    def _connect_slow(self, conn: Connection, profile: ClientProfile, now: int) -> None:
+        """A slow client's connection: a SlowClient between the connection and its
+        transport sends the request in pieces and paces the reads (engine.clients)."""
+        proxy = SlowClient(conn, profile, self.loop)
+        rcvbuf = profile.rcvbuf if profile.read else 0
+        if self.tls is not None:
+            session = self.tls_session if self.tls_resume else None
+            conn.pending = TlsTransport(
+                self.poller,
+                proxy,
+                self,
+                self.family,
+                self.addr,
+                now,
+                self.tls,
+                self.tls_name,
+                session,
+                self.tls_resume,
+                rcvbuf,
+            )
+        else:
+            conn.pending = SocketTransport(
+                self.poller, proxy, self, self.family, self.addr, now, None, True, rcvbuf
+            )
+
+    def hand_over(self, conn: Connection, tr: SocketTransport, now: int) -> None:
+        """Move a kept-alive connection from the engine's epoll to the event loop's own
+        transport (once per connection, after its first answer). Nothing is in flight
+        meanwhile: connection_made there finds it idle and gives it its next request."""
+        sock = tr.detach(self.family)
+        self.open -= 1  # the loop's transport counts it again in connection_made
+        conn.transport = None
+        conn.parser = None
+        conn.pending = None
+        conn.state = CONNECTING  # nothing written until the loop's transport is up
+        conn.connect_ns = now  # (the sweep's connect timeout runs from here)
+        self._adopting[conn] = self.loop.create_task(self._adopt(conn, sock))
+
+    async def _adopt(self, conn: Connection, sock: socket.socket) -> None:
         try:
-            await self.loop.create_connection(lambda: conn, self.host, self.port)
+            await self.loop.create_connection(lambda: conn, sock=sock)
         except asyncio.CancelledError:
-            self._connecting.pop(conn, None)
+            sock.close()
             if conn in self.conns and conn.state == CONNECTING:
                 self._connect_failed(conn, CONNECT_TIMEOUT)
-            return
-        except ConnectionRefusedError:
-            self._connecting.pop(conn, None)
-            self._connect_failed(conn, REFUSED)
-            return
         except OSError as exc:
-            self._connecting.pop(conn, None)
+            sock.close()
             name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
             self.errors[name] = self.errors.get(name, 0) + 1
             self._connect_failed(conn, OTHER)
-            return
-        self._connecting.pop(conn, None)
+        finally:
+            self._adopting.pop(conn, None)
+
+    # --- what a transport reports (transport.ConnectCallbacks) ------------------------
+
+    def connect_done(self, conn: Connection, connect_ns: int, tls_ns: int, resumed: bool) -> None:
+        """A TLS connection's TCP connect and handshake times."""
+        i = index_of(connect_ns // 1000)
+        self.connect_times[i] = self.connect_times.get(i, 0) + 1
+        i = index_of(tls_ns // 1000)
+        self.tls_times[i] = self.tls_times.get(i, 0) + 1
+        self.handshakes += 1
+        if resumed:
+            self.resumed += 1
+
+    def connect_failed(
+        self, conn: Connection | SlowClient, err: int, tls: str | None = None
+    ) -> None:
+        if isinstance(conn, SlowClient):
+            conn = conn.conn
+        if tls is not None:
+            self.errors[tls] = self.errors.get(tls, 0) + 1
+            self._connect_failed(conn, TLS)
+        elif err == errno.ECONNREFUSED:
+            self._connect_failed(conn, REFUSED)
+        else:
+            name = errno.errorcode.get(err, f"errno {err}")
+            self.errors[name] = self.errors.get(name, 0) + 1
+            self._connect_failed(conn, OTHER)
+
+    def keep_session(self, session: ssl.SSLSession | None) -> None:
+        """A TLS connection ends: keep its session to offer the next one (tls_resume)."""
+        if session is not None and session.has_ticket:
+            self.tls_session = session
 
     def _connect_failed(self, conn: Connection, kind: str) -> None:
         if conn not in self.conns:
@@ -570,18 +779,29 @@ class Target:
 
     def sweep(self, now: int) -> None:
         """Called every 100 ms: time out stuck connects and requests."""
-        for task, started in list(self._connecting.values()):
-            if now - started > self.connect_timeout_ns:
-                task.cancel()
         limit = self.timeout_ns
+        connect_limit = self.connect_timeout_ns
         for conn in list(self.conns):
-            if conn.state == BUSY and now - conn.start_ns > limit:
-                conn.fail(TIMEOUT)
+            state = conn.state
+            if state == BUSY:
+                if now - conn.start_ns > limit:
+                    conn.fail(TIMEOUT)
+            elif state == CONNECTING and now - conn.connect_ns > connect_limit:
+                adopting = self._adopting.get(conn)
+                if adopting is not None:
+                    adopting.cancel()  # _adopt counts it, once the loop has let go
+                    continue
+                if conn.pending is not None:
+                    conn.pending.cancel()
+                self._connect_failed(conn, CONNECT_TIMEOUT)
 
     def remove(self) -> None:
         """Stop loading: close every connection; what is in flight is abandoned."""
         self._stop_schedule()
         self.removed = True
+        if self._timer is not None:
+            self._timer.close()
+            self._timer = None
         for conn in list(self.conns):
             self._drop(conn)
         self.idle.clear()

@@ -39,9 +39,10 @@ from stackrace.engine.channel import (
     command_decoder,
 )
 from stackrace.engine.histogram import index_of
-from stackrace.engine.model import EngineSettings
+from stackrace.engine.model import EngineSettings, rate_problem
 from stackrace.engine.request import RequestError
 from stackrace.engine.target import Target
+from stackrace.engine.timer import fine_timer_slack
 
 _PR_SET_PDEATHSIG = 1
 _SWEEP_S = 0.1
@@ -155,6 +156,10 @@ class EngineProcess:
             for t in self._selected(cmd.id):
                 t.set_concurrency(cmd.n)
         elif isinstance(cmd, SetRate):
+            problem = rate_problem(cmd.rate, 1)
+            if problem:
+                self.error(problem)  # the driver checks first (client.Engine): a guard
+                return
             for t in self._selected(cmd.id):
                 t.set_rate(cmd.rate)
         elif isinstance(cmd, SetBudget):
@@ -182,6 +187,10 @@ class EngineProcess:
 
     def add(self, cmd: Add) -> None:
         spec = cmd.target
+        problem = rate_problem(spec.rate, 1)
+        if problem:
+            self.error(f"target {spec.id!r}: {problem}")
+            return
         if spec.id in self.targets:
             self.error(f"target {spec.id!r} exists already")
             return
@@ -267,6 +276,7 @@ def main() -> None:
     if os.getppid() == 1:
         return  # the parent died before we could ask to follow it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    fine_timer_slack()  # rate mode's sends are due to the microsecond (timer.py)
     # Everything imported so far lives as long as the process: keep the cyclic collector
     # from walking it again and again (connections themselves leave no cycles).
     gc.freeze()

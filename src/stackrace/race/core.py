@@ -82,6 +82,12 @@ class MemberHandle(Protocol):
     def state(self) -> StackState: ...
     @property
     def base_url(self) -> str: ...
+    @property
+    def cacert(self) -> str | None:
+        """A PEM file to trust for its https:// URL (a TLS stack's own certificate), or
+        None: the race settings decide (--cacert, --insecure, the system's CAs)."""
+        ...
+
     def log_tail(self, lines: int = 20) -> list[str]: ...
     def sample(self) -> ResourceSample | None: ...
     async def stop(self) -> None: ...
@@ -406,6 +412,13 @@ class RaceCore:
             concurrency=s.rate_connections if rate_mode else self.concurrency,
             rate=self.rate,
             keepalive=s.keepalive,
+            # https: a stack stackrace made TLS for is verified against its own
+            # certificate; a --url target as the settings say
+            tls_verify=s.tls_verify or m.handle.cacert is not None,
+            cacert=m.handle.cacert or s.cacert,
+            tls_resume=s.tls_resume,
+            clients=s.client_profile,
+            slow_share=s.slow_share,
         )
 
     def _own_spec(self, m: Member, kinds: list[RequestKind]) -> TargetSpec:

@@ -433,6 +433,10 @@ class SyntheticStack:
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         return None
 
+    @property
+    def cacert(self) -> str | None:
+        return None
+
     def log_tail(self, lines: int = 20) -> list[str]:
         out = [f"[{self.name}] (synthetic) listening on {self.base_url}"]
         if self.state == StackState.CRASHED:

@@ -188,3 +188,29 @@ def _failure_sentence(kind: str, w: WindowStats, timeout: float) -> str:
     if kind == DROPPED:
         return f"{_n(per_s)} requests/s dropped: they were due longer than the timeout"
     return f"{kind.replace('_', ' ')} failures: {_n(per_s)}/s"
+
+
+# families whose workers read each request themselves, one connection at a time: a
+# request that trickles in holds the worker, and every request queued behind it waits
+HELD_BY_SLOW_CLIENTS = ("sync", "prefork")
+
+
+def held_by_slow_clients(
+    family: str, upload_s: float, share: float, window: WindowStats | None
+) -> str:
+    """Slow clients (engine.clients): "" unless they hold this stack's workers.
+
+    The sign, measured: with at most half the clients slow, the median request — a fast
+    one — took at least half an upload, so fast requests waited for slow ones to arrive.
+    A server that buffers (nginx in front) or serves connections concurrently (async,
+    greenlets) shows no such median; with every client slow, every server waits for its
+    clients and nothing is said."""
+    if upload_s <= 0 or share > 0.5 or family not in HELD_BY_SLOW_CLIENTS:
+        return ""
+    if window is None or window.requests == 0 or window.latency.p50 < 0.5 * upload_s * 1e6:
+        return ""
+    return (
+        f"slow clients hold the worker: it waits ~{_secs(upload_s * 1e6)} for each slow "
+        f"request to arrive ({100 * share:.0f}% of clients), and the fast ones queue behind "
+        f"it (median {_secs(window.latency.p50)}, {_n(window.rps)} req/s)"
+    )

@@ -412,6 +412,10 @@ class ReplayMember:
     def base_url(self) -> str:
         return ""
 
+    @property
+    def cacert(self) -> str | None:
+        return None
+
     def log_tail(self, lines: int = 20) -> list[str]:
         return (self.log or ["(replay: no log was recorded)"])[-lines:]
 

@@ -547,6 +547,15 @@ class Session:
                     engine_limit=limit,
                     timeout_cause=wedge.timeout_cause(m.signs),
                 )
+                slow = self.core.settings.client_profile
+                held = explain.held_by_slow_clients(
+                    m.handle.family,
+                    slow.upload if slow is not None else 0.0,
+                    self.core.settings.slow_share,
+                    target.interval,
+                )
+                if held and not limit:
+                    annotation = held  # the cause of its queue, named
                 core_share = self._core_share(mid)
                 if core_share and not annotation:
                     alone = verdicts.alone_on_a_core(cpu_us)

@@ -81,6 +81,11 @@ class LaunchedStack:
     def base_url(self) -> str:
         return self.running.url if self.running is not None else ""
 
+    @property
+    def cacert(self) -> str | None:
+        rs = self.running
+        return str(rs.cert) if rs is not None and rs.cert is not None else None
+
     def log_tail(self, lines: int = 20) -> list[str]:
         if self.running is not None:
             return self.running.log_tail(lines).splitlines()

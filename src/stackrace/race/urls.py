@@ -186,6 +186,10 @@ class UrlHandle:
     def base_url(self) -> str:
         return self.target.url
 
+    @property
+    def cacert(self) -> str | None:
+        return None  # not stackrace's server: --cacert / --insecure decide
+
     def log_tail(self, lines: int = 20) -> list[str]:
         if self._gone:
             return [f"process {self.pid} (--pid) has exited"]

@@ -32,7 +32,8 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
             run,
             title
             or f"{s.path if s.own_requests else f'{s.workload} ({s.path})'}, "
-            f"{s.duration:g}s per level, isolation {s.isolation}",
+            f"{s.duration:g}s per level, isolation {s.isolation}"
+            + (f", {100 * s.slow_share:g}% slow clients ({s.clients})" if s.clients else ""),
         )
     )
     from rich.markup import escape

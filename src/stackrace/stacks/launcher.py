@@ -2,7 +2,7 @@
 
     async with Launcher(on_change=print) as launcher:   # run dir: a fresh temp dir
         running = await launcher.start(resolve("uvicorn", load_stacks()))   # waits for ready
-        running.url                      # http://127.0.0.1:PORT
+        running.url                      # http://127.0.0.1:PORT (https:// with tls = true)
         running.root_pids, running.all_pids(), running.log_path, running.log_tail(20)
         launcher.poll()                  # call a few times a second: notices crashed stacks
         await launcher.stop(running)
@@ -31,6 +31,8 @@ Guarantees:
 - a stack with an `upstream` (nginx-proxy) starts that stack first, on a port of its own
   and in `run_dir/upstream`, and itself once the upstream answers 200: both are one
   RunningStack (one log, one process tree, stopped together).
+- a stack with `tls = true` gets the machine's certificate (stacks.certificate, made
+  once), and its readiness probe speaks TLS and verifies that certificate.
 
 Start stacks from the event loop's thread (not a short-lived worker thread): the kernel
 ties PR_SET_PDEATHSIG to the thread that forked the child.
@@ -58,7 +60,7 @@ from stackrace.config import HOST, ConfigError, Stack, placeholders, render
 from stackrace.ports import free_port, port_in_use
 from stackrace.slug import short as short_name
 from stackrace.slug import slug
-from stackrace.stacks import cgroup, probe
+from stackrace.stacks import certificate, cgroup, probe
 from stackrace.supervise import hurry, rundirs
 from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
 from stackrace.supervise.watchdog import Watchdog
@@ -178,6 +180,9 @@ class RunningStack:
     cgroup_dir: Path | None = None
     reaped: bool = False  # stopped and waited for: its pids may belong to others now
     host: str = HOST  # the address it binds (a cluster's app node: see stackrace.cluster)
+    # a stack with `tls = true`: the certificate it serves (stacks.certificate), which
+    # its probes and the engine trust
+    cert: Path | None = None
 
     @property
     def name(self) -> str:
@@ -185,7 +190,8 @@ class RunningStack:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.stack.spec.tls else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     @property
     def main(self) -> subprocess.Popen[bytes] | None:
@@ -375,6 +381,7 @@ class Launcher:
                     f"stackrace use ({', '.join(map(str, sorted(usable)))})"
                 )
         upstream_port = 0
+        tls_files = self._certificate(rs) if rs.stack.spec.tls else None
         if rs.stack.upstream is not None:
             # the stack behind this one first, on a port of its own, in a directory of its
             # own (two nginx.conf must not meet), ready before the front starts: a proxy
@@ -383,10 +390,24 @@ class Launcher:
             upstream_port = free_port(rs.host)
             up_dir = rs.run_dir / "upstream"
             up_dir.mkdir()
-            await self._spawn_processes(rs, up, placeholders(up, upstream_port, up_dir, rs.host))
-            await self._wait_http(rs, upstream_port, up.spec.health, up.spec.ready_timeout)
-        values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host, upstream_port)
+            up_tls = self._certificate(rs) if up.spec.tls else None
+            await self._spawn_processes(
+                rs, up, placeholders(up, upstream_port, up_dir, rs.host, tls=up_tls)
+            )
+            await self._wait_http(
+                rs, upstream_port, up.spec.health, up.spec.ready_timeout, tls=up.spec.tls
+            )
+        values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host, upstream_port, tls_files)
         await self._spawn_processes(rs, rs.stack, values)
+
+    def _certificate(self, rs: RunningStack) -> tuple[Path, Path]:
+        """The machine's TLS certificate and key (made on first use)."""
+        try:
+            made = certificate.ensure()
+        except certificate.CertificateError as exc:
+            raise LaunchError(f"{rs.name}: {exc}") from None
+        rs.cert = made.cert
+        return made.cert, made.key
 
     async def _spawn_processes(
         self, rs: RunningStack, stack: Stack, values: dict[str, object]
@@ -489,7 +510,12 @@ class Launcher:
     async def _wait_ready(self, rs: RunningStack) -> None:
         spec = rs.stack.spec
         await self._wait_http(
-            rs, rs.port, spec.health, spec.ready_timeout, statuses.parse(spec.health_status)
+            rs,
+            rs.port,
+            spec.health,
+            spec.ready_timeout,
+            statuses.parse(spec.health_status),
+            tls=spec.tls,
         )
         rs.ready_at = time.monotonic()
         self._set_state(rs, READY)
@@ -501,12 +527,15 @@ class Launcher:
         health: str,
         timeout: float,
         ready: frozenset[int] = frozenset({200}),
+        tls: bool = False,
     ) -> None:
-        """Until `health` on `port` answers a status of `ready` (200); LaunchError when a
-        process of the stack dies first, the time is up, or the answer is definite: a
-        status that is neither ready nor a 5xx (a 404 will not become a 200 by waiting;
-        a 502 of a proxy whose backend is still starting may)."""
+        """Until `health` on `port` answers a status of `ready` (200), over TLS trusting
+        the stack's own certificate with `tls`; LaunchError when a process of the stack
+        dies first, the time is up, or the answer is definite: a status that is neither
+        ready nor a 5xx (a 404 will not become a 200 by waiting; a 502 of a proxy whose
+        backend is still starting may)."""
         deadline = time.monotonic() + timeout
+        context = probe.trusting(rs.cert) if tls and rs.cert is not None else None
         last = "no answer yet"
         what = "" if port == rs.port else f" (its upstream on port {port})"
         while True:
@@ -520,7 +549,7 @@ class Launcher:
                     f"{dead.returncode} before it was ready"
                 )
             try:
-                resp = await probe.get(rs.host, port, health, timeout=2.0)
+                resp = await probe.get(rs.host, port, health, timeout=2.0, tls=context)
                 if resp.status in ready:
                     return
                 last = f"HTTP {resp.status} on {health}"

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httptools
 
@@ -58,11 +60,16 @@ async def get(
     method: str = "GET",
     headers: tuple[tuple[str, str], ...] = (),
     body: bytes = b"",
+    tls: ssl.SSLContext | None = None,
 ) -> ProbeResponse:
     """GET path (or another method, with headers and a body: `verify --app` sends your
-    requests); raise OSError / TimeoutError / ValueError (bad HTTP) on failure."""
+    requests), over TLS with `tls`; raise OSError / TimeoutError / ValueError (bad HTTP,
+    or a failed handshake: ssl.SSLError is an OSError) on failure."""
     t0 = time.perf_counter()
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
+        timeout,
+    )
     try:
         extra = "".join(f"{k}: {v}\r\n" for k, v in headers)
         if body or method not in ("GET", "DELETE", "OPTIONS"):
@@ -108,3 +115,10 @@ async def get(
         content_length=int(cl) if cl is not None and cl.strip().isdigit() else None,
         raw_headers=c.headers,
     )
+
+
+def trusting(cert: str | Path) -> ssl.SSLContext:
+    """A client context that trusts exactly `cert` (a TLS stack's own certificate)."""
+    ctx = ssl.create_default_context(cafile=str(cert))
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx

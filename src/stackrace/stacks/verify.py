@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 from dataclasses import dataclass, field
 
 from stackrace.config import HOST
@@ -41,10 +42,10 @@ def _common(r: probe.ProbeResponse, ctype: str) -> list[str]:
     return problems + _framing(r)
 
 
-async def check_endpoint(port: int, endpoint: str) -> Check:
+async def check_endpoint(port: int, endpoint: str, tls: ssl.SSLContext | None = None) -> Check:
     path = {"io": f"/io?ms={IO_MS}"}.get(endpoint, f"/{endpoint}")
     try:
-        r = await probe.get(HOST, port, path, timeout=10.0)
+        r = await probe.get(HOST, port, path, timeout=10.0, tls=tls)
     except (OSError, TimeoutError, ValueError) as exc:
         return Check(endpoint, False, [f"GET {path}: {exc or type(exc).__name__}"])
     if endpoint == "hello":
@@ -72,9 +73,11 @@ async def check_endpoint(port: int, endpoint: str) -> Check:
 
 
 async def verify_port(
-    port: int, endpoints: tuple[str, ...] = ("hello", "json", "io")
+    port: int,
+    endpoints: tuple[str, ...] = ("hello", "json", "io"),
+    tls: ssl.SSLContext | None = None,
 ) -> list[Check]:
-    return [await check_endpoint(port, e) for e in endpoints]
+    return [await check_endpoint(port, e, tls) for e in endpoints]
 
 
 # /db?queries=… as sent, and the number of queries the contract says it means: a missing
@@ -90,7 +93,9 @@ DB_CASES: tuple[tuple[str, int], ...] = (
 )
 
 
-async def check_db(port: int, db_conn: object, holders: int = 1) -> Check:
+async def check_db(
+    port: int, db_conn: object, holders: int = 1, tls: ssl.SSLContext | None = None
+) -> Check:
     """/db answers plausible sums, and the database really ran every query it owes; and
     whether the stack keeps its connections (`measured["db_persistent"]`, see
     `measure_persistence`; `holders` is how many workers or threads may each hold one)."""
@@ -105,7 +110,7 @@ async def check_db(port: int, db_conn: object, holders: int = 1) -> Check:
     # a first request opens the app's persistent connection, whose set-up may run SELECTs
     # of its own; it is not counted
     try:
-        await probe.get(HOST, port, "/db?queries=1", timeout=10.0)
+        await probe.get(HOST, port, "/db?queries=1", timeout=10.0, tls=tls)
     except (OSError, TimeoutError, ValueError) as exc:
         return Check("db", False, [f"GET /db: {exc or type(exc).__name__}"])
     before = read_counters(db_conn)  # type: ignore[arg-type]
@@ -114,7 +119,7 @@ async def check_db(port: int, db_conn: object, holders: int = 1) -> Check:
     for raw, n in DB_CASES:
         path = f"/db?queries={raw}" if raw else "/db"
         try:
-            r = await probe.get(HOST, port, path, timeout=10.0)
+            r = await probe.get(HOST, port, path, timeout=10.0, tls=tls)
         except (OSError, TimeoutError, ValueError) as exc:
             problems.append(f"GET {path}: {exc or type(exc).__name__}")
             continue
@@ -137,7 +142,7 @@ async def check_db(port: int, db_conn: object, holders: int = 1) -> Check:
         problems.append(counted)
     measured: dict[str, str] = {}
     if not problems:
-        measured["db_persistent"] = await measure_persistence(port, db_conn, holders)
+        measured["db_persistent"] = await measure_persistence(port, db_conn, holders, tls)
     return Check("db", not problems, problems, t, measured)
 
 
@@ -145,7 +150,9 @@ async def check_db(port: int, db_conn: object, holders: int = 1) -> Check:
 MEASURED_WITH_DB = ("db_persistent",)
 
 
-async def measure_persistence(port: int, db_conn: object, holders: int) -> str:
+async def measure_persistence(
+    port: int, db_conn: object, holders: int, tls: ssl.SSLContext | None = None
+) -> str:
     """Send more sequential /db requests than the stack has connection holders (workers ×
     threads), and count the connections the database saw opened: a stack that keeps them
     opens at most one per holder (the first request a worker serves), one that connects per
@@ -156,7 +163,7 @@ async def measure_persistence(port: int, db_conn: object, holders: int) -> str:
     before = read_counters(db_conn)  # type: ignore[arg-type]
     for _ in range(requests):
         try:
-            await probe.get(HOST, port, "/db?queries=1", timeout=10.0)
+            await probe.get(HOST, port, "/db?queries=1", timeout=10.0, tls=tls)
         except (OSError, TimeoutError, ValueError) as exc:
             return f"not measured (GET /db: {exc or type(exc).__name__})"
     opened = work_between(before, read_counters(db_conn)).connections  # type: ignore[arg-type]
@@ -176,7 +183,7 @@ def persistence(new_connections: int, requests: int, holders: int = 1) -> str:
 DBJSON_REQUESTS = 5
 
 
-async def check_dbjson(port: int, db_conn: object) -> Check:
+async def check_dbjson(port: int, db_conn: object, tls: ssl.SSLContext | None = None) -> Check:
     """/dbjson answers a JSON object {"id", "value"} for one row, that row's real value (as
     the database has it), and the database ran exactly one SELECT per request."""
     from stackrace.db.admin import query
@@ -184,7 +191,7 @@ async def check_dbjson(port: int, db_conn: object) -> Check:
 
     problems: list[str] = []
     try:  # the first request may open the connection (and run set-up SELECTs): not counted
-        await probe.get(HOST, port, "/dbjson", timeout=10.0)
+        await probe.get(HOST, port, "/dbjson", timeout=10.0, tls=tls)
     except (OSError, TimeoutError, ValueError) as exc:
         return Check("dbjson", False, [f"GET /dbjson: {exc or type(exc).__name__}"])
     before = read_counters(db_conn)  # type: ignore[arg-type]
@@ -192,7 +199,7 @@ async def check_dbjson(port: int, db_conn: object) -> Check:
     t = 0.0
     for _ in range(DBJSON_REQUESTS):
         try:
-            r = await probe.get(HOST, port, "/dbjson", timeout=10.0)
+            r = await probe.get(HOST, port, "/dbjson", timeout=10.0, tls=tls)
         except (OSError, TimeoutError, ValueError) as exc:
             problems.append(f"GET /dbjson: {exc or type(exc).__name__}")
             continue
@@ -232,7 +239,11 @@ def _row(body: bytes) -> tuple[tuple[int, float] | None, str]:
 
 
 async def check_facts(
-    port: int, path: str | None, expect: dict[str, str], measured: dict[str, str]
+    port: int,
+    path: str | None,
+    expect: dict[str, str],
+    measured: dict[str, str],
+    tls: ssl.SSLContext | None = None,
 ) -> Check:
     """What the stack's `expect` says must be true of it: each key is either measured by
     verify itself (`measured`, e.g. db_persistent from the database's Connections counter)
@@ -243,7 +254,7 @@ async def check_facts(
     t = 0.0
     if path is not None and any(k not in measured for k in expect):
         try:
-            r = await probe.get(HOST, port, path, timeout=10.0)
+            r = await probe.get(HOST, port, path, timeout=10.0, tls=tls)
             t = r.seconds
             if r.status != 200:
                 problems.append(f"GET {path}: status {r.status}")

@@ -21,6 +21,7 @@ __all__ = [
 FAILURE_LABELS: dict[str, str] = {
     "refused": "refused",
     "connect_timeout": "conn timeout",
+    "tls": "TLS",
     "reset": "reset",
     "timeout": "timeout",
     "http_status": "HTTP",

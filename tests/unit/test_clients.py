@@ -1,0 +1,63 @@
+"""Slow-client profiles (engine.clients): named ones, changes, the checks, the share."""
+
+import itertools
+
+import pytest
+
+from stackrace.engine.clients import (
+    NAMED,
+    ClientProfile,
+    ProfileError,
+    is_slow,
+    parse_profile,
+    parse_share,
+)
+
+
+def test_named_profiles_and_changes():
+    assert parse_profile("mobile") == NAMED["mobile"]
+    p = parse_profile("slow:upload=20ms,read=64KB/s,pieces=4,rcvbuf=8KiB")
+    assert p == ClientProfile("slow", upload=0.02, pieces=4, read=64_000, rcvbuf=8192)
+    assert p.describe() == "slow:upload=20ms,read=64KB/s"
+    assert parse_profile("wan:read=2MiB/s").read == 2 * 1024 * 1024
+    assert parse_profile(parse_profile("mobile").describe()) == NAMED["mobile"]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("dialup", "a profile is one of slow, mobile, wan"),
+        ("slow:upload=fast", "not a duration"),
+        ("slow:upload=2h", "not a duration"),
+        ("slow:upload=90s", "at most 60s"),
+        ("slow:read=64KB", "read is a rate"),
+        ("slow:read=10B/s", "at least 100B/s"),
+        ("slow:pieces=1", "pieces must be"),
+        ("slow:rcvbuf=1", "rcvbuf must be"),
+        ("slow:upload=0ms", "neither upload nor read is slow"),
+        ("slow:speed=1", "unknown key 'speed'"),
+        ("slow:upload", "not KEY=VALUE"),
+    ],
+)
+def test_a_bad_profile_says_what_is_expected(text, words):
+    with pytest.raises(ProfileError, match=words):
+        parse_profile(text)
+
+
+@pytest.mark.parametrize(("text", "share"), [("20%", 0.2), ("0.5", 0.5), ("100%", 1.0)])
+def test_shares(text, share):
+    assert parse_share(text) == pytest.approx(share)
+
+
+@pytest.mark.parametrize("text", ["0", "0%", "150%", "-1", "half"])
+def test_bad_shares(text):
+    with pytest.raises(ProfileError):
+        parse_share(text)
+
+
+@pytest.mark.parametrize("share", [0.2, 0.25, 1 / 3, 0.5, 1.0])
+def test_the_share_is_spread_evenly(share):
+    slow = [i for i in range(60) if is_slow(i, share)]
+    assert len(slow) == round(60 * share)
+    gaps = {b - a for a, b in itertools.pairwise(slow)}
+    assert max(gaps, default=1) - min(gaps, default=1) <= 1
