@@ -209,7 +209,9 @@ async def test_picker_keys_for_threads_and_every_param_and_variants_race():
         pool.value = "../../victim"  # type: ignore[attr-defined]
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert "whole number" in str(app.screen.query_one("#tune-error").content)
+        problem = str(app.screen.query_one("#tune-error").content)
+        assert "db_pool: '../../victim' is not" in problem, problem
+        assert isinstance(app.screen, TuneScreen)  # still open: nothing applied
         pool.value = "4"  # type: ignore[attr-defined]
         await pilot.press("ctrl+s")
         await pilot.pause()
