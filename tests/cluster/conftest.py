@@ -1,19 +1,36 @@
-"""A real three-node Ray cluster on this machine (loopback only), shared by the cluster
-tests: starting one takes 15–25 s. Skipped, with the reason, only when Ray is missing."""
+"""Ray clusters for the cluster tests, shared by the session.
+
+- `ray_cluster`: three nodes on this machine's loopback (ray.cluster_utils): the
+  one-machine path (stacks stay on 127.0.0.1). Skipped only when Ray is missing.
+- `netns_cluster`: four hosts, each a network namespace with its own address on a bridge
+  (tests/cluster/netns.py): the multi-host path (stacks on the app host's address, load
+  across the bridge). Skipped, with the reason, where namespaces cannot be made.
+
+`phase()` and `wait_until()` name what a test waited for when a wait times out."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
+
+from tests.cluster.netns import Topology, sweep, unavailable
+from tests.helpers import CLI, ROOT
+
+T = TypeVar("T")
+_RAY_LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 HERE = Path(__file__).parent
 HAVE_RAY = importlib.util.find_spec("ray") is not None
@@ -60,3 +77,156 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+# --- phases: a timed-out wait names the test and what it waited for ------------------
+
+_PHASE: dict[str, str] = {"now": ""}
+
+
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Name what the test does now: a failure (a wait that timed out, pytest-timeout's
+    kill) reports it beside the test's name."""
+    before = _PHASE["now"]
+    _PHASE["now"] = name
+    try:
+        yield
+    finally:
+        _PHASE["now"] = before
+
+
+def wait_until(predicate: Callable[[], T | None], timeout: float, what: str) -> T:
+    """predicate()'s first truthy value; fails naming `what` when none comes in time."""
+    end = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < end:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(0.2)
+    pytest.fail(f"phase '{what}' timed out after {timeout:g}s (last: {last!r})")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and _PHASE["now"]:
+        report.sections.append(("phase", f"{item.nodeid} failed in phase: {_PHASE['now']}"))
+        report.longrepr = f"[phase: {_PHASE['now']}]\n{report.longrepr}"
+    if report.when == "teardown":
+        _PHASE["now"] = ""
+
+
+# --- the multi-host topology: namespaces on a bridge, a Ray node in each -------------
+
+
+@dataclass
+class NetnsCluster:
+    """tests/cluster/netns.py's topology with Ray up: head, load1, load2, app (and an
+    `outside` host that is no node). Drivers run on the head host, as a user's would."""
+
+    topo: Topology
+    env: dict[str, str]  # for drivers (and what the nodes were started with)
+
+    @property
+    def address(self) -> str:
+        return self.topo.ray_address()
+
+    def addr(self, role: str) -> str:
+        return self.topo[role].address
+
+    def stackrace(self, *args: str, timeout: float, what: str) -> subprocess.CompletedProcess[str]:
+        """`stackrace ARGS` on the head host, to the end; a timeout names `what`."""
+        with phase(what):
+            try:
+                return self.topo.run(
+                    "head",
+                    [*CLI, *args],
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout,
+                    env=self.env,
+                    cwd=ROOT,
+                )
+            except subprocess.TimeoutExpired as exc:
+                pytest.fail(
+                    f"phase '{what}' timed out after {timeout:g}s; stderr so far:\n"
+                    f"{(exc.stderr or b'')[-3000:]!r}"
+                )
+
+    def driver(self, *args: str, **kw: Any) -> subprocess.Popen[str]:
+        """`stackrace ARGS` on the head host, running."""
+        return self.topo.popen("head", [*CLI, *args], env=self.env, cwd=ROOT, text=True, **kw)
+
+    def http_json(self, role: str, url: str) -> dict:
+        """GET url from host `role` (the test's own process, its thread in that host)."""
+
+        def get() -> dict:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return json.loads(r.read())
+
+        return self.topo.call(role, get)
+
+    def ray_nodes(self) -> list[dict]:
+        """Ray's live nodes, as a driver on the head host sees them."""
+        code = (
+            "import json, ray\n"
+            f"ray.init(address={self.address!r}, logging_level='ERROR', log_to_driver=False)\n"
+            "print(json.dumps([{'ip': n['NodeManagerAddress'], 'labels': n.get('Labels', {}),"
+            " 'alive': n['Alive']} for n in ray.nodes()]))\n"
+        )
+        out = self.topo.run(
+            "head",
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=self.env,
+        )
+        assert out.returncode == 0, out.stderr
+        return [n for n in json.loads(out.stdout.strip().splitlines()[-1]) if n["alive"]]
+
+    def heal(self, role: str, timeout: float = 120.0) -> None:
+        """After a test cut `role` off: its link up, and its Ray node back (restarted if
+        Ray had given it up), so the next test finds the topology whole."""
+        self.topo.mend(role)
+        want = self.addr(role)
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            if any(n["ip"] == want for n in self.ray_nodes()):
+                return
+            time.sleep(1.0)
+        self.topo.restart_ray(role, env=self.env, timeout=timeout)
+        wait_until(
+            lambda: any(n["ip"] == want for n in self.ray_nodes()),
+            timeout,
+            f"the Ray node on {role} back",
+        )
+
+
+@pytest.fixture(scope="session")
+def netns_cluster() -> Iterator[NetnsCluster]:
+    """One topology for every multi-host test of the session (a Ray cluster of four
+    namespaces takes ~20 s to start); removed at the end, checked gone."""
+    if not HAVE_RAY:
+        pytest.skip("Ray is not installed: pip install -e '.[cluster]'")
+    why = unavailable()
+    if why:
+        pytest.skip(f"the multi-host tests need network namespaces: {why}")
+    sweep()  # what killed runs left behind (their owner's pid is gone)
+    topo = Topology()
+    try:
+        with phase("the topology comes up"):
+            topo.up()
+            env = {k: v for k, v in os.environ.items() if k != _RAY_LOCAL_ONLY}
+            # the app host's stacks log, and its MariaDB lives, in the run's own temp dir
+            env["STACKRACE_RUNS_DIR"] = str(topo.temp / "runs")
+            env["STACKRACE_DB_DIR"] = str(topo.temp / "db")
+            topo.start_ray(env=env)
+        yield NetnsCluster(topo, env)
+    finally:
+        topo.down()
+        left = topo.leftovers()
+        assert not left, f"the topology left: {left}"

@@ -61,8 +61,9 @@ def _attr(kind: int, payload: bytes) -> bytes:
 
 def _msg(msg_type: int, attrs: bytes, seq: int = 0) -> bytes:
     body = struct.pack("!BBH", socket.AF_UNSPEC, 0, QUEUE) + attrs
-    header = struct.pack("=IHHII", 16 + len(body), (NFNL_SUBSYS_QUEUE << 8) | msg_type,
-                         NLM_F_REQUEST, seq, 0)  # fmt: skip
+    header = struct.pack(
+        "=IHHII", 16 + len(body), (NFNL_SUBSYS_QUEUE << 8) | msg_type, NLM_F_REQUEST, seq, 0
+    )
     return header + body
 
 
@@ -77,11 +78,25 @@ def rules(ifname: str, loss_pct: float) -> list[list[str]]:
     """iptables arguments (after -I/-D) for both directions of the interface."""
     out = []
     for chain, flag in (("OUTPUT", "-o"), ("INPUT", "-i")):
-        out.append([chain, flag, ifname, "-j", "NFQUEUE", "--queue-num", str(QUEUE),
-                    "--queue-bypass"])  # fmt: skip
+        out.append(
+            [chain, flag, ifname, "-j", "NFQUEUE", "--queue-num", str(QUEUE), "--queue-bypass"]
+        )
         if loss_pct > 0:
-            out.append([chain, flag, ifname, "-m", "statistic", "--mode", "random",
-                        "--probability", f"{loss_pct / 100:.6f}", "-j", "DROP"])  # fmt: skip
+            out.append(
+                [
+                    chain,
+                    flag,
+                    ifname,
+                    "-m",
+                    "statistic",
+                    "--mode",
+                    "random",
+                    "--probability",
+                    f"{loss_pct / 100:.6f}",
+                    "-j",
+                    "DROP",
+                ]
+            )
     return out
 
 
@@ -172,8 +187,20 @@ def netem(ends: Sequence[tuple[str, str]], delay_ms: float, loss_pct: float) -> 
     spec = ["delay", f"{delay_ms}ms"] + (["loss", f"{loss_pct}%"] if loss_pct else [])
     for netns, ifname in ends:
         out = subprocess.run(
-            ["ip", "netns", "exec", netns, "tc", "qdisc", "replace", "dev", ifname, "root",
-             "netem", *spec],  # fmt: skip
+            [
+                "ip",
+                "netns",
+                "exec",
+                netns,
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                ifname,
+                "root",
+                "netem",
+                *spec,
+            ],
             capture_output=True,
             text=True,
         )

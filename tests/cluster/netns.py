@@ -255,9 +255,19 @@ class Topology:
                 _ip("netns", "add", host.netns)
                 _ip("-n", host.netns, "link", "set", "lo", "up")
                 _ip(
-                    "link", "add", host.ifname, "netns", host.netns,
-                    "type", "veth", "peer", "name", hub_end, "netns", self.hub,
-                )  # fmt: skip
+                    "link",
+                    "add",
+                    host.ifname,
+                    "netns",
+                    host.netns,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    hub_end,
+                    "netns",
+                    self.hub,
+                )
                 _ip("-n", self.hub, "link", "set", hub_end, "master", bridge, "up")
                 _ip("-n", host.netns, "addr", "add", f"{host.address}/24", "dev", host.ifname)
                 _ip("-n", host.netns, "link", "set", host.ifname, "up")
@@ -273,51 +283,64 @@ class Topology:
     def start_ray(self, env: dict[str, str] | None = None, timeout: float = 120.0) -> None:
         """Ray's head on `head` (no CPUs: the driver's host), then a node on every other
         Ray role, labelled stackrace-role=load|app as docs/cluster.md says, in parallel."""
+        self._ray_finish("head", self._ray_start("head", env), timeout)
+        others = [r for r in self.roles if r in RAY_ROLES and r != "head"]
+        started = [(r, self._ray_start(r, env)) for r in others]
+        for role, proc in started:
+            self._ray_finish(role, proc, timeout)
+
+    def restart_ray(
+        self, role: str, env: dict[str, str] | None = None, timeout: float = 120.0
+    ) -> None:
+        """A node Ray gave up (its host was cut off too long): everything in the host
+        killed, a new node started there."""
+        _kill_all_in([self[role].netns])
+        shutil.rmtree(self[role].ray_temp, ignore_errors=True)
+        self._ray_finish(role, self._ray_start(role, env), timeout)
+
+    def _ray_start(self, role: str, env: dict[str, str] | None) -> subprocess.Popen[str]:
         ray = str(ROOT / ".venv" / "bin" / "ray")
         if not Path(ray).exists():
             ray = shutil.which("ray") or ray
-        common = [
-            "--disable-usage-stats",
-            "--object-store-memory",
-            str(100 * 1024 * 1024),
-            "--include-dashboard",
-            "false",
-        ]
+        host = self[role]
+        host.ray_temp.mkdir(exist_ok=True)
+        if role == "head":
+            where = ["--head", "--port", "6379", "--num-cpus", "0", "--include-dashboard", "false"]
+        else:
+            where = ["--address", self.ray_address(), "--num-cpus", "1"]
+        return self.popen(
+            role,
+            [
+                ray,
+                "start",
+                *where,
+                "--node-ip-address",
+                host.address,
+                "--temp-dir",
+                str(host.ray_temp),
+                "--labels",
+                f"{ROLE_LABEL}={RAY_ROLES[role]}",
+                "--disable-usage-stats",
+                "--object-store-memory",
+                str(100 * 1024 * 1024),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
-        def start(role: str, extra: list[str]) -> subprocess.Popen[str]:
-            host = self[role]
-            host.ray_temp.mkdir(exist_ok=True)
-            return self.popen(
-                role,
-                [
-                    ray, "start", *extra, "--node-ip-address", host.address,
-                    "--temp-dir", str(host.ray_temp),
-                    "--labels", f"{ROLE_LABEL}={RAY_ROLES[role]}", *common,
-                ],  # fmt: skip
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-
-        def finish(role: str, proc: subprocess.Popen[str]) -> None:
-            try:
-                out, _ = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                raise TopologyError(f"ray start on {role} took over {timeout:g}s") from None
-            if proc.returncode != 0:
-                tail = "\n".join(out.strip().splitlines()[-8:])
-                raise TopologyError(f"ray start on {role} failed ({proc.returncode}):\n{tail}")
-
-        finish("head", start("head", ["--head", "--port", "6379", "--num-cpus", "0"]))
-        others = [r for r in self.roles if r in RAY_ROLES and r != "head"]
-        started = [
-            (r, start(r, ["--address", self.ray_address(), "--num-cpus", "1"])) for r in others
-        ]
-        for role, proc in started:
-            finish(role, proc)
+    @staticmethod
+    def _ray_finish(role: str, proc: subprocess.Popen[str], timeout: float) -> None:
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise TopologyError(f"ray start on {role} took over {timeout:g}s") from None
+        if proc.returncode != 0:
+            tail = "\n".join(out.strip().splitlines()[-8:])
+            raise TopologyError(f"ray start on {role} failed ({proc.returncode}):\n{tail}")
 
     # --- using it -------------------------------------------------------------------
 
@@ -366,9 +389,11 @@ class Topology:
         out = _ip("-n", self[role].netns, "-s", "-j", "link", "show", "dev", self[role].ifname)
         stats = json.loads(out.stdout)[0]["stats64"]
         return LinkCounters(
-            stats["rx"]["bytes"], stats["tx"]["bytes"], stats["rx"]["packets"],
+            stats["rx"]["bytes"],
+            stats["tx"]["bytes"],
+            stats["rx"]["packets"],
             stats["tx"]["packets"],
-        )  # fmt: skip
+        )
 
     def listeners(self, role: str) -> list[tuple[str, int, int]]:
         """Listening TCP sockets on the host: (address, port, pid)."""

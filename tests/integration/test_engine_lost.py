@@ -73,6 +73,10 @@ async def test_a_lost_engine_process_is_survived_and_accounted(server: TestServe
     # process sent or saw answered after its last report (never reported to us)
     assert served >= total.requests
     assert final.lost == [loss]
+    # one host here: its share is the whole (the lost process's counts included)
+    (share,) = engine.by_host("t").values()
+    assert share.requests == total.requests and share.sent == total.sent
+    assert share.failed == total.failed
     # the victim is gone (a stopped one too: discard() kills it)
     end = time.monotonic() + 10
     while time.monotonic() < end:

@@ -49,6 +49,7 @@ class RayLink:
         self.index = index
         self.slot = slot
         self.description = f"node {slot.node.address} ({slot.node.id[:12]})"
+        self.host = slot.node.address
         self._actor_class = actor_class
         self._timeout = timeout
         self._actor: Any = None
@@ -152,6 +153,17 @@ class RayLink:
         self._alive = False
         ray.kill(actor)  # the actor process goes too, not only its engine
 
+    def discard(self) -> None:
+        """The engine's host was lost: kill the actor (Ray does it once the node is
+        reachable again, or forgets it with the node), wait for nothing."""
+        import ray
+
+        actor, self._actor = self._actor, None
+        self._alive = False
+        if actor is not None:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+
 
 class RayLinks:
     """The `LinkFactory` for a cluster: engine process `index` goes to slot `index` (mod
@@ -186,6 +198,7 @@ class ClusterEngine(Engine):
         procs: int = 1,
         warmup: float = 0.0,
         per_target: bool = False,
+        lost_after: float | None = None,
     ) -> None:
         # allow_remote: the engine's own loopback check is replaced by the member check
         # below, which every target passes through first
@@ -196,6 +209,7 @@ class ClusterEngine(Engine):
             allow_remote=True,
             per_target=per_target,
             links=links,
+            lost_after=lost_after,
         )
         self.members = frozenset(members)
         self.links = links

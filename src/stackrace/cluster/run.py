@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from stackrace.cluster.app_actor import AppHost, DbHost
@@ -96,6 +97,9 @@ class ClusterRun:
         self._db_env: dict[str, str] | None = None
         self._app_actor: Any = None
         self.app_info: HostInfo | None = None
+        # told, once, when the app host is lost (RemoteLauncher): bench ends its run
+        self.app_lost = ""
+        self.on_app_lost: list[Callable[[str], None]] = [self._app_was_lost]
 
     @classmethod
     def connect(cls, address: str | None, placement: Placement) -> ClusterRun:
@@ -178,6 +182,9 @@ class ClusterRun:
             self._app_actor = actor
         return self._app_actor
 
+    def _app_was_lost(self, why: str) -> None:
+        self.app_lost = why
+
     # --- what the commands use --------------------------------------------------------
 
     def engine(
@@ -197,6 +204,7 @@ class ClusterRun:
             procs=procs or len(self.slots),
             warmup=warmup,
             per_target=per_target,
+            lost_after=self.placement.lost_after,
         )
 
     async def launcher(
@@ -208,7 +216,13 @@ class ClusterRun:
         if env:
             # awaited: Ray does not promise an async actor's calls run in call order
             await call(actor.set_env.remote(env))
-        return RemoteLauncher(actor, sample_in_status)
+        return RemoteLauncher(
+            actor,
+            sample_in_status,
+            where=self.app_node.address,
+            lost_after=self.placement.lost_after,
+            on_lost=self.on_app_lost,
+        )
 
     async def database_env(self, rows: int = 1_000_000) -> dict[str, str]:
         """Start and seed the private MariaDB on the db node (default: the app node); the

@@ -270,6 +270,13 @@ def run(args: argparse.Namespace) -> int:
     write_outputs(result, args.json_out, args.csv_out, args.md_out, args.chart_out)
     if args.junit_out:
         Path(args.junit_out).write_text(junit_xml(result, verdict, args.baseline))
+    if interrupted and cluster is not None and cluster.app_lost:
+        print(
+            f"stackrace bench: {cluster.app_lost}: the run ended; the levels above were "
+            "measured, the rest were not",
+            file=sys.stderr,
+        )
+        return 1
     if interrupted:
         print(
             f"run interrupted ({interrupted}): the levels above were measured, the rest were not",
@@ -310,6 +317,8 @@ async def _run_interruptible(
     for sig, name in ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop, name)
+    if cluster is not None:  # without the app host nothing is left to measure
+        cluster.on_app_lost.append(stop)
     try:
         if cluster is not None and WORKLOADS[plan.settings.workload].needs_db:
             plan.db_env = await cluster.database_env()  # on the db node

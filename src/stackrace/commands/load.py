@@ -319,6 +319,12 @@ async def _drive(
                 "intervals": len(cpu_samples),
             },
             "errors": engine.errors,
+            # engine processes lost during the load (a cluster's load host): where,
+            # when, why, and the requests in flight counted abandoned
+            "lost": final.lost,
+            # what each host's engine processes sent and got back (a cluster's load
+            # hosts; "local" on one machine)
+            "hosts": {h: vars(share) for h, share in engine.by_host(spec.id).items()},
             "hdr": hist.encode_base64(),
         }
         sys.stdout.write(msgspec.json.encode(out).decode() + "\n")

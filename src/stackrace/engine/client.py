@@ -40,6 +40,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
 import msgspec
 
@@ -79,6 +80,18 @@ _FD_RESERVE = 64  # file descriptors an engine process needs besides its connect
 __all__ = ["Engine", "EngineError", "auto_procs", "split"]
 
 
+@dataclass
+class HostShare:
+    """One host's share of a target's figures (Engine.by_host): counts as its engine
+    processes reported them; `waiting` as of their latest report (0 once lost)."""
+
+    sent: int = 0
+    requests: int = 0
+    ok: int = 0
+    failed: int = 0
+    waiting: int = 0
+
+
 class EngineError(RuntimeError):
     """The engine refused a command or could not start."""
 
@@ -104,6 +117,9 @@ class _Proc:
         self.last_heard = time.monotonic()  # when its link last delivered a message
         self.last_error = ""  # what its link said when it failed
         self.gauges: dict[str, TargetReport] = {}  # its latest report of each target
+        # per target: [sent, answered, ok, failed] it reported (its host's share)
+        self.counts: dict[str, list[int]] = {}
+        self.lost = False
 
     def send(self, cmd: Command) -> None:
         self.link.send(cmd)
@@ -130,6 +146,7 @@ class Engine:
         # ends; a local child cannot fall silent without dying)
         self.lost_after = lost_after
         self.lost: list[LostEngine] = []
+        self._every: list[_Proc] = []  # every process ever started, for by_host()
         # Load goes to this machine only, unless the user said otherwise explicitly: the
         # check sits here so that no driver (CLI, app, bench) can forget it.
         self.allow_remote = allow_remote
@@ -183,6 +200,7 @@ class Engine:
                 p.reader = asyncio.create_task(self._read(p))
                 new.append(p)
                 self._procs.append(p)
+                self._every.append(p)
             readies = await asyncio.wait_for(
                 asyncio.gather(*(p.ready for p in new)), _START_TIMEOUT
             )
@@ -406,6 +424,25 @@ class Engine:
         t = self._targets[target_id]
         return (t.total.hist_unc if uncorrected else t.total.hist).percentiles(points)
 
+    def by_host(self, target_id: str) -> dict[str, HostShare]:
+        """What each host's engine processes reported for a target, since the start
+        (lost ones included): the share of the merged figures each host sent."""
+        out: dict[str, HostShare] = {}
+        for p in self._every:
+            c = p.counts.get(target_id)
+            if c is None:
+                continue
+            host = getattr(p.link, "host", "local")
+            share = out.setdefault(host, HostShare())
+            share.sent += c[0]
+            share.requests += c[1]
+            share.ok += c[2]
+            share.failed += c[3]
+            last = p.gauges.get(target_id)
+            if last is not None and not p.lost:
+                share.waiting += last.waiting
+        return out
+
     @property
     def target_ids(self) -> list[str]:
         return list(self._targets)
@@ -537,6 +574,11 @@ class Engine:
                 latest = k == len(rs) - 1 and p not in gone
                 for tr in r.targets:
                     p.gauges[tr.id] = tr
+                    c = p.counts.setdefault(tr.id, [0, 0, 0, 0])
+                    c[0] += tr.sent
+                    c[1] += tr.requests
+                    c[2] += tr.ok
+                    c[3] += sum(tr.failures.values())
                     agg = self._targets.get(tr.id)
                     if agg is not None:
                         agg.add_report(
@@ -583,6 +625,7 @@ class Engine:
             if agg is not None:
                 agg.abandon(n)
             abandoned[tid] = n
+            p.counts.setdefault(tid, [0, 0, 0, 0])[3] += n
         loss = LostEngine(
             host=getattr(p.link, "host", "local"),
             where=p.link.description,
@@ -592,6 +635,7 @@ class Engine:
             abandoned=abandoned,
         )
         self.lost.append(loss)
+        p.lost = True
         if p in self._procs:
             self._procs.remove(p)
         p.exited = True

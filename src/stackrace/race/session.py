@@ -110,6 +110,8 @@ class SessionView:
     # "" while the database is fine or unused; else what happened to it (the figures
     # are then the database's, not the stacks', and no verdict is drawn)
     database: str = ""
+    # "" while the race runs; else why it ended on its own (a cluster's app host lost)
+    ended: str = ""
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,7 @@ class Session:
         # set by a replay (race/recording.py): its position, and the recorded ramp label
         self.replay_status = ""
         self.replay_ramp: str | None = None
+        self.ended = ""  # why the race ended on its own (the stacks' host was lost)
 
     @property
     def engine(self):  # type: ignore[no-untyped-def]
@@ -245,6 +248,13 @@ class Session:
 
     async def poll(self) -> SessionView:
         """Advance everything one tick and return what to show. Call it ~4x/s."""
+        lost = self.core.host_lost()
+        if lost and not self.ended:
+            # the stacks' host is gone (a cluster's app host): nothing is left to load;
+            # the engines stop (on a cluster, their processes on the load hosts end)
+            self.ended = f"{lost}: the race ended"
+            self.ramp = None
+            await self.core.stop()
         await self.core.poll()
         snap = self.core.engine.latest
         if snap is not None and snap.seq != self._last_seq:
@@ -403,6 +413,9 @@ class Session:
                     climb=warm.climb() if warm is not None else None,
                     engine_limit=limit,
                 )
+            loss = self._lost_host_of(mid)
+            if loss:
+                annotation = loss
             panes.append(
                 PaneView(
                     id=mid,
@@ -466,7 +479,18 @@ class Session:
             replay=self.replay_status,
             ghosts=[pv for g in self.ghosts for pv in g.view(self.level, rate_mode)],
             database=database,
+            ended=self.ended,
         )
+
+    def _lost_host_of(self, member_id: str) -> str:
+        """The latest loss of an engine host that carried this member's load, in words."""
+        snap = self.core.engine.latest
+        if snap is None:
+            return ""
+        for loss in reversed(snap.lost):
+            if member_id in loss.abandoned:
+                return loss.describe()
+        return ""
 
     @property
     def synthetic(self) -> bool:
