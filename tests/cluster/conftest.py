@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.cluster.netns import Topology, sweep, unavailable
+from tests.cluster.netns import TOLERANT, Topology, sweep, unavailable
 from tests.helpers import CLI, ROOT
 
 T = TypeVar("T")
@@ -224,6 +224,8 @@ def netns_cluster() -> Iterator[NetnsCluster]:
             # the app host's stacks log, and its MariaDB lives, in the run's own temp dir
             env["STACKRACE_RUNS_DIR"] = str(topo.temp / "runs")
             env["STACKRACE_DB_DIR"] = str(topo.temp / "db")
+            # cut hosts come back as they were (the lost-host tests mend what they cut)
+            env.update(TOLERANT)
             topo.start_ray(env=env)
         yield NetnsCluster(topo, env)
     finally:

@@ -1,7 +1,7 @@
 """The app's race (its `Session`, headless) as a driver on a cluster's head host.
 
     python tests/cluster/race_driver.py ADDRESS STACKS_FILE --stacks plain,forking -c 8
-        [--lost-after 3] [--cut load] [--cut app]
+        [--lost-after 3] [--cut load] [--cut app] [--workload io]
 
 The multi-host tests run it on the head host (the test process itself lives in the
 machine's own namespace, where no Ray node is). It prints one JSON line per event:
@@ -9,7 +9,8 @@ machine's own namespace, where no Ray node is). It prints one JSON line per even
     {"event": "loading", "hosts": [...], ...}       every pane ready, the load flowing
     {"event": "cut", "role": "load"}                then waits for a line on stdin:
                                                     the test has cut that host off
-    {"event": "load-lost", "annotations": ...}      the panes said which host was lost
+    {"event": "load-lost", "annotations": ...}      the panes said which host was lost;
+                                                    waits for a line on stdin
     {"event": "drained", "stacks": {...}}           every request answered: the engine's
                                                     figures (by host) and the servers'
     {"event": "app-lost", "ended": ...}             the race ended without its app host
@@ -87,8 +88,10 @@ async def main(args: argparse.Namespace) -> None:
         engine = parts.engine(EngineSettings(interval=0.25))
         session = Session(RaceCore(engine, parts.source))
         from stackrace.race.session import RacePlan
+        from stackrace.race_settings import RaceSettings
 
-        await session.start(RacePlan(stacks=stacks, concurrency=c))
+        plan = RacePlan(stacks=stacks, concurrency=c, settings=RaceSettings(workload=args.workload))
+        await session.start(plan)
         await until(
             session,
             "every pane ready and loaded",
@@ -193,5 +196,6 @@ if __name__ == "__main__":
     p.add_argument("--stacks", default="plain,forking")
     p.add_argument("-c", "--concurrency", type=int, default=8)
     p.add_argument("--lost-after", type=float, default=10.0)
+    p.add_argument("--workload", default="hello")
     p.add_argument("--cut", action="append", default=[])
     asyncio.run(main(p.parse_args()))

@@ -45,8 +45,16 @@ def first_line(exc: BaseException) -> str:
 class RayLink:
     """One engine process on a load node, through its `EngineHost` actor."""
 
-    def __init__(self, index: int, slot: LoadSlot, actor_class: Any, timeout: float) -> None:
+    def __init__(
+        self,
+        index: int,
+        slot: LoadSlot,
+        actor_class: Any,
+        timeout: float,
+        lost_after: float | None = None,
+    ) -> None:
         self.index = index
+        self.lost_after = lost_after
         self.slot = slot
         self.description = f"node {slot.node.address} ({slot.node.id[:12]})"
         self.host = slot.node.address
@@ -70,7 +78,7 @@ class RayLink:
         actor = self._actor_class.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.id, soft=False),
             num_cpus=0,
-        ).remote(node.id, self.slot.cpus)
+        ).remote(node.id, self.slot.cpus, self.lost_after)
         try:
             info = await asyncio.wait_for(
                 asyncio.wrap_future(actor.start.remote().future()), self._timeout
@@ -133,6 +141,10 @@ class RayLink:
                     yield f"unreadable message: {exc}"
             if ended:
                 self._alive = False
+                with contextlib.suppress(Exception):
+                    why = await asyncio.wrap_future(self._actor.why_ended.remote().future())
+                    if why:
+                        yield f"{self.description}: {why}"
                 return
 
     @property
@@ -169,18 +181,26 @@ class RayLinks:
     """The `LinkFactory` for a cluster: engine process `index` goes to slot `index` (mod
     the number of slots), so a target's processes spread over the load nodes."""
 
-    def __init__(self, slots: Sequence[LoadSlot], actor_class: Any, timeout: float) -> None:
+    def __init__(
+        self,
+        slots: Sequence[LoadSlot],
+        actor_class: Any,
+        timeout: float,
+        lost_after: float | None = None,
+    ) -> None:
         if not slots:
             raise ClusterError("no load node: place the load role (--load-node)")
         self.slots = list(slots)
         self.actor_class = actor_class
         self.timeout = timeout
+        self.lost_after = lost_after
         self.made: list[RayLink] = []  # every link handed out, for where-is-what questions
 
     def __call__(self, index: int, cpus: Sequence[int] | None) -> EngineLink:
         # `cpus` are the driver's cores and mean nothing on a load node: the slot's own
         # pinning (cluster.toml) applies there instead
-        link = RayLink(index, self.slots[index % len(self.slots)], self.actor_class, self.timeout)
+        slot = self.slots[index % len(self.slots)]
+        link = RayLink(index, slot, self.actor_class, self.timeout, self.lost_after)
         self.made.append(link)
         return link
 

@@ -177,7 +177,7 @@ class ClusterRun:
         """The AppHost actor on the app node, placed and ready (once per run)."""
         if self._app_actor is None:
             node = self.app_node
-            actor = self._place(self._app_host, node, self.bind_host)
+            actor = self._place(self._app_host, node, self.bind_host, self.placement.lost_after)
             self.app_info = self._ready(actor, "app", node)
             self._app_actor = actor
         return self._app_actor
@@ -199,7 +199,9 @@ class ClusterRun:
         processes each, by default one per load slot; shared (load), one per slot."""
         return ClusterEngine(
             settings,
-            links=RayLinks(self.slots, self._engine_host, self.placement.timeout),
+            links=RayLinks(
+                self.slots, self._engine_host, self.placement.timeout, self.placement.lost_after
+            ),
             members=self.members,
             procs=procs or len(self.slots),
             warmup=warmup,
