@@ -19,7 +19,6 @@ Ctrl-C, SIGTERM, or — if it is killed — by its reaper. The topology is the t
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.cluster.netns import TOLERANT, Topology, sweep, unavailable  # noqa: E402
+from tests.cluster.netns import Topology, sweep, unavailable  # noqa: E402
 
 
 def main() -> int:
@@ -38,11 +37,6 @@ def main() -> int:
         "--wan",
         metavar="MS[,LOSS%]",
         help="the load hosts' links: this delay each way (and loss each way)",
-    )
-    p.add_argument(
-        "--tolerant",
-        action="store_true",
-        help="Ray gives a silent node 5 minutes, not ~30 s (cut links and mend them)",
     )
     args = p.parse_args()
     if args.what == "sweep":
@@ -59,7 +53,7 @@ def main() -> int:
     try:
         topo.up()
         print("starting Ray on 4 hosts (~20 s)…", flush=True)
-        topo.start_ray(env={**os.environ, **(TOLERANT if args.tolerant else {})})
+        topo.start_ray()
         if args.wan:
             delay, _, loss = args.wan.partition(",")
             for role in ("load1", "load2"):

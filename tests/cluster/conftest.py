@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.cluster.netns import TOLERANT, Topology, sweep, unavailable
+from tests.cluster.netns import Topology, sweep, unavailable
 from tests.helpers import CLI, ROOT
 
 T = TypeVar("T")
@@ -171,22 +171,7 @@ class NetnsCluster:
 
     def ray_nodes(self) -> list[dict]:
         """Ray's live nodes, as a driver on the head host sees them."""
-        code = (
-            "import json, ray\n"
-            f"ray.init(address={self.address!r}, logging_level='ERROR', log_to_driver=False)\n"
-            "print(json.dumps([{'ip': n['NodeManagerAddress'], 'labels': n.get('Labels', {}),"
-            " 'alive': n['Alive']} for n in ray.nodes()]))\n"
-        )
-        out = self.topo.run(
-            "head",
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=self.env,
-        )
-        assert out.returncode == 0, out.stderr
-        return [n for n in json.loads(out.stdout.strip().splitlines()[-1]) if n["alive"]]
+        return self.topo.ray_nodes(self.env)
 
     def heal(self, role: str, timeout: float = 120.0) -> None:
         """After a test cut `role` off: its link up, and its Ray node back (restarted if
@@ -224,8 +209,6 @@ def netns_cluster() -> Iterator[NetnsCluster]:
             # the app host's stacks log, and its MariaDB lives, in the run's own temp dir
             env["STACKRACE_RUNS_DIR"] = str(topo.temp / "runs")
             env["STACKRACE_DB_DIR"] = str(topo.temp / "db")
-            # cut hosts come back as they were (the lost-host tests mend what they cut)
-            env.update(TOLERANT)
             topo.start_ray(env=env)
         yield NetnsCluster(topo, env)
     finally:

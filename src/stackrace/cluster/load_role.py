@@ -230,6 +230,7 @@ class ClusterEngine(Engine):
             per_target=per_target,
             links=links,
             lost_after=lost_after,
+            start_timeout=links.timeout,
         )
         self.members = frozenset(members)
         self.links = links

@@ -140,8 +140,12 @@ class Engine:
         per_target: bool = False,
         links: LinkFactory = local_links,
         lost_after: float | None = None,
+        start_timeout: float = _START_TIMEOUT,
     ) -> None:
         self.settings = settings or EngineSettings()
+        # how long new engine processes may take to say Ready (a remote one: its actor
+        # placed, a process started on a busy host, its first line relayed)
+        self.start_timeout = start_timeout
         # a process that has not reported for this long is lost (None: only when its link
         # ends; a local child cannot fall silent without dying)
         self.lost_after = lost_after
@@ -202,14 +206,15 @@ class Engine:
                 self._procs.append(p)
                 self._every.append(p)
             readies = await asyncio.wait_for(
-                asyncio.gather(*(p.ready for p in new)), _START_TIMEOUT
+                asyncio.gather(*(p.ready for p in new)), self.start_timeout
             )
         except (TimeoutError, EngineError, LinkError) as exc:
             for p in new:
                 await self._close(p)
             if not self.per_target:
                 await self.stop()
-            raise EngineError(f"engine process did not start: {exc}") from None
+            why = str(exc) or f"not ready within {self.start_timeout:g}s"
+            raise EngineError(f"engine process did not start: {why}") from None
         for p, ready in zip(new, readies, strict=True):
             p.nofile = ready.nofile
             p.send(Configure(settings=self.settings))
