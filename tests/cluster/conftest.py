@@ -82,6 +82,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
 # --- phases: a timed-out wait names the test and what it waited for ------------------
 
 _PHASE: dict[str, str] = {"now": ""}
+_LIVE: dict[str, NetnsCluster] = {}  # the session's topology, for failure reports
 
 
 @contextlib.contextmanager
@@ -115,6 +116,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     if report.failed and _PHASE["now"]:
         report.sections.append(("phase", f"{item.nodeid} failed in phase: {_PHASE['now']}"))
         report.longrepr = f"[phase: {_PHASE['now']}]\n{report.longrepr}"
+    cluster = _LIVE.get("netns")
+    if report.failed and cluster is not None and "netns_cluster" in item.fixturenames:
+        # what Ray said on each host (CI keeps no topology to look at afterwards)
+        for role, tail in cluster.ray_log_tails().items():
+            report.sections.append((f"ray on {role}", tail))
     if report.when == "teardown":
         _PHASE["now"] = ""
 
@@ -169,6 +175,23 @@ class NetnsCluster:
 
         return self.topo.call(role, get)
 
+    def ray_log_tails(self, lines: int = 25) -> dict[str, str]:
+        """The last lines of each host's raylet log, and of its newest worker logs."""
+        out = {}
+        for role, host in self.topo.hosts.items():
+            logs = host.ray_temp / "session_latest" / "logs"
+            if not logs.is_dir():
+                continue
+            parts = []
+            workers = sorted(logs.glob("python-core-worker-*.log"), key=lambda p: p.stat().st_mtime)
+            files = [logs / "raylet.out", *workers[-2:]]
+            for f in files:
+                with contextlib.suppress(OSError):
+                    tail = f.read_text(errors="replace").splitlines()[-lines:]
+                    parts.append(f"--- {f.name}\n" + "\n".join(tail))
+            out[role] = "\n".join(parts)
+        return out
+
     def ray_nodes(self) -> list[dict]:
         """Ray's live nodes, as a driver on the head host sees them."""
         return self.topo.ray_nodes(self.env)
@@ -210,8 +233,10 @@ def netns_cluster() -> Iterator[NetnsCluster]:
             env["STACKRACE_RUNS_DIR"] = str(topo.temp / "runs")
             env["STACKRACE_DB_DIR"] = str(topo.temp / "db")
             topo.start_ray(env=env)
-        yield NetnsCluster(topo, env)
+        cluster = _LIVE["netns"] = NetnsCluster(topo, env)
+        yield cluster
     finally:
+        _LIVE.pop("netns", None)
         topo.down()
         left = topo.leftovers()
         assert not left, f"the topology left: {left}"
