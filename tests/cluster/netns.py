@@ -326,6 +326,37 @@ class Topology:
         """The addresses of the nodes Ray's GCS lists alive (asked from the head)."""
         return {n["ip"] for n in self.ray_nodes(env)}
 
+    def hosts_actors(self, role: str, env: dict[str, str] | None = None, wait: float = 30) -> bool:
+        """Whether `role`'s Ray node places an actor and answers a call within `wait`
+        seconds (a node Ray lists alive may not, for a while after a cut: stale
+        connections back off before they retry)."""
+        code = (
+            "import sys, ray\n"
+            "from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as A\n"
+            f"ray.init(address={self.ray_address()!r}, logging_level='ERROR', "
+            "log_to_driver=False)\n"
+            f"node = [n['NodeID'] for n in ray.nodes() if n['Alive'] and "
+            f"n['NodeManagerAddress'] == {self[role].address!r}]\n"
+            "@ray.remote(num_cpus=0)\n"
+            "class Probe:\n"
+            "    def ping(self):\n"
+            "        return 'pong'\n"
+            "p = Probe.options(scheduling_strategy=A(node[0], soft=False)).remote()\n"
+            f"sys.exit(0 if ray.get(p.ping.remote(), timeout={wait}) == 'pong' else 1)\n"
+        )
+        python = str(ROOT / ".venv" / "bin" / "python")
+        try:
+            out = self.run(
+                "head",
+                [python if Path(python).exists() else sys.executable, "-c", code],
+                capture_output=True,
+                timeout=wait + 60,
+                env=env,
+            )
+        except subprocess.TimeoutExpired:
+            return False
+        return out.returncode == 0
+
     def ray_nodes(self, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
         """Ray's live nodes (address, labels), as a driver on the head host sees them."""
         code = (
@@ -354,6 +385,11 @@ class Topology:
             ray = shutil.which("ray") or ray
         host = self[role]
         host.ray_temp.mkdir(exist_ok=True)
+        # Ray starts its workers at niceness 15: on a busy machine an actor then takes
+        # tens of seconds to start (measured: 16 s to create one under a CPU burner), and
+        # its engine or stacks would run niced too (docs/cluster.md says to start nodes so)
+        env = {**(env if env is not None else os.environ)}
+        env.setdefault("RAY_worker_niceness", "0")
         if role == "head":
             where = ["--head", "--port", "6379", "--num-cpus", "0", "--include-dashboard", "false"]
         else:

@@ -29,7 +29,9 @@ import pytest
 from tests.cluster.conftest import NetnsCluster, needs_ray, phase, wait_until
 from tests.helpers import ROOT
 
-pytestmark = [needs_ray, pytest.mark.cluster, pytest.mark.slow]
+# Ceilings are generous (a busy 2-core machine starts Ray actors slowly); every wait
+# returns as soon as what it waits for holds.
+pytestmark = [needs_ray, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
 FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 DRIVER = Path(__file__).parent / "race_driver.py"
@@ -91,6 +93,21 @@ def stacks_on(cluster: NetnsCluster, role: str) -> dict[int, str]:
     return {pid: cmd for pid, cmd in ours_on(cluster, role).items() if "tests/servers/" in cmd}
 
 
+def peers_connected(cluster: NetnsCluster, role: str) -> set[str]:
+    """The addresses holding established connections to the stacks on a host."""
+    stacks = stacks_on(cluster, role)
+    ports = {port for _, port, pid in cluster.topo.listeners(role) if pid in stacks}
+    out = cluster.topo.run(
+        role, ["ss", "-Htn", "state", "established"], capture_output=True, text=True
+    ).stdout
+    peers = set()
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and int(fields[2].rpartition(":")[2]) in ports:
+            peers.add(fields[3].rpartition(":")[0])
+    return peers
+
+
 def event(name: str):  # type: ignore[no-untyped-def]
     return lambda line: line.startswith("{") and json.loads(line)["event"] in (name, "timeout")
 
@@ -130,20 +147,25 @@ def test_a_load_host_lost_mid_race_the_panes_say_so(netns_cluster: NetnsCluster)
     assert driver.stdin is not None and driver.stdout is not None
     out = Lines(driver.stdout)
     try:
-        parsed(out.expect(event("loading"), 120, "the race loads from both hosts"), "loading")
-        out.expect(event("cut"), 30, "the driver ready for the cut")
+        parsed(out.expect(event("loading"), 400, "the race loads from both hosts"), "loading")
+        out.expect(event("cut"), 120, "the driver ready for the cut")
         with phase("load1 cut off"):
             c.topo.cut("load1")
             driver.stdin.write("go\n")
             driver.stdin.flush()
         lost = parsed(
-            out.expect(event("load-lost"), 90, "the panes say load1 was lost"), "load-lost"
+            out.expect(event("load-lost"), 150, "the panes say load1 was lost"), "load-lost"
         )
-        # the partition heals; the lost engine must not come back into the race
+        # still cut off, unreachable for Ray: the engine there stops on its own (no word
+        # from the driver), so that no load nobody counts reaches the stacks when the
+        # partition heals
+        wait_until(lambda: not engines_on(c, "load1"), 60, "the cut-off load1's engine stops")
         c.topo.mend("load1")
-        drained = parsed(out.expect(event("drained"), 120, "the race drained"), "drained")
-        out.expect(event("done"), 60, "the driver done")
-        assert driver.wait(30) == 0
+        driver.stdin.write("go\n")
+        driver.stdin.flush()
+        drained = parsed(out.expect(event("drained"), 300, "the race drained"), "drained")
+        out.expect(event("done"), 120, "the driver done")
+        assert driver.wait(60) == 0
     finally:
         if driver.poll() is None:
             driver.kill()
@@ -175,7 +197,7 @@ def test_a_load_host_lost_mid_race_the_panes_say_so(netns_cluster: NetnsCluster)
     # the lost engine (its actor killed once its host was reachable again) is gone, and
     # nothing of the race is left on either load host
     for role in ("load1", "load2"):
-        wait_until(lambda r=role: not ours_on(c, r), 60, f"nothing of the race left on {role}")
+        wait_until(lambda r=role: not ours_on(c, r), 120, f"nothing of the race left on {role}")
     c.heal("load1")
 
 
@@ -190,6 +212,8 @@ def test_bench_reports_a_lost_load_host_and_ends_without_its_app_host(
         "bench",
         "--cluster",
         c.address,
+        "--cluster-timeout",
+        "120s",
         "--cluster-lost-after",
         f"{LOST_AFTER}s",
         "--stacks",
@@ -210,24 +234,26 @@ def test_bench_reports_a_lost_load_host_and_ends_without_its_app_host(
     assert driver.stderr is not None
     err = Lines(driver.stderr)
     try:
-        err.expect(lambda line: "plain: starting" in line, 120, "bench starts the stack")
-        # the level is measured once the stack is ready: give the load a moment
-        wait_until(lambda: len(ours_on(c, "app")) >= 2, 60, "the stack up on the app host")
-        time.sleep(2.0)
+        err.expect(lambda line: "plain: starting" in line, 300, "bench starts the stack")
+        # the load flows from both load hosts: the stack holds connections from each
+        wait_until(
+            lambda: peers_connected(c, "app") >= {c.addr("load1"), c.addr("load2")},
+            300,
+            "the stack loaded from both load hosts",
+        )
+        time.sleep(1.0)
         with phase("load1 cut off during the level"):
             c.topo.cut("load1")
-        line = err.expect(lambda s: "lost at" in s, 60, "bench says load1 was lost")
+        line = err.expect(lambda s: "lost at" in s, 120, "bench says load1 was lost")
         assert f"! load host {c.addr('load1')} lost at " in line, line
         assert "the run goes on" in line
         c.topo.mend("load1")
         time.sleep(2.0)  # the level goes on with load2
         with phase("the app host cut off"):
             c.topo.cut("app")
-            cut_at = time.monotonic()
-        ended = err.expect(lambda s: "the app host" in s, 60, "bench says the app host was lost")
+        ended = err.expect(lambda s: "the app host" in s, 120, "bench says the app host was lost")
         with phase("bench ends"):
-            rc = driver.wait(60)
-        took = time.monotonic() - cut_at
+            rc = driver.wait(120)
     finally:
         if driver.poll() is None:
             driver.kill()
@@ -236,18 +262,20 @@ def test_bench_reports_a_lost_load_host_and_ends_without_its_app_host(
     assert rc == 1, "".join(err.seen[-20:])
     assert f"stackrace bench: the app host {c.addr('app')} was lost at " in ended, ended
     assert "the run ended" in ended
-    assert took < 30  # lost after 4 s of silence, not after Ray's own minute
+    # lost after ~4 s of silence (lost_after), not after Ray's own minute
+    silent = float(re.search(r"no answer for ([\d.]+)s", ended)[1])  # type: ignore[index]
+    assert silent < 20, ended
     run = json.loads(out_json.read_text())
     assert any(f"load host {c.addr('load1')} lost at" in n for n in run["notes"]), run["notes"]
     # nothing of the run left on the load hosts (load2 at once; load1 is back on the
     # wire) while the app host is still cut off
     for role in ("load1", "load2"):
-        wait_until(lambda r=role: not ours_on(c, r), 60, f"nothing of the run left on {role}")
+        wait_until(lambda r=role: not ours_on(c, r), 120, f"nothing of the run left on {role}")
     # the app host, still cut off (Ray cannot reach it), stops its stacks on its own: no
     # word from the driver for longer than lost_after
-    wait_until(lambda: not stacks_on(c, "app"), 30, "the cut-off app host stops its stacks")
+    wait_until(lambda: not stacks_on(c, "app"), 60, "the cut-off app host stops its stacks")
     # once it is back, its actor goes too (Ray kills the dead driver's actors)
     c.topo.mend("app")
-    wait_until(lambda: not ours_on(c, "app"), 120, "nothing of the run left on the app host")
+    wait_until(lambda: not ours_on(c, "app"), 180, "nothing of the run left on the app host")
     c.heal("app")
     c.heal("load1")

@@ -30,7 +30,7 @@ import contextlib
 import time
 from dataclasses import dataclass
 
-from stackrace.cluster.hostinfo import HostInfo, current_node_id, this_host
+from stackrace.cluster.hostinfo import HostInfo, current_node_id, normal_priority, this_host
 from stackrace.config import HOST, Stack
 from stackrace.stacks.availability import check
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
@@ -93,6 +93,7 @@ class AppHost:
         self._samplers: dict[str, TreeSampler] = {}
 
     async def ready(self) -> HostInfo:
+        normal_priority()  # this thread starts the stacks: see hostinfo.normal_priority
         return this_host(current_node_id())
 
     def _called(self) -> None:
@@ -126,6 +127,7 @@ class AppHost:
 
     async def start(self, stack: Stack) -> StartReply:
         self._called()
+        normal_priority()
         if self.lost_after and self._watchdog is None:
             self._watchdog = asyncio.create_task(self._watch_driver(self.lost_after))
         try:
@@ -207,6 +209,7 @@ class DbHost:
         """Start and seed it (if needed); the environment the stacks connect with."""
         from stackrace.db import ManagedMariaDB, db_env
 
+        normal_priority()  # MariaDB inherits it
         if self._db is None:
             self._db = ManagedMariaDB(scoped=True)
         settings = await self._db.ensure_ready_async(rows=rows)  # type: ignore[attr-defined]

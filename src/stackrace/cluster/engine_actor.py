@@ -38,7 +38,7 @@ import os
 import sys
 import time
 
-from stackrace.cluster.hostinfo import HostInfo, current_node_id, this_host
+from stackrace.cluster.hostinfo import HostInfo, current_node_id, normal_priority, this_host
 
 _LINE_LIMIT = 16 * 1024 * 1024  # a report line with a wide histogram can be long
 
@@ -66,6 +66,7 @@ class EngineHost:
         # Started from the actor's event-loop thread, which lives as long as the actor:
         # the engine's PR_SET_PDEATHSIG follows the thread that forked it.
         self._more = asyncio.Event()
+        normal_priority()  # the engine process inherits it: see hostinfo.normal_priority
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

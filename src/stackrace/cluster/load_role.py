@@ -37,9 +37,16 @@ _PULL_WAIT = 1.0  # s an idle long-poll waits on the actor before it returns emp
 
 
 def first_line(exc: BaseException) -> str:
-    """Ray's errors carry a traceback of the remote side; the first line says what."""
+    """Ray's errors carry a traceback of the remote side; the first line says what, and
+    an actor's death carries its cause a few lines down (after the actor's id, pid and
+    address, indented): both, at most 300 characters."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    if not text:
+        return type(exc).__name__
+    lines = text.splitlines()
+    cause = next((ln.strip() for ln in lines[1:] if ln.strip() and not ln[0].isspace()), "")
+    said = f"{lines[0]} {cause}" if cause and not cause.startswith("Traceback") else lines[0]
+    return said[:300]
 
 
 class RayLink:
