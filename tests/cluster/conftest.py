@@ -54,7 +54,10 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
 
     runs = tmp_path_factory.mktemp("runs")
     # the nodes' workers inherit this: the app host's stacks keep their logs here
-    env = {**local_cluster_env(), "STACKRACE_RUNS_DIR": str(runs)}
+    # RAY_worker_niceness: Ray's workers (our actors, their engines and stacks) run at
+    # niceness 15 by default, and on a busy machine an actor then takes tens of seconds
+    # to start
+    env = {**local_cluster_env(), "STACKRACE_RUNS_DIR": str(runs), "RAY_worker_niceness": "0"}
     proc = subprocess.Popen(
         [sys.executable, str(HERE / "ray_cluster.py")],
         stdin=subprocess.PIPE,

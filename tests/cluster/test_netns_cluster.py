@@ -90,7 +90,7 @@ def test_load_across_hosts_counts_match_the_server(netns_cluster: NetnsCluster):
         server.kill()
     total = result["total"]
     assert result["procs"] == 2  # one engine process on each load host
-    assert total["requests"] > 200 and total["failures"] == {}
+    assert total["requests"] > 20 and total["failures"] == {}
     by_peer = peers(c, stats)
     # every request came from a load host, across the bridge, and both loaded
     assert set(by_peer) == set(LOADS), by_peer
@@ -143,7 +143,7 @@ def test_app_session_across_hosts_counts_match_the_servers(netns_cluster: NetnsC
         for role in LOADS:
             share = st["by_host"][c.addr(role)]
             assert share["failed"] == share["waiting"] == 0, (name, role, share)
-            assert share["requests"] > 50, (name, role, share)
+            assert share["requests"] > 10, (name, role, share)
             assert share["requests"] == share["sent"] == by_peer[role], (name, role, st)
             sent += share["sent"]
         assert st["total"]["waiting"] == 0 and st["total"]["failures"] == {}
@@ -188,7 +188,7 @@ def test_bench_across_hosts(netns_cluster: NetnsCluster, tmp_path: Path):
         assert not st.get("error"), st
         (level,) = st["levels"]
         w = level["window"]
-        assert w["requests"] > 100 and w["failures"] == {}
+        assert w["requests"] > 10 and w["failures"] == {}
         assert w["sent"] == w["requests"] + w["waiting"]
         assert level["memory_before"]["rss"] > 0  # sampled on the app host
         window_requests += w["requests"]
@@ -338,4 +338,4 @@ def test_db_workload_and_every_listener_on_the_app_host(
     run = json.loads(out_json.read_text())
     (st,) = run["stacks"]
     w = st["levels"][0]["window"]
-    assert not st.get("error") and w["ok"] > 20 and w["failures"] == {}, st
+    assert not st.get("error") and w["ok"] > 5 and w["failures"] == {}, st
