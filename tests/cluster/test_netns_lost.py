@@ -118,8 +118,9 @@ def parsed(line: str, name: str) -> dict:
     return e
 
 
-def test_a_load_host_lost_mid_race_the_panes_say_so(netns_cluster: NetnsCluster):
-    """The app's session: load1's link goes down while both load hosts load two stacks."""
+def test_hosts_lost_mid_race_the_app_says_so(netns_cluster: NetnsCluster):
+    """The app's session: load1's link goes down while both load hosts load two stacks;
+    later the app host's."""
     c = netns_cluster
     lost_ip = c.addr("load1")
     driver = c.topo.popen(
@@ -137,6 +138,8 @@ def test_a_load_host_lost_mid_race_the_panes_say_so(netns_cluster: NetnsCluster)
             LOST_AFTER,
             "--cut",
             "load",
+            "--cut",
+            "app",
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -164,6 +167,17 @@ def test_a_load_host_lost_mid_race_the_panes_say_so(netns_cluster: NetnsCluster)
         driver.stdin.write("go\n")
         driver.stdin.flush()
         drained = parsed(out.expect(event("drained"), 300, "the race drained"), "drained")
+        out.expect(event("cut"), 300, "the load flows again, for the app host's cut")
+        with phase("the app host cut off"):
+            c.topo.cut("app")
+            driver.stdin.write("go\n")
+            driver.stdin.flush()
+        ended = parsed(out.expect(event("app-lost"), 150, "the race ends"), "app-lost")
+        # the race ended: the engines on the load hosts stop, and the cut-off app host
+        # stops its stacks on its own
+        for role in ("load1", "load2"):
+            wait_until(lambda r=role: not engines_on(c, r), 120, f"no engine left on {role}")
+        wait_until(lambda: not stacks_on(c, "app"), 60, "the cut-off app host stops its stacks")
         out.expect(event("done"), 120, "the driver done")
         assert driver.wait(60) == 0
     finally:
@@ -171,6 +185,10 @@ def test_a_load_host_lost_mid_race_the_panes_say_so(netns_cluster: NetnsCluster)
             driver.kill()
             driver.wait()
         c.topo.mend("load1")
+        c.topo.mend("app")
+    assert ended["ended"].startswith(f"the app host {c.addr('app')} was lost at "), ended
+    assert ended["ended"].endswith("the race ended"), ended
+    assert all(p["state"] == "crashed" for p in ended["panes"].values()), ended
     for name, line in lost["annotations"].items():
         assert f"load host {lost_ip} lost at " in line, (name, line)
         assert "counted abandoned" in line
@@ -196,9 +214,10 @@ def test_a_load_host_lost_mid_race_the_panes_say_so(netns_cluster: NetnsCluster)
         assert gone["requests"] <= by_peer[lost_ip], (name, gone, by_peer)
     # the lost engine (its actor killed once its host was reachable again) is gone, and
     # nothing of the race is left on either load host
-    for role in ("load1", "load2"):
-        wait_until(lambda r=role: not ours_on(c, r), 120, f"nothing of the race left on {role}")
+    for role in ("load1", "load2", "app"):
+        wait_until(lambda r=role: not ours_on(c, r), 180, f"nothing of the race left on {role}")
     c.heal("load1")
+    c.heal("app")
 
 
 def test_bench_reports_a_lost_load_host_and_ends_without_its_app_host(

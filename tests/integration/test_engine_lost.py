@@ -37,7 +37,7 @@ async def until(engine: Engine, what: str, predicate, timeout: float = 20.0) -> 
 async def test_a_lost_engine_process_is_survived_and_accounted(server: TestServer, how: str):
     # /delay keeps requests in flight, so the lost process surely has some
     url = server.url("/delay?ms=30")
-    engine = Engine(EngineSettings(), procs=2, lost_after=1.5 if how == "silent" else None)
+    engine = Engine(EngineSettings(), procs=2, lost_after=3.0 if how == "silent" else None)
     async with engine:
         await engine.add_target(TargetSpec(id="t", url=url, concurrency=8))
         await until(engine, "both processes load", lambda s: s.targets[0].connections == 8)
