@@ -1,6 +1,10 @@
 """A small real HTTP/1.1 server for the engine's tests, run as its own process.
 
-    python tests/servers/testserver.py PORT [BLOCK_MS]
+    python tests/servers/testserver.py PORT [BLOCK_MS] [--host ADDR] [--stats-file PATH]
+
+--host: the address to listen on (default 127.0.0.1: a cluster's app host passes its
+own); --stats-file: where to write the /_stats figures when SIGTERM stops it (a stack
+that the test cannot ask any more once stopped still tells its count).
 
 Paths (query parameters in brackets):
   /hello                  200, Content-Length body "Hello, World!"
@@ -20,7 +24,8 @@ Paths (query parameters in brackets):
                           same keep-alive connection
   /early                  "Hello, World!" in a 103 Early Hints response first, then the 200
   /big[?kb=N]             200 with an N KiB body (default 64)
-Control (not counted): /_stats -> {"requests", "open", "max_open", "accepted", "by_path"};
+Control (not counted): /_stats -> {"requests", "open", "max_open", "accepted", "by_path",
+"by_peer"} (by_peer: requests per client address, which host sent them);
 /_reset;
 /_stall[?ms=N] blocks the whole server for N ms (as a GC pause would) before answering.
 """
@@ -30,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import resource
+import signal
 import sys
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -37,6 +43,7 @@ from urllib.parse import parse_qs, urlsplit
 STATS = {"requests": 0, "open": 0, "max_open": 0, "accepted": 0}
 BLOCK_S = 0.0  # second argument: block this many ms in every /hello (a slow stack)
 BY_PATH: dict[str, int] = {}
+BY_PEER: dict[str, int] = {}
 
 
 def response(status: int, body: bytes, extra: str = "", ctype: str = "text/plain") -> bytes:
@@ -52,6 +59,8 @@ class Handler(asyncio.Protocol):
         self.transport: asyncio.Transport = transport  # type: ignore[assignment]
         self.buf = b""
         self.served = 0
+        peer = transport.get_extra_info("peername")
+        self.peer = str(peer[0]) if peer else "?"
         STATS["open"] += 1
         STATS["accepted"] += 1
         STATS["max_open"] = max(STATS["max_open"], STATS["open"])
@@ -86,13 +95,14 @@ class Handler(asyncio.Protocol):
         if path.startswith("/_"):
             if path == "/_stats":
                 # the connection asking is not one of the load's
-                now = {**STATS, "open": STATS["open"] - 1, "by_path": BY_PATH}
+                now = {**STATS, "open": STATS["open"] - 1, "by_path": BY_PATH, "by_peer": BY_PEER}
                 w(response(200, json.dumps(now).encode()))
             elif path == "/_reset":
                 STATS["requests"] = 0
                 STATS["accepted"] = 0
                 STATS["max_open"] = STATS["open"]
                 BY_PATH.clear()
+                BY_PEER.clear()
                 w(response(200, b"reset"))
             elif path == "/_stall":
                 time.sleep(int(q.get("ms", "1000")) / 1000)
@@ -100,6 +110,7 @@ class Handler(asyncio.Protocol):
             return
         STATS["requests"] += 1
         BY_PATH[path] = BY_PATH.get(path, 0) + 1
+        BY_PEER[self.peer] = BY_PEER.get(self.peer, 0) + 1
         if path == "/hello":
             if BLOCK_S:
                 time.sleep(BLOCK_S)
@@ -158,17 +169,38 @@ class Handler(asyncio.Protocol):
             self.transport.write(response(200, body))
 
 
-async def main(port: int) -> None:
+async def main(port: int, host: str = "127.0.0.1", stats_file: str = "") -> None:
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(Handler, "127.0.0.1", port, backlog=4096)
+    server = await loop.create_server(Handler, host, port, backlog=4096)
+    if stats_file:
+
+        def write_and_exit() -> None:
+            with open(stats_file, "w") as f:
+                json.dump({**STATS, "by_path": BY_PATH, "by_peer": BY_PEER}, f)
+            sys.exit(0)
+
+        loop.add_signal_handler(signal.SIGTERM, write_and_exit)
     print("ready", flush=True)
     async with server:
         await server.serve_forever()
 
 
+def option(args: list[str], name: str, default: str) -> str:
+    """The value after `name` in args (removed from them), or the default."""
+    if name not in args:
+        return default
+    i = args.index(name)
+    value = args[i + 1]
+    del args[i : i + 2]
+    return value
+
+
 if __name__ == "__main__":
-    if len(sys.argv) > 2:
-        BLOCK_S = float(sys.argv[2]) / 1000
-    asyncio.run(main(int(sys.argv[1])))
+    argv = sys.argv[1:]
+    host = option(argv, "--host", "127.0.0.1")
+    stats_file = option(argv, "--stats-file", "")
+    if len(argv) > 1:
+        BLOCK_S = float(argv[1]) / 1000
+    asyncio.run(main(int(argv[0]), host, stats_file))

@@ -31,12 +31,12 @@ def test_node_references():
 def test_placement_file(tmp_path: Path):
     f = tmp_path / "cluster.toml"
     f.write_text(
-        'address = "10.0.0.1:6379"\ntimeout = "45s"\n'
+        'address = "10.0.0.1:6379"\ntimeout = "45s"\nlost_after = "3s"\n'
         '[app]\nnode = "disk=ssd"\n'
         '[[load]]\nnode = "stackrace-role=load"\nengines = 2\ncpus = [0, 1]\n'
     )
     p = load_placement(f)
-    assert p.address == "10.0.0.1:6379" and p.timeout == 45.0
+    assert p.address == "10.0.0.1:6379" and p.timeout == 45.0 and p.lost_after == 3.0
     assert one_node("app", p.app, NODES).hostname == "app"
     slots = load_slots(p, NODES)
     # interleaved over the nodes, then doubled up: a target's 2 processes land on 2 nodes
@@ -58,6 +58,16 @@ def test_placement_file_errors_name_the_file(tmp_path: Path):
         load_placement(f)
     with pytest.raises(PlacementError, match=r"missing\.toml"):
         load_placement(tmp_path / "missing.toml")
+    f.write_text('lost_after = "0s"\n')
+    with pytest.raises(PlacementError, match=r"cluster\.toml: lost_after must be more than 0s"):
+        load_placement(f)
+
+
+def test_lost_after_defaults_and_flag():
+    assert Placement().lost_after == 10.0  # silence a host may keep before it is lost
+    assert with_flags(Placement(), lost_after=2.5).lost_after == 2.5
+    with pytest.raises(PlacementError, match="--cluster-lost-after must be more than 0s"):
+        with_flags(Placement(), lost_after=0.0)
 
 
 def test_flags_win_and_repeat_adds_engines():

@@ -11,6 +11,12 @@ actors when the driver dies, and the watchdog does the rest. The watchdog is det
 Stacks are started from the actor's event-loop thread (async methods), which lives as
 long as the actor: the kernel ties PR_SET_PDEATHSIG to the thread that forked.
 
+The actor watches its driver as the driver watches it: while stacks run, the driver
+asks for their status twice a second; when no call has come for `lost_after` seconds
+(this host cut off, or the driver gone where Ray cannot tell it yet), it stops every
+stack — the driver has declared this host lost by then, and nothing may keep serving a
+race nobody counts. It stays usable: the next start works as the first did.
+
 `DbHost` runs the private MariaDB (scoped to its process, so it stops with the actor)
 on the db node.
 
@@ -19,9 +25,12 @@ Plain classes; `stackrace.cluster.run` makes them actors with `ray.remote`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
 from dataclasses import dataclass
 
-from stackrace.cluster.hostinfo import HostInfo, current_node_id, this_host
+from stackrace.cluster.hostinfo import HostInfo, current_node_id, normal_priority, this_host
 from stackrace.config import HOST, Stack
 from stackrace.stacks.availability import check
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
@@ -68,8 +77,12 @@ def _status(rs: RunningStack, sample: ResourceSample | None = None) -> StackStat
 
 
 class AppHost:
-    def __init__(self, node_id: str, host: str = HOST) -> None:
+    def __init__(self, node_id: str, host: str = HOST, lost_after: float | None = None) -> None:
         self.node_id = node_id
+        self.lost_after = lost_after
+        self.orphaned = ""  # why it stopped its stacks on its own, last time
+        self._last_call = time.monotonic()
+        self._watchdog: asyncio.Task[None] | None = None
         # detach_watchdog: Ray SIGKILLs a dead actor's child processes, which would take
         # the launcher's watchdog with them before it killed the servers' own workers
         self.launcher = Launcher(host=host, detach_watchdog=True)
@@ -80,7 +93,22 @@ class AppHost:
         self._samplers: dict[str, TreeSampler] = {}
 
     async def ready(self) -> HostInfo:
+        normal_priority()  # this thread starts the stacks: see hostinfo.normal_priority
         return this_host(current_node_id())
+
+    def _called(self) -> None:
+        self._last_call = time.monotonic()
+
+    async def _watch_driver(self, lost_after: float) -> None:
+        while True:
+            await asyncio.sleep(min(0.5, lost_after / 4))
+            silent = time.monotonic() - self._last_call
+            stacks = self.launcher.running.values()
+            running = any(rs.state in ("starting", "ready") for rs in stacks)
+            if running and silent > lost_after:
+                self.orphaned = f"no word from the driver for {silent:.1f}s: every stack stopped"
+                with contextlib.suppress(Exception):
+                    await self.launcher.stop_all()
 
     def catalog(self, stacks: list[Stack]) -> list[CatalogEntry]:
         """Which of these stacks can start on this node (binaries, builds), and why not."""
@@ -98,6 +126,10 @@ class AppHost:
         self.launcher.extra_env.update(env)
 
     async def start(self, stack: Stack) -> StartReply:
+        self._called()
+        normal_priority()
+        if self.lost_after and self._watchdog is None:
+            self._watchdog = asyncio.create_task(self._watch_driver(self.lost_after))
         try:
             rs = await self.launcher.start(stack)
         except LaunchError as exc:
@@ -107,6 +139,7 @@ class AppHost:
     def status(self, sample: bool = False) -> list[StackStatus]:
         """Every stack's state (crashes noticed now), with a resource sample of each
         ready one when asked."""
+        self._called()
         self.launcher.poll()
         out = []
         for rs in self.launcher.running.values():
@@ -122,6 +155,7 @@ class AppHost:
     def sample(self, name: str, mark: str = "") -> ResourceSample | None:
         """A sample of the stack's process tree, CPU since the previous call for it;
         mark="before" / "after" as TreeSampler.mark_before / mark_after."""
+        self._called()
         rs = self.launcher.running.get(name)
         if rs is None:
             return None
@@ -135,10 +169,12 @@ class AppHost:
         return sampler.sample()
 
     def log_tail(self, name: str, lines: int = 20) -> str:
+        self._called()
         rs = self.launcher.running.get(name)
         return rs.log_tail(lines) if rs is not None else ""
 
     async def stop(self, name: str) -> StackStatus | None:
+        self._called()
         rs = self.launcher.running.get(name)
         if rs is None:
             return None
@@ -148,10 +184,14 @@ class AppHost:
         return _status(rs)
 
     async def stop_all(self) -> None:
+        self._called()
         await self.launcher.stop_all()
 
     def close(self) -> None:
         """After stop_all: release the watchdog (it has nothing left to kill)."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         self.launcher.close()
 
 
@@ -169,6 +209,7 @@ class DbHost:
         """Start and seed it (if needed); the environment the stacks connect with."""
         from stackrace.db import ManagedMariaDB, db_env
 
+        normal_priority()  # MariaDB inherits it
         if self._db is None:
             self._db = ManagedMariaDB(scoped=True)
         settings = await self._db.ensure_ready_async(rows=rows)  # type: ignore[attr-defined]

@@ -6,7 +6,12 @@
   `MemberHandle`s (race/core.py): the app and bench race remote stacks as local ones.
 
 States come from one status call every `_REFRESH_S`, made by a background task, so the
-synchronous reads (`poll()`, `handle.state`) never wait on the network. The one blocking
+synchronous reads (`poll()`, `handle.state`) never wait on the network. The same task
+watches the app host: when it has not answered for `lost_after` seconds (a partition, a
+dead machine) or Ray says its actor died, the app host is lost — every stack reads
+"crashed" with the reason, no call waits on it any more, and the front ends are told
+(`on_lost`): bench ends the run, the app's session ends the race, both saying which host
+was lost and when. The one blocking
 call is `RemoteSampler.sample()`, because bench measures a stack's CPU from one call to
 the next and must get the figure of that moment; bench calls it a few times per level.
 """
@@ -17,6 +22,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -42,9 +48,12 @@ async def call(ref: Any, timeout: float = _CALL_TIMEOUT) -> Any:
 class RemoteStack:
     """A stack on the app node, as bench reads a `RunningStack`."""
 
-    def __init__(self, status: StackStatus, stack: Stack, actor: Any) -> None:
+    def __init__(
+        self, status: StackStatus, stack: Stack, actor: Any, launcher: RemoteLauncher | None = None
+    ) -> None:
         self.stack = stack
         self._actor = actor
+        self._launcher = launcher
         self.status = status
 
     name = property(lambda self: self.status.name)
@@ -61,6 +70,8 @@ class RemoteStack:
     def log_tail(self, lines: int = 20) -> str:
         import ray
 
+        if self._launcher is not None and self._launcher.lost:
+            return self._launcher.lost  # nothing to ask any more
         try:
             return ray.get(self._actor.log_tail.remote(self.name, lines), timeout=10)
         except (ray.exceptions.RayError, TimeoutError) as exc:
@@ -102,9 +113,21 @@ class RemoteSampler:
 class RemoteLauncher:
     """The stacks on the app node, as bench drives a `Launcher`."""
 
-    def __init__(self, actor: Any, sample_in_status: bool = False) -> None:
+    def __init__(
+        self,
+        actor: Any,
+        sample_in_status: bool = False,
+        where: str = "",
+        lost_after: float = 10.0,
+        on_lost: list[Callable[[str], None]] | None = None,
+    ) -> None:
         self.actor = actor
         self.running: dict[str, RemoteStack] = {}
+        self.where = where  # the app host's address, for messages
+        self.lost_after = lost_after
+        self.on_lost = on_lost if on_lost is not None else []
+        self.lost = ""  # why the app host is lost ("" while it answers)
+        self._last_answer = time.monotonic()
         self._sample = sample_in_status
         self._refresher: asyncio.Task[None] | None = None
         self._crashed_seen: set[str] = set()
@@ -125,7 +148,10 @@ class RemoteLauncher:
     async def start(self, stack: Stack, port: int | None = None) -> RemoteStack:
         """Start a stack on the app node; returns when it is ready (or raises LaunchError
         with its log tail, as the local launcher does)."""
+        if self.lost:
+            raise LaunchError(f"{stack.name}: {self.lost}")
         if self._refresher is None:
+            self._last_answer = time.monotonic()
             self._refresher = asyncio.create_task(self._refresh_loop())
         try:
             reply: StartReply = await call(
@@ -135,7 +161,7 @@ class RemoteLauncher:
             raise LaunchError(f"{stack.name}: the app host failed: {first_line(exc)}") from None
         if reply.status is None:
             raise LaunchError(reply.error, reply.log_tail)
-        rs = RemoteStack(reply.status, stack, self.actor)
+        rs = RemoteStack(reply.status, stack, self.actor, self)
         self.running[rs.name] = rs
         self._mark_applied()  # a status asked for during the start would say "starting"
         return rs
@@ -146,15 +172,32 @@ class RemoteLauncher:
         self._applied = self._asked
 
     async def _refresh_loop(self) -> None:
-        while not self._closed:
-            await asyncio.sleep(_REFRESH_S)
-            with contextlib.suppress(Exception):  # a late or lost answer: the next one
-                await self.refresh()
+        import ray
 
-    async def refresh(self) -> None:
+        while not self._closed and not self.lost:
+            await asyncio.sleep(_REFRESH_S)
+            try:
+                await self.refresh(self.lost_after)
+            except ray.exceptions.ActorDiedError as exc:  # dead for good (its node, too)
+                self._lose(f"its actor died: {first_line(exc)}")
+            except Exception:  # a late or lost answer: the next one, unless silent too long
+                silent = time.monotonic() - self._last_answer
+                if silent > self.lost_after:
+                    self._lose(f"no answer for {silent:.1f}s")
+
+    def _lose(self, why: str) -> None:
+        clock = time.strftime("%H:%M:%S")
+        self.lost = f"the app host {self.where} was lost at {clock} ({why})"
+        for rs in self.running.values():
+            rs.status = dataclasses.replace(rs.status, state="crashed", error=self.lost)
+        for tell in self.on_lost:
+            tell(self.lost)
+
+    async def refresh(self, timeout: float = _CALL_TIMEOUT) -> None:
         self._asked += 1
         asked = self._asked
-        statuses: list[StackStatus] = await call(self.actor.status.remote(self._sample))
+        statuses: list[StackStatus] = await call(self.actor.status.remote(self._sample), timeout)
+        self._last_answer = time.monotonic()
         if asked < self._applied:
             return
         self._applied = asked
@@ -173,6 +216,8 @@ class RemoteLauncher:
         return out
 
     async def stop(self, rs: RemoteStack) -> None:
+        if self.lost:
+            return  # nothing there answers; its stacks die with it (their watchdog)
         with contextlib.suppress(Exception):
             st = await call(self.actor.stop.remote(rs.name))
             if st is not None:
@@ -180,6 +225,8 @@ class RemoteLauncher:
                 self._mark_applied()
 
     async def stop_all(self) -> None:
+        if self.lost:
+            return
         with contextlib.suppress(Exception):
             await call(self.actor.stop_all.remote())
             await self.refresh()
@@ -361,6 +408,9 @@ class ClusterStackSource:
 
     def use_database(self, env: dict[str, str]) -> None:
         self._env.update(env)
+
+    def host_lost(self) -> str:
+        return self.launcher.lost if self.launcher is not None else ""
 
     async def start_database(self) -> None:
         """The db workload: the managed MariaDB on the db node; every stack gets its

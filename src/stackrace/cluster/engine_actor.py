@@ -18,6 +18,14 @@ No orphans: the engine process asks the kernel to kill it when its parent dies
 (PR_SET_PDEATHSIG, engine/worker.py) and exits when its stdin closes, so when Ray kills
 this actor (its driver died, or it was killed), the engine goes with it.
 
+No load nobody counts: a host cut off from the driver (a partition) is declared lost by
+the driver after `lost_after` seconds of silence, and its requests in flight are counted
+abandoned. Ray cannot kill this actor while the host is unreachable, and when the link
+comes back its engine would go on loading the stacks, counted by nobody. So the actor
+watches the driver too: no call (a command batch or a long-poll, several a second while
+a race runs) for `lost_after` seconds, and it kills its engine; the driver's next pull,
+if one ever comes, learns that it ended.
+
 The class is plain Python; `stackrace.cluster.run` turns it into an actor with
 `ray.remote`, so this module is importable (and its logic testable) without Ray.
 """
@@ -28,16 +36,23 @@ import asyncio
 import contextlib
 import os
 import sys
+import time
 
-from stackrace.cluster.hostinfo import HostInfo, current_node_id, this_host
+from stackrace.cluster.hostinfo import HostInfo, current_node_id, normal_priority, this_host
 
 _LINE_LIMIT = 16 * 1024 * 1024  # a report line with a wide histogram can be long
 
 
 class EngineHost:
-    def __init__(self, node_id: str, cpus: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self, node_id: str, cpus: tuple[int, ...] = (), lost_after: float | None = None
+    ) -> None:
         self.node_id = node_id
         self.cpus = cpus
+        self.lost_after = lost_after
+        self.orphaned = ""  # why it stopped its engine on its own
+        self._last_call = time.monotonic()
+        self._watchdog: asyncio.Task[None] | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
         self._lines: list[bytes] = []
@@ -51,6 +66,7 @@ class EngineHost:
         # Started from the actor's event-loop thread, which lives as long as the actor:
         # the engine's PR_SET_PDEATHSIG follows the thread that forked it.
         self._more = asyncio.Event()
+        normal_priority()  # the engine process inherits it: see hostinfo.normal_priority
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -65,7 +81,26 @@ class EngineHost:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(self._proc.pid, set(self.cpus))
         self._reader = asyncio.create_task(self._read())
+        self._last_call = time.monotonic()
+        if self.lost_after:
+            self._watchdog = asyncio.create_task(self._watch_driver(self.lost_after))
         return this_host(current_node_id())
+
+    async def _watch_driver(self, lost_after: float) -> None:
+        """Kill the engine when the driver has not called for `lost_after` seconds."""
+        proc = self._proc
+        while proc is not None and proc.returncode is None:
+            await asyncio.sleep(min(0.5, lost_after / 4))
+            silent = time.monotonic() - self._last_call
+            if silent > lost_after:
+                self.orphaned = f"no word from the driver for {silent:.1f}s"
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                return
+
+    def why_ended(self) -> str:
+        """Why the engine ended on its own ("" if it did not)."""
+        return self.orphaned
 
     def pid(self) -> int | None:
         """The engine process's pid on this node (for tests and messages)."""
@@ -88,6 +123,7 @@ class EngineHost:
     def send(self, seq: int, data: bytes) -> None:
         """Command lines, batch number `seq`: written in batch order, whatever the order
         of arrival."""
+        self._last_call = time.monotonic()
         self._waiting[seq] = data
         proc = self._proc
         while self._next_seq in self._waiting:
@@ -101,6 +137,7 @@ class EngineHost:
     async def pull(self, wait: float = 1.0) -> tuple[list[bytes], bool]:
         """Every line since the last pull (waiting up to `wait` s for one), and whether
         the engine process has exited (then no line will follow)."""
+        self._last_call = time.monotonic()
         assert self._more is not None
         if not self._lines and not self._ended:
             self._more.clear()

@@ -63,6 +63,14 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="how long a role may take to come up before the run fails (default 30s)",
     )
+    g.add_argument(
+        "--cluster-lost-after",
+        metavar="DURATION",
+        default=None,
+        help="a load or app host silent this long is lost: the race goes on without a "
+        "load host (its requests in flight count abandoned) and ends without the app host "
+        "(default 10s)",
+    )
 
 
 def placement_from_args(args: argparse.Namespace) -> Placement:
@@ -71,12 +79,18 @@ def placement_from_args(args: argparse.Namespace) -> Placement:
         timeout = parse_duration(args.cluster_timeout) if args.cluster_timeout else None
     except ValueError as exc:
         raise ClusterError(f"--cluster-timeout: {exc}") from None
+    lost = getattr(args, "cluster_lost_after", None)
+    try:
+        lost_after = parse_duration(lost) if lost else None
+    except ValueError as exc:
+        raise ClusterError(f"--cluster-lost-after: {exc}") from None
     return with_flags(
         base,
         load_nodes=args.load_node,
         app_node=args.app_node,
         db_node=args.db_node,
         timeout=timeout,
+        lost_after=lost_after,
     )
 
 

@@ -21,15 +21,16 @@ def _parts(run: ClusterRun, source: ClusterStackSource) -> RaceParts:
     def engine(settings: EngineSettings) -> LoadEngine:
         return run.engine(settings, per_target=True)
 
-    return RaceParts(
-        engine=engine,
-        source=source,
-        cores=list(run.app_info.cores),
-        note=(
-            f"cluster: {len(run.slots)} engine process(es) per stack on {loads}; "
-            f"stacks on {run.app_node.address}, listening on {run.bind_host}"
-        ),
+    note = (
+        f"cluster: {len(run.slots)} engine process(es) per stack on {loads}; "
+        f"stacks on {run.app_node.address}, listening on {run.bind_host}"
     )
+    if run.app_info.nice > 0:
+        note += (
+            f" (at niceness {run.app_info.nice}, Ray's worker niceness: start the app "
+            "node with RAY_worker_niceness=0)"
+        )
+    return RaceParts(engine=engine, source=source, cores=list(run.app_info.cores), note=note)
 
 
 def bench_parts(run: ClusterRun) -> RaceParts:

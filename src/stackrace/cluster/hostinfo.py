@@ -10,6 +10,7 @@ the driver cannot decode.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -31,6 +32,22 @@ class HostInfo:
     stackrace: str
     protocol: str
     cores: tuple[int, ...]
+    nice: int = 0  # the actor's niceness, which its engine process or stacks inherit
+
+
+def normal_priority() -> int:
+    """Back to niceness 0, if allowed; the niceness now.
+
+    Ray starts its workers at niceness 15 (`RAY_worker_niceness`), and an actor's children
+    inherit it: the engine process on a load host, the stacks on the app host. On a busy
+    host they would then get a sliver of a core against anything at 0 — the measurement
+    and the measured alike. Raising priority back needs root (CAP_SYS_NICE); without it
+    the niceness stays, and the actor reports it (start the nodes with
+    RAY_worker_niceness=0, docs/cluster.md). Niceness is a thread's on Linux: call it
+    from the thread that starts the children."""
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, 0, 0)  # Linux: this thread (the one that forks)
+    return os.getpriority(os.PRIO_PROCESS, 0)
 
 
 def protocol_fingerprint() -> str:
@@ -56,6 +73,7 @@ def this_host(node_id: str) -> HostInfo:
         stackrace=stackrace.__version__,
         protocol=protocol_fingerprint(),
         cores=tuple(sorted(os.sched_getaffinity(0))),
+        nice=os.getpriority(os.PRIO_PROCESS, 0),
     )
 
 

@@ -37,18 +37,34 @@ _PULL_WAIT = 1.0  # s an idle long-poll waits on the actor before it returns emp
 
 
 def first_line(exc: BaseException) -> str:
-    """Ray's errors carry a traceback of the remote side; the first line says what."""
+    """Ray's errors carry a traceback of the remote side; the first line says what, and
+    an actor's death carries its cause a few lines down (after the actor's id, pid and
+    address, indented): both, at most 300 characters."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    if not text:
+        return type(exc).__name__
+    lines = text.splitlines()
+    cause = next((ln.strip() for ln in lines[1:] if ln.strip() and not ln[0].isspace()), "")
+    said = f"{lines[0]} {cause}" if cause and not cause.startswith("Traceback") else lines[0]
+    return said[:300]
 
 
 class RayLink:
     """One engine process on a load node, through its `EngineHost` actor."""
 
-    def __init__(self, index: int, slot: LoadSlot, actor_class: Any, timeout: float) -> None:
+    def __init__(
+        self,
+        index: int,
+        slot: LoadSlot,
+        actor_class: Any,
+        timeout: float,
+        lost_after: float | None = None,
+    ) -> None:
         self.index = index
+        self.lost_after = lost_after
         self.slot = slot
         self.description = f"node {slot.node.address} ({slot.node.id[:12]})"
+        self.host = slot.node.address
         self._actor_class = actor_class
         self._timeout = timeout
         self._actor: Any = None
@@ -69,7 +85,7 @@ class RayLink:
         actor = self._actor_class.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.id, soft=False),
             num_cpus=0,
-        ).remote(node.id, self.slot.cpus)
+        ).remote(node.id, self.slot.cpus, self.lost_after)
         try:
             info = await asyncio.wait_for(
                 asyncio.wrap_future(actor.start.remote().future()), self._timeout
@@ -132,6 +148,10 @@ class RayLink:
                     yield f"unreadable message: {exc}"
             if ended:
                 self._alive = False
+                with contextlib.suppress(Exception):
+                    why = await asyncio.wrap_future(self._actor.why_ended.remote().future())
+                    if why:
+                        yield f"{self.description}: {why}"
                 return
 
     @property
@@ -152,23 +172,42 @@ class RayLink:
         self._alive = False
         ray.kill(actor)  # the actor process goes too, not only its engine
 
+    def discard(self) -> None:
+        """The engine's host was lost: kill the actor (Ray does it once the node is
+        reachable again, or forgets it with the node), wait for nothing."""
+        import ray
+
+        actor, self._actor = self._actor, None
+        self._alive = False
+        if actor is not None:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+
 
 class RayLinks:
     """The `LinkFactory` for a cluster: engine process `index` goes to slot `index` (mod
     the number of slots), so a target's processes spread over the load nodes."""
 
-    def __init__(self, slots: Sequence[LoadSlot], actor_class: Any, timeout: float) -> None:
+    def __init__(
+        self,
+        slots: Sequence[LoadSlot],
+        actor_class: Any,
+        timeout: float,
+        lost_after: float | None = None,
+    ) -> None:
         if not slots:
             raise ClusterError("no load node: place the load role (--load-node)")
         self.slots = list(slots)
         self.actor_class = actor_class
         self.timeout = timeout
+        self.lost_after = lost_after
         self.made: list[RayLink] = []  # every link handed out, for where-is-what questions
 
     def __call__(self, index: int, cpus: Sequence[int] | None) -> EngineLink:
         # `cpus` are the driver's cores and mean nothing on a load node: the slot's own
         # pinning (cluster.toml) applies there instead
-        link = RayLink(index, self.slots[index % len(self.slots)], self.actor_class, self.timeout)
+        slot = self.slots[index % len(self.slots)]
+        link = RayLink(index, slot, self.actor_class, self.timeout, self.lost_after)
         self.made.append(link)
         return link
 
@@ -186,6 +225,7 @@ class ClusterEngine(Engine):
         procs: int = 1,
         warmup: float = 0.0,
         per_target: bool = False,
+        lost_after: float | None = None,
     ) -> None:
         # allow_remote: the engine's own loopback check is replaced by the member check
         # below, which every target passes through first
@@ -196,6 +236,8 @@ class ClusterEngine(Engine):
             allow_remote=True,
             per_target=per_target,
             links=links,
+            lost_after=lost_after,
+            start_timeout=links.timeout,
         )
         self.members = frozenset(members)
         self.links = links

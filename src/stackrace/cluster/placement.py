@@ -11,6 +11,7 @@ node(s) with a node reference:
     # cluster.toml
     address = "10.0.0.1:6379"       # optional: the Ray cluster (--cluster wins)
     timeout = "30s"                 # optional: how long a role may take to come up
+    lost_after = "10s"              # optional: a host silent this long is lost
     [app]
     node = "stackrace-role=app"
     [db]                            # optional: default the app node
@@ -37,6 +38,10 @@ from stackrace.units import parse_duration
 
 ROLE_LABEL = "stackrace-role"
 DEFAULT_TIMEOUT = 30.0  # seconds a role's actor may take to be placed and ready
+# Seconds a host may stay silent before it is lost: an engine reports every 250 ms and
+# an idle long-poll returns every second, so 10 s of silence is no hiccup; Ray's own
+# failure detection takes longer (health checks), and the race should not wait for it.
+DEFAULT_LOST_AFTER = 10.0
 
 
 class NodeRef(msgspec.Struct, frozen=True):
@@ -83,6 +88,7 @@ class Placement(msgspec.Struct, frozen=True):
     db: NodeRef | None = None  # None: on the app node
     address: str | None = None
     timeout: float = DEFAULT_TIMEOUT
+    lost_after: float = DEFAULT_LOST_AFTER
 
 
 # --- the file ---------------------------------------------------------------------------
@@ -101,6 +107,7 @@ class _RoleToml(msgspec.Struct, forbid_unknown_fields=True):
 class _PlacementToml(msgspec.Struct, forbid_unknown_fields=True):
     address: str | None = None
     timeout: str | None = None
+    lost_after: str | None = None
     load: list[_LoadToml] = msgspec.field(default_factory=list)
     app: _RoleToml | None = None
     db: _RoleToml | None = None
@@ -127,9 +134,18 @@ def load_placement(path: str | Path) -> Placement:
             db=NodeRef.parse(doc.db.node) if doc.db else None,
             address=doc.address,
             timeout=parse_duration(doc.timeout) if doc.timeout else DEFAULT_TIMEOUT,
+            lost_after=_positive(parse_duration(doc.lost_after), "lost_after")
+            if doc.lost_after
+            else DEFAULT_LOST_AFTER,
         )
     except (PlacementError, ValueError) as exc:
         raise PlacementError(f"{p}: {exc}") from None
+
+
+def _positive(seconds: float, what: str) -> float:
+    if not seconds > 0:
+        raise PlacementError(f"{what} must be more than 0s")
+    return seconds
 
 
 def _load_entry(node: NodeRef, engines: int, cpus: tuple[int, ...]) -> LoadEntry:
@@ -147,6 +163,7 @@ def with_flags(
     app_node: str | None = None,
     db_node: str | None = None,
     timeout: float | None = None,
+    lost_after: float | None = None,
 ) -> Placement:
     """The placement with what flags say instead; a repeated --load-node adds an engine."""
     changes: dict[str, object] = {}
@@ -162,4 +179,6 @@ def with_flags(
         changes["db"] = NodeRef.parse(db_node)
     if timeout is not None:
         changes["timeout"] = timeout
+    if lost_after is not None:
+        changes["lost_after"] = _positive(lost_after, "--cluster-lost-after")
     return msgspec.structs.replace(placement, **changes) if changes else placement

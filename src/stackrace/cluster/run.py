@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from stackrace.cluster.app_actor import AppHost, DbHost
@@ -96,6 +97,9 @@ class ClusterRun:
         self._db_env: dict[str, str] | None = None
         self._app_actor: Any = None
         self.app_info: HostInfo | None = None
+        # told, once, when the app host is lost (RemoteLauncher): bench ends its run
+        self.app_lost = ""
+        self.on_app_lost: list[Callable[[str], None]] = [self._app_was_lost]
 
     @classmethod
     def connect(cls, address: str | None, placement: Placement) -> ClusterRun:
@@ -173,10 +177,13 @@ class ClusterRun:
         """The AppHost actor on the app node, placed and ready (once per run)."""
         if self._app_actor is None:
             node = self.app_node
-            actor = self._place(self._app_host, node, self.bind_host)
+            actor = self._place(self._app_host, node, self.bind_host, self.placement.lost_after)
             self.app_info = self._ready(actor, "app", node)
             self._app_actor = actor
         return self._app_actor
+
+    def _app_was_lost(self, why: str) -> None:
+        self.app_lost = why
 
     # --- what the commands use --------------------------------------------------------
 
@@ -192,11 +199,14 @@ class ClusterRun:
         processes each, by default one per load slot; shared (load), one per slot."""
         return ClusterEngine(
             settings,
-            links=RayLinks(self.slots, self._engine_host, self.placement.timeout),
+            links=RayLinks(
+                self.slots, self._engine_host, self.placement.timeout, self.placement.lost_after
+            ),
             members=self.members,
             procs=procs or len(self.slots),
             warmup=warmup,
             per_target=per_target,
+            lost_after=self.placement.lost_after,
         )
 
     async def launcher(
@@ -208,7 +218,13 @@ class ClusterRun:
         if env:
             # awaited: Ray does not promise an async actor's calls run in call order
             await call(actor.set_env.remote(env))
-        return RemoteLauncher(actor, sample_in_status)
+        return RemoteLauncher(
+            actor,
+            sample_in_status,
+            where=self.app_node.address,
+            lost_after=self.placement.lost_after,
+            on_lost=self.on_app_lost,
+        )
 
     async def database_env(self, rows: int = 1_000_000) -> dict[str, str]:
         """Start and seed the private MariaDB on the db node (default: the app node); the

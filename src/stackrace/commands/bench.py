@@ -402,10 +402,14 @@ def run(args: argparse.Namespace) -> int:
         [("--junit", args.junit_out, lambda: junit_xml(result, verdict, args.baseline))]
     )
     failed = _failures(result)
+    # a lost app host ended the run: not the user's interruption (exit 1, named)
+    app_lost = cluster.app_lost if interrupted and cluster is not None else None
     try:
-        _tell(result, verdict, args.baseline, interrupted, failed, problems)
+        _tell(result, verdict, args.baseline, interrupted, failed, problems, app_lost)
     except OSError:  # the terminal was closed (EIO) or the pipe is gone: the files hold it
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the exit flush)
+    if app_lost:
+        return 1
     if interrupted:
         return 130
     if problems:
@@ -438,10 +442,17 @@ def _tell(
     interrupted: str | None,
     failed: list[str],
     problems: list[str],
+    app_lost: str | None = None,
 ) -> None:
     """Print the run, then what went wrong, one line each."""
     print_run(result)
-    if interrupted:
+    if app_lost:
+        print(
+            f"stackrace bench: {app_lost}: the run ended; the levels above were "
+            "measured, the rest were not",
+            file=sys.stderr,
+        )
+    elif interrupted:
         print(
             f"run interrupted ({interrupted}): the levels above were measured, the rest were not",
             file=sys.stderr,
@@ -486,6 +497,8 @@ async def _run_interruptible(
     for sig, name in signals:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop, name)
+    if cluster is not None:  # without the app host nothing is left to measure
+        cluster.on_app_lost.append(stop)
     try:
         if cluster is not None and WORKLOADS[plan.settings.workload].needs_db:
             plan.db_env = await cluster.database_env()  # on the db node

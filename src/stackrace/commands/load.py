@@ -515,6 +515,12 @@ async def _drive(
             if warm is None
             else {"sent": warm.sent, "answered": warm.answered, "failed_no_answer": warm.lost},
             "errors": engine.errors,
+            # engine processes lost during the load (a cluster's load host): where,
+            # when, why, and the requests in flight counted abandoned
+            "lost": final.lost,
+            # what each host's engine processes sent and got back (a cluster's load
+            # hosts; "local" on one machine)
+            "hosts": {h: vars(share) for h, share in engine.by_host(spec.id).items()},
             "hdr": hist.encode_base64(),
         }
         _say(lambda: sys.stdout.write(msgspec.json.encode(out).decode() + "\n"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.histogram import SparseHistogram, lowest_equivalent
-from stackrace.engine.model import KindStats, TargetSnapshot, TargetSpec, WindowStats
+from stackrace.engine.model import ABANDONED, KindStats, TargetSnapshot, TargetSpec, WindowStats
 
 _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 
@@ -280,6 +280,9 @@ class TargetAggregate:
         self.open = 0
         self.procs = 0
         self.cpu_max = 0.0
+        # processes accounted for this interval without a report of theirs (late: last
+        # gauges carried; lost: abandoned)
+        self.carried = 0
         self.interval = WindowAccumulator()
         self.total = WindowAccumulator()
         self._waiting = 0  # the gauge at the end of the last interval
@@ -291,7 +294,26 @@ class TargetAggregate:
         self.interval.waiting = 0  # summed from this interval's reports
         self.open = 0
         self.procs = 0
+        self.carried = 0
         self.cpu_max = 0.0
+
+    def carry(self, last: TargetReport) -> None:
+        """A process that sent no report this interval (late: its host is slow or
+        silent): what it had in flight is still in flight, as of its last report, so
+        the window keeps sent == answered + lost + waiting."""
+        self.interval.waiting += last.waiting
+        self.interval.unsent += last.unsent
+        self.interval.connecting += last.connecting
+        self.interval.waiting_ages.add_sparse(last.waiting_ages)
+        self.open += last.open
+        self.carried += 1
+
+    def abandon(self, n: int) -> None:
+        """A lost process's requests in flight at its last report: failed, `abandoned`
+        (no answer will ever reach us); they leave the waiting gauge."""
+        self.carried += 1
+        if n > 0:
+            _add_counts(self.interval.failures, {ABANDONED: n})
 
     def add_report(
         self,
@@ -319,7 +341,7 @@ class TargetAggregate:
         self.total.reset(carried_in=self._waiting)
 
     def end_interval(self, counting: bool) -> TargetSnapshot:
-        if self.procs == 0:
+        if self.procs == 0 and self.carried == 0:
             # no process reported this target (it is being added): nothing changed
             self.interval.waiting = self._waiting
         self._waiting = self.interval.waiting

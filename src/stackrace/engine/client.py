@@ -21,6 +21,16 @@ Two topologies:
 
 Processes are reached through `EngineLink`s (link.py): local children by default, or any
 other link factory (the cluster package's remote engines).
+
+A process can be lost while the load runs — a cluster's load host goes away or silent,
+or the process dies. Each tick waits a bounded time for the reports, so one silent
+process never holds the others' figures back: a late process's last gauges stand in for
+its report (its requests are still in flight), and its reports are merged when they
+come. A process is lost when its link ends, or (`lost_after`, for remote links) when it
+has not reported for that long. Then what it had in flight at its last report is counted
+`abandoned`, the loss is kept (`LostEngine`: which host, when, why, what it cost) in every
+later snapshot and in `errors`, its targets' connections (and rate) are spread over the
+processes left, and the load goes on.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
 import msgspec
 
@@ -49,19 +60,42 @@ from stackrace.engine.channel import (
     SetConcurrency,
     SetRate,
     Stop,
+    TargetReport,
 )
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.link import EngineLink, LinkError, LinkFactory, local_links
-from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec, rate_problem
+from stackrace.engine.model import (
+    EngineSettings,
+    EngineSnapshot,
+    LostEngine,
+    TargetSpec,
+    rate_problem,
+)
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.target import split
 from stackrace.netguard import RemoteTargetError, require_loopback, resolve
 
 _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 _START_TIMEOUT = 10.0
+# How long a tick waits for the processes' reports: far above a healthy reply (a pipe or
+# a Ray call, milliseconds), so only a late process is left out of a tick.
+_TICK_WAIT = 1.0
+_FINAL_WAIT = 5.0  # how long stop() waits for each process's final report
 _FD_RESERVE = 64  # file descriptors an engine process needs besides its connections
 
 __all__ = ["Engine", "EngineError", "auto_procs", "split"]
+
+
+@dataclass
+class HostShare:
+    """One host's share of a target's figures (Engine.by_host): counts as its engine
+    processes reported them; `waiting` as of their latest report (0 once lost)."""
+
+    sent: int = 0
+    requests: int = 0
+    ok: int = 0
+    failed: int = 0
+    waiting: int = 0
 
 
 class EngineError(RuntimeError):
@@ -86,6 +120,12 @@ class _Proc:
         self.reader: asyncio.Task[None] | None = None
         self.targets: set[str] = set()
         self.exited = False
+        self.last_heard = time.monotonic()  # when its link last delivered a message
+        self.last_error = ""  # what its link said when it failed
+        self.gauges: dict[str, TargetReport] = {}  # its latest report of each target
+        # per target: [sent, answered, ok, failed] it reported (its host's share)
+        self.counts: dict[str, list[int]] = {}
+        self.lost = False
 
     def send(self, cmd: Command) -> None:
         self.link.send(cmd)
@@ -105,8 +145,18 @@ class Engine:
         allow_remote: bool = False,
         per_target: bool = False,
         links: LinkFactory = local_links,
+        lost_after: float | None = None,
+        start_timeout: float = _START_TIMEOUT,
     ) -> None:
         self.settings = settings or EngineSettings()
+        # how long new engine processes may take to say Ready (a remote one: its actor
+        # placed, a process started on a busy host, its first line relayed)
+        self.start_timeout = start_timeout
+        # a process that has not reported for this long is lost (None: only when its link
+        # ends; a local child cannot fall silent without dying)
+        self.lost_after = lost_after
+        self.lost: list[LostEngine] = []
+        self._every: list[_Proc] = []  # every process ever started, for by_host()
         # Load goes to this machine only, unless the user said otherwise explicitly: the
         # check sits here so that no driver (CLI, app, bench) can forget it.
         self.allow_remote = allow_remote
@@ -160,15 +210,17 @@ class Engine:
                 p.reader = asyncio.create_task(self._read(p))
                 new.append(p)
                 self._procs.append(p)
+                self._every.append(p)
             readies = await asyncio.wait_for(
-                asyncio.gather(*(p.ready for p in new)), _START_TIMEOUT
+                asyncio.gather(*(p.ready for p in new)), self.start_timeout
             )
         except (TimeoutError, EngineError, LinkError) as exc:
             for p in new:
                 await self._close(p)
             if not self.per_target:
                 await self.stop()
-            raise EngineError(f"engine process did not start: {exc}") from None
+            why = str(exc) or f"not ready within {self.start_timeout:g}s"
+            raise EngineError(f"engine process did not start: {why}") from None
         for p, ready in zip(new, readies, strict=True):
             p.nofile = ready.nofile
             p.send(Configure(settings=self.settings))
@@ -178,7 +230,9 @@ class Engine:
 
     async def _read(self, p: _Proc) -> None:
         async for msg in p.link.messages():
+            p.last_heard = time.monotonic()
             if isinstance(msg, str):
+                p.last_error = msg
                 self.errors.append(f"engine {p.index}: {msg}")
             elif isinstance(msg, ReportMsg):
                 p.reports.put_nowait(msg)
@@ -212,12 +266,18 @@ class Engine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
         async with self._lock:
-            live = [p for p in self._procs if p.alive and p.ready.done()]
+            live = [p for p in self._procs if p.ready.done()]
             for p in live:
-                p.send(Stop())
+                if p.alive:
+                    p.send(Stop())
             if live:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._collect(live, final=True), 5.0)
+                got = await self._gather(live, final=True)
+                lost = [
+                    (p, self._why_lost(p, f"no final report within {_FINAL_WAIT:g}s"))
+                    for p in live
+                    if not any(r.final and r.seq >= 0 for r in got[p])
+                ]
+                self._publish(got, lost)
             for p in list(self._procs):
                 await self._close(p)
         for q in self._subscribers:
@@ -387,6 +447,25 @@ class Engine:
         t = self._targets[target_id]
         return (t.total.hist_unc if uncorrected else t.total.hist).percentiles(points)
 
+    def by_host(self, target_id: str) -> dict[str, HostShare]:
+        """What each host's engine processes reported for a target, since the start
+        (lost ones included): the share of the merged figures each host sent."""
+        out: dict[str, HostShare] = {}
+        for p in self._every:
+            c = p.counts.get(target_id)
+            if c is None:
+                continue
+            host = getattr(p.link, "host", "local")
+            share = out.setdefault(host, HostShare())
+            share.sent += c[0]
+            share.requests += c[1]
+            share.ok += c[2]
+            share.failed += c[3]
+            last = p.gauges.get(target_id)
+            if last is not None and not p.lost:
+                share.waiting += last.waiting
+        return out
+
     @property
     def target_ids(self) -> list[str]:
         return list(self._targets)
@@ -418,33 +497,84 @@ class Engine:
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
             next_at += interval
             async with self._lock:
-                live = [p for p in self._procs if p.alive and p.ready.done()]
+                live = [p for p in self._procs if p.ready.done()]
                 if not live and not self.per_target:
-                    self.errors.append("every engine process has exited")
+                    gone = "was lost" if self.lost else "has exited"
+                    self.errors.append(f"every engine process {gone}")
                     for q in self._subscribers:
                         q.put_nowait(None)
                     return
                 for p in live:
-                    p.send(Report())
-                await self._collect(live, final=False)
+                    if p.alive:
+                        p.send(Report())
+                got = await self._gather(live, final=False)
+                self._publish(got, self._losses(live, got))
 
-    async def _collect(self, procs: list[_Proc], final: bool) -> None:
-        """Wait for each process's reply; when stopping, merge everything up to its last one."""
-        per_proc: list[list[ReportMsg]] = []
-        for p in procs:
-            got: list[ReportMsg] = []
-            while True:
-                msg = await p.reports.get()
-                got.append(msg)
-                if not final or msg.final:
-                    break
-            per_proc.append(got)
-        self._publish(per_proc)
+    def _why_lost(self, p: _Proc, silent: str) -> str:
+        if p.alive:
+            return silent
+        return p.last_error or "the process exited"
 
-    def _publish(self, per_proc: list[list[ReportMsg]]) -> None:
+    def _losses(
+        self, live: list[_Proc], got: dict[_Proc, list[ReportMsg]]
+    ) -> list[tuple[_Proc, str]]:
+        """The processes lost by now: their link ended, or they have been silent too long."""
         now = time.monotonic()
-        real = [[r for r in got if r.seq >= 0] for got in per_proc]
-        spans = [(sum(r.seconds for r in got), sum(r.cpu for r in got)) for got in real if got]
+        out = []
+        for p in live:
+            if not p.alive:
+                # whatever came before the end is merged: the reports are all in the queue
+                while not p.reports.empty():
+                    got[p].append(p.reports.get_nowait())
+                out.append((p, self._why_lost(p, "")))
+            elif self.lost_after is not None and now - p.last_heard > self.lost_after:
+                out.append((p, f"no report for {now - p.last_heard:.1f}s"))
+        return out
+
+    async def _gather(self, procs: list[_Proc], final: bool) -> dict[_Proc, list[ReportMsg]]:
+        """Each process's replies, waiting a bounded time: one that is late is left out
+        (the caller carries its gauges, or finds it lost)."""
+        deadline = time.monotonic() + (_FINAL_WAIT if final else _TICK_WAIT)
+        got = await asyncio.gather(*(self._take(p, deadline, final) for p in procs))
+        return dict(zip(procs, got, strict=True))
+
+    async def _take(self, p: _Proc, deadline: float, final: bool) -> list[ReportMsg]:
+        """A tick: one reply, and any earlier ones still queued (a late process's). A
+        stop: everything up to the process's final report."""
+        out: list[ReportMsg] = []
+        while True:
+            if out and not final:
+                try:
+                    out.append(p.reports.get_nowait())
+                    continue
+                except asyncio.QueueEmpty:
+                    return out
+            if not p.alive and p.reports.empty():
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return out
+            try:
+                msg = await asyncio.wait_for(p.reports.get(), left)
+            except TimeoutError:
+                return out
+            out.append(msg)
+            if final and msg.final:
+                return out
+
+    def _publish(
+        self,
+        got: dict[_Proc, list[ReportMsg]],
+        lost: Sequence[tuple[_Proc, str]] = (),
+    ) -> None:
+        now = time.monotonic()
+        gone = {p for p, _ in lost}
+        real = {p: [r for r in reports if r.seq >= 0] for p, reports in got.items()}
+        spans = [
+            (sum(r.seconds for r in rs), sum(r.cpu for r in rs))
+            for p, rs in real.items()
+            if rs and p not in gone
+        ]
         seconds = max((s for s, _ in spans), default=0.0)
         # An interval counts once it started after the warm-up; with no warm-up every
         # interval counts (the first one starts before any target could be loaded).
@@ -454,16 +584,24 @@ class Engine:
         )
         for t in self._targets.values():
             t.begin_interval()
-        for got in real:
-            if not got:
+        for p, rs in real.items():
+            if not rs:
                 continue
-            secs = sum(r.seconds for r in got)
-            cpu = sum(r.cpu for r in got)
-            wait = sum(r.wait for r in got)
-            runs = sum(r.runs for r in got)
-            for k, r in enumerate(got):
-                latest = k == len(got) - 1
+            secs = sum(r.seconds for r in rs)
+            cpu = sum(r.cpu for r in rs)
+            wait = sum(r.wait for r in rs)
+            runs = sum(r.runs for r in rs)
+            for k, r in enumerate(rs):
+                # a lost process's reports bring their counts, never gauges: what it had
+                # in flight is abandoned below
+                latest = k == len(rs) - 1 and p not in gone
                 for tr in r.targets:
+                    p.gauges[tr.id] = tr
+                    c = p.counts.setdefault(tr.id, [0, 0, 0, 0])
+                    c[0] += tr.sent
+                    c[1] += tr.requests
+                    c[2] += tr.ok
+                    c[3] += sum(tr.failures.values())
                     agg = self._targets.get(tr.id)
                     if agg is not None:
                         agg.add_report(
@@ -474,6 +612,14 @@ class Engine:
                             wait if latest else 0.0,
                             runs if latest else 0,
                         )
+        for p, rs in real.items():
+            if not rs and p not in gone:
+                for tid in p.targets:  # late: its requests are still in flight
+                    agg, last = self._targets.get(tid), p.gauges.get(tid)
+                    if agg is not None and last is not None:
+                        agg.carry(last)
+        for p, why in lost:
+            self._lose(p, why, now)
         cpus = [100.0 * c / s for s, c in spans if s > 0]
         self._seq += 1
         snap = EngineSnapshot(
@@ -486,7 +632,58 @@ class Engine:
             engine_cpu_max=max(cpus, default=0.0),
             saturated=max(cpus, default=0.0) >= _SATURATED,
             targets=[t.end_interval(counting) for t in self._targets.values()],
+            lost=list(self.lost),
         )
         self.latest = snap
         for q in self._subscribers:
             q.put_nowait(snap)
+
+    def _lose(self, p: _Proc, why: str, now: float) -> None:
+        """Account for a lost process (in the interval being published), let it go, and
+        spread its targets' load over the processes left."""
+        abandoned: dict[str, int] = {}
+        for tid in sorted(p.targets):
+            agg, last = self._targets.get(tid), p.gauges.get(tid)
+            n = last.waiting if last is not None else 0
+            if agg is not None:
+                agg.abandon(n)
+            abandoned[tid] = n
+            p.counts.setdefault(tid, [0, 0, 0, 0])[3] += n
+        loss = LostEngine(
+            host=getattr(p.link, "host", "local"),
+            where=p.link.description,
+            at=now - self._started,
+            wall=time.time(),
+            why=why,
+            abandoned=abandoned,
+        )
+        self.lost.append(loss)
+        p.lost = True
+        if p in self._procs:
+            self._procs.remove(p)
+        p.exited = True
+        with contextlib.suppress(Exception):
+            p.link.discard()
+        if p.reader is not None:
+            p.reader.cancel()
+        left = len(self._procs)
+        self.errors.append(f"{loss.describe()}; the load goes on with {left} engine process(es)")
+        for tid in sorted(p.targets):
+            procs = self._target_procs.get(tid)
+            if procs is None:
+                continue
+            if p in procs:
+                procs.remove(p)
+            agg = self._targets[tid]
+            if not procs:
+                self.errors.append(f"{tid}: every engine process loading it was lost")
+                continue
+            for q, c, r in zip(
+                procs,
+                split(agg.concurrency, len(procs)),
+                self._split_rate(agg.rate, len(procs)),
+                strict=True,
+            ):
+                q.send(SetConcurrency(n=c, id=tid))
+                if agg.rate is not None:
+                    q.send(SetRate(rate=r, id=tid))

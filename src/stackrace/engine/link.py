@@ -10,7 +10,9 @@ A link promises:
 - `open()` returns once the process can be commanded, or raises `LinkError`;
 - `send()` never blocks (the channel is a few short lines a second);
 - `messages()` yields every message in order and ends when the process has exited;
-- `close()` ends the process: stdin closed, then killed after `grace` seconds.
+- `close()` ends the process: stdin closed, then killed after `grace` seconds;
+- `discard()` ends it at once, waiting for nothing: the process was lost (its host is
+  gone or silent), and a graceful close would only wait for an answer that never comes.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class LinkError(RuntimeError):
 class EngineLink(Protocol):
     index: int
     description: str  # where it runs, for messages ("local pid 1234", "node …")
+    host: str  # the host it runs on ("local", or a cluster node's address)
 
     async def open(self) -> None: ...
     def send(self, cmd: Command) -> None: ...
@@ -41,6 +44,7 @@ class EngineLink(Protocol):
     @property
     def alive(self) -> bool: ...
     async def close(self, grace: float = 2.0) -> None: ...
+    def discard(self) -> None: ...
 
 
 # Builds the link for engine process number `index`, pinned to `cpus` when given.
@@ -54,6 +58,7 @@ class LocalLink:
         self.index = index
         self.cpus = list(cpus) if cpus else None
         self.description = "local"
+        self.host = "local"
         self._proc: asyncio.subprocess.Process | None = None
 
     async def open(self) -> None:
@@ -117,6 +122,12 @@ class LocalLink:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             await proc.wait()
+
+    def discard(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
 
 
 def local_links(index: int, cpus: Sequence[int] | None) -> EngineLink:

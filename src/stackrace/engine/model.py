@@ -276,6 +276,32 @@ class TargetSnapshot(msgspec.Struct):
         return round(self.rate) if self.rate else self.concurrency
 
 
+class LostEngine(msgspec.Struct, frozen=True):
+    """An engine process the driver lost during the load: its host went silent or away
+    (a cluster's load node), or the process died. What it had in flight at its last
+    report is counted `abandoned` for each target; what it did after that report never
+    reached the driver, so it is in no count (the server's own count may be higher)."""
+
+    host: str  # where it ran: "local", or a cluster node's address
+    where: str  # the link's description ("node 198.18.0.11 (ab12…) pid 4242")
+    at: float  # seconds since the load started
+    wall: float  # when (time.time())
+    why: str  # "no report for 5s", "its node died: …", "the process exited"
+    abandoned: dict[str, int] = msgspec.field(default_factory=dict)  # target id -> requests
+
+    def describe(self) -> str:
+        """One line for panes, progress and reports: which host, when, what it cost."""
+        import time
+
+        clock = time.strftime("%H:%M:%S", time.localtime(self.wall))
+        lost = sum(self.abandoned.values())
+        where = "this machine" if self.host == "local" else f"load host {self.host}"
+        return (
+            f"{where} lost at {clock} ({self.at:.1f}s into the load; {self.why}): "
+            f"{lost:,} request(s) in flight counted abandoned"
+        )
+
+
 class EngineSnapshot(msgspec.Struct):
     """What every consumer (CLI, TUI, bench) reads, once per interval."""
 
@@ -290,6 +316,8 @@ class EngineSnapshot(msgspec.Struct):
         bool  # an engine process ran near 100% of its core: figures may be the engine's limit
     )
     targets: list[TargetSnapshot]
+    # every engine process lost so far (a cluster's load host gone), oldest first
+    lost: list[LostEngine] = msgspec.field(default_factory=list)
 
     def target(self, target_id: str) -> TargetSnapshot | None:
         for t in self.targets:

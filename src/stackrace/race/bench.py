@@ -316,6 +316,7 @@ class LevelRunner:
         self.plan = plan
         self.s = plan.settings
         self.progress = progress
+        self.losses_told = 0  # engine hosts lost, already in the progress
 
     async def next_interval(self) -> None:
         """Wait for the engine's next snapshot (a fresh interval boundary)."""
@@ -325,7 +326,16 @@ class LevelRunner:
         while time.monotonic() < end:
             await asyncio.sleep(0.01)
             if engine.latest is not None and engine.latest.seq != seen:
+                self.tell_losses()
                 return
+
+    def tell_losses(self) -> None:
+        """A load host lost (a cluster's): say so the moment it is known."""
+        snap = self.core.engine.latest
+        lost = snap.lost if snap is not None else []
+        for loss in lost[self.losses_told :]:
+            self.progress(f"! {loss.describe()}; the run goes on")
+        self.losses_told = len(lost)
 
     def _crashed(self, ids: list[str]) -> list[str]:
         return [
@@ -403,6 +413,7 @@ class LevelRunner:
         end = time.monotonic() + self.s.duration
         while time.monotonic() < end:
             await asyncio.sleep(min(self.core.interval, max(0.0, end - time.monotonic())))
+            self.tell_losses()
             if self._crashed(ids):
                 break
         await self.next_interval()  # the last interval reaches the totals
@@ -643,6 +654,9 @@ async def run_bench(
                 await core.stop_member(i)
     finally:
         await core.stop()
+        final = core.engine.latest
+        for loss in final.lost if final is not None else []:
+            rec.run.notes.append(loss.describe())
         if watch is not None:
             await watch.stop()
             for i in watch.intervals:

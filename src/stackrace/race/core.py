@@ -110,6 +110,10 @@ class StackSource(Protocol):
     def start(self, stack_id: str, cpus: list[int] | None) -> MemberHandle: ...
     async def start_database(self) -> None: ...
     async def close(self) -> None: ...
+    def host_lost(self) -> str:
+        """ "" while the stacks' host is there; else what happened to it (a cluster's app
+        host gone: the race cannot go on, the front end ends it with this message)."""
+        ...
 
 
 class StackStarter(StackSource, Protocol):
@@ -511,6 +515,10 @@ class RaceCore:
             self.members[i].level_mark = self.sample_now(i)
 
     # --- reading --------------------------------------------------------------------
+
+    def host_lost(self) -> str:
+        """See StackSource.host_lost."""
+        return self.source.host_lost() if self.source is not None else ""
 
     def target(self, member_id: str) -> TargetSnapshot | None:
         snap = self.engine.latest

@@ -488,6 +488,9 @@ class DemoSource:
         self.stacks[stack_id] = stack
         return stack
 
+    def host_lost(self) -> str:
+        return ""  # a model: no host to lose
+
     async def start_database(self) -> None:
         """The demo needs no database."""
 

@@ -441,6 +441,9 @@ class ReplaySource:
     def start(self, stack_id: str, cpus: list[int] | None) -> ReplayMember:
         return self.members[stack_id]
 
+    def host_lost(self) -> str:
+        return ""  # a replay: no host to lose
+
     async def start_database(self) -> None:
         """A replay needs no database."""
 

@@ -121,6 +121,8 @@ class SessionView:
     database: str = ""
     shared: SharedCore | None = None  # the cores the stacks share (None: each its own)
     clock: float = 0.0  # race seconds now (what a verdict's `since` is counted in)
+    # "" while the race runs; else why it ended on its own (a cluster's app host lost)
+    ended: str = ""
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,7 @@ class Session:
         self.view_events: list[tuple[str, str]] = []
         # a classic experiment the race replays (a seed preset): its figures and claims
         self.then: Then | None = None
+        self.ended = ""  # why the race ended on its own (the stacks' host was lost)
 
     @property
     def engine(self):  # type: ignore[no-untyped-def]
@@ -321,6 +324,13 @@ class Session:
         """Advance everything one tick and return what to show. Call it ~4x/s."""
         if self.stopping:
             return self.view()  # stopping: nothing is attached, started or stepped
+        lost = self.core.host_lost()
+        if lost and not self.ended:
+            # the stacks' host is gone (a cluster's app host): nothing is left to load;
+            # the engines stop (on a cluster, their processes on the load hosts end)
+            self.ended = f"{lost}: the race ended"
+            self.ramp = None
+            await self.core.stop()
         await self.core.poll()
         snap = self.core.engine.latest
         if snap is not None and snap.seq != self._last_seq:
@@ -566,6 +576,9 @@ class Session:
                         )
                 if stall is not None and stall.evidence and not annotation:
                     annotation = f"wedged: {stall.evidence[0]}"
+            loss = self._lost_host_of(mid)
+            if loss:
+                annotation = loss
             panes.append(
                 PaneView(
                     id=mid,
@@ -637,10 +650,21 @@ class Session:
             database=database,
             shared=self.shared_core(),
             clock=self.core.clock() - self.started_at,
+            ended=self.ended,
         )
 
     def _core_share(self, mid: str) -> str:
         return verdicts.core_share(self.levels.current_step(mid))
+
+    def _lost_host_of(self, member_id: str) -> str:
+        """The latest loss of an engine host that carried this member's load, in words."""
+        snap = self.core.engine.latest
+        if snap is None:
+            return ""
+        for loss in reversed(snap.lost):
+            if member_id in loss.abandoned:
+                return loss.describe()
+        return ""
 
     @property
     def synthetic(self) -> bool:

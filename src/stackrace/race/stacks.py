@@ -187,6 +187,9 @@ class StacksSource:
         self.handles.append(handle)
         return handle
 
+    def host_lost(self) -> str:
+        return ""  # the stacks run on this machine
+
     async def start_database(self) -> None:
         """The db workload: start and seed the private MariaDB (scoped to this process, or
         the user's own `stackrace db up` instance) and give every stack its settings."""

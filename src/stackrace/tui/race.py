@@ -337,6 +337,8 @@ class RaceScreen(Screen[None]):
         else:
             self._put("engine-health", f"engine CPU\n[b]{view.engine_cpu:.0f} %[/b] of a core")
         status = []
+        if view.ended:
+            status.append(f"[b red]{view.ended.upper()}[/]")
         if view.replay:
             status.append(f"[b reverse] {view.replay} [/]")
         if view.caption:
