@@ -235,3 +235,21 @@ async def test_picker_keys_for_threads_and_every_param_and_variants_race():
         assert set(panes) == set(stacks.selected)
         ids = {p.id for p in panes.values()}
         assert "pane-aiohttp" in ids and len(ids) == 4
+
+
+async def test_your_requests_replace_the_workload_choice():
+    """With --path (or --scenario) the load is your requests: the picker shows them and
+    offers no workload of stackrace's own apps, which your app does not serve."""
+    from stackrace.race_settings import RaceSettings
+
+    settings = RaceSettings(paths=["/:3", "/slow:1"])
+    session = synthetic_session()
+    app = StackraceApp(session, RacePlan(settings=settings), list(CATALOG), tick_interval=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, PickerScreen)
+        shown = str(app.screen.query_one("#own-requests").render())
+        assert "/ ×3, /slow ×1" in shown
+        assert not app.screen.query("#workload") and not app.screen.query("#io-delay")
+        await _start(app, pilot)
+        assert app.session.core.settings.paths == settings.paths

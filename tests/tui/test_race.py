@@ -252,3 +252,21 @@ async def test_a_seed_preset_shows_its_experiment_beside_the_panes_judged_live()
         await race.pilot.press("n")
         await race.pilot.pause()
         assert not strip.display
+
+
+async def test_a_few_failures_under_the_rule_are_not_called_none(race: Race):
+    """Failures under the breaking rule's 1 % give no verdict, but the pane must not say
+    "no failures" beside them (uWSGI's pane read "✓ no failures" beside "timeout 9")."""
+    from dataclasses import replace
+
+    await race.advance(8)
+    view = race.screen.last_view
+    assert view is not None
+    pv = next(p for p in view.panes if p.id == "uvicorn")
+    pane = race.screen.query_one("#pane-uvicorn", StackPane)
+    calm = replace(pv, verdict=None, core_share="", behind="", judged=True, compared=False)
+    pane._show_verdict(replace(calm, level_failed=0), rate_mode=False)
+    assert "✓ no failures at c=" in race.text("#pane-uvicorn #breaking")
+    pane._show_verdict(replace(calm, level_failed=9, level_failure_ratio=0.002), rate_mode=False)
+    line = race.text("#pane-uvicorn #breaking")
+    assert "no failures" not in line and "9 failed (0.2 %, under 1 %)" in line, line

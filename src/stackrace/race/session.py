@@ -85,6 +85,10 @@ class PaneView:
     loads: str = ""  # your requests, when they are what is loaded ("GET / ×3, /slow ×1")
     synthetic: bool = False  # a model's figures (--demo), not a measurement
     judged: bool = False  # the level running now was measured long enough to judge
+    # the level running now: failures as the breaking rule counts them, and their share
+    # of its attempts (a few under the rule's 1 % are no verdict, but they are not none)
+    level_failed: int = 0
+    level_failure_ratio: float = 0.0
     # a lower level was measured too (or this is c=1): the breaking rule compares levels,
     # so a queue or a CPU limit shows only against one; without it, "not broken" would
     # claim more than was tested
@@ -609,6 +613,8 @@ class Session:
                     loads=self._loads(),
                     synthetic=self.synthetic,
                     judged=self._judged(mid),
+                    level_failed=step.failed if (step := self.levels.current_step(mid)) else 0,
+                    level_failure_ratio=step.failure_ratio if step else 0.0,
                     compared=self._compared(mid),
                     verdict_since=since,
                     wedged=self._wedged.get(mid) is not None and target is not None,

@@ -285,8 +285,16 @@ class StackPane(Vertical, can_focus=True):
         share one size)."""
 
     def on_resize(self) -> None:
+        self.fit_title()
         self.fit()
         self.post_message(self.Resized())
+
+    def fit_title(self) -> None:
+        """The border's title in the width it has: the stack's name, else its id (a
+        variant's settings are what tells two panes apart: `gunicorn-sync:workers=4`
+        must not be cut to "gunicorn (sync worker) (worke…")."""
+        room = self.size.width - 4  # the two corners and a space either side of the title
+        self.border_title = escape(title_for(self.name_text, self.pane_id, room))
 
     def fit(self) -> None:
         """Give each part its rows for the pane's height (on resize and mode changes)."""
@@ -568,6 +576,11 @@ class StackPane(Vertical, can_focus=True):
             now = fmt_level(t.level, rate_mode)
             if view.judged and view.compared:
                 line.append(f"✓ not broken at {now}", style="green")
+            elif view.judged and view.level_failed:
+                # under the rule's 1 %: no verdict, but "no failures" would not be true
+                share = 100 * view.level_failure_ratio
+                line.append(f"✓ holding at {now}", style="green")
+                line.append(f" · {view.level_failed:,} failed ({share:.2g} %, under 1 %)")
             elif view.judged:
                 line.append(f"✓ no failures at {now}", style="green")
                 line.append(" · no lower level to compare (r ramps)", style="dim")
@@ -687,6 +700,19 @@ class StackPane(Vertical, can_focus=True):
         second = f"RSS {p['rss']}  CPU {p['cpu']}"
         text = f"{first}\n{second}" if self._rows["proj"] > 1 else f"{first}  {second}"
         self._set("proj", Text(text, style="bold", no_wrap=True, overflow="ellipsis"))
+
+
+def title_for(name: str, member_id: str, room: int) -> str:
+    """The longest of a pane's names that fits `room` columns: its name, its id, or its
+    id cut in the middle so that a variant's settings (the end) stay readable."""
+    if room <= 0 or len(name) <= room:
+        return name
+    if len(member_id) <= room:
+        return member_id
+    if room < 8:
+        return member_id[:room]
+    head = max(4, room // 3)  # the start names the server; the end holds the settings
+    return member_id[:head] + "…" + member_id[-(room - 1 - head) :]
 
 
 def pane_widget_id(member_id: str) -> str:

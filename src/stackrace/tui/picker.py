@@ -11,6 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.markup import escape
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import (
@@ -381,6 +382,20 @@ class TuneScreen(ModalScreen[dict[str, str] | None]):
         self.dismiss(values)
 
 
+def _own_requests(settings) -> str:  # type: ignore[no-untyped-def]
+    """`GET / ×3, /slow ×1`: what --path / --scenario load, in one line."""
+    from stackrace.scenario import ScenarioError, describe
+
+    try:
+        kinds = settings.request_kinds() or []
+    except ScenarioError as exc:  # checked before the app opened; kept for safety
+        return str(exc)
+    if not kinds:
+        return ""
+    method = "" if len(kinds) > 1 or kinds[0].method != "GET" else "GET "
+    return f"{method}{describe(kinds)}  (your --path / --scenario, on every stack)"
+
+
 def build_rows(catalog: list[StackChoice], plan: RacePlan) -> list[Row]:
     """The list's rows: URL targets, then the catalog; variants in the plan get rows."""
     rows = [Row(None, True, url=u, index=i) for i, u in enumerate(plan.urls)]
@@ -437,19 +452,26 @@ class PickerScreen(Screen[RacePlan]):
                 )
                 yield StackList(build_rows(self.catalog, self.plan), self.synthetic, id="stacks")
             with Vertical(id="options-col"):
-                yield Label("Workload", classes="section")
-                with RadioSet(id="workload"):
-                    for name in PICKED_WORKLOADS:
-                        yield RadioButton(
-                            f"{name:<6} {_WORKLOAD_HELP[name]}",
-                            value=name == self.plan.settings.workload,
-                            name=name,
-                        )
-                with Horizontal(classes="inline"):
-                    yield Label("io delay ms", classes="field")
-                    yield Input(str(self.plan.settings.io_ms), id="io-delay", type="integer")
-                    yield Label("db queries", classes="field")
-                    yield Input(str(self.plan.settings.queries), id="db-queries", type="integer")
+                if self.plan.settings.own_requests:
+                    # --path / --scenario: your requests are the load, not a workload
+                    # of stackrace's apps (which your app does not serve)
+                    yield Label("Requests", classes="section")
+                    yield Static(escape(_own_requests(self.plan.settings)), id="own-requests")
+                else:
+                    yield Label("Workload", classes="section")
+                    with RadioSet(id="workload"):
+                        for name in PICKED_WORKLOADS:
+                            yield RadioButton(
+                                f"{name:<6} {_WORKLOAD_HELP[name]}",
+                                value=name == self.plan.settings.workload,
+                                name=name,
+                            )
+                    with Horizontal(classes="inline"):
+                        s = self.plan.settings
+                        yield Label("io delay ms", classes="field")
+                        yield Input(str(s.io_ms), id="io-delay", type="integer")
+                        yield Label("db queries", classes="field")
+                        yield Input(str(s.queries), id="db-queries", type="integer")
                 yield Label("Mode", classes="section")
                 with RadioSet(id="mode"):
                     yield RadioButton(
@@ -496,6 +518,8 @@ class PickerScreen(Screen[RacePlan]):
         stacks.refill()
 
     def _settings(self):  # type: ignore[no-untyped-def]
+        if self.plan.settings.own_requests:
+            return self.plan.settings  # your requests: no workload to choose
         workload_btn = self.query_one("#workload", RadioSet).pressed_button
         return msgspec.structs.replace(
             self.plan.settings,
