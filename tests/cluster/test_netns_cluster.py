@@ -307,7 +307,7 @@ def test_db_workload_and_every_listener_on_the_app_host(
         "--concurrency",
         "4",
         "--duration",
-        "3s",
+        "15s",  # the listeners are up the whole level: a slow `ss` still sees them
         "--warmup",
         "0s",
         "--metrics",
@@ -319,11 +319,19 @@ def test_db_workload_and_every_listener_on_the_app_host(
         stderr=subprocess.PIPE,
     )
     try:
-        seen = wait_until(
-            lambda: ls if len(ls := _stackraces(c, "app")) >= 2 else None,
-            400,
-            "the stack and MariaDB listening on the app host",
-        )
+
+        def listening():  # type: ignore[no-untyped-def]
+            # a bench that ended before both were seen fails now, with its reason (it
+            # once ended first on a loaded machine and the wait ran its whole 400 s)
+            if driver.poll() is not None:
+                pytest.fail(
+                    "bench ended before the stack and MariaDB were seen listening "
+                    f"(exit {driver.returncode}): {driver.stderr.read()[-2000:]}"  # type: ignore[union-attr]
+                )
+            ls = _stackraces(c, "app")
+            return ls if len(ls) >= 2 else None
+
+        seen = wait_until(listening, 400, "the stack and MariaDB listening on the app host")
         metrics = [a for a, port, _ in c.topo.listeners("head") if port == 9464]
         _, err = driver.communicate(timeout=400)
     finally:
