@@ -437,7 +437,7 @@ def _failures(result: BenchRun) -> list[str]:
 
 def _tell(
     result: BenchRun,
-    verdict: gate.Verdict | None,
+    verdict: gate.GateVerdict | None,
     baseline: str | None,
     interrupted: str | None,
     failed: list[str],

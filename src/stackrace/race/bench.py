@@ -44,6 +44,7 @@ import msgspec
 import psutil
 
 from stackrace import __version__
+from stackrace.breaking import find_breaking_point, step_result
 from stackrace.config import Stack, placeholders, render
 from stackrace.db.watch import DbWatch
 from stackrace.engine.aggregate import add_kinds
@@ -59,11 +60,10 @@ from stackrace.race.core import (
     StackStarter,
     StackState,
 )
-from stackrace.race.placement import Placement, choose_isolation, place
-from stackrace.race.stacks import StacksSource
+from stackrace.race.placement import CorePlacement, choose_isolation, place
+from stackrace.race.stacks import StacksFileSource
 from stackrace.race.urls import UrlHandle, UrlTarget
 from stackrace.race_settings import RaceSettings
-from stackrace.ramp import find_breaking_point, step_result
 from stackrace.report.schema import (
     SCHEMA_VERSION,
     BenchRun,
@@ -157,7 +157,7 @@ def server_version(stack: Stack) -> str:
 
 def plan_placement(
     settings: RaceSettings, n_stacks: int, parts: RaceParts | None = None
-) -> tuple[Placement, str]:
+) -> tuple[CorePlacement, str]:
     """Where the stacks and engines run: here, or (with `parts`) on other hosts, where the
     stacks' host gives every core to the stacks."""
     here = parts is None
@@ -172,7 +172,7 @@ def plan_placement(
 class BenchRecorder:
     """The run being measured: complete up to the last finished level at any moment."""
 
-    def __init__(self, plan: BenchPlan, placement: Placement, why: str) -> None:
+    def __init__(self, plan: BenchPlan, placement: CorePlacement, why: str) -> None:
         s = plan.settings
         self.run = BenchRun(
             schema=SCHEMA_VERSION,
@@ -226,7 +226,7 @@ class BenchRecorder:
 
 
 def judge(result: StackResult) -> StackResult:
-    """Apply the breaking-point rule (stackrace.ramp, shared with the app) to the levels."""
+    """Apply the breaking-point rule (stackrace.breaking, shared with the app) to the levels."""
     steps = [
         # a server not sampled has no CPU figure: its 0 must not read as an idle server
         step_result(lv.level, lv.window, lv.cpu_percent if result.sampled else None, None)
@@ -559,7 +559,7 @@ async def run_bench(
         engine: LoadEngine = Engine(
             engine_settings, per_target=True, allow_remote=plan.allow_remote
         )
-        source = StacksSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
+        source = StacksFileSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
     else:
         engine = parts.engine(engine_settings)
         source = parts.source
@@ -694,7 +694,7 @@ def _start_group(
     source: StackStarter,
     rec: BenchRecorder,
     plan: BenchPlan,
-    placement: Placement,
+    placement: CorePlacement,
     group: list[int],
     progress: Progress,
 ) -> list[str]:
@@ -720,7 +720,7 @@ async def _join_urls(
     core: RaceCore,
     rec: BenchRecorder,
     plan: BenchPlan,
-    placement: Placement,
+    placement: CorePlacement,
     group: list[int],
     progress: Progress,
 ) -> list[str]:

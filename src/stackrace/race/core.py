@@ -32,7 +32,7 @@ from stackrace.engine.model import (
     TargetSnapshot,
     TargetSpec,
 )
-from stackrace.race.placement import Placement
+from stackrace.race.placement import CorePlacement
 from stackrace.race_settings import RaceSettings
 from stackrace.scenario import RequestKind, target_spec
 from stackrace.stacks.listen import ListenState
@@ -188,7 +188,7 @@ class RaceCore:
     signs_every: float = SIGNS_EVERY
     interval: float = 0.25  # the engine's report interval
     members: dict[str, Member] = field(default_factory=dict)
-    placement: Placement | None = None
+    placement: CorePlacement | None = None
     concurrency: int = 10
     rate: float | None = None
     errors: list[str] = field(default_factory=list)
@@ -205,7 +205,7 @@ class RaceCore:
         self,
         stack_ids: Sequence[str],
         urls: Sequence[MemberHandle] = (),
-        placement: Placement | None = None,
+        placement: CorePlacement | None = None,
     ) -> None:
         """Start the engine, every stack (in the background) and the URL targets."""
         import os

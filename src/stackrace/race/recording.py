@@ -41,12 +41,12 @@ from typing import IO, Any
 import msgspec
 
 from stackrace import inputfile
+from stackrace.breaking import LevelVerdict, StepResult
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import EngineSnapshot, TargetSpec
 from stackrace.race.core import RaceCore, StackChoice, StackState
 from stackrace.race.session import RacePlan, Session, SessionView
 from stackrace.race_settings import RaceSettings
-from stackrace.ramp import StepResult, Verdict
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
@@ -134,7 +134,7 @@ class RampResult(msgspec.Struct, tag="ramp_result"):
 
     t: float
     steps: dict[str, list[StepResult]]
-    breaking: dict[str, Verdict | None]
+    breaking: dict[str, LevelVerdict | None]
     ended: str = ""
     notes: list[str] = []
 
@@ -640,7 +640,7 @@ def _clock(t: float) -> str:
 
 def recorded_levels(recording: Recording) -> dict[str, tuple[MemberInfo, list[Any]]]:
     """Each member's levels as the level log measured them (for a ghost)."""
-    from stackrace.ramp import LevelLog
+    from stackrace.levels import LevelLog
 
     log = LevelLog()
     for r in recording.records:
