@@ -593,7 +593,7 @@ class _Seen:
             return
         self.seqs.add(snap.seq)
         w = snap.targets[0].interval
-        self.sent += w.sent - w.carried_in  # carried_in: sent in an earlier interval
+        self.sent += w.started
         self.answered += w.requests
         self.lost += w.lost
 
@@ -601,7 +601,7 @@ class _Seen:
         """What was not counted in `total`: the warm-up (and an interval that straddled
         its end, which the engine counts in neither)."""
         return _Warmup(
-            sent=max(0, self.sent - (total.sent - total.carried_in)),
+            sent=max(0, self.sent - total.started),
             answered=max(0, self.answered - total.requests),
             lost=max(0, self.lost - total.lost),
         )
