@@ -19,7 +19,6 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -33,6 +32,7 @@ from stackrace.engine.model import (
     TargetSpec,
 )
 from stackrace.race.placement import CorePlacement
+from stackrace.race.state import StackState
 from stackrace.race_settings import RaceSettings
 from stackrace.scenario import RequestKind, target_spec
 from stackrace.stacks.listen import ListenState
@@ -42,14 +42,6 @@ from stackrace.workloads import WORKLOADS
 
 SAMPLE_EVERY = 1.0  # seconds between resource samples of one member (smaps reads cost)
 SIGNS_EVERY = 1.0  # seconds between looks at the members' sockets and logs
-
-
-class StackState(StrEnum):
-    STARTING = "starting"
-    WARMING = "warming"
-    READY = "ready"
-    CRASHED = "crashed"
-    STOPPED = "stopped"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from stackrace.race.core import RaceParts, StackChoice, StackSource
-from stackrace.race.recording import ReplayPlayer
+from stackrace.race.replay import ReplayPlayer
 from stackrace.race.session import RacePlan, Session
 from stackrace.race_settings import RaceSettings
 from stackrace.tui.picker import PickerScreen
