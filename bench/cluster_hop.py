@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "src"))
 
 from engine_vs_wrk import PORT, build_target, served, start_server  # noqa: E402
-from stackrace.cluster.placement import LoadEntry, NodeRef, Placement  # noqa: E402
+from stackrace.cluster.placement import LoadEntry, NodePlacement, NodeRef  # noqa: E402
 from stackrace.cluster.run import ClusterRun, local_cluster_env  # noqa: E402
 from stackrace.engine.client import Engine  # noqa: E402
 from stackrace.engine.model import EngineSettings, TargetSpec  # noqa: E402
@@ -169,7 +169,7 @@ def main() -> None:
     try:
         assert cluster.stdout is not None
         info = json.loads(cluster.stdout.readline())
-        placement = Placement(
+        placement = NodePlacement(
             load=(LoadEntry(NodeRef("label", "stackrace-role", "load"), 1, (ENGINE_CPU,)),)
         )
         run = ClusterRun.connect(info["address"], placement)

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 
 from stackrace.cluster.frontends import app_parts
-from stackrace.cluster.placement import Placement
+from stackrace.cluster.placement import NodePlacement
 from stackrace.cluster.run import ClusterRun
 from stackrace.config import load_stacks
 from stackrace.engine.model import EngineSettings
@@ -82,7 +82,7 @@ async def main(args: argparse.Namespace) -> None:
     stacks = tuple(args.stacks.split(","))
     c = args.concurrency
     # generous: a busy 2-core machine starts actors slowly (the default is 30 s)
-    placement = Placement(lost_after=args.lost_after, timeout=120.0)
+    placement = NodePlacement(lost_after=args.lost_after, timeout=120.0)
     run = ClusterRun.connect(args.address, placement)
     try:
         parts = app_parts(run, load_stacks(args.stacks_file))

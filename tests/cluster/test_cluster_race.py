@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from stackrace.cluster.errors import ClusterError, PlacementError
-from stackrace.cluster.placement import Placement, with_flags
+from stackrace.cluster.placement import NodePlacement, with_flags
 from stackrace.cluster.run import ClusterRun
 from stackrace.config import load_stacks, resolve
 from stackrace.engine.client import EngineError
@@ -53,7 +53,7 @@ def ancestors_named(pid: int) -> list[str]:
 
 async def test_race_two_stacks_across_nodes(ray_cluster: LocalCluster):
     defs = load_stacks(str(FIXTURE))
-    run = ClusterRun.connect(ray_cluster.address, Placement())
+    run = ClusterRun.connect(ray_cluster.address, NodePlacement())
     try:
         assert [s.node.id for s in run.slots] == [ray_cluster.nodes["load"]]
         assert run.app_node.id == ray_cluster.nodes["app"]
@@ -114,11 +114,13 @@ async def test_race_two_stacks_across_nodes(ray_cluster: LocalCluster):
 def test_missing_node_fails_fast(ray_cluster: LocalCluster):
     started = time.monotonic()
     with pytest.raises(PlacementError) as exc:
-        ClusterRun.connect(ray_cluster.address, with_flags(Placement(), load_nodes=["id:deadbeef"]))
+        ClusterRun.connect(
+            ray_cluster.address, with_flags(NodePlacement(), load_nodes=["id:deadbeef"])
+        )
     text = str(exc.value)
     assert "matches no live node" in text
     assert "stackrace-role=app" in text  # the live nodes are listed, with their labels
-    run = ClusterRun.connect(ray_cluster.address, with_flags(Placement(), app_node="rack=7"))
+    run = ClusterRun.connect(ray_cluster.address, with_flags(NodePlacement(), app_node="rack=7"))
     try:
         with pytest.raises(PlacementError, match="the app role names rack=7"):
             run.app_host()
@@ -132,12 +134,12 @@ def test_unreachable_head_fails_fast():
 
     started = time.monotonic()
     with pytest.raises(ClusterError, match="nothing answers"):
-        ClusterRun.connect(f"127.0.0.1:{free_port()}", Placement())
+        ClusterRun.connect(f"127.0.0.1:{free_port()}", NodePlacement())
     assert time.monotonic() - started < 20
 
 
 async def test_load_only_goes_to_cluster_nodes(ray_cluster: LocalCluster):
-    run = ClusterRun.connect(ray_cluster.address, Placement())
+    run = ClusterRun.connect(ray_cluster.address, NodePlacement())
     try:
         engine = run.engine(EngineSettings())
         async with engine:
@@ -156,7 +158,7 @@ async def test_app_session_on_the_cluster(ray_cluster: LocalCluster):
     from stackrace.race.core import RaceCore
     from stackrace.race.session import RacePlan, Session
 
-    run = ClusterRun.connect(ray_cluster.address, Placement())
+    run = ClusterRun.connect(ray_cluster.address, NodePlacement())
     try:
         parts = app_parts(run, load_stacks(str(FIXTURE)))
         assert isinstance(parts.source, ClusterStackSource)

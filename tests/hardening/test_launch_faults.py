@@ -134,14 +134,14 @@ def test_the_app_accepts_allow_remote(
     """The app's refusal of a remote --url tells the user to pass --allow-remote, before
     the screen opens: the app takes that option and gives it to its engine."""
     from stackrace.cli import build_parser
-    from stackrace.tui.app import LaunchError, build_session
+    from stackrace.tui.app import AppSetupError, build_session
 
     monkeypatch.setenv("STACKRACE_RUNS_DIR", str(tmp_path))
     argv = ["--url", "http://10.254.0.1/"] + (["--allow-remote"] if flag else [])
     args = build_parser().parse_args(argv)
     assert args.allow_remote is flag
     if not flag:
-        with pytest.raises(LaunchError, match="unless you pass --allow-remote"):
+        with pytest.raises(AppSetupError, match="unless you pass --allow-remote"):
             build_session(args)
         return
     session, *_ = build_session(args)

@@ -21,7 +21,7 @@ from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
 from stackrace.race.core import RaceCore
 from stackrace.race.session import RacePlan, Session
-from stackrace.race.stacks import StacksSource
+from stackrace.race.stacks import StacksFileSource
 from stackrace.race.urls import UrlTarget
 from stackrace.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
@@ -55,7 +55,7 @@ async def wait_until(predicate, timeout: float) -> bool:
 async def race_app(
     plan: RacePlan,
     panes: int,
-    launcher: StacksSource | None = None,
+    launcher: StacksFileSource | None = None,
     settings: EngineSettings | None = None,
 ) -> AsyncIterator[tuple[StackraceApp, RaceScreen, Pilot]]:
     """The app on the real engine (one process per target), open with its `panes` shown."""
@@ -111,7 +111,7 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
 
 async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
     """The real launcher: gunicorn sync (1 worker) and uvicorn on /io?ms=10."""
-    launcher = StacksSource()
+    launcher = StacksFileSource()
     choices = {c.id: c for c in launcher.catalog()}
     for needed in ("gunicorn-sync", "uvicorn"):
         if needed not in choices or not choices[needed].available:

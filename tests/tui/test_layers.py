@@ -8,7 +8,8 @@ import sys
 
 def test_session_ramp_and_synthetic_do_not_import_textual():
     code = (
-        "import sys, stackrace.race.session, stackrace.ramp, stackrace.race.demo, "
+        "import sys, stackrace.race.session, stackrace.breaking, stackrace.levels, "
+        "stackrace.race.demo, "
         "stackrace.race.recording, stackrace.race.ghost, stackrace.race.talk, "
         "stackrace.race.explain, stackrace.race.warmup, stackrace.race.summary, "
         "stackrace.race.choices, stackrace.commands.web, stackrace.commands.replay, "

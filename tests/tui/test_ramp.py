@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
+from stackrace.breaking import StepResult, find_breaking_point, peak, step_result
 from stackrace.engine.model import (
     EngineSnapshot,
     LatencySummary,
     TargetSnapshot,
     WindowStats,
 )
-from stackrace.ramp import (
-    LEVELS,
-    LevelLog,
-    Ramp,
-    StepResult,
-    find_breaking_point,
-    peak,
-    step_result,
-)
+from stackrace.levels import LEVELS, LevelLog, Ramp
 
 
 def step(

@@ -10,10 +10,10 @@ from stackrace.race.recording import (
     Command,
     Hist,
     Recorder,
-    ReplayPlayer,
     Tick,
     load_recording,
 )
+from stackrace.race.replay import ReplayPlayer
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.ghost import GhostPane

@@ -8,13 +8,13 @@ import json
 import msgspec
 import pytest
 
+from stackrace.breaking import QUEUEING, SATURATED, LevelVerdict, StepResult
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.race import explain
 from stackrace.race.choices import Choices, load_choices, save_choices
 from stackrace.race.talk import TalkError, TalkPlayer, parse_talk
 from stackrace.race.urls import target_url
 from stackrace.race.warmup import MAX_WARMING, WarmupTracker, is_settled
-from stackrace.ramp import QUEUEING, SATURATED, StepResult, Verdict
 
 # --- warm-up ------------------------------------------------------------------------------
 
@@ -163,7 +163,7 @@ def test_annotation_says_how_many_queue_and_how_long_they_wait():
 
 
 def test_annotation_for_a_cpu_bound_stack_gives_its_ceiling():
-    v = Verdict(500, SATURATED, "CPU-bound", 1000, 4000.0)
+    v = LevelVerdict(500, SATURATED, "CPU-bound", 1000, 4000.0)
     w = _window(waiting=20, requests=1000, rps=4000.0)
     note = explain.annotate(
         verdict=v,
@@ -198,7 +198,7 @@ def test_annotation_names_the_failure_kind():
 
 def test_proof_of_a_queueing_verdict_is_the_waiting_count():
     step = StepResult(100, _window(seconds=3.0, requests=270, rps=90.0, waiting=100))
-    v = Verdict(100, QUEUEING, "QPS flat, latency ×9.8", 1_100_000, 90.0)
+    v = LevelVerdict(100, QUEUEING, "QPS flat, latency ×9.8", 1_100_000, 90.0)
     assert explain.proof(v, step) == "100 waiting, req/s flat at 90"
 
 
@@ -222,7 +222,7 @@ def test_summary_exports_markdown_and_json(tmp_path):
         StepResult(1, _window(seconds=3.0, requests=270, rps=90.0)),
         StepResult(10, _window(seconds=3.0, requests=270, rps=90.0, waiting=10)),
     )
-    v = Verdict(10, QUEUEING, "QPS flat, latency ×10", 110_000, 90.0)
+    v = LevelVerdict(10, QUEUEING, "QPS flat, latency ×10", 110_000, 90.0)
     rows = [
         SummaryRow(
             "gunicorn-sync",
@@ -249,7 +249,7 @@ def test_summary_exports_markdown_and_json(tmp_path):
 
 def test_app_options_come_from_the_settings_and_presets():
     from stackrace.cli import build_parser
-    from stackrace.tui.app import LaunchError, build_session
+    from stackrace.tui.app import AppSetupError, build_session
 
     args = build_parser().parse_args(
         ["--demo", "--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "50", "--go"]
@@ -264,7 +264,7 @@ def test_app_options_come_from_the_settings_and_presets():
     _s, plan, _c, show_picker = build_session(args)
     assert plan.stacks == ("gunicorn-sync", "gunicorn-gevent", "gunicorn-meinheld")
     assert plan.settings.workload == "io" and not show_picker
-    with pytest.raises(LaunchError, match="--go needs stacks"):
+    with pytest.raises(AppSetupError, match="--go needs stacks"):
         build_session(build_parser().parse_args(["--demo", "--go"]))
 
 

@@ -1,4 +1,4 @@
-"""Placement files, flags and node resolution: pure logic, no Ray needed."""
+"""NodePlacement files, flags and node resolution: pure logic, no Ray needed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from stackrace.cluster.errors import PlacementError
 from stackrace.cluster.nodes import NodeInfo, load_slots, one_node
-from stackrace.cluster.placement import NodeRef, Placement, load_placement, with_flags
+from stackrace.cluster.placement import NodePlacement, NodeRef, load_placement, with_flags
 from stackrace.netguard import RemoteTargetError, require_loopback_or_member
 
 NODES = [
@@ -64,14 +64,14 @@ def test_placement_file_errors_name_the_file(tmp_path: Path):
 
 
 def test_lost_after_defaults_and_flag():
-    assert Placement().lost_after == 10.0  # silence a host may keep before it is lost
-    assert with_flags(Placement(), lost_after=2.5).lost_after == 2.5
+    assert NodePlacement().lost_after == 10.0  # silence a host may keep before it is lost
+    assert with_flags(NodePlacement(), lost_after=2.5).lost_after == 2.5
     with pytest.raises(PlacementError, match="--cluster-lost-after must be more than 0s"):
-        with_flags(Placement(), lost_after=0.0)
+        with_flags(NodePlacement(), lost_after=0.0)
 
 
 def test_flags_win_and_repeat_adds_engines():
-    p = with_flags(Placement(), load_nodes=["10.0.0.2", "10.0.0.2", "id:cc33"], app_node="app")
+    p = with_flags(NodePlacement(), load_nodes=["10.0.0.2", "10.0.0.2", "id:cc33"], app_node="app")
     assert [(e.node.value, e.engines) for e in p.load] == [("10.0.0.2", 2), ("cc33", 1)]
     assert [s.node.hostname for s in load_slots(p, NODES)] == ["gen1", "gen2", "gen1"]
     assert one_node("app", p.app, NODES).address == "10.0.0.4"
@@ -81,7 +81,7 @@ def test_unplaced_and_ambiguous_roles_are_explained():
     with pytest.raises(PlacementError, match="matches 2 nodes"):
         one_node("app", NodeRef.parse("stackrace-role=load"), NODES)
     with pytest.raises(PlacementError) as exc:
-        load_slots(with_flags(Placement(), load_nodes=["rack=9"]), NODES)
+        load_slots(with_flags(NodePlacement(), load_nodes=["rack=9"]), NODES)
     assert "--load-node" in str(exc.value) and "10.0.0.4" in str(exc.value)
 
 

@@ -4,18 +4,18 @@ FAILING with what was seen, a full backlog is named."""
 
 from __future__ import annotations
 
-from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race.verdicts import HOLD, VerdictHold, alone_on_a_core, shared_core
-from stackrace.race.wedge import WEDGED_AFTER, WedgeWatch, backlog_note, timeout_cause
-from stackrace.ramp import (
+from stackrace.breaking import (
     FAILING,
     QUEUEING,
     SATURATED,
     CpuShare,
-    Verdict,
+    LevelVerdict,
     find_breaking_point,
     step_result,
 )
+from stackrace.engine.model import LatencySummary, WindowStats
+from stackrace.race.verdicts import HOLD, VerdictHold, alone_on_a_core, shared_core
+from stackrace.race.wedge import WEDGED_AFTER, WedgeWatch, backlog_note, timeout_cause
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.signs import ServerSigns
 
@@ -77,8 +77,8 @@ def test_shared_core_not_full_and_the_estimate_alone_on_a_core():
 # --- hysteresis -------------------------------------------------------------------------
 
 
-def v(kind: str, level: int = 200) -> Verdict:
-    return Verdict(level, kind, kind, 0, 0.0)
+def v(kind: str, level: int = 200) -> LevelVerdict:
+    return LevelVerdict(level, kind, kind, 0, 0.0)
 
 
 def test_a_verdict_kind_changes_only_after_it_has_held_and_says_since_when():

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from stackrace.presets import PRESETS_DIR, load_preset
-from stackrace.race.recording import ReplayPlayer, load_recording
+from stackrace.race.recording import load_recording
+from stackrace.race.replay import ReplayPlayer
 from stackrace.race.summary import to_dict
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber

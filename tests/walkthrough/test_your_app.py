@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from stackrace.cli import build_parser
-from stackrace.tui.app import LaunchError, StackraceApp, build_session
+from stackrace.tui.app import AppSetupError, StackraceApp, build_session
 from stackrace.tui.pane import StackPane
 from tests.helpers import ROOT, TestServer
 
@@ -120,5 +120,5 @@ def test_the_apps_url_options_are_checked_before_the_screen_opens() -> None:
         ("--url", "http://127.0.0.1:9", "--pid", "1", "--pid", "2"): "--pid 2 has no --url",
     }
     for argv, expected in cases.items():
-        with pytest.raises(LaunchError, match=re.escape(expected)):
+        with pytest.raises(AppSetupError, match=re.escape(expected)):
             build_session(build_parser().parse_args(list(argv)))

@@ -34,11 +34,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import sys
 import time
 
 from stackrace.cluster.hostinfo import HostInfo, current_node_id, normal_priority, this_host
+from stackrace.engine.link import end_engine, spawn_engine
 
 _LINE_LIMIT = 16 * 1024 * 1024  # a report line with a wide histogram can be long
 
@@ -67,19 +66,7 @@ class EngineHost:
         # the engine's PR_SET_PDEATHSIG follows the thread that forked it.
         self._more = asyncio.Event()
         normal_priority()  # the engine process inherits it: see hostinfo.normal_priority
-        self._proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "stackrace.engine.worker",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=None,
-            start_new_session=True,
-            limit=_LINE_LIMIT,
-        )
-        if self.cpus:
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(self._proc.pid, set(self.cpus))
+        self._proc = await spawn_engine(self.cpus, limit=_LINE_LIMIT)
         self._reader = asyncio.create_task(self._read())
         self._last_call = time.monotonic()
         if self.lost_after:
@@ -151,15 +138,8 @@ class EngineHost:
         proc = self._proc
         if proc is None:
             return None
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), grace)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+        code = await end_engine(proc, grace)
         if self._reader is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
-        return proc.returncode
+        return code

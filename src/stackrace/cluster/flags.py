@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from stackrace import paths
 from stackrace.cluster.errors import ClusterError
-from stackrace.cluster.placement import Placement, load_placement, with_flags
+from stackrace.cluster.placement import NodePlacement, load_placement, with_flags
 from stackrace.units import parse_duration
 
 if TYPE_CHECKING:
@@ -73,8 +73,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def placement_from_args(args: argparse.Namespace) -> Placement:
-    base = load_placement(args.placement) if args.placement else Placement()
+def placement_from_args(args: argparse.Namespace) -> NodePlacement:
+    base = load_placement(args.placement) if args.placement else NodePlacement()
     try:
         timeout = parse_duration(args.cluster_timeout) if args.cluster_timeout else None
     except ValueError as exc:

@@ -13,7 +13,7 @@ import socket
 from dataclasses import dataclass, field
 
 from stackrace.cluster.errors import PlacementError
-from stackrace.cluster.placement import NodeRef, Placement
+from stackrace.cluster.placement import NodePlacement, NodeRef
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def one_node(role: str, ref: NodeRef, nodes: list[NodeInfo]) -> NodeInfo:
     return found[0]
 
 
-def load_slots(placement: Placement, nodes: list[NodeInfo]) -> list[LoadSlot]:
+def load_slots(placement: NodePlacement, nodes: list[NodeInfo]) -> list[LoadSlot]:
     """One slot per engine process, in the order processes are handed out: the nodes
     interleaved, so that n processes of a target spread over n nodes before doubling up."""
     per_node: list[list[LoadSlot]] = []

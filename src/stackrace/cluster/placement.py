@@ -82,7 +82,7 @@ class LoadEntry(msgspec.Struct, frozen=True):
     cpus: tuple[int, ...] = ()
 
 
-class Placement(msgspec.Struct, frozen=True):
+class NodePlacement(msgspec.Struct, frozen=True):
     load: tuple[LoadEntry, ...] = (LoadEntry(NodeRef("label", ROLE_LABEL, "load")),)
     app: NodeRef = NodeRef("label", ROLE_LABEL, "app")
     db: NodeRef | None = None  # None: on the app node
@@ -113,7 +113,7 @@ class _PlacementToml(msgspec.Struct, forbid_unknown_fields=True):
     db: _RoleToml | None = None
 
 
-def load_placement(path: str | Path) -> Placement:
+def load_placement(path: str | Path) -> NodePlacement:
     """Read a cluster.toml; errors name the file and what is wrong in it."""
     p = Path(path)
     try:
@@ -126,9 +126,9 @@ def load_placement(path: str | Path) -> Placement:
     except msgspec.ValidationError as exc:
         raise PlacementError(f"{p}: {exc}") from None
     try:
-        base = Placement()
+        base = NodePlacement()
         load = tuple(_load_entry(NodeRef.parse(e.node), e.engines, tuple(e.cpus)) for e in doc.load)
-        return Placement(
+        return NodePlacement(
             load=load or base.load,
             app=NodeRef.parse(doc.app.node) if doc.app else base.app,
             db=NodeRef.parse(doc.db.node) if doc.db else None,
@@ -157,14 +157,14 @@ def _load_entry(node: NodeRef, engines: int, cpus: tuple[int, ...]) -> LoadEntry
 
 
 def with_flags(
-    placement: Placement,
+    placement: NodePlacement,
     *,
     load_nodes: list[str] | None = None,
     app_node: str | None = None,
     db_node: str | None = None,
     timeout: float | None = None,
     lost_after: float | None = None,
-) -> Placement:
+) -> NodePlacement:
     """The placement with what flags say instead; a repeated --load-node adds an engine."""
     changes: dict[str, object] = {}
     if load_nodes:

@@ -33,7 +33,7 @@ from stackrace.cluster.errors import ClusterError, PlacementError, RayMissing
 from stackrace.cluster.hostinfo import HostInfo, check_compatible
 from stackrace.cluster.load_role import ClusterEngine, RayLinks, first_line
 from stackrace.cluster.nodes import LoadSlot, NodeInfo, live_nodes, load_slots, one_node
-from stackrace.cluster.placement import Placement
+from stackrace.cluster.placement import NodePlacement
 from stackrace.config import HOST
 from stackrace.engine.model import EngineSettings
 
@@ -84,7 +84,7 @@ def prefer_loopback(address: str) -> None:
 
 
 class ClusterRun:
-    def __init__(self, ray: Any, placement: Placement, nodes: list[NodeInfo]) -> None:
+    def __init__(self, ray: Any, placement: NodePlacement, nodes: list[NodeInfo]) -> None:
         self.ray = ray
         self.placement = placement
         self.nodes = nodes
@@ -102,7 +102,7 @@ class ClusterRun:
         self.on_app_lost: list[Callable[[str], None]] = [self._app_was_lost]
 
     @classmethod
-    def connect(cls, address: str | None, placement: Placement) -> ClusterRun:
+    def connect(cls, address: str | None, placement: NodePlacement) -> ClusterRun:
         """Join the cluster as its driver and resolve the load role (the app and db roles
         are resolved when first used, still before any load)."""
         address = address or placement.address

@@ -1,6 +1,6 @@
 """`stackrace bench`: a headless comparison that ends with a table, files and a verdict.
 
-Its options are the race settings (race/settings.py declares each once, with its
+Its options are the race settings (race_settings.py declares each once, with its
 default and parser); a `--preset` supplies them, or `--from RUN.json` (a saved run: its
 settings, and its stacks as the run recorded them: report/provenance.py), and options
 given override them. Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops the run
@@ -437,7 +437,7 @@ def _failures(result: BenchRun) -> list[str]:
 
 def _tell(
     result: BenchRun,
-    verdict: gate.Verdict | None,
+    verdict: gate.GateVerdict | None,
     baseline: str | None,
     interrupted: str | None,
     failed: list[str],

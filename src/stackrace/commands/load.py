@@ -65,6 +65,7 @@ from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.race import accounting
 from stackrace.race_settings import REQUEST_FIELDS, RaceSettings, add_options, given
+from stackrace.race_settings import options as options_of
 from stackrace.report.failures import requests_failed
 from stackrace.report.schema import PathResult
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
@@ -72,6 +73,14 @@ from stackrace.units import fmt_bytes, fmt_count, fmt_us
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
+
+# `warmup` means the same in load and bench: load this long before the figures count.
+# Only its default differs, on purpose: `load` is one measurement of one target, read
+# beside wrk's and ab's (which count from the first request), so it counts everything
+# unless asked; bench compares stacks level by level, and a level's first seconds
+# (connections opening, a JIT's first requests) would blur that, so its levels warm up
+# (RaceSettings.warmup, 2 s).
+LOAD_WARMUP = 0.0
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -92,18 +101,21 @@ def register(p: argparse.ArgumentParser) -> None:
         default=10,
         help="connections (default 10)",
     )
+    # duration, warm-up and timeout are the race settings' (race_settings.py): the same
+    # parser and meaning, and the same defaults but for the warm-up's (LOAD_WARMUP)
+    settings, race = options_of(), RaceSettings()
     p.add_argument(
         "-d",
         "--duration",
-        type=options.positive_duration,
-        default="10s",
-        help="how long to load (default 10s)",
+        type=settings["duration"].parse,
+        default=race.duration,
+        help=f"how long to load (default {race.duration:g}s)",
     )
     p.add_argument(
         "--warmup",
-        type=options.non_negative_duration,
-        default="0s",
-        help="load this long before figures count",
+        type=settings["warmup"].parse,
+        default=LOAD_WARMUP,
+        help=f"{settings['warmup'].help} (default {LOAD_WARMUP:g}s)",
     )
     p.add_argument(
         "--rate",
@@ -115,9 +127,9 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=options.timeout_duration,
-        default="10s",
-        help="request timeout (default 10s)",
+        type=settings["timeout"].parse,
+        default=race.timeout,
+        help=f"{settings['timeout'].help} (default {race.timeout:g}s)",
     )
     p.add_argument(
         "--connect-timeout",
@@ -593,7 +605,7 @@ class _Seen:
             return
         self.seqs.add(snap.seq)
         w = snap.targets[0].interval
-        self.sent += w.sent - w.carried_in  # carried_in: sent in an earlier interval
+        self.sent += w.started
         self.answered += w.requests
         self.lost += w.lost
 
@@ -601,7 +613,7 @@ class _Seen:
         """What was not counted in `total`: the warm-up (and an interval that straddled
         its end, which the engine counts in neither)."""
         return _Warmup(
-            sent=max(0, self.sent - (total.sent - total.carried_in)),
+            sent=max(0, self.sent - total.started),
             answered=max(0, self.answered - total.requests),
             lost=max(0, self.lost - total.lost),
         )

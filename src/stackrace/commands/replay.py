@@ -17,7 +17,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stackrace.race.recording import SPEEDS, RecordingError, ReplayPlayer, load_recording
+    from stackrace.race.recording import RecordingError, load_recording
+    from stackrace.race.replay import SPEEDS, ReplayPlayer
 
     try:
         recording = load_recording(args.file)

@@ -44,7 +44,6 @@ from stackrace.db import seed as seeding
 from stackrace.db.errors import DbError
 from stackrace.db.paths import InstancePaths, default_dir, find_binary, shadow_base
 from stackrace.db.proc import (
-    die_with_parent,
     is_our_server,
     nofile_hard_limit,
     process_name,
@@ -53,6 +52,7 @@ from stackrace.db.proc import (
 from stackrace.db.server_user import ServerUser
 from stackrace.db.settings import DbSettings
 from stackrace.ports import free_port, pid_listening_on, port_in_use
+from stackrace.supervise.procs import die_with_parent
 from stackrace.supervise.watchdog import Watchdog
 
 DEFAULT_PORT = 13306
@@ -656,6 +656,8 @@ class ManagedMariaDB:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                # SIGTERM, not SIGKILL: mariadbd shuts down cleanly on it, so MyISAM
+                # tables are not left marked as crashed
                 preexec_fn=die_with_parent(signal.SIGTERM) if self.scoped else None,
                 close_fds=True,
             )

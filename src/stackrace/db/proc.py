@@ -1,32 +1,9 @@
-"""Process plumbing for mariadbd: parent-death signal, finding our server, free ports."""
+"""Process plumbing for mariadbd: finding our server, free ports (its parent-death
+signal is supervise/procs.py's `die_with_parent`, the one for every child)."""
 
 from __future__ import annotations
 
-import ctypes
-import os
-import signal
-from collections.abc import Callable
 from pathlib import Path
-
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None]:
-    """A preexec_fn that makes the child get `sig` when the forking thread ends.
-
-    SIGTERM rather than SIGKILL: mariadbd shuts down cleanly on it, so MyISAM tables
-    are not left marked as crashed. The kernel ties this to the *thread* that forked,
-    so callers must spawn from a long-lived thread (the main or event-loop thread).
-    """
-    parent = os.getpid()
-
-    def setup() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died between fork and prctl
-            os._exit(1)
-
-    return setup
 
 
 def read_pid(pid_file: Path) -> int | None:

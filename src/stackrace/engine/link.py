@@ -47,6 +47,48 @@ class EngineLink(Protocol):
     def discard(self) -> None: ...
 
 
+async def spawn_engine(
+    cpus: Sequence[int] | None = None, limit: int | None = None
+) -> asyncio.subprocess.Process:
+    """Start one engine process (`python -m stackrace.engine.worker`), pinned to `cpus`.
+
+    The one way an engine process is started, here and on a cluster's load hosts
+    (cluster/engine_actor.py): its own session, so Ctrl-C in the terminal reaches only
+    the driver; it follows its parent's death itself (engine/worker.py). `limit` is the
+    stdout reader's line limit (a report with a wide histogram can be long). OSError
+    when it cannot be started.
+    """
+    extra = {"limit": limit} if limit else {}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "stackrace.engine.worker",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=None,
+        start_new_session=True,
+        **extra,
+    )
+    if cpus:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(proc.pid, set(cpus))
+    return proc
+
+
+async def end_engine(proc: asyncio.subprocess.Process, grace: float = 2.0) -> int | None:
+    """End an engine process: stdin closed (it exits on its own), killed after `grace`
+    seconds if it has not. Its exit code. The one way an engine process is closed."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        await asyncio.wait_for(proc.wait(), grace)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+    return proc.returncode
+
+
 # Builds the link for engine process number `index`, pinned to `cpus` when given.
 LinkFactory = Callable[[int, Sequence[int] | None], EngineLink]
 
@@ -63,21 +105,10 @@ class LocalLink:
 
     async def open(self) -> None:
         try:
-            self._proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "stackrace.engine.worker",
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=None,
-                start_new_session=True,  # Ctrl-C in the terminal reaches only the driver
-            )
+            self._proc = await spawn_engine(self.cpus)
         except OSError as exc:
             raise LinkError(f"cannot start an engine process: {exc}") from None
         self.description = f"local pid {self._proc.pid}"
-        if self.cpus:
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(self._proc.pid, set(self.cpus))
 
     @property
     def pid(self) -> int | None:
@@ -111,17 +142,8 @@ class LocalLink:
         return self._proc is not None and self._proc.returncode is None
 
     async def close(self, grace: float = 2.0) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), grace)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+        if self._proc is not None:
+            await end_engine(self._proc, grace)
 
     def discard(self) -> None:
         proc = self._proc

@@ -185,7 +185,9 @@ class WindowStats(msgspec.Struct):
 
     seconds: float = 0.0
     sent: int = 0  # requests in play in the window: carried_in + those started in it
-    carried_in: int = 0  # of `sent`: already waiting when the window began
+    # of `sent`: already waiting when the window began (a window added up from parts,
+    # engine/aggregate.py WindowSum, began when its first part did)
+    carried_in: int = 0
     waiting: int = 0  # sent, no answer yet, at the end of the window
     unsent: int = 0  # rate mode, of `waiting`: due but not yet written (connections busy)
     # of `waiting`: the connect is still under way, so nothing was written yet (a server
@@ -243,6 +245,11 @@ class WindowStats(msgspec.Struct):
     @property
     def failed(self) -> int:
         return sum(self.failures.values())
+
+    @property
+    def started(self) -> int:
+        """Of `sent`, the requests started in this window (the rest were carried in)."""
+        return self.sent - self.carried_in
 
     @property
     def lost(self) -> int:

@@ -1,13 +1,13 @@
 """The engine process: `python -m stackrace.engine.worker`, driven over stdin/stdout.
 
 See channel.py for the protocol. Runs on uvloop; exits when stdin closes or the parent
-dies (PR_SET_PDEATHSIG), so an engine never outlives whoever started it.
+dies (PR_SET_PDEATHSIG, asked for by supervise/procs.py's `follow_parent`), so an
+engine never outlives whoever started it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import gc
 import os
 import resource
@@ -43,23 +43,14 @@ from stackrace.engine.model import EngineSettings, rate_problem
 from stackrace.engine.request import RequestError
 from stackrace.engine.target import Target
 from stackrace.engine.timer import fine_timer_slack
+from stackrace.supervise.procs import follow_parent
 
-_PR_SET_PDEATHSIG = 1
 _SWEEP_S = 0.1
 # How often the loop's lag is sampled. A sample is the time a callback made ready now
 # waits before it runs: the rest of this loop turn and the I/O of the next, which is
 # what a response that has just arrived waits before the engine can act on it.
 _LAG_PROBE_S = 0.005
 _INFLIGHT_EVERY = 10  # probes between samples of the requests in flight (every 50 ms)
-
-
-def die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this process when its parent dies (Linux only)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def runq_wait() -> tuple[float, int]:
@@ -272,8 +263,7 @@ async def _main() -> None:
 def main() -> None:
     if not stat.S_ISFIFO(os.fstat(0).st_mode) and not stat.S_ISSOCK(os.fstat(0).st_mode):
         sys.exit("stackrace engine: stdin must be the driver's pipe (see engine/channel.py)")
-    die_with_parent()
-    if os.getppid() == 1:
+    if not follow_parent(signal.SIGKILL):
         return  # the parent died before we could ask to follow it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     fine_timer_slack()  # rate mode's sends are due to the microsecond (timer.py)

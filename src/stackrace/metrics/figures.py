@@ -151,7 +151,7 @@ class RaceFigures:
         self, f: TargetFigures, t: TargetSnapshot, hist: HistogramSource | None, engine: int
     ) -> None:
         w = t.interval
-        f.sent += w.sent - w.carried_in
+        f.sent += w.started  # a counter: each request once, in the interval it began
         coded = 0
         for code, n in w.status.items():
             # the engine counts codes from 300 up (a dict update per 200 would cost the

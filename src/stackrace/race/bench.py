@@ -44,9 +44,10 @@ import msgspec
 import psutil
 
 from stackrace import __version__
+from stackrace.breaking import find_breaking_point, step_result
 from stackrace.config import Stack, placeholders, render
 from stackrace.db.watch import DbWatch
-from stackrace.engine.aggregate import add_kinds
+from stackrace.engine.aggregate import WindowSum
 from stackrace.engine.client import Engine
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import EngineSettings, WindowStats
@@ -59,11 +60,10 @@ from stackrace.race.core import (
     StackStarter,
     StackState,
 )
-from stackrace.race.placement import Placement, choose_isolation, place
-from stackrace.race.stacks import StacksSource
+from stackrace.race.placement import CorePlacement, choose_isolation, place
+from stackrace.race.stacks import StacksFileSource
 from stackrace.race.urls import UrlHandle, UrlTarget
 from stackrace.race_settings import RaceSettings
-from stackrace.ramp import find_breaking_point, step_result
 from stackrace.report.schema import (
     SCHEMA_VERSION,
     BenchRun,
@@ -157,7 +157,7 @@ def server_version(stack: Stack) -> str:
 
 def plan_placement(
     settings: RaceSettings, n_stacks: int, parts: RaceParts | None = None
-) -> tuple[Placement, str]:
+) -> tuple[CorePlacement, str]:
     """Where the stacks and engines run: here, or (with `parts`) on other hosts, where the
     stacks' host gives every core to the stacks."""
     here = parts is None
@@ -172,7 +172,7 @@ def plan_placement(
 class BenchRecorder:
     """The run being measured: complete up to the last finished level at any moment."""
 
-    def __init__(self, plan: BenchPlan, placement: Placement, why: str) -> None:
+    def __init__(self, plan: BenchPlan, placement: CorePlacement, why: str) -> None:
         s = plan.settings
         self.run = BenchRun(
             schema=SCHEMA_VERSION,
@@ -226,7 +226,7 @@ class BenchRecorder:
 
 
 def judge(result: StackResult) -> StackResult:
-    """Apply the breaking-point rule (stackrace.ramp, shared with the app) to the levels."""
+    """Apply the breaking-point rule (stackrace.breaking, shared with the app) to the levels."""
     steps = [
         # a server not sampled has no CPU figure: its 0 must not read as an idle server
         step_result(lv.level, lv.window, lv.cpu_percent if result.sampled else None, None)
@@ -247,7 +247,8 @@ class _Acc:
     """One level of one stack across repeats."""
 
     def __init__(self) -> None:
-        self.windows: list[WindowStats] = []
+        self.windows: list[WindowStats] = []  # each repeat's (its rps is a sample)
+        self.sum = WindowSum()  # the repeats as one window (engine/aggregate.py)
         self.hist: LatencyHistogram | None = None
         self.hist_unc: LatencyHistogram | None = None
         self.cpu: list[float] = []
@@ -256,56 +257,6 @@ class _Acc:
         self.engine_cpu: list[float] = []
         self.saturated = False
         self.db_down = False
-
-
-def merge_windows(
-    windows: list[WindowStats],
-    hist: LatencyHistogram | None = None,
-    hist_unc: LatencyHistogram | None = None,
-) -> WindowStats:
-    """Repeats of a level as one window: counts add; latencies come from the repeats'
-    merged histograms (`hist`, and `hist_unc` in rate mode); the requests in flight are
-    the time-average over all repeats; the other gauges (waiting, the oldest wait, the
-    engine's lag and CPU) are the last repeat's."""
-    if len(windows) == 1:
-        return windows[0]
-    out = msgspec.structs.replace(windows[-1])
-    if hist is not None:
-        out.latency = hist.summary()
-    if hist_unc is not None and out.latency_uncorrected is not None:
-        out.latency_uncorrected = hist_unc.summary()
-    out.seconds = sum(w.seconds for w in windows)
-    if out.seconds > 0:
-        out.in_flight = sum(w.in_flight * w.seconds for w in windows) / out.seconds
-    out.sent = sum(w.sent for w in windows)
-    out.carried_in = sum(w.carried_in for w in windows)
-    out.requests = sum(w.requests for w in windows)
-    out.ok = sum(w.ok for w in windows)
-    out.bytes = sum(w.bytes for w in windows)
-    out.late = sum(w.late for w in windows)
-    failures: dict[str, int] = {}
-    status: dict[int, int] = {}
-    for w in windows:
-        for k, n in w.failures.items():
-            failures[k] = failures.get(k, 0) + n
-        for c, n in w.status.items():
-            status[c] = status.get(c, 0) + n
-    out.failures = failures
-    out.status = status
-    kinds = None
-    for w in windows:
-        kinds = add_kinds(kinds, w.kinds, gauges=False)
-    if kinds is not None and windows[-1].kinds is not None:
-        for mine, last in zip(kinds, windows[-1].kinds, strict=False):
-            mine.waiting = last.waiting
-    out.kinds = kinds
-    # waiting of the earlier repeats was answered (or failed) in the later ones
-    out.sent -= sum(w.waiting for w in windows[:-1])
-    spans = [w.span_seconds for w in windows if w.span_seconds]
-    out.span_seconds = sum(spans) if spans else None
-    timed = out.span_seconds or out.seconds
-    out.rps = out.requests / timed if timed else 0.0
-    return out
 
 
 class LevelRunner:
@@ -454,6 +405,15 @@ class LevelRunner:
                         a.hist_unc = hu
                     else:
                         a.hist_unc.add(hu)
+                # from the second repeat on, the latencies are the merged histograms'
+                merged = a.sum.parts > 0
+                a.sum.add(
+                    t.total,
+                    a.hist.summary() if merged else None,
+                    a.hist_unc.summary()
+                    if merged and a.hist_unc is not None and t.total.latency_uncorrected
+                    else None,
+                )
                 res = self.core.sample_now(i)
                 if res is not None:
                     a.cpu.append(res.cpu_percent)
@@ -469,7 +429,7 @@ class LevelRunner:
             a = accs[i]
             if not a.windows:
                 continue
-            window = merge_windows(a.windows, a.hist, a.hist_unc)
+            window = a.sum.stats()
             after = self.core.members[i].resources or before[i]
             out[i] = self._level(level, window, a, before[i], after)
         return out
@@ -559,7 +519,7 @@ async def run_bench(
         engine: LoadEngine = Engine(
             engine_settings, per_target=True, allow_remote=plan.allow_remote
         )
-        source = StacksSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
+        source = StacksFileSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
     else:
         engine = parts.engine(engine_settings)
         source = parts.source
@@ -694,7 +654,7 @@ def _start_group(
     source: StackStarter,
     rec: BenchRecorder,
     plan: BenchPlan,
-    placement: Placement,
+    placement: CorePlacement,
     group: list[int],
     progress: Progress,
 ) -> list[str]:
@@ -720,7 +680,7 @@ async def _join_urls(
     core: RaceCore,
     rec: BenchRecorder,
     plan: BenchPlan,
-    placement: Placement,
+    placement: CorePlacement,
     group: list[int],
     progress: Progress,
 ) -> list[str]:

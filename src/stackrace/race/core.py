@@ -19,7 +19,6 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -32,7 +31,8 @@ from stackrace.engine.model import (
     TargetSnapshot,
     TargetSpec,
 )
-from stackrace.race.placement import Placement
+from stackrace.race.placement import CorePlacement
+from stackrace.race.state import StackState
 from stackrace.race_settings import RaceSettings
 from stackrace.scenario import RequestKind, target_spec
 from stackrace.stacks.listen import ListenState
@@ -42,14 +42,6 @@ from stackrace.workloads import WORKLOADS
 
 SAMPLE_EVERY = 1.0  # seconds between resource samples of one member (smaps reads cost)
 SIGNS_EVERY = 1.0  # seconds between looks at the members' sockets and logs
-
-
-class StackState(StrEnum):
-    STARTING = "starting"
-    WARMING = "warming"
-    READY = "ready"
-    CRASHED = "crashed"
-    STOPPED = "stopped"
 
 
 @dataclass(frozen=True)
@@ -188,7 +180,7 @@ class RaceCore:
     signs_every: float = SIGNS_EVERY
     interval: float = 0.25  # the engine's report interval
     members: dict[str, Member] = field(default_factory=dict)
-    placement: Placement | None = None
+    placement: CorePlacement | None = None
     concurrency: int = 10
     rate: float | None = None
     errors: list[str] = field(default_factory=list)
@@ -205,7 +197,7 @@ class RaceCore:
         self,
         stack_ids: Sequence[str],
         urls: Sequence[MemberHandle] = (),
-        placement: Placement | None = None,
+        placement: CorePlacement | None = None,
     ) -> None:
         """Start the engine, every stack (in the background) and the URL targets."""
         import os

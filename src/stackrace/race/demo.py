@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from stackrace.config import Tunable
+from stackrace.engine.aggregate import WindowSum
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram, index_of
 from stackrace.engine.model import (
     DROPPED,
@@ -130,7 +131,7 @@ class _SimTarget:
         self.rate = spec.rate
         self.unsent = 0.0
         self.waiting = 0
-        self.total = WindowStats()
+        self.total_sum = WindowSum()
         self.total_hist = SparseHistogram()
         self.counting_after = 0
         self.dead = False
@@ -245,32 +246,18 @@ class _SimTarget:
         return w, hist
 
     def add_to_total(self, w: WindowStats, hist: SparseHistogram) -> None:
-        t = self.total
-        if t.seconds == 0:
-            t.carried_in = w.carried_in
-            t.sent = w.carried_in
-        t.seconds += w.seconds
-        t.sent += w.sent - w.carried_in
-        t.requests += w.requests
-        t.ok += w.ok
-        t.bytes += w.bytes
-        t.late += w.late
-        for k, n in w.failures.items():
-            t.failures[k] = t.failures.get(k, 0) + n
-        for k, n in w.status.items():
-            t.status[k] = t.status.get(k, 0) + n
-        t.waiting = w.waiting
-        t.unsent = w.unsent
-        t.oldest_wait_us = w.oldest_wait_us
-        # waiting longer than the level has run: clients with no answer in all of it
-        age = w.oldest_wait_us
-        t.stale = int(w.waiting * max(0.0, 1 - t.seconds * 1e6 / age)) if age else 0
-        t.rps = t.requests / t.seconds
         self.total_hist.add(hist)
-        t.latency = self.total_hist.summary()
-        t.latency_uncorrected = w.latency_uncorrected
-        t.lag = w.lag
-        t.engine_cpu = w.engine_cpu
+        self.total_sum.add(w, self.total_hist.summary())
+
+    @property
+    def total(self) -> WindowStats:
+        """The running totals: the intervals added by the one window arithmetic
+        (engine/aggregate.py WindowSum); `stale` is the model's own estimate."""
+        t = self.total_sum.stats()
+        # waiting longer than the level has run: clients with no answer in all of it
+        age = t.oldest_wait_us
+        t.stale = int(t.waiting * max(0.0, 1 - t.seconds * 1e6 / age)) if age else 0
+        return t
 
 
 class SyntheticEngine:
@@ -342,7 +329,7 @@ class SyntheticEngine:
 
     def reset_totals(self, warmup: float = 0.0, target_id: str | None = None) -> None:
         for t in self._each(target_id):
-            t.total = WindowStats()
+            t.total_sum = WindowSum()
             t.total_hist = SparseHistogram()
             t.counting_after = self.steps + math.ceil(warmup / TICK)
 

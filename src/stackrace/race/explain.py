@@ -17,6 +17,7 @@ same thing:
 
 from __future__ import annotations
 
+from stackrace.breaking import FAILING, QUEUEING, SATURATED, LevelVerdict, StepResult
 from stackrace.engine.model import (
     ABANDONED,
     CONNECT_TIMEOUT,
@@ -28,7 +29,6 @@ from stackrace.engine.model import (
     TIMEOUT,
     WindowStats,
 )
-from stackrace.ramp import FAILING, QUEUEING, SATURATED, StepResult, Verdict
 from stackrace.units import fmt_us
 
 # a stack is "behind schedule" when it delivers less than this share of the asked rate
@@ -57,7 +57,7 @@ def dominant_failure(window: WindowStats) -> tuple[str, int]:
     return k, n
 
 
-def proof(v: Verdict, step: StepResult | None) -> str:
+def proof(v: LevelVerdict, step: StepResult | None) -> str:
     """The figure that proves verdict `v`, measured at its level (`step`)."""
     if step is None:
         return v.reason
@@ -112,7 +112,7 @@ def _no_answer(w: WindowStats) -> int:
 
 def annotate(
     *,
-    verdict: Verdict | None,
+    verdict: LevelVerdict | None,
     interval: WindowStats | None,
     total: WindowStats | None,
     rate: float | None,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Placement:
+class CorePlacement:
     isolation: str  # "parallel" or "rotate"
     engine_cpus: list[int] | None  # every engine process's cores (None: unpinned)
     stack_cpus: list[list[int] | None]  # per stack, in the order given
@@ -55,21 +55,21 @@ def place(
     per_stack: int | None,
     cores: Sequence[int],
     engine_here: bool = True,
-) -> Placement:
+) -> CorePlacement:
     """Cores for the engines (the last core) and for each stack (the others); every core
     is the stacks' when the engines run on other hosts (`engine_here=False`)."""
     cores = sorted(cores)
     if not engine_here:
         return _servers_only(isolation, n_stacks, per_stack, cores)
     if len(cores) < 2:
-        return Placement(
+        return CorePlacement(
             isolation, None, [None] * n_stacks, n_stacks > 1, "one core: everything shares it"
         )
     engine = [cores[-1]]
     rest = cores[:-1]
     if isolation == "rotate":
         take = rest[: per_stack or len(rest)]
-        return Placement(
+        return CorePlacement(
             "rotate",
             engine,
             [take] * n_stacks,
@@ -79,14 +79,14 @@ def place(
     per = per_stack or 1
     if len(rest) >= n_stacks * per:
         plan: list[list[int] | None] = [rest[i * per : (i + 1) * per] for i in range(n_stacks)]
-        return Placement(
+        return CorePlacement(
             "parallel",
             engine,
             plan,
             False,
             f"each stack on cores of its own, the engines on cpu {_cpus(engine)}",
         )
-    return Placement(
+    return CorePlacement(
         "parallel",
         engine,
         [list(rest)] * n_stacks,
@@ -102,21 +102,21 @@ def _cpus(cpus: Sequence[int]) -> str:
 
 def _servers_only(
     isolation: str, n_stacks: int, per_stack: int | None, cores: list[int]
-) -> Placement:
+) -> CorePlacement:
     elsewhere = "the engines on other hosts"
     if isolation == "rotate":
         take = cores[: per_stack or len(cores)]
-        return Placement(
+        return CorePlacement(
             "rotate", None, [take] * n_stacks, False,
             f"one stack at a time on cpu {_cpus(take)}, {elsewhere}",
         )  # fmt: skip
     per = per_stack or 1
     if len(cores) >= n_stacks * per:
         plan: list[list[int] | None] = [cores[i * per : (i + 1) * per] for i in range(n_stacks)]
-        return Placement(
+        return CorePlacement(
             "parallel", None, plan, False, f"each stack on cores of its own, {elsewhere}"
         )
-    return Placement(
+    return CorePlacement(
         "parallel", None, [list(cores)] * n_stacks, n_stacks > 1,
         f"{n_stacks} stacks share {len(cores)} cores (cpu {_cpus(cores)}), {elsewhere}",
     )  # fmt: skip

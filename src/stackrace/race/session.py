@@ -9,8 +9,9 @@
 
 `poll()` returns a `SessionView`: one `PaneView` per stack or URL target with the
 engine's latest figures, its state, resources, the verdict at the current level and the
-first breaking point. All decisions live here, in the race core or in `stackrace.ramp`;
-the UI only draws views and forwards commands.
+first breaking point. All decisions live here, in the race core or in
+`stackrace.breaking` and `stackrace.levels`; the UI only draws views and forwards
+commands.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from stackrace.breaking import CpuShare, LevelVerdict, StepResult, peak
 from stackrace.engine.model import TargetSnapshot
+from stackrace.levels import LevelLog, Ramp
 from stackrace.race import accounting, explain, verdicts, wedge
 from stackrace.race.cleanstart import CleanStart
 from stackrace.race.core import RaceCore, StackState
 from stackrace.race.ghost import Ghost, GhostView
-from stackrace.race.placement import Placement, place
+from stackrace.race.placement import CorePlacement, place
 from stackrace.race.talk import TalkPlayer, TalkStep
 from stackrace.race.thennow import ThenNow, judge_live
 from stackrace.race.urls import UrlHandle, UrlTarget
@@ -32,7 +35,6 @@ from stackrace.race.verdicts import SharedCore, VerdictHold
 from stackrace.race.warmup import WarmupTracker
 from stackrace.race.wedge import Wedge, WedgeWatch
 from stackrace.race_settings import RaceSettings
-from stackrace.ramp import CpuShare, LevelLog, Ramp, StepResult, Verdict, peak
 from stackrace.report.schema import Then
 from stackrace.stacks.sampler import ResourceSample
 
@@ -66,8 +68,8 @@ class PaneView:
     target: TargetSnapshot | None = None
     resources: ResourceSample | None = None
     baseline: ResourceSample | None = None  # before load
-    breaking: Verdict | None = None  # the first level that broke it (the ramp's mark)
-    verdict: Verdict | None = None  # the current level's verdict (clears when it recovers)
+    breaking: LevelVerdict | None = None  # the first level that broke it (the ramp's mark)
+    verdict: LevelVerdict | None = None  # the current level's verdict (clears when it recovers)
     log_tail: list[str] = field(default_factory=list)
     external: bool = False
     refused: str | None = None  # the engine would not load it
@@ -134,7 +136,7 @@ class SummaryRow:
     id: str
     name: str
     peak: StepResult | None
-    breaking: Verdict | None
+    breaking: LevelVerdict | None
     mem_before: ResourceSample | None
     mem_after: ResourceSample | None
     mem_peak: int  # highest RSS seen, bytes
@@ -153,7 +155,7 @@ class Session:
         self.ramp_finished = False
         # what the last ramp found, per member: kept when the load is explored afterwards
         self.ramp_steps: dict[str, list[StepResult]] = {}
-        self.ramp_breaking: dict[str, Verdict | None] = {}
+        self.ramp_breaking: dict[str, LevelVerdict | None] = {}
         self.ramp_top = 0
         self.ramp_end = ""  # why the last ramp ended: its top reached, or stopped by hand
         self.ramp_notes: list[str] = []  # its clean start: stacks restarted, and why
@@ -202,7 +204,7 @@ class Session:
 
     # --- lifecycle ------------------------------------------------------------------
 
-    async def start(self, plan: RacePlan, placement: Placement | None = None) -> None:
+    async def start(self, plan: RacePlan, placement: CorePlacement | None = None) -> None:
         """Start the engine and every chosen stack; URL targets are loaded at once."""
         import os
 
@@ -387,7 +389,7 @@ class Session:
                 watch = self._wedges.setdefault(t.id, WedgeWatch())
                 self._wedged[t.id] = watch.feed(now, t.interval, m.signs)
 
-    def _verdict(self, mid: str) -> tuple[Verdict | None, str, float | None]:
+    def _verdict(self, mid: str) -> tuple[LevelVerdict | None, str, float | None]:
         """The current level's verdict, its proof and since when (race seconds): a
         wedged server first (race/wedge.py), else the breaking rule's verdict, whose
         kind changes only once it has held (race/verdicts.py)."""

@@ -1,6 +1,6 @@
 """Stacks from stacks.toml as race members: the core's `StackSource` over the launcher.
 
-`StacksSource.start` returns at once with a `LaunchedStack` in the STARTING state; the
+`StacksFileSource.start` returns at once with a `LaunchedStack` in the STARTING state; the
 launch (which waits for the stack's first HTTP 200) runs in a task, so the app shows
 "starting" while other stacks already race, and bench waits with `RaceCore.wait_ready`.
 """
@@ -119,7 +119,7 @@ class LaunchedStack:
             await self._launcher.stop(self.running)
 
 
-class StacksSource:
+class StacksFileSource:
     """The stacks of a stacks file, launched for real, and the database they share."""
 
     def __init__(

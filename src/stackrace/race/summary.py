@@ -25,8 +25,8 @@ from pathlib import Path
 
 from stackrace import __version__
 from stackrace.atomicfile import WriteError, write_atomic
+from stackrace.breaking import StepResult
 from stackrace.race.session import Session, SummaryRow
-from stackrace.ramp import StepResult
 from stackrace.units import fmt_us
 
 

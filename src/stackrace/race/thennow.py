@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from stackrace import __version__
-from stackrace.ramp import StepResult, find_breaking_point
+from stackrace.breaking import StepResult, find_breaking_point
 from stackrace.report import claims
 from stackrace.report.schema import (
     SCHEMA_VERSION,
@@ -39,7 +39,7 @@ class ThenNow:
 
     title: str
     figures: list[claims.FigureRow]
-    verdicts: list[claims.Verdict]
+    verdicts: list[claims.ClaimVerdict]
 
     def tally(self) -> str:
         return claims.summary(self.verdicts)

@@ -28,7 +28,7 @@ import psutil
 from stackrace.engine.request import RequestError, parse_url
 from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.options import positive_int
-from stackrace.race.core import StackState
+from stackrace.race.state import StackState
 from stackrace.scenario import check_path
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample, TreeSampler

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stackrace.breaking import LevelVerdict, StepResult
 from stackrace.race.core import RaceCore
-from stackrace.ramp import StepResult, Verdict
 
 HOLD = 2.0  # seconds a new verdict kind (or none) must hold before it is shown
 SHARED_FULL = 0.85  # the shared cores are full when the stacks use this share of them,
@@ -112,7 +112,7 @@ def alone_on_a_core(cpu_us_per_request: float | None, cores: float = 1.0) -> flo
 
 @dataclass
 class Shown:
-    verdict: Verdict | None
+    verdict: LevelVerdict | None
     proof: str
     since: float | None  # when the kind shown began to hold (None: no verdict)
 
@@ -132,7 +132,7 @@ class VerdictHold:
         self,
         now: float,
         level: int | None,
-        fresh: Verdict | None,
+        fresh: LevelVerdict | None,
         proof: str,
         judged: bool = True,
     ) -> Shown:

@@ -3,7 +3,7 @@
 A server that has stopped answering looks alive from the client side: its clients sit
 in connect or wait for an answer, and nothing fails until the timeout; after a c=1000
 overload a gunicorn sync worker left at c=1 showed "1 connecting … measuring c=1" for a
-minute, its border still "ready". The breaking rule (ramp.py) judges a level's totals
+minute, its border still "ready". The breaking rule (breaking.py) judges a level's totals
 against the levels below it, so a level where *nothing* comes back has nothing to
 compare; this module watches the time instead:
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from stackrace.breaking import FAILING, LevelVerdict
 from stackrace.engine.model import WindowStats
-from stackrace.ramp import FAILING, Verdict
 from stackrace.stacks.signs import ServerSigns
 
 WEDGED_AFTER = 5.0  # seconds with clients waiting and no answer at all: wedged
@@ -57,8 +57,8 @@ class Wedge:
             head += f", {self.waiting:,} waiting"
         return " · ".join((head, *self.evidence))
 
-    def verdict(self, level: int) -> Verdict:
-        return Verdict(level, FAILING, self.reason(), 0, 0.0)
+    def verdict(self, level: int) -> LevelVerdict:
+        return LevelVerdict(level, FAILING, self.reason(), 0, 0.0)
 
 
 def evidence(signs: ServerSigns | None, history: deque[ServerSigns] | None = None) -> list[str]:

@@ -37,7 +37,7 @@ UNTESTABLE = "cannot be tested here"
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ClaimVerdict:
     claim: Claim
     status: str  # HOLDS, FAILS or UNTESTABLE
     now: str  # the figure measured, as text ("1.18×", "c=200", "none up to 1000")
@@ -52,22 +52,22 @@ class _Missing(Exception):
     """A figure the claim needs is not in the run: the claim cannot be tested."""
 
 
-def judge(run: BenchRun) -> list[Verdict]:
+def judge(run: BenchRun) -> list[ClaimVerdict]:
     """Every claim of the run's experiment, judged; [] when the run replays none."""
     if run.then is None:
         return []
     return [judge_claim(run, claim) for claim in run.then.claims]
 
 
-def judge_claim(run: BenchRun, claim: Claim) -> Verdict:
+def judge_claim(run: BenchRun, claim: Claim) -> ClaimVerdict:
     if claim.kind not in CLAIM_KINDS:
-        return Verdict(claim, UNTESTABLE, "-", f"unknown claim kind {claim.kind!r}")
+        return ClaimVerdict(claim, UNTESTABLE, "-", f"unknown claim kind {claim.kind!r}")
     if claim.kind == "untestable":
-        return Verdict(claim, UNTESTABLE, "-", claim.why or "not testable on this machine")
+        return ClaimVerdict(claim, UNTESTABLE, "-", claim.why or "not testable on this machine")
     try:
         return _JUDGES[claim.kind](run, claim)
     except _Missing as exc:
-        return Verdict(claim, UNTESTABLE, "-", str(exc))
+        return ClaimVerdict(claim, UNTESTABLE, "-", str(exc))
 
 
 # --- finding figures -------------------------------------------------------------------
@@ -155,7 +155,7 @@ def _then_text(claim: Claim) -> str:
 # --- the judges ------------------------------------------------------------------------
 
 
-def _ratio(run: BenchRun, claim: Claim) -> Verdict:
+def _ratio(run: BenchRun, claim: Claim) -> ClaimVerdict:
     if len(claim.stacks) != 2:
         raise _Missing("a ratio claim names two stacks")
     a, b = (_stack(run, n) for n in claim.stacks)
@@ -173,10 +173,10 @@ def _ratio(run: BenchRun, claim: Claim) -> Verdict:
     detail += _noise([((a.name, la), (b.name, lb), distance)])
     ok = _within(ratio, claim)
     reason = f"{detail}; the claim wants {_bounds(claim, '×')}"
-    return Verdict(claim, HOLDS if ok else FAILS, now, reason)
+    return ClaimVerdict(claim, HOLDS if ok else FAILS, now, reason)
 
 
-def _ranking(run: BenchRun, claim: Claim) -> Verdict:
+def _ranking(run: BenchRun, claim: Claim) -> ClaimVerdict:
     if len(claim.stacks) < 2:
         raise _Missing("a ranking claim names at least two stacks")
     figures = []
@@ -199,45 +199,45 @@ def _ranking(run: BenchRun, claim: Claim) -> Verdict:
     tied = f" (ties within {claim.tolerance:.0%})" if claim.tolerance else ""
     if out_of_order:
         reason = f"out of the claimed order{where}: " + "; ".join(out_of_order)
-        return Verdict(claim, FAILS, now, reason + _saturation(figures) + _noise(close))
+        return ClaimVerdict(claim, FAILS, now, reason + _saturation(figures) + _noise(close))
     reason = f"in the claimed order{where}{tied}: " + ", ".join(
         f"{n} {lv.rps:,.0f}" for n, lv in figures
     )
-    return Verdict(claim, HOLDS, now, reason + _saturation(figures) + _noise(close))
+    return ClaimVerdict(claim, HOLDS, now, reason + _saturation(figures) + _noise(close))
 
 
-def _level_claim(claim: Claim, st: StackResult, found: int | None, what: str) -> Verdict:
+def _level_claim(claim: Claim, st: StackResult, found: int | None, what: str) -> ClaimVerdict:
     """Judge a claim about a level (breaking point, first failing level) that may be None:
     None means the stack never crossed the line up to its highest measured level."""
     top = max(lv.concurrency for lv in st.levels)
     if found is not None:
         ok = _within(found, claim)
         reason = f"{st.name} {what} at c={found}; the claim wants {_bounds(claim)}"
-        return Verdict(claim, HOLDS if ok else FAILS, f"c={found}", reason)
+        return ClaimVerdict(claim, HOLDS if ok else FAILS, f"c={found}", reason)
     now = f"none up to {top}"
     if claim.at_most is None:
         # the claim allows "never": it holds when the levels reached its lower bound
         if claim.at_least is None or top >= claim.at_least:
-            return Verdict(claim, HOLDS, now, f"{st.name} never {what} up to c={top}")
+            return ClaimVerdict(claim, HOLDS, now, f"{st.name} never {what} up to c={top}")
         raise _Missing(f"{st.name} was measured up to c={top} only, below {claim.at_least:g}")
     if top >= claim.at_most:
         reason = f"{st.name} never {what} up to c={top}; the claim wants {_bounds(claim)}"
-        return Verdict(claim, FAILS, now, reason)
+        return ClaimVerdict(claim, FAILS, now, reason)
     raise _Missing(f"{st.name} never {what} up to c={top}, below the claim's {claim.at_most:g}")
 
 
-def _breaking_point(run: BenchRun, claim: Claim) -> Verdict:
+def _breaking_point(run: BenchRun, claim: Claim) -> ClaimVerdict:
     if len(claim.stacks) != 1:
         raise _Missing("a breaking_point claim names one stack")
     st = _stack(run, claim.stacks[0])
     verdict = _level_claim(claim, st, st.breaking_point, "broke")
     if st.breaking_point is not None and st.breaking_reason:
         reason = f"{verdict.reason} ({st.breaking_reason})"
-        verdict = Verdict(claim, verdict.status, verdict.now, reason)
+        verdict = ClaimVerdict(claim, verdict.status, verdict.now, reason)
     return verdict
 
 
-def _failures_from(run: BenchRun, claim: Claim) -> Verdict:
+def _failures_from(run: BenchRun, claim: Claim) -> ClaimVerdict:
     if len(claim.stacks) != 1:
         raise _Missing("a failures_from claim names one stack")
     st = _stack(run, claim.stacks[0])
@@ -251,7 +251,7 @@ def _failures_from(run: BenchRun, claim: Claim) -> Verdict:
     )
 
 
-def _no_failures(run: BenchRun, claim: Claim) -> Verdict:
+def _no_failures(run: BenchRun, claim: Claim) -> ClaimVerdict:
     if not claim.stacks:
         raise _Missing("a no_failures claim names its stacks")
     limit = claim.at_most or 0.0
@@ -266,8 +266,8 @@ def _no_failures(run: BenchRun, claim: Claim) -> Verdict:
     where = f" at c={claim.level}" if claim.level is not None else " at any level"
     if bad:
         reason = "; ".join(f"{n} failed {r:.2%} at c={c}" for n, c, r in bad)
-        return Verdict(claim, FAILS, now, f"{reason} (at most {limit:.1%} allowed)")
-    return Verdict(claim, HOLDS, now, f"no failure rate above {limit:.1%}{where}")
+        return ClaimVerdict(claim, FAILS, now, f"{reason} (at most {limit:.1%} allowed)")
+    return ClaimVerdict(claim, HOLDS, now, f"no failure rate above {limit:.1%}{where}")
 
 
 _JUDGES = {
@@ -318,6 +318,6 @@ def figure_rows(run: BenchRun) -> list[FigureRow]:
     return rows
 
 
-def summary(verdicts: list[Verdict]) -> str:
+def summary(verdicts: list[ClaimVerdict]) -> str:
     counts = {s: sum(v.status == s for v in verdicts) for s in (HOLDS, FAILS, UNTESTABLE)}
     return ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no claims"

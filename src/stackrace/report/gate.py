@@ -87,7 +87,7 @@ COMPARED_SETTINGS = ("workload", "path", "rate", "duration", "warmup", "timeout"
 
 
 @dataclass
-class Verdict:
+class GateVerdict:
     failed: list[str] = field(default_factory=list)  # regressions: a rule was crossed
     uncertain: list[tuple[str, int]] = field(default_factory=list)  # (stack, concurrency)
     passed: list[str] = field(default_factory=list)
@@ -131,11 +131,11 @@ def level_name(stack: str, level: Level) -> str:
     return f"{stack} @ c={level.concurrency}"
 
 
-def judge(run: BenchRun, baseline: BenchRun | None, rules: list[Rule]) -> Verdict:
+def judge(run: BenchRun, baseline: BenchRun | None, rules: list[Rule]) -> GateVerdict:
     """The run against the rules: relative rules against the baseline's level with the
     same stack and level, absolute ones against each level's own figures. Without a
     baseline only absolute rules are given (check_rules) and every level is held to them."""
-    verdict = Verdict(baseline=baseline is not None)
+    verdict = GateVerdict(baseline=baseline is not None)
     if baseline is not None:
         verdict.problems.extend(settings_differences(run.settings, baseline.settings))
     base = (
@@ -212,7 +212,7 @@ def judge(run: BenchRun, baseline: BenchRun | None, rules: list[Rule]) -> Verdic
 
 
 def _absolute_only(
-    verdict: Verdict,
+    verdict: GateVerdict,
     where: str,
     lv: Level,
     rules: list[Rule],
@@ -242,7 +242,7 @@ def _few(items: list[str], n: int = 4) -> str:
     return ", ".join(items[:n]) + more
 
 
-def verdict_lines(verdict: Verdict, baseline_name: str | None) -> list[str]:
+def verdict_lines(verdict: GateVerdict, baseline_name: str | None) -> list[str]:
     """What a command prints for a verdict: one line per cause, then the outcome.
 
     `GATE FAILED …` when the run could not be judged (settings differ, nothing

@@ -31,12 +31,14 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from stackrace.report.failures import path_failed
-from stackrace.report.gate import Verdict, level_name
+from stackrace.report.gate import GateVerdict, level_name
 from stackrace.report.schema import BenchRun, Level, StackResult
 from stackrace.report.tables import no_success
 
 
-def junit_xml(run: BenchRun, verdict: Verdict | None = None, baseline: str | None = None) -> str:
+def junit_xml(
+    run: BenchRun, verdict: GateVerdict | None = None, baseline: str | None = None
+) -> str:
     s = run.settings
     suite = ET.Element(
         "testsuite",

@@ -200,8 +200,8 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
 
     @property
     def failure_rate(self) -> float:
-        """Failed (or stale: waiting longer than the level) among attempts (ramp.py)."""
-        from stackrace.ramp import step_result
+        """Failed (or stale: waiting longer than the level) among attempts (breaking.py)."""
+        from stackrace.breaking import step_result
 
         return step_result(self.level, self.window).failure_ratio
 
@@ -209,7 +209,7 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     def error_rate(self) -> float:
         """Failed among the requests that ended (answered or failed): the share that
         matches the failure count; stale waiting clients are reported apart."""
-        from stackrace.ramp import attempts, step_result
+        from stackrace.breaking import attempts, step_result
 
         ended = attempts(self.window)
         return step_result(self.level, self.window).errors / ended if ended else 0.0
@@ -235,7 +235,7 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     family: str
     version: str  # the server's version as installed
     levels: list[Level]
-    breaking_point: int | None = None  # level of the first verdict (see ramp.py)
+    breaking_point: int | None = None  # level of the first verdict (see breaking.py)
     breaking_kind: str = ""  # failing, queueing or saturated
     breaking_reason: str = ""
     error: str | None = None  # why the stack could not be measured (start-up failure…)
@@ -252,7 +252,7 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
 CLAIM_KINDS = (
     "ratio",  # stacks [a, b]: req/s of a / req/s of b at `level`, within the bounds
     "ranking",  # stacks best first by req/s at `level` (pairs within `tolerance` count as tied)
-    "breaking_point",  # stacks [x]: its breaking point (stackrace.ramp) within the bounds
+    "breaking_point",  # stacks [x]: its breaking point (stackrace.breaking) within the bounds
     "failures_from",  # stacks [x]: the lowest level failing more than `threshold`, in bounds
     "no_failures",  # stacks [x, …]: failure rate at most `at_most` (0) at `level` (or every level)
     "untestable",  # cannot be tested here at all: `why` says why

@@ -42,7 +42,7 @@ FIGURE_COLUMNS = ("stack", "c", "req/s then", "rank then", "req/s now", "rank no
 CLAIM_COLUMNS = ("claim", "then", "now", "verdict", "why")
 
 
-def claim_cells(verdicts: list[claims.Verdict]) -> list[list[str]]:
+def claim_cells(verdicts: list[claims.ClaimVerdict]) -> list[list[str]]:
     out = []
     for v in verdicts:
         reason = v.reason

@@ -13,26 +13,48 @@ _PR_SET_PDEATHSIG = 1
 _libc: ctypes.CDLL | None = None
 
 
-def _prctl_pdeathsig(sig: int) -> None:
+def follow_parent(sig: int = signal.SIGKILL) -> bool:
+    """Ask the kernel to send this process `sig` when its parent dies (Linux only).
+
+    The one place parent death is asked for: the preexec_fns below (stacks, mariadbd)
+    and the engine process itself (engine/worker.py) all call it. False when the parent
+    had already died before the request was in place (the caller should exit), or when
+    the kernel cannot be asked (then nothing changes).
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, so children
+    must be started from a long-lived thread (the main or event-loop thread).
+    """
     global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    _libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    parent = os.getppid()
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    except (OSError, AttributeError):
+        return True
+    return os.getppid() == parent and parent != 1
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None]:
+    """A preexec_fn: the child gets `sig` when the forking thread ends, and exits at
+    once when its parent died between the fork and the request."""
+    parent = os.getpid()
+
+    def setup() -> None:
+        follow_parent(sig)
+        if os.getppid() != parent:  # the parent died between fork and prctl
+            os._exit(1)
+
+    return setup
 
 
 def child_setup(cpus: list[int] | None = None, cgroup: Path | None = None) -> Callable[[], None]:
-    """A preexec_fn: die with the parent, optionally pin to CPUs and enter a cgroup.
-
-    PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, so children
-    must be started from the event loop's thread, never from a short-lived worker thread.
-    """
-    parent = os.getpid()
+    """A preexec_fn: die with the parent, optionally pin to CPUs and enter a cgroup."""
+    follow = die_with_parent(signal.SIGKILL)
     procs_file = str(cgroup / "cgroup.procs") if cgroup else None
 
     def setup() -> None:
-        _prctl_pdeathsig(signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died between fork and prctl
-            os._exit(1)
+        follow()
         if cpus:
             os.sched_setaffinity(0, cpus)
         if procs_file:

@@ -13,7 +13,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from stackrace.race.core import RaceParts, StackChoice, StackSource
-from stackrace.race.recording import ReplayPlayer
+from stackrace.race.replay import ReplayPlayer
 from stackrace.race.session import RacePlan, Session
 from stackrace.race_settings import RaceSettings
 from stackrace.tui.picker import PickerScreen
@@ -187,7 +187,7 @@ class StackraceApp(App[int]):
         await self.stop_everything()
 
 
-class LaunchError(Exception):
+class AppSetupError(Exception):
     """The command line asks for something that cannot start (said in one line)."""
 
 
@@ -206,7 +206,7 @@ def race_settings(args: argparse.Namespace) -> RaceSettings:
         try:
             base = load_preset(preset).settings
         except ConfigError as exc:
-            raise LaunchError(str(exc)) from None
+            raise AppSetupError(str(exc)) from None
     from stackrace.tui.args import BENCH_ONLY
 
     # bench's own settings are not app options; `-c` here is the starting level (an int),
@@ -238,7 +238,7 @@ def build_session(
         )
         check_paths(urls, settings.own_requests)
     except UrlError as exc:
-        raise LaunchError(str(exc)) from None
+        raise AppSetupError(str(exc)) from None
     go = bool(getattr(args, "go", False))
     concurrency = getattr(args, "concurrency", None) or 10
     own = _own_stacks(args, settings) if not getattr(args, "demo", False) else None
@@ -258,7 +258,7 @@ def build_session(
         rate=settings.rate,
     )
     if go and not plan.stacks and not urls:
-        raise LaunchError("--go needs stacks: --stacks A,B, a --preset, or --url")
+        raise AppSetupError("--go needs stacks: --stacks A,B, a --preset, or --url")
     if getattr(args, "demo", False):
         from stackrace.race.demo import CATALOG, demo_session
 
@@ -268,7 +268,7 @@ def build_session(
     from stackrace.engine.client import Engine
     from stackrace.engine.model import EngineSettings
     from stackrace.race.core import RaceCore
-    from stackrace.race.stacks import StacksSource
+    from stackrace.race.stacks import StacksFileSource
 
     engine_settings = EngineSettings(interval=0.25, timeout=plan.settings.timeout)
     source: StackSource | None
@@ -280,7 +280,7 @@ def build_session(
             if own is not None:  # your app's servers (--app) and --cmd stacks, offered alone
                 from stackrace.userapp import default_app_stacks, generated_names
 
-                source = StacksSource(
+                source = StacksFileSource(
                     getattr(args, "stacks_file", None),
                     defs=own,
                     memory_max=settings.memory_max,
@@ -288,7 +288,7 @@ def build_session(
                     defaults=plan.stacks or default_app_stacks(own)[0],
                 )
             else:
-                source = StacksSource(
+                source = StacksFileSource(
                     getattr(args, "stacks_file", None), memory_max=settings.memory_max
                 )
         except ConfigError:
@@ -301,7 +301,7 @@ def build_session(
         known = {c.id for c in catalog}
         unknown = [s for s in plan.stacks if s.partition(":")[0] not in known]
         if unknown:
-            raise LaunchError(f"no stack {unknown[0]!r} in the stacks file")
+            raise AppSetupError(f"no stack {unknown[0]!r} in the stacks file")
     session = Session(RaceCore(engine, source, plan.settings))
     session.then = _then_of(getattr(args, "preset", None))
     # with only URL targets and nothing to pick, go straight to the race
@@ -311,7 +311,7 @@ def build_session(
 
 def _own_stacks(args: argparse.Namespace, settings: RaceSettings):  # -> StackFile | None
     """The stacks files' stacks with those made for this race (--app, --cmd), or None
-    when there are none; LaunchError (one line) when the app or a command is not usable."""
+    when there are none; AppSetupError (one line) when the app or a command is not usable."""
     if not getattr(args, "app", None) and not getattr(args, "cmd", None):
         return None
     from stackrace import scenario, userapp
@@ -324,7 +324,7 @@ def _own_stacks(args: argparse.Namespace, settings: RaceSettings):  # -> StackFi
             load_stacks(getattr(args, "stacks_file", None)), args, settings
         )
     except (userapp.AppError, scenario.ScenarioError, ConfigError) as exc:
-        raise LaunchError(str(exc)) from None
+        raise AppSetupError(str(exc)) from None
 
 
 def _then_of(preset: str | None):  # type: ignore[no-untyped-def]
@@ -338,7 +338,7 @@ def _then_of(preset: str | None):  # type: ignore[no-untyped-def]
 
 def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> StackraceApp:
     """The app for these command-line arguments, ready to run: what `stackrace` runs,
-    and what the walkthrough tests open with Pilot. A bad argument is a LaunchError."""
+    and what the walkthrough tests open with Pilot. A bad argument is a AppSetupError."""
     session, plan, catalog, show_picker = build_session(args, parts)
     if getattr(args, "talk", None):
         from stackrace.race.talk import TalkError, load_talk
@@ -346,14 +346,14 @@ def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> Stackr
         try:
             session.play_talk(load_talk(args.talk))
         except TalkError as exc:
-            raise LaunchError(str(exc)) from None
+            raise AppSetupError(str(exc)) from None
     for ghost in getattr(args, "ghost", None) or []:
         from stackrace.race.ghost import GhostError, load_ghost
 
         try:
             session.ghosts.append(load_ghost(ghost))
         except GhostError as exc:
-            raise LaunchError(str(exc)) from None
+            raise AppSetupError(str(exc)) from None
     if getattr(args, "record", None):
         from stackrace.race.recording import Recorder
 
@@ -380,7 +380,7 @@ def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
 
     try:
         app = make_app(args, parts)
-    except LaunchError as exc:
+    except AppSetupError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return 2
     exporter = getattr(args, "metrics_exporter", None)  # --metrics (commands/app.py)

@@ -146,7 +146,7 @@ class SummaryScreen(ModalScreen[None]):
         yield Footer()
 
     def _series(self) -> list[LevelSeries]:
-        from stackrace.tui.race import PALETTE
+        from stackrace.tui.format import PALETTE
 
         out = []
         for i, row in enumerate(self.rows):

@@ -5,8 +5,12 @@ from __future__ import annotations
 from stackrace.engine.model import FAILURE_KINDS
 from stackrace.units import fmt_bytes, fmt_count, fmt_us
 
+# the panes' colours, in the order stacks join a race (the race screen and its dialogs)
+PALETTE = ("#4FC3F7", "#FFB74D", "#81C784", "#F06292", "#BA68C8", "#FFF176", "#4DB6AC", "#E57373")
+
 __all__ = [
     "FAILURE_LABELS",
+    "PALETTE",
     "fmt_bytes",
     "fmt_clock",
     "fmt_count",

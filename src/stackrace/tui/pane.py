@@ -22,10 +22,10 @@ from textual.markup import escape
 from textual.message import Message
 from textual.widgets import Static
 
+from stackrace.breaking import VERDICT_KINDS
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.race.core import StackState
 from stackrace.race.session import PaneView
-from stackrace.ramp import VERDICT_KINDS
 from stackrace.slug import slug
 from stackrace.tui.bignum import (
     REFERENCE,

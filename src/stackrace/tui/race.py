@@ -22,13 +22,13 @@ from stackrace.race.session import Session, SessionView
 from stackrace.race.summary import context as summary_context
 from stackrace.tui.chart import PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import LogScreen, SummaryScreen
+from stackrace.tui.format import PALETTE
 from stackrace.tui.ghost import GhostPane
 from stackrace.tui.pane import StackPane
 from stackrace.tui.slider import ConcurrencySlider
 from stackrace.tui.thennow import ThenNowStrip
 
 # Distinct on dark and light backgrounds and on a washed-out projector.
-PALETTE = ("#4FC3F7", "#FFB74D", "#81C784", "#F06292", "#BA68C8", "#FFF176", "#4DB6AC", "#E57373")
 # ticks between latency-chart redraws: it reads whole histograms, and the distribution
 # at one level settles over seconds, so every 2 s is enough
 CHART_EVERY = 8

@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from stackrace.ramp import LEVELS
+from stackrace.levels import LEVELS
 
 _HANDLE = "◆"
 _TRACK = "━"

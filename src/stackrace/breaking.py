@@ -1,10 +1,10 @@
-"""Load levels, the breaking-point rule and the ramp that steps through levels.
+"""The breaking-point rule: when one load level broke a stack, and why.
 
-Pure logic, no UI and no I/O, so the app and the headless bench share it:
+Pure logic, no UI and no I/O, so the app and the headless bench judge the same way:
 
 - `StepResult`: what one stack did at one load level (concurrency, or req/s in rate mode).
-- `judge(step, previous, low_p99)`: whether that level broke the stack, as a `Verdict` of
-  one of three kinds that mean different things:
+- `judge(step, previous, low_p99)`: whether that level broke the stack, as a
+  `LevelVerdict` of one of three kinds that mean different things:
     * **failing**: more than 1 % of attempts failed — refused, reset, timed out, an HTTP
       error: clients get errors, not answers;
     * **queueing**: clients wait: more than 1 % of them are still waiting after longer
@@ -22,20 +22,17 @@ Pure logic, no UI and no I/O, so the app and the headless bench share it:
   figures are a share of that core, not its capacity (race/verdicts.py).
   `abandoned` requests (the engine gave up on them when the load changed) never count.
 - `find_breaking_point(steps)`: the first level (ascending) with a verdict.
-- `LevelLog`: turns a stream of `EngineSnapshot`s into `StepResult`s per target, one per
-  level, from the running totals (the driver resets them when the level changes).
-- `Ramp`: a clock-driven controller that says which level to set next.
+
+Named for what it holds: the levels themselves and the ramp that steps through them
+are stackrace.levels, which feeds this rule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from stackrace.engine.model import ABANDONED, RESPONSE_FAILURES, EngineSnapshot, WindowStats
-
-# The slider's and the ramp's levels: roughly 1-2-5 per decade, as a log scale wants.
-LEVELS: tuple[int, ...] = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+from stackrace.engine.model import ABANDONED, RESPONSE_FAILURES, WindowStats
 
 FAILURE_RATIO = 0.01  # failing when more than 1% of attempts fail or wait too long
 P99_FACTOR = 10.0  # broken when p99 exceeds 10x its low-load value
@@ -158,7 +155,7 @@ def step_result(
 
 
 @dataclass(frozen=True)
-class Verdict:
+class LevelVerdict:
     """Why a level counts as broken: its kind and the figure that proves it."""
 
     level: int
@@ -168,14 +165,11 @@ class Verdict:
     rps: float
 
 
-BreakingPoint = Verdict  # the first verdict of a ramp or a bench run
-
-
-def judge(step: StepResult, previous: StepResult | None, low_p99: int) -> Verdict | None:
+def judge(step: StepResult, previous: StepResult | None, low_p99: int) -> LevelVerdict | None:
     """The verdict for `step`, or None. `low_p99` is the p99 at the lowest level."""
 
-    def verdict(kind: str, reason: str) -> Verdict:
-        return Verdict(step.level, kind, reason, step.p99_us, step.rps)
+    def verdict(kind: str, reason: str) -> LevelVerdict:
+        return LevelVerdict(step.level, kind, reason, step.p99_us, step.rps)
 
     if step.attempts and step.errors / step.attempts > FAILURE_RATIO:
         return verdict(FAILING, f"{100 * step.errors / step.attempts:.1f}% failed")
@@ -208,7 +202,7 @@ def breaking_reason(step: StepResult, previous: StepResult | None, low_p99: int)
     return v.reason if v is not None else None
 
 
-def find_breaking_point(steps: Sequence[StepResult]) -> Verdict | None:
+def find_breaking_point(steps: Sequence[StepResult]) -> LevelVerdict | None:
     """The first level (ascending) where the rule says the stack broke."""
     judged = sorted((s for s in steps if s.enough), key=lambda s: s.level)
     if not judged:
@@ -223,7 +217,7 @@ def find_breaking_point(steps: Sequence[StepResult]) -> Verdict | None:
     return None
 
 
-def current_verdict(steps: Sequence[StepResult], level: int) -> Verdict | None:
+def current_verdict(steps: Sequence[StepResult], level: int) -> LevelVerdict | None:
     """The verdict for the level being measured now (against the levels below it)."""
     judged = sorted((s for s in steps if s.enough), key=lambda s: s.level)
     now = next((s for s in judged if s.level == level), None)
@@ -240,13 +234,6 @@ def peak(steps: Sequence[StepResult]) -> StepResult | None:
     return max(judged, key=lambda s: s.rps) if judged else None
 
 
-@dataclass
-class _Current:
-    level: int
-    window: WindowStats | None = None
-    rate: bool = False  # the level is a rate (req/s), not connections
-
-
 @dataclass(frozen=True)
 class CpuShare:
     """A stack's CPU for the verdict, % of one core: what it used, what it can use at
@@ -256,136 +243,3 @@ class CpuShare:
     capacity: float | None = None
     waited: float | None = None
     core_full: bool = False
-
-
-# A target id's CpuShare (the driver knows the stacks' processes and cores).
-CpuOf = Callable[[str], CpuShare]
-
-
-@dataclass
-class LevelLog:
-    """Per target, one StepResult per level, fed by every snapshot.
-
-    The driver resets the engine's running totals whenever it changes the level, so the
-    totals in the last snapshot at a level are that level's figures. A level visited twice
-    keeps its latest measurement.
-    """
-
-    steps: dict[str, dict[int, StepResult]] = field(default_factory=dict)
-    _current: dict[str, _Current] = field(default_factory=dict)
-    cpu_of: CpuOf | None = None
-    # levels running when the log was cleared: their totals started before the clear,
-    # so they are not recorded until the level changes. Keyed with the mode too: 100
-    # connections and 100 req/s are different levels (a switch of mode clears the log)
-    _ignored: dict[str, tuple[int, bool]] = field(default_factory=dict)
-
-    def feed(self, snap: EngineSnapshot) -> None:
-        for t in snap.targets:
-            level = t.level
-            if self._ignored.get(t.id) == (level, bool(t.rate)):
-                continue
-            self._ignored.pop(t.id, None)
-            cur = self._current.get(t.id)
-            if cur is None or cur.level != level or cur.rate != bool(t.rate):
-                if cur is not None:
-                    self._commit(t.id, cur)
-                cur = self._current[t.id] = _Current(level, rate=bool(t.rate))
-            cur.window = t.total
-
-    def _step(self, target_id: str, cur: _Current) -> StepResult | None:
-        if cur.window is None:
-            return None
-        share = self.cpu_of(target_id) if self.cpu_of else None
-        return step_result(cur.level, cur.window, share=share)
-
-    def _commit(self, target_id: str, cur: _Current) -> None:
-        step = self._step(target_id, cur)
-        if step is not None and step.enough:
-            self.steps.setdefault(target_id, {})[cur.level] = step
-
-    def current_step(self, target_id: str) -> StepResult | None:
-        """The level running now, this visit only (None before any figure)."""
-        cur = self._current.get(target_id)
-        return self._step(target_id, cur) if cur is not None else None
-
-    def current_level(self, target_id: str) -> int | None:
-        cur = self._current.get(target_id)
-        return cur.level if cur is not None else None
-
-    def results(self, target_id: str) -> list[StepResult]:
-        """Finished levels plus the one running now (when it has enough data)."""
-        done = dict(self.steps.get(target_id, {}))
-        cur = self._current.get(target_id)
-        if cur is not None:
-            live = self._step(target_id, cur)
-            if live is not None and live.enough:
-                done[cur.level] = live
-        return [done[k] for k in sorted(done)]
-
-    def breaking_point(self, target_id: str) -> Verdict | None:
-        return find_breaking_point(self.results(target_id))
-
-    def verdict_now(self, target_id: str) -> Verdict | None:
-        level = self.current_level(target_id)
-        if level is None:
-            return None
-        return current_verdict(self.results(target_id), level)
-
-    def counting_again(self) -> None:
-        """The driver has reset every target's totals since the last clear: the level
-        running now may be recorded (a ramp whose first level is the one running)."""
-        self._ignored.clear()
-
-    def clear(self) -> None:
-        """Forget every level; the ones running now are not recorded either."""
-        self._ignored = {tid: (cur.level, cur.rate) for tid, cur in self._current.items()}
-        self.steps.clear()
-        self._current.clear()
-
-
-@dataclass
-class Ramp:
-    """Steps the load up through `levels`, `dwell` seconds each.
-
-    `advance(now, all_broken)` returns the level to set now, or None to leave it; once the
-    last level has dwelt (or every stack has broken) `done` is True and `advance` returns
-    `restore`, the level to go back to.
-    """
-
-    levels: Sequence[int]
-    dwell: float = 3.0
-    restore: int | None = None
-    started_at: float | None = None
-    index: int = -1
-    done: bool = False
-
-    @classmethod
-    def from_level(
-        cls, start: int, top: int = 2000, dwell: float = 3.0, restore: int | None = None
-    ) -> Ramp:
-        """The LEVELS from `start` (at least 1) to `top` inclusive."""
-        levels = [n for n in LEVELS if start <= n <= top] or [top]
-        return cls(levels=levels, dwell=dwell, restore=restore)
-
-    @property
-    def level(self) -> int | None:
-        return self.levels[self.index] if 0 <= self.index < len(self.levels) else None
-
-    def progress(self) -> str:
-        return f"{self.index + 1}/{len(self.levels)}"
-
-    def advance(self, now: float, all_broken: bool = False) -> int | None:
-        if self.done:
-            return None
-        if self.started_at is None:
-            self.started_at = now
-            self.index = 0
-            return self.levels[0]
-        due = int((now - self.started_at) // self.dwell)
-        if due <= self.index:
-            return None
-        if due >= len(self.levels) or all_broken:
-            self.done = True
-            return self.restore
-        self.index = due
-        return self.levels[due]
