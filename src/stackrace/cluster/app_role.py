@@ -412,6 +412,9 @@ class ClusterStackSource:
     def host_lost(self) -> str:
         return self.launcher.lost if self.launcher is not None else ""
 
+    def database_state(self) -> str:
+        return ""  # the db node's database is not watched from here
+
     async def start_database(self) -> None:
         """The db workload: the managed MariaDB on the db node; every stack gets its
         settings (the app host is told before any stack starts)."""

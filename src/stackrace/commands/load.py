@@ -140,7 +140,7 @@ def register(p: argparse.ArgumentParser) -> None:
     # --path, -m, -H, --body, --body-file, --scenario, --expect-status: declared once
     add_options(
         p.add_argument_group("your requests (as in bench and the app)"), only=REQUEST_FIELDS
-    )  # type: ignore[arg-type]
+    )
     p.add_argument(
         "--expect-body",
         default=None,

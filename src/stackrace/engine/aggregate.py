@@ -7,6 +7,8 @@ every window keeps sent == answered + lost + waiting (see model.py).
 
 from __future__ import annotations
 
+from typing import Any
+
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.histogram import SparseHistogram, lowest_equivalent
 from stackrace.engine.model import ABANDONED, KindStats, TargetSnapshot, TargetSpec, WindowStats
@@ -14,7 +16,7 @@ from stackrace.engine.model import ABANDONED, KindStats, TargetSnapshot, TargetS
 _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 
 
-def _add_counts(into: dict, more: dict) -> None:
+def _add_counts(into: dict[Any, int], more: dict[Any, int]) -> None:  # status or name
     for k, v in more.items():
         into[k] = into.get(k, 0) + v
 

@@ -618,7 +618,7 @@ async def run_bench(
                 state = m.handle.state
                 why = (
                     m.refused
-                    or getattr(m.handle, "error", None)
+                    or m.handle.error
                     or (
                         f"{state} before its load began"
                         if state in (StackState.CRASHED, StackState.STOPPED)
@@ -659,9 +659,10 @@ async def run_bench(
             rec.run.notes.append(loss.describe())
         if watch is not None:
             await watch.stop()
-            for i in watch.intervals:
+            for down in watch.intervals:
                 rec.run.notes.append(
-                    f"database {i.kind}: {i.cause} (levels measured then are marked and not judged)"
+                    f"database {down.kind}: {down.cause} "
+                    "(levels measured then are marked and not judged)"
                 )
     return rec.finish()
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from stackrace.config import Tunable
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram, index_of
@@ -42,6 +43,9 @@ from stackrace.race.core import StackChoice, StackState
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
+
+if TYPE_CHECKING:
+    from stackrace.race.session import Session
 
 TICK = 0.25  # seconds of simulated time per step
 ENGINE_US_PER_REQUEST = 15.0  # what the real engine costs per request (bench/engine_vs_wrk)
@@ -255,10 +259,10 @@ class _SimTarget:
         t.ok += w.ok
         t.bytes += w.bytes
         t.late += w.late
-        for k, n in w.failures.items():
-            t.failures[k] = t.failures.get(k, 0) + n
-        for k, n in w.status.items():
-            t.status[k] = t.status.get(k, 0) + n
+        for kind, n in w.failures.items():
+            t.failures[kind] = t.failures.get(kind, 0) + n
+        for code, n in w.status.items():
+            t.status[code] = t.status.get(code, 0) + n
         t.waiting = w.waiting
         t.unsent = w.unsent
         t.oldest_wait_us = w.oldest_wait_us
@@ -429,6 +433,7 @@ class SyntheticStack:
         return f"http://127.0.0.1:{18000 + sum(map(ord, self.id)) % 1000}"
 
     listen_port = None  # a model: no socket to ask the kernel about
+    error = None  # a model's crash is its state and its log
 
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         return None
@@ -494,11 +499,14 @@ class DemoSource:
     async def start_database(self) -> None:
         """The demo needs no database."""
 
+    def database_state(self) -> str:
+        return ""  # no database
+
     async def close(self) -> None:
         self.stacks.clear()
 
 
-def demo_session(models: dict[str, StackModel] | None = None):  # -> Session
+def demo_session(models: dict[str, StackModel] | None = None) -> Session:
     """A Session over the synthetic engine, clocked by the engine's steps."""
     from stackrace.race.core import RaceCore
     from stackrace.race.session import Session

@@ -146,7 +146,7 @@ _DECODER = msgspec.json.Decoder(Record)
 
 def _open_write(path: Path) -> IO[bytes]:
     if path.suffix == ".gz":
-        return gzip.open(path, "wb", compresslevel=5)  # type: ignore[return-value]
+        return gzip.open(path, "wb", compresslevel=5)  # type: ignore[return-value]  # GzipFile is IO[bytes]
     return open(path, "wb")
 
 
@@ -423,6 +423,7 @@ class ReplayMember:
         return self.resources
 
     listen_port = None  # nothing runs: the recorded signs are replayed
+    error = None  # a replay starts nothing
 
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         return self.recorded_signs
@@ -447,6 +448,9 @@ class ReplaySource:
     async def start_database(self) -> None:
         """A replay needs no database."""
 
+    def database_state(self) -> str:
+        return ""  # the recorded verdicts say whether the database was fine
+
     async def close(self) -> None:
         """Nothing runs."""
 
@@ -460,7 +464,7 @@ class ReplayPlayer:
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
         self.engine = ReplayEngine()
-        self.engine.synthetic = recording.header.synthetic  # type: ignore[misc]
+        self.engine.synthetic = recording.header.synthetic
         self.source = ReplaySource(recording.members)
         self.position = 0.0
         self.speed = 1.0
