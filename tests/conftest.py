@@ -10,6 +10,9 @@ from stackrace.db import ManagedMariaDB
 from stackrace.db.managed import LAYOUT, InstanceMeta
 from tests.helpers import TestServer, free_port
 
+# pytester: tests/unit/test_costguard.py runs pytest sessions of its own, in-process
+pytest_plugins = ("pytester",)
+
 
 @pytest.fixture
 def server():

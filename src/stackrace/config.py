@@ -124,13 +124,16 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from stackrace import inputfile, paths, statuses
 from stackrace.options import MAX_TIMEOUT_S  # ready_timeout and stop_timeout too
 from stackrace.workloads import WORKLOADS
+
+if TYPE_CHECKING:
+    from stackrace.userapp import AppSpec
 
 FAMILIES = ("sync", "threaded", "async", "greenlet", "prefork", "event-loop", "other")
 HOST = "127.0.0.1"
@@ -387,8 +390,8 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
             )
     for w in spec.workloads:
         if w not in OPTIONAL_WORKLOADS:
-            known = ", ".join(OPTIONAL_WORKLOADS)
-            raise bad("workloads", f"{w!r} is not an optional workload ({known})")
+            optional = ", ".join(OPTIONAL_WORKLOADS)
+            raise bad("workloads", f"{w!r} is not an optional workload ({optional})")
         if w in DB_WORKLOADS and not spec.db:
             raise bad("workloads", f"{w!r} reads the database, but the stack says db = false")
     for key, allowed in spec.choices.items():
@@ -665,6 +668,9 @@ class StackFile(dict[str, StackDef]):
         self.origin = origin
         self.sha256 = sha256
         self.files = files if files is not None else ([(path, origin, sha256)] if path else [])
+        # stacks made from --app or --cmd (stackrace.userapp): name → that option
+        self.generated: dict[str, str] = {}
+        self.app: AppSpec | None = None  # the --app they were made for
 
 
 # Why a stacks file was read, in the search order `stacks_files` follows.

@@ -25,7 +25,7 @@ import typing
 from argparse import ArgumentTypeError
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
@@ -42,6 +42,9 @@ from stackrace.options import (
     timeout_duration,
 )
 from stackrace.workloads import WORKLOADS
+
+if TYPE_CHECKING:
+    from stackrace.scenario import RequestKind
 
 ISOLATIONS = ("auto", "rotate", "parallel")
 
@@ -365,7 +368,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         """Your endpoints (--path, --scenario) rather than the workload's."""
         return bool(self.paths or self.scenario)
 
-    def request_kinds(self) -> list[scenario.RequestKind] | None:
+    def request_kinds(self) -> list[RequestKind] | None:
         """Your requests, read and checked (ScenarioError); None: the workload's path."""
         return scenario.kinds_from(
             self.paths,
@@ -410,7 +413,7 @@ def options() -> dict[str, Opt]:
 
 
 def add_options(
-    parser: argparse.ArgumentParser,
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     skip: tuple[str, ...] = (),
     only: tuple[str, ...] | None = None,
 ) -> None:
@@ -430,7 +433,7 @@ def add_options(
             dest=name,
             default=None,
             metavar=o.metavar,
-            type=_argparse_type(o),
+            type=_argparse_type(o) or str,  # str: the text as given (argparse's default)
             help=o.help,
             action="append" if o.repeat else "store",
         )

@@ -246,15 +246,15 @@ def _shaped(
             raise ScenarioError(f"--body-file {exc}") from None
     try:
         method = check_method(method)
-        shape = {
-            "headers": tuple(parse_header(h) for h in headers or []),
-            "body": data,
-            "expect": _expect(expect),
-        }
+        parsed = tuple(parse_header(h) for h in headers or [])
+        expected = _expect(expect)
     except (ScenarioError, statuses.StatusError) as exc:
         raise ScenarioError(f"{where}: {exc}") from None
     kinds = [
-        RequestKind(target=path, weight=weight, method=method, **shape) for path, weight in items
+        RequestKind(
+            target=path, weight=weight, method=method, headers=parsed, body=data, expect=expected
+        )
+        for path, weight in items
     ]
     return _checked(kinds, where)
 

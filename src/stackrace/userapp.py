@@ -482,7 +482,7 @@ def with_stacks(stacks: StackFile, extra: dict[str, StackDef], what: str) -> Sta
     merged = StackFile(
         {**stacks, **extra}, stacks.source, stacks.path, stacks.origin, stacks.sha256, stacks.files
     )
-    merged.generated = {**getattr(stacks, "generated", {}), **{n: what for n in extra}}
+    merged.generated = {**stacks.generated, **{n: what for n in extra}}
     return merged
 
 
@@ -508,7 +508,7 @@ def with_run_stacks(
                 f"--app {app.label}: no server in {stacks.source} runs {app.interface.upper()} apps"
             )
         stacks = with_stacks(stacks, made, "--app")
-        stacks.app = app  # type: ignore[attr-defined]
+        stacks.app = app
     for text in cmds:
         if kinds is None and settings is not None:
             health, status = settings.path, "200"  # the workload's path, as a block's
@@ -523,8 +523,8 @@ def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
     from stackrace.config import resolve
     from stackrace.stacks.availability import check
 
-    app = getattr(stacks, "app", None)
-    generated = [n for n, what in getattr(stacks, "generated", {}).items() if what == "--app"]
+    app = stacks.app
+    generated = [n for n, what in stacks.generated.items() if what == "--app"]
     if app is None:
         return [], []
     common = [app_stack_name(n) for n in COMMON[app.interface] if app_stack_name(n) in stacks]
@@ -535,8 +535,8 @@ def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
 def install_hint(stacks: StackFile) -> str:
     """The command that installs the common servers of the app's kind into the app's
     own environment (what to say when none of them can run it yet)."""
-    app = getattr(stacks, "app", None)
-    generated = [n for n, what in getattr(stacks, "generated", {}).items() if what == "--app"]
+    app = stacks.app
+    generated = [n for n, what in stacks.generated.items() if what == "--app"]
     if app is None or not generated:
         return ""
     python = stacks[generated[0]].python
@@ -545,7 +545,7 @@ def install_hint(stacks: StackFile) -> str:
 
 def generated_names(stacks: StackFile) -> list[str]:
     """The stacks made for this run (--app, --cmd), in order."""
-    return list(getattr(stacks, "generated", {}))
+    return list(stacks.generated)
 
 
 __all__ = [

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.report.write import check_output_paths
 from tests.hardening.conftest import assert_one_line_error, cli
 from tests.helpers import TestServer
 
@@ -124,18 +123,6 @@ def test_load_checks_hdr_out_before_any_load(server: TestServer) -> None:
     r = cli("load", server.url("/hello"), "-d", "1s", "--hdr-out", "/nonexistent/dir/x.hdr")
     assert_one_line_error(r, "stackrace load: --hdr-out /nonexistent/dir/x.hdr: directory")
     assert server.stats()["by_path"].get("/hello", 0) == 0
-
-
-def test_output_path_checks(tmp_path: Path) -> None:
-    (tmp_path / "file").write_text("")
-    assert check_output_paths({"--json": str(tmp_path / "x.json"), "--csv": None}) is None
-    assert not (tmp_path / "x.json").exists()  # the check leaves nothing behind
-    assert "is a directory" in (check_output_paths({"--json": str(tmp_path)}) or "")
-    assert "is not a directory" in (check_output_paths({"--json": str(tmp_path / "file/x")}) or "")
-    same = check_output_paths({"--json": str(tmp_path / "a"), "--csv": str(tmp_path / "a")})
-    assert same == f"--csv {tmp_path / 'a'}: the same file as --json"
-    assert check_output_paths({"--json": str(tmp_path / "file")}) is None  # overwritten later
-    assert (tmp_path / "file").exists()
 
 
 @pytest.mark.parametrize(

@@ -2,52 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 
 import pytest
 
-from stackrace import options
 from tests.hardening.conftest import assert_one_line_error, cli
 from tests.helpers import TestServer
 
 CPUS = sorted(os.sched_getaffinity(0))
-
-
-CASES = [
-    (
-        options.positive_duration,
-        {"10s": 10.0, "500ms": 0.5, "2m": 120.0, "1.5": 1.5},
-        ["0", "0s", "-1s", "soon", "", "nan", "1e999"],
-    ),
-    (options.non_negative_duration, {"0": 0.0, "0s": 0.0, "2s": 2.0}, ["-1s", "x"]),
-    (options.positive_rate, {"500": 500.0, "0.5": 0.5}, ["0", "-5", "nan", "inf", "-inf", ""]),
-    (options.positive_int, {"1": 1, "40": 40}, ["0", "-5", "1.5", "x", ""]),
-    (options.positive_int_list, {"10,100": [10, 100], "1": [1]}, ["10,,100", "0,10", "-1", ""]),
-    (options.procs, {"auto": "auto", "AUTO": "auto", "3": 3}, ["0", "-1", "many", ""]),
-    (options.cpu_list, {str(CPUS[0]): [CPUS[0]]}, ["-1", "99", "999", "a", "0,0", "1-0"]),
-]
-
-
-@pytest.mark.parametrize(("parser", "good", "bad"), CASES)
-def test_parsers_accept_and_refuse(parser, good, bad) -> None:  # type: ignore[no-untyped-def]
-    for text, value in good.items():
-        assert parser(text) == value
-    for text in bad:
-        with pytest.raises(argparse.ArgumentTypeError, match=re.escape(repr(text))):
-            parser(text)
-
-
-def test_cpu_ranges_and_procs_cap() -> None:
-    assert options.cpu_list(f"{CPUS[0]}-{CPUS[-1]}") == CPUS
-    n = len(CPUS)
-    assert options.cap_procs(1) == (1, None)
-    assert options.cap_procs("auto") == (min(4, n), None)
-    capped, note = options.cap_procs(n + 38)
-    assert capped == n and note is not None and f"--procs {n + 38} capped at {n}" in note
-    capped, note = options.cap_procs(2, cpus=[CPUS[0]])
-    assert capped == 1 and note is not None and "--engine-cpus" in note
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ import msgspec
 import pytest
 
 from stackrace.commands._common import resolve_all
-from stackrace.config import PLACEHOLDERS, Stack, load_stacks, placeholders, resolve
+from stackrace.config import Stack, load_stacks, resolve
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
-from tests.hardening.conftest import ROOT, assert_one_line_error, cli
+from tests.hardening.conftest import assert_one_line_error, cli
 
 GOOD = """
 [stacks.ok]
@@ -85,11 +85,6 @@ def test_placeholder_typo_inside_a_template_file_names_both_files(tmp_path: Path
     assert_one_line_error(r, "my.toml", "stack 'ok'", "files[0].template", "conf.tmpl", "{prot}")
 
 
-def test_every_filled_placeholder_is_declared() -> None:
-    stack = resolve("uvicorn", load_stacks())
-    assert set(placeholders(stack, 1, Path("/x"))) - set(stack.params) == set(PLACEHOLDERS)
-
-
 def test_cpus_this_machine_lacks_name_file_stack_and_key(tmp_path: Path) -> None:
     """cpus = [99]: a traceback from preexec_fn at start before. The file may be shared
     with a bigger machine, so `stacks` lists it as unavailable (with the reason) and
@@ -145,10 +140,3 @@ def test_a_stack_named_twice_is_refused(tmp_path: Path) -> None:
     # two variants of one stack are two stacks
     chosen = resolve_all(["ok:workers=1", "ok:workers=2"], load_stacks(path))  # serve A B
     assert chosen is not None and [s.name for s in chosen] == ["ok:workers=1", "ok:workers=2"]
-
-
-def test_project_stacks_file_is_valid() -> None:
-    stacks = load_stacks(ROOT / "stacks.toml")
-    assert stacks.source.endswith("stacks.toml")
-    for name in stacks:
-        resolve(name, stacks)

@@ -32,6 +32,7 @@ from stackrace.db import (
 from stackrace.db.admin import connect, query
 from stackrace.db.paths import find_binary
 from stackrace.db.proc import is_our_server
+from stackrace.ports import port_in_use
 from tests.helpers import CLI, free_port
 
 try:
@@ -300,3 +301,11 @@ async def test_async_scoped_instance(tmp_path: Path) -> None:
         datadir = db.paths.datadir
     assert not is_our_server(pid, datadir)
     db.reset(wipe=True)
+
+
+def test_port_in_use() -> None:
+    """A port with a listener on it is in use."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        assert port_in_use(s.getsockname()[1])

@@ -190,27 +190,6 @@ async def test_state_callbacks_and_cancelled_start(tmp_path: Path) -> None:
     assert crashing.exit_code == 3 and plain.state == STOPPED
 
 
-def test_run_dirs_are_pruned_unless_in_use(tmp_path: Path, monkeypatch) -> None:
-    import time
-
-    from stackrace.stacks.launcher import new_run_root
-
-    monkeypatch.setenv("STACKRACE_RUNS_DIR", str(tmp_path))
-    held, held_fd = new_run_root(keep=2)  # a stackrace that still runs
-    roots = []
-    for _ in range(4):
-        time.sleep(0.01)  # distinct modification times
-        root, fd = new_run_root(keep=2)
-        os.close(fd)  # that stackrace ended
-        roots.append(root)
-    left = sorted(tmp_path.iterdir())
-    assert held in left  # in use: never removed, however old
-    assert roots[-1] in left and roots[0] not in left
-    os.close(held_fd)
-    new_run_root(keep=2)
-    assert held not in list(tmp_path.iterdir())
-
-
 @pytest.mark.slow
 async def test_sampler_follows_a_respawned_worker(tmp_path: Path) -> None:
     async with Launcher(tmp_path) as launcher:

@@ -5,8 +5,11 @@ After a deliberate change to the look, approve the new screens with
 
     STACKRACE_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/tui/test_snapshot.py
 
-On a mismatch the screen that was drawn is written next to the approved one as
-`NAME.actual.svg` (convert both with rsvg-convert to compare by eye).
+On a mismatch, or when a screen has no approved file yet, the screen that was drawn is
+written next to the approved one as `NAME.actual.svg` (convert both with rsvg-convert to
+compare by eye) and the test fails. A missing approved file is a failure, not an
+approval: otherwise a snapshot lost from the repository (or never committed) would pass
+on every run, comparing the screen with itself. Approving is always that explicit step.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+
+import pytest
 
 from stackrace.race.demo import CATALOG
 from stackrace.race.session import RacePlan
@@ -29,18 +34,46 @@ def _normalise(svg: str) -> str:
     return re.sub(r"terminal-\d+", "terminal", svg)
 
 
-def check_snapshot(name: str, svg: str) -> None:
-    approved = SNAPSHOTS / f"{name}.svg"
-    actual = SNAPSHOTS / f"{name}.actual.svg"
-    if UPDATE or not approved.exists():
-        SNAPSHOTS.mkdir(exist_ok=True)
+APPROVE = "STACKRACE_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/tui/test_snapshot.py"
+
+
+def check_snapshot(name: str, svg: str, snapshots: Path = SNAPSHOTS, update: bool = UPDATE) -> None:
+    """Compare `svg` with the approved `snapshots/NAME.svg`; write it there only when
+    `update` (STACKRACE_UPDATE_SNAPSHOTS=1) says so."""
+    approved = snapshots / f"{name}.svg"
+    actual = snapshots / f"{name}.actual.svg"
+    if update:
+        snapshots.mkdir(exist_ok=True)
         approved.write_text(svg, encoding="utf-8")
         actual.unlink(missing_ok=True)
         return
+    if not approved.exists():
+        snapshots.mkdir(exist_ok=True)
+        actual.write_text(svg, encoding="utf-8")
+        raise AssertionError(
+            f"{name}: no approved snapshot {approved} (drawn: {actual}); "
+            f"look at it, then approve it with {APPROVE}"
+        )
     if _normalise(approved.read_text(encoding="utf-8")) != _normalise(svg):
         actual.write_text(svg, encoding="utf-8")
-        raise AssertionError(f"{name} differs from {approved} (drawn: {actual})")
+        raise AssertionError(
+            f"{name} differs from {approved} (drawn: {actual}); "
+            f"if the change is meant, approve it with {APPROVE}"
+        )
     actual.unlink(missing_ok=True)
+
+
+def test_a_missing_approved_snapshot_fails_and_approves_nothing(tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match=r"no approved snapshot.*STACKRACE_UPDATE_SNAPSHOTS=1"):
+        check_snapshot("screen", "<svg>drawn</svg>", snapshots=tmp_path, update=False)
+    assert not (tmp_path / "screen.svg").exists()  # nothing approved by running the test
+    assert (tmp_path / "screen.actual.svg").read_text() == "<svg>drawn</svg>"
+    # the explicit step approves it, and from then on the same screen passes
+    check_snapshot("screen", "<svg>drawn</svg>", snapshots=tmp_path, update=True)
+    check_snapshot("screen", "<svg>drawn</svg>", snapshots=tmp_path, update=False)
+    assert not (tmp_path / "screen.actual.svg").exists()
+    with pytest.raises(AssertionError, match="differs"):
+        check_snapshot("screen", "<svg>other</svg>", snapshots=tmp_path, update=False)
 
 
 async def test_snapshot_race_screen():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import socket
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,6 @@ from stackrace.db import (
     work_between,
 )
 from stackrace.db.paths import InstancePaths, find_binary
-from stackrace.ports import port_in_use
 
 
 def test_parse_dsn_full() -> None:
@@ -142,10 +140,3 @@ def test_long_instance_dir_gets_a_short_socket(tmp_path: Path) -> None:
     assert InstancePaths(tmp_path).socket == tmp_path / "server" / "mariadbd.sock"
     assert InstancePaths(tmp_path, server=tmp_path).socket == tmp_path / "mariadbd.sock"
     assert not InstancePaths(long_root).socket_fits(long_root / "server")
-
-
-def test_port_in_use() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        assert port_in_use(s.getsockname()[1])

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from stackrace.race.core import RaceCore, StackState
+from stackrace.race.core import RaceCore
 from stackrace.race.demo import DemoSource, SyntheticEngine
 from stackrace.race.placement import choose_isolation, place
 from stackrace.race.session import RacePlan, Session
+from stackrace.race.state import StackState
 from stackrace.race_settings import RaceSettings
 
 

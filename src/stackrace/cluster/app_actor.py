@@ -29,12 +29,16 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from stackrace.cluster.hostinfo import HostInfo, current_node_id, normal_priority, this_host
 from stackrace.config import HOST, Stack
 from stackrace.stacks.availability import check
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.stacks.sampler import ResourceSample, TreeSampler
+
+if TYPE_CHECKING:
+    from stackrace.db import ManagedMariaDB
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,7 @@ class DbHost:
 
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
-        self._db: object | None = None
+        self._db: ManagedMariaDB | None = None
 
     async def ready(self) -> HostInfo:
         return this_host(current_node_id())
@@ -212,10 +216,10 @@ class DbHost:
         normal_priority()  # MariaDB inherits it
         if self._db is None:
             self._db = ManagedMariaDB(scoped=True)
-        settings = await self._db.ensure_ready_async(rows=rows)  # type: ignore[attr-defined]
+        settings = await self._db.ensure_ready_async(rows=rows)
         return db_env(settings, rows)
 
     def close(self) -> None:
         if self._db is not None:
-            self._db.close()  # type: ignore[attr-defined]
+            self._db.close()
             self._db = None

@@ -30,7 +30,8 @@ import msgspec
 from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
 from stackrace.config import ConfigError, Stack, StackDef, resolve
-from stackrace.race.core import StackChoice, StackState
+from stackrace.race.core import StackChoice
+from stackrace.race.state import StackState
 from stackrace.stacks.launcher import LaunchError
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
@@ -411,6 +412,9 @@ class ClusterStackSource:
 
     def host_lost(self) -> str:
         return self.launcher.lost if self.launcher is not None else ""
+
+    def database_state(self) -> str:
+        return ""  # the db node's database is not watched from here
 
     async def start_database(self) -> None:
         """The db workload: the managed MariaDB on the db node; every stack gets its

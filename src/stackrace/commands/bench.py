@@ -157,9 +157,9 @@ def build_plan(
     stacks = _stacks(args, rerun, settings)
     if stacks is None:
         return None
-    if not settings.stacks and getattr(stacks, "generated", None):
+    if not settings.stacks and stacks.generated:
         chosen_names, others = default_app_stacks(stacks)
-        chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]  # type: ignore[attr-defined]
+        chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]
         if not chosen_names:
             from stackrace.userapp import install_hint
 

@@ -53,7 +53,7 @@ def complete(parser: argparse.ArgumentParser) -> None:
 
     for action in _walk(parser):
         if action.dest in _STACK_DESTS:
-            action.completer = stack_names  # type: ignore[attr-defined]
+            action.completer = stack_names  # type: ignore[attr-defined]  # argcomplete's hook
     argcomplete.autocomplete(parser)
 
 

@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 import time
+from collections.abc import Callable
 
 import msgspec
 
@@ -117,7 +118,9 @@ def _open(args: argparse.Namespace) -> Database:
     return db
 
 
-def _guard(action):  # type: ignore[no-untyped-def]
+def _guard(
+    action: Callable[[argparse.Namespace, Database], int],
+) -> Callable[[argparse.Namespace], int]:
     """One line on stderr and exit status 1 for a DbError (2 for a usage error)."""
 
     def wrapper(args: argparse.Namespace) -> int:

@@ -104,16 +104,18 @@ def register(p: argparse.ArgumentParser) -> None:
     # duration, warm-up and timeout are the race settings' (race_settings.py): the same
     # parser and meaning, and the same defaults but for the warm-up's (LOAD_WARMUP)
     settings, race = options_of(), RaceSettings()
+    duration, warmup, timeout = (settings[k].parse for k in ("duration", "warmup", "timeout"))
+    assert duration and warmup and timeout  # each has a parser (race_settings.py)
     p.add_argument(
         "-d",
         "--duration",
-        type=settings["duration"].parse,
+        type=duration,
         default=race.duration,
         help=f"how long to load (default {race.duration:g}s)",
     )
     p.add_argument(
         "--warmup",
-        type=settings["warmup"].parse,
+        type=warmup,
         default=LOAD_WARMUP,
         help=f"{settings['warmup'].help} (default {LOAD_WARMUP:g}s)",
     )
@@ -127,7 +129,7 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=settings["timeout"].parse,
+        type=timeout,
         default=race.timeout,
         help=f"{settings['timeout'].help} (default {race.timeout:g}s)",
     )
@@ -152,7 +154,7 @@ def register(p: argparse.ArgumentParser) -> None:
     # --path, -m, -H, --body, --body-file, --scenario, --expect-status: declared once
     add_options(
         p.add_argument_group("your requests (as in bench and the app)"), only=REQUEST_FIELDS
-    )  # type: ignore[arg-type]
+    )
     p.add_argument(
         "--expect-body",
         default=None,

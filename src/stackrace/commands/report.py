@@ -108,14 +108,14 @@ def compare(runs: list[BenchRun], names: list[str]) -> None:
         first = index[0].get(key)
         cells = []
         for idx in index:
-            lv = idx.get(key)
-            if lv is None:
+            cell = idx.get(key)
+            if cell is None:
                 cells.append("-")
                 continue
-            p99 = fmt_us(lv.latency.p99) if lv.answered else "no answers"
-            text = f"{lv.rps:,.0f} / {p99}"
-            if first is not None and lv is not first and first.rps:
-                text += f" ({(lv.rps / first.rps - 1) * 100:+.0f}%)"
+            p99 = fmt_us(cell.latency.p99) if cell.answered else "no answers"
+            text = f"{cell.rps:,.0f} / {p99}"
+            if first is not None and cell is not first and first.rps:
+                text += f" ({(cell.rps / first.rps - 1) * 100:+.0f}%)"
             cells.append(text)
         table.add_row(key[0], str(key[1]), *cells)
     Console().print(table)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 import msgspec
 
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"stacks file: {path} ({origin})", file=out)
     if len(stacks.files) > 1:
         print("  (each file adds its stacks and replaces those of the same name)", file=out)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, spec in stacks.items():
         served: list[str] = []
         try:

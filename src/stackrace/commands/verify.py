@@ -49,7 +49,7 @@ def register(p: argparse.ArgumentParser) -> None:
     own = userapp.add_arguments
     group = p.add_argument_group("your app: check your requests on every server, nothing else")
     own(group)
-    add_options(group, skip=tuple(k for k in options() if k not in _REQUEST_FIELDS))  # type: ignore[arg-type]
+    add_options(group, skip=tuple(k for k in options() if k not in _REQUEST_FIELDS))
     p.set_defaults(func=run)
 
 
@@ -164,8 +164,9 @@ async def _extra_checks(
     measured: dict[str, str] = {}
     if db_conn is not None and stack.serves("db"):
         served_by = stack.upstream or stack  # behind a proxy, the backend holds connections
-        out["db"] = await check_db(rs.port, db_conn, served_by.workers * served_by.threads, tls=tls)
-        measured.update(out["db"].measured)
+        db_check = await check_db(rs.port, db_conn, served_by.workers * served_by.threads, tls=tls)
+        out["db"] = db_check
+        measured.update(db_check.measured)
     if db_conn is not None and stack.serves("dbjson"):
         out["dbjson"] = await check_dbjson(rs.port, db_conn, tls=tls)
     spec = stack.spec

@@ -60,7 +60,7 @@ def connect(
 
 
 def _mysql_msg(exc: BaseException) -> str:
-    args = getattr(exc, "args", ())
+    args = exc.args
     if len(args) >= 2:
         return f"({args[0]}) {args[1]}"
     return str(exc) or type(exc).__name__

@@ -53,7 +53,7 @@ def normalize_engine(engine: str) -> Engine:
     e = engine.strip().lower()
     if e not in ENGINES:
         raise DbError(f"unknown storage engine {engine!r}: use myisam or innodb")
-    return e  # type: ignore[return-value]
+    return e
 
 
 def seed_state(conn: pymysql.connections.Connection) -> SeedState | None:

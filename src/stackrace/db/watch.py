@@ -441,7 +441,7 @@ class DbWatch:
 
 
 def _describe(exc: BaseException) -> str:
-    args = getattr(exc, "args", ())
+    args = exc.args
     if len(args) >= 2:
         text = str(args[1])
         if "timed out" in text:

@@ -11,6 +11,8 @@ one rule per figure in `WINDOW_RULES`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from stackrace.engine.channel import TargetReport
@@ -27,7 +29,7 @@ from stackrace.engine.model import (
 _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 
 
-def _add_counts(into: dict, more: dict) -> None:
+def _add_counts(into: dict[Any, int], more: dict[Any, int]) -> None:  # status or name
     for k, v in more.items():
         into[k] = into.get(k, 0) + v
 

@@ -22,14 +22,15 @@ def compile_check(check: BodyCheck | None) -> Callable[[bytes], bool] | None:
         return lambda body: needle in body
     if kind == "json":
         # equal as JSON values: serializers differ in spacing, not in meaning
-        expected_value = json.loads(check.arg)
+        expected_value: object = json.loads(check.arg)
         exact = check.arg.encode()
 
         def same_json(body: bytes) -> bool:
             if body == exact:
                 return True
             try:
-                return json.loads(body) == expected_value
+                got: object = json.loads(body)
+                return got == expected_value
             except ValueError:
                 return False
 

@@ -136,6 +136,8 @@ class _Proc:
 
 
 class Engine:
+    synthetic = False  # measured figures (the demo's engine is the synthetic one)
+
     def __init__(
         self,
         settings: EngineSettings | None = None,

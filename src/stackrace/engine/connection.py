@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import socket
+from collections.abc import Callable
 from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
@@ -56,13 +57,17 @@ BUSY = 1  # a request is in flight
 IDLE = 2  # open, nothing in flight (rate mode between sends, or paused)
 CLOSED = 3
 
+# what a connection writes to: the event loop's transport, or the engine's own
+AnyTransport = asyncio.Transport | SocketTransport
+
+_shutdown: Callable[[int, int], int] | None
 try:
     _shutdown = ctypes.CDLL(None, use_errno=True).shutdown
 except (OSError, AttributeError):  # pragma: no cover - not Linux
     _shutdown = None
 
 
-def close_now(transport: asyncio.BaseTransport) -> None:
+def close_now(transport: asyncio.BaseTransport | SocketTransport) -> None:
     """Send our FIN now, not on the loop's next turn.
 
     uvloop closes a transport's socket one loop iteration after close(). A server that
@@ -118,7 +123,7 @@ class Connection(asyncio.Protocol):
 
     def __init__(self, target: Target) -> None:
         self.target = target
-        self.transport: asyncio.Transport | None = None
+        self.transport: AnyTransport | None = None
         # made when the connection opens and dropped when it closes: the parser refers
         # back to its protocol, and a cycle per connection would leave every closed one
         # to the cyclic garbage collector (a pause in the middle of a measurement)
@@ -151,15 +156,19 @@ class Connection(asyncio.Protocol):
     # httptools asks for each callback once per parser (one per connection): a None
     # here answers faster than a missing attribute, and means "not wanted"
     on_url = on_header = on_headers_complete = on_status = None
-    on_body = on_chunk_header = on_chunk_complete = None
+    on_chunk_header = on_chunk_complete = None
+    on_body: Callable[[bytes], None] | None = None  # a checked connection keeps the body
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.connected(transport, False)
 
-    def connected(self, transport: asyncio.BaseTransport, sent: bool) -> None:
+    def connected(self, transport: asyncio.BaseTransport | SocketTransport, sent: bool) -> None:
         """The connection is up; `sent`: the engine's transport wrote the request
         already, together with the connect (transport.SocketTransport.connect)."""
-        self.transport = transport  # type: ignore[assignment]
+        # asyncio.Protocol types its argument as the base of every transport; a TCP
+        # connection's is a stream transport (write, abort), or the engine's own
+        tr: AnyTransport = transport  # type: ignore[assignment]  # see above
+        self.transport = tr
         self.parser = HttpResponseParser(self)
         t = self.target
         t.open += 1
@@ -174,14 +183,14 @@ class Connection(asyncio.Protocol):
             if not sent:
                 if t.timed:
                     self.wrote_ns = perf_counter_ns()
-                self.write_request(transport)
+                self.write_request(tr)
         else:
             self.state = IDLE
             t.on_idle(self)
 
-    def write_request(self, transport: asyncio.BaseTransport) -> None:
+    def write_request(self, transport: AnyTransport) -> None:
         """Write the request (a slow client overrides this to send it in pieces)."""
-        transport.write(self.target.request)  # type: ignore[attr-defined]
+        transport.write(self.target.request)
 
     def data_received(self, data: bytes) -> None:
         if self.state != BUSY:
@@ -196,7 +205,7 @@ class Connection(asyncio.Protocol):
                 t.record_first_byte(perf_counter_ns() - max(self.start_ns, self.wrote_ns))
         self.answered = False
         try:
-            self.parser.feed_data(data)  # type: ignore[union-attr]
+            self.parser.feed_data(data)  # type: ignore[union-attr]  # BUSY: parser made in connected()
         except HttpParserError:
             if self.state != CLOSED:
                 self.fail(PROTOCOL)
@@ -225,7 +234,7 @@ class Connection(asyncio.Protocol):
             # before the request now in flight was written, so it answers nothing
             self.unsolicited()
             return
-        status = parser.get_status_code()  # type: ignore[union-attr]
+        status = parser.get_status_code()  # type: ignore[union-attr]  # as above (hot path: no check)
         if status < 200 and status != 101:
             return  # 100 Continue, 103 Early Hints: the answer is still to come
         self.head = None
@@ -252,11 +261,11 @@ class Connection(asyncio.Protocol):
             self.take_body()  # a checked connection must not carry this body forward
         elif t.check is not None and not t.check(self.take_body()):
             t.fail_count(INVALID_BODY)
-        if not (t.keepalive and parser.should_keep_alive()):  # type: ignore[union-attr]
+        if not (t.keepalive and parser.should_keep_alive()):  # type: ignore[union-attr]  # as above
             self.start_ns = 0
             # as _shut(), inlined: nothing read from here on is an answer
             self.state = CLOSED
-            self.parser = _DISCARD  # type: ignore[assignment]
+            self.parser = _DISCARD  # type: ignore[assignment]  # _Discard reads nothing
             tr = self.transport
             if type(tr) is SocketTransport:
                 # the descriptor closes now, and our FIN leaves with it; what
@@ -277,7 +286,7 @@ class Connection(asyncio.Protocol):
             else:
                 self.start_ns = now
                 t.sent += 1
-                tr.write(t.request)  # type: ignore[union-attr]
+                tr.write(t.request)  # type: ignore[union-attr]  # fast: open
         else:
             self.start_ns = 0
             self.state = IDLE
@@ -321,7 +330,7 @@ class Connection(asyncio.Protocol):
         self.start_ns = now
         self.intended_ns = intended
         self.wrote_ns = now
-        self.write_request(self.transport)  # type: ignore[arg-type]
+        self.write_request(self.transport)  # type: ignore[arg-type]  # sending: open
 
     def fail(self, kind: str) -> None:
         """Count a failure for the request in flight and start over on a new connection."""
@@ -349,7 +358,7 @@ class Connection(asyncio.Protocol):
         abandoned already), so it goes to no parser."""
         self.state = CLOSED
         if self.parser is not None:
-            self.parser = _DISCARD  # type: ignore[assignment]
+            self.parser = _DISCARD  # type: ignore[assignment]  # _Discard reads nothing
 
 
 def _close_delimited(head: bytes) -> bool:

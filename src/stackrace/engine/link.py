@@ -58,17 +58,16 @@ async def spawn_engine(
     stdout reader's line limit (a report with a wide histogram can be long). OSError
     when it cannot be started.
     """
-    extra = {"limit": limit} if limit else {}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "stackrace.engine.worker",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=None,
-        start_new_session=True,
-        **extra,
-    )
+    argv = (sys.executable, "-m", "stackrace.engine.worker")
+    pipe = asyncio.subprocess.PIPE
+    if limit:  # the stream reader's buffer, for reports larger than its default
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=pipe, stdout=pipe, stderr=None, start_new_session=True, limit=limit
+        )
+    else:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=pipe, stdout=pipe, stderr=None, start_new_session=True
+        )
     if cpus:
         with contextlib.suppress(OSError):
             os.sched_setaffinity(proc.pid, set(cpus))

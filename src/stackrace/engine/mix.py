@@ -28,21 +28,26 @@ With a mix:
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from stackrace.engine.connection import BUSY, CheckedConnection, Connection
 from stackrace.engine.model import HTTP_STATUS, KindStats, TargetSpec
 from stackrace.engine.request import build_request, parse_url
 from stackrace.engine.transport import SocketTransport
 
+if TYPE_CHECKING:
+    from stackrace.engine.target import Target
+
 
 def sequence(weights: list[int]) -> list[int]:
     """Kinds in the order they are sent: each kind `weight / gcd` times per turn,
     spread evenly (smooth weighted round-robin)."""
     g = 0
-    for w in weights:
-        g = math.gcd(g, w)
+    for weight in weights:
+        g = math.gcd(g, weight)
     w = [x // g for x in weights]
     total = sum(w)
     current = [0] * len(w)
@@ -98,7 +103,7 @@ class Mix:
         waiting = [0] * len(self.sent)
         for conn in conns:
             if conn.start_ns and conn.state == BUSY:
-                waiting[conn.kind] += 1  # type: ignore[attr-defined]
+                waiting[conn.kind] += 1  # type: ignore[attr-defined]  # a mix has only mixed connections
         out = []
         for k, was in enumerate(self.taken):
             failed = self.sent[k] - self.answered[k] - waiting[k]
@@ -128,13 +133,13 @@ class MixedConnection(Connection):
 
     __slots__ = ("kind",)
 
-    def __init__(self, target) -> None:
+    def __init__(self, target: Target) -> None:
         self.kind = 0
         super().__init__(target)
 
     def _pick(self) -> None:
         t = self.target
-        m: Mix = t.mix
+        m: Mix = t.mix  # type: ignore[assignment]  # a mixed connection's target has one (setup)
         pos = m.pos
         k = m.seq[pos]
         pos += 1
@@ -143,7 +148,7 @@ class MixedConnection(Connection):
         self.kind = k
         t.request = m.requests[k]
 
-    def connected(self, transport, sent: bool) -> None:
+    def connected(self, transport: asyncio.BaseTransport | SocketTransport, sent: bool) -> None:
         # (a mixed target never has its request written with the connect: `setup` turns
         # the target's presend off, so `sent` is False and the kind is picked here)
         t = self.target
@@ -157,9 +162,9 @@ class MixedConnection(Connection):
 
     def on_message_complete(self) -> None:
         t = self.target
-        m: Mix = t.mix
+        m: Mix = t.mix  # type: ignore[assignment]  # as in _pick: no None check per answer
         parser = self.parser
-        status = parser.get_status_code()  # type: ignore[union-attr]
+        status = parser.get_status_code()  # type: ignore[union-attr]  # BUSY: has a parser
         k = self.kind
         m.answered[k] += 1
         counts = m.status[k]
@@ -180,7 +185,7 @@ class MixedConnection(Connection):
         if (
             self.fast
             and t.keepalive
-            and parser.should_keep_alive()  # type: ignore[union-attr]
+            and parser.should_keep_alive()  # type: ignore[union-attr]  # as above
             and not (type(self.transport) is SocketTransport and t.hand_over_keepalive)
         ):
             self._pick()  # Connection's fast path writes the next request at once
@@ -195,7 +200,7 @@ class MixedCheckedConnection(MixedConnection):
 
     __slots__ = ("chunks",)
 
-    def __init__(self, target) -> None:
+    def __init__(self, target: Target) -> None:
         self.chunks: list[bytes] = []
         super().__init__(target)
 
@@ -208,7 +213,7 @@ class MixedCheckedConnection(MixedConnection):
         return body
 
 
-def setup(target, spec: TargetSpec, extra_headers: list[tuple[str, str]]) -> Mix | None:
+def setup(target: Target, spec: TargetSpec, extra_headers: list[tuple[str, str]]) -> Mix | None:
     """Give `target` its mix (None: the spec has none, nothing changes)."""
     if not spec.mix:
         return None

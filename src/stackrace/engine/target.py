@@ -733,17 +733,16 @@ class Target:
     def connect_failed(
         self, conn: Connection | SlowClient, err: int, tls: str | None = None
     ) -> None:
-        if isinstance(conn, SlowClient):
-            conn = conn.conn
+        c: Connection = conn.conn if isinstance(conn, SlowClient) else conn
         if tls is not None:
             self.errors[tls] = self.errors.get(tls, 0) + 1
-            self._connect_failed(conn, TLS)
+            self._connect_failed(c, TLS)
         elif err == errno.ECONNREFUSED:
-            self._connect_failed(conn, REFUSED)
+            self._connect_failed(c, REFUSED)
         else:
             name = errno.errorcode.get(err, f"errno {err}")
             self.errors[name] = self.errors.get(name, 0) + 1
-            self._connect_failed(conn, OTHER)
+            self._connect_failed(c, OTHER)
 
     def keep_session(self, session: ssl.SSLSession | None) -> None:
         """A TLS connection ends: keep its session to offer the next one (tls_resume)."""

@@ -213,6 +213,7 @@ class SocketTransport:
         self.reading = True
         self.connect_ns = now
         self.state = CONNECTING
+        self.sock: _socket.socket | None
         try:
             sock = self.sock = _socket.socket(family, _NONBLOCK)
         except OSError as exc:
@@ -286,7 +287,7 @@ class SocketTransport:
             sock = self.sock
             while True:
                 try:
-                    data = sock.recv(_READ_SIZE)  # type: ignore[union-attr]
+                    data = sock.recv(_READ_SIZE)  # type: ignore[union-attr]  # registered: open
                 except (BlockingIOError, InterruptedError):
                     return
                 except OSError as exc:
@@ -328,7 +329,7 @@ class SocketTransport:
         if self.state != OPEN:
             return
         try:
-            n = self.sock.send(data)  # type: ignore[union-attr]
+            n = self.sock.send(data)  # type: ignore[union-attr]  # OPEN: has a socket
         except (BlockingIOError, InterruptedError):
             n = 0
         except OSError as exc:
@@ -374,7 +375,7 @@ class SocketTransport:
         del poller.handlers[self.fd]
         if poller.dispatching:
             poller.stale.add(self.fd)
-        self.sock.close()  # type: ignore[union-attr]  # our FIN leaves now
+        self.sock.close()  # type: ignore[union-attr]  # open; our FIN leaves now
         protocol, self.protocol = self.protocol, None
         if protocol is not None:
             protocol.connection_lost(None)
@@ -393,7 +394,7 @@ class SocketTransport:
         del poller.handlers[self.fd]
         if poller.dispatching:
             poller.stale.add(self.fd)
-        self.sock.close()  # type: ignore[union-attr]  # our FIN leaves now
+        self.sock.close()  # type: ignore[union-attr]  # open; our FIN leaves now
         self.protocol = None
 
     def detach(self, family: int) -> socket.socket:
@@ -487,7 +488,7 @@ class TlsTransport(SocketTransport):
         except (ssl.SSLError, ValueError) as exc:
             self._handshake_failed(exc)
             return
-        self._c = self.ssl._sslobj  # type: ignore[attr-defined]
+        self._c = self.ssl._sslobj  # type: ignore[attr-defined]  # private: see _c above
         self._handshake()
 
     def _handshake(self) -> None:
@@ -619,7 +620,7 @@ class TlsTransport(SocketTransport):
             self.out += records
             return
         try:
-            n = self.sock.send(records)  # type: ignore[union-attr]
+            n = self.sock.send(records)  # type: ignore[union-attr]  # open
         except (BlockingIOError, InterruptedError):
             n = 0
         except OSError as exc:

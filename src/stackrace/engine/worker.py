@@ -159,12 +159,12 @@ class EngineProcess:
         elif isinstance(cmd, Add):
             self.add(cmd)
         elif isinstance(cmd, Remove):
-            t = self.targets.pop(cmd.id, None)
-            if t is None:
+            gone = self.targets.pop(cmd.id, None)
+            if gone is None:
                 self.error(f"no target {cmd.id!r}")
             else:
-                t.remove()
-                self.removed.append(t)  # its last counts (what it abandoned) still go out
+                gone.remove()
+                self.removed.append(gone)  # its last counts (what it abandoned) still go out
         elif isinstance(cmd, Pause):
             for t in self.targets.values():
                 t.pause()

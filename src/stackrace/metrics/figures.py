@@ -200,7 +200,7 @@ class RaceFigures:
         out: list[str] = []
         fam = _Families(out)
         fam.add("stackrace_build", "info", "this stackrace", [({"version": __version__}, 1)])
-        procs = [({}, self.engine_procs)]
+        procs: list[tuple[Labels, float | int]] = [({}, self.engine_procs)]
         fam.add("stackrace_engine_processes", "gauge", "engine processes", procs)
         every = sorted(self.targets.items())
         live = [(tid, f, f.current) for tid, f in every if f.current is not None]

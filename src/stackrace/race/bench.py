@@ -58,10 +58,10 @@ from stackrace.race.core import (
     RaceCore,
     RaceParts,
     StackStarter,
-    StackState,
 )
 from stackrace.race.placement import CorePlacement, choose_isolation, place
 from stackrace.race.stacks import StacksFileSource
+from stackrace.race.state import StackState
 from stackrace.race.urls import UrlHandle, UrlTarget
 from stackrace.race_settings import RaceSettings
 from stackrace.report.schema import (
@@ -578,7 +578,7 @@ async def run_bench(
                 state = m.handle.state
                 why = (
                     m.refused
-                    or getattr(m.handle, "error", None)
+                    or m.handle.error
                     or (
                         f"{state} before its load began"
                         if state in (StackState.CRASHED, StackState.STOPPED)
@@ -619,9 +619,10 @@ async def run_bench(
             rec.run.notes.append(loss.describe())
         if watch is not None:
             await watch.stop()
-            for i in watch.intervals:
+            for down in watch.intervals:
                 rec.run.notes.append(
-                    f"database {i.kind}: {i.cause} (levels measured then are marked and not judged)"
+                    f"database {down.kind}: {down.cause} "
+                    "(levels measured then are marked and not judged)"
                 )
     return rec.finish()
 

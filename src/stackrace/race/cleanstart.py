@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stackrace.race.core import RaceCore, StackState
+from stackrace.race.core import RaceCore
+from stackrace.race.state import StackState
 
 IDLE_WAIT = 3.0  # seconds a stack has to prove itself idle before it is restarted
 READY_WAIT = 60.0  # seconds restarted stacks have to be ready again

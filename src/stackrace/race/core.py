@@ -63,15 +63,28 @@ class StackChoice:
 
 
 class MemberHandle(Protocol):
-    """One raced server, as the core sees it."""
+    """One raced server, as the core sees it (read-only: a replay's members are
+    properties over the recording)."""
 
-    id: str
-    name: str
-    family: str
-    external: bool  # not started by stackrace (a --url target)
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def external(self) -> bool:
+        """Not started by stackrace (a --url target)."""
+        ...
 
     @property
     def state(self) -> StackState: ...
+    @property
+    def error(self) -> str | None:
+        """Why it did not start or stopped (its first line is what bench reports), or
+        None: no failure known."""
+        ...
+
     @property
     def base_url(self) -> str: ...
     @property
@@ -102,6 +115,11 @@ class StackSource(Protocol):
     def start(self, stack_id: str, cpus: list[int] | None) -> MemberHandle: ...
     async def start_database(self) -> None: ...
     async def close(self) -> None: ...
+    def database_state(self) -> str:
+        """ "" while the database is fine or unused; otherwise one line saying what (the
+        app marks every verdict as not judged meanwhile)."""
+        ...
+
     def host_lost(self) -> str:
         """ "" while the stacks' host is there; else what happened to it (a cluster's app
         host gone: the race cannot go on, the front end ends it with this message)."""
@@ -121,6 +139,8 @@ class LoadEngine(Protocol):
 
     latest: EngineSnapshot | None
     errors: list[str]
+    # a model's figures (--demo, or a replay of one), not a measurement: the app says so
+    synthetic: bool
 
     async def start(self) -> None: ...
     async def stop(self) -> EngineSnapshot | None: ...

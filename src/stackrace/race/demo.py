@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from stackrace.config import Tunable
 from stackrace.engine.aggregate import WindowSum
@@ -39,10 +40,14 @@ from stackrace.engine.model import (
     TargetSpec,
     WindowStats,
 )
-from stackrace.race.core import StackChoice, StackState
+from stackrace.race.core import StackChoice
+from stackrace.race.state import StackState
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
+
+if TYPE_CHECKING:
+    from stackrace.race.session import Session
 
 TICK = 0.25  # seconds of simulated time per step
 ENGINE_US_PER_REQUEST = 15.0  # what the real engine costs per request (bench/engine_vs_wrk)
@@ -416,6 +421,7 @@ class SyntheticStack:
         return f"http://127.0.0.1:{18000 + sum(map(ord, self.id)) % 1000}"
 
     listen_port = None  # a model: no socket to ask the kernel about
+    error = None  # a model's crash is its state and its log
 
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         return None
@@ -481,11 +487,14 @@ class DemoSource:
     async def start_database(self) -> None:
         """The demo needs no database."""
 
+    def database_state(self) -> str:
+        return ""  # no database
+
     async def close(self) -> None:
         self.stacks.clear()
 
 
-def demo_session(models: dict[str, StackModel] | None = None):  # -> Session
+def demo_session(models: dict[str, StackModel] | None = None) -> Session:
     """A Session over the synthetic engine, clocked by the engine's steps."""
     from stackrace.race.core import RaceCore
     from stackrace.race.session import Session

@@ -46,7 +46,7 @@ from stackrace import inputfile
 from stackrace.breaking import LevelVerdict, StepResult
 from stackrace.engine.model import EngineSnapshot
 from stackrace.levels import LevelLog
-from stackrace.race.core import StackState
+from stackrace.race.state import StackState
 from stackrace.race_settings import RaceSettings
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
@@ -149,7 +149,7 @@ _DECODER = msgspec.json.Decoder(Record)
 
 def _open_write(path: Path) -> IO[bytes]:
     if path.suffix == ".gz":
-        return gzip.open(path, "wb", compresslevel=5)  # type: ignore[return-value]
+        return gzip.open(path, "wb", compresslevel=5)  # type: ignore[return-value]  # GzipFile is IO[bytes]
     return open(path, "wb")
 
 

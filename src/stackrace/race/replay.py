@@ -18,7 +18,7 @@ from pathlib import Path
 
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import EngineSnapshot, TargetSpec
-from stackrace.race.core import RaceCore, StackChoice, StackState
+from stackrace.race.core import RaceCore, StackChoice
 from stackrace.race.recording import (
     Command,
     Hist,
@@ -31,6 +31,7 @@ from stackrace.race.recording import (
     View,
 )
 from stackrace.race.session import RacePlan, Session
+from stackrace.race.state import StackState
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
@@ -122,6 +123,7 @@ class ReplayMember:
         return self.resources
 
     listen_port = None  # nothing runs: the recorded signs are replayed
+    error = None  # a replay starts nothing
 
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         return self.recorded_signs
@@ -146,6 +148,9 @@ class ReplaySource:
     async def start_database(self) -> None:
         """A replay needs no database."""
 
+    def database_state(self) -> str:
+        return ""  # the recorded verdicts say whether the database was fine
+
     async def close(self) -> None:
         """Nothing runs."""
 
@@ -159,7 +164,7 @@ class ReplayPlayer:
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
         self.engine = ReplayEngine()
-        self.engine.synthetic = recording.header.synthetic  # type: ignore[misc]
+        self.engine.synthetic = recording.header.synthetic
         self.source = ReplaySource(recording.members)
         self.position = 0.0
         self.speed = 1.0

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from stackrace.breaking import CpuShare, LevelVerdict, StepResult, peak
-from stackrace.engine.model import TargetSnapshot
+from stackrace.engine.model import EngineSnapshot, TargetSnapshot
 from stackrace.levels import LevelLog, Ramp
 from stackrace.race import accounting, explain, verdicts, wedge
 from stackrace.race.cleanstart import CleanStart
-from stackrace.race.core import RaceCore, StackState
+from stackrace.race.core import LoadEngine, RaceCore
 from stackrace.race.ghost import Ghost, GhostView
 from stackrace.race.placement import CorePlacement, place
+from stackrace.race.state import StackState
 from stackrace.race.talk import TalkPlayer, TalkStep
 from stackrace.race.thennow import ThenNow, judge_live
 from stackrace.race.urls import UrlHandle, UrlTarget
@@ -187,7 +188,7 @@ class Session:
         self.ended = ""  # why the race ended on its own (the stacks' host was lost)
 
     @property
-    def engine(self):  # type: ignore[no-untyped-def]
+    def engine(self) -> LoadEngine:
         return self.core.engine
 
     @property
@@ -229,9 +230,7 @@ class Session:
             await self.core.stop()
         finally:  # a recording is complete whatever the stop ran into
             for listener in self.listeners:
-                close = getattr(listener, "close", None)
-                if close is not None:
-                    close()
+                listener.close()
 
     # --- commands -------------------------------------------------------------------
 
@@ -375,13 +374,13 @@ class Session:
         if self.talk.done:
             self.talk = None
 
-    def _feed_warmups(self, snap) -> None:  # type: ignore[no-untyped-def]
+    def _feed_warmups(self, snap: EngineSnapshot) -> None:
         for t in snap.targets:
             if t.id in self.core.members:
                 tracker = self.warmups.setdefault(t.id, WarmupTracker())
                 tracker.feed(t.level, t.interval.requests, t.interval.seconds)
 
-    def _feed_wedges(self, snap) -> None:  # type: ignore[no-untyped-def]
+    def _feed_wedges(self, snap: EngineSnapshot) -> None:
         now = self.core.clock()
         for t in snap.targets:
             m = self.core.members.get(t.id)
@@ -630,9 +629,8 @@ class Session:
             ramp = f"ramp {self.ramp.progress()} → {self.ramp.level}"
         placement = self.core.placement
         database = ""
-        state_of = getattr(self.core.source, "database_state", None)
-        if state_of is not None:
-            database = state_of()
+        if self.core.source is not None:
+            database = self.core.source.database_state()
             if database:
                 for pane in panes:
                     pane.verdict = None
@@ -676,7 +674,7 @@ class Session:
 
     @property
     def synthetic(self) -> bool:
-        return bool(getattr(self.core.engine, "synthetic", False))
+        return self.core.engine.synthetic
 
     # --- on demand ------------------------------------------------------------------
 
@@ -751,3 +749,6 @@ class SessionListener(Protocol):
     def command(self, session: Session, what: str, value: object) -> None: ...
     def tick(self, session: Session, view: SessionView) -> None: ...
     def view(self, session: Session, what: str, arg: str) -> None: ...
+    def close(self) -> None:
+        """The session stopped: nothing more comes (a recorder closes its file)."""
+        ...

@@ -161,6 +161,7 @@ class UrlHandle:
 
     family = "external"
     external = True
+    error = None  # not ours to start: a URL that stops answering fails its requests
 
     def __init__(self, target: UrlTarget, index: int, id: str | None = None) -> None:
         self.target = target

@@ -11,9 +11,10 @@ fastest), and "no answers" written where it would be.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from html import escape
 
-from stackrace.report.schema import BenchRun, StackResult
+from stackrace.report.schema import BenchRun, Level, StackResult
 from stackrace.units import fmt_count, fmt_us
 
 PALETTE = ("#2f7ed8", "#e4572e", "#29a35a", "#a05195", "#f3a712", "#17becf", "#7f7f7f", "#bc5090")
@@ -24,7 +25,7 @@ PAD_L, PAD_R, PAD_T, PAD_B = 62, 16, 34, 44
 def _nice_max(v: float) -> float:
     if v <= 0:
         return 1.0
-    exp = 10 ** math.floor(math.log10(v))
+    exp: float = 10 ** math.floor(math.log10(v))  # an int from 1 up, a float below
     for m in (1, 2, 2.5, 5, 10):
         if v <= m * exp:
             return m * exp
@@ -36,8 +37,8 @@ def _panel(
     title: str,
     stacks: list[StackResult],
     xs: list[int],
-    value,  # (Level) -> float | None (None: the level has no such figure)
-    fmt,  # (float) -> str
+    value: Callable[[Level], float | None],  # None: the level has no such figure
+    fmt: Callable[[float], str],
     waiting: bool = False,  # mark the levels that ended with clients still waiting
 ) -> list[str]:
     out = [f'<g transform="translate({x0},0)">']

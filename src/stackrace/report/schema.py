@@ -12,6 +12,7 @@ with a default (as `provenance` was) keep the version: older files still read.
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 import msgspec
 
@@ -330,6 +331,6 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     return run
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """The JSON Schema of a run file (for docs and external validators)."""
     return msgspec.json.schema(BenchRun)

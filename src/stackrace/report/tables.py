@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import TYPE_CHECKING
 
 from stackrace.report import thennow
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
 from stackrace.units import fmt_bytes, fmt_us
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 COLUMNS = (
     "stack",
@@ -272,7 +276,7 @@ def to_csv(run: BenchRun) -> str:
     return buf.getvalue()
 
 
-def rich_table(run: BenchRun, title: str | None = None):  # -> rich.table.Table
+def rich_table(run: BenchRun, title: str | None = None) -> Table:
     from rich.markup import escape
     from rich.table import Table
 

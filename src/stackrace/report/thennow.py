@@ -7,8 +7,13 @@ Markdown output, under the run's own table.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from stackrace.report import claims
 from stackrace.report.schema import BenchRun
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _title(run: BenchRun) -> str:
@@ -84,7 +89,7 @@ def markdown(run: BenchRun) -> str:
     return "\n".join(lines)
 
 
-def print_then_now(run: BenchRun, console) -> None:  # console: rich.console.Console
+def print_then_now(run: BenchRun, console: Console) -> None:
     if run.then is None:
         return
     from rich.table import Table

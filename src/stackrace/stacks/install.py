@@ -161,8 +161,12 @@ class _Dists:
             if self.path is not None and not self.path:
                 found = None  # the venv does not exist
             else:
-                kw = {} if self.path is None else {"path": self.path}
-                found = next(iter(importlib.metadata.Distribution.discover(name=name, **kw)), None)
+                dists = (
+                    importlib.metadata.Distribution.discover(name=name)
+                    if self.path is None
+                    else importlib.metadata.Distribution.discover(name=name, path=self.path)
+                )
+                found = next(iter(dists), None)
             self._seen[key] = found
         return self._seen[key]
 

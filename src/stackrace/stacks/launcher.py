@@ -86,6 +86,12 @@ def _statuses_text(codes: frozenset[int]) -> str:
     )
 
 
+def _program(p: subprocess.Popen[bytes]) -> str:
+    """The program a stack's process runs (the launcher starts each from a list)."""
+    args = p.args
+    return str(args[0] if isinstance(args, list | tuple) else args)
+
+
 class LaunchError(RuntimeError):
     """A stack could not be started; `log_tail` holds the end of its output."""
 
@@ -499,7 +505,7 @@ class Launcher:
         while not path.exists():
             if p.poll() is not None:
                 raise LaunchError(
-                    f"{rs.name}: {p.args[0]} exited with code {p.returncode} before it was ready"
+                    f"{rs.name}: {_program(p)} exited with code {p.returncode} before it was ready"
                 )
             if time.monotonic() > deadline:
                 raise LaunchError(
@@ -545,7 +551,7 @@ class Launcher:
             if dead is not None:
                 rs.exit_code = dead.returncode
                 raise LaunchError(
-                    f"{rs.name}: {Path(str(dead.args[0])).name} exited with code "
+                    f"{rs.name}: {Path(_program(dead)).name} exited with code "
                     f"{dead.returncode} before it was ready"
                 )
             try:
@@ -577,7 +583,7 @@ class Launcher:
             dead = rs.dead_process()
             if dead is not None:
                 rs.exit_code = dead.returncode
-                rs.error = f"{Path(str(dead.args[0])).name} exited with code {dead.returncode}"
+                rs.error = f"{Path(_program(dead)).name} exited with code {dead.returncode}"
                 self._set_state(rs, CRASHED)
                 changed.append(rs)
         return changed

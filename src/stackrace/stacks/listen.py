@@ -74,7 +74,7 @@ def _dump(family: int) -> list[tuple[int, int, int, int, int]]:
         header = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY,
                              _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0)  # fmt: skip
         nl.send(header + req)
-        out = []
+        out: list[tuple[int, int, int, int, int]] = []
         while True:
             data = nl.recv(1 << 20)
             offset = 0

@@ -103,12 +103,12 @@ async def get(
         # connection nobody reads from until its socket timeout
         with contextlib.suppress(OSError, TimeoutError):
             await asyncio.wait_for(writer.wait_closed(), 1.0)
-    headers = {k.lower(): v for k, v in c.headers}
-    te = headers.get("transfer-encoding", "").lower()
-    cl = headers.get("content-length")
+    by_name = {k.lower(): v for k, v in c.headers}
+    te = by_name.get("transfer-encoding", "").lower()
+    cl = by_name.get("content-length")
     return ProbeResponse(
         status=c.status,
-        headers=headers,
+        headers=by_name,
         body=b"".join(c.body),
         seconds=seconds,
         chunked="chunked" in te,

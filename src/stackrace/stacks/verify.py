@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import ssl
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from stackrace.config import HOST
 from stackrace.stacks import probe
 from stackrace.workloads import HELLO, JSON_BODY
+
+if TYPE_CHECKING:
+    from pymysql.connections import Connection
 
 IO_MS = 100
 
@@ -96,7 +100,7 @@ DB_CASES: tuple[tuple[str, int], ...] = (
 
 
 async def check_db(
-    port: int, db_conn: object, holders: int = 1, tls: ssl.SSLContext | None = None
+    port: int, db_conn: Connection, holders: int = 1, tls: ssl.SSLContext | None = None
 ) -> Check:
     """/db answers plausible sums, and the database really ran every query it owes; and
     whether the stack keeps its connections (`measured["db_persistent"]`, see
@@ -115,7 +119,7 @@ async def check_db(
         await probe.get(HOST, port, "/db?queries=1", timeout=10.0, tls=tls)
     except (OSError, TimeoutError, ValueError) as exc:
         return Check("db", False, [f"GET /db: {exc or type(exc).__name__}"])
-    before = read_counters(db_conn)  # type: ignore[arg-type]
+    before = read_counters(db_conn)
     owed = 0
     t = 0.0
     for raw, n in DB_CASES:
@@ -137,7 +141,7 @@ async def check_db(
         if b"." not in r.body or len(r.body.split(b".")[1]) != 6:
             problems.append(f"{path}: {r.body!r} is not printed with six decimals")
         owed += n
-    after = read_counters(db_conn)  # type: ignore[arg-type]
+    after = read_counters(db_conn)
     work = work_between(before, after)
     counted = check_query_count(work, 1, owed, slack=2)
     if counted:
@@ -153,7 +157,7 @@ MEASURED_WITH_DB = ("db_persistent",)
 
 
 async def measure_persistence(
-    port: int, db_conn: object, holders: int, tls: ssl.SSLContext | None = None
+    port: int, db_conn: Connection, holders: int, tls: ssl.SSLContext | None = None
 ) -> str:
     """Send more sequential /db requests than the stack has connection holders (workers ×
     threads), and count the connections the database saw opened: a stack that keeps them
@@ -162,13 +166,13 @@ async def measure_persistence(
     from stackrace.db.counters import read_counters, work_between
 
     requests = holders + 6
-    before = read_counters(db_conn)  # type: ignore[arg-type]
+    before = read_counters(db_conn)
     for _ in range(requests):
         try:
             await probe.get(HOST, port, "/db?queries=1", timeout=10.0, tls=tls)
         except (OSError, TimeoutError, ValueError) as exc:
             return f"not measured (GET /db: {exc or type(exc).__name__})"
-    opened = work_between(before, read_counters(db_conn)).connections  # type: ignore[arg-type]
+    opened = work_between(before, read_counters(db_conn)).connections
     return persistence(opened, requests, holders)
 
 
@@ -185,7 +189,7 @@ def persistence(new_connections: int, requests: int, holders: int = 1) -> str:
 DBJSON_REQUESTS = 5
 
 
-async def check_dbjson(port: int, db_conn: object, tls: ssl.SSLContext | None = None) -> Check:
+async def check_dbjson(port: int, db_conn: Connection, tls: ssl.SSLContext | None = None) -> Check:
     """/dbjson answers a JSON object {"id", "value"} for one row, that row's real value (as
     the database has it), and the database ran exactly one SELECT per request."""
     from stackrace.db.admin import query
@@ -196,7 +200,7 @@ async def check_dbjson(port: int, db_conn: object, tls: ssl.SSLContext | None = 
         await probe.get(HOST, port, "/dbjson", timeout=10.0, tls=tls)
     except (OSError, TimeoutError, ValueError) as exc:
         return Check("dbjson", False, [f"GET /dbjson: {exc or type(exc).__name__}"])
-    before = read_counters(db_conn)  # type: ignore[arg-type]
+    before = read_counters(db_conn)
     rows: list[tuple[int, float]] = []
     t = 0.0
     for _ in range(DBJSON_REQUESTS):
@@ -212,12 +216,12 @@ async def check_dbjson(port: int, db_conn: object, tls: ssl.SSLContext | None = 
             problems.append(f"/dbjson: {why}")
         else:
             rows.append(row)
-    after = read_counters(db_conn)  # type: ignore[arg-type]
+    after = read_counters(db_conn)
     counted = check_query_count(work_between(before, after), DBJSON_REQUESTS, 1, slack=2)
     if counted:
         problems.append(f"/dbjson: {counted}")
     for row_id, value in rows:  # read after the counters, so these SELECTs are not counted
-        found = query(db_conn, "SELECT value FROM test WHERE id = %s", (row_id,))  # type: ignore[arg-type]
+        found = query(db_conn, "SELECT value FROM test WHERE id = %s", (row_id,))
         if not found:
             problems.append(f"/dbjson: id {row_id} is not a row of the table")
         elif abs(float(found[0][0]) - value) > 1e-9:
@@ -269,7 +273,7 @@ async def check_facts(
         if key in measured:
             got, source = measured[key], "measured"
         elif key in reported:
-            got, source = str(reported[key]), path
+            got, source = str(reported[key]), path or ""  # (reported: path was read)
         else:
             if not problems:
                 problems.append(f"{key}: neither measured here nor reported on {path}")

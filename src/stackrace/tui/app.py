@@ -7,7 +7,7 @@ import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -18,6 +18,9 @@ from stackrace.race.session import RacePlan, Session
 from stackrace.race_settings import RaceSettings
 from stackrace.tui.picker import PickerScreen
 from stackrace.tui.race import RaceScreen
+
+if TYPE_CHECKING:
+    from stackrace.report.schema import Then
 
 
 class StackraceApp(App[int]):
@@ -248,7 +251,7 @@ def build_session(
         from stackrace.userapp import default_app_stacks, generated_names
 
         chosen, _ = default_app_stacks(own)
-        cmds = [n for n in generated_names(own) if own.generated[n] == "--cmd"]  # type: ignore[attr-defined]
+        cmds = [n for n in generated_names(own) if own.generated[n] == "--cmd"]
         settings = msgspec.structs.replace(settings, stacks=chosen + cmds)
     plan = RacePlan(
         stacks=tuple(settings.stacks),
@@ -327,7 +330,7 @@ def _own_stacks(args: argparse.Namespace, settings: RaceSettings):  # -> StackFi
         raise AppSetupError(str(exc)) from None
 
 
-def _then_of(preset: str | None):  # type: ignore[no-untyped-def]
+def _then_of(preset: str | None) -> Then | None:
     """The classic experiment a preset replays (its figures and claims), or None."""
     if not preset:
         return None
@@ -361,7 +364,11 @@ def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> Stackr
     drive = None
     if getattr(args, "demo", False):
         # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
-        drive = session.engine.step
+        from stackrace.race.demo import SyntheticEngine
+
+        engine = session.engine
+        assert isinstance(engine, SyntheticEngine)  # --demo made the session on it (above)
+        drive = engine.step
     app = StackraceApp(
         session,
         plan,

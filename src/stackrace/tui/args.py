@@ -55,7 +55,7 @@ def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     from stackrace.race_settings import add_options
 
     group = parser.add_argument_group("the race (the picker's choices, or with --go none)")
-    add_options(group, skip=BENCH_ONLY)  # type: ignore[arg-type]
+    add_options(group, skip=BENCH_ONLY)
     group.add_argument(
         "--preset",
         metavar="NAME",

@@ -155,7 +155,7 @@ class BigNumber(Widget):
     """
 
     def __init__(self, value: str = "0", unit: str = "", **kw: object) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+        super().__init__(**kw)  # type: ignore[arg-type]  # Textual's own (id, classes)
         self.value = value
         self.unit = unit
         self.alert = False  # drawn in red: the figure is not what it seems (errors)

@@ -57,7 +57,8 @@ class PercentileChart(Widget):
         values = [us for s in self.series for _, us in s.curve if us > 0]
         if not values:
             return Text("no latency data yet", style="dim")
-        lo, hi = min(values), max(values)
+        lo: float = min(values)
+        hi: float = max(values)
         if hi <= lo:
             lo, hi = lo / 1.5, hi * 1.5
         lo, hi = lo / 1.1, hi * 1.1
@@ -81,10 +82,10 @@ class PercentileChart(Widget):
             if 0 <= row < plot_h and not labels[row]:
                 labels[row] = fmt_lat(tick)
         out = Text(no_wrap=True, overflow="crop")
-        for label, row in zip(labels, rows, strict=True):
+        for label, line in zip(labels, rows, strict=True):
             out.append(f"{label:>{_AXIS_W}}", style="dim")
             out.append("┤" if label else "│", style="dim")
-            out.append_text(row)
+            out.append_text(line)
             out.append("\n")
         axis = [" "] * (plot_w + 1)
         for x, text in _X_LABELS:

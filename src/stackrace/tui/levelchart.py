@@ -40,7 +40,7 @@ class LevelChart(Widget):
     """
 
     def __init__(self, series: list[LevelSeries], rate_mode: bool = False, **kw: object) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+        super().__init__(**kw)  # type: ignore[arg-type]  # Textual's own (id, classes)
         self.series = series
         self.rate_mode = rate_mode
 
@@ -112,11 +112,11 @@ class LevelChart(Widget):
                     labels[row] = fmt_lat(tick)
         title = "req/s (linear)" if rps else "p99 latency (log)"
         out = [Text(f"{'':>{_AXIS_W}} {title}", style="bold", no_wrap=True)]
-        for label, row in zip(labels, rows, strict=True):
+        for label, text_row in zip(labels, rows, strict=True):
             t = Text(no_wrap=True, overflow="crop")
             t.append(f"{label:>{_AXIS_W}}", style="dim")
             t.append("┤" if label else "│", style="dim")
-            t.append_text(row)
+            t.append_text(text_row)
             out.append(t)
         axis = [" "] * (plot_w + 1)
         for tick in [

@@ -31,6 +31,7 @@ from stackrace.config import Tunable
 from stackrace.race.core import StackChoice
 from stackrace.race.session import RacePlan
 from stackrace.race.urls import UrlTarget, target_url
+from stackrace.race_settings import RaceSettings
 from stackrace.tui.dialogs import SCREENSHOT
 from stackrace.tui.slider import ConcurrencySlider
 from stackrace.workloads import WORKLOADS
@@ -179,7 +180,7 @@ class StackList(OptionList):
     t the threads, p opens every setting of the stack, v adds a variant."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "toggle", "toggle", show=True),
+        Binding("space", "toggle_row", "toggle", show=True),
         Binding("w", "step('workers')", "workers", show=True),
         Binding("t", "step('threads')", "threads", show=True),
         Binding("p", "tune", "settings", show=True),
@@ -191,7 +192,7 @@ class StackList(OptionList):
         stack_list: StackList
 
     def __init__(self, rows: list[Row], synthetic: bool = False, **kw: object) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+        super().__init__(**kw)  # type: ignore[arg-type]  # Textual's own (id, classes)
         self.rows = rows
         self.synthetic = synthetic
         self.loads: dict[int, str] = {}
@@ -230,7 +231,7 @@ class StackList(OptionList):
         i = self.highlighted
         return self.rows[i] if i is not None and 0 <= i < len(self.rows) else None
 
-    def action_toggle(self) -> None:
+    def action_toggle_row(self) -> None:
         row = self._current()
         if row is not None and row.available:
             row.selected = not row.selected
@@ -238,7 +239,7 @@ class StackList(OptionList):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.action_toggle()
+        self.action_toggle_row()
 
     def action_step(self, key: str) -> None:
         """`w`/`t`: the next worker (thread) count of the highlighted stack; the row
@@ -382,7 +383,7 @@ class TuneScreen(ModalScreen[dict[str, str] | None]):
         self.dismiss(values)
 
 
-def _own_requests(settings) -> str:  # type: ignore[no-untyped-def]
+def _own_requests(settings: RaceSettings) -> str:
     """`GET / ×3, /slow ×1`: what --path / --scenario load, in one line."""
     from stackrace.scenario import ScenarioError, describe
 
@@ -517,7 +518,7 @@ class PickerScreen(Screen[RacePlan]):
         }
         stacks.refill()
 
-    def _settings(self):  # type: ignore[no-untyped-def]
+    def _settings(self) -> RaceSettings:
         if self.plan.settings.own_requests:
             return self.plan.settings  # your requests: no workload to choose
         workload_btn = self.query_one("#workload", RadioSet).pressed_button

@@ -7,7 +7,7 @@ session, which applies them to every running stack at once.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -17,8 +17,8 @@ from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from stackrace.race.core import StackState
 from stackrace.race.session import Session, SessionView
+from stackrace.race.state import StackState
 from stackrace.race.summary import context as summary_context
 from stackrace.tui.chart import PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import LogScreen, SummaryScreen
@@ -27,6 +27,9 @@ from stackrace.tui.ghost import GhostPane
 from stackrace.tui.pane import StackPane
 from stackrace.tui.slider import ConcurrencySlider
 from stackrace.tui.thennow import ThenNowStrip
+
+if TYPE_CHECKING:
+    from stackrace.race.replay import ReplayPlayer
 
 # Distinct on dark and light backgrounds and on a washed-out projector.
 # ticks between latency-chart redraws: it reads whole histograms, and the distribution
@@ -319,7 +322,7 @@ class RaceScreen(Screen[None]):
         workload = self.session.plan.settings.label()
         self._put("mode-label", f"[b]{workload}[/b]\n[dim]{mode}[/]")
         slider = self.query_one("#level", ConcurrencySlider)
-        level = round(view.rate) if rate_mode else view.concurrency
+        level = round(view.rate) if view.rate is not None else view.concurrency
         if level != self._level_shown:
             # the session moved the level (a ramp): show it without echoing a command
             self._level_shown = level
@@ -418,7 +421,7 @@ class RaceScreen(Screen[None]):
     # --- commands ---------------------------------------------------------------------
 
     @property
-    def player(self):  # type: ignore[no-untyped-def]
+    def player(self) -> ReplayPlayer | None:
         return getattr(self.app, "player", None)
 
     def _replaying(self) -> bool:
@@ -439,16 +442,20 @@ class RaceScreen(Screen[None]):
             return self.player is None
         return True
 
+    # (check_action offers the replay keys only while there is a player)
     async def action_replay_pause(self) -> None:
-        self.player.toggle_pause()
+        if (player := self.player) is not None:
+            player.toggle_pause()
 
     async def action_replay_speed(self, steps: int) -> None:
-        self.player.faster(steps)
-        self.notify(f"replay ×{self.player.speed:g}")
+        if (player := self.player) is not None:
+            player.faster(steps)
+            self.notify(f"replay ×{player.speed:g}")
 
     async def action_replay_seek(self, seconds: float) -> None:
-        await self.player.seek(self.player.position + seconds)
-        await self.tick()
+        if (player := self.player) is not None:
+            await player.seek(player.position + seconds)
+            await self.tick()
 
     @on(ConcurrencySlider.Changed, "#level")
     async def level_changed(self, event: ConcurrencySlider.Changed) -> None:

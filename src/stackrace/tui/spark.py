@@ -45,7 +45,7 @@ class ScaledSparkline(Widget):
     """
 
     def __init__(self, label: Callable[[float], str], **kw: object) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+        super().__init__(**kw)  # type: ignore[arg-type]  # Textual's own (id, classes)
         self.data: list[float] = []
         self.top = 0.0
         self.label = label  # top -> "7.0k req/s"

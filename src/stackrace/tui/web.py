@@ -8,7 +8,7 @@ static files; everything else (its script, its style sheet) it serves itself. Th
 served here is textual-serve's own template with that one link replaced by an
 `@font-face` for the shipped file, written to a private temporary directory for the
 server's lifetime. Should a later textual-serve add another outside URL, `serve` says
-so in one line rather than hide it (`tests/tui/test_web.py` opens the page in Chromium
+so in one line rather than hide it (`tests/e2e/test_web.py` opens the page in Chromium
 with every outside host unreachable and checks that no request leaves the machine).
 """
 

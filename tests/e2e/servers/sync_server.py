@@ -1,6 +1,6 @@
 """A blocking one-request-at-a-time HTTP server, the shape of one gunicorn sync worker.
 
-    python tests/tui/servers/sync_server.py PORT
+    python tests/e2e/servers/sync_server.py PORT
 
 Every path answers "Hello, World!" after `?ms=N` milliseconds (default 10) of blocking
 sleep, then closes the connection, as gunicorn's sync worker does. A small listen
