@@ -30,7 +30,8 @@ import msgspec
 from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
 from stackrace.config import ConfigError, Stack, StackDef, resolve
-from stackrace.race.core import StackChoice, StackState
+from stackrace.race.core import StackState
+from stackrace.race.members import StackChoice
 from stackrace.stacks.launcher import LaunchError
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample

@@ -34,7 +34,6 @@ import platform
 import socket
 import statistics
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -52,14 +51,8 @@ from stackrace.engine.client import Engine
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import EngineSettings, WindowStats
 from stackrace.race import accounting
-from stackrace.race.core import (
-    LoadEngine,
-    Member,
-    RaceCore,
-    RaceParts,
-    StackStarter,
-    StackState,
-)
+from stackrace.race.core import RaceCore, StackState
+from stackrace.race.members import LoadEngine, RaceParts, StackStarter
 from stackrace.race.placement import CorePlacement, choose_isolation, place
 from stackrace.race.stacks import StacksFileSource
 from stackrace.race.urls import UrlHandle, UrlTarget
@@ -273,9 +266,9 @@ class LevelRunner:
         """Wait for the engine's next snapshot (a fresh interval boundary)."""
         engine = self.core.engine
         seen = engine.latest.seq if engine.latest else -1
-        end = time.monotonic() + 5.0
-        while time.monotonic() < end:
-            await asyncio.sleep(0.01)
+        end = self.core.clock() + 5.0
+        while self.core.clock() < end:
+            await self.core.clock.sleep(0.01)
             if engine.latest is not None and engine.latest.seq != seen:
                 self.tell_losses()
                 return
@@ -302,19 +295,19 @@ class LevelRunner:
             await self.core.set_concurrency(level, ids)
 
     async def _warm(self, ids: list[str], full: bool = True) -> None:
-        await asyncio.sleep(0.3)  # connections open, retired ones drain
+        await self.core.clock.sleep(0.3)  # connections open, retired ones drain
         if not full:
             return
         if self.s.warmup > 0:
-            await asyncio.sleep(self.s.warmup)
+            await self.core.clock.sleep(self.s.warmup)
         if self.s.warmup_requests > 0:
             # a JIT warms with requests, not seconds: go on until each stack has
             # answered this many (bounded: a stack too slow for it stops at the timeout)
             self.core.reset_totals(0.0, ids)
             await self.next_interval()
-            end = time.monotonic() + max(60.0, self.s.timeout * 6)
-            while time.monotonic() < end:
-                await asyncio.sleep(self.core.interval)
+            end = self.core.clock() + max(60.0, self.s.timeout * 6)
+            while self.core.clock() < end:
+                await self.core.clock.sleep(self.core.interval)
                 if all(
                     (t := self.core.target(i)) is None or t.total.requests >= self.s.warmup_requests
                     for i in ids
@@ -326,8 +319,8 @@ class LevelRunner:
     async def _drain(self, ids: list[str]) -> None:
         """Stop sending and wait until nothing is in flight (at most the timeout)."""
         await self.core.set_budget(0, ids)
-        end = time.monotonic() + self.s.timeout + 1.0
-        while time.monotonic() < end:
+        end = self.core.clock() + self.s.timeout + 1.0
+        while self.core.clock() < end:
             await self.next_interval()
             if all((t := self.core.target(i)) is None or t.interval.waiting == 0 for i in ids):
                 return
@@ -340,17 +333,17 @@ class LevelRunner:
         await self.core.set_budget(n, ids)
         # Every request ends within the timeout, so this ends; a stall longer than the
         # timeout (nothing answered, nothing failed) ends it too, with the rest waiting.
-        last_progress = time.monotonic()
+        last_progress = self.core.clock()
         done_before = -1
         while True:
-            await asyncio.sleep(self.core.interval)
+            await self.core.clock.sleep(self.core.interval)
             snaps = [self.core.target(i) for i in ids]
             done = sum(t.total.attempts for t in snaps if t is not None)
             if all(t is None or (t.total.attempts >= n and t.total.waiting == 0) for t in snaps):
                 break
             if done != done_before:
-                done_before, last_progress = done, time.monotonic()
-            elif time.monotonic() - last_progress > self.s.timeout + 2.0:
+                done_before, last_progress = done, self.core.clock()
+            elif self.core.clock() - last_progress > self.s.timeout + 2.0:
                 self.progress("  no answer or failure for longer than the timeout: level ends")
                 break
             if self._crashed(ids):
@@ -361,9 +354,9 @@ class LevelRunner:
     async def _measure_time(self, ids: list[str]) -> None:
         await self.next_interval()
         self.core.reset_totals(0.0, ids)
-        end = time.monotonic() + self.s.duration
-        while time.monotonic() < end:
-            await asyncio.sleep(min(self.core.interval, max(0.0, end - time.monotonic())))
+        end = self.core.clock() + self.s.duration
+        while self.core.clock() < end:
+            await self.core.clock.sleep(min(self.core.interval, max(0.0, end - self.core.clock())))
             self.tell_losses()
             if self._crashed(ids):
                 break
@@ -380,14 +373,14 @@ class LevelRunner:
             # the load goes on between repeats, so the stacks stay warm: the warm-up
             # (seconds, requests) comes once per level, before its first repeat
             await self._warm(live, full=k == 0)
-            started = time.monotonic()
+            started = self.core.clock()
             if self.s.requests and self.s.rate is None:
                 await self._measure_budget(live)
             else:
                 await self._measure_time(live)
             snap = self.core.engine.latest
             watch = self.plan.database
-            down = watch is not None and bool(watch.down_during(started, time.monotonic()))
+            down = watch is not None and bool(watch.down_during(started, self.core.clock()))
             for i in live:
                 t = self.core.target(i)
                 if t is None:
@@ -525,6 +518,8 @@ async def run_bench(
         source = parts.source
     source.use_database(plan.db_env)
     core = RaceCore(engine, source, s, interval=engine_settings.interval)
+    if parts is not None and parts.clock is not None:
+        core.clock = parts.clock
     if plan.on_core is not None:
         plan.on_core(core)
     core.concurrency = 0
@@ -671,7 +666,7 @@ def _start_group(
         rec.stack(stack, cpus)
         progress(f"{stack.name}: starting")
         handle = source.start_stack(stack, cpus)
-        core.members[handle.id] = Member(handle, stack_cpus=cpus, engine_cpus=placement.engine_cpus)
+        core.add_member(handle, cpus)
         ids.append(handle.id)
     return ids
 
@@ -698,7 +693,7 @@ async def _join_urls(
             progress(f"✗ {result.name}: {result.error}")
             continue
         handle = UrlHandle(target, k, id=result.name)
-        core.members[handle.id] = Member(handle, engine_cpus=placement.engine_cpus)
+        core.add_member(handle)
         ids.append(handle.id)
     return ids
 

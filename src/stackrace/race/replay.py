@@ -18,7 +18,8 @@ from pathlib import Path
 
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import EngineSnapshot, TargetSpec
-from stackrace.race.core import RaceCore, StackChoice, StackState
+from stackrace.race.core import RaceCore, StackState
+from stackrace.race.members import StackChoice
 from stackrace.race.recording import (
     Command,
     Hist,
