@@ -6,7 +6,8 @@ import asyncio
 
 from stackrace.config import load_stacks, resolve
 from stackrace.presets import PRESETS_DIR, all_presets
-from stackrace.race.bench import BenchPlan, run_bench
+from stackrace.race.bench import BenchPlan
+from stackrace.race.bench_run import run_bench
 from stackrace.race_settings import RaceSettings
 from stackrace.workloads import WORKLOADS
 

@@ -12,7 +12,8 @@ import asyncio
 
 from stackrace.breaking import FAILING, QUEUEING
 from stackrace.config import Stack, StackDef
-from stackrace.race.bench import BenchPlan, run_bench
+from stackrace.race.bench import BenchPlan
+from stackrace.race.bench_run import run_bench
 from stackrace.race.demo import TICK, StackModel, synthetic_parts
 from stackrace.race_settings import RaceSettings
 from stackrace.report.schema import BenchRun

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import EngineSnapshot, TargetSpec
+from stackrace.race.clock import RealClock
 from stackrace.race.core import RaceCore, StackState
 from stackrace.race.members import StackChoice
 from stackrace.race.recording import (
@@ -170,7 +171,7 @@ class ReplayPlayer:
             self.engine,
             self.source,
             recording.header.settings,
-            clock=self.clock,
+            clock=RealClock(self.clock),
             sample_every=0.0,
             signs_every=0.0,
         )
