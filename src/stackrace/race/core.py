@@ -10,7 +10,9 @@
 Bench is the core driven by a plan (race/bench_run.py; its levels, race/bench.py); the
 app's `Session` is the core driven by the user (race/session.py). Each member is a stack
 stackrace launched, or a URL it did not: both are a `MemberHandle` (race/members.py),
-and both get an engine target of their own once they are ready (per-target engine processes, placed by `placement.py`).
+and both get an engine target of their own once they are ready (per-target engine
+processes, placed by `placement.py`). Time and waits are the core's clock's
+(race/clock.py): real, or the synthetic engine's steps.
 """
 
 from __future__ import annotations
