@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 
 from stackrace.cli import build_parser
 from stackrace.race.core import StackState
-from stackrace.race.session import SessionView
+from stackrace.race.session_view import SessionView
 from stackrace.tui.app import StackraceApp, make_app
 from tests.walkthrough.terminal import MARK, wait_none_left
 

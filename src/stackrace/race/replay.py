@@ -227,10 +227,7 @@ class ReplayPlayer:
         s = self.session
         s.levels.clear()
         s.levels._ignored.clear()
-        s.warmups.clear()
-        s._held.clear()
-        s._wedges.clear()
-        s._wedged.clear()
+        s.keeper.clear()
         s.ramp_steps.clear()
         s.ramp_breaking.clear()
         s.ramp_finished = False
@@ -297,8 +294,7 @@ class ReplayPlayer:
             await s.set_rate(None if c.value is None else float(c.value))
         elif c.what == "ramp":
             # (recorded when its levels began, after its clean start, as live)
-            s._wedges.clear()
-            s._wedged.clear()
+            s.keeper.forget_stalls()
             s.levels.clear()
             s.levels.counting_again()
             s.ramp_finished = False

@@ -25,7 +25,7 @@ from textual.widgets import Static
 from stackrace.breaking import VERDICT_KINDS
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.race.core import StackState
-from stackrace.race.session import PaneView
+from stackrace.race.session_view import PaneView
 from stackrace.slug import slug
 from stackrace.tui.bignum import (
     REFERENCE,

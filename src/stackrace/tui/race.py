@@ -18,7 +18,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from stackrace.race.core import StackState
-from stackrace.race.session import Session, SessionView
+from stackrace.race.session import Session
+from stackrace.race.session_view import SessionView
 from stackrace.race.summary import context as summary_context
 from stackrace.tui.chart import PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import LogScreen, SummaryScreen
