@@ -37,7 +37,8 @@ from stackrace.cluster.run import ClusterRun
 from stackrace.config import load_stacks
 from stackrace.engine.model import EngineSettings
 from stackrace.race.core import RaceCore
-from stackrace.race.session import Session, SessionView
+from stackrace.race.session import Session
+from stackrace.race.session_view import SessionView
 
 
 def emit(event: str, **data: object) -> None:

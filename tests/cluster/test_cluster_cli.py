@@ -215,7 +215,7 @@ def test_single_machine_path_never_imports_ray():
         "from stackrace.cli import build_parser\n"
         "build_parser(); build_parser(only='load'); build_parser(only='bench')\n"
         "import stackrace.commands.load, stackrace.commands.bench, stackrace.commands.app\n"
-        "import stackrace.tui.args, stackrace.race.bench, stackrace.race.session\n"
+        "import stackrace.tui.args, stackrace.race.bench_run, stackrace.race.session\n"
         "assert 'ray' not in sys.modules, 'ray was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

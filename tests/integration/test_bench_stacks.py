@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from stackrace.config import load_stacks, resolve
-from stackrace.race.bench import BenchPlan, run_bench
+from stackrace.race.bench import BenchPlan
+from stackrace.race.bench_run import run_bench
 from stackrace.race_settings import RaceSettings
 
 STACKS = load_stacks()

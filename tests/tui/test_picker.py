@@ -7,8 +7,8 @@ from textual.widgets import RadioSet
 
 from stackrace.config import Tunable
 from stackrace.race.choices import choices_file, load_choices
-from stackrace.race.core import StackChoice
 from stackrace.race.demo import CATALOG as DEMO
+from stackrace.race.members import StackChoice
 from stackrace.race.session import RacePlan
 from stackrace.race.urls import UrlTarget
 from stackrace.tui.app import StackraceApp

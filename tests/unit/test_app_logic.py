@@ -215,7 +215,7 @@ def test_behind_schedule_only_when_it_is():
 
 
 def test_summary_exports_markdown_and_json(tmp_path):
-    from stackrace.race.session import SummaryRow
+    from stackrace.race.session_view import SummaryRow
     from stackrace.race.summary import export
 
     steps = (

@@ -7,7 +7,7 @@ import json
 
 from stackrace.breaking import find_breaking_point, peak, step_result
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race.session import SummaryRow
+from stackrace.race.session_view import SummaryRow
 from stackrace.race.summary import SummaryContext, at_breaking, export, level_figures, to_markdown
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from stackrace.cli import build_parser
-from stackrace.race.session import SessionView
+from stackrace.race.session_view import SessionView
 from stackrace.race.state import StackState
 from stackrace.tui.app import StackraceApp, make_app
 from tests.walkthrough.terminal import MARK, wait_none_left

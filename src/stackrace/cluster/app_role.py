@@ -30,7 +30,7 @@ import msgspec
 from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
 from stackrace.config import ConfigError, Stack, StackDef, resolve
-from stackrace.race.core import StackChoice
+from stackrace.race.members import StackChoice
 from stackrace.race.state import StackState
 from stackrace.stacks.launcher import LaunchError
 from stackrace.stacks.listen import ListenState

@@ -9,7 +9,7 @@ from stackrace.cluster.app_role import ClusterStackSource
 from stackrace.cluster.run import ClusterRun
 from stackrace.config import StackDef
 from stackrace.engine.model import EngineSettings
-from stackrace.race.core import LoadEngine, RaceParts
+from stackrace.race.members import LoadEngine, RaceParts
 from stackrace.race.stacks import DEFAULT_STACKS
 
 

@@ -42,8 +42,10 @@ from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.presets import load_preset
-from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_bench
-from stackrace.race.core import RaceParts
+from stackrace.race.bench import BenchPlan
+from stackrace.race.bench_report import BenchRecorder
+from stackrace.race.bench_run import plan_placement, run_bench
+from stackrace.race.members import RaceParts
 from stackrace.race.urls import UrlError, add_url_arguments, check_paths, url_targets
 from stackrace.race_settings import RaceSettings, add_options, given
 from stackrace.report import gate

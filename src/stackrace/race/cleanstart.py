@@ -20,9 +20,12 @@ queue 1,634 of 2,048, 1,634 closed by clients (CLOSE-WAIT)".
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from stackrace.race.core import RaceCore
+from stackrace.race.members import Member
 from stackrace.race.state import StackState
 
 IDLE_WAIT = 3.0  # seconds a stack has to prove itself idle before it is restarted
@@ -95,7 +98,7 @@ class CleanStart:
                 continue
             name = m.handle.name
             if phase == DRAINING:
-                idle, why = await core.idle(mid)
+                idle, why = await member_idle(m)
                 if idle:
                     self.phase[mid] = READY
                     continue
@@ -120,3 +123,32 @@ class CleanStart:
                     self.phase[mid] = GAVE_UP
                     self.notes.append(f"{name} did not start again")
         return all(p in (READY, GAVE_UP) for p in self.phase.values())
+
+
+async def member_idle(m: Member) -> tuple[bool, str]:
+    """Whether a member is idle: the kernel shows no connection open on its port
+    and an empty accept queue, and it answers the race's URL within a second. A
+    member whose port cannot be seen here (a model, another host) counts as idle.
+    Else False, with what was seen."""
+    from stackrace.stacks import probe
+    from stackrace.stacks.listen import listen_state
+
+    state = m.handle.state
+    if state not in (StackState.READY, StackState.WARMING):
+        return False, f"it is {state.value}"
+    port = m.handle.listen_port
+    if port is None:
+        return True, ""
+    seen = await asyncio.to_thread(listen_state, port, False)
+    if seen.busy or seen.accept_queue:
+        return False, f"{seen.describe()}, {seen.busy:,} connections open"
+    url = m.url or m.handle.base_url
+    parts = urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        answer = await probe.get(parts.hostname or "127.0.0.1", port, path, timeout=1.0)
+    except (OSError, TimeoutError, ValueError) as exc:
+        return False, f"no answer to GET {path} within 1 s ({exc})"
+    if answer.status >= 500:
+        return False, f"GET {path} answered HTTP {answer.status}"
+    return True, ""

@@ -7,187 +7,40 @@
     core.target("uvicorn")                   # the engine's latest TargetSnapshot
     await core.stop()
 
-Bench is the core driven by a plan (race/bench.py); the app's `Session` is the core
-driven by the user (race/session.py). Each member is a stack stackrace launched, or a
-URL it did not: both are a `MemberHandle`, and both get an engine target of their own
-once they are ready (per-target engine processes, placed by `placement.py`).
+Bench is the core driven by a plan (race/bench_run.py; its levels, race/bench.py); the
+app's `Session` is the core driven by the user (race/session.py). Each member is a stack
+stackrace launched, or a URL it did not: both are a `MemberHandle` (race/members.py),
+and both get an engine target of their own once they are ready (per-target engine
+processes, placed by `placement.py`). Time and waits are the core's clock's
+(race/clock.py): real, or the synthetic engine's steps.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
-from urllib.parse import urlsplit
 
-from stackrace.config import Stack, Tunable
-from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import (
-    BodyCheck,
-    EngineSettings,
-    EngineSnapshot,
     TargetSnapshot,
     TargetSpec,
+)
+from stackrace.race.clock import RaceClock, RealClock
+from stackrace.race.members import (
+    LoadEngine,
+    Member,
+    MemberHandle,
+    StackSource,
 )
 from stackrace.race.placement import CorePlacement
 from stackrace.race.state import StackState
 from stackrace.race_settings import RaceSettings
 from stackrace.scenario import RequestKind, target_spec
-from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
-from stackrace.stacks.signs import ServerSigns
 from stackrace.workloads import WORKLOADS
 
 SAMPLE_EVERY = 1.0  # seconds between resource samples of one member (smaps reads cost)
 SIGNS_EVERY = 1.0  # seconds between looks at the members' sockets and logs
-
-
-@dataclass(frozen=True)
-class StackChoice:
-    """One stack the picker offers."""
-
-    id: str
-    name: str
-    family: str
-    available: bool = True
-    reason: str = ""  # why it is not available
-    default: bool = False
-    description: str = ""
-    workers: int = 1
-    threads: int = 1
-    # what a variant may change (config.tunables): the picker's keys for workers,
-    # threads and every param of the stack
-    tunables: tuple[Tunable, ...] = ()
-
-
-class MemberHandle(Protocol):
-    """One raced server, as the core sees it (read-only: a replay's members are
-    properties over the recording)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def family(self) -> str: ...
-    @property
-    def external(self) -> bool:
-        """Not started by stackrace (a --url target)."""
-        ...
-
-    @property
-    def state(self) -> StackState: ...
-    @property
-    def error(self) -> str | None:
-        """Why it did not start or stopped (its first line is what bench reports), or
-        None: no failure known."""
-        ...
-
-    @property
-    def base_url(self) -> str: ...
-    @property
-    def cacert(self) -> str | None:
-        """A PEM file to trust for its https:// URL (a TLS stack's own certificate), or
-        None: the race settings decide (--cacert, --insecure, the system's CAs)."""
-        ...
-
-    def log_tail(self, lines: int = 20) -> list[str]: ...
-    def sample(self) -> ResourceSample | None: ...
-    async def stop(self) -> None: ...
-    @property
-    def listen_port(self) -> int | None:
-        """The port its server listens on here, for the kernel's view of it (None: not
-        on this host, or not known)."""
-        ...
-
-    def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
-        """What can be seen of it besides its answers (stacks/signs.py): `listen` is
-        the kernel's view of `listen_port`, gathered for every member at once."""
-        ...
-
-
-class StackSource(Protocol):
-    """What starts stacks: stacks.toml and the launcher (race/stacks.py), or the demo."""
-
-    def catalog(self) -> list[StackChoice]: ...
-    def start(self, stack_id: str, cpus: list[int] | None) -> MemberHandle: ...
-    async def start_database(self) -> None: ...
-    async def close(self) -> None: ...
-    def database_state(self) -> str:
-        """ "" while the database is fine or unused; otherwise one line saying what (the
-        app marks every verdict as not judged meanwhile)."""
-        ...
-
-    def host_lost(self) -> str:
-        """ "" while the stacks' host is there; else what happened to it (a cluster's app
-        host gone: the race cannot go on, the front end ends it with this message)."""
-        ...
-
-
-class StackStarter(StackSource, Protocol):
-    """A source that bench drives: it starts resolved stacks and takes the database's
-    settings from the caller."""
-
-    def start_stack(self, stack: Stack, cpus: list[int] | None) -> MemberHandle: ...
-    def use_database(self, env: dict[str, str]) -> None: ...
-
-
-class LoadEngine(Protocol):
-    """The part of `stackrace.engine.client.Engine` the core drives."""
-
-    latest: EngineSnapshot | None
-    errors: list[str]
-    # a model's figures (--demo, or a replay of one), not a measurement: the app says so
-    synthetic: bool
-
-    async def start(self) -> None: ...
-    async def stop(self) -> EngineSnapshot | None: ...
-    async def add_target(
-        self, spec: TargetSpec, cpus: Sequence[int] | None = None, procs: int | None = None
-    ) -> None: ...
-    async def remove_target(self, target_id: str) -> None: ...
-    async def set_concurrency(self, n: int, target_id: str | None = None) -> None: ...
-    async def set_rate(self, rate: float | None, target_id: str | None = None) -> None: ...
-    async def set_budget(self, n: int | None, target_id: str | None = None) -> None: ...
-    def reset_totals(self, warmup: float = 0.0, target_id: str | None = None) -> None: ...
-    def total_histogram(self, target_id: str, uncorrected: bool = False) -> LatencyHistogram: ...
-    def total_percentiles(
-        self, target_id: str, points: Sequence[float], uncorrected: bool = False
-    ) -> list[int]: ...
-
-
-@dataclass(frozen=True)
-class RaceParts:
-    """The engine and the stacks' source, made elsewhere: `--cluster` puts each stack's
-    engine processes on load hosts and the stacks on an app host (stackrace.cluster)."""
-
-    engine: Callable[[EngineSettings], LoadEngine]  # per-target engines, these settings
-    source: StackStarter
-    cores: list[int]  # the stacks' host's cores (the engines run elsewhere)
-    note: str = ""  # where things run, for the progress line and the header
-
-
-@dataclass
-class Member:
-    handle: MemberHandle
-    stack_cpus: list[int] | None = None
-    engine_cpus: list[int] | None = None
-    attached: bool = False  # its engine target exists
-    refused: str | None = None  # the engine would not load it: why
-    url: str = ""
-    check: BodyCheck | None = None
-    baseline: ResourceSample | None = None  # before any load
-    resources: ResourceSample | None = None
-    mem_peak: int = 0
-    sampled_at: float = 0.0
-    level_mark: ResourceSample | None = None  # at the start of the current level
-    signs: ServerSigns | None = None  # its accept queue, log lines, exits (once a second)
-
-    @property
-    def id(self) -> str:
-        return self.handle.id
 
 
 @dataclass
@@ -195,7 +48,9 @@ class RaceCore:
     engine: LoadEngine
     source: StackSource | None
     settings: RaceSettings = field(default_factory=RaceSettings)
-    clock: Callable[[], float] = time.monotonic
+    # time and waits for every driver of this race (race/clock.py): real on a real
+    # race, the engine's steps on the synthetic one
+    clock: RaceClock = field(default_factory=RealClock)
     sample_every: float = SAMPLE_EVERY
     signs_every: float = SIGNS_EVERY
     interval: float = 0.25  # the engine's report interval
@@ -230,12 +85,20 @@ class RaceCore:
             await self.engine.start()
             self._engine_started = True
         for handle in urls:
-            self.members[handle.id] = Member(handle, engine_cpus=self._engine_cpus())
+            self.add_member(handle)
         for i, stack_id in enumerate(stack_ids):
             self.launch(stack_id, i)
 
     def _engine_cpus(self) -> list[int] | None:
         return self.placement.engine_cpus if self.placement else None
+
+    def add_member(self, handle: MemberHandle, stack_cpus: list[int] | None = None) -> Member:
+        """A server started elsewhere (bench starts resolved stacks itself, a --url
+        server is nobody's to start) joins the race: loaded once ready, by the engine
+        processes the placement gives the engines."""
+        member = Member(handle, stack_cpus=stack_cpus, engine_cpus=self._engine_cpus())
+        self.members[handle.id] = member
+        return member
 
     def launch(self, stack_id: str, index: int = 0) -> Member | None:
         """Start one stack in the background, on the cores the placement gives it."""
@@ -250,9 +113,7 @@ class RaceCore:
         except Exception as exc:  # a stack that cannot start must not stop the race
             self.errors.append(f"{stack_id}: {exc}")
             return None
-        member = Member(handle, stack_cpus=cpus, engine_cpus=self._engine_cpus())
-        self.members[handle.id] = member
-        return member
+        return self.add_member(handle, cpus)
 
     async def stop_member(self, member_id: str) -> None:
         m = self.members.get(member_id)
@@ -282,37 +143,6 @@ class RaceCore:
             self.errors.append(f"{member_id}: {exc}")
             return
         self.members[member_id] = Member(handle, stack_cpus=m.stack_cpus, engine_cpus=m.engine_cpus)
-
-    async def idle(self, member_id: str) -> tuple[bool, str]:
-        """Whether a member is idle: the kernel shows no connection open on its port
-        and an empty accept queue, and it answers the race's URL within a second. A
-        member whose port cannot be seen here (a model, another host) counts as idle.
-        Else False, with what was seen."""
-        import asyncio
-
-        from stackrace.stacks import probe
-        from stackrace.stacks.listen import listen_state
-
-        m = self.members[member_id]
-        state = m.handle.state
-        if state not in (StackState.READY, StackState.WARMING):
-            return False, f"it is {state.value}"
-        port = m.handle.listen_port
-        if port is None:
-            return True, ""
-        seen = await asyncio.to_thread(listen_state, port, False)
-        if seen.busy or seen.accept_queue:
-            return False, f"{seen.describe()}, {seen.busy:,} connections open"
-        url = m.url or m.handle.base_url
-        parts = urlsplit(url)
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        try:
-            answer = await probe.get(parts.hostname or "127.0.0.1", port, path, timeout=1.0)
-        except (OSError, TimeoutError, ValueError) as exc:
-            return False, f"no answer to GET {path} within 1 s ({exc})"
-        if answer.status >= 500:
-            return False, f"GET {path} answered HTTP {answer.status}"
-        return True, ""
 
     async def stop(self) -> None:
         import asyncio
@@ -471,8 +301,6 @@ class RaceCore:
 
     async def wait_ready(self, ids: Sequence[str], timeout: float = 120.0) -> None:
         """Poll until each member is ready and attached, or has failed (bench)."""
-        import asyncio
-
         end = self.clock() + timeout
         while self.clock() < end:
             await self.poll()
@@ -488,7 +316,7 @@ class RaceCore:
             ]
             if not pending:
                 return
-            await asyncio.sleep(0.05)
+            await self.clock.sleep(0.05)
 
     # --- commands -------------------------------------------------------------------
 

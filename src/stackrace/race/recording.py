@@ -52,7 +52,8 @@ from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
 
 if TYPE_CHECKING:
-    from stackrace.race.session import Session, SessionView
+    from stackrace.race.session import Session
+    from stackrace.race.session_view import SessionView
 
 FORMAT = 1
 HIST_EVERY = 1.0  # seconds between histogram records of one target

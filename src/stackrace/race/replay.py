@@ -18,7 +18,9 @@ from pathlib import Path
 
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import EngineSnapshot, TargetSpec
-from stackrace.race.core import RaceCore, StackChoice
+from stackrace.race.clock import RealClock
+from stackrace.race.core import RaceCore
+from stackrace.race.members import StackChoice
 from stackrace.race.recording import (
     Command,
     Hist,
@@ -174,7 +176,7 @@ class ReplayPlayer:
             self.engine,
             self.source,
             recording.header.settings,
-            clock=self.clock,
+            clock=RealClock(self.clock),
             sample_every=0.0,
             signs_every=0.0,
         )
@@ -230,10 +232,7 @@ class ReplayPlayer:
         s = self.session
         s.levels.clear()
         s.levels._ignored.clear()
-        s.warmups.clear()
-        s._held.clear()
-        s._wedges.clear()
-        s._wedged.clear()
+        s.keeper.clear()
         s.ramp_steps.clear()
         s.ramp_breaking.clear()
         s.ramp_finished = False
@@ -300,8 +299,7 @@ class ReplayPlayer:
             await s.set_rate(None if c.value is None else float(c.value))
         elif c.what == "ramp":
             # (recorded when its levels began, after its clean start, as live)
-            s._wedges.clear()
-            s._wedged.clear()
+            s.keeper.forget_stalls()
             s.levels.clear()
             s.levels.counting_again()
             s.ramp_finished = False

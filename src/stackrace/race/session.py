@@ -7,11 +7,10 @@
     session.start_ramp()                   # step up through the levels, mark verdicts
     await session.stop()                   # stop the load and every stack
 
-`poll()` returns a `SessionView`: one `PaneView` per stack or URL target with the
-engine's latest figures, its state, resources, the verdict at the current level and the
-first breaking point. All decisions live here, in the race core or in
-`stackrace.breaking` and `stackrace.levels`; the UI only draws views and forwards
-commands.
+`poll()` returns a `SessionView` (race/session_view.py): a `PaneView` per stack or URL
+target. Decisions live here (commands: levels, rate, ramps, a talk track; ticks), in the
+core, race/verdict_keeper.py, `stackrace.breaking` and `stackrace.levels`; the UI only
+draws views and forwards commands.
 """
 
 from __future__ import annotations
@@ -20,24 +19,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from stackrace.breaking import CpuShare, LevelVerdict, StepResult, peak
-from stackrace.engine.model import EngineSnapshot, TargetSnapshot
+from stackrace.breaking import LevelVerdict, StepResult
 from stackrace.levels import LevelLog, Ramp
-from stackrace.race import accounting, explain, verdicts, wedge
 from stackrace.race.cleanstart import CleanStart
-from stackrace.race.core import LoadEngine, RaceCore
-from stackrace.race.ghost import Ghost, GhostView
+from stackrace.race.core import RaceCore
+from stackrace.race.ghost import Ghost
+from stackrace.race.members import LoadEngine
 from stackrace.race.placement import CorePlacement, place
-from stackrace.race.state import StackState
+from stackrace.race.session_view import (
+    SessionView,
+    SummaryRow,
+    session_view,
+    summary_rows,
+    then_now_of,
+)
 from stackrace.race.talk import TalkPlayer, TalkStep
-from stackrace.race.thennow import ThenNow, judge_live
+from stackrace.race.thennow import ThenNow
 from stackrace.race.urls import UrlHandle, UrlTarget
-from stackrace.race.verdicts import SharedCore, VerdictHold
-from stackrace.race.warmup import WarmupTracker
-from stackrace.race.wedge import Wedge, WedgeWatch
+from stackrace.race.verdict_keeper import VerdictKeeper
+from stackrace.race.verdicts import SharedCore
 from stackrace.race_settings import RaceSettings
 from stackrace.report.schema import Then
-from stackrace.stacks.sampler import ResourceSample
 
 RAMP_TOP = 2000  # `r` ramps from 1 to here
 RAMP_DWELL = 3.0  # seconds a level
@@ -58,100 +60,13 @@ class RacePlan:
         return self.settings.workload
 
 
-@dataclass
-class PaneView:
-    """Everything one pane shows for one tick."""
-
-    id: str
-    name: str
-    family: str
-    state: StackState
-    target: TargetSnapshot | None = None
-    resources: ResourceSample | None = None
-    baseline: ResourceSample | None = None  # before load
-    breaking: LevelVerdict | None = None  # the first level that broke it (the ramp's mark)
-    verdict: LevelVerdict | None = None  # the current level's verdict (clears when it recovers)
-    log_tail: list[str] = field(default_factory=list)
-    external: bool = False
-    refused: str | None = None  # the engine would not load it
-    cpus: list[int] | None = None  # its pinned cores
-    cpu_us_per_request: float | None = None
-    engine_share: float = 0.0  # the engine's lag / mean latency, this level
-    engine_limited: bool = False
-    engine_limit: str = ""  # why and by how much
-    little: accounting.LittleCheck | None = None
-    proof: str = ""  # the figure that proves the verdict, at its level
-    annotation: str = ""  # one plain-language sentence, when it matters
-    behind: str = ""  # rate mode: how far behind schedule ("" when it keeps up)
-    warm_climb: float | None = None  # while warming: req/s rise since its first second
-    url: str = ""  # what the engine loads
-    loads: str = ""  # your requests, when they are what is loaded ("GET / ×3, /slow ×1")
-    synthetic: bool = False  # a model's figures (--demo), not a measurement
-    judged: bool = False  # the level running now was measured long enough to judge
-    # the level running now: failures as the breaking rule counts them, and their share
-    # of its attempts (a few under the rule's 1 % are no verdict, but they are not none)
-    level_failed: int = 0
-    level_failure_ratio: float = 0.0
-    # a lower level was measured too (or this is c=1): the breaking rule compares levels,
-    # so a queue or a CPU limit shows only against one; without it, "not broken" would
-    # claim more than was tested
-    compared: bool = False
-    verdict_since: float | None = None  # race seconds: when the verdict's kind began
-    wedged: bool = False  # it answers nothing while clients wait (race/wedge.py)
-    # it shares a full core and only waited for it: its share and wait, instead of a
-    # verdict of its own ("its share 28 % of the full core, waited 70 %")
-    core_share: str = ""
-
-
-@dataclass
-class SessionView:
-    seq: int
-    panes: list[PaneView]
-    concurrency: int
-    rate: float | None
-    engine_cpu: float = 0.0
-    saturated: bool = False
-    ramp: str | None = None  # "ramp 3/11 → 20" while a ramp runs
-    ramp_done: bool = False  # a ramp has just ended: show its summary
-    errors: list[str] = field(default_factory=list)
-    placement: str = ""  # where stacks and engines run ("4 stacks share 1 core …")
-    shared_cores: bool = False
-    timeout: float = 10.0
-    keepalive: bool = True
-    synthetic: bool = False  # --demo: nothing here was measured
-    caption: str = ""  # a talk track's line for this moment
-    replay: str = ""  # a replay's position ("replay 0:42 / 3:10 ×2")
-    ghosts: list[GhostView] = field(default_factory=list)  # one per stack of each ghost
-    ramp_top: int = 0  # the top level of the ramp running (or last run)
-    # "" while the database is fine or unused; else what happened to it (the figures
-    # are then the database's, not the stacks', and no verdict is drawn)
-    database: str = ""
-    shared: SharedCore | None = None  # the cores the stacks share (None: each its own)
-    clock: float = 0.0  # race seconds now (what a verdict's `since` is counted in)
-    # "" while the race runs; else why it ended on its own (a cluster's app host lost)
-    ended: str = ""
-
-
-@dataclass(frozen=True)
-class SummaryRow:
-    id: str
-    name: str
-    peak: StepResult | None
-    breaking: LevelVerdict | None
-    mem_before: ResourceSample | None
-    mem_after: ResourceSample | None
-    mem_peak: int  # highest RSS seen, bytes
-    steps: tuple[StepResult, ...] = ()
-    why: str = ""  # the proof of the breaking verdict, in figures
-
-
 class Session:
     """Starts stacks, loads them when ready, tracks levels, runs ramps."""
 
     def __init__(self, core: RaceCore) -> None:
         self.core = core
         self.plan = RacePlan()
-        self.levels = LevelLog(cpu_of=self._cpu_of)
+        self.levels = LevelLog(cpu_of=lambda mid: self.keeper.cpu_of(mid))
         self.ramp: Ramp | None = None
         self.ramp_finished = False
         # what the last ramp found, per member: kept when the load is explored afterwards
@@ -166,12 +81,8 @@ class Session:
         self.stopping = False
         self.ramp_dwell = RAMP_DWELL  # seconds a level (the walkthrough tests shorten it)
         self._last_seq = -1
-        self.warmups: dict[str, WarmupTracker] = {}
-        # per member: the verdict shown (kinds change only once they have held), and
-        # the stall clock that names a wedged server
-        self._held: dict[str, VerdictHold] = {}
-        self._wedges: dict[str, WedgeWatch] = {}
-        self._wedged: dict[str, Wedge | None] = {}
+        # per member: warm-up, stall clock and the verdict shown (race/verdict_keeper.py)
+        self.keeper = VerdictKeeper(core, self.levels)
         self.started_at = 0.0
         # observers of commands and ticks (a Recorder): called after each
         self.listeners: list[SessionListener] = []
@@ -341,8 +252,7 @@ class Session:
         if snap is not None and snap.seq != self._last_seq:
             self._last_seq = snap.seq
             self.levels.feed(snap)
-            self._feed_warmups(snap)
-            self._feed_wedges(snap)
+            self.keeper.feed(snap, self.core.clock())
         await self._advance_talk()
         await self._advance_ramp()
         view = self.view()
@@ -374,90 +284,9 @@ class Session:
         if self.talk.done:
             self.talk = None
 
-    def _feed_warmups(self, snap: EngineSnapshot) -> None:
-        for t in snap.targets:
-            if t.id in self.core.members:
-                tracker = self.warmups.setdefault(t.id, WarmupTracker())
-                tracker.feed(t.level, t.interval.requests, t.interval.seconds)
-
-    def _feed_wedges(self, snap: EngineSnapshot) -> None:
-        now = self.core.clock()
-        for t in snap.targets:
-            m = self.core.members.get(t.id)
-            if m is not None:
-                watch = self._wedges.setdefault(t.id, WedgeWatch())
-                self._wedged[t.id] = watch.feed(now, t.interval, m.signs)
-
-    def _verdict(self, mid: str) -> tuple[LevelVerdict | None, str, float | None]:
-        """The current level's verdict, its proof and since when (race seconds): a
-        wedged server first (race/wedge.py), else the breaking rule's verdict, whose
-        kind changes only once it has held (race/verdicts.py)."""
-        now = self.core.clock()
-        level = self.levels.current_level(mid)
-        stall = self._wedged.get(mid)
-        if stall is not None and level is not None:
-            return stall.verdict(level), stall.proof(), stall.since - self.started_at
-        fresh = self.levels.verdict_now(mid)
-        proof = explain.proof(fresh, self._step_at(mid, fresh.level)) if fresh else ""
-        hold = self._held.setdefault(mid, VerdictHold())
-        shown = hold.feed(now, level, fresh, proof, judged=self._judged(mid))
-        if shown.verdict is None:
-            return None, "", None
-        proof = shown.proof
-        m = self.core.members.get(mid)
-        target = self.core.target(mid)
-        note = wedge.backlog_note(m.signs if m else None, target.interval if target else None)
-        if note:
-            proof = f"{proof} · {note}"
-        since = shown.since - self.started_at if shown.since is not None else None
-        return shown.verdict, proof, since
-
-    def _loads(self) -> str:
-        """Your requests as a pane's header names them (empty: the workload's path)."""
-        kinds = self.core.request_kinds() if self.core.settings.own_requests else None
-        if not kinds:
-            return ""
-        from stackrace.scenario import describe
-
-        return ("" if kinds[0].method != "GET" or len(kinds) > 1 else "GET ") + describe(kinds)
-
-    def _judged(self, mid: str) -> bool:
-        """Whether this visit of the running level has been measured long enough."""
-        step = self.levels.current_step(mid)
-        return step is not None and step.enough
-
-    def _compared(self, mid: str) -> bool:
-        level = self.levels.current_level(mid)
-        if level is None:
-            return False
-        return level <= 1 or any(s.level < level for s in self.levels.results(mid))
-
-    def _step_at(self, mid: str, level: int) -> StepResult | None:
-        return next((s for s in self.levels.results(mid) if s.level == level), None)
-
-    def _cpu_of(self, member_id: str) -> CpuShare:
-        """The stack's CPU for the verdict: what it used, what it can use, how long it
-        waited for a core, and whether the cores it shares with other stacks were full.
-        On a core shared by four stacks each uses a quarter of it and waits the rest:
-        the race's verdict is the full core, not each stack's (race/verdicts.py)."""
-        m = self.core.members.get(member_id)
-        if m is None or m.resources is None:
-            return CpuShare()
-        r = m.resources
-        shared = self.shared_core()
-        return CpuShare(
-            used=r.cpu_percent,
-            capacity=self.core.capacity(member_id),
-            waited=r.cpu_wait_percent,
-            core_full=shared is not None and shared.full and m.stack_cpus is not None,
-        )
-
     def shared_core(self) -> SharedCore | None:
-        """The cores the stacks share, from every running stack's CPU (None when each
-        stack has cores of its own: then every verdict is the stack's)."""
-        if self.synthetic:
-            return None  # (a model knows nothing of sharing a core)
-        return verdicts.shared_core_of(self.core)
+        """See VerdictKeeper.shared_core."""
+        return self.keeper.shared_core()
 
     async def _advance_ramp(self) -> None:
         now = self.core.clock()
@@ -485,8 +314,7 @@ class Session:
             self._ramp_wanted = None
             # every stack loaded: the ramp begins, on an empty level log, with no stall
             # remembered from before the clean start (a restarted stack's own clock)
-            self._wedges.clear()
-            self._wedged.clear()
+            self.keeper.forget_stalls()
             self.levels.clear()
             self.levels.counting_again()
             self.ramp = first
@@ -518,163 +346,12 @@ class Session:
         return due > r.index and due >= len(r.levels)
 
     def view(self) -> SessionView:
-        snap = self.core.engine.latest
-        panes = []
-        rate_mode = self.rate is not None
-        for mid, m in self.core.members.items():
-            target = self.core.target(mid)
-            state = m.handle.state
-            little = None
-            share = 0.0
-            limit = ""
-            cpu_us = None
-            verdict, proof, since = self._verdict(mid) if target is not None else (None, "", None)
-            warm = self.warmups.get(mid)
-            warming = (
-                warm is not None
-                and warm.warming
-                and state == StackState.READY
-                and target is not None
-            )
-            if warming:
-                state = StackState.WARMING
-            annotation = behind = ""
-            if target is not None:
-                share = accounting.engine_share(target.total)
-                limit = accounting.engine_limit(target.total, target.saturated)
-                if not rate_mode:
-                    little = accounting.little_check(target.total, target.concurrency)
-                cpu_us = self.core.cpu_per_request_us(mid, target.total.requests)
-                behind = explain.behind_schedule(self.rate, target.total)
-                res = m.resources
-                stall = self._wedged.get(mid)
-                annotation = explain.annotate(
-                    verdict=verdict,
-                    interval=target.interval,
-                    total=target.total,
-                    rate=self.rate,
-                    timeout=self.core.settings.timeout,
-                    cpu_percent=res.cpu_percent if res is not None else None,
-                    cpu_capacity=self.core.capacity(mid),
-                    cpu_us_per_request=cpu_us,
-                    warming=warming,
-                    climb=warm.climb() if warm is not None else None,
-                    engine_limit=limit,
-                    timeout_cause=wedge.timeout_cause(m.signs),
-                )
-                slow = self.core.settings.client_profile
-                held = explain.held_by_slow_clients(
-                    m.handle.family,
-                    slow.upload if slow is not None else 0.0,
-                    self.core.settings.slow_share,
-                    target.interval,
-                )
-                if held and not limit:
-                    annotation = held  # the cause of its queue, named
-                core_share = self._core_share(mid)
-                if core_share and not annotation:
-                    alone = verdicts.alone_on_a_core(cpu_us)
-                    if alone is not None:
-                        annotation = (
-                            f"alone on a core: ≈ {alone:,.0f} req/s "
-                            f"(its {cpu_us:,.0f} µs of CPU per request)"
-                        )
-                if stall is not None and stall.evidence and not annotation:
-                    annotation = f"wedged: {stall.evidence[0]}"
-            loss = self._lost_host_of(mid)
-            if loss:
-                annotation = loss
-            panes.append(
-                PaneView(
-                    id=mid,
-                    name=m.handle.name,
-                    family=m.handle.family,
-                    state=state,
-                    target=target,
-                    resources=m.resources,
-                    baseline=m.baseline,
-                    breaking=self.levels.breaking_point(mid),
-                    verdict=verdict,
-                    log_tail=m.handle.log_tail(12)
-                    if state == StackState.CRASHED or m.refused
-                    else [],
-                    external=m.handle.external,
-                    refused=m.refused,
-                    cpus=m.stack_cpus,
-                    cpu_us_per_request=cpu_us,
-                    engine_share=share,
-                    engine_limited=bool(limit),
-                    engine_limit=limit,
-                    little=little,
-                    proof=proof,
-                    annotation=annotation,
-                    behind=behind,
-                    warm_climb=warm.climb() if warming and warm is not None else None,
-                    url=m.url,
-                    loads=self._loads(),
-                    synthetic=self.synthetic,
-                    judged=self._judged(mid),
-                    level_failed=step.failed if (step := self.levels.current_step(mid)) else 0,
-                    level_failure_ratio=step.failure_ratio if step else 0.0,
-                    compared=self._compared(mid),
-                    verdict_since=since,
-                    wedged=self._wedged.get(mid) is not None and target is not None,
-                    core_share=self._core_share(mid) if target is not None else "",
-                )
-            )
-        ramp = self.replay_ramp
-        if self.prep is not None:
-            ramp = self.prep.status()
-        if self.ramp is not None and self.ramp.level is not None:
-            ramp = f"ramp {self.ramp.progress()} → {self.ramp.level}"
-        placement = self.core.placement
-        database = ""
-        if self.core.source is not None:
-            database = self.core.source.database_state()
-            if database:
-                for pane in panes:
-                    pane.verdict = None
-        return SessionView(
-            seq=snap.seq if snap is not None else 0,
-            panes=panes,
-            concurrency=self.concurrency,
-            rate=self.rate,
-            engine_cpu=snap.engine_cpu if snap is not None else 0.0,
-            saturated=snap.saturated if snap is not None else False,
-            ramp=ramp,
-            ramp_done=self.ramp_finished,
-            errors=[*self.core.errors, *self.core.engine.errors],
-            placement=placement.note if placement else "",
-            shared_cores=placement.shared if placement else False,
-            timeout=self.core.settings.timeout,
-            keepalive=self.core.settings.keepalive,
-            synthetic=self.synthetic,
-            caption=self.caption,
-            ramp_top=self.ramp_top,
-            replay=self.replay_status,
-            ghosts=[pv for g in self.ghosts for pv in g.view(self.level, rate_mode)],
-            database=database,
-            shared=self.shared_core(),
-            clock=self.core.clock() - self.started_at,
-            ended=self.ended,
-        )
-
-    def _core_share(self, mid: str) -> str:
-        return verdicts.core_share(self.levels.current_step(mid))
-
-    def _lost_host_of(self, member_id: str) -> str:
-        """The latest loss of an engine host that carried this member's load, in words."""
-        snap = self.core.engine.latest
-        if snap is None:
-            return ""
-        for loss in reversed(snap.lost):
-            if member_id in loss.abandoned:
-                return loss.describe()
-        return ""
+        """What to show now (race/session_view.py)."""
+        return session_view(self)
 
     @property
     def synthetic(self) -> bool:
-        return self.core.engine.synthetic
+        return self.keeper.synthetic
 
     # --- on demand ------------------------------------------------------------------
 
@@ -699,15 +376,7 @@ class Session:
     def then_now(self) -> ThenNow | None:
         """The classic experiment's claims judged on every level measured so far (the
         last ramp's and those explored since); None when the race replays none."""
-        if self.then is None or self.rate is not None:
-            return None
-        steps = {}
-        for mid in self.core.members:
-            by = {s.level: s for s in self.ramp_steps.get(mid, [])}
-            by.update({s.level: s for s in self.levels.results(mid)})
-            steps[mid] = [by[k] for k in sorted(by)]
-        names = {mid: m.handle.name for mid, m in self.core.members.items()}
-        return judge_live(self.then, steps, names)
+        return then_now_of(self)
 
     @property
     def summary_from_ramp(self) -> bool:
@@ -717,30 +386,7 @@ class Session:
     def summary(self) -> list[SummaryRow]:
         """Per member: the last finished ramp's levels if there was one (its findings
         survive the exploring that follows), else the levels measured so far."""
-        rows = []
-        from_ramp = self.summary_from_ramp
-        for mid, m in self.core.members.items():
-            if from_ramp:
-                steps = list(self.ramp_steps.get(mid, []))
-                breaking = self.ramp_breaking.get(mid)
-            else:
-                steps = self.levels.results(mid)
-                breaking = self.levels.breaking_point(mid)
-            at = next((s for s in steps if breaking and s.level == breaking.level), None)
-            rows.append(
-                SummaryRow(
-                    id=mid,
-                    name=m.handle.name,
-                    peak=peak(steps),
-                    breaking=breaking,
-                    mem_before=m.baseline,
-                    mem_after=m.resources,
-                    mem_peak=m.mem_peak,
-                    steps=tuple(steps),
-                    why=explain.proof(breaking, at) if breaking else "",
-                )
-            )
-        return rows
+        return summary_rows(self)
 
 
 class SessionListener(Protocol):

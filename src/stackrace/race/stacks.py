@@ -15,7 +15,7 @@ import msgspec
 from stackrace.config import Stack, StackDef, load_stacks, resolve, tunables
 from stackrace.db import ManagedMariaDB
 from stackrace.db.watch import DbWatch
-from stackrace.race.core import StackChoice
+from stackrace.race.members import StackChoice
 from stackrace.race.state import StackState
 from stackrace.stacks.availability import check
 from stackrace.stacks.launcher import (

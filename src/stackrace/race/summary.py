@@ -26,7 +26,8 @@ from pathlib import Path
 from stackrace import __version__
 from stackrace.atomicfile import WriteError, write_atomic
 from stackrace.breaking import StepResult
-from stackrace.race.session import Session, SummaryRow
+from stackrace.race.session import Session
+from stackrace.race.session_view import SummaryRow
 from stackrace.units import fmt_us
 
 

@@ -13,18 +13,16 @@ gets there.
 
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import dataclass
 
-from stackrace import __version__
 from stackrace.breaking import StepResult, find_breaking_point
+from stackrace.race.bench_report import machine_info
 from stackrace.report import claims
 from stackrace.report.schema import (
     SCHEMA_VERSION,
     BenchRun,
     Level,
-    Machine,
     Memory,
     Settings,
     StackResult,
@@ -77,10 +75,8 @@ def live_run(then: Then, steps: dict[str, list[StepResult]], names: dict[str, st
                 breaking_reason=bp.reason if bp else "",
             )
         )
-    machine = Machine(
-        platform.node(), platform.processor(), 0, 0, platform.release(), platform.system(),
-        platform.python_version(), __version__,
-    )  # fmt: skip
+    # (platform.processor() runs `uname -p` in a subprocess: /proc/cpuinfo instead)
+    machine = machine_info()
     return BenchRun(
         schema=SCHEMA_VERSION,
         started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from stackrace.race.core import RaceParts, StackChoice, StackSource
+from stackrace.race.members import RaceParts, StackChoice, StackSource
 from stackrace.race.replay import ReplayPlayer
 from stackrace.race.session import RacePlan, Session
 from stackrace.race_settings import RaceSettings

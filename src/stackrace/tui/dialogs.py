@@ -12,7 +12,7 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Log, Static
 
-from stackrace.race.session import SummaryRow
+from stackrace.race.session_view import SummaryRow
 from stackrace.race.summary import SummaryContext, at_breaking, peak_text, unbroken_text
 from stackrace.tui.format import fmt_level, fmt_mb
 from stackrace.tui.levelchart import LevelChart, LevelSeries

@@ -24,7 +24,7 @@ from textual.widgets import Static
 
 from stackrace.breaking import VERDICT_KINDS
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
-from stackrace.race.session import PaneView
+from stackrace.race.session_view import PaneView
 from stackrace.race.state import StackState
 from stackrace.slug import slug
 from stackrace.tui.bignum import (

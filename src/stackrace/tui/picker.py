@@ -28,7 +28,7 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from stackrace.config import Tunable
-from stackrace.race.core import StackChoice
+from stackrace.race.members import StackChoice
 from stackrace.race.session import RacePlan
 from stackrace.race.urls import UrlTarget, target_url
 from stackrace.race_settings import RaceSettings

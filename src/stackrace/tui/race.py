@@ -17,7 +17,8 @@ from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from stackrace.race.session import Session, SessionView
+from stackrace.race.session import Session
+from stackrace.race.session_view import SessionView
 from stackrace.race.state import StackState
 from stackrace.race.summary import context as summary_context
 from stackrace.tui.chart import PercentileChart, Series, curve_points

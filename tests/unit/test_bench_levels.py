@@ -1,0 +1,125 @@
+"""Bench's level protocol on the synthetic engine: the same `run_bench` and `LevelRunner`
+as a real bench, on the race core's stepped clock (race/clock.py), in milliseconds.
+
+Each test states a rule of the protocol through figures that only hold if it is kept:
+the models' physics (race/demo_model.py) make a warm-up counted, a drain skipped,
+repeats not merged or the breaking rule judged on the wrong level show in the numbers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from stackrace.breaking import FAILING, QUEUEING
+from stackrace.config import Stack, StackDef
+from stackrace.race.bench import BenchPlan
+from stackrace.race.bench_run import run_bench
+from stackrace.race.demo import TICK, StackModel, synthetic_parts
+from stackrace.race_settings import RaceSettings
+from stackrace.report.schema import BenchRun
+
+# a JIT: 500 req/s at most (2 ms of CPU each), a third of it cold, all of it after 20 s
+JIT = StackModel("jit", "async", 10_000, 10.0, 2.0, warm_s=20.0)
+# eight workers of 10 ms: 800 req/s from eight connections on; a listen backlog of 8
+EIGHT = StackModel("eight", "sync", 8, 10.0, 0.1)
+EIGHT_SMALL_BACKLOG = StackModel("eight-small", "sync", 8, 10.0, 0.1, backlog=8)
+
+
+def _stack(name: str) -> Stack:
+    return Stack(name, name, StackDef(command=["true"], title=name))
+
+
+def bench(
+    models: dict[str, StackModel], names: list[str] | None = None, **settings: object
+) -> tuple[BenchRun, int, list[str]]:
+    """Run bench on the models; the run, the engine's steps and the progress lines."""
+    parts, engine = synthetic_parts(models)
+    lines: list[str] = []
+    plan = BenchPlan([_stack(n) for n in names or list(models)], RaceSettings(**settings))
+    run = asyncio.run(run_bench(plan, progress=lines.append, parts=parts))
+    return run, engine.steps, lines
+
+
+def test_the_warm_up_is_load_before_the_figures_not_in_them():
+    warm, _, _ = bench({"jit": JIT}, concurrency=[64], warmup=20.0, duration=2.0)
+    cold, _, _ = bench({"jit": JIT}, concurrency=[64], warmup=0.0, duration=2.0)
+    (lv_warm,) = warm.stacks[0].levels
+    (lv_cold,) = cold.stacks[0].levels
+    # only the measured time is in the window (plus the interval that brings its end)
+    assert 2.0 <= lv_warm.window.seconds <= 2.0 + 2 * TICK
+    # warmed for 20 s, the JIT serves at full speed (500 req/s ± the model's 2 % wobble);
+    # cold, a third of it and growing: a warm-up counted in the figures would show both
+    # the longer window and the cold start's lower rate
+    assert lv_warm.rps > 0.95 * 500
+    assert lv_cold.rps < 0.5 * 500
+
+
+def test_a_warm_up_in_requests_goes_on_until_they_are_answered():
+    run, _, _ = bench(
+        {"jit": JIT}, concurrency=[64], warmup=0.0, warmup_requests=6000, duration=2.0
+    )
+    (lv,) = run.stacks[0].levels
+    assert 2.0 <= lv.window.seconds <= 2.0 + 2 * TICK
+    # 6,000 answers at 170-500 req/s take well over 10 s of load: past half speed
+    assert lv.rps > 0.7 * 500
+
+
+def test_a_budgeted_level_starts_drained_and_sends_exactly_its_budget():
+    run, _, _ = bench({"eight": EIGHT}, concurrency=[8, 64], requests=1000, warmup=1.0)
+    levels = run.stacks[0].levels
+    assert [lv.level for lv in levels] == [8, 64]
+    for lv in levels:
+        w = lv.window
+        # drained first: nothing of the warm-up's load is carried into the level
+        assert w.carried_in == 0
+        assert w.sent == 1000 and w.requests == 1000 and w.waiting == 0 and w.lost == 0
+
+
+def test_repeats_are_one_window_and_the_warm_up_comes_once_per_level():
+    once, steps_once, _ = bench(
+        {"eight": EIGHT}, concurrency=[4], warmup=10.0, duration=2.0, repeat=1
+    )
+    thrice, steps_thrice, _ = bench(
+        {"eight": EIGHT}, concurrency=[4], warmup=10.0, duration=2.0, repeat=3
+    )
+    (lv,) = thrice.stacks[0].levels
+    (lv1,) = once.stacks[0].levels
+    assert len(lv.samples) == 3 and len(lv1.samples) == 1
+    # the three repeats added into one window: three times the time and the answers
+    assert lv.window.seconds == 3 * lv1.window.seconds
+    assert abs(lv.window.requests - 3 * lv1.window.requests) <= 3
+    assert lv.window.sent == lv.window.requests + lv.window.lost + lv.window.waiting
+    # carried in: what was in flight when the level's first repeat began
+    assert lv.window.carried_in == lv1.window.carried_in == 4
+    # two more repeats cost their measuring, not another 10 s warm-up each
+    assert (steps_thrice - steps_once) * TICK < 10.0
+
+
+def test_the_breaking_point_is_the_level_where_qps_stops_growing():
+    run, _, _ = bench({"eight": EIGHT}, concurrency=[2, 4, 8, 16, 32], warmup=0.0, duration=2.0)
+    res = run.stacks[0]
+    assert [round(lv.rps, -2) for lv in res.levels] == [200, 400, 800, 800, 800]
+    assert res.breaking_point == 16 and res.breaking_kind == QUEUEING
+
+
+def test_the_breaking_point_is_the_first_level_with_failures():
+    # 8 workers + a backlog of 8: connections past 16 are refused
+    run, _, _ = bench(
+        {"eight-small": EIGHT_SMALL_BACKLOG}, concurrency=[2, 4, 8, 64], warmup=0.0, duration=2.0
+    )
+    res = run.stacks[0]
+    assert [lv.window.lost > 0 for lv in res.levels] == [False, False, False, True]
+    assert res.breaking_point == 64 and res.breaking_kind == FAILING
+
+
+def test_a_crash_ends_that_stack_s_levels_and_the_others_go_on():
+    crashes = StackModel("crashes", "sync", 8, 10.0, 0.1, crash_at=30)
+    run, _, lines = bench(
+        {"crashes": crashes, "eight": EIGHT}, concurrency=[2, 4, 8], warmup=1.0, duration=2.0
+    )
+    by_name = {st.name: st for st in run.stacks}
+    assert len(by_name["eight"].levels) == 3
+    crashed = by_name["crashes"]
+    assert crashed.error is not None and crashed.error.startswith("crashed during level")
+    assert len(crashed.levels) < 3
+    assert any(line.startswith("✗ crashes: crashed during level") for line in lines)
