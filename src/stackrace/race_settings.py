@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from stackrace import scenario, statuses
+from stackrace import scenario, statuses, terms
 from stackrace.options import (
     non_negative_duration,
     positive_duration,
@@ -106,6 +106,14 @@ def _file_name(text: str) -> str:
     if not text or not text.isprintable() or len(text) > 4096:
         raise ArgumentTypeError(f"not a file name: {text[:60]!r}")
     return text
+
+
+def _slo(text: str) -> str:
+    try:
+        terms.check_objective(text)
+    except terms.TermError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+    return text.strip()
 
 
 def _isolation(text: str) -> str:
@@ -257,6 +265,18 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "(default: anything below 400; others are failures)",
             _statuses,
             metavar="CODES",
+        ),
+    ] = None
+
+    slo: Annotated[
+        str | None,
+        opt(
+            "--slo",
+            "the objective every level is held to, e.g. 'p99<50ms,failures<0.1%%' (any "
+            "percentile, mean, max, failures, waiting): sets the exit status and the JUnit "
+            "verdict, and is what --capacity searches under",
+            _slo,
+            metavar="TERMS",
         ),
     ] = None
 

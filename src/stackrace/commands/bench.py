@@ -7,13 +7,14 @@ given override them. Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops the r
 between requests: every level already measured is written and printed, and the run
 says it was interrupted.
 
-Exit status: 0 when every stack was measured, no level failed entirely and the gate (if
-any) passed; 1 when a stack could not be measured, a level of a stack got no success at
-all (requests ended and every one failed: 100 % HTTP 404, every one refused…; see
-report.schema.Level.failed_entirely), the database failed
-during the run, or the gate failed; 2 for a usage error, before any load; 74 when the
-run was measured (and printed) but one of its files could not be written; 130 when
-interrupted.
+Exit status: 0 when every stack was measured, no level failed entirely, the gate (if
+any) passed and every level met the SLO (`--slo`, if any); 1 when a stack could not be
+measured, a level of a stack got no success at all (requests ended and every one
+failed: 100 % HTTP 404, every one refused…; see report.schema.Level.failed_entirely),
+the database failed
+during the run, the gate failed, or a level missed the SLO; 2 for a usage error, before
+any load; 74 when the run was measured (and printed) but one of its files could not be
+written; 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from stackrace.report.failures import run_failures
 from stackrace.report.junit import junit_xml
 from stackrace.report.provenance import definition_changes, provenance, recorded_stacks
 from stackrace.report.schema import BenchRun
+from stackrace.report.slo import Slo
 from stackrace.report.write import (
     EXIT_NOT_WRITTEN,
     check_output_paths,
@@ -382,6 +384,8 @@ def run(args: argparse.Namespace) -> int:
                     _served(metrics, _remeasure(plan, result, verdict.uncertain, parts, progress))
                 )
                 verdict = gate.judge(result, baseline, rules)
+        if plan.settings.slo and interrupted is None:  # held to it, baseline or not
+            verdict = gate.judge_slo(result, Slo.parse(plan.settings.slo), verdict)
     finally:
         if db is not None:
             db.close()
