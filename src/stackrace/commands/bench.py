@@ -42,12 +42,15 @@ from stackrace.config import ConfigError, StackFile
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
+from stackrace.options import positive_duration, precision
 from stackrace.presets import load_preset
 from stackrace.race.bench import BenchPlan, BenchRecorder, plan_placement, run_bench
+from stackrace.race.capacity_run import CapacityPlan
 from stackrace.race.core import RaceParts
 from stackrace.race.urls import UrlError, add_url_arguments, check_paths, url_targets
 from stackrace.race_settings import RaceSettings, add_options, given
 from stackrace.report import gate
+from stackrace.report.capacity import table_lines as capacity_table
 from stackrace.report.failures import run_failures
 from stackrace.report.junit import junit_xml
 from stackrace.report.provenance import definition_changes, provenance, recorded_stacks
@@ -121,8 +124,51 @@ def register(p: argparse.ArgumentParser) -> None:
         "(p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) compare "
         f"with --baseline (default with a baseline: {gate.DEFAULT_RULES})",
     )
+    add_capacity_arguments(p.add_argument_group("capacity under the SLO (README: Capacity)"))
     add_cluster_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_capacity_arguments(group: argparse._ArgumentGroup) -> None:
+    """--capacity, --budget, --precision (bench; tune takes --budget and --precision)."""
+    group.add_argument(
+        "--capacity",
+        action="store_true",
+        help="instead of the levels, search each stack's capacity under --slo: the highest "
+        "concurrency (from the first --concurrency) or, with --rate, the highest rate (from "
+        "it) that meets the SLO, by bracketing then bisection, confirmed by repeats",
+    )
+    add_search_arguments(group)
+
+
+def add_search_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--budget",
+        type=positive_duration,
+        default=None,
+        metavar="TIME",
+        help="time a search may take (per stack; tune: in all), e.g. 3m; it ends on the "
+        "bracket it got to, and says so",
+    )
+    group.add_argument(
+        "--precision",
+        type=precision,
+        default=0.05,
+        metavar="SHARE",
+        help="a search stops when the gap between a pass and a miss is within this share "
+        "of the pass (default 5%%)",
+    )
+
+
+def capacity_plan(args: argparse.Namespace, settings: RaceSettings) -> CapacityPlan | None:
+    """The search asked for, checked: it needs an objective, and a timed level."""
+    if not settings.slo:
+        _fail("--capacity searches under an objective: give --slo, e.g. --slo 'p99<50ms'")
+        return None
+    if settings.requests:
+        _fail("--capacity times each probe: --requests (a level of N requests) does not apply")
+        return None
+    return CapacityPlan(settings.slo, budget_s=args.budget, precision=args.precision)
 
 
 def _fail(message: str) -> None:
@@ -316,6 +362,10 @@ def run(args: argparse.Namespace) -> int:
     if built is None:
         return 2
     plan, stacks_file = built
+    if args.capacity:
+        plan.capacity = capacity_plan(args, plan.settings)
+        if plan.capacity is None:
+            return 2
     preset = load_preset(args.preset) if args.preset else None
     baseline: BenchRun | None = None
     if args.baseline:
@@ -386,6 +436,9 @@ def run(args: argparse.Namespace) -> int:
                 verdict = gate.judge(result, baseline, rules)
         if plan.settings.slo and interrupted is None:  # held to it, baseline or not
             verdict = gate.judge_slo(result, Slo.parse(plan.settings.slo), verdict)
+            for st in result.stacks:  # a capacity search that found no load meeting it
+                if st.capacity is not None and st.capacity.load is None:
+                    verdict.slo_missed.append(f"{st.name}: {st.capacity.sentence}")
     finally:
         if db is not None:
             db.close()
@@ -440,7 +493,14 @@ def _tell(
     problems: list[str],
 ) -> None:
     """Print the run, then what went wrong, one line each."""
-    print_run(result)
+    if any(st.capacity is not None for st in result.stacks):
+        print(f"Capacity under the SLO ({result.settings.slo}), best first:")
+        print("\n".join("  " + line for line in capacity_table(result.stacks)))
+        for st in result.stacks:
+            if st.capacity is not None:
+                print(f"  {st.name}: {st.capacity.sentence}")
+    else:
+        print_run(result)
     if interrupted:
         print(
             f"run interrupted ({interrupted}): the levels above were measured, the rest were not",

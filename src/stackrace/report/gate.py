@@ -280,7 +280,7 @@ def verdict_lines(verdict: Verdict, baseline_name: str | None) -> list[str]:
     lines += [f"SLO MISSED {line}" for line in verdict.slo_missed]
     lines += [f"(no baseline for {where})" for where in verdict.unmatched]
     lines += [f"(not judged: {line})" for line in verdict.not_judged]
-    if verdict.slo is not None and not verdict.slo_missed:
+    if verdict.slo is not None and not verdict.slo_missed and verdict.slo_levels:
         lines.append(
             f"SLO met ({verdict.slo}) by all {verdict.slo_levels} "
             f"level{'s' if verdict.slo_levels != 1 else ''}"

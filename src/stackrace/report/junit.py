@@ -87,7 +87,13 @@ def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[
     s = run.settings
     rate_mode = s.rate is not None
     measured = {lv.level: lv for lv in st.levels}
-    planned = list(dict.fromkeys([*s.levels, *measured]))
+    # a capacity search (`bench --capacity`) has no planned levels: one case, its answer
+    planned = list(dict.fromkeys([*s.levels, *measured])) if st.capacity is None else []
+    if st.capacity is not None:
+        case = _case(suite, st.name, "capacity", sum(p.seconds for p in st.capacity.probes))
+        ET.SubElement(case, "system-out").text = st.capacity.sentence
+        if st.capacity.load is None:
+            _fail(case, "failure", "slo", [f"{st.name}: {st.capacity.sentence}"])
     # a stack that failed: its error goes to the first level it did not finish (the one
     # it crashed in, when that level was recorded, else the first one missing)
     crashed_at = next((lv for lv in planned if lv not in measured), None)
