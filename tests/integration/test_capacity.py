@@ -4,8 +4,8 @@ ms, so N/M = 1,000 req/s, and in closed loop C ≤ 20 connections answer in 20 m
 C = 21 makes one request in 21 wait 40 ms). The target, 30 ms, sits 10 ms from both, so
 the machine's noise (a few ms, now and then) cannot move the answer. Issue 25, "How it
 is checked": the search finds it within the stated precision for p99 and for mean, in
-open and closed loop; a latency floor above the target is "cannot meet". The real CLI, as a user runs
-it: `stackrace bench --slo … --capacity`."""
+open and closed loop; a latency floor above the target is "cannot meet". The real CLI,
+as a user runs it: `stackrace bench --slo … --capacity`."""
 
 from __future__ import annotations
 
