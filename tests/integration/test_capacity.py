@@ -77,9 +77,7 @@ def test_closed_loop_mean_finds_its_concurrency(stacks: Path, tmp_path: Path) ->
 def test_open_loop_p99_finds_the_rate(stacks: Path, tmp_path: Path) -> None:
     """At a constant rate below N/M no request waits; above it the queue grows without
     end, so p99 passes 15 ms within the probe."""
-    cap, said = search(
-        stacks, tmp_path, "--slo", "p99<30ms", "--rate", "500", "--precision", "10%"
-    )
+    cap, said = search(stacks, tmp_path, "--slo", "p99<30ms", "--rate", "500", "--precision", "10%")
     assert cap["mode"] == "rate", said
     assert cap["load"] is not None and 750 <= cap["load"] <= 1050, said
     assert cap["breaks_at"] is not None and cap["breaks_at"] <= 1.1 * 1050, said

@@ -489,6 +489,7 @@ class LevelRunner:
         returned per member measured (a crashed one has none)."""
         ids = list(loads)
         before = {i: self.core.sample_now(i) for i in ids}
+
         # all at once first (a rate opens its connections once, core.set_rate), then
         # each member at its own load
         def asked(load: float) -> int:  # a rate as asked; connections are whole
