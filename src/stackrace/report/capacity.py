@@ -54,3 +54,34 @@ def markdown(stacks: list[StackResult], slo: str) -> str:
     for n, st in enumerate(ranked(stacks), 1):
         lines.append("| " + " | ".join([str(n), st.name, *row(st.capacity)]) + " |")  # type: ignore[arg-type]
     return "\n".join(lines) + "\n"
+
+
+def svg(stacks: list[StackResult], slo: str) -> str:
+    """Capacity under the SLO per candidate, a bar each in the order measured (a tune:
+    workers × threads, as swept), the winner in a colour of its own."""
+    rows = [st for st in stacks if st.capacity is not None]
+    top = max((st.capacity.capacity or 0.0 for st in rows), default=0.0) or 1.0  # type: ignore[union-attr]
+    best = ranked(rows)[0].name if rows else ""
+    bar_h, gap, left, width = 18, 6, 330, 420
+    height = 40 + len(rows) * (bar_h + gap)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 120}" '
+        f'height="{height}" font-family="monospace" font-size="12">',
+        f'<text x="8" y="20" font-size="14">capacity under {_esc(slo)} (req/s)</text>',
+    ]
+    for n, st in enumerate(rows):
+        c = st.capacity
+        assert c is not None
+        y = 32 + n * (bar_h + gap)
+        w = width * (c.capacity or 0.0) / top
+        colour = "#2a9d8f" if st.name == best else "#8ab6d6"
+        label = "cannot meet" if c.load is None else f"{c.capacity or 0:,.0f}"
+        out.append(f'<text x="8" y="{y + 13}">{_esc(st.name[:44])}</text>')
+        out.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour}"/>')
+        out.append(f'<text x="{left + w + 6:.1f}" y="{y + 13}">{label}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
