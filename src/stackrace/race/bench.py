@@ -532,7 +532,7 @@ class LevelRunner:
         rate_mode = s.rate is not None
         check = None
         if not rate_mode:
-            check = accounting.little_check(window, level, budget=bool(s.requests))
+            check = accounting.little_check(window, round(level), budget=bool(s.requests))
         share = accounting.engine_share(window)
         limit = accounting.engine_limit(window, a.saturated)
         return Level(
