@@ -21,10 +21,13 @@ from typing import Protocol
 
 from stackrace.engine.model import TargetSnapshot
 from stackrace.race import accounting, explain, verdicts, wedge
+from stackrace.race.capacity_live import LiveCapacity
+from stackrace.race.capacity_run import CapacityPlan
 from stackrace.race.cleanstart import CleanStart
 from stackrace.race.core import RaceCore, StackState
 from stackrace.race.ghost import Ghost, GhostView
 from stackrace.race.placement import Placement, place
+from stackrace.race.slo_flag import slo_flag
 from stackrace.race.talk import TalkPlayer, TalkStep
 from stackrace.race.thennow import ThenNow, judge_live
 from stackrace.race.urls import UrlHandle, UrlTarget
@@ -33,7 +36,8 @@ from stackrace.race.warmup import WarmupTracker
 from stackrace.race.wedge import Wedge, WedgeWatch
 from stackrace.race_settings import RaceSettings
 from stackrace.ramp import CpuShare, LevelLog, Ramp, StepResult, Verdict, peak
-from stackrace.report.schema import Then
+from stackrace.report.schema import CapacityResult, Then
+from stackrace.report.slo import Slo
 from stackrace.stacks.sampler import ResourceSample
 
 RAMP_TOP = 2000  # `r` ramps from 1 to here
@@ -94,6 +98,11 @@ class PaneView:
     # it shares a full core and only waited for it: its share and wait, instead of a
     # verdict of its own ("its share 28 % of the full core, waited 70 %")
     core_share: str = ""
+    # with --slo: whether the level running now meets it (None: too few answers yet),
+    # and the line that says so with its figures (race/slo_flag.py)
+    slo_meets: bool | None = None
+    slo_text: str = ""
+    capacity_load: float | None = None  # `k`: the load of its capacity probe running now
 
 
 @dataclass
@@ -121,6 +130,11 @@ class SessionView:
     database: str = ""
     shared: SharedCore | None = None  # the cores the stacks share (None: each its own)
     clock: float = 0.0  # race seconds now (what a verdict's `since` is counted in)
+    slo: str = ""  # the objective as shown ("p99 < 50 ms"), "" without --slo
+    slo_target_us: float | None = None  # its latency target: the line on the chart
+    slo_quantile: float | None = None  # its percentile (0.99), None for a mean
+    capacity: str | None = None  # `k`: the search's progress while it runs
+    capacity_done: bool = False  # a capacity search has just ended: show its ranking
 
 
 @dataclass(frozen=True)
@@ -176,6 +190,14 @@ class Session:
         self.view_events: list[tuple[str, str]] = []
         # a classic experiment the race replays (a seed preset): its figures and claims
         self.then: Then | None = None
+        # `k`: the capacity search under the SLO (race/capacity_live.py), what the last
+        # one found, and the level to go back to when it ends
+        self.capacity: LiveCapacity | None = None
+        self.capacity_results: dict[str, CapacityResult] = {}
+        self.capacity_finished = False
+        self.capacity_end = ""
+        self._capacity_restore: float = 10
+        self._slo: Slo | None = None
 
     @property
     def engine(self):  # type: ignore[no-untyped-def]
@@ -201,6 +223,7 @@ class Session:
 
         self.plan = plan
         self.core.settings = plan.settings
+        self._slo = Slo.parse(plan.settings.slo) if plan.settings.slo else None
         self.core.concurrency = plan.concurrency
         self.core.rate = plan.rate
         if placement is None:
@@ -214,6 +237,7 @@ class Session:
     async def stop(self) -> None:
         self.stopping = True  # from here on, nothing starts: no ramp, no restart
         self.ramp = None
+        self.capacity = None
         self.prep = None
         self._ramp_wanted = None
         try:
@@ -261,6 +285,7 @@ class Session:
         dwell = dwell or self.ramp_dwell
         if self.stopping:
             return
+        self.stop_capacity()
         self.ramp_finished = False
         self.ramp_steps.clear()
         self.ramp_breaking.clear()
@@ -286,6 +311,81 @@ class Session:
                 self._keep_ramp_findings()
             self._tell("ramp_stop", level)
         self.ramp = None
+
+    # --- `k`: capacity under the SLO ---------------------------------------------------
+
+    @property
+    def slo(self) -> Slo | None:
+        """The objective (--slo), parsed once; None without one."""
+        return self._slo
+
+    def start_capacity(self, budget_s: float | None = None) -> str:
+        """Search every loaded stack's capacity under the SLO at once, from the level
+        running now (race/capacity_live.py); the session's poll drives it. Returns why
+        it cannot start ("" when it started)."""
+        if self.stopping:
+            return "stopping"
+        if self.slo is None:
+            return "no SLO to search under: start with --slo 'p99<50ms'"
+        ids = self.core.attached()
+        if not ids:
+            return "no stack is loaded yet"
+        self.stop_ramp()
+        self.capacity_finished = False
+        self.capacity_results = {}
+        self.capacity_end = ""
+        self._capacity_restore = float(self.rate) if self.rate is not None else self.concurrency
+        s = self.core.settings
+        self.capacity = LiveCapacity(
+            self.core,
+            CapacityPlan(self.slo.text, budget_s=budget_s),
+            ids,
+            start=float(self.level),
+            rate_mode=self.rate is not None,
+            max_probe_s=s.duration,
+        )
+        self._tell("capacity", self.slo.text)
+        return ""
+
+    def stop_capacity(self) -> None:
+        """A hand on the load stops a capacity search; what it found so far is kept
+        (each result says how far it got)."""
+        if self.capacity is None:
+            return
+        self.capacity_results = self.capacity.results()
+        self.capacity_end = f"stopped by hand at probe {self.capacity.round}"
+        self.capacity = None
+        self._tell("capacity_stop", None)
+
+    async def _advance_capacity(self) -> None:
+        if self.capacity is None:
+            return
+        await self.capacity.advance(self.core.clock())
+        if not self.capacity.done:
+            return
+        self.capacity_results = self.capacity.results()
+        self.capacity_end = f"searched in {self.capacity.round} probes"
+        self.capacity = None
+        self.capacity_finished = True
+        # back to the level it started from, every stack at one load again
+        restore = self._capacity_restore
+        if self.rate is not None:
+            await self.core.set_rate(restore)
+        else:
+            await self.core.set_concurrency(round(restore))
+        self._new_level()
+        self._tell("capacity_done", None)
+
+    def capacity_ranked(self) -> list[tuple[str, CapacityResult]]:
+        """The last search's findings by stack name, best first (report/capacity.py's
+        order: the one ranking bench, tune and the app share)."""
+        from stackrace.report.capacity import rank_key
+
+        rows = [
+            (self.core.members[i].handle.name if i in self.core.members else i, c)
+            for i, c in self.capacity_results.items()
+        ]
+        return sorted(rows, key=lambda r: rank_key(r[1]))
 
     def _level_text(self, level: int) -> str:
         return f"{level:,} req/s" if self.rate is not None else f"c={level:,}"
@@ -330,6 +430,7 @@ class Session:
             self._feed_wedges(snap)
         await self._advance_talk()
         await self._advance_ramp()
+        await self._advance_capacity()
         view = self.view()
         for listener in self.listeners:
             listener.tick(self, view)
@@ -506,6 +607,7 @@ class Session:
         snap = self.core.engine.latest
         panes = []
         rate_mode = self.rate is not None
+        probing = self.capacity.loads() if self.capacity is not None else {}
         for mid, m in self.core.members.items():
             target = self.core.target(mid)
             state = m.handle.state
@@ -557,6 +659,7 @@ class Session:
                         )
                 if stall is not None and stall.evidence and not annotation:
                     annotation = f"wedged: {stall.evidence[0]}"
+            flag = slo_flag(self.slo, target.total) if self.slo and target is not None else None
             panes.append(
                 PaneView(
                     id=mid,
@@ -591,6 +694,9 @@ class Session:
                     verdict_since=since,
                     wedged=self._wedged.get(mid) is not None and target is not None,
                     core_share=self._core_share(mid) if target is not None else "",
+                    slo_meets=flag.meets if flag is not None else None,
+                    slo_text=flag.text if flag is not None else "",
+                    capacity_load=probing.get(mid),
                 )
             )
         ramp = self.replay_ramp
@@ -606,11 +712,21 @@ class Session:
             if database:
                 for pane in panes:
                     pane.verdict = None
+        # during a capacity search each stack has a load of its own: the slider shows
+        # the highest being probed (each pane's head shows its own)
+        top = max(probing.values(), default=None)
+        concurrency = self.concurrency
+        rate = self.rate
+        if top is not None:
+            if rate_mode:
+                rate = top
+            else:
+                concurrency = round(top)
         return SessionView(
             seq=snap.seq if snap is not None else 0,
             panes=panes,
-            concurrency=self.concurrency,
-            rate=self.rate,
+            concurrency=concurrency,
+            rate=rate,
             engine_cpu=snap.engine_cpu if snap is not None else 0.0,
             saturated=snap.saturated if snap is not None else False,
             ramp=ramp,
@@ -628,6 +744,11 @@ class Session:
             database=database,
             shared=self.shared_core(),
             clock=self.core.clock() - self.started_at,
+            slo=self.slo.text if self.slo else "",
+            slo_target_us=self.slo.latency_target_us if self.slo else None,
+            slo_quantile=self.slo.quantile if self.slo else None,
+            capacity=self.capacity.status() if self.capacity is not None else None,
+            capacity_done=self.capacity_finished,
         )
 
     def _core_share(self, mid: str) -> str:

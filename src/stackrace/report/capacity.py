@@ -8,10 +8,16 @@ from stackrace.report.schema import CapacityResult, StackResult
 from stackrace.units import fmt_bytes
 
 
+def rank_key(c: CapacityResult) -> tuple[bool, float]:
+    """The order of every capacity ranking: the highest req/s under the SLO first, a
+    stack that cannot meet it at any load last."""
+    return (c.load is None, -(c.capacity or 0.0))
+
+
 def ranked(stacks: list[StackResult]) -> list[StackResult]:
     """Stacks with a capacity, the highest req/s under the SLO first."""
     found = [st for st in stacks if st.capacity is not None]
-    return sorted(found, key=lambda st: -(st.capacity.capacity or 0.0))  # type: ignore[union-attr]
+    return sorted(found, key=lambda st: rank_key(st.capacity))  # type: ignore[arg-type]
 
 
 def at(c: CapacityResult, load: float | None) -> str:

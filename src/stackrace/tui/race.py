@@ -20,8 +20,8 @@ from textual.widgets import Footer, Static
 from stackrace.race.core import StackState
 from stackrace.race.session import Session, SessionView
 from stackrace.race.summary import context as summary_context
-from stackrace.tui.chart import PercentileChart, Series, curve_points
-from stackrace.tui.dialogs import LogScreen, SummaryScreen
+from stackrace.tui.chart import SLO_COLOR, PercentileChart, Series, curve_points
+from stackrace.tui.dialogs import CapacityScreen, LogScreen, SummaryScreen
 from stackrace.tui.ghost import GhostPane
 from stackrace.tui.pane import StackPane
 from stackrace.tui.slider import ConcurrencySlider
@@ -87,6 +87,7 @@ class RaceScreen(Screen[None]):
         Binding("minus", "level(-1)", "less", key_display="−"),
         Binding("m", "toggle_mode", "mode"),
         Binding("r", "ramp", "ramp"),
+        Binding("k", "capacity", "capacity"),
         Binding("t", "summary", "table"),
         Binding("l", "log", "log"),
         Binding("a", "chart_all", "chart all"),
@@ -112,6 +113,7 @@ class RaceScreen(Screen[None]):
         self.then_now_wanted = True  # n: the classic experiment's strip, when there is one
         self._chart_room = True
         self._ramp_done_seen = False
+        self._capacity_done_seen = False
         self._tops = (0.0, 0.0)
         self.session = session
         self.tick_interval = tick_interval
@@ -216,6 +218,13 @@ class RaceScreen(Screen[None]):
             self.action_summary()
         elif not view.ramp_done:
             self._ramp_done_seen = False
+        if view.capacity_done and not self._capacity_done_seen:
+            # the capacity search ended: its ranking at once
+            self._capacity_done_seen = True
+            self.notify("capacity search done: every stack ranked under the SLO")
+            self._open_capacity()
+        elif not view.capacity_done:
+            self._capacity_done_seen = False
 
     def _share_p99_unit(self, view: SessionView) -> None:
         """Projector mode: p99 in one unit in every pane at any moment (seconds as soon
@@ -354,6 +363,8 @@ class RaceScreen(Screen[None]):
         status.append(f"[dim]timeout {view.timeout:g}s[/]")
         if view.ramp:
             status.append(f"[b reverse] {view.ramp} [/]")
+        if view.capacity:
+            status.append(f"[b reverse] {escape(view.capacity)} [/]")
         starting = sum(p.state == StackState.STARTING for p in view.panes)
         if starting:
             status.append(f"{starting} starting…")
@@ -374,7 +385,12 @@ class RaceScreen(Screen[None]):
                 series.append(Series(self.panes[pid].name_text, self.pane_colors[pid], curve))
         names = " ".join(f"[{s.color}]━ {escape(s.name)}[/]" for s in series)
         scope = "all stacks" if self.chart_all else "focused stack"
-        chart.border_title = f"latency by percentile, {scope} (a: toggle)  {names}"
+        slo = self.session.slo
+        mark = ""
+        if slo is not None and slo.latency_target_us:
+            chart.set_slo(slo.latency_target_us, slo.quantile, slo.text)
+            mark = f"  [{SLO_COLOR}]━ SLO {escape(slo.text)}[/]"
+        chart.border_title = f"latency by percentile, {scope} (a: toggle)  {names}{mark}"
         chart.set_series(series)
 
     # --- focus ------------------------------------------------------------------------
@@ -433,7 +449,7 @@ class RaceScreen(Screen[None]):
             return action in ("app.quit", "quit")
         if action.startswith("replay_"):
             return self.player is not None
-        if action in ("level", "toggle_mode", "ramp"):
+        if action in ("level", "toggle_mode", "ramp", "capacity"):
             return self.player is None
         return True
 
@@ -457,6 +473,7 @@ class RaceScreen(Screen[None]):
             return
         self._level_shown = event.value
         self.session.stop_ramp()  # a hand on the slider overrides a ramp
+        self.session.stop_capacity()  # and a capacity search
         await self.session.set_concurrency(event.value)
 
     def action_level(self, delta: int) -> None:
@@ -467,6 +484,7 @@ class RaceScreen(Screen[None]):
             return
         level = self.query_one("#level", ConcurrencySlider).value
         self.session.stop_ramp()
+        self.session.stop_capacity()
         await self.session.set_rate(None if self.session.rate is not None else float(level))
         self.notify("constant rate (req/s per stack)" if self.session.rate else "closed loop")
 
@@ -479,6 +497,37 @@ class RaceScreen(Screen[None]):
             return
         self.session.start_ramp()
         self.notify("ramp: stepping the load up; breaking points get marked")
+
+    def action_capacity(self) -> None:
+        """`k`: every stack's capacity under the SLO, searched at once; `k` again stops
+        it (what it found so far is shown)."""
+        if self._replaying():
+            return
+        if self.session.capacity is not None:
+            self.session.stop_capacity()
+            self.notify("capacity search stopped")
+            self._open_capacity()
+            return
+        why = self.session.start_capacity()
+        if why:
+            self.notify(f"no capacity search: {why}", severity="warning")
+            return
+        slo = self.session.slo
+        self.notify(f"capacity search under {slo.text if slo else ''}: every stack at once")
+
+    def _open_capacity(self) -> None:
+        slo = self.session.slo
+        if isinstance(self.app.screen, CapacityScreen) or slo is None:
+            return
+        self.app.push_screen(
+            CapacityScreen(
+                self.session.capacity_ranked(),
+                slo.text,
+                self.session.capacity_end,
+                self.session.synthetic,
+            ),
+            callback=self._dialog_closed,
+        )
 
     def action_summary(self) -> None:
         if isinstance(self.app.screen, SummaryScreen):
