@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_cli
+from tests.helpers import ROOT, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,8 @@ def test_tune_names_the_best_worker_count_and_its_command(tmp_path: Path) -> Non
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ETA" in r.stderr and "[2/2]" in r.stderr
     assert "winner: fixed:workers=16: meets p99 < 30 ms up to c=16" in r.stdout, r.stdout
-    assert "run it in production: " in r.stdout and "--workers 16" in r.stdout
+    # its command runs a file of stackrace's own: no production line is made up for it
+    assert "no production command line: fixed:workers=16 runs a script" in r.stdout, r.stdout
     run = json.loads(out.read_text())
     caps = {st["name"]: st["capacity"] for st in run["stacks"]}
     assert caps["fixed:workers=4"]["load"] == 4 and caps["fixed:workers=16"]["load"] == 16
@@ -45,3 +46,27 @@ def test_tune_names_the_best_worker_count_and_its_command(tmp_path: Path) -> Non
     assert "<svg" in svg.read_text()
     again = run_cli("tune", "--from", str(out))
     assert again.returncode == 0 and "winner: fixed:workers=16" in again.stdout, again.stderr
+
+
+def test_tune_your_app_names_the_servers_command_for_it(tmp_path: Path) -> None:
+    """`tune gunicorn-gthread --app examples/flask_app:app`: the sweep runs the user's
+    app (gunicorn-gthread[app]), and the winner's production line is gunicorn's own,
+    with the user's app module, the configuration found and a placeholder address."""
+    out = tmp_path / "tune.json"
+    r = run_cli(
+        "tune", "gunicorn-gthread", "--app", str(ROOT / "examples" / "flask_app") + ":app",
+        "--slo", "p99<200ms", "--path", "/", "--workers", "1,2", "--threads", "2",
+        "--concurrency", "2", "--budget", "90s", "--json", str(out),
+        cwd=tmp_path, timeout=240,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    names = {st["name"] for st in json.loads(out.read_text())["stacks"]}
+    assert names == {
+        "gunicorn-gthread[app]:workers=1,threads=2",
+        "gunicorn-gthread[app]:workers=2,threads=2",
+    }, names
+    line = next(x for x in r.stdout.splitlines() if x.startswith("run it in production: "))
+    command = line.removeprefix("run it in production: ")
+    assert command.startswith("python -m gunicorn --bind HOST:PORT --workers ")
+    assert "--worker-class gthread --threads 2" in command and command.endswith(" flask_app:app")
+    assert str(ROOT) not in command and "127.0.0.1" not in command

@@ -37,7 +37,7 @@ import msgspec
 
 from stackrace.commands._common import load
 from stackrace.commands.bench import add_search_arguments, build_plan
-from stackrace.config import ConfigError, Stack, placeholders, render, tunable_ceilings, tunables
+from stackrace.config import ConfigError, Stack, StackFile, tunable_ceilings, tunables
 from stackrace.race.bench import run_bench
 from stackrace.race.capacity_run import CapacityPlan
 from stackrace.race.urls import add_url_arguments
@@ -45,6 +45,7 @@ from stackrace.race_settings import add_options
 from stackrace.report import capacity as captable
 from stackrace.report.schema import BenchRun, StackResult
 from stackrace.report.write import check_output_paths, read_run
+from stackrace.stacks.production import Production
 
 PROG = "stackrace tune"
 PROBES_PER_SEARCH = 9  # a bracket of 3–4, a bisection of 3, two confirmations
@@ -141,14 +142,23 @@ def candidates(name: str, grid: dict[str, list[str]]) -> list[str]:
     ] or [name]
 
 
-def production_command(stack: Stack) -> str:
-    """The stack's command line with this configuration (placeholders filled; the port
-    is 8000, and paths are this machine's)."""
-    values = placeholders(stack, 8000, Path("/tmp"))
-    try:
-        return " ".join(render(a, values) for a in stack.spec.command)
-    except ValueError:
-        return " ".join(stack.spec.command)
+def stack_to_tune(name: str | None, stacks: StackFile) -> tuple[str | None, str]:
+    """The stack a tune sweeps, and a note when it is not the name as given: with
+    --app, `gunicorn-gthread` means `gunicorn-gthread[app]` (your app on it), and no
+    name means the first of the common servers of the app's kind that runs here."""
+    from stackrace.userapp import APP_TAG, app_stack_name, default_app_stacks
+
+    if getattr(stacks, "app", None) is None:
+        return name, ""
+    if name is None:
+        chosen, _ = default_app_stacks(stacks)
+        if not chosen:
+            return None, "no server here runs your app (stackrace install --into …)"
+        return chosen[0], f"no stack named: tuning {chosen[0]} (name one to choose)"
+    base, sep, variant = name.partition(":")
+    if APP_TAG not in base and app_stack_name(base) in stacks:
+        return app_stack_name(base) + sep + variant, ""
+    return name, ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -167,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         return _finish(args, result, [])
     if not args.slo:
         return _fail("give the objective to tune for: --slo 'p99<50ms'")
-    if bool(args.stack) == bool(args.url):
+    if (args.stack and args.url) or not (args.stack or args.url or args.app):
         return _fail("name one stack to tune, or a server you started (--url URL)")
     budget = args.budget or 180.0
     per_probe = (0.3 + (args.warmup or 0.0) + (args.duration or 2.0)) * 1.15
@@ -187,7 +197,12 @@ def run(args: argparse.Namespace) -> int:
             return _fail(str(exc))
         if stacks is None:
             return 2
-        if args.stack not in stacks:
+        args.stack, note = stack_to_tune(args.stack, stacks)
+        if args.stack is None:
+            return _fail(note)
+        if note:
+            progress(f"tune: {note}")
+        if args.stack.partition(":")[0] not in stacks:
             return _fail(f"no stack {args.stack!r} (`stackrace stacks` lists them)")
         from stackrace.config import resolve
 
@@ -229,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
     commands = {}
     if names:
         from stackrace.config import resolve
+        from stackrace.stacks.production import production_command
 
         for st in result.stacks:
             commands[st.name] = production_command(resolve(st.name, stacks))
@@ -248,7 +264,7 @@ def _finish(
     args: argparse.Namespace,
     result: BenchRun,
     problems: list[str],
-    commands: dict[str, str] | None = None,
+    commands: dict[str, Production] | None = None,
 ) -> int:
     slo = result.settings.slo or ""
     print(f"Capacity under the SLO ({slo}), best first:")
@@ -264,9 +280,12 @@ def _finish(
     else:
         assert winner.capacity is not None
         print(f"winner: {winner.name}: {winner.capacity.sentence}")
-        command = (commands or {}).get(winner.name)
-        if command:
-            print(f"run it in production: {command}")
+        prod = (commands or {}).get(winner.name)
+        if prod is not None and prod.command:
+            print(f"run it in production: {prod.command}")
+            print(f"  ({prod.note})")
+        elif prod is not None:
+            print(f"no production command line: {prod.note}")
     from stackrace.atomicfile import write_atomic
     from stackrace.report.schema import dumps
 
