@@ -12,10 +12,15 @@ lists — one candidate at a time (each pinned to cores of its own by the bench 
 `isolation rotate`), and for each its capacity under the SLO found by the search of
 `bench --capacity` (race/capacity_run.py). Before it starts, tune estimates the time
 (probes × probe time per candidate) and, when that exceeds `--budget`, thins the grid
-(every other value of the longest axis, again and again) until it fits; each
-candidate then gets an equal share of the budget. It prints a progress line with an
-ETA per candidate, then a table ranked by capacity (memory and CPU per request beside
-it), names the winner and prints its production command line.
+(every other value of the longest axis, again and again) until it fits. The budget
+is then kept by the clock: each candidate's search gets an equal share of the time
+left, less what the candidates so far spent starting and stopping; the search checks
+its share before each probe, so the whole tune ends within one probe (`--duration`
+plus the settle time) and one start-up of `--budget`, and candidates the budget had no
+room for are named, not silently dropped (tests/integration/test_tune_vs_grid.py holds
+it). It prints a progress line with an ETA per candidate, then a table ranked by
+capacity (memory and CPU per request beside it), names the winner and prints its
+production command line (stacks/production.py).
 
 The result is a bench run file (`--json`): every candidate is a stack result with its
 `capacity` and every probe, so `report` reads it and `tune --from` renders it again.
@@ -49,6 +54,8 @@ from stackrace.stacks.production import Production
 
 PROG = "stackrace tune"
 PROBES_PER_SEARCH = 9  # a bracket of 3–4, a bisection of 3, two confirmations
+STARTUP_GUESS_S = 3.0  # a candidate's start and stop, until one has been measured
+MIN_SHARE_S = 4.0  # less than this for a candidate's probes: not worth starting it
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -222,22 +229,43 @@ def run(args: argparse.Namespace) -> int:
         )
     runs: list[BenchRun] = []
     started = time.monotonic()
-    plan_budget = budget / max(1, len(names) or 1)
-    for n, name in enumerate(names or [None]):  # type: ignore[list-item]
+    overhead = STARTUP_GUESS_S  # a candidate's time outside its probes (start, stop)
+    todo = names or [None]  # type: ignore[list-item]
+    for n, name in enumerate(todo):
+        # The budget is kept by the clock, not by the estimate: each candidate's search
+        # gets an equal share of what is left, less the start-up and stop the candidates
+        # so far took outside their probes; a search checks its share before each probe
+        # (race/capacity.py), so a candidate overruns by at most one probe. When too
+        # little is left for one probe, the candidates not measured are named.
+        left = budget - (time.monotonic() - started)
+        share = left / (len(todo) - n) - overhead
+        if n and share < MIN_SHARE_S:
+            skipped = ", ".join(str(x) for x in todo[n:])
+            progress(f"budget spent after {n} candidates: not measured: {skipped}")
+            break
         args.stacks = [name] if name else None
         built = build_plan(args)
         if built is None:
             return 2
         plan, _ = built
-        plan.capacity = CapacityPlan(args.slo, budget_s=plan_budget, precision=args.precision)
+        plan.capacity = CapacityPlan(
+            args.slo, budget_s=max(MIN_SHARE_S, share), precision=args.precision
+        )
         done = time.monotonic() - started
-        eta = done / n * (len(names) - n) if n else len(names) * per_candidate
-        progress(f"[{n + 1}/{max(1, len(names))}] {name or args.url[0]}  (ETA {eta:.0f}s)")
+        eta = done / n * (len(todo) - n) if n else len(todo) * per_candidate
+        progress(
+            f"[{n + 1}/{len(todo)}] {name or args.url[0]}  "
+            f"(ETA {min(eta, max(0.0, left)):.0f}s, budget left {max(0.0, left):.0f}s)"
+        )
+        t0 = time.monotonic()
         try:
             runs.append(asyncio.run(run_bench(plan, _indent(progress))))
         except KeyboardInterrupt:
             print(f"{PROG}: interrupted; the candidates measured are below", file=sys.stderr)
             break
+        probed = sum(p.seconds for st in runs[-1].stacks if st.capacity for p in st.capacity.probes)
+        overhead = max(0.0, time.monotonic() - t0 - probed)
+    progress(f"tune took {time.monotonic() - started:.0f}s of a {budget:.0f}s budget")
     if not runs:
         return 1
     result = msgspec.structs.replace(runs[0], stacks=[st for r in runs for st in r.stacks])
