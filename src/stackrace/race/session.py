@@ -353,7 +353,7 @@ class Session:
         if self.capacity is None:
             return
         self.capacity_results = self.capacity.results()
-        self.capacity_end = f"stopped by hand at probe {self.capacity.round}"
+        self.capacity_end = f"was stopped by hand at probe {self.capacity.round}"
         self.capacity = None
         self._tell("capacity_stop", None)
 
@@ -364,7 +364,7 @@ class Session:
         if not self.capacity.done:
             return
         self.capacity_results = self.capacity.results()
-        self.capacity_end = f"searched in {self.capacity.round} probes"
+        self.capacity_end = f"ended after {self.capacity.round} probes"
         self.capacity = None
         self.capacity_finished = True
         # back to the level it started from, every stack at one load again

@@ -119,9 +119,21 @@ class PercentileChart(Widget):
         mark = None
         if self.slo_us and self.slo_percentile is not None:
             mark = min(plot_w - 1, round(_nines(self.slo_percentile) / NINES * (plot_w - 1)))
-        for col, ch in enumerate(axis):
-            if col == mark:
-                out.append("▲", style=f"bold {SLO_COLOR}")
+        # the SLO's percentile: a ▲ on the axis, or its label in red where one is there
+        marked: set[int] = set()
+        if mark is not None:
+            marked = {mark}
+            if axis[mark] != " ":
+                lo_col = hi_col = mark
+                while lo_col > 0 and axis[lo_col - 1] != " ":
+                    lo_col -= 1
+                while hi_col < len(axis) - 1 and axis[hi_col + 1] != " ":
+                    hi_col += 1
+                marked = set(range(lo_col, hi_col + 1))
             else:
-                out.append(ch, style="dim")
+                axis[mark] = "▲"
+        start = len(out.plain)
+        out.append("".join(axis), style="dim")
+        if marked:
+            out.stylize(f"bold {SLO_COLOR}", start + min(marked), start + max(marked) + 1)
         return out
