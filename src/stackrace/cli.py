@@ -29,6 +29,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("db", "db", "the private MariaDB: up, down, status, seed, reset"),
     ("bench", "bench", "headless comparison of stacks, with reports and a regression gate"),
     ("report", "report", "render or compare saved bench runs"),
+    ("tune", "tune", "the best configuration of a server for this machine under an SLO"),
     ("replay", "replay", "play a recorded race in the app: no servers, no engine"),
     ("web", "web", "serve the app in a browser (textual-serve), on 127.0.0.1 by default"),
     ("completion", "completion", "print the shell completion script (bash, zsh or fish)"),

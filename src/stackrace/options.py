@@ -107,6 +107,18 @@ def non_negative_duration(text: str) -> float:
     return _duration(text)
 
 
+def precision(text: str) -> float:
+    """'5%' or '0.05' → 0.05: a share between 0.1 % and 50 %."""
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise _bad("a share like 5% or 0.05", text) from None
+    if not 0.001 <= value <= 0.5:
+        raise _bad("a share between 0.1% and 50%", text)
+    return value
+
+
 def positive_rate(text: str) -> float:
     """A request rate: a finite number above zero (0, negatives, nan and inf are errors)."""
     try:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
-from stackrace import scenario, statuses
+from stackrace import scenario, statuses, terms
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.model import MAX_RATE_PER_PROCESS, rate_problem
 from stackrace.engine.tls import TlsConfigError, check_cacert
@@ -147,6 +147,14 @@ def _file_name(text: str) -> str:
     if not text or not text.isprintable() or len(text) > 4096:
         raise ArgumentTypeError(f"not a file name: {text[:60]!r}")
     return text
+
+
+def _slo(text: str) -> str:
+    try:
+        terms.check_objective(text)
+    except terms.TermError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+    return text.strip()
 
 
 def _isolation(text: str) -> str:
@@ -351,6 +359,18 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "(default: anything below 400; others are failures)",
             _statuses,
             metavar="CODES",
+        ),
+    ] = None
+
+    slo: Annotated[
+        str | None,
+        opt(
+            "--slo",
+            "the objective every level is held to, e.g. 'p99<50ms,failures<0.1%%' (any "
+            "percentile, mean, max, failures, waiting): sets the exit status and the JUnit "
+            "verdict, and is what --capacity searches under",
+            _slo,
+            metavar="TERMS",
         ),
     ] = None
 

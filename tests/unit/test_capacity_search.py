@@ -139,3 +139,17 @@ def test_answers_a_percentile_needs() -> None:
     assert needed_answers(0.999) == 10000
     assert needed_answers(0.5) == 20
     assert needed_answers(None) == 100
+
+
+def test_a_start_that_misses_halves_down_before_it_says_cannot_meet():
+    """A front end starts where the user's first level is (`--concurrency 64`): a miss
+    there proves nothing below it, so the search goes down, then bisects up."""
+    search = CapacitySearch(Bounds(start=64, ceiling=4096))
+    run(search, closed_loop(workers=4, service_ms=10, target_ms=25))
+    cap = search.result()
+    assert [p.load for p in search.probes][:4] == [64, 32, 16, 8]
+    assert cap.load == 9 and cap.breaks_at == 10 and cap.stopped == PRECISE
+    floor = CapacitySearch(Bounds(start=8, ceiling=4096))
+    run(floor, closed_loop(workers=4, service_ms=10, target_ms=5))
+    assert [p.load for p in floor.probes] == [8, 4, 2, 1]
+    assert floor.result().stopped == CANNOT

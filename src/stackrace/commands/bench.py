@@ -7,13 +7,14 @@ given override them. Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops the r
 between requests: every level already measured is written and printed, and the run
 says it was interrupted.
 
-Exit status: 0 when every stack was measured, no level failed entirely and the gate (if
-any) passed; 1 when a stack could not be measured, a level of a stack got no success at
-all (requests ended and every one failed: 100 % HTTP 404, every one refused…; see
-report.schema.Level.failed_entirely), the database failed
-during the run, or the gate failed; 2 for a usage error, before any load; 74 when the
-run was measured (and printed) but one of its files could not be written; 130 when
-interrupted.
+Exit status: 0 when every stack was measured, no level failed entirely, the gate (if
+any) passed and every level met the SLO (`--slo`, if any); 1 when a stack could not be
+measured, a level of a stack got no success at all (requests ended and every one
+failed: 100 % HTTP 404, every one refused…; see report.schema.Level.failed_entirely),
+the database failed
+during the run, the gate failed, or a level missed the SLO; 2 for a usage error, before
+any load; 74 when the run was measured (and printed) but one of its files could not be
+written; 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -41,18 +42,22 @@ from stackrace.config import ConfigError, StackFile
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
+from stackrace.options import positive_duration, precision
 from stackrace.presets import load_preset
 from stackrace.race.bench import BenchPlan
 from stackrace.race.bench_report import BenchRecorder
 from stackrace.race.bench_run import plan_placement, run_bench
+from stackrace.race.capacity_run import CapacityPlan
 from stackrace.race.members import RaceParts
 from stackrace.race.urls import UrlError, add_url_arguments, check_paths, url_targets
 from stackrace.race_settings import RaceSettings, add_options, given
 from stackrace.report import gate
+from stackrace.report.capacity import table_lines as capacity_table
 from stackrace.report.failures import run_failures
 from stackrace.report.junit import junit_xml
 from stackrace.report.provenance import definition_changes, provenance, recorded_stacks
 from stackrace.report.schema import BenchRun
+from stackrace.report.slo import Slo
 from stackrace.report.write import (
     EXIT_NOT_WRITTEN,
     check_output_paths,
@@ -125,8 +130,51 @@ def register(p: argparse.ArgumentParser) -> None:
         "(p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) compare "
         f"with --baseline (default with a baseline: {_DEFAULT_RULES})",
     )
+    add_capacity_arguments(p.add_argument_group("capacity under the SLO (README: Capacity)"))
     add_cluster_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_capacity_arguments(group: argparse._ArgumentGroup) -> None:
+    """--capacity, --budget, --precision (bench; tune takes --budget and --precision)."""
+    group.add_argument(
+        "--capacity",
+        action="store_true",
+        help="instead of the levels, search each stack's capacity under --slo: the highest "
+        "concurrency (from the first --concurrency) or, with --rate, the highest rate (from "
+        "it) that meets the SLO, by bracketing then bisection, confirmed by repeats",
+    )
+    add_search_arguments(group)
+
+
+def add_search_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--budget",
+        type=positive_duration,
+        default=None,
+        metavar="TIME",
+        help="time a search may take (per stack; tune: in all), e.g. 3m; it ends on the "
+        "bracket it got to, and says so",
+    )
+    group.add_argument(
+        "--precision",
+        type=precision,
+        default=0.05,
+        metavar="SHARE",
+        help="a search stops when the gap between a pass and a miss is within this share "
+        "of the pass (default 5%%)",
+    )
+
+
+def capacity_plan(args: argparse.Namespace, settings: RaceSettings) -> CapacityPlan | None:
+    """The search asked for, checked: it needs an objective, and a timed level."""
+    if not settings.slo:
+        _fail("--capacity searches under an objective: give --slo, e.g. --slo 'p99<50ms'")
+        return None
+    if settings.requests:
+        _fail("--capacity times each probe: --requests (a level of N requests) does not apply")
+        return None
+    return CapacityPlan(settings.slo, budget_s=args.budget, precision=args.precision)
 
 
 def _fail(message: str) -> None:
@@ -320,6 +368,10 @@ def run(args: argparse.Namespace) -> int:
     if built is None:
         return 2
     plan, stacks_file = built
+    if args.capacity:
+        plan.capacity = capacity_plan(args, plan.settings)
+        if plan.capacity is None:
+            return 2
     preset = load_preset(args.preset) if args.preset else None
     baseline: BenchRun | None = None
     if args.baseline:
@@ -388,6 +440,11 @@ def run(args: argparse.Namespace) -> int:
                     _served(metrics, _remeasure(plan, result, verdict.uncertain, parts, progress))
                 )
                 verdict = gate.judge(result, baseline, rules)
+        if plan.settings.slo and interrupted is None:  # held to it, baseline or not
+            verdict = gate.judge_slo(result, Slo.parse(plan.settings.slo), verdict)
+            for st in result.stacks:  # a capacity search that found no load meeting it
+                if st.capacity is not None and st.capacity.load is None:
+                    verdict.slo_missed.append(f"{st.name}: {st.capacity.sentence}")
     finally:
         if db is not None:
             db.close()
@@ -447,7 +504,14 @@ def _tell(
     app_lost: str | None = None,
 ) -> None:
     """Print the run, then what went wrong, one line each."""
-    print_run(result)
+    if any(st.capacity is not None for st in result.stacks):
+        print(f"Capacity under the SLO ({result.settings.slo}), best first:")
+        print("\n".join("  " + line for line in capacity_table(result.stacks)))
+        for st in result.stacks:
+            if st.capacity is not None:
+                print(f"  {st.name}: {st.capacity.sentence}")
+    else:
+        print_run(result)
     if app_lost:
         print(
             f"stackrace bench: {app_lost}: the run ended; the levels above were "

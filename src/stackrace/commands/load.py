@@ -17,8 +17,10 @@ Ctrl-C, SIGTERM and SIGHUP (the terminal closed) end the load early; the figures
 are printed, then `--hdr-out` is written (whole or not at all: stackrace.atomicfile).
 Stopped during the warm-up, it says how many requests the warm-up sent and got back.
 Exit status: 0; 1 when nothing succeeded (or one request of a mix never got an expected
-answer); 2 for a usage error; 74 when --hdr-out could not be written (the summary is
-printed all the same); 130 when stopped in the warm-up.
+answer), or the load missed its objective (`--slo 'p99<50ms'`: report/slo.py, waiting
+and timed-out requests counted against a latency); 2 for a usage error; 74 when
+--hdr-out could not be written (the summary is printed all the same); 130 when stopped
+in the warm-up.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from stackrace.race_settings import REQUEST_FIELDS, RaceSettings, add_options, g
 from stackrace.race_settings import options as options_of
 from stackrace.report.failures import requests_failed
 from stackrace.report.schema import PathResult
+from stackrace.report.slo import Slo
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
 from stackrace.units import fmt_bytes, fmt_count, fmt_us
 
@@ -155,6 +158,7 @@ def register(p: argparse.ArgumentParser) -> None:
     add_options(
         p.add_argument_group("your requests (as in bench and the app)"), only=REQUEST_FIELDS
     )
+    add_options(p, only=("slo",))  # --slo, as in bench and the app
     p.add_argument(
         "--expect-body",
         default=None,
@@ -535,6 +539,8 @@ async def _drive(
             # what each host's engine processes sent and got back (a cluster's load
             # hosts; "local" on one machine)
             "hosts": {h: vars(share) for h, share in engine.by_host(spec.id).items()},
+            # --slo: whether the load met it, term by term (report/slo.py)
+            "slo": _slo_json(args.slo, t.total, hist),
             "hdr": hist.encode_base64(),
         }
         _say(lambda: sys.stdout.write(msgspec.json.encode(out).decode() + "\n"))
@@ -558,6 +564,16 @@ async def _drive(
             _say(lambda: print(line, file=sys.stderr))
             return EXIT_NOT_WRITTEN
     missed = requests_failed(per_request) if target.mixed else []
+    slo_missed = False
+    if args.slo:
+        judged = Slo.parse(args.slo).judge_window(t.total, hist)
+        slo_missed = not judged.meets
+        line = (
+            f"SLO met ({Slo.parse(args.slo).text})"
+            if judged.meets
+            else f"SLO MISSED ({Slo.parse(args.slo).text}): {judged.why}"
+        )
+        _say(lambda: print(line, file=sys.stderr if args.json else sys.stdout))
     if t.total.ok == 0:
         # a run where nothing succeeded is not a measurement: scripts must see it fail
         f = t.total.failures
@@ -582,7 +598,20 @@ async def _drive(
             line = f"stackrace load: {name}: {why}"
             _say(lambda: print(line, file=sys.stderr))  # noqa: B023 (called at once)
         return 1
-    return 0
+    return 1 if slo_missed else 0
+
+
+def _slo_json(spec: str | None, total: WindowStats, hist: LatencyHistogram) -> object:
+    if not spec:
+        return None
+    slo = Slo.parse(spec)
+    judged = slo.judge_window(total, hist)
+    return {
+        "slo": slo.text,
+        "meets": judged.meets,
+        "why": judged.why,
+        "figures": judged.figures(),
+    }
 
 
 def _say(show: Callable[[], object]) -> None:

@@ -1,5 +1,10 @@
 """`stackrace report RUN.json …`: render saved runs again, or compare them side by side.
 
+Tune runs and `bench --capacity` runs (every stack with a capacity under the SLO) are
+compared by capacity: candidate by candidate, each run's req/s under the SLO and the
+load it held, the change against the first run, and each run's winner — so "did the
+new release change which configuration wins, and by how much" is one command.
+
 Exit status: 0; 1 when the gate (--baseline, or absolute --fail-on rules) fails; 2 for a
 usage error or a run file that cannot be read; 74 when a file could not be written (the
 figures are printed all the same)."""
@@ -12,7 +17,7 @@ from pathlib import Path
 
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
-from stackrace.report.schema import BenchRun
+from stackrace.report.schema import BenchRun, StackResult
 from stackrace.report.write import (
     EXIT_NOT_WRITTEN,
     check_output_paths,
@@ -70,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     verdict = gate.judge(runs[-1], base, rules) if rules else None
     problems = []
+    if all(is_capacity_run(r) for r in runs) and not rules:
+        return capacity_report(runs, args)
     if len(runs) == 1:
         problems = write_outputs(runs[0], None, args.csv_out, args.md_out, args.chart_out)
     problems += write_files(
@@ -119,3 +126,115 @@ def compare(runs: list[BenchRun], names: list[str]) -> None:
             cells.append(text)
         table.add_row(key[0], str(key[1]), *cells)
     Console().print(table)
+
+
+def is_capacity_run(run: BenchRun) -> bool:
+    """A tune or `bench --capacity` run: its stacks carry capacities, not levels."""
+    return (
+        bool(run.stacks)
+        and all(st.capacity is not None or st.error for st in run.stacks)
+        and any(st.capacity is not None for st in run.stacks)
+    )
+
+
+def capacity_report(runs: list[BenchRun], args: argparse.Namespace) -> int:
+    from stackrace.atomicfile import write_atomic
+    from stackrace.report import capacity as captable
+
+    if len(runs) == 1:
+        run = runs[0]
+        slo = run.settings.slo or ""
+        print(f"{args.runs[0]}: capacity under the SLO ({slo}), best first:")
+        for line in captable.table_lines(run.stacks):
+            print("  " + line)
+        for line in winner_lines(run):
+            print(line)
+        outputs = [
+            (args.md_out, lambda: captable.markdown(run.stacks, slo).encode()),
+            (args.chart_out, lambda: captable.svg(run.stacks, slo).encode()),
+        ]
+    else:
+        lines = compare_capacity(runs, args.runs)
+        for line in lines:
+            print(line)
+        outputs = [(args.md_out, lambda: ("\n".join(lines) + "\n").encode())]
+    for path, make in outputs:
+        if path:
+            try:
+                write_atomic(Path(path), make())
+            except OSError as exc:
+                print(f"stackrace report: {path}: {exc}", file=sys.stderr)
+                return EXIT_NOT_WRITTEN
+    if args.csv_out or (len(runs) > 1 and args.chart_out):
+        print("stackrace report: tune runs are compared as text and Markdown", file=sys.stderr)
+    return 0
+
+
+def winner(run: BenchRun) -> StackResult | None:
+    """The candidate with the highest capacity under the SLO (None: none meets it)."""
+    from stackrace.report import capacity as captable
+
+    return next(
+        (st for st in captable.ranked(run.stacks) if st.capacity and st.capacity.load is not None),
+        None,
+    )
+
+
+def winner_lines(run: BenchRun) -> list[str]:
+    best = winner(run)
+    if best is None or best.capacity is None:
+        return ["winner: none meets the SLO"]
+    return [f"winner: {best.name}: {best.capacity.sentence}"]
+
+
+def compare_capacity(runs: list[BenchRun], names: list[str]) -> list[str]:
+    """Candidate by candidate: each run's capacity under its SLO (req/s ± margin, at
+    the load it held) and the change against the first run; then each run's winner."""
+    from stackrace.report import capacity as captable
+
+    labels = [Path(n).name for n in names]
+    slos = [r.settings.slo or "" for r in runs]
+    out = [f"Capacity under the SLO per candidate; change against {labels[0]}:"]
+    if len(set(slos)) > 1:
+        out.append(
+            "  (the runs searched under different SLOs: "
+            + ", ".join(f"{lb} {s}" for lb, s in zip(labels, slos, strict=True))
+            + "; their capacities answer different questions)"
+        )
+    order: list[str] = []
+    for r in runs:
+        for st in captable.ranked(r.stacks):
+            if st.name not in order:
+                order.append(st.name)
+    index = [{st.name: st.capacity for st in r.stacks if st.capacity is not None} for r in runs]
+    header = ["candidate", *labels]
+    rows = []
+    for name in order:
+        first = index[0].get(name)
+        cells = [name]
+        for idx in index:
+            c = idx.get(name)
+            if c is None:
+                cells.append("-")
+                continue
+            if c.load is None:
+                cells.append("cannot meet")
+                continue
+            text = f"{c.capacity or 0:,.0f} req/s at {captable.at(c, c.load)}"
+            if c is not first and first is not None and first.load is not None and first.capacity:
+                text += f" ({((c.capacity or 0) / first.capacity - 1) * 100:+.0f}%)"
+            cells.append(text)
+        rows.append(cells)
+    widths = [max(len(line[k]) for line in [header, *rows]) for k in range(len(header))]
+    for line in [header, *rows]:
+        out.append("  " + "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+    winners = []
+    for label, r in zip(labels, runs, strict=True):
+        best = winner(r)
+        winners.append(best.name if best is not None else "none")
+        out.append(f"winner of {label}: " + winner_lines(r)[0].removeprefix("winner: "))
+    if len(set(winners)) > 1:
+        out.append("the winner changed: " + " → ".join(winners))
+    else:
+        out.append(f"the same winner in every run: {winners[0]}")
+    return out

@@ -36,6 +36,7 @@ from stackrace.engine.aggregate import WindowSum
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import WindowStats
 from stackrace.race import accounting
+from stackrace.race.capacity_run import CapacityPlan
 from stackrace.race.core import RaceCore
 from stackrace.race.state import StackState
 from stackrace.race.urls import UrlTarget
@@ -67,6 +68,9 @@ class BenchPlan:
     # started, pinned or stopped by us
     urls: list[UrlTarget] = field(default_factory=list)
     allow_remote: bool = False  # --url off loopback (checked again by the engine)
+    # `bench --capacity`: instead of the levels, search each stack's capacity under the
+    # SLO (race/capacity_run.py); the result goes to StackResult.capacity
+    capacity: CapacityPlan | None = None
 
     @property
     def members(self) -> int:
@@ -216,45 +220,57 @@ class LevelRunner:
                 await self._measure_budget(live)
             else:
                 await self._measure_time(live)
-            snap = self.core.engine.latest
             watch = self.plan.database
             down = watch is not None and bool(watch.down_during(started, self.core.clock()))
             for i in live:
-                t = self.core.target(i)
-                if t is None:
-                    continue
-                a = accs[i]
-                a.windows.append(t.total)
-                h = self.core.engine.total_histogram(i)
-                if a.hist is None:
-                    a.hist = h
-                else:
-                    a.hist.add(h)
-                if self.s.rate is not None:
-                    hu = self.core.engine.total_histogram(i, uncorrected=True)
-                    if a.hist_unc is None:
-                        a.hist_unc = hu
-                    else:
-                        a.hist_unc.add(hu)
-                # from the second repeat on, the latencies are the merged histograms'
-                merged = a.sum.parts > 0
-                a.sum.add(
-                    t.total,
-                    a.hist.summary() if merged else None,
-                    a.hist_unc.summary()
-                    if merged and a.hist_unc is not None and t.total.latency_uncorrected
-                    else None,
-                )
-                res = self.core.sample_now(i)
-                if res is not None:
-                    a.cpu.append(res.cpu_percent)
-                    a.wait.append(res.cpu_wait_percent)
-                per = self.core.cpu_per_request_us(i, t.total.requests)
-                if per is not None:
-                    a.cpu_us.append(per)
-                a.engine_cpu.append(t.total.engine_cpu)
-                a.saturated |= t.saturated or bool(snap and snap.saturated and snap.procs == 1)
-                a.db_down |= down
+                self._take(i, accs[i], down)
+        return self._levels(ids, level, accs, before)
+
+    def _take(self, i: str, a: _Acc, down: bool) -> None:
+        """Add the measured window of member `i` (its totals, histograms, CPU) to `a`."""
+        t = self.core.target(i)
+        if t is None:
+            return
+        snap = self.core.engine.latest
+        a.windows.append(t.total)
+        h = self.core.engine.total_histogram(i)
+        if a.hist is None:
+            a.hist = h
+        else:
+            a.hist.add(h)
+        if self.s.rate is not None:
+            hu = self.core.engine.total_histogram(i, uncorrected=True)
+            if a.hist_unc is None:
+                a.hist_unc = hu
+            else:
+                a.hist_unc.add(hu)
+        # from the second repeat on, the latencies are the merged histograms'
+        merged = a.sum.parts > 0
+        a.sum.add(
+            t.total,
+            a.hist.summary() if merged else None,
+            a.hist_unc.summary()
+            if merged and a.hist_unc is not None and t.total.latency_uncorrected
+            else None,
+        )
+        res = self.core.sample_now(i)
+        if res is not None:
+            a.cpu.append(res.cpu_percent)
+            a.wait.append(res.cpu_wait_percent)
+        per = self.core.cpu_per_request_us(i, t.total.requests)
+        if per is not None:
+            a.cpu_us.append(per)
+        a.engine_cpu.append(t.total.engine_cpu)
+        a.saturated |= t.saturated or bool(snap and snap.saturated and snap.procs == 1)
+        a.db_down |= down
+
+    def _levels(
+        self,
+        ids: list[str],
+        level: float | dict[str, float],
+        accs: dict[str, _Acc],
+        before: dict[str, ResourceSample | None],
+    ) -> dict[str, Level]:
         out: dict[str, Level] = {}
         for i in ids:
             a = accs[i]
@@ -262,12 +278,54 @@ class LevelRunner:
                 continue
             window = a.sum.stats()
             after = self.core.members[i].resources or before[i]
-            out[i] = self._level(level, window, a, before[i], after)
+            load = level[i] if isinstance(level, dict) else level
+            out[i] = self._level(load, window, a, before[i], after)
         return out
+
+    async def probe(
+        self, loads: dict[str, float], needed: int, min_s: float, max_s: float
+    ) -> dict[str, Level]:
+        """One probe of a capacity search (race/capacity_run.py) for each member at its
+        own load, all at once: set each load, warm up, then measure until every member
+        has `needed` answers (and at least `min_s`), or `max_s` has passed. A level is
+        returned per member measured (a crashed one has none)."""
+        ids = list(loads)
+        before = {i: self.core.sample_now(i) for i in ids}
+
+        # all at once first (a rate opens its connections once, core.set_rate), then
+        # each member at its own load; connections are whole, a rate as asked
+        def asked(load: float) -> int:
+            return load if self.s.rate is not None else round(load)  # type: ignore[return-value]  # a rate is a float the setter takes as it is
+
+        await self._set_level(ids, asked(min(loads.values())))
+        for i, load in loads.items():
+            await self._set_level([i], asked(load))
+        await self._warm(ids)
+        clock = self.core.clock
+        started = clock()
+        await self.next_interval()
+        self.core.reset_totals(0.0, ids)
+        t0 = clock()
+        while clock() - t0 < max_s:
+            await clock.sleep(self.core.interval)
+            if self._crashed(ids):
+                break
+            if clock() - t0 >= min_s and all(
+                (t := self.core.target(i)) is None or t.total.requests >= needed for i in ids
+            ):
+                break
+        await self.next_interval()  # the last interval reaches the totals
+        watch = self.plan.database
+        down = watch is not None and bool(watch.down_during(started, clock()))
+        accs = {i: _Acc() for i in ids}
+        for i in ids:
+            if i not in self._crashed(ids):
+                self._take(i, accs[i], down)
+        return self._levels(ids, loads, accs, before)
 
     def _level(
         self,
-        level: int,
+        level: float,
         window: WindowStats,
         a: _Acc,
         before: ResourceSample | None,
@@ -277,11 +335,11 @@ class LevelRunner:
         rate_mode = s.rate is not None
         check = None
         if not rate_mode:
-            check = accounting.little_check(window, level, budget=bool(s.requests))
+            check = accounting.little_check(window, round(level), budget=bool(s.requests))
         share = accounting.engine_share(window)
         limit = accounting.engine_limit(window, a.saturated)
         return Level(
-            concurrency=0 if rate_mode else level,
+            concurrency=0 if rate_mode else round(level),
             rate=float(level) if rate_mode else None,
             window=window,
             memory_before=Memory(rss=before.rss, uss=before.uss) if before else Memory(),

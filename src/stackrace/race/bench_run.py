@@ -37,6 +37,7 @@ from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
 from stackrace.race.bench import BenchPlan, LevelRunner, Progress
 from stackrace.race.bench_report import BenchRecorder, describe, record_paths
+from stackrace.race.capacity_run import search_capacity
 from stackrace.race.core import RaceCore
 from stackrace.race.members import LoadEngine, RaceParts, StackStarter
 from stackrace.race.placement import CorePlacement, choose_isolation, place
@@ -156,7 +157,15 @@ async def run_bench(
                 rec.by_name[i].error = why.split("\n")[0]
                 progress(f"✗ {i}: {why}")
                 await core.stop_member(i)
-            for level in s.levels:
+            if plan.capacity is not None and running:
+                found = await search_capacity(runner, running, plan.capacity, progress)
+                for i in running:
+                    rec.by_name[i].capacity = found.get(i)
+                    if i in found:
+                        progress(f"{i}: {found[i].sentence}")
+                    if core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
+                        rec.by_name[i].error = "crashed during its capacity search"
+            for level in [] if plan.capacity is not None else s.levels:
                 if not running:
                     break
                 got = await runner.level(running, level)

@@ -13,9 +13,11 @@ searches every stack at once, each pane following its own probes).
 
 How it searches (k6's breakpoint test, stopped by a rule instead of by hand):
 1. **Bracket**: measure `start`, then double the load until a probe misses the SLO
-   (or the ceiling is met). A miss at the very first load is the answer too: the SLO
-   cannot be met at any load (the latency floor is above the target), and the result
-   says so with the figure that proves it.
+   (or the ceiling is met). When `start` itself misses, halve it down to `floor` (1):
+   a front end may start where the user's first level is, and a miss there proves
+   nothing about lower loads. A miss at the floor is the answer too: the SLO cannot be
+   met at any load (the latency floor is above the target), and the result says so
+   with the figure that proves it.
 2. **Bisect** between the highest load that met the SLO and the lowest that missed, at
    the geometric middle (loads span orders of magnitude; for whole numbers the middle is
    rounded and the search stops when the two are neighbours), until the gap is within
@@ -67,6 +69,7 @@ class Bounds:
     confirm: int = 2  # extra measurements of the answer
     max_probes: int = 40
     budget_s: float | None = None
+    floor: float = 1.0  # the lowest load a search goes down to when `start` misses
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,7 @@ class CapacitySearch:
     def _round(self, load: float) -> float:
         if self.b.integer:
             load = float(max(1, round(load)))
-        return min(max(load, self.b.start), self.b.ceiling)
+        return min(max(load, min(self.b.floor, self.b.start)), self.b.ceiling)
 
     def _spent(self) -> str:
         if len(self.probes) >= self.b.max_probes:
@@ -178,8 +181,14 @@ class CapacitySearch:
             last = self.probes[-1]
             if not last.meets:
                 if self.lo is None:
-                    self._stopped = CANNOT
-                    return None
+                    # the start missed: halve down to the floor before saying the SLO
+                    # cannot be met (a start above 1 proves nothing below it)
+                    if last.load <= self.b.floor:
+                        self._stopped = CANNOT
+                        return None
+                    return self._round(max(self.b.floor, last.load / 2))
+                self.phase = "bisect"
+            elif self.hi is not None:  # found a pass on the way down: bisect above it
                 self.phase = "bisect"
             elif last.load >= self.b.ceiling:
                 self.phase = "confirm"

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from stackrace.breaking import LevelVerdict, StepResult
 from stackrace.levels import LevelLog, Ramp
+from stackrace.race.capacity_key import CapacityKey
 from stackrace.race.cleanstart import CleanStart
 from stackrace.race.core import RaceCore
 from stackrace.race.ghost import Ghost
@@ -29,6 +30,7 @@ from stackrace.race.placement import CorePlacement, place
 from stackrace.race.session_view import (
     SessionView,
     SummaryRow,
+    percentile_curve,
     session_view,
     summary_rows,
     then_now_of,
@@ -40,6 +42,7 @@ from stackrace.race.verdict_keeper import VerdictKeeper
 from stackrace.race.verdicts import SharedCore
 from stackrace.race_settings import RaceSettings
 from stackrace.report.schema import Then
+from stackrace.report.slo import Slo
 
 RAMP_TOP = 2000  # `r` ramps from 1 to here
 RAMP_DWELL = 3.0  # seconds a level
@@ -96,6 +99,8 @@ class Session:
         self.view_events: list[tuple[str, str]] = []
         # a classic experiment the race replays (a seed preset): its figures and claims
         self.then: Then | None = None
+        self.slo: Slo | None = None  # --slo, parsed once (the flag, the chart, `k`)
+        self.k = CapacityKey(self)  # `k`: capacity under the SLO (race/capacity_key.py)
         self.ended = ""  # why the race ended on its own (the stacks' host was lost)
 
     @property
@@ -122,6 +127,7 @@ class Session:
 
         self.plan = plan
         self.core.settings = plan.settings
+        self.slo = Slo.parse(plan.settings.slo) if plan.settings.slo else None
         self.core.concurrency = plan.concurrency
         self.core.rate = plan.rate
         if placement is None:
@@ -134,7 +140,7 @@ class Session:
 
     async def stop(self) -> None:
         self.stopping = True  # from here on, nothing starts: no ramp, no restart
-        self.ramp = None
+        self.ramp = self.k.search = None
         self.prep = None
         self._ramp_wanted = None
         try:
@@ -180,6 +186,7 @@ class Session:
         dwell = dwell or self.ramp_dwell
         if self.stopping:
             return
+        self.k.stop()
         self.ramp_finished = False
         self.ramp_steps.clear()
         self.ramp_breaking.clear()
@@ -255,6 +262,7 @@ class Session:
             self.keeper.feed(snap, self.core.clock())
         await self._advance_talk()
         await self._advance_ramp()
+        await self.k.advance()
         view = self.view()
         for listener in self.listeners:
             listener.tick(self, view)
@@ -356,15 +364,8 @@ class Session:
     # --- on demand ------------------------------------------------------------------
 
     def percentile_curve(self, pane_id: str, points: Sequence[float]) -> list[tuple[float, int]]:
-        """Latency at each percentile, at the current level (empty before any data)."""
-        if pane_id not in self.core.attached():
-            return []
-        pts = list(points)
-        try:
-            values = self.core.engine.total_percentiles(pane_id, pts)
-        except KeyError:
-            return []
-        return list(zip(pts, values, strict=True)) if any(values) else []
+        """Latency at each percentile, at the current level (race/session_view.py)."""
+        return percentile_curve(self, pane_id, points)
 
     def log_text(self, pane_id: str, lines: int = 200) -> str:
         m = self.core.members.get(pane_id)
@@ -374,8 +375,7 @@ class Session:
         return f"engine refused it: {m.refused}\n{text}" if m.refused else text
 
     def then_now(self) -> ThenNow | None:
-        """The classic experiment's claims judged on every level measured so far (the
-        last ramp's and those explored since); None when the race replays none."""
+        """The classic experiment's claims judged on the levels measured (None: none)."""
         return then_now_of(self)
 
     @property

@@ -10,6 +10,7 @@ a recorder and a replay all take the same view.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from stackrace.breaking import LevelVerdict, StepResult, peak
 from stackrace.engine.model import TargetSnapshot
 from stackrace.race import accounting, explain, verdicts, wedge
 from stackrace.race.ghost import GhostView
+from stackrace.race.slo_flag import slo_flag
 from stackrace.race.state import StackState
 from stackrace.race.thennow import ThenNow, judge_live
 from stackrace.race.verdicts import SharedCore
@@ -69,6 +71,11 @@ class PaneView:
     # it shares a full core and only waited for it: its share and wait, instead of a
     # verdict of its own ("its share 28 % of the full core, waited 70 %")
     core_share: str = ""
+    # with --slo: whether the level running now meets it (None: too few answers yet),
+    # and the line that says so with its figures (race/slo_flag.py)
+    slo_meets: bool | None = None
+    slo_text: str = ""
+    capacity_load: float | None = None  # `k`: the load of its capacity probe running now
 
 
 @dataclass
@@ -98,6 +105,11 @@ class SessionView:
     clock: float = 0.0  # race seconds now (what a verdict's `since` is counted in)
     # "" while the race runs; else why it ended on its own (a cluster's app host lost)
     ended: str = ""
+    slo: str = ""  # the objective as shown ("p99 < 50 ms"), "" without --slo
+    slo_target_us: float | None = None  # its latency target: the line on the chart
+    slo_quantile: float | None = None  # its percentile (0.99), None for a mean
+    capacity: str | None = None  # `k`: the search's progress while it runs
+    capacity_done: bool = False  # a capacity search has just ended: show its ranking
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,7 @@ def session_view(s: Session) -> SessionView:
     snap = s.core.engine.latest
     panes = []
     rate_mode = s.rate is not None
+    probing = s.k.loads()
     for mid, m in s.core.members.items():
         target = s.core.target(mid)
         state = m.handle.state
@@ -182,6 +195,7 @@ def session_view(s: Session) -> SessionView:
         loss = _lost_host_of(s, mid)
         if loss:
             annotation = loss
+        flag = slo_flag(s.slo, target.total) if s.slo and target is not None else None
         panes.append(
             PaneView(
                 id=mid,
@@ -216,6 +230,9 @@ def session_view(s: Session) -> SessionView:
                 verdict_since=since,
                 wedged=s.keeper.wedge(mid) is not None and target is not None,
                 core_share=_core_share(s, mid) if target is not None else "",
+                slo_meets=flag.meets if flag is not None else None,
+                slo_text=flag.text if flag is not None else "",
+                capacity_load=probing.get(mid),
             )
         )
     ramp = s.replay_ramp
@@ -231,11 +248,20 @@ def session_view(s: Session) -> SessionView:
         if database:
             for pane in panes:
                 pane.verdict = None
+    # during a capacity search each stack has a load of its own: the slider shows
+    # the highest being probed (each pane's head shows its own)
+    top = max(probing.values(), default=None)
+    concurrency, rate = s.concurrency, s.rate
+    if top is not None:
+        if rate_mode:
+            rate = top
+        else:
+            concurrency = round(top)
     return SessionView(
         seq=snap.seq if snap is not None else 0,
         panes=panes,
-        concurrency=s.concurrency,
-        rate=s.rate,
+        concurrency=concurrency,
+        rate=rate,
         engine_cpu=snap.engine_cpu if snap is not None else 0.0,
         saturated=snap.saturated if snap is not None else False,
         ramp=ramp,
@@ -254,6 +280,11 @@ def session_view(s: Session) -> SessionView:
         shared=s.shared_core(),
         clock=s.core.clock() - s.started_at,
         ended=s.ended,
+        slo=s.slo.text if s.slo else "",
+        slo_target_us=s.slo.latency_target_us if s.slo else None,
+        slo_quantile=s.slo.quantile if s.slo else None,
+        capacity=s.k.search.status() if s.k.search is not None else None,
+        capacity_done=s.k.finished,
     )
 
 
@@ -323,3 +354,15 @@ def summary_rows(s: Session) -> list[SummaryRow]:
             )
         )
     return rows
+
+
+def percentile_curve(s: Session, pane_id: str, points: Sequence[float]) -> list[tuple[float, int]]:
+    """Latency at each percentile, at the current level (empty before any data)."""
+    if pane_id not in s.core.attached():
+        return []
+    pts = list(points)
+    try:
+        values = s.core.engine.total_percentiles(pane_id, pts)
+    except KeyError:
+        return []
+    return list(zip(pts, values, strict=True)) if any(values) else []

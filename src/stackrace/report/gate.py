@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from stackrace.report import thresholds
 from stackrace.report.schema import BenchRun, Level, Settings
+from stackrace.report.slo import Slo
 from stackrace.report.thresholds import Term, TermError
 
 # what --fail-on means when a baseline is given and no rule is
@@ -99,10 +100,15 @@ class GateVerdict:
     compared: int = 0  # levels matched with a baseline level
     levels: int = 0  # levels judged (that measured something)
     baseline: bool = True  # False: absolute rules alone, no baseline
+    # --slo: the levels that missed the objective ("STACK @ c=N: misses …"), and the
+    # objective as read (None: no SLO was set)
+    slo_missed: list[str] = field(default_factory=list)
+    slo: str | None = None
+    slo_levels: int = 0  # levels held to the SLO
 
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.problems
+        return not self.failed and not self.problems and not self.slo_missed
 
 
 def settings_differences(run: Settings, baseline: Settings) -> list[str]:
@@ -235,6 +241,26 @@ def _absolute_only(
         (verdict.passed if reading.holds is False else verdict.failed).append(said)
 
 
+def judge_slo(run: BenchRun, slo: Slo, verdict: GateVerdict | None = None) -> GateVerdict:
+    """Hold every level of the run to the objective (report/slo.py: with complete
+    accounting); a level that misses it fails the run, with or without a baseline. A
+    level measured while the database failed is not judged (its figures are the
+    database's); a level that measured nothing misses (an SLO never passes on nothing)."""
+    if verdict is None:
+        verdict = GateVerdict(baseline=False)
+    verdict.slo = slo.text
+    for st in run.stacks:
+        for lv in st.levels:
+            if lv.db_down:
+                continue
+            verdict.slo_levels += 1
+            where = level_name(st.name, lv)
+            judged = slo.judge_level(lv)
+            if not judged.meets:
+                verdict.slo_missed.append(f"{where}: misses the SLO ({slo.text}): {judged.why}")
+    return verdict
+
+
 def _few(items: list[str], n: int = 4) -> str:
     if not items:
         return "no levels"
@@ -251,8 +277,17 @@ def verdict_lines(verdict: GateVerdict, baseline_name: str | None) -> list[str]:
     """
     lines = [f"GATE FAILED {p}" for p in verdict.problems]
     lines += [f"REGRESSION {line}" for line in verdict.failed]
+    lines += [f"SLO MISSED {line}" for line in verdict.slo_missed]
     lines += [f"(no baseline for {where})" for where in verdict.unmatched]
     lines += [f"(not judged: {line})" for line in verdict.not_judged]
+    if verdict.slo is not None and not verdict.slo_missed and verdict.slo_levels:
+        lines.append(
+            f"SLO met ({verdict.slo}) by all {verdict.slo_levels} "
+            f"level{'s' if verdict.slo_levels != 1 else ''}"
+        )
+    slo_alone = verdict.slo is not None and not (verdict.passed or verdict.compared)
+    if slo_alone:
+        return lines  # no --fail-on rule was judged: the SLO's line says it all
     if verdict.ok and verdict.baseline:
         lines.append(
             f"gate passed: {len(verdict.passed)} checks on {verdict.compared} "

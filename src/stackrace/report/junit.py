@@ -23,7 +23,8 @@ common schemas allow one failure per test case. A level where nothing succeeded 
 request failed: 100 % HTTP 404, all refused) is a failure with or without a gate, as it
 makes `bench` exit non-zero; a level measured while the database failed is an error (the
 figures are the database's, not the stack's). Rules are judged when a gate ran: against a
-baseline, or absolute rules (`--fail-on 'p99>50ms'`) alone.
+baseline, or absolute rules (`--fail-on 'p99>50ms'`) alone; a level that misses the
+objective (`--slo 'p99<50ms'`, no baseline needed) is a failure of type "slo".
 """
 
 from __future__ import annotations
@@ -55,10 +56,11 @@ def junit_xml(
         ("isolation", s.isolation),
         ("duration", f"{s.duration:g}"),
         ("baseline", baseline or ""),
+        ("slo", s.slo or ""),
         ("cpu", run.machine.cpu_model),
     ):
         ET.SubElement(props, "property", name=name, value=value)
-    lines = list(verdict.failed) if verdict is not None else []
+    lines = [*verdict.failed, *verdict.slo_missed] if verdict is not None else []
     filed: set[str] = set()
     for st in run.stacks:
         filed |= _stack_cases(suite, run, st, lines)
@@ -87,7 +89,13 @@ def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[
     s = run.settings
     rate_mode = s.rate is not None
     measured = {lv.level: lv for lv in st.levels}
-    planned = list(dict.fromkeys([*s.levels, *measured]))
+    # a capacity search (`bench --capacity`) has no planned levels: one case, its answer
+    planned = list(dict.fromkeys([*s.levels, *measured])) if st.capacity is None else []
+    if st.capacity is not None:
+        case = _case(suite, st.name, "capacity", sum(p.seconds for p in st.capacity.probes))
+        ET.SubElement(case, "system-out").text = st.capacity.sentence
+        if st.capacity.load is None:
+            _fail(case, "failure", "slo", [f"{st.name}: {st.capacity.sentence}"])
     # a stack that failed: its error goes to the first level it did not finish (the one
     # it crashed in, when that level was recorded, else the first one missing)
     crashed_at = next((lv for lv in planned if lv not in measured), None)
@@ -112,7 +120,8 @@ def _stack_cases(suite: ET.Element, run: BenchRun, st: StackResult, lines: list[
         elif lv is not None and lv.failed_entirely:
             _fail(case, "failure", "no success", [no_success(lv), *mine])
         elif mine:
-            _fail(case, "failure", "regression", mine)
+            kind = "slo" if all("misses the SLO" in m for m in mine) else "regression"
+            _fail(case, "failure", kind, mine)
         elif lv is None:
             why = (
                 f"not measured: run interrupted ({run.interrupted})"

@@ -230,6 +230,45 @@ class PathResult(msgspec.Struct, forbid_unknown_fields=True):
     status: dict[int, int] = msgspec.field(default_factory=dict)
 
 
+class CapacityProbe(msgspec.Struct, forbid_unknown_fields=True):
+    """One probe of a capacity search (race/capacity.py): the load asked, whether it met
+    the SLO and why not, whether it had the answers its percentile needs, and the level
+    it measured, in full (the evidence)."""
+
+    load: float
+    meets: bool
+    why: str  # the terms missed, with their figures ("p99 74.1ms ≥ 50 ms")
+    phase: str  # bracket, bisect or confirm
+    answers: int
+    enough: bool  # at least `CapacityResult.needed_answers` answers
+    seconds: float
+    figures: dict[str, float]  # each SLO term's value (µs, shares, req/s)
+    level: Level
+
+
+class CapacityResult(msgspec.Struct, forbid_unknown_fields=True):
+    """A stack's capacity under the SLO, found by a search (`bench --capacity`, `tune`):
+    the highest load that met it (`load`: connections in closed loop, req/s asked in
+    open loop; None: it cannot be met at any load), the req/s answered there
+    (`capacity`, the median of its confirming probes, ± `margin`), where it broke and
+    why, why the search stopped, and every probe."""
+
+    slo: str
+    mode: str  # "concurrency" (closed loop) or "rate" (open loop)
+    load: float | None
+    capacity: float | None  # req/s answered at `load`
+    margin: float | None  # ± share, the spread of the confirming probes
+    breaks_at: float | None
+    breaks_why: str
+    stopped: str
+    sentence: str  # "meets p99 < 50 ms up to c=24 (1,240 req/s ± 3 %), breaks at …"
+    needed_answers: int  # what a probe needs for its percentile
+    precision: float
+    rss: int = 0  # memory at the capacity (bytes, the stack's tree after the probe)
+    cpu_us_per_request: float | None = None  # CPU time per answer at the capacity
+    probes: list[CapacityProbe] = msgspec.field(default_factory=list)
+
+
 class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     name: str
     title: str
@@ -248,6 +287,8 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     # False: its memory and CPU were not sampled (a --url without --pid); the levels'
     # memory and CPU figures are then zeros that mean nothing, and every output says so
     sampled: bool = True
+    # `bench --capacity`, `tune`: its capacity under the SLO and the probes that found it
+    capacity: CapacityResult | None = None
 
 
 CLAIM_KINDS = (

@@ -7,8 +7,10 @@ A term is METRIC OP VALUE: `p99>50ms`, `failures>0.1%`, `qps<5000`, `rss>200MiB`
 absolute term compares the level's own figure; a relative one (a sign and a
 percentage: `qps<-10%`, `p99>+25%`) compares its change from a baseline level, which only
 the gate has (report/gate.py). Metrics: qps (answered req/s), p50, p90, p99, p999, max
-(latency), failures (the failure rate: failed or stale among attempts), rss (memory
-after the level, bytes), cpu (percent of one core).
+(latency; any percentile, p95 or p99.9, from the level's histogram), mean, failures
+(the failure rate: failed or stale among attempts), waiting (a share of the requests in
+play), rss (memory after the level, bytes), cpu (percent of one core). The parser itself
+is stackrace.terms (low in the layers: the race settings check a --slo with it).
 
 Every option that holds a run to figures reads its terms here and judges them here:
 `--fail-on` says when a run fails (a term that *holds* is a failure), a service-level
@@ -23,93 +25,23 @@ A latency of a level that got no answer is unknown, not 0 µs: `evaluate` says s
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 
+from stackrace.engine.histogram import LatencyHistogram
 from stackrace.report.schema import Level
+from stackrace.terms import (
+    SUMMARY_LATENCIES,
+    Term,
+    TermError,
+    compare,
+    is_latency,
+    parse_term,
+    parse_terms,
+    quantile_of,
+)
 from stackrace.units import fmt_us
 
-METRICS = ("qps", "p50", "p90", "p99", "p999", "max", "failures", "rss", "cpu")
-LATENCIES = frozenset({"p50", "p90", "p99", "p999", "max"})
-
-_TERM = re.compile(
-    r"^\s*(qps|rps|p50|p90|p99|p999|max|failures|rss|cpu)\s*(<=|>=|<|>)\s*"
-    r"([+-]?)\s*([\d.]+(?:e[+-]?\d+)?)\s*(%|ms|us|µs|s|kib|mib|gib|kb|mb|gb)?\s*$",
-    re.IGNORECASE,
-)
-_US_PER = {"us": 1.0, "µs": 1.0, "ms": 1000.0, "s": 1_000_000.0}
-_BYTES_PER = {
-    "kib": 1024,
-    "mib": 1024**2,
-    "gib": 1024**3,
-    "kb": 1000,
-    "mb": 1000**2,
-    "gb": 1000**3,
-}
-# which units each metric takes (None: a bare number)
-_UNITS: dict[str, set[str | None]] = {
-    **{m: {None, *_US_PER} for m in LATENCIES},  # a bare latency is in µs
-    "qps": {None},
-    "failures": {"%"},
-    "rss": {None, *_BYTES_PER},
-    "cpu": {None, "%"},
-}
-
-
-@dataclass(frozen=True)
-class Term:
-    """One threshold. `value`: a fraction for relative terms and for failures; µs for a
-    latency; bytes for rss; percent of one core for cpu; req/s for qps."""
-
-    metric: str
-    op: str  # "<", ">", "<=" or ">="
-    relative: bool
-    value: float
-    text: str  # as written, for messages
-
-
-class TermError(ValueError):
-    """A term that cannot be read; str() names the option and the term."""
-
-
-def parse_terms(spec: str, option: str = "--fail-on") -> list[Term]:
-    """The terms of a comma-separated spec; TermError on the first bad one."""
-    terms = []
-    for part in spec.split(","):
-        if part.strip():
-            terms.append(parse_term(part, option))
-    return terms
-
-
-def parse_term(text: str, option: str = "--fail-on") -> Term:
-    shown = text.strip()
-    m = _TERM.match(text)
-    if not m:
-        raise TermError(
-            f"bad {option} rule {shown!r}: use METRIC>VALUE or METRIC<CHANGE%, "
-            "e.g. p99>50ms, failures>0.1%, qps<-10%, p99>+25%"
-        )
-    metric, op, sign, number, unit = m.groups()
-    metric = "qps" if metric.lower() == "rps" else metric.lower()
-    unit = unit.lower() if unit else None
-    value = float(number)
-    if not math.isfinite(value):
-        raise TermError(f"bad {option} rule {shown!r}: the value must be a finite number")
-    if sign:  # a change from a baseline
-        if unit != "%":
-            raise TermError(f"{option} rule {shown!r}: a relative change is given in %")
-        return Term(metric, op, True, value / 100 * (-1 if sign == "-" else 1), shown)
-    if unit not in _UNITS[metric]:
-        allowed = ", ".join(sorted(u or "a bare number" for u in _UNITS[metric]))
-        raise TermError(f"{option} rule {shown!r}: {metric} takes {allowed}")
-    if metric == "failures":
-        value /= 100
-    elif unit in _US_PER:
-        value *= _US_PER[unit]
-    elif unit in _BYTES_PER:
-        value *= _BYTES_PER[unit]
-    return Term(metric, op, False, value, shown)
+__all__ = ["Term", "TermError", "compare", "evaluate", "fmt", "parse_term", "parse_terms"]
 
 
 def value_of(level: Level, metric: str) -> float | None:
@@ -123,20 +55,17 @@ def value_of(level: Level, metric: str) -> float | None:
         return float(level.memory_after.rss)
     if metric == "cpu":
         return level.cpu_percent
+    if metric == "waiting":
+        w = level.window
+        return w.waiting / w.sent if w.sent else 0.0
     if level.window.requests == 0:
         return None
-    return float(getattr(level.latency, metric))
-
-
-def compare(value: float, op: str, threshold: float) -> bool:
-    """Whether `value OP threshold` holds."""
-    if op == "<":
-        return value < threshold
-    if op == ">":
-        return value > threshold
-    if op == "<=":
-        return value <= threshold
-    return value >= threshold
+    if metric in SUMMARY_LATENCIES:
+        return float(getattr(level.latency, metric))
+    q = quantile_of(metric)  # another percentile: from the level's histogram
+    if q is None or not level.hdr:
+        return None
+    return float(LatencyHistogram.decode(level.hdr).value_at_percentile(q * 100))
 
 
 @dataclass(frozen=True)
@@ -166,9 +95,9 @@ def fmt(metric: str, v: float | None) -> str:
     """A figure as the reports show it."""
     if v is None:
         return "unknown (no answers)"
-    if metric in LATENCIES:
+    if is_latency(metric):
         return fmt_us(v)
-    if metric == "failures":
+    if metric in ("failures", "waiting"):
         return f"{v * 100:.2f}%"
     if metric == "qps":
         return f"{v:,.0f} req/s"

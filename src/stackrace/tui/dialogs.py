@@ -1,4 +1,5 @@
-"""Modal screens over the race: a stack's log (`l`) and the summary table (`t`)."""
+"""Modal screens over the race: a stack's log (`l`), the summary table (`t`) and the
+capacity ranking (`k`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from textual.widgets import DataTable, Footer, Label, Log, Static
 
 from stackrace.race.session_view import SummaryRow
 from stackrace.race.summary import SummaryContext, at_breaking, peak_text, unbroken_text
+from stackrace.report.schema import CapacityResult
 from stackrace.tui.format import fmt_level, fmt_mb
 from stackrace.tui.levelchart import LevelChart, LevelSeries
 
@@ -213,3 +215,53 @@ class SummaryScreen(ModalScreen[None]):
             return
         self.exported = (md, js)
         self.notify(f"saved {md} and {js}")
+
+
+class CapacityScreen(ModalScreen[None]):
+    """`k`'s end: every stack ranked by its capacity under the SLO, with the load it
+    held, where it broke and why, its memory and its CPU per request there (the rows
+    and their order are report/capacity.py's, the same as bench's and tune's)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,k,q", "dismiss", "close"),
+        SCREENSHOT,
+    ]
+
+    def __init__(
+        self, ranked: list[tuple[str, CapacityResult]], slo: str, ended: str, synthetic: bool
+    ) -> None:
+        super().__init__(classes="dialog")
+        self.ranked = ranked
+        self.slo = slo
+        self.ended = ended
+        self.synthetic = synthetic
+
+    def compose(self) -> ComposeResult:
+        title = f"Capacity under the SLO ({self.slo}), best first"
+        if self.synthetic:
+            title = "SYNTHETIC (a model, not a measurement) · " + title
+        with Vertical(classes="dialog-box", id="capacity-box"):
+            yield Label(title, classes="dialog-title", id="capacity-title")
+            yield DataTable(id="capacity", cursor_type="row", zebra_stripes=True)
+            yield Static(self._sentences(), id="capacity-about")
+        yield Footer()
+
+    def _sentences(self) -> Text:
+        out = Text()
+        if self.ended:
+            out.append(f"The search {self.ended}.\n", style="dim")
+        for name, c in self.ranked:
+            out.append(f"{name}: ", style="bold")
+            out.append(f"{c.sentence}\n")
+        return out
+
+    def on_mount(self) -> None:
+        from stackrace.report.capacity import HEADER, row
+
+        table = self.query_one(DataTable)
+        for name in HEADER:
+            table.add_column(name, key=name)
+        for n, (name, c) in enumerate(self.ranked, 1):
+            cells = row(c)
+            style = "bold green" if n == 1 and c.load is not None else ""
+            table.add_row(str(n), Text(name, style="bold"), Text(cells[0], style=style), *cells[1:])

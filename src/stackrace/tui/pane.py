@@ -178,12 +178,13 @@ def plan_projector(width: int, height: int, label: str, cap: int = 8) -> tuple[d
     return {"name": 1, "qps": qps, "gap": 0, "p99big": 1, "proj": lines}, 1 if qps >= 3 else 0
 
 
-def plan_rows(height: int, rate_mode: bool) -> dict[str, int]:
+def plan_rows(height: int, rate_mode: bool, slo: bool = False) -> dict[str, int]:
     """Rows for each part of a pane `height` rows tall inside its border.
 
-    Essentials first: the big figure (at least one row), the latency table (p99), the
-    failures and the memory line; then the rest by importance while rows remain; what is
-    left goes to the big figure.
+    Essentials first: the big figure (at least one row), the latency table (p99, and
+    under --slo the line that says whether this level meets it), the failures and the
+    memory line; then the rest by importance while rows remain; what is left goes to
+    the big figure.
     """
     want = {
         "failures": 1,
@@ -196,7 +197,7 @@ def plan_rows(height: int, rate_mode: bool) -> dict[str, int]:
         "spark": 1,
         "mem-spark": 1,
     }
-    latency = 3 if rate_mode else 2
+    latency = (3 if rate_mode else 2) + (1 if slo else 0)
     rows = {"latency": latency, "qps": 1}
     left = height - latency - 1
     for part in _OPTIONAL:
@@ -256,6 +257,10 @@ class StackPane(Vertical, can_focus=True):
         self._verdict_shown: object = None
         self._point_at = -1  # seq // PER_POINT at the last sparkline point
         self.errors = False  # answers were HTTP errors or bad bodies
+        # --slo: the line under the latency table, and whether it meets (None: too few
+        # answers yet to say); the session judges, the pane only shows
+        self.slo_text = ""
+        self.slo_meets: bool | None = None
 
     def compose(self) -> ComposeResult:
         # projector mode only: the stack's name in large type
@@ -321,7 +326,7 @@ class StackPane(Vertical, can_focus=True):
                     max(1, self.fig_scale - 1) if widget_id == "name-big" else self.fig_scale
                 )
             return
-        rows = plan_rows(height, self.rate_mode)
+        rows = plan_rows(height, self.rate_mode, slo=bool(self.slo_text))
         # the big figure takes only the rows its largest scale for this width needs,
         # at most the scale every pane shares (the race screen's cap)
         room = rows["qps"]
@@ -372,7 +377,7 @@ class StackPane(Vertical, can_focus=True):
             self._show_latency(self._last_window)
 
     def line(self, name: str) -> str:
-        """The text of one line: failures, waiting, memory or cpu."""
+        """The text of one line: failures, waiting, memory, cpu or slo."""
         t = self._lines.get(name)
         return t.plain if t is not None else ""
 
@@ -458,6 +463,14 @@ class StackPane(Vertical, can_focus=True):
         same ones for every pane: a frame repaints the box around everything that
         changed, so panes updating on different ticks would cost a frame every tick."""
         self._timeout = timeout
+        if view.slo_text != self.slo_text or view.slo_meets != self.slo_meets:
+            refit = bool(view.slo_text) != bool(self.slo_text)
+            self.slo_text, self.slo_meets = view.slo_text, view.slo_meets
+            self._lines["slo"] = slo_line(self.slo_text, self.slo_meets)
+            if refit:
+                self.fit()
+            elif self._last_window is not None and not new_interval:
+                self._show_latency(self._last_window)
         if rate_mode != self.rate_mode:
             self.rate_mode = rate_mode
             self._flag("-rate", rate_mode)
@@ -597,7 +610,11 @@ class StackPane(Vertical, can_focus=True):
     def _show_latency(self, w: WindowStats) -> None:
         width = self.content_size.width or 36  # 0 before the first layout
         if self._rows.get("latency"):
-            self._set("latency", latency_lines(w.latency, w.latency_uncorrected, width))
+            table = latency_lines(w.latency, w.latency_uncorrected, width)
+            if self.slo_text:
+                table.append("\n")
+                table.append_text(slo_line(self.slo_text, self.slo_meets))
+            self._set("latency", table)
         if self._rows.get("p99big"):
             big = self.query_one("#p99big", BigNumber)
             if self.projector:
@@ -713,6 +730,15 @@ def title_for(name: str, member_id: str, room: int) -> str:
         return member_id[:room]
     head = max(4, room // 3)  # the start names the server; the end holds the settings
     return member_id[:head] + "…" + member_id[-(room - 1 - head) :]
+
+
+_SLO_STYLE = {True: "bold green", False: "bold white on #b71c1c", None: "dim"}
+
+
+def slo_line(text: str, meets: bool | None) -> Text:
+    """The SLO line: green while the level meets it, red when it misses, dim while the
+    level has too few answers to say."""
+    return Text(text, style=_SLO_STYLE[meets], no_wrap=True, overflow="ellipsis")
 
 
 def pane_widget_id(member_id: str) -> str:

@@ -21,8 +21,8 @@ from stackrace.race.session import Session
 from stackrace.race.session_view import SessionView
 from stackrace.race.state import StackState
 from stackrace.race.summary import context as summary_context
-from stackrace.tui.chart import PercentileChart, Series, curve_points
-from stackrace.tui.dialogs import LogScreen, SummaryScreen
+from stackrace.tui.chart import SLO_COLOR, PercentileChart, Series, curve_points
+from stackrace.tui.dialogs import CapacityScreen, LogScreen, SummaryScreen
 from stackrace.tui.format import PALETTE
 from stackrace.tui.ghost import GhostPane
 from stackrace.tui.pane import StackPane
@@ -91,6 +91,7 @@ class RaceScreen(Screen[None]):
         Binding("minus", "level(-1)", "less", key_display="−"),
         Binding("m", "toggle_mode", "mode"),
         Binding("r", "ramp", "ramp"),
+        Binding("k", "capacity", "capacity"),
         Binding("t", "summary", "table"),
         Binding("l", "log", "log"),
         Binding("a", "chart_all", "chart all"),
@@ -116,6 +117,7 @@ class RaceScreen(Screen[None]):
         self.then_now_wanted = True  # n: the classic experiment's strip, when there is one
         self._chart_room = True
         self._ramp_done_seen = False
+        self._capacity_done_seen = False
         self._tops = (0.0, 0.0)
         self.session = session
         self.tick_interval = tick_interval
@@ -220,6 +222,13 @@ class RaceScreen(Screen[None]):
             self.action_summary()
         elif not view.ramp_done:
             self._ramp_done_seen = False
+        if view.capacity_done and not self._capacity_done_seen:
+            # the capacity search ended: its ranking at once
+            self._capacity_done_seen = True
+            self.notify("capacity search done: every stack ranked under the SLO")
+            self._open_capacity()
+        elif not view.capacity_done:
+            self._capacity_done_seen = False
 
     def _share_p99_unit(self, view: SessionView) -> None:
         """Projector mode: p99 in one unit in every pane at any moment (seconds as soon
@@ -360,6 +369,8 @@ class RaceScreen(Screen[None]):
         status.append(f"[dim]timeout {view.timeout:g}s[/]")
         if view.ramp:
             status.append(f"[b reverse] {view.ramp} [/]")
+        if view.capacity:
+            status.append(f"[b reverse] {escape(view.capacity)} [/]")
         starting = sum(p.state == StackState.STARTING for p in view.panes)
         if starting:
             status.append(f"{starting} starting…")
@@ -380,7 +391,12 @@ class RaceScreen(Screen[None]):
                 series.append(Series(self.panes[pid].name_text, self.pane_colors[pid], curve))
         names = " ".join(f"[{s.color}]━ {escape(s.name)}[/]" for s in series)
         scope = "all stacks" if self.chart_all else "focused stack"
-        chart.border_title = f"latency by percentile, {scope} (a: toggle)  {names}"
+        slo = self.session.slo
+        mark = ""
+        if slo is not None and slo.latency_target_us:
+            chart.set_slo(slo.latency_target_us, slo.quantile, slo.text)
+            mark = f"  [{SLO_COLOR}]━ SLO {escape(slo.text)}[/]"
+        chart.border_title = f"latency by percentile, {scope} (a: toggle)  {names}{mark}"
         chart.set_series(series)
 
     # --- focus ------------------------------------------------------------------------
@@ -439,7 +455,7 @@ class RaceScreen(Screen[None]):
             return action in ("app.quit", "quit")
         if action.startswith("replay_"):
             return self.player is not None
-        if action in ("level", "toggle_mode", "ramp"):
+        if action in ("level", "toggle_mode", "ramp", "capacity"):
             return self.player is None
         return True
 
@@ -467,6 +483,7 @@ class RaceScreen(Screen[None]):
             return
         self._level_shown = event.value
         self.session.stop_ramp()  # a hand on the slider overrides a ramp
+        self.session.k.stop()  # and a capacity search
         await self.session.set_concurrency(event.value)
 
     def action_level(self, delta: int) -> None:
@@ -477,6 +494,7 @@ class RaceScreen(Screen[None]):
             return
         level = self.query_one("#level", ConcurrencySlider).value
         self.session.stop_ramp()
+        self.session.k.stop()
         await self.session.set_rate(None if self.session.rate is not None else float(level))
         self.notify("constant rate (req/s per stack)" if self.session.rate else "closed loop")
 
@@ -489,6 +507,37 @@ class RaceScreen(Screen[None]):
             return
         self.session.start_ramp()
         self.notify("ramp: stepping the load up; breaking points get marked")
+
+    def action_capacity(self) -> None:
+        """`k`: every stack's capacity under the SLO, searched at once; `k` again stops
+        it (what it found so far is shown)."""
+        if self._replaying():
+            return
+        if self.session.k.search is not None:
+            self.session.k.stop()
+            self.notify("capacity search stopped")
+            self._open_capacity()
+            return
+        why = self.session.k.start()
+        if why:
+            self.notify(f"no capacity search: {why}", severity="warning")
+            return
+        slo = self.session.slo
+        self.notify(f"capacity search under {slo.text if slo else ''}: every stack at once")
+
+    def _open_capacity(self) -> None:
+        slo = self.session.slo
+        if isinstance(self.app.screen, CapacityScreen) or slo is None:
+            return
+        self.app.push_screen(
+            CapacityScreen(
+                self.session.k.ranked(),
+                slo.text,
+                self.session.k.end,
+                self.session.synthetic,
+            ),
+            callback=self._dialog_closed,
+        )
 
     def action_summary(self) -> None:
         if isinstance(self.app.screen, SummaryScreen):
