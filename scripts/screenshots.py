@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))  # tests.*
 from textual.widgets import DataTable  # noqa: E402
 
 from stackrace.cli import build_parser  # noqa: E402
-from stackrace.tui.app import StackraceApp, make_app  # noqa: E402
+from stackrace.commands.app import make_app  # noqa: E402
+from stackrace.tui.app import StackraceApp  # noqa: E402
 from stackrace.tui.dialogs import SummaryScreen  # noqa: E402
 from stackrace.tui.slider import ConcurrencySlider  # noqa: E402
 
@@ -37,7 +38,7 @@ FOUR = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 
 
 def app_for(argv: list[str]) -> StackraceApp:
-    """The app for a command line, as `stackrace ARGV` opens it (tui.app.make_app)."""
+    """The app for a command line, as `stackrace ARGV` opens it (commands.app.make_app)."""
     args = build_parser().parse_args(argv)
     args.argv = argv
     return make_app(args)

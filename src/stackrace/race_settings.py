@@ -8,7 +8,11 @@ derived from it:
   presets), checked by the same struct (unknown keys are refused);
 - the saved run (report/schema.py `Settings`): these fields plus what was decided at run
   time (the isolation chosen and why, the path loaded).
-- the app's race: the same workload, timeout and keep-alive fields;
+- the app's race: every field but bench's own (`BENCH_ONLY`: an `Opt(bench_only=True)`,
+  the levels, durations, repeats and isolation a bench steps through; the app moves
+  the load live instead), merged over a preset the same way as bench's (`with_given`);
+- the picker's remembered choices (race/choices.py): a few of these fields, read back
+  through `from_mapping`, so a hand-edited file is held to the same parsers;
 - `stackrace load`'s requests: the request fields alone (`REQUEST_FIELDS`), read into
   the same struct and turned into requests by the same code (stackrace.scenario).
 
@@ -173,6 +177,9 @@ class Opt(msgspec.Struct, frozen=True):
     negate: str | None = None  # for booleans that default to True: the flag that turns off
     repeat: bool = False  # a list given one item per flag (--path /a --path /b)
     short: str | None = None  # e.g. "-m"
+    # bench's alone (levels, durations, repeats, isolation): not an option of the app,
+    # which moves the load live instead
+    bench_only: bool = False
 
 
 def opt(flag: str, help: str, parse: Callable[[str], Any] | None = None, **kw: Any) -> Any:
@@ -192,13 +199,24 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = 10
     concurrency: Annotated[
         list[int],
-        opt("--concurrency", "connections per stack, levels e.g. 10,100,500", positive_int_list),
+        opt(
+            "--concurrency",
+            "connections per stack, levels e.g. 10,100,500",
+            positive_int_list,
+            bench_only=True,
+        ),
     ] = msgspec.field(default_factory=lambda: [10, 100])
-    duration: Annotated[float, opt("--duration", "measured time per level", positive_duration)] = (
-        10.0
-    )
+    duration: Annotated[
+        float, opt("--duration", "measured time per level", positive_duration, bench_only=True)
+    ] = 10.0
     warmup: Annotated[
-        float, opt("--warmup", "load before each level's figures count", non_negative_duration)
+        float,
+        opt(
+            "--warmup",
+            "load before each level's figures count",
+            non_negative_duration,
+            bench_only=True,
+        ),
     ] = 2.0
     warmup_requests: Annotated[
         int,
@@ -207,6 +225,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "also warm up until this many requests were answered (a JIT's warm-up is "
             "counted in requests, not seconds)",
             _non_negative_int,
+            bench_only=True,
         ),
     ] = 0
     rate: Annotated[
@@ -229,6 +248,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "end each level after exactly this many requests were answered or failed, "
             "as ab -n (waits for all of them, up to the request timeout)",
             positive_int,
+            bench_only=True,
         ),
     ] = None
     keepalive: Annotated[
@@ -241,9 +261,17 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ),
     ] = True
     isolation: Annotated[
-        str, opt("--isolation", "auto, rotate (one stack at a time) or parallel", _isolation)
+        str,
+        opt(
+            "--isolation",
+            "auto, rotate (one stack at a time) or parallel",
+            _isolation,
+            bench_only=True,
+        ),
     ] = "auto"
-    repeat: Annotated[int, opt("--repeat", "measure each level N times", positive_int)] = 1
+    repeat: Annotated[
+        int, opt("--repeat", "measure each level N times", positive_int, bench_only=True)
+    ] = 1
     timeout: Annotated[
         float, opt("--timeout", "a request with no answer after this long fails", timeout_duration)
     ] = 10.0
@@ -465,10 +493,17 @@ def _argparse_type(o: Opt) -> Callable[[str], Any] | None:
     return o.parse
 
 
-def given(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings given on the command line (those left unset are absent)."""
+# the fields the app does not take (its -c is a starting level, not bench's levels)
+BENCH_ONLY = tuple(name for name, o in options().items() if o.bench_only)
+
+
+def given(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The settings given on the command line (those left unset are absent); `skip`:
+    fields whose names the front end's own options reuse (the app's `-c`)."""
     out = {}
     for name in options():
+        if name in skip:
+            continue
         value = getattr(args, name, None)
         if value is not None:
             out[name] = value
@@ -523,4 +558,36 @@ def check_values(settings: RaceSettings, where: str) -> None:
 
 
 def merge(base: RaceSettings, changes: dict[str, Any]) -> RaceSettings:
+    """`base` (defaults, a preset, a rerun's) with `changes` over it; stacks given as
+    `--stacks a,b:workers=2,threads=4` are split into one name each (`split_stacks`)."""
+    if "stacks" in changes:
+        refs = changes["stacks"]
+        changes = {**changes, "stacks": [s for ref in refs for s in split_stacks(ref)]}
     return msgspec.structs.replace(base, **changes)
+
+
+def with_given(
+    base: RaceSettings, args: argparse.Namespace, skip: tuple[str, ...] = ()
+) -> RaceSettings:
+    """`base` with the options given on this command line: how bench and the app both
+    merge a preset with options. `--app` without your own paths loads the app's root."""
+    settings = merge(base, given(args, skip))
+    if getattr(args, "app", None) and not settings.own_requests:
+        settings = msgspec.structs.replace(settings, paths=["/"])  # your app's own root
+    return settings
+
+
+def split_stacks(ref: str) -> list[str]:
+    """'a,b:workers=2,threads=4,c' → ['a', 'b:workers=2,threads=4', 'c'].
+
+    A comma starts a new stack unless what follows is KEY=VALUE of a variant ('a:x=1,b:y=2'
+    is two variants: a variant's KEY has no ':').
+    """
+    parts: list[str] = []
+    for piece in ref.split(","):
+        key = piece.partition("=")[0]
+        if parts and "=" in piece and ":" in parts[-1] and ":" not in key:
+            parts[-1] += "," + piece
+        elif piece.strip():
+            parts.append(piece.strip())
+    return parts

@@ -134,7 +134,7 @@ def test_the_app_accepts_allow_remote(
     """The app's refusal of a remote --url tells the user to pass --allow-remote, before
     the screen opens: the app takes that option and gives it to its engine."""
     from stackrace.cli import build_parser
-    from stackrace.tui.app import AppSetupError, build_session
+    from stackrace.race.setup import AppSetupError, build_session
 
     monkeypatch.setenv("STACKRACE_RUNS_DIR", str(tmp_path))
     argv = ["--url", "http://10.254.0.1/"] + (["--allow-remote"] if flag else [])

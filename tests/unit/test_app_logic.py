@@ -4,6 +4,7 @@ summary exports, annotations, `--url` paths and the app's command line."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -249,7 +250,7 @@ def test_summary_exports_markdown_and_json(tmp_path):
 
 def test_app_options_come_from_the_settings_and_presets():
     from stackrace.cli import build_parser
-    from stackrace.tui.app import AppSetupError, build_session
+    from stackrace.race.setup import AppSetupError, build_session
 
     args = build_parser().parse_args(
         ["--demo", "--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "50", "--go"]
@@ -268,6 +269,49 @@ def test_app_options_come_from_the_settings_and_presets():
         build_session(build_parser().parse_args(["--demo", "--go"]))
 
 
+def test_the_app_race_is_made_headless_with_what_rides_along(tmp_path: Path) -> None:
+    """race/setup.py makes the whole race the app shows: the demo's engine stepped at
+    the app's pace, a recorder listening, the picker skipped with --go and nothing
+    remembered in a demo; the UI receives it ready (a contract keeps tui/ from building)."""
+    from stackrace.cli import build_parser
+    from stackrace.race.demo import SyntheticEngine
+    from stackrace.race.recording import Recorder
+    from stackrace.race.setup import app_race
+
+    argv = ["--demo", "--go", "--stacks", "uvicorn", "--record", str(tmp_path / "r.rec"), "--big"]
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    race = app_race(args)
+    engine = race.session.engine
+    assert isinstance(engine, SyntheticEngine) and race.drive == engine.step
+    assert [type(x) for x in race.session.listeners].count(Recorder) == 1
+    assert not race.show_picker and not race.remember and race.projector
+    assert race.argv == argv and race.plan.stacks == ("uvicorn",)
+
+
+def test_the_app_takes_variants_and_presets_as_bench_does():
+    """The app merges options over a preset with bench's code: a variant's second
+    KEY=VALUE is not a stack of its own (the app split `--stacks` at every comma)."""
+    from stackrace.cli import build_parser
+    from stackrace.race.setup import race_settings
+    from stackrace.race_settings import BENCH_ONLY, options
+
+    argv = ["--demo", "--stacks", "gunicorn-sync:workers=2,threads=4,uvicorn", "-c", "7"]
+    settings = race_settings(build_parser().parse_args(argv))
+    assert settings.stacks == ["gunicorn-sync:workers=2,threads=4", "uvicorn"]
+    assert settings.concurrency == [10, 100]  # -c is the app's starting level, not levels
+    args = build_parser().parse_args(["--preset", "sync-ceiling", "--workload", "json"])
+    settings = race_settings(args)
+    assert settings.workload == "json" and settings.stacks[0] == "gunicorn-sync"
+    # bench's own settings are declared so on the field, and the app offers none of them
+    assert {"concurrency", "duration", "warmup", "repeat", "isolation"} <= set(BENCH_ONLY)
+    app_flags = {a for action in build_parser()._actions for a in action.option_strings}
+    for name in BENCH_ONLY:
+        if name != "concurrency":  # the app's -c: its own starting level
+            assert options()[name].flag not in app_flags, name
+    assert options()["workload"].flag in app_flags
+
+
 def test_web_passes_the_app_options_on_and_drops_its_own():
     from stackrace.commands.web import app_command
 
@@ -280,7 +324,7 @@ def test_web_passes_the_app_options_on_and_drops_its_own():
 
 def test_the_slow_clients_preset_and_options_reach_the_race():
     from stackrace.cli import build_parser
-    from stackrace.tui.app import build_session
+    from stackrace.race.setup import build_session
 
     args = build_parser().parse_args(["--demo", "--preset", "slow-clients", "--go"])
     _session, plan, _c, _show = build_session(args)

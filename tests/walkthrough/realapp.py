@@ -1,5 +1,5 @@
 """The real app, opened from a command line the way `stackrace` opens it
-(`tui.app.make_app`), on the real stacks and engine, driven with Textual's Pilot."""
+(`commands.app.make_app`), on the real stacks and engine, driven with Textual's Pilot."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from stackrace.cli import build_parser
+from stackrace.commands.app import make_app
 from stackrace.race.session_view import SessionView
 from stackrace.race.state import StackState
-from stackrace.tui.app import StackraceApp, make_app
+from stackrace.tui.app import StackraceApp
 from tests.walkthrough.terminal import MARK, wait_none_left
 
 LIVE = (StackState.READY, StackState.WARMING)

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from stackrace.config import ConfigError, Stack, StackDef, StackFile, load_stacks, resolve
+from stackrace.race_settings import split_stacks
 
 if TYPE_CHECKING:
     from stackrace.race_settings import RaceSettings
@@ -65,22 +66,6 @@ def resolve_all(
                 return None
             out.append(stack)
     return out
-
-
-def split_stacks(ref: str) -> list[str]:
-    """'a,b:workers=2,threads=4,c' → ['a', 'b:workers=2,threads=4', 'c'].
-
-    A comma starts a new stack unless what follows is KEY=VALUE of a variant ('a:x=1,b:y=2'
-    is two variants: a variant's KEY has no ':').
-    """
-    parts: list[str] = []
-    for piece in ref.split(","):
-        key = piece.partition("=")[0]
-        if parts and "=" in piece and ":" in parts[-1] and ":" not in key:
-            parts[-1] += "," + piece
-        elif piece.strip():
-            parts.append(piece.strip())
-    return parts
 
 
 def serves_workload(stacks: list[Stack], workload: str, prog: str = "stackrace") -> bool:

@@ -1,9 +1,22 @@
-"""`stackrace` with no subcommand: open the live comparator (the Textual app)."""
+"""`stackrace` with no subcommand: open the live comparator (the Textual app).
+
+The wiring is here and in race/setup.py, not in the UI: the race is made from the
+command line (`app_race`), the metrics exporter is bound before anything starts and
+handed to `run_app` by name, and the app receives the ready race and shows it.
+`make_app(args)` is the same app without running it: what the walkthrough tests and
+scripts/screenshots.py open with Pilot.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stackrace.metrics.exporter import MetricsExporter
+    from stackrace.race.members import RaceParts
+    from stackrace.tui.app import StackraceApp
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,28 +37,57 @@ def run(args: argparse.Namespace) -> int:
     from stackrace.metrics.exporter import MetricsError, open_from_args
 
     try:  # bound before anything starts: a port in use is one line, not a broken screen
-        args.metrics_exporter = open_from_args(args, "stackrace")
+        exporter = open_from_args(args, "stackrace")
     except MetricsError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return 2
     try:
-        return _run(args)
+        return _run(args, exporter)
     finally:
-        if args.metrics_exporter is not None:
-            args.metrics_exporter.close()
+        if exporter is not None:
+            exporter.close()
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:
     from stackrace.cluster.flags import wants_cluster
 
     if wants_cluster(args):  # checked before the TUI is imported
-        return _run_on_cluster(args)
-    from stackrace.tui.app import run_app
-
-    return run_app(args)
+        return _run_on_cluster(args, exporter)
+    return run_app(args, exporter=exporter)
 
 
-def _run_on_cluster(args: argparse.Namespace) -> int:
+def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> StackraceApp:
+    """The app for these command-line arguments, ready to run: what `stackrace` runs,
+    and what the walkthrough tests open with Pilot. A bad argument is an AppSetupError."""
+    from stackrace.race.setup import app_race
+    from stackrace.tui.app import StackraceApp
+
+    return StackraceApp.for_race(app_race(args, parts))
+
+
+def run_app(
+    args: argparse.Namespace,
+    parts: RaceParts | None = None,
+    exporter: MetricsExporter | None = None,
+) -> int:
+    """Open the app and run it to its end; `exporter` (--metrics) follows its race."""
+    from stackrace.race.setup import AppSetupError
+    from stackrace.tui.app import exit_status
+
+    try:
+        app = make_app(args, parts)
+    except AppSetupError as exc:
+        print(f"stackrace: {exc}", file=sys.stderr)
+        return 2
+    if exporter is not None:
+        exporter.follow_core(app.session.core)
+        rc = exporter.run_beside(app.run_async) or 0
+    else:
+        rc = app.run() or 0
+    return exit_status(app, rc)
+
+
+def _run_on_cluster(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:
     """`stackrace --cluster ADDRESS`: the same app, its stacks on the cluster's app node
     and each stack's engine processes on its load nodes (stackrace.cluster)."""
     from stackrace.cluster.errors import ClusterError
@@ -57,9 +99,8 @@ def _run_on_cluster(args: argparse.Namespace) -> int:
     if cluster is None:
         return 2
     try:
-        from stackrace.tui.app import run_app
-
-        return run_app(args, app_parts(cluster, load_stacks(args.stacks_file)))
+        parts = app_parts(cluster, load_stacks(args.stacks_file))
+        return run_app(args, parts, exporter=exporter)
     except ClusterError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return 2

@@ -36,7 +36,6 @@ from stackrace.commands._common import (
     load,
     resolve_all,
     serves_workload,
-    split_stacks,
 )
 from stackrace.config import ConfigError, StackFile
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
@@ -50,7 +49,7 @@ from stackrace.race.bench_run import plan_placement, run_bench
 from stackrace.race.capacity_run import CapacityPlan
 from stackrace.race.members import RaceParts
 from stackrace.race.urls import UrlError, add_url_arguments, check_paths, url_targets
-from stackrace.race_settings import RaceSettings, add_options, given
+from stackrace.race_settings import RaceSettings, add_options, with_given
 from stackrace.report import gate
 from stackrace.report.capacity import table_lines as capacity_table
 from stackrace.report.failures import run_failures
@@ -189,13 +188,7 @@ def build_settings(args: argparse.Namespace, rerun: BenchRun | None = None) -> R
         except ConfigError as exc:
             _fail(str(exc))
             return None
-    changes = given(args)
-    if "stacks" in changes:
-        changes["stacks"] = [s for ref in changes["stacks"] for s in split_stacks(ref)]
-    settings = msgspec.structs.replace(base, **changes)
-    if getattr(args, "app", None) and not settings.own_requests:
-        settings = msgspec.structs.replace(settings, paths=["/"])  # your app's own root
-    return settings
+    return with_given(base, args)
 
 
 def build_plan(

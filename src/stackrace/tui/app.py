@@ -1,8 +1,13 @@
-"""`StackraceApp`: the picker, then the race. `run_app(args)` is what `stackrace` calls."""
+"""`StackraceApp`: the picker, then the race.
+
+The app only shows: it receives a ready race (`StackraceApp.for_race`, from
+race/setup.py's `AppRace`: the session, its first plan, the picker's catalog) and
+builds no engine, source, demo, recorder or exporter itself. `stackrace` opens it
+through commands/app.py (`make_app`, `run_app`); `stackrace replay` hands it a player.
+"""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 from collections.abc import Callable
@@ -12,15 +17,14 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from stackrace.race.members import RaceParts, StackChoice, StackSource
+from stackrace.race.members import StackChoice
 from stackrace.race.replay import ReplayPlayer
 from stackrace.race.session import RacePlan, Session
-from stackrace.race_settings import RaceSettings
 from stackrace.tui.picker import PickerScreen
 from stackrace.tui.race import RaceScreen
 
 if TYPE_CHECKING:
-    from stackrace.report.schema import Then
+    from stackrace.race.setup import AppRace
 
 
 class StackraceApp(App[int]):
@@ -63,6 +67,21 @@ class StackraceApp(App[int]):
         self.argv: list[str] = []  # the command line, for a crash log
         self.crash_log: Path | None = None
         self.crash: BaseException | None = None
+
+    @classmethod
+    def for_race(cls, race: AppRace) -> StackraceApp:
+        """The app showing a race made by race/setup.py (what `stackrace` opens)."""
+        app = cls(
+            race.session,
+            race.plan,
+            race.catalog,
+            show_picker=race.show_picker,
+            drive=race.drive,
+            projector=race.projector,
+            remember=race.remember,
+        )
+        app.argv = list(race.argv)
+        return app
 
     def _handle_exception(self, error: Exception) -> None:
         """A bug of ours while the app runs: the details go to a crash log, and the app
@@ -188,215 +207,6 @@ class StackraceApp(App[int]):
 
     async def on_unmount(self) -> None:
         await self.stop_everything()
-
-
-class AppSetupError(Exception):
-    """The command line asks for something that cannot start (said in one line)."""
-
-
-def race_settings(args: argparse.Namespace) -> RaceSettings:
-    """The race settings: a --preset's (if any), then the options given."""
-    import msgspec
-
-    from stackrace.race_settings import given
-
-    base = RaceSettings()
-    preset = getattr(args, "preset", None)
-    if preset:
-        from stackrace.config import ConfigError
-        from stackrace.presets import load_preset
-
-        try:
-            base = load_preset(preset).settings
-        except ConfigError as exc:
-            raise AppSetupError(str(exc)) from None
-    from stackrace.tui.args import BENCH_ONLY
-
-    # bench's own settings are not app options; `-c` here is the starting level (an int),
-    # not bench's list of levels, though it has the same name
-    changes = {k: v for k, v in given(args).items() if k not in BENCH_ONLY}
-    if "stacks" in changes:
-        changes["stacks"] = [s for ref in changes["stacks"] for s in ref.split(",") if s]
-    settings = msgspec.structs.replace(base, **changes)
-    if getattr(args, "app", None) and not settings.own_requests:
-        settings = msgspec.structs.replace(settings, paths=["/"])  # your app's own root
-    return settings
-
-
-def build_session(
-    args: argparse.Namespace, parts: RaceParts | None = None
-) -> tuple[Session, RacePlan, list[StackChoice], bool]:
-    """The session, first plan and picker catalog for these command-line arguments;
-    `parts`: the engine and the stacks' source made elsewhere (`stackrace --cluster`)."""
-    from stackrace.race.urls import UrlError, check_paths, url_targets
-
-    settings = race_settings(args)
-    try:
-        urls = tuple(
-            url_targets(
-                getattr(args, "url", None),
-                getattr(args, "pid", None),
-                allow_remote=getattr(args, "allow_remote", False),
-            )
-        )
-        check_paths(urls, settings.own_requests)
-    except UrlError as exc:
-        raise AppSetupError(str(exc)) from None
-    go = bool(getattr(args, "go", False))
-    concurrency = getattr(args, "concurrency", None) or 10
-    own = _own_stacks(args, settings) if not getattr(args, "demo", False) else None
-    if own is not None and not settings.stacks:
-        import msgspec
-
-        from stackrace.userapp import default_app_stacks, generated_names
-
-        chosen, _ = default_app_stacks(own)
-        cmds = [n for n in generated_names(own) if own.generated[n] == "--cmd"]
-        settings = msgspec.structs.replace(settings, stacks=chosen + cmds)
-    plan = RacePlan(
-        stacks=tuple(settings.stacks),
-        urls=urls,
-        settings=settings,
-        concurrency=concurrency,
-        rate=settings.rate,
-    )
-    if go and not plan.stacks and not urls:
-        raise AppSetupError("--go needs stacks: --stacks A,B, a --preset, or --url")
-    if getattr(args, "demo", False):
-        from stackrace.race.demo import CATALOG, demo_session
-
-        return demo_session(), plan, list(CATALOG), not go
-
-    from stackrace.config import ConfigError
-    from stackrace.engine.client import Engine
-    from stackrace.engine.model import EngineSettings
-    from stackrace.race.core import RaceCore
-    from stackrace.race.stacks import StacksFileSource
-
-    engine_settings = EngineSettings(interval=0.25, timeout=plan.settings.timeout)
-    source: StackSource | None
-    if parts is not None:
-        engine = parts.engine(engine_settings)
-        source = parts.source
-    else:
-        try:
-            if own is not None:  # your app's servers (--app) and --cmd stacks, offered alone
-                from stackrace.userapp import default_app_stacks, generated_names
-
-                source = StacksFileSource(
-                    getattr(args, "stacks_file", None),
-                    defs=own,
-                    memory_max=settings.memory_max,
-                    offer=generated_names(own),
-                    defaults=plan.stacks or default_app_stacks(own)[0],
-                )
-            else:
-                source = StacksFileSource(
-                    getattr(args, "stacks_file", None), memory_max=settings.memory_max
-                )
-        except ConfigError:
-            # only reached with --url targets (commands/app.py refuses a broken file otherwise)
-            source = None
-        remote = getattr(args, "allow_remote", False)
-        engine = Engine(engine_settings, per_target=True, allow_remote=remote)
-    catalog = source.catalog() if source is not None else []
-    if go and source is not None:
-        known = {c.id for c in catalog}
-        unknown = [s for s in plan.stacks if s.partition(":")[0] not in known]
-        if unknown:
-            raise AppSetupError(f"no stack {unknown[0]!r} in the stacks file")
-    session = Session(RaceCore(engine, source, plan.settings))
-    session.then = _then_of(getattr(args, "preset", None))
-    # with only URL targets and nothing to pick, go straight to the race
-    show_picker = not go and (bool(catalog) or not urls)
-    return session, plan, catalog, show_picker
-
-
-def _own_stacks(args: argparse.Namespace, settings: RaceSettings):  # -> StackFile | None
-    """The stacks files' stacks with those made for this race (--app, --cmd), or None
-    when there are none; AppSetupError (one line) when the app or a command is not usable."""
-    if not getattr(args, "app", None) and not getattr(args, "cmd", None):
-        return None
-    from stackrace import scenario, userapp
-    from stackrace.config import ConfigError, load_stacks
-
-    try:
-        if settings.own_requests:
-            settings.request_kinds()  # checked before anything starts
-        return userapp.with_run_stacks(
-            load_stacks(getattr(args, "stacks_file", None)), args, settings
-        )
-    except (userapp.AppError, scenario.ScenarioError, ConfigError) as exc:
-        raise AppSetupError(str(exc)) from None
-
-
-def _then_of(preset: str | None) -> Then | None:
-    """The classic experiment a preset replays (its figures and claims), or None."""
-    if not preset:
-        return None
-    from stackrace.presets import load_preset
-
-    return load_preset(preset).then()  # (read once already by race_settings: it is valid)
-
-
-def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> StackraceApp:
-    """The app for these command-line arguments, ready to run: what `stackrace` runs,
-    and what the walkthrough tests open with Pilot. A bad argument is a AppSetupError."""
-    session, plan, catalog, show_picker = build_session(args, parts)
-    if getattr(args, "talk", None):
-        from stackrace.race.talk import TalkError, load_talk
-
-        try:
-            session.play_talk(load_talk(args.talk))
-        except TalkError as exc:
-            raise AppSetupError(str(exc)) from None
-    for ghost in getattr(args, "ghost", None) or []:
-        from stackrace.race.ghost import GhostError, load_ghost
-
-        try:
-            session.ghosts.append(load_ghost(ghost))
-        except GhostError as exc:
-            raise AppSetupError(str(exc)) from None
-    if getattr(args, "record", None):
-        from stackrace.race.recording import Recorder
-
-        session.listeners.append(Recorder(args.record))
-    drive = None
-    if getattr(args, "demo", False):
-        # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
-        from stackrace.race.demo import SyntheticEngine
-
-        engine = session.engine
-        assert isinstance(engine, SyntheticEngine)  # --demo made the session on it (above)
-        drive = engine.step
-    app = StackraceApp(
-        session,
-        plan,
-        catalog,
-        show_picker=show_picker,
-        drive=drive,
-        projector=bool(getattr(args, "big", False)),
-        remember=show_picker and not getattr(args, "demo", False),
-    )
-    app.argv = list(getattr(args, "argv", []) or [])
-    return app
-
-
-def run_app(args: argparse.Namespace, parts: RaceParts | None = None) -> int:
-    import sys
-
-    try:
-        app = make_app(args, parts)
-    except AppSetupError as exc:
-        print(f"stackrace: {exc}", file=sys.stderr)
-        return 2
-    exporter = getattr(args, "metrics_exporter", None)  # --metrics (commands/app.py)
-    if exporter is not None:
-        exporter.follow_core(app.session.core)
-        rc = exporter.run_beside(app.run_async) or 0
-    else:
-        rc = app.run() or 0
-    return exit_status(app, rc)
 
 
 def exit_status(app: StackraceApp, rc: int) -> int:

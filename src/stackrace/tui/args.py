@@ -37,22 +37,9 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     userapp.add_arguments(parser.add_argument_group("your app (README: Your app)"))
 
 
-# RaceSettings fields that are bench's alone (levels, durations, repeats, isolation):
-# the app moves the load live instead
-BENCH_ONLY = (
-    "concurrency",
-    "duration",
-    "warmup",
-    "warmup_requests",
-    "requests",
-    "isolation",
-    "repeat",
-)
-
-
 def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     """What to race and how, from the one settings declaration, plus the app's own."""
-    from stackrace.race_settings import add_options
+    from stackrace.race_settings import BENCH_ONLY, add_options
 
     group = parser.add_argument_group("the race (the picker's choices, or with --go none)")
     add_options(group, skip=BENCH_ONLY)
