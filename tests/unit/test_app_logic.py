@@ -16,6 +16,7 @@ from stackrace.race.choices import Choices, load_choices, save_choices
 from stackrace.race.talk import TalkError, TalkPlayer, parse_talk
 from stackrace.race.urls import target_url
 from stackrace.race.warmup import MAX_WARMING, WarmupTracker, is_settled
+from stackrace.race_settings import RaceSettings
 
 # --- warm-up ------------------------------------------------------------------------------
 
@@ -127,12 +128,42 @@ def test_talk_track_errors_name_the_step_and_key(text, error):
 
 def test_choices_round_trip_and_a_broken_file_is_ignored(tmp_path):
     path = tmp_path / "stackrace" / "last-race.json"
-    c = Choices(stacks=["uvicorn", "gunicorn-sync:workers=4"], workload="io", level=200)
+    settings = RaceSettings(stacks=["uvicorn", "gunicorn-sync:workers=4"], workload="io")
+    c = Choices(settings, level=200)
     assert save_choices(c, path) == path
     assert load_choices(path) == c
     path.write_text("{not json")
     assert load_choices(path) is None
     assert load_choices(tmp_path / "missing.json") is None
+
+
+def test_choices_are_race_settings_held_to_their_parsers(tmp_path):
+    """The picker's remembered settings are RaceSettings fields read back through the
+    same parsers as an option or a preset: a hand-edited value the command line would
+    refuse is a file ignored (it was loaded and raced); a file of the old shape loads."""
+    from stackrace.race.choices import PICKED
+    from stackrace.race.session import RacePlan
+
+    path = tmp_path / "last-race.json"
+    old = {"stacks": ["uvicorn"], "workload": "db", "io_ms": 25, "queries": 3}
+    path.write_text(json.dumps({**old, "rate_mode": True, "level": 50}))
+    last = load_choices(path)
+    assert last is not None and last.stacks == ["uvicorn"] and last.rate_mode
+    assert (last.settings.workload, last.settings.io_ms, last.settings.queries) == ("db", 25, 3)
+    for bad in ({"io_ms": -5}, {"workload": "../x"}, {"queries": 0}, {"level": 0}):
+        path.write_text(json.dumps({**old, **bad}))
+        assert load_choices(path) is None, bad
+    # each picked setting is a RaceSettings field with its default; nothing else is kept
+    assert set(PICKED) <= set(RaceSettings.__struct_fields__)
+    assert Choices().settings == RaceSettings()
+    kept = Choices(RaceSettings(workload="io", timeout=3.0, slo="p99<5ms"))
+    assert kept.settings == RaceSettings(workload="io")
+    # applied to a plan: the picked fields and the mode, over the plan's other settings
+    plan = RacePlan(settings=RaceSettings(timeout=2.0))
+    applied = last.apply(plan, [])
+    assert applied.settings.workload == "db" and applied.settings.timeout == 2.0
+    assert applied.stacks == () and applied.rate == 50.0 and applied.concurrency == 50
+    assert Choices.of_plan(applied).settings.workload == "db"
 
 
 # --- --url: the path typed is the path loaded -----------------------------------------------

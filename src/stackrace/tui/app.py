@@ -115,41 +115,16 @@ class StackraceApp(App[int]):
 
     def _remembered(self, plan: RacePlan) -> RacePlan:
         """The plan with the last race's choices, unless the command line chose stacks."""
-        import msgspec
-
         from stackrace.race.choices import load_choices
 
         last = load_choices()
-        if last is None or plan.stacks:
-            return plan
-        known = {c.id for c in self.catalog if c.available}
-        stacks = tuple(s for s in last.stacks if s.partition(":")[0] in known)
-        settings = msgspec.structs.replace(
-            plan.settings, workload=last.workload, io_ms=last.io_ms, queries=last.queries
-        )
-        return RacePlan(
-            stacks=stacks,
-            urls=plan.urls,
-            settings=settings,
-            concurrency=last.level,
-            rate=float(last.level) if last.rate_mode else None,
-        )
+        return plan if last is None else last.apply(plan, self.catalog)
 
     def _picked(self, plan: RacePlan | None) -> None:
         if plan is not None and self.remember:
             from stackrace.race.choices import Choices, save_choices
 
-            s = plan.settings
-            save_choices(
-                Choices(
-                    stacks=list(plan.stacks),
-                    workload=s.workload,
-                    io_ms=s.io_ms,
-                    queries=s.queries,
-                    rate_mode=plan.rate is not None,
-                    level=plan.concurrency,
-                )
-            )
+            save_choices(Choices.of_plan(plan))
         if plan is not None:
             self.run_worker(self.start_race(plan), name="start-race", exclusive=True)
 
