@@ -197,7 +197,11 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     queries: Annotated[
         int, opt("--queries", "range queries per /db request (the classic: 10)", positive_int)
     ] = 10
-    concurrency: Annotated[
+    # the levels a bench steps through; "concurrency" in a preset, a run file and on
+    # the command line (--concurrency), as ever: everywhere else in stackrace a
+    # concurrency is one number (a level, a target's connections), so the field says
+    # it is a list of them
+    concurrency_levels: Annotated[
         list[int],
         opt(
             "--concurrency",
@@ -205,7 +209,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             positive_int_list,
             bench_only=True,
         ),
-    ] = msgspec.field(default_factory=lambda: [10, 100])
+    ] = msgspec.field(default_factory=lambda: [10, 100], name="concurrency")
     duration: Annotated[
         float, opt("--duration", "measured time per level", positive_duration, bench_only=True)
     ] = 10.0
@@ -436,7 +440,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     @property
     def levels(self) -> list[int]:
         """The levels a bench steps through: concurrencies, or the one rate."""
-        return [int(self.rate)] if self.rate is not None else list(self.concurrency)
+        return [int(self.rate)] if self.rate is not None else list(self.concurrency_levels)
 
     def label(self) -> str:
         if self.own_requests:
@@ -446,6 +450,13 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         if self.workload == "db":
             return f"db ×{self.queries}"
         return self.workload
+
+
+def field_of_key() -> dict[str, str]:
+    """Each setting's key in a preset, a run file or a recording, and its field's name:
+    the same but for `concurrency` (the field `concurrency_levels`). Options, `given`
+    and `merge` speak field names; files speak keys."""
+    return {f.encode_name: f.name for f in msgspec.structs.fields(RaceSettings)}
 
 
 def options() -> dict[str, Opt]:
@@ -517,8 +528,9 @@ def from_mapping(raw: dict[str, Any], where: str) -> RaceSettings:
     same parser as its option; errors name `where` and the key."""
     values: dict[str, Any] = {}
     opts = options()
+    fields = field_of_key()
     for key, value in raw.items():
-        o = opts.get(key)
+        o = opts.get(fields.get(key, ""))
         if o is None or o.parse is None or key == "stacks":
             values[key] = value
             continue
@@ -550,9 +562,11 @@ def check_values(settings: RaceSettings, where: str) -> None:
     as the command line: a run file is data that travels, and `concurrency = [-5, 0]`
     in one must be an error naming the file and key, not a crash deep in the engine.
     Raises ValueError."""
-    fields = {name: getattr(settings, name) for name in RaceSettings.__struct_fields__}
+    keys = field_of_key()  # a subclass's own fields (a run's `path`) are not settings
     values = {
-        k: v for k, v in msgspec.to_builtins(fields).items() if v is not None and k != "stacks"
+        k: v
+        for k, v in msgspec.to_builtins(settings).items()
+        if k in keys and v is not None and k != "stacks"
     }
     from_mapping(values, where)
 

@@ -18,7 +18,7 @@ def test_sync_worker_breaks_before_an_async_server_on_io():
         settings=RaceSettings(
             workload="io",
             io_ms=10,
-            concurrency=[1, 10, 100],
+            concurrency_levels=[1, 10, 100],
             duration=2.0,
             warmup=0.5,
             isolation="rotate",

@@ -129,7 +129,7 @@ def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path:
     assert r.returncode == 0, r.stderr
     assert "stack 'plain': title differs from" in r.stderr
     rerun = loads(third.read_bytes())
-    assert rerun.settings.concurrency == [3] and rerun.settings.duration == 0.5
+    assert rerun.settings.concurrency_levels == [3] and rerun.settings.duration == 0.5
     assert rerun.stacks[0].title.startswith("changed")
 
 

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 def cut(name: str) -> list[str]:
     """Options that shrink a preset to a smoke run."""
     preset = all_presets()[name]
-    levels = preset.settings.concurrency
+    levels = preset.settings.concurrency_levels
     if len(levels) > 2:  # the ceilings: the lowest and the highest level only
         levels = [levels[0], levels[-1]]
     return [

@@ -330,15 +330,15 @@ def test_the_app_takes_variants_and_presets_as_bench_does():
     argv = ["--demo", "--stacks", "gunicorn-sync:workers=2,threads=4,uvicorn", "-c", "7"]
     settings = race_settings(build_parser().parse_args(argv))
     assert settings.stacks == ["gunicorn-sync:workers=2,threads=4", "uvicorn"]
-    assert settings.concurrency == [10, 100]  # -c is the app's starting level, not levels
+    assert settings.concurrency_levels == [10, 100]  # -c is the app's starting level, not levels
     args = build_parser().parse_args(["--preset", "sync-ceiling", "--workload", "json"])
     settings = race_settings(args)
     assert settings.workload == "json" and settings.stacks[0] == "gunicorn-sync"
     # bench's own settings are declared so on the field, and the app offers none of them
-    assert {"concurrency", "duration", "warmup", "repeat", "isolation"} <= set(BENCH_ONLY)
+    assert {"concurrency_levels", "duration", "warmup", "repeat", "isolation"} <= set(BENCH_ONLY)
     app_flags = {a for action in build_parser()._actions for a in action.option_strings}
     for name in BENCH_ONLY:
-        if name != "concurrency":  # the app's -c: its own starting level
+        if name != "concurrency_levels":  # the app's -c: its own starting level
             assert options()[name].flag not in app_flags, name
     assert options()["workload"].flag in app_flags
 

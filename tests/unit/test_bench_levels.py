@@ -41,8 +41,8 @@ def bench(
 
 
 def test_the_warm_up_is_load_before_the_figures_not_in_them():
-    warm, _, _ = bench({"jit": JIT}, concurrency=[64], warmup=20.0, duration=2.0)
-    cold, _, _ = bench({"jit": JIT}, concurrency=[64], warmup=0.0, duration=2.0)
+    warm, _, _ = bench({"jit": JIT}, concurrency_levels=[64], warmup=20.0, duration=2.0)
+    cold, _, _ = bench({"jit": JIT}, concurrency_levels=[64], warmup=0.0, duration=2.0)
     (lv_warm,) = warm.stacks[0].levels
     (lv_cold,) = cold.stacks[0].levels
     # only the measured time is in the window (plus the interval that brings its end)
@@ -56,7 +56,7 @@ def test_the_warm_up_is_load_before_the_figures_not_in_them():
 
 def test_a_warm_up_in_requests_goes_on_until_they_are_answered():
     run, _, _ = bench(
-        {"jit": JIT}, concurrency=[64], warmup=0.0, warmup_requests=6000, duration=2.0
+        {"jit": JIT}, concurrency_levels=[64], warmup=0.0, warmup_requests=6000, duration=2.0
     )
     (lv,) = run.stacks[0].levels
     assert 2.0 <= lv.window.seconds <= 2.0 + 2 * TICK
@@ -65,7 +65,7 @@ def test_a_warm_up_in_requests_goes_on_until_they_are_answered():
 
 
 def test_a_budgeted_level_starts_drained_and_sends_exactly_its_budget():
-    run, _, _ = bench({"eight": EIGHT}, concurrency=[8, 64], requests=1000, warmup=1.0)
+    run, _, _ = bench({"eight": EIGHT}, concurrency_levels=[8, 64], requests=1000, warmup=1.0)
     levels = run.stacks[0].levels
     assert [lv.level for lv in levels] == [8, 64]
     for lv in levels:
@@ -77,10 +77,10 @@ def test_a_budgeted_level_starts_drained_and_sends_exactly_its_budget():
 
 def test_repeats_are_one_window_and_the_warm_up_comes_once_per_level():
     once, steps_once, _ = bench(
-        {"eight": EIGHT}, concurrency=[4], warmup=10.0, duration=2.0, repeat=1
+        {"eight": EIGHT}, concurrency_levels=[4], warmup=10.0, duration=2.0, repeat=1
     )
     thrice, steps_thrice, _ = bench(
-        {"eight": EIGHT}, concurrency=[4], warmup=10.0, duration=2.0, repeat=3
+        {"eight": EIGHT}, concurrency_levels=[4], warmup=10.0, duration=2.0, repeat=3
     )
     (lv,) = thrice.stacks[0].levels
     (lv1,) = once.stacks[0].levels
@@ -96,7 +96,9 @@ def test_repeats_are_one_window_and_the_warm_up_comes_once_per_level():
 
 
 def test_the_breaking_point_is_the_level_where_qps_stops_growing():
-    run, _, _ = bench({"eight": EIGHT}, concurrency=[2, 4, 8, 16, 32], warmup=0.0, duration=2.0)
+    run, _, _ = bench(
+        {"eight": EIGHT}, concurrency_levels=[2, 4, 8, 16, 32], warmup=0.0, duration=2.0
+    )
     res = run.stacks[0]
     assert [round(lv.rps, -2) for lv in res.levels] == [200, 400, 800, 800, 800]
     assert res.breaking_point == 16 and res.breaking_kind == QUEUEING
@@ -105,7 +107,10 @@ def test_the_breaking_point_is_the_level_where_qps_stops_growing():
 def test_the_breaking_point_is_the_first_level_with_failures():
     # 8 workers + a backlog of 8: connections past 16 are refused
     run, _, _ = bench(
-        {"eight-small": EIGHT_SMALL_BACKLOG}, concurrency=[2, 4, 8, 64], warmup=0.0, duration=2.0
+        {"eight-small": EIGHT_SMALL_BACKLOG},
+        concurrency_levels=[2, 4, 8, 64],
+        warmup=0.0,
+        duration=2.0,
     )
     res = run.stacks[0]
     assert [lv.window.lost > 0 for lv in res.levels] == [False, False, False, True]
@@ -115,7 +120,7 @@ def test_the_breaking_point_is_the_first_level_with_failures():
 def test_a_crash_ends_that_stack_s_levels_and_the_others_go_on():
     crashes = StackModel("crashes", "sync", 8, 10.0, 0.1, crash_at=30)
     run, _, lines = bench(
-        {"crashes": crashes, "eight": EIGHT}, concurrency=[2, 4, 8], warmup=1.0, duration=2.0
+        {"crashes": crashes, "eight": EIGHT}, concurrency_levels=[2, 4, 8], warmup=1.0, duration=2.0
     )
     by_name = {st.name: st for st in run.stacks}
     assert len(by_name["eight"].levels) == 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from stackrace.config import ConfigError
@@ -67,3 +68,40 @@ def test_duplicate_claim_ids_are_refused(tmp_path):
     twice = GOOD + GOOD[GOOD.index("[[claims]]") :]
     with pytest.raises(ConfigError, match="claim 'c1': the id is used twice"):
         load_preset(write(tmp_path, twice))
+
+
+def test_the_levels_field_keeps_its_key_in_every_file_and_on_the_command_line(tmp_path):
+    """`RaceSettings.concurrency_levels` (a list: bench's levels) is `concurrency` in a
+    preset, a run file and `--concurrency`, as before the field was renamed: every
+    preset and committed run file still loads with its levels, a run file's bad levels
+    are an error naming the file's key, and a run file written now keeps the old key."""
+    import json
+    import tomllib
+
+    from stackrace.cli import build_parser
+    from stackrace.race_settings import RaceSettings, check_values, field_of_key, given
+    from stackrace.report.write import read_run
+
+    root = Path(__file__).resolve().parents[2]
+    assert field_of_key()["concurrency"] == "concurrency_levels"
+    for path in sorted((root / "presets").glob("*.toml")):
+        declared = tomllib.loads(path.read_text()).get("concurrency")
+        settings = load_preset(str(path)).settings
+        assert settings.concurrency_levels == (declared or [10, 100]), path.name
+    runs = sorted((root / "results").glob("*.json"))
+    assert runs
+    for path in runs:
+        old = json.loads(path.read_text())["settings"]["concurrency"]
+        run = read_run(str(path))
+        assert run.settings.concurrency_levels == old, path.name
+        assert json.loads(msgspec.json.encode(run.settings))["concurrency"] == old
+    bad = json.loads(runs[0].read_text())
+    bad["settings"]["concurrency"] = [-5, 0]
+    broken = tmp_path / "run.json"
+    broken.write_text(json.dumps(bad))
+    with pytest.raises(Exception, match="key 'concurrency'"):
+        read_run(str(broken))
+    with pytest.raises(ValueError, match="key 'concurrency'"):
+        check_values(RaceSettings(concurrency_levels=[0]), "x.json: settings")
+    args = build_parser().parse_args(["bench", "--stacks", "uvicorn", "--concurrency", "1,5"])
+    assert given(args)["concurrency_levels"] == [1, 5]

@@ -79,7 +79,7 @@ def make_run(sync_rps: float = 1000.0, sync_fail: dict[str, int] | None = None) 
             stacks=["sync", "async"],
             workload="io",
             path="/io?ms=10",
-            concurrency=[10, 100],
+            concurrency_levels=[10, 100],
             duration=5.0,
             warmup=1.0,
         ),

@@ -90,7 +90,7 @@ def shortened(words: list[str], server_port: int) -> list[str]:
         out += ["--repeat", "1"]
         if "--preset" in words and "--concurrency" not in words:
             preset = load_preset(words[words.index("--preset") + 1])
-            out += ["--concurrency", str(preset.settings.concurrency[0])]
+            out += ["--concurrency", str(preset.settings.concurrency_levels[0])]
     return out
 
 

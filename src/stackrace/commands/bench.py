@@ -588,7 +588,7 @@ async def _remeasure(
     by_name = {s.name: s for s in plan.stacks}
     for name, level in uncertain:
         progress(f"{name} @ {level}: within the measured spread of the baseline; measuring again")
-        settings = msgspec.structs.replace(plan.settings, concurrency=[level], repeat=3)
+        settings = msgspec.structs.replace(plan.settings, concurrency_levels=[level], repeat=3)
         again = await run_bench(
             replace(plan, stacks=[by_name[name]], settings=settings), progress, parts=parts
         )

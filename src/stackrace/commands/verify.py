@@ -185,11 +185,11 @@ def _run_own(args: argparse.Namespace) -> int:
     with its expected status (2xx unless told), once; nothing of the shipped contract."""
     import msgspec
 
-    from stackrace.race_settings import RaceSettings, given
+    from stackrace.race_settings import RaceSettings, given, merge
     from stackrace.scenario import ScenarioError
     from stackrace.userapp import default_app_stacks, generated_names
 
-    settings = msgspec.convert(given(args), RaceSettings)
+    settings = merge(RaceSettings(), given(args))  # given: by field name
     if not settings.own_requests:
         settings = msgspec.structs.replace(settings, paths=["/"])
     try:

@@ -87,7 +87,7 @@ async def search_capacity(
     s = runner.s
     slo = Slo.parse(plan.slo)
     rate_mode = s.rate is not None
-    start = float(s.rate) if s.rate is not None else float(s.concurrency[0])
+    start = float(s.rate) if s.rate is not None else float(s.concurrency_levels[0])
     needed = needed_answers(slo.quantile)
     min_s = min(MIN_PROBE_S, s.duration)
     searches = {i: CapacitySearch(bounds_for(start, rate_mode, plan)) for i in ids}

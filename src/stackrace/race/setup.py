@@ -95,8 +95,8 @@ def app_race(args: argparse.Namespace, parts: RaceParts | None = None) -> AppRac
 
 def race_settings(args: argparse.Namespace) -> RaceSettings:
     """The race settings: a --preset's (if any), then the options given, merged as
-    bench merges them; bench's own settings are not the app's (its `-c` is a starting
-    level, not a list of levels)."""
+    bench merges them; bench's own settings (its levels, durations, repeats) are not
+    the app's: the app moves the load live from one starting level (`-c`)."""
     base = RaceSettings()
     preset = getattr(args, "preset", None)
     if preset:
