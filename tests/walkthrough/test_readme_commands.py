@@ -36,6 +36,8 @@ DOCUMENTED = {
     "--from": ({0, 2}, "a saved run whose stacks were defined differently is refused "
                "(README: Guarantees, input safety); the run here is an older committed "
                "result"),
+    "--slo": ({0, 1}, "a level that misses the objective exits 1 (README: the SLO, "
+              "`--slo 'p99<1us'    # exit 1`)"),
 }  # fmt: skip
 SERVERS = ("serve",)  # they run until Ctrl-C, which ends them with 0 or 130
 
