@@ -135,9 +135,15 @@ async def test_live_concurrency_change_is_followed_by_the_server(server: TestSer
         await asyncio.to_thread(wait_for, lambda: server.stats()["open"] == 5, 3.0)
         assert server.stats()["open"] == 5
         shrink = time.monotonic() - t0
-        await run_for(engine, 0.6)
-        snap = engine.latest
-        assert snap is not None and snap.targets[0].connections == 5
+        # the engine's own count follows within a few reports (a loaded machine delays
+        # them: one snapshot 0.6 s later once still showed the retiring ones)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            await run_for(engine, 0.25)
+            snap = engine.latest
+            if snap is not None and snap.targets[0].connections == 5:
+                break
+        assert snap is not None and snap.targets[0].connections == 5, snap
         final = await engine.stop()
     assert grow < 1.0 and shrink < 1.0, (grow, shrink)
     # retiring connections is not a failure

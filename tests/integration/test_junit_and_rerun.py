@@ -96,7 +96,9 @@ def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path:
     assert (recipe.name, recipe.block) == ("plain:workers=2", "plain")
     assert recipe.overrides == {"workers": "2"}
     python = str(Path(sys.executable).parent / "python")  # {python}: the venv's
-    assert recipe.command == [python, str(ROOT / "tests/servers/testserver.py"), "{port}"]
+    # the fixture's command (tests/stacks_fixture.toml), the per-run port kept a placeholder
+    assert recipe.command[:3] == [python, str(ROOT / "tests/servers/testserver.py"), "{port}"]
+    assert recipe.command[3] == "--host" and "--stats-file" in recipe.command
     assert set(p.definitions) == {"plain"}
     # run again from a directory without a stacks file: the shipped file has no 'plain',
     # and the run's recorded blocks are never started in its place

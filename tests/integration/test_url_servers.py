@@ -146,8 +146,8 @@ def test_url_options_are_checked_before_anything_starts(server: TestServer):
         ("--url", url, "--pid", "999999999"): "--pid 999999999 (for --url 127.0.0.1:",
         ("--url", "far=http://10.254.0.1:80"): "--url far '10.254.0.1' is not on loopback",
         ("--url", f"x={url}/hello", "--path", "/json"): "has a path of its own",
-        ("--url", "x=https://127.0.0.1:9"): "only http:// URLs",
-        ("--url", "x=http://127.0.0.1:9/a b"): "is not a path",
+        ("--url", "x=ftp://127.0.0.1:9"): "only http:// and https:// URLs",
+        ("--url", "x=http://127.0.0.1:9/a b"): "a space is not allowed in a URL",
         ("--url", f"gunicorn-sync={url}", "--stacks", "gunicorn-sync"): "is taken",
     }
     for args, expected in cases.items():

@@ -62,6 +62,11 @@ def skipped(line: Line) -> str:
             "loads the Flask example the line before starts by hand: "
             "tests/integration/test_load_cli.py loads weighted paths"
         )
+    if "fixed" in words and "--stacks" in words:
+        return (
+            "the test server of known capacity (20 workers x 20 ms) is defined by "
+            "tests/integration/test_capacity.py, which runs this search"
+        )
     if words[1:3] == ["db", "reset"]:
         return "acts on the private MariaDB `db up` starts: tests/hardening/test_db_watch.py"
     return ""
