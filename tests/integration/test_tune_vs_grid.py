@@ -17,6 +17,7 @@ Cost: about 4 minutes (tune 2 minutes, the grid nine short searches)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -24,7 +25,16 @@ import pytest
 
 from tests.helpers import run_cli
 
-pytestmark = pytest.mark.slow
+# About 5 minutes (a tune, then all nine candidates measured): too long for CI's 20, so
+# it runs when asked, `STACKRACE_LONG_TESTS=1 ./dev test tests/integration/test_tune_vs_grid.py`
+# (it passed in the full run of 2026-11-24 17:00 on main)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not os.environ.get("STACKRACE_LONG_TESTS"),
+        reason="5 minutes: set STACKRACE_LONG_TESTS=1 to run it (README: Tests)",
+    ),
+]
 
 WORKERS, THREADS = (1, 2, 3), (1, 4, 16)
 MARGIN = 0.25  # tune's winner, as the grid measured it, within 25 % of the grid's best

@@ -123,7 +123,12 @@ class Target:
         # engine's sockets keep what they do best: connecting, and a connection per
         # request (a server that closes after each answer never gets handed over). TLS
         # and slow clients stay on the engine's transports (their timing and pacing).
-        self.hand_over_keepalive = self.keepalive and self.tls is None
+        # OFF for now: with the hand-over, connections retired by a concurrency change
+        # or a removed target were left open (the server still saw 3 after
+        # remove_target) and the engine's count of open connections drifted (88 counted
+        # for 5 open, tests/integration/test_engine.py). Until the hand-over's retire
+        # path is fixed, every connection stays on the engine's own sockets.
+        self.hand_over_keepalive = False
         self._adopting: dict[Connection, asyncio.Task[None]] = {}
         headers = list(spec.headers)
         if not spec.keepalive and not any(k.lower() == "connection" for k, _ in headers):
