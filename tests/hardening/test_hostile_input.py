@@ -24,22 +24,9 @@ from stackrace.config import load_stacks, resolve
 from stackrace.stacks.launcher import Launcher
 from tests.hardening.test_launch_faults import pids_with
 from tests.helpers import CLI, ROOT, free_port, run_cli, wait_for
+from tests.unit.test_hostile_values import HOSTILE_VALUES  # one list of hostile values
 
 FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
-
-# every hostile variant value the issue names, and a few more of the same family
-HOSTILE_VALUES = [
-    "x/y",
-    "x/../../../victim",
-    "../../victim",
-    "/tmp/victim",
-    "a b",
-    "a;b",
-    "a\nb",
-    "{port}",
-    "$(touch x)",
-    "'q'",
-]
 
 
 def _victim_beside_runs(tmp_path: Path) -> tuple[Path, Path]:
