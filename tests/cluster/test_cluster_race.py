@@ -105,6 +105,13 @@ async def test_race_two_stacks_across_nodes(ray_cluster: LocalCluster):
             assert t.total.requests == served == t.total.sent == t.total.ok
             assert t.total.latency.count == served  # the merged histogram too
         await launcher.stop_all()
+        # the app host's states reach the driver with its next report: wait for them
+        # (a loaded machine once asserted a moment before they came)
+        deadline = asyncio.get_running_loop().time() + 15.0
+        while not all(rs.state == "stopped" for rs in launcher.running.values()):
+            if asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.2)
         assert all(rs.state == "stopped" for rs in launcher.running.values())
         launcher.close()
     finally:
