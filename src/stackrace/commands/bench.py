@@ -141,7 +141,8 @@ def add_capacity_arguments(group: argparse._ArgumentGroup) -> None:
         action="store_true",
         help="instead of the levels, search each stack's capacity under --slo: the highest "
         "concurrency (from the first --concurrency) or, with --rate, the highest rate (from "
-        "it) that meets the SLO, by bracketing then bisection, confirmed by repeats",
+        "it) that meets the SLO, by bracketing then bisection, confirmed by repeats and a "
+        "re-check of the break",
     )
     add_search_arguments(group)
 

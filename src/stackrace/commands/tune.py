@@ -54,7 +54,7 @@ from stackrace.report.write import check_output_paths, read_run
 from stackrace.stacks.production import Production
 
 PROG = "stackrace tune"
-PROBES_PER_SEARCH = 9  # a bracket of 3–4, a bisection of 3, two confirmations
+PROBES_PER_SEARCH = 10  # a bracket of 3–4, a bisection of 3, two confirmations, a re-check
 STARTUP_GUESS_S = 3.0  # a candidate's start and stop, until one has been measured
 MIN_SHARE_S = 4.0  # less than this for a candidate's probes: not worth starting it
 

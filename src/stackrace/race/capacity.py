@@ -26,6 +26,12 @@ How it searches (k6's breakpoint test, stopped by a rule instead of by hand):
    Latency percentiles on a shared, noisy machine move from run to run; if a repeat
    misses, that load was passing by luck, the search takes the next passing load below
    and bisects again. The repeats' spread of req/s is the stated margin (± %).
+4. **Re-check the break**: the lowest miss is measured once more. One stall of a shared
+   core (another process, the engine's own) turns a single probe's p99 into a miss, and
+   a miss is never measured again otherwise: one bad second in the bracket would cap
+   the answer for good. If the repeat meets, the miss was the machine's: that load is
+   the new pass and the search goes on above it (bracket or bisect). Once per search,
+   so the answer cannot swing back and forth; the break it ends on was seen missing.
 
 A budget bounds it: a number of probes and a time (the front end reports each probe's
 seconds); when it is spent the result says so and names the bracket it got to.
@@ -138,6 +144,7 @@ class CapacitySearch:
         self._confirms: list[Probe] = []
         self._pending: float | None = None
         self._stopped = ""
+        self._rechecked = False  # the break was measured again (once per search)
 
     # --- what next --------------------------------------------------------------------
 
@@ -208,6 +215,10 @@ class CapacitySearch:
             assert self.lo is not None
             if len(self._confirms) < self.b.confirm:
                 return self.lo
+            if self.hi is not None and not self._rechecked:
+                self.phase = "recheck"
+                self._rechecked = True
+                return self.hi
             self._stopped = CEILING if self.hi is None else PRECISE
             return None
         return None
@@ -220,6 +231,17 @@ class CapacitySearch:
         self._pending = None
         probe = Probe(**{**probe.__dict__, "phase": self.phase})
         self.probes.append(probe)
+        if self.phase == "recheck":
+            if not probe.meets:  # the break repeated: it stands
+                self._stopped = PRECISE
+                return
+            # the miss was the machine's: go on above this load
+            self.lo = probe.load
+            self._confirms = []
+            above = [p.load for p in self.probes if not p.meets and p.load > probe.load]
+            self.hi = min(above) if above else None
+            self.phase = "bracket" if self.hi is None else "bisect"
+            return
         if self.phase == "confirm":
             if probe.meets:
                 self._confirms.append(probe)

@@ -238,7 +238,7 @@ class CapacityProbe(msgspec.Struct, forbid_unknown_fields=True):
     load: float
     meets: bool
     why: str  # the terms missed, with their figures ("p99 74.1ms ≥ 50 ms")
-    phase: str  # bracket, bisect or confirm
+    phase: str  # bracket, bisect, confirm or recheck (the break measured again)
     answers: int
     enough: bool  # at least `CapacityResult.needed_answers` answers
     seconds: float
