@@ -172,7 +172,9 @@ class Connection(asyncio.Protocol):
         self.parser = HttpResponseParser(self)
         t = self.target
         t.open += 1
-        if self.retiring or t.removed:
+        if self.retiring or t.removed or self not in t.conns:
+            # retired, removed, or dropped while the loop's transport was being made
+            # (Target.hand_over): it ends here, counted out again in connection_lost
             t.abandon(self)
             self.close()
             return

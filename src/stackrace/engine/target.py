@@ -123,12 +123,7 @@ class Target:
         # engine's sockets keep what they do best: connecting, and a connection per
         # request (a server that closes after each answer never gets handed over). TLS
         # and slow clients stay on the engine's transports (their timing and pacing).
-        # OFF for now: with the hand-over, connections retired by a concurrency change
-        # or a removed target were left open (the server still saw 3 after
-        # remove_target) and the engine's count of open connections drifted (88 counted
-        # for 5 open, tests/integration/test_engine.py). Until the hand-over's retire
-        # path is fixed, every connection stays on the engine's own sockets.
-        self.hand_over_keepalive = False
+        self.hand_over_keepalive = True
         self._adopting: dict[Connection, asyncio.Task[None]] = {}
         headers = list(spec.headers)
         if not spec.keepalive and not any(k.lower() == "connection" for k, _ in headers):
@@ -362,9 +357,10 @@ class Target:
             self.idle.remove(conn)
         if conn.pending is not None and conn.state == CONNECTING:
             conn.pending.cancel()  # closes the socket; nothing more is counted
-        adopting = self._adopting.pop(conn, None)
-        if adopting is not None:
-            adopting.cancel()  # the event loop's transport closes the socket
+        # A connection being handed over (hand_over) is left to finish: cancelling the
+        # adoption raced uvloop, which closes the descriptor itself when cancelled, and
+        # the socket was closed a second time here, by then perhaps another
+        # connection's number. Once up, `connected` finds it gone and closes it.
         conn.close()
 
     def _settle_due(self, now: int) -> int:
@@ -530,10 +526,6 @@ class Target:
             return
         if self.idle and conn in self.idle:
             self.idle.remove(conn)
-        if self._adopting:
-            adopting = self._adopting.pop(conn, None)
-            if adopting is not None:
-                adopting.cancel()  # failed while being handed over: nothing more of it
         if conn.retiring or self.removed:
             return
         if now and self.rate is None and not self.paused and not self.budget:
@@ -711,12 +703,10 @@ class Target:
     async def _adopt(self, conn: Connection, sock: socket.socket) -> None:
         try:
             await self.loop.create_connection(lambda: conn, sock=sock)
-        except asyncio.CancelledError:
-            sock.close()
-            if conn in self.conns and conn.state == CONNECTING:
-                self._connect_failed(conn, CONNECT_TIMEOUT)
         except OSError as exc:
-            sock.close()
+            # the descriptor is uvloop's once it opened it, and it closes it on failure:
+            # closing it here too could close a number already given to another socket
+            sock.detach()
             name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
             self.errors[name] = self.errors.get(name, 0) + 1
             self._connect_failed(conn, OTHER)
@@ -791,10 +781,8 @@ class Target:
                 if now - conn.start_ns > limit:
                     conn.fail(TIMEOUT)
             elif state == CONNECTING and now - conn.connect_ns > connect_limit:
-                adopting = self._adopting.get(conn)
-                if adopting is not None:
-                    adopting.cancel()  # _adopt counts it, once the loop has let go
-                    continue
+                if conn in self._adopting:
+                    continue  # a local hand-over, not a connect: it ends by itself
                 if conn.pending is not None:
                     conn.pending.cancel()
                 self._connect_failed(conn, CONNECT_TIMEOUT)
