@@ -1,7 +1,9 @@
 """The capacity search on real engine levels against a server whose capacity is known
-exactly (tests/servers/fixed_capacity.py: N = 20 workers each holding a request M = 20
-ms, so N/M = 1,000 req/s, and in closed loop C ≤ 20 connections answer in 20 ms while
-C = 21 makes one request in 21 wait 40 ms). The target, 30 ms, sits 10 ms from both.
+exactly (tests/servers/fixed_capacity.py: N = 50 workers each holding a request M = 50
+ms, so N/M = 1,000 req/s, and in closed loop C ≤ 50 connections answer in 50 ms while
+C = 51 makes one request in 51 wait 100 ms). The target, 75 ms, sits 25 ms from both:
+with 20 ms and 30 ms, the machine's noise at p99 beside the other test lanes (about
+10 ms) sat on the target, and CI's open-loop search missed at half the capacity.
 On a quiet machine the answer is exact; beside the rest of ./dev test (the cluster and
 walkthrough lanes run at the same time on 2 cores) a stall of 60-130 ms now and then
 makes one probe's p99 miss below the true capacity (CI saw c=19 for 20, and 459 then
@@ -26,11 +28,11 @@ pytestmark = pytest.mark.slow  # a search is ten probes of a second or two
 
 STACKS = """
 [stacks.fixed]
-title = "20 workers, 20 ms each: capacity 1,000 req/s"
+title = "50 workers, 50 ms each: capacity 1,000 req/s"
 language = "python"
 family = "async"
 command = ["{python}", "{root}/tests/servers/fixed_capacity.py", "{port}",
-           "--workers", "20", "--ms", "20"]
+           "--workers", "50", "--ms", "50"]
 """
 FAST = ["--warmup", "0", "--duration", "2s", "--path", "/work"]
 
@@ -53,10 +55,12 @@ def search(stacks: Path, tmp_path: Path, *args: str) -> tuple[dict, str]:
 
 
 def test_closed_loop_p99_finds_the_worker_count(stacks: Path, tmp_path: Path) -> None:
-    cap, said = search(stacks, tmp_path, "--slo", "p99<30ms", "--concurrency", "8")
-    assert cap["mode"] == "concurrency" and 17 <= cap["load"] <= 20, said
-    assert cap["breaks_at"] <= 21 and "p99" in cap["breaks_why"], said
-    assert f"meets p99 < 30 ms up to c={cap['load']:g} (" in said
+    cap, said = search(stacks, tmp_path, "--slo", "p99<75ms", "--concurrency", "8")
+    # C = N + 1 waits less than 2M once the workers' turns drift apart (a freed worker
+    # takes the waiting request at once): p99 passes 75 ms a few connections above N
+    assert cap["mode"] == "concurrency" and 45 <= cap["load"] <= 56, said
+    assert cap["breaks_at"] <= 57 and "p99" in cap["breaks_why"], said
+    assert f"meets p99 < 75 ms up to c={cap['load']:g} (" in said
     # the evidence: every probe with its level, the answers its percentile needs
     assert cap["needed_answers"] == 1000
     phases = [p["phase"] for p in cap["probes"]]
@@ -66,24 +70,24 @@ def test_closed_loop_p99_finds_the_worker_count(stacks: Path, tmp_path: Path) ->
         assert lv["concurrency"] == p["load"]
         assert p["answers"] == lv["window"]["requests"]
         assert p["meets"] == (not p["why"])
-    assert 17 / 20 * 800 <= cap["capacity"] <= 1050
+    assert 0.72 * 1000 <= cap["capacity"] <= 1050
 
 
 def test_closed_loop_mean_finds_its_concurrency(stacks: Path, tmp_path: Path) -> None:
-    """mean = C / throughput: under 30 ms up to C = 29 at 1,000 req/s (the server's own
+    """mean = C / throughput: under 75 ms up to C = 74 at 1,000 req/s (the server's own
     overhead lowers its throughput, and so the answer, by a few percent on a loaded
     machine: the stated precision, 10 %, plus that)."""
     cap, said = search(
-        stacks, tmp_path, "--slo", "mean<30ms", "--concurrency", "8", "--precision", "10%"
+        stacks, tmp_path, "--slo", "mean<75ms", "--concurrency", "8", "--precision", "10%"
     )
-    assert cap["load"] is not None and 25 <= cap["load"] <= 30, said
-    assert cap["breaks_at"] is not None and cap["breaks_at"] <= 33, said
+    assert cap["load"] is not None and 65 <= cap["load"] <= 75, said
+    assert cap["breaks_at"] is not None and cap["breaks_at"] <= 80, said
 
 
 def test_open_loop_p99_finds_the_rate(stacks: Path, tmp_path: Path) -> None:
     """At a constant rate below N/M no request waits; above it the queue grows without
-    end, so p99 passes 15 ms within the probe."""
-    cap, said = search(stacks, tmp_path, "--slo", "p99<30ms", "--rate", "500", "--precision", "10%")
+    end, so p99 passes the target within the probe."""
+    cap, said = search(stacks, tmp_path, "--slo", "p99<75ms", "--rate", "500", "--precision", "10%")
     assert cap["mode"] == "rate", said
     assert cap["load"] is not None and 500 <= cap["load"] <= 1050, said
     assert cap["breaks_at"] is not None and cap["breaks_at"] <= 1.1 * 1050, said

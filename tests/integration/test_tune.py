@@ -59,7 +59,7 @@ def test_tune_your_app_names_the_servers_command_for_it(tmp_path: Path) -> None:
     r = run_cli(
         "tune", "gunicorn-gthread", "--app", str(ROOT / "examples" / "flask_app") + ":app",
         "--slo", "p99<200ms", "--path", "/", "--workers", "1,2", "--threads", "2",
-        "--concurrency", "2", "--budget", "45s", "--json", str(out),
+        "--concurrency", "2", "--budget", "90s", "--json", str(out),
         cwd=tmp_path, timeout=240,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr

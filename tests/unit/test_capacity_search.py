@@ -136,6 +136,28 @@ def test_one_unlucky_miss_in_the_bracket_is_re_checked_and_the_search_goes_on_ab
     assert recheck.load == 16 and recheck.meets
 
 
+def test_a_confirm_that_misses_at_the_lowest_pass_goes_below_it() -> None:
+    """The first pass was the start, and a confirming repeat of it missed (noise at the
+    target): nothing below was measured, so the search goes down, as a start that
+    misses does, instead of saying the SLO cannot be met (CI saw "cannot meet" for a
+    server that met at that load three times)."""
+    honest = closed_loop(4, 10, 50)  # meets up to c=19
+    noisy = {8: [True, False]}  # c=8 meets, then one confirm misses
+
+    def measure(c: float) -> Probe:
+        script = noisy.get(int(c))
+        if script:
+            ok = script.pop(0)
+            return Probe(c, ok, 300, "" if ok else "p99 50.5 ms > 50 ms")
+        return honest(c) if c <= 8 else Probe(c, False, 300, "p99 60 ms > 50 ms")
+
+    search = CapacitySearch(Bounds(start=8, ceiling=4096))
+    run(search, measure)
+    result = search.result()
+    assert result.stopped == PRECISE and result.load is not None, result
+    assert result.load <= 8 and any(p.load < 8 for p in result.probes)
+
+
 def test_a_break_that_repeats_stands_and_is_re_checked_only_once() -> None:
     always = closed_loop(4, 10, 50)
     search = CapacitySearch(Bounds(start=1, ceiling=4096))

@@ -252,7 +252,9 @@ class CapacitySearch:
             below = [p.load for p in self.probes if p.meets and p.load < probe.load]
             self.lo = max(below) if below else None
             if self.lo is None:
-                self._stopped = CANNOT
+                # nothing lower was measured: go down as a start that misses does (a
+                # miss here proves nothing below it), down to the floor
+                self.phase = "bracket"
                 return
             self.phase = "bisect"
             return
