@@ -310,11 +310,15 @@ def test_clients_stuck_in_connect_are_waiting_and_said_to_be_connecting():
     # (their clocks run, as ab and wrk count them), and the figures say which ones
     # never got as far as writing a byte.
     with never_accepting_listener() as port:
-        r = run_cli("load", f"http://127.0.0.1:{port}/", "-c", "20", "-d", "1s", "--json")
+        # timeouts far beyond the run: on a busy machine (beside the other test lane) one
+        # run took long enough that the default 5 s connect timeout turned the waiting
+        # clients into failures, which is not what this test is about
+        slow = ("--connect-timeout", "60", "--timeout", "60")
+        r = run_cli("load", f"http://127.0.0.1:{port}/", "-c", "20", "-d", "1s", *slow, "--json")
         # nothing succeeded: not a measurement, and the exit code says so
         assert r.returncode == 1 and "no answer: 20 requests were still waiting" in r.stderr
         acc = json.loads(r.stdout)["accounting"]
-        r = run_cli("load", f"http://127.0.0.1:{port}/", "-c", "20", "-d", "1s")
+        r = run_cli("load", f"http://127.0.0.1:{port}/", "-c", "20", "-d", "1s", *slow)
     assert acc["answered"] == 0 and acc["failed_no_answer"] == 0, acc
     assert acc["waiting"] == acc["sent"] == 20, acc
     # the accept queue holds backlog + 1 handshakes at most; every other client connects
