@@ -172,9 +172,9 @@ class Connection(asyncio.Protocol):
         self.parser = HttpResponseParser(self)
         t = self.target
         t.open += 1
-        if self.retiring or t.removed or self not in t.conns:
-            # retired, removed, or dropped while the loop's transport was being made
-            # (Target.hand_over): it ends here, counted out again in connection_lost
+        if self.retiring or t.removed:
+            # (also one dropped while the loop's transport was being made: Target._drop
+            # is only ever called on a retiring connection or a removed target)
             t.abandon(self)
             self.close()
             return

@@ -360,7 +360,8 @@ class Target:
         # A connection being handed over (hand_over) is left to finish: cancelling the
         # adoption raced uvloop, which closes the descriptor itself when cancelled, and
         # the socket was closed a second time here, by then perhaps another
-        # connection's number. Once up, `connected` finds it gone and closes it.
+        # connection's number. Once up, `connected` finds it retiring (or its target
+        # removed: every caller of _drop has one or the other) and closes it.
         conn.close()
 
     def _settle_due(self, now: int) -> int:
