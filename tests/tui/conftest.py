@@ -76,6 +76,21 @@ class Race:
             await self.screen.tick()
         await self.pilot.pause()
 
+    async def screenshot(self) -> str:
+        """The screen once its layout has settled: a mode change (projector, a resize)
+        re-plans every pane's digits after the next refresh (`call_after_refresh`), and on
+        a busy machine `pilot.pause()` can return before that refresh has run (one full
+        run drew a pane's figure at its old size). Two equal exports 50 ms apart, or the
+        last one after 4 s."""
+        shot = self.app.export_screenshot()
+        for _ in range(80):
+            await self.pilot.pause(0.05)
+            again = self.app.export_screenshot()
+            if again == shot:
+                break
+            shot = again
+        return shot
+
     def text(self, selector: str) -> str:
         """The plain text of a Static (or any widget) on the race screen."""
         widget = self.screen.query_one(selector)

@@ -79,7 +79,7 @@ def test_a_missing_approved_snapshot_fails_and_approves_nothing(tmp_path: Path) 
 async def test_snapshot_race_screen():
     async for race in open_race(plan(concurrency=200)):
         await race.advance(24)
-        check_snapshot("race_io_c200", race.app.export_screenshot())
+        check_snapshot("race_io_c200", await race.screenshot())
 
 
 async def test_snapshot_picker():
@@ -92,7 +92,7 @@ async def test_snapshot_picker():
 async def test_snapshot_small_terminal_keeps_the_essentials():
     async for race in open_race(plan(concurrency=1000), size=(100, 30)):
         await race.advance(24)
-        check_snapshot("race_100x30_c1000", race.app.export_screenshot())
+        check_snapshot("race_100x30_c1000", await race.screenshot())
 
 
 async def test_snapshot_projector_mode():
@@ -100,7 +100,7 @@ async def test_snapshot_projector_mode():
         await race.advance(16)
         await race.pilot.press("b")
         await race.advance(8)
-        check_snapshot("race_projector", race.app.export_screenshot())
+        check_snapshot("race_projector", await race.screenshot())
 
 
 async def test_snapshot_ramp_summary_with_the_combined_chart():
@@ -110,4 +110,4 @@ async def test_snapshot_ramp_summary_with_the_combined_chart():
         await race.advance(130)
         assert race.session.ramp is None
         await race.pilot.pause()
-        check_snapshot("ramp_summary", race.app.export_screenshot())
+        check_snapshot("ramp_summary", await race.screenshot())
