@@ -15,6 +15,13 @@ rate, in alternating rounds, and prints medians:
   send), and its own send lateness (due time to write, `send_lateness` in load --json);
 - the difference of the p50s: the engine's error at the median.
 
+By default stackrace runs as vegeta does, the whole tool on core 1: its driver (which
+reads the engine's reports four times a second) and its engine process share that core,
+and the driver's work delays due sends (measured: the engine's write of a report took
+~1.7 ms, the driver woken on the same core running first). `--engine-core` gives the
+engine process core 1 (`load --engine-cpus 1`); `load` then moves its driver off it,
+onto the server's core — the placement a user who wants exact timing chooses.
+
 `--ceiling` instead measures what one engine process can schedule: stackrace alone at
 rising rates against /hello (a server that answers at once), with the rate it delivered
 and its send lateness at each; the engine's ceiling per process (MAX_RATE_PER_PROCESS,
@@ -62,9 +69,13 @@ def vegeta(url: str, rate: int, secs: int) -> dict[str, float]:
     return {"p50": _us(lat["50th"]), "p99": _us(lat["99th"]), "ok": data["success"]}
 
 
-def stackrace(url: str, rate: int, secs: int, conns: int) -> dict[str, float]:
+def stackrace(url: str, rate: int, secs: int, conns: int, engine_core: bool) -> dict[str, float]:
+    # one core for the whole tool (driver and engine, as vegeta's one process), or the
+    # engine process on that core and the driver off it (`load --engine-cpus` moves it)
+    where = [] if engine_core else ["taskset", "-c", TOOL_CPU]
+    pin = ["--engine-cpus", TOOL_CPU] if engine_core else []
     out = subprocess.run(
-        ["taskset", "-c", TOOL_CPU, sys.executable, "-m", "stackrace.cli", "load", url,
+        [*where, sys.executable, "-m", "stackrace.cli", "load", url, *pin,
          "--rate", str(rate), "-c", str(conns), "-d", f"{secs}s", "--json"],
         capture_output=True,
         text=True,
@@ -140,6 +151,12 @@ def main() -> None:
         "-c", "--connections", type=int, default=400, help="stackrace's connections (rate mode)"
     )
     ap.add_argument(
+        "--engine-core",
+        action="store_true",
+        help="stackrace's engine process alone on the tool core (load --engine-cpus), its "
+        "driver on the other core, beside the server; default: the whole tool on one core",
+    )
+    ap.add_argument(
         "--ceiling",
         action="store_true",
         help="find one engine process's scheduling ceiling (stackrace alone, /hello)",
@@ -165,7 +182,7 @@ def main() -> None:
                     veg[rate].append(v)
                     print(f"  round {rnd + 1} {rate:>6}/s vegeta     p50 {v['p50']:8.0f} µs  "
                           f"p99 {v['p99']:8.0f} µs", file=sys.stderr)  # fmt: skip
-                s = stackrace(url, rate, args.duration, args.connections)
+                s = stackrace(url, rate, args.duration, args.connections, args.engine_core)
                 sr[rate].append(s)
                 print(
                     f"  round {rnd + 1} {rate:>6}/s stackrace  p50 {s['p50']:8.0f} µs  "
@@ -182,7 +199,12 @@ def main() -> None:
 
     print(
         f"\nrate mode against a {args.delay_ms} ms server, {args.duration}s per run, "
-        f"{args.rounds} rounds (medians, µs)"
+        f"{args.rounds} rounds (medians, µs); stackrace "
+        + (
+            f"engine on core {TOOL_CPU}, its driver off it (--engine-core)"
+            if args.engine_core
+            else f"driver and engine on core {TOOL_CPU}"
+        )
     )
     print(
         f"{'rate':>7}  {'vegeta p50':>10} {'p99':>7}  {'stackrace p50':>13} {'p99':>7}  "

@@ -72,6 +72,7 @@ from stackrace.report.failures import requests_failed
 from stackrace.report.schema import PathResult
 from stackrace.report.slo import Slo
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
+from stackrace.supervise.procs import keep_off
 from stackrace.units import fmt_bytes, fmt_count, fmt_us
 
 if TYPE_CHECKING:
@@ -308,6 +309,9 @@ def run(args: argparse.Namespace) -> int:
         warmup: float = args.warmup
         settings = EngineSettings(timeout=args.timeout, connect_timeout=args.connect_timeout)
         cpus: list[int] | None = args.engine_cpus
+        if cpus and not wants_cluster(args):
+            # the engines' cores are theirs: the driver's reports wait elsewhere
+            keep_off(cpus)
         procs, capped = options.cap_procs(args.procs, cpus)
         if capped:
             options.note("stackrace load", capped)
