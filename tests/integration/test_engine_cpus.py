@@ -24,9 +24,9 @@ pytestmark = pytest.mark.skipif(
 def test_the_engine_gets_its_core_and_the_driver_keeps_off_it(server) -> None:
     cores = sorted(os.sched_getaffinity(0))
     engine_core = cores[-1]
+    argv = ["load", server.url("/hello"), "-c", "4", "-d", "4s", "--json"]
     proc = subprocess.Popen(
-        [*CLI, "load", server.url("/hello"), "-c", "4", "-d", "4s", "--json",
-         "--engine-cpus", str(engine_core)],  # fmt: skip
+        [*CLI, *argv, "--engine-cpus", str(engine_core)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -47,6 +47,13 @@ async def test_app_opens_the_flask_example_under_four_servers(tmp_path, monkeypa
         panes = list(race.query(StackPane))
         assert sorted(p.name_text for p in panes) == sorted(plan.stacks)
         assert all(p.name_text.endswith("[app]") for p in panes), [p.name_text for p in panes]
+        # --go skipped the picker: the servers left out are named (as bench names them)
+        others = [c.id for c in catalog if c.id not in plan.stacks]
+        if others:
+            assert plan.note.endswith(f"also possible: {', '.join(others)} (--stacks to choose)")
+            assert plan.note in [n.message for n in app._notifications], plan.note
+        else:
+            assert plan.note == ""
 
         # every pane says what it loads, once it loads it
         def heads() -> list[str]:

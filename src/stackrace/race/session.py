@@ -57,6 +57,8 @@ class RacePlan:
     settings: RaceSettings = field(default_factory=RaceSettings)
     concurrency: int = 10
     rate: float | None = None  # req/s per stack; None = closed loop
+    # one line the app shows as the race opens (`--app X --go`: the servers left out)
+    note: str = ""
 
     @property
     def workload(self) -> str:

@@ -132,18 +132,24 @@ def build_session(
     go = bool(getattr(args, "go", False))
     concurrency = getattr(args, "concurrency", None) or 10
     own = _own_stacks(args, settings) if not getattr(args, "demo", False) else None
+    note = ""
     if own is not None and not settings.stacks:
         from stackrace.userapp import default_app_stacks, generated_names
 
-        chosen, _ = default_app_stacks(own)
+        chosen, others = default_app_stacks(own)
         cmds = [n for n in generated_names(own) if own.generated[n] == "--cmd"]
         settings = msgspec.structs.replace(settings, stacks=chosen + cmds)
+        if go and others:
+            # --go skips the picker, where the others would be seen: say so (as bench does)
+            note = f"racing {', '.join(chosen + cmds)}; also possible: {', '.join(others)}"
+            note += " (--stacks to choose)"
     plan = RacePlan(
         stacks=tuple(settings.stacks),
         urls=urls,
         settings=settings,
         concurrency=concurrency,
         rate=settings.rate,
+        note=note,
     )
     if go and not plan.stacks and not urls:
         raise AppSetupError("--go needs stacks: --stacks A,B, a --preset, or --url")

@@ -140,6 +140,8 @@ class StackraceApp(App[int]):
             return
         self.race = RaceScreen(self.session, self.tick_interval, projector=self.projector)
         await self.push_screen(self.race)
+        if plan.note:
+            self.notify(plan.note, timeout=12)
 
     async def stop_everything(self) -> None:
         """Stop the load and every stack, once: a second caller (the unmount after `q`)
