@@ -112,7 +112,8 @@ async def test_race_two_stacks_across_nodes(ray_cluster: LocalCluster):
             if asyncio.get_running_loop().time() > deadline:
                 break
             await asyncio.sleep(0.2)
-        assert all(rs.state == "stopped" for rs in launcher.running.values())
+        states = {rs.name: (rs.state, rs.error) for rs in launcher.running.values()}
+        assert all(st == "stopped" for st, _ in states.values()), f"phase 'stop': {states}"
         launcher.close()
     finally:
         run.close()

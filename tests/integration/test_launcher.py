@@ -159,3 +159,32 @@ def test_started_children_do_not_hold_the_terminal(tmp_path):
 
     sid = asyncio.run(run())
     assert sid != os.getsid(0)
+
+
+async def test_a_stack_being_stopped_is_not_called_crashed(tmp_path):
+    """A poll during a stop's grace time (the app's, or a cluster's status refresh) sees
+    the server already gone: that is the stop, not a crash (a cluster test once read
+    "crashed" for a stack it had just stopped)."""
+    async with Launcher(tmp_path) as launcher:
+        rs = await launcher.start(stack("slow-to-stop"))
+        assert rs.state == READY
+        stopping = asyncio.create_task(launcher.stop(rs))
+        # the server dies at SIGTERM; the helper holds the stop in its grace time
+        assert await _until(lambda: rs.main is not None and rs.main.poll() is not None, 5)
+        assert not stopping.done()
+        for _ in range(5):
+            assert launcher.poll() == []
+            assert rs.state == READY  # until the stop ends
+            await asyncio.sleep(0.1)
+        await stopping
+        assert rs.state == STOPPED and rs.error is None
+        assert pids_in_sessions(rs.sessions) == []
+
+
+async def _until(predicate, timeout: float) -> bool:
+    end = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < end:
+        if predicate():
+            return True
+        await asyncio.sleep(0.05)
+    return predicate()

@@ -185,6 +185,9 @@ class RunningStack:
     memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
     cgroup_dir: Path | None = None
     reaped: bool = False  # stopped and waited for: its pids may belong to others now
+    # being stopped by us: a process that exits now was told to (poll() must not call
+    # that a crash; a cluster's status poll came in the middle of a stop and did)
+    stopping: bool = False
     host: str = HOST  # the address it binds (a cluster's app node: see stackrace.cluster)
     # a stack with `tls = true`: the certificate it serves (stacks.certificate), which
     # its probes and the engine trust
@@ -545,7 +548,7 @@ class Launcher:
         last = "no answer yet"
         what = "" if port == rs.port else f" (its upstream on port {port})"
         while True:
-            if rs.reaped:
+            if rs.reaped or rs.stopping:
                 raise LaunchError(f"{rs.name}: stopped while it was starting")
             dead = rs.dead_process()
             if dead is not None:
@@ -578,7 +581,7 @@ class Launcher:
         """Mark stacks whose processes died; return the ones that changed to crashed."""
         changed = []
         for rs in self.running.values():
-            if rs.state != READY:
+            if rs.state != READY or rs.stopping:
                 continue
             dead = rs.dead_process()
             if dead is not None:
@@ -597,6 +600,7 @@ class Launcher:
         """
         if rs.reaped:
             return  # its session ids may have been reused by unrelated processes
+        rs.stopping = True
         sessions = rs.sessions
         if sessions:
             # the main process first: nginx must stop before php-fpm, not the other way
