@@ -89,7 +89,7 @@ async def main(args: argparse.Namespace) -> None:
         parts = app_parts(run, load_stacks(args.stacks_file))
         engine = parts.engine(EngineSettings(interval=0.25))
         session = Session(RaceCore(engine, parts.source))
-        from stackrace.race.session import RacePlan
+        from stackrace.race.plan import RacePlan
         from stackrace.race_settings import RaceSettings
 
         plan = RacePlan(stacks=stacks, concurrency=c, settings=RaceSettings(workload=args.workload))

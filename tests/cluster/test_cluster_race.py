@@ -164,7 +164,8 @@ async def test_app_session_on_the_cluster(ray_cluster: LocalCluster):
     from stackrace.cluster.app_role import ClusterStackSource
     from stackrace.cluster.frontends import app_parts
     from stackrace.race.core import RaceCore
-    from stackrace.race.session import RacePlan, Session
+    from stackrace.race.plan import RacePlan
+    from stackrace.race.session import Session
 
     run = ClusterRun.connect(ray_cluster.address, NodePlacement())
     try:

@@ -20,7 +20,8 @@ from textual.pilot import Pilot
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
 from stackrace.race.core import RaceCore
-from stackrace.race.session import RacePlan, Session
+from stackrace.race.plan import RacePlan
+from stackrace.race.session import Session
 from stackrace.race.stacks import StacksFileSource
 from stackrace.race.urls import UrlTarget
 from stackrace.race_settings import RaceSettings

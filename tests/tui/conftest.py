@@ -12,7 +12,8 @@ from textual.widgets import Static
 from stackrace.engine.model import TargetSpec
 from stackrace.race.core import RaceCore
 from stackrace.race.demo import CATALOG, DemoSource, SyntheticEngine
-from stackrace.race.session import RacePlan, Session
+from stackrace.race.plan import RacePlan
+from stackrace.race.session import Session
 from stackrace.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.race import RaceScreen

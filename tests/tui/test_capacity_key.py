@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from stackrace.race.session import RacePlan
+from stackrace.race.plan import RacePlan
 from stackrace.race_settings import RaceSettings
 from stackrace.tui.chart import PercentileChart
 from stackrace.tui.dialogs import CapacityScreen

@@ -9,7 +9,7 @@ from stackrace.config import Tunable
 from stackrace.race.choices import choices_file, load_choices
 from stackrace.race.demo import CATALOG as DEMO
 from stackrace.race.members import StackChoice
-from stackrace.race.session import RacePlan
+from stackrace.race.plan import RacePlan
 from stackrace.race.urls import UrlTarget
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.picker import PickerScreen, StackList, TuneScreen

@@ -175,7 +175,8 @@ def test_levels_are_the_log_steps():
 async def test_a_ramp_started_at_level_one_keeps_its_first_level():
     from stackrace.race.core import RaceCore
     from stackrace.race.demo import DemoSource, SyntheticEngine
-    from stackrace.race.session import RacePlan, Session
+    from stackrace.race.plan import RacePlan
+    from stackrace.race.session import Session
     from stackrace.race_settings import RaceSettings
 
     engine = SyntheticEngine()

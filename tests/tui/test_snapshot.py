@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from stackrace.race.demo import CATALOG
-from stackrace.race.session import RacePlan
+from stackrace.race.plan import RacePlan
 from stackrace.tui.app import StackraceApp
 from tests.tui.conftest import SIZE, open_race, plan, synthetic_session
 

@@ -142,7 +142,7 @@ def test_choices_are_race_settings_held_to_their_parsers(tmp_path):
     same parsers as an option or a preset: a hand-edited value the command line would
     refuse is a file ignored (it was loaded and raced); a file of the old shape loads."""
     from stackrace.race.choices import PICKED
-    from stackrace.race.session import RacePlan
+    from stackrace.race.plan import RacePlan
 
     path = tmp_path / "last-race.json"
     old = {"stacks": ["uvicorn"], "workload": "db", "io_ms": 25, "queries": 3}

@@ -7,7 +7,8 @@ import pytest
 from stackrace.race.core import RaceCore
 from stackrace.race.demo import DemoSource, SyntheticEngine
 from stackrace.race.placement import choose_isolation, place
-from stackrace.race.session import RacePlan, Session
+from stackrace.race.plan import RacePlan
+from stackrace.race.session import Session
 from stackrace.race.state import StackState
 from stackrace.race_settings import RaceSettings
 

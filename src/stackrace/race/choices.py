@@ -28,7 +28,7 @@ import msgspec
 from stackrace import paths
 from stackrace.atomicfile import write_atomic
 from stackrace.race.members import StackChoice
-from stackrace.race.session import RacePlan
+from stackrace.race.plan import RacePlan
 from stackrace.race_settings import RaceSettings, from_mapping, merge
 
 FILE_NAME = "last-race.json"

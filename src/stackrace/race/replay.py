@@ -21,6 +21,7 @@ from stackrace.engine.model import EngineSnapshot, TargetSpec
 from stackrace.race.clock import RealClock
 from stackrace.race.core import RaceCore
 from stackrace.race.members import StackChoice
+from stackrace.race.plan import RacePlan
 from stackrace.race.recording import (
     Command,
     Hist,
@@ -32,7 +33,7 @@ from stackrace.race.recording import (
     Tick,
     View,
 )
-from stackrace.race.session import RacePlan, Session
+from stackrace.race.session import Session
 from stackrace.race.state import StackState
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample

@@ -16,7 +16,6 @@ draws views and forwards commands.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from stackrace.breaking import LevelVerdict, StepResult
@@ -27,6 +26,7 @@ from stackrace.race.core import RaceCore
 from stackrace.race.ghost import Ghost
 from stackrace.race.members import LoadEngine
 from stackrace.race.placement import CorePlacement, place
+from stackrace.race.plan import RacePlan
 from stackrace.race.session_view import (
     SessionView,
     SummaryRow,
@@ -37,32 +37,14 @@ from stackrace.race.session_view import (
 )
 from stackrace.race.talk import TalkPlayer, TalkStep
 from stackrace.race.thennow import ThenNow
-from stackrace.race.urls import UrlHandle, UrlTarget
+from stackrace.race.urls import UrlHandle
 from stackrace.race.verdict_keeper import VerdictKeeper
 from stackrace.race.verdicts import SharedCore
-from stackrace.race_settings import RaceSettings
 from stackrace.report.schema import Then
 from stackrace.report.slo import Slo
 
 RAMP_TOP = 2000  # `r` ramps from 1 to here
 RAMP_DWELL = 3.0  # seconds a level
-
-
-@dataclass(frozen=True)
-class RacePlan:
-    """What the user chose: stacks, URL targets, the race settings and the first level."""
-
-    stacks: tuple[str, ...] = ()
-    urls: tuple[UrlTarget, ...] = ()
-    settings: RaceSettings = field(default_factory=RaceSettings)
-    concurrency: int = 10
-    rate: float | None = None  # req/s per stack; None = closed loop
-    # one line the app shows as the race opens (`--app X --go`: the servers left out)
-    note: str = ""
-
-    @property
-    def workload(self) -> str:
-        return self.settings.workload
 
 
 class Session:

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from stackrace.race.members import RaceParts, StackChoice, StackSource
-from stackrace.race.session import RacePlan, Session
+from stackrace.race.plan import RacePlan
+from stackrace.race.session import Session
 from stackrace.race_settings import BENCH_ONLY, RaceSettings, with_given
 
 if TYPE_CHECKING:

@@ -18,8 +18,9 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from stackrace.race.members import StackChoice
+from stackrace.race.plan import RacePlan
 from stackrace.race.replay import ReplayPlayer
-from stackrace.race.session import RacePlan, Session
+from stackrace.race.session import Session
 from stackrace.tui.picker import PickerScreen
 from stackrace.tui.race import RaceScreen
 

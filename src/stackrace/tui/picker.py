@@ -29,7 +29,7 @@ from textual.widgets.option_list import Option
 
 from stackrace.config import Tunable
 from stackrace.race.members import StackChoice
-from stackrace.race.session import RacePlan
+from stackrace.race.plan import RacePlan
 from stackrace.race.urls import UrlTarget, target_url
 from stackrace.race_settings import RaceSettings
 from stackrace.tui.dialogs import SCREENSHOT
