@@ -74,10 +74,11 @@ def keep_off(cpus: Iterable[int]) -> list[int] | None:
     The driver reads every engine's report (four a second), and a report it is woken for
     on an engine's core runs there at once, before the engine's next due sends: with the
     engine pinned to core 1 and the driver free to float, the kernel woke the driver on
-    the engine's core (beside the process that wrote to it) and rate mode's send
-    lateness p99 went from ~0.4 ms to 1–1.3 ms at 20,000 req/s (bench/rate_timing.py
-    --engine-core). Children started later inherit the mask: for `load`, which starts
-    no servers, that is nothing but the engines, and they are pinned themselves."""
+    the engine's core (beside the process that wrote to it) and rate mode's p99 send
+    lateness at 20,000 req/s was 0.4–1.3 ms in three runs; kept off, 0.2 ms
+    (bench/rate_timing.py --engine-core). Children started later inherit the mask: for
+    `load`, which starts no servers, that is nothing but the engines, pinned themselves.
+    bench and the app do not move it: there the other cores are the servers'."""
     engines = set(cpus)
     allowed = os.sched_getaffinity(0)
     rest = allowed - engines
