@@ -24,7 +24,10 @@ import pytest
 
 from tests.helpers import run_cli
 
-pytestmark = pytest.mark.slow  # a search is ten probes of a second or two
+# A timing figure on a shared 2-core machine, beside the other test lane (./dev test):
+# a stall of a core for a moment changes it. One rerun (shown as R, "1 rerun" in the
+# summary): a result that is wrong twice is a failure.
+pytestmark = [pytest.mark.slow, pytest.mark.flaky(reruns=1)]  # ten probes of 1–2 s each
 
 STACKS = """
 [stacks.fixed]

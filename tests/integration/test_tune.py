@@ -12,7 +12,10 @@ import pytest
 
 from tests.helpers import ROOT, run_cli
 
-pytestmark = pytest.mark.slow
+# A timing figure on a shared 2-core machine, beside the other test lane (./dev test):
+# a stall of a core for a moment changes it. One rerun (shown as R, "1 rerun" in the
+# summary): a result that is wrong twice is a failure.
+pytestmark = [pytest.mark.slow, pytest.mark.flaky(reruns=1)]
 
 STACKS = """
 [stacks.fixed]

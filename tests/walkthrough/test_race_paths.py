@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from stackrace.race.summary import at_breaking, level_figures
 from stackrace.tui.dialogs import SummaryScreen
 from stackrace.tui.picker import PickerScreen, StackList
@@ -42,6 +44,7 @@ async def test_variants_made_in_the_picker_race(tmp_path: Path):
         assert all(p.name.startswith("gunicorn (gthread worker) (workers=") for p in view.panes)
 
 
+@pytest.mark.flaky(reruns=1)  # level figures on a busy machine: see test_capacity.py
 async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start(tmp_path):
     """c=1000 on /io (100 ms), then c=1: gunicorn sync answers nothing while the ~900
     requests queued before it drain (90 s of work), and the pane says FAILING with what
