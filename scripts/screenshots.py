@@ -115,7 +115,7 @@ async def web() -> None:
     }
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         str(ROOT / "tests" / "tui" / "test_web.py")],
+         str(ROOT / "tests" / "e2e" / "test_web.py")],
         check=True,
         env=env,
         cwd=ROOT,
