@@ -142,7 +142,8 @@ class StackraceApp(App[int]):
         self.race = RaceScreen(self.session, self.tick_interval, projector=self.projector)
         await self.push_screen(self.race)
         if plan.note:
-            self.notify(plan.note, timeout=12)
+            # plain text: "[app]" in a stack's name is not markup (it vanished once)
+            self.notify(plan.note, timeout=12, markup=False)
 
     async def stop_everything(self) -> None:
         """Stop the load and every stack, once: a second caller (the unmount after `q`)
