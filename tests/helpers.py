@@ -115,3 +115,15 @@ def wait_for(predicate, timeout: float = 5.0, step: float = 0.05) -> bool:
             return True
         time.sleep(step)
     return predicate()
+
+
+async def until(predicate, timeout: float, step: float = 0.1) -> bool:
+    """`wait_for` inside an event loop: the loop (the app, the launcher) runs meanwhile."""
+    import asyncio
+
+    end = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < end:
+        if predicate():
+            return True
+        await asyncio.sleep(step)
+    return predicate()

@@ -532,6 +532,12 @@ def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
     return chosen, [n for n in generated if n not in chosen]
 
 
+def left_out_note(chosen: list[str], others: list[str]) -> str:
+    """What `bench` and the app's `--go` say when they race the common servers and not
+    the others that run the app (the picker would have shown them)."""
+    return f"racing {', '.join(chosen)}; also possible: {', '.join(others)} (--stacks to choose)"
+
+
 def install_hint(stacks: StackFile) -> str:
     """The command that installs the common servers of the app's kind into the app's
     own environment (what to say when none of them can run it yet)."""
@@ -559,6 +565,7 @@ __all__ = [
     "cmd_stack",
     "inspect_app",
     "install_hint",
+    "left_out_note",
     "parse_env",
     "parse_target",
     "resolve_app",

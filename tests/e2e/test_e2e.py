@@ -28,7 +28,7 @@ from stackrace.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane
 from stackrace.tui.race import RaceScreen
-from tests.helpers import TestServer, never_accepting_listener
+from tests.helpers import TestServer, never_accepting_listener, until
 
 SYNC_SERVER = Path(__file__).parent / "servers" / "sync_server.py"
 
@@ -41,15 +41,6 @@ def servers():
     yield sync, async_
     sync.kill()
     async_.kill()
-
-
-async def wait_until(predicate, timeout: float) -> bool:
-    end = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < end:
-        if predicate():
-            return True
-        await asyncio.sleep(0.1)
-    return predicate()
 
 
 @contextlib.asynccontextmanager
@@ -65,7 +56,7 @@ async def race_app(
     choices = list(launcher.catalog()) if launcher is not None else []
     app = StackraceApp(session, plan, choices, show_picker=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        assert await wait_until(lambda: app.race is not None and len(app.race.panes) == panes, 10)
+        assert await until(lambda: app.race is not None and len(app.race.panes) == panes, 10)
         assert app.race is not None
         yield app, app.race, pilot
 
@@ -91,7 +82,7 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
             await pilot.press("plus")
         await asyncio.sleep(2.0)
         await pilot.press("plus", "plus")  # -> 10 -> 20
-        broken = await wait_until(lambda: sync_pane.has_class("-broken"), 8)
+        broken = await until(lambda: sync_pane.has_class("-broken"), 8)
         view = race.last_view
         assert view is not None
         sync_view = next(p for p in view.panes if p.id == "url1")
@@ -123,7 +114,7 @@ async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
         concurrency=1,
     )
     async with race_app(plan, 2, launcher) as (_app, race, pilot):
-        ready = await wait_until(
+        ready = await until(
             lambda: (
                 race.last_view is not None
                 and len(race.last_view.panes) == 2
@@ -139,7 +130,7 @@ async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
         await asyncio.sleep(2.0)
         await pilot.press("plus", "plus")  # -> 10 -> 20
         sync_pane = race.query_one("#pane-gunicorn-sync", StackPane)
-        assert await wait_until(lambda: sync_pane.has_class("-broken"), 8)
+        assert await until(lambda: sync_pane.has_class("-broken"), 8)
         assert not race.query_one("#pane-uvicorn", StackPane).has_class("-broken")
         view = race.last_view
         assert view is not None
@@ -185,7 +176,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
                 and parts[4] == "old"
             )
 
-        assert await wait_until(waiting_shown, 5), seen[-3:]
+        assert await until(waiting_shown, 5), seen[-3:]
 
         # the figure is live: how many wait, and the age of the oldest (each waits for
         # about nine others of 10 ms), in the pane as in the engine's figures
@@ -194,7 +185,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
             w = view.panes[0].target.interval if view and view.panes[0].target else None
             return w is not None and w.waiting >= 5 and w.oldest_wait_us >= 40_000
 
-        assert await wait_until(aged, 5), race.last_view
+        assert await until(aged, 5), race.last_view
         assert "ms old" in pane.line("waiting") or " s old" in pane.line("waiting")
 
         def line_now() -> str:
@@ -202,7 +193,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
 
         # (a verdict changes once it has held 2 s: on a busy machine the totals take a
         # few seconds to settle on one side of the rule)
-        assert await wait_until(lambda: line_now().startswith("▲ QUEUEING at c=10"), 20), (
+        assert await until(lambda: line_now().startswith("▲ QUEUEING at c=10"), 20), (
             line_now(),
             app.session.levels.results("url1"),
         )
@@ -237,7 +228,7 @@ async def test_clients_stuck_in_connect_show_as_connecting():
                 seen.append(pane.line("waiting"))
                 return seen[-1].startswith("waiting 20 · ") and "connecting" in seen[-1]
 
-            assert await wait_until(shown, 5), seen[-3:]
+            assert await until(shown, 5), seen[-3:]
             view = race.last_view
             assert view is not None and view.panes[0].target is not None
             w = view.panes[0].target.interval

@@ -20,7 +20,7 @@ from stackrace.engine.model import TargetSpec
 from stackrace.stacks.launcher import CRASHED, READY, STOPPED, Launcher, LaunchError
 from stackrace.stacks.sampler import TreeSampler
 from stackrace.supervise.procs import pids_in_sessions
-from tests.helpers import wait_for
+from tests.helpers import until, wait_for
 
 FIXTURE = Path(__file__).parents[1] / "stacks_fixture.toml"
 STACKS = load_stacks(FIXTURE)
@@ -170,7 +170,7 @@ async def test_a_stack_being_stopped_is_not_called_crashed(tmp_path):
         assert rs.state == READY
         stopping = asyncio.create_task(launcher.stop(rs))
         # the server dies at SIGTERM; the helper holds the stop in its grace time
-        assert await _until(lambda: rs.main is not None and rs.main.poll() is not None, 5)
+        assert await until(lambda: rs.main is not None and rs.main.poll() is not None, 5, 0.05)
         assert not stopping.done()
         for _ in range(5):
             assert launcher.poll() == []
@@ -179,12 +179,3 @@ async def test_a_stack_being_stopped_is_not_called_crashed(tmp_path):
         await stopping
         assert rs.state == STOPPED and rs.error is None
         assert pids_in_sessions(rs.sessions) == []
-
-
-async def _until(predicate, timeout: float) -> bool:
-    end = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < end:
-        if predicate():
-            return True
-        await asyncio.sleep(0.05)
-    return predicate()

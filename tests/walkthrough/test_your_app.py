@@ -6,7 +6,6 @@ under their names."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import psutil
@@ -16,18 +15,9 @@ from stackrace.cli import build_parser
 from stackrace.race.setup import AppSetupError, build_session
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane
-from tests.helpers import ROOT, TestServer
+from tests.helpers import ROOT, TestServer, until
 
 pytestmark = pytest.mark.slow
-
-
-async def _until(predicate, timeout: float) -> bool:
-    end = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < end:
-        if predicate():
-            return True
-        await asyncio.sleep(0.1)
-    return predicate()
 
 
 async def test_app_opens_the_flask_example_under_four_servers(tmp_path, monkeypatch) -> None:
@@ -41,7 +31,7 @@ async def test_app_opens_the_flask_example_under_four_servers(tmp_path, monkeypa
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     app = StackraceApp(session, plan, catalog, show_picker=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        assert await _until(lambda: app.race is not None and len(app.race.panes) == 4, 20)
+        assert await until(lambda: app.race is not None and len(app.race.panes) == 4, 20)
         race = app.race
         assert race is not None
         panes = list(race.query(StackPane))
@@ -62,10 +52,10 @@ async def test_app_opens_the_flask_example_under_four_servers(tmp_path, monkeypa
         def heads() -> list[str]:
             return [str(p.query_one("#head").content) for p in panes]
 
-        assert await _until(lambda: all("/ ×3, /slow ×1" in h for h in heads()), 40), heads()
+        assert await until(lambda: all("/ ×3, /slow ×1" in h for h in heads()), 40), heads()
         await pilot.press("q")
         await pilot.pause()
-    assert await _until(lambda: not _left(before), 15), _left(before)
+    assert await until(lambda: not _left(before), 15), _left(before)
 
 
 def _left(before: set[int]) -> list[psutil.Process]:
@@ -97,7 +87,7 @@ async def test_app_races_servers_started_by_hand_under_their_names(tmp_path, mon
         assert not show_picker
         app = StackraceApp(session, plan, catalog, show_picker=False)
         async with app.run_test(size=(160, 48)) as pilot:
-            assert await _until(lambda: app.race is not None and len(app.race.panes) == 2, 20)
+            assert await until(lambda: app.race is not None and len(app.race.panes) == 2, 20)
             assert app.race is not None
             panes = {p.name_text: p for p in app.race.query(StackPane)}
             other = f"127.0.0.1:{b.port}"
@@ -110,9 +100,9 @@ async def test_app_races_servers_started_by_hand_under_their_names(tmp_path, mon
                 heads = all("/hello ×3, /json ×1" in text(n, "head") for n in panes)
                 return heads and "RSS" in text("mine", "memory")
 
-            assert await _until(shown, 20), {n: text(n, "head") for n in panes}
+            assert await until(shown, 20), {n: text(n, "head") for n in panes}
             assert "not sampled" not in text("mine", "memory")
-            assert await _until(lambda: "RSS not sampled" in text(other, "memory"), 10)
+            assert await until(lambda: "RSS not sampled" in text(other, "memory"), 10)
             assert "CPU not sampled (give --pid)" in text(other, "memory")
             await pilot.press("q")
             await pilot.pause()

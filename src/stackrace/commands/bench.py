@@ -213,11 +213,9 @@ def build_plan(
             )
             return None
         if others:
-            print(
-                f"stackrace bench: racing {', '.join(chosen_names)}; also possible: "
-                f"{', '.join(others)} (--stacks to choose)",
-                file=sys.stderr,
-            )
+            from stackrace.userapp import left_out_note
+
+            print(f"stackrace bench: {left_out_note(chosen_names, others)}", file=sys.stderr)
         settings = msgspec.structs.replace(settings, stacks=chosen_names)
     if not settings.stacks and not args.url:
         _fail("name the stacks (--stacks A,B), a --preset, or servers you started (--url)")

@@ -135,15 +135,13 @@ def build_session(
     own = _own_stacks(args, settings) if not getattr(args, "demo", False) else None
     note = ""
     if own is not None and not settings.stacks:
-        from stackrace.userapp import default_app_stacks, generated_names
+        from stackrace.userapp import default_app_stacks, generated_names, left_out_note
 
         chosen, others = default_app_stacks(own)
         cmds = [n for n in generated_names(own) if own.generated[n] == "--cmd"]
         settings = msgspec.structs.replace(settings, stacks=chosen + cmds)
-        if go and others:
-            # --go skips the picker, where the others would be seen: say so (as bench does)
-            note = f"racing {', '.join(chosen + cmds)}; also possible: {', '.join(others)}"
-            note += " (--stacks to choose)"
+        if go and others:  # --go skips the picker, where the others would be seen
+            note = left_out_note(chosen + cmds, others)
     plan = RacePlan(
         stacks=tuple(settings.stacks),
         urls=urls,

@@ -548,7 +548,7 @@ class Launcher:
         last = "no answer yet"
         what = "" if port == rs.port else f" (its upstream on port {port})"
         while True:
-            if rs.reaped or rs.stopping:
+            if rs.stopping:  # (set first thing in stop(), before it reaps)
                 raise LaunchError(f"{rs.name}: stopped while it was starting")
             dead = rs.dead_process()
             if dead is not None:

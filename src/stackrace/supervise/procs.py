@@ -67,9 +67,9 @@ def child_setup(cpus: list[int] | None = None, cgroup: Path | None = None) -> Ca
     return setup
 
 
-def keep_off(cpus: Iterable[int]) -> list[int] | None:
-    """Move this process off `cpus` (the engines' cores) when it may run elsewhere; the
-    cores it runs on now, or None when it stays (no other core, or not allowed).
+def keep_off(cpus: Iterable[int]) -> None:
+    """Move this process off `cpus` (the engines' cores) when it may run elsewhere (it
+    stays where it is when it has no other core or may not move).
 
     The driver reads every engine's report (four a second), and a report it is woken for
     on an engine's core runs there at once, before the engine's next due sends: with the
@@ -79,16 +79,11 @@ def keep_off(cpus: Iterable[int]) -> list[int] | None:
     (bench/rate_timing.py --engine-core). Children started later inherit the mask: for
     `load`, which starts no servers, that is nothing but the engines, pinned themselves.
     bench and the app do not move it: there the other cores are the servers'."""
-    engines = set(cpus)
     allowed = os.sched_getaffinity(0)
-    rest = allowed - engines
-    if not rest or rest == allowed:
-        return None
-    try:
-        os.sched_setaffinity(0, rest)
-    except OSError:
-        return None
-    return sorted(rest)
+    rest = allowed - set(cpus)
+    if rest and rest != allowed:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, rest)
 
 
 def session_of(pid: int) -> int | None:
