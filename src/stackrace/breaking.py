@@ -14,8 +14,17 @@ Pure logic, no UI and no I/O, so the app and the headless bench judge the same w
       and the stack's CPU is not the limit (a sync worker blocked on I/O). A request
       still waiting has not failed: it fails if the timeout ends it, and then the level
       is failing;
+    * **starving**: some clients get nothing while the others are served: more than 5 %
+      of the clients' time went into waits far longer than the answered requests took
+      (engine/model.py `starved_share`: 10× their p99, and over a second; still waiting,
+      or ended by a timeout) — a worker that stays on one keep-alive connection (uWSGI
+      with one worker and `--http11-socket` at c=10 answers one client and leaves nine
+      to their timeout: under 1 % of the attempts fail), or an accept queue that dropped
+      their SYNs. Counted in time, not attempts: a starved client makes one attempt per
+      timeout while a served one makes hundreds;
     * **saturated**: the same signs with the stack's CPU at ≥ 80 % of what it can use:
-      it is CPU-bound, serving as fast as its cores allow.
+      it is CPU-bound, serving as fast as its cores allow (a CPU-bound stack that also
+      starves clients is saturated, and its reason says it starves them).
   On cores shared by several stacks, a stack that used less than that but waited for
   the full shared core the rest of the time (`core_full`, `core_starved`) has no
   verdict of its own: the race's verdict is that the shared core is full, and its
@@ -41,11 +50,13 @@ LATENCY_GROWTH = 1.10  # ... while mean latency grows by more than 10%
 CPU_BOUND = 0.80  # saturated when the stack uses this share of the CPU it can use
 MIN_SECONDS = 1.0  # a level needs this much measured time to count
 MIN_ATTEMPTS = 20  # and this many requests (a level at c=1 on a slow stack still counts)
+STARVED_SHARE = 0.05  # starving when one client in twenty gets nothing while others are served
 
 FAILING = "failing"
 QUEUEING = "queueing"
 SATURATED = "saturated"
-VERDICT_KINDS = (FAILING, QUEUEING, SATURATED)
+STARVING = "starving"
+VERDICT_KINDS = (FAILING, STARVING, QUEUEING, SATURATED)
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,17 @@ class StepResult:
     def stale(self) -> int:
         """Clients still waiting after longer than the level has lasted."""
         return self.window.stale
+
+    @property
+    def clients(self) -> int:
+        """Clients in play at the level's end: those waiting, or the time-average in
+        flight when more (a closed loop's concurrency, an open loop's backlog)."""
+        return max(self.window.waiting, round(self.window.in_flight), 1)
+
+    @property
+    def starving(self) -> bool:
+        """More than `STARVED_SHARE` of the clients' time spent starved."""
+        return self.requests > 0 and self.window.starved_share > STARVED_SHARE
 
     @property
     def failed(self) -> int:
@@ -182,9 +204,12 @@ def judge(step: StepResult, previous: StepResult | None, low_p99: int) -> LevelV
         and step.mean_us > previous.mean_us * LATENCY_GROWTH
     )
     slow = low_p99 > 0 and step.p99_us > P99_FACTOR * low_p99
-    if not (flat or slow or stale):
+    starving = step.starving
+    if not (flat or slow or stale or starving):
         return None
-    if stale:
+    if starving:
+        what = starving_reason(step)
+    elif stale:
         what = f"{step.stale:,} waited > {step.seconds:.0f}s with no answer"
     elif flat and previous is not None:
         what = f"QPS flat, latency ×{step.mean_us / previous.mean_us:.1f}"
@@ -192,9 +217,19 @@ def judge(step: StepResult, previous: StepResult | None, low_p99: int) -> LevelV
         what = f"p99 ×{step.p99_us / low_p99:.0f}"
     if step.cpu_bound:
         return verdict(SATURATED, f"CPU-bound ({step.cpu_percent:.0f}% CPU), {what}")
+    if starving:
+        # unfair service is the stack's own, whatever a shared core did to its speed
+        return verdict(STARVING, what)
     if step.core_starved:
         return None  # the shared core is full: the race's verdict, not this stack's
     return verdict(QUEUEING, what)
+
+
+def starving_reason(step: StepResult) -> str:
+    """ "90% of the clients' time without an answer (waits up to 10.0s)", for a pane."""
+    share = 100 * step.window.starved_share
+    longest = step.window.starved_wait_us / 1e6
+    return f"{share:.0f}% of the clients' time without an answer (waits up to {longest:.1f}s)"
 
 
 def breaking_reason(step: StepResult, previous: StepResult | None, low_p99: int) -> str | None:

@@ -1,9 +1,10 @@
 """The accounting on real stacks: gunicorn sync and uWSGI, one worker each.
 
 These are the servers whose queues the engine used to hide: gunicorn's sync worker
-answers one request at a time and makes every client reconnect; uWSGI's single worker
-serves one keep-alive connection until it closes, so one connection could take a whole
-request budget while the others waited unseen.
+answers one request at a time and makes every client reconnect; uWSGI's single worker on
+its native socket (uwsgi-http11) serves one keep-alive connection until it closes, so one
+connection could take a whole request budget while the others waited unseen, and with
+no budget the others starve.
 """
 
 from __future__ import annotations
@@ -66,10 +67,10 @@ def test_gunicorn_sync_queue_is_counted_and_judged(tmp_path: Path):
 
 
 def test_uwsgi_one_worker_budget_is_spread_over_every_connection(tmp_path: Path):
-    needs("uwsgi")
+    needs("uwsgi-http11")
     r, out = bench(
         tmp_path,
-        "--stacks", "uwsgi", "--workload", "io", "--io-ms", "10",
+        "--stacks", "uwsgi-http11", "--workload", "io", "--io-ms", "10",
         "--concurrency", "30", "--requests", "300", "--duration", "0.5s", "--warmup", "0.3s",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -83,3 +84,26 @@ def test_uwsgi_one_worker_budget_is_spread_over_every_connection(tmp_path: Path)
     # queue's (about 30 × 10 ms), not the 10 ms one connection alone would see
     assert w.latency.mean > 100_000, w.latency
     assert lv.little is None or lv.little.ok, lv.little
+
+
+def test_a_worker_held_by_one_keepalive_connection_is_starving_not_healthy(tmp_path: Path):
+    """uWSGI's native socket, one worker, c=4: one client gets every answer in ~0.1 ms
+    and three get nothing until their timeout. Under 1 % of the attempts fail, so before
+    the starving rule the verdict was "no breaking point". The same worker behind
+    uWSGI's HTTP router (the shipped `uwsgi`) serves all four in turn: no verdict."""
+    needs("uwsgi-http11")
+    r, out = bench(
+        tmp_path,
+        "--stacks", "uwsgi-http11,uwsgi", "--concurrency", "4",
+        "--duration", "3s", "--warmup", "0.5s", "--no-progress",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    native, router = loads(out.read_bytes()).stacks
+    w = native.levels[0].window
+    assert w.requests > 1_000 and w.failed / w.requests < 0.01, w  # under the failing rule
+    assert w.starved_share > 0.5 and w.starved_wait_us > 2_000_000, w
+    assert native.breaking_kind == "starving" and native.breaking_point == 4
+    assert native.breaking_reason.endswith("of the clients' time without an answer (waits "
+                                           f"up to {w.starved_wait_us / 1e6:.1f}s)")  # fmt: skip
+    assert "uwsgi-http11: starving at 4" in r.stdout
+    assert router.breaking_kind == "" and router.levels[0].window.starved_share == 0.0

@@ -165,3 +165,97 @@ def test_a_full_backlog_and_the_cause_of_timeouts_are_named():
     assert "is full (129 of 128)" in timeout_cause(signs(0, queue=129, backlog=128))
     assert "is not full (3 of 128)" in timeout_cause(signs(0, queue=3, backlog=128))
     assert timeout_cause(None) == ""
+
+
+# --- starving: some clients get nothing while others are served -------------------------
+
+
+def _accumulated(
+    answered_us: list[int],
+    waiting_us: list[int],
+    seconds: float = 12.0,
+    clients: int = 10,
+    timeouts: int = 0,
+):
+    """A level's totals as the driver builds them: answered latencies, requests that
+    timed out (10 s), and the ages of the requests still waiting at its end."""
+    from stackrace.engine.aggregate import WindowAccumulator
+    from stackrace.engine.histogram import index_of
+    from stackrace.engine.model import CONNECT_TIMEOUT, TIMEOUT
+
+    acc = WindowAccumulator()
+    acc.opened = True
+    acc.seconds = seconds
+    for us in answered_us:
+        i = index_of(us)
+        acc.hist.counts[i] = acc.hist.counts.get(i, 0) + 1
+    for us in waiting_us:
+        i = index_of(us)
+        acc.waiting_ages.counts[i] = acc.waiting_ages.counts.get(i, 0) + 1
+    acc.requests = acc.ok = len(answered_us)
+    if timeouts:
+        acc.failures[TIMEOUT] = timeouts
+    acc.sent = acc.requests + timeouts + len(waiting_us)
+    acc.waiting = len(waiting_us)
+    acc.inflight_sum, acc.inflight_n = clients * 100, 100
+    return acc.stats({TIMEOUT: 10.0, CONNECT_TIMEOUT: 5.0})
+
+
+def test_one_client_served_and_nine_starving_is_starving_not_a_tick():
+    """uWSGI, one worker, keep-alive, c=10 (measured 2026-11-24): one connection got
+    every answer (~5 ms each), the other nine waited until their 10 s timeout and began
+    again. Under 1 % of the *attempts* failed, so before this rule the verdict was "no
+    breaking point" and the pane said "✓ no failures". In the clients' time it is nine
+    of ten."""
+    from stackrace.breaking import STARVING
+    from stackrace.race.explain import annotate, proof
+
+    # an 8 s level: the nine timed out once in it, and wait again (0.7 s so far: young)
+    w = _accumulated([5_000] * 1_300 + [20_000] * 150, [700_000] * 9 + [3_000],
+                     seconds=8.0, timeouts=9)  # fmt: skip
+    assert w.starved_share == 0.9 and w.starved_wait_us == 10_000_000
+    steps = [step_result(1, window(180, 5.0)), step_result(10, w)]
+    v = find_breaking_point(steps)
+    assert v is not None and v.kind == STARVING and v.level == 10
+    assert v.reason == "90% of the clients' time without an answer (waits up to 10.0s)"
+    assert proof(v, steps[1]).startswith("90% of 10 clients' time: no answer for up to 10 s, the")
+    said = annotate(verdict=v, interval=w, total=w, rate=None, timeout=10.0)
+    assert said.startswith("90% of the clients' time without an answer (up to 10 s) while others")
+    assert "serves other connections first" in said and "queued" not in said
+    # the same clients, still waiting at the level's end (no timeout yet): the same
+    w2 = _accumulated([5_000] * 2_000, [4_650_000] * 9 + [3_000], seconds=5.0)
+    assert 0.83 < w2.starved_share < 0.84 and w2.starved_wait_us // 100_000 == 46
+    assert find_breaking_point([step_result(10, w2)]).kind == STARVING
+
+
+def test_a_fair_queue_is_queueing_not_starving():
+    """gunicorn sync at c=1000: everyone waits in the accept queue in turn, so the
+    waiting are as old as the answered took; nobody is starved."""
+    answered = [900_000 + 200 * i for i in range(1_000)]  # ~1 s each, in turn
+    w = _accumulated(answered, [i * 1_000 for i in range(1_000)], clients=1000)  # 0–1 s old
+    assert w.starved_share == 0.0
+    steps = [step_result(10, window(1000, 2.0)), step_result(1000, w)]
+    v = find_breaking_point(steps)
+    assert v is not None and v.kind == QUEUEING
+    # a queue that reaches the timeout: the answered took as long, so timeouts are no sign
+    slow = _accumulated([9_500_000] * 300, [5_000_000] * 100, clients=100, timeouts=20)
+    assert slow.starved_share == 0.0
+
+
+def test_starving_needs_a_share_of_the_clients_time_and_someone_served():
+    # one client of a thousand in a SYN retransmit: a sliver of the clients' time
+    one = _accumulated([5_000] * 5_000, [3_100_000] + [4_000] * 999, clients=1000)
+    assert 0 < one.starved_share < 0.001
+    assert find_breaking_point([step_result(1000, one)]) is None
+    # nothing answered at all: not "others are served" (that is stale, or wedged)
+    none = _accumulated([], [3_100_000] * 10, seconds=2.0)
+    assert none.starved_share == 0.0
+
+
+def test_a_cpu_bound_stack_that_starves_is_saturated_and_says_so():
+    from stackrace.breaking import judge
+
+    w = _accumulated([2_000] * 5_000, [5_000_000] * 9 + [1_000])
+    v = judge(step_result(10, w, share=CpuShare(used=97, capacity=100)), None, 2_000)
+    assert v is not None and v.kind == SATURATED
+    assert "37% of the clients' time without an answer (waits up to 5.0s)" in v.reason

@@ -102,3 +102,30 @@ async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start
         await pilot.press("s")  # a screenshot of the summary
         await pilot.pause(0.3)
         assert list(tmp_path.glob("*.svg"))
+
+
+async def test_a_worker_held_by_a_keepalive_connection_reads_starving(tmp_path: Path):
+    """uWSGI's native socket with one worker at c=10 serves one client thousands of times
+    a second and leaves nine without an answer. The pane once read "✓ no failures" beside
+    "≈ 10 requests queued, each waits ~1 ms"; it must say STARVING with the share of the
+    clients' time, while the same worker behind uWSGI's HTTP router gets no such verdict."""
+    argv = ["--stacks", "uwsgi-http11,uwsgi", "--workload", "hello", "-c", "10", "--go"]
+    async with real_app(argv, screenshots=tmp_path) as (app, pilot):
+        view = await wait_for(app, pilot, all_loaded, timeout=40)
+        assert view is not None, why_not(app.race.last_view if app.race else None)
+
+        def starving(v) -> bool:
+            native = v.panes[0]
+            return native.verdict is not None and native.verdict.kind == "starving"
+
+        view = await wait_for(app, pilot, starving, timeout=20)
+        assert view is not None, [(p.id, p.verdict, p.annotation) for p in app.race.last_view.panes]
+        native, router = view.panes
+        assert native.id == "uwsgi-http11" and router.id == "uwsgi"
+        assert "of the clients' time without an answer" in native.annotation
+        assert "queued" not in native.annotation
+        assert router.verdict is None or router.verdict.kind != "starving"
+        await pilot.pause(0.5)
+        panes = list(app.race.query("StackPane"))  # type: ignore[union-attr]
+        line = str(panes[0].query_one(".breaking").render())
+        assert "STARVING" in line and "✓" not in line, line

@@ -19,11 +19,15 @@ from stackrace.engine.channel import TargetReport
 from stackrace.engine.histogram import SparseHistogram, lowest_equivalent
 from stackrace.engine.model import (
     ABANDONED,
+    CONNECT_TIMEOUT,
+    TIMEOUT,
+    EngineSettings,
     KindStats,
     LatencySummary,
     TargetSnapshot,
     TargetSpec,
     WindowStats,
+    starved_limit_us,
 )
 
 _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
@@ -240,13 +244,43 @@ class WindowAccumulator:
         limit = self.seconds * 1e6
         return sum(c for i, c in self.waiting_ages.counts.items() if lowest_equivalent(i) >= limit)
 
-    def stats(self) -> WindowStats:
+    def _starved(self, answered_p99_us: int, timeouts: dict[str, float]) -> tuple[float, int]:
+        """The share of the clients' time spent starved, and the longest starved wait
+        (model.py `starved_share`); `timeouts`: seconds, by the failure kind that ends
+        a wait that long (a request's timeout, a connect's)."""
+        client_us = (
+            self.inflight_sum / self.inflight_n * self.seconds * 1e6 if self.inflight_n else 0
+        )
+        if not self.requests or client_us <= 0:
+            return 0.0, 0
+        limit = starved_limit_us(answered_p99_us)
+        window_us = self.seconds * 1e6
+        starved_us, longest = 0.0, 0
+        for i, c in self.waiting_ages.counts.items():
+            age = lowest_equivalent(i)
+            if age >= limit:  # the part of its wait inside the window
+                starved_us += c * min(age, window_us)
+                longest = max(longest, age)
+        for kind, seconds in timeouts.items():
+            n, wait = self.failures.get(kind, 0), int(seconds * 1e6)
+            if n and wait >= limit:
+                starved_us += n * min(wait, window_us)
+                longest = max(longest, wait)
+        return min(1.0, starved_us / client_us), longest
+
+    def stats(self, timeouts: dict[str, float] | None = None) -> WindowStats:
+        """The window's figures; `timeouts` (seconds by failure kind) lets timed-out
+        requests count as starved (`starved_share`)."""
         secs = self.seconds
         span = None
         if self.budget_t0 and self.last_done > self.budget_t0:
             span = (self.last_done - self.budget_t0) / 1e9
         ages = self.waiting_ages
         timed = span if span else secs
+        latency = self.hist.summary()
+        starved_share, starved_wait = (
+            self._starved(latency.p99, timeouts or {}) if self.requests else (0.0, 0)
+        )
         return WindowStats(
             seconds=secs,
             sent=self.sent,
@@ -256,6 +290,8 @@ class WindowAccumulator:
             connecting=self.connecting,
             oldest_wait_us=ages.summary().max if ages.counts else 0,
             stale=self._stale() if ages.counts else 0,
+            starved_share=starved_share,
+            starved_wait_us=starved_wait,
             requests=self.requests,
             ok=self.ok,
             rps=self.requests / timed if timed > 0 else 0.0,
@@ -263,7 +299,7 @@ class WindowAccumulator:
             failures=dict(self.failures),
             status=dict(self.status),
             errors=dict(self.errors),
-            latency=self.hist.summary(),
+            latency=latency,
             latency_uncorrected=self.hist_unc.summary() if self.uses_rate else None,
             late=self.late,
             lag=self.lag.summary(),
@@ -288,7 +324,7 @@ class WindowAccumulator:
 class TargetAggregate:
     """Everything the driver knows about one target across all engine processes."""
 
-    def __init__(self, spec: TargetSpec) -> None:
+    def __init__(self, spec: TargetSpec, settings: EngineSettings | None = None) -> None:
         self.spec = spec
         self.concurrency = spec.concurrency
         self.rate = spec.rate
@@ -303,6 +339,9 @@ class TargetAggregate:
         self._waiting = 0  # the gauge at the end of the last interval
         # a mix: each kind since the target was added, whatever the totals' restarts
         self.kinds_run: list[KindStats] | None = None
+        # the waits that end in these failures: starved ones when far beyond the answers
+        s = settings or EngineSettings()
+        self._timeouts = {TIMEOUT: s.timeout, CONNECT_TIMEOUT: s.connect_timeout}
 
     def begin_interval(self) -> None:
         self.interval.reset(carried_in=self._waiting)
@@ -372,8 +411,8 @@ class TargetAggregate:
             concurrency=self.concurrency,
             connections=self.open,
             rate=self.rate,
-            interval=self.interval.stats(),
-            total=self.total.stats(),
+            interval=self.interval.stats(self._timeouts),
+            total=self.total.stats(self._timeouts),
             keepalive=self.spec.keepalive,
             procs=self.procs,
             saturated=self.cpu_max >= _SATURATED,
@@ -401,6 +440,8 @@ WINDOW_RULES: dict[str, str] = {
     "connecting": LAST,
     "oldest_wait_us": LAST,
     "stale": LAST,
+    "starved_share": LAST,
+    "starved_wait_us": LAST,
     "requests": SUM,
     "ok": SUM,
     "rps": DERIVED,  # requests over the span (--requests) or the seconds

@@ -45,6 +45,18 @@ def rate_problem(rate: float | None, procs: int) -> str | None:
     return None
 
 
+# A waiting request is starved when its age passes both: its wait is not what the
+# server's queue gives everyone (the answered requests' p99 times this), and it is long
+# enough for a person to see (a second).
+STARVED_FACTOR = 10
+STARVED_MIN_US = 1_000_000
+
+
+def starved_limit_us(answered_p99_us: int) -> int:
+    """The age past which a waiting request is starved, given the p99 of the answered."""
+    return max(STARVED_MIN_US, STARVED_FACTOR * answered_p99_us)
+
+
 # Failure kinds, in the order the UI and reports show them.
 REFUSED = "refused"  # connect() refused: nothing listens on the port
 CONNECT_TIMEOUT = "connect_timeout"  # connect() did not finish within connect_timeout
@@ -197,6 +209,15 @@ class WindowStats(msgspec.Struct):
     # waiting requests that have waited longer than the window itself: clients that got
     # no answer at all during it (closed loop: starved connections)
     stale: int = 0
+    # Clients left without an answer while the server serves others (a worker that
+    # stays on one keep-alive connection, an accept queue that dropped their SYNs): the
+    # share of the clients' time (in_flight × seconds) spent in waits far longer than
+    # the answered requests took (`starved_limit_us`) — requests still waiting that
+    # long, and requests that timed out after it — and the longest such wait. Counted
+    # in time, not attempts: a starved client makes one attempt per timeout while a
+    # served one makes hundreds. 0 when nothing was answered (nobody served ahead).
+    starved_share: float = 0.0
+    starved_wait_us: int = 0
     requests: int = 0  # completed responses, any status
     ok: int = 0  # completed with status < 400 and a body that passed the check
     rps: float = 0.0  # requests / seconds

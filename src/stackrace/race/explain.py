@@ -9,7 +9,8 @@ same thing:
 - `proof(verdict, step)`: the figure that proves the verdict, at the level it was
   measured: queueing → how many wait and the req/s that stayed flat; saturated → the
   CPU against what the stack can use and the flat req/s; failing → the share that
-  failed and the dominant kind.
+  failed and the dominant kind; starving → how many clients got nothing, for how long,
+  while the others were answered in what time.
 - `annotate(...)`: at most one sentence, only when it matters: requests queued and their
   wait, a CPU-bound stack's ceiling, the kind of failure, a rate the stack cannot keep
   up with, a JIT warming up, an engine that limits the figures. Nothing when healthy.
@@ -17,7 +18,14 @@ same thing:
 
 from __future__ import annotations
 
-from stackrace.breaking import FAILING, QUEUEING, SATURATED, LevelVerdict, StepResult
+from stackrace.breaking import (
+    FAILING,
+    QUEUEING,
+    SATURATED,
+    STARVING,
+    LevelVerdict,
+    StepResult,
+)
 from stackrace.engine.model import (
     ABANDONED,
     CONNECT_TIMEOUT,
@@ -70,6 +78,11 @@ def proof(v: LevelVerdict, step: StepResult | None) -> str:
         errors = step.failed - step.stale
         share = 100 * errors / step.attempts if step.attempts else 0.0
         return f"{share:.1f}% failed ({what})"
+    if v.kind == STARVING:
+        return (
+            f"{100 * w.starved_share:.0f}% of {step.clients:,} clients' time: no answer "
+            f"for up to {_secs(w.starved_wait_us)}, the others' p99 {_secs(step.p99_us)}"
+        )
     if v.kind == SATURATED:
         cap = (step.cpu_capacity or 100.0) / 100
         cores = f"{cap:.0f} core" + ("s" if cap > 1 else "")
@@ -127,9 +140,13 @@ def annotate(
 ) -> str:
     """One plain-language sentence about this pane, or "" when nothing needs saying;
     `timeout_cause` (race/wedge.py) says whether timeouts came from a full accept queue."""
+    w = interval
+    if verdict is not None and verdict.kind == STARVING:
+        # first, even before a busy engine: an engine slower than the server cannot
+        # leave one client seconds without an answer while it reads another's thousands
+        return starving_sentence(w, verdict)
     if engine_limit:
         return f"the engine, not the server, limits these figures: {engine_limit}"
-    w = interval
     if w is not None and w.seconds > 0:
         kind, n = dominant_failure(w)
         answered = w.requests
@@ -167,6 +184,24 @@ def annotate(
             f"the oldest request has waited {_secs(w.oldest_wait_us)} of the {timeout:g} s timeout"
         )
     return ""
+
+
+def starving_sentence(w: WindowStats | None, verdict: LevelVerdict) -> str:
+    """What a starving verdict means: who is served, who is not, and the likely cause
+    (connects that timed out or still wait point at the accept queue; connected clients
+    at a worker that serves other connections first)."""
+    if w is None or not w.starved_share or not w.rps:
+        return f"{verdict.reason}, while the others are served"
+    share = 100 * w.starved_share
+    if w.failures.get(CONNECT_TIMEOUT, 0) or 2 * w.connecting > w.waiting:
+        cause = "they cannot connect: the accept queue drops their SYNs"
+    else:
+        # connected, requests written: the server chose other connections
+        cause = "it serves other connections first (one keep-alive connection holds a worker)"
+    return (
+        f"{share:.0f}% of the clients' time without an answer (up to "
+        f"{_secs(w.starved_wait_us)}) while others got {_n(w.rps)} req/s: {cause}"
+    )
 
 
 def _failure_sentence(kind: str, w: WindowStats, timeout: float) -> str:

@@ -276,7 +276,7 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     version: str  # the server's version as installed
     levels: list[Level]
     breaking_point: int | None = None  # level of the first verdict (see breaking.py)
-    breaking_kind: str = ""  # failing, queueing or saturated
+    breaking_kind: str = ""  # failing, starving, queueing or saturated (breaking.py)
     breaking_reason: str = ""
     error: str | None = None  # why the stack could not be measured (start-up failure…)
     cpus: list[int] | None = None  # the cores it was pinned to

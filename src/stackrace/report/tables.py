@@ -6,6 +6,7 @@ import csv
 import io
 from typing import TYPE_CHECKING
 
+from stackrace.breaking import STARVED_SHARE
 from stackrace.report import thennow
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
 from stackrace.units import fmt_bytes, fmt_us
@@ -64,7 +65,14 @@ def flags(level: Level) -> list[str]:
     if level.engine_limited:
         out.append(f"engine-limited: {level.engine_limit}")
     if level.window.stale:
-        out.append(f"{level.window.stale:,} clients got no answer in the level")
+        n = level.window.stale
+        out.append(f"{n:,} client{'s' if n != 1 else ''} got no answer in the level")
+    if level.window.starved_share > STARVED_SHARE:
+        w = level.window
+        out.append(
+            f"starving: {100 * w.starved_share:.0f}% of the clients' time went without an "
+            f"answer (up to {w.starved_wait_us / 1e6:.1f} s) while the others were served"
+        )
     return out
 
 

@@ -61,7 +61,12 @@ SUMMARY_COLUMNS = (
 _FIXED_W = {"peak req/s": 14, "at": 8, "breaking point": 18, "kind": 9, "p99 there": 10}
 _FIXED_W |= {"RSS before": 10, "RSS peak": 10}
 
-KIND_STYLE = {"failing": "bold red", "queueing": "bold yellow", "saturated": "bold magenta"}
+KIND_STYLE = {
+    "failing": "bold red",
+    "starving": "bold red",
+    "queueing": "bold yellow",
+    "saturated": "bold magenta",
+}
 
 
 def summary_cells(row: SummaryRow, rate_mode: bool) -> list[str | Text]:
