@@ -135,8 +135,13 @@ class StepResult:
 
     @property
     def enough(self) -> bool:
-        """Whether the level was measured long enough to judge."""
-        return self.seconds >= MIN_SECONDS and self.attempts >= MIN_ATTEMPTS
+        """Whether the level was measured long enough to judge: enough attempts, or
+        nothing answered while a client waited longer than the level (a server that
+        answers nothing makes one attempt per client; that is the verdict, not too
+        little data)."""
+        if self.seconds < MIN_SECONDS:
+            return False
+        return self.attempts >= MIN_ATTEMPTS or (self.requests == 0 and self.stale > 0)
 
     @property
     def cpu_bound(self) -> bool:

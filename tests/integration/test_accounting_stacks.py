@@ -107,3 +107,25 @@ def test_a_worker_held_by_one_keepalive_connection_is_starving_not_healthy(tmp_p
                                            f"up to {w.starved_wait_us / 1e6:.1f}s)")  # fmt: skip
     assert "uwsgi-http11: starving at 4" in r.stdout
     assert router.breaking_kind == "" and router.levels[0].window.starved_share == 0.0
+
+
+def test_rotation_starts_each_stack_at_the_first_level_not_the_last(tmp_path: Path):
+    """`--isolation rotate`: each stack starts loading once it is ready, at the core's
+    level. That was the previous stack's last level (c=300), so the second one-worker
+    server got 300 connections with their requests before its c=1 level lowered them to
+    one, and served those closed connections' requests first (3 s at 10 ms each): its
+    c=1 level answered nothing, and was reported as "no breaking point"."""
+    needs("gunicorn-sync")
+    r, out = bench(
+        tmp_path,
+        "--stacks", "gunicorn-sync,gunicorn-sync:workers=1", "--isolation", "rotate",
+        "--workload", "io", "--io-ms", "10", "--concurrency", "1,300",
+        "--duration", "1.5s", "--warmup", "0.5s", "--no-progress",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    first, second = loads(out.read_bytes()).stacks
+    for st in (first, second):
+        low = st.levels[0].window
+        assert st.levels[0].concurrency == 1
+        # one client, one worker, 10 ms a request: ~90 answers a second, each in ~10 ms
+        assert low.requests > 60 and low.latency.p99 < 100_000, (st.name, low)

@@ -259,3 +259,18 @@ def test_a_cpu_bound_stack_that_starves_is_saturated_and_says_so():
     v = judge(step_result(10, w, share=CpuShare(used=97, capacity=100)), None, 2_000)
     assert v is not None and v.kind == SATURATED
     assert "37% of the clients' time without an answer (waits up to 5.0s)" in v.reason
+
+
+def test_a_level_that_answered_nothing_while_a_client_waited_it_out_is_judged():
+    """bench, rotate isolation: a one-worker server left busy answered nothing at c=1 for
+    the whole 3 s level. One attempt is under the 20 a level needs to be judged, so the
+    summary said "no breaking point up to the highest level"; a client that waited the
+    whole level is the verdict itself."""
+    w = WindowStats(seconds=3.25, sent=1, carried_in=1, waiting=1, oldest_wait_us=5_779_455,
+                    stale=1, in_flight=1.0)  # fmt: skip
+    step = step_result(1, w)
+    assert step.enough
+    v = find_breaking_point([step])
+    assert v is not None and v.kind == QUEUEING and v.reason == "1 waited > 3s with no answer"
+    # too short a level is still not judged
+    assert not step_result(1, WindowStats(seconds=0.5, sent=1, waiting=1, stale=1)).enough

@@ -129,6 +129,14 @@ async def run_bench(
                     res.error = f"not measured: {watch.describe()}"
                     progress(f"✗ {res.name}: {res.error}")
                 continue
+            if s.rate is None and s.levels:
+                # a member starts loading at the core's level once it is ready: make
+                # that the first level it will be measured at, not the last level of
+                # the group before. Attached at c=1000 and then lowered to c=1, a
+                # one-worker server was left ~1,000 requests of closed connections in
+                # its accept queue to serve first (10 s at 10 ms each): its c=1 level
+                # answered nothing. No member is attached between groups.
+                await core.set_concurrency(s.levels[0], ids=[])
             ids = _start_group(core, source, rec, plan, placement, group, progress)
             ids += await _join_urls(core, rec, plan, placement, group, progress)
             timeout = max(
