@@ -4,7 +4,7 @@ Pure logic, no UI and no I/O, so the app and the headless bench judge the same w
 
 - `StepResult`: what one stack did at one load level (concurrency, or req/s in rate mode).
 - `judge(step, previous, low_p99)`: whether that level broke the stack, as a
-  `LevelVerdict` of one of three kinds that mean different things:
+  `LevelVerdict` of one of four kinds that mean different things:
     * **failing**: more than 1 % of attempts failed — refused, reset, timed out, an HTTP
       error: clients get errors, not answers;
     * **queueing**: clients wait: more than 1 % of them are still waiting after longer

@@ -189,15 +189,22 @@ def annotate(
 def starving_sentence(w: WindowStats | None, verdict: LevelVerdict) -> str:
     """What a starving verdict means: who is served, who is not, and the likely cause
     (connects that timed out or still wait point at the accept queue; connected clients
-    at a worker that serves other connections first)."""
+    at a worker held by another connection, or a handshake lost to a full backlog)."""
     if w is None or not w.starved_share or not w.rps:
         return f"{verdict.reason}, while the others are served"
     share = 100 * w.starved_share
     if w.failures.get(CONNECT_TIMEOUT, 0) or 2 * w.connecting > w.waiting:
         cause = "they cannot connect: the accept queue drops their SYNs"
     else:
-        # connected, requests written: the server chose other connections
-        cause = "it serves other connections first (one keep-alive connection holds a worker)"
+        # connected and written, as the client sees it. Two causes look alike from
+        # here: a worker that stays on another keep-alive connection (uwsgi-http11),
+        # and a burst of connects past the listen backlog (node-http at c=1000: 14 %
+        # of the clients' time), where the server's kernel dropped the handshake's
+        # last ACK and the client believes it is connected. Both are named.
+        cause = (
+            "connected and sent, unanswered (a worker held by another keep-alive "
+            "connection, or a handshake lost to a full listen backlog)"
+        )
     return (
         f"{share:.0f}% of the clients' time without an answer (up to "
         f"{_secs(w.starved_wait_us)}) while others got {_n(w.rps)} req/s: {cause}"
