@@ -16,8 +16,8 @@ Pure logic, no UI and no I/O, so the app and the headless bench judge the same w
       is failing;
     * **starving**: some clients get nothing while the others are served: more than 5 %
       of the clients' time went into waits far longer than the answered requests took
-      (engine/model.py `starved_share`: 10× their p99, and over a second; still waiting,
-      or ended by a timeout) — a worker that stays on one keep-alive connection (uWSGI
+      (engine/model.py `starved_share`: past 10× their p99 and a second, sampled at every
+      engine report) — a worker that stays on one keep-alive connection (uWSGI
       with one worker and `--http11-socket` at c=10 answers one client and leaves nine
       to their timeout: under 1 % of the attempts fail), or an accept queue that dropped
       their SYNs. Counted in time, not attempts: a starved client makes one attempt per

@@ -122,7 +122,7 @@ async def test_a_worker_held_by_a_keepalive_connection_reads_starving(tmp_path: 
         assert view is not None, [(p.id, p.verdict, p.annotation) for p in app.race.last_view.panes]
         native, router = view.panes
         assert native.id == "uwsgi-http11" and router.id == "uwsgi"
-        assert "of the clients' time without an answer" in native.annotation
+        assert "of clients' time unanswered" in native.annotation
         assert "queued" not in native.annotation
         assert router.verdict is None or router.verdict.kind != "starving"
         await pilot.pause(0.5)

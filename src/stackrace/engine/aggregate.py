@@ -19,9 +19,6 @@ from stackrace.engine.channel import TargetReport
 from stackrace.engine.histogram import SparseHistogram, lowest_equivalent
 from stackrace.engine.model import (
     ABANDONED,
-    CONNECT_TIMEOUT,
-    TIMEOUT,
-    EngineSettings,
     KindStats,
     LatencySummary,
     TargetSnapshot,
@@ -98,6 +95,8 @@ class WindowAccumulator:
         "seconds",
         "send_lateness",
         "sent",
+        "starved_max",
+        "starved_us",
         "status",
         "tls",
         "unsent",
@@ -145,6 +144,8 @@ class WindowAccumulator:
         self.unsolicited = 0
         self.handshakes = 0
         self.resumed = 0
+        self.starved_us = 0.0  # clients × µs waiting past the starved limit (sampled)
+        self.starved_max = 0  # the oldest such wait seen
         self.hist.clear()
         self.hist_unc.clear()
         self.lag.clear()
@@ -221,6 +222,8 @@ class WindowAccumulator:
         self.hist.add(other.hist)
         self.lag.add(other.lag)
         self.unsolicited += other.unsolicited
+        self.starved_us += other.starved_us
+        self.starved_max = max(self.starved_max, other.starved_max)
         self.handshakes += other.handshakes
         self.resumed += other.resumed
         self.connect.add(other.connect)
@@ -244,33 +247,34 @@ class WindowAccumulator:
         limit = self.seconds * 1e6
         return sum(c for i, c in self.waiting_ages.counts.items() if lowest_equivalent(i) >= limit)
 
-    def _starved(self, answered_p99_us: int, timeouts: dict[str, float]) -> tuple[float, int]:
-        """The share of the clients' time spent starved, and the longest starved wait
-        (model.py `starved_share`); `timeouts`: seconds, by the failure kind that ends
-        a wait that long (a request's timeout, a connect's)."""
+    def sample_starved(self, answered_p99_us: int) -> tuple[float, int]:
+        """At the end of an interval: the requests waiting past the starved limit
+        (model.starved_limit_us) count as starved for the whole interval. Summed over
+        intervals this is the clients' time spent starved, from the moment each wait
+        passed the limit (the first second or so of each starved wait is left out: a
+        lower bound). Returns (client-µs, oldest starved wait) for the interval."""
+        limit = starved_limit_us(answered_p99_us)
+        n, oldest = 0, 0
+        for i, c in self.waiting_ages.counts.items():
+            age = lowest_equivalent(i)
+            if age >= limit:
+                n += c
+                oldest = max(oldest, age)
+        return n * self.seconds * 1e6, oldest
+
+    def add_starved(self, client_us: float, oldest: int) -> None:
+        self.starved_us += client_us
+        self.starved_max = max(self.starved_max, oldest)
+
+    def _starved_share(self) -> float:
         client_us = (
             self.inflight_sum / self.inflight_n * self.seconds * 1e6 if self.inflight_n else 0
         )
         if not self.requests or client_us <= 0:
-            return 0.0, 0
-        limit = starved_limit_us(answered_p99_us)
-        window_us = self.seconds * 1e6
-        starved_us, longest = 0.0, 0
-        for i, c in self.waiting_ages.counts.items():
-            age = lowest_equivalent(i)
-            if age >= limit:  # the part of its wait inside the window
-                starved_us += c * min(age, window_us)
-                longest = max(longest, age)
-        for kind, seconds in timeouts.items():
-            n, wait = self.failures.get(kind, 0), int(seconds * 1e6)
-            if n and wait >= limit:
-                starved_us += n * min(wait, window_us)
-                longest = max(longest, wait)
-        return min(1.0, starved_us / client_us), longest
+            return 0.0
+        return min(1.0, self.starved_us / client_us)
 
-    def stats(self, timeouts: dict[str, float] | None = None) -> WindowStats:
-        """The window's figures; `timeouts` (seconds by failure kind) lets timed-out
-        requests count as starved (`starved_share`)."""
+    def stats(self) -> WindowStats:
         secs = self.seconds
         span = None
         if self.budget_t0 and self.last_done > self.budget_t0:
@@ -278,9 +282,7 @@ class WindowAccumulator:
         ages = self.waiting_ages
         timed = span if span else secs
         latency = self.hist.summary()
-        starved_share, starved_wait = (
-            self._starved(latency.p99, timeouts or {}) if self.requests else (0.0, 0)
-        )
+        starved_share = self._starved_share()
         return WindowStats(
             seconds=secs,
             sent=self.sent,
@@ -291,7 +293,7 @@ class WindowAccumulator:
             oldest_wait_us=ages.summary().max if ages.counts else 0,
             stale=self._stale() if ages.counts else 0,
             starved_share=starved_share,
-            starved_wait_us=starved_wait,
+            starved_wait_us=self.starved_max if starved_share else 0,
             requests=self.requests,
             ok=self.ok,
             rps=self.requests / timed if timed > 0 else 0.0,
@@ -324,7 +326,7 @@ class WindowAccumulator:
 class TargetAggregate:
     """Everything the driver knows about one target across all engine processes."""
 
-    def __init__(self, spec: TargetSpec, settings: EngineSettings | None = None) -> None:
+    def __init__(self, spec: TargetSpec) -> None:
         self.spec = spec
         self.concurrency = spec.concurrency
         self.rate = spec.rate
@@ -339,9 +341,6 @@ class TargetAggregate:
         self._waiting = 0  # the gauge at the end of the last interval
         # a mix: each kind since the target was added, whatever the totals' restarts
         self.kinds_run: list[KindStats] | None = None
-        # the waits that end in these failures: starved ones when far beyond the answers
-        s = settings or EngineSettings()
-        self._timeouts = {TIMEOUT: s.timeout, CONNECT_TIMEOUT: s.connect_timeout}
 
     def begin_interval(self) -> None:
         self.interval.reset(carried_in=self._waiting)
@@ -401,6 +400,14 @@ class TargetAggregate:
         self._waiting = self.interval.waiting
         if counting:
             self.total.add_window(self.interval)
+        # starved: waiting far past what this level's answers took (the total's p99,
+        # so an interval with few answers is judged against the level)
+        answered = self.total if counting and self.total.requests else self.interval
+        if answered.requests and self.interval.waiting_ages.counts:
+            client_us, oldest = self.interval.sample_starved(answered.hist.value_at_percentile(99))
+            self.interval.add_starved(client_us, oldest)
+            if counting:
+                self.total.add_starved(client_us, oldest)
         if self.interval.kinds is not None:
             self.kinds_run = add_kinds(self.kinds_run, self.interval.kinds, gauges=False)
             for mine, latest in zip(self.kinds_run or [], self.interval.kinds, strict=False):
@@ -411,8 +418,8 @@ class TargetAggregate:
             concurrency=self.concurrency,
             connections=self.open,
             rate=self.rate,
-            interval=self.interval.stats(self._timeouts),
-            total=self.total.stats(self._timeouts),
+            interval=self.interval.stats(),
+            total=self.total.stats(),
             keepalive=self.spec.keepalive,
             procs=self.procs,
             saturated=self.cpu_max >= _SATURATED,
@@ -440,7 +447,7 @@ WINDOW_RULES: dict[str, str] = {
     "connecting": LAST,
     "oldest_wait_us": LAST,
     "stale": LAST,
-    "starved_share": LAST,
+    "starved_share": TIME_WEIGHTED,
     "starved_wait_us": LAST,
     "requests": SUM,
     "ok": SUM,

@@ -344,7 +344,7 @@ class Engine:
                     for p in mine:
                         await self._close(p)
                 raise
-            self._targets[spec.id] = TargetAggregate(spec, self.settings)
+            self._targets[spec.id] = TargetAggregate(spec)
             self._target_procs[spec.id] = mine
             for p, c, r in zip(
                 mine,

@@ -210,12 +210,13 @@ class WindowStats(msgspec.Struct):
     # no answer at all during it (closed loop: starved connections)
     stale: int = 0
     # Clients left without an answer while the server serves others (a worker that
-    # stays on one keep-alive connection, an accept queue that dropped their SYNs): the
-    # share of the clients' time (in_flight × seconds) spent in waits far longer than
-    # the answered requests took (`starved_limit_us`) — requests still waiting that
-    # long, and requests that timed out after it — and the longest such wait. Counted
-    # in time, not attempts: a starved client makes one attempt per timeout while a
-    # served one makes hundreds. 0 when nothing was answered (nobody served ahead).
+    # stays on one keep-alive connection, a burst of connects past the listen backlog):
+    # the share of the clients' time (in_flight × seconds) spent waiting past
+    # `starved_limit_us` — far longer than the level's answered requests took — sampled
+    # at every report (each waiting request that old counts for the interval), and the
+    # oldest such wait. Counted in time, not attempts: a starved client makes one attempt
+    # per timeout while a served one makes hundreds. 0 when nothing was answered (nobody
+    # is served ahead of them: that is `stale`, or a wedged server).
     starved_share: float = 0.0
     starved_wait_us: int = 0
     requests: int = 0  # completed responses, any status

@@ -144,7 +144,7 @@ def annotate(
     if verdict is not None and verdict.kind == STARVING:
         # first, even before a busy engine: an engine slower than the server cannot
         # leave one client seconds without an answer while it reads another's thousands
-        return starving_sentence(w, verdict)
+        return starving_sentence(w, total, verdict)
     if engine_limit:
         return f"the engine, not the server, limits these figures: {engine_limit}"
     if w is not None and w.seconds > 0:
@@ -186,29 +186,23 @@ def annotate(
     return ""
 
 
-def starving_sentence(w: WindowStats | None, verdict: LevelVerdict) -> str:
-    """What a starving verdict means: who is served, who is not, and the likely cause
-    (connects that timed out or still wait point at the accept queue; connected clients
-    at a worker held by another connection, or a handshake lost to a full backlog)."""
-    if w is None or not w.starved_share or not w.rps:
+def starving_sentence(
+    w: WindowStats | None, total: WindowStats | None, verdict: LevelVerdict
+) -> str:
+    """What a starving verdict means, short enough for two lines of a narrow pane: the
+    level's share (`total`) and the likely cause. Clients stuck in connect (the last
+    interval, `w`) or connects that timed out point at the accept queue; connected ones
+    at one of two causes that look alike from the client, both named: a worker that stays
+    on another keep-alive connection (uwsgi-http11), and a burst of connects past the
+    listen backlog, whose handshake's last ACK the server's kernel dropped while the
+    client believes it is connected (node-http at c=1000)."""
+    if total is None or not total.starved_share:
         return f"{verdict.reason}, while the others are served"
-    share = 100 * w.starved_share
-    if w.failures.get(CONNECT_TIMEOUT, 0) or 2 * w.connecting > w.waiting:
-        cause = "they cannot connect: the accept queue drops their SYNs"
-    else:
-        # connected and written, as the client sees it. Two causes look alike from
-        # here: a worker that stays on another keep-alive connection (uwsgi-http11),
-        # and a burst of connects past the listen backlog (node-http at c=1000: 14 %
-        # of the clients' time), where the server's kernel dropped the handshake's
-        # last ACK and the client believes it is connected. Both are named.
-        cause = (
-            "connected and sent, unanswered (a worker held by another keep-alive "
-            "connection, or a handshake lost to a full listen backlog)"
-        )
-    return (
-        f"{share:.0f}% of the clients' time without an answer (up to "
-        f"{_secs(w.starved_wait_us)}) while others got {_n(w.rps)} req/s: {cause}"
-    )
+    share = f"{100 * total.starved_share:.0f}% of clients' time unanswered"
+    share += f" (up to {_secs(total.starved_wait_us)})"
+    if total.failures.get(CONNECT_TIMEOUT, 0) or (w is not None and 2 * w.connecting > w.waiting):
+        return f"{share}: stuck in connect, the accept queue drops their SYNs"
+    return f"{share}: a worker held by another keep-alive client, or a full listen backlog"
 
 
 def _failure_sentence(kind: str, w: WindowStats, timeout: float) -> str:
