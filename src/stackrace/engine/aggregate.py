@@ -281,7 +281,6 @@ class WindowAccumulator:
             span = (self.last_done - self.budget_t0) / 1e9
         ages = self.waiting_ages
         timed = span if span else secs
-        latency = self.hist.summary()
         starved_share = self._starved_share()
         return WindowStats(
             seconds=secs,
@@ -301,7 +300,7 @@ class WindowAccumulator:
             failures=dict(self.failures),
             status=dict(self.status),
             errors=dict(self.errors),
-            latency=latency,
+            latency=self.hist.summary(),
             latency_uncorrected=self.hist_unc.summary() if self.uses_rate else None,
             late=self.late,
             lag=self.lag.summary(),
