@@ -19,8 +19,9 @@ Pure logic, no UI and no I/O, so the app and the headless bench judge the same w
       (engine/model.py `starved_share`: past 10× their p99 and a second, sampled at every
       engine report) — a worker that stays on one keep-alive connection (uWSGI
       with one worker and `--http11-socket` at c=10 answers one client and leaves nine
-      to their timeout: under 1 % of the attempts fail), or a burst of connects past the
-      listen backlog (node-http at c=1000). Counted in time, not attempts: a starved
+      to their timeout: under 1 % of the attempts fail), or a server that leaves some
+      connections unread while it serves others (node-http at c=1000, CPU-bound: 235 of
+      1,000 for the whole level). Counted in time, not attempts: a starved
       client makes one attempt per timeout while a served one makes hundreds;
     * **saturated**: the same signs with the stack's CPU at ≥ 80 % of what it can use:
       it is CPU-bound, serving as fast as its cores allow (a CPU-bound stack that also

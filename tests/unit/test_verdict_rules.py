@@ -170,10 +170,18 @@ def test_a_full_backlog_and_the_cause_of_timeouts_are_named():
 # --- starving: some clients get nothing while others are served -------------------------
 
 
-def _level(seconds: float, answered_us, ages_at, timeouts_at=lambda t: 0, clients: int = 10):
+def _level(
+    seconds: float,
+    answered_us,
+    ages_at,
+    timeouts_at=lambda t: 0,
+    clients: int = 10,
+    unacked: bool = False,
+):
     """A level as the driver aggregates it, one 250 ms engine report at a time:
     `answered_us(t)`: the latencies answered in the interval ending at t; `ages_at(t)`:
-    the ages (µs) of the requests waiting then; `timeouts_at(t)`: timeouts in it."""
+    the ages (µs) of the requests waiting then; `timeouts_at(t)`: timeouts in it;
+    `unacked`: the server's kernel never acknowledged those over a second old."""
     from stackrace.engine.aggregate import TargetAggregate
     from stackrace.engine.channel import TargetReport
     from stackrace.engine.histogram import index_of
@@ -198,6 +206,7 @@ def _level(seconds: float, answered_us, ages_at, timeouts_at=lambda t: 0, client
             bytes=0, late=0, failures={TIMEOUT: lost} if lost else {}, status={},
             errors={}, hist=pairs(answered), hist_unc=None, open=clients, want=clients,
             rate=None, waiting=len(ages), waiting_ages=pairs(ages),
+            unacked=sum(1 for a in ages if a >= 1_000_000) if unacked else 0,
             inflight_sum=clients * 5, inflight_samples=5,
         )  # fmt: skip
         agg.add_report(report, step, 0.0, latest=True)
@@ -238,11 +247,31 @@ def test_one_client_served_and_nine_starving_is_starving_not_a_tick():
     assert v.reason.startswith(f"{share} of the clients' time without an answer (waits up to 9.")
     assert proof(v, steps[1]).startswith(f"{share} of 10 clients' time: no answer for up to 9.")
     said = annotate(verdict=v, interval=w, total=w, rate=None, timeout=10.0)
+    # the engine saw their requests acknowledged by the server's kernel (TCP_INFO)
     assert said == (
-        f"{share} of clients' time unanswered (up to 9.9 s): a worker held by another "
-        "keep-alive client, or a full listen backlog"
+        f"{share} of clients' time unanswered (up to 9.9 s): its kernel has their requests, "
+        "the server reads others first"
     )
     assert len(said) <= 118  # two lines of a pane in a row of three, wrapped at words
+
+
+def test_a_burst_past_the_listen_backlog_is_named_by_the_unacknowledged_requests():
+    """Clients that believe they are connected, whose requests the server's kernel never
+    acknowledged: a full listen backlog dropped the handshake's last ACK."""
+    from stackrace.breaking import STARVING, LevelVerdict, judge
+    from stackrace.race.explain import starving_sentence
+
+    def ages(t: float) -> list[int]:
+        return [int((t + 0.7) * 1e6)] * 140 + [15_000] * 860
+
+    w = _level(4.0, lambda t: [13_000] * 12_000, ages, clients=1000, unacked=True)
+    assert w.unacked == 140 and 0.1 < w.starved_share < 0.14
+    v = judge(step_result(1000, w, share=CpuShare(used=99, capacity=100)), None, 2_000)
+    assert v is not None and v.kind == SATURATED
+    # a saturated verdict's sentence is about its CPU; the starving one, asked for:
+    said = starving_sentence(w, w, LevelVerdict(1000, STARVING, v.reason, 0, 0.0))
+    assert said.endswith(": the server's full listen backlog dropped their handshakes")
+    assert len(said) <= 118
     assert "queued" not in said
 
 
@@ -300,3 +329,24 @@ def test_a_level_that_answered_nothing_while_a_client_waited_it_out_is_judged():
     assert v is not None and v.kind == QUEUEING and v.reason == "1 waited > 3s with no answer"
     # too short a level is still not judged
     assert not step_result(1, WindowStats(seconds=0.5, sent=1, waiting=1, stale=1)).enough
+
+
+def test_unacked_reads_the_kernels_tcp_info():
+    """`tcpi_unacked` is the u32 at byte 24 of struct tcp_info (linux/tcp.h); a socket
+    whose TCP_INFO cannot be read counts as acknowledged (0), never as a crash."""
+    import socket
+    import struct
+
+    from stackrace.engine.transport import unacked
+
+    class Info:  # the bytes a kernel would return, laid out as linux/tcp.h has them
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def getsockopt(self, level: int, name: int, size: int) -> bytes:
+            assert (level, name, size) == (socket.IPPROTO_TCP, socket.TCP_INFO, 28)
+            return self.data
+
+    assert unacked(Info(bytes(24) + struct.pack("=I", 3))) == 3
+    assert unacked(Info(bytes(20))) == 0  # a short answer
+    assert unacked(None) == 0  # no socket (closed meanwhile)

@@ -99,6 +99,7 @@ class WindowAccumulator:
         "starved_us",
         "status",
         "tls",
+        "unacked",
         "unsent",
         "unsolicited",
         "uses_rate",
@@ -128,6 +129,7 @@ class WindowAccumulator:
         self.waiting = carried_in
         self.unsent = 0
         self.connecting = 0
+        self.unacked = 0
         self.requests = 0
         self.ok = 0
         self.bytes = 0
@@ -168,6 +170,7 @@ class WindowAccumulator:
             self.waiting += r.waiting
             self.unsent += r.unsent
             self.connecting += r.connecting
+            self.unacked += r.unacked
             self.waiting_ages.add_sparse(r.waiting_ages)
         self.inflight_sum += r.inflight_sum
         self.inflight_n = max(self.inflight_n, r.inflight_samples)
@@ -237,6 +240,7 @@ class WindowAccumulator:
         self.waiting = other.waiting
         self.unsent = other.unsent
         self.connecting = other.connecting
+        self.unacked = other.unacked
         self.waiting_ages.counts = dict(other.waiting_ages.counts)
         if other.budget_t0:
             self.budget_t0 = min(self.budget_t0 or other.budget_t0, other.budget_t0)
@@ -289,6 +293,7 @@ class WindowAccumulator:
             waiting=self.waiting,
             unsent=self.unsent,
             connecting=self.connecting,
+            unacked=self.unacked,
             oldest_wait_us=ages.summary().max if ages.counts else 0,
             stale=self._stale() if ages.counts else 0,
             starved_share=starved_share,
@@ -356,6 +361,7 @@ class TargetAggregate:
         self.interval.waiting += last.waiting
         self.interval.unsent += last.unsent
         self.interval.connecting += last.connecting
+        self.interval.unacked += last.unacked
         self.interval.waiting_ages.add_sparse(last.waiting_ages)
         self.open += last.open
         self.carried += 1
@@ -444,6 +450,7 @@ WINDOW_RULES: dict[str, str] = {
     "waiting": LAST,
     "unsent": LAST,
     "connecting": LAST,
+    "unacked": LAST,
     "oldest_wait_us": LAST,
     "stale": LAST,
     "starved_share": TIME_WEIGHTED,

@@ -108,6 +108,9 @@ class TargetReport(msgspec.Struct):
     waiting: int = 0
     unsent: int = 0
     connecting: int = 0  # of `waiting`: the connect still under way, nothing written
+    # of `waiting`: over a second old, and the request not acknowledged by the server's
+    # kernel (a handshake its full listen backlog dropped: the client thinks it is in)
+    unacked: int = 0
     waiting_ages: list[int] = msgspec.field(default_factory=list)
     lag: list[int] = msgspec.field(default_factory=list)  # engine lag samples, sparse (µs)
     # --requests: perf_counter_ns of the budget's first send and of the last answer or

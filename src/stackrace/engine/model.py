@@ -205,6 +205,10 @@ class WindowStats(msgspec.Struct):
     # of `waiting`: the connect is still under way, so nothing was written yet (a server
     # whose accept queue is full keeps its clients here, in SYN retransmits)
     connecting: int = 0
+    # of `waiting`: over a second old, connected as the client sees it, and the request
+    # not acknowledged by the server's kernel (TCP_INFO's unacked): a handshake the
+    # server's full listen backlog dropped, not a request a busy worker has not read
+    unacked: int = 0
     oldest_wait_us: int = 0  # age of the oldest waiting request
     # waiting requests that have waited longer than the window itself: clients that got
     # no answer at all during it (closed loop: starved connections)

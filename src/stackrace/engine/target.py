@@ -52,6 +52,7 @@ from stackrace.engine.model import (
     INVALID_BODY,
     OTHER,
     REFUSED,
+    STARVED_MIN_US,
     TIMEOUT,
     TLS,
     EngineSettings,
@@ -60,7 +61,13 @@ from stackrace.engine.model import (
 from stackrace.engine.request import build_request, parse_url
 from stackrace.engine.timer import DueTimer
 from stackrace.engine.tls import client_context
-from stackrace.engine.transport import Poller, SocketTransport, TlsTransport, sockaddr
+from stackrace.engine.transport import (
+    Poller,
+    SocketTransport,
+    TlsTransport,
+    sockaddr,
+    unacked,
+)
 
 _RETIRE_GRACE_S = 0.2  # a retiring connection may finish its request for this long
 # A send counts as late when it leaves more than 2 ms after its due time: a backlog
@@ -227,7 +234,7 @@ class Target:
     def take_report(self, loop_lag: dict[int, int] | None = None) -> TargetReport:
         now = perf_counter_ns()
         unsent = self._settle_due(now)
-        waiting, connecting, ages = self._waiting(now, unsent)
+        waiting, connecting, ages, unacked_ = self._waiting(now, unsent)
         lag = self.lag
         for i, c in (loop_lag or {}).items():
             lag[i] = lag.get(i, 0) + c
@@ -250,6 +257,7 @@ class Target:
             waiting=waiting,
             unsent=unsent,
             connecting=connecting,
+            unacked=unacked_,
             waiting_ages=_sparse(ages),
             lag=_sparse(lag),
             budget_t0=self.budget_t0,
@@ -278,18 +286,29 @@ class Target:
         self.send_lateness = {}
         return report
 
-    def _waiting(self, now: int, unsent: int) -> tuple[int, int, dict[int, int]]:
+    def _waiting(self, now: int, unsent: int) -> tuple[int, int, dict[int, int], int]:
         """Requests sent and not answered (plus unsent due ones), how many of them are
-        still connecting (nothing written yet), and their ages."""
+        still connecting (nothing written yet), their ages, and how many of those older
+        than a second the server's kernel has not even acknowledged (`unacked`)."""
         ages: dict[int, int] = {}
         n = 0
         connecting = 0
+        lost_in_backlog = 0
+        old = now - STARVED_MIN_US * 1000
         for conn in self.conns:
             start = conn.intended_ns or conn.start_ns
             if start:
                 n += 1
                 if conn.state == CONNECTING:
                     connecting += 1
+                elif (
+                    start < old
+                    and conn.transport is not None
+                    and unacked(conn.transport.get_extra_info("socket"))
+                ):
+                    # a second without an answer (rare, so the system call is cheap
+                    # here), and the request not even in the server's kernel
+                    lost_in_backlog += 1
                 i = index_of((now - start) // 1000)
                 ages[i] = ages.get(i, 0) + 1
         if unsent and self.rate:
@@ -303,7 +322,7 @@ class Target:
                 i = index_of(max(0, now - due_at) // 1000)
                 ages[i] = ages.get(i, 0) + count
                 k += count
-        return n + unsent, connecting, ages
+        return n + unsent, connecting, ages, lost_in_backlog
 
     def _take_uncorrected(self) -> list[int] | None:
         if self.rate is None and not self._rate_this_interval:

@@ -45,6 +45,7 @@ import contextlib
 import errno
 import socket
 import ssl
+import struct
 from collections.abc import Callable
 from select import EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, epoll
 from time import perf_counter_ns
@@ -153,6 +154,26 @@ class Poller:
 
     def call_soon(self, callback: Callable[..., object], *args: object) -> None:
         self._loop.call_soon(callback, *args)
+
+
+# struct tcp_info (linux/tcp.h): eight one-byte fields, then rto, ato, snd_mss, rcv_mss
+# and unacked as u32: the segments sent and not yet acknowledged by the peer's kernel
+_TCP_INFO_LEN = 28
+_UNACKED = struct.Struct("=I")
+_UNACKED_AT = 24
+
+
+def unacked(sock: Any) -> int:
+    """Segments this socket sent that the peer's kernel has not acknowledged (0 when it
+    cannot be read). A request the server's kernel holds unread is acknowledged; one
+    whose handshake the server's full listen backlog dropped is not."""
+    try:
+        info = sock.getsockopt(_socket.IPPROTO_TCP, _socket.TCP_INFO, _TCP_INFO_LEN)
+    except (OSError, AttributeError):
+        return 0
+    if len(info) < _TCP_INFO_LEN:
+        return 0
+    return int(_UNACKED.unpack_from(info, _UNACKED_AT)[0])
 
 
 def sockaddr(host: str, port: int) -> tuple[int, tuple[Any, ...]]:

@@ -192,17 +192,27 @@ def starving_sentence(
     """What a starving verdict means, short enough for two lines of a narrow pane: the
     level's share (`total`) and the likely cause. Clients stuck in connect (the last
     interval, `w`) or connects that timed out point at the accept queue; connected ones
-    at one of two causes that look alike from the client, both named: a worker that stays
-    on another keep-alive connection (uwsgi-http11), and a burst of connects past the
-    listen backlog, whose handshake's last ACK the server's kernel dropped while the
-    client believes it is connected (node-http at c=1000)."""
+    at one of two causes that look alike from the client, told apart by whether the
+    server's kernel acknowledged the request (`WindowStats.unacked`, from TCP_INFO): a
+    server that reads other connections first leaves the request unread but acknowledged
+    (uwsgi-http11's worker staying on one keep-alive connection; node-http at c=1000,
+    measured: 235 of 1,000 acknowledged and unread for the whole level); a handshake
+    whose last ACK a full listen backlog dropped leaves the client believing it is
+    connected with its request never acknowledged."""
     if total is None or not total.starved_share:
         return f"{verdict.reason}, while the others are served"
     share = f"{100 * total.starved_share:.0f}% of clients' time unanswered"
     share += f" (up to {_secs(total.starved_wait_us)})"
     if total.failures.get(CONNECT_TIMEOUT, 0) or (w is not None and 2 * w.connecting > w.waiting):
         return f"{share}: stuck in connect, the accept queue drops their SYNs"
-    return f"{share}: a worker held by another keep-alive client, or a full listen backlog"
+    starved_now = round(w.starved_share * w.in_flight) if w is not None else 0
+    if w is None or not starved_now:
+        return f"{share}: a worker held by another keep-alive client, or a full listen backlog"
+    # the engine asked the kernel (TCP_INFO) whether the server's kernel acknowledged
+    # each request over a second old: unacknowledged, its handshake was dropped
+    if 2 * w.unacked >= starved_now:
+        return f"{share}: the server's full listen backlog dropped their handshakes"
+    return f"{share}: its kernel has their requests, the server reads others first"
 
 
 def _failure_sentence(kind: str, w: WindowStats, timeout: float) -> str:
