@@ -19,6 +19,7 @@ from stackrace.engine.channel import TargetReport
 from stackrace.engine.histogram import SparseHistogram, lowest_equivalent
 from stackrace.engine.model import (
     ABANDONED,
+    STARVED_MIN_US,
     KindStats,
     LatencySummary,
     TargetSnapshot,
@@ -408,7 +409,10 @@ class TargetAggregate:
         # starved: waiting far past what this level's answers took (the total's p99,
         # so an interval with few answers is judged against the level)
         answered = self.total if counting and self.total.requests else self.interval
-        if answered.requests and self.interval.waiting_ages.counts:
+        ages = self.interval.waiting_ages.counts
+        # the bucket index grows with the age: the largest one says whether any waiting
+        # request is even a second old, before the level's p99 is worked out (4 Hz)
+        if answered.requests and ages and lowest_equivalent(max(ages)) >= STARVED_MIN_US:
             client_us, oldest = self.interval.sample_starved(answered.hist.value_at_percentile(99))
             self.interval.add_starved(client_us, oldest)
             if counting:

@@ -207,14 +207,15 @@ class WindowStats(msgspec.Struct):
     connecting: int = 0
     # of `waiting`: over a second old, connected as the client sees it, and the request
     # not acknowledged by the server's kernel (TCP_INFO's unacked): a handshake the
-    # server's full listen backlog dropped, not a request a busy worker has not read
+    # server's full listen backlog dropped. A request the server's kernel holds and no
+    # worker has read yet is acknowledged (node-http's and uwsgi-http11's starved ones)
     unacked: int = 0
     oldest_wait_us: int = 0  # age of the oldest waiting request
     # waiting requests that have waited longer than the window itself: clients that got
     # no answer at all during it (closed loop: starved connections)
     stale: int = 0
     # Clients left without an answer while the server serves others (a worker that
-    # stays on one keep-alive connection, a burst of connects past the listen backlog):
+    # stays on one keep-alive connection, connections a busy server leaves unread):
     # the share of the clients' time (in_flight × seconds) spent waiting past
     # `starved_limit_us` — far longer than the level's answered requests took — sampled
     # at every report (each waiting request that old counts for the interval), and the

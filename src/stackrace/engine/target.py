@@ -306,8 +306,9 @@ class Target:
                     and conn.transport is not None
                     and unacked(conn.transport.get_extra_info("socket"))
                 ):
-                    # a second without an answer (rare, so the system call is cheap
-                    # here), and the request not even in the server's kernel
+                    # a second without an answer, and the request not even in the
+                    # server's kernel: one getsockopt per such request per report (few
+                    # when healthy; at most the concurrency, 4 times a second)
                     lost_in_backlog += 1
                 i = index_of((now - start) // 1000)
                 ages[i] = ages.get(i, 0) + 1

@@ -6,7 +6,7 @@ import csv
 import io
 from typing import TYPE_CHECKING
 
-from stackrace.breaking import STARVED_SHARE
+from stackrace.breaking import step_result
 from stackrace.report import thennow
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
 from stackrace.units import fmt_bytes, fmt_us
@@ -67,7 +67,7 @@ def flags(level: Level) -> list[str]:
     if level.window.stale:
         n = level.window.stale
         out.append(f"{n:,} client{'s' if n != 1 else ''} got no answer in the level")
-    if level.window.starved_share > STARVED_SHARE:
+    if step_result(level.level, level.window).starving:  # the breaking rule's own test
         w = level.window
         out.append(
             f"starving: {100 * w.starved_share:.0f}% of the clients' time went without an "
