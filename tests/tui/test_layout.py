@@ -7,7 +7,7 @@ import pytest
 
 from stackrace.race.demo import MODELS
 from stackrace.tui.bignum import BigNumber, block_lines, glyph_rows, layout
-from stackrace.tui.pane import StackPane
+from stackrace.tui.pane import QPS_EVERY, StackPane
 from stackrace.tui.slider import ConcurrencySlider
 from stackrace.tui.spark import ScaledSparkline, bars
 from tests.tui.conftest import open_race, plan
@@ -160,3 +160,31 @@ async def test_projector_mode_reads_from_the_back_of_the_room(size):
         assert not race.screen.has_class("-projector")
         assert race.screen.query_one("#pane-uvicorn #latency").display
         assert not race.screen.query_one("#pane-uvicorn #name-big").display
+
+
+async def test_a_relayout_redraws_the_figures_on_screen_not_a_newer_interval():
+    """The big figures are redrawn every QPS_EVERY intervals; a re-layout in between (a
+    mode change, a resize, the shared digit size settling after a refresh) redraws the
+    p99 figure at its new size, and must draw the value that was on screen. It drew the
+    newest interval's, so the projector snapshot's p99 changed with when the layout
+    settled (a flake on a busy machine)."""
+    async for race in open_race(plan(concurrency=1000)):
+        await race.pilot.press("b")
+        await race.advance(4)
+        first = next(iter(race.screen.panes.values()))
+        while first._seq % QPS_EVERY:  # up to an interval that redraws the figures
+            await race.advance(1)
+        shown = {
+            p.pane_id: p.query_one("#p99big", BigNumber).value for p in race.screen.panes.values()
+        }
+        await race.advance(1)  # an interval in between: nothing redrawn
+        assert {
+            p.pane_id: p.query_one("#p99big", BigNumber).value for p in race.screen.panes.values()
+        } == shown
+        for pane in race.screen.panes.values():
+            pane.set_scale_cap(pane.scale_cap - 1)  # a re-layout
+        await race.pilot.pause()
+        after = {
+            p.pane_id: p.query_one("#p99big", BigNumber).value for p in race.screen.panes.values()
+        }
+        assert after == shown

@@ -229,7 +229,7 @@ class StackPane(Vertical, can_focus=True):
         self.failures_seen: dict[str, int] = {}
         self._texts: dict[str, object] = {}
         self._family = view.family
-        self._last_window: WindowStats | None = None
+        self._shown_window: WindowStats | None = None
         self._classes_on: dict[str, bool] = {}
         self._rps_acc: list[float] = []
         self._rss_acc: list[float] = []
@@ -373,8 +373,8 @@ class StackPane(Vertical, can_focus=True):
             widget.display = n > 0
             if n:
                 widget.styles.height = n
-        if self._last_window is not None:
-            self._show_latency(self._last_window)
+        if self._shown_window is not None:
+            self._show_latency(self._shown_window)
 
     def line(self, name: str) -> str:
         """The text of one line: failures, waiting, memory, cpu or slo."""
@@ -449,8 +449,8 @@ class StackPane(Vertical, can_focus=True):
         """Projector mode: p99 in this unit ("MS" or "S"), the one every pane uses."""
         if unit != self.p99_unit:
             self.p99_unit = unit
-            if self._last_window is not None:
-                self._show_latency(self._last_window)
+            if self._shown_window is not None:
+                self._show_latency(self._shown_window)
 
     # --- one tick -------------------------------------------------------------------
 
@@ -469,8 +469,8 @@ class StackPane(Vertical, can_focus=True):
             self._lines["slo"] = slo_line(self.slo_text, self.slo_meets)
             if refit:
                 self.fit()
-            elif self._last_window is not None and not new_interval:
-                self._show_latency(self._last_window)
+            elif self._shown_window is not None and not new_interval:
+                self._show_latency(self._shown_window)
         if rate_mode != self.rate_mode:
             self.rate_mode = rate_mode
             self._flag("-rate", rate_mode)
@@ -630,7 +630,6 @@ class StackPane(Vertical, can_focus=True):
         """One engine interval. The figures are redrawn every QPS_EVERY intervals (half a
         second): steadier for a room to read, and half the redraws; failures of the
         intervals in between are added up, so none is missed."""
-        self._last_window = w
         # HTTP errors and bad bodies are answers, but not throughput: the big figure
         # counts good answers only, and says so when some were not
         good = w.ok / w.seconds if w.seconds else 0.0
@@ -644,6 +643,9 @@ class StackPane(Vertical, can_focus=True):
         )
         if not due:
             return
+        # what a re-layout or a unit change redraws: the figures on screen, never a newer
+        # interval's (a layout settling between two redraws changed the p99 figure it showed)
+        self._shown_window = w
         qps = f"{three_figures(sum(self._qps_acc) / len(self._qps_acc)):,}"
         self._qps_acc.clear()
         errors = self._errors_acc
