@@ -19,7 +19,9 @@ start-up cancelled out, the same for every tool. wrk sends `Connection: close` a
 reconnects after every response; ab runs without -k; stackrace runs `load
 --no-keepalive`; bare_uvloop_client.py with `close` is the least a uvloop client can do
 per connection with create_connection (what the engine used before it opened its own
-sockets). hey and oha join when they are on PATH. `--baseline-src DIR` adds the engine
+sockets); `C, engine's calls` (c_cycle_floor.c) is the engine's own system calls per
+connection in C with nothing parsed, the floor of rewriting its cycle in C. hey and oha
+join when they are on PATH. `--baseline-src DIR` adds the engine
 of another checkout's sources (e.g. main's) as "stackrace (baseline)", in the same rounds.
 """
 
@@ -28,9 +30,13 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import sys
+from pathlib import Path
 
 from engine_vs_wrk import (
+    PORT,
+    ROOT,
     add_baseline_argument,
     add_tls_argument,
     build_target,
@@ -43,6 +49,17 @@ from engine_vs_wrk import (
     use_baseline,
     use_tls,
 )
+
+
+def build_floor() -> Path:
+    """c_cycle_floor.c, built once (and again when it changes): the engine's system calls
+    per connection in C with nothing else, the bound of rewriting its cycle in C."""
+    src = ROOT / "bench" / "c_cycle_floor.c"
+    out = ROOT / ".stackrace" / "bench" / "c_cycle_floor"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        subprocess.run(["cc", "-O2", "-o", str(out), str(src)], check=True)
+    return out
 
 
 def main() -> None:
@@ -60,17 +77,25 @@ def main() -> None:
     for tool in ("ab", "hey", "oha"):
         if not shutil.which(tool):
             skip_note(tool)
+    floor = None if args.tls else build_floor()
     server = start_server(build_target())
     short = max(1, args.duration // 3)
+
+    def commands(secs: int) -> dict[str, list[str]]:
+        cmds = tool_commands("/hello", args.concurrency, secs, close=True)
+        if floor is not None:
+            cmds["C, engine's calls"] = [str(floor), str(PORT), str(args.concurrency), str(secs)]
+        return cmds
+
     res: dict[str, dict[str, list[float]]] = {}
     try:
         for rnd in range(args.rounds):
-            names = list(tool_commands("/hello", args.concurrency, args.duration, close=True))
+            names = list(commands(args.duration))
             for name in names:
                 runs = []
                 for secs in (short, args.duration):
                     served()  # reset the server's count
-                    cmd = tool_commands("/hello", args.concurrency, secs, close=True)[name]
+                    cmd = commands(secs)[name]
                     _wall, cpu, _ = run_tool(cmd)
                     runs.append((cpu, served()))
                 (cpu_s, n_s), (cpu_l, n_l) = runs
