@@ -20,7 +20,9 @@ reconnects after every response; ab runs without -k; stackrace runs `load
 --no-keepalive`; bare_uvloop_client.py with `close` is the least a uvloop client can do
 per connection with create_connection (what the engine used before it opened its own
 sockets); `C, engine's calls` (c_cycle_floor.c) is the engine's own system calls per
-connection in C with nothing parsed, the floor of rewriting its cycle in C. hey and oha
+connection in C with nothing parsed, the floor of rewriting its cycle in C; `C + Python
+per answer` (c_cycle_hybrid.py) is that loop counting each answer in Python as the
+engine's response callback does (`per batch`: a call per epoll batch). hey and oha
 join when they are on PATH. `--baseline-src DIR` adds the engine
 of another checkout's sources (e.g. main's) as "stackrace (baseline)", in the same rounds.
 """
@@ -85,6 +87,9 @@ def main() -> None:
         cmds = tool_commands("/hello", args.concurrency, secs, close=True)
         if floor is not None:
             cmds["C, engine's calls"] = [str(floor), str(PORT), str(args.concurrency), str(secs)]
+            hybrid = [sys.executable, str(ROOT / "bench" / "c_cycle_hybrid.py"), str(PORT)]
+            cmds["C + Python per answer"] = [*hybrid, str(args.concurrency), str(secs)]
+            cmds["C + Python per batch"] = [*hybrid, str(args.concurrency), str(secs), "batch"]
         return cmds
 
     res: dict[str, dict[str, list[float]]] = {}
