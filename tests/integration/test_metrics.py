@@ -115,6 +115,39 @@ async def test_scraped_counters_and_buckets_equal_the_engines_figures(server: Te
     assert after.get("stackrace_request_failures_total", target="503", kind="http_status") > 100
 
 
+ONE_AT_A_TIME = ROOT / "tests" / "servers" / "one_at_a_time.py"
+
+
+async def test_starving_clients_show_in_the_scrape() -> None:
+    """One worker that stays on a keep-alive connection (the shape of uWSGI's native
+    socket): of three clients one is served, two wait unread in the server's kernel.
+    The scrape says so — the starved share of the clients' time, the oldest wait, and
+    that the two are neither stuck in the connect nor unacknowledged."""
+    server = TestServer(ONE_AT_A_TIME, "--keepalive", "--ms", "2")
+    engine = Engine(EngineSettings(timeout=30.0))
+    exporter = MetricsExporter("127.0.0.1", 0)
+    exporter.follow(lambda: engine)
+    try:
+        async with exporter.serving():
+            await engine.start()
+            await engine.add_target(TargetSpec(id="one", url=server.url("/"), concurrency=3))
+            await asyncio.sleep(3.5)
+            scrape = await asyncio.to_thread(Scrape, exporter.url)
+            await engine.stop()
+    finally:
+        exporter.close()
+        server.kill()
+    assert scrape.get("stackrace_responses_total", target="one") > 100  # one client served
+    # the two starved, and the served client's request when it is in flight
+    assert scrape.get("stackrace_requests_waiting", target="one") in (2, 3)
+    # the last interval's: two of three clients waited through all of it (2/3)
+    assert 0.6 < scrape.get("stackrace_clients_starved_ratio", target="one") <= 0.7
+    assert scrape.get("stackrace_requests_oldest_wait_seconds", target="one") > 2.5
+    assert scrape.get("stackrace_requests_connecting", target="one") == 0
+    assert scrape.get("stackrace_requests_unacked", target="one") == 0
+    scrape.accounted("one")
+
+
 def _address(proc: subprocess.Popen[str]) -> str:
     assert proc.stderr is not None
     for _ in range(20):

@@ -249,6 +249,35 @@ class RaceFigures:
             [({"target": tid}, t.interval.waiting) for tid, _, t in live],
         )
         fam.add(
+            "stackrace_requests_connecting",
+            "gauge",
+            "of the waiting requests: still in the connect (the server's accept queue full)",
+            [({"target": tid}, t.interval.connecting) for tid, _, t in live],
+        )
+        fam.add(
+            "stackrace_requests_unacked",
+            "gauge",
+            "of the waiting requests: over a second old and not acknowledged by the "
+            "server's kernel (a handshake its full listen backlog dropped)",
+            [({"target": tid}, t.interval.unacked) for tid, _, t in live],
+        )
+        fam.add(
+            "stackrace_requests_oldest_wait_seconds",
+            "gauge",
+            "age of the oldest waiting request",
+            [({"target": tid}, t.interval.oldest_wait_us / 1e6) for tid, _, t in live],
+            unit="seconds",
+        )
+        fam.add(
+            "stackrace_clients_starved_ratio",
+            "gauge",
+            "share of the clients' time over the last interval spent without an answer "
+            "far past the answered requests' p99 (engine/model.py starved_share): "
+            "some clients starve while others are served",
+            [({"target": tid}, t.interval.starved_share) for tid, _, t in live],
+            unit="ratio",
+        )
+        fam.add(
             "stackrace_requests_in_flight",
             "gauge",
             "requests in flight, time-averaged over the last interval",
