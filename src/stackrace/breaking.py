@@ -60,6 +60,12 @@ STARVING = "starving"
 VERDICT_KINDS = (FAILING, STARVING, QUEUEING, SATURATED)
 
 
+def starves(w: WindowStats) -> bool:
+    """Some clients starve while others are answered: more than `STARVED_SHARE` of the
+    clients' time spent waiting far past the answered requests' p99."""
+    return w.requests > 0 and w.starved_share > STARVED_SHARE
+
+
 @dataclass(frozen=True)
 class StepResult:
     """One stack at one load level, measured over `window` (the level's totals)."""
@@ -113,7 +119,7 @@ class StepResult:
     @property
     def starving(self) -> bool:
         """More than `STARVED_SHARE` of the clients' time spent starved."""
-        return self.requests > 0 and self.window.starved_share > STARVED_SHARE
+        return starves(self.window)
 
     @property
     def failed(self) -> int:

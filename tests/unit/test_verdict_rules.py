@@ -270,7 +270,7 @@ def test_a_burst_past_the_listen_backlog_is_named_by_the_unacknowledged_requests
     assert v is not None and v.kind == SATURATED
     # a saturated verdict's sentence is about its CPU; the starving one, asked for:
     said = starving_sentence(w, w, LevelVerdict(1000, STARVING, v.reason, 0, 0.0))
-    assert said.endswith(": the server's full listen backlog dropped their handshakes")
+    assert said.endswith(": handshakes dropped, requests never acknowledged")
     assert len(said) <= 118
     assert "queued" not in said
 

@@ -43,6 +43,7 @@ import uvloop
 
 from stackrace import options, scenario
 from stackrace.atomicfile import write_atomic
+from stackrace.breaking import starves
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
@@ -66,6 +67,7 @@ from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.netguard import RemoteTargetError, require_loopback
 from stackrace.race import accounting
+from stackrace.race.explain import starved_sentence
 from stackrace.race_settings import REQUEST_FIELDS, RaceSettings, add_options, given
 from stackrace.race_settings import options as options_of
 from stackrace.report.failures import requests_failed
@@ -829,7 +831,13 @@ def _summary(
         + (f" (oldest {fmt_us(w.oldest_wait_us)})" if w.waiting else "")
         + (f", {w.connecting} of them still connecting" if w.connecting else "")
     )
-    if w.waiting and w.oldest_wait_us >= 0.5 * w.seconds * 1e6:
+    if starves(w):
+        # not "did not keep up": others were answered all along (breaking.py STARVING)
+        # where the starved are, from the last interval's figures, or the run's when
+        # the last interval was a sliver too short to sample them
+        last = t.interval if t.interval.starved_share else w
+        print(f"  ! starving: {starved_sentence(last, w)}, while the others were answered")
+    elif w.waiting and w.oldest_wait_us >= 0.5 * w.seconds * 1e6:
         print(
             f"  ! {w.waiting} clients were still waiting at the end, the oldest for "
             f"{fmt_us(w.oldest_wait_us)}: the server did not keep up with {spec.concurrency} "

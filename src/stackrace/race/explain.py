@@ -201,6 +201,12 @@ def starving_sentence(
     connected with its request never acknowledged."""
     if total is None or not total.starved_share:
         return f"{verdict.reason}, while the others are served"
+    return starved_sentence(w, total)
+
+
+def starved_sentence(w: WindowStats | None, total: WindowStats) -> str:
+    """The starved share of `total` and its likely cause (see starving_sentence); also
+    `load`'s report, which has no verdict."""
     share = f"{100 * total.starved_share:.0f}% of clients' time unanswered"
     share += f" (up to {_secs(total.starved_wait_us)})"
     if total.failures.get(CONNECT_TIMEOUT, 0) or (w is not None and 2 * w.connecting > w.waiting):
@@ -211,7 +217,9 @@ def starving_sentence(
     # the engine asked the kernel (TCP_INFO) whether the server's kernel acknowledged
     # each request over a second old: unacknowledged, its handshake was dropped
     if 2 * w.unacked >= starved_now:
-        return f"{share}: the server's full listen backlog dropped their handshakes"
+        # what is known: the handshake's last ACK and the request were dropped (by a full
+        # listen backlog, as a rule; a firewall does the same)
+        return f"{share}: handshakes dropped, requests never acknowledged"
     return f"{share}: its kernel has their requests, the server reads others first"
 
 
