@@ -13,6 +13,7 @@ stackrace/_shipped. Copying in `build_py` was chosen over the alternatives becau
 The sdist carries the same files (MANIFEST.in), so a wheel built from it is the same.
 An editable install copies nothing: it runs from the checkout itself.
 
+It also declares the one C extension, the engine's transport (engine/_cycle.c).
 Everything else about the package is declared in pyproject.toml.
 """
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
@@ -48,4 +49,12 @@ class BuildWithShippedData(build_py):
                 shutil.copy2(src, target / name)
 
 
-setup(cmdclass={"build_py": BuildWithShippedData})
+# The engine's plain-TCP transport in C (src/stackrace/engine/_cycle.c: why, there). An
+# editable install builds it in place; scripts/setup.sh rebuilds it when the file changes.
+CYCLE = Extension(
+    "stackrace.engine._cycle",
+    ["src/stackrace/engine/_cycle.c"],
+    extra_compile_args=["-O2"],
+)
+
+setup(cmdclass={"build_py": BuildWithShippedData}, ext_modules=[CYCLE])

@@ -38,9 +38,10 @@ from typing import TYPE_CHECKING
 
 from httptools import HttpParserError, HttpResponseParser
 
+from stackrace.engine._cycle import Transport as CTransport
 from stackrace.engine.clients import ClientProfile
 from stackrace.engine.model import HTTP_STATUS, INVALID_BODY, PROTOCOL, RESET
-from stackrace.engine.transport import SocketTransport
+from stackrace.engine.transport import OPEN, SocketTransport
 
 if TYPE_CHECKING:
     from stackrace.engine.target import Target
@@ -58,7 +59,7 @@ IDLE = 2  # open, nothing in flight (rate mode between sends, or paused)
 CLOSED = 3
 
 # what a connection writes to: the event loop's transport, or the engine's own
-AnyTransport = asyncio.Transport | SocketTransport
+AnyTransport = asyncio.Transport | SocketTransport | CTransport
 
 _shutdown: Callable[[int, int], int] | None
 try:
@@ -67,7 +68,7 @@ except (OSError, AttributeError):  # pragma: no cover - not Linux
     _shutdown = None
 
 
-def close_now(transport: asyncio.BaseTransport | SocketTransport) -> None:
+def close_now(transport: asyncio.BaseTransport | SocketTransport | CTransport) -> None:
     """Send our FIN now, not on the loop's next turn.
 
     uvloop closes a transport's socket one loop iteration after close(). A server that
@@ -77,7 +78,7 @@ def close_now(transport: asyncio.BaseTransport | SocketTransport) -> None:
     response callback; so do we: shutdown(2) on the descriptor (uvloop's transports do
     not expose shutdown), then the normal close frees it.
     """
-    if type(transport) is SocketTransport:
+    if type(transport) is SocketTransport or type(transport) is CTransport:
         transport.close()  # the engine's own: the descriptor closes now, the FIN with it
         return
     if _shutdown is not None:
@@ -112,6 +113,7 @@ class Connection(asyncio.Protocol):
         "parser",
         "pending",
         "quota",
+        "recycle_at",
         "retiring",
         "slow",
         "start_ns",
@@ -134,7 +136,7 @@ class Connection(asyncio.Protocol):
         self.connect_ns = 0
         # the engine's transport while its connect (or TLS handshake) is under way: the
         # target's sweep gives it up after the connect timeout
-        self.pending: SocketTransport | None = None
+        self.pending: SocketTransport | CTransport | None = None
         self.retiring = False
         # a slow client's slot (engine.clients): its profile, kept when it reconnects
         self.slow: ClientProfile | None = None
@@ -150,6 +152,9 @@ class Connection(asyncio.Protocol):
         # same read was sent before the next request was written (unsolicited)
         self.answered = False
         self.wrote_ns = 0  # TLS targets: when the request now in flight was written
+        # a connection per request on the C transport: the answer's time, when the slot's
+        # next connection is to start once the read that completed it is parsed
+        self.recycle_at = 0
 
     # --- asyncio callbacks -------------------------------------------------------
 
@@ -211,6 +216,22 @@ class Connection(asyncio.Protocol):
         except HttpParserError:
             if self.state != CLOSED:
                 self.fail(PROTOCOL)
+        now = self.recycle_at
+        if now:
+            # A connection per request, closed loop, on the C transport: this slot's
+            # next request on a new connection, made in the same call that closes this
+            # one (our FIN now) — what Target.replace does with a fresh Connection and
+            # transport, without making either (inlined: once per request). After the
+            # whole read: what followed the answer in it was the old connection's (a
+            # second response is unsolicited, not the next request's answer).
+            self.recycle_at = 0
+            t.sent += 1
+            self.state = BUSY
+            self.start_ns = self.connect_ns = now
+            if self.transport.recycle(self, now, t.request) == OPEN:  # type: ignore[union-attr]  # set: on_message_complete checked
+                self.parser = HttpResponseParser(self)  # the request went out with the connect
+            else:
+                self._not_connected_yet()
 
     def unsolicited(self) -> None:
         """A response nobody asked for: count it, fail the request in flight (the
@@ -264,12 +285,29 @@ class Connection(asyncio.Protocol):
         elif t.check is not None and not t.check(self.take_body()):
             t.fail_count(INVALID_BODY)
         if not (t.keepalive and parser.should_keep_alive()):  # type: ignore[union-attr]  # as above
+            tr = self.transport
+            if (
+                type(tr) is CTransport
+                and self.fast
+                and not self.retiring
+                and t.presend
+                and t.rate is None
+                and not t.paused
+                and not t.budget
+                and not t.removed
+            ):
+                # this connection ends (nothing read from here on is an answer); the next
+                # starts once the read that brought this answer is parsed (data_received)
+                self.start_ns = 0
+                self.state = CLOSED
+                self.parser = _DISCARD  # type: ignore[assignment]  # as below
+                self.recycle_at = now
+                return
             self.start_ns = 0
             # as _shut(), inlined: nothing read from here on is an answer
             self.state = CLOSED
             self.parser = _DISCARD  # type: ignore[assignment]  # _Discard reads nothing
-            tr = self.transport
-            if type(tr) is SocketTransport:
+            if type(tr) is SocketTransport or type(tr) is CTransport:
                 # the descriptor closes now, and our FIN leaves with it; what
                 # connection_lost would do for a closed connection is done here
                 tr.release()
@@ -297,6 +335,18 @@ class Connection(asyncio.Protocol):
                 t.hand_over(self, tr, now)
             else:
                 t.on_idle(self)
+
+    def _not_connected_yet(self) -> None:
+        """A recycled slot whose connect did not complete inside connect(). CONNECTING:
+        `connected` comes when it is up, and writes the request; CLOSED: the connect
+        failed and the target hears of it on the loop's next turn. Either way no
+        connection is open, and the sweep watches the connect (`pending`)."""
+        tr: CTransport = self.transport  # type: ignore[assignment]  # the C transport (recycled)
+        self.state = CONNECTING
+        self.pending = tr
+        self.transport = None
+        self.parser = None
+        self.target.open -= 1
 
     def connection_lost(self, exc: Exception | None) -> None:
         t = self.target

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import socket
 import ssl
 from collections.abc import Callable
 from time import perf_counter_ns
 
 from stackrace.engine import mix
+from stackrace.engine._cycle import Transport as CTransport
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
 from stackrace.engine.clients import ClientProfile, SlowClient, is_slow
@@ -68,6 +70,11 @@ from stackrace.engine.transport import (
     sockaddr,
     unacked,
 )
+
+# STACKRACE_PY_TRANSPORT=1: a connection per request on the Python transport, as before
+# the C one (engine/_cycle.c): for comparing the two, in tests (every response shape
+# counted alike: tests/integration/test_c_transport.py) and benchmarks; no user needs it
+_PY_TRANSPORT = os.environ.get("STACKRACE_PY_TRANSPORT") == "1"
 
 _RETIRE_GRACE_S = 0.2  # a retiring connection may finish its request for this long
 # A send counts as late when it leaves more than 2 ms after its due time: a backlog
@@ -303,8 +310,12 @@ class Target:
                     connecting += 1
                 elif (
                     start < old
-                    and conn.transport is not None
-                    and unacked(conn.transport.get_extra_info("socket"))
+                    and (tr := conn.transport) is not None
+                    and (
+                        tr.unacked()
+                        if type(tr) is CTransport
+                        else unacked(tr.get_extra_info("socket"))
+                    )
                 ):
                     # a second without an answer, and the request not even in the
                     # server's kernel: one getsockopt per such request per report (few
@@ -671,8 +682,11 @@ class Target:
             )
         else:
             # TCP_NODELAY where a connection writes more than once (keep-alive: Nagle
-            # would hold a request behind an unacknowledged segment)
-            conn.pending = SocketTransport(
+            # would hold a request behind an unacknowledged segment). A connection per
+            # request gets the C transport (engine/_cycle.c); a kept-alive one stays on
+            # SocketTransport, which hands it over to the loop's (hand_over)
+            cls = SocketTransport if self.keepalive or _PY_TRANSPORT else CTransport
+            conn.pending = cls(
                 self.poller,
                 conn,
                 self,

@@ -24,6 +24,13 @@ succeeding is what says the connection is established (EAGAIN: still connecting)
   they are done with it, so nothing is gained by waiting, and a Handle per connection
   is saved). The protocol is told of the connection by `connected(transport, sent)`:
   `sent` says the first request went out with the connect (see `connect`).
+- `engine/_cycle.c`'s `Transport`: SocketTransport in C, for a connection per request
+  (every plain-TCP connection when the load does not keep alive), plus `recycle`: the
+  slot's next connection opened in the call that closes the last one, with no Python
+  object made (the Connection stays; engine/connection.py `data_received`). Its
+  `dispatch` is `Poller.poll`'s loop in C. This class stays the reference: the C one
+  does what it does, call for call (tests/integration/test_c_transport.py counts every
+  response shape on both).
 - `TlsTransport`: the same over an `ssl.SSLObject` and two memory BIOs, so the TCP
   connect, the TLS handshake and the first byte are timed apart, and a session can be
   offered for resumption (`SSLContext.wrap_bio(session=…)`), which asyncio's
@@ -50,6 +57,8 @@ from collections.abc import Callable
 from select import EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, epoll
 from time import perf_counter_ns
 from typing import Any, ClassVar, Protocol
+
+from stackrace.engine._cycle import dispatch
 
 # below glibc's mmap threshold (128 KB): a larger recv() buffer is mmap()ed, mremap()ed
 # and munmap()ed on every read, three system calls per response
@@ -80,12 +89,13 @@ class ConnectCallbacks(Protocol):
 class Poller:
     """One epoll for the engine's sockets, watched by the event loop."""
 
-    __slots__ = ("_loop", "dispatching", "ep", "handlers", "stale", "timers")
+    __slots__ = ("_loop", "dispatching", "ep", "epfd", "handlers", "stale", "timers")
 
     _by_loop: ClassVar[dict[int, Poller]] = {}
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.ep = epoll()
+        self.epfd = self.ep.fileno()
         self._loop = loop
         self.handlers: dict[int, Handler] = {}
         self.stale: set[int] = set()  # descriptors closed in this batch
@@ -126,6 +136,16 @@ class Poller:
     def poll(self) -> None:
         handlers = self.handlers
         stale = self.stale
+        if not self.timers:
+            # the same loop in C (engine/_cycle.c `dispatch`): no list of tuples made per
+            # batch, and the C transport's events go to it without a Python call
+            self.dispatching = True
+            try:
+                dispatch(self.epfd, handlers, stale)
+            finally:
+                self.dispatching = False
+                stale.clear()
+            return
         events = self.ep.poll(0)
         self.dispatching = True
         try:

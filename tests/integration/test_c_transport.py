@@ -1,0 +1,109 @@
+"""The C transport (engine/_cycle.c) counts every response shape as the Python one did.
+
+A connection per request runs on the C transport and its `recycle`; keep-alive, TLS and
+slow clients stay on engine/transport.py. Each test loads the real test server with the
+real CLI, once on each transport (STACKRACE_PY_TRANSPORT=1: the Python one), and checks
+the same accounting: every request sent is answered, failed by the same kinds, or still
+waiting; the server saw every request the engine counted as sent (each on a connection
+of its own); nothing is left open."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+
+from tests.helpers import CLI, TestServer
+
+pytestmark = pytest.mark.slow
+
+
+def load(url: str, python: bool, *extra: str) -> dict:
+    env = {**os.environ, "STACKRACE_PY_TRANSPORT": "1" if python else "0"}
+    argv = [*CLI, "load", url, "--no-keepalive", "-c", "4", "-d", "1s", "--json"]
+    argv += ["--no-progress", *extra]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert out.stdout, out.stderr
+    return json.loads(out.stdout.splitlines()[0])["total"]
+
+
+def balanced(w: dict) -> bool:
+    lost = sum(n for k, n in w["failures"].items() if k not in ("http_status", "invalid_body"))
+    return w["sent"] == w["requests"] + lost + w["waiting"]
+
+
+# (path, the failure kinds it must give, whether every request is answered)
+SHAPES = [
+    ("/hello", set(), True),
+    ("/chunked", set(), True),
+    ("/status?code=503", {"http_status"}, True),
+    ("/http10", set(), True),  # no length: the body ends with the connection
+    ("/early", set(), True),  # 103 Early Hints first, then the answer
+    ("/big?kb=256", set(), True),  # many reads per answer
+    # a second response nobody asked for, after the answer: counted as unsolicited, and
+    # neither the answered request nor the slot's next one fails for it
+    ("/twice", set(), True),
+    ("/garbage", {"protocol"}, False),
+    ("/midbody", {"reset"}, False),  # the server closes in the middle of the body
+]
+
+
+@pytest.mark.parametrize(("path", "kinds", "answered"), SHAPES, ids=[s[0] for s in SHAPES])
+def test_each_response_shape_is_counted_alike_on_both_transports(
+    server: TestServer, path: str, kinds: set[str], answered: bool
+) -> None:
+    seen = {}
+    for python in (False, True):
+        server.reset()
+        w = load(server.url(path), python)
+        assert balanced(w), (python, w)
+        assert set(w["failures"]) == kinds, (python, w["failures"])
+        if answered:
+            assert w["requests"] > 50 and w["requests"] == w["sent"] - w["waiting"], w
+        stats = server.stats()
+        # every request the engine sent reached the server, each on its own connection
+        assert stats["by_path"].get(path.split("?")[0], 0) >= w["requests"]
+        assert stats["accepted"] >= w["sent"] - w["waiting"]
+        seen[python] = w
+    assert server.clients() == 0  # nothing left open
+    if path == "/twice":
+        assert seen[False]["unsolicited"] > 0 and seen[True]["unsolicited"] > 0
+
+
+def test_a_request_that_times_out_is_replaced(server: TestServer) -> None:
+    """/delay longer than the timeout: each request fails as a timeout, its connection
+    is aborted and the slot starts over on a new one (the sweep, then `fail`)."""
+    w = load(server.url("/delay?ms=5000"), False, "--timeout", "0.3s", "-d", "1.2s")
+    assert balanced(w), w
+    assert w["failures"].get("timeout", 0) >= 8, w  # 4 slots, ~3 rounds of 0.3 s
+    assert w["requests"] == 0
+
+
+def test_a_connect_a_full_backlog_drops_times_out_on_the_c_transport() -> None:
+    """A listener that never accepts, its backlog full: the connect never completes, the
+    request stays unsent (`connecting`) and the connect timeout gives the slot up; the
+    C transport is cancelled, its descriptor closed."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        w = load(
+            f"http://127.0.0.1:{port}/", False, "-c", "12", "-d", "3s", "--connect-timeout", "1s"
+        )
+    assert balanced(w), w
+    assert w["requests"] == 0
+    assert w["failures"].get("connect_timeout", 0) >= 10, w
+
+
+def test_refused_connections_are_counted_and_retried() -> None:
+    """Nothing listens: every connect is refused (settled inside connect(), reported on
+    the loop's next turn), counted, and tried again after the retry delay."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening: refused
+        w = load(f"http://127.0.0.1:{port}/", False, "-d", "1s")
+    assert balanced(w), w
+    assert w["failures"].get("refused", 0) > 4, w
