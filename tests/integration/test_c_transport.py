@@ -1,8 +1,10 @@
 """The C transport (engine/_cycle.c) counts every response shape as the Python one did.
 
-A connection per request runs on the C transport and its `recycle`; keep-alive, TLS and
-slow clients stay on engine/transport.py. Each test loads the real test server with the
-real CLI, once on each transport (STACKRACE_PY_TRANSPORT=1: the Python one), and checks
+Every plain-TCP connection starts on the C transport: a connection per request is
+recycled after its answer, one the server keeps alive is handed over to the event
+loop's transport; TLS and slow clients stay on engine/transport.py. Each test loads the
+real test server with the real CLI, once on each transport (STACKRACE_PY_TRANSPORT=1:
+the Python one), and checks
 the same accounting: every request sent is answered, failed by the same kinds, or still
 waiting; the server saw every request the engine counted as sent (each on a connection
 of its own); nothing is left open."""
@@ -21,9 +23,10 @@ from tests.helpers import CLI, TestServer
 pytestmark = pytest.mark.slow
 
 
-def load(url: str, python: bool, *extra: str) -> dict:
+def load(url: str, python: bool, *extra: str, keepalive: bool = False) -> dict:
     env = {**os.environ, "STACKRACE_PY_TRANSPORT": "1" if python else "0"}
-    argv = [*CLI, "load", url, "--no-keepalive", "-c", "4", "-d", "1s", "--json"]
+    argv = [*CLI, "load", url, *([] if keepalive else ["--no-keepalive"])]
+    argv += ["-c", "4", "-d", "1s", "--json"]
     argv += ["--no-progress", *extra]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
     assert out.stdout, out.stderr
@@ -107,3 +110,27 @@ def test_refused_connections_are_counted_and_retried() -> None:
         w = load(f"http://127.0.0.1:{port}/", False, "-d", "1s")
     assert balanced(w), w
     assert w["failures"].get("refused", 0) > 4, w
+
+
+@pytest.mark.parametrize("path", ["/hello", "/close", "/twice"])
+def test_kept_alive_and_server_closed_connections_are_counted_alike(
+    server: TestServer, path: str
+) -> None:
+    """Keep-alive asked for: /hello keeps it (the connection moves to the loop's
+    transport after its first answer), /close answers `Connection: close` and closes
+    (as gunicorn's sync worker: the slot is recycled), /twice sends a response nobody
+    asked for after the answer."""
+    seen = {}
+    for python in (False, True):
+        server.reset()
+        w = load(server.url(path), python, keepalive=True)
+        assert balanced(w), (python, w)
+        seen[python] = w
+        stats = server.stats()
+        assert stats["by_path"].get(path, 0) >= w["requests"] > 50, (python, w)
+        if path == "/hello":
+            assert stats["accepted"] == 4, (python, stats)  # four connections, kept
+        if path == "/close":
+            assert w["failures"] == {} and stats["accepted"] >= w["requests"], (python, w)
+    assert set(seen[False]["failures"]) == set(seen[True]["failures"]), seen
+    assert server.clients() == 0

@@ -538,6 +538,29 @@ static PyObject *Transport_write(Transport *self, PyObject *data) {
     Py_RETURN_NONE;
 }
 
+/* leave the engine's epoll and hand the open socket over (Target.hand_over: to the event
+   loop's own transport); this transport is done. A socket.socket for the descriptor. */
+static PyObject *Transport_detach(Transport *self, PyObject *arg) {
+    int family = (int)PyLong_AsLong(arg);
+    if (family == -1 && PyErr_Occurred()) return NULL;
+    if (self->fd < 0 || self->out != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "detach: not open, or bytes left to write");
+        return NULL;
+    }
+    int fd = self->fd;
+    self->state = CLOSED;
+    Py_SETREF(self->protocol, Py_NewRef(Py_None));
+    if (forget(self, 0) < 0) return NULL;
+    epoll_ctl(self->epfd, EPOLL_CTL_DEL, fd, NULL);
+    self->fd = -1; /* the socket object owns it now */
+    PyObject *socket_mod = PyImport_ImportModule("socket");
+    if (socket_mod == NULL) return NULL;
+    PyObject *sock = PyObject_CallMethod(socket_mod, "socket", "iiii", family, SOCK_STREAM, 0, fd);
+    Py_DECREF(socket_mod);
+    if (sock == NULL) close(fd);
+    return sock;
+}
+
 static PyObject *Transport_get_write_buffer_size(Transport *self, PyObject *unused) {
     return PyLong_FromSsize_t(self->out ? PyBytes_GET_SIZE(self->out) : 0);
 }
@@ -583,6 +606,7 @@ static PyMethodDef Transport_methods[] = {
     {"cancel", (PyCFunction)Transport_cancel, METH_NOARGS, NULL},
     {"recycle", (PyCFunction)Transport_recycle, METH_VARARGS, NULL},
     {"_report_failure", (PyCFunction)Transport_report_failure, METH_VARARGS, NULL},
+    {"detach", (PyCFunction)Transport_detach, METH_O, NULL},
     {"get_write_buffer_size", (PyCFunction)Transport_get_write_buffer_size, METH_NOARGS, NULL},
     {"pause_reading", (PyCFunction)Transport_pause_reading, METH_NOARGS, NULL},
     {"resume_reading", (PyCFunction)Transport_resume_reading, METH_NOARGS, NULL},

@@ -318,7 +318,7 @@ class Connection(asyncio.Protocol):
             t.replace(self, now)
         elif self.fast:
             tr = self.transport
-            if type(tr) is SocketTransport and t.hand_over_keepalive:
+            if (type(tr) is CTransport or type(tr) is SocketTransport) and t.hand_over_keepalive:
                 # no request in flight while it moves: the next one starts (and is
                 # counted) once the loop's transport is up (connected → on_idle)
                 self.start_ns = 0
@@ -331,7 +331,7 @@ class Connection(asyncio.Protocol):
             self.start_ns = 0
             self.state = IDLE
             tr = self.transport
-            if type(tr) is SocketTransport and t.hand_over_keepalive:
+            if (type(tr) is CTransport or type(tr) is SocketTransport) and t.hand_over_keepalive:
                 t.hand_over(self, tr, now)
             else:
                 t.on_idle(self)

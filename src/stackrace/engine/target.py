@@ -682,10 +682,11 @@ class Target:
             )
         else:
             # TCP_NODELAY where a connection writes more than once (keep-alive: Nagle
-            # would hold a request behind an unacknowledged segment). A connection per
-            # request gets the C transport (engine/_cycle.c); a kept-alive one stays on
-            # SocketTransport, which hands it over to the loop's (hand_over)
-            cls = SocketTransport if self.keepalive or _PY_TRANSPORT else CTransport
+            # would hold a request behind an unacknowledged segment). The C transport
+            # (engine/_cycle.c): a connection the server keeps alive is handed over to
+            # the loop's after its first answer (hand_over); one it closes (gunicorn's
+            # sync worker answers `Connection: close`) is recycled
+            cls = SocketTransport if _PY_TRANSPORT else CTransport
             conn.pending = cls(
                 self.poller,
                 conn,
@@ -722,7 +723,7 @@ class Target:
                 self.poller, proxy, self, self.family, self.addr, now, None, True, rcvbuf
             )
 
-    def hand_over(self, conn: Connection, tr: SocketTransport, now: int) -> None:
+    def hand_over(self, conn: Connection, tr: SocketTransport | CTransport, now: int) -> None:
         """Move a kept-alive connection from the engine's epoll to the event loop's own
         transport (once per connection, after its first answer). Nothing is in flight
         meanwhile: connection_made there finds it idle and gives it its next request."""
