@@ -24,8 +24,9 @@ succeeding is what says the connection is established (EAGAIN: still connecting)
   they are done with it, so nothing is gained by waiting, and a Handle per connection
   is saved). The protocol is told of the connection by `connected(transport, sent)`:
   `sent` says the first request went out with the connect (see `connect`).
-- `engine/_cycle.c`'s `Transport`: SocketTransport in C, for a connection per request
-  (every plain-TCP connection when the load does not keep alive), plus `recycle`: the
+- `engine/_cycle.c`'s `Transport`: SocketTransport in C, which every plain-TCP
+  connection starts on (kept alive, it moves to the loop's transport after its first
+  answer, `detach`; closed after its answer, it is recycled), plus `recycle`: the
   slot's next connection opened in the call that closes the last one, with no Python
   object made (the Connection stays; engine/connection.py `data_received`). Its
   `dispatch` is `Poller.poll`'s loop in C. This class stays the reference: the C one
