@@ -344,21 +344,26 @@ static PyObject *lost(Transport *self, int err) {
     return r;
 }
 
-static PyObject *Transport_close(Transport *self, PyObject *unused) {
-    if (self->state == CLOSED) Py_RETURN_NONE;
+/* an open connection ends: CLOSED, nothing more to write, the descriptor out of the
+   poller's map (it must be there, as `del poller.handlers[fd]`) and closed: our FIN
+   leaves now */
+static int shut(Transport *self) {
     self->state = CLOSED;
     Py_CLEAR(self->out);
-    if (forget(self, 1) < 0) return NULL;
-    close_fd(self); /* our FIN leaves now */
+    if (forget(self, 1) < 0) return -1;
+    close_fd(self);
+    return 0;
+}
+
+static PyObject *Transport_close(Transport *self, PyObject *unused) {
+    if (self->state == CLOSED) Py_RETURN_NONE;
+    if (shut(self) < 0) return NULL;
     return deliver_lost(self, Py_None);
 }
 
 static PyObject *Transport_release(Transport *self, PyObject *unused) {
     if (self->state == CLOSED) Py_RETURN_NONE;
-    self->state = CLOSED;
-    Py_CLEAR(self->out);
-    if (forget(self, 1) < 0) return NULL;
-    close_fd(self);
+    if (shut(self) < 0) return NULL;
     Py_SETREF(self->protocol, Py_NewRef(Py_None));
     Py_RETURN_NONE;
 }
@@ -397,11 +402,7 @@ static PyObject *Transport_recycle(Transport *self, PyObject *args) {
     long long now;
     PyObject *protocol, *first;
     if (!PyArg_ParseTuple(args, "OLS", &protocol, &now, &first)) return NULL;
-    if (self->state != CLOSED) {
-        self->state = CLOSED;
-        if (forget(self, 1) < 0) return NULL;
-        close_fd(self);
-    }
+    if (self->state != CLOSED && shut(self) < 0) return NULL;
     Py_INCREF(protocol);
     Py_SETREF(self->protocol, protocol);
     self->connect_ns = now;

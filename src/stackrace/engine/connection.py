@@ -60,6 +60,10 @@ CLOSED = 3
 
 # what a connection writes to: the event loop's transport, or the engine's own
 AnyTransport = asyncio.Transport | SocketTransport | CTransport
+# the engine's plain-TCP transports (the C one; the Python one under
+# STACKRACE_PY_TRANSPORT): they close at once, and hand a kept-alive connection over.
+# (Where mypy must narrow the type, the code spells the two identity checks out.)
+PLAIN = (CTransport, SocketTransport)
 
 _shutdown: Callable[[int, int], int] | None
 try:
@@ -78,7 +82,7 @@ def close_now(transport: asyncio.BaseTransport | SocketTransport | CTransport) -
     response callback; so do we: shutdown(2) on the descriptor (uvloop's transports do
     not expose shutdown), then the normal close frees it.
     """
-    if type(transport) is SocketTransport or type(transport) is CTransport:
+    if type(transport) in PLAIN:
         transport.close()  # the engine's own: the descriptor closes now, the FIN with it
         return
     if _shutdown is not None:
@@ -286,16 +290,10 @@ class Connection(asyncio.Protocol):
             t.fail_count(INVALID_BODY)
         if not (t.keepalive and parser.should_keep_alive()):  # type: ignore[union-attr]  # as above
             tr = self.transport
-            if (
-                type(tr) is CTransport
-                and self.fast
-                and not self.retiring
-                and t.presend
-                and t.rate is None
-                and not t.paused
-                and not t.budget
-                and not t.removed
-            ):
+            # `fast` is kept true only while the target is a closed loop, not paused,
+            # without a budget, and the slot not retiring (Target keeps it so); presend:
+            # the request is the target's one (no mix), written with the connect
+            if self.fast and type(tr) is CTransport and t.presend:
                 # this connection ends (nothing read from here on is an answer); the next
                 # starts once the read that brought this answer is parsed (data_received)
                 self.start_ns = 0
@@ -307,7 +305,7 @@ class Connection(asyncio.Protocol):
             # as _shut(), inlined: nothing read from here on is an answer
             self.state = CLOSED
             self.parser = _DISCARD  # type: ignore[assignment]  # _Discard reads nothing
-            if type(tr) is SocketTransport or type(tr) is CTransport:
+            if type(tr) is CTransport or type(tr) is SocketTransport:  # PLAIN, narrowed
                 # the descriptor closes now, and our FIN leaves with it; what
                 # connection_lost would do for a closed connection is done here
                 tr.release()

@@ -33,8 +33,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from stackrace.engine._cycle import Transport as CTransport
-from stackrace.engine.connection import BUSY, CheckedConnection, Connection
+from stackrace.engine.connection import BUSY, PLAIN, CheckedConnection, Connection
 from stackrace.engine.model import HTTP_STATUS, KindStats, TargetSpec
 from stackrace.engine.request import build_request, parse_url
 from stackrace.engine.transport import SocketTransport
@@ -187,9 +186,7 @@ class MixedConnection(Connection):
             self.fast
             and t.keepalive
             and parser.should_keep_alive()  # type: ignore[union-attr]  # as above
-            and not (
-                type(self.transport) in (CTransport, SocketTransport) and t.hand_over_keepalive
-            )
+            and not (type(self.transport) in PLAIN and t.hand_over_keepalive)
         ):
             self._pick()  # Connection's fast path writes the next request at once
             # (a connection handed over to the loop's transport writes nothing now: its

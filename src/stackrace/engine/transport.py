@@ -150,21 +150,13 @@ class Poller:
         events = self.ep.poll(0)
         self.dispatching = True
         try:
-            if self.timers:
-                # due sends first: a batch of responses must not make them late
-                timers = self.timers
-                for fd, ev in events:
-                    if fd in timers:
-                        handlers[fd].on_event(ev)
-                for fd, ev in events:
-                    if fd in timers or (stale and fd in stale):
-                        continue
-                    h = handlers.get(fd)
-                    if h is not None:
-                        h.on_event(ev)
-                return
+            # rate mode: due sends first, a batch of responses must not make them late
+            timers = self.timers
             for fd, ev in events:
-                if stale and fd in stale:
+                if fd in timers:
+                    handlers[fd].on_event(ev)
+            for fd, ev in events:
+                if fd in timers or (stale and fd in stale):
                     continue
                 h = handlers.get(fd)
                 if h is not None:
