@@ -30,6 +30,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "_frame.h"
+
 /* transport.py's states */
 #define CONNECTING 0
 #define OPEN 1
@@ -39,9 +41,22 @@
 #define EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 #define READABLE (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 
-static PyObject *str_handlers, *str_stale, *str_dispatching, *str_call_soon, *str_ep,
+static PyObject *str_dispatcher, *str_call_soon,
     *str_connected, *str_data_received, *str_connection_lost, *str_connect_failed,
-    *str_fileno, *str_on_event;
+    *str_on_event, *str_answer;
+
+/* The reader the event loop calls when the engine's epoll is ready (Poller.dispatcher):
+   every ready descriptor's handler gets its events. A C object, so a wake-up costs no
+   Python frame (a batch holds one or two answers at c=50: per wake-up costs count). */
+typedef struct {
+    PyObject_HEAD
+    int epfd;
+    int dispatching; /* inside a batch: a descriptor closed now goes into `stale` */
+    PyObject *handlers; /* Poller.handlers: descriptor -> handler */
+    PyObject *stale;    /* Poller.stale: descriptors closed in this batch */
+} Dispatcher;
+
+static PyTypeObject DispatcherType;
 
 typedef struct {
     PyObject_HEAD
@@ -55,8 +70,11 @@ typedef struct {
     socklen_t addrlen;
     int nodelay;
     int rcvbuf;
+    int frame; /* frame the answers of this connection's requests (_frame.h) */
+    int armed; /* a request went out since the last read: the next read may be its answer */
     unsigned long connection; /* counts the connections made (recycle starts another) */
     PyObject *poller;
+    Dispatcher *dispatcher; /* poller.dispatcher */
     PyObject *handlers; /* poller.handlers */
     PyObject *stale;    /* poller.stale */
     PyObject *protocol; /* None once told of the end, or cancelled */
@@ -101,14 +119,6 @@ bad:
 
 static PyObject *fd_key(int fd) { return PyLong_FromLong(fd); }
 
-static int poller_dispatching(Transport *self) {
-    PyObject *d = PyObject_GetAttr(self->poller, str_dispatching);
-    if (d == NULL) return -1;
-    int on = PyObject_IsTrue(d);
-    Py_DECREF(d);
-    return on;
-}
-
 /* the descriptor leaves the poller's map (Poller.forget; `must_exist`: as `del`), and
    this batch's events for its number are dropped */
 static int forget(Transport *self, int must_exist) {
@@ -122,11 +132,7 @@ static int forget(Transport *self, int must_exist) {
         if (has < 0) r = -1;
         else if (has) r = PyDict_DelItem(self->handlers, key);
     }
-    if (r == 0) {
-        int on = poller_dispatching(self);
-        if (on < 0) r = -1;
-        else if (on) r = PySet_Add(self->stale, key);
-    }
+    if (r == 0 && self->dispatcher->dispatching) r = PySet_Add(self->stale, key);
     Py_DECREF(key);
     return r;
 }
@@ -193,6 +199,7 @@ static int start(Transport *self, const char *first, Py_ssize_t first_len, Py_ss
     *sent = 0;
     self->connection++;
     self->reading = 1;
+    self->armed = 0;
     Py_CLEAR(self->out);
     self->state = CONNECTING;
     int fd = socket(self->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -230,6 +237,7 @@ static int start(Transport *self, const char *first, Py_ssize_t first_len, Py_ss
     if (watch(self) < 0) return -1;
     *sent = n;
     self->state = OPEN;
+    self->armed = self->frame && first != NULL; /* the request is out (or queued) */
     return OPEN;
 }
 
@@ -237,14 +245,16 @@ static int start(Transport *self, const char *first, Py_ssize_t first_len, Py_ss
 
 static int Transport_init(Transport *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"poller", "protocol", "opener", "family", "addr", "now",
-                             "first", "nodelay", "rcvbuf", NULL};
+                             "first", "nodelay", "rcvbuf", "frame", NULL};
     PyObject *poller, *protocol, *opener, *addr, *first = Py_None;
-    int family, nodelay = 0, rcvbuf = 0;
+    int family, nodelay = 0, rcvbuf = 0, frame = 0;
     long long now;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOL|Opi", kwlist, &poller, &protocol,
-                                     &opener, &family, &addr, &now, &first, &nodelay, &rcvbuf))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOL|Opip", kwlist, &poller, &protocol,
+                                     &opener, &family, &addr, &now, &first, &nodelay, &rcvbuf,
+                                     &frame))
         return -1;
     self->fd = -1;
+    self->frame = frame;
     self->family = family;
     self->nodelay = nodelay;
     self->rcvbuf = rcvbuf;
@@ -256,16 +266,17 @@ static int Transport_init(Transport *self, PyObject *args, PyObject *kw) {
     Py_XSETREF(self->protocol, protocol);
     Py_INCREF(opener);
     Py_XSETREF(self->opener, opener);
-    Py_XSETREF(self->handlers, PyObject_GetAttr(poller, str_handlers));
-    Py_XSETREF(self->stale, PyObject_GetAttr(poller, str_stale));
-    if (self->handlers == NULL || self->stale == NULL) return -1;
-    PyObject *ep = PyObject_GetAttr(poller, str_ep);
-    if (ep == NULL) return -1;
-    PyObject *epfd = PyObject_CallMethodNoArgs(ep, str_fileno);
-    Py_DECREF(ep);
-    if (epfd == NULL) return -1;
-    self->epfd = (int)PyLong_AsLong(epfd);
-    Py_DECREF(epfd);
+    PyObject *d = PyObject_GetAttr(poller, str_dispatcher);
+    if (d == NULL) return -1;
+    if (!PyObject_TypeCheck(d, &DispatcherType)) {
+        Py_DECREF(d);
+        PyErr_SetString(PyExc_TypeError, "poller.dispatcher is not a Dispatcher");
+        return -1;
+    }
+    Py_XSETREF(self->dispatcher, (Dispatcher *)d);
+    Py_XSETREF(self->handlers, Py_NewRef(self->dispatcher->handlers));
+    Py_XSETREF(self->stale, Py_NewRef(self->dispatcher->stale));
+    self->epfd = self->dispatcher->epfd;
     const char *data = NULL;
     Py_ssize_t len = 0;
     if (first != Py_None && PyBytes_AsStringAndSize(first, (char **)&data, &len) < 0) return -1;
@@ -291,6 +302,7 @@ static int Transport_init(Transport *self, PyObject *args, PyObject *kw) {
 
 static int Transport_traverse(Transport *self, visitproc visit, void *arg) {
     Py_VISIT(self->poller);
+    Py_VISIT(self->dispatcher);
     Py_VISIT(self->handlers);
     Py_VISIT(self->stale);
     Py_VISIT(self->protocol);
@@ -300,6 +312,7 @@ static int Transport_traverse(Transport *self, visitproc visit, void *arg) {
 
 static int Transport_clear(Transport *self) {
     Py_CLEAR(self->poller);
+    Py_CLEAR(self->dispatcher);
     Py_CLEAR(self->handlers);
     Py_CLEAR(self->stale);
     Py_CLEAR(self->protocol);
@@ -459,13 +472,30 @@ static PyObject *on_event(Transport *self, unsigned int ev) {
                 return lost(self, errno);
             }
             if (n == 0) return lost(self, 0); /* EOF: the server closed */
-            PyObject *data = PyBytes_FromStringAndSize(buf, n);
-            if (data == NULL) return NULL;
             unsigned long connection = self->connection;
             PyObject *protocol = Py_NewRef(self->protocol);
-            PyObject *r = PyObject_CallMethodOneArg(protocol, str_data_received, data);
+            PyObject *r;
+            int status = 0;
+            if (self->armed) {
+                /* the first read after a request: if it is one whole ordinary response,
+                   the protocol gets its status and size (`answer`), not the bytes */
+                self->armed = 0;
+                status = frame_response(buf, (size_t)n);
+            }
+            if (status) {
+                PyObject *st = PyLong_FromLong(status), *size = PyLong_FromSsize_t(n);
+                PyObject *argv[4] = {protocol, st, size, Py_True};
+                r = st && size ? PyObject_VectorcallMethod(
+                                     str_answer, argv, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL)
+                               : NULL;
+                Py_XDECREF(st);
+                Py_XDECREF(size);
+            } else {
+                PyObject *data = PyBytes_FromStringAndSize(buf, n);
+                r = data ? PyObject_CallMethodOneArg(protocol, str_data_received, data) : NULL;
+                Py_XDECREF(data);
+            }
             Py_DECREF(protocol);
-            Py_DECREF(data);
             if (r == NULL) return NULL;
             Py_DECREF(r);
             /* edge-triggered: read again when the buffer was filled, or when the server's
@@ -513,6 +543,7 @@ static PyObject *Transport_write(Transport *self, PyObject *data) {
         PyErr_SetString(PyExc_TypeError, "write() takes bytes");
         return NULL;
     }
+    self->armed = self->frame; /* a request: its answer is the next read's */
     if (self->out != NULL) {
         PyObject *joined = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(self->out) +
                                                                PyBytes_GET_SIZE(data));
@@ -622,6 +653,7 @@ static PyMemberDef Transport_members[] = {
     {"state", T_INT, offsetof(Transport, state), READONLY, NULL},
     {"reading", T_INT, offsetof(Transport, reading), READONLY, NULL},
     {"connect_ns", T_LONGLONG, offsetof(Transport, connect_ns), READONLY, NULL},
+    {"frame", T_INT, offsetof(Transport, frame), READONLY, NULL},
     {"protocol", T_OBJECT, offsetof(Transport, protocol), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
@@ -640,35 +672,63 @@ static PyTypeObject TransportType = {
     .tp_members = Transport_members,
 };
 
-/* Poller.poll's loop (engine/transport.py) when no timer is on the epoll: every ready
-   descriptor's handler gets its events, those closed in this batch (`stale`) excepted;
-   a C transport is called directly. Returns how many events there were. */
-static PyObject *dispatch(PyObject *module, PyObject *args) {
-    int epfd;
+/* --- the dispatcher ---------------------------------------------------------------------- */
+
+static int Dispatcher_init(Dispatcher *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"epfd", "handlers", "stale", NULL};
     PyObject *handlers, *stale;
-    if (!PyArg_ParseTuple(args, "iO!O!", &epfd, &PyDict_Type, &handlers, &PySet_Type, &stale))
-        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iO!O!", kwlist, &self->epfd, &PyDict_Type,
+                                     &handlers, &PySet_Type, &stale))
+        return -1;
+    Py_XSETREF(self->handlers, Py_NewRef(handlers));
+    Py_XSETREF(self->stale, Py_NewRef(stale));
+    return 0;
+}
+
+static int Dispatcher_traverse(Dispatcher *self, visitproc visit, void *arg) {
+    Py_VISIT(self->handlers);
+    Py_VISIT(self->stale);
+    return 0;
+}
+
+static int Dispatcher_clear(Dispatcher *self) {
+    Py_CLEAR(self->handlers);
+    Py_CLEAR(self->stale);
+    return 0;
+}
+
+static void Dispatcher_dealloc(Dispatcher *self) {
+    PyObject_GC_UnTrack(self);
+    Dispatcher_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* one batch: each ready descriptor's handler gets its events, those closed in this
+   batch (`stale`) excepted; a C transport is called directly. Returns the number of
+   events, or -1 with an exception set. */
+static int run_batch(Dispatcher *self) {
     struct epoll_event events[1024];  /* as select.epoll.poll's default; more wait for the next turn */
-    int n = epoll_wait(epfd, events, 1024, 0);
+    int n = epoll_wait(self->epfd, events, 1024, 0);
     if (n < 0) {
-        if (errno == EINTR) return PyLong_FromLong(0);
-        return PyErr_SetFromErrno(PyExc_OSError);
+        if (errno == EINTR) return 0;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
     }
     for (int i = 0; i < n; i++) {
         PyObject *key = PyLong_FromLong(events[i].data.fd);
-        if (key == NULL) return NULL;
-        if (PySet_GET_SIZE(stale)) {
-            int gone = PySet_Contains(stale, key);
+        if (key == NULL) return -1;
+        if (PySet_GET_SIZE(self->stale)) {
+            int gone = PySet_Contains(self->stale, key);
             if (gone) {
                 Py_DECREF(key);
-                if (gone < 0) return NULL;
+                if (gone < 0) return -1;
                 continue;
             }
         }
-        PyObject *h = PyDict_GetItemWithError(handlers, key); /* borrowed */
+        PyObject *h = PyDict_GetItemWithError(self->handlers, key); /* borrowed */
         Py_DECREF(key);
         if (h == NULL) {
-            if (PyErr_Occurred()) return NULL;
+            if (PyErr_Occurred()) return -1;
             continue;
         }
         Py_INCREF(h);
@@ -681,14 +741,52 @@ static PyObject *dispatch(PyObject *module, PyObject *args) {
             Py_XDECREF(ev);
         }
         Py_DECREF(h);
-        if (r == NULL) return NULL;
+        if (r == NULL) return -1;
         Py_DECREF(r);
     }
+    return n;
+}
+
+/* the event loop's reader callback: a batch, `dispatching` set while it runs */
+static PyObject *Dispatcher_call(Dispatcher *self, PyObject *args, PyObject *kw) {
+    self->dispatching = 1;
+    int n = run_batch(self);
+    self->dispatching = 0;
+    if (PySet_GET_SIZE(self->stale) && PySet_Clear(self->stale) < 0) return NULL;
+    if (n < 0) return NULL;
     return PyLong_FromLong(n);
 }
 
+static PyMemberDef Dispatcher_members[] = {
+    {"epfd", T_INT, offsetof(Dispatcher, epfd), READONLY, NULL},
+    {"dispatching", T_INT, offsetof(Dispatcher, dispatching), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject DispatcherType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stackrace.engine._cycle.Dispatcher",
+    .tp_basicsize = sizeof(Dispatcher),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The engine's epoll reader: Dispatcher(epfd, handlers, stale)(): one batch.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Dispatcher_init,
+    .tp_dealloc = (destructor)Dispatcher_dealloc,
+    .tp_traverse = (traverseproc)Dispatcher_traverse,
+    .tp_clear = (inquiry)Dispatcher_clear,
+    .tp_call = (ternaryfunc)Dispatcher_call,
+    .tp_members = Dispatcher_members,
+};
+
+/* frame_response for tests (tests/unit/test_frame.py): the status, or 0 */
+static PyObject *frame(PyObject *module, PyObject *arg) {
+    char *data;
+    Py_ssize_t len;
+    if (PyBytes_AsStringAndSize(arg, &data, &len) < 0) return NULL;
+    return PyLong_FromLong(frame_response(data, (size_t)len));
+}
+
 static PyMethodDef module_methods[] = {
-    {"dispatch", dispatch, METH_VARARGS, "dispatch(epoll_fd, handlers, stale) -> events"},
+    {"frame", frame, METH_O, "frame(response) -> status, or 0: not one whole ordinary answer"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -703,21 +801,19 @@ static struct PyModuleDef module = {
     } while (0)
 
 PyMODINIT_FUNC PyInit__cycle(void) {
-    INTERN(str_handlers, "handlers");
-    INTERN(str_stale, "stale");
-    INTERN(str_dispatching, "dispatching");
+    INTERN(str_dispatcher, "dispatcher");
     INTERN(str_call_soon, "call_soon");
-    INTERN(str_ep, "ep");
     INTERN(str_connected, "connected");
     INTERN(str_data_received, "data_received");
     INTERN(str_connection_lost, "connection_lost");
     INTERN(str_connect_failed, "connect_failed");
-    INTERN(str_fileno, "fileno");
     INTERN(str_on_event, "on_event");
-    if (PyType_Ready(&TransportType) < 0) return NULL;
+    INTERN(str_answer, "answer");
+    if (PyType_Ready(&TransportType) < 0 || PyType_Ready(&DispatcherType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Transport", (PyObject *)&TransportType) < 0) {
+    if (PyModule_AddObjectRef(m, "Transport", (PyObject *)&TransportType) < 0 ||
+        PyModule_AddObjectRef(m, "Dispatcher", (PyObject *)&DispatcherType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

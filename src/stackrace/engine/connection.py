@@ -249,23 +249,31 @@ class Connection(asyncio.Protocol):
             t.replace(self, 0)
 
     def on_message_complete(self) -> None:
-        # A whole response: all the per-request work happens here, inside the parser's
-        # callback, so a response costs one Python call besides data_received. The
-        # status and keep-alive flag must be read now: llhttp resets once this returns.
-        # (Also called by connection_lost for a body that ended with the connection.)
-        now = perf_counter_ns()
-        t = self.target
-        parser = self.parser
+        # A whole response, as the parser found it. The status and keep-alive flag must
+        # be read now: llhttp resets once this returns. (Also called by connection_lost
+        # for a body that ended with the connection.)
         if self.answered:
             # a second response in the read that completed one: its bytes were here
             # before the request now in flight was written, so it answers nothing
             self.unsolicited()
             return
+        parser = self.parser
         status = parser.get_status_code()  # type: ignore[union-attr]  # as above (hot path: no check)
         if status < 200 and status != 101:
             return  # 100 Continue, 103 Early Hints: the answer is still to come
         self.head = None
         self.answered = True
+        self.answer(status, 0, self.target.keepalive and parser.should_keep_alive())  # type: ignore[union-attr]  # as above
+
+    def answer(self, status: int, size: int, keep: bool) -> None:
+        """The answer to the request in flight: all the per-request work. From the
+        parser (on_message_complete: its bytes counted by data_received, `size` 0) or
+        from the C transport's framer (engine/_frame.h: one whole response of `size`
+        bytes in one read, kept alive), which calls it instead of data_received, so an
+        answer costs one Python call."""
+        now = perf_counter_ns()
+        t = self.target
+        t.bytes += size
         t.requests += 1
         t.last_done = now
         lat = (now - (self.intended_ns or self.start_ns)) // 1000
@@ -288,7 +296,7 @@ class Connection(asyncio.Protocol):
             self.take_body()  # a checked connection must not carry this body forward
         elif t.check is not None and not t.check(self.take_body()):
             t.fail_count(INVALID_BODY)
-        if not (t.keepalive and parser.should_keep_alive()):  # type: ignore[union-attr]  # as above
+        if not keep:
             tr = self.transport
             # `fast` is kept true only while the target is a closed loop, not paused,
             # without a budget, and the slot not retiring (Target keeps it so); presend:
@@ -316,7 +324,13 @@ class Connection(asyncio.Protocol):
             t.replace(self, now)
         elif self.fast:
             tr = self.transport
-            if (type(tr) is CTransport or type(tr) is SocketTransport) and t.hand_over_keepalive:
+            # size: the C transport framed it (it stays there, engine/_frame.h); else the
+            # parser read it, and a plain connection moves to the loop's transport
+            if (
+                not size
+                and (type(tr) is CTransport or type(tr) is SocketTransport)
+                and t.hand_over_keepalive
+            ):
                 # no request in flight while it moves: the next one starts (and is
                 # counted) once the loop's transport is up (connected → on_idle)
                 self.start_ns = 0
@@ -329,7 +343,11 @@ class Connection(asyncio.Protocol):
             self.start_ns = 0
             self.state = IDLE
             tr = self.transport
-            if (type(tr) is CTransport or type(tr) is SocketTransport) and t.hand_over_keepalive:
+            if (
+                not size
+                and (type(tr) is CTransport or type(tr) is SocketTransport)
+                and t.hand_over_keepalive
+            ):
                 t.hand_over(self, tr, now)
             else:
                 t.on_idle(self)

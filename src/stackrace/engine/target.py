@@ -75,6 +75,10 @@ from stackrace.engine.transport import (
 # the C one (engine/_cycle.c): for comparing the two, in tests (every response shape
 # counted alike: tests/integration/test_c_transport.py) and benchmarks; no user needs it
 _PY_TRANSPORT = os.environ.get("STACKRACE_PY_TRANSPORT") == "1"
+# STACKRACE_NO_FRAMER=1: every answer through httptools' parser, and a kept-alive
+# connection handed over to the loop's transport after its first (as before the framer,
+# engine/_frame.h): the same comparisons, for the framer
+_NO_FRAMER = _PY_TRANSPORT or os.environ.get("STACKRACE_NO_FRAMER") == "1"
 
 _RETIRE_GRACE_S = 0.2  # a retiring connection may finish its request for this long
 # A send counts as late when it leaves more than 2 ms after its due time: a backlog
@@ -147,6 +151,20 @@ class Target:
         self.conn_class = CheckedConnection if self.check is not None else Connection
         # several kinds of request, counted per kind (engine/mix.py); None: one request
         self.mix = mix.setup(self, spec, [] if spec.keepalive else [("Connection", "close")])
+        # The C transport frames the answers itself (engine/_frame.h) where an answer is
+        # only counted: kept alive, no body to check, one kind of request, plain HTTP,
+        # not HEAD (whose answer's Content-Length has no body). While they are framed, a
+        # kept-alive connection stays on it: one Python call per answer, against two on
+        # the loop's transport (data_received, on_message_complete) — measured in
+        # bench/engine_vs_wrk.py. Its first answer the framer does not take (chunked, a
+        # response split across reads, anything unusual) hands it over as before.
+        self.frames = (
+            not _NO_FRAMER
+            and self.keepalive
+            and self.conn_class is Connection
+            and self.tls is None
+            and spec.method.upper() != "HEAD"
+        )
         self.timeout_ns = int(settings.timeout * 1e9)
         self.connect_timeout_ns = int(settings.connect_timeout * 1e9)
         self.retry_delay = settings.retry_delay
@@ -696,6 +714,7 @@ class Target:
                 now,
                 self.request if conn.start_ns and self.presend else None,
                 self.keepalive,
+                **({"frame": True} if self.frames and cls is CTransport else {}),
             )
 
     def _connect_slow(self, conn: Connection, profile: ClientProfile, now: int) -> None:

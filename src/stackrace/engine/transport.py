@@ -59,7 +59,7 @@ from select import EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, e
 from time import perf_counter_ns
 from typing import Any, ClassVar, Protocol
 
-from stackrace.engine._cycle import dispatch
+from stackrace.engine._cycle import Dispatcher
 
 # below glibc's mmap threshold (128 KB): a larger recv() buffer is mmap()ed, mremap()ed
 # and munmap()ed on every read, three system calls per response
@@ -88,9 +88,13 @@ class ConnectCallbacks(Protocol):
 
 
 class Poller:
-    """One epoll for the engine's sockets, watched by the event loop."""
+    """One epoll for the engine's sockets, watched by the event loop.
 
-    __slots__ = ("_loop", "dispatching", "ep", "epfd", "handlers", "stale", "timers")
+    The loop's reader for it is `dispatcher` (engine/_cycle.c), a C object: a wake-up
+    costs no Python frame. While rate mode's timers are on the epoll, `poll` is the
+    reader instead: due sends go first."""
+
+    __slots__ = ("_loop", "dispatcher", "ep", "epfd", "handlers", "stale", "timers")
 
     _by_loop: ClassVar[dict[int, Poller]] = {}
 
@@ -101,8 +105,13 @@ class Poller:
         self.handlers: dict[int, Handler] = {}
         self.stale: set[int] = set()  # descriptors closed in this batch
         self.timers: set[int] = set()  # rate mode's timers (timer.DueTimer)
-        self.dispatching = False
-        loop.add_reader(self.ep.fileno(), self.poll)
+        self.dispatcher = Dispatcher(self.epfd, self.handlers, self.stale)
+        loop.add_reader(self.epfd, self.dispatcher)
+
+    @property
+    def dispatching(self) -> bool:
+        """Inside a batch: a descriptor closed now has its batch's events dropped."""
+        return bool(self.dispatcher.dispatching)
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> Poller:
@@ -121,11 +130,14 @@ class Poller:
         Its number may be given to the next socket at once: events of this batch for
         it are the old socket's, and are dropped."""
         self.handlers.pop(fd, None)
-        if self.dispatching:
+        if self.dispatcher.dispatching:
             self.stale.add(fd)
 
     def add_timer(self, fd: int, handler: Handler) -> None:
         self.handlers[fd] = handler
+        if not self.timers:  # the first: due sends must go before a batch's answers
+            self._loop.remove_reader(self.epfd)
+            self._loop.add_reader(self.epfd, self.poll)
         self.timers.add(fd)
         self.ep.register(fd, EPOLLIN)  # level-triggered: the timer reads itself clear
 
@@ -133,24 +145,18 @@ class Poller:
         self.forget(fd)
         self.timers.discard(fd)
         self.ep.unregister(fd)
+        if not self.timers and not self._loop.is_closed():
+            self._loop.remove_reader(self.epfd)
+            self._loop.add_reader(self.epfd, self.dispatcher)
 
     def poll(self) -> None:
+        """The reader while timers are on the epoll (rate mode)."""
+        events = self.ep.poll(0)
         handlers = self.handlers
         stale = self.stale
-        if not self.timers:
-            # the same loop in C (engine/_cycle.c `dispatch`): no list of tuples made per
-            # batch, and the C transport's events go to it without a Python call
-            self.dispatching = True
-            try:
-                dispatch(self.epfd, handlers, stale)
-            finally:
-                self.dispatching = False
-                stale.clear()
-            return
-        events = self.ep.poll(0)
-        self.dispatching = True
+        self.dispatcher.dispatching = True
         try:
-            # rate mode: due sends first, a batch of responses must not make them late
+            # due sends first: a batch of responses must not make them late
             timers = self.timers
             for fd, ev in events:
                 if fd in timers:
@@ -162,7 +168,7 @@ class Poller:
                 if h is not None:
                     h.on_event(ev)
         finally:
-            self.dispatching = False
+            self.dispatcher.dispatching = False
             stale.clear()
 
     def call_soon(self, callback: Callable[..., object], *args: object) -> None:
@@ -407,7 +413,7 @@ class SocketTransport:
         self.out = None
         poller = self.poller
         del poller.handlers[self.fd]
-        if poller.dispatching:
+        if poller.dispatcher.dispatching:
             poller.stale.add(self.fd)
         self.sock.close()  # type: ignore[union-attr]  # open; our FIN leaves now
         protocol, self.protocol = self.protocol, None
@@ -426,7 +432,7 @@ class SocketTransport:
         self.out = None
         poller = self.poller
         del poller.handlers[self.fd]
-        if poller.dispatching:
+        if poller.dispatcher.dispatching:
             poller.stale.add(self.fd)
         self.sock.close()  # type: ignore[union-attr]  # open; our FIN leaves now
         self.protocol = None
