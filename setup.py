@@ -54,6 +54,7 @@ class BuildWithShippedData(build_py):
 CYCLE = Extension(
     "stackrace.engine._cycle",
     ["src/stackrace/engine/_cycle.c"],
+    depends=["src/stackrace/engine/_frame.h"],  # its response framer, included
     extra_compile_args=["-O2"],
 )
 

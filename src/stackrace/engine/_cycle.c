@@ -747,10 +747,21 @@ static int run_batch(Dispatcher *self) {
     return n;
 }
 
-/* the event loop's reader callback: a batch, `dispatching` set while it runs */
+/* the event loop's reader callback: batches (REPOLL), `dispatching` set while they run */
+/* After a batch with events the dispatcher polls again at once, while it finds more, up
+   to this many batches: each return to the event loop costs the loop's own epoll_pwait
+   and bookkeeping, and at c=50 a batch holds one or two answers (0.3 µs a request saved,
+   bench/engine_vs_wrk.py). The loop's other work (timers, the sweep, the loop's own
+   transports) waits at most these few batches. */
+#define REPOLL 8
+
 static PyObject *Dispatcher_call(Dispatcher *self, PyObject *args, PyObject *kw) {
     self->dispatching = 1;
     int n = run_batch(self);
+    for (int k = 0; k < REPOLL && n > 0; k++) {
+        if (PySet_GET_SIZE(self->stale) && PySet_Clear(self->stale) < 0) return NULL;
+        n = run_batch(self);
+    }
     self->dispatching = 0;
     if (PySet_GET_SIZE(self->stale) && PySet_Clear(self->stale) < 0) return NULL;
     if (n < 0) return NULL;
@@ -801,6 +812,7 @@ static struct PyModuleDef module = {
     } while (0)
 
 PyMODINIT_FUNC PyInit__cycle(void) {
+    frame_init();
     INTERN(str_dispatcher, "dispatcher");
     INTERN(str_call_soon, "call_soon");
     INTERN(str_connected, "connected");

@@ -21,27 +21,29 @@
      same read is unsolicited: the parser finds it).
    Every accepted shape is one llhttp parses as one complete message with the same
    status and keep-alive (tests/unit/test_frame.py holds the two together, on fixed
-   cases and on mutated ones). */
+   cases and on mutated ones). frame_init() fills its tables once, before any use. */
 #ifndef STACKRACE_FRAME_H
 #define STACKRACE_FRAME_H
 
 #include <stddef.h>
+#include <string.h>
 
-/* RFC 9110 tchar: the characters of a header name */
-static int frame_tchar(unsigned char c) {
-    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return 1;
-    if (c >= '0' && c <= '9') return 1;
-    switch (c) {
-        case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-        case '-': case '.': case '^': case '_': case '`': case '|': case '~':
-            return 1;
-        default:
-            return 0;
+/* character classes, by table: the framer looks at every byte of the head */
+#define FRAME_TCHAR 1 /* RFC 9110 tchar: a header name's characters */
+#define FRAME_TEXT 2  /* a reason phrase's or header value's: HTAB, SP, VCHAR, obs-text */
+static unsigned char frame_class[256];
+
+static void frame_init(void) {
+    for (int c = 0; c < 256; c++) {
+        int tchar = ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c >= '0' && c <= '9') ||
+                    (c && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+        int text = c == '\t' || (c >= 0x20 && c != 0x7f);
+        frame_class[c] = (unsigned char)((tchar ? FRAME_TCHAR : 0) | (text ? FRAME_TEXT : 0));
     }
 }
 
-/* a reason phrase's or header value's characters: HTAB, SP, VCHAR, obs-text */
-static int frame_text(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
+#define frame_tchar(c) (frame_class[(unsigned char)(c)] & FRAME_TCHAR)
+#define frame_text(c) (frame_class[(unsigned char)(c)] & FRAME_TEXT)
 
 /* does [p, p+n) equal `lower` (lower case, length n), ignoring ASCII case? */
 static int frame_name_is(const unsigned char *p, size_t n, const char *lower, size_t len) {
