@@ -9,10 +9,13 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from stackrace.engine.channel import Command, Message, Report, Stop
 from stackrace.engine.client import Engine
+from stackrace.engine.link import LocalLink
 from stackrace.engine.model import ABANDONED, EngineSettings, TargetSpec, WindowStats
 from tests.helpers import TestServer
 
@@ -87,3 +90,51 @@ async def test_a_lost_engine_process_is_survived_and_accounted(server: TestServe
         await asyncio.sleep(0.05)
     else:
         pytest.fail(f"the lost engine process {victim} is still there")
+
+
+class _LateLines(LocalLink):
+    """A real engine process whose lines reach the driver late after the stop, as a
+    relay's can (a cluster link), or as a driver busy on a loaded core reads them: the
+    process has exited (`alive` is false) while its final report is still on the way."""
+
+    def __init__(self, index: int, cpus: Sequence[int] | None = None) -> None:
+        super().__init__(index, cpus)
+        self.stopping = False
+
+    def send(self, cmd: Command) -> None:
+        self.stopping = self.stopping or isinstance(cmd, Stop)
+        super().send(cmd)
+
+    async def messages(self) -> AsyncIterator[Message | str]:
+        async for msg in super().messages():
+            if self.stopping:
+                await asyncio.sleep(0.5)  # the process exits meanwhile
+            yield msg
+
+
+async def test_a_final_report_read_after_the_process_exited_still_counts(server: TestServer):
+    # Found under load (two test lanes on two cores): `load -c 200` against a one-at-a-
+    # time server reported its 200 waiting clients as abandoned, 'the process exited',
+    # in about one run of three: the driver took the exit for a loss before reading the
+    # last lines. The final report is what the process had to say: it must count.
+    links: list[_LateLines] = []
+
+    def late(index: int, cpus: Sequence[int] | None) -> _LateLines:
+        links.append(_LateLines(index, cpus))
+        return links[-1]
+
+    url = server.url("/delay?ms=200")  # requests surely in flight at the stop
+    engine = Engine(EngineSettings(), links=late)
+    async with engine:
+        await engine.add_target(TargetSpec(id="t", url=url, concurrency=4))
+        await until(engine, "answers flow", lambda s: s.targets[0].total.requests >= 4)
+        # a report asked for just before the stop (as the driver's ticker may have): its
+        # reply reaches the driver after the process exited, the final report after it
+        links[0].send(Report())
+        final = await engine.stop()
+    assert links and not links[0].alive  # it did exit before its last lines were read
+    assert final is not None
+    assert final.lost == []
+    total = final.targets[0].total
+    assert ABANDONED not in total.failures, total.failures
+    assert total.waiting == 4 and balanced(total), total

@@ -1,4 +1,5 @@
-/* The engine's socket transport in C, for a connection per request (engine/transport.py).
+/* The engine's socket transport in C: plain TCP, kept alive or a connection per request
+   (engine/transport.py).
 
    `Transport` is `transport.SocketTransport` for plain TCP, the same interface and the
    same behaviour call for call (the Python class is the reference: its docstrings say
@@ -12,11 +13,16 @@
    object and the Connection made per request cost 1.18×. The accounting stays in
    Python (engine/connection.py), in one place; this file only moves bytes.
 
+   On a kept-alive connection (`frame`), the first read after a request that is one whole
+   ordinary response (_frame.h) goes to `protocol.answer(status, size, True)` instead of
+   data_received: one Python call per answer, no bytes object, no parse in Python's
+   parser (engine/connection.py `answer`).
+
    Events and results go where SocketTransport sends them: `protocol.connected(transport,
    sent)`, `protocol.data_received(data)`, `protocol.connection_lost(exc)`, and
    `opener.connect_failed(protocol, errno)` on the loop's next turn (`poller.call_soon`).
    The poller's `handlers` dict maps each descriptor to its transport; a descriptor closed
-   while the poller dispatches a batch goes into `poller.stale`. */
+   while the dispatcher runs a batch goes into `poller.stale`. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>

@@ -524,8 +524,10 @@ class Engine:
         now = time.monotonic()
         out = []
         for p in live:
-            if not p.alive:
-                # whatever came before the end is merged: the reports are all in the queue
+            if p.exited:
+                # whatever came before the end is merged: the reader has queued every
+                # report the process sent (`alive` turns false at its exit, perhaps
+                # before its last lines are read: not yet a loss)
                 while not p.reports.empty():
                     got[p].append(p.reports.get_nowait())
                 out.append((p, self._why_lost(p, "")))
@@ -551,7 +553,11 @@ class Engine:
                     continue
                 except asyncio.QueueEmpty:
                     return out
-            if not p.alive and p.reports.empty():
+            # `exited`, not `alive`: a process that has exited may still have lines in
+            # its pipe (its final report among them) that the reader has not taken yet;
+            # once the reader has taken them all, `exited` is set (and a closing report
+            # queued, so the wait below never outlasts it)
+            if p.exited and p.reports.empty():
                 return out
             left = deadline - time.monotonic()
             if left <= 0:

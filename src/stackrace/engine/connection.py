@@ -1,10 +1,12 @@
 """One client connection: a raw asyncio.Protocol fed by httptools' response parser.
 
-This is the engine's hot path. Per response it costs one `feed_data` (C), one
-`on_message_complete` callback, one clock read, an inlined histogram increment and a
-`transport.write` of prebuilt bytes. Everything that is not needed on that path (body
-collection, rate scheduling, budgets, retiring) is switched on per connection, not
-tested per byte.
+This is the engine's hot path. Per response it costs one Python call, `answer`: one
+clock read, an inlined histogram increment and a `transport.write` of prebuilt bytes. On
+a kept-alive connection the C transport frames the answer itself (engine/_frame.h: one
+whole Content-Length response in one read) and calls `answer` directly; any other read
+goes through `data_received` to httptools' parser, whose `on_message_complete` calls
+`answer`. Everything that is not needed on that path (body collection, rate
+scheduling, budgets, retiring) is switched on per connection, not tested per byte.
 
 A Connection object lives for one TCP connection. When the server closes it (or asks to
 with `Connection: close`), the target replaces it with a fresh object, so callbacks of a

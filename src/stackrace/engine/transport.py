@@ -25,13 +25,16 @@ succeeding is what says the connection is established (EAGAIN: still connecting)
   is saved). The protocol is told of the connection by `connected(transport, sent)`:
   `sent` says the first request went out with the connect (see `connect`).
 - `engine/_cycle.c`'s `Transport`: SocketTransport in C, which every plain-TCP
-  connection starts on (kept alive, it moves to the loop's transport after its first
-  answer, `detach`; closed after its answer, it is recycled), plus `recycle`: the
-  slot's next connection opened in the call that closes the last one, with no Python
-  object made (the Connection stays; engine/connection.py `data_received`). Its
-  `dispatch` is `Poller.poll`'s loop in C. This class stays the reference: the C one
-  does what it does, call for call (tests/integration/test_c_transport.py counts every
-  response shape on both).
+  connection starts on, plus two things of its own. `recycle`: closed after its
+  answer, the slot's next connection is opened in the call that closes the last one,
+  with no Python object made (the Connection stays; engine/connection.py
+  `data_received`). Its framer (engine/_frame.h): kept alive, a read that is one whole
+  ordinary answer goes to the connection as `answer(status, size, True)`, without the
+  parser; the first answer it does not take moves the connection to the loop's
+  transport (`detach`), as every kept-alive one did before. Its `Dispatcher` is the
+  loop's reader for the epoll, in C (`Poller.poll` while rate mode's timers are on it).
+  This class stays the reference: the C one does what it does, call for call
+  (tests/integration/test_c_transport.py counts every response shape on both).
 - `TlsTransport`: the same over an `ssl.SSLObject` and two memory BIOs, so the TCP
   connect, the TLS handshake and the first byte are timed apart, and a session can be
   offered for resumption (`SSLContext.wrap_bio(session=…)`), which asyncio's
