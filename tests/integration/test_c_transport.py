@@ -1,8 +1,9 @@
 """The C transport (engine/_cycle.c) counts every response shape as the Python one did.
 
 Every plain-TCP connection starts on the C transport: a connection per request is
-recycled after its answer, one the server keeps alive is handed over to the event
-loop's transport; TLS and slow clients stay on engine/transport.py. Each test loads the
+recycled after its answer; one the server keeps alive stays while the transport frames
+its answers itself (engine/_frame.h) and is handed over to the event loop's transport at
+the first it does not; TLS and slow clients stay on engine/transport.py. Each test loads the
 real test server with the real CLI, once on each transport (STACKRACE_PY_TRANSPORT=1:
 the Python one), and checks
 the same accounting: every request sent is answered, failed by the same kinds, or still
@@ -116,8 +117,8 @@ def test_refused_connections_are_counted_and_retried() -> None:
 def test_kept_alive_and_server_closed_connections_are_counted_alike(
     server: TestServer, path: str
 ) -> None:
-    """Keep-alive asked for: /hello keeps it (the connection moves to the loop's
-    transport after its first answer), /close answers `Connection: close` and closes
+    """Keep-alive asked for: /hello keeps it (its answers framed on the C transport),
+    /close answers `Connection: close` and closes
     (as gunicorn's sync worker: the slot is recycled), /twice sends a response nobody
     asked for after the answer."""
     seen = {}
@@ -133,4 +134,31 @@ def test_kept_alive_and_server_closed_connections_are_counted_alike(
         if path == "/close":
             assert w["failures"] == {} and stats["accepted"] >= w["requests"], (python, w)
     assert set(seen[False]["failures"]) == set(seen[True]["failures"]), seen
+    assert server.clients() == 0
+
+
+# kept alive: what the C transport frames itself (engine/_frame.h) and what it leaves to
+# the parser and the loop's transport, each against the Python transport, which parses all
+KEPT = [
+    ("/hello", set()),  # framed, answer after answer on the C transport
+    ("/status?code=503", {"http_status"}),  # framed: a failure by status, counted alike
+    ("/chunked", set()),  # not framed: parsed, then handed over to the loop's transport
+    ("/early", set()),  # 103 first: parsed, then handed over
+    ("/big?kb=256", set()),  # many reads per answer: parsed, then handed over
+]
+
+
+@pytest.mark.parametrize(("path", "kinds"), KEPT, ids=[k[0] for k in KEPT])
+def test_kept_alive_answers_are_counted_alike_framed_or_parsed(
+    server: TestServer, path: str, kinds: set[str]
+) -> None:
+    for python in (False, True):
+        server.reset()
+        w = load(server.url(path), python, keepalive=True)
+        assert balanced(w), (python, w)
+        assert set(w["failures"]) == kinds, (python, w["failures"])
+        assert w["requests"] > 50 and w["requests"] == w["sent"] - w["waiting"], (python, w)
+        stats = server.stats()
+        assert stats["by_path"].get(path.split("?")[0], 0) >= w["requests"], (python, stats)
+        assert stats["accepted"] == 4, (python, stats)  # the four connections, kept
     assert server.clients() == 0
