@@ -153,7 +153,8 @@ class Target:
         self.mix = mix.setup(self, spec, [] if spec.keepalive else [("Connection", "close")])
         # The C transport frames the answers itself (engine/_frame.h) where an answer is
         # only counted: kept alive, no body to check, one kind of request, plain HTTP,
-        # not HEAD (whose answer's Content-Length has no body). While they are framed, a
+        # not HEAD (whose answer's Content-Length has no body) nor CONNECT (whose 2xx
+        # answer starts a tunnel). While they are framed, a
         # kept-alive connection stays on it: one Python call per answer, against two on
         # the loop's transport (data_received, on_message_complete) — measured in
         # bench/engine_vs_wrk.py. Its first answer the framer does not take (chunked, a
@@ -163,7 +164,7 @@ class Target:
             and self.keepalive
             and self.conn_class is Connection
             and self.tls is None
-            and spec.method.upper() != "HEAD"
+            and spec.method.upper() not in ("HEAD", "CONNECT")
         )
         self.timeout_ns = int(settings.timeout * 1e9)
         self.connect_timeout_ns = int(settings.connect_timeout * 1e9)
