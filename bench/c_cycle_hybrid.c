@@ -15,37 +15,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-static const char REQUEST[] =
-    "GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-
-static long long now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static long long started[1 << 16];
-
-static int open_one(int ep, const struct sockaddr_in *addr, long long start) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    if (fd < 0 || fd >= (1 << 16)) return -1;
-    if (connect(fd, (const struct sockaddr *)addr, sizeof *addr) < 0 && errno != EINPROGRESS)
-        return -1;
-    if (send(fd, REQUEST, sizeof REQUEST - 1, MSG_NOSIGNAL) < 0) return -1;
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.fd = fd};
-    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-    started[fd] = start;
-    return fd;
-}
+#include "c_cycle.h"
 
 static int status_of(const char *buf, ssize_t n) {
     /* "HTTP/1.1 200 ..." */

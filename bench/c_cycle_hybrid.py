@@ -37,7 +37,8 @@ def build() -> Path:
     src = ROOT / "bench" / "c_cycle_hybrid.c"
     out = ROOT / ".stackrace" / "bench" / f"c_cycle_hybrid{sysconfig.get_config_var('EXT_SUFFIX')}"
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+    newest = max(p.stat().st_mtime for p in (src, src.with_name("c_cycle.h")))
+    if not out.exists() or out.stat().st_mtime < newest:
         include = sysconfig.get_paths()["include"]
         cmd = ["cc", "-O2", "-shared", "-fPIC", f"-I{include}", "-o", str(out), str(src)]
         subprocess.run(cmd, check=True)

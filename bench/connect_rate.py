@@ -59,7 +59,8 @@ def build_floor() -> Path:
     src = ROOT / "bench" / "c_cycle_floor.c"
     out = ROOT / ".stackrace" / "bench" / "c_cycle_floor"
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+    newest = max(p.stat().st_mtime for p in (src, src.with_name("c_cycle.h")))
+    if not out.exists() or out.stat().st_mtime < newest:
         subprocess.run(["cc", "-O2", "-o", str(out), str(src)], check=True)
     return out
 

@@ -4,6 +4,7 @@ against real servers, parsed with prometheus_client's strict OpenMetrics parser.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import re
@@ -13,6 +14,7 @@ import termios
 import threading
 import time
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -65,27 +67,35 @@ class Scrape:
         assert count == answered
 
 
-async def test_scraped_counters_and_buckets_equal_the_engines_figures(server: TestServer) -> None:
-    engine = Engine(EngineSettings(timeout=5.0))
+@contextlib.asynccontextmanager
+async def exported(settings: EngineSettings) -> AsyncIterator[tuple[Engine, MetricsExporter]]:
+    """A real engine, started, and an exporter serving its figures on a free port."""
+    engine = Engine(settings)
     exporter = MetricsExporter("127.0.0.1", 0)
     exporter.follow(lambda: engine)
     try:
         async with exporter.serving():
             await engine.start()
-            await engine.add_target(TargetSpec(id="ok", url=server.url("/hello"), concurrency=6))
-            await engine.add_target(
-                TargetSpec(id="503", url=server.url("/status?code=503"), concurrency=2)
-            )
-            await asyncio.sleep(1.2)
-            during = await asyncio.to_thread(Scrape, exporter.url)
-            for target in ("ok", "503"):
-                during.accounted(target)
-            await asyncio.sleep(0.8)
-            final = await engine.stop()
-            await asyncio.sleep(0.2)  # the feed counts the last snapshot
-            after = await asyncio.to_thread(Scrape, exporter.url)
+            yield engine, exporter
     finally:
+        await engine.stop()  # (once stopped, stopping again does nothing)
         exporter.close()
+
+
+async def test_scraped_counters_and_buckets_equal_the_engines_figures(server: TestServer) -> None:
+    async with exported(EngineSettings(timeout=5.0)) as (engine, exporter):
+        await engine.add_target(TargetSpec(id="ok", url=server.url("/hello"), concurrency=6))
+        await engine.add_target(
+            TargetSpec(id="503", url=server.url("/status?code=503"), concurrency=2)
+        )
+        await asyncio.sleep(1.2)
+        during = await asyncio.to_thread(Scrape, exporter.url)
+        for target in ("ok", "503"):
+            during.accounted(target)
+        await asyncio.sleep(0.8)
+        final = await engine.stop()
+        await asyncio.sleep(0.2)  # the feed counts the last snapshot
+        after = await asyncio.to_thread(Scrape, exporter.url)
     assert final is not None
     for target in ("ok", "503"):
         t = final.target(target)
@@ -124,18 +134,12 @@ async def test_starving_clients_show_in_the_scrape() -> None:
     The scrape says so — the starved share of the clients' time, the oldest wait, and
     that the two are neither stuck in the connect nor unacknowledged."""
     server = TestServer(ONE_AT_A_TIME, "--keepalive", "--ms", "2")
-    engine = Engine(EngineSettings(timeout=30.0))
-    exporter = MetricsExporter("127.0.0.1", 0)
-    exporter.follow(lambda: engine)
     try:
-        async with exporter.serving():
-            await engine.start()
+        async with exported(EngineSettings(timeout=30.0)) as (engine, exporter):
             await engine.add_target(TargetSpec(id="one", url=server.url("/"), concurrency=3))
             await asyncio.sleep(3.5)
             scrape = await asyncio.to_thread(Scrape, exporter.url)
-            await engine.stop()
     finally:
-        exporter.close()
         server.kill()
     assert scrape.get("stackrace_responses_total", target="one") > 100  # one client served
     # the two starved, and the served client's request when it is in flight

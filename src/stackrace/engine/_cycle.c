@@ -71,7 +71,6 @@ typedef struct {
     int reading;
     long long connect_ns;
     int family;
-    int epfd;
     struct sockaddr_storage addr;
     socklen_t addrlen;
     int nodelay;
@@ -80,9 +79,7 @@ typedef struct {
     int armed; /* a request went out since the last read: the next read may be its answer */
     unsigned long connection; /* counts the connections made (recycle starts another) */
     PyObject *poller;
-    Dispatcher *dispatcher; /* poller.dispatcher */
-    PyObject *handlers; /* poller.handlers */
-    PyObject *stale;    /* poller.stale */
+    Dispatcher *dispatcher; /* poller.dispatcher: its epoll, handlers and stale set */
     PyObject *protocol; /* None once told of the end, or cancelled */
     PyObject *opener;
     PyObject *out;      /* bytes the kernel has not taken yet, or NULL */
@@ -132,13 +129,13 @@ static int forget(Transport *self, int must_exist) {
     if (key == NULL) return -1;
     int r = 0;
     if (must_exist) {
-        r = PyDict_DelItem(self->handlers, key);
+        r = PyDict_DelItem(self->dispatcher->handlers, key);
     } else {
-        int has = PyDict_Contains(self->handlers, key);
+        int has = PyDict_Contains(self->dispatcher->handlers, key);
         if (has < 0) r = -1;
-        else if (has) r = PyDict_DelItem(self->handlers, key);
+        else if (has) r = PyDict_DelItem(self->dispatcher->handlers, key);
     }
-    if (r == 0 && self->dispatcher->dispatching) r = PySet_Add(self->stale, key);
+    if (r == 0 && self->dispatcher->dispatching) r = PySet_Add(self->dispatcher->stale, key);
     Py_DECREF(key);
     return r;
 }
@@ -146,11 +143,11 @@ static int forget(Transport *self, int must_exist) {
 static int watch(Transport *self) {
     PyObject *key = fd_key(self->fd);
     if (key == NULL) return -1;
-    int r = PyDict_SetItem(self->handlers, key, (PyObject *)self);
+    int r = PyDict_SetItem(self->dispatcher->handlers, key, (PyObject *)self);
     Py_DECREF(key);
     if (r < 0) return -1;
     struct epoll_event ev = {.events = EVENTS, .data.fd = self->fd};
-    if (epoll_ctl(self->epfd, EPOLL_CTL_ADD, self->fd, &ev) < 0) {
+    if (epoll_ctl(self->dispatcher->epfd, EPOLL_CTL_ADD, self->fd, &ev) < 0) {
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
     }
@@ -280,9 +277,6 @@ static int Transport_init(Transport *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     Py_XSETREF(self->dispatcher, (Dispatcher *)d);
-    Py_XSETREF(self->handlers, Py_NewRef(self->dispatcher->handlers));
-    Py_XSETREF(self->stale, Py_NewRef(self->dispatcher->stale));
-    self->epfd = self->dispatcher->epfd;
     const char *data = NULL;
     Py_ssize_t len = 0;
     if (first != Py_None && PyBytes_AsStringAndSize(first, (char **)&data, &len) < 0) return -1;
@@ -309,8 +303,6 @@ static int Transport_init(Transport *self, PyObject *args, PyObject *kw) {
 static int Transport_traverse(Transport *self, visitproc visit, void *arg) {
     Py_VISIT(self->poller);
     Py_VISIT(self->dispatcher);
-    Py_VISIT(self->handlers);
-    Py_VISIT(self->stale);
     Py_VISIT(self->protocol);
     Py_VISIT(self->opener);
     return 0;
@@ -319,8 +311,6 @@ static int Transport_traverse(Transport *self, visitproc visit, void *arg) {
 static int Transport_clear(Transport *self) {
     Py_CLEAR(self->poller);
     Py_CLEAR(self->dispatcher);
-    Py_CLEAR(self->handlers);
-    Py_CLEAR(self->stale);
     Py_CLEAR(self->protocol);
     Py_CLEAR(self->opener);
     Py_CLEAR(self->out);
@@ -589,7 +579,7 @@ static PyObject *Transport_detach(Transport *self, PyObject *arg) {
     self->state = CLOSED;
     Py_SETREF(self->protocol, Py_NewRef(Py_None));
     if (forget(self, 0) < 0) return NULL;
-    epoll_ctl(self->epfd, EPOLL_CTL_DEL, fd, NULL);
+    epoll_ctl(self->dispatcher->epfd, EPOLL_CTL_DEL, fd, NULL);
     self->fd = -1; /* the socket object owns it now */
     PyObject *socket_mod = PyImport_ImportModule("socket");
     if (socket_mod == NULL) return NULL;

@@ -298,8 +298,8 @@ class Connection(asyncio.Protocol):
             self.take_body()  # a checked connection must not carry this body forward
         elif t.check is not None and not t.check(self.take_body()):
             t.fail_count(INVALID_BODY)
+        tr = self.transport
         if not keep:
-            tr = self.transport
             # `fast` is kept true only while the target is a closed loop, not paused,
             # without a budget, and the slot not retiring (Target keeps it so); presend:
             # the request is the target's one (no mix), written with the connect
@@ -324,35 +324,21 @@ class Connection(asyncio.Protocol):
             elif tr is not None:
                 close_now(tr)
             t.replace(self, now)
+        elif not size and (type(tr) is CTransport or type(tr) is SocketTransport):
+            # read by the parser (not framed: chunked, split across reads, a 1xx first…)
+            # on the engine's plain transport: the connection moves to the loop's
+            # transport (Target.hand_over). No request in flight while it moves: the
+            # next one starts (and is counted) once it is up (connected → on_idle).
+            self.start_ns = 0
+            t.hand_over(self, tr, now)
         elif self.fast:
-            tr = self.transport
-            # size: the C transport framed it (it stays there, engine/_frame.h); else the
-            # parser read it, and a plain connection moves to the loop's transport
-            if (
-                not size
-                and (type(tr) is CTransport or type(tr) is SocketTransport)
-                and t.hand_over_keepalive
-            ):
-                # no request in flight while it moves: the next one starts (and is
-                # counted) once the loop's transport is up (connected → on_idle)
-                self.start_ns = 0
-                t.hand_over(self, tr, now)
-            else:
-                self.start_ns = now
-                t.sent += 1
-                tr.write(t.request)  # type: ignore[union-attr]  # fast: open
+            self.start_ns = now
+            t.sent += 1
+            tr.write(t.request)  # type: ignore[union-attr]  # fast: open
         else:
             self.start_ns = 0
             self.state = IDLE
-            tr = self.transport
-            if (
-                not size
-                and (type(tr) is CTransport or type(tr) is SocketTransport)
-                and t.hand_over_keepalive
-            ):
-                t.hand_over(self, tr, now)
-            else:
-                t.on_idle(self)
+            t.on_idle(self)
 
     def _not_connected_yet(self) -> None:
         """A recycled slot whose connect did not complete inside connect(). CONNECTING:

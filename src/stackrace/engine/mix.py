@@ -186,7 +186,7 @@ class MixedConnection(Connection):
             self.fast
             and t.keepalive
             and parser.should_keep_alive()  # type: ignore[union-attr]  # as above
-            and not (type(self.transport) in PLAIN and t.hand_over_keepalive)
+            and type(self.transport) not in PLAIN  # a plain one is handed over instead
         ):
             self._pick()  # Connection's fast path writes the next request at once
             # (a connection handed over to the loop's transport writes nothing now: its

@@ -135,13 +135,6 @@ class Target:
         self.nodelay = self.keepalive or self.tls is not None
         # plain HTTP: the request goes out with the connect (SocketTransport.connect)
         self.presend = self.tls is None
-        # A plain connection the server keeps alive moves to the event loop's own
-        # transport after its first answer (hand_over): uvloop's read loop is C, and on a
-        # long keep-alive connection that is ~10 % of the engine's CPU per request. The
-        # engine's sockets keep what they do best: connecting, and a connection per
-        # request (a server that closes after each answer never gets handed over). TLS
-        # and slow clients stay on the engine's transports (their timing and pacing).
-        self.hand_over_keepalive = True
         self._adopting: dict[Connection, asyncio.Task[None]] = {}
         headers = list(spec.headers)
         if not spec.keepalive and not any(k.lower() == "connection" for k, _ in headers):
@@ -154,11 +147,14 @@ class Target:
         # The C transport frames the answers itself (engine/_frame.h) where an answer is
         # only counted: kept alive, no body to check, one kind of request, plain HTTP,
         # not HEAD (whose answer's Content-Length has no body) nor CONNECT (whose 2xx
-        # answer starts a tunnel). While they are framed, a
-        # kept-alive connection stays on it: one Python call per answer, against two on
-        # the loop's transport (data_received, on_message_complete) — measured in
-        # bench/engine_vs_wrk.py. Its first answer the framer does not take (chunked, a
-        # response split across reads, anything unusual) hands it over as before.
+        # answer starts a tunnel). While they are framed, a kept-alive connection stays
+        # on it: one Python call per answer, against two on the loop's transport
+        # (data_received, on_message_complete) — measured in bench/engine_vs_wrk.py.
+        # At its first answer the parser had to read (chunked, split across reads,
+        # anything unusual), and at the first of every plain kept-alive connection when
+        # nothing is framed, it moves to the loop's transport (hand_over), whose read
+        # loop is C: cheaper than the parser behind the engine's transports. TLS and slow
+        # clients stay on the engine's transports (their timing and pacing).
         self.frames = (
             not _NO_FRAMER
             and self.keepalive
