@@ -195,11 +195,11 @@ static int fail_later(Transport *self, int err) {
     return call_soon_failure(self, err);
 }
 
-/* socket, connect, and the first bytes with it. Returns the state reached: OPEN (sent
-   says how much of `first` went), CONNECTING (registered, waiting for writability), or
-   CLOSED (a failure, reported on the next turn); -1 with an exception set. */
-static int start(Transport *self, const char *first, Py_ssize_t first_len, Py_ssize_t *sent) {
-    *sent = 0;
+/* socket, connect, and the first bytes with it. Returns the state reached: OPEN (what
+   of `first` the kernel did not take waits in `out` for the next writability edge),
+   CONNECTING (registered, waiting for writability), or CLOSED (a failure, reported on
+   the next turn); -1 with an exception set. */
+static int start(Transport *self, const char *first, Py_ssize_t first_len) {
     self->connection++;
     self->reading = 1;
     self->armed = 0;
@@ -238,7 +238,10 @@ static int start(Transport *self, const char *first, Py_ssize_t first_len, Py_ss
         if (n < 0) n = 0; /* the rest goes out on the next writability edge */
     }
     if (watch(self) < 0) return -1;
-    *sent = n;
+    if (first != NULL && n < first_len) {
+        self->out = PyBytes_FromStringAndSize(first + n, first_len - n);
+        if (self->out == NULL) return -1;
+    }
     self->state = OPEN;
     self->armed = self->frame && first != NULL; /* the request is out (or queued) */
     return OPEN;
@@ -280,21 +283,11 @@ static int Transport_init(Transport *self, PyObject *args, PyObject *kw) {
     const char *data = NULL;
     Py_ssize_t len = 0;
     if (first != Py_None && PyBytes_AsStringAndSize(first, (char **)&data, &len) < 0) return -1;
-    Py_ssize_t sent;
-    int state = start(self, data, len, &sent);
+    int state = start(self, data, len);
     if (state < 0) return -1;
     if (state != OPEN) return 0;
-    if (first == Py_None) {
-        PyObject *r = PyObject_CallMethodObjArgs(protocol, str_connected, self, Py_False, NULL);
-        if (r == NULL) return -1;
-        Py_DECREF(r);
-        return 0;
-    }
-    if (sent < len) {
-        self->out = PyBytes_FromStringAndSize(data + sent, len - sent);
-        if (self->out == NULL) return -1;
-    }
-    PyObject *r = PyObject_CallMethodObjArgs(protocol, str_connected, self, Py_True, NULL);
+    PyObject *r = PyObject_CallMethodObjArgs(protocol, str_connected, self,
+                                             first == Py_None ? Py_False : Py_True, NULL);
     if (r == NULL) return -1;
     Py_DECREF(r);
     return 0;
@@ -415,14 +408,8 @@ static PyObject *Transport_recycle(Transport *self, PyObject *args) {
     Py_INCREF(protocol);
     Py_SETREF(self->protocol, protocol);
     self->connect_ns = now;
-    Py_ssize_t sent;
-    int state = start(self, PyBytes_AS_STRING(first), PyBytes_GET_SIZE(first), &sent);
+    int state = start(self, PyBytes_AS_STRING(first), PyBytes_GET_SIZE(first));
     if (state < 0) return NULL;
-    if (state == OPEN && sent < PyBytes_GET_SIZE(first)) {
-        self->out = PyBytes_FromStringAndSize(PyBytes_AS_STRING(first) + sent,
-                                              PyBytes_GET_SIZE(first) - sent);
-        if (self->out == NULL) return NULL;
-    }
     return PyLong_FromLong(state);
 }
 

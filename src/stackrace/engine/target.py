@@ -698,9 +698,10 @@ class Target:
         else:
             # TCP_NODELAY where a connection writes more than once (keep-alive: Nagle
             # would hold a request behind an unacknowledged segment). The C transport
-            # (engine/_cycle.c): a connection the server keeps alive is handed over to
-            # the loop's after its first answer (hand_over); one it closes (gunicorn's
-            # sync worker answers `Connection: close`) is recycled
+            # (engine/_cycle.c): a connection the server keeps alive stays while its
+            # answers are framed (`frames`, above) and is handed over to the loop's
+            # transport at the first the parser reads (hand_over); one the server
+            # closes (gunicorn's sync worker answers `Connection: close`) is recycled
             cls = SocketTransport if _PY_TRANSPORT else CTransport
             conn.pending = cls(
                 self.poller,

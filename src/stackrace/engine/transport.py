@@ -97,24 +97,20 @@ class Poller:
     costs no Python frame. While rate mode's timers are on the epoll, `poll` is the
     reader instead: due sends go first."""
 
-    __slots__ = ("_loop", "dispatcher", "ep", "epfd", "handlers", "stale", "timers")
+    __slots__ = ("_loop", "dispatcher", "ep", "handlers", "stale", "timers")
 
     _by_loop: ClassVar[dict[int, Poller]] = {}
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.ep = epoll()
-        self.epfd = self.ep.fileno()
         self._loop = loop
         self.handlers: dict[int, Handler] = {}
         self.stale: set[int] = set()  # descriptors closed in this batch
         self.timers: set[int] = set()  # rate mode's timers (timer.DueTimer)
-        self.dispatcher = Dispatcher(self.epfd, self.handlers, self.stale)
-        loop.add_reader(self.epfd, self.dispatcher)
-
-    @property
-    def dispatching(self) -> bool:
-        """Inside a batch: a descriptor closed now has its batch's events dropped."""
-        return bool(self.dispatcher.dispatching)
+        # (its `dispatching` is true inside a batch: a descriptor closed then has the
+        # batch's events for it dropped, `stale`)
+        self.dispatcher = Dispatcher(self.ep.fileno(), self.handlers, self.stale)
+        loop.add_reader(self.dispatcher.epfd, self.dispatcher)
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> Poller:
@@ -139,8 +135,8 @@ class Poller:
     def add_timer(self, fd: int, handler: Handler) -> None:
         self.handlers[fd] = handler
         if not self.timers:  # the first: due sends must go before a batch's answers
-            self._loop.remove_reader(self.epfd)
-            self._loop.add_reader(self.epfd, self.poll)
+            self._loop.remove_reader(self.dispatcher.epfd)
+            self._loop.add_reader(self.dispatcher.epfd, self.poll)
         self.timers.add(fd)
         self.ep.register(fd, EPOLLIN)  # level-triggered: the timer reads itself clear
 
@@ -149,8 +145,8 @@ class Poller:
         self.timers.discard(fd)
         self.ep.unregister(fd)
         if not self.timers and not self._loop.is_closed():
-            self._loop.remove_reader(self.epfd)
-            self._loop.add_reader(self.epfd, self.dispatcher)
+            self._loop.remove_reader(self.dispatcher.epfd)
+            self._loop.add_reader(self.dispatcher.epfd, self.dispatcher)
 
     def poll(self) -> None:
         """The reader while timers are on the epoll (rate mode)."""
