@@ -27,6 +27,11 @@ rising rates against /hello (a server that answers at once), with the rate it de
 and its send lateness at each; the engine's ceiling per process (MAX_RATE_PER_PROCESS,
 engine/model.py) is set below the rate where it stops keeping up.
 
+`--wire` also captures every run's packets on loopback (bench/wire.py: tcpdump, kernel
+timestamps) and prints the wire's own p50 beside each tool's: request segment out to
+answer segment back, per connection. A tool's p50 minus the wire's is its own time per
+request — which of two disagreeing tools is off, measured rather than argued.
+
 vegeta is installed with `go install github.com/tsenart/vegeta/v12@v12.12.0` (GOBIN on
 PATH); without it on PATH its columns are skipped with a note.
 """
@@ -39,8 +44,22 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 
-from engine_vs_wrk import PORT, ROOT, TOOL_CPU, build_target, require, skip_note, start_server
+import engine_vs_wrk
+from engine_vs_wrk import (
+    PORT,
+    ROOT,
+    SERVER_CPU,
+    TOOL_CPU,
+    add_baseline_argument,
+    build_target,
+    require,
+    skip_note,
+    start_server,
+    use_baseline,
+)
+from wire import Capture
 
 
 def _us(ns: float) -> float:
@@ -69,13 +88,34 @@ def vegeta(url: str, rate: int, secs: int) -> dict[str, float]:
     return {"p50": _us(lat["50th"]), "p99": _us(lat["99th"]), "ok": data["success"]}
 
 
-def stackrace(url: str, rate: int, secs: int, conns: int, engine_core: bool) -> dict[str, float]:
+def with_wire(wire: bool, run: Callable[[], dict[str, float]]) -> dict[str, float]:
+    """`run()`'s figures, and with `wire` the wire's p50/p99 (µs) of the same run."""
+    if not wire:
+        return run()
+    cap = Capture(PORT, cpu=SERVER_CPU)  # beside the server: the tool's core stays its own
+    try:
+        figures = run()
+    finally:
+        lat, dropped = cap.stop()
+    if dropped:
+        print(f"  (tcpdump dropped {dropped} packets)", file=sys.stderr)
+    lat.sort()
+    figures["wire_p50"] = _us(lat[len(lat) // 2]) if lat else float("nan")
+    figures["wire_p99"] = _us(lat[int(len(lat) * 0.99)]) if lat else float("nan")
+    return figures
+
+
+def stackrace(
+    url: str, rate: int, secs: int, conns: int, engine_core: bool, src: str | None = None
+) -> dict[str, float]:
+    # src: the engine's sources to run (--baseline-src), else the installed ones.
     # one core for the whole tool (driver and engine, as vegeta's one process), or the
     # engine process on that core and the driver off it (`load --engine-cpus` moves it)
     where = [] if engine_core else ["taskset", "-c", TOOL_CPU]
     pin = ["--engine-cpus", TOOL_CPU] if engine_core else []
+    env = ["env", f"PYTHONPATH={src}"] if src else []
     out = subprocess.run(
-        [*where, sys.executable, "-m", "stackrace.cli", "load", url, *pin,
+        [*env, *where, sys.executable, "-m", "stackrace.cli", "load", url, *pin,
          "--rate", str(rate), "-c", str(conns), "-d", f"{secs}s", "--json"],
         capture_output=True,
         text=True,
@@ -92,6 +132,12 @@ def stackrace(url: str, rate: int, secs: int, conns: int, engine_core: bool) -> 
         "late_p99": late.get("p99", 0),
         "late_sends": total["late"],
     }
+
+
+def _wire_note(f: dict[str, float]) -> str:
+    return (
+        f"  [wire p50 {f['wire_p50']:.0f} µs p99 {f['wire_p99']:.0f} µs]" if "wire_p50" in f else ""
+    )
 
 
 def ceiling(args: argparse.Namespace) -> None:
@@ -157,16 +203,23 @@ def main() -> None:
         "driver on the other core, beside the server; default: the whole tool on one core",
     )
     ap.add_argument(
+        "--wire",
+        action="store_true",
+        help="capture each run on loopback (tcpdump) and print the wire's p50 beside each tool's",
+    )
+    ap.add_argument(
         "--ceiling",
         action="store_true",
         help="find one engine process's scheduling ceiling (stackrace alone, /hello)",
     )
+    add_baseline_argument(ap)
     args = ap.parse_args()
+    use_baseline(args)
     if args.ceiling:
         ceiling(args)
         return
     rates = [int(r) for r in args.rates.split(",")]
-    require("go", "taskset")
+    require("go", "taskset", *(["tcpdump"] if args.wire else []))
     have_vegeta = shutil.which("vegeta") is not None
     if not have_vegeta:
         skip_note("vegeta")
@@ -174,22 +227,40 @@ def main() -> None:
     server = start_server(build_target())
     veg: dict[int, list[dict[str, float]]] = {r: [] for r in rates}
     sr: dict[int, list[dict[str, float]]] = {r: [] for r in rates}
+    base: dict[int, list[dict[str, float]]] = {r: [] for r in rates}
+    baseline = engine_vs_wrk.BASELINE_SRC
     try:
         for rnd in range(args.rounds):
             for rate in rates:
                 if have_vegeta:
-                    v = vegeta(url, rate, args.duration)
+                    v = with_wire(args.wire, lambda rate=rate: vegeta(url, rate, args.duration))
                     veg[rate].append(v)
                     print(f"  round {rnd + 1} {rate:>6}/s vegeta     p50 {v['p50']:8.0f} µs  "
-                          f"p99 {v['p99']:8.0f} µs", file=sys.stderr)  # fmt: skip
-                s = stackrace(url, rate, args.duration, args.connections, args.engine_core)
+                          f"p99 {v['p99']:8.0f} µs{_wire_note(v)}", file=sys.stderr)  # fmt: skip
+                s = with_wire(
+                    args.wire,
+                    lambda rate=rate: stackrace(
+                        url, rate, args.duration, args.connections, args.engine_core
+                    ),
+                )
                 sr[rate].append(s)
                 print(
                     f"  round {rnd + 1} {rate:>6}/s stackrace  p50 {s['p50']:8.0f} µs  "
                     f"p99 {s['p99']:8.0f} µs  (uncorrected p50 {s['unc_p50']:.0f} µs; "
-                    f"send lateness p50 {s['late_p50']:.0f} µs, p99 {s['late_p99']:.0f} µs)",
+                    f"send lateness p50 {s['late_p50']:.0f} µs, p99 {s['late_p99']:.0f} µs)"
+                    f"{_wire_note(s)}",
                     file=sys.stderr,
                 )
+                if baseline:
+                    b = stackrace(
+                        url, rate, args.duration, args.connections, args.engine_core, baseline
+                    )
+                    base[rate].append(b)
+                    print(
+                        f"  round {rnd + 1} {rate:>6}/s baseline   p50 {b['p50']:8.0f} µs  "
+                        f"send lateness p50 {b['late_p50']:.0f} µs, p99 {b['late_p99']:.0f} µs",
+                        file=sys.stderr,
+                    )
     finally:
         server.terminate()
         server.wait()
@@ -218,6 +289,31 @@ def main() -> None:
             f"{med(sr[rate], 'unc_p50'):>11.0f}  {med(sr[rate], 'late_p50'):>12.0f} "
             f"{med(sr[rate], 'late_p99'):>6.0f}  {sp50 - vp50:>+12.0f}"
         )
+    if baseline:
+        print(f"\nthe engine from {baseline} in the same rounds (medians, µs)")
+        print(f"{'rate':>7}  {'p50':>7} {'p99':>7}  {'lateness p50':>12} {'p99':>6}")
+        for rate in rates:
+            print(
+                f"{rate:>7}  {med(base[rate], 'p50'):>7.0f} {med(base[rate], 'p99'):>7.0f}  "
+                f"{med(base[rate], 'late_p50'):>12.0f} {med(base[rate], 'late_p99'):>6.0f}"
+            )
+    if args.wire:
+        print(
+            "\nagainst the wire (tcpdump on lo: request segment out to answer segment back, "
+            "each tool's own runs; medians, µs)"
+        )
+        print(
+            f"{'rate':>7}  {'wire p50':>8} {'vegeta p50':>10} {'- wire':>7}  "
+            f"{'wire p50':>8} {'stackrace uncorr. p50':>21} {'- wire':>7} "
+            f"{'corr. p50':>9} {'- wire':>7}"
+        )
+        for rate in rates:
+            vw, sw = med(veg[rate], "wire_p50"), med(sr[rate], "wire_p50")
+            vp50, su, sc = med(veg[rate], "p50"), med(sr[rate], "unc_p50"), med(sr[rate], "p50")
+            print(
+                f"{rate:>7}  {vw:>8.0f} {vp50:>10.0f} {vp50 - vw:>+7.0f}  "
+                f"{sw:>8.0f} {su:>21.0f} {su - sw:>+7.0f} {sc:>9.0f} {sc - sw:>+7.0f}"
+            )
 
 
 if __name__ == "__main__":
