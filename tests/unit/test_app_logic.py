@@ -383,3 +383,18 @@ def test_the_app_names_slow_clients_holding_a_sync_worker():
     assert explain.held_by_slow_clients("sync", 0.05, 0.25, free) == ""
     assert explain.held_by_slow_clients("sync", 0.05, 1.0, held) == ""
     assert explain.held_by_slow_clients("sync", 0.0, 0.25, held) == ""
+
+
+def test_a_long_median_on_a_busy_worker_is_not_slow_clients_holding_it():
+    # one gunicorn sync worker at c=50 sharing a full core (walked in the app): the
+    # median (57 ms) exceeds half the 50 ms upload, but the uploads finished in the
+    # accept queue and the worker was busy or waiting for the core 90% of the time
+    queued = _window(requests=4400, rps=885.0, latency=LatencySummary(count=4400, p50=56_600))
+    assert explain.held_by_slow_clients("sync", 0.05, 0.25, queued, 27 + 63, 100.0) == ""
+    # at c=10 the same worker was mostly idle while clients waited (CPU 9%, waited 21%)
+    held = _window(requests=960, rps=192.0, latency=LatencySummary(count=960, p50=51_900))
+    assert explain.held_by_slow_clients("sync", 0.05, 0.25, held, 9 + 21, 100.0).startswith(
+        "slow clients hold the worker"
+    )
+    # four workers on two cores, all of them held: little CPU for what they could use
+    assert explain.held_by_slow_clients("sync", 0.05, 0.25, held, 40.0, 200.0) != ""

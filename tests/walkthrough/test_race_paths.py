@@ -129,3 +129,23 @@ async def test_a_worker_held_by_a_keepalive_connection_reads_starving(tmp_path: 
         panes = list(app.race.query("StackPane"))  # type: ignore[union-attr]
         line = str(panes[0].query_one(".breaking").render())
         assert "STARVING" in line and "✓" not in line, line
+
+
+async def test_slow_clients_name_the_held_sync_worker_and_not_the_proxied_one(tmp_path: Path):
+    """The slow-clients preset as a person opens it (`--preset slow-clients --go`): at its
+    first level the lone gunicorn sync worker's pane says slow clients hold it, and the
+    same worker behind nginx does not — the sentence is the preset's point (issue 26)."""
+    argv = ["--preset", "slow-clients", "--go"]
+    async with real_app(argv, screenshots=tmp_path) as (app, pilot):
+        view = await wait_for(app, pilot, all_loaded, timeout=40)
+        assert view is not None, why_not(app.race.last_view if app.race else None)
+
+        def held(v) -> bool:
+            return "slow clients hold the worker" in v.panes[0].annotation
+
+        view = await wait_for(app, pilot, held, timeout=25)
+        assert view is not None, [(p.id, p.annotation) for p in app.race.last_view.panes]
+        sync, proxied, uvicorn = view.panes
+        assert sync.id == "gunicorn-sync" and uvicorn.id == "uvicorn"
+        assert "slow clients hold" not in proxied.annotation
+        assert "slow clients hold" not in uvicorn.annotation

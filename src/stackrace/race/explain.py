@@ -250,7 +250,12 @@ HELD_BY_SLOW_CLIENTS = ("sync", "prefork")
 
 
 def held_by_slow_clients(
-    family: str, upload_s: float, share: float, window: WindowStats | None
+    family: str,
+    upload_s: float,
+    share: float,
+    window: WindowStats | None,
+    busy_percent: float | None = None,
+    capacity: float = 100.0,
 ) -> str:
     """Slow clients (engine.clients): "" unless they hold this stack's workers.
 
@@ -258,10 +263,19 @@ def held_by_slow_clients(
     one — took at least half an upload, so fast requests waited for slow ones to arrive.
     A server that buffers (nginx in front) or serves connections concurrently (async,
     greenlets) shows no such median; with every client slow, every server waits for its
-    clients and nothing is said."""
+    clients and nothing is said.
+
+    And the workers must be idle while clients queue: `busy_percent` (the stack's CPU
+    used plus its time waiting for a core, % of one core) under half its `capacity`. A
+    long median alone is any queue: at c=50 on one gunicorn sync worker the median was
+    57 ms with a 50 ms upload, yet the uploads had finished in the accept queue before
+    the worker took them (885 req/s, against 192 at c=10) and the worker was busy or
+    waiting for its shared core 90 % of the time — not held by its clients."""
     if upload_s <= 0 or share > 0.5 or family not in HELD_BY_SLOW_CLIENTS:
         return ""
     if window is None or window.requests == 0 or window.latency.p50 < 0.5 * upload_s * 1e6:
+        return ""
+    if busy_percent is not None and busy_percent >= 0.5 * capacity:
         return ""
     return (
         f"slow clients hold the worker: it waits ~{_secs(upload_s * 1e6)} for each slow "

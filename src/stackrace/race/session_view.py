@@ -179,6 +179,8 @@ def session_view(s: Session) -> SessionView:
                 slow.upload if slow is not None else 0.0,
                 s.core.settings.slow_share,
                 target.interval,
+                busy_percent=(res.cpu_percent + res.cpu_wait_percent) if res is not None else None,
+                capacity=s.core.capacity(mid),
             )
             if held and not limit:
                 annotation = held  # the cause of its queue, named
