@@ -25,11 +25,14 @@ def run_cli(
     timeout: float = 120,
     cwd: Path | None = ROOT,
     env: dict[str, str] | None = None,
+    nice: int = 0,
 ) -> subprocess.CompletedProcess[str]:
     """Run `stackrace ARGS` to the end; stdin is closed, output captured as text, and
-    `env` is added to this process's environment."""
+    `env` is added to this process's environment. `nice`: run it (and so its engines
+    and servers, which inherit it) at that niceness; a negative one needs root, and
+    without it `nice` says so and runs it as it is."""
     return subprocess.run(
-        [*CLI, *args],
+        [*(["nice", "-n", str(nice)] if nice else []), *CLI, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
