@@ -27,7 +27,11 @@ from tests.helpers import run_cli
 # A timing figure on a shared 2-core machine, beside the other test lane (./dev test):
 # a stall of a core for a moment changes it. One rerun (shown as R, "1 rerun" in the
 # summary): a result that is wrong twice is a failure.
-pytestmark = [pytest.mark.slow, pytest.mark.flaky(reruns=1)]  # ten probes of 1–2 s each
+# ten probes of 1–2 s each. Two reruns, not one: on 2026-11-27's host the p99 search
+# missed twice in a row in one full run of three (two stalls of 40 and 67 ms in one
+# search, more than its one re-check of the break absorbs), and needed one rerun in
+# each of the other two, the second time already at niceness -10 (see search())
+pytestmark = [pytest.mark.slow, pytest.mark.flaky(reruns=2)]
 
 STACKS = """
 [stacks.fixed]
@@ -48,10 +52,11 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def search(stacks: Path, tmp_path: Path, *args: str) -> tuple[dict, str]:
-    """One capacity search, its engine and server at niceness -10: the probes judge a
-    p99 against a 50 ms service time, and the other test lane on the same two cores
-    stalled the server for ~40 ms (p99 90 ms at c=16 of 50 workers, 2026-11-27), which
-    ended the search's bracket at c=16 and made it report c=15."""
+    """One capacity search, its engine and server at niceness -10, so that the other
+    test lane on the same two cores takes less of their time: the probes judge a p99
+    against a 50 ms service time, and a failed run on 2026-11-27 read p99 90 ms at c=16
+    of 50 workers (a ~40 ms stall), which ended the bracket there and made it report
+    c=15. It made stalls rarer, not impossible (one rerun was still needed since)."""
     out = tmp_path / "run.json"
     r = run_cli(
         "--stacks-file", str(stacks), "bench", "--stacks", "fixed", "--capacity",
