@@ -9,8 +9,8 @@ TLS 1.3 and TLS 1.2, `n` connections each with one `GET /hello` and `Connection:
 close`, a full handshake every time or the last session offered (`load --tls-resume`),
 in alternating rounds. Prints the client's CPU per connection (this process) and, with
 `--server-pid`, the server's (its process's user + system time; for nginx give the
-worker's pid). Certificates are not verified (as `-k`), and no CA store is loaded: with
-one, OpenSSL builds the chain against it even unverified (engine/tls.py).
+worker's pid). The context is the engine's own for `-k` (engine/tls.client_context):
+nothing verified, and no CA store loaded.
 
 What it showed on 2026-11-27 (OpenSSL 3.0.19, `results/tls_handshake_cost-nginx-…`):
 against nginx-tls, resumption saved the server 0–13 % of its CPU per connection
@@ -31,14 +31,13 @@ import time
 
 import psutil
 
+from stackrace.engine.tls import client_context
+
 
 def context(version: ssl.TLSVersion) -> ssl.SSLContext:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    """The engine's own `-k` context (engine/tls.py), capped at `version`."""
+    ctx = client_context(verify=False)
     ctx.maximum_version = version
-    ctx.set_alpn_protocols(["http/1.1"])
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
     return ctx
 
 

@@ -159,6 +159,7 @@ def session_view(s: Session) -> SessionView:
             behind = explain.behind_schedule(s.rate, target.total)
             res = m.resources
             stall = s.keeper.wedge(mid)
+            capacity = s.core.capacity(mid)
             annotation = explain.annotate(
                 verdict=verdict,
                 interval=target.interval,
@@ -166,7 +167,7 @@ def session_view(s: Session) -> SessionView:
                 rate=s.rate,
                 timeout=s.core.settings.timeout,
                 cpu_percent=res.cpu_percent if res is not None else None,
-                cpu_capacity=s.core.capacity(mid),
+                cpu_capacity=capacity,
                 cpu_us_per_request=cpu_us,
                 warming=warming,
                 climb=warm.climb() if warm is not None else None,
@@ -180,7 +181,7 @@ def session_view(s: Session) -> SessionView:
                 s.core.settings.slow_share,
                 target.interval,
                 busy_percent=(res.cpu_percent + res.cpu_wait_percent) if res is not None else None,
-                capacity=s.core.capacity(mid),
+                capacity=capacity,
             )
             if held and not limit:
                 annotation = held  # the cause of its queue, named
