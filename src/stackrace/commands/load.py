@@ -43,7 +43,6 @@ import uvloop
 
 from stackrace import options, scenario
 from stackrace.atomicfile import write_atomic
-from stackrace.breaking import starves
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
@@ -74,6 +73,8 @@ from stackrace.report.failures import requests_failed
 from stackrace.report.schema import PathResult
 from stackrace.report.slo import Slo
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
+from stackrace.rules.engine import engine_limit, engine_limited, engine_share
+from stackrace.rules.level import starves
 from stackrace.supervise.procs import keep_off
 from stackrace.units import fmt_bytes, fmt_count, fmt_us
 
@@ -511,9 +512,9 @@ async def _drive(
                 "ok": little.ok,
                 "reason": little.reason,
             },
-            "engine_share": accounting.engine_share(t.total),
-            "engine_limited": accounting.engine_limited(t.total, t.saturated),
-            "engine_limit": accounting.engine_limit(t.total, t.saturated),
+            "engine_share": engine_share(t.total),
+            "engine_limited": engine_limited(t.total, t.saturated),
+            "engine_limit": engine_limit(t.total, t.saturated),
             "engine": {
                 "cpu_percent": cpu,
                 "saturated_intervals": saturated,
@@ -847,7 +848,7 @@ def _summary(
         little = accounting.little_check(w, spec.concurrency)
         if little is not None and not little.ok:
             print(f"  ! {little.describe()}")
-    limit = accounting.engine_limit(w, t.saturated)
+    limit = engine_limit(w, t.saturated)
     if limit:
         print(
             f"  ! engine-limited: {limit} (lag mean {fmt_us(w.lag.mean)}, "

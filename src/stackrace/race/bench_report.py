@@ -2,8 +2,8 @@
 
 - `BenchRecorder`: the `BenchRun` (report/schema.py) with the machine's facts, the
   settings and each stack's result, filled level by level (an interrupted run keeps
-  every finished level) and judged by the breaking-point rule at the end (`judge`,
-  stackrace.breaking, the app's rule too);
+  every finished level) and judged at the end by the rules (`judge`: report/judged.py,
+  stackrace.rules.level, the app's judgment too);
 - `describe`: a level's progress line, its accounting in full;
 - `record_paths`: your requests' figures per stack over the whole run.
 
@@ -24,13 +24,13 @@ import msgspec
 import psutil
 
 from stackrace import __version__
-from stackrace.breaking import find_breaking_point, step_result
 from stackrace.config import Stack, placeholders, render
 from stackrace.race.bench import BenchPlan
 from stackrace.race.core import RaceCore
 from stackrace.race.placement import CorePlacement
 from stackrace.race.urls import UrlTarget
 from stackrace.race_settings import RaceSettings
+from stackrace.report.judged import breaking
 from stackrace.report.schema import (
     SCHEMA_VERSION,
     BenchRun,
@@ -145,20 +145,14 @@ class BenchRecorder:
         return result
 
     def finish(self, interrupted: str | None = None) -> BenchRun:
-        self.run.stacks = [judge(st) for st in self.run.stacks]
+        self.run.stacks = [judge(st, self.run) for st in self.run.stacks]
         self.run.interrupted = interrupted
         return self.run
 
 
-def judge(result: StackResult) -> StackResult:
-    """Apply the breaking-point rule (stackrace.breaking, shared with the app) to the levels."""
-    steps = [
-        # a server not sampled has no CPU figure: its 0 must not read as an idle server
-        step_result(lv.level, lv.window, lv.cpu_percent if result.sampled else None, None)
-        for lv in result.levels
-        if not lv.db_down
-    ]
-    bp = find_breaking_point(steps)
+def judge(result: StackResult, run: BenchRun) -> StackResult:
+    """Where the stack broke, by the rules (stackrace.rules.level, the app's too)."""
+    bp = breaking(result, run)
     if bp is None:
         return msgspec.structs.replace(
             result, breaking_point=None, breaking_kind="", breaking_reason=""

@@ -9,7 +9,7 @@
 
 `poll()` returns a `SessionView` (race/session_view.py): a `PaneView` per stack or URL
 target. Decisions live here (commands: levels, rate, ramps, a talk track; ticks), in the
-core, race/verdict_keeper.py, `stackrace.breaking` and `stackrace.levels`; the UI only
+core, race/verdict_keeper.py, `stackrace.rules` and `stackrace.levels`; the UI only
 draws views and forwards commands.
 """
 
@@ -39,9 +39,9 @@ from stackrace.race.talk import TalkPlayer, TalkStep
 from stackrace.race.thennow import ThenNow
 from stackrace.race.urls import UrlHandle
 from stackrace.race.verdict_keeper import VerdictKeeper
-from stackrace.race.verdicts import SharedCore
 from stackrace.report.schema import Then
 from stackrace.report.slo import Slo
+from stackrace.rules.cores import SharedCore
 
 RAMP_TOP = 2000  # `r` ramps from 1 to here
 RAMP_DWELL = 3.0  # seconds a level
@@ -112,6 +112,7 @@ class Session:
         self.plan = plan
         self.core.settings = plan.settings
         self.slo = Slo.parse(plan.settings.slo) if plan.settings.slo else None
+        self.keeper.slo = self.slo  # a missed SLO is never "keeping up"
         self.core.concurrency = plan.concurrency
         self.core.rate = plan.rate
         if placement is None:

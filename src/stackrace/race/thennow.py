@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from stackrace.breaking import StepResult, find_breaking_point
+from stackrace.breaking import StepResult
 from stackrace.race.bench_report import machine_info
 from stackrace.report import claims
 from stackrace.report.schema import (
@@ -28,6 +28,7 @@ from stackrace.report.schema import (
     StackResult,
     Then,
 )
+from stackrace.rules.level import breaking_point
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def live_run(then: Then, steps: dict[str, list[StepResult]], names: dict[str, st
     """The race so far as a run the claims' judges read (closed-loop levels only)."""
     stacks = []
     for sid, levels in steps.items():
-        bp = find_breaking_point(levels)
+        bp = breaking_point(levels)
         stacks.append(
             StackResult(
                 name=sid,

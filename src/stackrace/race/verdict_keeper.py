@@ -1,50 +1,60 @@
-"""The app's verdicts kept per member: what each pane says of its stack, and since when.
+"""The app's judgments kept per member: what each pane says of its stack, and since when.
 
     keeper = VerdictKeeper(core, levels)
     keeper.feed(snapshot, now)                      # each new engine interval
-    verdict, proof, since = keeper.verdict("uvicorn", now, started_at)
+    judgment, since = keeper.judgment("uvicorn", now, started_at)
 
-Three things decide a pane's verdict, and they are kept here, apart from the session's
-commands (race/session.py) and from how a view is drawn up (race/session_view.py):
+A pane's judgment is the rules' (stackrace.rules.level) on the evidence gathered here,
+apart from the session's commands (race/session.py) and from how a view is drawn up
+(race/session_view.py):
 
-- a **wedged** server first: it answers nothing while clients wait (race/wedge.py,
-  each member's stall clock fed each interval and its signs);
-- else the breaking rule's verdict at the current level (stackrace.breaking through
-  the level log, stackrace.levels), whose kind changes only once it has held
-  (race/verdicts.py `VerdictHold`), with its proof in figures (race/explain.py) and a
-  note of the accept queue behind it;
-- the CPU a verdict weighs (`cpu_of`): what the stack used, could use and waited
-  for, and whether the cores it shares were full (`shared_core`);
-- and, beside them, each member's **warm-up** (race/warmup.py: a JIT still climbing).
+- the level running now, as the level log has it (stackrace.levels: its totals, its
+  fastest answer, the engine's limit) and the CPU it weighs (`cpu_of`: what the stack
+  used, could use and waited for, and whether the cores it shares were full);
+- the levels measured before (their fastest answers: how long it takes to serve one);
+- the last `RECENT_S` seconds of intervals (failing as soon as most of what ends fails);
+- each member's stall clock and what the kernel, its log and its processes show
+  (race/wedge.py), its warm-up (race/warmup.py) and, with --slo, whether the level
+  meets it (race/slo_flag.py);
 
-`judged` and `compared` say how much a "no verdict" claims: the running level was
-measured long enough, and a lower level was measured too.
+and the state shown changes toward worse at once, toward better once it has held
+(race/verdicts.py `JudgmentHold`).
 """
 
 from __future__ import annotations
 
-from stackrace.breaking import CpuShare, LevelVerdict, StepResult
-from stackrace.engine.model import EngineSnapshot
+import dataclasses
+from collections import deque
+
+from stackrace.breaking import CpuShare, StepResult
+from stackrace.engine.model import EngineSnapshot, WindowStats
 from stackrace.levels import LevelLog
-from stackrace.race import explain, verdicts, wedge
+from stackrace.race import verdicts, wedge
 from stackrace.race.core import RaceCore
-from stackrace.race.verdicts import SharedCore, VerdictHold
+from stackrace.race.slo_flag import slo_flag
+from stackrace.race.verdicts import JudgmentHold
 from stackrace.race.warmup import WarmupTracker
 from stackrace.race.wedge import Wedge, WedgeWatch
+from stackrace.report.slo import Slo
+from stackrace.rules.cores import SharedCore
+from stackrace.rules.level import BROKEN, Evidence, Judgment, judge
+
+RECENT_S = 2.0  # seconds of intervals that show failing at once
 
 
 class VerdictKeeper:
-    """Per member: its warm-up, its stall clock, and the verdict shown."""
+    """Per member: its warm-up, its stall clock, its recent intervals and the judgment
+    shown."""
 
     def __init__(self, core: RaceCore, levels: LevelLog) -> None:
         self.core = core
         self.levels = levels
+        self.slo: Slo | None = None  # --slo (the session sets it)
         self.warmups: dict[str, WarmupTracker] = {}
-        # the verdict shown (kinds change only once they have held), and the stall
-        # clock that names a wedged server
-        self.held: dict[str, VerdictHold] = {}
+        self.held: dict[str, JudgmentHold] = {}
         self.wedges: dict[str, WedgeWatch] = {}
         self.wedged: dict[str, Wedge | None] = {}
+        self.recent: dict[str, deque[tuple[int, WindowStats]]] = {}
 
     @property
     def synthetic(self) -> bool:
@@ -52,10 +62,10 @@ class VerdictKeeper:
         return bool(getattr(self.core.engine, "synthetic", False))
 
     def cpu_of(self, member_id: str) -> CpuShare:
-        """The stack's CPU for the verdict: what it used, what it can use, how long it
+        """The stack's CPU for the judgment: what it used, what it can use, how long it
         waited for a core, and whether the cores it shares with other stacks were full.
         On a core shared by four stacks each uses a quarter of it and waits the rest:
-        the race's verdict is the full core, not each stack's (race/verdicts.py)."""
+        the race's verdict is the full core, not each stack's (stackrace.rules.cores)."""
         m = self.core.members.get(member_id)
         if m is None or m.resources is None:
             return CpuShare()
@@ -76,7 +86,8 @@ class VerdictKeeper:
         return verdicts.shared_core_of(self.core)
 
     def feed(self, snap: EngineSnapshot, now: float) -> None:
-        """A new engine interval: each member's warm-up and stall clock move on."""
+        """A new engine interval: each member's warm-up, stall clock and recent
+        intervals move on."""
         for t in snap.targets:
             m = self.core.members.get(t.id)
             if m is None:
@@ -85,11 +96,18 @@ class VerdictKeeper:
             tracker.feed(t.level, t.interval.requests, t.interval.seconds)
             watch = self.wedges.setdefault(t.id, WedgeWatch())
             self.wedged[t.id] = watch.feed(now, t.interval, m.signs)
+            recent = self.recent.setdefault(t.id, deque())
+            if recent and recent[-1][0] != t.level:
+                recent.clear()  # the last seconds of this level only
+            recent.append((t.level, t.interval))
+            while sum(w.seconds for _l, w in recent) > RECENT_S + 1e-6 and len(recent) > 1:
+                recent.popleft()
 
     def forget_stalls(self) -> None:
         """A clean start: no stall remembered from before it (a restarted stack's own)."""
         self.wedges.clear()
         self.wedged.clear()
+        self.recent.clear()
 
     def clear(self) -> None:
         """Everything kept (a replay going back in time)."""
@@ -100,42 +118,55 @@ class VerdictKeeper:
     def wedge(self, mid: str) -> Wedge | None:
         return self.wedged.get(mid)
 
-    def verdict(
-        self, mid: str, now: float, started_at: float
-    ) -> tuple[LevelVerdict | None, str, float | None]:
-        """The current level's verdict, its proof and since when (race seconds): a
-        wedged server first, else the breaking rule's verdict once it has held."""
-        level = self.levels.current_level(mid)
+    def evidence(self, mid: str, step: StepResult) -> Evidence:
+        """What is known of the level running now (see the module docstring)."""
         stall = self.wedged.get(mid)
-        if stall is not None and level is not None:
-            return stall.verdict(level), stall.proof(), stall.since - started_at
-        fresh = self.levels.verdict_now(mid)
-        proof = explain.proof(fresh, self.step_at(mid, fresh.level)) if fresh else ""
-        hold = self.held.setdefault(mid, VerdictHold())
-        shown = hold.feed(now, level, fresh, proof, judged=self.judged(mid))
-        if shown.verdict is None:
-            return None, "", None
-        proof = shown.proof
+        warm = self.warmups.get(mid)
+        target = self.core.target(mid)
+        slo_miss = ""
+        if self.slo is not None and target is not None:
+            flag = slo_flag(self.slo, target.total)
+            if flag.meets is False:
+                slo_miss = f"SLO {self.slo.text}: {flag.why}"
+        return Evidence(
+            step=step,
+            others=self.levels.others(mid),
+            rate_mode=self.levels.rate_mode(mid),
+            recent=_added(self.recent.get(mid)),
+            stalled_s=stall.seconds if stall is not None else 0.0,
+            stall_why=stall.detail() if stall is not None else "",
+            warming=warm is not None and warm.warming,
+            warm_climb=warm.climb() if warm is not None else None,
+            slo_miss=slo_miss,
+        )
+
+    def judgment(self, mid: str, now: float, started_at: float) -> tuple[Judgment | None, float]:
+        """The level running now, judged, and since when (race seconds) its state has
+        held; (None, 0) before the level has any figure."""
+        step = self.levels.current_step(mid)
+        if step is None:
+            return None, 0.0
+        fresh = judge(self.evidence(mid, step))
+        shown, since = self.held.setdefault(mid, JudgmentHold()).feed(now, fresh)
         m = self.core.members.get(mid)
         target = self.core.target(mid)
         note = wedge.backlog_note(m.signs if m else None, target.interval if target else None)
-        if note:
-            proof = f"{proof} · {note}"
-        since = shown.since - started_at if shown.since is not None else None
-        return shown.verdict, proof, since
+        if note and shown.state in BROKEN:
+            shown = dataclasses.replace(shown, why=f"{shown.why} · {note}")
+        return shown, since - started_at
 
-    def judged(self, mid: str) -> bool:
-        """Whether this visit of the running level has been measured long enough."""
-        step = self.levels.current_step(mid)
-        return step is not None and step.enough
 
-    def compared(self, mid: str) -> bool:
-        """Whether a lower level was measured too (or this is c=1): the breaking rule
-        compares levels, so without one "not broken" would claim more than was tested."""
-        level = self.levels.current_level(mid)
-        if level is None:
-            return False
-        return level <= 1 or any(s.level < level for s in self.levels.results(mid))
-
-    def step_at(self, mid: str, level: int) -> StepResult | None:
-        return next((s for s in self.levels.results(mid) if s.level == level), None)
+def _added(recent: deque[tuple[int, WindowStats]] | None) -> WindowStats | None:
+    """The recent intervals as one window of counts (what ended, and how)."""
+    if not recent:
+        return None
+    out = WindowStats()
+    for _level, w in recent:
+        out.seconds += w.seconds
+        out.requests += w.requests
+        out.ok += w.ok
+        for k, n in w.failures.items():
+            out.failures[k] = out.failures.get(k, 0) + n
+        for code, n in w.status.items():
+            out.status[code] = out.status.get(code, 0) + n
+    return out

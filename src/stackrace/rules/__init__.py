@@ -1,0 +1,13 @@
+"""The judgments: what one level of one stack was, decided once for every front end.
+
+Pure logic (no I/O, no Textual): the live app, a replay, bench, the summaries and the
+exports all hand their figures to the same functions and show what comes back, so a
+pane, its table row and a bench summary cannot tell two stories of one level.
+
+- `rules.level`: the state of a level (keeping up, queueing, starving, failing,
+  wedged, limited by the engine or by a shared core, …) from its own evidence, and the
+  breaking point of a series of levels;
+- `rules.engine`: whether the engine, not the server, limited a window's figures;
+- `rules.cores`: whether a stack used its CPU up, or only waited for a core another
+  stack or another process held, and whether the cores several stacks share were full.
+"""
