@@ -18,7 +18,8 @@ are printed, then `--hdr-out` is written (whole or not at all: stackrace.atomicf
 Stopped during the warm-up, it says how many requests the warm-up sent and got back.
 Exit status: 0; 1 when nothing succeeded (or one request of a mix never got an expected
 answer), or the load missed its objective (`--slo 'p99<50ms'`: report/slo.py, waiting
-and timed-out requests counted against a latency); 2 for a usage error; 74 when
+and timed-out requests counted against a latency, and failures beyond the objective's
+budget, 1 % unless it names its own); 2 for a usage error; 74 when
 --hdr-out could not be written (the summary is printed all the same); 130 when stopped
 in the warm-up.
 """
@@ -494,6 +495,9 @@ async def _drive(
             # sent == requests (answered) + lost (failed, no answer) + waiting; the
             # latencies are in microseconds (total.latency.unit)
             "total": t.total,
+            # answers that count, a second (2xx/3xx, or the statuses expected): the
+            # figure of throughput; total.rps counts every answer, an error too
+            "goodput": t.total.goodput,
             "accounting": {
                 "sent": t.total.sent,
                 "answered": t.total.requests,
@@ -573,13 +577,10 @@ async def _drive(
     missed = requests_failed(per_request) if target.mixed else []
     slo_missed = False
     if args.slo:
-        judged = Slo.parse(args.slo).judge_window(t.total, hist)
+        slo = Slo.parse(args.slo)
+        judged = slo.judge_window(t.total, hist)
         slo_missed = not judged.meets
-        line = (
-            f"SLO met ({Slo.parse(args.slo).text})"
-            if judged.meets
-            else f"SLO MISSED ({Slo.parse(args.slo).text}): {judged.why}"
-        )
+        line = f"SLO met ({slo.text})" if judged.meets else f"SLO MISSED ({slo.text}): {judged.why}"
         _say(lambda: print(line, file=sys.stderr if args.json else sys.stdout))
     if t.total.ok == 0:
         # a run where nothing succeeded is not a measurement: scripts must see it fail
@@ -824,7 +825,13 @@ def _summary(
         row("Latency (uncorrected)", w.latency_uncorrected)
     tls_lines(w)
     print(f"  {w.requests} requests in {w.seconds:.2f}s, {fmt_bytes(w.bytes)} read")
-    print(f"  Requests/sec: {w.rps:.2f}")
+    # answers that count (goodput): a 404 answered in a millisecond is no throughput
+    print(f"  Requests/sec: {w.goodput:.2f}")
+    if w.requests > w.ok:
+        print(
+            f"  (answers that count only: {w.rps:.2f} answers/sec in all, "
+            f"{w.requests - w.ok} of them errors, in the failures below)"
+        )
     # every request sent is answered, failed or still waiting: say where each one is
     print(
         f"  Sent {w.sent}: {w.requests} answered, {w.lost} failed without an answer, "
