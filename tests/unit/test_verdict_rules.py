@@ -142,6 +142,26 @@ def test_a_worse_state_shows_at_once_and_a_better_one_only_once_it_has_held():
     assert shown.state == MEASURING and shown.level == 500 and since == t + 0.5
 
 
+# --- failing at once ------------------------------------------------------------------
+
+
+def test_every_request_ending_lately_as_a_timeout_is_failing_however_many_still_wait():
+    """gunicorn sync at c=1,000, 12 s into the level: 50 answered at its start, then
+    only timeouts — 8 so far — while 950 clients waited the whole level. Of every
+    attempt (the stale waiting counted) under 1 % failed, so before it read QUEUEING
+    "at 0 req/s" for seconds while every request that ended was a timeout."""
+    lat = LatencySummary(count=50, mean=5_000_000, p50=5_000_000, p99=9_000_000, min=11_000)
+    w = WindowStats(seconds=12.0, sent=1058, requests=50, ok=50, waiting=1000, stale=950,
+                    failures={"timeout": 8}, latency=lat, in_flight=1000.0,
+                    oldest_wait_us=12_000_000)  # fmt: skip
+    step = StepResult(1000, w)
+    assert step.errors / step.attempts < 0.01
+    assert judge(Evidence(step)).state == QUEUEING  # the totals alone
+    lately = WindowStats(seconds=2.0, failures={"timeout": 8})
+    judged = judge(Evidence(step, recent=lately))
+    assert judged.state == FAILING and judged.why == "8 of the last 8 failed (timed out)"
+
+
 # --- wedged -----------------------------------------------------------------------------
 
 
