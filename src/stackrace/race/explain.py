@@ -91,6 +91,7 @@ def annotate(
     cpu_capacity: float | None = None,
     cpu_us_per_request: float | None = None,
     timeout_cause: str = "",
+    climb: float | None = None,
 ) -> str:
     """One plain-language sentence about this pane's judgment, or "" when nothing needs
     saying; its figures are the judgment's own (the level's window). `interval` only
@@ -104,9 +105,12 @@ def annotate(
     if j.state == ENGINE_LIMITED:
         return f"the engine, not the server, limits these figures: {j.why}"
     if j.state in (FAILING, WEDGED):
-        kind, n = dominant_failure(total)
+        # the level's failures; at its very start (failing at once on what ended
+        # lately), the last interval's
+        w = total if total.failed or interval is None else interval
+        kind, n = dominant_failure(w)
         if kind and n:
-            sentence = _failure_sentence(kind, total, timeout)
+            sentence = _failure_sentence(kind, w, timeout)
             if kind == TIMEOUT and timeout_cause:
                 sentence += f": {timeout_cause}"
             return sentence
@@ -133,8 +137,8 @@ def annotate(
         waiting = max(total.waiting, round(total.in_flight))
         served = f"{_n(j.goodput)} req/s served" if j.goodput > 0 else "none served"
         return f"≈ {waiting:,} requests queued, each waits ~{secs(j.wait_us)} ({served})"
-    if j.state == WARMING:
-        return "warming up: req/s still climbing at this load (a JIT compiling)"
+    if j.state == WARMING and climb:
+        return f"warming up: req/s +{100 * climb:.0f}% since its first second at this load"
     if total.waiting and total.oldest_wait_us > 0.5 * timeout * 1e6:
         old = secs(total.oldest_wait_us)
         return f"the oldest request has waited {old} of the {timeout:g} s timeout"

@@ -158,6 +158,7 @@ def session_view(s: Session) -> SessionView:
                 cpu_capacity=capacity,
                 cpu_us_per_request=cpu_us,
                 timeout_cause=wedge.timeout_cause(m.signs),
+                climb=warm.climb() if warm is not None else None,
             )
             slow = s.core.settings.client_profile
             held = explain.held_by_slow_clients(

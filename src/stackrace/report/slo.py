@@ -14,7 +14,7 @@ refused.
 **Every SLO carries a failure budget.** A latency objective alone would be met by a
 server that answers 404 in a millisecond: `load …/nonexistent --slo 'p99<50ms'` once
 said "SLO met" beside "every request failed". So an SLO that names no `failures` term
-carries `failures<1%` (`FAILURE_BUDGET`), shown with the objective ("p99 < 50 ms, with
+carries `failures<1%` (`FAILURE_BUDGET`), shown with the objective ("p99 < 50 ms,
 failures < 1 %") and judged like any term; `failures<…` names its own. And `qps` is
 goodput: answers that count (2xx/3xx, or what a request expects), never error answers.
 
@@ -104,7 +104,7 @@ class Slo:
         if not any(t.metric == "failures" for t in terms):
             budget = parse_term(FAILURE_BUDGET, OPTION)
             terms.append(budget)
-            text += f", with {_pretty(budget)}"
+            text += f", {_pretty(budget)}"  # shown, and read back the same (a plan's)
         return cls(tuple(terms), text)
 
     @property

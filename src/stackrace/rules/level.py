@@ -342,6 +342,9 @@ def judge(e: Evidence) -> Judgment:
     if e.slo_miss:
         return judged(SLO_MISSED, e.slo_miss)
     calm = _calm_why(service, service_from, wait)
+    if failed:  # under the threshold, but never "none": said first
+        few = f"{failed:,} failed ({100 * share:.2g}%, under {100 * FAILURE_RATIO:g}%)"
+        calm = f"{few} · {calm}" if calm else few
     if e.warming and e.warm_climb is not None and e.warm_climb > WARM_CLIMB:
         return judged(WARMING, f"req/s +{100 * e.warm_climb:.0f}% so far · {calm}")
     return judged(KEEPING_UP, calm)
@@ -374,15 +377,13 @@ def _queue_why(
         stale = f"{step.stale:,} got no answer in the level's {w.seconds:.0f} s"
     if service is None or bound is None or tail is None:
         return stale
-    one = f"the ~{secs(service)} one takes ({service_from})"
+    one = f"one takes ~{secs(service)} ({service_from})"
     if wait is not None and wait > bound:
-        return f"{_waiters(w)} ~{secs(wait)} each, {wait / service:.0f}× {one}"
+        return f"{_waiters(w)} ~{secs(wait)} each; {one}"
     if w.latency.count >= TAIL_MIN_ANSWERS and w.latency.p99 > tail:
-        p99 = w.latency.p99
-        return f"p99 {secs(p99)}, {p99 / service:.0f}× {one}"
+        return f"p99 {secs(w.latency.p99)}; {one}"
     if w.waiting and w.oldest_wait_us > max(tail, OLDEST_FLOOR_US):
-        old = w.oldest_wait_us
-        return f"a request has waited {secs(old)}, {old / service:.0f}× {one}"
+        return f"a request has waited {secs(w.oldest_wait_us)}; {one}"
     return stale
 
 

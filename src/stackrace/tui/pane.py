@@ -152,13 +152,14 @@ def verdict_line(view: PaneView, rate_mode: bool, width: int, rows: int = 1) -> 
         f" since {fmt_clock(view.verdict_since)}" if held and view.verdict_since is not None else ""
     )
     proof = j.why or j.label
-    first = proof.split(" · ")[0].split(", ")[0]
+    first = proof.split(" · ")[0].split("; ")[0]  # "500 wait ~5.7 s each"
     figure = first.split(" (")[0]  # "9.3% failed (timed out)" → "9.3% failed"
     mark = _MARK.get(j.state, "▲")
     name, short = j.label, _SHORT.get(j.state, j.label)
     forms = [
         (f"{mark} {name} at {level}{since}", proof),
         (f"{mark} {name} at {level}", proof),
+        (f"{mark} {name} at {level}{since}", first),
         (f"{mark} {short} {level}", proof),
         (f"{mark} {short} {level}", first),
         (f"{mark} {short} {level}", figure),
