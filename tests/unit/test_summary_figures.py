@@ -90,11 +90,11 @@ def test_a_stack_that_only_waited_for_a_full_shared_core_says_so_not_not_reached
     ]
     row = _row(steps)
     assert row.breaking is None
-    assert unbroken_text(row, short=True) == "not judged from c=100"
+    assert unbroken_text(row, short=True) == "not judged from c=10"
     said = unbroken_text(row)
-    assert said.startswith("no breaking point up to c=10: p99 3.0 ms there, within its bound")
-    assert "; not judged at c=100: a busy core was the limit (its core shared and full" in said
+    assert said.startswith("not judged at c=10, c=100: a busy core was the limit (its core")
+    assert "shared and full: it ran 25%, and waited 74% of the time it wanted it" in said
     md = to_markdown([row], False, title="t")
-    assert "| not judged from c=100 |" in md and "not judged at c=100" in md
+    assert "| not judged from c=10 |" in md and "not judged at c=10, c=100" in md
     assert unbroken_text(_row(steps[:0])) == "no level measured long enough to judge"
     assert unbroken_text(_row(steps[:0]), short=True) == "not reached"

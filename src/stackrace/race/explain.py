@@ -133,7 +133,7 @@ def annotate(
                 f"alone on a core: ≈ {_n(alone)} req/s "
                 f"(its {cpu_us_per_request:,.0f} µs of CPU per request)"
             )
-    if j.state in (QUEUEING, SATURATED, CORE_LIMITED) and j.wait_us is not None:
+    if j.state in (QUEUEING, SATURATED) and j.wait_us is not None:
         waiting = max(total.waiting, round(total.in_flight))
         served = f"{_n(j.goodput)} req/s served" if j.goodput > 0 else "none served"
         return f"≈ {waiting:,} requests queued, each waits ~{secs(j.wait_us)} ({served})"

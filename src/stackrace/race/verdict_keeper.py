@@ -10,7 +10,9 @@ apart from the session's commands (race/session.py) and from how a view is drawn
 
 - the level running now, as the level log has it (stackrace.levels: its totals, its
   fastest answer, the engine's limit) and the CPU it weighs (`cpu_of`: what the stack
-  used, could use and waited for, and whether the cores it shares were full);
+  used, could use and waited for over the level's samples so far — one second's
+  sample would make a judgment flip with it — and whether the cores it shares were
+  full);
 - the levels measured before (their fastest answers: how long it takes to serve one);
 - the last `RECENT_S` seconds of intervals (failing as soon as most of what ends fails);
 - each member's stall clock and what the kernel, its log and its processes show
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
+from dataclasses import dataclass
 
 from stackrace.breaking import CpuShare, StepResult
 from stackrace.engine.model import EngineSnapshot, WindowStats
@@ -38,8 +41,20 @@ from stackrace.race.wedge import Wedge, WedgeWatch
 from stackrace.report.slo import Slo
 from stackrace.rules.cores import SharedCore
 from stackrace.rules.level import BROKEN, Evidence, Judgment, judge
+from stackrace.stacks.sampler import ResourceSample
 
 RECENT_S = 2.0  # seconds of intervals that show failing at once
+
+
+@dataclass
+class _LevelCpu:
+    """A member's CPU samples at one level, added up."""
+
+    level: int | None
+    last: ResourceSample | None = None
+    used: float = 0.0
+    waited: float = 0.0
+    n: int = 0
 
 
 class VerdictKeeper:
@@ -55,6 +70,7 @@ class VerdictKeeper:
         self.wedges: dict[str, WedgeWatch] = {}
         self.wedged: dict[str, Wedge | None] = {}
         self.recent: dict[str, deque[tuple[int, WindowStats]]] = {}
+        self.cpu_at_level: dict[str, _LevelCpu] = {}  # per member, at its level now
 
     @property
     def synthetic(self) -> bool:
@@ -69,14 +85,28 @@ class VerdictKeeper:
         m = self.core.members.get(member_id)
         if m is None or m.resources is None:
             return CpuShare()
-        r = m.resources
+        used, waited = self._level_cpu(member_id, m.resources)
         shared = self.shared_core()
         return CpuShare(
-            used=r.cpu_percent,
+            used=used,
             capacity=self.core.capacity(member_id),
-            waited=r.cpu_wait_percent,
+            waited=waited,
             core_full=shared is not None and shared.full and m.stack_cpus is not None,
         )
+
+    def _level_cpu(self, mid: str, r: ResourceSample) -> tuple[float, float]:
+        """The stack's CPU and wait for a core, averaged over the samples taken at the
+        level running now (each sample counted once)."""
+        level = self.levels.current_level(mid)
+        acc = self.cpu_at_level.get(mid)
+        if acc is None or acc.level != level:
+            acc = self.cpu_at_level[mid] = _LevelCpu(level)
+        if acc.last is not r:
+            acc.last = r
+            acc.used += r.cpu_percent
+            acc.waited += r.cpu_wait_percent
+            acc.n += 1
+        return acc.used / acc.n, acc.waited / acc.n
 
     def shared_core(self) -> SharedCore | None:
         """The cores the stacks share, from every running stack's CPU (None when each
@@ -113,6 +143,7 @@ class VerdictKeeper:
         """Everything kept (a replay going back in time)."""
         self.warmups.clear()
         self.held.clear()
+        self.cpu_at_level.clear()
         self.forget_stalls()
 
     def wedge(self, mid: str) -> Wedge | None:

@@ -4,11 +4,13 @@
   cores, one per process at most). Requests that queue then queue behind its own CPU:
   it serves as fast as its cores allow (the level's state is *saturated*).
 - **Held back by a busy core** (`core_limited`): it used less, but what it used plus
-  what it waited for a core reaches that share, and the wait was the core's doing: the
-  cores it shares with other stacks were full (`SharedCore.full`), or it waited for a
-  core `CORE_WAIT` of its capacity or more (another process on the machine — a build,
-  a browser, a CPU burner — took the core). Its figures are then a share of a core,
-  not its capacity, and no breaking point is named for it at that level.
+  what it waited for a core reaches that share, and the wait was the core's doing: it
+  waited `SHARED_WAIT` of its capacity on cores it shares with other stacks that were
+  full (`SharedCore.full`), or `CORE_WAIT` of it anyway (another process on the
+  machine — a build, a browser, a CPU burner — took the core). Its figures are then a
+  share of a core, not its capacity: no breaking point, and no tick, at that level. A
+  stack that filled the shared core itself and hardly waited (uvicorn at 79 % of it,
+  waiting 6 %) is its own verdict, not the core's.
 - **The shared cores** (`SharedCore`): when stacks share cores (two cores: the engines
   get one, the stacks share the other), each gets a share and waits the rest; judged
   one by one every pane would read "uvicorn broke" when what happened is that the core
@@ -25,6 +27,7 @@ from stackrace.breaking import StepResult
 
 CPU_BOUND = 0.80  # CPU-bound when a stack uses this share of the CPU it can use
 CORE_WAIT = 0.25  # a core held by others when a stack waits for it this share of its capacity
+SHARED_WAIT = 0.10  # ... and this much on cores it shares with other stacks that were full
 SHARED_FULL = 0.85  # the shared cores are full when the stacks use this share of them,
 WAITED_FULL = 0.25  # ... or when they want more than the cores give and wait this much
 
@@ -51,7 +54,7 @@ def core_limited(step: StepResult) -> bool:
     waited = step.cpu_wait_percent or 0.0
     if step.cpu_percent + waited < CPU_BOUND * cap:
         return False
-    return step.core_full or waited >= CORE_WAIT * cap
+    return waited >= (SHARED_WAIT if step.core_full else CORE_WAIT) * cap
 
 
 def core_share(step: StepResult) -> str:
@@ -62,15 +65,15 @@ def core_share(step: StepResult) -> str:
     cap = capacity(step) / 100
     cores = "its core" if cap <= 1 else f"its {cap:.0f} cores"
     shared = "shared and full" if step.core_full else "busy with other work"
-    return (
-        f"{cores} {shared}: it ran {_share(step.cpu_percent or 0.0, cap)} and waited "
-        f"{_share(step.cpu_wait_percent or 0.0, cap)} of the time"
-    )
-
-
-def _share(percent_of_one_core: float, cores: float) -> str:
-    """A share of the time, never above 100 %: % of one core over the cores it has."""
-    return f"{min(100.0, percent_of_one_core / max(1.0, cores)):.0f}%"
+    used, waited = step.cpu_percent or 0.0, step.cpu_wait_percent or 0.0
+    # shares a room reads, never above 100 % (several processes waiting at once add up
+    # to more than one core): of its cores, what it ran; of the time it wanted them,
+    # how much it spent waiting
+    ran = min(100.0, used / max(1.0, cap))
+    wanted = 100.0 * waited / (used + waited) if used + waited > 0 else 0.0
+    them = "it" if cap <= 1 else "them"
+    waits = f"waited {wanted:.0f}% of the time it wanted {them}"
+    return f"{cores} {shared}: it ran {ran:.0f}%, and {waits}"
 
 
 def alone_on_a_core(cpu_us_per_request: float | None, cores: float = 1.0) -> float | None:

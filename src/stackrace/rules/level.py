@@ -16,8 +16,8 @@ request), never the only one. The states, in their order of precedence:
   failing         no     yes             over 1 % of the requests failed (most, lately)
   starving        no     yes             some clients get nothing while others are served
   engine-limited  no     not judged      the engine, not the server, was the limit
+  core-limited    no     not judged      it waited for a core other stacks or processes held
   saturated       no     yes             requests queue behind its own full CPU
-  core-limited    no     not judged      requests queue while it waits for a busy core
   queueing        no     yes             requests wait much longer than it takes to serve one
   slo-missed      no     no              none of the above, but the SLO is missed
   warming         no     no              keeping up while a JIT's req/s still climbs
@@ -45,10 +45,11 @@ server's. One gunicorn sync worker on a 10 ms wait serves ~90 req/s: at c=2 each
 ~5.6 s.
 
 **The server is only blamed for what it did.** When the engine limited the figures
-(rules/engine.py), the level is engine-limited whatever else it shows; when the
-requests queue while the stack waited for a core that other stacks or processes held
-(rules/cores.py), it is core-limited: neither is a breaking point, and every summary
-says "not judged" with the figure that shows it. Starving and failing are the
+(rules/engine.py), the level is engine-limited whatever else it shows; when the stack
+wanted its core and waited for it while other stacks or processes held it
+(rules/cores.py), its figures are a share of that core: core-limited, queue or not.
+Neither is a breaking point nor a tick, and every summary says "not judged" with the
+figure that shows it. Starving and failing are the
 server's whatever the engine did: an engine slower than the server cannot leave one
 client seconds without an answer while it reads another's thousands, nor answer 404.
 
@@ -331,13 +332,14 @@ def judge(e: Evidence) -> Judgment:
     if step.engine_limit:
         return judged(ENGINE_LIMITED, step.engine_limit)
     queue = _queue_why(step, service, service_from, wait, bound, tail)
+    if cores.core_limited(step):
+        # its figures are a share of a core others held, queue or not: no tick, no break
+        return judged(CORE_LIMITED, " · ".join(x for x in (cores.core_share(step), queue) if x))
     if queue:
         if cores.cpu_bound(step):
             cap = cores.capacity(step) / 100
             where = f"{cap:.0f} core" + ("s" if cap > 1 else "")
             return judged(SATURATED, f"CPU {step.cpu_percent or 0:.0f}% of {where} · {queue}")
-        if cores.core_limited(step):
-            return judged(CORE_LIMITED, f"{cores.core_share(step)} · {queue}")
         return judged(QUEUEING, queue)
     if e.slo_miss:
         return judged(SLO_MISSED, e.slo_miss)
