@@ -106,7 +106,7 @@ def test_a_worker_held_by_one_keepalive_connection_is_starving_not_healthy(tmp_p
     assert w.starved_share > 0.3 and w.starved_wait_us > 2_000_000, w
     assert native.breaking_kind == "starving" and native.breaking_point == 4
     assert "of 4 clients' time: no answer for up to " in native.breaking_reason
-    assert "uwsgi-http11: starving at 4" in r.stdout
+    assert "uwsgi-http11: starving at c=4: " in r.stdout
     assert router.breaking_kind == "" and router.levels[0].window.starved_share == 0.0
 
 
