@@ -143,7 +143,8 @@ class RaceScreen(Screen[None]):
             yield Grid(id="panes")
             yield ThenNowStrip(id="thennow")
         yield PercentileChart(id="chart")
-        yield Footer()
+        # compact: at 100 columns the keys a speaker needs (+, −, …, b, q) all fit
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.set_class(self.projector, "-projector")
