@@ -12,6 +12,7 @@ from stackrace.race.wedge import WedgeWatch, backlog_note, timeout_cause
 from stackrace.rules.cores import alone_on_a_core, shared_core
 from stackrace.rules.level import (
     CORE_LIMITED,
+    ENGINE_LIMITED,
     FAILING,
     KEEPING_UP,
     MEASURING,
@@ -161,6 +162,21 @@ def test_every_request_ending_lately_as_a_timeout_is_failing_however_many_still_
     lately = WindowStats(seconds=2.0, failures={"timeout": 8})
     judged = judge(Evidence(step, recent=lately))
     assert judged.state == FAILING and judged.why == "8 of the last 8 failed (timed out)"
+
+
+def test_errors_fail_whatever_the_engine_did_timeouts_under_its_limit_are_not_judged():
+    """A 404 is the server's answer whatever the engine's state; a request that ran out
+    of time while the engine waited for its core half the time may be the engine's."""
+    lat = LatencySummary(count=900, mean=10_000, p50=10_000, p99=20_000, min=9_000)
+    base = dict(seconds=3.0, latency=lat, in_flight=10.0)
+    starved = "its engine waited for a core 52% of the time (2,000µs per wake-up)"
+    errors = WindowStats(requests=900, ok=800, failures={"http_status": 100}, **base)
+    j = judge(Evidence(StepResult(10, errors, engine_limit=starved)))
+    assert j.state == FAILING and "HTTP" in j.why
+    timeouts = WindowStats(requests=900, ok=900, failures={"timeout": 100}, **base)
+    j = judge(Evidence(StepResult(10, timeouts, engine_limit=starved)))
+    assert j.state == ENGINE_LIMITED and "10.0% failed (timed out)" in j.why and not j.broken
+    assert judge(Evidence(StepResult(10, timeouts))).state == FAILING  # no limit: its own
 
 
 # --- wedged -----------------------------------------------------------------------------

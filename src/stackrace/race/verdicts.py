@@ -47,8 +47,9 @@ class JudgmentHold:
         self.level: int | None = None
         self.shown: Judgment | None = None
         self.since: float | None = None  # when the state shown began
-        self._candidate: str | None = None  # a better state waiting to show
-        self._candidate_since = 0.0
+        # since when the judgments have been better than the state shown (whichever
+        # better state: two of them taking turns must not restart the clock)
+        self._better_since: float | None = None
 
     def feed(self, now: float, fresh: Judgment) -> tuple[Judgment, float]:
         """The judgment to show now, and since when its state has held."""
@@ -59,18 +60,18 @@ class JudgmentHold:
         shown = self.shown
         assert shown is not None and self.since is not None
         if fresh.state == shown.state:
-            self._candidate = None
+            self._better_since = None
             self.shown = fresh  # the same state: its figures follow the measurement
         elif shown.state == MEASURING or SEVERITY[fresh.state] >= SEVERITY[shown.state]:
             self._show(fresh, now)
         else:
-            if self._candidate != fresh.state:
-                self._candidate, self._candidate_since = fresh.state, now
-            if now - self._candidate_since >= self.hold:
-                self._show(fresh, self._candidate_since)
+            if self._better_since is None:
+                self._better_since = now
+            if now - self._better_since >= self.hold:
+                self._show(fresh, self._better_since)
         assert self.shown is not None and self.since is not None
         return self.shown, self.since
 
     def _show(self, judgment: Judgment, since: float) -> None:
         self.shown, self.since = judgment, since
-        self._candidate = None
+        self._better_since = None

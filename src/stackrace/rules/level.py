@@ -14,14 +14,24 @@ request), never the only one. The states, in their order of precedence:
   wedged          no     yes             clients wait and nothing came back for 5 s
   measuring       no     no              too little measured yet (a second, 20 requests)
   failing         no     yes             over 1 % of the requests failed (most, lately)
+                                         with errors, refusals or resets
   starving        no     yes             some clients get nothing while others are served
+                                         (unless its core was held by others)
   engine-limited  no     not judged      the engine, not the server, was the limit
   core-limited    no     not judged      it waited for a core other stacks or processes held
+  failing         no     yes             over 1 % ran out of time (and no limit above)
   saturated       no     yes             requests queue behind its own full CPU
   queueing        no     yes             requests wait much longer than it takes to serve one
   slo-missed      no     no              none of the above, but the SLO is missed
   warming         no     no              keeping up while a JIT's req/s still climbs
   keeping up      yes    no              every rule met
+
+Failing by answers that are errors, refusals or resets comes first; starving next (an
+engine slower than the server cannot leave one client seconds without an answer while
+it reads another's thousands), unless the stack's core was held by others; failing by
+timeouts alone comes after the engine's and a busy core's limits: a request that ran
+out of time on a machine that starved the engine or the stack of CPU is not a verdict
+on the server (the limit's state says what was seen: "· 1.1% failed (timed out)").
 
 "measuring" gives way to failing (or queueing) as soon as their evidence is there: a
 level where every request that ended lately timed out is failing at once, however
@@ -45,13 +55,12 @@ server's. One gunicorn sync worker on a 10 ms wait serves ~90 req/s: at c=2 each
 ~5.6 s.
 
 **The server is only blamed for what it did.** When the engine limited the figures
-(rules/engine.py), the level is engine-limited whatever else it shows; when the stack
-wanted its core and waited for it while other stacks or processes held it
-(rules/cores.py), its figures are a share of that core: core-limited, queue or not.
-Neither is a breaking point nor a tick, and every summary says "not judged" with the
-figure that shows it. Starving and failing are the
-server's whatever the engine did: an engine slower than the server cannot leave one
-client seconds without an answer while it reads another's thousands, nor answer 404.
+(rules/engine.py), the level is engine-limited; when the stack wanted its core and
+waited for it while other stacks or processes held it (rules/cores.py), its figures
+are a share of that core: core-limited, queue or not. Neither is a breaking point nor
+a tick, and every summary says "not judged" with the figure that shows it. Only
+answers that are errors, refused connections and resets are the server's whatever
+the engine or the machine did: no starved engine answers 404.
 
 **Goodput.** The req/s a judgment carries is `WindowStats.goodput`: answers that count
 (2xx/3xx, or what a request expects), never HTTP errors. Those count as failures.
@@ -323,18 +332,29 @@ def judge(e: Evidence) -> Judgment:
     if not step.enough and not recent:
         n = w.requests
         return judged(MEASURING, f"{n:,} answer{'s' if n != 1 else ''} in {w.seconds:.1f} s")
+    failing = ""
     if step.enough and share > FAILURE_RATIO:
-        return judged(FAILING, f"{100 * share:.1f}% failed ({failure_words(w)})")
-    if recent:
-        return judged(FAILING, recent)
-    if starves(w):
-        return judged(STARVING, starving_why(step))
-    if step.engine_limit:
-        return judged(ENGINE_LIMITED, step.engine_limit)
+        failing = f"{100 * share:.1f}% failed ({failure_words(w)})"
+    failing = failing or recent
+    # answers that are errors, refusals and resets are the server's whatever else
+    # happened; requests that only ran out of time may be a starved engine's or core's
+    if failing and not _timed_out_only(e.recent if recent and not step.enough else w):
+        return judged(FAILING, failing)
     queue = _queue_why(step, service, service_from, wait, bound, tail)
-    if cores.core_limited(step):
+    starving = starving_why(step) if starves(w) else ""
+    core_limited = cores.core_limited(step)
+    if starving and not core_limited:
+        # an engine slower than the server cannot leave one client seconds without an
+        # answer while it reads another's thousands: unfair service is the server's
+        return judged(STARVING, starving)
+    symptom = failing or starving or queue
+    if step.engine_limit:
+        return judged(ENGINE_LIMITED, " · ".join(x for x in (step.engine_limit, symptom) if x))
+    if core_limited:
         # its figures are a share of a core others held, queue or not: no tick, no break
-        return judged(CORE_LIMITED, " · ".join(x for x in (cores.core_share(step), queue) if x))
+        return judged(CORE_LIMITED, " · ".join(x for x in (cores.core_share(step), symptom) if x))
+    if failing:
+        return judged(FAILING, failing)
     if queue:
         if cores.cpu_bound(step):
             cap = cores.capacity(step) / 100
@@ -350,6 +370,15 @@ def judge(e: Evidence) -> Judgment:
     if e.warming and e.warm_climb is not None and e.warm_climb > WARM_CLIMB:
         return judged(WARMING, f"req/s +{100 * e.warm_climb:.0f}% so far · {calm}")
     return judged(KEEPING_UP, calm)
+
+
+def _timed_out_only(w: WindowStats | None) -> bool:
+    """Every failure a request that ran out of time (no answer, or due too long in rate
+    mode): what an engine or a core starved of CPU can cause too."""
+    if w is None:
+        return False
+    kinds = {k for k, n in w.failures.items() if n and k != ABANDONED}
+    return bool(kinds) and kinds <= {TIMEOUT, DROPPED}
 
 
 def _recent_failure(recent: WindowStats | None) -> str:
