@@ -497,7 +497,7 @@ def _tell(
 ) -> None:
     """Print the run, then what went wrong, one line each."""
     if any(st.capacity is not None for st in result.stacks):
-        print(f"Capacity under the SLO ({result.settings.slo}), best first:")
+        print(f"Capacity under the SLO ({Slo.parse(result.settings.slo).text}), best first:")
         print("\n".join("  " + line for line in capacity_table(result.stacks)))
         for st in result.stacks:
             if st.capacity is not None:
