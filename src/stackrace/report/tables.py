@@ -262,10 +262,14 @@ def to_csv(run: BenchRun) -> str:
             "repeats",
             "rps_min",
             "rps_max",
+            "state",  # the rules' judgment of the level (docs/verdicts.md)
+            "why",
         ]
     )
     for st in run.stacks:
+        judged = judgments(st, run)
         for lv in st.levels:
+            j = judged.get(lv.level)
             lat = lv.latency
             # no answer, no latency: empty cells (a 0 would be averaged in as instant)
             latencies = [lat.p50, lat.p90, lat.p99, lat.p999, lat.max] if lv.answered else [""] * 5
@@ -301,6 +305,8 @@ def to_csv(run: BenchRun) -> str:
                     int(st.breaking_point == lv.level),
                     len(lv.samples) or 1,
                     *(f"{x:.1f}" for x in lv.rps_range),
+                    j.state if j is not None else "",
+                    j.why if j is not None else "",
                 ]
             )
     return buf.getvalue()
