@@ -129,6 +129,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from stackrace import inputfile, paths, statuses
+from stackrace.engine.request import RequestError, check_header
 from stackrace.options import MAX_TIMEOUT_S  # ready_timeout and stop_timeout too
 from stackrace.workloads import WORKLOADS
 
@@ -248,6 +249,9 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     # the statuses that make the stack ready on `health` ("200", "2xx", "200-299,404"):
     # any other answer but a 5xx ends the start at once (definite), a 5xx is waited out
     health_status: str = "200"
+    # headers the readiness probe sends on `health` (an app that serves one Host only):
+    # for your app, the headers of your first request (-H, a scenario's)
+    health_headers: dict[str, str] = {}
     # the interpreter the stack runs with when it is not stackrace's (an app's own):
     # {python} is it and {venv_bin} its directory
     python: str | None = None
@@ -341,6 +345,13 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
         statuses.parse(spec.health_status)
     except statuses.StatusError as exc:
         raise bad("health_status", str(exc)) from None
+    for key, value in spec.health_headers.items():
+        try:
+            check_header(key, value)
+        except RequestError as exc:
+            raise bad("health_headers", str(exc)) from None
+        if key.lower() in ("content-length", "transfer-encoding"):
+            raise bad("health_headers", f"{key}: the probe sends no body")
     if spec.python is not None:  # whether it exists is the availability check's
         p_ = spec.python
         if not p_.isprintable() or not p_.startswith("/") or "{" in p_ or "}" in p_:

@@ -43,7 +43,14 @@ import msgspec
 
 from stackrace.commands._common import load
 from stackrace.commands.bench import add_search_arguments, build_plan
-from stackrace.config import ConfigError, Stack, StackFile, tunable_ceilings, tunables
+from stackrace.config import (
+    ConfigError,
+    Stack,
+    StackFile,
+    check_kind,
+    tunable_ceilings,
+    tunables,
+)
 from stackrace.race.bench_run import run_bench
 from stackrace.race.capacity_run import CapacityPlan
 from stackrace.race.urls import add_url_arguments
@@ -91,29 +98,49 @@ def _fail(message: str) -> int:
 def axes(
     stack: Stack, cores: int, workers: str | None, threads: str | None
 ) -> dict[str, list[str]]:
-    """The values each tunable is swept over, bounded by the machine."""
+    """The values each tunable is swept over, bounded by the machine. Values given
+    (`--workers`, `--threads`) are checked, never dropped: one above the machine's
+    ceiling, or a list for a setting the stack does not have, is a ValueError."""
     ceil = tunable_ceilings()
+    keys = {t.key for t in tunables(stack.spec)}
+    for key, given in (("workers", workers), ("threads", threads)):
+        if given and key not in keys:
+            has = ", ".join(sorted(keys)) or "none"
+            raise ValueError(
+                f"--{key}: {stack.name} has no {key} setting to tune (its settings: {has})"
+            )
     out: dict[str, list[str]] = {}
     for t in tunables(stack.spec):
         if t.key == "workers":
-            values = _ints(workers) if workers else _spread(1, min(2 * cores + 1, ceil.workers))
-            out["workers"] = [str(v) for v in values if v <= ceil.workers]
+            values = (
+                _ints(workers, "--workers")
+                if workers
+                else _spread(1, min(2 * cores + 1, ceil.workers))
+            )
+            out["workers"] = [str(v) for v in values]
         elif t.key == "threads":
             top = min(32, ceil.threads)
-            values = _ints(threads) if threads else [2**k for k in range(6) if 2**k <= top]
-            out["threads"] = [str(v) for v in values if v <= ceil.threads]
+            values = (
+                _ints(threads, "--threads") if threads else [2**k for k in range(6) if 2**k <= top]
+            )
+            out["threads"] = [str(v) for v in values]
         elif t.choices:
             out[t.key] = list(t.choices)
     return {k: v for k, v in out.items() if v}
 
 
-def _ints(text: str) -> list[int]:
+def _ints(text: str, option: str) -> list[int]:
     try:
         values = sorted({int(v) for v in text.split(",") if v.strip()})
     except ValueError:
-        raise ValueError(f"must be whole numbers like 1,2,4, got {text!r}") from None
+        raise ValueError(f"{option} must be whole numbers like 1,2,4, got {text!r}") from None
     if not values or values[0] < 1:
-        raise ValueError(f"must be whole numbers of at least 1, got {text!r}")
+        raise ValueError(f"{option} must be whole numbers of at least 1, got {text!r}")
+    key = option.removeprefix("--")
+    for v in values:
+        problem = check_kind("count", key, str(v))  # the machine's ceiling, as a variant's
+        if problem:
+            raise ValueError(f"{option} {v}: {problem.removeprefix(f'{v} ')}")
     return values
 
 
@@ -309,7 +336,14 @@ def _finish(
         print(f"no configuration meets {slo}: {why}")
     else:
         assert winner.capacity is not None
-        print(f"winner: {winner.name}: {winner.capacity.sentence}")
+        measured = [st for st in result.stacks if st.capacity is not None]
+        if len(measured) > 1:
+            print(f"winner: {winner.name}: {winner.capacity.sentence}")
+        else:  # nothing was compared: no winner, only a figure
+            print(
+                f"one configuration measured, nothing to compare it with: {winner.name}: "
+                f"{winner.capacity.sentence}"
+            )
         prod = (commands or {}).get(winner.name)
         if prod is not None and prod.command:
             print(f"run it in production: {prod.command}")

@@ -38,10 +38,20 @@ from stackrace.terms import (
     parse_term,
     parse_terms,
     quantile_of,
+    require_terms,
 )
 from stackrace.units import fmt_us
 
-__all__ = ["Term", "TermError", "compare", "evaluate", "fmt", "parse_term", "parse_terms"]
+__all__ = [
+    "Term",
+    "TermError",
+    "compare",
+    "evaluate",
+    "fmt",
+    "parse_term",
+    "parse_terms",
+    "require_terms",
+]
 
 
 def value_of(level: Level, metric: str) -> float | None:
