@@ -17,6 +17,7 @@ A stack block (see stacks.toml for the full set and README "Adding a stack"):
     workers = 1                      # default values of the tunables, overridable by variants
     threads = 1
     health = "/hello"                # ready = first HTTP 200 on this path
+    health_headers = { Host = "x" }  # optional: headers the readiness probe sends there
     ready_timeout = 20.0
     stop_timeout = 5.0
     cpus = [0]                       # optional: pin every process of the stack to these CPUs

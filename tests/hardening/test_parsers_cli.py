@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.hardening.conftest import ROOT, assert_one_line_error, cli
-from tests.helpers import TestServer
+from stackrace.db import ManagedMariaDB
+from tests.hardening.conftest import ROOT, assert_one_line_error, cli, needs_mariadb
+from tests.helpers import CLI, TestServer, free_port
 
 
 class RawServer:
@@ -264,3 +265,27 @@ def test_a_named_server_missing_from_the_apps_python_names_its_fix(tmp_path: Pat
         r, "gunicorn-sync[app]: cannot run with", f"stackrace install --into {python} gunicorn-sync"
     )
     assert sys.executable != str(python)
+
+
+# --- the private database, started twice at once --------------------------------------------
+
+
+@needs_mariadb
+def test_a_second_db_up_at_once_says_it_found_it_starting(tmp_path: Path) -> None:
+    """Two `db up` at once: one starts the server, the other waits for it and says so
+    (both printed "started" before)."""
+    root = tmp_path / "db"
+    port = str(free_port())
+    argv = [*CLI, "db", "up", "--dir", str(root), "--port", port]
+    try:
+        procs = [
+            subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
+        outs = [p.communicate(timeout=180) for p in procs]
+        assert all(p.returncode == 0 for p in procs), outs
+        said = sorted(out for out, _ in outs)
+        assert sum("private MariaDB started in" in s for s in said) == 1, said
+        assert sum("already starting/running" in s for s in said) == 1, said
+    finally:
+        ManagedMariaDB(root).reset(wipe=True)
