@@ -176,6 +176,8 @@ def test_tune_refuses_values_above_the_ceiling_and_settings_the_stack_lacks() ->
     assert_one_line_error(r, "--workers 999", "ceiling")
     r = cli("tune", "uvicorn", "--threads", "1,4", "--slo", "p99<5ms")
     assert_one_line_error(r, "--threads: uvicorn has no threads setting")
+    r = cli("tune", "--url", "http://127.0.0.1:9/", "--workers", "4", "--slo", "p99<5ms")
+    assert_one_line_error(r, "a server you started (--url) is measured as it runs")
 
 
 def test_cpus_beyond_the_machine_and_port_zero_are_refused() -> None:

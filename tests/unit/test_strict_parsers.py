@@ -205,6 +205,24 @@ def test_tune_refuses_values_above_the_ceiling_and_settings_the_stack_lacks() ->
     assert axes(uvicorn, 2, "1,2", None)["workers"] == ["1", "2"]
 
 
+def test_tune_sweeps_a_variant_without_redoing_what_it_fixes() -> None:
+    from stackrace.commands.tune import axes, candidates
+
+    stacks = load_stacks()
+    # `tune uvicorn:workers=2 --workers 1,2` made "uvicorn:workers=2:workers=1"
+    with pytest.raises(ValueError, match="sets workers already"):
+        axes(resolve("uvicorn:workers=2", stacks), 2, "1,2", None)
+    fixed = resolve("gunicorn-gthread:threads=2", stacks)
+    grid = axes(fixed, 2, "1,2", None)
+    assert set(grid) == {"workers"}  # threads stays as the variant says
+    assert candidates("gunicorn-gthread:threads=2", grid) == [
+        "gunicorn-gthread:threads=2,workers=1",
+        "gunicorn-gthread:threads=2,workers=2",
+    ]
+    for name in candidates("gunicorn-gthread:threads=2", grid):
+        assert resolve(name, stacks).overrides["threads"] == "2"
+
+
 # --- --cpus and --pid --------------------------------------------------------------------
 
 

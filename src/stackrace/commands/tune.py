@@ -109,8 +109,13 @@ def axes(
             raise ValueError(
                 f"--{key}: {stack.name} has no {key} setting to tune (its settings: {has})"
             )
+        if given and key in stack.overrides:
+            raise ValueError(
+                f"--{key}: {stack.name} sets {key} already: name {stack.base} to sweep it"
+            )
     out: dict[str, list[str]] = {}
-    for t in tunables(stack.spec):
+    # a setting the variant fixes (gunicorn-gthread:threads=2) is not swept
+    for t in [t for t in tunables(stack.spec) if t.key not in stack.overrides]:
         if t.key == "workers":
             values = (
                 _ints(workers, "--workers")
@@ -170,9 +175,11 @@ def thin(grid: dict[str, list[str]], fits: int) -> dict[str, list[str]]:
 
 
 def candidates(name: str, grid: dict[str, list[str]]) -> list[str]:
+    """Each combination as a variant of `name` (its own settings kept first)."""
     keys = list(grid)
+    sep = "," if ":" in name else ":"
     return [
-        f"{name}:" + ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
+        name + sep + ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
         for combo in itertools.product(*(grid[k] for k in keys))
     ] or [name]
 
@@ -214,6 +221,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail("give the objective to tune for: --slo 'p99<50ms'")
     if (args.stack and args.url) or not (args.stack or args.url or args.app):
         return _fail("name one stack to tune, or a server you started (--url URL)")
+    if args.url and (args.tune_workers or args.tune_threads):
+        return _fail(
+            "--workers and --threads sweep a stack's settings: a server you started (--url) "
+            "is measured as it runs (the capacity search alone)"
+        )
     budget = args.budget or 180.0
     per_probe = (0.3 + (args.warmup or 0.0) + (args.duration or 2.0)) * 1.15
     per_candidate = PROBES_PER_SEARCH * per_probe
