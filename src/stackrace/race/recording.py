@@ -33,6 +33,7 @@ recomputed by the same code as live. Seeking back rebuilds the session from the 
 from __future__ import annotations
 
 import gzip
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -295,6 +296,7 @@ _FILE_LIMIT = 256 * inputfile.MiB
 _UNPACKED_LIMIT = 1024 * inputfile.MiB
 _LINE_LIMIT = 16 * inputfile.MiB
 MAX_SPAN_S = 7 * 24 * 3600.0
+_NEGATIVE = re.compile(rb"[:,\[]\s*-\s*[0-9]")
 
 
 def load_recording(path: str | Path) -> Recording:
@@ -351,7 +353,10 @@ def _read_records(p: Path, stream: BinaryIO | gzip.GzipFile) -> Recording:
             raise RecordingError(f"{p}: line {n}: not a stackrace recording ({exc})") from None
         if not records and not isinstance(record, Header):
             raise RecordingError(f"{p}: not a stackrace recording (no header)")
-        bad = inputfile.bad_figure(record)
+        # (JSON holds no NaN or infinity, and a number out of range is a decode error: a
+        # figure is bad only when negative, so a line with no "-digit" after ':' ',' '['
+        # is not walked: an hour's recording holds millions of figures)
+        bad = inputfile.bad_figure(record) if _NEGATIVE.search(line) else ""
         if bad:
             raise RecordingError(
                 f"{p}: line {n}: {bad}: not a figure a race records (edited or damaged)"
