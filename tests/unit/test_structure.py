@@ -1,12 +1,16 @@
-"""The structure holds: no import cycle between modules, small race/ modules, and each
-class name defined once. Read from the source as text (ast), nothing is imported.
+"""The structure holds: the folder tree is the architecture (no loose module), no import
+cycle between modules, modules sized by job, and each class name defined once. Read from
+the source as text (ast), nothing is imported.
+
+- Folders: every module lives in the package of its layer (pyproject.toml's layers
+  contract names folders); only the entry points sit at the top.
 
 - Cycles: the imports a module runs (at its top or lazily in a function), not those
   under `if TYPE_CHECKING:`, which never run. Two modules that import each other are
-  one job split badly, or a shared name in the wrong place (race/state.py, the
+  one job split badly, or a shared name in the wrong place (race/core/state.py, the
   recording's file format apart from its player were both such).
-- Size: a module of race/ over the limit does more than one job (the middle is where
-  earlier builds grew).
+- Size: a module over the limit does more than one job, unless its docstring says why it
+  is one job that long (a paragraph starting "Long because": the engine's hot path).
 - Names: a class name defined in two modules means two things, and a reader needs the
   import line to know which (Verdict, Placement and LaunchError did).
 """
@@ -19,9 +23,26 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "stackrace"
-RACE_MAX_LINES = 400
-# a module over the limit until it is split (none now): it may not grow past its lines
-NOT_YET_SPLIT: dict[str, int] = {}
+MAX_LINES = 500
+# modules over the limit until they are split by job: each may not grow past its lines
+NOT_YET_SPLIT: dict[str, int] = {
+    "stackrace/stacks/catalogue.py": 908,
+    "stackrace/commands/load.py": 886,
+    "stackrace/engine/target.py": 855,
+    "stackrace/db/managed.py": 786,
+    "stackrace/tui/pane.py": 782,
+    "stackrace/engine/transport.py": 699,
+    "stackrace/engine/client.py": 697,
+    "stackrace/stacks/launcher.py": 653,
+    "stackrace/tui/race.py": 624,
+    "stackrace/settings/race_settings.py": 607,
+    "stackrace/commands/bench.py": 604,
+    "stackrace/stacks/install.py": 602,
+    "stackrace/stacks/userapp.py": 573,
+    "stackrace/engine/aggregate.py": 572,
+    "stackrace/tui/picker.py": 559,
+}
+TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py"}
 
 
 def _modules() -> dict[str, Path]:
@@ -138,13 +159,24 @@ def test_type_checking_imports_do_not_count():
     ]
 
 
-def test_race_modules_are_small():
-    big = {
-        path.name: n
-        for path in sorted((PACKAGE / "race").glob("*.py"))
-        if (n := len(path.read_text().splitlines())) > NOT_YET_SPLIT.get(path.name, RACE_MAX_LINES)
-    }
-    assert big == {}, f"race/ modules over {RACE_MAX_LINES} lines (split them by job)"
+def test_no_loose_module_beside_the_packages():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in TOP_LEVEL)
+    assert loose == [], "a module belongs in the package of its layer (pyproject.toml)"
+
+
+def _says_why_long(path: Path) -> bool:
+    doc = ast.get_docstring(ast.parse(path.read_text(), str(path))) or ""
+    return "\nLong because" in "\n" + doc
+
+
+def test_modules_are_sized_by_job():
+    big = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        key = str(path.relative_to(SRC))
+        n = len(path.read_text().splitlines())
+        if n > NOT_YET_SPLIT.get(key, MAX_LINES) and not _says_why_long(path):
+            big[key] = n
+    assert big == {}, f"modules over {MAX_LINES} lines (split them by job, or say why not)"
 
 
 def test_each_class_name_is_defined_once():

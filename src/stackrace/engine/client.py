@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from stackrace.base.netguard import RemoteTargetError, require_loopback, resolve
 from stackrace.engine.aggregate import TargetAggregate
 from stackrace.engine.channel import (
     Add,
@@ -73,7 +74,6 @@ from stackrace.engine.model import (
 )
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.target import split
-from stackrace.netguard import RemoteTargetError, require_loopback, resolve
 
 _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 _START_TIMEOUT = 10.0
@@ -467,10 +467,6 @@ class Engine:
             if last is not None and not p.lost:
                 share.waiting += last.waiting
         return out
-
-    @property
-    def target_ids(self) -> list[str]:
-        return list(self._targets)
 
     def engine_pids(self, target_id: str | None = None) -> list[int]:
         """Local pids of the engine processes (of one target), for pinning and sampling."""

@@ -29,9 +29,9 @@ import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from stackrace.base.netguard import RemoteTargetError, is_loopback
 from stackrace.metrics.figures import CONTENT_TYPE, RaceFigures
 from stackrace.metrics.flags import DEFAULT_HOST
-from stackrace.netguard import RemoteTargetError, is_loopback
 from stackrace.stacks.sampler import ResourceSample
 
 _POLL = 0.05  # seconds: how often the feed looks for a new engine, or polls `latest`
@@ -102,7 +102,7 @@ class MetricsExporter:
         self._resources_of = resources_of
 
     def follow_core(self, core: Any) -> None:
-        """Follow a race core (stackrace.race.core.RaceCore: its engine, and the latest
+        """Follow a race core (stackrace.race.core.core.RaceCore: its engine, and the latest
         resource sample of each member)."""
         self.follow(
             lambda: core.engine,

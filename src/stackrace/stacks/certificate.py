@@ -30,7 +30,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from stackrace import paths
+from stackrace.base import paths
 
 DAYS = 3650
 SUBJECT = "/CN=localhost/O=stackrace (self-signed, for loopback stacks)"
