@@ -13,7 +13,7 @@ import sys
 
 from stackrace import __version__
 from stackrace.base import paths
-from stackrace.base.paths import UnwritableDirError
+from stackrace.base.errors import StackraceError
 from stackrace.settings.options import OneLineArgumentParser
 
 # (subcommand, module under stackrace.commands, one-line help)
@@ -80,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     try:
         return _main(argv)
-    except UnwritableDirError as exc:  # the machine's state, not a bug: say which directory
-        print(f"stackrace: {exc}", file=sys.stderr)
-        return 2
+    except StackraceError as exc:  # the user's input or the machine's state, not a bug
+        command = next((a for a in given if a in {n for n, _, _ in COMMANDS}), None)
+        print(f"stackrace{' ' + command if command else ''}: {exc}", file=sys.stderr)
+        return exc.exit_code
     except Exception as exc:  # a bug of ours: the user gets one line and a file
         from stackrace.base import crashlog
 

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from stackrace.base.errors import StackraceError
+
 _BODYLESS_OK = frozenset({"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"})
 SCHEMES = {"http": 80, "https": 443}
 
@@ -35,7 +37,7 @@ _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9])?")
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 
 
-class RequestError(ValueError):
+class RequestError(StackraceError, ValueError):
     """A URL or request shape the engine cannot send."""
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import msgspec
 
 from stackrace.base import inputfile
+from stackrace.base.errors import StackraceError
 from stackrace.engine.model import MixEntry, TargetSpec
 from stackrace.settings import statuses
 
@@ -43,7 +44,7 @@ _METHOD = re.compile(r"^[A-Za-z]{1,20}$")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(StackraceError, ValueError):
     """Requests that cannot be sent; the message names the option or file."""
 
 
