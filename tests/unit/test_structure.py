@@ -201,8 +201,10 @@ def test_every_error_a_user_sees_has_the_one_base():
     def ours(name: str, seen: frozenset[str] = frozenset()) -> bool:
         if name == "StackraceError":
             return True
-        return name in classes and name not in seen and any(
-            ours(b, seen | {name}) for b in classes[name]
+        return (
+            name in classes
+            and name not in seen
+            and any(ours(b, seen | {name}) for b in classes[name])
         )
 
     builtin = {"Exception", "ValueError", "RuntimeError", "OSError", "TimeoutError"}
