@@ -17,18 +17,18 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from stackrace import terms
-from stackrace.config import load_stacks, resolve
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.engine.request import RequestError, build_request, check_framing
-from stackrace.race import accounting
-from stackrace.race.placement import cpus_problem
-from stackrace.race.recording import RecordingError, load_recording
-from stackrace.race.urls import pid_problem
+from stackrace.race.core.placement import cpus_problem
+from stackrace.race.core.urls import pid_problem
+from stackrace.race.playback.recording import RecordingError, load_recording
 from stackrace.report import gate
 from stackrace.report.schema import loads
 from stackrace.report.slo import Slo
-from stackrace.scenario import ScenarioError, kinds_from, parse_path_item
+from stackrace.rules import accounting
+from stackrace.settings import terms
+from stackrace.settings.scenario import ScenarioError, kinds_from, parse_path_item
+from stackrace.stacks.catalogue import load_stacks, resolve
 from stackrace.stacks.probe import ProbeResponse
 from stackrace.stacks.refusal import body_text, hint, refusal_line
 
@@ -297,7 +297,7 @@ def test_a_run_file_with_a_negative_figure_is_refused_naming_file_and_place() ->
 
 def _recording(tmp_path: Path, edit: object) -> list[dict[str, object]]:
     """A small recording: a header, a member and three ticks, edited by `edit`."""
-    from stackrace.race_settings import RaceSettings
+    from stackrace.settings.race_settings import RaceSettings
 
     settings = msgspec.to_builtins(RaceSettings())
     records: list[dict[str, object]] = [

@@ -10,7 +10,7 @@ machine — workers 1 … 2 × cores + 1, threads 1 … 32 on a log scale, at mo
 ceilings from cores and memory (config.tunable_ceilings), and every choice a param
 lists — one candidate at a time (each pinned to cores of its own by the bench core,
 `isolation rotate`), and for each its capacity under the SLO found by the search of
-`bench --capacity` (race/capacity_run.py). Before it starts, tune estimates the time
+`bench --capacity` (race/core/capacity_run.py). Before it starts, tune estimates the time
 (probes × probe time per candidate) and, when that exceeds `--budget`, thins the grid
 (every other value of the longest axis, again and again) until it fits. The budget
 is then kept by the clock: each candidate's search gets an equal share of the time
@@ -43,7 +43,14 @@ import msgspec
 
 from stackrace.commands._common import load
 from stackrace.commands.bench import add_search_arguments, build_plan
-from stackrace.config import (
+from stackrace.race.bench.run import run_bench
+from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.core.urls import add_url_arguments
+from stackrace.report import capacity as captable
+from stackrace.report.schema import BenchRun, StackResult
+from stackrace.report.write import check_output_paths, read_run
+from stackrace.settings.race_settings import add_options
+from stackrace.stacks.catalogue import (
     ConfigError,
     Stack,
     StackFile,
@@ -51,13 +58,6 @@ from stackrace.config import (
     tunable_ceilings,
     tunables,
 )
-from stackrace.race.bench_run import run_bench
-from stackrace.race.capacity_run import CapacityPlan
-from stackrace.race.urls import add_url_arguments
-from stackrace.race_settings import add_options
-from stackrace.report import capacity as captable
-from stackrace.report.schema import BenchRun, StackResult
-from stackrace.report.write import check_output_paths, read_run
 from stackrace.stacks.production import Production
 
 PROG = "stackrace tune"
@@ -73,7 +73,7 @@ def register(p: argparse.ArgumentParser) -> None:
     servers = p.add_argument_group("a server you started: the capacity search alone")
     add_url_arguments(servers)
     servers.add_argument("--allow-remote", action="store_true", help=argparse.SUPPRESS)
-    from stackrace import userapp
+    from stackrace.stacks import userapp
 
     userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
     add_search_arguments(p.add_argument_group("the search"))
@@ -188,7 +188,7 @@ def stack_to_tune(name: str | None, stacks: StackFile) -> tuple[str | None, str]
     """The stack a tune sweeps, and a note when it is not the name as given: with
     --app, `gunicorn-gthread` means `gunicorn-gthread[app]` (your app on it), and no
     name means the first of the common servers of the app's kind that runs here."""
-    from stackrace.userapp import APP_TAG, app_stack_name, default_app_stacks
+    from stackrace.stacks.userapp import APP_TAG, app_stack_name, default_app_stacks
 
     if getattr(stacks, "app", None) is None:
         return name, ""
@@ -251,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
             progress(f"tune: {note}")
         if args.stack.partition(":")[0] not in stacks:
             return _fail(f"no stack {args.stack!r} (`stackrace stacks` lists them)")
-        from stackrace.config import resolve
+        from stackrace.stacks.catalogue import resolve
 
         try:
             base = resolve(args.stack, stacks)
@@ -275,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
         # The budget is kept by the clock, not by the estimate: each candidate's search
         # gets an equal share of what is left, less the start-up and stop the candidates
         # so far took outside their probes; a search checks its share before each probe
-        # (race/capacity.py), so a candidate overruns by at most one probe. When too
+        # (race/core/capacity_search.py), so a candidate overruns by at most one probe. When too
         # little is left for one probe, the candidates not measured are named.
         left = budget - (time.monotonic() - started)
         share = left / (len(todo) - n) - overhead
@@ -311,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
     result = msgspec.structs.replace(runs[0], stacks=[st for r in runs for st in r.stacks])
     commands = {}
     if names:
-        from stackrace.config import resolve
+        from stackrace.stacks.catalogue import resolve
         from stackrace.stacks.production import production_command
 
         assert stacks is not None  # (names come from the stacks file read above)
@@ -362,7 +362,7 @@ def _finish(
             print(f"  ({prod.note})")
         elif prod is not None:
             print(f"no production command line: {prod.note}")
-    from stackrace.atomicfile import write_atomic
+    from stackrace.base.atomicfile import write_atomic
     from stackrace.report.schema import dumps
 
     files = [
