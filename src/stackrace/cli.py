@@ -60,8 +60,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "and memory; see `stackrace stacks`)",
     )
     if only is None:
-        from stackrace.cluster.flags import add_cluster_arguments
         from stackrace.commands.app_args import add_app_arguments
+        from stackrace.commands.cluster_args import add_cluster_arguments
 
         add_app_arguments(parser)
         add_cluster_arguments(parser)  # `stackrace --cluster ADDRESS`: the app on a cluster

@@ -30,16 +30,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands._common import (
     default_app_stacks,
     load,
     resolve_all,
     serves_workload,
 )
+from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.metrics_args import add_metrics_arguments, open_metrics
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
-from stackrace.metrics.exporter import open_from_args as open_metrics
-from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
 from stackrace.race.bench.run import plan_placement, run_bench

@@ -43,7 +43,8 @@ import uvloop
 
 from stackrace.base.atomicfile import write_atomic
 from stackrace.base.netguard import RemoteTargetError, require_loopback
-from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.metrics_args import add_metrics_arguments, open_metrics
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.histogram import LatencyHistogram
@@ -62,8 +63,6 @@ from stackrace.engine.model import (
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
-from stackrace.metrics.exporter import open_from_args as open_metrics
-from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.race.live.explain import starved_sentence
 from stackrace.report.failures import requests_failed
 from stackrace.report.schema import PathResult
