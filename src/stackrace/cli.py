@@ -46,7 +46,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = OneLineArgumentParser(
         prog="stackrace",
         description="Race web-server stacks side by side, live. With no subcommand, opens the app.",
-        epilog=f"Documentation: {paths.docs_dir()} (stacks.md, db.md, tui.md, cluster.md).",
+        epilog=f"Documentation: {paths.docs_dir()} (tui.md, your-app.md, load.md, "
+        "bench.md, stacks.md, db.md, engine.md, cluster.md, …).",
     )
     parser.add_argument("--version", action="version", version=f"stackrace {__version__}")
     parser.add_argument(
