@@ -15,7 +15,7 @@ import sys
 
 from stackrace import __version__
 from stackrace.base import paths
-from stackrace.base.paths import UnwritableDirError
+from stackrace.base.errors import StackraceError
 from stackrace.settings.options import OneLineArgumentParser
 
 # (subcommand, module under stackrace.commands, one-line help)
@@ -83,9 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     try:
         return _main(argv)
-    except UnwritableDirError as exc:  # the machine's state, not a bug: say which directory
-        print(f"stackrace: {exc}", file=sys.stderr)
-        return 2
+    except StackraceError as exc:  # the user's input or the machine's state, not a bug
+        command = next((a for a in given if a in {n for n, _, _ in COMMANDS}), None)
+        print(f"stackrace{' ' + command if command else ''}: {exc}", file=sys.stderr)
+        return exc.exit_code
     except BrokenPipeError as exc:
         if not _stdout_reader_gone():  # a pipe of ours broke: a bug like any other
             from stackrace.base import crashlog

@@ -27,8 +27,10 @@ import stat
 import tempfile
 from pathlib import Path
 
+from stackrace.base.errors import StackraceError
 
-class WriteError(OSError):
+
+class WriteError(StackraceError, OSError):
     """A file could not be written; str() names the file and the cause."""
 
     def __init__(self, path: Path, cause: OSError) -> None:

@@ -17,10 +17,12 @@ from __future__ import annotations
 import os
 import stat
 
+from stackrace.base.errors import StackraceError
+
 MiB = 1 << 20
 
 
-class InputFileError(ValueError):
+class InputFileError(StackraceError, ValueError):
     """A named file that cannot be used; the message starts with its path."""
 
 

@@ -11,8 +11,10 @@ import ipaddress
 import socket
 from collections.abc import Iterable
 
+from stackrace.base.errors import StackraceError
 
-class RemoteTargetError(ValueError):
+
+class RemoteTargetError(StackraceError, ValueError):
     """A target that is not on this machine, without --allow-remote."""
 
 

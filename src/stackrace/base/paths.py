@@ -41,6 +41,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from stackrace.base.errors import StackraceError
+
 _PACKAGE = Path(__file__).resolve().parents[1]  # base/paths.py → the stackrace package
 _PACKAGED = _PACKAGE / "_shipped"  # where a wheel carries stacks.toml, apps/, presets/
 _CHECKOUT = _PACKAGE.parents[1]  # src/stackrace → the repository
@@ -91,9 +93,11 @@ def _xdg(variable: str, default: str, sub: str) -> Path:
     return base / "stackrace"
 
 
-class UnwritableDirError(OSError):
+class UnwritableDirError(StackraceError, OSError):
     """A directory stackrace must write cannot be made or written; the message names it,
     the cause, and the variable that moves it."""
+
+    exit_code = 2
 
 
 def writable_dir(path: Path, what: str, variable: str = ENV_HOME) -> Path:

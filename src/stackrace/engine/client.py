@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from stackrace.base.errors import StackraceError
 from stackrace.base.netguard import RemoteTargetError, require_loopback, resolve
 from stackrace.engine.aggregate import TargetAggregate
 from stackrace.engine.channel import (
@@ -98,7 +99,7 @@ class HostShare:
     waiting: int = 0
 
 
-class EngineError(RuntimeError):
+class EngineError(StackraceError, RuntimeError):
     """The engine refused a command or could not start."""
 
 

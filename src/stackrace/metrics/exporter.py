@@ -29,6 +29,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from stackrace.base.errors import StackraceError
 from stackrace.base.netguard import RemoteTargetError, is_loopback
 from stackrace.metrics.figures import CONTENT_TYPE, RaceFigures
 from stackrace.metrics.flags import DEFAULT_HOST
@@ -39,7 +40,7 @@ _READ_TIMEOUT = 5.0  # a client that sends no request head within this is droppe
 T = TypeVar("T")
 
 
-class MetricsError(ValueError):
+class MetricsError(StackraceError, ValueError):
     """--metrics cannot be served as asked; the message says why."""
 
 

@@ -35,6 +35,7 @@ import msgspec
 
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.model import MAX_RATE_PER_PROCESS, rate_problem
+from stackrace.engine.request import RequestError, check_method
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.settings import scenario, statuses, terms
 from stackrace.settings.options import (
@@ -127,8 +128,8 @@ def _path_item(text: str) -> str:
 
 def _method(text: str) -> str:
     try:
-        return scenario.check_method(text)
-    except scenario.ScenarioError as exc:
+        return check_method(text)
+    except RequestError as exc:
         raise ArgumentTypeError(str(exc)) from None
 
 

@@ -33,17 +33,18 @@ from dataclasses import dataclass
 import msgspec
 
 from stackrace.base import inputfile
+from stackrace.base.errors import StackraceError
 from stackrace.engine.model import MixEntry, TargetSpec
+from stackrace.engine.request import RequestError, check_method
 from stackrace.settings import statuses
 
 MAX_KINDS = 64
 MAX_WEIGHT = 1000
 BODY_LIMIT = 16 * inputfile.MiB
-_METHOD = re.compile(r"^[A-Za-z]{1,20}$")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(StackraceError, ValueError):
     """Requests that cannot be sent; the message names the option or file."""
 
 
@@ -98,15 +99,6 @@ def parse_path_item(text: str) -> tuple[str, int]:
     if problem:
         raise ScenarioError(problem)
     return path, n
-
-
-def check_method(text: str) -> str:
-    if not _METHOD.match(text):
-        raise ScenarioError(f"a method is letters only, got {text[:30]!r}")
-    method = text.upper()
-    if method == "HEAD":
-        raise ScenarioError("HEAD is not supported (its answers have no body to read)")
-    return method
 
 
 def parse_header(text: str) -> tuple[str, str]:
@@ -177,7 +169,7 @@ def load_scenario(path: str) -> list[RequestKind]:
                     name=r.name,
                 )
             )
-        except (ScenarioError, statuses.StatusError) as exc:
+        except (ScenarioError, RequestError, statuses.StatusError) as exc:
             raise ScenarioError(f"{where}: {exc}") from None
     return _checked(kinds, path)
 
@@ -249,7 +241,7 @@ def _shaped(
         method = check_method(method)
         parsed = tuple(parse_header(h) for h in headers or [])
         expected = _expect(expect)
-    except (ScenarioError, statuses.StatusError) as exc:
+    except (ScenarioError, RequestError, statuses.StatusError) as exc:
         raise ScenarioError(f"{where}: {exc}") from None
     kinds = [
         RequestKind(

@@ -19,6 +19,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from stackrace.base.errors import StackraceError
+
 # the latencies every summary carries (engine/model.py LatencySummary); another
 # percentile is read from the level's histogram
 SUMMARY_LATENCIES = frozenset({"p50", "p90", "p99", "p999", "max", "mean"})
@@ -40,7 +42,7 @@ _BYTES_PER = {
 }
 
 
-class TermError(ValueError):
+class TermError(StackraceError, ValueError):
     """A term that cannot be read; str() names the option and the term."""
 
 

@@ -129,6 +129,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from stackrace.base import inputfile, paths
+from stackrace.base.errors import StackraceError
 from stackrace.settings import statuses
 from stackrace.settings.options import MAX_TIMEOUT_S  # ready_timeout and stop_timeout too
 from stackrace.settings.workloads import WORKLOADS
@@ -152,7 +153,7 @@ PARAM_KINDS = ("count", "word", "path", "choice")
 COUNT_CEILING = 100_000  # a count param (worker_connections, db_pool, spare processes)
 
 
-class ConfigError(ValueError):
+class ConfigError(StackraceError, ValueError):
     """A stacks file or a stack reference that cannot be used; the message says where."""
 
 

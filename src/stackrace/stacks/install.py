@@ -34,6 +34,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from stackrace.base import paths
+from stackrace.base.errors import StackraceError
 from stackrace.stacks.catalogue import Stack, placeholders, render
 
 # the PyPy venv: .venv-pypy in a checkout, the data directory for a package (base/paths.py)
@@ -370,7 +371,7 @@ def availability(stack: Stack) -> Availability:
 # --- installing ------------------------------------------------------------------------
 
 
-class StepError(RuntimeError):
+class StepError(StackraceError, RuntimeError):
     """A command failed; the message holds the command and the end of its output."""
 
 

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackrace.base import paths
+from stackrace.base.errors import StackraceError
 from stackrace.base.ports import free_port, port_in_use
 from stackrace.base.slug import short as short_name
 from stackrace.base.slug import slug
@@ -93,7 +94,7 @@ def _program(p: subprocess.Popen[bytes]) -> str:
     return str(args[0] if isinstance(args, list | tuple) else args)
 
 
-class LaunchError(RuntimeError):
+class LaunchError(StackraceError, RuntimeError):
     """A stack could not be started; `log_tail` holds the end of its output."""
 
     def __init__(self, message: str, log_tail: str = "") -> None:

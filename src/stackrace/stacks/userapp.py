@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stackrace.base import inputfile
+from stackrace.base.errors import StackraceError
 from stackrace.stacks import install
 from stackrace.stacks.catalogue import (
     _NAME,
@@ -75,7 +76,7 @@ _MARK = "STACKRACE-APP-PROBE "
 INSPECT_TIMEOUT_S = 60.0
 
 
-class AppError(ValueError):
+class AppError(StackraceError, ValueError):
     """A user's app, interpreter, directory or environment that cannot be used."""
 
 

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psutil
 
+from stackrace.base.errors import StackraceError
 from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.engine.request import RequestError, parse_url
 from stackrace.race.core.state import StackState
@@ -38,7 +39,7 @@ from stackrace.stacks.signs import ServerSigns
 _NAME = re.compile(r"^[A-Za-z0-9\[][A-Za-z0-9._:@+\[\]-]{0,59}$")
 
 
-class UrlError(ValueError):
+class UrlError(StackraceError, ValueError):
     """A --url or --pid that cannot be raced; the message names the option."""
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from stackrace.base.errors import StackraceError
 from stackrace.race.core.members import RaceParts, StackChoice, StackSource
 from stackrace.race.core.plan import RacePlan
 from stackrace.race.live.session import Session
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from stackrace.stacks.catalogue import StackFile
 
 
-class AppSetupError(Exception):
+class AppSetupError(StackraceError):
     """The command line asks for something that cannot start (said in one line)."""
 
 

@@ -36,12 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from stackrace.base import inputfile
+from stackrace.base.errors import StackraceError
 from stackrace.settings.units import parse_duration
 
 _KEYS = {"at", "after", "concurrency", "rate", "ramp", "say"}
 
 
-class TalkError(ValueError):
+class TalkError(StackraceError, ValueError):
     pass
 
 

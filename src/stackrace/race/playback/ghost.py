@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackrace.base import inputfile
+from stackrace.base.errors import StackraceError
 
 # the largest recording or run file read (compressed); recording.py bounds what it unpacks
 RECORDING_LIMIT = 256 * inputfile.MiB
 
 
-class GhostError(ValueError):
+class GhostError(StackraceError, ValueError):
     pass
 
 

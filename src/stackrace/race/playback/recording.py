@@ -43,6 +43,7 @@ from typing import IO, TYPE_CHECKING, Any
 import msgspec
 
 from stackrace.base import inputfile
+from stackrace.base.errors import StackraceError
 from stackrace.engine.model import EngineSnapshot
 from stackrace.race.core.state import StackState
 from stackrace.rules.breaking import LevelVerdict, StepResult
@@ -59,7 +60,7 @@ FORMAT = 1
 HIST_EVERY = 1.0  # seconds between histogram records of one target
 
 
-class RecordingError(ValueError):
+class RecordingError(StackraceError, ValueError):
     pass
 
 
