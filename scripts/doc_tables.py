@@ -2,6 +2,8 @@
 
     .venv/bin/python scripts/doc_tables.py            # rewrite every marked block
     .venv/bin/python scripts/doc_tables.py --check    # list the blocks that differ; exit 1
+    .venv/bin/python scripts/doc_tables.py --results  # first render results/*.md from their
+                                                      # runs (after a change to the tables)
 
 A block in a Markdown page is the text of one file of results/, between two markers:
 
@@ -101,10 +103,32 @@ def stale(root: Path = ROOT) -> list[str]:
     return problems
 
 
+def render_results(root: Path = ROOT) -> list[Path]:
+    """Write each results/NAME.md as `stackrace report results/NAME.json --markdown`
+    would; return those that changed."""
+    from stackrace.report import tables
+    from stackrace.report.write import read_run
+
+    changed = []
+    for run in sorted((root / "results").glob("*.json")):
+        md = run.with_suffix(".md")
+        text = tables.markdown(read_run(str(run)))
+        if not md.is_file() or md.read_text(encoding="utf-8") != text:
+            md.write_text(text, encoding="utf-8")
+            changed.append(md)
+    return changed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
+    parser.add_argument(
+        "--results", action="store_true", help="first render results/*.md from their runs"
+    )
     args = parser.parse_args()
+    if args.results and not args.check:
+        for md in render_results():
+            print(f"rewrote {md.relative_to(ROOT)}")
     if args.check:
         problems = stale()
         for line in problems:

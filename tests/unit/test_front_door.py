@@ -157,5 +157,6 @@ def test_every_results_markdown_is_its_run_rendered(path: Path) -> None:
     md = path.with_suffix(".md")
     assert md.is_file(), f"{md.name}: missing (stackrace report {path.name} --markdown …)"
     assert md.read_text(encoding="utf-8") == tables.markdown(read_run(str(path))), (
-        f"{md.name} is not what `stackrace report results/{path.name} --markdown` writes"
+        f"{md.name} is not what `stackrace report results/{path.name} --markdown` writes: "
+        "run scripts/doc_tables.py --results"
     )
