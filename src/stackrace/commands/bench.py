@@ -45,6 +45,7 @@ from stackrace.race.bench.recorder import BenchRecorder
 from stackrace.race.bench.run import plan_placement, run_bench
 from stackrace.race.core.capacity_run import CapacityPlan
 from stackrace.race.core.members import RaceParts
+from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.presets import load_preset
 from stackrace.race.core.urls import UrlError, add_url_arguments, check_paths, url_targets
 from stackrace.report import gate
@@ -62,7 +63,7 @@ from stackrace.report.write import (
     write_files,
     write_outputs,
 )
-from stackrace.settings.options import positive_duration, precision
+from stackrace.settings.options import positive_duration, precision, usable_cpus
 from stackrace.settings.race_settings import RaceSettings, add_options, with_given
 from stackrace.settings.scenario import ScenarioError
 from stackrace.settings.workloads import WORKLOADS
@@ -220,6 +221,11 @@ def build_plan(
     if not settings.stacks and not args.url:
         _fail("name the stacks (--stacks A,B), a --preset, or servers you started (--url)")
         return None
+    if not wants_cluster(args):  # (a cluster's app node is checked once it is known)
+        problem = cpus_problem(settings.cpus, usable_cpus())
+        if problem:
+            _fail(problem)
+            return None
     if settings.own_requests:
         try:
             settings.request_kinds()  # read and checked before anything starts
@@ -228,6 +234,12 @@ def build_plan(
             return None
     chosen = resolve_all([",".join(settings.stacks)], stacks) if settings.stacks else []
     if chosen is None:
+        return None
+    from stackrace.stacks.userapp import missing_servers
+
+    missing = missing_servers(settings.stacks, stacks)
+    if missing:
+        _fail(missing)
         return None
     if not settings.own_requests and not serves_workload(
         chosen, settings.workload, "stackrace bench"
@@ -393,6 +405,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
         try:
             parts = bench_parts(cluster)
+            problem = cpus_problem(plan.settings.cpus, parts.cores, engine_here=False)
+            if problem:
+                raise ClusterError(f"{problem} (the app node)")
         except ClusterError as exc:
             cluster.close()
             if metrics is not None:

@@ -838,8 +838,11 @@ def _summary(
         last = t.interval if t.interval.starved_share else w
         print(f"  ! starving: {starved_sentence(last, w)}, while the others were answered")
     elif w.waiting and w.oldest_wait_us >= 0.5 * w.seconds * 1e6:
+        held = accounting.connections_limit(w, spec.concurrency, spec.rate) if spec.rate else ""
         print(
-            f"  ! {w.waiting} clients were still waiting at the end, the oldest for "
+            f"  ! {held}"
+            if held
+            else f"  ! {w.waiting} clients were still waiting at the end, the oldest for "
             f"{fmt_us(w.oldest_wait_us)}: the server did not keep up with {spec.concurrency} "
             "connections (their wait is in no latency figure above)"
         )

@@ -50,7 +50,14 @@ from stackrace.report import capacity as captable
 from stackrace.report.schema import BenchRun, StackResult
 from stackrace.report.write import check_output_paths, read_run
 from stackrace.settings.race_settings import add_options
-from stackrace.stacks.catalogue import ConfigError, Stack, StackFile, tunable_ceilings, tunables
+from stackrace.stacks.catalogue import (
+    ConfigError,
+    Stack,
+    StackFile,
+    check_kind,
+    tunable_ceilings,
+    tunables,
+)
 from stackrace.stacks.production import Production
 
 PROG = "stackrace tune"
@@ -91,29 +98,54 @@ def _fail(message: str) -> int:
 def axes(
     stack: Stack, cores: int, workers: str | None, threads: str | None
 ) -> dict[str, list[str]]:
-    """The values each tunable is swept over, bounded by the machine."""
+    """The values each tunable is swept over, bounded by the machine. Values given
+    (`--workers`, `--threads`) are checked, never dropped: one above the machine's
+    ceiling, or a list for a setting the stack does not have, is a ValueError."""
     ceil = tunable_ceilings()
+    keys = {t.key for t in tunables(stack.spec)}
+    for key, given in (("workers", workers), ("threads", threads)):
+        if given and key not in keys:
+            has = ", ".join(sorted(keys)) or "none"
+            raise ValueError(
+                f"--{key}: {stack.name} has no {key} setting to tune (its settings: {has})"
+            )
+        if given and key in stack.overrides:
+            raise ValueError(
+                f"--{key}: {stack.name} sets {key} already: name {stack.base} to sweep it"
+            )
     out: dict[str, list[str]] = {}
-    for t in tunables(stack.spec):
+    # a setting the variant fixes (gunicorn-gthread:threads=2) is not swept
+    for t in [t for t in tunables(stack.spec) if t.key not in stack.overrides]:
         if t.key == "workers":
-            values = _ints(workers) if workers else _spread(1, min(2 * cores + 1, ceil.workers))
-            out["workers"] = [str(v) for v in values if v <= ceil.workers]
+            values = (
+                _ints(workers, "--workers")
+                if workers
+                else _spread(1, min(2 * cores + 1, ceil.workers))
+            )
+            out["workers"] = [str(v) for v in values]
         elif t.key == "threads":
             top = min(32, ceil.threads)
-            values = _ints(threads) if threads else [2**k for k in range(6) if 2**k <= top]
-            out["threads"] = [str(v) for v in values if v <= ceil.threads]
+            values = (
+                _ints(threads, "--threads") if threads else [2**k for k in range(6) if 2**k <= top]
+            )
+            out["threads"] = [str(v) for v in values]
         elif t.choices:
             out[t.key] = list(t.choices)
     return {k: v for k, v in out.items() if v}
 
 
-def _ints(text: str) -> list[int]:
+def _ints(text: str, option: str) -> list[int]:
     try:
         values = sorted({int(v) for v in text.split(",") if v.strip()})
     except ValueError:
-        raise ValueError(f"must be whole numbers like 1,2,4, got {text!r}") from None
+        raise ValueError(f"{option} must be whole numbers like 1,2,4, got {text!r}") from None
     if not values or values[0] < 1:
-        raise ValueError(f"must be whole numbers of at least 1, got {text!r}")
+        raise ValueError(f"{option} must be whole numbers of at least 1, got {text!r}")
+    key = option.removeprefix("--")
+    for v in values:
+        problem = check_kind("count", key, str(v))  # the machine's ceiling, as a variant's
+        if problem:
+            raise ValueError(f"{option} {v}: {problem.removeprefix(f'{v} ')}")
     return values
 
 
@@ -143,9 +175,11 @@ def thin(grid: dict[str, list[str]], fits: int) -> dict[str, list[str]]:
 
 
 def candidates(name: str, grid: dict[str, list[str]]) -> list[str]:
+    """Each combination as a variant of `name` (its own settings kept first)."""
     keys = list(grid)
+    sep = "," if ":" in name else ":"
     return [
-        f"{name}:" + ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
+        name + sep + ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
         for combo in itertools.product(*(grid[k] for k in keys))
     ] or [name]
 
@@ -187,6 +221,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail("give the objective to tune for: --slo 'p99<50ms'")
     if (args.stack and args.url) or not (args.stack or args.url or args.app):
         return _fail("name one stack to tune, or a server you started (--url URL)")
+    if args.url and (args.tune_workers or args.tune_threads):
+        return _fail(
+            "--workers and --threads sweep a stack's settings: a server you started (--url) "
+            "is measured as it runs (the capacity search alone)"
+        )
     budget = args.budget or 180.0
     per_probe = (0.3 + (args.warmup or 0.0) + (args.duration or 2.0)) * 1.15
     per_candidate = PROBES_PER_SEARCH * per_probe
@@ -309,7 +348,14 @@ def _finish(
         print(f"no configuration meets {slo}: {why}")
     else:
         assert winner.capacity is not None
-        print(f"winner: {winner.name}: {winner.capacity.sentence}")
+        measured = [st for st in result.stacks if st.capacity is not None]
+        if len(measured) > 1:
+            print(f"winner: {winner.name}: {winner.capacity.sentence}")
+        else:  # nothing was compared: no winner, only a figure
+            print(
+                f"one configuration measured, nothing to compare it with: {winner.name}: "
+                f"{winner.capacity.sentence}"
+            )
         prod = (commands or {}).get(winner.name)
         if prod is not None and prod.command:
             print(f"run it in production: {prod.command}")
