@@ -70,6 +70,11 @@ def skipped(line: Line) -> str:
             "the test server of known capacity (50 workers x 50 ms) is defined by "
             "tests/integration/test_capacity.py, which runs this search"
         )
+    if "--app" in words and not words[words.index("--app") + 1].startswith("examples/"):
+        return (
+            "names the reader's own app: tests/hardening/test_production_app.py races a "
+            "project set for production"
+        )
     if words[1:3] == ["db", "reset"]:
         return "acts on the private MariaDB `db up` starts: tests/hardening/test_db_watch.py"
     return ""
