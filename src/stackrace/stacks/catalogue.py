@@ -4,7 +4,7 @@ Every error names the file, the stack and the key, in one line:
 
     stacks.toml: stack 'gunicorn-sync': key 'workers': expected `int`, got `str`
 
-A stack block (see stacks.toml for the full set and README "Adding a stack"):
+A stack block (see stacks.toml for the full set and docs/stacks.md, "Adding your own stack"):
 
     [stacks.NAME]
     title = "gunicorn (sync worker)"
