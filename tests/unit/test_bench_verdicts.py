@@ -9,7 +9,7 @@ import csv
 import io
 
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race.bench_report import judge
+from stackrace.race.bench.recorder import judge
 from stackrace.report import tables
 from stackrace.report.schema import (
     SCHEMA_VERSION,

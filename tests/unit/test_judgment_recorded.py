@@ -24,11 +24,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from stackrace.breaking import StepResult
-from stackrace.race.recording import load_recording
-from stackrace.race.replay import ReplayPlayer
-from stackrace.race.session_view import PaneView, SessionView
+from stackrace.race.live.replay import ReplayPlayer
+from stackrace.race.live.view import PaneView, SessionView
+from stackrace.race.playback.recording import load_recording
 from stackrace.report.slo import Slo
+from stackrace.rules.breaking import StepResult
 from stackrace.rules.level import (
     BROKEN,
     CORE_LIMITED,
@@ -142,7 +142,7 @@ async def test_an_engine_starved_of_its_core_is_the_limit_and_no_server_is_blame
     assert seen == {ENGINE_LIMITED}
     assert go.proof.startswith("its engine waited for a core 5")
     assert go.annotation.startswith("the engine, not the server, limits these figures")
-    from stackrace.race.summary import unbroken_text
+    from stackrace.race.live.summary import unbroken_text
 
     rows = {r.id: r for r in player.session.summary()}
     # no server named broken at that level, and the summary says why
@@ -222,7 +222,7 @@ def test_levels_given_twice_or_out_of_order_are_refused(levels: str) -> None:
     latency ×1.1"): the parser behind --concurrency, presets and run files refuses it."""
     from argparse import ArgumentTypeError
 
-    from stackrace.options import positive_int_list
+    from stackrace.settings.options import positive_int_list
 
     with pytest.raises(ArgumentTypeError, match="must rise level by level"):
         positive_int_list(levels)

@@ -5,10 +5,9 @@ are their own state. tests/unit/test_judgment_recorded.py: the same on recorded 
 
 from __future__ import annotations
 
-from stackrace.breaking import CpuShare, StepResult, step_result
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race.verdicts import HOLD, JudgmentHold
-from stackrace.race.wedge import WedgeWatch, backlog_note, timeout_cause
+from stackrace.race.live.verdicts import HOLD, JudgmentHold
+from stackrace.rules.breaking import CpuShare, StepResult, step_result
 from stackrace.rules.cores import alone_on_a_core, shared_core
 from stackrace.rules.level import (
     CORE_LIMITED,
@@ -27,6 +26,7 @@ from stackrace.rules.level import (
     judge,
     judge_steps,
 )
+from stackrace.rules.wedge import WedgeWatch, backlog_note, timeout_cause
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.signs import ServerSigns
 
@@ -301,7 +301,7 @@ def test_one_client_served_and_nine_starving_is_starving_not_a_tick():
     waited until their 10 s timeout. Under 1 % of the *attempts* failed, so before this
     rule the verdict was "no breaking point" and the pane said "✓ no failures". In the
     clients' time it is most of nine in ten (each wait counts once it passed a second)."""
-    from stackrace.race.explain import annotate
+    from stackrace.race.live.explain import annotate
 
     w = _uwsgi_http11()
     assert w.failed / w.requests < 0.01
@@ -325,7 +325,7 @@ def test_one_client_served_and_nine_starving_is_starving_not_a_tick():
 def test_a_burst_past_the_listen_backlog_is_named_by_the_unacknowledged_requests():
     """Clients that believe they are connected, whose requests the server's kernel never
     acknowledged: a full listen backlog dropped the handshake's last ACK."""
-    from stackrace.race.explain import starving_sentence
+    from stackrace.race.live.explain import starving_sentence
 
     def ages(t: float) -> list[int]:
         return [int((t + 0.7) * 1e6)] * 140 + [15_000] * 860

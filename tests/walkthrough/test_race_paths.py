@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Footer
 
-from stackrace.race.summary import at_breaking, level_figures
+from stackrace.race.live.summary import at_breaking, level_figures
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.dialogs import SummaryScreen
 from stackrace.tui.pane import StackPane

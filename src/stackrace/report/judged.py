@@ -12,8 +12,8 @@ database was down is not judged at all (its figures are the database's).
 
 from __future__ import annotations
 
-from stackrace.breaking import LevelVerdict, StepResult
 from stackrace.report.schema import BenchRun, Level, StackResult
+from stackrace.rules.breaking import LevelVerdict, StepResult
 from stackrace.rules.level import Judgment, breaking_point, judge_steps
 
 

@@ -7,16 +7,11 @@ import io
 from typing import TYPE_CHECKING
 
 from stackrace.report import thennow
-from stackrace.report.judged import judgments, rate_mode
+from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
-from stackrace.rules.level import (
-    Judgment,
-    breaking_sentence,
-    not_judged_note,
-    starves,
-    unbroken_sentence,
-)
-from stackrace.units import fmt_bytes, fmt_us
+from stackrace.rules.level import Judgment, starves
+from stackrace.rules.summaries import breaking_sentence, not_judged_note, unbroken_sentence
+from stackrace.settings.units import fmt_bytes, fmt_us
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -35,7 +30,7 @@ COLUMNS = (
 )
 
 
-# the memory and CPU cells of a server started by hand without --pid (race/urls.py): a
+# the memory and CPU cells of a server started by hand without --pid (race/core/urls.py): a
 # 0 there would read as a server that used nothing
 NOT_SAMPLED = "not sampled"
 
@@ -134,8 +129,9 @@ def rows(run: BenchRun) -> list[list[str]]:
             out.append([stack.name, "-", "error", "", "", "", stack.error, "", "", ""])
             continue
         judged = judgments(stack, run)
+        broke = breaking(stack, run)  # by today's rules, whatever the file recorded
         for level in stack.levels:
-            mark = " ✗" if stack.breaking_point == level.level else ""
+            mark = " ✗" if broke is not None and broke.level == level.level else ""
             mark += " †" if flags(level, judged.get(level.level)) else ""
             out.append(
                 [
@@ -163,17 +159,13 @@ def _breaking(stack: StackResult, run: BenchRun) -> str:
     if stack.error and not stack.levels:
         return f"{stack.name}: not measured ({stack.error})"
     end = f" — then {stack.error}" if stack.error else ""
-    judged = judgments(stack, run)
     rate = rate_mode(run)
-    if stack.breaking_point is None:
+    # judged again by today's rules: a run file written by an older rule reads the same
+    # as a new one (its own fields stay as they were, for a reader of the JSON)
+    verdict = breaking(stack, run)
+    if verdict is None:
+        judged = judgments(stack, run)
         return f"{stack.name}: {unbroken_sentence(list(judged.values()), rate)}{end}"
-    j = judged.get(stack.breaking_point)
-    verdict = j.verdict() if j is not None else None
-    if verdict is None:  # a run judged by an older rule: its own words
-        return (
-            f"{stack.name}: {stack.breaking_kind or 'breaks'} at {stack.breaking_point:,} "
-            f"({stack.breaking_reason}){end}"
-        )
     return f"{stack.name}: {breaking_sentence(verdict, rate)}{end}"
 
 
@@ -197,10 +189,10 @@ def markdown(run: BenchRun) -> str:
         lines += [f"- † {n}" for n in notes]
     lines.append("")
     lines.append(
-        "✗ marks each stack's breaking point (docs/verdicts.md: the rules); † a level "
-        "whose figures come with a note. *req/s*: answers that count (2xx/3xx or the "
-        "expected statuses); the others are in *failures*. *waiting*: requests sent and "
-        "not answered when the level ended (the oldest's age in brackets)."
+        "✗ marks each stack's breaking point (the rules: stackrace's docs/verdicts.md); † "
+        "a level whose figures come with a note. *req/s*: answers that count (2xx/3xx or "
+        "the expected statuses); the others are in *failures*. *waiting*: requests sent "
+        "and not answered when the level ended (the oldest's age in brackets)."
     )
     repeats = max((len(lv.samples) for st in run.stacks for lv in st.levels), default=1)
     if repeats > 1:
@@ -268,6 +260,7 @@ def to_csv(run: BenchRun) -> str:
     )
     for st in run.stacks:
         judged = judgments(st, run)
+        broke = breaking(st, run)
         for lv in st.levels:
             j = judged.get(lv.level)
             lat = lv.latency
@@ -302,7 +295,7 @@ def to_csv(run: BenchRun) -> str:
                     ),
                     f"{lv.engine_cpu:.1f}",
                     int(lv.engine_saturated),
-                    int(st.breaking_point == lv.level),
+                    int(broke is not None and broke.level == lv.level),
                     len(lv.samples) or 1,
                     *(f"{x:.1f}" for x in lv.rps_range),
                     j.state if j is not None else "",

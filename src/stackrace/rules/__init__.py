@@ -9,5 +9,10 @@ pane, its table row and a bench summary cannot tell two stories of one level.
   breaking point of a series of levels;
 - `rules.engine`: whether the engine, not the server, limited a window's figures;
 - `rules.cores`: whether a stack used its CPU up, or only waited for a core another
-  stack or another process held, and whether the cores several stacks share were full.
+  stack or another process held, and whether the cores several stacks share were full;
+- `rules.summaries`: what a summary says of a stack (its break and its tail, or how far
+  it kept up);
+- the evidence they read: `rules.breaking` (one level's figures), `rules.levels` (the
+  level log and the ramp), `rules.accounting` (Little's law), `rules.warmup` (a JIT
+  still climbing), `rules.wedge` (a stall and what the kernel saw).
 """

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stackrace.breaking import StepResult
+from stackrace.rules.breaking import StepResult
 
 CPU_BOUND = 0.80  # CPU-bound when a stack uses this share of the CPU it can use
 CORE_WAIT = 0.25  # a core held by others when a stack waits for it this share of its capacity

@@ -13,14 +13,14 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Log, Static
 
-from stackrace.race.session_view import SummaryRow
-from stackrace.race.summary import (
+from stackrace.race.live.summary import (
     SummaryContext,
     at_breaking,
     kept_up,
     peak_text,
     unbroken_text,
 )
+from stackrace.race.live.view import SummaryRow
 from stackrace.report.schema import CapacityResult
 from stackrace.tui.format import fmt_level, fmt_mb
 from stackrace.tui.levelchart import LevelChart, LevelSeries
@@ -78,7 +78,7 @@ KIND_STYLE = {
 
 def summary_cells(row: SummaryRow, rate_mode: bool) -> list[str | Text]:
     """One stack's line: the breaking point's figures are its per-level table cell's
-    (race/summary.py: one arithmetic for both)."""
+    (race/live/summary.py: one arithmetic for both)."""
     peak, brk = row.peak, row.breaking
     there = at_breaking(row)
     return [
@@ -210,7 +210,7 @@ class SummaryScreen(ModalScreen[None]):
     def action_export(self) -> None:
         from pathlib import Path
 
-        from stackrace.race.summary import export
+        from stackrace.race.live.summary import export
 
         directory = Path(getattr(self.app, "screenshot_dir", "."))
         try:

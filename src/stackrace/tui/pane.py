@@ -31,9 +31,10 @@ from textual.markup import escape
 from textual.message import Message
 from textual.widgets import Static
 
+from stackrace.base.slug import slug
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
-from stackrace.race.session_view import PaneView
-from stackrace.race.state import StackState
+from stackrace.race.core.state import StackState
+from stackrace.race.live.view import PaneView
 from stackrace.rules.level import (
     CORE_LIMITED,
     ENGINE_LIMITED,
@@ -44,7 +45,6 @@ from stackrace.rules.level import (
     WARMING,
     Judgment,
 )
-from stackrace.slug import slug
 from stackrace.tui.bignum import (
     REFERENCE,
     BigNumber,
