@@ -776,8 +776,9 @@ def _progress(snap: EngineSnapshot, planned: float) -> None:
         return
     phase = "warming" if snap.warming else f"{snap.elapsed:4.1f}/{planned:.0f}s"
     fails = t.total.failed if not snap.warming else t.interval.failed
+    good = fmt_count(t.interval.goodput)  # answers that count, as the summary's req/s
     line = (
-        f"{phase}  {fmt_count(t.interval.rps):>6} req/s  p99 {fmt_us(t.interval.latency.p99):>8}"
+        f"{phase}  {good:>6} req/s  p99 {fmt_us(t.interval.latency.p99):>8}"
         f"  failures {fails}  waiting {t.interval.waiting}"
         f"  conns {t.connections}  engine {snap.engine_cpu:3.0f}%"
         + ("  SATURATED" if snap.saturated else "")
