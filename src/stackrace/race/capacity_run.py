@@ -151,6 +151,7 @@ async def search_capacity(
         if i not in searches:
             continue
         replay(searches[i], i, probes, what)
+        searches[i].next_load()
         levels[i] = [cp.level for cp in probes]
         noises[i] = [cp.noise for cp in probes]
         out[i] = result(searches[i], levels[i], slo, rate_mode, needed, plan, noises[i])
@@ -194,6 +195,7 @@ async def search_capacity(
                 seconds=seconds,
             )
             searches[i].record(probe)
+            searches[i].next_load()  # asked now (it will be again): an ended search says so
             levels[i].append(lv)
             noises[i].append(felt)
             out[i] = result(searches[i], levels[i], slo, rate_mode, needed, plan, noises[i])

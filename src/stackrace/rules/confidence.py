@@ -24,10 +24,12 @@ two probes in a row share that minute. So:
   97 %; four is at most 94 %, so fewer than `MIN_PAIRS` rounds never carry a winner by
   pairing alone.
 - **The rule** (`rank`): the leader is the highest median. It is named the winner only
-  when it beats every other candidate with at least `CONFIDENCE`: by the paired test
-  when they share `MIN_PAIRS` rounds, else by their intervals (the difference of the
-  log medians against their combined spread, normal). Otherwise the leader and every
-  candidate it does not beat are a tie within noise, and the ranking says so.
+  when it beats every other candidate: with `CONFIDENCE` by the paired test when they
+  share `MIN_PAIRS` rounds, else with `CONFIDENCE_APART` by their intervals (the
+  difference of the log medians against their combined spread, normal: figures taken
+  minutes apart also differ by the machine's drift, so only a clear gap counts).
+  Otherwise the leader and every candidate it does not beat are a tie within noise,
+  and the ranking says so.
 
 The bootstrap draws from a generator seeded with a constant: the same figures give the
 same interval, so a resumed search decides as the uninterrupted one did.
@@ -38,6 +40,7 @@ tests/unit/test_confidence.py.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import statistics
@@ -47,6 +50,9 @@ from dataclasses import dataclass
 LEVEL = 0.90  # two-sided interval of a capacity's median
 Z = 1.6448536269514722  # the normal quantile of (1 + LEVEL) / 2
 CONFIDENCE = 0.95  # a winner beats each other candidate at least this surely
+# without shared rounds, two figures measured minutes apart also differ by the drift
+# between them, which their intervals do not hold: only a clear gap counts
+CONFIDENCE_APART = 0.99
 MIN_PAIRS = 5  # rounds shared before the paired test may carry a winner (1 − 2⁻⁵ = 97 %)
 DEFAULT_SIGMA = 0.10  # the A/A noise assumed until repeats measure it (10 % of req/s)
 MIN_SIGMA = 0.02  # a machine never gets credit for less noise than this
@@ -107,13 +113,19 @@ def estimate(name: str, samples: Sequence[float], sigma: float | None) -> Estima
         return Estimate(name, 0.0, 0.0, max(s), n)
     lo, hi = med * math.exp(-floor), med * math.exp(floor)
     if n >= 2:
-        rng = random.Random(_SEED)
-        meds = sorted(statistics.median(rng.choices(s, k=n)) for _ in range(BOOTSTRAP))
-        tail = (1 - LEVEL) / 2
-        b_lo = meds[int(tail * (BOOTSTRAP - 1))]
-        b_hi = meds[int((1 - tail) * (BOOTSTRAP - 1))]
+        b_lo, b_hi = _bootstrap(tuple(s))
         lo, hi = min(lo, b_lo), max(hi, b_hi)
     return Estimate(name, med, lo, hi, n)
+
+
+@functools.lru_cache(maxsize=4096)
+def _bootstrap(s: tuple[float, ...]) -> tuple[float, float]:
+    """The percentile bootstrap interval of the median (a search asks for the same
+    samples' interval again and again: kept)."""
+    rng = random.Random(_SEED)
+    meds = sorted(statistics.median(rng.choices(s, k=len(s))) for _ in range(BOOTSTRAP))
+    tail = (1 - LEVEL) / 2
+    return meds[int(tail * (BOOTSTRAP - 1))], meds[int((1 - tail) * (BOOTSTRAP - 1))]
 
 
 def paired_confidence(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[float, int]:
@@ -211,6 +223,11 @@ def beat(
     return Beat(other.name, interval_confidence(leader, other), "intervals")
 
 
+def beaten(b: Beat) -> bool:
+    """Whether the leader beats that candidate surely enough (see the module docstring)."""
+    return b.confidence >= (CONFIDENCE if b.how == "paired" else CONFIDENCE_APART)
+
+
 def rank(
     estimates: Sequence[Estimate], pairs: Mapping[str, Mapping[int, float]] | None = None
 ) -> Ranking:
@@ -223,7 +240,7 @@ def rank(
     if len(order) == 1:
         return Ranking(order, lead.name, None, [], [])
     beats = [beat(lead, o, pairs) for o in order[1:]]
-    unbeaten = [b.other for b in beats if b.confidence < CONFIDENCE]
+    unbeaten = [b.other for b in beats if not beaten(b)]
     if not unbeaten and lead.median > 0:
         return Ranking(order, lead.name, min(b.confidence for b in beats), [], beats)
     return Ranking(order, None, None, [lead.name, *unbeaten], beats)
