@@ -107,7 +107,7 @@ def test_rounds_are_interleaved_each_contender_once_in_a_shuffled_order() -> Non
             rounds.setdefault(ask.round, []).append(ask.name)
     assert len(rounds) >= MIN_ROUNDS
     orders = []
-    for r, names in sorted(rounds.items()):
+    for _, names in sorted(rounds.items()):
         firsts = list(dict.fromkeys(names))  # a retry one step lower repeats a name
         assert len(firsts) == len(set(firsts))
         orders.append(tuple(firsts))

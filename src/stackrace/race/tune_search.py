@@ -467,9 +467,9 @@ class TuneSearch:
         not_measured = [n for n in every if n not in self.cands or not self.cands[n].samples]
         winner = ranking.winner
         rounds_done = self.round if not self.order and self.retry is None else self.round - 1
-        if winner is not None and lead is not None:
-            if sum(1 for r in lead.samples if r > 0) < MIN_ROUNDS and len(ranking.order) > 1:
-                winner = None
+        held = sum(1 for r in lead.samples if r > 0) if lead is not None else 0
+        if winner is not None and held < MIN_ROUNDS and len(ranking.order) > 1:
+            winner = None
         if winner is not None and self._leader_unrefined():
             winner = None
         verdict = _verdict(ranking, winner, self, rounds_done)
