@@ -107,10 +107,10 @@ def replay(search: CapacitySearch, member: str, probes: list[CapacityProbe], uni
                 f"{member}: probe {n} of the journal is at {_at(cp.load, unit_)} where this "
                 f"search asks for {wanted} (made by another version or other settings)"
             )
-        search.record(_probe_of(cp))
+        search.record(probe_of(cp))
 
 
-def _probe_of(cp: CapacityProbe) -> Probe:
+def probe_of(cp: CapacityProbe) -> Probe:
     return Probe(
         load=cp.load,
         meets=cp.meets,
@@ -225,7 +225,7 @@ def interrupted(c: CapacityResult) -> CapacityResult:
         breaks_at=c.breaks_at,
         breaks_why=c.breaks_why,
         stopped=INTERRUPTED,
-        probes=[_probe_of(p) for p in c.probes],
+        probes=[probe_of(p) for p in c.probes],
     )
     what = "req/s" if c.mode == "rate" else "c"
     return msgspec.structs.replace(

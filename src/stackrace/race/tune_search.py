@@ -224,8 +224,15 @@ class TuneSearch:
         self.plan = plan
         self.rng = random.Random(seed)
         self.cands: dict[str, Candidate] = {}
+        # the servers' coarse points in turn (one of each, then the next of each): a
+        # budget that ends early has seen every server, not the first one whole
+        per = [[(sv, p, "coarse") for p in space.coarse(sv)] for sv in space.servers]
         self.queue: list[tuple[str, Point, str]] = [
-            (server, p, "coarse") for server in space.servers for p in space.coarse(server)
+            x
+            for k in range(max(map(len, per), default=0))
+            for pts in per
+            if k < len(pts)
+            for x in [pts[k]]
         ]
         self.active: Candidate | None = None
         self.round = 0  # the round under way (0: none yet)
