@@ -126,3 +126,32 @@ def test_a_latency_floor_above_the_target_cannot_be_met(stacks: Path, tmp_path: 
 def test_capacity_needs_an_objective(stacks: Path) -> None:
     r = run_cli("--stacks-file", str(stacks), "bench", "--stacks", "fixed", "--capacity")
     assert r.returncode == 2 and "give --slo" in r.stderr and "Traceback" not in r.stderr
+
+
+FLAPPING = """
+[stacks.flap]
+title = "fast 4 s at 40 slots, slow 1 s at 10: meets p99 < 50 ms up to c=80, then c=20"
+language = "python"
+family = "async"
+command = ["{python}", "{root}/tests/servers/fixed_capacity.py", "{port}",
+           "--workers", "40", "--ms", "20", "--flap", "4,1", "--slow-slots", "10"]
+"""
+
+
+def test_a_flapping_server_is_reported_unstable_with_its_range(tmp_path: Path) -> None:
+    """Issue 36: a server that alternates fast and slow seconds was reported "meets …
+    up to c=26 … stopped: precision reached" while five loads above it each both met
+    and missed. Fast (4 s) it holds p99 < 50 ms up to c=80, slow (1 s) up to c=20: a
+    probe of ~1.3 s at a load between lands in a fast stretch or not. The search must
+    end on "unstable boundary" and state the range, never "precision reached"."""
+    stacks = tmp_path / "stacks.toml"
+    stacks.write_text(FLAPPING)
+    cap, said = search(stacks, tmp_path, "--slo", "p99<50ms", "--concurrency", "8")
+    assert cap["stopped"] == "unstable boundary", said
+    lo, hi = cap["unstable"]
+    assert 20 < lo <= hi <= 80, said
+    assert cap["load"] is None or cap["load"] < lo
+    # every probe at or below the answer met; the range's loads both met and missed
+    assert all(p["meets"] for p in cap["probes"] if cap["load"] and p["load"] <= cap["load"])
+    assert any(not p["meets"] and p["load"] <= hi for p in cap["probes"])
+    assert "unstable from c=" in said and "precision reached" not in said

@@ -164,7 +164,7 @@ class Capacity:
             misses = sum(1 for p in self.probes if not p.meets and p.load <= hi)
             return (
                 f"{text}; unstable from {at(lo)} to {at(hi)}: it both met and missed there "
-                f"({misses} misses at loads that also or higher up met), first miss: "
+                f"({misses} misses at or below a load that met); first miss: "
                 f"{self.breaks_why}"
             )
         if self.breaks_at is not None:

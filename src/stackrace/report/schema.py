@@ -362,7 +362,7 @@ class Then(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     claims: list[Claim] = []
 
 
-class Noise(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+class Noise(msgspec.Struct, forbid_unknown_fields=True):
     """How noisy the machine was, measured and stated (race/noise.py): other processes'
     CPU before the first stack started and during the probes, the stacks' and the
     engine's wait for a core, the A/A noise (the same configuration at the same load
@@ -396,7 +396,7 @@ class TunePoint(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     unstable: list[float] | None = None  # its search's unstable range (loads)
 
 
-class TuneResult(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+class TuneResult(msgspec.Struct, forbid_unknown_fields=True):
     """A tune's answer (race/tune_search.py): the winner with its confidence, or the
     leaders tied within noise; the deploy line; every point tried and the points of the
     space not measured; the leader's place on the edges of the range; the placement it
