@@ -143,15 +143,18 @@ def test_ctrl_c_in_a_tune_exits_130_marked_interrupted_without_a_winner(tmp_path
     assert journal.exists() and any(e["kind"] == "probe" for e in entries(journal))
 
 
+# two tunes measured one after the other on a shared machine: a stall in one of them
+# can change what it measures (the replay itself is exact: tests/unit/test_tune_search.py)
+@pytest.mark.flaky(reruns=1)
 def test_a_killed_tune_resumes_to_the_answer_of_an_uninterrupted_one(tmp_path: Path):
-    """fixed:workers=4 holds p99 < 30 ms up to c=4 and workers=16 up to c=16 (20 ms each,
+    """fixed:workers=4 holds p99 < 50 ms up to c=8 and workers=16 up to c=32 (20 ms each,
     exact): the uninterrupted tune names workers=16, and so does a tune killed in the
     middle of its second configuration and resumed from its journal, with the first
     one's probes taken from the journal, not measured again."""
     stacks = tmp_path / "stacks.toml"
     stacks.write_text(STACKS)
     args = [
-        "--stacks-file", str(stacks), "tune", "fixed", "--slo", "p99<30ms", "--path", "/work",
+        "--stacks-file", str(stacks), "tune", "fixed", "--slo", "p99<50ms", "--path", "/work",
         "--workers", "4,16", "--concurrency", "4", "--duration", "1s", "--budget", "2m",
     ]  # fmt: skip
     whole = tmp_path / "whole.json"

@@ -17,7 +17,7 @@ How it searches (k6's breakpoint test, stopped by a rule instead of by hand):
    a front end may start where the user's first level is, and a miss there proves
    nothing about lower loads. A miss at the floor is the answer too: the SLO cannot be
    met at any load (the latency floor is above the target), and the result says so
-   with the figure that proves it.
+   with the figure that proves it, once the floor has missed twice.
 2. **Bisect** between the highest load that met the SLO and the lowest that missed, at
    the geometric middle (loads span orders of magnitude; for whole numbers the middle is
    rounded and the search stops when the two are neighbours), until the gap is within
@@ -192,6 +192,7 @@ class CapacitySearch:
         self._pending: float | None = None
         self._stopped = ""
         self._rechecked = False  # the break was measured again (once per search)
+        self._floor_rechecked = False  # a miss at the floor was measured again
 
     # --- what next --------------------------------------------------------------------
 
@@ -239,8 +240,14 @@ class CapacitySearch:
             if not last.meets:
                 if self.lo is None:
                     # the start missed: halve down to the floor before saying the SLO
-                    # cannot be met (a start above 1 proves nothing below it)
+                    # cannot be met (a start above 1 proves nothing below it); a miss at
+                    # the floor is measured once more (a stall of a shared core must not
+                    # make "cannot meet at any load" out of one probe)
                     if last.load <= self.b.floor:
+                        if not self._floor_rechecked:
+                            self._floor_rechecked = True
+                            self.phase = "recheck"
+                            return self._round(self.b.floor)
                         self._stopped = CANNOT
                         return None
                     return self._round(max(self.b.floor, last.load / 2))
@@ -281,6 +288,15 @@ class CapacitySearch:
         self._pending = None
         probe = Probe(**{**probe.__dict__, "phase": self.phase})
         self.probes.append(probe)
+        if self.phase == "recheck" and self.lo is None:  # the floor, measured again
+            self.phase = "bracket"
+            if probe.meets:  # the first miss there was the machine's: go on above
+                self.lo = probe.load
+                above = [p.load for p in self.probes if not p.meets and p.load > probe.load]
+                self.hi = min(above) if above else None
+                if self.hi is not None:
+                    self.phase = "bisect"
+            return
         if self.phase == "recheck":
             if not probe.meets:  # the break repeated: it stands
                 self._stopped = PRECISE
