@@ -17,7 +17,7 @@ the leader until its neighbours on every axis are measured, then interleaved rou
 the leaders in a shuffled order until the ranking is decided with 95 % confidence or
 the budget ends); race/tune_run.py carries it out on the race core, one configuration
 loaded at a time on the servers' cores, the engine on its own; race/tune_result.py
-makes the run file. The budget (`--budget`, default 3 minutes) is kept by the clock
+makes the run file. The budget (`--budget`, default 5 minutes) is kept by the clock
 and counts the time a resumed tune spent before.
 
 What it prints and writes (report/tune.py; `--json`, `--markdown`, `--chart`): every
@@ -77,7 +77,10 @@ from stackrace.stacks.production import production_command
 from stackrace.workloads import WORKLOADS
 
 PROG = "stackrace tune"
-DEFAULT_BUDGET_S = 180.0
+# the coarse pass of a 4 × 6 space is ~3 minutes on a busy 2-core box (a threads=1
+# configuration needs 12 s a probe for a p99's 1,000 answers), then the leader's
+# neighbours and the rounds: 5 minutes give the answer its rounds
+DEFAULT_BUDGET_S = 300.0
 DEFAULT_PRECISION = 0.10  # a configuration's search bisects to 10 %: the rounds decide
 MAX_DEPLOY_LINES = 3  # a tie's deploy lines shown
 

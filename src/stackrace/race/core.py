@@ -123,14 +123,10 @@ class RaceCore:
         await m.handle.stop()
 
     async def attach(self, member_id: str) -> bool:
-        """Load one ready member (`hold_attach` keeps poll() from doing it): whether it
-        is attached now."""
-        m = self.members.get(member_id)
-        if m is None:
-            return False
+        """Load one ready member (`hold_attach` keeps poll() from it): attached now?"""
+        m = self.members[member_id]
         if not m.attached and m.refused is None:
-            if m.baseline is None:
-                m.baseline = m.resources
+            m.baseline = m.baseline or m.resources
             await self._attach(m)
         return m.attached
 

@@ -47,14 +47,13 @@ of plain Python where they would bring numpy and scipy for a bootstrap of ten nu
 
 from __future__ import annotations
 
-import math
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from stackrace.race.capacity import Bounds, Capacity, CapacitySearch, Probe
+from stackrace.race.capacity import Bounds, CapacitySearch, Probe
+from stackrace.race.tune_outcome import MIN_ROUNDS, Candidate, TuneOutcome, verdict
+from stackrace.race.tune_space import Point, Space
 from stackrace.rules.confidence import (
-    CONFIDENCE,
     Estimate,
     Ranking,
     beaten,
@@ -63,9 +62,9 @@ from stackrace.rules.confidence import (
     rank,
 )
 
-COARSE_PER_AXIS = 3
+__all__ = ["MIN_ROUNDS", "Ask", "Space", "TuneOutcome", "TunePlan", "TuneSearch"]
+
 MAX_CONTENDERS = 4
-MIN_ROUNDS = 2  # interleaved rounds before a winner is named
 MAX_ROUNDS = 12
 INTERVAL_TARGET = 0.10  # a contender's 90 % interval within ±10 % of its median
 AA_REPEATS = 2  # the first configuration's answer measured again at once: the A/A
@@ -77,86 +76,6 @@ NARROW = "intervals narrow enough"
 ROUNDS = "round limit reached"
 BUDGET = "budget spent"
 NOTHING = "nothing measurable"
-
-
-Point = tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Space:
-    """The configurations: each server (a stack's base name, or a --url label) with its
-    axes, tunable → values in order (numeric axes ascending)."""
-
-    servers: dict[str, dict[str, list[str]]]
-
-    def name(self, server: str, point: Point) -> str:
-        axes = self.servers[server]
-        if not axes:
-            return server
-        return f"{server}:" + ",".join(
-            f"{k}={v[i]}" for (k, v), i in zip(axes.items(), point, strict=True)
-        )
-
-    def numeric(self, server: str, axis: str) -> bool:
-        return all(v.isdigit() for v in self.servers[server][axis])
-
-    def points(self, server: str) -> list[Point]:
-        sizes = [len(v) for v in self.servers[server].values()]
-        out: list[Point] = [()]
-        for n in sizes:
-            out = [(*p, i) for p in out for i in range(n)]
-        return out
-
-    def coarse(self, server: str) -> list[Point]:
-        """Up to COARSE_PER_AXIS values on each numeric axis (log-spaced), every choice."""
-        picks: list[list[int]] = []
-        for axis, values in self.servers[server].items():
-            if self.numeric(server, axis) and len(values) > COARSE_PER_AXIS:
-                picks.append(_log_spread([int(v) for v in values], COARSE_PER_AXIS))
-            else:
-                picks.append(list(range(len(values))))
-        out: list[Point] = [()]
-        for idx in picks:
-            out = [(*p, i) for p in out for i in idx]
-        return out
-
-    def neighbours(self, server: str, point: Point) -> list[Point]:
-        """One step each way on every numeric axis; every other value of a choice axis."""
-        out = []
-        for k, (axis, values) in enumerate(self.servers[server].items()):
-            if self.numeric(server, axis):
-                steps = [point[k] - 1, point[k] + 1]
-            else:
-                steps = [i for i in range(len(values)) if i != point[k]]
-            for i in steps:
-                if 0 <= i < len(values):
-                    out.append((*point[:k], i, *point[k + 1 :]))
-        return out
-
-    def edges(self, server: str, point: Point) -> list[str]:
-        """Where a point sits on the edge of its numeric range (the best may lie beyond)."""
-        out = []
-        for k, (axis, values) in enumerate(self.servers[server].items()):
-            if not self.numeric(server, axis) or len(values) < 2:
-                continue
-            if point[k] == len(values) - 1:
-                out.append(f"{axis}={values[-1]} is the highest tried: more may do better")
-            elif point[k] == 0 and int(values[0]) > 1:
-                out.append(f"{axis}={values[0]} is the lowest tried: fewer may do better")
-        return out
-
-
-def _log_spread(values: list[int], k: int) -> list[int]:
-    """Indices of k values spread evenly on a log scale between the ends (each the
-    nearest value to its target; the ends always)."""
-    lo, hi = math.log(values[0]), math.log(values[-1])
-    picked: list[int] = []
-    for j in range(k):
-        target = lo + (hi - lo) * j / (k - 1)
-        best = min(range(len(values)), key=lambda i: (abs(math.log(values[i]) - target), i))
-        if best not in picked:
-            picked.append(best)
-    return sorted(picked)
 
 
 @dataclass(frozen=True)
@@ -177,42 +96,6 @@ class Ask:
     load: float
     phase: str  # "coarse", "refine" (a capacity search) or "round"
     round: int = 0
-
-
-@dataclass
-class Candidate:
-    name: str
-    server: str
-    point: Point
-    phase: str  # why it was first measured: coarse or refine
-    search: CapacitySearch | None = None
-    capacity: Capacity | None = None
-    load: float | None = None  # where the rounds measure it
-    samples: dict[int, float] = field(default_factory=dict)  # round → req/s held (0: none)
-    rounds: list[tuple[int, Probe]] = field(default_factory=list)
-    error: str = ""
-
-    @property
-    def measured(self) -> bool:
-        return self.capacity is not None or bool(self.error)
-
-
-@dataclass(frozen=True)
-class TuneOutcome:
-    ranking: Ranking
-    estimates: dict[str, Estimate]
-    candidates: dict[str, Candidate]
-    not_measured: list[str]
-    edges: list[str]
-    rounds: int
-    stopped: str
-    sigma: float | None
-    aa_repeats: int
-    verdict: str  # one sentence: the winner and its confidence, or the tie, or neither
-
-    @property
-    def winner(self) -> str | None:
-        return self.ranking.winner
 
 
 class TuneSearch:
@@ -479,7 +362,7 @@ class TuneSearch:
             winner = None
         if winner is not None and self._leader_unrefined():
             winner = None
-        verdict = _verdict(ranking, winner, self, rounds_done)
+        text = verdict(ranking, winner, self._leader_unrefined(), rounds_done)
         if winner is None and ranking.winner is not None:
             ranking = Ranking(ranking.order, None, None, ranking.tied, ranking.beats)
         return TuneOutcome(
@@ -492,7 +375,7 @@ class TuneSearch:
             stopped=self.stopped,
             sigma=sigma,
             aa_repeats=repeats,
-            verdict=verdict,
+            verdict=text,
         )
 
     def _leader_unrefined(self) -> bool:
@@ -502,49 +385,3 @@ class TuneSearch:
             or not self.cands[self.space.name(lead.server, p)].measured
             for p in self.space.neighbours(lead.server, lead.point)
         )
-
-
-def _fmt(e: Estimate) -> str:
-    return f"{e.median:,.0f} req/s (90 % interval {e.lo:,.0f}–{e.hi:,.0f}, {e.n} repeats)"
-
-
-def _verdict(ranking: Ranking, winner: str | None, search: TuneSearch, rounds: int) -> str:
-    order = ranking.order
-    if not order or order[0].median <= 0:
-        return "no configuration met the SLO"
-    lead = order[0]
-    if winner is not None:
-        if len(order) == 1:
-            return f"winner: {winner}: {_fmt(lead)}; the only configuration measured"
-        runner = order[1]
-        b = next(x for x in ranking.beats if x.other == runner.name)
-        how = f"over {b.rounds} interleaved rounds" if b.how == "paired" else "by their intervals"
-        return (
-            f"winner: {winner}: {_fmt(lead)}; it beats the runner-up {runner.name} "
-            f"({runner.median:,.0f} req/s) with {b.confidence * 100:.0f} % confidence ({how})"
-        )
-    if search._leader_unrefined():
-        return (
-            f"not decided: the leader {lead.name} ({_fmt(lead)}) has neighbours not measured "
-            "(the budget ended first); no winner is named"
-        )
-    if ranking.tied and len(ranking.tied) > 1:
-        names = ", ".join(ranking.tied)
-        return (
-            f"a tie within noise: {names} (the leader {lead.name}: {_fmt(lead)}); none beats "
-            f"the others with {CONFIDENCE * 100:.0f} % confidence after {rounds} rounds"
-        )
-    return (
-        f"not decided: the leader {lead.name} ({_fmt(lead)}) was measured in {rounds} "
-        f"interleaved rounds, fewer than the {MIN_ROUNDS} a winner needs (the budget ended "
-        "first); no winner is named"
-    )
-
-
-def points_tried(outcome: TuneOutcome) -> list[tuple[str, str]]:
-    """Each configuration measured and the phase it was first measured in."""
-    return [(c.name, c.phase) for c in outcome.candidates.values()]
-
-
-def contenders_of(outcome: TuneOutcome) -> Sequence[str]:
-    return [e.name for e in outcome.ranking.order[:MAX_CONTENDERS]]
