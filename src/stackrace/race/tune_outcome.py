@@ -73,7 +73,7 @@ def verdict(ranking: Ranking, winner: str | None, unrefined: bool, rounds: int) 
         )
     if unrefined:
         return (
-            f"not decided: the leader {lead.name} ({_fmt(lead)}) has neighbours not measured "
+            f"not decided: the leader {lead.name}, {_fmt(lead)}, has neighbours not measured "
             "(the budget ended first); no winner is named"
         )
     if ranking.tied and len(ranking.tied) > 1:
@@ -83,7 +83,7 @@ def verdict(ranking: Ranking, winner: str | None, unrefined: bool, rounds: int) 
             f"the others with {CONFIDENCE * 100:.0f} % confidence after {rounds} rounds"
         )
     return (
-        f"not decided: the leader {lead.name} ({_fmt(lead)}) was measured in {rounds} "
+        f"not decided: the leader {lead.name}, {_fmt(lead)}, was measured in {rounds} "
         f"interleaved rounds, fewer than the {MIN_ROUNDS} a winner needs (the budget ended "
         "first); no winner is named"
     )
