@@ -23,7 +23,7 @@ def server():
 
 @pytest.fixture(scope="session", autouse=True)
 def tests_own_run_locks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The runs this test session starts hold their run locks (race/runlocks.py) in a
+    """The runs this test session starts hold their run locks (race/core/runlocks.py) in a
     directory of its own: the other test lane, and the developer's own runs, share the
     cores on purpose and must not make `bench` refuse. Tests of the locks name a
     directory of their own (STACKRACE_LOCKS_DIR in the command's environment)."""

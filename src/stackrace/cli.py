@@ -11,9 +11,10 @@ import importlib
 import os
 import sys
 
-from stackrace import __version__, paths
-from stackrace.options import OneLineArgumentParser
-from stackrace.paths import UnwritableDirError
+from stackrace import __version__
+from stackrace.base import paths
+from stackrace.base.errors import StackraceError
+from stackrace.settings.options import OneLineArgumentParser
 
 # (subcommand, module under stackrace.commands, one-line help)
 COMMANDS: list[tuple[str, str, str]] = [
@@ -60,7 +61,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     if only is None:
         from stackrace.cluster.flags import add_cluster_arguments
-        from stackrace.tui.args import add_app_arguments
+        from stackrace.commands.app_args import add_app_arguments
 
         add_app_arguments(parser)
         add_cluster_arguments(parser)  # `stackrace --cluster ADDRESS`: the app on a cluster
@@ -79,11 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     try:
         return _main(argv)
-    except UnwritableDirError as exc:  # the machine's state, not a bug: say which directory
-        print(f"stackrace: {exc}", file=sys.stderr)
-        return 2
+    except StackraceError as exc:  # the user's input or the machine's state, not a bug
+        command = next((a for a in given if a in {n for n, _, _ in COMMANDS}), None)
+        print(f"stackrace{' ' + command if command else ''}: {exc}", file=sys.stderr)
+        return exc.exit_code
     except Exception as exc:  # a bug of ours: the user gets one line and a file
-        from stackrace import crashlog
+        from stackrace.base import crashlog
 
         return crashlog.report("stackrace", exc, given)
 
@@ -103,7 +105,7 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     args.argv = list(argv)  # as given: `web` passes the app's options on to each page
     if args.no_tunable_limits:
-        from stackrace.config import lift_limits
+        from stackrace.stacks.catalogue import lift_limits
 
         lift_limits()
     if args.command is None:

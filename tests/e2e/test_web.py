@@ -27,7 +27,7 @@ import aiohttp
 import psutil
 import pytest
 
-from stackrace.ports import free_port
+from stackrace.base.ports import free_port
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from stackrace import config, slug
-from stackrace.config import load_stacks, resolve
+from stackrace.base import slug
+from stackrace.stacks import catalogue as config
+from stackrace.stacks.catalogue import load_stacks, resolve
 from stackrace.stacks.launcher import Launcher
 from tests.hardening.test_launch_faults import pids_with
 from tests.helpers import CLI, ROOT, free_port, run_cli, wait_for

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.presets import all_presets
+from stackrace.race.core.presets import all_presets
 from stackrace.report.claims import judge
 from stackrace.report.schema import loads
 from tests.conftest_stacks import real_stack

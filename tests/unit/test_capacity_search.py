@@ -1,5 +1,5 @@
-"""The capacity search (race/capacity.py) against servers whose capacity is known exactly:
-formulas, so every rule of the search is checked in milliseconds."""
+"""The capacity search (race/core/capacity_search.py) against servers whose capacity is known
+exactly: formulas, so every rule of the search is checked in milliseconds."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from stackrace.race.capacity import (
+from stackrace.race.core.capacity_search import (
     BUDGET,
     CANNOT,
     CEILING,
@@ -297,7 +297,7 @@ def test_a_pass_on_too_few_answers_moves_the_search_but_is_said_to_be_thin() -> 
 
 
 def test_a_replayed_search_goes_on_exactly_where_it_stopped() -> None:
-    """Resume (race/journal.py): the probes recorded again lead the search through the
+    """Resume (race/core/journal.py): the probes recorded again lead the search through the
     same states; the rest of the search then asks what the uninterrupted one asked."""
     measure = closed_loop(4, 10, 50, jitter=0.1, seed=3)
     whole = CapacitySearch(Bounds(start=1, ceiling=4096))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.race.accounting import LITTLE_LOW
 from stackrace.report.write import read_run
+from stackrace.rules.accounting import LITTLE_LOW
 
 RESULTS = sorted((Path(__file__).resolve().parents[2] / "results").glob("*.json"))
 

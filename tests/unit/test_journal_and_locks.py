@@ -1,4 +1,4 @@
-"""The journal (race/journal.py) and the run locks (race/runlocks.py), on files alone:
+"""The journal (race/core/journal.py) and the run locks (race/core/runlocks.py), on files alone:
 a line cut by a kill, a hostile journal, a dead run's lock, a live one's."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from stackrace.race import runlocks
-from stackrace.race.journal import (
+from stackrace.race.core import runlocks
+from stackrace.race.core.journal import (
     Journal,
     JournalDone,
     JournalEnd,
@@ -21,9 +21,9 @@ from stackrace.race.journal import (
     Resumed,
     read_journal,
 )
-from stackrace.race.runlocks import RunInfo, RunLock, other_runs
-from stackrace.race_settings import RaceSettings
+from stackrace.race.core.runlocks import RunInfo, RunLock, other_runs
 from stackrace.report.schema import SCHEMA_VERSION, BenchRun, Machine, Settings
+from stackrace.settings.race_settings import RaceSettings
 
 
 def skeleton() -> BenchRun:

@@ -1,4 +1,4 @@
-"""One parser per kind of option value (stackrace.options): what each accepts and refuses.
+"""One parser per kind of option value (stackrace.settings.options): what each accepts and refuses.
 
 The refusals as a user meets them (one line, exit 2, no load):
 tests/hardening/test_options.py."""
@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from stackrace import options
+from stackrace.settings import options
 
 CPUS = sorted(os.sched_getaffinity(0))
 

@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from stackrace.presets import load_preset
+from stackrace.race.core.presets import load_preset
 from tests.helpers import ROOT, TestServer, free_port
 from tests.walkthrough.readme import Line, command_lines
 from tests.walkthrough.terminal import run_in_terminal, wait_none_left

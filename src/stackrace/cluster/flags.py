@@ -10,10 +10,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from stackrace import paths
+from stackrace.base import paths
 from stackrace.cluster.errors import ClusterError
 from stackrace.cluster.placement import NodePlacement, load_placement, with_flags
-from stackrace.units import parse_duration
+from stackrace.settings.units import parse_duration
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun

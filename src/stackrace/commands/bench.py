@@ -1,13 +1,13 @@
 """`stackrace bench`: a headless comparison that ends with a table, files and a verdict.
 
-Its options are the race settings (race_settings.py declares each once, with its
+Its options are the race settings (settings/race_settings.py declares each once, with its
 default and parser); a `--preset` supplies them, or `--from RUN.json` (a saved run: its
 settings, and its stacks as the run recorded them: report/provenance.py), and options
 given override them. Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops the run
 between requests: every level already measured is written and printed, and the run
 says it was interrupted (a capacity search keeps its probes and claims no capacity).
 Every finished level and probe is also appended to a journal as it ends
-(race/journal.py), so a `kill -9` loses nothing finished, and `bench --resume JOURNAL`
+(race/core/journal.py), so a `kill -9` loses nothing finished, and `bench --resume JOURNAL`
 goes on from it; a run that would share its cores with another stackrace run refuses
 unless `--share-cores` (commands/runguard.py).
 
@@ -44,26 +44,23 @@ from stackrace.commands._common import (
     resolve_all,
     serves_workload,
 )
-from stackrace.config import ConfigError, StackFile
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
-from stackrace.options import positive_duration, precision
-from stackrace.presets import load_preset
-from stackrace.race.bench import BenchPlan
-from stackrace.race.bench_report import BenchRecorder
-from stackrace.race.bench_run import plan_placement, run_bench
-from stackrace.race.capacity_run import CapacityPlan, ResumeError
-from stackrace.race.journal import (
+from stackrace.race.bench.protocol import BenchPlan
+from stackrace.race.bench.recorder import BenchRecorder
+from stackrace.race.bench.run import plan_placement, run_bench
+from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
+from stackrace.race.core.journal import (
     CapacitySpec,
     JournalError,
     JournalStart,
     Resumed,
     read_journal,
 )
-from stackrace.race.members import RaceParts
-from stackrace.race.urls import UrlError, add_url_arguments, check_paths, url_targets
-from stackrace.race_settings import RaceSettings, add_options, given, with_given
+from stackrace.race.core.members import RaceParts
+from stackrace.race.core.presets import load_preset
+from stackrace.race.core.urls import UrlError, add_url_arguments, check_paths, url_targets
 from stackrace.report import gate
 from stackrace.report.capacity import table_lines as capacity_table
 from stackrace.report.failures import run_failures
@@ -79,8 +76,11 @@ from stackrace.report.write import (
     write_files,
     write_outputs,
 )
-from stackrace.scenario import ScenarioError
-from stackrace.workloads import WORKLOADS
+from stackrace.settings.options import positive_duration, precision
+from stackrace.settings.race_settings import RaceSettings, add_options, given, with_given
+from stackrace.settings.scenario import ScenarioError
+from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.catalogue import ConfigError, StackFile
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -118,7 +118,7 @@ def register(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a --url host that is not on this machine (refused otherwise)",
     )
-    from stackrace import userapp
+    from stackrace.stacks import userapp
 
     userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
     p.add_argument("--json", dest="json_out", help="write the run (versioned schema) here")
@@ -219,7 +219,7 @@ def build_plan(
         chosen_names, others = default_app_stacks(stacks)
         chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]
         if not chosen_names:
-            from stackrace.userapp import install_hint
+            from stackrace.stacks.userapp import install_hint
 
             _fail(
                 f"no server that runs your app is installed where it runs ({', '.join(others)}"
@@ -227,7 +227,7 @@ def build_plan(
             )
             return None
         if others:
-            from stackrace.userapp import left_out_note
+            from stackrace.stacks.userapp import left_out_note
 
             print(f"stackrace bench: {left_out_note(chosen_names, others)}", file=sys.stderr)
         settings = msgspec.structs.replace(settings, stacks=chosen_names)
@@ -444,7 +444,7 @@ def run(args: argparse.Namespace) -> int:
 
 def skeleton(plan: BenchPlan, origin: Any) -> BenchRun:
     """The run as a journal's start holds it: settings, stack names, provenance."""
-    from stackrace.race.bench_report import new_run
+    from stackrace.race.bench.recorder import new_run
 
     run = new_run(plan)
     run.stacks = [
@@ -481,7 +481,7 @@ def _run_locked(
     # where the run came from: what `bench --from` needs to run it again
     origin = provenance(plan.stacks, stacks_file, rerun_of=args.from_run)
     if resumed is not None:
-        from stackrace.race.journal import Journal
+        from stackrace.race.core.journal import Journal
 
         plan.resume = resumed
         try:
@@ -513,7 +513,7 @@ def _run_locked(
             return 2
         progress(f"journal: {where} (every finished level and probe; --resume continues it)")
     if plan.capacity is not None:
-        from stackrace.race.noise import NoiseMeter
+        from stackrace.race.core.noise import NoiseMeter
 
         plan.noise = NoiseMeter()
     cluster = None
@@ -628,7 +628,7 @@ def _run_locked(
 def _noise(result: BenchRun, before: list[float], shared: list[str]) -> Any:
     """A capacity run's noise: the machine before and during the probes, the stacks'
     and engine's wait, the repeats of one load (its confirmations) as the A/A."""
-    from stackrace.race.noise import summarize
+    from stackrace.race.core.noise import summarize
     from stackrace.rules.confidence import noise_sigma
 
     probes = [p for st in result.stacks if st.capacity for p in st.capacity.probes]

@@ -22,8 +22,8 @@ from stackrace.db import (
     db_env,
     open_database,
 )
-from stackrace.options import positive_int
-from stackrace.units import fmt_bytes
+from stackrace.settings.options import positive_int
+from stackrace.settings.units import fmt_bytes
 
 
 def register(p: argparse.ArgumentParser) -> None:

@@ -5,10 +5,10 @@ share its cores, its journal, and the signals that end it.
     lock = claim_cores("stackrace bench", args, notes)   # None: refused (printed)
     journal = open_journal("stackrace bench", path, start)
 
-- **Other runs** (race/runlocks.py): a run that would share its cores with a live
+- **Other runs** (race/core/runlocks.py): a run that would share its cores with a live
   stackrace run says so at start and in its output's notes, and refuses to measure
   (exit 75, EX_TEMPFAIL: try again when the other has ended) unless `--share-cores`.
-- **The journal** (race/journal.py): beside the first output file (`--json out.json`
+- **The journal** (race/core/journal.py): beside the first output file (`--json out.json`
   → `out.json.journal`), or `--journal PATH`, or under the cache directory when the
   run writes no file; an existing one is never overwritten (it is an unfinished run's:
   resume it, or remove it). A run that ends whole and writes its files removes its
@@ -31,8 +31,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from stackrace.race import runlocks
-from stackrace.race.journal import Journal, JournalStart, beside
+from stackrace.race.core import runlocks
+from stackrace.race.core.journal import Journal, JournalStart, beside
 from stackrace.supervise import hurry
 
 EXIT_SHARED = 75  # sysexits.h EX_TEMPFAIL: another run holds these cores; try again later
@@ -100,7 +100,7 @@ def journal_path(explicit: str | None, outputs: list[str | None], command: str) 
     found = beside(first)
     if found is not None:
         return found
-    from stackrace import paths
+    from stackrace.base import paths
 
     d = paths.writable_dir(paths.cache_dir() / "journals", "its journals")
     return d / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.journal"
@@ -126,7 +126,7 @@ def finish_journal(journal: Journal | None, interrupted: str | None, keep: bool)
     (`keep` false), else kept; its path ("" when removed)."""
     if journal is None:
         return ""
-    from stackrace.race.journal import JournalEnd
+    from stackrace.race.core.journal import JournalEnd
 
     journal.close(JournalEnd(interrupted=interrupted))
     if interrupted is None and not keep:

@@ -15,9 +15,9 @@ from typing import Any
 import msgspec
 
 from stackrace.commands._common import load
-from stackrace.config import ConfigError, resolve, tunable_ceilings
-from stackrace.stacks.availability import Availability, check
-from stackrace.workloads import WORKLOADS
+from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.catalogue import ConfigError, resolve, tunable_ceilings
+from stackrace.stacks.install import Availability, availability
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         served: list[str] = []
         try:
             stack = resolve(name, stacks)
-            a = check(stack)
+            a = availability(stack)
             served = stack.served(list(WORKLOADS))
         except ConfigError as exc:  # e.g. `cpus` this machine does not have
             a = Availability(False, str(exc), f"fix stack '{name}' in {stacks.source}")

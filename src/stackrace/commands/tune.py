@@ -12,11 +12,11 @@ runs it.
 The space: each server's tunables (config.tunables) over values bounded by the machine
 — workers 1 … 2 × cores + 1, threads 1 … 32 on a log scale, at most the ceilings from
 cores and memory (config.tunable_ceilings), every choice a param lists. The search is
-race/tune_search.py (a coarse log-spaced pass over the whole space, refinement around
+race/core/tune_search.py (a coarse log-spaced pass over the whole space, refinement around
 the leader until its neighbours on every axis are measured, then interleaved rounds of
 the leaders in a shuffled order until the ranking is decided with 95 % confidence or
-the budget ends); race/tune_run.py carries it out on the race core, one configuration
-loaded at a time on the servers' cores, the engine on its own; race/tune_result.py
+the budget ends); race/bench/tune_run.py carries it out on the race core, one configuration
+loaded at a time on the servers' cores, the engine on its own; race/bench/tune_result.py
 makes the run file. The budget (`--budget`, default 5 minutes) is kept by the clock
 and counts the time a resumed tune spent before.
 
@@ -27,9 +27,9 @@ the deploy line (the app it serves, yours or plainly stackrace's test app, the s
 version it needs, only the flags that differ from the server's defaults:
 stacks/production.py), where the configurations ran and what that means for a deploy,
 whether the best lies on an edge of the range, the points not measured, and the noise
-of the machine meanwhile (race/noise.py).
+of the machine meanwhile (race/core/noise.py).
 
-Every probe is journalled as it ends (race/journal.py: beside `--json`, or --journal):
+Every probe is journalled as it ends (race/core/journal.py: beside `--json`, or --journal):
 Ctrl-C, SIGTERM or SIGHUP end the tune with exit 130, its files written and marked
 interrupted, no winner named; a `kill -9` leaves the journal, and `tune --resume J`
 goes on exactly where it stopped. A tune that would share the cores with another
@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
 import os
 import secrets
 import signal
@@ -60,21 +59,24 @@ from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wa
 from stackrace.commands import runguard
 from stackrace.commands._common import load
 from stackrace.commands.bench import add_search_arguments, build_plan, skeleton
-from stackrace.config import ConfigError, Stack, StackFile, resolve, tunable_ceilings, tunables
-from stackrace.race.capacity_run import CapacityPlan, ResumeError
-from stackrace.race.journal import Entry, JournalError, JournalStart, TuneSpec, read_journal
-from stackrace.race.tune_result import tune_result
-from stackrace.race.tune_run import TuneJob, TuneState, noise_meter, run_tune
-from stackrace.race.tune_search import Space, TunePlan, TuneSearch
-from stackrace.race.urls import add_url_arguments
-from stackrace.race_settings import add_options, given
+from stackrace.commands.tune_space import servers_to_tune, space_of
+from stackrace.race.bench.tune_result import tune_result
+from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_tune
+from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
+from stackrace.race.core.journal import Entry, JournalError, JournalStart, TuneSpec, read_journal
+from stackrace.race.core.tune_search import Space, TunePlan, TuneSearch
+from stackrace.race.core.urls import add_url_arguments
 from stackrace.report import capacity as captable
 from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths, read_run, write_files
-from stackrace.stacks.production import production_command
-from stackrace.workloads import WORKLOADS
+from stackrace.settings.race_settings import add_options, given
+from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.catalogue import (
+    StackFile,
+    resolve,
+)
 
 PROG = "stackrace tune"
 # the coarse pass of a 4 × 6 space is ~3 minutes on a busy 2-core box (a threads=1
@@ -82,7 +84,6 @@ PROG = "stackrace tune"
 # neighbours and the rounds: 5 minutes give the answer its rounds
 DEFAULT_BUDGET_S = 300.0
 DEFAULT_PRECISION = 0.10  # a configuration's search bisects to 10 %: the rounds decide
-MAX_DEPLOY_LINES = 3  # a tie's deploy lines shown
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -94,7 +95,7 @@ def register(p: argparse.ArgumentParser) -> None:
     servers = p.add_argument_group("a server you started: the capacity search alone")
     add_url_arguments(servers)
     servers.add_argument("--allow-remote", action="store_true", help=argparse.SUPPRESS)
-    from stackrace import userapp
+    from stackrace.stacks import userapp
 
     userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
     add_search_arguments(p.add_argument_group("the search"))
@@ -118,110 +119,9 @@ def _fail(message: str) -> int:
     return 2
 
 
-def axes(
-    stack: Stack, cores: int, workers: str | None, threads: str | None
-) -> dict[str, list[str]]:
-    """The values each tunable is swept over, bounded by the machine."""
-    ceil = tunable_ceilings()
-    out: dict[str, list[str]] = {}
-    for t in tunables(stack.spec):
-        if t.key == "workers":
-            values = _ints(workers) if workers else _spread(1, min(2 * cores + 1, ceil.workers))
-            out["workers"] = [str(v) for v in values if v <= ceil.workers]
-        elif t.key == "threads":
-            top = min(32, ceil.threads)
-            values = _ints(threads) if threads else [2**k for k in range(6) if 2**k <= top]
-            out["threads"] = [str(v) for v in values if v <= ceil.threads]
-        elif t.choices:
-            out[t.key] = list(t.choices)
-    return {k: v for k, v in out.items() if v}
-
-
-def _ints(text: str) -> list[int]:
-    try:
-        values = sorted({int(v) for v in text.split(",") if v.strip()})
-    except ValueError:
-        raise ValueError(f"must be whole numbers like 1,2,4, got {text!r}") from None
-    if not values or values[0] < 1:
-        raise ValueError(f"must be whole numbers of at least 1, got {text!r}")
-    return values
-
-
-def _spread(lo: int, hi: int) -> list[int]:
-    """lo … hi: every value up to 3, then about ×1.6 apart, and hi itself."""
-    out, v = [], lo
-    while v < hi:
-        out.append(v)
-        v = v + 1 if v < 3 else math.ceil(v * 1.6)
-    return [*out, hi]
-
-
-def stack_to_tune(name: str | None, stacks: StackFile) -> tuple[str | None, str]:
-    """The stack a tune sweeps, and a note when it is not the name as given: with
-    --app, `gunicorn-gthread` means `gunicorn-gthread[app]` (your app on it), and no
-    name means the first of the common servers of the app's kind that runs here."""
-    from stackrace.userapp import APP_TAG, app_stack_name, default_app_stacks
-
-    if getattr(stacks, "app", None) is None:
-        return name, ""
-    if name is None:
-        chosen, _ = default_app_stacks(stacks)
-        if not chosen:
-            return None, "no server here runs your app (stackrace install --into …)"
-        return chosen[0], f"no stack named: tuning {chosen[0]} (name one to choose)"
-    base, sep, variant = name.partition(":")
-    if APP_TAG not in base and app_stack_name(base) in stacks:
-        return app_stack_name(base) + sep + variant, ""
-    return name, ""
-
-
 def _progress(line: str) -> None:
     with contextlib.suppress(OSError):  # the terminal may be gone: the files hold it
         print(line, file=sys.stderr, flush=True)
-
-
-def _servers(args: argparse.Namespace, stacks: StackFile) -> list[str] | str:
-    """The servers to tune (base names, as the stacks file has them), or why not."""
-    from stackrace.userapp import default_app_stacks
-
-    names = list(args.stack)
-    if not names and getattr(stacks, "app", None) is not None:
-        chosen, _ = default_app_stacks(stacks)
-        if not chosen:
-            return "no server here runs your app (stackrace install --into …)"
-        return chosen
-    out = []
-    for name in names:
-        base, note = stack_to_tune(name, stacks)
-        if base is None:
-            return note
-        if base.partition(":")[0] not in stacks:
-            return f"no stack {base!r} (`stackrace stacks` lists them)"
-        if base in out:
-            return f"{base} named twice"
-        out.append(base)
-    return out
-
-
-def _space(args: argparse.Namespace, servers: list[str], stacks: StackFile) -> Space | str:
-    cores = len(os.sched_getaffinity(0))
-    space: dict[str, dict[str, list[str]]] = {}
-    for name in servers:
-        try:
-            spec = resolve(name, stacks)
-            grid = axes(spec, cores, args.tune_workers, args.tune_threads)
-        except (ConfigError, ValueError) as exc:
-            return str(exc)
-        # a variant named (`gunicorn-gthread:workers=2`) fixes that tunable
-        base, _, fixed = name.partition(":")
-        for pair in fixed.split(","):
-            key, _, value = pair.partition("=")
-            if key in grid:
-                grid[key] = [value]
-        if base in space:
-            return f"{base} named twice (name it once; --workers and --threads set its values)"
-        space[base] = grid
-    return Space(space)
 
 
 def _resumed(args: argparse.Namespace) -> tuple[JournalStart, list[Entry]] | None:
@@ -301,11 +201,11 @@ def run(args: argparse.Namespace) -> int:
         stacks = load(args, None, PROG)
         if stacks is None:
             return 2
-        found = _servers(args, stacks)
+        found = servers_to_tune(args, stacks)
         if isinstance(found, str):
             return _fail(found)
         servers = found
-        made = _space(args, servers, stacks)
+        made = space_of(args, servers, stacks)
         if isinstance(made, str):
             return _fail(made)
         space = made
@@ -379,8 +279,8 @@ def _tune(
     resumed: tuple[JournalStart, list[Entry]] | None,
     progress: Callable[[str], None],
 ) -> int:
-    from stackrace.race.bench import BenchPlan
-    from stackrace.race.journal import Journal
+    from stackrace.race.bench.protocol import BenchPlan
+    from stackrace.race.core.journal import Journal
 
     assert isinstance(plan, BenchPlan)
     origin = provenance(plan.stacks, stacks, rerun_of=args.from_run)
@@ -471,7 +371,7 @@ def _tune(
     progress(f"tune took {_took(state):.0f}s of a {budget:.0f}s budget")
     result = tune_result(job, state, interrupted, shared)
     result = msgspec.structs.replace(result, provenance=origin)
-    _deploy(args, result, stacks)
+    tunereport.add_deploy(result, stacks)
     result.journal = str(journal.path) if interrupted else ""
     problems = _write(args, result)
     kept = runguard.finish_journal(journal, interrupted, keep=bool(problems))
@@ -491,52 +391,6 @@ def _took(state: TuneState) -> float:
     import time
 
     return time.monotonic() - state.started
-
-
-def _deploy(args: argparse.Namespace, result: BenchRun, stacks: StackFile) -> None:
-    """The deploy line of the winner (or of each configuration tied)."""
-    t = result.tune
-    if t is None:
-        return
-    names = [t.winner] if t.winner else t.tied[:MAX_DEPLOY_LINES]
-    app = getattr(stacks, "app", None)
-    versions = {st.name: st.version for st in result.stacks}
-    lines = []
-    for name in names:
-        if (
-            name is None
-            or name not in versions
-            or ("[app]" not in name and not _is_stack(name, stacks))
-        ):
-            continue
-        stack: Stack = resolve(name, stacks)
-        base = stacks.get(name.partition(":")[0].replace("[app]", ""))
-        requires = list(base.app.pip) if "[app]" in name and base and base.app else None
-        prod = production_command(
-            stack, requires, versions.get(name, ""), app.target if app and "[app]" in name else None
-        )
-        lines.append((name, prod))
-    if not lines:
-        return
-    if t.winner:
-        name, prod = lines[0]
-        if prod.command:
-            t.deploy = prod.command
-            t.deploy_note = "; ".join(x for x in (prod.app, prod.requires, prod.note) if x)
-        else:
-            t.deploy_note = f"no production command line: {prod.note}"
-        return
-    shown = [f"{name}: {prod.command or prod.note}" for name, prod in lines]
-    t.deploy_note = (
-        "tied within noise: any of these will do on this machine: "
-        + " | ".join(shown)
-        + "; "
-        + "; ".join(x for x in (lines[0][1].app, lines[0][1].requires) if x)
-    )
-
-
-def _is_stack(name: str, stacks: StackFile) -> bool:
-    return name.partition(":")[0] in stacks
 
 
 def _write(args: argparse.Namespace, result: BenchRun) -> list[str]:

@@ -39,6 +39,7 @@ from typing import Literal
 import msgspec
 import pymysql
 
+from stackrace.base.ports import free_port, pid_listening_on, port_in_use
 from stackrace.db import admin, provision, server_user
 from stackrace.db import seed as seeding
 from stackrace.db.errors import DbError
@@ -51,7 +52,6 @@ from stackrace.db.proc import (
 )
 from stackrace.db.server_user import ServerUser
 from stackrace.db.settings import DbSettings
-from stackrace.ports import free_port, pid_listening_on, port_in_use
 from stackrace.supervise.procs import die_with_parent
 from stackrace.supervise.watchdog import Watchdog
 

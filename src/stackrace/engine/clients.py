@@ -39,6 +39,8 @@ from typing import Any
 
 import msgspec
 
+from stackrace.base.errors import StackraceError
+
 
 class ClientProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How a slow client sends and reads (see the module docstring)."""
@@ -69,7 +71,7 @@ _MAX_UPLOAD = 60.0
 _MAX_PIECES = 64
 
 
-class ProfileError(ValueError):
+class ProfileError(StackraceError, ValueError):
     """A --clients value that is not a profile; the message says what is expected."""
 
 

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from stackrace.base.errors import StackraceError
+
 _BODYLESS_OK = frozenset({"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"})
 SCHEMES = {"http": 80, "https": 443}
 
@@ -35,7 +37,7 @@ _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9])?")
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 
 
-class RequestError(ValueError):
+class RequestError(StackraceError, ValueError):
     """A URL or request shape the engine cannot send."""
 
 
@@ -91,11 +93,26 @@ def parse_url(url: str) -> ParsedUrl:
     )
 
 
+# methods whose answers the engine cannot count as a request's answer: HEAD's carries a
+# Content-Length with no body after it, CONNECT's 2xx starts a tunnel
+_UNANSWERABLE = {
+    "HEAD": "HEAD is not supported (its answers have no body to read)",
+    "CONNECT": "CONNECT is not supported (its answer starts a tunnel, not a response)",
+}
+
+
 def check_method(method: str) -> str:
-    """The method, upper-cased, if it is an RFC 9110 token; RequestError otherwise."""
-    if not _TOKEN.fullmatch(method):
-        raise RequestError(f"bad method {method!r}: a method is a token (letters, digits, -)")
-    return method.upper()
+    """The method, upper-cased, if it is an RFC 9110 token of at most 20 characters that
+    the engine can measure; RequestError otherwise. The one rule for every method a user
+    gives (-m, a scenario file, the engine's own requests)."""
+    if not _TOKEN.fullmatch(method) or len(method) > 20:
+        raise RequestError(
+            f"bad method {method[:30]!r}: a method is a token of at most 20 letters, digits or -"
+        )
+    upper = method.upper()
+    if upper in _UNANSWERABLE:
+        raise RequestError(_UNANSWERABLE[upper])
+    return upper
 
 
 def check_header(name: str, value: str) -> None:

@@ -29,9 +29,10 @@ import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from stackrace.base.errors import StackraceError
+from stackrace.base.netguard import RemoteTargetError, is_loopback
 from stackrace.metrics.figures import CONTENT_TYPE, RaceFigures
 from stackrace.metrics.flags import DEFAULT_HOST
-from stackrace.netguard import RemoteTargetError, is_loopback
 from stackrace.stacks.sampler import ResourceSample
 
 _POLL = 0.05  # seconds: how often the feed looks for a new engine, or polls `latest`
@@ -39,7 +40,7 @@ _READ_TIMEOUT = 5.0  # a client that sends no request head within this is droppe
 T = TypeVar("T")
 
 
-class MetricsError(ValueError):
+class MetricsError(StackraceError, ValueError):
     """--metrics cannot be served as asked; the message says why."""
 
 
@@ -102,7 +103,7 @@ class MetricsExporter:
         self._resources_of = resources_of
 
     def follow_core(self, core: Any) -> None:
-        """Follow a race core (stackrace.race.core.RaceCore: its engine, and the latest
+        """Follow a race core (stackrace.race.core.core.RaceCore: its engine, and the latest
         resource sample of each member)."""
         self.follow(
             lambda: core.engine,

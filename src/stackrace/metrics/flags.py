@@ -1,7 +1,7 @@
 """`--metrics [HOST:]PORT` and `--metrics-remote`, for `load`, `bench` and the app.
 
 Apart from the exporter so that adding the options costs nothing: the app's arguments
-are added on every start of `stackrace` (tui/args.py), the exporter only when asked for.
+are added on every start of `stackrace` (commands/app_args.py), the exporter only when asked for.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ from typing import Any
 
 import msgspec
 
-from stackrace.config import StackDef
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race_settings import RaceSettings, check_values
+from stackrace.settings.race_settings import RaceSettings, check_values
+from stackrace.stacks.catalogue import StackDef
 
 # Repeats of one level further apart than this (relative to their median) make the
 # level's figure a range, not a point: a ranking within it can flip on the next run.
@@ -86,7 +86,7 @@ class Memory(msgspec.Struct, forbid_unknown_fields=True):
 
 class LittleLaw(msgspec.Struct, forbid_unknown_fields=True):
     """Closed loop: C connections, L requests in flight on average (measured), and λW =
-    req/s × mean latency, what the answers explain (race/accounting.py)."""
+    req/s × mean latency, what the answers explain (rules/accounting.py)."""
 
     connections: int
     in_flight: float
@@ -121,7 +121,7 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     cpu_wait_percent: float = 0.0  # runnable but waiting for a core (starved of CPU)
     engine_share: float = 0.0  # the engine's lag as a share of the mean latency
     engine_limited: bool = False
-    engine_limit: str = ""  # why and by how much (race/accounting.py)
+    engine_limit: str = ""  # why and by how much (rules/accounting.py)
     little: LittleLaw | None = None  # None in rate mode or with too little to judge
     # the database failed during the level (down, restarted, or the table it reads gone:
     # stackrace.db.watch): the figures are the database's, not the stack's, and not judged
@@ -201,8 +201,8 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
 
     @property
     def failure_rate(self) -> float:
-        """Failed (or stale: waiting longer than the level) among attempts (breaking.py)."""
-        from stackrace.breaking import step_result
+        """Failed (or stale: waiting longer than the level) among attempts (rules/breaking.py)."""
+        from stackrace.rules.breaking import step_result
 
         return step_result(self.level, self.window).failure_ratio
 
@@ -210,7 +210,7 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     def error_rate(self) -> float:
         """Failed among the requests that ended (answered or failed): the share that
         matches the failure count; stale waiting clients are reported apart."""
-        from stackrace.breaking import attempts, step_result
+        from stackrace.rules.breaking import attempts, step_result
 
         ended = attempts(self.window)
         return step_result(self.level, self.window).errors / ended if ended else 0.0
@@ -231,7 +231,7 @@ class PathResult(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class ProbeNoise(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """How busy the machine was during one probe (race/noise.py): the CPU other
+    """How busy the machine was during one probe (race/core/noise.py): the CPU other
     processes took on the cores stackrace runs on (in cores), and how long the engine's
     processes were runnable but waiting for a core (% of their time). The stack's own
     wait is its level's `cpu_wait_percent`."""
@@ -241,7 +241,7 @@ class ProbeNoise(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
 
 
 class CapacityProbe(msgspec.Struct, forbid_unknown_fields=True):
-    """One probe of a capacity search (race/capacity.py): the load asked, whether it met
+    """One probe of a capacity search (race/core/capacity_search.py): the load asked, whether it met
     the SLO and why not, whether it had the answers its percentile needs, and the level
     it measured, in full (the evidence)."""
 
@@ -282,7 +282,7 @@ class CapacityResult(msgspec.Struct, forbid_unknown_fields=True):
     rss: int = 0  # memory at the capacity (bytes, the stack's tree after the probe)
     cpu_us_per_request: float | None = None  # CPU time per answer at the capacity
     probes: list[CapacityProbe] = msgspec.field(default_factory=list)
-    # [lowest miss, highest pass] when it both met and missed there (race/capacity.py:
+    # [lowest miss, highest pass] when it both met and missed there (race/core/capacity_search.py:
     # an unstable boundary; `load` is then the highest pass below every miss)
     unstable: list[float] | None = None
     thin: bool = False  # the passes at `load` had fewer answers than the percentile needs
@@ -300,8 +300,8 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     family: str
     version: str  # the server's version as installed
     levels: list[Level]
-    breaking_point: int | None = None  # level of the first verdict (see breaking.py)
-    breaking_kind: str = ""  # failing, starving, queueing or saturated (breaking.py)
+    breaking_point: int | None = None  # level of the first verdict (see rules/breaking.py)
+    breaking_kind: str = ""  # failing, starving, queueing or saturated (rules/breaking.py)
     breaking_reason: str = ""
     error: str | None = None  # why the stack could not be measured (start-up failure…)
     cpus: list[int] | None = None  # the cores it was pinned to
@@ -319,7 +319,7 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
 CLAIM_KINDS = (
     "ratio",  # stacks [a, b]: req/s of a / req/s of b at `level`, within the bounds
     "ranking",  # stacks best first by req/s at `level` (pairs within `tolerance` count as tied)
-    "breaking_point",  # stacks [x]: its breaking point (stackrace.breaking) within the bounds
+    "breaking_point",  # stacks [x]: its breaking point (stackrace.rules.breaking) within the bounds
     "failures_from",  # stacks [x]: the lowest level failing more than `threshold`, in bounds
     "no_failures",  # stacks [x, …]: failure rate at most `at_most` (0) at `level` (or every level)
     "untestable",  # cannot be tested here at all: `why` says why
@@ -363,11 +363,11 @@ class Then(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class Noise(msgspec.Struct, forbid_unknown_fields=True):
-    """How noisy the machine was, measured and stated (race/noise.py): other processes'
+    """How noisy the machine was, measured and stated (race/core/noise.py): other processes'
     CPU before the first stack started and during the probes, the stacks' and the
     engine's wait for a core, the A/A noise (the same configuration at the same load
     measured again: the pooled spread of its req/s, rules/confidence.py), and other
-    stackrace runs on the same cores (race/runlocks.py)."""
+    stackrace runs on the same cores (race/core/runlocks.py)."""
 
     cores: int = 0
     before_others_cores: float | None = None
@@ -397,7 +397,7 @@ class TunePoint(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class TuneResult(msgspec.Struct, forbid_unknown_fields=True):
-    """A tune's answer (race/tune_search.py): the winner with its confidence, or the
+    """A tune's answer (race/core/tune_search.py): the winner with its confidence, or the
     leaders tied within noise; the deploy line; every point tried and the points of the
     space not measured; the leader's place on the edges of the range; the placement it
     was measured with and what that means for a deploy."""

@@ -5,7 +5,7 @@
     verdict = slo.judge_window(window, hist)  # the app, each interval
     verdict.meets, verdict.why               # False, "p99 74.1ms ≥ 50ms"
 
-The terms are the gate's (stackrace.terms: the same parser, the same units), read the
+The terms are the gate's (stackrace.settings.terms: the same parser, the same units), read the
 other way round: a `--fail-on` term that *holds* is a failure, an SLO term that does
 *not* hold is a miss. An SLO states what must be true (`p99<50ms`), so every term is
 absolute: a relative change (`qps<-10%`) has no meaning without a baseline and is
@@ -31,12 +31,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stackrace.breaking import step_result
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import TIMEOUT, WindowStats
 from stackrace.report import thresholds
 from stackrace.report.schema import Level
-from stackrace.terms import SUMMARY_LATENCIES, Term, check_objective, compare
+from stackrace.rules.breaking import step_result
+from stackrace.settings.terms import SUMMARY_LATENCIES, Term, check_objective, compare
 
 OPTION = "--slo"
 

@@ -14,6 +14,10 @@ best lies on an edge of the range; the points not measured; the machine's noise.
 from __future__ import annotations
 
 from stackrace.report.schema import BenchRun, TunePoint, TuneResult
+from stackrace.stacks.catalogue import Stack, StackFile, resolve
+from stackrace.stacks.production import production_command
+
+MAX_DEPLOY_LINES = 3  # a tie's deploy lines shown
 
 HEADER = ["#", "configuration", "capacity under the SLO", "90 % interval", "repeats", "found in"]
 
@@ -105,3 +109,49 @@ def markdown(run: BenchRun) -> str:
             continue
         lines.append(f"- **{label}**: {text}")
     return "\n".join(lines) + "\n"
+
+
+def add_deploy(result: BenchRun, stacks: StackFile) -> None:
+    """The deploy line of the winner (or of each configuration tied)."""
+    t = result.tune
+    if t is None:
+        return
+    names = [t.winner] if t.winner else t.tied[:MAX_DEPLOY_LINES]
+    app = getattr(stacks, "app", None)
+    versions = {st.name: st.version for st in result.stacks}
+    lines = []
+    for name in names:
+        if (
+            name is None
+            or name not in versions
+            or ("[app]" not in name and not _is_stack(name, stacks))
+        ):
+            continue
+        stack: Stack = resolve(name, stacks)
+        base = stacks.get(name.partition(":")[0].replace("[app]", ""))
+        requires = list(base.app.pip) if "[app]" in name and base and base.app else None
+        prod = production_command(
+            stack, requires, versions.get(name, ""), app.target if app and "[app]" in name else None
+        )
+        lines.append((name, prod))
+    if not lines:
+        return
+    if t.winner:
+        name, prod = lines[0]
+        if prod.command:
+            t.deploy = prod.command
+            t.deploy_note = "; ".join(x for x in (prod.app, prod.requires, prod.note) if x)
+        else:
+            t.deploy_note = f"no production command line: {prod.note}"
+        return
+    shown = [f"{name}: {prod.command or prod.note}" for name, prod in lines]
+    t.deploy_note = (
+        "tied within noise: any of these will do on this machine: "
+        + " | ".join(shown)
+        + "; "
+        + "; ".join(x for x in (lines[0][1].app, lines[0][1].requires) if x)
+    )
+
+
+def _is_stack(name: str, stacks: StackFile) -> bool:
+    return name.partition(":")[0] in stacks

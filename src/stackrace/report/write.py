@@ -1,7 +1,7 @@
 """Printing a run and writing its files (JSON, CSV, Markdown, SVG chart); checking
 output paths before a run and reading run files with errors that name the file.
 
-Files are written whole or not at all (stackrace.atomicfile); a file that cannot be
+Files are written whole or not at all (stackrace.base.atomicfile); a file that cannot be
 written is one line naming it and the cause, never a traceback, and the commands print
 the run's figures whatever happens to its files."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import msgspec
 
-from stackrace import inputfile
-from stackrace.atomicfile import write_atomic
+from stackrace.base import inputfile
+from stackrace.base.atomicfile import write_atomic
 from stackrace.report import chart, tables, thennow
 from stackrace.report.schema import BenchRun, dumps, loads
 
@@ -86,7 +86,7 @@ def run_outputs(
 
 
 def write_files(outputs: Iterable[Output]) -> list[str]:
-    """Write every file given, each whole or not at all (stackrace.atomicfile); one
+    """Write every file given, each whole or not at all (stackrace.base.atomicfile); one
     line per file that could not be written, naming the option, the file and the cause.
 
     One failure does not stop the others: on a disk with room for a small CSV but not

@@ -55,12 +55,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackrace import paths, statuses
-from stackrace.config import HOST, ConfigError, Stack, placeholders, render
-from stackrace.ports import free_port, port_in_use
-from stackrace.slug import short as short_name
-from stackrace.slug import slug
+from stackrace.base import paths
+from stackrace.base.errors import StackraceError
+from stackrace.base.ports import free_port, port_in_use
+from stackrace.base.slug import short as short_name
+from stackrace.base.slug import slug
+from stackrace.settings import statuses
 from stackrace.stacks import certificate, cgroup, probe
+from stackrace.stacks.catalogue import HOST, ConfigError, Stack, placeholders, render
 from stackrace.supervise import hurry, rundirs
 from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
 from stackrace.supervise.watchdog import Watchdog
@@ -92,7 +94,7 @@ def _program(p: subprocess.Popen[bytes]) -> str:
     return str(args[0] if isinstance(args, list | tuple) else args)
 
 
-class LaunchError(RuntimeError):
+class LaunchError(StackraceError, RuntimeError):
     """A stack could not be started; `log_tail` holds the end of its output."""
 
     def __init__(self, message: str, log_tail: str = "") -> None:
@@ -107,7 +109,7 @@ class LaunchError(RuntimeError):
 
 
 def runs_dir() -> Path:
-    """$STACKRACE_RUNS_DIR, else runs/ in the cache directory (stackrace.paths:
+    """$STACKRACE_RUNS_DIR, else runs/ in the cache directory (stackrace.base.paths:
     ~/.cache/stackrace/runs)."""
     if os.environ.get("STACKRACE_RUNS_DIR"):
         return Path(os.environ["STACKRACE_RUNS_DIR"])
@@ -181,7 +183,6 @@ class RunningStack:
     exit_code: int | None = None
     error: str | None = None
     started_at: float = 0.0
-    ready_at: float | None = None
     memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
     cgroup_dir: Path | None = None
     reaped: bool = False  # stopped and waited for: its pids may belong to others now
@@ -335,7 +336,7 @@ class Launcher:
     def _make_run_dir(self, stack: Stack) -> Path:
         """A fresh private directory for the stack's configs, sockets, pid files and log.
 
-        Its name is a slug of the stack's name (stackrace.slug): a variant's value is
+        Its name is a slug of the stack's name (stackrace.base.slug): a variant's value is
         user text (`x/../../victim` included) and never becomes a path component. It is
         created exclusively, never reused and never emptied: a stack started again in
         this launcher gets `NAME.2`, so nothing that was there is removed.
@@ -526,7 +527,6 @@ class Launcher:
             statuses.parse(spec.health_status),
             tls=spec.tls,
         )
-        rs.ready_at = time.monotonic()
         self._set_state(rs, READY)
 
     async def _wait_http(

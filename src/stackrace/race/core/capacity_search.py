@@ -1,0 +1,381 @@
+"""Capacity under an SLO: the highest load a stack serves while it meets its target.
+
+    search = CapacitySearch(Bounds(start=1, ceiling=4096, integer=True))
+    while (load := search.next_load()) is not None:
+        search.record(measure(load))          # a Probe: did this load meet the SLO?
+    print(search.result().sentence("p99 < 50 ms", "c"))
+
+A state machine, not a loop that measures: the front end (bench, tune, the app's `k`)
+owns the engine, the clock and the stacks, and asks the search what to measure next.
+The same search then runs on a real race, on the synthetic engine, or on a formula in a
+unit test, and a search can be interleaved with other stacks' searches (the app
+searches every stack at once, each pane following its own probes).
+
+How it searches (k6's breakpoint test, stopped by a rule instead of by hand):
+1. **Bracket**: measure `start`, then double the load until a probe misses the SLO
+   (or the ceiling is met). When `start` itself misses, halve it down to `floor` (1):
+   a front end may start where the user's first level is, and a miss there proves
+   nothing about lower loads. A miss at the floor is the answer too: the SLO cannot be
+   met at any load (the latency floor is above the target), and the result says so
+   with the figure that proves it, once the floor has missed twice.
+2. **Bisect** between the highest load that met the SLO and the lowest that missed, at
+   the geometric middle (loads span orders of magnitude; for whole numbers the middle is
+   rounded and the search stops when the two are neighbours), until the gap is within
+   `precision` of the lower one.
+3. **Confirm** the answer: the highest passing load is measured `confirm` more times.
+   Latency percentiles on a shared, noisy machine move from run to run; if a repeat
+   misses, that load was passing by luck, the search takes the next passing load below
+   and bisects again. The repeats' spread of req/s is the stated margin (± %).
+4. **Re-check the break**: the lowest miss is measured once more. One stall of a shared
+   core (another process, the engine's own) turns a single probe's p99 into a miss, and
+   a miss is never measured again otherwise: one bad second in the bracket would cap
+   the answer for good. If the repeat meets, the miss was the machine's: that load is
+   the new pass and the search goes on above it (bracket or bisect). Once per search,
+   so the answer cannot swing back and forth; the break it ends on was seen missing.
+
+A budget bounds it: a number of probes and a time (the front end reports each probe's
+seconds); when it is spent the result says so and names the bracket it got to.
+
+**An unstable boundary is an answer too.** The re-check forgives one miss below a pass
+(a stall of a shared core). Two or more such misses are not a stall: the server both
+meets and misses at the same loads (a server whose speed changes from second to second,
+a machine whose other work comes and goes). The search then ends on `UNSTABLE`: the
+answer is the highest load met below every miss (what holds for sure), and the range
+from the lowest miss to the highest pass is stated as unstable, never as "precision
+reached".
+
+What a probe must carry to mean something is the front end's business (`needed_answers`
+tells it how many answers a percentile needs: ten beyond the percentile's tail, so that
+p99 rests on at least 1,000 answers), and each probe records whether it had them. A
+pass on fewer answers (`enough` false: the front end ran the probe as long as it could)
+still moves the search up, since a higher load brings more answers, but an answer that
+rests only on such passes says so (`Capacity.thin`).
+
+The search is deterministic: the same probes recorded in the same order lead it through
+the same states, so a search is resumed by recording the probes of a journal again
+(race/core/journal.py) and goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from stackrace.report.schema import CAPACITY_INTERRUPTED
+
+# why a search ended
+PRECISE = "precision reached"
+CEILING = "met the SLO up to the ceiling"
+CANNOT = "cannot meet the SLO at any load"
+BUDGET = "budget spent"
+PROBES = "probe limit reached"
+UNSTABLE = "unstable boundary"
+INTERRUPTED = CAPACITY_INTERRUPTED  # the search did not end: what it saw, never a capacity
+UNSTABLE_MISSES = 2  # misses at or below a pass: one is a stall (re-checked), two are not
+
+
+def needed_answers(quantile: float | None, tail: int = 10) -> int:
+    """How many answers a probe needs before a percentile means something: `tail`
+    answers beyond it (p99: 1,000; p99.9: 10,000; p50: 20). None (a mean or a failure
+    share): 100."""
+    if quantile is None or not 0 < quantile < 1:
+        return 100
+    return max(20, math.ceil(tail / (1 - quantile)))
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Where the search may go: loads from `start` to `ceiling`, whole numbers for a
+    concurrency (closed loop) or any value for a rate (open loop)."""
+
+    start: float = 1.0
+    ceiling: float = 4096.0
+    integer: bool = True
+    precision: float = 0.05  # the gap between a pass and a miss, relative to the pass
+    confirm: int = 2  # extra measurements of the answer
+    max_probes: int = 40
+    budget_s: float | None = None
+    floor: float = 1.0  # the lowest load a search goes down to when `start` misses
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One measurement: the load asked, whether it met the SLO and why not, and the
+    figures a reader needs to check it."""
+
+    load: float
+    meets: bool
+    rps: float = 0.0  # good answers per second measured
+    why: str = ""  # the SLO term missed, with its figure ("p99 74.1 ms > 50 ms")
+    figures: dict[str, float] = field(default_factory=dict)  # p99_us, failures, …
+    answers: int = 0
+    enough: bool = True  # had the answers its percentile needs
+    seconds: float = 0.0
+    phase: str = ""  # bracket, bisect, confirm (set by the search)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The answer: the highest load that met the SLO (None: none did), the lowest that
+    missed (None: none did, up to the ceiling), and the evidence."""
+
+    load: float | None
+    rps: float | None
+    margin: float | None  # the confirming repeats' spread of req/s, ± share of the median
+    breaks_at: float | None
+    breaks_why: str
+    stopped: str
+    probes: list[Probe]
+    # UNSTABLE: the loads from the lowest miss to the highest pass, where it both met
+    # and missed (the answer, `load`, is the highest pass below all of them)
+    unstable: tuple[float, float] | None = None
+    thin: bool = False  # every pass at `load` had fewer answers than its percentile needs
+
+    def sentence(self, slo: str, unit: str = "c") -> str:
+        """'meets p99 < 50 ms up to c=24 (1,240 req/s ± 3 %), breaks at c=26: p99 74 ms'."""
+
+        def at(load: float) -> str:
+            return f"{unit}={load:g}" if unit == "c" else f"{load:,.0f} {unit}"
+
+        if self.stopped == INTERRUPTED:
+            seen = f"met {slo} up to {at(self.load)}" if self.load is not None else "no pass yet"
+            miss = f", missed at {at(self.breaks_at)}" if self.breaks_at is not None else ""
+            return (
+                f"interrupted after {len(self.probes)} probes ({seen}{miss}): "
+                "no capacity claimed, the search did not end"
+            )
+        if self.load is None and self.unstable is not None:
+            lo, hi = self.unstable
+            return (
+                f"meets {slo} at no load for sure: unstable from {at(lo)} to {at(hi)}, it "
+                f"both met and missed there; first miss: {self.breaks_why}"
+            )
+        if self.load is None:
+            first = self.probes[0] if self.probes else None
+            why = f": {first.why} at {at(first.load)}" if first and first.why else ""
+            return f"cannot meet {slo} at any load{why}"
+        margin = f" ± {self.margin * 100:.0f} %" if self.margin is not None else ""
+        rps = f" ({self.rps:,.0f} req/s{margin})" if self.rps is not None else ""
+        text = f"meets {slo} up to {at(self.load)}{rps}"
+        if self.thin:
+            text += " [on fewer answers than the percentile needs]"
+        if self.unstable is not None:
+            lo, hi = self.unstable
+            misses = sum(1 for p in self.probes if not p.meets and p.load <= hi)
+            return (
+                f"{text}; unstable from {at(lo)} to {at(hi)}: it both met and missed there "
+                f"({misses} misses at or below a load that met); first miss: "
+                f"{self.breaks_why}"
+            )
+        if self.breaks_at is not None:
+            text += f", breaks at {at(self.breaks_at)}: {self.breaks_why}"
+        else:
+            text += f", not broken up to the ceiling ({self.stopped})"
+        if self.stopped in (BUDGET, PROBES):
+            text += f" [{self.stopped}: the true capacity lies in that bracket]"
+        return text
+
+
+class CapacitySearch:
+    """Bracket, bisect, confirm (see the module docstring). `next_load()` says what to
+    measure (None: done); `record(probe)` takes its result."""
+
+    def __init__(self, bounds: Bounds) -> None:
+        if bounds.start <= 0 or bounds.ceiling < bounds.start:
+            raise ValueError("the search needs 0 < start <= ceiling")
+        self.b = bounds
+        self.probes: list[Probe] = []
+        self.phase = "bracket"
+        self.lo: float | None = None  # highest load known to meet the SLO
+        self.hi: float | None = None  # lowest load known to miss it
+        self._confirms: list[Probe] = []
+        self._pending: float | None = None
+        self._stopped = ""
+        self._rechecked = False  # the break was measured again (once per search)
+        self._floor_rechecked = False  # a miss at the floor was measured again
+
+    # --- what next --------------------------------------------------------------------
+
+    def _round(self, load: float) -> float:
+        if self.b.integer:
+            load = float(max(1, round(load)))
+        return min(max(load, min(self.b.floor, self.b.start)), self.b.ceiling)
+
+    def _spent(self) -> str:
+        if len(self.probes) >= self.b.max_probes:
+            return PROBES
+        if self.b.budget_s is not None and sum(p.seconds for p in self.probes) >= self.b.budget_s:
+            return BUDGET
+        return ""
+
+    def _close_enough(self) -> bool:
+        assert self.lo is not None and self.hi is not None
+        if self.b.integer and self.hi - self.lo <= 1:
+            return True
+        return (self.hi - self.lo) <= self.b.precision * self.lo
+
+    def next_load(self) -> float | None:
+        if self._stopped:
+            return None
+        if self._pending is not None:
+            return self._pending
+        if self.unstable() is not None:  # more probes would not make it stable
+            self._stopped = UNSTABLE
+            return None
+        spent = self._spent()
+        if spent:
+            self._stopped = spent
+            return None
+        load = self._decide()
+        if load is None:
+            return None
+        self._pending = load
+        return load
+
+    def _decide(self) -> float | None:
+        if self.phase == "bracket":
+            if not self.probes:
+                return self._round(self.b.start)
+            last = self.probes[-1]
+            if not last.meets:
+                if self.lo is None:
+                    # the start missed: halve down to the floor before saying the SLO
+                    # cannot be met (a start above 1 proves nothing below it); a miss at
+                    # the floor is measured once more (a stall of a shared core must not
+                    # make "cannot meet at any load" out of one probe)
+                    if last.load <= self.b.floor:
+                        if not self._floor_rechecked:
+                            self._floor_rechecked = True
+                            self.phase = "recheck"
+                            return self._round(self.b.floor)
+                        self._stopped = CANNOT
+                        return None
+                    return self._round(max(self.b.floor, last.load / 2))
+                self.phase = "bisect"
+            elif self.hi is not None:  # found a pass on the way down: bisect above it
+                self.phase = "bisect"
+            elif last.load >= self.b.ceiling:
+                self.phase = "confirm"
+            else:
+                return self._round(last.load * 2)
+        if self.phase == "bisect":
+            assert self.lo is not None and self.hi is not None
+            if self._close_enough():
+                self.phase = "confirm"
+            else:
+                mid = math.sqrt(self.lo * self.hi)
+                mid = self._round(mid)
+                if mid <= self.lo or mid >= self.hi:  # whole numbers: take the neighbour
+                    mid = self.lo + 1 if self.b.integer else (self.lo + self.hi) / 2
+                return mid
+        if self.phase == "confirm":
+            assert self.lo is not None
+            if len(self._confirms) < self.b.confirm:
+                return self.lo
+            if self.hi is not None and not self._rechecked:
+                self.phase = "recheck"
+                self._rechecked = True
+                return self.hi
+            self._stopped = CEILING if self.hi is None else PRECISE
+            return None
+        return None
+
+    # --- results ----------------------------------------------------------------------
+
+    def record(self, probe: Probe) -> None:
+        if self._pending is None or abs(probe.load - self._pending) > 1e-9 * max(1, probe.load):
+            raise ValueError(f"recorded load {probe.load:g}, asked {self._pending}")
+        self._pending = None
+        probe = Probe(**{**probe.__dict__, "phase": self.phase})
+        self.probes.append(probe)
+        if self.phase == "recheck" and self.lo is None:  # the floor, measured again
+            self.phase = "bracket"
+            if probe.meets:  # the first miss there was the machine's: go on above
+                self.lo = probe.load
+                above = [p.load for p in self.probes if not p.meets and p.load > probe.load]
+                self.hi = min(above) if above else None
+                if self.hi is not None:
+                    self.phase = "bisect"
+            return
+        if self.phase == "recheck":
+            if not probe.meets:  # the break repeated: it stands
+                self._stopped = PRECISE
+                return
+            # the miss was the machine's: go on above this load
+            self.lo = probe.load
+            self._confirms = []
+            above = [p.load for p in self.probes if not p.meets and p.load > probe.load]
+            self.hi = min(above) if above else None
+            self.phase = "bracket" if self.hi is None else "bisect"
+            return
+        if self.phase == "confirm":
+            if probe.meets:
+                self._confirms.append(probe)
+                return
+            # that load passed by luck: it is a miss, and the search goes below it
+            self.hi = probe.load
+            self._confirms = []
+            below = [p.load for p in self.probes if p.meets and p.load < probe.load]
+            self.lo = max(below) if below else None
+            if self.lo is None:
+                # nothing lower was measured: go down as a start that misses does (a
+                # miss here proves nothing below it), down to the floor
+                self.phase = "bracket"
+                return
+            self.phase = "bisect"
+            return
+        if probe.meets:
+            self.lo = probe.load if self.lo is None else max(self.lo, probe.load)
+        else:
+            self.hi = probe.load if self.hi is None else min(self.hi, probe.load)
+
+    @property
+    def done(self) -> bool:
+        return bool(self._stopped)
+
+    def unstable(self) -> tuple[float, float] | None:
+        """The loads where the verdicts contradict each other (a miss at or below a
+        pass), when there are at least `UNSTABLE_MISSES` such misses."""
+        passes = [p.load for p in self.probes if p.meets]
+        if not passes:
+            return None
+        top = max(passes)
+        against = [p.load for p in self.probes if not p.meets and p.load <= top]
+        if len(against) < UNSTABLE_MISSES:
+            return None
+        return min(against), top
+
+    def result(self) -> Capacity:
+        stopped = self._stopped or (self._spent() or "")
+        lo, hi = self.lo, self.hi
+        unstable = self.unstable()
+        if unstable is not None:
+            # what holds for sure: the highest pass below every miss
+            lowest_miss = min(p.load for p in self.probes if not p.meets)
+            below = [p.load for p in self.probes if p.meets and p.load < lowest_miss]
+            lo, hi = (max(below) if below else None), lowest_miss
+            if stopped in ("", PRECISE):
+                stopped = UNSTABLE
+        at_lo = [p for p in self.probes if lo is not None and p.load == lo and p.meets]
+        rps = [p.rps for p in at_lo]
+        margin = None
+        if len(rps) >= 2:
+            median = sorted(rps)[len(rps) // 2]
+            margin = (max(rps) - min(rps)) / 2 / median if median > 0 else None
+        miss = next(
+            (p for p in reversed(self.probes) if hi is not None and p.load == hi and not p.meets),
+            None,
+        )
+        if unstable is not None:
+            miss = next((p for p in self.probes if p.load == hi and not p.meets), None)
+        return Capacity(
+            load=lo,
+            rps=(sorted(rps)[len(rps) // 2] if rps else None),
+            margin=margin,
+            breaks_at=hi,
+            breaks_why=miss.why if miss else "",
+            stopped=stopped,
+            probes=list(self.probes),
+            unstable=unstable,
+            thin=bool(at_lo) and not any(p.enough for p in at_lo),
+        )
