@@ -51,7 +51,7 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def search(stacks: Path, tmp_path: Path, *args: str) -> tuple[dict, str]:
+def search(stacks: Path, tmp_path: Path, *args: str, stack: str = "fixed") -> tuple[dict, str]:
     """One capacity search, its engine and server at niceness -10, so that the other
     test lane on the same two cores takes less of their time: the probes judge a p99
     against a 50 ms service time, and a failed run on 2026-11-27 read p99 90 ms at c=16
@@ -59,10 +59,11 @@ def search(stacks: Path, tmp_path: Path, *args: str) -> tuple[dict, str]:
     c=15. It made stalls rarer, not impossible (one rerun was still needed since)."""
     out = tmp_path / "run.json"
     r = run_cli(
-        "--stacks-file", str(stacks), "bench", "--stacks", "fixed", "--capacity",
+        "--stacks-file", str(stacks), "bench", "--stacks", stack, "--capacity",
         *FAST, *args, "--json", str(out), timeout=180, nice=-10,
     )  # fmt: skip
     assert "Traceback" not in r.stderr, r.stderr
+    assert out.exists(), r.stdout + r.stderr
     return json.loads(out.read_text())["stacks"][0]["capacity"], r.stdout + r.stderr
 
 
@@ -147,7 +148,7 @@ def test_a_flapping_server_is_reported_unstable_with_its_range(tmp_path: Path) -
     end on "unstable boundary" and state the range, never "precision reached"."""
     stacks = tmp_path / "stacks.toml"
     stacks.write_text(FLAPPING)
-    cap, said = search(stacks, tmp_path, "--slo", "p99<50ms", "--concurrency", "8")
+    cap, said = search(stacks, tmp_path, "--slo", "p99<50ms", "--concurrency", "8", stack="flap")
     assert cap["stopped"] == "unstable boundary", said
     lo, hi = cap["unstable"]
     assert 20 < lo <= hi <= 80, said

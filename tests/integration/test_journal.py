@@ -130,7 +130,8 @@ def test_ctrl_c_in_a_tune_exits_130_marked_interrupted_without_a_winner(tmp_path
         "--workers", "4,16", "--concurrency", "4", "--duration", "1s", "--budget", "2m",
         "--json", str(out), "--markdown", str(md),
     )  # fmt: skip
-    wait_for_line(proc, "fixed:workers=16: starting", timeout=120)
+    # the middle of the space first (workers=16), then workers=4: one of two measured
+    wait_for_line(proc, "fixed:workers=4: starting", timeout=120)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stdout + stderr
@@ -150,7 +151,8 @@ def test_a_killed_tune_resumes_to_the_answer_of_an_uninterrupted_one(tmp_path: P
     """fixed:workers=4 holds p99 < 50 ms up to c=8 and workers=16 up to c=32 (20 ms each,
     exact): the uninterrupted tune names workers=16, and so does a tune killed in the
     middle of its second configuration and resumed from its journal, with the first
-    one's probes taken from the journal, not measured again."""
+    one's search taken from the journal, not measured again (the tune measures the
+    middle of its space first: workers=16, then workers=4)."""
     stacks = tmp_path / "stacks.toml"
     stacks.write_text(STACKS)
     args = [
@@ -164,8 +166,8 @@ def test_a_killed_tune_resumes_to_the_answer_of_an_uninterrupted_one(tmp_path: P
 
     cut = tmp_path / "cut.json"
     proc = start(*args, "--json", str(cut))
-    wait_for_line(proc, "fixed:workers=16: starting", timeout=120)
-    wait_for_line(proc, "fixed:workers=16 ")  # a probe of it measured
+    wait_for_line(proc, "fixed:workers=4: starting", timeout=120)  # (the middle first)
+    wait_for_line(proc, "fixed:workers=4 ")  # a probe of it measured
     proc.kill()
     proc.wait(timeout=10)
     journal = Path(str(cut) + ".journal")
@@ -174,11 +176,13 @@ def test_a_killed_tune_resumes_to_the_answer_of_an_uninterrupted_one(tmp_path: P
 
     r = run_cli("--stacks-file", str(stacks), "tune", "--resume", str(journal), timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "fixed:workers=4: starting" not in r.stderr  # its probes came from the journal
+    assert "resuming" in r.stderr
     resumed = json.loads(cut.read_text())["tune"]
     assert resumed["winner"] == expected["winner"] == "fixed:workers=16", (resumed, expected)
     points = {p["name"] for p in resumed["points"]}
     assert points == {p["name"] for p in expected["points"]}
     probes = json.loads(cut.read_text())["stacks"]
-    first = next(st for st in probes if st["name"] == "fixed:workers=4")["capacity"]["probes"]
-    assert len(first) == len([e for e in before if e["stack"] == "fixed:workers=4"])
+    # the first configuration's search came from the journal whole, not measured again
+    first = next(st for st in probes if st["name"] == "fixed:workers=16")["capacity"]["probes"]
+    searched = [p for p in first if p["phase"] != "round"]
+    assert len(searched) == len([e for e in before if e["stack"] == "fixed:workers=16"])

@@ -681,6 +681,8 @@ def _tell(
         for st in result.stacks:
             if st.capacity is not None:
                 print(f"  {st.name}: {st.capacity.sentence}")
+        if result.noise is not None and result.noise.sentence:
+            print(f"  noise: {result.noise.sentence}")
     else:
         print_run(result)
     if app_lost:
