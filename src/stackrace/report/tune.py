@@ -97,8 +97,8 @@ def markdown(run: BenchRun) -> str:
     ]
     if t.deploy:
         lines += ["Run it in production:", "", "```sh", t.deploy, "```", ""]
-        if t.deploy_note:
-            lines += [t.deploy_note, ""]
+    if t.deploy_note:
+        lines += [t.deploy_note, ""]
     rows = table(t)
     lines.append("| " + " | ".join(rows[0]) + " |")
     lines.append("|" + "---|" * len(rows[0]))

@@ -53,7 +53,9 @@ from stackrace.report.schema import CapacityProbe, Level, ProbeNoise
 from stackrace.report.slo import Slo
 from stackrace.stacks.catalogue import Stack
 
-MAX_RUNNING = 4  # configurations up at once (idle ones hold memory, not CPU)
+# configurations up at once (idle ones hold memory, not CPU; one stopped and asked for
+# again costs a start-up and a cold first probe)
+MAX_RUNNING = 8
 READY_TIMEOUT_S = 60.0
 
 

@@ -45,6 +45,8 @@ from stackrace.supervise.procs import tree_cpu_ticks
 BUSY_OTHERS_CORES = 0.2
 BUSY_WAIT_PERCENT = 5.0
 BUSY_SIGMA = 0.05
+# the servers waited for a core more than they ran: their figures are the machine's
+STARVED_WAIT_PERCENT = 50.0
 
 
 def _busy_ticks(cores: Sequence[int]) -> int:
@@ -153,6 +155,10 @@ def summarize(
         waits = []
         if swait is not None:
             waits.append(f"the stacks waited {swait:.0f} % of their time for a core")
+            if swait >= STARVED_WAIT_PERCENT:
+                waits[-1] += (
+                    " (more than they ran: the figures say more of the machine than of them)"
+                )
         if ewait is not None:
             waits.append(f"the engine {ewait:.0f} %")
         parts.append(", ".join(waits))

@@ -52,7 +52,8 @@ class TuneOutcome:
 
 
 def _fmt(e: Estimate) -> str:
-    return f"{e.median:,.0f} req/s (90 % interval {e.lo:,.0f}–{e.hi:,.0f}, {e.n} repeats)"
+    n = f"{e.n} measurement{'s' if e.n != 1 else ''}"
+    return f"{e.median:,.0f} req/s (90 % interval {e.lo:,.0f}–{e.hi:,.0f}, {n})"
 
 
 def verdict(ranking: Ranking, winner: str | None, unrefined: bool, rounds: int) -> str:
@@ -79,8 +80,9 @@ def verdict(ranking: Ranking, winner: str | None, unrefined: bool, rounds: int) 
     if ranking.tied and len(ranking.tied) > 1:
         names = ", ".join(ranking.tied)
         return (
-            f"a tie within noise: {names} (the leader {lead.name}: {_fmt(lead)}); none beats "
-            f"the others with {CONFIDENCE * 100:.0f} % confidence after {rounds} rounds"
+            f"a tie within noise: {names}; none beats the others with "
+            f"{CONFIDENCE * 100:.0f} % confidence after {rounds} rounds. The leader, "
+            f"{lead.name}: {_fmt(lead)}"
         )
     return (
         f"not decided: the leader {lead.name}, {_fmt(lead)}, was measured in {rounds} "
