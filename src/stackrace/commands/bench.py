@@ -173,10 +173,10 @@ def add_search_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--precision",
         type=precision,
-        default=0.05,
+        default=None,
         metavar="SHARE",
         help="a search stops when the gap between a pass and a miss is within this share "
-        "of the pass (default 5%%)",
+        "of the pass (default 5%%; tune: 10%%, its rounds measure the answers again)",
     )
 
 
@@ -188,7 +188,9 @@ def capacity_plan(args: argparse.Namespace, settings: RaceSettings) -> CapacityP
     if settings.requests:
         _fail("--capacity times each probe: --requests (a level of N requests) does not apply")
         return None
-    return CapacityPlan(settings.slo, budget_s=args.budget, precision=args.precision)
+    return CapacityPlan(
+        settings.slo, budget_s=args.budget, precision=args.precision or CapacityPlan.precision
+    )
 
 
 def _fail(message: str) -> None:
@@ -358,7 +360,13 @@ def _resume(args: argparse.Namespace) -> tuple[JournalStart, Resumed] | None:
         )
         return None
     changed = sorted(given(args)) + [
-        f for f, v in (("--capacity", args.capacity), ("--budget", args.budget)) if v
+        f
+        for f, v in (
+            ("--capacity", args.capacity),
+            ("--budget", args.budget),
+            ("--precision", args.precision),
+        )
+        if v
     ]
     if changed:
         _fail(

@@ -130,8 +130,9 @@ def _resumed(args: argparse.Namespace) -> tuple[JournalStart, list[Entry]] | Non
         or args.from_run
         or given(args)
         or args.budget
+        or args.precision
         or args.tune_workers
-        or (args.tune_threads)
+        or args.tune_threads
     ):
         _fail(
             "--resume continues a tune with the journal's stacks, settings and space: "
@@ -221,9 +222,7 @@ def run(args: argparse.Namespace) -> int:
     if not settings.slo:
         return _fail("give the objective to tune for: --slo 'p99<50ms'")
     budget = spec.budget_s if spec else (args.budget or DEFAULT_BUDGET_S)
-    precision = (
-        spec.precision if spec else (args.precision if _given_precision() else DEFAULT_PRECISION)
-    )
+    precision = spec.precision if spec else (args.precision or DEFAULT_PRECISION)
     plan.capacity = CapacityPlan(settings.slo, precision=precision)
     seed = spec.seed if spec else secrets.randbelow(2**31)
     rate = settings.rate
@@ -258,10 +257,6 @@ def run(args: argparse.Namespace) -> int:
                      seed, shared, resumed, progress)  # fmt: skip
     finally:
         lock.release()
-
-
-def _given_precision() -> bool:
-    return any(a == "--precision" or a.startswith("--precision=") for a in sys.argv)
 
 
 def _tune(
