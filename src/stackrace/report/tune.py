@@ -51,9 +51,11 @@ def _facts(run: BenchRun) -> list[tuple[str, str]]:
     if t.placement:
         out.append(("for this machine", t.placement))
     out += [("edge", e) for e in t.edges]
-    tried = f"{len(t.points)} configurations measured"
+    n = len(t.points)
+    tried = f"{n} configuration{'s' if n != 1 else ''} measured"
     if t.rounds:
-        tried += f", the leaders in {t.rounds} interleaved rounds (order shuffled each round)"
+        rounds = f"{t.rounds} interleaved round{'s' if t.rounds != 1 else ''}"
+        tried += f", the leaders in {rounds} (order shuffled each round)"
     if t.not_measured:
         shown = ", ".join(t.not_measured[:12]) + (" …" if len(t.not_measured) > 12 else "")
         tried += f"; not measured ({len(t.not_measured)}): {shown}"

@@ -38,10 +38,15 @@ from stackrace.report.schema import (
 from stackrace.report.slo import Slo
 
 
-def placement_sentence(placement: CorePlacement | None, cores: int) -> str:
+def placement_sentence(placement: CorePlacement | None, cores: int, urls: bool = False) -> str:
     """Where the configurations ran, and what that means for a deploy on this machine."""
     if placement is None:
         return ""
+    if urls:
+        engine = ",".join(str(c) for c in placement.engine_cpus or [])
+        return "the server you started ran where you started it (stackrace does not place it)" + (
+            f", the engine on cpu {engine} (the server may share it)" if engine else ""
+        )
     if placement.engine_cpus is None:
         return (
             f"{placement.note}: each configuration had every core of the app host, as a "
@@ -135,7 +140,7 @@ def tune_result(
         not_measured=out.not_measured,
         edges=out.edges,
         rounds=out.rounds,
-        placement=placement_sentence(state.placement, cores),
+        placement=placement_sentence(state.placement, cores, bool(job.urls)),
         stopped=(interrupted and "interrupted") or out.stopped,
     )
     probes = [p for m in state.measured.values() for p in m.probes]
