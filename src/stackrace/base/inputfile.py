@@ -14,8 +14,12 @@ into an `InputFileError` whose message starts with the path:
 
 from __future__ import annotations
 
+import math
 import os
 import stat
+from typing import BinaryIO
+
+import msgspec
 
 from stackrace.base.errors import StackraceError
 
@@ -30,8 +34,8 @@ def _size(n: int) -> str:
     return f"{n // MiB} MiB" if n >= MiB and n % MiB == 0 else f"{n:,} bytes"
 
 
-def read_bytes(path: str | os.PathLike[str], limit: int = 16 * MiB) -> bytes:
-    """The content of a regular file of at most `limit` bytes."""
+def _open_fd(path: str | os.PathLike[str], limit: int) -> int:
+    """A blocking descriptor of a regular file of at most `limit` bytes (so far)."""
     where = str(path)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; checked below
@@ -51,6 +55,24 @@ def read_bytes(path: str | os.PathLike[str], limit: int = 16 * MiB) -> bytes:
         if st.st_size > limit:
             raise InputFileError(f"{where}: larger than {_size(limit)}")
         os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular(path: str | os.PathLike[str], limit: int) -> BinaryIO:
+    """A regular file of at most `limit` bytes, open to be read in pieces (a recording
+    is read line by line: a damaged one is refused at its first bad line, not after
+    all of it is in memory). Errors as `read_bytes`'."""
+    return os.fdopen(_open_fd(path, limit), "rb")
+
+
+def read_bytes(path: str | os.PathLike[str], limit: int = 16 * MiB) -> bytes:
+    """The content of a regular file of at most `limit` bytes."""
+    where = str(path)
+    fd = _open_fd(path, limit)
+    try:
         chunks = []
         total = 0
         while True:
@@ -77,3 +99,34 @@ def read_text(path: str | os.PathLike[str], limit: int = 16 * MiB) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def bad_figure(obj: object, where: str = "") -> str:
+    """The first figure of a decoded file that no measurement gives: a negative number,
+    NaN or an infinity ('' when there is none), by its place:
+    `stacks[0].levels[2].window.rps = -100.0`. Every count, rate, time, size and share
+    a stackrace file holds is finite and at least 0, so a run file, a baseline or a
+    recording with such a figure was edited or corrupted: it is refused, never shown
+    ("-4,000 req/s" under a green tick) or compared (a baseline's -100 req/s)."""
+    if obj is None or isinstance(obj, bool | str | bytes):
+        return ""
+    if isinstance(obj, int | float):
+        return "" if math.isfinite(obj) and obj >= 0 else f"{where or 'a figure'} = {obj!r}"
+    if isinstance(obj, msgspec.Struct):
+        for name in obj.__struct_fields__:
+            found = bad_figure(getattr(obj, name), f"{where}.{name}" if where else name)
+            if found:
+                return found
+        return ""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            found = bad_figure(key, f"{where}[{key!r}]") or bad_figure(value, f"{where}[{key!r}]")
+            if found:
+                return found
+        return ""
+    if isinstance(obj, list | tuple):
+        for i, value in enumerate(obj):
+            found = bad_figure(value, f"{where}[{i}]")
+            if found:
+                return found
+    return ""

@@ -34,10 +34,11 @@ def run(args: argparse.Namespace) -> int:
         from stackrace.stacks.launcher import runs_dir
 
         writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR")
-    from stackrace.metrics.exporter import MetricsError, open_from_args
+    from stackrace.commands.metrics_args import open_metrics
+    from stackrace.metrics.exporter import MetricsError
 
     try:  # bound before anything starts: a port in use is one line, not a broken screen
-        exporter = open_from_args(args, "stackrace")
+        exporter = open_metrics(args, "stackrace")
     except MetricsError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return 2
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:
-    from stackrace.cluster.flags import wants_cluster
+    from stackrace.commands.cluster_args import wants_cluster
 
     if wants_cluster(args):  # checked before the TUI is imported
         return _run_on_cluster(args, exporter)
@@ -100,8 +101,8 @@ def _run_on_cluster(args: argparse.Namespace, exporter: MetricsExporter | None) 
     """`stackrace --cluster ADDRESS`: the same app, its stacks on the cluster's app node
     and each stack's engine processes on its load nodes (stackrace.cluster)."""
     from stackrace.cluster.errors import ClusterError
-    from stackrace.cluster.flags import connect_from_args
     from stackrace.cluster.frontends import app_parts
+    from stackrace.commands.cluster_args import connect_from_args
     from stackrace.stacks.catalogue import load_stacks
 
     cluster = connect_from_args(args, "stackrace")

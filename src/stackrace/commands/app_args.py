@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from stackrace.metrics.flags import add_metrics_arguments
+from stackrace.commands.metrics_args import add_metrics_arguments
 from stackrace.settings.options import positive_int
 
 

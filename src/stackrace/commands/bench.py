@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands import runguard
 from stackrace.commands._common import (
     default_app_stacks,
@@ -44,9 +43,9 @@ from stackrace.commands._common import (
     resolve_all,
     serves_workload,
 )
+from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.metrics_args import add_metrics_arguments, open_metrics
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
-from stackrace.metrics.exporter import open_from_args as open_metrics
-from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
 from stackrace.race.bench.run import plan_placement, run_bench
@@ -59,6 +58,7 @@ from stackrace.race.core.journal import (
     read_journal,
 )
 from stackrace.race.core.members import RaceParts
+from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.presets import load_preset
 from stackrace.race.core.urls import UrlError, add_url_arguments, check_paths, url_targets
 from stackrace.report import gate
@@ -76,7 +76,7 @@ from stackrace.report.write import (
     write_files,
     write_outputs,
 )
-from stackrace.settings.options import positive_duration, precision
+from stackrace.settings.options import positive_duration, precision, usable_cpus
 from stackrace.settings.race_settings import RaceSettings, add_options, given, with_given
 from stackrace.settings.scenario import ScenarioError
 from stackrace.settings.workloads import WORKLOADS
@@ -236,6 +236,11 @@ def build_plan(
     if not settings.stacks and not args.url:
         _fail("name the stacks (--stacks A,B), a --preset, or servers you started (--url)")
         return None
+    if not wants_cluster(args):  # (a cluster's app node is checked once it is known)
+        problem = cpus_problem(settings.cpus, usable_cpus())
+        if problem:
+            _fail(problem)
+            return None
     if settings.own_requests:
         try:
             settings.request_kinds()  # read and checked before anything starts
@@ -244,6 +249,12 @@ def build_plan(
             return None
     chosen = resolve_all([",".join(settings.stacks)], stacks) if settings.stacks else []
     if chosen is None:
+        return None
+    from stackrace.stacks.userapp import missing_servers
+
+    missing = missing_servers(settings.stacks, stacks)
+    if missing:
+        _fail(missing)
         return None
     if not settings.own_requests and not serves_workload(
         chosen, settings.workload, "stackrace bench"
@@ -537,6 +548,9 @@ def _run_locked(
             return 2
         try:
             parts = bench_parts(cluster)
+            problem = cpus_problem(plan.settings.cpus, parts.cores, engine_here=False)
+            if problem:
+                raise ClusterError(f"{problem} (the app node)")
         except ClusterError as exc:
             cluster.close()
             if metrics is not None:

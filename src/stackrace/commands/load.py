@@ -43,7 +43,8 @@ import uvloop
 
 from stackrace.base.atomicfile import write_atomic
 from stackrace.base.netguard import RemoteTargetError, require_loopback
-from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.metrics_args import add_metrics_arguments, open_metrics
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.histogram import LatencyHistogram
@@ -62,8 +63,6 @@ from stackrace.engine.model import (
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
-from stackrace.metrics.exporter import open_from_args as open_metrics
-from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.race.live.explain import starved_sentence
 from stackrace.report.failures import requests_failed
 from stackrace.report.schema import PathResult
@@ -855,8 +854,11 @@ def _summary(
         last = t.interval if t.interval.starved_share else w
         print(f"  ! starving: {starved_sentence(last, w)}, while the others were answered")
     elif w.waiting and w.oldest_wait_us >= 0.5 * w.seconds * 1e6:
+        held = accounting.connections_limit(w, spec.concurrency, spec.rate) if spec.rate else ""
         print(
-            f"  ! {w.waiting} clients were still waiting at the end, the oldest for "
+            f"  ! {held}"
+            if held
+            else f"  ! {w.waiting} clients were still waiting at the end, the oldest for "
             f"{fmt_us(w.oldest_wait_us)}: the server did not keep up with {spec.concurrency} "
             "connections (their wait is in no latency figure above)"
         )

@@ -55,10 +55,10 @@ from pathlib import Path
 
 import msgspec
 
-from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands import runguard
 from stackrace.commands._common import load
 from stackrace.commands.bench import add_search_arguments, build_plan, skeleton
+from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands.tune_space import servers_to_tune, space_of
 from stackrace.race.bench.tune_result import tune_result
 from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_tune
@@ -186,6 +186,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail("name stacks to tune, or a server you started (--url URL): not both")
     elif not (args.stack or args.url or args.app):
         return _fail("name a stack to tune, or a server you started (--url URL)")
+    elif args.url and (args.tune_workers or args.tune_threads):
+        return _fail(
+            "--workers and --threads sweep a stack's settings: a server you started (--url) "
+            "is measured as it runs (the capacity search alone)"
+        )
     progress: Callable[[str], None] = (lambda s: None) if args.no_progress else _progress
     args.isolation = "rotate"  # one configuration at a time, on cores of its own
     if args.duration is None:

@@ -15,6 +15,7 @@ from stackrace.stacks.catalogue import (
     ConfigError,
     Stack,
     StackFile,
+    check_kind,
     resolve,
     tunable_ceilings,
     tunables,
@@ -24,29 +25,57 @@ from stackrace.stacks.catalogue import (
 def axes(
     stack: Stack, cores: int, workers: str | None, threads: str | None
 ) -> dict[str, list[str]]:
-    """The values each tunable is swept over, bounded by the machine."""
+    """The values each tunable is swept over, bounded by the machine. Values given
+    (`--workers`, `--threads`) are checked, never dropped: one above the machine's
+    ceiling, or a list for a setting the stack does not have, is a ValueError."""
     ceil = tunable_ceilings()
+    keys = {t.key for t in tunables(stack.spec)}
+    for key, given in (("workers", workers), ("threads", threads)):
+        if given and key not in keys:
+            has = ", ".join(sorted(keys)) or "none"
+            raise ValueError(
+                f"--{key}: {stack.name} has no {key} setting to tune (its settings: {has})"
+            )
+        if given and key in stack.overrides:
+            raise ValueError(
+                f"--{key}: {stack.name} sets {key} already: name {stack.base} to sweep it"
+            )
     out: dict[str, list[str]] = {}
     for t in tunables(stack.spec):
-        if t.key == "workers":
-            values = _ints(workers) if workers else _spread(1, min(2 * cores + 1, ceil.workers))
-            out["workers"] = [str(v) for v in values if v <= ceil.workers]
+        if t.key in stack.overrides:
+            # a setting the variant fixes (gunicorn-gthread:threads=2) is not swept: one
+            # value, so every candidate's name keeps it
+            out[t.key] = [stack.overrides[t.key]]
+        elif t.key == "workers":
+            values = (
+                _ints(workers, "--workers")
+                if workers
+                else _spread(1, min(2 * cores + 1, ceil.workers))
+            )
+            out["workers"] = [str(v) for v in values]
         elif t.key == "threads":
             top = min(32, ceil.threads)
-            values = _ints(threads) if threads else [2**k for k in range(6) if 2**k <= top]
-            out["threads"] = [str(v) for v in values if v <= ceil.threads]
+            values = (
+                _ints(threads, "--threads") if threads else [2**k for k in range(6) if 2**k <= top]
+            )
+            out["threads"] = [str(v) for v in values]
         elif t.choices:
             out[t.key] = list(t.choices)
     return {k: v for k, v in out.items() if v}
 
 
-def _ints(text: str) -> list[int]:
+def _ints(text: str, option: str) -> list[int]:
     try:
         values = sorted({int(v) for v in text.split(",") if v.strip()})
     except ValueError:
-        raise ValueError(f"must be whole numbers like 1,2,4, got {text!r}") from None
+        raise ValueError(f"{option} must be whole numbers like 1,2,4, got {text!r}") from None
     if not values or values[0] < 1:
-        raise ValueError(f"must be whole numbers of at least 1, got {text!r}")
+        raise ValueError(f"{option} must be whole numbers of at least 1, got {text!r}")
+    key = option.removeprefix("--")
+    for v in values:
+        problem = check_kind("count", key, str(v))  # the machine's ceiling, as a variant's
+        if problem:
+            raise ValueError(f"{option} {v}: {problem.removeprefix(f'{v} ')}")
     return values
 
 
@@ -110,12 +139,7 @@ def space_of(args: argparse.Namespace, servers: list[str], stacks: StackFile) ->
             grid = axes(spec, cores, args.tune_workers, args.tune_threads)
         except (ConfigError, ValueError) as exc:
             return str(exc)
-        # a variant named (`gunicorn-gthread:workers=2`) fixes that tunable
-        base, _, fixed = name.partition(":")
-        for pair in fixed.split(","):
-            key, _, value = pair.partition("=")
-            if key in grid:
-                grid[key] = [value]
+        base = name.partition(":")[0]
         if base in space:
             return f"{base} named twice (name it once; --workers and --threads set its values)"
         space[base] = grid

@@ -126,16 +126,54 @@ def check_header(name: str, value: str) -> None:
         raise RequestError(f"bad header {name!r}: {_describe(ch)} is not allowed in its value")
 
 
+def check_framing(method: str, headers: list[tuple[str, str]], body: bytes) -> bool:
+    """Whether the request goes out chunked; RequestError when the user's framing
+    headers would not say what is sent. The body's length is framed once, by one
+    header: a user `Transfer-Encoding: chunked` makes the engine chunk the body (and
+    send no Content-Length: both at once is the request-smuggling shape); any other
+    coding is refused (the engine cannot produce it); a user `Content-Length` must be
+    the body's length (`Content-Length: 999999` on a GET with no body is refused)."""
+    te = [v for k, v in headers if k.lower() == "transfer-encoding"]
+    cl = [v for k, v in headers if k.lower() == "content-length"]
+    if te and cl:
+        raise RequestError(
+            "give Content-Length or Transfer-Encoding, not both: a server and a proxy "
+            "could read where the request ends differently (request smuggling)"
+        )
+    if te:
+        codings = [c.strip().lower() for v in te for c in v.split(",")]
+        if codings != ["chunked"]:
+            raise RequestError(
+                f"Transfer-Encoding {', '.join(te)!r}: only 'chunked' can be sent (the "
+                "engine then chunks the body)"
+            )
+        return True
+    for v in cl:
+        if not (v.strip().isascii() and v.strip().isdigit()) or int(v) != len(body):
+            raise RequestError(
+                f"Content-Length {v.strip()!r} does not match the body ({len(body):,} "
+                "bytes): leave the header out, the engine sends the right one"
+            )
+    return False
+
+
+def _chunked(body: bytes) -> bytes:
+    """The body as one chunk and the last chunk (RFC 9112 §7.1)."""
+    return (f"{len(body):x}\r\n".encode() + body + b"\r\n" if body else b"") + b"0\r\n\r\n"
+
+
 def build_request(
     url: str,
     method: str = "GET",
     headers: list[tuple[str, str]] | None = None,
     body: bytes = b"",
 ) -> bytes:
-    """The full request, built once and written as is for every request on the target."""
+    """The full request, built once and written as is for every request on the target.
+    The user's headers go out as written or are refused (`check_framing`)."""
     u = parse_url(url)
     method = check_method(method)
-    given = {k.lower() for k, _ in headers or []}
+    headers = list(headers or [])
+    given = {k.lower() for k, _ in headers}
     lines = [f"{method} {u.target} HTTP/1.1"]
     if "host" not in given:
         lines.append(f"Host: {u.host_header}")
@@ -143,10 +181,13 @@ def build_request(
         lines.append("User-Agent: stackrace")
     if "accept" not in given:
         lines.append("Accept: */*")
-    for key, value in headers or []:
+    for key, value in headers:
         check_header(key, value)
         lines.append(f"{key}: {value}")
-    if "content-length" not in given and (body or method not in _BODYLESS_OK):
+    chunked = check_framing(method, headers, body)
+    if chunked:
+        body = _chunked(body)
+    elif "content-length" not in given and (body or method not in _BODYLESS_OK):
         lines.append(f"Content-Length: {len(body)}")
     head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
     return head + body

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.settings.race_settings import RaceSettings, check_values
 from stackrace.stacks.catalogue import StackDef
@@ -439,8 +440,22 @@ def dumps(run: BenchRun) -> bytes:
     return msgspec.json.format(msgspec.json.encode(run), indent=1)
 
 
+# the largest run file read: the biggest written here (a tune's every probe, each with
+# its histogram) is a few MB; a file far above it is not one, and is refused before it
+# is read into memory whole
+RUN_FILE_LIMIT = 64 << 20
+
+
 def loads(data: bytes | str, source: str = "run") -> BenchRun:
-    raw = msgspec.json.decode(data)
+    """A run file's content, checked; every problem is a ValueError that names
+    `source`: not JSON, another schema version, a field of the wrong type, or a figure
+    no measurement gives (negative: stackrace.base.inputfile.bad_figure)."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ValueError(
+            f"{source}: not a run file written by `stackrace bench --json` ({exc})"
+        ) from None
     version = raw.get("schema") if isinstance(raw, dict) else None
     if version != SCHEMA_VERSION:
         raise ValueError(
@@ -453,6 +468,9 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     except msgspec.ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from None
     check_values(run.settings, f"{source}: settings")
+    bad = bad_figure(run)
+    if bad:
+        raise ValueError(f"{source}: {bad}: not a figure a run can have (edited or damaged)")
     return run
 
 

@@ -190,6 +190,8 @@ def _latency_check(t: Term, w: WindowStats, hist: LatencyHistogram | None) -> Sl
         return _check(t, float(hist.value_at_percentile(share)))
     if extra == 0 and t.metric in SUMMARY_LATENCIES:
         return _check(t, float(getattr(w.latency, t.metric)))
+    if share == 0:  # p0: the fastest answer
+        return _check(t, float(w.latency.min))
     # no histogram and a percentile the summary lacks: the nearest summary one above
     for name, p in (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9)):
         if share <= p:

@@ -183,9 +183,9 @@ def markdown(run: BenchRun) -> str:
         lines += [f"- † {n}" for n in notes]
     lines.append("")
     lines.append(
-        "✗ marks each stack's breaking point (see README: the rule); † a level whose "
-        "figures come with a note. *waiting*: requests sent and not answered when the "
-        "level ended (the oldest's age in brackets)."
+        "✗ marks each stack's breaking point (the rule: stackrace's docs/bench.md); † a "
+        "level whose figures come with a note. *waiting*: requests sent and not answered "
+        "when the level ended (the oldest's age in brackets)."
     )
     repeats = max((len(lv.samples) for st in run.stacks for lv in st.levels), default=1)
     if repeats > 1:

@@ -38,10 +38,20 @@ from stackrace.settings.terms import (
     parse_term,
     parse_terms,
     quantile_of,
+    require_terms,
 )
 from stackrace.settings.units import fmt_us
 
-__all__ = ["Term", "TermError", "compare", "evaluate", "fmt", "parse_term", "parse_terms"]
+__all__ = [
+    "Term",
+    "TermError",
+    "compare",
+    "evaluate",
+    "fmt",
+    "parse_term",
+    "parse_terms",
+    "require_terms",
+]
 
 
 def value_of(level: Level, metric: str) -> float | None:

@@ -12,12 +12,10 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-import msgspec
-
 from stackrace.base import inputfile
 from stackrace.base.atomicfile import write_atomic
 from stackrace.report import chart, tables, thennow
-from stackrace.report.schema import BenchRun, dumps, loads
+from stackrace.report.schema import RUN_FILE_LIMIT, BenchRun, dumps, loads
 
 
 def print_run(run: BenchRun, title: str | None = None) -> None:
@@ -186,15 +184,11 @@ def read_run(path: str) -> BenchRun:
     """A saved run; every problem (missing, unreadable, truncated, not a run, another
     schema version) is a ValueError whose message starts with the file name."""
     try:
-        data = inputfile.read_bytes(path, limit=256 * inputfile.MiB)
+        data = inputfile.read_bytes(path, limit=RUN_FILE_LIMIT)
     except inputfile.InputFileError as exc:
         raise ValueError(str(exc)) from None
     try:
         return loads(data, path)
-    except msgspec.DecodeError as exc:
-        raise ValueError(
-            f"{path}: not a run file written by `stackrace bench --json` ({exc})"
-        ) from None
     except ValueError as exc:
         text = str(exc)
         raise ValueError(text if text.startswith(path) else f"{path}: {text}") from None

@@ -19,13 +19,21 @@ app's panes and every bench report, so both flag the same things the same way.
   `ENGINE_STARVED` % of the window or more (another process took its core: responses
   sat unread), or when it ran near 100 % of its core (saturated). The pane and the
   reports say which, and by how much.
+- **Connections-limited** (rate mode): most of the requests still waiting at the end
+  were never written, because every connection was busy. The connection count (a
+  client setting) held them: at the latency measured, C connections carry C / latency
+  req/s, and the rate asked needs rate × latency of them (Little). Whether the server
+  keeps up with the rate is not known from such a run, so it is not said to have
+  fallen behind (nor to have kept up).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from stackrace.engine.model import ABANDONED, RESPONSE_FAILURES, WindowStats
+from stackrace.settings.units import fmt_us
 
 # λW within this factor of L (and L of C), or the window is flagged. Generous: a window
 # of a few seconds at high latency has edge effects (requests that straddle its ends).
@@ -143,3 +151,28 @@ def engine_limit(window: WindowStats, saturated: bool = False) -> str:
             f"{share:.0%} of the latency"
         )
     return f"engine lag is {share:.0%} of the latency"
+
+
+def connections_limit(window: WindowStats, connections: int, rate: float) -> str:
+    """Why a rate-mode window fell behind when its connections held the requests ('' when
+    they did not): most of those waiting at the end were never written. Says what the
+    connections can carry at the latency measured, and how many the rate needs (Little:
+    rate × time per request)."""
+    w = window
+    if not w.waiting or w.unsent * 2 < w.waiting:
+        return ""
+    per = w.latency_uncorrected or w.latency  # one request's time on its connection
+    mean_s = per.mean / 1e6 if per.count else 0.0
+    out = (
+        f"{w.waiting:,} requests were still waiting at the end, {w.unsent:,} of them never "
+        f"sent: the {connections:,} connection{'s' * (connections != 1)} (-c) limited the "
+        "run, every one busy (one request at a time each)"
+    )
+    if mean_s > 0:
+        out += (
+            f": at {fmt_us(per.mean)} a request they carry about "
+            f"{connections / mean_s:,.0f} req/s of the {rate:,.0f} asked"
+        )
+    need = math.ceil(rate * mean_s) if mean_s > 0 else 0
+    more = f"-c {max(need, connections + 1):,} or more" if need else "more connections (-c)"
+    return f"{out}; whether the server keeps up with {rate:,.0f} req/s needs {more}"

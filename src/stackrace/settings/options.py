@@ -34,6 +34,7 @@ __all__ = [
     "cpu_list",
     "non_negative_duration",
     "note",
+    "port_number",
     "positive_duration",
     "positive_int",
     "positive_int_list",
@@ -138,6 +139,17 @@ def positive_int(text: str) -> int:
         raise _bad("a whole number >= 1", text) from None
     if value < 1:
         raise _bad("a whole number >= 1", text)
+    return value
+
+
+def port_number(text: str) -> int:
+    """A TCP port to listen on: 1..65535 (0, "any port", would silently mean another)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise _bad("a TCP port from 1 to 65535", text) from None
+    if not 1 <= value <= 65535:
+        raise _bad("a TCP port from 1 to 65535", text)
     return value
 
 

@@ -340,7 +340,9 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--path",
             "load this path of your app instead of the workload's, with a weight: /items "
-            "or /a:3 (repeatable: a weighted mix)",
+            "or /a:3 (repeatable: a weighted mix). A final :N is the weight, except on a "
+            "path with a query, which is sent whole ('/s?from=10:30'); a path ending in "
+            ":N itself takes its weight after it: /t/12:30:1",
             _path_item,
             metavar="PATH[:WEIGHT]",
             repeat=True,
@@ -399,8 +401,9 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         str | None,
         opt(
             "--slo",
-            "the objective every level is held to, e.g. 'p99<50ms,failures<0.1%%' (any "
-            "percentile, mean, max, failures, waiting): sets the exit status and the JUnit "
+            "the objective every level is held to, targets to stay below, e.g. "
+            "'p99<50ms,failures<0.1%%' (a percentile p0-p100 with at most two decimals, "
+            "mean, max, failures, waiting, rss, cpu): sets the exit status and the JUnit "
             "verdict, and is what --capacity searches under",
             _slo,
             metavar="TERMS",

@@ -3,6 +3,8 @@ shipped apps' `/hello` or `/io`.
 
     --path /api/items              one path, every request
     --path /a:3 --path /b:1        a weighted mix: three of /a for one of /b
+    --path '/search?from=10:30'    a path with a query is sent whole (weight 1): a final
+                                   `:N` is a weight only on a path without `?`
     -m POST -H 'Content-Type: application/json' --body '{"x": 1}'   the shape of each
     --expect-status 404            what the answers should be (default: anything < 400)
     --scenario requests.toml       the same, per request, in a file:
@@ -20,7 +22,9 @@ Every value is user text that ends up on a request line or in a header, so each 
 checked here, with one line naming the option or the file and the request: a path
 starts with `/` and has no spaces or control characters, a method is letters (not
 HEAD, which the engine refuses), a header is `Name: value` without line breaks, a
-weight a whole number 1..1000, at most 64 kinds of request. The engine gets them as
+weight a whole number 1..1000, at most 64 kinds of request, and framing headers that say
+what is sent (a `Content-Length` that is the body's, a `Transfer-Encoding: chunked` that
+the engine honours by chunking the body, never both). The engine gets them as
 `MixEntry`s (engine/mix.py): one kind with no expectation is a plain target.
 """
 
@@ -35,7 +39,7 @@ import msgspec
 from stackrace.base import inputfile
 from stackrace.base.errors import StackraceError
 from stackrace.engine.model import MixEntry, TargetSpec
-from stackrace.engine.request import RequestError, check_method
+from stackrace.engine.request import RequestError, check_framing, check_method
 from stackrace.settings import statuses
 
 MAX_KINDS = 64
@@ -86,13 +90,24 @@ def check_path(text: str) -> str | None:
     return None
 
 
+# `--path PATH[:WEIGHT]`: the one rule (README "Your app", docs/requests.md)
+_WEIGHTED = re.compile(r"^(.+):([+-]?\d+)$")
+
+
 def parse_path_item(text: str) -> tuple[str, int]:
-    """`/a` or `/a:3` (a trailing `:N` is the weight) → (path, weight)."""
-    path, colon, weight = text.rpartition(":")
-    if colon and weight.isdigit() and path:
-        n = int(weight)
+    """`--path` → (path, weight), by one rule: a path with a query (`?`) is sent whole,
+    weight 1 (`/search?from=10:30`, `/h?ip=::1`); otherwise a final `:N` is its weight,
+    1..MAX_WEIGHT (`/a:3`; `/a:0` and `/a:-1` are errors, never paths). A path that ends
+    in `:N` itself is given with its weight: `/t/12:30:1`."""
+    m = None if "?" in text else _WEIGHTED.match(text)
+    if m:
+        path, n = m.group(1), int(m.group(2))
         if not 1 <= n <= MAX_WEIGHT:
-            raise ScenarioError(f"weight must be 1..{MAX_WEIGHT}, got {n}")
+            raise ScenarioError(
+                f"{text[:60]!r}: the weight after the last ':' must be 1..{MAX_WEIGHT}, got "
+                f"{m.group(2)} (a path ending in ':N' is written with its weight: "
+                f"{text[:60]}:1)"
+            )
     else:
         path, n = text, 1
     problem = check_path(path)
@@ -253,8 +268,16 @@ def _shaped(
 
 
 def _checked(kinds: list[RequestKind], where: str) -> list[RequestKind]:
+    """At most MAX_KINDS, and each request's framing headers true to its body (the
+    engine's rule, engine.request.check_framing), checked before anything starts."""
     if len(kinds) > MAX_KINDS:
         raise ScenarioError(f"{where}: at most {MAX_KINDS} kinds of request, got {len(kinds)}")
+    for i, k in enumerate(kinds, 1):
+        try:
+            check_framing(k.method, list(k.headers), k.body)
+        except RequestError as exc:
+            which = f"request {i} ({k.label})" if len(kinds) > 1 else k.label
+            raise ScenarioError(f"{where}: {which}: {exc}") from None
     return kinds
 
 
@@ -302,10 +325,15 @@ def describe(kinds: list[RequestKind]) -> str:
     return ", ".join(k.label if same else f"{k.label} ×{k.weight}" for k in kinds)
 
 
-def health(kinds: list[RequestKind] | None) -> tuple[str, str]:
+def health(kinds: list[RequestKind] | None) -> tuple[str, str, dict[str, str]]:
     """Where a stack of the user's own is ready, and on what: the first request's path,
-    answered with its expected status (or anything from 200 to 399)."""
+    answered with its expected status (or anything from 200 to 399), asked with its
+    headers (an app set for production answers only its own Host), less those that
+    frame a body (the probe sends none)."""
     if not kinds:
-        return "/", "200-399"
+        return "/", "200-399", {}
     first = kinds[0]
-    return first.target, first.expect or "200-399"
+    headers = {
+        k: v for k, v in first.headers if k.lower() not in ("content-length", "transfer-encoding")
+    }
+    return first.target, first.expect or "200-399", headers

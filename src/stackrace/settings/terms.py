@@ -7,10 +7,19 @@ low in the layers, beside the other small parsers, because the race settings
 in a preset, and they may not reach up into report/. Reading a term on a level's
 figures is report/'s business (thresholds.py, slo.py).
 
-Metrics: qps (answered req/s; `rps` is the same), any latency percentile (`p50`, `p95`,
-`p99`, `p999` = `p99.9`, `p9999`…), `max`, `mean`, `failures` (a share of attempts),
-`waiting` (a share of the requests in play still waiting at the end), `rss` (memory),
-`cpu` (percent of one core).
+Metrics: qps (answered req/s; `rps` is the same), a latency percentile from p0 to p100
+with at most two decimals (`p50`, `p95`, `p10.5`, `p99.9`; the short forms `p999` and
+`p9999` are p99.9 and p99.99; p100 is `max`), `max`, `mean`, `failures` (a share of
+attempts), `waiting` (a share of the requests in play still waiting at the end), `rss`
+(memory), `cpu` (percent of one core). Anything else is refused, never read another
+way: `p101` is neither p10.1 nor p101 (write p10.1). A value must be finite once its
+unit is applied (`1e308s` is not a latency), a share lies between 0 and 100 %, a
+latency within an hour (the longest timeout).
+
+An objective (`--slo`, `check_objective`) says what must stay below a target: only `<`
+and `<=`, absolute values, no `qps` (the highest load that meets an objective is what
+`--capacity` finds), and a target of 0 that can never be met (`p99<=0ms`,
+`failures<0%`) is refused. Its errors show its own syntax, not --fail-on's.
 """
 
 from __future__ import annotations
@@ -69,15 +78,26 @@ class Term:
 
 
 def quantile_of(metric: str) -> float | None:
-    """p99 → 0.99, p999 → 0.999, p50 → 0.5, p75 → 0.75; None: not a percentile."""
-    if not re.fullmatch(r"p\d+", metric):
-        return None
-    digits = metric[1:]
-    return round(float(f"{digits[:2]}.{digits[2:] or 0}") / 100, 12)
+    """p99 → 0.99, p999 → 0.999, p9999 → 0.9999, p10.5 → 0.105, p0 → 0; None: not a
+    percentile (max, mean, qps…, and any name `_canonical` would not give)."""
+    m = _PERCENTILE.fullmatch(metric)
+    if m:
+        return round(float(metric[1:]) / 100, 12)
+    m = _SHORT_TAIL.fullmatch(metric)
+    if m:
+        return round((99 + float("0." + m.group(1))) / 100, 12)
+    return None
 
 
 def is_latency(metric: str) -> bool:
     return metric in ("max", "mean") or quantile_of(metric) is not None
+
+
+# the canonical names of percentiles: p0–p99 with at most two decimals (p10.5), and the
+# tail's short forms p999 / p9999 / p995 (= p99.9, p99.99, p99.5)
+_PERCENTILE = re.compile(r"p(?:\d|[1-9]\d)(?:\.\d{1,2})?")
+_SHORT_TAIL = re.compile(r"p99(\d{1,2})")
+MAX_LATENCY_US = 3600 * 1_000_000.0  # a latency target within the longest timeout (1 h)
 
 
 def _canonical(metric: str, option: str, shown: str) -> str:
@@ -86,34 +106,58 @@ def _canonical(metric: str, option: str, shown: str) -> str:
         return "qps"
     if not metric.startswith("p"):
         return metric
-    whole, _, frac = metric[1:].partition(".")
-    if len(whole) > 2 and frac:
-        raise TermError(f"bad {option} rule {shown!r}: write p99.9 or p999, not both")
-    if frac:
-        whole = whole.zfill(2) + frac.rstrip("0")
-    if len(whole) == 1:
-        whole = "0" + whole
-    q = quantile_of("p" + whole)
-    if q is None or not 0 < q < 1 or whole.startswith("100"):
-        raise TermError(
-            f"bad {option} rule {shown!r}: a percentile lies between p0 and p100 (use max)"
-        )
-    return "p" + whole.rstrip("0") if len(whole) > 2 else "p" + whole
+    whole, dot, frac = metric[1:].partition(".")
+    bad = TermError(
+        f"bad {option} rule {shown!r}: a percentile is p0 to p100 with at most two decimals "
+        "(p50, p99, p99.9, p10.5; p999 and p9999 are p99.9 and p99.99)"
+    )
+    if dot:
+        digits = frac.rstrip("0")
+        if len(whole) > 3 or len(digits) > 2:
+            raise bad
+        value = float(f"{whole}.{frac}")
+    elif len(whole) <= 3 and int(whole) <= 100 and (len(whole) < 3 or whole == "100"):
+        value = float(whole)
+    elif len(whole) in (3, 4) and whole.startswith("99"):
+        value = 99 + float("0." + whole[2:])  # p999, p9999, p995
+    else:
+        raise bad
+    if not 0 <= value <= 100:
+        raise bad
+    if value == 100:
+        return "max"
+    if value.is_integer():
+        return f"p{int(value)}"
+    if value > 99:
+        return "p99" + f"{value:.2f}"[3:].rstrip("0")  # p99.9 → p999, as the summaries
+    return "p" + f"{value:.2f}".rstrip("0")
 
 
-def parse_terms(spec: str, option: str = "--fail-on") -> list[Term]:
-    """The terms of a comma-separated spec; TermError on the first bad one."""
-    return [parse_term(part, option) for part in spec.split(",") if part.strip()]
+# how each option's terms are written, for its errors
+GATE_USAGE = "use METRIC>VALUE or METRIC<CHANGE%, e.g. p99>50ms, failures>0.1%, qps<-10%, p99>+25%"
+OBJECTIVE_USAGE = "use METRIC<TARGET, e.g. p99<50ms, p99.9<200ms, mean<20ms, failures<0.1%"
 
 
-def parse_term(text: str, option: str = "--fail-on") -> Term:
+def parse_terms(spec: str, option: str = "--fail-on", usage: str = GATE_USAGE) -> list[Term]:
+    """The terms of a comma-separated spec; TermError on the first bad one. An empty
+    spec has no terms: the caller says whether that is allowed (`require_terms`)."""
+    return [parse_term(part, option, usage) for part in spec.split(",") if part.strip()]
+
+
+def require_terms(spec: str, option: str = "--fail-on", usage: str = GATE_USAGE) -> list[Term]:
+    """`parse_terms` for an option that was given: no term at all (`--fail-on ''`, `,`)
+    is an error, never a gate that silently vanishes."""
+    terms = parse_terms(spec, option, usage)
+    if not terms:
+        raise TermError(f"{option}: no rule given ({usage})")
+    return terms
+
+
+def parse_term(text: str, option: str = "--fail-on", usage: str = GATE_USAGE) -> Term:
     shown = text.strip()
     m = _TERM.match(text)
     if not m:
-        raise TermError(
-            f"bad {option} rule {shown!r}: use METRIC>VALUE or METRIC<CHANGE%, "
-            "e.g. p99>50ms, failures>0.1%, qps<-10%, p99>+25%"
-        )
+        raise TermError(f"bad {option} rule {shown!r}: {usage}")
     raw, op, sign, number, unit = m.groups()
     metric = _canonical(raw, option, shown)
     unit = unit.lower() if unit else None
@@ -137,7 +181,23 @@ def parse_term(text: str, option: str = "--fail-on") -> Term:
         value *= US_PER[unit]
     elif unit in _BYTES_PER:
         value *= _BYTES_PER[unit]
+    elif is_latency(metric):
+        value *= US_PER["us"]  # a bare latency is in µs
+    problem = _out_of_range(metric, value)
+    if problem:
+        raise TermError(f"bad {option} rule {shown!r}: {problem}")
     return Term(metric, op, False, value, shown)
+
+
+def _out_of_range(metric: str, value: float) -> str:
+    """What makes an absolute value one no figure can be compared with ('' if none)."""
+    if not math.isfinite(value):  # 1e308s in µs
+        return "the value must be a finite number"
+    if metric in SHARES and value > 1:
+        return f"{metric} is a share: at most 100%"
+    if is_latency(metric) and value > MAX_LATENCY_US:
+        return "a latency is at most 1h (the longest timeout)"
+    return ""
 
 
 def _units(metric: str) -> set[str | None]:
@@ -165,16 +225,27 @@ def compare(value: float, op: str, threshold: float) -> bool:
 
 
 def check_objective(spec: str, option: str = "--slo") -> list[Term]:
-    """The terms of an objective (`--slo`): at least one, every one absolute (an
-    objective says what must hold; a change from a baseline is --fail-on's).
-    TermError names the option and the bad term."""
-    terms = parse_terms(spec, option)
-    if not terms:
-        raise TermError(f"{option}: no rule given (e.g. 'p99<50ms,failures<0.1%')")
+    """The terms of an objective (`--slo`): at least one, each an absolute upper bound
+    (`<` or `<=`) on a figure that can be held to one (not qps). TermError names the
+    option and the bad term, with the objective's own syntax."""
+    terms = require_terms(spec, option, OBJECTIVE_USAGE)
     for t in terms:
         if t.relative:
             raise TermError(
                 f"{option} rule {t.text!r}: an objective is absolute (p99<50ms, "
                 "failures<0.1%); a change from a baseline is --fail-on's"
             )
+        if t.op not in ("<", "<="):
+            raise TermError(
+                f"{option} rule {t.text!r}: an objective is a target to stay below "
+                f"({OBJECTIVE_USAGE.removeprefix('use ')}); a rule that fails a run when a "
+                "figure goes above a value is --fail-on's"
+            )
+        if t.metric == "qps":
+            raise TermError(
+                f"{option} rule {t.text!r}: throughput is not an objective: --capacity "
+                "finds the highest load that meets the objective"
+            )
+        if t.value <= 0 and (t.op == "<" or t.latency):
+            raise TermError(f"{option} rule {t.text!r}: a target of 0 can never be met")
     return terms

@@ -4,7 +4,7 @@ Every error names the file, the stack and the key, in one line:
 
     stacks.toml: stack 'gunicorn-sync': key 'workers': expected `int`, got `str`
 
-A stack block (see stacks.toml for the full set and README "Adding a stack"):
+A stack block (see stacks.toml for the full set and docs/stacks.md, "Adding your own stack"):
 
     [stacks.NAME]
     title = "gunicorn (sync worker)"
@@ -17,6 +17,7 @@ A stack block (see stacks.toml for the full set and README "Adding a stack"):
     workers = 1                      # default values of the tunables, overridable by variants
     threads = 1
     health = "/hello"                # ready = first HTTP 200 on this path
+    health_headers = { Host = "x" }  # optional: headers the readiness probe sends there
     ready_timeout = 20.0
     stop_timeout = 5.0
     cpus = [0]                       # optional: pin every process of the stack to these CPUs
@@ -130,6 +131,7 @@ import msgspec
 
 from stackrace.base import inputfile, paths
 from stackrace.base.errors import StackraceError
+from stackrace.engine.request import RequestError, check_header
 from stackrace.settings import statuses
 from stackrace.settings.options import MAX_TIMEOUT_S  # ready_timeout and stop_timeout too
 from stackrace.settings.workloads import WORKLOADS
@@ -260,6 +262,9 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     # the statuses that make the stack ready on `health` ("200", "2xx", "200-299,404"):
     # any other answer but a 5xx ends the start at once (definite), a 5xx is waited out
     health_status: str = "200"
+    # headers the readiness probe sends on `health` (an app that serves one Host only):
+    # for your app, the headers of your first request (-H, a scenario's)
+    health_headers: dict[str, str] = {}
     # the interpreter the stack runs with when it is not stackrace's (an app's own):
     # {python} is it and {venv_bin} its directory
     python: str | None = None
@@ -354,6 +359,13 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
         statuses.parse(spec.health_status)
     except statuses.StatusError as exc:
         raise bad("health_status", str(exc)) from None
+    for key, value in spec.health_headers.items():
+        try:
+            check_header(key, value)
+        except RequestError as exc:
+            raise bad("health_headers", str(exc)) from None
+        if key.lower() in ("content-length", "transfer-encoding"):
+            raise bad("health_headers", f"{key}: the probe sends no body")
     if spec.python is not None:  # whether it exists is the availability check's
         p_ = spec.python
         if not p_.isprintable() or not p_.startswith("/") or "{" in p_ or "}" in p_:

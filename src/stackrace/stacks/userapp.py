@@ -397,6 +397,7 @@ def app_stacks(
     app: AppSpec,
     health: str = "/",
     health_status: str = "2xx,3xx",
+    health_headers: dict[str, str] | None = None,
 ) -> dict[str, StackDef]:
     """`SERVER[app]` for every block with an app template of the app's interface."""
     out: dict[str, StackDef] = {}
@@ -427,6 +428,7 @@ def app_stacks(
             kinds={k: v for k, v in spec.kinds.items() if k in params},
             health=health,
             health_status=health_status,
+            health_headers=dict(health_headers or {}),
             ready_timeout=max(spec.ready_timeout, 30.0),
             stop_timeout=spec.stop_timeout,
             version=[_fill(a, values) for a in tmpl.version] if tmpl.version else None,
@@ -439,7 +441,9 @@ def app_stacks(
     return out
 
 
-def cmd_stack(text: str, health: str, health_status: str = "200") -> tuple[str, StackDef]:
+def cmd_stack(
+    text: str, health: str, health_status: str = "200", health_headers: dict[str, str] | None = None
+) -> tuple[str, StackDef]:
     """`--cmd 'NAME=COMMAND'` → (NAME, a stack of it), or AppError. The command is split
     as a shell would split words (shlex), never run by one; its placeholders are those
     of a stacks file, checked the same way."""
@@ -466,6 +470,7 @@ def cmd_stack(text: str, health: str, health_status: str = "200") -> tuple[str, 
         cwd=cwd,
         health=health,
         health_status=health_status,
+        health_headers=dict(health_headers or {}),
         db=False,
     )
     try:
@@ -501,10 +506,10 @@ def with_run_stacks(
     if not app_given and not cmds:
         return stacks
     kinds = settings.request_kinds() if settings is not None else None
-    health, status = scenario.health(kinds)
+    health, status, headers = scenario.health(kinds)
     if app_given:
         app, _ = resolve_app(args, stacks)
-        made = app_stacks(stacks, app, health, status)
+        made = app_stacks(stacks, app, health, status, headers)
         if not made:
             raise AppError(
                 f"--app {app.label}: no server in {stacks.source} runs {app.interface.upper()} apps"
@@ -514,7 +519,7 @@ def with_run_stacks(
     for text in cmds:
         if kinds is None and settings is not None:
             health, status = settings.path, "200"  # the workload's path, as a block's
-        name, spec = cmd_stack(text, health, status)
+        name, spec = cmd_stack(text, health, status, headers)
         stacks = with_stacks(stacks, {name: spec}, "--cmd")
     return stacks
 
@@ -551,6 +556,36 @@ def install_hint(stacks: StackFile) -> str:
     return f"stackrace install --into {python} {' '.join(COMMON[app.interface])}"
 
 
+def missing_servers(names: list[str], stacks: StackFile) -> str:
+    """'' when every `SERVER[app]` named (variants too) can run in the app's interpreter;
+    else one line naming those that cannot and the command that installs them there.
+    Asked before anything starts, whatever --python says: a server missing there would
+    otherwise die at start with only its exit code to show."""
+    from stackrace.stacks.catalogue import resolve
+    from stackrace.stacks.install import availability
+
+    missing: dict[str, str] = {}
+    python = ""
+    for name in names:
+        base = name.partition(":")[0]
+        if stacks.generated.get(base) != "--app":
+            continue
+        stack = resolve(name, stacks)
+        avail = availability(stack)
+        if not avail.available:
+            missing.setdefault(base.removesuffix(APP_TAG), avail.reason)
+            python = stack.spec.python or sys.executable
+    if not missing:
+        return ""
+    servers = " ".join(missing)
+    why = "; ".join(dict.fromkeys(missing.values()))
+    return (
+        f"{', '.join(app_stack_name(m) for m in missing)}: cannot run with {python} "
+        f"({why}): `stackrace install --into {python} {servers}` installs "
+        f"{'them' if len(missing) > 1 else 'it'} there"
+    )
+
+
 def generated_names(stacks: StackFile) -> list[str]:
     """The stacks made for this run (--app, --cmd), in order."""
     return list(stacks.generated)
@@ -568,6 +603,7 @@ __all__ = [
     "inspect_app",
     "install_hint",
     "left_out_note",
+    "missing_servers",
     "parse_env",
     "parse_target",
     "resolve_app",

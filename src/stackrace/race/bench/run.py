@@ -169,8 +169,9 @@ async def run_bench(
                         else f"not ready within {timeout:g}s"
                     )
                 )
-                rec.by_name[i].error = why.split("\n")[0]
-                progress(f"✗ {i}: {why}")
+                # the stack's name is in every line that shows the error: not twice
+                rec.by_name[i].error = why.split("\n")[0].removeprefix(f"{i}: ")
+                progress(f"✗ {i}: {why.removeprefix(f'{i}: ')}")
                 log.done(i, rec.by_name[i].error)
                 await core.stop_member(i)
             for i in running:

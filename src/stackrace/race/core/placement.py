@@ -43,6 +43,23 @@ def choose_isolation(
     )
 
 
+def cpus_problem(per_stack: int | None, cores: Sequence[int], engine_here: bool = True) -> str:
+    """What is wrong with `--cpus N` on these cores ('' if nothing): a stack can have
+    every core but the engines' (all of them when the engines run elsewhere, or on a
+    machine of one core, which everything shares). More is refused, never recorded and
+    quietly given fewer."""
+    if per_stack is None:
+        return ""
+    top = len(cores) - 1 if engine_here and len(cores) >= 2 else len(cores)
+    if per_stack <= top:
+        return ""
+    engine = " (one is the load engine's)" if engine_here and len(cores) >= 2 else ""
+    return (
+        f"--cpus {per_stack}: a stack can have at most {top} core{'s' * (top != 1)} here: "
+        f"{len(cores)} usable{engine}"
+    )
+
+
 def place(
     isolation: str,
     n_stacks: int,

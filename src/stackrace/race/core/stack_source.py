@@ -90,7 +90,10 @@ class LaunchedStack:
     def log_tail(self, lines: int = 20) -> list[str]:
         if self.running is not None:
             return self.running.log_tail(lines).splitlines()
-        return (self.error or "").splitlines()[-lines:]
+        # a start that failed: why it failed (the first line) stays on top, above as much
+        # of its log's end as fits (a long log would otherwise push the reason out)
+        head, *rest = (self.error or "").splitlines() or [""]
+        return [head, *rest[max(0, len(rest) - (lines - 1)) :]] if lines > 1 else [head]
 
     @property
     def listen_port(self) -> int | None:

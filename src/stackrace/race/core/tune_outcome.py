@@ -64,7 +64,8 @@ def verdict(ranking: Ranking, winner: str | None, unrefined: bool, rounds: int) 
     lead = order[0]
     if winner is not None:
         if len(order) == 1:
-            return f"the only configuration measured: {winner}: {_fmt(lead)}"
+            # nothing was compared: no winner, only a figure
+            return f"one configuration measured, nothing to compare it with: {winner}: {_fmt(lead)}"
         runner = order[1]
         b = next(x for x in ranking.beats if x.other == runner.name)
         how = f"over {b.rounds} interleaved rounds" if b.how == "paired" else "by their intervals"

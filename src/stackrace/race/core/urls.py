@@ -11,13 +11,15 @@ port forwarder or a supervisor would be measured in its place, silently).
 Every value is checked before anything starts, with one line naming the option: the
 URL (http://, a host, a port; a path without spaces or control characters), the name
 (a short label: letters, digits and `. _ - : [ ] @ +`), no name twice, no --pid without
-its --url, and the loopback guard (stackrace.base.netguard): a URL off this machine needs
+its --url, a --pid whose process listens on the URL's port (never stackrace or a
+process above it), and the loopback guard (stackrace.base.netguard): a URL off this machine needs
 --allow-remote. Declared once here (`add_url_arguments`) for the app and bench.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -120,15 +122,42 @@ def url_targets(
                 f"--url {text[:80]!r}: the name {name!r} is taken; name it: --url NAME={url}"
             )
         pid = pids[i] if i < len(pids) else None
-        if pid is not None and not psutil.pid_exists(pid):
-            raise UrlError(f"--pid {pid} (for --url {name}): no such process")
-        host = parse_url(url).host
+        parsed = parse_url(url)
         try:
-            require_loopback(host, allow_remote, what=f"--url {name}")
+            require_loopback(parsed.host, allow_remote, what=f"--url {name}")
         except RemoteTargetError as exc:
             raise UrlError(str(exc)) from None
+        if pid is not None:
+            problem = pid_problem(pid, parsed.port)
+            if problem:
+                raise UrlError(f"--pid {pid} (for --url {name}): {problem}")
         out.append(UrlTarget(url, pid, name))
     return out
+
+
+def pid_problem(pid: int, port: int) -> str:
+    """What is wrong with sampling `pid`'s process tree as the server on `port` ('' if
+    nothing): the process itself must hold a socket listening on that port (the
+    server's master does; a shell or supervisor above it does not), and it may not be
+    stackrace or a process above it, whose tree holds stackrace's own engines. Anything
+    else (`--pid 1`: the whole machine) would be measured in the server's place."""
+    if pid == os.getpid() or pid in {p.pid for p in psutil.Process().parents()}:
+        return "that is stackrace or a process above it: its tree holds stackrace's own load"
+    try:
+        conns = psutil.Process(pid).net_connections(kind="inet")
+    except psutil.NoSuchProcess:
+        return "no such process"
+    except psutil.AccessDenied:
+        return (
+            f"cannot see whether it listens on port {port} (another user's process): run "
+            "stackrace as its user, or leave out --pid"
+        )
+    if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in conns):
+        return ""
+    return (
+        f"it does not listen on port {port}: give the pid of the server process that "
+        "does (`ss -ltnp` shows it), or leave out --pid"
+    )
 
 
 def check_paths(targets: Sequence[UrlTarget], own_requests: bool) -> None:

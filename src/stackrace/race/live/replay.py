@@ -322,9 +322,11 @@ class ReplayPlayer:
         state = "paused" if self.paused else f"×{self.speed:g}"
         if self.ended:
             state = "ended"
+        # a recording cut short (the app killed mid-write) plays what it holds, and says so
+        cut = " (cut short)" if self.recording.truncated else ""
         self.session.replay_status = (
             f"REPLAY {Path(self.recording.path).name} {_clock(self.position)} / "
-            f"{_clock(self.duration)} {state}"
+            f"{_clock(self.duration)}{cut} {state}"
         )
 
     # --- controls ---------------------------------------------------------------------

@@ -17,6 +17,7 @@ anything starts, and handed to what runs the app.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -120,6 +121,12 @@ def build_session(
     from stackrace.race.core.urls import UrlError, check_paths, url_targets
 
     settings = race_settings(args)
+    from stackrace.race.core.placement import cpus_problem
+
+    cores = list(parts.cores) if parts is not None else sorted(os.sched_getaffinity(0))
+    problem = cpus_problem(settings.cpus, cores, engine_here=parts is None)
+    if problem:
+        raise AppSetupError(problem)
     try:
         urls = tuple(
             url_targets(
@@ -153,6 +160,12 @@ def build_session(
     )
     if go and not plan.stacks and not urls:
         raise AppSetupError("--go needs stacks: --stacks A,B, a --preset, or --url")
+    if go and own is not None:  # (the picker shows what is missing, and its fix)
+        from stackrace.stacks.userapp import missing_servers
+
+        missing = missing_servers(list(plan.stacks), own)
+        if missing:
+            raise AppSetupError(missing)
     if getattr(args, "demo", False):
         from stackrace.race.live.demo import CATALOG, demo_session
 

@@ -16,9 +16,6 @@ from pathlib import Path
 from stackrace.base import inputfile
 from stackrace.base.errors import StackraceError
 
-# the largest recording or run file read (compressed); recording.py bounds what it unpacks
-RECORDING_LIMIT = 256 * inputfile.MiB
-
 
 class GhostError(StackraceError, ValueError):
     pass
@@ -85,14 +82,19 @@ def _log(n: int) -> float:
 
 
 def load_ghost(path: str | Path) -> Ghost:
-    """A bench run (.json) or a recording (.jsonl / .jsonl.gz) as a ghost."""
+    """A bench run (.json) or a recording (.jsonl / .jsonl.gz) as a ghost; GhostError
+    names the file. A run file is read to the run files' bound (report.schema), a
+    recording line by line (race/playback/recording.py): a damaged file is refused early."""
+    from stackrace.report.schema import RUN_FILE_LIMIT
+
     p = Path(path)
-    try:
-        data = inputfile.read_bytes(p, limit=RECORDING_LIMIT)
-    except inputfile.InputFileError as exc:
-        raise GhostError(str(exc)) from None
-    if p.suffix == ".json" and data[:2] != b"\x1f\x8b":
-        return _from_bench(p, data)
+    if p.suffix == ".json":
+        try:
+            data = inputfile.read_bytes(p, limit=RUN_FILE_LIMIT)
+        except inputfile.InputFileError as exc:
+            raise GhostError(str(exc)) from None
+        if data[:2] != b"\x1f\x8b":
+            return _from_bench(p, data)
     return _from_recording(p)
 
 
@@ -146,4 +148,5 @@ def _from_recording(p: Path) -> Ghost:
             for s in steps
         ]
         stacks.append(GhostStack(mid, info.name, levels))
-    return Ghost(f"recorded {rec.header.created[:10]}", stacks, p.name)
+    cut = " (cut short)" if rec.truncated else ""
+    return Ghost(f"recorded {rec.header.created[:10]}{cut}", stacks, p.name)

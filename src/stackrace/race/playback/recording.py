@@ -33,12 +33,12 @@ recomputed by the same code as live. Seeking back rebuilds the session from the 
 from __future__ import annotations
 
 import gzip
-import io
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
 
@@ -274,6 +274,9 @@ class Recording:
     header: Header
     records: list[Record]  # in time order, header excluded
     path: str = ""
+    # the file ends inside a record (the app was killed mid-write): what came before is
+    # played, and the replay says it was cut short
+    truncated: bool = False
 
     @property
     def duration(self) -> float:
@@ -287,28 +290,86 @@ class Recording:
         return [r for r in self.records if isinstance(r, Tick)]
 
 
+# a recording's size on disk, and unpacked (an hour's race of 8 stacks is ~20 MB
+# unpacked), one record's line (a tick of many stacks is tens of KB), and its span (a
+# week: far beyond any talk; a record later than that is a damaged clock, not a race)
+_FILE_LIMIT = 256 * inputfile.MiB
+_UNPACKED_LIMIT = 1024 * inputfile.MiB
+_LINE_LIMIT = 16 * inputfile.MiB
+MAX_SPAN_S = 7 * 24 * 3600.0
+_NEGATIVE = re.compile(rb"[:,\[]\s*-\s*[0-9]")
+
+
 def load_recording(path: str | Path) -> Recording:
+    """A recording, read line by line (gzip'd or not) and checked as it is read: every
+    problem is a RecordingError naming the file (and the line): not a recording, a
+    damaged line, a figure no race gives (negative), a time going back or past a
+    week. A file cut short in its last record keeps what came before, marked
+    `truncated`."""
     p = Path(path)
     try:
-        raw = inputfile.read_bytes(p, limit=_FILE_LIMIT)
+        raw = inputfile.open_regular(p, _FILE_LIMIT)
     except inputfile.InputFileError as exc:
         raise RecordingError(str(exc)) from None
-    if raw[:2] == b"\x1f\x8b":
-        # read in pieces, to a bound: a recording cut short (the app was killed) keeps
-        # what was written, and a small file that unpacks to gigabytes is refused
-        raw, whole = _gunzip(raw, _UNPACKED_LIMIT)
-        if not whole:
-            raise RecordingError(f"{p}: unpacks to more than {_UNPACKED_LIMIT >> 20} MiB")
+    with raw:
+        stream: BinaryIO | gzip.GzipFile = raw
+        if raw.read(2) == b"\x1f\x8b":
+            raw.seek(0)
+            stream = gzip.GzipFile(fileobj=raw)
+        else:
+            raw.seek(0)
+        return _read_records(p, stream)
+
+
+def _read_records(p: Path, stream: BinaryIO | gzip.GzipFile) -> Recording:
     records: list[Record] = []
-    for n, line in enumerate(io.BytesIO(raw), 1):
+    unpacked = 0
+    truncated = False
+    last_t = 0.0
+    n = 0
+    while True:
+        n += 1
+        try:
+            line = stream.readline(_LINE_LIMIT + 1)
+        except (OSError, EOFError):  # a gzip stream cut short: what came before stays
+            truncated = True
+            break
+        if not line:
+            break
+        unpacked += len(line)
+        if unpacked > _UNPACKED_LIMIT:
+            raise RecordingError(f"{p}: unpacks to more than {_UNPACKED_LIMIT >> 20} MiB")
+        if len(line) > _LINE_LIMIT:
+            raise RecordingError(
+                f"{p}: line {n}: longer than {_LINE_LIMIT >> 20} MiB: not a stackrace recording"
+            )
         if not line.strip():
             continue
         try:
-            records.append(_DECODER.decode(line))
+            record = _DECODER.decode(line)
         except msgspec.DecodeError as exc:
             if n > 1 and not line.endswith(b"\n"):
-                break  # the last line of a recording cut short
+                truncated = True  # the last line of a recording cut short
+                break
             raise RecordingError(f"{p}: line {n}: not a stackrace recording ({exc})") from None
+        if not records and not isinstance(record, Header):
+            raise RecordingError(f"{p}: not a stackrace recording (no header)")
+        # (JSON holds no NaN or infinity, and a number out of range is a decode error: a
+        # figure is bad only when negative, so a line with no "-digit" after ':' ',' '['
+        # is not walked: an hour's recording holds millions of figures)
+        bad = inputfile.bad_figure(record) if _NEGATIVE.search(line) else ""
+        if bad:
+            raise RecordingError(
+                f"{p}: line {n}: {bad}: not a figure a race records (edited or damaged)"
+            )
+        if record.t < last_t - 1e-6 or record.t > MAX_SPAN_S:
+            why = "goes back in time" if record.t < last_t else "is more than a week in"
+            raise RecordingError(
+                f"{p}: line {n}: its time {record.t:g} s {why}: not a stackrace recording "
+                "(edited or damaged)"
+            )
+        last_t = max(last_t, record.t)
+        records.append(record)
     if not records or not isinstance(records[0], Header):
         raise RecordingError(f"{p}: not a stackrace recording (no header)")
     header = records[0]
@@ -316,27 +377,7 @@ def load_recording(path: str | Path) -> Recording:
         raise RecordingError(
             f"{p}: recording format {header.version}, this stackrace reads {FORMAT}"
         )
-    return Recording(header, records[1:], str(p))
-
-
-# a recording's size on disk, and unpacked (an hour's race of 8 stacks is ~20 MB unpacked)
-_FILE_LIMIT = 256 * inputfile.MiB
-_UNPACKED_LIMIT = 1024 * inputfile.MiB
-
-
-def _gunzip(raw: bytes, limit: int) -> tuple[bytes, bool]:
-    """What a gzip stream unpacks to, up to `limit` bytes, and False when it holds more.
-    A stream cut short gives what came before the cut."""
-    d = gzip.GzipFile(fileobj=io.BytesIO(raw))
-    out = bytearray()
-    try:
-        while chunk := d.read(65536):
-            out += chunk
-            if len(out) > limit:
-                return b"", False
-    except (OSError, EOFError):
-        pass
-    return bytes(out), True
+    return Recording(header, records[1:], str(p), truncated)
 
 
 def recorded_levels(recording: Recording) -> dict[str, tuple[MemberInfo, list[Any]]]:

@@ -1,19 +1,13 @@
-"""The cluster options every command shares, and turning them into a `ClusterRun`.
-
-Importing this module costs nothing: Ray is imported only by `connect_from_args`, when
-`--cluster` was given.
-"""
+"""The cluster flags every command shares (`--cluster`, `--placement`, the node and time
+flags), read into the cluster package's typed `ClusterOptions`."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
 from stackrace.base import paths
-from stackrace.cluster.errors import ClusterError
-from stackrace.cluster.placement import NodePlacement, load_placement, with_flags
-from stackrace.settings.units import parse_duration
+from stackrace.cluster.options import ClusterOptions, connect
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -73,38 +67,22 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def placement_from_args(args: argparse.Namespace) -> NodePlacement:
-    base = load_placement(args.placement) if args.placement else NodePlacement()
-    try:
-        timeout = parse_duration(args.cluster_timeout) if args.cluster_timeout else None
-    except ValueError as exc:
-        raise ClusterError(f"--cluster-timeout: {exc}") from None
-    lost = getattr(args, "cluster_lost_after", None)
-    try:
-        lost_after = parse_duration(lost) if lost else None
-    except ValueError as exc:
-        raise ClusterError(f"--cluster-lost-after: {exc}") from None
-    return with_flags(
-        base,
-        load_nodes=args.load_node,
+def cluster_options(args: argparse.Namespace) -> ClusterOptions:
+    return ClusterOptions(
+        address=args.cluster,
+        placement_file=args.placement,
+        load_nodes=tuple(args.load_node or ()),
         app_node=args.app_node,
         db_node=args.db_node,
-        timeout=timeout,
-        lost_after=lost_after,
+        timeout=args.cluster_timeout,
+        lost_after=args.cluster_lost_after,
     )
 
 
 def wants_cluster(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "cluster", None) or getattr(args, "placement", None))
+    return cluster_options(args).wanted
 
 
 def connect_from_args(args: argparse.Namespace, prog: str) -> ClusterRun | None:
-    """The run for these options, or None after one line on stderr saying why not."""
-    try:
-        placement = placement_from_args(args)
-        from stackrace.cluster.run import ClusterRun
-
-        return ClusterRun.connect(args.cluster, placement)
-    except ClusterError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return None
+    """The run these flags ask for, or None after one line on stderr saying why not."""
+    return connect(cluster_options(args), prog)

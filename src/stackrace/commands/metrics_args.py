@@ -1,14 +1,18 @@
-"""`--metrics [HOST:]PORT` and `--metrics-remote`, for `load`, `bench` and the app.
+"""`--metrics [HOST:]PORT` and `--metrics-remote`, for `load`, `bench` and the app, read
+into the exporter's typed `MetricsOptions`.
 
 Apart from the exporter so that adding the options costs nothing: the app's arguments
-are added on every start of `stackrace` (commands/app_args.py), the exporter only when asked for.
+are added on every start of `stackrace` (commands/app_args.py), the exporter (its
+socket, its figures) is imported only when asked for.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-DEFAULT_HOST = "127.0.0.1"
+if TYPE_CHECKING:
+    from stackrace.metrics.exporter import MetricsExporter, MetricsOptions
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -17,6 +21,8 @@ def parse_address(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep:
         host, port = "", text
+    from stackrace.metrics.exporter import DEFAULT_HOST  # only when --metrics is given
+
     host = host.strip("[]") or DEFAULT_HOST
     try:
         number = int(port)
@@ -43,3 +49,21 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let --metrics listen on an address other hosts can reach",
     )
+
+
+def metrics_options(args: argparse.Namespace) -> MetricsOptions | None:
+    """What --metrics asks for; None without it."""
+    from stackrace.metrics.exporter import MetricsOptions
+
+    address = getattr(args, "metrics", None)
+    if address is None:
+        return None
+    host, port = address
+    return MetricsOptions(host, port, remote=bool(getattr(args, "metrics_remote", False)))
+
+
+def open_metrics(args: argparse.Namespace, prog: str) -> MetricsExporter | None:
+    """The exporter these flags ask for, bound now (errors before any load); None without."""
+    from stackrace.metrics.exporter import open_exporter
+
+    return open_exporter(metrics_options(args), prog)
