@@ -155,7 +155,8 @@ def breaking_line(stack: StackResult, run: BenchRun) -> str:
 
 def _breaking(stack: StackResult, run: BenchRun) -> str:
     """Where the stack stopped keeping up, by the rules, and its p99 there; or the
-    highest level it kept up at, its p99 and the bound it met (stackrace.rules.level)."""
+    highest level it kept up at, its p99 and the bound it met (stackrace.rules.level),
+    and, when the run was interrupted, that the levels after were not measured."""
     if stack.error and not stack.levels:
         return f"{stack.name}: not measured ({stack.error})"
     end = f" — then {stack.error}" if stack.error else ""
@@ -165,7 +166,15 @@ def _breaking(stack: StackResult, run: BenchRun) -> str:
     verdict = breaking(stack, run)
     if verdict is None:
         judged = judgments(stack, run)
-        return f"{stack.name}: {unbroken_sentence(list(judged.values()), rate)}{end}"
+        said = unbroken_sentence(list(judged.values()), rate)
+        if run.interrupted:
+            # the levels not measured could hold it: no claim from what was not seen
+            n = len(stack.levels)
+            said += (
+                f"; the run was interrupted after {n} level{'s' if n != 1 else ''}: "
+                "the others were not measured"
+            )
+        return f"{stack.name}: {said}{end}"
     return f"{stack.name}: {breaking_sentence(verdict, rate)}{end}"
 
 

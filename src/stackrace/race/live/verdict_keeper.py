@@ -52,7 +52,7 @@ class _LevelCpu:
     """A member's CPU samples at one level, added up."""
 
     level: int | None
-    last: ResourceSample | None = None
+    last_t: float | None = None  # the last sample's time (a replay decodes it anew)
     used: float = 0.0
     waited: float = 0.0
     n: int = 0
@@ -95,19 +95,25 @@ class VerdictKeeper:
             core_full=shared is not None and shared.full and m.stack_cpus is not None,
         )
 
-    def _level_cpu(self, mid: str, r: ResourceSample) -> tuple[float, float]:
-        """The stack's CPU and wait for a core, averaged over the samples taken at the
-        level running now (each sample counted once)."""
-        level = self.levels.current_level(mid)
+    def _level_cpu(self, mid: str, latest: ResourceSample) -> tuple[float, float]:
+        """The stack's CPU and wait for a core, averaged over the samples seen at the
+        level running now (`feed`); the latest sample before any."""
+        acc = self.cpu_at_level.get(mid)
+        if acc is None or not acc.n or acc.level != self.levels.current_level(mid):
+            return latest.cpu_percent, latest.cpu_wait_percent
+        return acc.used / acc.n, acc.waited / acc.n
+
+    def _see_cpu(self, mid: str, level: int, r: ResourceSample | None) -> None:
+        """One more sample at `level`, counted once (by its time: live and in a replay
+        alike, whenever the view is drawn)."""
         acc = self.cpu_at_level.get(mid)
         if acc is None or acc.level != level:
             acc = self.cpu_at_level[mid] = _LevelCpu(level)
-        if acc.last is not r:
-            acc.last = r
+        if r is not None and acc.last_t != r.t:
+            acc.last_t = r.t
             acc.used += r.cpu_percent
             acc.waited += r.cpu_wait_percent
             acc.n += 1
-        return acc.used / acc.n, acc.waited / acc.n
 
     def shared_core(self) -> SharedCore | None:
         """The cores the stacks share, from every running stack's CPU (None when each
@@ -125,6 +131,7 @@ class VerdictKeeper:
                 continue
             tracker = self.warmups.setdefault(t.id, WarmupTracker())
             tracker.feed(t.level, t.interval.requests, t.interval.seconds)
+            self._see_cpu(t.id, t.level, m.resources)
             watch = self.wedges.setdefault(t.id, WedgeWatch())
             self.wedged[t.id] = watch.feed(now, t.interval, m.signs)
             recent = self.recent.setdefault(t.id, deque())
