@@ -30,6 +30,7 @@ from stackrace.race.playback.recording import load_recording
 from stackrace.report.slo import Slo
 from stackrace.rules.breaking import StepResult
 from stackrace.rules.level import (
+    AT_FULL_CPU,
     BROKEN,
     CORE_LIMITED,
     ENGINE_LIMITED,
@@ -81,7 +82,8 @@ def one_story(p: PaneView) -> None:
 async def test_started_at_c500_the_sync_worker_queues_within_seconds_and_never_ticks():
     """Before: "✓ no failures at c=500 · no lower level to compare" above p50 5.6 s and
     500 waiting. Now: QUEUEING as soon as the level is judged, with the wait and the
-    service time, and never green; uvicorn beside it keeps up."""
+    service time, and never green; uvicorn beside it keeps its answers on time with its
+    CPU spent (at full cpu): no tick anywhere on screen."""
     first = None
     async for t, view in replay("sync_c500_go", 10.0):
         sync = pane(view, "gunicorn-sync")
@@ -97,7 +99,8 @@ async def test_started_at_c500_the_sync_worker_queues_within_seconds_and_never_t
     assert sync.verdict is not None and sync.verdict.kind == QUEUEING
     assert sync.proof.startswith("500 wait ~5.") and "; one takes ~19 ms (its fastest" in sync.proof
     assert sync.annotation.startswith("≈ 500 requests queued, each waits ~5.")
-    assert uvi.judgment is not None and uvi.judgment.state == KEEPING_UP and uvi.verdict is None
+    assert uvi.judgment is not None and uvi.judgment.state == AT_FULL_CPU and uvi.verdict is None
+    assert not uvi.judgment.green and "no room for more load" in uvi.judgment.why
 
 
 async def test_the_same_state_at_c500_whether_started_there_or_climbed_there():
@@ -105,7 +108,8 @@ async def test_the_same_state_at_c500_whether_started_there_or_climbed_there():
     truth does not depend on the path: sync queues at c=500 either way, and at c=10
     already (ten clients, one worker: each waits ten service times); uvicorn is never
     blamed (in the climb its engine waited for a core 26 % of the time: the figures
-    are then not judged, and it is never called broken)."""
+    are then not judged, and it is never called broken; with its CPU spent it is at
+    full cpu, not green)."""
     direct = {}
     async for _t, view in replay("sync_c500_go", 10.0, step=1.0):
         direct = {p.id: p.judgment.state for p in view.panes if p.judgment}
@@ -117,8 +121,8 @@ async def test_the_same_state_at_c500_whether_started_there_or_climbed_there():
     assert sorted(climbed) == [10, 20, 50, 100, 200, 500]
     assert direct["gunicorn-sync"] == climbed[500]["gunicorn-sync"] == QUEUEING
     assert all(states["gunicorn-sync"] == QUEUEING for states in climbed.values())
-    assert direct["uvicorn"] == KEEPING_UP
-    assert {s["uvicorn"] for s in climbed.values()} <= {KEEPING_UP, ENGINE_LIMITED}
+    assert direct["uvicorn"] == AT_FULL_CPU  # on time, its CPU spent: no tick
+    assert {s["uvicorn"] for s in climbed.values()} <= {KEEPING_UP, AT_FULL_CPU, ENGINE_LIMITED}
 
 
 async def test_an_engine_starved_of_its_core_is_the_limit_and_no_server_is_blamed():

@@ -10,6 +10,7 @@ from stackrace.race.live.verdicts import HOLD, JudgmentHold
 from stackrace.rules.breaking import CpuShare, StepResult, step_result
 from stackrace.rules.cores import alone_on_a_core, shared_core
 from stackrace.rules.level import (
+    AT_FULL_CPU,
     CORE_LIMITED,
     ENGINE_LIMITED,
     FAILING,
@@ -86,6 +87,20 @@ def test_a_stack_cpu_bound_by_itself_stays_saturated_and_a_blocked_one_queues():
         step_result(10, window(91, 110, fastest_ms=10.5), share=sync),
     ]
     assert breaking_point(steps).kind == QUEUEING  # type: ignore[union-attr]
+
+
+def test_a_stack_on_time_with_its_cpu_spent_is_at_full_cpu_never_a_tick():
+    """uvicorn at c=500 on the core it shares: each request waits ~25 ms against ~13 ms
+    to serve one (on time), its CPU at 90 % of the core. A tick would promise room for
+    more load it does not have; it is no breaking point either. With CPU to spare the
+    same figures keep up."""
+    spent = CpuShare(used=90, capacity=100, waited=2)
+    j = judge(Evidence(step_result(500, window(20000, 25, fastest_ms=13), share=spent)))
+    assert j.state == AT_FULL_CPU and not j.green and not j.broken and not j.not_judged
+    assert j.why.startswith("CPU 90% of 1 core: no room for more load · a request waits ~25")
+    room = CpuShare(used=40, capacity=100, waited=2)
+    j = judge(Evidence(step_result(500, window(20000, 25, fastest_ms=13), share=room)))
+    assert j.state == KEEPING_UP and j.green
 
 
 def test_a_stack_waiting_for_a_core_another_process_holds_is_not_judged():

@@ -24,6 +24,7 @@ request), never the only one. The states, in their order of precedence:
   queueing        no     yes             requests wait much longer than it takes to serve one
   slo-missed      no     no              none of the above, but the SLO is missed
   warming         no     no              keeping up while a JIT's req/s still climbs
+  at full cpu     no     no              it keeps up, but its CPU is spent: no room for more
   keeping up      yes    no              every rule met
 
 Failing by answers that are errors, refusals or resets comes first; starving next (an
@@ -100,6 +101,7 @@ WEDGED = "wedged"
 ENGINE_LIMITED = "engine-limited"
 CORE_LIMITED = "core-limited"
 SLO_MISSED = "slo-missed"
+AT_FULL_CPU = "at full cpu"
 
 STATES = (
     MEASURING,
@@ -113,6 +115,7 @@ STATES = (
     ENGINE_LIMITED,
     CORE_LIMITED,
     SLO_MISSED,
+    AT_FULL_CPU,
 )
 # the server's own: a breaking point
 BROKEN = (WEDGED, FAILING, STARVING, SATURATED, QUEUEING)
@@ -124,6 +127,7 @@ SEVERITY = {
     KEEPING_UP: 1,
     WARMING: 1,
     SLO_MISSED: 2,
+    AT_FULL_CPU: 2,
     ENGINE_LIMITED: 2,
     CORE_LIMITED: 2,
     QUEUEING: 3,
@@ -145,7 +149,10 @@ LABELS = {
     ENGINE_LIMITED: "LIMITED BY THE ENGINE",
     CORE_LIMITED: "LIMITED BY A BUSY CORE",
     SLO_MISSED: "MISSES THE SLO",
+    AT_FULL_CPU: "AT FULL CPU",
 }
+# levels it served without breaking (a summary's "no breaking point up to …")
+KEPT = (KEEPING_UP, WARMING, SLO_MISSED, AT_FULL_CPU)
 
 # --- the thresholds -------------------------------------------------------------------
 
@@ -369,6 +376,13 @@ def judge(e: Evidence) -> Judgment:
         calm = f"{few} · {calm}" if calm else few
     if e.warming and e.warm_climb is not None and e.warm_climb > WARM_CLIMB:
         return judged(WARMING, f"req/s +{100 * e.warm_climb:.0f}% so far · {calm}")
+    if cores.cpu_bound(step):
+        # its answers are on time, but it has no CPU left for more: a tick here would
+        # promise room it does not have (uvicorn at c=500 on the core it shares)
+        cap = cores.capacity(step) / 100
+        where = f"{cap:.0f} core" + ("s" if cap > 1 else "")
+        spent = f"CPU {step.cpu_percent or 0:.0f}% of {where}: no room for more load"
+        return judged(AT_FULL_CPU, f"{spent} · {calm}" if calm else spent)
     return judged(KEEPING_UP, calm)
 
 

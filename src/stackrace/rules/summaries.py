@@ -18,11 +18,10 @@ from stackrace.rules.breaking import LevelVerdict
 from stackrace.rules.level import (
     CORE_LIMITED,
     ENGINE_LIMITED,
-    KEEPING_UP,
+    KEPT,
     SLO_MISSED,
     TAIL_FACTOR,
     TAIL_FLOOR_US,
-    WARMING,
     Judgment,
     level_text,
     secs,
@@ -40,7 +39,7 @@ def unbroken_sentence(judgments: Sequence[Judgment], rate_mode: bool = False) ->
     """What a summary says of a stack that never broke: the highest level it kept up
     at, with its p99 and the bound that p99 met; the levels not judged and why; the
     levels that missed the SLO. Never a bare "no breaking point"."""
-    kept = [j for j in judgments if j.state in (KEEPING_UP, WARMING, SLO_MISSED)]
+    kept = [j for j in judgments if j.state in KEPT]
     limited = [j for j in judgments if j.not_judged]
     parts = []
     if kept:

@@ -36,6 +36,7 @@ from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.race.core.state import StackState
 from stackrace.race.live.view import PaneView
 from stackrace.rules.level import (
+    AT_FULL_CPU,
     CORE_LIMITED,
     ENGINE_LIMITED,
     KEEPING_UP,
@@ -123,8 +124,16 @@ def _latency_row(
 
 
 # each state's mark and, for a narrow pane, its short name
-_MARK = {KEEPING_UP: "✓", MEASURING: "…", WARMING: "…", ENGINE_LIMITED: "◆", CORE_LIMITED: "◆"}
+_MARK = {
+    KEEPING_UP: "✓",
+    MEASURING: "…",
+    WARMING: "…",
+    ENGINE_LIMITED: "◆",
+    CORE_LIMITED: "◆",
+    AT_FULL_CPU: "◆",
+}
 _SHORT = {
+    AT_FULL_CPU: "FULL CPU",
     ENGINE_LIMITED: "ENGINE-LIMITED",
     CORE_LIMITED: "CORE-LIMITED",
     SLO_MISSED: "SLO MISSED",

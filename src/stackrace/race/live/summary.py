@@ -31,7 +31,7 @@ from stackrace.base.atomicfile import WriteError, write_atomic
 from stackrace.race.live.session import Session
 from stackrace.race.live.view import SummaryRow
 from stackrace.rules.breaking import StepResult
-from stackrace.rules.level import KEEPING_UP, SLO_MISSED, WARMING
+from stackrace.rules.level import KEPT
 from stackrace.rules.summaries import unbroken_sentence
 from stackrace.settings.units import fmt_us
 
@@ -86,7 +86,7 @@ def unbroken_text(row: SummaryRow, rate_mode: bool = False, short: bool = False)
     limited = [j for j in row.judgments if j.not_judged]
     if limited:
         return f"not judged from {_level(limited[0].level, rate_mode)}"
-    kept = [j for j in row.judgments if j.state in (KEEPING_UP, WARMING, SLO_MISSED)]
+    kept = [j for j in row.judgments if j.state in KEPT]
     if kept:
         return f"none up to {_level(kept[-1].level, rate_mode)}"
     return "not reached"
