@@ -7,9 +7,12 @@ Each subcommand lives in its own module under `stackrace.commands` and exposes
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import os
 import sys
+from pathlib import Path
 
 from stackrace import __version__, paths
 from stackrace.options import OneLineArgumentParser
@@ -74,18 +77,64 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# `stackrace stacks | head`: the reader went away; 128 + SIGPIPE, as a shell reports a
+# program its pipe killed (and `set -o pipefail` sees it), with nothing printed
+EXIT_BROKEN_PIPE = 141
+# errors of the machine's state while writing, not bugs: a read-only or full file system
+_STORAGE_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run stackrace; an unexpected exception is one line and a crash log, exit 70."""
     given = sys.argv[1:] if argv is None else list(argv)
     try:
-        return _main(argv)
+        rc = _main(argv)
+        sys.stdout.flush()  # here, where a reader gone away is still ours to handle
+        return rc
     except UnwritableDirError as exc:  # the machine's state, not a bug: say which directory
         print(f"stackrace: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return quiet_broken_pipe()
+    except OSError as exc:
+        if exc.errno not in _STORAGE_ERRNOS:
+            from stackrace import crashlog
+
+            return crashlog.report("stackrace", exc, given)
+        print(f"stackrace: {storage_line(exc)}", file=sys.stderr)
+        return 1
     except Exception as exc:  # a bug of ours: the user gets one line and a file
         from stackrace import crashlog
 
         return crashlog.report("stackrace", exc, given)
+
+
+def quiet_broken_pipe() -> int:
+    """The reader of stdout is gone: point stdout at /dev/null so that the interpreter's
+    last flush at exit has nowhere to fail (Python's own advice for SIGPIPE), say
+    nothing, and exit as a program killed by the pipe would."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
+def storage_line(exc: OSError) -> str:
+    """One line for a write that a read-only or full file system refused: the directory
+    it was in when the error names a file, else stackrace's own directories (where
+    nearly everything it writes goes), and how to move them."""
+    why = exc.strerror or str(exc)
+    if exc.filename:
+        where = Path(os.fsdecode(exc.filename))
+        return (
+            f"cannot write in {where if where.is_dir() else where.parent}: {why} "
+            f"(${paths.ENV_HOME} puts stackrace's files elsewhere)"
+        )
+    return (
+        f"cannot write: {why} (stackrace writes in {paths.cache_dir()} and "
+        f"{paths.data_dir()}; ${paths.ENV_HOME} puts them elsewhere)"
+    )
 
 
 def _main(argv: list[str] | None) -> int:

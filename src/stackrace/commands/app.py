@@ -31,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
     if not getattr(args, "demo", False) and not getattr(args, "cluster", None):
         # before the screen opens: a read-only home is one line here, not a crash later
         from stackrace.paths import writable_dir
-        from stackrace.stacks.launcher import runs_dir
+        from stackrace.stacks.launcher import RUNS_MADE_FOR, runs_dir
 
-        writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR")
+        writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
     from stackrace.metrics.exporter import MetricsError, open_from_args
 
     try:  # bound before anything starts: a port in use is one line, not a broken screen

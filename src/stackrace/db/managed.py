@@ -39,6 +39,7 @@ from typing import Literal
 import msgspec
 import pymysql
 
+from stackrace import madeby
 from stackrace.db import admin, provision, server_user
 from stackrace.db import seed as seeding
 from stackrace.db.errors import DbError
@@ -54,6 +55,8 @@ from stackrace.db.settings import DbSettings
 from stackrace.ports import free_port, pid_listening_on, port_in_use
 from stackrace.supervise.procs import die_with_parent
 from stackrace.supervise.watchdog import Watchdog
+
+MADE_FOR = "the private MariaDB (data, passwords, logs)"  # its directory's marker (madeby)
 
 DEFAULT_PORT = 13306
 DEFAULT_MAX_CONNECTIONS = 4000
@@ -357,7 +360,7 @@ class ManagedMariaDB:
     def _acquire_up_lock(self) -> int:
         """An exclusive flock on root/up.lock: two `up`s at once (say bench and the user)
         would otherwise both install or both start a server on the same data directory."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        madeby.make_dir(self.root, MADE_FOR)
         fd = os.open(self.root / "up.lock", os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         return fd
@@ -463,7 +466,7 @@ class ManagedMariaDB:
         old = self._meta()
         if old is not None and old.server_dir:
             self._remove_server_dir(Path(old.server_dir))
-        self.root.mkdir(parents=True, exist_ok=True)
+        madeby.make_dir(self.root, MADE_FOR)
         # others may only pass through (to root/server, if that is the server's directory)
         os.chmod(self.root, 0o700 if user.uid == os.geteuid() else 0o711)
         server_dir = self._make_server_dir(user)
@@ -534,6 +537,7 @@ class ManagedMariaDB:
             server_dir = inside
         else:
             server_dir = Path(tempfile.mkdtemp(prefix="stackrace-mariadb-", dir=shadow_base()))
+            madeby.mark(server_dir, "the private MariaDB's server files")
             # a pointer for people looking in the instance's directory (instance.json is
             # what stackrace reads); `rm -rf` of the directory would not follow it: delete
             # an instance with `stackrace db reset --wipe`

@@ -30,7 +30,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from stackrace import paths
+from stackrace import madeby, paths
 
 DAYS = 3650
 SUBJECT = "/CN=localhost/O=stackrace (self-signed, for loopback stacks)"
@@ -82,8 +82,7 @@ def ensure() -> Certificate:
             "a TLS stack needs a certificate, made with the openssl command: "
             "install it (apt-get install openssl)"
         )
-    d.parent.mkdir(parents=True, exist_ok=True)
-    d.mkdir(mode=0o700, exist_ok=True)
+    madeby.make_dir(d, "the TLS stacks' certificate", mode=0o700)
     st = os.lstat(d)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
         raise CertificateError(f"{d}: not a directory of this user's: refusing to write there")

@@ -17,6 +17,7 @@ when a batch fails, it is retried stack by stack so the failure is pinned on the
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib
 import importlib.metadata
@@ -32,7 +33,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from stackrace import paths
+from stackrace import madeby, paths
 from stackrace.config import Stack, placeholders, render
 
 # the PyPy venv: .venv-pypy in a checkout, the data directory for a package (paths.py)
@@ -494,6 +495,10 @@ class Installer:
     def _pypy_venv(self) -> None:
         owners = [r for r in self._pending() if r.before.venv]
         if owners:
+            # made (and marked: what `clean` may remove, stackrace.madeby) before the venv
+            # is made in it; a directory already there stays unmarked
+            with contextlib.suppress(OSError):  # the step itself says why it fails
+                madeby.make_dir(PYPY_VENV, "the PyPy venv of the PyPy stacks")
             self._step(
                 f"venv: pypy3 -m venv {_rel(PYPY_VENV)}",
                 owners,

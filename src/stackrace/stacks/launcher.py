@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackrace import paths, statuses
+from stackrace import madeby, paths, statuses
 from stackrace.config import HOST, ConfigError, Stack, placeholders, render
 from stackrace.ports import free_port, port_in_use
 from stackrace.slug import short as short_name
@@ -117,6 +117,9 @@ def runs_dir() -> Path:
 # the name `new_run_root` gives: mkdtemp's prefix (a time) and its 8 random characters
 _RUN_ROOT_NAME = re.compile(r"^\d{8}-\d{6}-[A-Za-z0-9_]{8}$")
 _RUN_ROOT_MARK = ".lock"
+# what the markers of the runs directory and of each run directory say (stackrace.madeby)
+RUNS_MADE_FOR = "run directories (the stacks' logs)"
+RUN_MADE_FOR = "one run's stacks: logs, configs, sockets"
 
 
 def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
@@ -129,9 +132,12 @@ def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
     holding its lock file, not a link, and inside the runs directory once every link
     is resolved. $STACKRACE_RUNS_DIR may point anywhere (a home directory, a shared
     folder): nothing else in it is touched."""
-    base = paths.writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR")
+    base = paths.writable_dir(
+        runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", made_for=RUNS_MADE_FOR
+    )
     try:
         root = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
+        madeby.mark(root, RUN_MADE_FOR)
     except OSError as exc:  # e.g. a full disk
         raise paths.UnwritableDirError(
             f"cannot make a run directory in {base}: {exc.strerror or exc}"
