@@ -126,7 +126,8 @@ class WebGate:
         if not self.host_allowed(host):
             return 403, f"stackrace web: Host {host[:80]!r} is not this server's"
         if not self.origin_allowed(origin, host, secure):
-            return 403, f"stackrace web: a page from {origin[:80]!r} may not use this server"
+            page = (origin or "")[:80]
+            return 403, f"stackrace web: a page from {page!r} may not use this server"
         if not (self.token_ok(query_token) or self.token_ok(cookie_token)):
             return 403, (
                 "stackrace web: open the URL with the token that `stackrace web` printed "

@@ -92,7 +92,7 @@ def _owned_server(gate: WebGate) -> type:
             response.set_cookie(gate.cookie, gate.token, httponly=True, samesite="Strict")
         return response
 
-    class OwnedServer(Server):  # type: ignore[misc]  # (textual-serve is untyped)
+    class OwnedServer(Server):
         async def _make_app(self) -> web.Application:
             app = await super()._make_app()
             app.middlewares.append(guard)  # before any handler: a refused request starts nothing
