@@ -43,6 +43,8 @@ A stack block (see stacks.toml for the full set and README "Adding a stack"):
     opcache = ["on", "off"]
     [stacks.NAME.kinds]              # optional: a param's kind, where not inferred
     php_fpm = "path"
+    [stacks.NAME.executables]        # optional: the executables of a path param that a
+    php_fpm = ["/usr/sbin/php-fpm8.3"]   # preset, run file or recording may name too
 
 Optional keys for what a stack serves and what verify proves about it:
 
@@ -102,7 +104,12 @@ checked against its param's kind (`param_kind`) before anything starts —
   at most `COUNT_CEILING` (and workers and threads at most `tunable_ceilings()`);
 - params with `choices`: one of them;
 - params declared `kinds = { P = "path" }`: an absolute, normalised path to an existing
-  executable file (a server binary such as php-fpm);
+  executable file (a server binary such as php-fpm), and only the command line (or the
+  picker: the person at the keyboard) names one freely. A variant read from a file —
+  a preset, a run file (`bench --from`), a recording, another stack's `upstream` — is
+  refused in one line when it names an executable other than the param's default or
+  one the stack lists in `executables`: a data file that travels must never choose
+  what runs (`resolve(..., named_in=COMMAND_LINE)` is the command line's);
 - every other param: a word of letters, digits and `. _ - : = +` (no `/`, spaces,
   braces, quotes, `;` or control characters: nothing that could reach outside a
   directory, split an argument or end a line of a config file).
@@ -241,6 +248,9 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     workloads: list[str] = []  # optional workloads served besides the contract (dbjson)
     choices: dict[str, list[str]] = {}  # allowed values of params, checked in variants
     kinds: dict[str, str] = {}  # a param's kind when not inferred (PARAM_KINDS): "path"
+    # a path param's executables that a preset, a run file or a recording may name too
+    # (the command line may name any executable: see `resolve`)
+    executables: dict[str, list[str]] = {}
     upstream: str | None = None  # a stack started first that this one forwards to
     tls: bool = False  # serves HTTPS with {tls_cert}/{tls_key} (stacks.certificate)
     facts: str | None = None  # path of a JSON object of facts the app reports on itself
@@ -406,6 +416,14 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
             raise bad(f"kinds.{key}", f"{kind!r} is not one of count, word, path")
         if key in spec.choices:
             raise bad(f"kinds.{key}", "a param with choices is of kind choice already")
+    for key, listed in spec.executables.items():
+        if key not in spec.params or param_kind(spec, key) != "path":
+            raise bad(f"executables.{key}", 'not a param of kind "path" (see `kinds`)')
+        for value in listed:
+            if not value.isprintable() or not value.startswith("/"):
+                raise bad(f"executables.{key}", f"{value[:60]!r} is not an absolute path")
+            if os.path.normpath(value) != value:
+                raise bad(f"executables.{key}", f"{value!r} is not a normalised path")
     for key, default in spec.params.items():
         if key in spec.choices:
             continue
@@ -769,11 +787,25 @@ def stack_defs(raw: dict[str, Any], p: Path) -> dict[str, StackDef]:
     return stacks
 
 
-def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) -> Stack:
+# where a stack reference was written, for `resolve`: the one place that may name any
+# executable (the picker is the command line's too: the person at the keyboard)
+COMMAND_LINE = "the command line"
+
+
+def resolve(
+    ref: str,
+    stacks: dict[str, StackDef],
+    source: str | None = None,
+    *,
+    named_in: str = "a file",
+) -> Stack:
     """'gunicorn-sync' or 'gunicorn-sync:workers=4,threads=2' → Stack.
 
     Errors name `source`, by default the file the stacks were read from (a StackFile),
-    and check what depends on this machine: the CPUs in `cpus`.
+    and check what depends on this machine: the CPUs in `cpus`. `named_in`: where the
+    reference was written, `COMMAND_LINE` or a file (a preset, a run file): a path
+    param's value from a file must be its default or one the stack lists in
+    `executables` (see the module docstring).
     """
     if source is None:
         source = getattr(stacks, "source", "stacks.toml")
@@ -798,6 +830,10 @@ def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) ->
         problem = check_value(spec, key, value)
         if problem:
             raise ConfigError(f"{source}: stack '{ref}': key '{key}': {problem}")
+        if named_in != COMMAND_LINE:
+            problem = _named_executable(spec, key, value, source)
+            if problem:  # the file that named it is at fault, not the stacks file
+                raise ConfigError(f"{named_in}: stack '{ref}': key '{key}': {problem}")
         overrides[key] = value
     for key in ("workers", "threads"):
         if key not in overrides:  # a stacks file's own default is held to them too
@@ -821,6 +857,19 @@ def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) ->
     return stack
 
 
+def _named_executable(spec: StackDef, key: str, value: str, source: str) -> str | None:
+    """Why a file may not name this executable (None: it may): see `resolve`."""
+    if param_kind(spec, key) != "path":
+        return None
+    allowed = [spec.params[key], *spec.executables.get(key, [])]
+    if value in allowed:
+        return None
+    return (
+        f"names the executable {value}: only the command line (--stacks, or the picker) "
+        f"may, or the stack's own list in {source} ({', '.join(allowed)})"
+    )
+
+
 def _with_upstream(stack: Stack, ref: str, stacks: dict[str, StackDef], source: str) -> Stack:
     """Resolve the stack's `upstream` (rendered with its params) into a Stack of its own."""
     assert stack.spec.upstream is not None
@@ -836,7 +885,8 @@ def _with_upstream(stack: Stack, ref: str, stacks: dict[str, StackDef], source: 
             f"{source}: stack '{ref}': key 'upstream': {up_ref!r} is itself in front of a stack"
         )
     try:
-        upstream = resolve(up_ref, stacks, source)
+        # a stacks file's reference: a file's, never the command line's
+        upstream = resolve(up_ref, stacks, source, named_in=f"key 'upstream' of '{ref}'")
     except ConfigError as exc:
         raise ConfigError(f"{source}: stack '{ref}': key 'upstream': {exc}") from None
     return Stack(

@@ -29,7 +29,7 @@ import msgspec
 
 from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
-from stackrace.config import ConfigError, Stack, StackDef, resolve
+from stackrace.config import COMMAND_LINE, ConfigError, Stack, StackDef, resolve
 from stackrace.race.members import StackChoice
 from stackrace.race.state import StackState
 from stackrace.stacks.launcher import LaunchError
@@ -395,7 +395,8 @@ class ClusterStackSource:
         return out
 
     def start(self, stack_id: str, cpus: list[int] | None) -> RemoteMember:
-        return self.start_stack(resolve(stack_id, self.defs), cpus)
+        # named by the front end's user and checked there (a preset's as a file's)
+        return self.start_stack(resolve(stack_id, self.defs, named_in=COMMAND_LINE), cpus)
 
     def start_stack(self, stack: Stack, cpus: list[int] | None) -> RemoteMember:
         spec = stack.spec

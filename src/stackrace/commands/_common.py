@@ -6,7 +6,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from stackrace.config import ConfigError, Stack, StackDef, StackFile, load_stacks, resolve
+from stackrace.config import (
+    ConfigError,
+    Stack,
+    StackDef,
+    StackFile,
+    load_stacks,
+    resolve,
+)
 from stackrace.race_settings import split_stacks
 
 if TYPE_CHECKING:
@@ -40,10 +47,16 @@ def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
 
 
 def resolve_all(
-    names: list[str], stacks: dict[str, StackDef], source: str | None = None
+    names: list[str],
+    stacks: dict[str, StackDef],
+    source: str | None = None,
+    *,
+    named_in: str,
 ) -> list[Stack] | None:
     """Resolve stack names and variants; print one error line and return None on the
-    first bad one. Errors name `source`, by default the file the stacks came from.
+    first bad one. Errors name `source`, by default the file the stacks came from;
+    `named_in`: where the names were written (config.COMMAND_LINE, or the preset or run
+    file they came from: a file may not name an executable, see config.resolve).
 
     A stack named twice is refused rather than deduplicated: the user either mistyped
     (and meant another stack) or expects two runs, and a table with one result twice
@@ -53,7 +66,7 @@ def resolve_all(
     for ref in names:
         for part in split_stacks(ref):
             try:
-                stack = resolve(part, stacks, source)
+                stack = resolve(part, stacks, source, named_in=named_in)
             except ConfigError as exc:
                 print(f"stackrace: {exc}", file=sys.stderr)
                 return None

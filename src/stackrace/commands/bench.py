@@ -42,14 +42,14 @@ from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.metrics.exporter import open_from_args as open_metrics
 from stackrace.metrics.flags import add_metrics_arguments
 from stackrace.options import positive_duration, precision
-from stackrace.presets import load_preset
+from stackrace.presets import load_preset, preset_path
 from stackrace.race.bench import BenchPlan
 from stackrace.race.bench_report import BenchRecorder
 from stackrace.race.bench_run import plan_placement, run_bench
 from stackrace.race.capacity_run import CapacityPlan
 from stackrace.race.members import RaceParts
 from stackrace.race.urls import UrlError, add_url_arguments, check_paths, url_targets
-from stackrace.race_settings import RaceSettings, add_options, with_given
+from stackrace.race_settings import RaceSettings, add_options, stacks_named_in, with_given
 from stackrace.report import gate
 from stackrace.report.capacity import table_lines as capacity_table
 from stackrace.report.failures import run_failures
@@ -226,7 +226,13 @@ def build_plan(
         except ScenarioError as exc:
             _fail(str(exc))
             return None
-    chosen = resolve_all([",".join(settings.stacks)], stacks) if settings.stacks else []
+    preset_file = preset_path(args.preset) if args.preset else None
+    named_in = stacks_named_in(args, preset_file, args.from_run if rerun is not None else None)
+    chosen = (
+        resolve_all([",".join(settings.stacks)], stacks, named_in=named_in)
+        if settings.stacks
+        else []
+    )
     if chosen is None:
         return None
     if not settings.own_requests and not serves_workload(

@@ -14,6 +14,7 @@ import sys
 import time
 
 from stackrace.commands._common import load, resolve_all
+from stackrace.config import COMMAND_LINE
 from stackrace.stacks.install import Installer, InstallOutcome
 
 
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.all == bool(args.names):
         print("stackrace install: name one or more stacks, or --all", file=sys.stderr)
         return 2
-    chosen = resolve_all(list(stacks) if args.all else args.names, stacks)
+    chosen = resolve_all(list(stacks) if args.all else args.names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
     t0 = time.monotonic()

@@ -13,7 +13,7 @@ import signal
 import sys
 
 from stackrace.commands._common import load, resolve_all
-from stackrace.config import DB_WORKLOADS, Stack
+from stackrace.config import COMMAND_LINE, DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.supervise import hurry
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         print("stackrace serve: name the stacks (or give --app)", file=sys.stderr)
         return 2
-    chosen = resolve_all(names, stacks)
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
     db = None

@@ -212,10 +212,10 @@ def run(args: argparse.Namespace) -> int:
             progress(f"tune: {note}")
         if args.stack.partition(":")[0] not in stacks:
             return _fail(f"no stack {args.stack!r} (`stackrace stacks` lists them)")
-        from stackrace.config import resolve
+        from stackrace.config import COMMAND_LINE, resolve
 
         try:
-            base = resolve(args.stack, stacks)
+            base = resolve(args.stack, stacks, named_in=COMMAND_LINE)
             grid = axes(base, len(os.sched_getaffinity(0)), args.tune_workers, args.tune_threads)
         except (ConfigError, ValueError) as exc:
             return _fail(str(exc))
@@ -272,12 +272,13 @@ def run(args: argparse.Namespace) -> int:
     result = msgspec.structs.replace(runs[0], stacks=[st for r in runs for st in r.stacks])
     commands = {}
     if names:
-        from stackrace.config import resolve
+        from stackrace.config import COMMAND_LINE, resolve
         from stackrace.stacks.production import production_command
 
         assert stacks is not None  # (names come from the stacks file read above)
-        for st in result.stacks:
-            commands[st.name] = production_command(resolve(st.name, stacks))
+        for st in result.stacks:  # candidates of the stack named on the command line
+            named = resolve(st.name, stacks, named_in=COMMAND_LINE)
+            commands[st.name] = production_command(named)
     return _finish(args, result, [], commands)
 
 

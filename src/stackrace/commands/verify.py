@@ -14,7 +14,7 @@ import sys
 import time
 
 from stackrace.commands._common import load, resolve_all
-from stackrace.config import DB_WORKLOADS, Stack, placeholders, render
+from stackrace.config import COMMAND_LINE, DB_WORKLOADS, Stack, placeholders, render
 from stackrace.stacks import probe
 from stackrace.stacks.availability import check as availability
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     stacks = load(args)
     if stacks is None:
         return 2
-    chosen = resolve_all(args.names or list(stacks), stacks)
+    chosen = resolve_all(args.names or list(stacks), stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
     db = None
@@ -206,7 +206,7 @@ def _run_own(args: argparse.Namespace) -> int:
         else [*default_app_stacks(stacks)[0], *default_app_stacks(stacks)[1]]
         + [n for n in generated_names(stacks) if "[app]" not in n]
     )
-    chosen = resolve_all(names, stacks)
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
     return asyncio.run(_verify_own(chosen, kinds, explicit=bool(args.names)))

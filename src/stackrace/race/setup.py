@@ -176,11 +176,37 @@ def build_session(
         unknown = [s for s in plan.stacks if s.partition(":")[0] not in known]
         if unknown:
             raise AppSetupError(f"no stack {unknown[0]!r} in the stacks file")
+    _check_named_in_file(args, plan, source)
     session = Session(RaceCore(engine, source, plan.settings))
     session.then = _then_of(getattr(args, "preset", None))
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
+
+
+def _check_named_in_file(
+    args: argparse.Namespace, plan: RacePlan, source: StackSource | None
+) -> None:
+    """A preset's stacks are a file's words: checked as such before anything starts (it
+    may not name an executable: config.resolve); the command line's and the picker's
+    are the user's own."""
+    from stackrace.config import COMMAND_LINE, ConfigError, resolve
+    from stackrace.race.stacks import StacksFileSource
+    from stackrace.race_settings import stacks_named_in
+
+    preset = getattr(args, "preset", None)
+    if not preset or not isinstance(source, StacksFileSource):
+        return
+    from stackrace.presets import preset_path
+
+    named_in = stacks_named_in(args, preset_path(preset), None)
+    if named_in == COMMAND_LINE:
+        return
+    for ref in plan.stacks:
+        try:
+            resolve(ref, source.defs, named_in=named_in)
+        except ConfigError as exc:
+            raise AppSetupError(str(exc)) from None
 
 
 def _stacks_source(

@@ -12,7 +12,7 @@ import contextlib
 
 import msgspec
 
-from stackrace.config import Stack, StackDef, load_stacks, resolve, tunables
+from stackrace.config import COMMAND_LINE, Stack, StackDef, load_stacks, resolve, tunables
 from stackrace.db import ManagedMariaDB
 from stackrace.db.watch import DbWatch
 from stackrace.race.members import StackChoice
@@ -171,7 +171,11 @@ class StacksFileSource:
         return out
 
     def resolve(self, stack_id: str) -> Stack:
-        return resolve(stack_id, self.defs, self.stacks_file or "stacks.toml")
+        # named by the person at the keyboard (the command line, the picker); a preset's
+        # names were checked as a file's when the race was set up (race/setup.py)
+        return resolve(
+            stack_id, self.defs, self.stacks_file or "stacks.toml", named_in=COMMAND_LINE
+        )
 
     def start(self, stack_id: str, cpus: list[int] | None) -> LaunchedStack:
         return self.start_stack(self.resolve(stack_id), cpus)
