@@ -86,6 +86,11 @@ Which files: `--stacks-file FILE` alone; else the one shipped with stackrace, wi
 ~/.config/stackrace/stacks.toml ($XDG_CONFIG_HOME) and ./stacks.toml on top when they
 exist, each adding stacks and replacing those of the same name (`replace = true` at a
 file's top: that file alone). `stacks_files` says which, `load_stacks` merges them.
+A ./stacks.toml that replaces a stack of the files below it (a shipped "uvicorn" with
+a command of its own: what a cloned repository could do) is refused until the user
+trusts it (`stackrace stacks --trust ./stacks.toml`, stackrace.trust: remembered by its
+content) or names it with --stacks-file; one that only adds stacks is used. Every
+command that runs stacks prints the files it read first (`announcement`).
 `title` (default: the block's name), `language`, `family` ("other") and `description`
 only describe a stack: a user's block may leave them out.
 
@@ -135,7 +140,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from stackrace import inputfile, paths, statuses
+from stackrace import inputfile, paths, statuses, trust
 from stackrace.options import MAX_TIMEOUT_S  # ready_timeout and stop_timeout too
 from stackrace.workloads import WORKLOADS
 
@@ -744,24 +749,66 @@ def _read_layer(p: Path) -> tuple[dict[str, Any], str]:
     return raw, hashlib.sha256(data).hexdigest()
 
 
-def load_stacks(path: str | Path | None = None) -> StackFile:
+def load_stacks(path: str | Path | None = None, *, check_trust: bool = True) -> StackFile:
     """Read and validate the stacks files (`stacks_files`: the shipped one and the
     user's, merged by name; or the one given); raise ConfigError naming file, stack and
-    key."""
+    key. A ./stacks.toml that replaces a stack of the files below it is refused until it
+    is trusted (stackrace.trust; `check_trust=False`: read it all the same, to list)."""
     merged: dict[str, StackDef] = {}
+    below: dict[str, StackDef] = {}  # every stack of the files read before this one
     files: list[tuple[Path, str, str]] = []
     for p, origin in stacks_files(path):
-        raw, sha = _read_layer(p)
-        replace = raw.pop("replace", False)
-        if not isinstance(replace, bool):
-            raise ConfigError(f"{_where(p)}: key 'replace': expected true or false")
+        defs, replace, sha = read_stacks_file(p)
         if replace:  # this file alone (and those above it)
             merged, files = {}, []
-        merged.update(stack_defs(raw, p))
+        if origin == HERE and check_trust:
+            replaced = replaced_stacks(defs, below)
+            if replaced and not trust.is_trusted(p, sha):
+                raise ConfigError(untrusted_line(p, replaced))
+        below.update(defs)
+        merged.update(defs)
         files.append((p.resolve(), origin, sha))
     top, origin, sha = files[-1]
     source = " + ".join(_where(f) for f, _, _ in files)
     return StackFile(merged, source, top, origin, sha, files)
+
+
+def read_stacks_file(p: Path) -> tuple[dict[str, StackDef], bool, str]:
+    """One stacks file's stacks, whether it says `replace = true`, and its content's
+    SHA-256; ConfigError naming the file."""
+    raw, sha = _read_layer(p)
+    replace = raw.pop("replace", False)
+    if not isinstance(replace, bool):
+        raise ConfigError(f"{_where(p)}: key 'replace': expected true or false")
+    return stack_defs(raw, p), replace, sha
+
+
+def replaced_stacks(defs: dict[str, StackDef], below: dict[str, StackDef]) -> list[str]:
+    """The stacks of `below` that `defs` defines otherwise (same name, another block)."""
+    return [name for name, spec in defs.items() if name in below and below[name] != spec]
+
+
+def untrusted_line(path: Path, replaced: list[str]) -> str:
+    """Why a ./stacks.toml is not used, and the two ways to use it."""
+    where = _where(path)
+    if not where.startswith(("/", ".")):
+        where = f"./{where}"  # as typed in this directory
+    names = ", ".join(f"'{n}'" for n in replaced[:4]) + (" …" if len(replaced) > 4 else "")
+    return (
+        f"{where}: replaces the shipped {'stack' if len(replaced) == 1 else 'stacks'} "
+        f"{names} with its own command; not used until you trust it (`stackrace stacks "
+        f"--trust {where}`, remembered until the file changes) or name it (`stackrace --stacks-file "
+        f"{where} …`)"
+    )
+
+
+def announcement(stacks: StackFile) -> list[str]:
+    """The lines a command that runs stacks prints first: every stacks file it read,
+    lowest first, and why (a file outside the package must never act unseen)."""
+    out = [f"stacks file: {path} ({origin})" for path, origin, _ in stacks.files]
+    if len(stacks.files) > 1:
+        out.append("  (each file adds its stacks and replaces those of the same name)")
+    return out
 
 
 def stack_defs(raw: dict[str, Any], p: Path) -> dict[str, StackDef]:

@@ -11,6 +11,7 @@ from stackrace.config import (
     Stack,
     StackDef,
     StackFile,
+    announcement,
     load_stacks,
     resolve,
 )
@@ -21,13 +22,18 @@ if TYPE_CHECKING:
 
 
 def load(
-    args: argparse.Namespace, settings: RaceSettings | None = None, prog: str = "stackrace"
+    args: argparse.Namespace,
+    settings: RaceSettings | None = None,
+    prog: str = "stackrace",
+    *,
+    check_trust: bool = True,
 ) -> StackFile | None:
     """The stacks files' stacks, plus those made for this run: `SERVER[app]` for --app
     and one per --cmd (stackrace.userapp), ready on the first of the run's requests; or
-    None after one error line."""
+    None after one error line. `check_trust=False`: an untrusted ./stacks.toml is read
+    too (to be listed, never run: config.load_stacks)."""
     try:
-        stacks = load_stacks(args.stacks_file)
+        stacks = load_stacks(args.stacks_file, check_trust=check_trust)
     except ConfigError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return None
@@ -38,6 +44,15 @@ def load(
     except (userapp.AppError, scenario.ScenarioError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None
+
+
+def announce(stacks: StackFile, prog: str = "stackrace") -> None:
+    """Name every stacks file read, on stderr, before anything of them runs: a file
+    outside the package (./stacks.toml, the config directory's, --stacks-file) must
+    never decide what runs unseen. Called once the command's stacks are chosen and
+    checked, so that a refusal stays one line."""
+    for line in announcement(stacks):
+        print(f"{prog}: {line}", file=sys.stderr)
 
 
 def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:

@@ -79,12 +79,27 @@ def run_app(
     except AppSetupError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return 2
+    _announce(args)
     if exporter is not None:
         exporter.follow_core(app.session.core)
         rc = exporter.run_beside(app.run_async) or 0
     else:
         rc = app.run() or 0
     return exit_status(app, rc)
+
+
+def _announce(args: argparse.Namespace) -> None:
+    """The stacks files read, on the terminal the app returns to (and in the app when one
+    is not the package's own: race/setup.py)."""
+    if getattr(args, "demo", False):
+        return
+    import contextlib
+
+    from stackrace.commands._common import announce
+    from stackrace.config import ConfigError, load_stacks
+
+    with contextlib.suppress(ConfigError):  # only --url targets: no stacks file is used
+        announce(load_stacks(args.stacks_file))
 
 
 def _run_on_cluster(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:

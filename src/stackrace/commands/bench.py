@@ -32,6 +32,7 @@ import msgspec
 
 from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands._common import (
+    announce,
     default_app_stacks,
     load,
     resolve_all,
@@ -385,6 +386,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if metrics is not None:
         plan.on_core = metrics.follow_core
+    if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
+        announce(stacks_file, "stackrace bench")
     progress: Callable[[str], None] = _quiet if args.no_progress else _progress
     cluster = None
     parts: RaceParts | None = None

@@ -13,7 +13,7 @@ import argparse
 import sys
 import time
 
-from stackrace.commands._common import load, resolve_all
+from stackrace.commands._common import announce, load, resolve_all
 from stackrace.config import COMMAND_LINE
 from stackrace.stacks.install import Installer, InstallOutcome
 
@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = resolve_all(list(stacks) if args.all else args.names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace install")
     t0 = time.monotonic()
     print(f"stackrace install: checking {len(chosen)} stack{'s' * (len(chosen) != 1)}")
     results = Installer(

@@ -12,7 +12,7 @@ import contextlib
 import signal
 import sys
 
-from stackrace.commands._common import load, resolve_all
+from stackrace.commands._common import announce, load, resolve_all
 from stackrace.config import COMMAND_LINE, DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.supervise import hurry
@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace serve")
     db = None
     env: dict[str, str] = {}
     if args.db and args.no_db:

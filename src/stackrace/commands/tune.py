@@ -41,7 +41,7 @@ from pathlib import Path
 
 import msgspec
 
-from stackrace.commands._common import load
+from stackrace.commands._common import announce, load
 from stackrace.commands.bench import add_search_arguments, build_plan
 from stackrace.config import ConfigError, Stack, StackFile, tunable_ceilings, tunables
 from stackrace.race.bench_run import run_bench
@@ -219,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
             grid = axes(base, len(os.sched_getaffinity(0)), args.tune_workers, args.tune_threads)
         except (ConfigError, ValueError) as exc:
             return _fail(str(exc))
+        announce(stacks, PROG)
         full = math.prod(len(v) for v in grid.values()) if grid else 1
         grid = thin(grid, int(budget // per_candidate))
         names = candidates(args.stack, grid)

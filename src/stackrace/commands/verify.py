@@ -13,7 +13,7 @@ import ssl
 import sys
 import time
 
-from stackrace.commands._common import load, resolve_all
+from stackrace.commands._common import announce, load, resolve_all
 from stackrace.config import COMMAND_LINE, DB_WORKLOADS, Stack, placeholders, render
 from stackrace.stacks import probe
 from stackrace.stacks.availability import check as availability
@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = resolve_all(args.names or list(stacks), stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace verify")
     db = None
     env: dict[str, str] = {}
     if args.db and args.no_db:
@@ -209,6 +210,7 @@ def _run_own(args: argparse.Namespace) -> int:
     chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace verify")
     return asyncio.run(_verify_own(chosen, kinds, explicit=bool(args.names)))
 
 

@@ -139,6 +139,17 @@ def run(args: argparse.Namespace) -> int:
             "this machine",
             file=sys.stderr,
         )
+    if not getattr(args, "demo", False):  # the pages' stacks come from these files
+
+        from stackrace.commands._common import announce
+        from stackrace.config import ConfigError, load_stacks
+
+        try:
+            announce(load_stacks(args.stacks_file), "stackrace web")
+        except ConfigError as exc:
+            if not getattr(args, "url", None):
+                print(f"stackrace web: {exc}", file=sys.stderr)
+                return 2
     argv = getattr(args, "argv", None) or sys.argv[1:]
     return serve(
         app_command(argv),

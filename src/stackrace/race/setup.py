@@ -49,12 +49,15 @@ class AppRace:
     projector: bool = False
     remember: bool = False  # the picker opens with, and saves, the last choices
     argv: list[str] = field(default_factory=list)  # the command line, for a crash log
+    # shown as the app opens: the stacks files read, when one is not the package's own
+    notice: str = ""
 
 
 def app_race(args: argparse.Namespace, parts: RaceParts | None = None) -> AppRace:
     """The race `stackrace ARGS` opens; `parts`: the engine and the stacks' source made
     elsewhere (`stackrace --cluster`). Raises AppSetupError."""
     session, plan, catalog, show_picker = build_session(args, parts)
+    notice = _stacks_files_notice(session)
     if getattr(args, "talk", None):
         from stackrace.race.talk import TalkError, load_talk
 
@@ -91,7 +94,22 @@ def app_race(args: argparse.Namespace, parts: RaceParts | None = None) -> AppRac
         projector=bool(getattr(args, "big", False)),
         remember=show_picker and not demo,
         argv=list(getattr(args, "argv", []) or []),
+        notice=notice,
     )
+
+
+def _stacks_files_notice(session: Session) -> str:
+    """The stacks files this race's stacks come from, when one is not the package's own
+    (the same lines every command prints first: config.announcement); "" otherwise."""
+    from stackrace.config import SHIPPED, StackFile, announcement
+    from stackrace.race.stacks import StacksFileSource
+
+    source = session.core.source
+    if not isinstance(source, StacksFileSource) or not isinstance(source.defs, StackFile):
+        return ""
+    if all(origin == SHIPPED for _, origin, _ in source.defs.files):
+        return ""
+    return "\n".join(announcement(source.defs))
 
 
 def race_settings(args: argparse.Namespace) -> RaceSettings:

@@ -51,8 +51,10 @@ class StackraceApp(App[int]):
         projector: bool = False,
         remember: bool = False,
         player: ReplayPlayer | None = None,
+        notice: str = "",
     ) -> None:
         super().__init__()
+        self.notice = notice  # the stacks files read, when one is not the package's
         self.player = player  # a replay: the recording drives the session
         self.projector = projector
         self.remember = remember  # the picker opens with, and saves, the last choices
@@ -80,6 +82,7 @@ class StackraceApp(App[int]):
             drive=race.drive,
             projector=race.projector,
             remember=race.remember,
+            notice=race.notice,
         )
         app.argv = list(race.argv)
         return app
@@ -105,6 +108,8 @@ class StackraceApp(App[int]):
             self.set_interval(0.25, self.drive, name="drive")
         if self.session.synthetic:
             self.title = "stackrace — SYNTHETIC DEMO (no servers, no load)"
+        if self.notice:  # a stacks file outside the package decides what runs: say so
+            self.notify(self.notice, title="stacks files", timeout=15, markup=False)
         if self.show_picker:
             plan = self._remembered(self.plan) if self.remember else self.plan
             self.push_screen(
