@@ -797,8 +797,8 @@ def untrusted_line(path: Path, replaced: list[str]) -> str:
     return (
         f"{where}: replaces the shipped {'stack' if len(replaced) == 1 else 'stacks'} "
         f"{names} with its own command; not used until you trust it (`stackrace stacks "
-        f"--trust {where}`, remembered until the file changes) or name it (`stackrace --stacks-file "
-        f"{where} …`)"
+        f"--trust {where}`, remembered until the file changes) or name it "
+        f"(`stackrace --stacks-file {where} …`)"
     )
 
 

@@ -71,14 +71,16 @@ def mark(path: Path, what: str) -> None:
         f.write(body + b"\n")
 
 
-def made(path: Path) -> Made | None:
+def made(path: Path, handed_over: bool = False) -> Made | None:
     """What stackrace made `path` for, or None when nothing says it did: `path` is not a
     real directory owned by this user, or its marker is missing, a link, someone
-    else's, or not a marker."""
+    else's, or not a marker. `handed_over`: the directory may belong to another account
+    that stackrace gave it to (the private MariaDB's server files, owned by `mysql`);
+    the marker must still be this user's."""
     uid = os.getuid()
     try:
         st = os.lstat(path)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        if not stat.S_ISDIR(st.st_mode) or (st.st_uid != uid and not handed_over):
             return None
         fd = os.open(path / MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:

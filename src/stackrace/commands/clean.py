@@ -230,7 +230,7 @@ def _shadow_server_dir(server: Path) -> Path | None:
     parents = {os.path.realpath(shadow_base()), os.path.realpath(tempfile.gettempdir())}
     if os.path.dirname(os.path.realpath(server)) not in parents:
         return None
-    return server if madeby.made(server) is not None else None
+    return server if madeby.made(server, handed_over=True) is not None else None
 
 
 def _within(path: Path, base: Path) -> bool:

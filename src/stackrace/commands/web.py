@@ -140,7 +140,6 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if not getattr(args, "demo", False):  # the pages' stacks come from these files
-
         from stackrace.commands._common import announce
         from stackrace.config import ConfigError, load_stacks
 

@@ -61,7 +61,7 @@ from stackrace.ports import free_port, port_in_use
 from stackrace.slug import short as short_name
 from stackrace.slug import slug
 from stackrace.stacks import certificate, cgroup, probe
-from stackrace.supervise import hurry, rundirs
+from stackrace.supervise import hurry, rundirs, sweep
 from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
 from stackrace.supervise.watchdog import Watchdog
 
@@ -189,7 +189,13 @@ class RunningStack:
     started_at: float = 0.0
     ready_at: float | None = None
     memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
+    # the stack's cgroup: its memory cap's, else one that only tracks its processes
+    # (supervise.sweep), where this machine lets stackrace make one
     cgroup_dir: Path | None = None
+    # STACKRACE_STACK in every process of the stack: how a daemon that left its session
+    # and its parents is still found (supervise.sweep)
+    token: str = field(default_factory=sweep.new_token)
+    tracking_only: bool = False  # cgroup_dir only tracks the processes (no memory cap)
     reaped: bool = False  # stopped and waited for: its pids may belong to others now
     # being stopped by us: a process that exits now was told to (poll() must not call
     # that a crash; a cluster's status poll came in the middle of a stop and did)
@@ -281,6 +287,11 @@ class Launcher:
         self.running: dict[str, RunningStack] = {}
         self._watchdog: Watchdog | None = None
         self._short_dirs: list[tuple[Path, Path]] = []
+        # orphans of the stacks (a double-forked daemon) are re-parented here, not to
+        # init, so they stay in reach (supervise.sweep). Not on a cluster's app host:
+        # its watchdog detaches by forking away, which a subreaper would undo
+        if not detach_watchdog:
+            sweep.become_subreaper()
 
     def _set_state(self, rs: RunningStack, state: str) -> None:
         if rs.state == state:
@@ -440,10 +451,18 @@ class Launcher:
         env = {**os.environ, **self.extra_env}
         env.update({k: render(v, values) for k, v in spec.env.items()})
         env["PYTHONUNBUFFERED"] = "1"
+        env[sweep.TOKEN_VAR] = rs.token
         cwd = Path(render(spec.cwd, values))
         # the cgroup is the whole stack's (a proxy and its upstream together), made once
         if rs.stack.spec.memory_max and rs.cgroup_dir is None and rs.memory_cap is None:
             rs.cgroup_dir, rs.memory_cap = cgroup.create(rs.run_dir.name, rs.stack.spec.memory_max)
+        if rs.cgroup_dir is None and not rs.procs:
+            rs.cgroup_dir = sweep.tracking_cgroup(rs.run_dir.name)
+            rs.tracking_only = rs.cgroup_dir is not None
+        if not rs.procs:
+            self._dog().watch_token(rs.token)
+            if rs.cgroup_dir is not None:
+                self._dog().watch_cgroup(rs.cgroup_dir)
         log = open(rs.log_path, "ab")  # noqa: SIM115 - handed to the children, closed below
         if not rs.started_at:
             rs.started_at = time.monotonic()
@@ -489,7 +508,9 @@ class Launcher:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=new_session,
-                preexec_fn=child_setup(cpus, rs.cgroup_dir),
+                # a memory cap must hold (the start fails without it); a cgroup that
+                # only tracks is a help where the kernel lets the child in
+                preexec_fn=child_setup(cpus, rs.cgroup_dir, must_enter=not rs.tracking_only),
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             raise LaunchError(f"{rs.name}: cannot run {argv[0]}: {exc.strerror or exc}") from None
@@ -499,7 +520,7 @@ class Launcher:
             steps = ["the parent-death signal"]
             if cpus:
                 steps.append(f"pinning to CPUs {','.join(map(str, cpus))} (key 'cpus')")
-            if rs.cgroup_dir is not None:
+            if rs.cgroup_dir is not None and not rs.tracking_only:
                 steps.append(f"entering cgroup {rs.cgroup_dir} (key 'memory_max')")
             raise LaunchError(
                 f"{rs.name}: cannot start {argv[0]}: the process set-up failed "
@@ -614,16 +635,24 @@ class Launcher:
                 if p.poll() is None:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(p.pid, signal.SIGTERM)
-            signal_sessions(sessions, signal.SIGTERM)
+            # and every process of the stack, those that left its sessions too
+            found = self._processes(rs)
+            sweep.signal_pids(found, signal.SIGTERM)
             grace = rs.stack.spec.stop_timeout
             if rs.stack.upstream is not None:
                 grace = max(grace, rs.stack.upstream.spec.stop_timeout)
             deadline = time.monotonic() + grace
             # a second Ctrl-C (hurry) ends the grace time at once: SIGKILL now
             while (
-                pids_in_sessions(sessions) and time.monotonic() < deadline and not hurry.hurried()
+                (sweep.alive(found) or pids_in_sessions(sessions))
+                and time.monotonic() < deadline
+                and not hurry.hurried()
             ):
                 await asyncio.sleep(_POLL_S)
+            found |= self._processes(rs)  # anything forked meanwhile
+            if rs.cgroup_dir is not None:
+                sweep.kill_cgroup(rs.cgroup_dir)
+            sweep.signal_pids(found, signal.SIGKILL)
             signal_sessions(sessions, signal.SIGKILL)
             for p in rs.procs:
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -631,16 +660,29 @@ class Launcher:
                 if rs.exit_code is None and p is rs.main:
                     rs.exit_code = p.returncode
             end = time.monotonic() + 2
-            while pids_in_sessions(sessions) and time.monotonic() < end:
+            while (sweep.alive(found) or pids_in_sessions(sessions)) and time.monotonic() < end:
                 await asyncio.sleep(_POLL_S)
+            sweep.reap(found)  # orphans adopted as their subreaper: no zombie left
             if self._watchdog is not None:  # (closed already when stopped after close())
                 for sid in sessions:
                     self._watchdog.forget(sid)
+                self._watchdog.forget_token(rs.token)
+                if rs.cgroup_dir is not None:
+                    self._watchdog.forget_cgroup(rs.cgroup_dir)
         rs.reaped = True
         if rs.cgroup_dir is not None:
-            cgroup.remove(rs.cgroup_dir)
+            sweep.remove_cgroup(rs.cgroup_dir)
         if rs.state in (STARTING, READY):
             self._set_state(rs, final_state)
+
+    def _processes(self, rs: RunningStack) -> set[int]:
+        """Every live process of the stack, found every way there is (supervise.sweep)."""
+        return sweep.stack_pids(
+            rs.sessions,
+            rs.root_pids,
+            [rs.cgroup_dir] if rs.cgroup_dir is not None else [],
+            [rs.token],
+        )
 
     async def stop_all(self) -> None:
         await asyncio.gather(
