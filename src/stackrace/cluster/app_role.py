@@ -321,6 +321,9 @@ class RemoteMember:
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         return None
 
+    def exposed(self) -> list[str]:
+        return []  # on the app node, which listens for the load nodes by design
+
     def sample(self) -> ResourceSample | None:
         """The latest sample the status refresh brought from the app node (≤ 0.5 s old)."""
         if self._rs is None:

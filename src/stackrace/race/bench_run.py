@@ -38,7 +38,7 @@ from stackrace.engine.model import EngineSettings
 from stackrace.race.bench import BenchPlan, LevelRunner, Progress
 from stackrace.race.bench_report import BenchRecorder, describe, record_paths
 from stackrace.race.capacity_run import search_capacity
-from stackrace.race.core import RaceCore
+from stackrace.race.core import RaceCore, exposure_line
 from stackrace.race.members import LoadEngine, RaceParts, StackStarter
 from stackrace.race.placement import CorePlacement, choose_isolation, place
 from stackrace.race.stacks import StacksFileSource
@@ -202,6 +202,11 @@ async def run_bench(
         final = core.engine.latest
         for loss in final.lost if final is not None else []:
             rec.run.notes.append(loss.describe())
+        for m in core.members.values():  # an app's own socket beyond loopback: in outputs
+            for address in m.exposed:
+                line = exposure_line(m.handle.name, address)
+                rec.run.notes.append(line)
+                progress(f"⚠ {line}")
         if watch is not None:
             await watch.stop()
             for down in watch.intervals:

@@ -229,6 +229,10 @@ class RaceCore:
         if s is not None:
             m.resources = s
             m.mem_peak = max(m.mem_peak, s.rss)
+        for address in m.handle.exposed():
+            if address not in m.exposed:  # said once, on screen (the status line)
+                m.exposed.append(address)
+                self.errors.append(exposure_line(m.handle.name, address))
 
     def sample_now(self, member_id: str) -> ResourceSample | None:
         """A fresh sample (a level's start or end needs one, whatever the rhythm)."""
@@ -382,6 +386,14 @@ class RaceCore:
             return None
         used = m.resources.cpu_seconds - m.level_mark.cpu_seconds
         return 1e6 * used / answered if used > 0 else None
+
+
+def exposure_line(name: str, address: str) -> str:
+    """What is said of a stack's own listener beyond loopback, on screen and in outputs."""
+    return (
+        f"{name} listens beyond loopback on {address} (its own socket, not the one "
+        "stackrace gave it): other hosts can reach it while it runs"
+    )
 
 
 def url_for(base: str, settings: RaceSettings) -> str:

@@ -60,7 +60,7 @@ from stackrace.config import HOST, ConfigError, Stack, placeholders, render
 from stackrace.ports import free_port, port_in_use
 from stackrace.slug import short as short_name
 from stackrace.slug import slug
-from stackrace.stacks import certificate, cgroup, probe
+from stackrace.stacks import certificate, cgroup, listen, probe
 from stackrace.supervise import hurry, rundirs, sweep
 from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
 from stackrace.supervise.watchdog import Watchdog
@@ -196,6 +196,8 @@ class RunningStack:
     # and its parents is still found (supervise.sweep)
     token: str = field(default_factory=sweep.new_token)
     tracking_only: bool = False  # cgroup_dir only tracks the processes (no memory cap)
+    # its own listening sockets bound beyond loopback ("0.0.0.0:8080"), seen so far
+    exposed: list[str] = field(default_factory=list)
     reaped: bool = False  # stopped and waited for: its pids may belong to others now
     # being stopped by us: a process that exits now was told to (poll() must not call
     # that a crash; a cluster's status poll came in the middle of a stop and did)
@@ -554,7 +556,22 @@ class Launcher:
             tls=spec.tls,
         )
         rs.ready_at = time.monotonic()
+        self.check_exposure(rs)
         self._set_state(rs, READY)
+
+    def check_exposure(self, rs: RunningStack) -> list[str]:
+        """The stack's own listening sockets bound beyond loopback that were not seen
+        before (stacks.listen.exposed); all of them are kept in `rs.exposed`. The stack
+        is bound to {host} by the launcher: anything else is the app's own doing, and
+        other hosts can reach it while the race runs."""
+        if rs.reaped:
+            return []
+        pids = sweep.stack_pids(
+            rs.sessions, rs.root_pids, [rs.cgroup_dir] if rs.cgroup_dir is not None else []
+        )
+        new = [a for a in listen.exposed(pids, allowed=rs.host) if a not in rs.exposed]
+        rs.exposed += new
+        return new
 
     async def _wait_http(
         self,
