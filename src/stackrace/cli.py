@@ -17,6 +17,7 @@ from pathlib import Path
 from stackrace import __version__, paths
 from stackrace.options import OneLineArgumentParser
 from stackrace.paths import UnwritableDirError
+from stackrace.supervise import sweep
 
 # (subcommand, module under stackrace.commands, one-line help)
 COMMANDS: list[tuple[str, str, str]] = [
@@ -87,6 +88,14 @@ _STORAGE_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
 def main(argv: list[str] | None = None) -> int:
     """Run stackrace; an unexpected exception is one line and a crash log, exit 70."""
     given = sys.argv[1:] if argv is None else list(argv)
+    if argv is None:
+        # run as the program (the console script, `python -m stackrace`): the stacks'
+        # orphans (a daemon an app double-forks) are re-parented to stackrace, not to
+        # init, so that its stop finds and reaps them (stackrace.supervise.sweep). A
+        # process that calls main() with its own arguments (a test) or embeds the
+        # launcher (a cluster's app host, whose watchdog detaches by forking away) is
+        # not made one behind its back
+        sweep.become_subreaper()
     try:
         rc = _main(argv)
         sys.stdout.flush()  # here, where a reader gone away is still ours to handle

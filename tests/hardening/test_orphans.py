@@ -135,6 +135,7 @@ from stackrace.stacks.launcher import Launcher
 from stackrace.supervise import sweep
 if sys.argv[3] == "no-cgroup":
     sweep.tracking_cgroup = lambda name: None  # a machine without cgroups of its own
+sweep.become_subreaper()  # as the stackrace command is (cli.main)
 async def main():
     launcher = Launcher(sys.argv[2])
     rs = await launcher.start(resolve("escaping", load_stacks(sys.argv[1]), named_in=COMMAND_LINE))

@@ -289,10 +289,21 @@ class ManagedMariaDB:
         force: bool = False,
         random_seed: int = seeding.DEFAULT_SEED,
     ) -> seeding.SeedResult:
-        """Fill table `test` (skipped when a completed seed with these parameters exists)."""
+        """Fill table `test` (skipped when a completed seed with these parameters exists);
+        refused when its data directory lacks the space, stopped on the server on Ctrl-C."""
         self._require_running()
-        with self.connection() as conn:
-            return seeding.seed(conn, rows, engine, force=force, random_seed=random_seed)
+        datadir = self.paths.datadir
+        st = os.statvfs(datadir)
+        with admin.closing(self.connection()) as conn:
+            return seeding.seed(
+                conn,
+                rows,
+                engine,
+                force=force,
+                random_seed=random_seed,
+                connect=self.connection,
+                free_bytes=(str(datadir), st.f_bavail * st.f_frsize),
+            )
 
     def seed_state(self) -> seeding.SeedState | None:
         self._require_running()

@@ -289,11 +289,6 @@ class Launcher:
         self.running: dict[str, RunningStack] = {}
         self._watchdog: Watchdog | None = None
         self._short_dirs: list[tuple[Path, Path]] = []
-        # orphans of the stacks (a double-forked daemon) are re-parented here, not to
-        # init, so they stay in reach (supervise.sweep). Not on a cluster's app host:
-        # its watchdog detaches by forking away, which a subreaper would undo
-        if not detach_watchdog:
-            sweep.become_subreaper()
 
     def _set_state(self, rs: RunningStack, state: str) -> None:
         if rs.state == state:

@@ -14,10 +14,10 @@ case the others cover:
   children inherit their environment, so /proc/PID/environ finds a daemon wherever it
   went (`pids_with_token`). Only a process that wipes its environment escapes it.
 - **The descendants** of the stack's own processes, while their parents live.
-- **Child subreaper.** The launching process asks to be the subreaper of its
-  descendants (`become_subreaper`, PR_SET_CHILD_SUBREAPER): an orphan is re-parented to
-  stackrace instead of init, so it stays in the tree, and stackrace reaps it once
-  killed (`reap`) rather than leaving a zombie.
+- **Child subreaper.** The `stackrace` command asks to be the subreaper of its
+  descendants (`become_subreaper`, PR_SET_CHILD_SUBREAPER, in cli.main): an orphan is
+  re-parented to stackrace instead of init, so it stays in the tree, and stackrace
+  reaps it once killed (`reap`) rather than leaving a zombie.
 
 `stack_pids` gathers them; the launcher's stop and the SIGKILL watchdog both end what it
 finds (SIGTERM, the grace time, SIGKILL, `cgroup.kill`).
