@@ -83,6 +83,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 EXIT_BROKEN_PIPE = 141
 # errors of the machine's state while writing, not bugs: a read-only or full file system
 _STORAGE_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+# a file or directory this user may not use, or a file where a directory should be (a
+# home that is not writable for a user who is not root): said with the path, no crash log
+_ACCESS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.ENOTDIR})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,12 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return quiet_broken_pipe()
     except OSError as exc:
-        if exc.errno not in _STORAGE_ERRNOS:
-            from stackrace import crashlog
+        if exc.errno in _STORAGE_ERRNOS or (exc.errno in _ACCESS_ERRNOS and exc.filename):
+            print(f"stackrace: {storage_line(exc)}", file=sys.stderr)
+            return 1
+        from stackrace import crashlog
 
-            return crashlog.report("stackrace", exc, given)
-        print(f"stackrace: {storage_line(exc)}", file=sys.stderr)
-        return 1
+        return crashlog.report("stackrace", exc, given)
     except Exception as exc:  # a bug of ours: the user gets one line and a file
         from stackrace import crashlog
 
@@ -134,6 +137,8 @@ def storage_line(exc: OSError) -> str:
     it was in when the error names a file, else stackrace's own directories (where
     nearly everything it writes goes), and how to move them."""
     why = exc.strerror or str(exc)
+    if exc.filename and exc.errno in _ACCESS_ERRNOS:
+        return f"cannot use {os.fsdecode(exc.filename)}: {why}"
     if exc.filename:
         where = Path(os.fsdecode(exc.filename))
         return (

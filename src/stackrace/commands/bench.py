@@ -387,6 +387,12 @@ def run(args: argparse.Namespace) -> int:
     if metrics is not None:
         plan.on_core = metrics.follow_core
     if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
+        from stackrace.paths import writable_dir
+        from stackrace.stacks.launcher import RUNS_MADE_FOR, runs_dir
+
+        if not wants_cluster(args):  # (a cluster's stacks run on its app node)
+            # a read-only or full home: one line now, not after the first progress lines
+            writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
         announce(stacks_file, "stackrace bench")
     progress: Callable[[str], None] = _quiet if args.no_progress else _progress
     cluster = None

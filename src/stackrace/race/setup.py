@@ -75,6 +75,9 @@ def app_race(args: argparse.Namespace, parts: RaceParts | None = None) -> AppRac
     if getattr(args, "record", None):
         from stackrace.race.recording import Recorder
 
+        problem = _record_problem(args.record)
+        if problem:  # before the screen opens: one line, not a toast over a blank screen
+            raise AppSetupError(problem)
         session.listeners.append(Recorder(args.record))
     drive = None
     demo = bool(getattr(args, "demo", False))
@@ -110,6 +113,21 @@ def _stacks_files_notice(session: Session) -> str:
     if all(origin == SHIPPED for _, origin, _ in source.defs.files):
         return ""
     return "\n".join(announcement(source.defs))
+
+
+def _record_problem(record: str) -> str | None:
+    """Why --record cannot be written, or None (its directory is made, as the recorder
+    would make it)."""
+    from pathlib import Path
+
+    from stackrace.report.write import check_output_paths
+
+    parent = Path(record).expanduser().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"--record {record}: cannot make {parent}: {exc.strerror or exc}"
+    return check_output_paths({"--record": record})
 
 
 def race_settings(args: argparse.Namespace) -> RaceSettings:
