@@ -38,7 +38,7 @@ from stackrace.engine.model import EngineSettings
 from stackrace.race.bench import BenchPlan, LevelRunner, Progress
 from stackrace.race.bench_report import BenchRecorder, describe, record_paths
 from stackrace.race.capacity_run import search_capacity
-from stackrace.race.core import RaceCore, exposure_line
+from stackrace.race.core import RaceCore
 from stackrace.race.members import LoadEngine, RaceParts, StackStarter
 from stackrace.race.placement import CorePlacement, choose_isolation, place
 from stackrace.race.stacks import StacksFileSource
@@ -48,6 +48,7 @@ from stackrace.race_settings import RaceSettings
 from stackrace.report.schema import (
     BenchRun,
 )
+from stackrace.stacks.listen import exposure_line
 
 
 def plan_placement(

@@ -36,6 +36,7 @@ from stackrace.race.placement import CorePlacement
 from stackrace.race.state import StackState
 from stackrace.race_settings import RaceSettings
 from stackrace.scenario import RequestKind, target_spec
+from stackrace.stacks.listen import exposure_line
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.workloads import WORKLOADS
 
@@ -386,14 +387,6 @@ class RaceCore:
             return None
         used = m.resources.cpu_seconds - m.level_mark.cpu_seconds
         return 1e6 * used / answered if used > 0 else None
-
-
-def exposure_line(name: str, address: str) -> str:
-    """What is said of a stack's own listener beyond loopback, on screen and in outputs."""
-    return (
-        f"{name} listens beyond loopback on {address} (its own socket, not the one "
-        "stackrace gave it): other hosts can reach it while it runs"
-    )
 
 
 def url_for(base: str, settings: RaceSettings) -> str:

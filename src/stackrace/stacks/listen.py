@@ -259,3 +259,11 @@ def exposed(pids: Iterable[int], allowed: str = "127.0.0.1") -> list[str]:
         if inode in inodes and _beyond_loopback(address, allowed):
             out.add(f"[{address}]:{port}" if ":" in address else f"{address}:{port}")
     return sorted(out)
+
+
+def exposure_line(name: str, address: str) -> str:
+    """What is said of a stack's own listener beyond loopback, on screen and in outputs."""
+    return (
+        f"{name} listens beyond loopback on {address} (its own socket, not the one "
+        "stackrace gave it): other hosts can reach it while it runs"
+    )
