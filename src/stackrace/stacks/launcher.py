@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import itertools
 import os
@@ -75,6 +76,7 @@ _POLL_S = 0.05
 # the longest run dir that leaves room for a socket name (sun_path holds 107 bytes)
 _MAX_RUN_DIR = 80
 _KEEP_RUNS = 20  # run directories (logs) kept under runs_dir()
+_STORAGE_ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT)
 
 
 def _statuses_text(codes: frozenset[int]) -> str:
@@ -339,6 +341,15 @@ class Launcher:
             self._set_state(rs, FAILED)
             await self.stop(rs)
             raise LaunchError(f"{stack.name}: {exc}") from None
+        except OSError as exc:
+            if exc.errno not in _STORAGE_ERRNOS:
+                raise
+            # a full or read-only disk under its log and configs: the machine's state,
+            # said with the directory, not a crash
+            rs.error = f"cannot write in its run directory {rs.run_dir}: {exc.strerror or exc}"
+            self._set_state(rs, FAILED)
+            await self.stop(rs)
+            raise LaunchError(f"{stack.name}: {rs.error}") from None
         except asyncio.CancelledError:
             # the caller gave up (e.g. the app quit while it started): nothing may stay
             rs.error = "start cancelled"
