@@ -7,6 +7,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from stackrace.config import (
+    GIVEN,
+    SHIPPED,
     ConfigError,
     Stack,
     StackDef,
@@ -46,11 +48,15 @@ def load(
         return None
 
 
-def announce(stacks: StackFile, prog: str = "stackrace") -> None:
+def announce(stacks: StackFile, prog: str = "stackrace", quiet: bool = False) -> None:
     """Name every stacks file read, on stderr, before anything of them runs: a file
     outside the package (./stacks.toml, the config directory's, --stacks-file) must
     never decide what runs unseen. Called once the command's stacks are chosen and
-    checked, so that a refusal stays one line."""
+    checked, so that a refusal stays one line. `quiet` (bench's --no-progress): only
+    when a file was found rather than asked for (./stacks.toml, the config directory's),
+    which is never quiet."""
+    if quiet and all(origin in (SHIPPED, GIVEN) for _, origin, _ in stacks.files):
+        return
     for line in announcement(stacks):
         print(f"{prog}: {line}", file=sys.stderr)
 

@@ -393,7 +393,7 @@ def run(args: argparse.Namespace) -> int:
         if not wants_cluster(args):  # (a cluster's stacks run on its app node)
             # a read-only or full home: one line now, not after the first progress lines
             writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
-        announce(stacks_file, "stackrace bench")
+        announce(stacks_file, "stackrace bench", quiet=args.no_progress)
     progress: Callable[[str], None] = _quiet if args.no_progress else _progress
     cluster = None
     parts: RaceParts | None = None

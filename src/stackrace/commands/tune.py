@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
             grid = axes(base, len(os.sched_getaffinity(0)), args.tune_workers, args.tune_threads)
         except (ConfigError, ValueError) as exc:
             return _fail(str(exc))
-        announce(stacks, PROG)
+        announce(stacks, PROG, quiet=args.no_progress)
         full = math.prod(len(v) for v in grid.values()) if grid else 1
         grid = thin(grid, int(budget // per_candidate))
         names = candidates(args.stack, grid)
