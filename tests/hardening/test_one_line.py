@@ -85,7 +85,7 @@ def test_install_into_runs_only_a_python(tmp_path: Path) -> None:
     assert not mark.exists()
 
 
-_CRASH = "import sys; from stackrace import crashlog; print(crashlog.record(RuntimeError('x'), []))"
+_CRASH = "from stackrace.base import crashlog; print(crashlog.record(RuntimeError('x'), []))"
 
 
 def test_the_crash_logs_fallback_is_never_a_planted_link(tmp_path: Path) -> None:

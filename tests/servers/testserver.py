@@ -8,7 +8,7 @@ that the test cannot ask any more once stopped still tells its count).
 
 Paths (query parameters in brackets):
   /hello                  200, Content-Length body "Hello, World!"
-  /json, /io[?ms=N]       the stackrace app contract (see stackrace.workloads)
+  /json, /io[?ms=N]       the stackrace app contract (see stackrace.settings.workloads)
   /delay[?ms=N]           the same after N ms (default 20)
   /chunked                200, chunked body "Hello, World!" in three chunks
   /close                  200 with "Connection: close", then closes

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from stackrace.race.demo import CATALOG
-from stackrace.race.recording import Recorder
+from stackrace.race.playback.recording import Recorder
 from stackrace.tui.app import StackraceApp, exit_status
 from tests.tui.conftest import SIZE, plan, synthetic_session
 

@@ -1,4 +1,4 @@
-"""config.resolve: only the command line names executables. A `path` param's value from
+"""stacks.catalogue.resolve: only the command line names executables. A `path` param's value from
 a file (a preset, a run file, another stack's `upstream`) must be its default or on the
 stack's `executables` list (the real CLI: tests/hardening/test_named_executables.py)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.config import COMMAND_LINE, ConfigError, load_stacks, resolve
+from stackrace.stacks.catalogue import COMMAND_LINE, ConfigError, load_stacks, resolve
 
 PYTHON = os.path.normpath(sys.executable)
 

@@ -3,8 +3,8 @@ host, the live pages). The real server behind it: tests/hardening/test_web_owner
 
 from __future__ import annotations
 
+from stackrace.base.webgate import WebGate, new_token
 from stackrace.commands.web import app_command
-from stackrace.webgate import WebGate, new_token
 
 
 def _gate(**kw: object) -> WebGate:

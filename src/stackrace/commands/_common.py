@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from stackrace.config import (
+from stackrace.settings.race_settings import split_stacks
+from stackrace.stacks.catalogue import (
     GIVEN,
     SHIPPED,
     ConfigError,
@@ -17,10 +18,9 @@ from stackrace.config import (
     load_stacks,
     resolve,
 )
-from stackrace.race_settings import split_stacks
 
 if TYPE_CHECKING:
-    from stackrace.race_settings import RaceSettings
+    from stackrace.settings.race_settings import RaceSettings
 
 
 def load(
@@ -31,15 +31,16 @@ def load(
     check_trust: bool = True,
 ) -> StackFile | None:
     """The stacks files' stacks, plus those made for this run: `SERVER[app]` for --app
-    and one per --cmd (stackrace.userapp), ready on the first of the run's requests; or
-    None after one error line. `check_trust=False`: an untrusted ./stacks.toml is read
-    too (to be listed, never run: config.load_stacks)."""
+    and one per --cmd (stackrace.stacks.userapp), ready on the first of the run's
+    requests; or None after one error line. `check_trust=False`: an untrusted
+    ./stacks.toml is read too (to be listed, never run: stacks.catalogue.load_stacks)."""
     try:
         stacks = load_stacks(args.stacks_file, check_trust=check_trust)
     except ConfigError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return None
-    from stackrace import scenario, userapp
+    from stackrace.settings import scenario
+    from stackrace.stacks import userapp
 
     try:
         return userapp.with_run_stacks(stacks, args, settings)
@@ -62,7 +63,7 @@ def announce(stacks: StackFile, prog: str = "stackrace", quiet: bool = False) ->
 
 
 def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
-    from stackrace.userapp import default_app_stacks as defaults
+    from stackrace.stacks.userapp import default_app_stacks as defaults
 
     return defaults(stacks)
 
@@ -77,7 +78,7 @@ def resolve_all(
     """Resolve stack names and variants; print one error line and return None on the
     first bad one. Errors name `source`, by default the file the stacks came from;
     `named_in`: where the names were written (config.COMMAND_LINE, or the preset or run
-    file they came from: a file may not name an executable, see config.resolve).
+    file they came from: a file may not name an executable, see stacks.catalogue.resolve).
 
     A stack named twice is refused rather than deduplicated: the user either mistyped
     (and meant another stack) or expects two runs, and a table with one result twice

@@ -7,12 +7,12 @@ ran every stack. This command finds them, says what each is and how big, and (wi
 `--dry-run`) stops the database and removes them.
 
 What it may remove is what it marked as its own: every directory stackrace creates
-for its files holds a marker (`.stackrace-made`, stackrace.madeby) written when it was
+for its files holds a marker (`.stackrace-made`, stackrace.base.madeby) written when it was
 created, and only a directory with that marker, a real directory of this user's, is
 removed. A known name is not enough: with `STACKRACE_HOME=~`, `~/data/apps` or
 `~/cache/runs` may be the user's own, or hold the user's own beside stackrace's. So it
 looks at a fixed list of names it makes (`_MADE`) directly inside its data and cache
-directories (stackrace.paths), and inside two of them, the runs directory and the apps'
+directories (stackrace.base.paths), and inside two of them, the runs directory and the apps'
 working copy (`_CONTAINERS`), at each entry: a marked run directory or apps directory
 is removed, anything unmarked (`cache/runs/my-notes/`, `data/apps/my-django-site/`) is
 listed as "left alone", and the container goes only when nothing of the user's is left
@@ -44,11 +44,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from stackrace import crashlog, madeby, paths
+from stackrace.base import crashlog, madeby, paths
 from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import default_dir, shadow_base
+from stackrace.settings.units import fmt_bytes
 from stackrace.stacks.launcher import runs_dir
-from stackrace.units import fmt_bytes
 
 # what stackrace makes directly in its directories, and what each is
 _MADE = {

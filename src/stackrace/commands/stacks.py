@@ -5,7 +5,7 @@ then the user's config directory and ./stacks.toml on top; or --stacks-file alon
 with several places a stack can come from, the answer to "why is my stack not listed"
 (or "why does it run that command") is those lines. A ./stacks.toml that replaces a
 shipped stack is listed all the same, with what it replaces and that nothing uses it
-until it is trusted: `stackrace stacks --trust ./stacks.toml` (stackrace.trust).
+until it is trusted: `stackrace stacks --trust ./stacks.toml` (stackrace.stacks.trust).
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from typing import Any
 import msgspec
 
 from stackrace.commands._common import load
-from stackrace.config import (
+from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
+from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.catalogue import (
     HERE,
     ConfigError,
     StackDef,
@@ -30,8 +32,7 @@ from stackrace.config import (
     tunable_ceilings,
     untrusted_line,
 )
-from stackrace.stacks.availability import Availability, check
-from stackrace.workloads import WORKLOADS
+from stackrace.stacks.install import Availability, availability
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -51,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     stacks = load(args, check_trust=False)
     if stacks is None:
         return 2
-    # on stderr with --json, so that stdout stays one JSON document
-    out = sys.stderr if args.json else None
+    # on stderr with --json or in a pipe, so that stdout stays one JSON document or rows
+    out = sys.stderr if args.json or not on_terminal() else None
     for line in announcement(stacks):  # every file read, lowest first
         print(line, file=out)
     for line in _untrusted(stacks):
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         served: list[str] = []
         try:
             stack = resolve(name, stacks)
-            a = check(stack)
+            a = availability(stack)
             served = stack.served(list(WORKLOADS))
         except ConfigError as exc:  # e.g. `cpus` this machine does not have
             a = Availability(False, str(exc), f"fix stack '{name}' in {stacks.source}")
@@ -84,39 +85,39 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(msgspec.json.encode(rows).decode())
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(header_style="bold")
-    for col in ("stack", "title", "family", "language", "workloads", "available"):
-        table.add_column(col)
     every = list(WORKLOADS)
-    for r in rows:
-        status = "[green]yes[/]" if r["available"] else f"[red]no[/]: {r['reason']} — {r['fix']}"
-        style = None if r["available"] else "dim"
-        served = r["workloads"]
-        # the contract's four are the rule: show what differs from serving all of them
-        shown = "all" if served == every else " ".join(served)
-        table.add_row(r["name"], r["title"], r["family"], r["language"], shown, status, style=style)
-    Console().print(table)
+    listing = [
+        StackRow(
+            r["name"], r["title"], r["family"], r["language"],
+            # the contract's four are the rule: show what differs from serving all of them
+            "all" if r["workloads"] == every else " ".join(r["workloads"]),
+            r["available"],
+            "" if r["available"] else f"{r['reason']} — {r['fix']}",
+        )
+        for r in rows
+    ]  # fmt: skip
+    # a table on a terminal; in a pipe, tab-separated rows on stdout, the notes on stderr
+    print_rows(listing)
     ceilings = tunable_ceilings()
     print(
         f"variants on this machine: workers <= {ceilings.workers}, threads <= "
-        f"{ceilings.threads} (`stackrace --no-tunable-limits …` lifts them)"
+        f"{ceilings.threads} (`stackrace --no-tunable-limits …` lifts them)",
+        file=out,
     )
     missing = sum(not r["available"] for r in rows)
     if missing:
         print(
             f"{missing} of {len(rows)} stacks unavailable: `stackrace install --all` "
-            "installs what they need"
+            "installs what they need",
+            file=out,
         )
     return 0
 
 
 def _untrusted(stacks: StackFile) -> list[str]:
     """A line for a ./stacks.toml read here that replaces stacks below it and is not
-    trusted: every other command refuses it (config.load_stacks)."""
-    from stackrace import trust
+    trusted: every other command refuses it (stacks.stacks.catalogue.load_stacks)."""
+    from stackrace.stacks import trust
 
     out = []
     below: dict[str, StackDef] = {}
@@ -134,7 +135,7 @@ def _untrusted(stacks: StackFile) -> list[str]:
 
 def _trust(given: str) -> int:
     """`stackrace stacks --trust FILE`: remember FILE's content as trusted."""
-    from stackrace import trust
+    from stackrace.stacks import trust
 
     path = Path(given)
     try:

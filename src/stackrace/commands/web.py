@@ -9,7 +9,7 @@ server stops (Ctrl-C ends each page's app the same way; a server killed outright
 the apps' pipes, and the launcher's watchdog stops their stacks).
 
 Bound to 127.0.0.1. Anyone who can open the page can start servers and send load from
-this machine, so the page has an owner (stackrace.webgate): the URL printed at start
+this machine, so the page has an owner (stackrace.base.webgate): the URL printed at start
 carries a random token, and a request without it, from a page of another origin, or
 naming a host that is not this server's, is refused (403) before any app starts; at
 most `--max-sessions` pages run at once. An address other hosts can reach
@@ -24,8 +24,8 @@ import argparse
 import shlex
 import sys
 
-from stackrace.options import positive_int
-from stackrace.webgate import DEFAULT_MAX_SESSIONS
+from stackrace.base.webgate import DEFAULT_MAX_SESSIONS
+from stackrace.settings.options import positive_int
 
 # web's own options, and whether each takes a value: not passed on to the pages' app
 WEB_ONLY = {
@@ -38,7 +38,7 @@ WEB_ONLY = {
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    from stackrace.tui.args import add_app_arguments
+    from stackrace.commands.app_args import add_app_arguments
 
     parser.add_argument(
         "--host",
@@ -100,7 +100,7 @@ def check_address(host: str, port: int, remote: bool) -> str | None:
     import errno
     import socket
 
-    from stackrace.netguard import RemoteTargetError, is_loopback
+    from stackrace.base.netguard import RemoteTargetError, is_loopback
 
     try:
         local = is_loopback(host)
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if not getattr(args, "demo", False):  # the pages' stacks come from these files
         from stackrace.commands._common import announce
-        from stackrace.config import ConfigError, load_stacks
+        from stackrace.stacks.catalogue import ConfigError, load_stacks
 
         try:
             announce(load_stacks(args.stacks_file), "stackrace web")
@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _loopback(host: str) -> bool:
-    from stackrace.netguard import RemoteTargetError, is_loopback
+    from stackrace.base.netguard import RemoteTargetError, is_loopback
 
     try:
         return is_loopback(host)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from stackrace.base.errors import StackraceError
 
-class DbError(RuntimeError):
+
+class DbError(StackraceError, RuntimeError):
     """Anything that keeps the database from being usable, said in one line.
 
     `log_tail` holds the last lines of mariadbd's error log when the server failed to
@@ -24,3 +26,5 @@ class DbError(RuntimeError):
 class SeedInterrupted(DbError):
     """Ctrl-C during a seed: the statement was stopped on the server too, and the message
     says in what state it left table `test` (the command exits 130 with it)."""
+
+    exit_code = 130

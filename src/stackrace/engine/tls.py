@@ -15,8 +15,10 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 
+from stackrace.base.errors import StackraceError
 
-class TlsConfigError(ValueError):
+
+class TlsConfigError(StackraceError, ValueError):
     """A CA file that cannot be used; the message names the file."""
 
 

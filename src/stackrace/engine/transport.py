@@ -45,7 +45,7 @@ the handshake, with TLS), or `connect_failed(protocol, errno)` on the opener
 (`ConnectCallbacks`, the target), which also hears TLS connections' timings
 (`connect_done`) and their sessions (`keep_session`, for resumption).
 
-Measured with bench/connect_rate.py: see the README's engine section.
+Measured with bench/connect_rate.py: docs/engine.md (the figure), bench/README.md (the runs).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 **The owner's pages only.** textual-serve starts an app for any WebSocket to /ws. Here
 every request (the page, its WebSocket, its static files, downloads) first goes through
-`stackrace.webgate.WebGate`: the token printed at start, the page's own origin and host,
+`stackrace.base.webgate.WebGate`: the token printed at start, the page's own origin and host,
 and a limit on live pages. A request it refuses gets a 403 (or 429) from a middleware
 that runs before textual-serve's handler, so nothing is started for it. The page is
 opened with `?token=…` once; the response sets a cookie holding the token (HttpOnly,
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from stackrace.webgate import DEFAULT_MAX_SESSIONS, TOKEN_PARAM, WebGate, new_token
+from stackrace.base.webgate import DEFAULT_MAX_SESSIONS, TOKEN_PARAM, WebGate, new_token
 
 # the font textual-serve ships (static/fonts), declared where the page asked Google
 _FONT_FACE = (
