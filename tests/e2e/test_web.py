@@ -139,11 +139,14 @@ class Cdp:
                 return msg.get("result", {})
 
 
-def printed_url(out: Path) -> str:
-    """The URL `stackrace web` printed to open (with its token)."""
-    for line in out.read_text().splitlines():
-        if "open http" in line:
-            return line.split("open ", 1)[1].strip()
+def printed_url(out: Path, timeout: float = 20.0) -> str:
+    """The URL `stackrace web` printed to open (with its token), once it listens."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for line in out.read_text().splitlines():
+            if "open http" in line:
+                return line.split("open ", 1)[1].strip()
+        time.sleep(0.05)
     raise AssertionError(f"stackrace web printed no URL: {out.read_text()!r}")
 
 

@@ -22,6 +22,7 @@ with every outside host unreachable and checks that no request leaves the machin
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 import sys
@@ -99,6 +100,20 @@ def _owned_server(gate: WebGate) -> type:
             return app
 
         async def on_startup(self, app: web.Application) -> None:
+            # the startup hooks run before the socket listens: the URL is printed once it
+            # does, so that whoever opens it at once is not refused
+            self._said = asyncio.get_running_loop().create_task(self._say_when_listening())
+
+        async def _say_when_listening(self) -> None:
+            host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+            for _ in range(200):
+                try:
+                    _reader, writer = await asyncio.open_connection(host, self.port)
+                except OSError:
+                    await asyncio.sleep(0.05)
+                    continue
+                writer.close()
+                break
             print(f"stackrace web: open {page_url(self.public_url, gate.token)}", flush=True)
             print(
                 "  (the token in the URL is this server's: whoever has it can start servers "
