@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from stackrace.engine.client import Engine  # noqa: E402
 from stackrace.engine.model import EngineSettings, TargetSpec  # noqa: E402
-from stackrace.race import accounting  # noqa: E402
+from stackrace.rules.engine import engine_limited  # noqa: E402
 from stackrace.stacks.catalogue import load_stacks, resolve  # noqa: E402
 from stackrace.stacks.launcher import Launcher, RunningStack  # noqa: E402
 
@@ -111,7 +111,7 @@ async def one_driver(
         assert snap is not None
     rps = {t.id: t.total.rps for t in snap.targets}
     lag = {t.id: t.total.lag.mean for t in snap.targets}
-    limited = {t.id: accounting.engine_limited(t.total, t.saturated) for t in snap.targets}
+    limited = {t.id: engine_limited(t.total, t.saturated) for t in snap.targets}
     return rps, lag, limited
 
 

@@ -293,15 +293,15 @@ async def test_engine_limited_when_the_engine_is_starved_of_cpu(server: TestServ
     finally:
         burner.kill()
         burner.wait()
-    from stackrace.rules import accounting
+    from stackrace.rules.engine import engine_limited
 
-    assert accounting.engine_limited(starved.total, starved.saturated), starved.total.lag
+    assert engine_limited(starved.total, starved.saturated), starved.total.lag
     # and with its core to itself, on a server that takes its time, it is not
     async with Engine(cpus=[cpu]) as engine:
         await engine.add_target(TargetSpec(id="b", url=server.url("/delay?ms=20"), concurrency=10))
         await asyncio.sleep(1.5)
         calm = engine.latest.targets[0]
-    assert not accounting.engine_limited(calm.total, calm.saturated), calm.total.lag
+    assert not engine_limited(calm.total, calm.saturated), calm.total.lag
 
 
 def test_clients_stuck_in_connect_are_waiting_and_said_to_be_connecting():

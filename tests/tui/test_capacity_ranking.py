@@ -37,7 +37,8 @@ async def test_slo_shows_its_line_and_each_pane_its_flag():
         assert sync.slo_meets is False, sync.line("slo")
         assert "✗ misses" in sync.line("slo") and "p99" in sync.line("slo")
         assert fast.slo_meets is True, fast.line("slo")
-        assert fast.line("slo").startswith("SLO p99 < 50 ms ✓ meets")
+        # every SLO carries a failure budget: shown, and met here
+        assert fast.line("slo").startswith("SLO p99 < 50 ms, failures < 1 % ✓ meets")
         # the flag is on screen, under the latency table
         assert "✓ meets" in str(fast.query_one("#latency").render())
         chart = race.screen.query_one("#chart", PercentileChart)
@@ -96,7 +97,8 @@ async def test_k_searches_every_stack_at_once_and_ranks_them():
         assert sync.rss > 0 and sync.cpu_us_per_request is not None  # beside it
         table = screen.query_one("#capacity")
         assert table.row_count == 2
-        assert "meets p99 < 50 ms up to c=" in str(screen.query_one("#capacity-about").render())
+        about = str(screen.query_one("#capacity-about").render())
+        assert "meets p99 < 50 ms, failures < 1 % up to c=" in about
         # the load went back to where it was, every stack at one level
         await race.pilot.press("escape")
         await race.advance(2)

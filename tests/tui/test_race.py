@@ -94,7 +94,9 @@ async def test_failures_are_highlighted_when_they_rise():
 
 async def test_breaking_point_is_marked_on_the_sync_stack_only(race: Race):
     await race.advance(12)  # c=10 long enough to count
-    await race.session.set_concurrency(200)
+    # c=100: one sync worker of 11 ms makes each client wait ~1.1 s; the others wait
+    # about twice what one takes (gevent's CPU, 0.25 ms a request, is 100 % at 4,000)
+    await race.session.set_concurrency(100)
     await race.advance(12)
     sync = race.screen.query_one("#pane-gunicorn-sync", StackPane)
     assert sync.has_class("-broken")
@@ -255,18 +257,26 @@ async def test_a_seed_preset_shows_its_experiment_beside_the_panes_judged_live()
 
 
 async def test_a_few_failures_under_the_rule_are_not_called_none(race: Race):
-    """Failures under the breaking rule's 1 % give no verdict, but the pane must not say
-    "no failures" beside them (uWSGI's pane read "✓ no failures" beside "timeout 9")."""
+    """Failures under the rules' 1 % leave a level keeping up, but the pane must not
+    read as if none failed (uWSGI's pane read "✓ no failures" beside "timeout 9")."""
     from dataclasses import replace
+
+    import msgspec
+
+    from stackrace.rules.breaking import StepResult
+    from stackrace.rules.level import KEEPING_UP, Evidence, judge
 
     await race.advance(8)
     view = race.screen.last_view
     assert view is not None
     pv = next(p for p in view.panes if p.id == "uvicorn")
+    assert pv.target is not None and pv.judgment is not None
+    w = pv.target.total
+    some = msgspec.structs.replace(w, failures={"timeout": 9}, sent=w.sent + 9)
+    j = judge(Evidence(StepResult(pv.judgment.level, some)))
+    assert j.state == KEEPING_UP
     pane = race.screen.query_one("#pane-uvicorn", StackPane)
-    calm = replace(pv, verdict=None, core_share="", behind="", judged=True, compared=False)
-    pane._show_verdict(replace(calm, level_failed=0), rate_mode=False)
-    assert "✓ no failures at c=" in race.text("#pane-uvicorn #breaking")
-    pane._show_verdict(replace(calm, level_failed=9, level_failure_ratio=0.002), rate_mode=False)
+    pane._show_verdict(replace(pv, judgment=j, verdict=None), rate_mode=False)
     line = race.text("#pane-uvicorn #breaking")
-    assert "no failures" not in line and "9 failed (0.2 %, under 1 %)" in line, line
+    assert line.startswith("✓ keeping up at c=") and "9 failed (" in line and "under 1%" in line
+    assert "no failures" not in line, line

@@ -14,7 +14,8 @@ from stackrace.race.core.urls import target_url
 from stackrace.race.live import explain
 from stackrace.race.live.choices import Choices, load_choices, save_choices
 from stackrace.race.live.talk import TalkError, TalkPlayer, parse_talk
-from stackrace.rules.breaking import QUEUEING, SATURATED, LevelVerdict, StepResult
+from stackrace.rules.breaking import LevelVerdict, StepResult
+from stackrace.rules.level import KEEPING_UP, QUEUEING, SATURATED, Evidence, Judgment, judge
 from stackrace.rules.warmup import MAX_WARMING, WarmupTracker, is_settled
 from stackrace.settings.race_settings import RaceSettings
 
@@ -183,22 +184,36 @@ def _window(**kw) -> WindowStats:  # type: ignore[no-untyped-def]
     return WindowStats(seconds=kw.pop("seconds", 0.25), latency=lat, **kw)
 
 
+def _judged(w: WindowStats, level: int = 10, **kw) -> Judgment:  # type: ignore[no-untyped-def]
+    return judge(Evidence(StepResult(level, w, **kw)))
+
+
 def test_annotation_says_how_many_queue_and_how_long_they_wait():
-    # clients with no answer in the whole interval: a queue, said as one
-    w = _window(waiting=990, requests=22, rps=90.0, oldest_wait_us=11_000_000, stale=960)
-    note = explain.annotate(verdict=None, interval=w, total=w, rate=None, timeout=30)
+    # the level's window: 990 in flight, 90 answered a second, the fastest in 11 ms
+    lat = LatencySummary(count=270, mean=9_000_000, p50=9_000_000, p99=11_000_000, min=11_000)
+    w = _window(
+        seconds=3.0, waiting=990, in_flight=990.0, requests=270, ok=270, oldest_wait_us=11_000_000,
+        latency=lat,
+    )  # fmt: skip
+    j = _judged(w, 1000)
+    assert j.state == QUEUEING
+    note = explain.annotate(judgment=j, interval=w, total=w, rate=None, timeout=30)
     assert note == "≈ 990 requests queued, each waits ~11 s (90 req/s served)"
-    # the same figures without a queue verdict: said neutrally, by Little's law
-    w = _window(waiting=200, requests=170, rps=680.0, oldest_wait_us=400_000)
-    note = explain.annotate(verdict=None, interval=w, total=w, rate=None, timeout=30)
-    assert note == "200 requests in flight, each takes ~294 ms (680 req/s served)"
+    # a stack that keeps up: nothing to say
+    lat = LatencySummary(count=2000, mean=11_000, p50=11_000, p99=15_000, min=10_000)
+    w = _window(seconds=2.0, waiting=10, in_flight=10.0, requests=2000, ok=2000, latency=lat)
+    j = _judged(w)
+    assert j.state == KEEPING_UP
+    assert explain.annotate(judgment=j, interval=w, total=w, rate=None, timeout=30) == ""
 
 
 def test_annotation_for_a_cpu_bound_stack_gives_its_ceiling():
-    v = LevelVerdict(500, SATURATED, "CPU-bound", 1000, 4000.0)
-    w = _window(waiting=20, requests=1000, rps=4000.0)
+    lat = LatencySummary(count=8000, mean=125_000, p50=120_000, p99=200_000, min=300)
+    w = _window(seconds=2.0, waiting=500, in_flight=500.0, requests=8000, ok=8000, latency=lat)
+    j = _judged(w, 500, cpu_percent=99.0, cpu_capacity=100.0)
+    assert j.state == SATURATED
     note = explain.annotate(
-        verdict=v,
+        judgment=j,
         interval=w,
         total=w,
         rate=None,
@@ -210,28 +225,14 @@ def test_annotation_for_a_cpu_bound_stack_gives_its_ceiling():
 
 
 def test_annotation_names_the_failure_kind():
-    w = _window(requests=0, failures={"refused": 500})
-    note = explain.annotate(verdict=None, interval=w, total=w, rate=None, timeout=10)
+    w = _window(seconds=2.0, requests=0, failures={"refused": 500})
+    note = explain.annotate(judgment=_judged(w), interval=w, total=w, rate=None, timeout=10)
     assert note.startswith("connections refused")
-    w = _window(requests=100, ok=0, failures={"http_status": 100}, status={404: 100})
-    note = explain.annotate(verdict=None, interval=w, total=w, rate=None, timeout=10)
+    w = _window(seconds=2.0, requests=100, ok=0, failures={"http_status": 100}, status={404: 100})
+    note = explain.annotate(judgment=_judged(w), interval=w, total=w, rate=None, timeout=10)
     assert "HTTP 404" in note
-    assert (
-        explain.annotate(
-            verdict=None,
-            interval=_window(requests=100, rps=400.0, waiting=4),
-            total=None,
-            rate=None,
-            timeout=10,
-        )
-        == ""
-    )
-
-
-def test_proof_of_a_queueing_verdict_is_the_waiting_count():
-    step = StepResult(100, _window(seconds=3.0, requests=270, rps=90.0, waiting=100))
-    v = LevelVerdict(100, QUEUEING, "QPS flat, latency ×9.8", 1_100_000, 90.0)
-    assert explain.proof(v, step) == "100 waiting, req/s flat at 90"
+    calm = _window(requests=100, rps=400.0, waiting=4)
+    assert explain.annotate(judgment=None, interval=calm, total=None, rate=None, timeout=10) == ""
 
 
 def test_behind_schedule_only_when_it_is():
@@ -251,10 +252,10 @@ def test_summary_exports_markdown_and_json(tmp_path):
     from stackrace.race.live.view import SummaryRow
 
     steps = (
-        StepResult(1, _window(seconds=3.0, requests=270, rps=90.0)),
-        StepResult(10, _window(seconds=3.0, requests=270, rps=90.0, waiting=10)),
+        StepResult(1, _window(seconds=3.0, requests=270, ok=270, rps=90.0)),
+        StepResult(10, _window(seconds=3.0, requests=270, ok=270, rps=90.0, waiting=10)),
     )
-    v = LevelVerdict(10, QUEUEING, "QPS flat, latency ×10", 110_000, 90.0)
+    v = LevelVerdict(10, QUEUEING, "10 wait ~110 ms each", 110_000, 90.0)
     rows = [
         SummaryRow(
             "gunicorn-sync",

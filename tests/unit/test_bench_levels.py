@@ -14,7 +14,7 @@ from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.run import run_bench
 from stackrace.race.live.demo import TICK, StackModel, synthetic_parts
 from stackrace.report.schema import BenchRun
-from stackrace.rules.breaking import FAILING, QUEUEING
+from stackrace.rules.level import FAILING, QUEUEING
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.catalogue import Stack, StackDef
 
@@ -95,13 +95,19 @@ def test_repeats_are_one_window_and_the_warm_up_comes_once_per_level():
     assert (steps_thrice - steps_once) * TICK < 10.0
 
 
-def test_the_breaking_point_is_the_level_where_qps_stops_growing():
+def test_the_breaking_point_is_where_requests_wait_four_times_what_one_takes():
+    """Eight 10 ms workers: 800 req/s from c=8 on; at c=16 a request waits ~20 ms (twice
+    its service time), at c=64 ~80 ms — queueing, by the level's own figures (req/s
+    stopped growing at c=16 already: that alone is no verdict)."""
     run, _, _ = bench(
-        {"eight": EIGHT}, concurrency_levels=[2, 4, 8, 16, 32], warmup=0.0, duration=2.0
+        {"eight": EIGHT}, concurrency_levels=[2, 4, 8, 16, 64], warmup=0.0, duration=2.0
     )
     res = run.stacks[0]
     assert [round(lv.rps, -2) for lv in res.levels] == [200, 400, 800, 800, 800]
-    assert res.breaking_point == 16 and res.breaking_kind == QUEUEING
+    # the fastest answer of each level is its service time (the model's 10 ms)
+    assert all(9_500 <= (lv.fastest_us or 0) <= 10_000 for lv in res.levels), res.levels
+    assert res.breaking_point == 64 and res.breaking_kind == QUEUEING
+    assert res.breaking_reason.startswith("64 wait ~80 ms each; one takes ~9.8 ms (its fastest")
 
 
 def test_the_breaking_point_is_the_first_level_with_failures():

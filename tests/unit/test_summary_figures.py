@@ -14,7 +14,8 @@ from stackrace.race.live.summary import (
     to_markdown,
 )
 from stackrace.race.live.view import SummaryRow
-from stackrace.rules.breaking import find_breaking_point, peak, step_result
+from stackrace.rules.breaking import peak, step_result
+from stackrace.rules.level import breaking_point, judge_steps
 
 
 def _window(
@@ -23,7 +24,8 @@ def _window(
     lat = LatencySummary()
     if answered:
         lat = LatencySummary(count=answered, mean=p99_ms * 500, p50=int(p99_ms * 500),
-                             p99=int(p99_ms * 1000), max=int(p99_ms * 1200))  # fmt: skip
+                             p99=int(p99_ms * 1000), max=int(p99_ms * 1200),
+                             min=int(p99_ms * 100))  # fmt: skip
     return WindowStats(seconds=seconds, sent=answered + failed + stale, requests=answered,
                        ok=answered, rps=answered / seconds, waiting=stale, stale=stale,
                        failures={"timeout": failed} if failed else {}, latency=lat)  # fmt: skip
@@ -32,8 +34,8 @@ def _window(
 def _row(steps) -> SummaryRow:  # type: ignore[no-untyped-def]
     return SummaryRow(
         id="gunicorn-sync", name="gunicorn sync", peak=peak(steps),
-        breaking=find_breaking_point(steps), mem_before=None, mem_after=None, mem_peak=0,
-        steps=tuple(steps), why="",
+        breaking=breaking_point(steps), mem_before=None, mem_after=None, mem_peak=0,
+        steps=tuple(steps), why="", judgments=tuple(judge_steps(steps)),
     )  # fmt: skip
 
 
@@ -53,7 +55,7 @@ def test_the_breaking_points_figures_are_its_per_level_cell():
     assert there == level_figures(steps[2])
     assert there.p99() == "no answers" and there.no_answer == 38
     assert f"{there.failed_pct:.1f}%" == "5.0%"  # the rule's own share: 2 of 40
-    assert row.breaking.reason == "5.0% failed"
+    assert row.breaking.reason == "5.0% failed (timed out)"
     md = to_markdown([row], False, title="Ramp result")
     summary_line = next(line for line in md.splitlines() if line.startswith("| gunicorn sync |"))
     assert "| no answers | 5.0% |" in summary_line
@@ -90,10 +92,15 @@ def test_a_stack_that_only_waited_for_a_full_shared_core_says_so_not_not_reached
     starved = CpuShare(used=25, capacity=100, waited=70, core_full=True)
     steps = [
         step_result(10, _window(3000, 0, 0, 3), share=starved),
-        step_result(100, _window(3030, 0, 0, 30), share=starved),
+        step_result(100, _window(3030, 0, 0, 60), share=starved),  # waits 100× 0.3 ms
     ]
     row = _row(steps)
     assert row.breaking is None
-    assert unbroken_text(row) == "none of its own: shared core full from c=10"
-    assert "| none of its own: shared core full from c=10 |" in to_markdown([row], False, title="t")
-    assert unbroken_text(_row(steps[:0])) == "not reached"
+    assert unbroken_text(row, short=True) == "not judged from c=10"
+    said = unbroken_text(row)
+    assert said.startswith("not judged at c=10, c=100: a busy core was the limit (its core")
+    assert "shared and full: it ran 25%, and waited 74% of the time it wanted it" in said
+    md = to_markdown([row], False, title="t")
+    assert "| not judged from c=10 |" in md and "not judged at c=10, c=100" in md
+    assert unbroken_text(_row(steps[:0])) == "no level measured long enough to judge"
+    assert unbroken_text(_row(steps[:0]), short=True) == "not reached"

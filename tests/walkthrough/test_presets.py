@@ -61,13 +61,15 @@ async def test_every_preset_opens_and_races(name: str, tmp_path: Path):
 
 
 def check_projector(race) -> None:  # type: ignore[no-untyped-def]
-    """Projector mode at 100×30: 2×2, each stack's name in large type, one digit size and
-    one p99 unit in every pane."""
+    """Projector mode at 100×30: 2×2, each pane's verdict line, its name (a bold line: the
+    verdict takes the row the large name had), one digit size and one p99 unit in every
+    pane."""
     assert race.projector and race.query_one("#panes").styles.grid_size_columns == 2
     sizes, units = set(), set()
     for pane in race.panes.values():
         name = pane.query_one("#name-big", BigNumber)
-        assert name.display and name.region.height >= 3, pane.pane_id
+        assert name.display and name.region.height >= 1, pane.pane_id
+        assert pane.query_one("#breaking").display, pane.pane_id
         qps = pane.query_one("#qps", BigNumber)
         p99 = pane.query_one("#p99big", BigNumber)
         assert qps.display and p99.display and p99.region.height == qps.region.height

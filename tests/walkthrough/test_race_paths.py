@@ -1,15 +1,20 @@
 """The paths a speaker takes through the real app with real stacks: variants made in the
-picker, an overload that wedges the sync worker and the ramp that follows it (projector
-mode and record/replay ride on two presets: tests/walkthrough/test_presets.py)."""
+picker, a race started at c=500 (the sync worker queues at once, no tick over it, the
+footer names + and −), projector mode at 100×30 keeping the verdict, an overload that
+wedges the sync worker and the ramp that follows it (record/replay ride on two
+presets: tests/walkthrough/test_presets.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from textual.widgets import Footer
 
 from stackrace.race.live.summary import at_breaking, level_figures
+from stackrace.tui.bignum import BigNumber
 from stackrace.tui.dialogs import SummaryScreen
+from stackrace.tui.pane import StackPane
 from stackrace.tui.picker import PickerScreen, StackList
 from stackrace.tui.slider import ConcurrencySlider
 from tests.walkthrough.realapp import all_loaded, real_app, wait_for, why_not
@@ -44,6 +49,86 @@ async def test_variants_made_in_the_picker_race(tmp_path: Path):
         assert all(p.name.startswith("gunicorn (gthread worker) (workers=") for p in view.panes)
 
 
+def _line(pane: StackPane, widget: str = "#breaking") -> str:
+    return str(pane.query_one(widget).render())
+
+
+async def test_started_at_c500_the_sync_worker_queues_within_seconds_and_shows_no_tick(
+    tmp_path: Path,
+):
+    """`--stacks gunicorn-sync,uvicorn --workload io -c 500 --go`: the sync pane once
+    read "✓ no failures at c=500" above 500 clients waiting 5.6 s. Within seconds of
+    the stacks answering it names QUEUEING with the wait and the service time; no tick
+    shows over it, at any moment; a tick shows only where the rules say "keeping up";
+    the footer names + and − first."""
+    import asyncio
+
+    argv = ["--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "500", "--go"]
+    async with real_app(argv, screenshots=tmp_path) as (app, pilot):
+        view = await wait_for(app, pilot, all_loaded, timeout=40)
+        assert view is not None, why_not(app.race.last_view if app.race else None)
+
+        def queueing(v) -> bool:  # type: ignore[no-untyped-def]
+            sync = next(p for p in v.panes if p.id == "gunicorn-sync")
+            return sync.judgment is not None and sync.judgment.state == "queueing"
+
+        view = await wait_for(app, pilot, queueing, timeout=10)
+        assert view is not None, [(p.id, p.judgment) for p in app.race.last_view.panes]  # type: ignore[union-attr]
+        race = app.race
+        assert race is not None
+        end = asyncio.get_running_loop().time() + 5
+        while asyncio.get_running_loop().time() < end:  # a few seconds of it, every tick
+            await pilot.pause(0.25)
+            for pv in race.last_view.panes:  # type: ignore[union-attr]
+                pane = race.panes[pv.id]
+                line = _line(pane)
+                if "✓" in line:  # a tick only where the rules say every one is met
+                    assert pv.judgment is not None and pv.judgment.green, (pv.id, line)
+            sync = race.panes["gunicorn-sync"]
+            line = _line(sync)
+            assert "✓" not in line and "QUEUEING" in line, line
+            assert "✓" not in _line(sync, "#failures")
+        proof = next(p for p in race.last_view.panes if p.id == "gunicorn-sync").proof  # type: ignore[union-attr]
+        assert proof.startswith("500 wait ~") and "; one takes ~" in proof, proof
+        footer = race.query_one(Footer)
+        keys = [str(k.key_display) for k in footer.query("FooterKey")]
+        assert keys[:2] == ["+", "−"], keys
+        await pilot.press("s")  # a screenshot, to look at
+        await pilot.pause(0.3)
+
+
+async def test_big_mode_at_100x30_keeps_the_verdict_and_labels_p99(tmp_path: Path):
+    """`b` on a 100×30 terminal with four stacks: each pane keeps its verdict line (the
+    QUEUEING that was dropped before), p99 carries its label, and the bold line keeps
+    its CPU figure whole."""
+    argv = ["--stacks", "gunicorn-sync,uvicorn,gunicorn-gevent,uwsgi", "--workload", "io"]
+    argv += ["-c", "200", "--go"]
+    async with real_app(argv, size=(100, 30), screenshots=tmp_path) as (app, pilot):
+        view = await wait_for(app, pilot, all_loaded, timeout=60)
+        assert view is not None, why_not(app.race.last_view if app.race else None)
+        await pilot.press("b")
+
+        def judged(v) -> bool:  # type: ignore[no-untyped-def]
+            return all(p.judgment is not None and p.judgment.state != "measuring" for p in v.panes)
+
+        assert await wait_for(app, pilot, judged, timeout=15)
+        await pilot.pause(1.0)
+        race = app.race
+        assert race is not None and race.projector
+        for pane in race.panes.values():
+            verdict = pane.query_one("#breaking")
+            assert verdict.display and verdict.region.height >= 1, pane.pane_id
+            assert verdict.region.bottom <= pane.content_region.bottom
+            assert _line(pane).strip(), pane.pane_id
+            p99 = pane.query_one("#p99big", BigNumber)
+            assert p99.unit == "p99" and p99.region.height >= 1
+            proj = _line(pane, "#proj")
+            assert "CPU" in proj and "…" not in proj, proj
+        assert "QUEUEING" in _line(race.panes["gunicorn-sync"])
+        await pilot.press("s")
+        await pilot.pause(0.3)
+
+
 @pytest.mark.flaky(reruns=1)  # level figures on a busy machine: see test_capacity.py
 async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start(tmp_path):
     """c=1000 on /io (100 ms), then c=1: gunicorn sync answers nothing while the ~900
@@ -68,10 +153,10 @@ async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start
         view = await wait_for(app, pilot, wedged, timeout=20)
         assert view is not None, "the wedged sync worker was never named"
         sync = next(p for p in view.panes if p.id == "gunicorn-sync")
-        assert sync.verdict.kind == "failing" and "no answer for" in sync.proof
+        assert sync.verdict.kind == "wedged" and "no answer for" in sync.proof
         assert "connect" in sync.proof or "accept queue" in sync.proof, sync.proof
         pane = app.race.panes["gunicorn-sync"]  # type: ignore[union-attr]
-        assert "WEDGED" in str(pane.border_subtitle) or pane.has_class("-failing")
+        assert "WEDGED" in str(pane.border_subtitle) or pane.has_class("-wedged")
         # the ramp, right after: short levels for the test
         session.ramp_dwell = 3.0  # (c=1 at 100 ms: 10 req/s, 20 answers a level at least)
         session.start_ramp(top=10)

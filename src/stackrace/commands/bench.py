@@ -722,7 +722,8 @@ def _tell(
 ) -> None:
     """Print the run, then what went wrong, one line each."""
     if any(st.capacity is not None for st in result.stacks):
-        print(f"Capacity under the SLO ({result.settings.slo}), best first:")
+        slo = Slo.parse(result.settings.slo).text if result.settings.slo else ""
+        print(f"Capacity under the SLO ({slo}), best first:")
         print("\n".join("  " + line for line in capacity_table(result.stacks)))
         for st in result.stacks:
             if st.capacity is not None:

@@ -18,7 +18,8 @@ are printed, then `--hdr-out` is written (whole or not at all: stackrace.base.at
 Stopped during the warm-up, it says how many requests the warm-up sent and got back.
 Exit status: 0; 1 when nothing succeeded (or one request of a mix never got an expected
 answer), or the load missed its objective (`--slo 'p99<50ms'`: report/slo.py, waiting
-and timed-out requests counted against a latency); 2 for a usage error; 74 when
+and timed-out requests counted against a latency, and failures beyond the objective's
+budget, 1 % unless it names its own); 2 for a usage error; 74 when
 --hdr-out could not be written (the summary is printed all the same); 130 when stopped
 in the warm-up.
 """
@@ -69,7 +70,8 @@ from stackrace.report.schema import PathResult
 from stackrace.report.slo import Slo
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
 from stackrace.rules import accounting
-from stackrace.rules.breaking import starves
+from stackrace.rules.engine import engine_limit, engine_limited, engine_share
+from stackrace.rules.level import starves
 from stackrace.settings import options, scenario
 from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings, add_options, given
 from stackrace.settings.race_settings import options as options_of
@@ -509,6 +511,9 @@ async def _drive(
             # sent == requests (answered) + lost (failed, no answer) + waiting; the
             # latencies are in microseconds (total.latency.unit)
             "total": t.total,
+            # answers that count, a second (2xx/3xx, or the statuses expected): the
+            # figure of throughput; total.rps counts every answer, an error too
+            "goodput": t.total.goodput,
             "accounting": {
                 "sent": t.total.sent,
                 "answered": t.total.requests,
@@ -527,9 +532,9 @@ async def _drive(
                 "ok": little.ok,
                 "reason": little.reason,
             },
-            "engine_share": accounting.engine_share(t.total),
-            "engine_limited": accounting.engine_limited(t.total, t.saturated),
-            "engine_limit": accounting.engine_limit(t.total, t.saturated),
+            "engine_share": engine_share(t.total),
+            "engine_limited": engine_limited(t.total, t.saturated),
+            "engine_limit": engine_limit(t.total, t.saturated),
             "engine": {
                 "cpu_percent": cpu,
                 "saturated_intervals": saturated,
@@ -588,13 +593,10 @@ async def _drive(
     missed = requests_failed(per_request) if target.mixed else []
     slo_missed = False
     if args.slo:
-        judged = Slo.parse(args.slo).judge_window(t.total, hist)
+        slo = Slo.parse(args.slo)
+        judged = slo.judge_window(t.total, hist)
         slo_missed = not judged.meets
-        line = (
-            f"SLO met ({Slo.parse(args.slo).text})"
-            if judged.meets
-            else f"SLO MISSED ({Slo.parse(args.slo).text}): {judged.why}"
-        )
+        line = f"SLO met ({slo.text})" if judged.meets else f"SLO MISSED ({slo.text}): {judged.why}"
         _say(lambda: print(line, file=sys.stderr if args.json else sys.stdout))
     if t.total.ok == 0:
         # a run where nothing succeeded is not a measurement: scripts must see it fail
@@ -791,8 +793,9 @@ def _progress(snap: EngineSnapshot, planned: float) -> None:
         return
     phase = "warming" if snap.warming else f"{snap.elapsed:4.1f}/{planned:.0f}s"
     fails = t.total.failed if not snap.warming else t.interval.failed
+    good = fmt_count(t.interval.goodput)  # answers that count, as the summary's req/s
     line = (
-        f"{phase}  {fmt_count(t.interval.rps):>6} req/s  p99 {fmt_us(t.interval.latency.p99):>8}"
+        f"{phase}  {good:>6} req/s  p99 {fmt_us(t.interval.latency.p99):>8}"
         f"  failures {fails}  waiting {t.interval.waiting}"
         f"  conns {t.connections}  engine {snap.engine_cpu:3.0f}%"
         + ("  SATURATED" if snap.saturated else "")
@@ -839,7 +842,12 @@ def _summary(
         row("Latency (uncorrected)", w.latency_uncorrected)
     tls_lines(w)
     print(f"  {w.requests} requests in {w.seconds:.2f}s, {fmt_bytes(w.bytes)} read")
-    print(f"  Requests/sec: {w.rps:.2f}")
+    # answers that count (goodput): a 404 answered in a millisecond is no throughput
+    print(f"  Requests/sec: {w.goodput:.2f}")
+    if w.requests > w.ok:
+        # a 404 answered is no throughput: the figure above counts 2xx/3xx (or the
+        # expected statuses); every answer, the errors with them, is said apart
+        print(f"  Answers/sec:  {w.rps:.2f} in all, {w.requests - w.ok} of them errors")
     # every request sent is answered, failed or still waiting: say where each one is
     print(
         f"  Sent {w.sent}: {w.requests} answered, {w.lost} failed without an answer, "
@@ -866,7 +874,7 @@ def _summary(
         little = accounting.little_check(w, spec.concurrency)
         if little is not None and not little.ok:
             print(f"  ! {little.describe()}")
-    limit = accounting.engine_limit(w, t.saturated)
+    limit = engine_limit(w, t.saturated)
     if limit:
         print(
             f"  ! engine-limited: {limit} (lag mean {fmt_us(w.lag.mean)}, "

@@ -288,6 +288,15 @@ class WindowStats(msgspec.Struct):
         """Requests that ended, answered or not."""
         return self.requests + self.lost
 
+    @property
+    def goodput(self) -> float:
+        """Answers that count, a second: `ok` (2xx/3xx, or the statuses a request
+        expects, with a body that passed its check) over the time `rps` is timed on.
+        `rps` counts every complete response, a 404 as much as a 200: the engine's
+        count of what came back, never a figure of capacity."""
+        timed = self.span_seconds or self.seconds
+        return self.ok / timed if timed > 0 else 0.0
+
 
 class TargetSnapshot(msgspec.Struct):
     id: str

@@ -106,7 +106,9 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     a reader of the file without stackrace (`jq '.stacks[].levels[].rps'`, a check of
     req/s × mean latency + waiting against the connections) finds them where schema 1
     had them. They are derived, never read: every construction, replace and decode sets
-    them from `window` (`__post_init__`), so they cannot disagree with it."""
+    them from `window` (`__post_init__`), so they cannot disagree with it. `rps` is the
+    goodput (`WindowStats.goodput`: answers that count, a second; a 404 is a failure,
+    never throughput), and so is each repeat's in `samples`."""
 
     concurrency: int
     rate: float | None
@@ -117,7 +119,7 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     engine_cpu: float  # percent of one core, this stack's engine processes
     engine_saturated: bool
     hdr: str  # HdrHistogram V2 compressed, base64
-    samples: list[float] = msgspec.field(default_factory=list)  # rps of each repeat
+    samples: list[float] = msgspec.field(default_factory=list)  # goodput of each repeat
     cpu_us_per_request: float | None = None  # the stack's CPU time per answered request
     cpu_wait_percent: float = 0.0  # runnable but waiting for a core (starved of CPU)
     engine_share: float = 0.0  # the engine's lag as a share of the mean latency
@@ -128,6 +130,9 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     # stackrace.db.watch): the figures are the database's, not the stack's, and not judged
     db_down: bool = False
     keepalive: bool = True
+    # its fastest answer, warm-up included (a level started from idle answers its first
+    # request at once): how long the server takes to serve one, for the rules (µs)
+    fastest_us: int | None = None
     # derived from `window` (see the docstring)
     rps: float = 0.0
     requests: int = 0
@@ -137,7 +142,7 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     def __post_init__(self) -> None:
         w = self.window
         self.rps, self.requests, self.waiting, self.latency = (
-            w.rps,
+            w.goodput,
             w.requests,
             w.waiting,
             w.latency,
@@ -301,8 +306,8 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     family: str
     version: str  # the server's version as installed
     levels: list[Level]
-    breaking_point: int | None = None  # level of the first verdict (see rules/breaking.py)
-    breaking_kind: str = ""  # failing, starving, queueing or saturated (rules/breaking.py)
+    breaking_point: int | None = None  # the first level it broke at (stackrace.rules.level)
+    breaking_kind: str = ""  # wedged, failing, starving, queueing or saturated
     breaking_reason: str = ""
     error: str | None = None  # why the stack could not be measured (start-up failure…)
     cpus: list[int] | None = None  # the cores it was pinned to
@@ -320,7 +325,7 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
 CLAIM_KINDS = (
     "ratio",  # stacks [a, b]: req/s of a / req/s of b at `level`, within the bounds
     "ranking",  # stacks best first by req/s at `level` (pairs within `tolerance` count as tied)
-    "breaking_point",  # stacks [x]: its breaking point (stackrace.rules.breaking) within the bounds
+    "breaking_point",  # stacks [x]: its breaking point (stackrace.rules) within the bounds
     "failures_from",  # stacks [x]: the lowest level failing more than `threshold`, in bounds
     "no_failures",  # stacks [x, …]: failure rate at most `at_most` (0) at `level` (or every level)
     "untestable",  # cannot be tested here at all: `why` says why

@@ -11,6 +11,13 @@ other way round: a `--fail-on` term that *holds* is a failure, an SLO term that 
 absolute: a relative change (`qps<-10%`) has no meaning without a baseline and is
 refused.
 
+**Every SLO carries a failure budget.** A latency objective alone would be met by a
+server that answers 404 in a millisecond: `load …/nonexistent --slo 'p99<50ms'` once
+said "SLO met" beside "every request failed". So an SLO that names no `failures` term
+carries `failures<1%` (`FAILURE_BUDGET`), shown with the objective ("p99 < 50 ms,
+failures < 1 %") and judged like any term; `failures<…` names its own. And `qps` is
+goodput: answers that count (2xx/3xx, or what a request expects), never error answers.
+
 Complete accounting (the reason this is not `thresholds.evaluate`): a latency read off
 the answers alone flatters a server that has stopped answering. Here the requests that
 did not answer count against a latency term as well:
@@ -36,9 +43,17 @@ from stackrace.engine.model import TIMEOUT, WindowStats
 from stackrace.report import thresholds
 from stackrace.report.schema import Level
 from stackrace.rules.breaking import step_result
-from stackrace.settings.terms import SUMMARY_LATENCIES, Term, check_objective, compare
+from stackrace.settings.terms import (
+    SUMMARY_LATENCIES,
+    Term,
+    check_objective,
+    compare,
+    parse_term,
+)
 
 OPTION = "--slo"
+# the budget every SLO carries unless it names its own failures term
+FAILURE_BUDGET = "failures<1%"
 
 
 @dataclass(frozen=True)
@@ -81,16 +96,22 @@ class SloVerdict:
 
 @dataclass(frozen=True)
 class Slo:
-    """The objective: its terms and its text as given."""
+    """The objective: its terms (the failure budget among them) and its text."""
 
     terms: tuple[Term, ...]
     text: str
 
     @classmethod
     def parse(cls, spec: str) -> Slo:
-        """TermError names the bad term; a relative term is refused."""
+        """TermError names the bad term; a relative term is refused. Without a
+        `failures` term the objective carries `FAILURE_BUDGET` (see the docstring)."""
         terms = check_objective(spec, OPTION)
-        return cls(tuple(terms), ", ".join(_pretty(t) for t in terms))
+        text = ", ".join(_pretty(t) for t in terms)
+        if not any(t.metric == "failures" for t in terms):
+            budget = parse_term(FAILURE_BUDGET, OPTION)
+            terms.append(budget)
+            text += f", {_pretty(budget)}"  # shown, and read back the same (a plan's)
+        return cls(tuple(terms), text)
 
     @property
     def quantile(self) -> float | None:
@@ -153,7 +174,7 @@ def _window_check(t: Term, w: WindowStats, hist: LatencyHistogram | None) -> Slo
     if t.metric == "waiting":
         return _check(t, w.waiting / w.sent if w.sent else 0.0)
     if t.metric == "qps":
-        return _check(t, w.rps)
+        return _check(t, w.goodput)
     return _latency_check(t, w, hist)
 
 

@@ -7,8 +7,10 @@ import io
 from typing import TYPE_CHECKING
 
 from stackrace.report import thennow
+from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
-from stackrace.rules.breaking import step_result
+from stackrace.rules.level import Judgment, starves
+from stackrace.rules.summaries import breaking_sentence, not_judged_note, unbroken_sentence
 from stackrace.settings.units import fmt_bytes, fmt_us
 
 if TYPE_CHECKING:
@@ -49,9 +51,13 @@ def _rps(level: Level) -> str:
     return f"{level.rps:,.0f} ({low:,.0f}–{high:,.0f})"
 
 
-def flags(level: Level) -> list[str]:
-    """What a reader must know before trusting a level's figures."""
+def flags(level: Level, judgment: Judgment | None = None) -> list[str]:
+    """What a reader must know before trusting a level's figures (and, with its
+    judgment, whether the rules would judge it at all)."""
     out = []
+    note = not_judged_note(judgment) if judgment is not None else ""
+    if note:
+        out.append(note)
     if level.spread > NOISY_SPREAD:
         low, high = level.rps_range
         out.append(
@@ -62,12 +68,12 @@ def flags(level: Level) -> list[str]:
         out.append("database fault (down, restarted or its tables gone): not judged")
     if level.little is not None and not level.little.ok:
         out.append(f"Little's law: {level.little.reason}")
-    if level.engine_limited:
+    if level.engine_limited and not note:
         out.append(f"engine-limited: {level.engine_limit}")
     if level.window.stale:
         n = level.window.stale
         out.append(f"{n:,} client{'s' if n != 1 else ''} got no answer in the level")
-    if step_result(level.level, level.window).starving:  # the breaking rule's own test
+    if starves(level.window):  # the rules' own test
         w = level.window
         out.append(
             f"starving: {100 * w.starved_share:.0f}% of the clients' time went without an "
@@ -122,9 +128,11 @@ def rows(run: BenchRun) -> list[list[str]]:
         if stack.error and not stack.levels:
             out.append([stack.name, "-", "error", "", "", "", stack.error, "", "", ""])
             continue
+        judged = judgments(stack, run)
+        broke = breaking(stack, run)  # by today's rules, whatever the file recorded
         for level in stack.levels:
-            mark = " ✗" if stack.breaking_point == level.level else ""
-            mark += " †" if flags(level) else ""
+            mark = " ✗" if broke is not None and broke.level == level.level else ""
+            mark += " †" if flags(level, judged.get(level.level)) else ""
             out.append(
                 [
                     stack.name,
@@ -140,27 +148,34 @@ def rows(run: BenchRun) -> list[list[str]]:
     return out
 
 
-def breaking_line(stack: StackResult, interrupted: bool = False) -> str:
+def breaking_line(stack: StackResult, run: BenchRun) -> str:
     started = f" (started by you: {stack.url}{'' if stack.sampled else ', not sampled'})"
-    return _breaking(stack, interrupted) + (started if stack.url else "")
+    return _breaking(stack, run) + (started if stack.url else "")
 
 
-def _breaking(stack: StackResult, interrupted: bool = False) -> str:
+def _breaking(stack: StackResult, run: BenchRun) -> str:
+    """Where the stack stopped keeping up, by the rules, and its p99 there; or the
+    highest level it kept up at, its p99 and the bound it met (stackrace.rules.level),
+    and, when the run was interrupted, that the levels after were not measured."""
     if stack.error and not stack.levels:
         return f"{stack.name}: not measured ({stack.error})"
     end = f" — then {stack.error}" if stack.error else ""
-    if stack.breaking_point is None and interrupted:
-        # the levels not measured could hold it: no claim from what was not seen
-        return (
-            f"{stack.name}: no breaking point in the {len(stack.levels)} levels measured "
-            f"before the run was interrupted (the others were not measured){end}"
-        )
-    if stack.breaking_point is None:
-        return f"{stack.name}: no breaking point up to the highest level{end}"
-    return (
-        f"{stack.name}: {stack.breaking_kind or 'breaks'} at {stack.breaking_point:,} "
-        f"({stack.breaking_reason}){end}"
-    )
+    rate = rate_mode(run)
+    # judged again by today's rules: a run file written by an older rule reads the same
+    # as a new one (its own fields stay as they were, for a reader of the JSON)
+    verdict = breaking(stack, run)
+    if verdict is None:
+        judged = judgments(stack, run)
+        said = unbroken_sentence(list(judged.values()), rate)
+        if run.interrupted:
+            # the levels not measured could hold it: no claim from what was not seen
+            n = len(stack.levels)
+            said += (
+                f"; the run was interrupted after {n} level{'s' if n != 1 else ''}: "
+                "the others were not measured"
+            )
+        return f"{stack.name}: {said}{end}"
+    return f"{stack.name}: {breaking_sentence(verdict, rate)}{end}"
 
 
 def markdown(run: BenchRun) -> str:
@@ -176,16 +191,17 @@ def markdown(run: BenchRun) -> str:
     ]
     lines += ["| " + " | ".join(r) + " |" for r in rows(run)]
     lines.append("")
-    lines += [f"- {breaking_line(st, bool(run.interrupted))}" for st in run.stacks]
+    lines += [f"- {breaking_line(st, run)}" for st in run.stacks]
     notes = notes_lines(run)
     if notes:
         lines.append("")
         lines += [f"- † {n}" for n in notes]
     lines.append("")
     lines.append(
-        "✗ marks each stack's breaking point (the rule: stackrace's docs/bench.md); † a "
-        "level whose figures come with a note. *waiting*: requests sent and not answered "
-        "when the level ended (the oldest's age in brackets)."
+        "✗ marks each stack's breaking point (the rules: stackrace's docs/verdicts.md); † "
+        "a level whose figures come with a note. *req/s*: answers that count (2xx/3xx or "
+        "the expected statuses); the others are in *failures*. *waiting*: requests sent "
+        "and not answered when the level ended (the oldest's age in brackets)."
     )
     repeats = max((len(lv.samples) for st in run.stacks for lv in st.levels), default=1)
     if repeats > 1:
@@ -206,8 +222,9 @@ def markdown(run: BenchRun) -> str:
 def notes_lines(run: BenchRun) -> list[str]:
     out = list(run.notes)
     for st in run.stacks:
+        judged = judgments(st, run)
         for lv in st.levels:
-            for f in flags(lv):
+            for f in flags(lv, judged.get(lv.level)):
                 out.append(f"{st.name} @ {lv.level:,}: {f}")
     return out
 
@@ -246,10 +263,15 @@ def to_csv(run: BenchRun) -> str:
             "repeats",
             "rps_min",
             "rps_max",
+            "state",  # the rules' judgment of the level (docs/verdicts.md)
+            "why",
         ]
     )
     for st in run.stacks:
+        judged = judgments(st, run)
+        broke = breaking(st, run)
         for lv in st.levels:
+            j = judged.get(lv.level)
             lat = lv.latency
             # no answer, no latency: empty cells (a 0 would be averaged in as instant)
             latencies = [lat.p50, lat.p90, lat.p99, lat.p999, lat.max] if lv.answered else [""] * 5
@@ -282,9 +304,11 @@ def to_csv(run: BenchRun) -> str:
                     ),
                     f"{lv.engine_cpu:.1f}",
                     int(lv.engine_saturated),
-                    int(st.breaking_point == lv.level),
+                    int(broke is not None and broke.level == lv.level),
                     len(lv.samples) or 1,
                     *(f"{x:.1f}" for x in lv.rps_range),
+                    j.state if j is not None else "",
+                    j.why if j is not None else "",
                 ]
             )
     return buf.getvalue()

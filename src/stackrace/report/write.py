@@ -37,7 +37,7 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
     from rich.markup import escape
 
     for st in run.stacks:
-        console.print("  " + escape(tables.breaking_line(st, bool(run.interrupted))))
+        console.print("  " + escape(tables.breaking_line(st, run)))
     for note in tables.notes_lines(run):
         console.print(f"  [yellow]† {escape(note)}[/]")
     paths = tables.path_lines(run)

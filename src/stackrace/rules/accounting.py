@@ -1,7 +1,8 @@
-"""Checks that a window's figures add up, and whether the engine limited them.
+"""Checks that a window's figures add up (Little's law).
 
 Pure functions of a `WindowStats` (and what was asked of the engine), shared by the
-app's panes and every bench report, so both flag the same things the same way.
+app's panes and every bench report, so both flag the same things the same way. Whether
+the engine limited the figures is a judgment: stackrace.rules.engine.
 
 - **Little's law** (L = λW): the engine samples how many requests are in flight every
   50 ms; their time-average is L, measured. The answers explain λW = req/s × mean
@@ -12,13 +13,6 @@ app's panes and every bench report, so both flag the same things the same way.
       tester flatters a server that stopped answering). The waiting count says how many;
     * L far below C: connections sat idle instead of carrying requests (they spent the
       window failing to connect, the engine could not keep up, or a budget ran out).
-- **Engine-limited**: the figures are partly the engine's when its own delay is
-  `ENGINE_LIMITED` or more of the mean latency it measured — its delay is its event
-  loop's lag (sampled every 5 ms) plus how long each of its wake-ups waited for a core
-  (run-queue time per wake-up, from the kernel) —, when it waited for a core
-  `ENGINE_STARVED` % of the window or more (another process took its core: responses
-  sat unread), or when it ran near 100 % of its core (saturated). The pane and the
-  reports say which, and by how much.
 - **Connections-limited** (rate mode): most of the requests still waiting at the end
   were never written, because every connection was busy. The connection count (a
   client setting) held them: at the latency measured, C connections carry C / latency
@@ -33,18 +27,13 @@ import math
 from dataclasses import dataclass
 
 from stackrace.engine.model import ABANDONED, RESPONSE_FAILURES, WindowStats
+from stackrace.rules.engine import ENGINE_LIMITED, engine_share
 from stackrace.settings.units import fmt_us
 
 # λW within this factor of L (and L of C), or the window is flagged. Generous: a window
 # of a few seconds at high latency has edge effects (requests that straddle its ends).
 LITTLE_LOW = 0.8
 LITTLE_HIGH = 1.25
-# The engine's lag above this share of the mean latency: engine-limited.
-ENGINE_LIMITED = 0.2
-# The engine waiting for a CPU this percent of the window or more: engine-limited.
-ENGINE_STARVED = 20.0
-# Below this much lag the engine is never the story (a loop turn costs a few µs).
-ENGINE_LAG_FLOOR_US = 200
 
 
 @dataclass(frozen=True)
@@ -113,44 +102,6 @@ def _idle_reason(window: WindowStats) -> str:
     if window.failures.get(ABANDONED):
         return "connections sat idle: the engine retired them when the load changed"
     return "connections sat idle between requests (reconnects, or the engine was late)"
-
-
-def engine_delay_us(window: WindowStats) -> float:
-    """The engine's mean delay before acting on a response: loop lag + wait for a core."""
-    return (window.lag.mean if window.lag.count else 0.0) + window.engine_wait_us
-
-
-def engine_share(window: WindowStats) -> float:
-    """The engine's mean delay as a share of the mean latency (0 when not measurable)."""
-    lat = window.latency
-    delay = engine_delay_us(window)
-    if lat.count == 0 or lat.mean <= 0 or delay < ENGINE_LAG_FLOOR_US:
-        return 0.0
-    return min(1.0, delay / lat.mean)
-
-
-def engine_limited(window: WindowStats, saturated: bool = False) -> bool:
-    return bool(engine_limit(window, saturated))
-
-
-def engine_limit(window: WindowStats, saturated: bool = False) -> str:
-    """Why the engine limited this window's figures, and by how much ("" if it did not)."""
-    if saturated:
-        return f"engine saturated ({window.engine_cpu:.0f}% of its core)"
-    if window.engine_wait >= ENGINE_STARVED:
-        return (
-            f"its engine waited for a core {window.engine_wait:.0f}% of the time "
-            f"({window.engine_wait_us:,.0f}µs per wake-up)"
-        )
-    share = engine_share(window)
-    if share < ENGINE_LIMITED:
-        return ""
-    if window.engine_wait_us > (window.lag.mean if window.lag.count else 0.0):
-        return (
-            f"its engine waited {window.engine_wait_us:,.0f}µs for a core per wake-up: "
-            f"{share:.0%} of the latency"
-        )
-    return f"engine lag is {share:.0%} of the latency"
 
 
 def connections_limit(window: WindowStats, connections: int, rate: float) -> str:

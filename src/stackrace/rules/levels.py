@@ -2,8 +2,9 @@
 
 - `LEVELS`: the slider's and the ramp's levels, roughly 1-2-5 per decade.
 - `LevelLog`: turns a stream of `EngineSnapshot`s into `StepResult`s per target, one per
-  level, from the running totals (the driver resets them when the level changes), and
-  asks the breaking-point rule (stackrace.rules.breaking) about them.
+  level, from the running totals (the driver resets them when the level changes), with
+  each level's fastest answer (from its first interval on, its warm-up included) and
+  whether the engine limited it; the rules (stackrace.rules.level) judge them.
 - `Ramp`: a clock-driven controller that says which level to set next.
 """
 
@@ -12,15 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from stackrace.engine.model import EngineSnapshot, WindowStats
-from stackrace.rules.breaking import (
-    CpuShare,
-    LevelVerdict,
-    StepResult,
-    current_verdict,
-    find_breaking_point,
-    step_result,
-)
+from stackrace.engine.model import EngineSnapshot, TargetSnapshot, WindowStats
+from stackrace.rules.breaking import CpuShare, LevelVerdict, StepResult, step_result
+from stackrace.rules.engine import engine_limit
+from stackrace.rules.level import breaking_point
 
 # The slider's and the ramp's levels: roughly 1-2-5 per decade, as a log scale wants.
 LEVELS: tuple[int, ...] = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
@@ -31,6 +27,28 @@ class _Current:
     level: int
     window: WindowStats | None = None
     rate: bool = False  # the level is a rate (req/s), not connections
+    fastest_us: int | None = None  # its fastest answer, from its first interval on
+    intervals: int = 0
+    saturated: int = 0  # intervals in which an engine process of it ran near 100 %
+    procs: int = 1
+
+    def see(self, t: TargetSnapshot) -> None:
+        """One more snapshot of the level: its totals, and what its interval adds."""
+        self.window = t.total
+        self.procs = t.procs
+        self.intervals += 1
+        self.saturated += bool(t.saturated)
+        for w in (t.interval, t.total):
+            if w.latency.count and (self.fastest_us is None or w.latency.min < self.fastest_us):
+                self.fastest_us = w.latency.min
+
+    @property
+    def engine_limit(self) -> str:
+        """Why the engine limited the level ("" it did not): saturated in most of its
+        intervals, or by the totals' own figures (stackrace.rules.engine)."""
+        if self.window is None:
+            return ""
+        return engine_limit(self.window, 2 * self.saturated > self.intervals, self.procs)
 
 
 # A target id's CpuShare (the driver knows the stacks' processes and cores).
@@ -65,13 +83,19 @@ class LevelLog:
                 if cur is not None:
                     self._commit(t.id, cur)
                 cur = self._current[t.id] = _Current(level, rate=bool(t.rate))
-            cur.window = t.total
+            cur.see(t)
 
     def _step(self, target_id: str, cur: _Current) -> StepResult | None:
         if cur.window is None:
             return None
         share = self.cpu_of(target_id) if self.cpu_of else None
-        return step_result(cur.level, cur.window, share=share)
+        return step_result(
+            cur.level,
+            cur.window,
+            share=share,
+            fastest_us=cur.fastest_us,
+            engine_limit=cur.engine_limit,
+        )
 
     def _commit(self, target_id: str, cur: _Current) -> None:
         step = self._step(target_id, cur)
@@ -87,6 +111,10 @@ class LevelLog:
         cur = self._current.get(target_id)
         return cur.level if cur is not None else None
 
+    def rate_mode(self, target_id: str) -> bool:
+        cur = self._current.get(target_id)
+        return cur.rate if cur is not None else False
+
     def results(self, target_id: str) -> list[StepResult]:
         """Finished levels plus the one running now (when it has enough data)."""
         done = dict(self.steps.get(target_id, {}))
@@ -97,14 +125,13 @@ class LevelLog:
                 done[cur.level] = live
         return [done[k] for k in sorted(done)]
 
-    def breaking_point(self, target_id: str) -> LevelVerdict | None:
-        return find_breaking_point(self.results(target_id))
+    def others(self, target_id: str) -> list[StepResult]:
+        """The levels measured before this visit of the running one (its own earlier
+        visit too): evidence for judging it (their fastest answers)."""
+        return list(self.steps.get(target_id, {}).values())
 
-    def verdict_now(self, target_id: str) -> LevelVerdict | None:
-        level = self.current_level(target_id)
-        if level is None:
-            return None
-        return current_verdict(self.results(target_id), level)
+    def breaking_point(self, target_id: str) -> LevelVerdict | None:
+        return breaking_point(self.results(target_id), self.rate_mode(target_id))
 
     def counting_again(self) -> None:
         """The driver has reset every target's totals since the last clear: the level

@@ -3,12 +3,12 @@
 A server that has stopped answering looks alive from the client side: its clients sit
 in connect or wait for an answer, and nothing fails until the timeout; after a c=1000
 overload a gunicorn sync worker left at c=1 showed "1 connecting … measuring c=1" for a
-minute, its border still "ready". The breaking rule (rules/breaking.py) judges a level's totals
-against the levels below it, so a level where *nothing* comes back has nothing to
-compare; this module watches the time instead:
+minute, its border still "ready". A level's totals say little when *nothing* comes
+back; this module watches the time instead:
 
-- **wedged**: clients wait and not one answer came back for `WEDGED_AFTER` seconds in a
-  row. That is FAILING, whatever the level, and the proof says what was seen: clients
+- **a stall**: clients wait and not one answer came back, since when. Past
+  `WEDGED_AFTER` seconds in a row (stackrace.rules.level) the level is WEDGED, whatever
+  else it shows, and the proof says what was seen: clients
   stuck in connect (the server accepts nothing), the accept queue and its limit from the
   kernel (`stacks/listen.py`), connections the clients already closed that the server
   still holds (CLOSE-WAIT), the server's own log lines in the last minute
@@ -27,10 +27,9 @@ from collections import deque
 from dataclasses import dataclass
 
 from stackrace.engine.model import WindowStats
-from stackrace.rules.breaking import FAILING, LevelVerdict
+from stackrace.rules.level import WEDGED_AFTER
 from stackrace.stacks.signs import ServerSigns
 
-WEDGED_AFTER = 5.0  # seconds with clients waiting and no answer at all: wedged
 SIGNS_WINDOW = 60.0  # log lines and worker exits counted over the last minute
 
 
@@ -44,21 +43,15 @@ class Wedge:
     connecting: int
     evidence: tuple[str, ...]  # what was seen, each with its figure
 
-    def reason(self) -> str:
-        return f"no answer for {self.seconds:.0f} s while {self.waiting:,} wait"
-
-    def proof(self) -> str:
-        head = f"no answer for {self.seconds:.0f} s"
+    def detail(self) -> str:
+        """What was seen meanwhile: clients stuck in connect, the kernel's accept queue,
+        its log, its processes ("" when nothing)."""
+        parts = []
         if self.connecting and self.connecting >= self.waiting:
-            head += f", {self.connecting:,} stuck in connect (it accepts nothing)"
+            parts.append(f"{self.connecting:,} stuck in connect (it accepts nothing)")
         elif self.connecting:
-            head += f", {self.waiting:,} waiting ({self.connecting:,} stuck in connect)"
-        else:
-            head += f", {self.waiting:,} waiting"
-        return " · ".join((head, *self.evidence))
-
-    def verdict(self, level: int) -> LevelVerdict:
-        return LevelVerdict(level, FAILING, self.reason(), 0, 0.0)
+            parts.append(f"{self.connecting:,} stuck in connect")
+        return " · ".join((*parts, *self.evidence))
 
 
 def evidence(signs: ServerSigns | None, history: deque[ServerSigns] | None = None) -> list[str]:

@@ -21,6 +21,7 @@ No Textual, no engine imports: every front end (load, bench, the app) may use th
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import sys
@@ -158,16 +159,25 @@ def port_number(text: str) -> int:
 
 
 def positive_int_list(text: str) -> list[int]:
-    """Comma-separated whole numbers ≥ 1, e.g. concurrency levels '10,100,500'."""
+    """Comma-separated whole numbers ≥ 1, each above the one before: levels such as
+    concurrency '10,100,500'. A level given twice or out of order is refused: `5,5`
+    once judged a level against itself ("queueing at 5, latency ×1.1")."""
+    want = "comma-separated whole numbers >= 1, each above the last, e.g. 10,100,500"
     parts = [p.strip() for p in text.split(",")]
     if not parts or any(not p for p in parts):
-        raise _bad("comma-separated whole numbers >= 1, e.g. 10,100,500", text)
+        raise _bad(want, text)
     try:
         values = [int(p) for p in parts]
     except ValueError:
-        raise _bad("comma-separated whole numbers >= 1, e.g. 10,100,500", text) from None
+        raise _bad(want, text) from None
     if any(v < 1 for v in values):
-        raise _bad("comma-separated whole numbers >= 1, e.g. 10,100,500", text)
+        raise _bad(want, text)
+    for before, after in itertools.pairwise(values):
+        if after <= before:
+            what = "twice" if after == before else f"after {before:,}"
+            raise argparse.ArgumentTypeError(
+                f"must rise level by level: {after:,} comes {what} in {text!r}"
+            )
     return values
 
 

@@ -7,12 +7,14 @@ pages out, so USS and PSS sums do not double-count. All three are reported.
 CPU comes as a percentage of one core and as cumulative seconds (so a caller can divide
 by the requests served: CPU time per request, the fairest figure when stacks share
 cores), and `cpu_wait_percent` says how long the tree's processes were runnable but
-waiting for a core (the scheduler's run-queue time from /proc/PID/schedstat): a stack
+waiting for a core (the scheduler's run-queue time of every thread, /proc/PID/task/
+TID/schedstat): a stack
 starved of CPU by its neighbours shows it there, not as a slow server.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -37,10 +39,23 @@ class ResourceSample:
     exited: int = 0
 
 
-def _runq_wait_ns(pid: int) -> int:
-    """Nanoseconds the process's main thread spent waiting on a run queue."""
+def _runq_wait_ns(pid: int, threads: int = 1) -> int:
+    """Nanoseconds the process's threads spent waiting on a run queue. /proc/PID/
+    schedstat is the main thread's alone: a Go server's goroutines run on other threads
+    (its main thread sleeps), and read from there alone it seemed never to wait for a
+    core on a core it waited for as much as its neighbours."""
+    if threads <= 1:
+        return _schedstat_wait(f"/proc/{pid}/schedstat")
     try:
-        with open(f"/proc/{pid}/schedstat", "rb") as f:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    return sum(_schedstat_wait(f"/proc/{pid}/task/{tid}/schedstat") for tid in tids)
+
+
+def _schedstat_wait(path: str) -> int:
+    try:
+        with open(path, "rb") as f:
             return int(f.read().split()[1])
     except (OSError, IndexError, ValueError):
         return 0
@@ -105,7 +120,8 @@ class TreeSampler:
             try:
                 with p.oneshot():
                     times = p.cpu_times()
-                    threads += p.num_threads()
+                    n_threads = p.num_threads()
+                    threads += n_threads
                     try:
                         full = p.memory_full_info()
                         rss += full.rss
@@ -121,7 +137,7 @@ class TreeSampler:
             alive += 1
             used = times.user + times.system
             cpu_now[p.pid] = used
-            waited = _runq_wait_ns(p.pid)
+            waited = _runq_wait_ns(p.pid, n_threads)
             wait_now[p.pid] = waited
             if p.pid in self._cpu:
                 cpu_total += max(0.0, used - self._cpu[p.pid])

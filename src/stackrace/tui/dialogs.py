@@ -13,7 +13,13 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Log, Static
 
-from stackrace.race.live.summary import SummaryContext, at_breaking, peak_text, unbroken_text
+from stackrace.race.live.summary import (
+    SummaryContext,
+    at_breaking,
+    kept_up,
+    peak_text,
+    unbroken_text,
+)
 from stackrace.race.live.view import SummaryRow
 from stackrace.report.schema import CapacityResult
 from stackrace.tui.format import fmt_level, fmt_mb
@@ -62,6 +68,7 @@ _FIXED_W = {"peak req/s": 14, "at": 8, "breaking point": 18, "kind": 9, "p99 the
 _FIXED_W |= {"RSS before": 10, "RSS peak": 10}
 
 KIND_STYLE = {
+    "wedged": "bold red",
     "failing": "bold red",
     "starving": "bold red",
     "queueing": "bold yellow",
@@ -82,10 +89,10 @@ def summary_cells(row: SummaryRow, rate_mode: bool) -> list[str | Text]:
         if brk
         else Text(
             unbroken_text(row, rate_mode, short=True),
-            style="green" if unbroken_text(row) == "not reached" else "magenta",
+            style="green" if kept_up(row) else "magenta",
         ),
         Text(brk.kind, style=KIND_STYLE.get(brk.kind, "")) if brk else "",
-        Text(row.why or (brk.reason if brk else "")),
+        Text(row.why or (brk.reason if brk else unbroken_text(row, rate_mode))),
         there.p99() if there else "",
         fmt_mb(row.mem_before.rss) if row.mem_before else "–",
         fmt_mb(row.mem_peak) if row.mem_peak else "–",

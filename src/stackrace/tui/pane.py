@@ -4,11 +4,20 @@ The pane computes nothing about the race: it formats the view it is handed and k
 last minute of req/s and memory for its sparklines. Every update is a cheap
 `Static.update(layout=False)` and is skipped when the text did not change.
 
+One pane, one story: the verdict line is the level's judgment (stackrace.rules.level,
+handed over in the view), and every figure under it — the big req/s (goodput: answers
+that count), the latency table, the failures and the waiting clients — is read from
+the same window the judgment was made on: the level's running totals (the last
+interval only while the level is too young to judge). Only the sparklines follow the
+intervals. A tick, "keeping up" or a green "none" shows only when the judgment is
+green.
+
 What it shows fits its size (`fit`, on each resize): the essentials first — req/s, p99,
 failures and memory must survive a 100×30 terminal with four panes — then CPU, the
 verdict line, waiting clients, the annotation, the sparklines; whatever height is left
 goes to the big req/s figure, which grows with it. In projector mode (`b`) the pane
-shows only req/s and p99 in large type, and waiting, failures, RSS and CPU in bold.
+shows the verdict line in bold, req/s and p99 (labelled) in large type, and failures,
+waiting, CPU and RSS in bold.
 """
 
 from __future__ import annotations
@@ -26,7 +35,16 @@ from stackrace.base.slug import slug
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
 from stackrace.race.core.state import StackState
 from stackrace.race.live.view import PaneView
-from stackrace.rules.breaking import VERDICT_KINDS
+from stackrace.rules.level import (
+    CORE_LIMITED,
+    ENGINE_LIMITED,
+    KEEPING_UP,
+    MEASURING,
+    SLO_MISSED,
+    STATES,
+    WARMING,
+    Judgment,
+)
 from stackrace.tui.bignum import (
     REFERENCE,
     BigNumber,
@@ -104,35 +122,71 @@ def _latency_row(
     return t
 
 
+# each state's mark and, for a narrow pane, its short name
+_MARK = {KEEPING_UP: "✓", MEASURING: "…", WARMING: "…", ENGINE_LIMITED: "◆", CORE_LIMITED: "◆"}
+_SHORT = {
+    ENGINE_LIMITED: "ENGINE-LIMITED",
+    CORE_LIMITED: "CORE-LIMITED",
+    SLO_MISSED: "SLO MISSED",
+    WARMING: "warming",
+}
+_HEAD_STYLE = {KEEPING_UP: "bold green", MEASURING: "dim", WARMING: "bold"}
+
+
+def state_class(state: str) -> str:
+    """The pane's CSS class for a judgment's state ("-queueing", "-keeping-up"); a
+    JIT's "warming" is not the stack's state of starting up (`-warming`)."""
+    return "-" + ("warming-up" if state == WARMING else state.replace(" ", "-"))
+
+
 def verdict_line(view: PaneView, rate_mode: bool, width: int, rows: int = 1) -> Text:
-    """The verdict and the figure that proves it, never cut before the figure: the
+    """The judgment and the figures that prove it, never cut before the figure: the
     longest form that fits `rows` lines of `width` — with since when, then without it,
-    then the kind, the level and the proof's first figure ("▲ SATURATED c=200 · CPU 98%
+    then the state, the level and the proof's first figure ("▲ SATURATED c=200 · CPU 98%
     of 1 core") — and only the last form cut at its end."""
-    v = view.verdict
-    assert v is not None
-    level = fmt_level(v.level, rate_mode)
-    since = f" since {fmt_clock(view.verdict_since)}" if view.verdict_since is not None else ""
-    proof = view.proof or v.reason
-    first = proof.split(" · ")[0].split(", ")[0]
+    j = view.judgment
+    assert j is not None
+    level = fmt_level(j.level, rate_mode)
+    held = j.state not in (KEEPING_UP, MEASURING, WARMING)
+    since = (
+        f" since {fmt_clock(view.verdict_since)}" if held and view.verdict_since is not None else ""
+    )
+    proof = j.why or j.label
+    first = proof.split(" · ")[0].split("; ")[0]  # "500 wait ~5.7 s each"
     figure = first.split(" (")[0]  # "9.3% failed (timed out)" → "9.3% failed"
-    kind = v.kind.upper()
+    mark = _MARK.get(j.state, "▲")
+    name, short = j.label, _SHORT.get(j.state, j.label)
     forms = [
-        (f"▲ {kind} at {level}{since}", proof),
-        (f"▲ {kind} at {level}", proof),
-        (f"▲ {kind} {level}", proof),
-        (f"▲ {kind} {level}", first),
-        (f"▲ {kind} {level}", figure),
-        (f"▲ {kind}", first),
-        (f"▲ {kind}", figure),
+        (f"{mark} {name} at {level}{since}", proof),
+        (f"{mark} {name} at {level}", proof),
+        (f"{mark} {name} at {level}{since}", first),
+        (f"{mark} {short} {level}", proof),
+        (f"{mark} {short} {level}", first),
+        (f"{mark} {short} {level}", figure),
+        (f"{mark} {short}", first),
+        (f"{mark} {short}", figure),
     ]
     # wrapping breaks at spaces: a few columns of each line may go unused
     room = width * rows - (3 * (rows - 1) if rows > 1 else 0)
     head, tail = next(((h, t) for h, t in forms if len(h) + 3 + len(t) <= room), forms[-1])
     line = Text(no_wrap=rows <= 1, overflow="ellipsis")
-    line.append(head, style="bold")
-    line.append(f" · {tail}")
+    line.append(head, style=_HEAD_STYLE.get(j.state, "bold"))
+    if tail:
+        line.append(f" · {tail}", style="dim" if j.state == MEASURING else "")
+    b = view.breaking
+    if b is not None and not j.broken and b.level != j.level:
+        line.append(f" · broke first at {fmt_level(b.level, rate_mode)} ({b.kind})", style="dim")
     return line
+
+
+def shown_window(view: PaneView) -> WindowStats | None:
+    """The window every figure of the pane is read from: the level's running totals,
+    the window its judgment was made on (the last interval while the level is younger
+    than a second: a level just set has no totals yet)."""
+    t = view.target
+    if t is None:
+        return None
+    return t.total if t.total.seconds >= 1.0 else t.interval
 
 
 def three_figures(value: float) -> int:
@@ -145,24 +199,27 @@ def three_figures(value: float) -> int:
 
 
 P99_REFERENCE = "888 MS"  # the widest p99 figure, its unit in the same large type
+P99_LABEL = "p99"  # written after it, as every big figure has its unit
 
 
 def plan_projector(width: int, height: int, label: str, cap: int = 8) -> tuple[dict[str, int], int]:
-    """Projector mode: rows for the stack's name in large type, req/s, a gap, p99 with
-    its unit as large as its digits, and one or two bold lines (failures and waiting,
-    memory and CPU); and the figures' scale (the largest that fits, at most `cap`).
+    """Projector mode: rows for the verdict line (bold, always: a room must read what
+    the figures mean), the stack's name in large type, req/s, a gap, p99 with its unit
+    as large as its digits and its label, and one or two bold lines (failures and
+    waiting, CPU and memory); and the figures' scale (the largest that fits, at most
+    `cap`).
 
-    The name is drawn a scale below the figures (never under 1): at 100×30 with four
-    panes (eleven rows each) that is 3 + 3 + gap + 3 + one line; at 200×55, 5 + 8 + gap
-    + 8 + two lines. Too little room even at scale 1: the name is one bold line."""
-    lines = 2 if height >= 14 else 1
-    budget = height - lines - 1
+    The name is drawn a scale below the figures (never under 1): at 200×55, verdict +
+    5 + 8 + gap + 8 + two lines. Too little room: the name is one bold line (at 100×30
+    with four panes, eleven rows each: verdict + name + 3 + gap + 3 + one line)."""
+    lines = 2 if height >= 15 else 1
+    budget = height - lines - 1 - 1  # the bold lines, the gap, the verdict
 
     def fits(text: str, scale: int, extra: int = 0) -> bool:
         return glyph_width(text, scale) + extra <= width
 
     for scale in range(min(cap, 8), 0, -1):
-        if not (fits(REFERENCE, scale, 6) and fits(P99_REFERENCE, scale)):
+        if not (fits(REFERENCE, scale, 6) and fits(P99_REFERENCE, scale, len(P99_LABEL) + 1)):
             continue
         figures = 2 * glyph_rows(scale)
         # the name in large type (a scale below the figures, or smaller) when it fits,
@@ -170,12 +227,13 @@ def plan_projector(width: int, height: int, label: str, cap: int = 8) -> tuple[d
         names = [glyph_rows(n) for n in range(max(1, scale - 1), 0, -1) if fits(label, n)]
         for name in [*names, 1]:
             if name + figures <= budget:
-                rows = {"name": name, "qps": glyph_rows(scale), "gap": 1}
+                rows = {"verdict": 1, "name": name, "qps": glyph_rows(scale), "gap": 1}
                 rows |= {"p99big": glyph_rows(scale), "proj": lines}
                 return rows, scale
     # too small for large type everywhere: the name and p99 as bold lines
     qps = max(1, min(3, budget - 2))
-    return {"name": 1, "qps": qps, "gap": 0, "p99big": 1, "proj": lines}, 1 if qps >= 3 else 0
+    rows = {"verdict": 1, "name": 1, "qps": qps, "gap": 0, "p99big": 1, "proj": lines}
+    return rows, 1 if qps >= 3 else 0
 
 
 def plan_rows(height: int, rate_mode: bool, slo: bool = False) -> dict[str, int]:
@@ -233,7 +291,6 @@ class StackPane(Vertical, can_focus=True):
         self._classes_on: dict[str, bool] = {}
         self._rps_acc: list[float] = []
         self._rss_acc: list[float] = []
-        self._qps_acc: list[float] = []
         self.rate_mode = False
         self.projector = False
         self.label = view.name.upper()  # the name in large type (the screen shortens it)
@@ -246,8 +303,6 @@ class StackPane(Vertical, can_focus=True):
         self._rows: dict[str, int] = {}
         self._timeout = 10.0
         self.rising = False  # failures rose in the last half second
-        self._errors_acc = 0
-        self._requests_acc = 0
         self._new_failures: dict[str, int] = {}
         self._res_shown: object = None
         self._state: StackState | None = None
@@ -486,15 +541,16 @@ class StackPane(Vertical, can_focus=True):
         # the border is redrawn with the whole pane: its text changes with the state and
         # the verdict only, set once a tick
         subtitle = _STATE_LABELS[view.state]
-        v = view.verdict
-        if v is not None and not self._rows.get("verdict"):
-            # no row for the verdict line in a small pane: its kind goes in the border
-            subtitle = f"▲ {v.kind.upper()} at {fmt_level(v.level, rate_mode)}"
-        if view.wedged and view.state == StackState.READY:
-            subtitle = "WEDGED: it answers nothing"
-        if view.engine_limited:
-            subtitle = f"ENGINE-LIMITED: {view.engine_limit}"
-        elif view.refused:
+        j = view.judgment
+        if (
+            j is not None
+            and j.state not in (KEEPING_UP, MEASURING)
+            and not self._rows.get("verdict")
+        ):
+            # no row for the verdict line in a small pane: its state goes in the border
+            mark = _MARK.get(j.state, "▲")
+            subtitle = f"{mark} {_SHORT.get(j.state, j.label)} at {fmt_level(j.level, rate_mode)}"
+        if view.refused:
             subtitle = "REFUSED by the engine"
         if view.synthetic:
             subtitle += " · SYNTHETIC"
@@ -503,21 +559,20 @@ class StackPane(Vertical, can_focus=True):
             self._flag(f"-{state.value}", view.state == state)
         if changed and view.state == StackState.CRASHED:
             self.fit()
-        self._flag("-broken", v is not None)
-        for kind in VERDICT_KINDS:
-            self._flag(f"-{kind}", v is not None and v.kind == kind)
-        self._flag("-shared", v is None and bool(view.core_share))
-        self._flag("-wedged", view.wedged)
-        self._flag("-behind", v is None and bool(view.behind))
+        self._flag("-broken", j is not None and j.broken)
+        for kind in STATES:
+            self._flag(state_class(kind), j is not None and j.state == kind)
+        self._flag("-behind", (j is None or not j.broken) and bool(view.behind))
         if view.state == StackState.CRASHED:
             log = Text("\n".join(view.log_tail) or "(no log)", style="red")
             self._set("log", log, layout=True)
         t = view.target
-        if t is not None and new_interval:
-            self._show_interval(t.interval, due)
-        # the verdict line follows the verdict at once (its colour does: the class)
-        # (its kind and level: the figures in it change every interval, redrawn when due)
-        shown = (v.kind, v.level, view.core_share) if v is not None else view.core_share
+        window = shown_window(view)
+        if t is not None and window is not None and new_interval:
+            self._show_interval(t.interval, window, view.judgment, due)
+        # the verdict line follows the judgment at once (its colour does: the class)
+        # (its state and level: the figures in it change every interval, redrawn when due)
+        shown = (j.state, j.level) if j is not None else None
         verdict_changed = shown != self._verdict_shown
         self._verdict_shown = shown
         if due or changed or verdict_changed or "head" not in self._texts:
@@ -557,7 +612,11 @@ class StackPane(Vertical, can_focus=True):
         if view.cpu_us_per_request is not None and not self.projector:
             cpu.append(f"  {view.cpu_us_per_request:,.0f} µs/req", style="")
         if res is not None and res.cpu_wait_percent >= 5:
-            cpu.append(f"  waited {res.cpu_wait_percent:.0f}% for a core", style="bold yellow")
+            # a share of its time, never above 100 % (a stack of four processes waiting
+            # on one core would otherwise read "waited 300 %")
+            cores = max(1.0, (view.cpu_capacity or 100.0) / 100)
+            share = min(100.0, res.cpu_wait_percent / cores)
+            cpu.append(f"  waited {share:.0f}% of the time for a core", style="bold yellow")
         self._lines["cpu"] = cpu
         self._set("memory", _two_lines(mem, cpu))
         self._proj["rss"] = fmt_mb(res.rss) if res is not None else "–"
@@ -565,46 +624,14 @@ class StackPane(Vertical, can_focus=True):
         self._show_proj()
 
     def _show_verdict(self, view: PaneView, rate_mode: bool) -> None:
-        v = view.verdict
         line = Text(no_wrap=True, overflow="ellipsis")
         width = self.content_size.width or 40
-        if v is not None:
+        live = view.state in (StackState.READY, StackState.WARMING)
+        if view.judgment is not None and view.target is not None and live:
             line = verdict_line(view, rate_mode, width, self._rows.get("verdict", 1))
-        elif view.core_share and view.target is not None:
-            # no verdict of its own: the race's verdict is the full shared core
-            level = fmt_level(view.target.level, rate_mode)
-            line.append(f"◆ sharing a full core at {level}", style="bold")
-            line.append(f" · {view.core_share}")
-            if line.cell_len > width * self._rows.get("verdict", 1):
-                line = Text(no_wrap=True, overflow="ellipsis")
-                line.append(f"◆ SHARED CORE {level}", style="bold")
-                line.append(f" · {view.core_share.split(': ', 1)[-1]}")
-            elif self._rows.get("verdict", 1) > 1:
-                line.no_wrap = False
         elif view.behind:
             line.append(f"▼ {view.behind.upper()[:16]}", style="bold")
             line.append(view.behind[16:])
-        elif view.target is not None and view.state in (StackState.READY, StackState.WARMING):
-            t = view.target
-            now = fmt_level(t.level, rate_mode)
-            if view.judged and view.compared:
-                line.append(f"✓ not broken at {now}", style="green")
-            elif view.judged and view.level_failed:
-                # under the rule's 1 %: no verdict, but "no failures" would not be true
-                share = 100 * view.level_failure_ratio
-                line.append(f"✓ holding at {now}", style="green")
-                line.append(f" · {view.level_failed:,} failed ({share:.2g} %, under 1 %)")
-            elif view.judged:
-                line.append(f"✓ no failures at {now}", style="green")
-                line.append(" · no lower level to compare (r ramps)", style="dim")
-            else:
-                # a new level is judged after a second of figures: until then, no verdict
-                line.append(f"… measuring {now}", style="dim")
-            if view.breaking is not None:
-                b = view.breaking
-                line.append(
-                    f" · broke first at {fmt_level(b.level, rate_mode)} ({b.kind})", style="dim"
-                )
         self._set("breaking", line)
 
     def _show_latency(self, w: WindowStats) -> None:
@@ -618,25 +645,30 @@ class StackPane(Vertical, can_focus=True):
         if self._rows.get("p99big"):
             big = self.query_one("#p99big", BigNumber)
             if self.projector:
-                # one unit for every pane, drawn as large as the digits
+                # one unit for every pane, drawn as large as the digits, and its label
                 big.reference = P99_REFERENCE
-                big.update(p99_in(w.latency, self.p99_unit), "")
+                big.update(p99_in(w.latency, self.p99_unit), P99_LABEL)
             else:
                 big.reference = REFERENCE
                 value, unit = _p99_figure(w.latency)
                 big.update(value, unit)
 
-    def _show_interval(self, w: WindowStats, due: bool = True) -> None:
-        """One engine interval. The figures are redrawn every QPS_EVERY intervals (half a
-        second): steadier for a room to read, and half the redraws; failures of the
-        intervals in between are added up, so none is missed."""
-        # HTTP errors and bad bodies are answers, but not throughput: the big figure
-        # counts good answers only, and says so when some were not
-        good = w.ok / w.seconds if w.seconds else 0.0
-        self._qps_acc.append(good)
-        self._errors_acc += w.requests - w.ok
-        self._requests_acc += w.requests
-        for kind, n in w.failures.items():
+    def _show_interval(
+        self,
+        interval: WindowStats,
+        w: WindowStats,
+        judgment: Judgment | None = None,
+        due: bool = True,
+    ) -> None:
+        """One engine interval: the sparkline takes its goodput; the figures — from `w`,
+        the window the judgment was made on — are redrawn every QPS_EVERY intervals
+        (half a second: steadier for a room to read, and half the redraws), with the
+        failures of the intervals in between added up as what is new, so none is
+        missed."""
+        # HTTP errors and bad bodies are answers, but not throughput: every figure
+        # counts good answers only (goodput), and says so when some were not
+        good = interval.ok / interval.seconds if interval.seconds else 0.0
+        for kind, n in interval.failures.items():
             self._new_failures[kind] = self._new_failures.get(kind, 0) + n
         self._sample(
             self._rps_acc, good, self.rps_history, self.query_one("#qps-spark", ScaledSparkline)
@@ -644,31 +676,33 @@ class StackPane(Vertical, can_focus=True):
         if not due:
             return
         # what a re-layout or a unit change redraws: the figures on screen, never a newer
-        # interval's (a layout settling between two redraws changed the p99 figure it showed)
+        # window's (a layout settling between two redraws changed the p99 figure it showed)
         self._shown_window = w
-        qps = f"{three_figures(sum(self._qps_acc) / len(self._qps_acc)):,}"
-        self._qps_acc.clear()
-        errors = self._errors_acc
+        qps = f"{three_figures(w.goodput):,}"
+        errors = w.requests - w.ok
         # an inline colour, not a CSS class: a class change restyles the whole pane
-        self.errors = errors > 0.01 * max(1, self._requests_acc)
-        self._errors_acc = self._requests_acc = 0
+        self.errors = errors > 0.01 * max(1, w.requests)
         big = self.query_one("#qps", BigNumber)
         big.set_alert(self.errors)
         big.update(qps, "req/s ok" if errors else "req/s")
         self._show_latency(w)
-        self._show_failures(w, self._new_failures)
+        self._show_failures(w, self._new_failures, judgment)
         self._new_failures = {}
 
-    def _show_failures(self, w: WindowStats, new: dict[str, int]) -> None:
+    def _show_failures(
+        self, w: WindowStats, new: dict[str, int], judgment: Judgment | None = None
+    ) -> None:
+        """The window's failures by kind, what is new since the last redraw, and the
+        clients still waiting; "none" is green only when the judgment is."""
         rising = False
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append("failed ", style="dim")
+        self.failures_seen = {k: n for k, n in w.failures.items() if n}
         for kind in FAILURE_KINDS:
-            now = new.get(kind, 0)
-            total = self.failures_seen.get(kind, 0) + now
+            total = w.failures.get(kind, 0)
             if not total:
                 continue
-            self.failures_seen[kind] = total
+            now = min(new.get(kind, 0), total)
             label = FAILURE_LABELS[kind]
             if kind == "http_status":
                 codes = ",".join(str(c) for c in sorted(w.status) if c >= 400)
@@ -679,9 +713,12 @@ class StackPane(Vertical, can_focus=True):
             else:
                 line.append(f"{label} {total:,} ", style="")
         if not self.failures_seen:
-            # nothing failed *yet*: with clients waiting that is not health, and the
-            # timeout says how long they may wait before they count as failed
-            line.append("none yet" if w.stale else "none", style="" if w.stale else "green")
+            # nothing failed *yet*: with clients waiting past the bound that is not
+            # health, and the timeout says how long they may wait before they fail
+            green = judgment is not None and judgment.green
+            line.append(
+                "none" if green or not w.waiting else "none yet", style="green" if green else ""
+            )
         self.rising = rising
         if rising:
             line.stylize(_RISING)
@@ -710,14 +747,20 @@ class StackPane(Vertical, can_focus=True):
         self._show_proj()
 
     def _show_proj(self) -> None:
-        """Projector mode's bold lines: failures and waiting, then memory and CPU (on
-        one line when the pane has one)."""
+        """Projector mode's bold lines: failures and waiting, then CPU and memory; on
+        one line when the pane has one, in the form that fits its width, so that a
+        figure is dropped whole (memory first) rather than cut."""
         if not self._rows.get("proj"):
             return
         p = self._proj
         first = f"failed {p['failed']}  waiting {p['waiting']}"
-        second = f"RSS {p['rss']}  CPU {p['cpu']}"
-        text = f"{first}\n{second}" if self._rows["proj"] > 1 else f"{first}  {second}"
+        second = f"CPU {p['cpu']}  RSS {p['rss']}"
+        if self._rows["proj"] > 1:
+            text = f"{first}\n{second}"
+        else:
+            width = self.content_size.width or 80
+            forms = [f"{first}  {second}", f"{first}  CPU {p['cpu']}", first]
+            text = next((f for f in forms if len(f) <= width), forms[-1])
         self._set("proj", Text(text, style="bold", no_wrap=True, overflow="ellipsis"))
 
 

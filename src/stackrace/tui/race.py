@@ -25,7 +25,7 @@ from stackrace.tui.chart import SLO_COLOR, PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import CapacityScreen, LogScreen, SummaryScreen
 from stackrace.tui.format import PALETTE
 from stackrace.tui.ghost import GhostPane
-from stackrace.tui.pane import StackPane
+from stackrace.tui.pane import StackPane, shown_window
 from stackrace.tui.slider import ConcurrencySlider
 from stackrace.tui.thennow import ThenNowStrip
 
@@ -143,7 +143,8 @@ class RaceScreen(Screen[None]):
             yield Grid(id="panes")
             yield ThenNowStrip(id="thennow")
         yield PercentileChart(id="chart")
-        yield Footer()
+        # compact: at 100 columns the keys a speaker needs (+, −, …, b, q) all fit
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.set_class(self.projector, "-projector")
@@ -233,10 +234,8 @@ class RaceScreen(Screen[None]):
     def _share_p99_unit(self, view: SessionView) -> None:
         """Projector mode: p99 in one unit in every pane at any moment (seconds as soon
         as one pane's p99 reaches a second), so "2.5 S" never sits beside "157 MS"."""
-        top = max(
-            (pv.target.interval.latency.p99 for pv in view.panes if pv.target is not None),
-            default=0,
-        )
+        windows = [w for pv in view.panes if (w := shown_window(pv)) is not None]
+        top = max((w.latency.p99 for w in windows), default=0)
         unit = "S" if top >= 1_000_000 else "MS"
         for pane in self.panes.values():
             pane.set_p99_unit(unit)

@@ -39,8 +39,13 @@ class ConcurrencySlider(Widget, can_focus=True):
     """Pick a level among `steps`; posts `ConcurrencySlider.Changed`."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("right,plus,equals_sign,up", "step(1)", "more", show=False),
-        Binding("left,minus,down", "step(-1)", "less", show=False),
+        # + and − are the keys that drive a whole demo: the footer names them first
+        # (a focused widget's bindings come before the screen's, so a hidden + here
+        # would hide the screen's too)
+        Binding("plus,equals_sign", "step(1)", "more load", key_display="+"),
+        Binding("minus", "step(-1)", "less", key_display="−"),
+        Binding("right,up", "step(1)", "more", show=False),
+        Binding("left,down", "step(-1)", "less", show=False),
         Binding("home", "jump(0)", show=False),
         Binding("end", "jump(-1)", show=False),
     ]

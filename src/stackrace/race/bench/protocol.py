@@ -15,7 +15,9 @@
 
 Each level keeps the engine's complete accounting (answered, failed by kind, waiting),
 the Little's-law check, the engine's share of the latency, the stack's CPU (and CPU
-time per request), memory before and after, and whether the database was down.
+time per request), memory before and after, whether the database was down, and its
+fastest answer since the level was set (warm-up included: the service time's
+estimate, stackrace.rules.level).
 
 Every wait and every reading of time goes through the core's clock (race/core/clock.py), so
 the protocol runs unchanged on the synthetic engine, whose clock is its steps: its
@@ -46,6 +48,7 @@ from stackrace.report.schema import (
     Memory,
 )
 from stackrace.rules import accounting
+from stackrace.rules.engine import engine_limit, engine_share
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.catalogue import Stack
 from stackrace.stacks.sampler import ResourceSample
@@ -99,7 +102,9 @@ class _Acc:
         self.wait: list[float] = []
         self.engine_cpu: list[float] = []
         self.saturated = False
+        self.procs = 1  # engine processes carrying it
         self.db_down = False
+        self.fastest_us: int | None = None  # its fastest answer, warm-up included
 
 
 class LevelRunner:
@@ -111,6 +116,26 @@ class LevelRunner:
         self.s = plan.settings
         self.progress = progress
         self.losses_told = 0  # engine hosts lost, already in the progress
+        self.fastest: dict[str, int] = {}  # per member: since its level was set
+        self._seen_seq = -1  # the last snapshot read (each interval is read once)
+
+    def _see(self) -> None:
+        """Read the latest interval's fastest answers (wherever the protocol waits)."""
+        snap = self.core.engine.latest
+        if snap is None or snap.seq == self._seen_seq:
+            return
+        self._seen_seq = snap.seq
+        for t in snap.targets:
+            lat = t.interval.latency
+            if lat.count and (t.id not in self.fastest or lat.min < self.fastest[t.id]):
+                self.fastest[t.id] = lat.min
+
+    async def _sleep(self, seconds: float) -> None:
+        """Wait `seconds`, reading every interval on the way."""
+        end = self.core.clock() + seconds
+        while (left := end - self.core.clock()) > 0:
+            await self.core.clock.sleep(min(self.core.interval, left))
+            self._see()
 
     async def next_interval(self) -> None:
         """Wait for the engine's next snapshot (a fresh interval boundary)."""
@@ -121,6 +146,7 @@ class LevelRunner:
             await self.core.clock.sleep(0.01)
             if engine.latest is not None and engine.latest.seq != seen:
                 self.tell_losses()
+                self._see()
                 return
 
     def tell_losses(self) -> None:
@@ -139,17 +165,19 @@ class LevelRunner:
         ]
 
     async def _set_level(self, ids: list[str], level: int) -> None:
+        for i in ids:
+            self.fastest.pop(i, None)  # a new level: its own fastest answer
         if self.s.rate is not None:
             await self.core.set_rate(float(level), ids)
         else:
             await self.core.set_concurrency(level, ids)
 
     async def _warm(self, ids: list[str], full: bool = True) -> None:
-        await self.core.clock.sleep(0.3)  # connections open, retired ones drain
+        await self._sleep(0.3)  # connections open, retired ones drain
         if not full:
             return
         if self.s.warmup > 0:
-            await self.core.clock.sleep(self.s.warmup)
+            await self._sleep(self.s.warmup)
         if self.s.warmup_requests > 0:
             # a JIT warms with requests, not seconds: go on until each stack has
             # answered this many (bounded: a stack too slow for it stops at the timeout)
@@ -157,7 +185,7 @@ class LevelRunner:
             await self.next_interval()
             end = self.core.clock() + max(60.0, self.s.timeout * 6)
             while self.core.clock() < end:
-                await self.core.clock.sleep(self.core.interval)
+                await self._sleep(self.core.interval)
                 if all(
                     (t := self.core.target(i)) is None or t.total.requests >= self.s.warmup_requests
                     for i in ids
@@ -186,7 +214,7 @@ class LevelRunner:
         last_progress = self.core.clock()
         done_before = -1
         while True:
-            await self.core.clock.sleep(self.core.interval)
+            await self._sleep(self.core.interval)
             snaps = [self.core.target(i) for i in ids]
             done = sum(t.total.attempts for t in snaps if t is not None)
             if all(t is None or (t.total.attempts >= n and t.total.waiting == 0) for t in snaps):
@@ -207,6 +235,7 @@ class LevelRunner:
         end = self.core.clock() + self.s.duration
         while self.core.clock() < end:
             await self.core.clock.sleep(min(self.core.interval, max(0.0, end - self.core.clock())))
+            self._see()
             self.tell_losses()
             if self._crashed(ids):
                 break
@@ -270,6 +299,11 @@ class LevelRunner:
             a.cpu_us.append(per)
         a.engine_cpu.append(t.total.engine_cpu)
         a.saturated |= t.saturated or bool(snap and snap.saturated and snap.procs == 1)
+        a.procs = t.procs
+        self._see()
+        lat = t.total.latency
+        seen = (self.fastest.get(i), lat.min if lat.count else None, a.fastest_us)
+        a.fastest_us = min((f for f in seen if f is not None), default=None)
         a.db_down |= down
 
     def _levels(
@@ -325,7 +359,7 @@ class LevelRunner:
         t0 = clock()
         longest = max(max_s, longest_s or max_s)
         while clock() - t0 < longest:
-            await clock.sleep(self.core.interval)
+            await self._sleep(self.core.interval)
             if self._crashed(ids):
                 break
             took = clock() - t0
@@ -360,8 +394,8 @@ class LevelRunner:
         check = None
         if not rate_mode:
             check = accounting.little_check(window, round(level), budget=bool(s.requests))
-        share = accounting.engine_share(window)
-        limit = accounting.engine_limit(window, a.saturated)
+        share = engine_share(window)
+        limit = engine_limit(window, a.saturated, a.procs)
         return Level(
             concurrency=0 if rate_mode else round(level),
             rate=float(level) if rate_mode else None,
@@ -372,7 +406,7 @@ class LevelRunner:
             engine_cpu=statistics.median(a.engine_cpu) if a.engine_cpu else 0.0,
             engine_saturated=a.saturated,
             hdr=a.hist.encode_base64() if a.hist is not None else "",
-            samples=[w.rps for w in a.windows],
+            samples=[w.goodput for w in a.windows],
             cpu_us_per_request=statistics.median(a.cpu_us) if a.cpu_us else None,
             cpu_wait_percent=statistics.median(a.wait) if a.wait else 0.0,
             engine_share=share,
@@ -385,4 +419,5 @@ class LevelRunner:
             else None,
             db_down=a.db_down,
             keepalive=s.keepalive,
+            fastest_us=a.fastest_us,
         )

@@ -2,8 +2,8 @@
 
 - `BenchRecorder`: the `BenchRun` (report/schema.py) with the machine's facts, the
   settings and each stack's result, filled level by level (an interrupted run keeps
-  every finished level) and judged by the breaking-point rule at the end (`judge`,
-  stackrace.rules.breaking, the app's rule too);
+  every finished level) and judged at the end by the rules (`judge`: report/judged.py,
+  stackrace.rules.level, the app's judgment too);
 - `describe`: a level's progress line, its accounting in full;
 - `record_paths`: your requests' figures per stack over the whole run.
 
@@ -24,6 +24,7 @@ from stackrace.race.core.core import RaceCore
 from stackrace.race.core.machine import machine_info
 from stackrace.race.core.placement import CorePlacement
 from stackrace.race.core.urls import UrlTarget
+from stackrace.report.judged import breaking
 from stackrace.report.schema import (
     SCHEMA_VERSION,
     BenchRun,
@@ -32,7 +33,6 @@ from stackrace.report.schema import (
     Settings,
     StackResult,
 )
-from stackrace.rules.breaking import find_breaking_point, step_result
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.catalogue import Stack, placeholders, render
 
@@ -117,20 +117,14 @@ class BenchRecorder:
         return result
 
     def finish(self, interrupted: str | None = None) -> BenchRun:
-        self.run.stacks = [judge(st) for st in self.run.stacks]
+        self.run.stacks = [judge(st, self.run) for st in self.run.stacks]
         self.run.interrupted = interrupted
         return self.run
 
 
-def judge(result: StackResult) -> StackResult:
-    """Apply the breaking-point rule (rules/breaking.py, shared with the app) to the levels."""
-    steps = [
-        # a server not sampled has no CPU figure: its 0 must not read as an idle server
-        step_result(lv.level, lv.window, lv.cpu_percent if result.sampled else None, None)
-        for lv in result.levels
-        if not lv.db_down
-    ]
-    bp = find_breaking_point(steps)
+def judge(result: StackResult, run: BenchRun) -> StackResult:
+    """Where the stack broke, by the rules (stackrace.rules.level, the app's too)."""
+    bp = breaking(result, run)
     if bp is None:
         return msgspec.structs.replace(
             result, breaking_point=None, breaking_kind="", breaking_reason=""

@@ -150,7 +150,7 @@ class LiveCapacity:
                 Probe(
                     load=m.load,
                     meets=verdict.meets,
-                    rps=window.ok / window.seconds if window.seconds else 0.0,
+                    rps=window.goodput,
                     why=verdict.why,
                     figures=verdict.figures(),
                     answers=window.requests,

@@ -86,7 +86,11 @@ def describe(m: StackModel) -> str:
 # "synthetic" with its model, and never says whether a real stack is installed.
 
 
-def _summary(latency_us: float, spread: float, count: int) -> LatencySummary:
+def _summary(
+    latency_us: float, spread: float, count: int, fastest_us: float | None = None
+) -> LatencySummary:
+    """The latency figures of `count` answers about `latency_us` (their fastest: the
+    stack's service time when given, else a little under the median)."""
     p50 = latency_us
     return LatencySummary(
         count=count,
@@ -96,7 +100,7 @@ def _summary(latency_us: float, spread: float, count: int) -> LatencySummary:
         p99=int(p50 * spread),
         p999=int(p50 * spread * 1.2),
         max=int(p50 * spread * 1.5),
-        min=int(p50 * 0.9),
+        min=int(fastest_us if fastest_us is not None else p50 * 0.9),
     )
 
 
@@ -198,7 +202,9 @@ class ModelTarget:
         self.waiting = waiting
         self.last_rps = served
         self.cpu_seconds += answered * m.cpu_ms / 1000 / speed
-        lat = _summary(latency, spread, answered)
+        # the fastest answer is one served at once, as a level started from idle serves
+        # its first: the rules read the service time from it (stackrace.rules.level)
+        lat = _summary(latency, spread, answered, min(latency, m.service_ms * 1000))
         hist = SparseHistogram()
         for q, v in ((0.5, lat.p50), (0.4, lat.p90), (0.09, lat.p99), (0.01, lat.max)):
             n = int(answered * q)
@@ -224,6 +230,9 @@ class ModelTarget:
             if self.rate is not None
             else None,
             late=answered if unsent else 0,
+            # requests in flight on average (Little's L): every client in a closed loop,
+            # those in service and due in an open one
+            in_flight=float(waiting),
             lag=_summary(60.0, 2.0, 40),
             engine_cpu=min(100.0, answered / TICK * ENGINE_US_PER_REQUEST / 1e4),
         )

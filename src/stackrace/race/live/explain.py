@@ -1,19 +1,17 @@
-"""Plain-language lines for a pane: the figure that proves a verdict, and what it means.
+"""Plain-language sentences for a pane: what its judgment means, in words a room reads.
 
-A verdict kind alone ("queueing") does not tell a room why; the figure beside it does,
-and a sentence in words a non-specialist reads ("≈ 990 requests queued, each waits
-~20 s") tells what it means. Both are computed here from the level's measured figures,
-never from the UI, so every front end (the app, a replay, a summary export) says the
-same thing:
+A state alone ("queueing") does not tell a room why; the judgment's figures do
+(stackrace.rules.level: "500 wait ~5.7 s each, 300× the time one takes"), and a
+sentence in words a non-specialist reads ("≈ 500 requests queued, each waits ~5.7 s")
+tells what it means. The sentence is drawn from the same judgment of the same window
+as the verdict line and the big figures, never from a window of its own, so a pane
+tells one story:
 
-- `proof(verdict, step)`: the figure that proves the verdict, at the level it was
-  measured: queueing → how many wait and the req/s that stayed flat; saturated → the
-  CPU against what the stack can use and the flat req/s; failing → the share that
-  failed and the dominant kind; starving → how many clients got nothing, for how long,
-  while the others were answered in what time.
 - `annotate(...)`: at most one sentence, only when it matters: requests queued and their
   wait, a CPU-bound stack's ceiling, the kind of failure, a rate the stack cannot keep
-  up with, a JIT warming up, an engine that limits the figures. Nothing when healthy.
+  up with, a JIT warming up, an engine that limits the figures, a stack held back by a
+  busy core. Nothing when it keeps up.
+- `held_by_slow_clients(...)`: slow clients holding a sync worker, with its figures.
 """
 
 from __future__ import annotations
@@ -29,31 +27,29 @@ from stackrace.engine.model import (
     TIMEOUT,
     WindowStats,
 )
-from stackrace.rules.breaking import (
+from stackrace.rules import cores
+from stackrace.rules.level import (
+    CORE_LIMITED,
+    ENGINE_LIMITED,
     FAILING,
     QUEUEING,
     SATURATED,
     STARVING,
-    LevelVerdict,
-    StepResult,
+    WARMING,
+    WEDGED,
+    Judgment,
+    secs,
 )
-from stackrace.settings.units import fmt_us
 
 # a stack is "behind schedule" when it delivers less than this share of the asked rate
 BEHIND = 0.95
-# a queue worth a sentence: this many clients waiting, each for this long (Little's law)
-QUEUE_MIN = 10
-QUEUE_WAIT_US = 250_000
 
 
 def _n(x: float) -> str:
     return f"{x:,.0f}"
 
 
-def _secs(us: float) -> str:
-    if us < 1e6:
-        return f"{us / 1000:.0f} ms" if us >= 10_000 else fmt_us(int(us))
-    return f"{us / 1e6:.0f} s" if us >= 1e7 else f"{us / 1e6:.1f} s"
+_secs = secs
 
 
 def dominant_failure(window: WindowStats) -> tuple[str, int]:
@@ -63,44 +59,6 @@ def dominant_failure(window: WindowStats) -> tuple[str, int]:
         return "", 0
     n, k = max(kinds)
     return k, n
-
-
-def proof(v: LevelVerdict, step: StepResult | None) -> str:
-    """The figure that proves verdict `v`, measured at its level (`step`)."""
-    if step is None:
-        return v.reason
-    w = step.window
-    if v.kind == FAILING:
-        kind, _ = dominant_failure(w)
-        what = {HTTP_STATUS: "HTTP errors", TIMEOUT: "timed out", REFUSED: "refused"}.get(
-            kind, kind.replace("_", " ")
-        )
-        errors = step.failed - step.stale
-        share = 100 * errors / step.attempts if step.attempts else 0.0
-        return f"{share:.1f}% failed ({what})"
-    if v.kind == STARVING:
-        return (
-            f"{100 * w.starved_share:.0f}% of {step.clients:,} clients' time: no answer "
-            f"for up to {_secs(w.starved_wait_us)}, the others' p99 {_secs(step.p99_us)}"
-        )
-    if v.kind == SATURATED:
-        cap = (step.cpu_capacity or 100.0) / 100
-        cores = f"{cap:.0f} core" + ("s" if cap > 1 else "")
-        # the CPU the stack itself used (a wait for a shared core is not its limit)
-        return f"CPU {step.cpu_percent or 0:.0f}% of {cores}, {_n(step.rps)} req/s at its limit"
-    if v.kind == QUEUEING:
-        waiting = w.waiting
-        if step.stale and "no answer" in v.reason:
-            return f"{waiting:,} waiting, {step.stale:,} with no answer for > {step.seconds:.0f} s"
-        if waiting:
-            return f"{waiting:,} waiting, req/s flat at {_n(step.rps)}"
-        return f"req/s flat at {_n(step.rps)}, latency ×{_growth(v.reason)}"
-    return v.reason
-
-
-def _growth(reason: str) -> str:
-    # the rule's own reason carries the factor ("QPS flat, latency ×9.8", "p99 ×12")
-    return reason.rpartition("×")[2] or "?"
 
 
 def behind_schedule(rate: float | None, total: WindowStats) -> str:
@@ -125,70 +83,69 @@ def _no_answer(w: WindowStats) -> int:
 
 def annotate(
     *,
-    verdict: LevelVerdict | None,
+    judgment: Judgment | None,
     interval: WindowStats | None,
     total: WindowStats | None,
     rate: float | None,
     timeout: float,
-    cpu_percent: float | None = None,
     cpu_capacity: float | None = None,
     cpu_us_per_request: float | None = None,
-    warming: bool = False,
-    climb: float | None = None,
-    engine_limit: str = "",
     timeout_cause: str = "",
+    climb: float | None = None,
 ) -> str:
-    """One plain-language sentence about this pane, or "" when nothing needs saying;
-    `timeout_cause` (rules/wedge.py) says whether timeouts came from a full accept queue."""
-    w = interval
-    if verdict is not None and verdict.kind == STARVING:
-        # first, even before a busy engine: an engine slower than the server cannot
-        # leave one client seconds without an answer while it reads another's thousands
-        return starving_sentence(w, total, verdict)
-    if engine_limit:
-        return f"the engine, not the server, limits these figures: {engine_limit}"
-    if w is not None and w.seconds > 0:
+    """One plain-language sentence about this pane's judgment, or "" when nothing needs
+    saying; its figures are the judgment's own (the level's window). `interval` only
+    says where starved clients are stuck now; `timeout_cause` (race/wedge.py) whether
+    timeouts came from a full accept queue."""
+    j = judgment
+    if j is None or total is None:
+        return ""
+    if j.state == STARVING:
+        return starving_sentence(interval, total)
+    if j.state == ENGINE_LIMITED:
+        return f"the engine, not the server, limits these figures: {j.why}"
+    if j.state in (FAILING, WEDGED):
+        # the level's failures; at its very start (failing at once on what ended
+        # lately), the last interval's
+        w = total if total.failed or interval is None else interval
         kind, n = dominant_failure(w)
-        answered = w.requests
-        if kind and n > 0.01 * max(1, answered + n):
+        if kind and n:
             sentence = _failure_sentence(kind, w, timeout)
             if kind == TIMEOUT and timeout_cause:
                 sentence += f": {timeout_cause}"
             return sentence
-    if rate is not None and total is not None:
+        return ""
+    if rate is not None:
         behind = behind_schedule(rate, total)
         if behind:
             return behind.replace("behind schedule:", "cannot keep up: delivers", 1)
-    if w is not None and w.waiting >= QUEUE_MIN and (w.rps > 0 or w.stale):
-        # Little's law: the clients waiting, each waits about waiting / req/s
-        wait_us = w.waiting / w.rps * 1e6 if w.rps > 0 else float(w.oldest_wait_us)
-        served = f"{_n(w.rps)} req/s served" if w.rps > 0 else "none served"
-        if (w.stale or (verdict is not None and verdict.kind == QUEUEING)) and (
-            wait_us >= QUEUE_WAIT_US or w.stale
-        ):
-            return f"≈ {w.waiting:,} requests queued, each waits ~{_secs(wait_us)} ({served})"
-        if wait_us >= QUEUE_WAIT_US and (verdict is None or verdict.kind != SATURATED):
-            # not judged a queue: the same figures, said neutrally (Little's law)
-            return f"{w.waiting:,} requests in flight, each takes ~{_secs(wait_us)} ({served})"
-    if verdict is not None and verdict.kind == SATURATED and cpu_us_per_request:
-        cores = (cpu_capacity or 100.0) / 100
-        ceiling = cores * 1e6 / cpu_us_per_request
+    if j.state == SATURATED and cpu_us_per_request:
+        cap = (cpu_capacity or 100.0) / 100
+        ceiling = cap * 1e6 / cpu_us_per_request
         return (
             f"CPU-bound: {cpu_us_per_request:,.0f} µs of CPU per request, so at most "
-            f"≈ {_n(ceiling)} req/s on {cores:.0f} core" + ("s" if cores > 1 else "")
+            f"≈ {_n(ceiling)} req/s on {cap:.0f} core" + ("s" if cap > 1 else "")
         )
-    if warming and climb is not None and climb > 0.05:
+    if j.state == CORE_LIMITED:
+        alone = cores.alone_on_a_core(cpu_us_per_request)
+        if alone is not None:
+            return (
+                f"alone on a core: ≈ {_n(alone)} req/s "
+                f"(its {cpu_us_per_request:,.0f} µs of CPU per request)"
+            )
+    if j.state in (QUEUEING, SATURATED) and j.wait_us is not None:
+        waiting = max(total.waiting, round(total.in_flight))
+        served = f"{_n(j.goodput)} req/s served" if j.goodput > 0 else "none served"
+        return f"≈ {waiting:,} requests queued, each waits ~{secs(j.wait_us)} ({served})"
+    if j.state == WARMING and climb:
         return f"warming up: req/s +{100 * climb:.0f}% since its first second at this load"
-    if w is not None and w.oldest_wait_us > 0.5 * timeout * 1e6:
-        return (
-            f"the oldest request has waited {_secs(w.oldest_wait_us)} of the {timeout:g} s timeout"
-        )
+    if total.waiting and total.oldest_wait_us > 0.5 * timeout * 1e6:
+        old = secs(total.oldest_wait_us)
+        return f"the oldest request has waited {old} of the {timeout:g} s timeout"
     return ""
 
 
-def starving_sentence(
-    w: WindowStats | None, total: WindowStats | None, verdict: LevelVerdict
-) -> str:
+def starving_sentence(w: WindowStats | None, total: WindowStats) -> str:
     """What a starving verdict means, short enough for two lines of a narrow pane: the
     level's share (`total`) and the likely cause. Clients stuck in connect (the last
     interval, `w`) or connects that timed out point at the accept queue; connected ones
@@ -199,8 +156,6 @@ def starving_sentence(
     measured: 235 of 1,000 acknowledged and unread for the whole level); a handshake
     whose last ACK a full listen backlog dropped leaves the client believing it is
     connected with its request never acknowledged."""
-    if total is None or not total.starved_share:
-        return f"{verdict.reason}, while the others are served"
     return starved_sentence(w, total)
 
 

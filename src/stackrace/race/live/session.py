@@ -9,8 +9,8 @@
 
 `poll()` returns a `SessionView` (race/live/view.py): a `PaneView` per stack or URL
 target. Decisions live here (commands: levels, rate, ramps, a talk track; ticks), in the
-core, race/live/verdict_keeper.py, `stackrace.rules.breaking` and `stackrace.rules.levels`;
-the UI only draws views and forwards commands.
+core, race/live/verdict_keeper.py, `stackrace.rules` and `stackrace.rules.levels`; the UI
+only draws views and forwards commands.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from stackrace.race.live.ranking import CapacityRanking
 from stackrace.race.live.talk import TalkPlayer, TalkStep
 from stackrace.race.live.thennow import ThenNow
 from stackrace.race.live.verdict_keeper import VerdictKeeper
-from stackrace.race.live.verdicts import SharedCore
 from stackrace.race.live.view import (
     SessionView,
     SummaryRow,
@@ -41,6 +40,7 @@ from stackrace.race.playback.ghost import Ghost
 from stackrace.report.schema import Then
 from stackrace.report.slo import Slo
 from stackrace.rules.breaking import LevelVerdict, StepResult
+from stackrace.rules.cores import SharedCore
 from stackrace.rules.levels import LevelLog, Ramp
 
 RAMP_TOP = 2000  # `r` ramps from 1 to here
@@ -112,6 +112,7 @@ class Session:
         self.plan = plan
         self.core.settings = plan.settings
         self.slo = Slo.parse(plan.settings.slo) if plan.settings.slo else None
+        self.keeper.slo = self.slo  # a missed SLO is never "keeping up"
         self.core.concurrency = plan.concurrency
         self.core.rate = plan.rate
         if placement is None:

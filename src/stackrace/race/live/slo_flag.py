@@ -26,6 +26,7 @@ from stackrace.report.slo import Slo
 class SloFlag:
     meets: bool | None  # None: not enough answers yet to say
     text: str
+    why: str = ""  # the terms missed, with their figures ("" unless it misses)
 
 
 def slo_flag(slo: Slo, total: WindowStats) -> SloFlag:
@@ -33,7 +34,7 @@ def slo_flag(slo: Slo, total: WindowStats) -> SloFlag:
     verdict = slo.judge_window(total)
     head = f"SLO {slo.text}"
     if not verdict.meets and any(c.lower_bound for c in verdict.checks if not c.meets):
-        return SloFlag(False, f"{head} ✗ misses · {verdict.why}")
+        return SloFlag(False, f"{head} ✗ misses · {verdict.why}", verdict.why)
     if total.requests < needed:
         return SloFlag(None, f"{head} … {total.requests:,} of {needed:,} answers")
     if verdict.meets:
@@ -43,4 +44,4 @@ def slo_flag(slo: Slo, total: WindowStats) -> SloFlag:
             if c.value is not None
         )
         return SloFlag(True, f"{head} ✓ meets · {figures}")
-    return SloFlag(False, f"{head} ✗ misses · {verdict.why}")
+    return SloFlag(False, f"{head} ✗ misses · {verdict.why}", verdict.why)

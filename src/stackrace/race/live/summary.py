@@ -5,10 +5,13 @@ The rows are the session's `SummaryRow`s (the last ramp's levels when a ramp ran
 the levels explored). Each figure comes from one `StepResult` by one function
 (`level_figures`), so the summary's line for a stack and the per-level table below it
 cannot disagree: the breaking point's "failed" and "p99 there" are the per-level
-table's cells at that level. "failed" is the share of attempts that failed (the
-breaking rule's figure, and the proof's); clients that waited the whole level with no
-answer are their own figure ("no answer"), never folded into it; a level where nothing
-was answered says "no answers", not a p99 of 0 µs.
+table's cells at that level; req/s is goodput (answers that count). Each level's state
+and proof are the rules' (stackrace.rules.level, the pane's own judgment): a stack
+that never broke is said to have kept up to a level with its p99 there and the bound
+it met, and a level the engine or a busy core limited is "not judged". "failed" is
+the share of attempts that failed (the rules' figure, and the proof's); clients that
+waited the whole level with no answer are their own figure ("no answer"), never folded
+into it; a level where nothing was answered says "no answers", not a p99 of 0 µs.
 
 Each file says which race it was (`SummaryContext`): the workload and its parameters,
 the timeout, keep-alive, where the stacks and engines ran, when, stackrace's version,
@@ -28,6 +31,8 @@ from stackrace.base.atomicfile import WriteError, write_atomic
 from stackrace.race.live.session import Session
 from stackrace.race.live.view import SummaryRow
 from stackrace.rules.breaking import StepResult
+from stackrace.rules.level import KEEPING_UP, SLO_MISSED, WARMING
+from stackrace.rules.summaries import unbroken_sentence
 from stackrace.settings.units import fmt_us
 
 
@@ -73,14 +78,23 @@ def at_breaking(row: SummaryRow) -> LevelFigures | None:
 
 
 def unbroken_text(row: SummaryRow, rate_mode: bool = False, short: bool = False) -> str:
-    """A stack without a breaking point: not reached, or none of its own because the
-    core it shared was full (race/live/verdicts.py: the race's verdict, not the stack's)."""
-    starved = next((s.level for s in row.steps if s.core_starved), None)
-    if starved is None:
-        return "not reached"
-    if short:
-        return f"shared core, {_level(starved, rate_mode)}"
-    return f"none of its own: shared core full from {_level(starved, rate_mode)}"
+    """A stack without a breaking point, by the rules (stackrace.rules.level): the
+    highest level it kept up at, its p99 there and the bound it met, and the levels
+    not judged because the engine or a busy core was the limit. `short`: for a cell."""
+    if not short:
+        return unbroken_sentence(row.judgments, rate_mode)
+    limited = [j for j in row.judgments if j.not_judged]
+    if limited:
+        return f"not judged from {_level(limited[0].level, rate_mode)}"
+    kept = [j for j in row.judgments if j.state in (KEEPING_UP, WARMING, SLO_MISSED)]
+    if kept:
+        return f"none up to {_level(kept[-1].level, rate_mode)}"
+    return "not reached"
+
+
+def kept_up(row: SummaryRow) -> bool:
+    """No break, and every level judged: the summary may show it in green."""
+    return row.breaking is None and not any(j.not_judged for j in row.judgments)
 
 
 def peak_text(row: SummaryRow) -> str:
@@ -186,9 +200,9 @@ def to_markdown(
                     r.name,
                     peak_text(r).removesuffix(" req/s"),
                     _level(peak.level, rate_mode) if peak else "–",
-                    _level(b.level, rate_mode) if b else unbroken_text(r, rate_mode),
+                    _level(b.level, rate_mode) if b else unbroken_text(r, rate_mode, True),
                     b.kind if b else "",
-                    r.why if b else "",
+                    r.why if b else unbroken_text(r, rate_mode),
                     there.p99() if there else "",
                     f"{there.failed_pct:.1f}%" if there else "",
                     _mib(r.mem_before.rss if r.mem_before else None),
@@ -244,6 +258,9 @@ def to_dict(
                 "name": r.name,
                 "peak": {"level": r.peak.level, "rps": r.peak.rps} if r.peak else None,
                 "breaking": verdict(r),
+                # without a break: the highest level it kept up at, its p99 and bound,
+                # and the levels not judged (the engine or a busy core was the limit)
+                "unbroken": unbroken_text(r, rate_mode) if r.breaking is None else None,
                 "rss_before": r.mem_before.rss if r.mem_before else None,
                 "rss_peak": r.mem_peak or None,
                 "levels": [
@@ -253,6 +270,7 @@ def to_dict(
                         "max_us": s.max_us,
                         "requests": s.requests,
                         "failed": s.errors,
+                        **_judged(r, s.level),
                     }
                     for s in r.steps
                 ],
@@ -260,6 +278,13 @@ def to_dict(
             for r in rows
         ],
     }
+
+
+def _judged(row: SummaryRow, level: int) -> dict[str, object]:
+    """A level's state by the rules and the figures that prove it (none when the
+    level was too short to judge)."""
+    j = next((j for j in row.judgments if j.level == level), None)
+    return {"state": j.state, "why": j.why} if j is not None else {"state": None, "why": ""}
 
 
 def export(

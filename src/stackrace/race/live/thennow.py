@@ -27,7 +27,8 @@ from stackrace.report.schema import (
     StackResult,
     Then,
 )
-from stackrace.rules.breaking import StepResult, find_breaking_point
+from stackrace.rules.breaking import StepResult
+from stackrace.rules.level import breaking_point
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def live_run(then: Then, steps: dict[str, list[StepResult]], names: dict[str, st
     """The race so far as a run the claims' judges read (closed-loop levels only)."""
     stacks = []
     for sid, levels in steps.items():
-        bp = find_breaking_point(levels)
+        bp = breaking_point(levels)
         stacks.append(
             StackResult(
                 name=sid,

@@ -1,51 +1,77 @@
-"""The app's verdicts kept per member: what each pane says of its stack, and since when.
+"""The app's judgments kept per member: what each pane says of its stack, and since when.
 
     keeper = VerdictKeeper(core, levels)
     keeper.feed(snapshot, now)                      # each new engine interval
-    verdict, proof, since = keeper.verdict("uvicorn", now, started_at)
+    judgment, since = keeper.judgment("uvicorn", now, started_at)
 
-Three things decide a pane's verdict, and they are kept here, apart from the session's
-commands (race/live/session.py) and from how a view is drawn up (race/live/view.py):
+A pane's judgment is the rules' (stackrace.rules.level) on the evidence gathered here,
+apart from the session's commands (race/live/session.py) and from how a view is drawn
+up (race/live/view.py):
 
-- a **wedged** server first: it answers nothing while clients wait (rules/wedge.py,
-  each member's stall clock fed each interval and its signs);
-- else the breaking rule's verdict at the current level (stackrace.rules.breaking through
-  the level log, stackrace.rules.levels), whose kind changes only once it has held
-  (race/live/verdicts.py `VerdictHold`), with its proof in figures (race/live/explain.py) and a
-  note of the accept queue behind it;
-- the CPU a verdict weighs (`cpu_of`): what the stack used, could use and waited
-  for, and whether the cores it shares were full (`shared_core`);
-- and, beside them, each member's **warm-up** (rules/warmup.py: a JIT still climbing).
+- the level running now, as the level log has it (stackrace.rules.levels: its totals,
+  its fastest answer, the engine's limit) and the CPU it weighs (`cpu_of`: what the
+  stack used, could use and waited for over the level's samples so far — one second's
+  sample would make a judgment flip with it — and whether the cores it shares were
+  full);
+- the levels measured before (their fastest answers: how long it takes to serve one);
+- the last `RECENT_S` seconds of intervals (failing as soon as most of what ends fails);
+- each member's stall clock and what the kernel, its log and its processes show
+  (rules/wedge.py), its warm-up (rules/warmup.py) and, with --slo, whether the level
+  meets it (race/live/slo_flag.py);
 
-`judged` and `compared` say how much a "no verdict" claims: the running level was
-measured long enough, and a lower level was measured too.
+and the state shown changes toward worse at once, toward better once it has held
+(race/verdicts.py `JudgmentHold`).
 """
 
 from __future__ import annotations
 
-from stackrace.engine.model import EngineSnapshot
+import dataclasses
+from collections import deque
+from dataclasses import dataclass
+
+from stackrace.engine.model import EngineSnapshot, WindowStats
 from stackrace.race.core.core import RaceCore
-from stackrace.race.live import explain, verdicts
-from stackrace.race.live.verdicts import SharedCore, VerdictHold
+from stackrace.race.live import verdicts
+from stackrace.race.live.slo_flag import slo_flag
+from stackrace.race.live.verdicts import JudgmentHold
+from stackrace.report.slo import Slo
 from stackrace.rules import wedge
-from stackrace.rules.breaking import CpuShare, LevelVerdict, StepResult
+from stackrace.rules.breaking import CpuShare, StepResult
+from stackrace.rules.cores import SharedCore
+from stackrace.rules.level import BROKEN, Evidence, Judgment, judge
 from stackrace.rules.levels import LevelLog
 from stackrace.rules.warmup import WarmupTracker
 from stackrace.rules.wedge import Wedge, WedgeWatch
+from stackrace.stacks.sampler import ResourceSample
+
+RECENT_S = 2.0  # seconds of intervals that show failing at once
+
+
+@dataclass
+class _LevelCpu:
+    """A member's CPU samples at one level, added up."""
+
+    level: int | None
+    last_t: float | None = None  # the last sample's time (a replay decodes it anew)
+    used: float = 0.0
+    waited: float = 0.0
+    n: int = 0
 
 
 class VerdictKeeper:
-    """Per member: its warm-up, its stall clock, and the verdict shown."""
+    """Per member: its warm-up, its stall clock, its recent intervals and the judgment
+    shown."""
 
     def __init__(self, core: RaceCore, levels: LevelLog) -> None:
         self.core = core
         self.levels = levels
+        self.slo: Slo | None = None  # --slo (the session sets it)
         self.warmups: dict[str, WarmupTracker] = {}
-        # the verdict shown (kinds change only once they have held), and the stall
-        # clock that names a wedged server
-        self.held: dict[str, VerdictHold] = {}
+        self.held: dict[str, JudgmentHold] = {}
         self.wedges: dict[str, WedgeWatch] = {}
         self.wedged: dict[str, Wedge | None] = {}
+        self.recent: dict[str, deque[tuple[int, WindowStats]]] = {}
+        self.cpu_at_level: dict[str, _LevelCpu] = {}  # per member, at its level now
 
     @property
     def synthetic(self) -> bool:
@@ -53,21 +79,41 @@ class VerdictKeeper:
         return bool(getattr(self.core.engine, "synthetic", False))
 
     def cpu_of(self, member_id: str) -> CpuShare:
-        """The stack's CPU for the verdict: what it used, what it can use, how long it
+        """The stack's CPU for the judgment: what it used, what it can use, how long it
         waited for a core, and whether the cores it shares with other stacks were full.
         On a core shared by four stacks each uses a quarter of it and waits the rest:
-        the race's verdict is the full core, not each stack's (race/live/verdicts.py)."""
+        the race's verdict is the full core, not each stack's (stackrace.rules.cores)."""
         m = self.core.members.get(member_id)
         if m is None or m.resources is None:
             return CpuShare()
-        r = m.resources
+        used, waited = self._level_cpu(member_id, m.resources)
         shared = self.shared_core()
         return CpuShare(
-            used=r.cpu_percent,
+            used=used,
             capacity=self.core.capacity(member_id),
-            waited=r.cpu_wait_percent,
+            waited=waited,
             core_full=shared is not None and shared.full and m.stack_cpus is not None,
         )
+
+    def _level_cpu(self, mid: str, latest: ResourceSample) -> tuple[float, float]:
+        """The stack's CPU and wait for a core, averaged over the samples seen at the
+        level running now (`feed`); the latest sample before any."""
+        acc = self.cpu_at_level.get(mid)
+        if acc is None or not acc.n or acc.level != self.levels.current_level(mid):
+            return latest.cpu_percent, latest.cpu_wait_percent
+        return acc.used / acc.n, acc.waited / acc.n
+
+    def _see_cpu(self, mid: str, level: int, r: ResourceSample | None) -> None:
+        """One more sample at `level`, counted once (by its time: live and in a replay
+        alike, whenever the view is drawn)."""
+        acc = self.cpu_at_level.get(mid)
+        if acc is None or acc.level != level:
+            acc = self.cpu_at_level[mid] = _LevelCpu(level)
+        if r is not None and acc.last_t != r.t:
+            acc.last_t = r.t
+            acc.used += r.cpu_percent
+            acc.waited += r.cpu_wait_percent
+            acc.n += 1
 
     def shared_core(self) -> SharedCore | None:
         """The cores the stacks share, from every running stack's CPU (None when each
@@ -77,66 +123,89 @@ class VerdictKeeper:
         return verdicts.shared_core_of(self.core)
 
     def feed(self, snap: EngineSnapshot, now: float) -> None:
-        """A new engine interval: each member's warm-up and stall clock move on."""
+        """A new engine interval: each member's warm-up, stall clock and recent
+        intervals move on."""
         for t in snap.targets:
             m = self.core.members.get(t.id)
             if m is None:
                 continue
             tracker = self.warmups.setdefault(t.id, WarmupTracker())
             tracker.feed(t.level, t.interval.requests, t.interval.seconds)
+            self._see_cpu(t.id, t.level, m.resources)
             watch = self.wedges.setdefault(t.id, WedgeWatch())
             self.wedged[t.id] = watch.feed(now, t.interval, m.signs)
+            recent = self.recent.setdefault(t.id, deque())
+            if recent and recent[-1][0] != t.level:
+                recent.clear()  # the last seconds of this level only
+            recent.append((t.level, t.interval))
+            while sum(w.seconds for _l, w in recent) > RECENT_S + 1e-6 and len(recent) > 1:
+                recent.popleft()
 
     def forget_stalls(self) -> None:
         """A clean start: no stall remembered from before it (a restarted stack's own)."""
         self.wedges.clear()
         self.wedged.clear()
+        self.recent.clear()
 
     def clear(self) -> None:
         """Everything kept (a replay going back in time)."""
         self.warmups.clear()
         self.held.clear()
+        self.cpu_at_level.clear()
         self.forget_stalls()
 
     def wedge(self, mid: str) -> Wedge | None:
         return self.wedged.get(mid)
 
-    def verdict(
-        self, mid: str, now: float, started_at: float
-    ) -> tuple[LevelVerdict | None, str, float | None]:
-        """The current level's verdict, its proof and since when (race seconds): a
-        wedged server first, else the breaking rule's verdict once it has held."""
-        level = self.levels.current_level(mid)
+    def evidence(self, mid: str, step: StepResult) -> Evidence:
+        """What is known of the level running now (see the module docstring)."""
         stall = self.wedged.get(mid)
-        if stall is not None and level is not None:
-            return stall.verdict(level), stall.proof(), stall.since - started_at
-        fresh = self.levels.verdict_now(mid)
-        proof = explain.proof(fresh, self.step_at(mid, fresh.level)) if fresh else ""
-        hold = self.held.setdefault(mid, VerdictHold())
-        shown = hold.feed(now, level, fresh, proof, judged=self.judged(mid))
-        if shown.verdict is None:
-            return None, "", None
-        proof = shown.proof
+        warm = self.warmups.get(mid)
+        target = self.core.target(mid)
+        slo_miss = ""
+        if self.slo is not None and target is not None:
+            flag = slo_flag(self.slo, target.total)
+            if flag.meets is False:
+                slo_miss = f"SLO {self.slo.text}: {flag.why}"
+        return Evidence(
+            step=step,
+            others=self.levels.others(mid),
+            rate_mode=self.levels.rate_mode(mid),
+            recent=_added(self.recent.get(mid)),
+            stalled_s=stall.seconds if stall is not None else 0.0,
+            stall_why=stall.detail() if stall is not None else "",
+            warming=warm is not None and warm.warming,
+            warm_climb=warm.climb() if warm is not None else None,
+            slo_miss=slo_miss,
+        )
+
+    def judgment(self, mid: str, now: float, started_at: float) -> tuple[Judgment | None, float]:
+        """The level running now, judged, and since when (race seconds) its state has
+        held; (None, 0) before the level has any figure."""
+        step = self.levels.current_step(mid)
+        if step is None:
+            return None, 0.0
+        fresh = judge(self.evidence(mid, step))
+        shown, since = self.held.setdefault(mid, JudgmentHold()).feed(now, fresh)
         m = self.core.members.get(mid)
         target = self.core.target(mid)
         note = wedge.backlog_note(m.signs if m else None, target.interval if target else None)
-        if note:
-            proof = f"{proof} · {note}"
-        since = shown.since - started_at if shown.since is not None else None
-        return shown.verdict, proof, since
+        if note and shown.state in BROKEN:
+            shown = dataclasses.replace(shown, why=f"{shown.why} · {note}")
+        return shown, since - started_at
 
-    def judged(self, mid: str) -> bool:
-        """Whether this visit of the running level has been measured long enough."""
-        step = self.levels.current_step(mid)
-        return step is not None and step.enough
 
-    def compared(self, mid: str) -> bool:
-        """Whether a lower level was measured too (or this is c=1): the breaking rule
-        compares levels, so without one "not broken" would claim more than was tested."""
-        level = self.levels.current_level(mid)
-        if level is None:
-            return False
-        return level <= 1 or any(s.level < level for s in self.levels.results(mid))
-
-    def step_at(self, mid: str, level: int) -> StepResult | None:
-        return next((s for s in self.levels.results(mid) if s.level == level), None)
+def _added(recent: deque[tuple[int, WindowStats]] | None) -> WindowStats | None:
+    """The recent intervals as one window of counts (what ended, and how)."""
+    if not recent:
+        return None
+    out = WindowStats()
+    for _level, w in recent:
+        out.seconds += w.seconds
+        out.requests += w.requests
+        out.ok += w.ok
+        for k, n in w.failures.items():
+            out.failures[k] = out.failures.get(k, 0) + n
+        for code, n in w.status.items():
+            out.status[code] = out.status.get(code, 0) + n
+    return out

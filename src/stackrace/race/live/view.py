@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 
 from stackrace.engine.model import TargetSnapshot
 from stackrace.race.core.state import StackState
-from stackrace.race.live import explain, verdicts
+from stackrace.race.live import explain
 from stackrace.race.live.slo_flag import slo_flag
 from stackrace.race.live.thennow import ThenNow, judge_live
-from stackrace.race.live.verdicts import SharedCore
 from stackrace.race.playback.ghost import GhostView
 from stackrace.rules import accounting, wedge
 from stackrace.rules.breaking import LevelVerdict, StepResult, peak
+from stackrace.rules.cores import SharedCore
+from stackrace.rules.level import ENGINE_LIMITED, Judgment, judge_steps
 from stackrace.stacks.sampler import ResourceSample
 
 if TYPE_CHECKING:
@@ -41,37 +42,26 @@ class PaneView:
     resources: ResourceSample | None = None
     baseline: ResourceSample | None = None  # before load
     breaking: LevelVerdict | None = None  # the first level that broke it (the ramp's mark)
-    verdict: LevelVerdict | None = None  # the current level's verdict (clears when it recovers)
+    # the level running now, judged (stackrace.rules.level): its state and the figures
+    # that prove it, from the same window as every figure the pane shows
+    judgment: Judgment | None = None
+    verdict: LevelVerdict | None = None  # the judgment as a breaking point (broken only)
     log_tail: list[str] = field(default_factory=list)
     external: bool = False
     refused: str | None = None  # the engine would not load it
     cpus: list[int] | None = None  # its pinned cores
     cpu_us_per_request: float | None = None
-    engine_share: float = 0.0  # the engine's lag / mean latency, this level
-    engine_limited: bool = False
-    engine_limit: str = ""  # why and by how much
+    cpu_capacity: float | None = None  # the most CPU it can use, % of one core
     little: accounting.LittleCheck | None = None
-    proof: str = ""  # the figure that proves the verdict, at its level
+    proof: str = ""  # the figures that prove the judgment
     annotation: str = ""  # one plain-language sentence, when it matters
     behind: str = ""  # rate mode: how far behind schedule ("" when it keeps up)
     warm_climb: float | None = None  # while warming: req/s rise since its first second
     url: str = ""  # what the engine loads
     loads: str = ""  # your requests, when they are what is loaded ("GET / ×3, /slow ×1")
     synthetic: bool = False  # a model's figures (--demo), not a measurement
-    judged: bool = False  # the level running now was measured long enough to judge
-    # the level running now: failures as the breaking rule counts them, and their share
-    # of its attempts (a few under the rule's 1 % are no verdict, but they are not none)
-    level_failed: int = 0
-    level_failure_ratio: float = 0.0
-    # a lower level was measured too (or this is c=1): the breaking rule compares levels,
-    # so a queue or a CPU limit shows only against one; without it, "not broken" would
-    # claim more than was tested
-    compared: bool = False
-    verdict_since: float | None = None  # race seconds: when the verdict's kind began
+    verdict_since: float | None = None  # race seconds: since when the judgment's state held
     wedged: bool = False  # it answers nothing while clients wait (rules/wedge.py)
-    # it shares a full core and only waited for it: its share and wait, instead of a
-    # verdict of its own ("its share 28 % of the full core, waited 70 %")
-    core_share: str = ""
     # with --slo: whether the level running now meets it (None: too few answers yet),
     # and the line that says so with its figures (race/live/slo_flag.py)
     slo_meets: bool | None = None
@@ -124,6 +114,9 @@ class SummaryRow:
     mem_peak: int  # highest RSS seen, bytes
     steps: tuple[StepResult, ...] = ()
     why: str = ""  # the proof of the breaking verdict, in figures
+    # each level of `steps` measured long enough, judged on its own (ascending): what
+    # the summary says of the levels below the break, or of every level when none
+    judgments: tuple[Judgment, ...] = ()
 
 
 def session_view(s: Session) -> SessionView:
@@ -136,13 +129,11 @@ def session_view(s: Session) -> SessionView:
         target = s.core.target(mid)
         state = m.handle.state
         little = None
-        share = 0.0
-        limit = ""
         cpu_us = None
-        verdict, proof, since = (
-            s.keeper.verdict(mid, s.core.clock(), s.started_at)
+        judgment, since = (
+            s.keeper.judgment(mid, s.core.clock(), s.started_at)
             if target is not None
-            else (None, "", None)
+            else (None, 0.0)
         )
         warm = s.keeper.warmups.get(mid)
         warming = (
@@ -152,8 +143,6 @@ def session_view(s: Session) -> SessionView:
             state = StackState.WARMING
         annotation = behind = ""
         if target is not None:
-            share = accounting.engine_share(target.total)
-            limit = accounting.engine_limit(target.total, target.saturated)
             if not rate_mode:
                 little = accounting.little_check(target.total, target.concurrency)
             cpu_us = s.core.cpu_per_request_us(mid, target.total.requests)
@@ -162,38 +151,27 @@ def session_view(s: Session) -> SessionView:
             stall = s.keeper.wedge(mid)
             capacity = s.core.capacity(mid)
             annotation = explain.annotate(
-                verdict=verdict,
+                judgment=judgment,
                 interval=target.interval,
                 total=target.total,
                 rate=s.rate,
                 timeout=s.core.settings.timeout,
-                cpu_percent=res.cpu_percent if res is not None else None,
                 cpu_capacity=capacity,
                 cpu_us_per_request=cpu_us,
-                warming=warming,
-                climb=warm.climb() if warm is not None else None,
-                engine_limit=limit,
                 timeout_cause=wedge.timeout_cause(m.signs),
+                climb=warm.climb() if warm is not None else None,
             )
             slow = s.core.settings.client_profile
             held = explain.held_by_slow_clients(
                 m.handle.family,
                 slow.upload if slow is not None else 0.0,
                 s.core.settings.slow_share,
-                target.interval,
+                target.total,
                 busy_percent=(res.cpu_percent + res.cpu_wait_percent) if res is not None else None,
                 capacity=capacity,
             )
-            if held and not limit:
+            if held and (judgment is None or judgment.state != ENGINE_LIMITED):
                 annotation = held  # the cause of its queue, named
-            core_share = _core_share(s, mid)
-            if core_share and not annotation:
-                alone = verdicts.alone_on_a_core(cpu_us)
-                if alone is not None:
-                    annotation = (
-                        f"alone on a core: ≈ {alone:,.0f} req/s "
-                        f"(its {cpu_us:,.0f} µs of CPU per request)"
-                    )
             if stall is not None and stall.evidence and not annotation:
                 annotation = f"wedged: {stall.evidence[0]}"
         loss = _lost_host_of(s, mid)
@@ -210,30 +188,24 @@ def session_view(s: Session) -> SessionView:
                 resources=m.resources,
                 baseline=m.baseline,
                 breaking=s.levels.breaking_point(mid),
-                verdict=verdict,
+                judgment=judgment,
+                verdict=judgment.verdict() if judgment is not None else None,
                 log_tail=m.handle.log_tail(12) if state == StackState.CRASHED or m.refused else [],
                 external=m.handle.external,
                 refused=m.refused,
                 cpus=m.stack_cpus,
                 cpu_us_per_request=cpu_us,
-                engine_share=share,
-                engine_limited=bool(limit),
-                engine_limit=limit,
+                cpu_capacity=s.core.capacity(mid) if target is not None else None,
                 little=little,
-                proof=proof,
+                proof=judgment.why if judgment is not None else "",
                 annotation=annotation,
                 behind=behind,
                 warm_climb=warm.climb() if warming and warm is not None else None,
                 url=m.url,
                 loads=_loads(s),
                 synthetic=s.synthetic,
-                judged=s.keeper.judged(mid),
-                level_failed=step.failed if (step := s.levels.current_step(mid)) else 0,
-                level_failure_ratio=step.failure_ratio if step else 0.0,
-                compared=s.keeper.compared(mid),
-                verdict_since=since,
+                verdict_since=since if judgment is not None else None,
                 wedged=s.keeper.wedge(mid) is not None and target is not None,
-                core_share=_core_share(s, mid) if target is not None else "",
                 slo_meets=flag.meets if flag is not None else None,
                 slo_text=flag.text if flag is not None else "",
                 capacity_load=probing.get(mid),
@@ -251,7 +223,7 @@ def session_view(s: Session) -> SessionView:
         database = state_of()
         if database:
             for pane in panes:
-                pane.verdict = None
+                pane.verdict = pane.judgment = None
     # during a capacity search each stack has a load of its own: the slider shows
     # the highest being probed (each pane's head shows its own)
     top = max(probing.values(), default=None)
@@ -302,10 +274,6 @@ def _loads(s: Session) -> str:
     return ("" if kinds[0].method != "GET" or len(kinds) > 1 else "GET ") + describe(kinds)
 
 
-def _core_share(s: Session, mid: str) -> str:
-    return verdicts.core_share(s.levels.current_step(mid))
-
-
 def _lost_host_of(s: Session, member_id: str) -> str:
     """The latest loss of an engine host that carried this member's load, in words."""
     snap = s.core.engine.latest
@@ -343,7 +311,6 @@ def summary_rows(s: Session) -> list[SummaryRow]:
         else:
             steps = s.levels.results(mid)
             breaking = s.levels.breaking_point(mid)
-        at = next((s for s in steps if breaking and s.level == breaking.level), None)
         rows.append(
             SummaryRow(
                 id=mid,
@@ -354,7 +321,8 @@ def summary_rows(s: Session) -> list[SummaryRow]:
                 mem_after=m.resources,
                 mem_peak=m.mem_peak,
                 steps=tuple(steps),
-                why=explain.proof(breaking, at) if breaking else "",
+                why=breaking.reason if breaking else "",
+                judgments=tuple(judge_steps(steps, s.rate is not None)),
             )
         )
     return rows

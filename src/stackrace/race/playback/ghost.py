@@ -116,7 +116,7 @@ def _from_bench(p: Path, data: bytes) -> Ghost:
                 GhostLevel(
                     level=int(lv.rate) if lv.rate is not None else lv.concurrency,
                     rate_mode=lv.rate is not None,
-                    rps=w.rps,
+                    rps=w.goodput,  # answers that count, as the live pane shows
                     p50_us=w.latency.p50,
                     p99_us=w.latency.p99,
                     failed_ratio=failed / tried if tried else 0.0,

@@ -1,0 +1,121 @@
+"""A stack's CPU in a verdict: its own limit, or a core it waited for.
+
+- **CPU-bound** (`cpu_bound`): the stack used `CPU_BOUND` of the CPU it can use (its
+  cores, one per process at most). Requests that queue then queue behind its own CPU:
+  it serves as fast as its cores allow (the level's state is *saturated*).
+- **Held back by a busy core** (`core_limited`): it used less, but what it used plus
+  what it waited for a core reaches that share, and the wait was the core's doing: it
+  waited `SHARED_WAIT` of its capacity on cores it shares with other stacks that were
+  full (`SharedCore.full`), or `CORE_WAIT` of it anyway (another process on the
+  machine — a build, a browser, a CPU burner — took the core). Its figures are then a
+  share of a core, not its capacity: no breaking point, and no tick, at that level. A
+  stack that filled the shared core itself and hardly waited (uvicorn at 79 % of it,
+  waiting 6 %) is its own verdict, not the core's.
+- **The shared cores** (`SharedCore`): when stacks share cores (two cores: the engines
+  get one, the stacks share the other), each gets a share and waits the rest; judged
+  one by one every pane would read "uvicorn broke" when what happened is that the core
+  was full. The race says so once, in words a room reads ("the 4 stacks share one
+  core, which is full: figures compare shares"), never as summed
+  percentages (four stacks waiting on one core add up to "waited 573 %").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stackrace.rules.breaking import StepResult
+
+CPU_BOUND = 0.80  # CPU-bound when a stack uses this share of the CPU it can use
+CORE_WAIT = 0.25  # a core held by others when a stack waits for it this share of its capacity
+SHARED_WAIT = 0.10  # ... and this much on cores it shares with other stacks that were full
+SHARED_FULL = 0.85  # the shared cores are full when the stacks use this share of them,
+WAITED_FULL = 0.25  # ... or when they want more than the cores give and wait this much
+
+
+def capacity(step: StepResult) -> float:
+    """The most CPU the stack can use, % of one core (one core when not known)."""
+    return step.cpu_capacity or 100.0
+
+
+def cpu_bound(step: StepResult) -> bool:
+    """The stack itself used nearly all the CPU it can use."""
+    if step.cpu_percent is None:
+        return False
+    return step.cpu_percent >= CPU_BOUND * capacity(step)
+
+
+def core_limited(step: StepResult) -> bool:
+    """Not CPU-bound by itself, but what it used plus its wait for a core reaches what
+    it can use, and the core was busy with others: full shared cores, or a wait of
+    `CORE_WAIT` of its capacity (another process on the machine)."""
+    if step.cpu_percent is None or cpu_bound(step):
+        return False
+    cap = capacity(step)
+    waited = step.cpu_wait_percent or 0.0
+    if step.cpu_percent + waited < CPU_BOUND * cap:
+        return False
+    return waited >= (SHARED_WAIT if step.core_full else CORE_WAIT) * cap
+
+
+def core_share(step: StepResult) -> str:
+    """ "" unless the stack was held back by a busy core at this level: then its share
+    of that core and its wait, the fair figures there."""
+    if not core_limited(step):
+        return ""
+    cap = capacity(step) / 100
+    cores = "its core" if cap <= 1 else f"its {cap:.0f} cores"
+    shared = "shared and full" if step.core_full else "busy with other work"
+    used, waited = step.cpu_percent or 0.0, step.cpu_wait_percent or 0.0
+    # shares a room reads, never above 100 % (several processes waiting at once add up
+    # to more than one core): of its cores, what it ran; of the time it wanted them,
+    # how much it spent waiting
+    ran = min(100.0, used / max(1.0, cap))
+    wanted = 100.0 * waited / (used + waited) if used + waited > 0 else 0.0
+    them = "it" if cap <= 1 else "them"
+    waits = f"waited {wanted:.0f}% of the time it wanted {them}"
+    return f"{cores} {shared}: it ran {ran:.0f}%, and {waits}"
+
+
+def alone_on_a_core(cpu_us_per_request: float | None, cores: float = 1.0) -> float | None:
+    """What a stack would serve alone on `cores` cores, from its own CPU per request
+    (an upper bound: it leaves out everything but the stack's own CPU)."""
+    if not cpu_us_per_request or cpu_us_per_request <= 0:
+        return None
+    return cores * 1e6 / cpu_us_per_request
+
+
+@dataclass(frozen=True)
+class SharedCore:
+    """The cores several stacks share, and whether they were full."""
+
+    cores: int
+    used: float  # % of one core, every stack on them together
+    waited: float  # % of one core, their time waiting for one of them
+    stacks: int
+
+    @property
+    def full(self) -> bool:
+        """Used up by the stacks, or wanted by them beyond what it gives (their CPU and
+        their wait for it past the cores' capacity: other processes on the machine
+        take a share too)."""
+        cap = 100.0 * self.cores
+        if self.stacks < 2:
+            return False
+        return self.used >= SHARED_FULL * cap or (
+            self.used + self.waited >= cap and self.waited >= WAITED_FULL * cap
+        )
+
+    def headline(self) -> str:
+        """The race's verdict, for the header, in words (no summed percentages)."""
+        where = "one core, which is" if self.cores == 1 else f"{self.cores} cores, which are"
+        return f"the {self.stacks} stacks share {where} full: figures compare shares"
+
+
+def shared_core(cpu: list[tuple[float, float]], cores: int) -> SharedCore:
+    """The shared cores' state from each stack's (CPU used, CPU waited for), % of a core."""
+    return SharedCore(
+        cores=max(1, cores),
+        used=sum(u for u, _w in cpu),
+        waited=sum(w for _u, w in cpu),
+        stacks=len(cpu),
+    )
