@@ -38,6 +38,7 @@ import msgspec
 
 from stackrace.commands import runguard
 from stackrace.commands._common import (
+    announce,
     default_app_stacks,
     load,
     resolve_all,
@@ -59,7 +60,7 @@ from stackrace.race.core.journal import (
 )
 from stackrace.race.core.members import RaceParts
 from stackrace.race.core.placement import cpus_problem
-from stackrace.race.core.presets import load_preset
+from stackrace.race.core.presets import load_preset, preset_path
 from stackrace.race.core.urls import UrlError, add_url_arguments, check_paths, url_targets
 from stackrace.report import gate
 from stackrace.report.capacity import table_lines as capacity_table
@@ -77,7 +78,13 @@ from stackrace.report.write import (
     write_outputs,
 )
 from stackrace.settings.options import positive_duration, precision, usable_cpus
-from stackrace.settings.race_settings import RaceSettings, add_options, given, with_given
+from stackrace.settings.race_settings import (
+    RaceSettings,
+    add_options,
+    given,
+    stacks_named_in,
+    with_given,
+)
 from stackrace.settings.scenario import ScenarioError
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import ConfigError, StackFile
@@ -209,8 +216,10 @@ def build_settings(args: argparse.Namespace, rerun: BenchRun | None = None) -> R
 
 
 def build_plan(
-    args: argparse.Namespace, rerun: BenchRun | None = None
+    args: argparse.Namespace, rerun: BenchRun | None = None, named_in: str | None = None
 ) -> tuple[BenchPlan, StackFile] | None:
+    """The plan of a bench run (or of tune's); `named_in`: where the stacks were written
+    when the caller knows better than the options (tune --resume: its journal)."""
     settings = build_settings(args, rerun)
     if settings is None:
         return None
@@ -247,7 +256,14 @@ def build_plan(
         except ScenarioError as exc:
             _fail(str(exc))
             return None
-    chosen = resolve_all([",".join(settings.stacks)], stacks) if settings.stacks else []
+    preset_file = preset_path(args.preset) if args.preset else None
+    if named_in is None:
+        named_in = stacks_named_in(args, preset_file, args.from_run if rerun is not None else None)
+    chosen = (
+        resolve_all([",".join(settings.stacks)], stacks, named_in=named_in)
+        if settings.stacks
+        else []
+    )
     if chosen is None:
         return None
     from stackrace.stacks.userapp import missing_servers
@@ -496,6 +512,14 @@ def _run_locked(
         return 2
     if metrics is not None:
         plan.on_core = metrics.follow_core
+    if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
+        from stackrace.base.paths import writable_dir
+        from stackrace.stacks.launcher import RUNS_MADE_FOR, runs_dir
+
+        if not wants_cluster(args):  # (a cluster's stacks run on its app node)
+            # a read-only or full home: one line now, not after the first progress lines
+            writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
+        announce(stacks_file, "stackrace bench", quiet=args.no_progress)
     progress: Callable[[str], None] = _quiet if args.no_progress else _progress
     # where the run came from: what `bench --from` needs to run it again
     origin = provenance(plan.stacks, stacks_file, rerun_of=args.from_run)

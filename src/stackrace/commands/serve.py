@@ -12,8 +12,8 @@ import contextlib
 import signal
 import sys
 
-from stackrace.commands._common import load, resolve_all
-from stackrace.stacks.catalogue import DB_WORKLOADS, Stack
+from stackrace.commands._common import announce, load, resolve_all
+from stackrace.stacks.catalogue import COMMAND_LINE, DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.supervise import hurry
 
@@ -48,9 +48,10 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         print("stackrace serve: name the stacks (or give --app)", file=sys.stderr)
         return 2
-    chosen = resolve_all(names, stacks)
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace serve")
     db = None
     env: dict[str, str] = {}
     if args.db and args.no_db:

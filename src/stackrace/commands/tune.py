@@ -56,7 +56,7 @@ from pathlib import Path
 import msgspec
 
 from stackrace.commands import runguard
-from stackrace.commands._common import load
+from stackrace.commands._common import announce, load
 from stackrace.commands.bench import add_search_arguments, build_plan, skeleton
 from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands.tune_space import servers_to_tune, space_of
@@ -74,6 +74,7 @@ from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths, read_ru
 from stackrace.settings.race_settings import add_options, given
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import (
+    COMMAND_LINE,
     StackFile,
     resolve,
 )
@@ -207,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         stacks = load(args, None, PROG)
         if stacks is None:
             return 2
-        found = servers_to_tune(args, stacks)
+        found = servers_to_tune(args, stacks)  # (named on the command line)
         if isinstance(found, str):
             return _fail(found)
         servers = found
@@ -216,10 +217,12 @@ def run(args: argparse.Namespace) -> int:
             return _fail(made)
         space = made
     args.stacks = servers or None
-    built = build_plan(args, rerun)
+    built = build_plan(args, rerun, _named_in(args, spec))
     if built is None:
         return 2
     plan, stacks = built
+    if plan.stacks:  # before anything of the stacks files runs
+        announce(stacks, PROG, quiet=args.no_progress)
     if args.url:
         space = Space({u.label(): {} for u in plan.urls})
         servers = list(space.servers)
@@ -262,6 +265,12 @@ def run(args: argparse.Namespace) -> int:
                      seed, shared, resumed, progress)  # fmt: skip
     finally:
         lock.release()
+
+
+def _named_in(args: argparse.Namespace, spec: TuneSpec | None) -> str:
+    """Where the servers were named: the command line, or the journal resumed (a file
+    may not name an executable: stacks.catalogue.resolve)."""
+    return COMMAND_LINE if spec is None else f"the journal {args.resume}"
 
 
 def _tune(
@@ -308,7 +317,7 @@ def _tune(
         progress(f"journal: {where} (every probe as it ends; --resume continues it)")
     job = TuneJob(
         bench=plan,
-        resolve=lambda name: resolve(name, stacks),
+        resolve=lambda name: resolve(name, stacks, named_in=_named_in(args, spec)),
         urls={u.label(): u for u in plan.urls},
         journal=journal,
         resume=entries,

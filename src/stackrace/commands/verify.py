@@ -13,10 +13,10 @@ import ssl
 import sys
 import time
 
-from stackrace.commands._common import load, resolve_all
+from stackrace.commands._common import announce, load, resolve_all
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
-from stackrace.stacks.catalogue import DB_WORKLOADS, Stack, placeholders, render
+from stackrace.stacks.catalogue import COMMAND_LINE, DB_WORKLOADS, Stack, placeholders, render
 from stackrace.stacks.install import availability
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.stacks.sampler import TreeSampler
@@ -63,9 +63,10 @@ def run(args: argparse.Namespace) -> int:
     stacks = load(args)
     if stacks is None:
         return 2
-    chosen = resolve_all(args.names or list(stacks), stacks)
+    chosen = resolve_all(args.names or list(stacks), stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace verify")
     db = None
     env: dict[str, str] = {}
     if args.db and args.no_db:
@@ -206,9 +207,10 @@ def _run_own(args: argparse.Namespace) -> int:
         else [*default_app_stacks(stacks)[0], *default_app_stacks(stacks)[1]]
         + [n for n in generated_names(stacks) if "[app]" not in n]
     )
-    chosen = resolve_all(names, stacks)
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace verify")
     return asyncio.run(_verify_own(chosen, kinds, explicit=bool(args.names)))
 
 

@@ -595,6 +595,23 @@ def with_given(
     return settings
 
 
+def stacks_named_in(
+    args: argparse.Namespace, preset_file: Path | None, run_file: str | None
+) -> str:
+    """Where the race's stacks were written, for stacks.catalogue.resolve: the command line when
+    --stacks was given there, else the preset's file or the run file they came from (a
+    file may not name an executable)."""
+    from stackrace.settings.options import COMMAND_LINE
+
+    if getattr(args, "stacks", None) is not None:
+        return COMMAND_LINE
+    if preset_file is not None:
+        return f"the preset {preset_file}"
+    if run_file:
+        return f"the run file {run_file}"
+    return COMMAND_LINE
+
+
 def split_stacks(ref: str) -> list[str]:
     """'a,b:workers=2,threads=4,c' → ['a', 'b:workers=2,threads=4', 'c'].
 

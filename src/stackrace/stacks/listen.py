@@ -13,12 +13,21 @@ as Recv-Q and Send-Q; this module asks the kernel the same way `ss` does (netlin
 
 `listen_state(port)` is cheap (one dump of the machine's TCP sockets, ~1 ms for a few
 thousand) and is called about once a second per stack.
+
+`exposed(pids)` answers another question from the same table: which of a stack's own
+listening sockets are bound beyond loopback. The launcher binds every stack to
+127.0.0.1, but an app may open a socket of its own (`0.0.0.0:8080`, a debug port) that
+other hosts reach while the race runs; the sockets are matched to the stack's processes
+by inode (/proc/PID/fd), and the launcher names any it finds (stacks/launcher.py).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import socket
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,3 +167,103 @@ def listen_states(ports: list[int], ipv6: bool = False) -> dict[int, ListenState
 def listen_state(port: int, ipv6: bool = True) -> ListenState:
     """One port's state (IPv4 and IPv6)."""
     return listen_states([port], ipv6)[port]
+
+
+def _listeners(family: int) -> list[tuple[str, int, int]]:
+    """(address, port, inode) of every listening TCP socket of `family`."""
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
+        nl.settimeout(1.0)
+        req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 1 << LISTEN) + bytes(48)
+        header = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY,
+                             _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0)  # fmt: skip
+        nl.send(header + req)
+        size = 4 if family == socket.AF_INET else 16
+        out: list[tuple[str, int, int]] = []
+        while True:
+            data = nl.recv(1 << 20)
+            offset = 0
+            while offset + 16 <= len(data):
+                length, kind = struct.unpack_from("=IH", data, offset)
+                if kind == _NLMSG_DONE:
+                    return out
+                if kind == _NLMSG_ERROR:
+                    raise OSError("sock_diag refused the dump")
+                if length < 16:
+                    return out
+                body = offset + 16
+                if body + _MSG.size <= len(data):
+                    f = _MSG.unpack_from(data, body)
+                    address = socket.inet_ntop(family, f[6][:size])
+                    out.append((address, socket.ntohs(f[4]), f[14]))
+                offset += (length + 3) & ~3
+
+
+def _listeners_from_proc() -> list[tuple[str, int, int]]:
+    """The same from /proc/net/tcp{,6}."""
+    out = []
+    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        try:
+            lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) < 10 or int(f[3], 16) != LISTEN:
+                continue
+            hex_addr, hex_port = f[1].rsplit(":", 1)
+            raw = bytes.fromhex(hex_addr)
+            # the kernel prints each 32-bit word in host order
+            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            out.append((socket.inet_ntop(family, raw), int(hex_port, 16), int(f[9])))
+    return out
+
+
+def _socket_inodes(pids: Iterable[int]) -> set[int]:
+    inodes: set[int] = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def _beyond_loopback(address: str, allowed: str) -> bool:
+    if address == allowed:
+        return False
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return not ip.is_loopback
+
+
+def exposed(pids: Iterable[int], allowed: str = "127.0.0.1") -> list[str]:
+    """The listening sockets of these processes bound beyond loopback (and beyond
+    `allowed`, the address the launcher gave the stack), as "ADDRESS:PORT", sorted."""
+    inodes = _socket_inodes(pids)
+    if not inodes:
+        return []
+    try:
+        sockets = _listeners(socket.AF_INET) + _listeners(socket.AF_INET6)
+    except OSError:
+        sockets = _listeners_from_proc()
+    out = set()
+    for address, port, inode in sockets:
+        if inode in inodes and _beyond_loopback(address, allowed):
+            out.add(f"[{address}]:{port}" if ":" in address else f"{address}:{port}")
+    return sorted(out)
+
+
+def exposure_line(name: str, address: str) -> str:
+    """What is said of a stack's own listener beyond loopback, on screen and in outputs."""
+    return (
+        f"{name} listens beyond loopback on {address} (its own socket, not the one "
+        "stackrace gave it): other hosts can reach it while it runs"
+    )

@@ -235,6 +235,9 @@ class UrlHandle:
         ).startswith("127.")
         return parts.port if local else None
 
+    def exposed(self) -> list[str]:
+        return []  # not started by stackrace: where it listens is its owner's choice
+
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         if listen is None:
             return None

@@ -51,12 +51,15 @@ class AppRace:
     projector: bool = False
     remember: bool = False  # the picker opens with, and saves, the last choices
     argv: list[str] = field(default_factory=list)  # the command line, for a crash log
+    # shown as the app opens: the stacks files read, when one is not the package's own
+    notice: str = ""
 
 
 def app_race(args: argparse.Namespace, parts: RaceParts | None = None) -> AppRace:
     """The race `stackrace ARGS` opens; `parts`: the engine and the stacks' source made
     elsewhere (`stackrace --cluster`). Raises AppSetupError."""
     session, plan, catalog, show_picker = build_session(args, parts)
+    notice = _stacks_files_notice(session)
     if getattr(args, "talk", None):
         from stackrace.race.live.talk import TalkError, load_talk
 
@@ -74,6 +77,9 @@ def app_race(args: argparse.Namespace, parts: RaceParts | None = None) -> AppRac
     if getattr(args, "record", None):
         from stackrace.race.playback.recording import Recorder
 
+        problem = _record_problem(args.record)
+        if problem:  # before the screen opens: one line, not a toast over a blank screen
+            raise AppSetupError(problem)
         session.listeners.append(Recorder(args.record))
     drive = None
     demo = bool(getattr(args, "demo", False))
@@ -93,7 +99,37 @@ def app_race(args: argparse.Namespace, parts: RaceParts | None = None) -> AppRac
         projector=bool(getattr(args, "big", False)),
         remember=show_picker and not demo,
         argv=list(getattr(args, "argv", []) or []),
+        notice=notice,
     )
+
+
+def _stacks_files_notice(session: Session) -> str:
+    """The stacks files this race's stacks come from, when one is not the package's own
+    (the same lines every command prints first: stacks.catalogue.announcement); "" otherwise."""
+    from stackrace.race.core.stack_source import StacksFileSource
+    from stackrace.stacks.catalogue import SHIPPED, StackFile, announcement
+
+    source = session.core.source
+    if not isinstance(source, StacksFileSource) or not isinstance(source.defs, StackFile):
+        return ""
+    if all(origin == SHIPPED for _, origin, _ in source.defs.files):
+        return ""
+    return "\n".join(announcement(source.defs))
+
+
+def _record_problem(record: str) -> str | None:
+    """Why --record cannot be written, or None (its directory is made, as the recorder
+    would make it)."""
+    from pathlib import Path
+
+    from stackrace.report.write import check_output_paths
+
+    parent = Path(record).expanduser().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"--record {record}: cannot make {parent}: {exc.strerror or exc}"
+    return check_output_paths({"--record": record})
 
 
 def race_settings(args: argparse.Namespace) -> RaceSettings:
@@ -190,11 +226,37 @@ def build_session(
         unknown = [s for s in plan.stacks if s.partition(":")[0] not in known]
         if unknown:
             raise AppSetupError(f"no stack {unknown[0]!r} in the stacks file")
+    _check_named_in_file(args, plan, source)
     session = Session(RaceCore(engine, source, plan.settings))
     session.then = _then_of(getattr(args, "preset", None))
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
+
+
+def _check_named_in_file(
+    args: argparse.Namespace, plan: RacePlan, source: StackSource | None
+) -> None:
+    """A preset's stacks are a file's words: checked as such before anything starts (it
+    may not name an executable: stacks.catalogue.resolve); the command line's and the picker's
+    are the user's own."""
+    from stackrace.race.core.stack_source import StacksFileSource
+    from stackrace.settings.race_settings import stacks_named_in
+    from stackrace.stacks.catalogue import COMMAND_LINE, ConfigError, resolve
+
+    preset = getattr(args, "preset", None)
+    if not preset or not isinstance(source, StacksFileSource):
+        return
+    from stackrace.race.core.presets import preset_path
+
+    named_in = stacks_named_in(args, preset_path(preset), None)
+    if named_in == COMMAND_LINE:
+        return
+    for ref in plan.stacks:
+        try:
+            resolve(ref, source.defs, named_in=named_in)
+        except ConfigError as exc:
+            raise AppSetupError(str(exc)) from None
 
 
 def _stacks_source(
