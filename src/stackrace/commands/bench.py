@@ -552,9 +552,8 @@ def _run_locked(
             else None,
         )
         plan.journal = runguard.open_journal("stackrace bench", where, start)
-        if plan.journal is None:
-            return 2
-        progress(f"journal: {where} (every finished level and probe; --resume continues it)")
+        if plan.journal is not None:
+            progress(f"journal: {where} (every finished level and probe; --resume continues it)")
     if plan.capacity is not None:
         from stackrace.race.core.noise import NoiseMeter
 

@@ -293,6 +293,7 @@ def _tune(
 
     assert isinstance(plan, BenchPlan)
     origin = provenance(plan.stacks, stacks, rerun_of=args.from_run)
+    journal: Journal | None
     if resumed is not None:
         try:
             journal = Journal.reopen(Path(args.resume))
@@ -310,11 +311,9 @@ def _tune(
                 precision=precision,
             ),
         )  # fmt: skip
-        opened = runguard.open_journal(PROG, where, start)
-        if opened is None:
-            return 2
-        journal, entries = opened, []
-        progress(f"journal: {where} (every probe as it ends; --resume continues it)")
+        journal, entries = runguard.open_journal(PROG, where, start), []
+        if journal is not None:
+            progress(f"journal: {where} (every probe as it ends; --resume continues it)")
     job = TuneJob(
         bench=plan,
         resolve=lambda name: resolve(name, stacks, named_in=_named_in(args, spec)),
@@ -330,13 +329,15 @@ def _tune(
 
         cluster = connect_from_args(args, PROG)
         if cluster is None:
-            journal.close()
+            if journal is not None:
+                journal.close()
             return 2
         try:
             parts = bench_parts(cluster)
         except ClusterError as exc:
             cluster.close()
-            journal.close()
+            if journal is not None:
+                journal.close()
             return _fail(str(exc))
     plan.noise = noise_meter(parts)
     state = TuneState(search)
@@ -348,7 +349,8 @@ def _tune(
 
             opened_db = open_for_workload()
             if opened_db is None:
-                journal.close()
+                if journal is not None:
+                    journal.close()
                 return 2
             db, plan.db_env = opened_db
             from stackrace.db.watch import DbWatch
@@ -368,7 +370,8 @@ def _tune(
         try:
             interrupted = asyncio.run(main())
         except ResumeError as exc:
-            journal.close()
+            if journal is not None:
+                journal.close()
             return _fail(f"{args.resume}: {exc}")
     finally:
         if db is not None:
@@ -381,7 +384,7 @@ def _tune(
     result = tune_result(job, state, interrupted, shared)
     result = msgspec.structs.replace(result, provenance=origin)
     tunereport.add_deploy(result, stacks)
-    result.journal = str(journal.path) if interrupted else ""
+    result.journal = str(journal.path) if interrupted and journal is not None else ""
     problems = _write(args, result)
     kept = runguard.finish_journal(journal, interrupted, keep=bool(problems))
     status = _show(args, result, problems)
