@@ -39,11 +39,12 @@ def load(
     except ConfigError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return None
+    from stackrace.commands.target_args import your_app
     from stackrace.settings import scenario
     from stackrace.stacks import userapp
 
     try:
-        return userapp.with_run_stacks(stacks, args, settings)
+        return userapp.with_run_stacks(stacks, your_app(args), settings)
     except (userapp.AppError, scenario.ScenarioError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None

@@ -60,10 +60,11 @@ def _run(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:
 def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> StackraceApp:
     """The app for these command-line arguments, ready to run: what `stackrace` runs,
     and what the walkthrough tests open with Pilot. A bad argument is an AppSetupError."""
+    from stackrace.commands.app_args import app_options
     from stackrace.race.live.setup import app_race
     from stackrace.tui.app import StackraceApp
 
-    return StackraceApp.for_race(app_race(args, parts))
+    return StackraceApp.for_race(app_race(app_options(args), parts))
 
 
 def run_app(

@@ -46,6 +46,8 @@ from stackrace.commands._common import (
 )
 from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands.metrics_args import add_metrics_arguments, open_metrics
+from stackrace.commands.settings_args import add_options, given, stacks_written_in, with_given
+from stackrace.commands.target_args import add_url_arguments
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
@@ -61,7 +63,7 @@ from stackrace.race.core.journal import (
 from stackrace.race.core.members import RaceParts
 from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.presets import load_preset, preset_path
-from stackrace.race.core.urls import UrlError, add_url_arguments, check_paths, url_targets
+from stackrace.race.core.urls import UrlError, check_paths, url_targets
 from stackrace.report import gate
 from stackrace.report.capacity import table_lines as capacity_table
 from stackrace.report.failures import run_failures
@@ -78,13 +80,7 @@ from stackrace.report.write import (
     write_outputs,
 )
 from stackrace.settings.options import positive_duration, precision, usable_cpus
-from stackrace.settings.race_settings import (
-    RaceSettings,
-    add_options,
-    given,
-    stacks_named_in,
-    with_given,
-)
+from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.scenario import ScenarioError
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import ConfigError, StackFile
@@ -125,9 +121,9 @@ def register(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a --url host that is not on this machine (refused otherwise)",
     )
-    from stackrace.stacks import userapp
+    from stackrace.commands.target_args import add_your_app_arguments
 
-    userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
+    add_your_app_arguments(p.add_argument_group("your app (README: Your app)"))
     p.add_argument("--json", dest="json_out", help="write the run (versioned schema) here")
     p.add_argument("--csv", dest="csv_out", help="write a CSV table here")
     p.add_argument("--markdown", dest="md_out", help="write a Markdown table here")
@@ -258,7 +254,9 @@ def build_plan(
             return None
     preset_file = preset_path(args.preset) if args.preset else None
     if named_in is None:
-        named_in = stacks_named_in(args, preset_file, args.from_run if rerun is not None else None)
+        named_in = stacks_written_in(
+            args, preset_file, args.from_run if rerun is not None else None
+        )
     chosen = (
         resolve_all([",".join(settings.stacks)], stacks, named_in=named_in)
         if settings.stacks

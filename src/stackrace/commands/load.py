@@ -46,6 +46,7 @@ from stackrace.base.atomicfile import write_atomic
 from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands.metrics_args import add_metrics_arguments, open_metrics
+from stackrace.commands.settings_args import add_options, given
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.histogram import LatencyHistogram
@@ -73,7 +74,7 @@ from stackrace.rules import accounting
 from stackrace.rules.engine import engine_limit, engine_limited, engine_share
 from stackrace.rules.level import starves
 from stackrace.settings import options, scenario
-from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings, add_options, given
+from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings
 from stackrace.settings.race_settings import options as options_of
 from stackrace.settings.units import fmt_bytes, fmt_count, fmt_us
 from stackrace.supervise.procs import keep_off
@@ -861,12 +862,15 @@ def _summary(
         # the last interval was a sliver too short to sample them
         last = t.interval if t.interval.starved_share else w
         print(f"  ! starving: {starved_sentence(last, w)}, while the others were answered")
+    elif held := (
+        accounting.connections_limit(w, spec.concurrency, spec.rate) if spec.rate else ""
+    ):
+        # most of those waiting were never written: the connections, not the server, held
+        # them, however long they waited (a busy machine moves the oldest's age)
+        print(f"  ! {held}")
     elif w.waiting and w.oldest_wait_us >= 0.5 * w.seconds * 1e6:
-        held = accounting.connections_limit(w, spec.concurrency, spec.rate) if spec.rate else ""
         print(
-            f"  ! {held}"
-            if held
-            else f"  ! {w.waiting} clients were still waiting at the end, the oldest for "
+            f"  ! {w.waiting} clients were still waiting at the end, the oldest for "
             f"{fmt_us(w.oldest_wait_us)}: the server did not keep up with {spec.concurrency} "
             "connections (their wait is in no latency figure above)"
         )

@@ -28,9 +28,9 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     # the default since --db: kept so that scripts written for the old default still run
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
-    from stackrace.stacks import userapp
+    from stackrace.commands.target_args import add_your_app_arguments
 
-    userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
+    add_your_app_arguments(p.add_argument_group("your app (README: Your app)"))
     p.set_defaults(func=run)
 
 

@@ -59,19 +59,19 @@ from stackrace.commands import runguard
 from stackrace.commands._common import announce, load
 from stackrace.commands.bench import add_search_arguments, build_plan, skeleton
 from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.settings_args import add_options, given
+from stackrace.commands.target_args import add_url_arguments
 from stackrace.commands.tune_space import servers_to_tune, space_of
 from stackrace.race.bench.tune_result import tune_result
 from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_tune
 from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
 from stackrace.race.core.journal import Entry, JournalError, JournalStart, TuneSpec, read_journal
 from stackrace.race.core.tune_search import Space, TunePlan, TuneSearch
-from stackrace.race.core.urls import add_url_arguments
 from stackrace.report import capacity as captable
 from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths, read_run, write_files
-from stackrace.settings.race_settings import add_options, given
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import (
     COMMAND_LINE,
@@ -96,9 +96,9 @@ def register(p: argparse.ArgumentParser) -> None:
     servers = p.add_argument_group("a server you started: the capacity search alone")
     add_url_arguments(servers)
     servers.add_argument("--allow-remote", action="store_true", help=argparse.SUPPRESS)
-    from stackrace.stacks import userapp
+    from stackrace.commands.target_args import add_your_app_arguments
 
-    userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
+    add_your_app_arguments(p.add_argument_group("your app (README: Your app)"))
     add_search_arguments(p.add_argument_group("the search"))
     p.add_argument(
         "--workers", dest="tune_workers", metavar="LIST", help="workers to try, e.g. 1,2,3,5"

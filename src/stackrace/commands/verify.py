@@ -43,10 +43,11 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     # the default since --db: kept so that scripts written for the old default still run
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
-    from stackrace.settings.race_settings import add_options, options
-    from stackrace.stacks import userapp
+    from stackrace.commands.settings_args import add_options
+    from stackrace.commands.target_args import add_your_app_arguments
+    from stackrace.settings.race_settings import options
 
-    own = userapp.add_arguments
+    own = add_your_app_arguments
     group = p.add_argument_group("your app: check your requests on every server, nothing else")
     own(group)
     add_options(group, skip=tuple(k for k in options() if k not in _REQUEST_FIELDS))
@@ -186,7 +187,8 @@ def _run_own(args: argparse.Namespace) -> int:
     with its expected status (2xx unless told), once; nothing of the shipped contract."""
     import msgspec
 
-    from stackrace.settings.race_settings import RaceSettings, given, merge
+    from stackrace.commands.settings_args import given
+    from stackrace.settings.race_settings import RaceSettings, merge
     from stackrace.settings.scenario import ScenarioError
     from stackrace.stacks.userapp import default_app_stacks, generated_names
 
