@@ -205,6 +205,9 @@ class WindowStats(msgspec.Struct):
     # of `waiting`: the connect is still under way, so nothing was written yet (a server
     # whose accept queue is full keeps its clients here, in SYN retransmits)
     connecting: int = 0
+    # of `connecting`: TCP is up and the TLS handshake is under way: the server took the
+    # connection (not its accept queue) and its TLS has not answered yet
+    handshaking: int = 0
     # of `waiting`: over a second old, connected as the client sees it, and the request
     # not acknowledged by the server's kernel (TCP_INFO's unacked): a handshake the
     # server's full listen backlog dropped. A request the server's kernel holds and no
