@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, TlsTestServer
+from tests.helpers import CLI, TlsTestServer, never_accepting_listener
 from tests.integration.test_c_transport import KEPT, SHAPES, balanced
 
 pytestmark = pytest.mark.slow
@@ -206,22 +206,18 @@ def test_a_stalled_handshake_is_handshaking_and_fails_as_tls_on_both_transports(
 
 
 def test_a_connect_that_never_completes_is_still_a_connect_timeout() -> None:
-    """The TCP connect itself never completes (a full backlog drops the SYNs): that is
-    `connect_timeout` over https too, and nothing is counted as in the handshake."""
-    with socket.socket() as lsock:
-        lsock.bind(("127.0.0.1", 0))
-        lsock.listen(0)
-        port = lsock.getsockname()[1]
-        # fill the backlog with connections nobody accepts (the kernel holds one or two)
-        fillers = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
-        try:
-            w = load(f"https://127.0.0.1:{port}/", False, "-k", "-c", "12", "-d", "2.5s",
-                     "--connect-timeout", "0.7s")  # fmt: skip
-        finally:
-            for f in fillers:
-                f.close()
+    """A listener that never accepts, its backlog of one full: the kernel completes the
+    TCP handshake of one or two clients (their TLS then waits for a server that never
+    reads: `tls`, "handshake timed out") and drops every other SYN — those never
+    connect, and stay `connect_timeout` over https too."""
+    with never_accepting_listener() as port:
+        w = load(f"https://127.0.0.1:{port}/", False, "-k", "-c", "12", "-d", "2.5s",
+                 "--connect-timeout", "0.7s")  # fmt: skip
     assert balanced(w), w
-    assert w["failures"].get("connect_timeout", 0) >= 10, w
+    assert w["requests"] == 0 and w["failures"].get("connect_timeout", 0) >= 10, w
+    assert set(w["errors"]) <= {"handshake timed out"}, w["errors"]
+    assert w["failures"].get("tls", 0) == w["errors"].get("handshake timed out", 0), w
+    assert w["accounting"]["handshaking"] < w["accounting"]["connecting"], w["accounting"]
 
 
 def test_failed_handshakes_are_tls_failures_with_the_reason_on_both_transports(certs) -> None:

@@ -182,6 +182,18 @@ static int watch(Transport *self) {
     return 0;
 }
 
+/* SSL objects alive (made by tls_begin, not yet freed): `tls_alive()`, what
+   bench/tls_hostile.py checks is back to 0 once every connection has ended */
+static Py_ssize_t ssl_alive;
+
+static void free_ssl(Transport *self) {
+    if (self->ssl != NULL) {
+        SSL_free(self->ssl);
+        self->ssl = NULL;
+        ssl_alive--;
+    }
+}
+
 /* the descriptor closes, and with it the connection's TLS state (a next connection of
    the same transport, `recycle`, starts its own) */
 static void close_fd(Transport *self) {
@@ -189,10 +201,7 @@ static void close_fd(Transport *self) {
         close(self->fd);
         self->fd = -1;
     }
-    if (self->ssl != NULL) {
-        SSL_free(self->ssl);
-        self->ssl = NULL;
-    }
+    free_ssl(self);
     Py_CLEAR(self->request);
 }
 
@@ -377,10 +386,7 @@ static int Transport_clear(Transport *self) {
     Py_CLEAR(self->opener);
     Py_CLEAR(self->out);
     Py_CLEAR(self->request);
-    if (self->ssl != NULL) { /* before its context */
-        SSL_free(self->ssl);
-        self->ssl = NULL;
-    }
+    free_ssl(self); /* before its context */
     Py_CLEAR(self->tls);
     return 0;
 }
@@ -508,6 +514,7 @@ static int tls_begin(Transport *self) {
     ERR_clear_error();
     self->ssl = tls_new(self->tls);
     if (self->ssl == NULL) return tls_failed(self, "OpenSSL could not start a handshake");
+    ssl_alive++;
     return tls_step(self);
 }
 
@@ -1110,8 +1117,13 @@ static PyObject *frame(PyObject *module, PyObject *arg) {
     return PyLong_FromLong(frame_response(data, (size_t)len));
 }
 
+static PyObject *tls_alive(PyObject *module, PyObject *unused) {
+    return PyLong_FromSsize_t(ssl_alive);
+}
+
 static PyMethodDef module_methods[] = {
     {"frame", frame, METH_O, "frame(response) -> status, or 0: not one whole ordinary answer"},
+    {"tls_alive", tls_alive, METH_NOARGS, "tls_alive() -> the connections' SSL objects not yet freed"},
     {NULL, NULL, 0, NULL},
 };
 
