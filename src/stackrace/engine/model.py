@@ -66,6 +66,8 @@ HTTP_STATUS = "http_status"  # a response with status >= 400 (codes counted in `
 INVALID_BODY = "invalid_body"  # status < 400 but the body failed the workload's check
 PROTOCOL = "protocol"  # the response was not valid HTTP/1.x, or was not asked for
 TLS = "tls"  # the TLS handshake failed (certificate, protocol; the reason in `errors`)
+# the reason of a `tls` failure whose handshake the connect timeout ended (TCP was up)
+HANDSHAKE_TIMED_OUT = "handshake timed out"
 DROPPED = (
     "dropped"  # rate mode: a scheduled send abandoned because the backlog outlived the timeout
 )

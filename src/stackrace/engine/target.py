@@ -55,6 +55,7 @@ from stackrace.engine.model import (
     ABANDONED,
     CONNECT_TIMEOUT,
     DROPPED,
+    HANDSHAKE_TIMED_OUT,
     HTTP_STATUS,
     INVALID_BODY,
     OTHER,
@@ -94,8 +95,6 @@ _LATE_NS = 2_000_000
 # At most this many distinct ages are recorded for unsent requests per report (they are
 # evenly spaced in time, so a sample of them describes them exactly enough).
 _UNSENT_POINTS = 256
-# why a `tls` failure, for a handshake the connect timeout ended
-_HANDSHAKE_TIMED_OUT = "handshake timed out"
 
 
 def split(n: int, parts: int) -> list[int]:
@@ -872,7 +871,7 @@ class Target:
                 if pending is not None and pending.state == HANDSHAKE:
                     # TCP was up: the server took the connection and its TLS stalled
                     pending.cancel()
-                    self.errors[_HANDSHAKE_TIMED_OUT] = self.errors.get(_HANDSHAKE_TIMED_OUT, 0) + 1
+                    self.errors[HANDSHAKE_TIMED_OUT] = self.errors.get(HANDSHAKE_TIMED_OUT, 0) + 1
                     self._connect_failed(conn, TLS)
                     continue
                 if pending is not None:
