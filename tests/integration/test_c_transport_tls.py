@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -26,10 +27,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, TlsTestServer, never_accepting_listener
+from tests.helpers import CLI, TlsTestServer, free_port, never_accepting_listener, wait_for
 from tests.integration.test_c_transport import KEPT, SHAPES, balanced
 
 pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parents[2]
 
 
 def make_cert(directory: Path, name: str, san: str) -> tuple[Path, Path]:
@@ -153,7 +156,55 @@ def test_sessions_resume_over_both_versions_on_both_transports(tls_server, certs
     for python in (False, True):
         w = load(tls_server.url("/hello"), python, "--cacert", cacert, "--tls-resume")
         assert balanced(w) and w["requests"] > 20, (python, w)
-        assert w["resumed"] >= w["handshakes"] // 2, (python, w["resumed"], w["handshakes"])
+        # all but the first few (the four slots' first connections, full)
+        assert w["resumed"] >= 0.8 * w["handshakes"], (python, w["resumed"], w["handshakes"])
+
+
+def go_target(tmp_path: Path) -> Path:
+    """bench/target (Go's net/http and crypto/tls), built here; skipped without Go."""
+    go = shutil.which("go") or next(
+        (p for p in ("/usr/local/go/bin/go", str(Path.home() / "go/bin/go")) if Path(p).exists()),
+        None,
+    )
+    if go is None:
+        pytest.skip("no Go toolchain (the Go stacks' install brings one)")
+    out = tmp_path / "target"
+    subprocess.run([go, "build", "-o", str(out), "."], cwd=ROOT / "bench" / "target",
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("version", ["tls12", "tls13"])
+def test_sessions_resume_against_a_server_that_renews_its_ticket_each_time(
+    tmp_path: Path, certs, version: str
+) -> None:
+    """Go's TLS server sends a fresh ticket with every resumed TLS 1.2 handshake:
+    OpenSSL then replaces the connection's session with a copy holding it, marks the
+    resumed one unusable, and tells no callback. Keeping only the callback's sessions
+    resumed every other connection (51 %); the C transport keeps each connection's own
+    at its end too, as the Python transport does (`keep_session`)."""
+    cert, key = certs["loopback"]
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(go_target(tmp_path)), str(port), str(cert), str(key), "tickets",
+         *(["tls12"] if version == "tls12" else [])],
+        stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert wait_for(lambda: _listening(port), 10.0)
+        for python in (False, True):
+            w = load(f"https://127.0.0.1:{port}/hello", python, "--cacert", str(cert),
+                     "--tls-resume")  # fmt: skip
+            assert balanced(w) and w["requests"] > 20, (python, w)
+            assert w["resumed"] >= 0.8 * w["handshakes"], (python, w["resumed"], w["handshakes"])
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 @contextlib.contextmanager

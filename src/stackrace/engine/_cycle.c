@@ -188,6 +188,7 @@ static Py_ssize_t ssl_alive;
 
 static void free_ssl(Transport *self) {
     if (self->ssl != NULL) {
+        tls_keep(self->tls, self->ssl); /* --tls-resume: its session for the next one */
         SSL_free(self->ssl);
         self->ssl = NULL;
         ssl_alive--;

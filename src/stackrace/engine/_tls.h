@@ -11,11 +11,18 @@
    - SSL_OP_NO_RENEGOTIATION: a server's HelloRequest (TLS 1.2) is refused with a
      warning alert instead of starting a handshake in the middle of a measurement, which
      a hostile server could repeat to spend the engine's CPU.
-   - the session: with `resume`, the newest resumable session the server gave (TLS 1.2's
-     at the handshake, TLS 1.3's with each NewSessionTicket) is kept here and offered to
-     the next connection, what TlsTransport does with `keep_session`. Without it no
-     session is cached and every connection is a full handshake, whatever the server
-     offers (wrk, unlike this, offers its last session on every reconnect).
+   - the session: with `resume`, the newest resumable session the server gave is kept
+     here and offered to the next connection, what TlsTransport does with
+     `keep_session`: TLS 1.3's with each NewSessionTicket (OpenSSL's new-session
+     callback: a kept-alive connection's tickets serve the others at once), and every
+     connection's own at its end (`tls_keep`). The latter is needed for TLS 1.2: a
+     server that sends a fresh ticket with each resumed handshake (Go's does) makes
+     OpenSSL replace the connection's session with a copy holding it, mark the one it
+     resumed unusable, and call no callback (a resumed 1.2 handshake is no new session
+     to it); keeping only the callback's sessions resumed every other connection.
+     Without `resume` no session is cached and every connection is a full handshake,
+     whatever the server offers (wrk, unlike this, offers its last session on every
+     reconnect).
 
    Per connection: `tls_new` makes the SSL over two memory BIOs (the transport moves the
    bytes itself, so the edge-triggered reads and the connect's timing stay as they are
@@ -37,17 +44,32 @@ typedef struct {
     SSL_CTX *ctx;
     char *sni;             /* the server name sent (a name, not an IP literal), or NULL */
     SSL_SESSION *session;  /* resume: the newest resumable session, or NULL */
+    int resume;
 } TlsContext;
 
 static PyTypeObject TlsContextType;
 
-/* a new session from the server (resume only): keep the newest resumable one */
-static int tls_new_session(SSL *ssl, SSL_SESSION *session) {
-    TlsContext *c = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
-    if (c == NULL || !SSL_SESSION_is_resumable(session)) return 0;
+/* keep `session` to offer the next connection (resume), if it can be resumed: 1 when it
+   was taken (the caller's reference is ours now), 0 when not */
+static int tls_keep_ref(TlsContext *c, SSL_SESSION *session) {
+    if (c == NULL || !c->resume || session == NULL || session == c->session ||
+        !SSL_SESSION_is_resumable(session))
+        return 0;
     if (c->session != NULL) SSL_SESSION_free(c->session);
     c->session = session;
-    return 1; /* the reference is ours now */
+    return 1;
+}
+
+/* a new session from the server (resume only: TLS 1.3's tickets, a full handshake's) */
+static int tls_new_session(SSL *ssl, SSL_SESSION *session) {
+    return tls_keep_ref(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)), session);
+}
+
+/* a connection ends: its session, if it is the newest, for the next one (resume) */
+static void tls_keep(TlsContext *c, SSL *ssl) {
+    if (c == NULL || !c->resume || !SSL_is_init_finished(ssl)) return;
+    SSL_SESSION *session = SSL_get1_session(ssl);
+    if (session != NULL && !tls_keep_ref(c, session)) SSL_SESSION_free(session);
 }
 
 /* a ValueError with OpenSSL's reason for what `what` failed of */
@@ -112,6 +134,7 @@ static int TlsContext_init(TlsContext *self, PyObject *args, PyObject *kw) {
         }
         strcpy(self->sni, host);
     }
+    self->resume = resume;
     if (resume) {
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
         SSL_CTX_sess_set_new_cb(ctx, tls_new_session);
