@@ -6,9 +6,10 @@
 For each misbehaviour (the server's modes: plain HTTP instead of a ServerHello, silence,
 a reset, a megabyte of junk records, a record longer than TLS allows, renegotiation
 requests, floods of key updates, a truncated answer, close_notify instead of an answer,
-an endless body; `ok` is the control), and each way of loading it (kept alive, and a
-connection per request), one engine Target runs in a process of its own on uvloop, as
-the engine process runs it: c=8, `-k`, a 0.5 s request and connect timeout, for
+an endless body; `ok` is the control), and each way of loading it (kept alive, a
+connection per request, and that with --tls-resume), one engine Target runs in a
+process of its own on uvloop, as the engine process runs it: c=8, `-k`, a 0.5 s
+request and connect timeout, for
 `--seconds`; then it is removed (what it still waits for is abandoned) and the loop
 runs on until every connection has ended. Checked, and printed per run:
 
@@ -94,7 +95,7 @@ def rss_kb() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
-def child(port: int, keepalive: bool, seconds: float) -> None:
+def child(port: int, how: str, seconds: float) -> None:
     """One run, in this process: print one JSON line of what it found."""
     import uvloop
 
@@ -108,8 +109,9 @@ def child(port: int, keepalive: bool, seconds: float) -> None:
         id="t",
         url=f"https://127.0.0.1:{port}/hello",
         concurrency=0,
-        keepalive=keepalive,
+        keepalive=how == "kept-alive",
         tls_verify=False,
+        tls_resume=how == "resumed",
     )
     settings = EngineSettings(timeout=TIMEOUT_S, connect_timeout=TIMEOUT_S, retry_delay=0.01)
     target = Target(spec, settings, loop)
@@ -164,13 +166,13 @@ def main() -> None:
     ap.add_argument("modes", nargs="*", default=MODES, metavar="MODE")
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--asan", action="store_true")
-    ap.add_argument("--child", nargs=3, metavar=("PORT", "KEEPALIVE", "SECONDS"),
+    ap.add_argument("--child", nargs=3, metavar=("PORT", "HOW", "SECONDS"),
                     help=argparse.SUPPRESS)  # fmt: skip
     args = ap.parse_args()
     if args.child:
         sys.path.insert(0, os.environ.get("PYTHONPATH") or str(ROOT / "src"))
-        port, keepalive, seconds = args.child
-        child(int(port), keepalive == "1", float(seconds))
+        port, how, seconds = args.child
+        child(int(port), how, float(seconds))
         return
     for mode in args.modes:
         if mode not in MODES:
@@ -189,7 +191,7 @@ def main() -> None:
         print(f"{'mode':<12}{'load':<11}{'sent':>7}{'answered':>9}{'waiting':>8}  "
               f"{'ssl left':>8}{'RSS +KB':>8}  failures; why (tls)")  # fmt: skip
         for mode in args.modes:
-            for keepalive in (True, False):
+            for how in ("kept-alive", "per-request", "resumed"):
                 from socket import socket
 
                 with socket() as s:
@@ -205,14 +207,12 @@ def main() -> None:
                     if server.stdout.readline().strip() != b"ready":
                         raise SystemExit(f"{mode}: the server did not start")
                     run = subprocess.run(
-                        [sys.executable, __file__, "--child", str(port),
-                         "1" if keepalive else "0", str(args.seconds)],
+                        [sys.executable, __file__, "--child", str(port), how, str(args.seconds)],
                         capture_output=True, text=True, env=env, timeout=120 + 60 * args.asan,
                     )  # fmt: skip
                 finally:
                     os.killpg(server.pid, 9)
                     server.wait()
-                how = "kept-alive" if keepalive else "per-request"
                 if run.returncode != 0 or not run.stdout.strip():
                     failed += 1
                     print(f"{mode:<12}{how:<11} CRASHED (exit {run.returncode})")
