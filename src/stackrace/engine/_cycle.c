@@ -716,13 +716,20 @@ static PyObject *tls_deliver(Transport *self) {
     unsigned long connection = self->connection;
     for (;;) {
         SSL *ssl = self->ssl;
+        BIO *in = SSL_get_rbio(ssl);
         int got = 0, end = SSL_ERROR_NONE;
         char why[256];
+        ERR_clear_error(); /* once: a read that succeeds adds nothing to the error queue */
         while (got < READ_SIZE) {
-            ERR_clear_error();
             int r = SSL_read(ssl, plain + got, READ_SIZE - got);
             if (r > 0) {
                 got += r;
+                /* all of it read: the read that would only say so (SSL_ERROR_WANT_READ)
+                   is not made, as TlsTransport._deliver (most reads are one record) */
+                if (!BIO_ctrl_pending(in) && !SSL_has_pending(ssl)) {
+                    end = SSL_ERROR_WANT_READ;
+                    break;
+                }
                 continue;
             }
             end = SSL_get_error(ssl, r);

@@ -7,6 +7,9 @@
    handshake on either; the C one only drops Python's layer between the socket and
    OpenSSL (an SSLObject, two MemoryBIOs and a few Python calls per record).
 
+   As Python's ssl does: SSL_MODE_RELEASE_BUFFERS, so an idle connection holds no record
+   buffers (~34 KB each: 10,000 kept-alive connections would hold 340 MB).
+
    Set here and not on the Python side, each for a reason:
    - SSL_OP_NO_RENEGOTIATION: a server's HelloRequest (TLS 1.2) is refused with a
      warning alert instead of starting a handshake in the middle of a measurement, which
@@ -100,6 +103,7 @@ static int TlsContext_init(TlsContext *self, PyObject *args, PyObject *kw) {
     if (ctx == NULL) return tls_config_error("SSL_CTX_new");
     SSL_CTX_set_app_data(ctx, self);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
     if (!SSL_CTX_set_min_proto_version(ctx, min_version) ||
         (max_version && !SSL_CTX_set_max_proto_version(ctx, max_version)))
         return tls_config_error("TLS version");

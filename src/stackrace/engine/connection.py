@@ -278,8 +278,17 @@ class Connection(asyncio.Protocol):
         t = self.target
         if size:
             t.bytes += size
-            if t.timed:  # framed (TLS): its first byte came with the rest of it
-                t.record_first_byte(now - max(self.start_ns, self.wrote_ns))
+            if t.timed:
+                # framed (TLS): its first byte came with the rest of it; recorded as
+                # Target.record_first_byte does, inlined (two calls fewer an answer)
+                wrote = self.start_ns if self.start_ns > self.wrote_ns else self.wrote_ns
+                lat = (now - wrote) // 1000
+                if lat > _HIGHEST:
+                    lat = _HIGHEST
+                b = (lat | _MASK).bit_length() - _MAG
+                i = (b << _HALF_MAG) + (lat >> b)
+                fb = t.first_byte_times
+                fb[i] = fb.get(i, 0) + 1
         t.requests += 1
         t.last_done = now
         lat = (now - (self.intended_ns or self.start_ns)) // 1000
