@@ -2,7 +2,7 @@
 wheel.
 
 They stay at the top of the repository (where users read and edit them, and where a
-checkout runs them from: stackrace.paths); a wheel carries a copy as package data at
+checkout runs them from: stackrace.base.paths); a wheel carries a copy as package data at
 stackrace/_shipped. Copying in `build_py` was chosen over the alternatives because:
 - symlinks under src/ break in sdists, on Windows checkouts and with some tools;
 - a `package-dir` mapping of the repository's root would make the root a package and

@@ -42,10 +42,10 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from stackrace.config import load_stacks, resolve  # noqa: E402
 from stackrace.engine.client import Engine  # noqa: E402
 from stackrace.engine.model import EngineSettings, TargetSpec  # noqa: E402
 from stackrace.race import accounting  # noqa: E402
+from stackrace.stacks.catalogue import load_stacks, resolve  # noqa: E402
 from stackrace.stacks.launcher import Launcher, RunningStack  # noqa: E402
 
 STACKS = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")

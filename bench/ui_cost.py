@@ -26,11 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers
 
-from stackrace.race.core import RaceCore
-from stackrace.race.demo import CATALOG, MODELS, demo_session
-from stackrace.race.session import RacePlan, Session
-from stackrace.race.urls import UrlTarget
-from stackrace.race_settings import RaceSettings
+from stackrace.race.core.core import RaceCore
+from stackrace.race.core.urls import UrlTarget
+from stackrace.race.live.demo import CATALOG, MODELS, demo_session
+from stackrace.race.live.session import RacePlan, Session
+from stackrace.settings.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.config import Stack, load_stacks, resolve
-from stackrace.stacks.availability import check
+from stackrace.stacks.catalogue import Stack, load_stacks, resolve
+from stackrace.stacks.install import availability
 
 REAL_STACKS = load_stacks()
 ALLOW_MISSING = os.environ.get("STACKRACE_ALLOW_MISSING_STACKS") == "1"
@@ -25,7 +25,7 @@ ALLOW_MISSING = os.environ.get("STACKRACE_ALLOW_MISSING_STACKS") == "1"
 def real_stack(ref: str) -> Stack:
     """A stack (or variant) of the real stacks.toml that must be available here."""
     stack = resolve(ref, REAL_STACKS)
-    a = check(stack)
+    a = availability(stack)
     if not a.available:
         message = f"{ref} is unavailable: {a.reason} (fix: {a.fix})"
         if ALLOW_MISSING:

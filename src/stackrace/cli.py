@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import select
+import signal
 import sys
 
-from stackrace import __version__, paths
-from stackrace.options import OneLineArgumentParser
-from stackrace.paths import UnwritableDirError
+from stackrace import __version__
+from stackrace.base import paths
+from stackrace.base.errors import StackraceError
+from stackrace.settings.options import OneLineArgumentParser
 
 # (subcommand, module under stackrace.commands, one-line help)
 COMMANDS: list[tuple[str, str, str]] = [
@@ -43,7 +46,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = OneLineArgumentParser(
         prog="stackrace",
         description="Race web-server stacks side by side, live. With no subcommand, opens the app.",
-        epilog=f"Documentation: {paths.docs_dir()} (stacks.md, db.md, tui.md, cluster.md).",
+        epilog=f"Documentation: {paths.docs_dir()} (tui.md, your-app.md, load.md, "
+        "bench.md, stacks.md, db.md, engine.md, cluster.md, …).",
     )
     parser.add_argument("--version", action="version", version=f"stackrace {__version__}")
     parser.add_argument(
@@ -59,8 +63,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "and memory; see `stackrace stacks`)",
     )
     if only is None:
-        from stackrace.cluster.flags import add_cluster_arguments
-        from stackrace.tui.args import add_app_arguments
+        from stackrace.commands.app_args import add_app_arguments
+        from stackrace.commands.cluster_args import add_cluster_arguments
 
         add_app_arguments(parser)
         add_cluster_arguments(parser)  # `stackrace --cluster ADDRESS`: the app on a cluster
@@ -79,13 +83,34 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     try:
         return _main(argv)
-    except UnwritableDirError as exc:  # the machine's state, not a bug: say which directory
-        print(f"stackrace: {exc}", file=sys.stderr)
-        return 2
+    except StackraceError as exc:  # the user's input or the machine's state, not a bug
+        command = next((a for a in given if a in {n for n, _, _ in COMMANDS}), None)
+        print(f"stackrace{' ' + command if command else ''}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError as exc:
+        if not _stdout_reader_gone():  # a pipe of ours broke: a bug like any other
+            from stackrace.base import crashlog
+
+            return crashlog.report("stackrace", exc, given)
+        # `stackrace stacks | head`: the reader had what it wanted. Python's recipe:
+        # stdout to /dev/null, so the flush at exit does not fail again; the status a
+        # shell shows for a command ended by SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except Exception as exc:  # a bug of ours: the user gets one line and a file
-        from stackrace import crashlog
+        from stackrace.base import crashlog
 
         return crashlog.report("stackrace", exc, given)
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader closed it (poll says POLLERR)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poll.poll(0))
+    except (OSError, ValueError):
+        return False
 
 
 def _main(argv: list[str] | None) -> int:
@@ -103,7 +128,7 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     args.argv = list(argv)  # as given: `web` passes the app's options on to each page
     if args.no_tunable_limits:
-        from stackrace.config import lift_limits
+        from stackrace.stacks.catalogue import lift_limits
 
         lift_limits()
     if args.command is None:

@@ -34,11 +34,11 @@ from dataclasses import asdict
 from stackrace.cluster.frontends import app_parts
 from stackrace.cluster.placement import NodePlacement
 from stackrace.cluster.run import ClusterRun
-from stackrace.config import load_stacks
 from stackrace.engine.model import EngineSettings
-from stackrace.race.core import RaceCore
-from stackrace.race.session import Session
-from stackrace.race.session_view import SessionView
+from stackrace.race.core.core import RaceCore
+from stackrace.race.live.session import Session
+from stackrace.race.live.view import SessionView
+from stackrace.stacks.catalogue import load_stacks
 
 
 def emit(event: str, **data: object) -> None:
@@ -89,8 +89,8 @@ async def main(args: argparse.Namespace) -> None:
         parts = app_parts(run, load_stacks(args.stacks_file))
         engine = parts.engine(EngineSettings(interval=0.25))
         session = Session(RaceCore(engine, parts.source))
-        from stackrace.race.plan import RacePlan
-        from stackrace.race_settings import RaceSettings
+        from stackrace.race.core.plan import RacePlan
+        from stackrace.settings.race_settings import RaceSettings
 
         plan = RacePlan(stacks=stacks, concurrency=c, settings=RaceSettings(workload=args.workload))
         await session.start(plan)

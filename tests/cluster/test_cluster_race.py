@@ -15,9 +15,9 @@ import pytest
 from stackrace.cluster.errors import ClusterError, PlacementError
 from stackrace.cluster.placement import NodePlacement, with_flags
 from stackrace.cluster.run import ClusterRun
-from stackrace.config import load_stacks, resolve
 from stackrace.engine.client import EngineError
 from stackrace.engine.model import EngineSettings, TargetSpec
+from stackrace.stacks.catalogue import load_stacks, resolve
 from tests.cluster.conftest import LocalCluster, needs_ray
 
 # a busy 2-core machine starts Ray slowly: a generous ceiling (waits end when done)
@@ -163,9 +163,9 @@ async def test_app_session_on_the_cluster(ray_cluster: LocalCluster):
     with the load nodes' figures and the app node's memory and CPU."""
     from stackrace.cluster.app_role import ClusterStackSource
     from stackrace.cluster.frontends import app_parts
-    from stackrace.race.core import RaceCore
-    from stackrace.race.plan import RacePlan
-    from stackrace.race.session import Session
+    from stackrace.race.core.core import RaceCore
+    from stackrace.race.core.plan import RacePlan
+    from stackrace.race.live.session import Session
 
     run = ClusterRun.connect(ray_cluster.address, NodePlacement())
     try:

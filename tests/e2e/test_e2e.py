@@ -19,12 +19,12 @@ from textual.pilot import Pilot
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
-from stackrace.race.core import RaceCore
-from stackrace.race.plan import RacePlan
-from stackrace.race.session import Session
-from stackrace.race.stacks import StacksFileSource
-from stackrace.race.urls import UrlTarget
-from stackrace.race_settings import RaceSettings
+from stackrace.race.core.core import RaceCore
+from stackrace.race.core.plan import RacePlan
+from stackrace.race.core.stack_source import StacksFileSource
+from stackrace.race.core.urls import UrlTarget
+from stackrace.race.live.session import Session
+from stackrace.settings.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane
 from stackrace.tui.race import RaceScreen

@@ -8,14 +8,15 @@ import sys
 
 def test_session_ramp_and_synthetic_do_not_import_textual():
     code = (
-        "import sys, stackrace.race.session, stackrace.breaking, stackrace.levels, "
-        "stackrace.race.demo, "
-        "stackrace.race.recording, stackrace.race.ghost, stackrace.race.talk, "
-        "stackrace.race.explain, stackrace.race.warmup, stackrace.race.summary, "
-        "stackrace.race.choices, stackrace.commands.web, stackrace.commands.replay, "
-        "stackrace.race.verdicts, stackrace.race.wedge, stackrace.race.cleanstart, "
-        "stackrace.race.thennow, stackrace.stacks.listen, stackrace.stacks.logwatch, "
-        "stackrace.tui.format, stackrace.tui.plot, stackrace.tui.args; "
+        "import sys, stackrace.race.live.session, stackrace.rules.breaking, "
+        "stackrace.rules.levels, stackrace.race.live.demo, "
+        "stackrace.race.playback.recording, stackrace.race.playback.ghost, "
+        "stackrace.race.live.talk, "
+        "stackrace.race.live.explain, stackrace.rules.warmup, stackrace.race.live.summary, "
+        "stackrace.race.live.choices, stackrace.commands.web, stackrace.commands.replay, "
+        "stackrace.race.live.verdicts, stackrace.rules.wedge, stackrace.race.core.cleanstart, "
+        "stackrace.race.live.thennow, stackrace.stacks.listen, stackrace.stacks.logwatch, "
+        "stackrace.tui.format, stackrace.tui.plot, stackrace.commands.app_args; "
         "sys.exit('textual' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

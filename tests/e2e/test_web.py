@@ -27,7 +27,7 @@ import aiohttp
 import psutil
 import pytest
 
-from stackrace.ports import free_port
+from stackrace.base.ports import free_port
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -47,8 +47,8 @@ CHROMIUM_FLAGS = [
     "--proxy-server=127.0.0.1:9",
     "--proxy-bypass-list=127.0.0.1",
 ]
-SCREENSHOT = os.environ.get("STACKRACE_WEB_SCREENSHOT")  # save the PNG here (README)
-# the README's shot races the real stacks; the test itself uses the synthetic race
+SCREENSHOT = os.environ.get("STACKRACE_WEB_SCREENSHOT")  # save the PNG here (docs/tui.md)
+# the docs' shot races the real stacks; the test itself uses the synthetic race
 REAL = os.environ.get("STACKRACE_WEB_REAL") == "1"
 
 

@@ -1,7 +1,7 @@
 """The hardening suite: bad inputs, faults and security, with real processes only.
 
 Every test here runs the real thing — the `stackrace` CLI in a subprocess, real servers on
-127.0.0.1, a real private MariaDB — and checks a promise listed in README "Guarantees".
+127.0.0.1, a real private MariaDB — and checks a promise of docs/development.md, "Guarantees".
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The engine sends only what was asked, counts only what it asked for, and refuses a
-rate it cannot schedule (README "Guarantees").
+rate it cannot schedule (docs/development.md, "Guarantees").
 
 Real servers (tests/servers/testserver.py) and the real `stackrace load` command.
 """

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from stackrace import config, slug
-from stackrace.config import load_stacks, resolve
+from stackrace.base import slug
+from stackrace.stacks import catalogue as config
+from stackrace.stacks.catalogue import load_stacks, resolve
 from stackrace.stacks.launcher import Launcher
 from tests.hardening.test_launch_faults import pids_with
 from tests.helpers import CLI, ROOT, free_port, run_cli, wait_for
@@ -103,7 +104,7 @@ def test_the_cli_refuses_absurd_workers_at_once_and_says_how_to_lift() -> None:
     assert r.returncode == 2 and "ceiling" in r.stderr and "--no-tunable-limits" in r.stderr
     assert time.monotonic() - start < 20  # no worker was booted
     r = run_cli("stacks")
-    assert "variants on this machine: workers <=" in r.stdout
+    assert "variants on this machine: workers <=" in r.stdout + r.stderr  # stderr in a pipe
 
 
 @pytest.mark.parametrize(

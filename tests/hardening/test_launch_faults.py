@@ -45,7 +45,7 @@ def test_sigkill_leaves_no_short_run_dir(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import asyncio
-        from stackrace.config import load_stacks, resolve
+        from stackrace.stacks.catalogue import load_stacks, resolve
         from stackrace.stacks.launcher import Launcher
         async def main():
             launcher = Launcher()
@@ -134,7 +134,7 @@ def test_the_app_accepts_allow_remote(
     """The app's refusal of a remote --url tells the user to pass --allow-remote, before
     the screen opens: the app takes that option and gives it to its engine."""
     from stackrace.cli import build_parser
-    from stackrace.race.setup import AppSetupError, build_session
+    from stackrace.race.live.setup import AppSetupError, build_session
 
     monkeypatch.setenv("STACKRACE_RUNS_DIR", str(tmp_path))
     argv = ["--url", "http://10.254.0.1/"] + (["--allow-remote"] if flag else [])

@@ -46,7 +46,8 @@ def test_the_last_race_is_kept_where_stackrace_home_says(tmp_path: Path) -> None
     home, own = tmp_path / "home", tmp_path / "stackrace-home"
     home.mkdir()
     save = (
-        "from stackrace.race.choices import Choices, save_choices; print(save_choices(Choices()))"
+        "from stackrace.race.live.choices import Choices, save_choices; "
+        "print(save_choices(Choices()))"
     )
     for env, expected in [
         (clean_env(HOME=str(home), STACKRACE_HOME=str(own)), own / "config" / "last-race.json"),
@@ -63,11 +64,11 @@ def test_the_last_race_is_kept_where_stackrace_home_says(tmp_path: Path) -> None
 
 
 def test_only_paths_reads_the_home_and_xdg_variables() -> None:
-    """One place decides where files go (stackrace.paths): no other module reads HOME,
+    """One place decides where files go (stackrace.base.paths): no other module reads HOME,
     the XDG variables or Path.home(), so none can bypass STACKRACE_HOME."""
     offenders = []
     for f in SRC.rglob("*.py"):
-        if f.name == "paths.py" and f.parent == SRC:
+        if f == SRC / "base" / "paths.py":
             continue
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.Constant) and node.value in HOME_VARIABLES:

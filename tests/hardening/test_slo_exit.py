@@ -82,7 +82,7 @@ def test_load_slo_sets_the_exit_status() -> None:
     [
         ("p99<fast", ["--slo", "p99<fast"]),
         ("qps<-10%", ["--slo", "an objective is absolute"]),
-        ("p100<1ms", ["--slo", "between p0 and p100"]),
+        ("p101<1ms", ["--slo", "a percentile is p0 to p100"]),
     ],
 )
 def test_a_bad_objective_is_refused_in_one_line(stacks: Path, slo: str, words: list[str]) -> None:

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from stackrace.commands._common import resolve_all
-from stackrace.config import Stack, load_stacks, resolve
+from stackrace.stacks.catalogue import Stack, load_stacks, resolve
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from tests.hardening.conftest import assert_one_line_error, cli
 

@@ -293,7 +293,7 @@ async def test_engine_limited_when_the_engine_is_starved_of_cpu(server: TestServ
     finally:
         burner.kill()
         burner.wait()
-    from stackrace.race import accounting
+    from stackrace.rules import accounting
 
     assert accounting.engine_limited(starved.total, starved.saturated), starved.total.lag
     # and with its core to itself, on a server that takes its time, it is not

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.config import load_stacks, resolve
 from stackrace.report.schema import loads
-from stackrace.stacks.availability import check
+from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.stacks.install import availability
 from tests.helpers import CLI
 
 ROOT = Path(__file__).parents[2]
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 def needs(name: str) -> None:
-    avail = check(resolve(name, load_stacks()))
+    avail = availability(resolve(name, load_stacks()))
     if not avail.available:
         pytest.skip(f"{name}: {avail.reason}")
 

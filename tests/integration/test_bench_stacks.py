@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from stackrace.config import load_stacks, resolve
-from stackrace.race.bench import BenchPlan
-from stackrace.race.bench_run import run_bench
-from stackrace.race_settings import RaceSettings
+from stackrace.race.bench.protocol import BenchPlan
+from stackrace.race.bench.run import run_bench
+from stackrace.settings.race_settings import RaceSettings
+from stackrace.stacks.catalogue import load_stacks, resolve
 
 STACKS = load_stacks()
 

@@ -9,7 +9,7 @@ walkthrough lanes run at the same time on 2 cores) a stall of 60-130 ms now and 
 makes one probe's p99 miss below the true capacity (CI saw c=19 for 20, and 459 then
 648 req/s for 1,000 in open loop). A stall can only lower a p99, never raise it, so
 the checks below hold the answer to "never above the truth, and near it": the break
-is re-checked once (race/capacity.py), and the search's rules are checked exactly,
+is re-checked once (race/core/capacity_search.py), and the search's rules are checked exactly,
 noise-free, in tests/unit/test_capacity_search.py. Issue 25, "How it is checked": the
 search finds it for p99 and for mean, in open and closed loop; a latency floor above
 the target is "cannot meet". The real CLI, as a user runs it: `stackrace bench --slo …

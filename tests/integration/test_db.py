@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from stackrace.base.ports import port_in_use
 from stackrace.cli import main
 from stackrace.db import (
     DbError,
@@ -32,7 +33,6 @@ from stackrace.db import (
 from stackrace.db.admin import connect, query
 from stackrace.db.paths import find_binary
 from stackrace.db.proc import is_our_server
-from stackrace.ports import port_in_use
 from tests.helpers import CLI, free_port
 
 try:

@@ -18,16 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.config import Stack, load_stacks, resolve
 from stackrace.db import DbError, ManagedMariaDB, db_env
 from stackrace.db.paths import find_binary
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
+from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks import probe
-from stackrace.stacks.availability import check as availability
+from stackrace.stacks.catalogue import Stack, load_stacks, resolve
+from stackrace.stacks.install import availability
 from stackrace.stacks.launcher import READY, Launcher, RunningStack
 from stackrace.stacks.verify import check_db
-from stackrace.workloads import WORKLOADS
 from tests.helpers import free_port
 
 try:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from stackrace import paths
-from stackrace.config import Stack, load_stacks, resolve
+from stackrace.base import paths
+from stackrace.stacks.catalogue import Stack, load_stacks, resolve
 from stackrace.stacks.install import (
     Installer,
     availability,

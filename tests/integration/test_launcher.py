@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from stackrace.config import load_stacks, resolve
 from stackrace.engine.client import Engine
 from stackrace.engine.model import TargetSpec
+from stackrace.stacks.catalogue import load_stacks, resolve
 from stackrace.stacks.launcher import CRASHED, READY, STOPPED, Launcher, LaunchError
 from stackrace.stacks.sampler import TreeSampler
 from stackrace.supervise.procs import pids_in_sessions
@@ -99,7 +99,7 @@ def test_everything_dies_when_stackrace_is_sigkilled(tmp_path):
     script = textwrap.dedent(
         f"""
         import asyncio
-        from stackrace.config import load_stacks, resolve
+        from stackrace.stacks.catalogue import load_stacks, resolve
         from stackrace.stacks.launcher import Launcher
         async def main():
             stacks = load_stacks({str(FIXTURE)!r})

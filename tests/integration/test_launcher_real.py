@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.config import load_stacks, resolve
-from stackrace.slug import slug
+from stackrace.base.slug import slug
+from stackrace.stacks.catalogue import load_stacks, resolve
 from stackrace.stacks.launcher import CRASHED, FAILED, READY, STOPPED, Launcher
 from stackrace.stacks.sampler import TreeSampler
 from stackrace.supervise.procs import pids_in_sessions
@@ -42,7 +42,7 @@ def test_sigkill_of_stackrace_leaves_no_process_of_real_stacks(tmp_path: Path) -
     script = textwrap.dedent(
         f"""
         import asyncio, json
-        from stackrace.config import load_stacks, resolve
+        from stackrace.stacks.catalogue import load_stacks, resolve
         from stackrace.stacks.launcher import Launcher
         async def main():
             stacks = load_stacks()

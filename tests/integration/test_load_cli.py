@@ -188,5 +188,5 @@ def test_bad_arguments_are_clear():
     r = run_cli("load", "http://127.0.0.1/", "-d", "soon")
     assert r.returncode == 2 and "argument -d/--duration: must be a duration" in r.stderr
     r = run_cli("load", "http://127.0.0.1/", "-H", "nocolon")
-    # the request options are bench's (race_settings.py): the same parser, the same line
+    # the request options are bench's (settings/race_settings.py): the same parser, the same line
     assert r.returncode == 2 and "argument -H/--header: a header is 'Name: value'" in r.stderr

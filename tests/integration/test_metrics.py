@@ -350,7 +350,7 @@ def test_a_port_in_use_is_one_line(server: TestServer) -> None:
 
 async def test_an_engine_without_a_stream_is_polled() -> None:
     """The app's demo engine publishes `latest` only: the feed polls it."""
-    from stackrace.race.demo import SyntheticEngine
+    from stackrace.race.live.demo import SyntheticEngine
 
     engine = SyntheticEngine()
     await engine.add_target(TargetSpec(id="uvicorn", url="http://127.0.0.1:1/hello"))

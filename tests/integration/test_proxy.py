@@ -12,8 +12,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from stackrace.config import StackDef, load_stacks, resolve
 from stackrace.stacks import probe
+from stackrace.stacks.catalogue import StackDef, load_stacks, resolve
 from stackrace.stacks.launcher import Launcher, LaunchError
 from tests.conftest_stacks import live, real_stack
 

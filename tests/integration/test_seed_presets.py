@@ -4,7 +4,7 @@ and bench and report print the then/now tables with a verdict for every claim.
 
 The sizes are cut (a short level, a small request budget, no warm-up, ceilings at two
 levels instead of ten) so this is a smoke run: the verdicts are printed, not asserted.
-Full-length runs are `stackrace bench --preset NAME` (README: "Then beside now").
+Full-length runs are `stackrace bench --preset NAME` (docs/experiments.md).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.presets import all_presets
+from stackrace.race.core.presets import all_presets
 from stackrace.report.claims import judge
 from stackrace.report.schema import loads
 from tests.conftest_stacks import real_stack

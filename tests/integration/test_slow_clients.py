@@ -18,7 +18,7 @@ import pytest
 from stackrace.engine.client import Engine
 from stackrace.engine.clients import parse_profile
 from stackrace.engine.model import EngineSettings, TargetSpec, WindowStats
-from stackrace.race import explain
+from stackrace.race.live import explain
 from stackrace.stacks.launcher import Launcher
 from tests.conftest_stacks import real_stack
 

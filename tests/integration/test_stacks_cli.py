@@ -86,6 +86,41 @@ def test_stacks_lists_every_stack_with_reason_and_fix(tmp_path: Path) -> None:
     )
 
 
+def test_the_listing_fits_a_pipe_and_an_80_column_terminal(tmp_path: Path) -> None:
+    """`stackrace stacks | grep gunicorn-sync` finds it (rich cut it to "gunicorn-s…" in
+    a pipe), a pipe gets tab-separated rows with the notes on stderr, and a terminal of
+    80 columns shows every name whole."""
+    shell = f"'{STACKRACE}' stacks | grep -E '^gunicorn-sync\\s'"
+    found = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0 and found.stdout.startswith("gunicorn-sync\t"), found
+    piped = run("stacks")
+    names = [r["name"] for r in json.loads(run("stacks", "--json").stdout)]
+    lines = piped.stdout.splitlines()
+    assert lines[0].startswith("stack\t") and [x.split("\t")[0] for x in lines[1:]] == names
+    assert "stacks file:" in piped.stderr and "variants on this machine" in piped.stderr
+    env = {**os.environ, "COLUMNS": "80", "FORCE_COLOR": "1", "NO_COLOR": "1"}
+    shown = subprocess.run(
+        [str(STACKRACE), "stacks"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert shown.returncode == 0 and "stacks file:" in shown.stdout  # the terminal's table
+    rows = [x for x in shown.stdout.splitlines() if x[:1].strip() and x.split()[0] in names]
+    assert len(rows) == len(names) and all(len(x) <= 80 for x in rows), shown.stdout
+    words = set(shown.stdout.split())
+    assert [n for n in names if n not in words] == [], shown.stdout
+    assert not [x for x in rows if "…" in x], shown.stdout
+
+
+def test_a_reader_that_stops_early_is_no_error() -> None:
+    """`stackrace stacks | head -1`: the reader closed the pipe; no crash log, the
+    status a shell shows for a command SIGPIPE ended."""
+    proc = subprocess.run(
+        ["bash", "-c", f"'{STACKRACE}' stacks | true; echo \"${{PIPESTATUS[0]}}\""],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.stdout.strip() == "141", proc
+    assert "internal error" not in proc.stderr and "crash" not in proc.stderr, proc.stderr
+
+
 def test_bad_stacks_file_is_one_line_naming_file_stack_and_key(tmp_path: Path) -> None:
     path = tmp_path / "broken.toml"
     path.write_text(

@@ -16,10 +16,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from stackrace.config import StackDef, load_stacks, resolve
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, TargetSpec
 from stackrace.stacks import certificate, probe
+from stackrace.stacks.catalogue import StackDef, load_stacks, resolve
 from stackrace.stacks.launcher import Launcher, RunningStack
 from tests.conftest_stacks import real_stack
 from tests.helpers import run_cli, wait_for

@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         not os.environ.get("STACKRACE_LONG_TESTS"),
-        reason="5 minutes: set STACKRACE_LONG_TESTS=1 to run it (README: Tests)",
+        reason="5 minutes: set STACKRACE_LONG_TESTS=1 to run it (docs/development.md: Test tiers)",
     ),
 ]
 

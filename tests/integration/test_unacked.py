@@ -7,7 +7,7 @@ full backlog dropped â€” the client connected, its request never acknowledged â€
 race between the SYN and the ACK that loopback does not give on demand: a namespace's
 firewall makes it in tests/cluster/test_netns_unacked.py; the unit test reads the
 field's offset.) The starving verdict's sentence tells the causes apart by
-these figures (race/explain.py)."""
+these figures (race/live/explain.py)."""
 
 from __future__ import annotations
 

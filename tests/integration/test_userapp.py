@@ -1,4 +1,4 @@
-"""Your app on every server (README "Your app"): the examples under real servers via
+"""Your app on every server (README and docs/your-app.md): the examples under real servers via
 `bench --app`, per-path counts against the app's own, failures that fail, `--cmd`, a
 user's stacks file, and the app's own interpreter (`--python`, a venv made here)."""
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from stackrace.config import load_stacks, resolve
-from stackrace.presets import all_presets
-from stackrace.stacks.availability import check
+from stackrace.race.core.presets import all_presets
+from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.stacks.install import availability
 from tests.helpers import CLI
 
 ROOT = Path(__file__).parents[2]
@@ -19,7 +19,7 @@ ROOT = Path(__file__).parents[2]
 
 def test_every_stack_is_available():
     stacks = load_stacks()
-    missing = {n: check(resolve(n, stacks)) for n in stacks}
+    missing = {n: availability(resolve(n, stacks)) for n in stacks}
     missing = {n: a.reason for n, a in missing.items() if not a.available}
     assert not missing, f"unavailable after set-up: {missing}"
 

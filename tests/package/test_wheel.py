@@ -96,8 +96,9 @@ def test_the_package_works_outside_the_repository(tmp_path: Path, server: TestSe
     version = stackrace("--version").stdout.strip()
     assert version == f"stackrace {_version()}"
     listing = stackrace("stacks")
-    assert f"stacks file: {shipped / 'stacks.toml'} (shipped with stackrace)" in listing.stdout
-    assert "uvicorn" in listing.stdout
+    # in a pipe the notes go to stderr, the rows (tab-separated) to stdout
+    assert f"stacks file: {shipped / 'stacks.toml'} (shipped with stackrace)" in listing.stderr
+    assert "uvicorn\t" in listing.stdout
 
     load = stackrace("load", server.url("/hello"), "-c", "2", "-d", "1s", "--json")
     assert json.loads(load.stdout)["total"]["ok"] > 100

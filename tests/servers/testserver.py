@@ -12,7 +12,7 @@ TLS version it speaks (default 1.3).
 
 Paths (query parameters in brackets):
   /hello                  200, Content-Length body "Hello, World!"
-  /json, /io[?ms=N]       the stackrace app contract (see stackrace.workloads)
+  /json, /io[?ms=N]       the stackrace app contract (see stackrace.settings.workloads)
   /delay[?ms=N]           the same after N ms (default 20)
   /chunked                200, chunked body "Hello, World!" in three chunks
   /close                  200 with "Connection: close", then closes

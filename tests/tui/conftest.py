@@ -10,11 +10,11 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from stackrace.engine.model import TargetSpec
-from stackrace.race.core import RaceCore
-from stackrace.race.demo import CATALOG, DemoSource, SyntheticEngine
-from stackrace.race.plan import RacePlan
-from stackrace.race.session import Session
-from stackrace.race_settings import RaceSettings
+from stackrace.race.core.core import RaceCore
+from stackrace.race.core.plan import RacePlan
+from stackrace.race.live.demo import CATALOG, DemoSource, SyntheticEngine
+from stackrace.race.live.session import Session
+from stackrace.settings.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.race import RaceScreen
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from stackrace.race.demo import MODELS
+from stackrace.race.live.demo import MODELS
 from stackrace.tui.bignum import BigNumber, block_lines, glyph_rows, layout
 from stackrace.tui.pane import QPS_EVERY, StackPane
 from stackrace.tui.slider import ConcurrencySlider

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from textual.widgets import RadioSet
 
-from stackrace.config import Tunable
-from stackrace.race.choices import choices_file, load_choices
-from stackrace.race.demo import CATALOG as DEMO
-from stackrace.race.members import StackChoice
-from stackrace.race.plan import RacePlan
-from stackrace.race.urls import UrlTarget
+from stackrace.race.core.members import StackChoice
+from stackrace.race.core.plan import RacePlan
+from stackrace.race.core.urls import UrlTarget
+from stackrace.race.live.choices import choices_file, load_choices
+from stackrace.race.live.demo import CATALOG as DEMO
+from stackrace.stacks.catalogue import Tunable
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.picker import PickerScreen, StackList, TuneScreen
 from tests.tui.conftest import SIZE, synthetic_session
@@ -240,7 +240,7 @@ async def test_picker_keys_for_threads_and_every_param_and_variants_race():
 async def test_your_requests_replace_the_workload_choice():
     """With --path (or --scenario) the load is your requests: the picker shows them and
     offers no workload of stackrace's own apps, which your app does not serve."""
-    from stackrace.race_settings import RaceSettings
+    from stackrace.settings.race_settings import RaceSettings
 
     settings = RaceSettings(paths=["/:3", "/slow:1"])
     session = synthetic_session()

@@ -226,7 +226,7 @@ async def test_s_takes_a_screenshot_on_the_summary_and_the_log_too(race: Race, t
 async def test_a_seed_preset_shows_its_experiment_beside_the_panes_judged_live():
     """The classic experiment's figures and claims in a strip beside the live panes,
     each claim judged on the levels measured so far by the report's own rules."""
-    from stackrace.presets import load_preset
+    from stackrace.race.core.presets import load_preset
     from tests.tui.conftest import synthetic_session
 
     preset = load_preset("seed-002-concurrency-ceilings")

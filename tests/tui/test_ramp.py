@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from stackrace.breaking import StepResult, find_breaking_point, peak, step_result
 from stackrace.engine.model import (
     EngineSnapshot,
     LatencySummary,
     TargetSnapshot,
     WindowStats,
 )
-from stackrace.levels import LEVELS, LevelLog, Ramp
+from stackrace.rules.breaking import StepResult, find_breaking_point, peak, step_result
+from stackrace.rules.levels import LEVELS, LevelLog, Ramp
 
 
 def step(
@@ -173,11 +173,11 @@ def test_levels_are_the_log_steps():
 
 
 async def test_a_ramp_started_at_level_one_keeps_its_first_level():
-    from stackrace.race.core import RaceCore
-    from stackrace.race.demo import DemoSource, SyntheticEngine
-    from stackrace.race.plan import RacePlan
-    from stackrace.race.session import Session
-    from stackrace.race_settings import RaceSettings
+    from stackrace.race.core.core import RaceCore
+    from stackrace.race.core.plan import RacePlan
+    from stackrace.race.live.demo import DemoSource, SyntheticEngine
+    from stackrace.race.live.session import Session
+    from stackrace.settings.race_settings import RaceSettings
 
     engine = SyntheticEngine()
     session = Session(RaceCore(engine, DemoSource(engine), clock=engine.clock, sample_every=0))

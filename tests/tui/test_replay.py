@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stackrace.race.ghost import load_ghost
-from stackrace.race.recording import (
+from stackrace.race.live.replay import ReplayPlayer
+from stackrace.race.playback.ghost import load_ghost
+from stackrace.race.playback.recording import (
     Command,
     Hist,
     Recorder,
     Tick,
     load_recording,
 )
-from stackrace.race.replay import ReplayPlayer
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.ghost import GhostPane
@@ -201,7 +201,7 @@ async def test_ghosts_from_a_recording_and_a_bench_run_beside_live_panes(tmp_pat
 
 def _figures(rows) -> dict:  # type: ignore[no-untyped-def]
     """A summary's figures, as its files carry them (no time stamp)."""
-    from stackrace.race.summary import to_dict
+    from stackrace.race.live.summary import to_dict
 
     data = to_dict(rows, False, title="t")
     data.pop("created")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.race.demo import CATALOG
-from stackrace.race.plan import RacePlan
+from stackrace.race.core.plan import RacePlan
+from stackrace.race.live.demo import CATALOG
 from stackrace.tui.app import StackraceApp
 from tests.tui.conftest import SIZE, open_race, plan, synthetic_session
 

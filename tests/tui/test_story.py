@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from stackrace.engine.model import HTTP_STATUS
-from stackrace.race.demo import MODELS, SyntheticEngine
+from stackrace.race.live.demo import MODELS, SyntheticEngine
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.pane import StackPane
 from tests.tui.conftest import Race, open_race, plan
@@ -192,7 +192,7 @@ async def test_a_jit_pane_shows_its_warm_up_then_settles():
 
 
 async def test_a_talk_track_moves_the_load_and_captions_it():
-    from stackrace.race.talk import parse_talk
+    from stackrace.race.live.talk import parse_talk
 
     track = parse_talk(
         '[[step]]\nat = "0s"\nconcurrency = 1\nsay = "one client each"\n'

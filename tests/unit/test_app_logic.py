@@ -9,14 +9,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from stackrace.breaking import QUEUEING, SATURATED, LevelVerdict, StepResult
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race import explain
-from stackrace.race.choices import Choices, load_choices, save_choices
-from stackrace.race.talk import TalkError, TalkPlayer, parse_talk
-from stackrace.race.urls import target_url
-from stackrace.race.warmup import MAX_WARMING, WarmupTracker, is_settled
-from stackrace.race_settings import RaceSettings
+from stackrace.race.core.urls import target_url
+from stackrace.race.live import explain
+from stackrace.race.live.choices import Choices, load_choices, save_choices
+from stackrace.race.live.talk import TalkError, TalkPlayer, parse_talk
+from stackrace.rules.breaking import QUEUEING, SATURATED, LevelVerdict, StepResult
+from stackrace.rules.warmup import MAX_WARMING, WarmupTracker, is_settled
+from stackrace.settings.race_settings import RaceSettings
 
 # --- warm-up ------------------------------------------------------------------------------
 
@@ -141,8 +141,8 @@ def test_choices_are_race_settings_held_to_their_parsers(tmp_path):
     """The picker's remembered settings are RaceSettings fields read back through the
     same parsers as an option or a preset: a hand-edited value the command line would
     refuse is a file ignored (it was loaded and raced); a file of the old shape loads."""
-    from stackrace.race.choices import PICKED
-    from stackrace.race.plan import RacePlan
+    from stackrace.race.core.plan import RacePlan
+    from stackrace.race.live.choices import PICKED
 
     path = tmp_path / "last-race.json"
     old = {"stacks": ["uvicorn"], "workload": "db", "io_ms": 25, "queries": 3}
@@ -247,8 +247,8 @@ def test_behind_schedule_only_when_it_is():
 
 
 def test_summary_exports_markdown_and_json(tmp_path):
-    from stackrace.race.session_view import SummaryRow
-    from stackrace.race.summary import export
+    from stackrace.race.live.summary import export
+    from stackrace.race.live.view import SummaryRow
 
     steps = (
         StepResult(1, _window(seconds=3.0, requests=270, rps=90.0)),
@@ -281,7 +281,7 @@ def test_summary_exports_markdown_and_json(tmp_path):
 
 def test_app_options_come_from_the_settings_and_presets():
     from stackrace.cli import build_parser
-    from stackrace.race.setup import AppSetupError, build_session
+    from stackrace.race.live.setup import AppSetupError, build_session
 
     args = build_parser().parse_args(
         ["--demo", "--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "50", "--go"]
@@ -301,13 +301,13 @@ def test_app_options_come_from_the_settings_and_presets():
 
 
 def test_the_app_race_is_made_headless_with_what_rides_along(tmp_path: Path) -> None:
-    """race/setup.py makes the whole race the app shows: the demo's engine stepped at
+    """race/live/setup.py makes the whole race the app shows: the demo's engine stepped at
     the app's pace, a recorder listening, the picker skipped with --go and nothing
     remembered in a demo; the UI receives it ready (a contract keeps tui/ from building)."""
     from stackrace.cli import build_parser
-    from stackrace.race.demo import SyntheticEngine
-    from stackrace.race.recording import Recorder
-    from stackrace.race.setup import app_race
+    from stackrace.race.live.demo import SyntheticEngine
+    from stackrace.race.live.setup import app_race
+    from stackrace.race.playback.recording import Recorder
 
     argv = ["--demo", "--go", "--stacks", "uvicorn", "--record", str(tmp_path / "r.rec"), "--big"]
     args = build_parser().parse_args(argv)
@@ -324,8 +324,8 @@ def test_the_app_takes_variants_and_presets_as_bench_does():
     """The app merges options over a preset with bench's code: a variant's second
     KEY=VALUE is not a stack of its own (the app split `--stacks` at every comma)."""
     from stackrace.cli import build_parser
-    from stackrace.race.setup import race_settings
-    from stackrace.race_settings import BENCH_ONLY, options
+    from stackrace.race.live.setup import race_settings
+    from stackrace.settings.race_settings import BENCH_ONLY, options
 
     argv = ["--demo", "--stacks", "gunicorn-sync:workers=2,threads=4,uvicorn", "-c", "7"]
     settings = race_settings(build_parser().parse_args(argv))
@@ -355,7 +355,7 @@ def test_web_passes_the_app_options_on_and_drops_its_own():
 
 def test_the_slow_clients_preset_and_options_reach_the_race():
     from stackrace.cli import build_parser
-    from stackrace.race.setup import build_session
+    from stackrace.race.live.setup import build_session
 
     args = build_parser().parse_args(["--demo", "--preset", "slow-clients", "--go"])
     _session, plan, _c, _show = build_session(args)

@@ -1,4 +1,4 @@
-"""stackrace.atomicfile: whole or not at all, with the mode an ordinary write gives."""
+"""stackrace.base.atomicfile: whole or not at all, with the mode an ordinary write gives."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.atomicfile import WriteError, write_atomic
+from stackrace.base.atomicfile import WriteError, write_atomic
 
 
 def test_a_new_file_gets_the_umask_mode_and_an_old_one_keeps_its_own(tmp_path: Path):

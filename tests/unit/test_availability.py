@@ -1,4 +1,4 @@
-"""Whether a stack can run here, read from files and paths only (stackrace.stacks.availability):
+"""Whether a stack can run here, read from files and paths only (stacks/install.py: availability):
 missing binaries, programs and packages are unavailable with the reason and the fix."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from stackrace.config import Stack, load_stacks, resolve
+from stackrace.stacks.catalogue import Stack, load_stacks, resolve
 from stackrace.stacks.install import (
     _npm_argv,
     availability,

@@ -1,8 +1,8 @@
 """Bench's level protocol on the synthetic engine: the same `run_bench` and `LevelRunner`
-as a real bench, on the race core's stepped clock (race/clock.py), in milliseconds.
+as a real bench, on the race core's stepped clock (race/core/clock.py), in milliseconds.
 
 Each test states a rule of the protocol through figures that only hold if it is kept:
-the models' physics (race/demo_model.py) make a warm-up counted, a drain skipped,
+the models' physics (race/live/demo_model.py) make a warm-up counted, a drain skipped,
 repeats not merged or the breaking rule judged on the wrong level show in the numbers.
 """
 
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 
-from stackrace.breaking import FAILING, QUEUEING
-from stackrace.config import Stack, StackDef
-from stackrace.race.bench import BenchPlan
-from stackrace.race.bench_run import run_bench
-from stackrace.race.demo import TICK, StackModel, synthetic_parts
-from stackrace.race_settings import RaceSettings
+from stackrace.race.bench.protocol import BenchPlan
+from stackrace.race.bench.run import run_bench
+from stackrace.race.live.demo import TICK, StackModel, synthetic_parts
 from stackrace.report.schema import BenchRun
+from stackrace.rules.breaking import FAILING, QUEUEING
+from stackrace.settings.race_settings import RaceSettings
+from stackrace.stacks.catalogue import Stack, StackDef
 
 # a JIT: 500 req/s at most (2 ms of CPU each), a third of it cold, all of it after 20 s
 JIT = StackModel("jit", "async", 10_000, 10.0, 2.0, warm_s=20.0)

@@ -1,5 +1,5 @@
-"""The capacity search (race/capacity.py) against servers whose capacity is known exactly:
-formulas, so every rule of the search is checked in milliseconds."""
+"""The capacity search (race/core/capacity_search.py) against servers whose capacity is known
+exactly: formulas, so every rule of the search is checked in milliseconds."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from stackrace.race.capacity import (
+from stackrace.race.core.capacity_search import (
     BUDGET,
     CANNOT,
     CEILING,

@@ -18,7 +18,9 @@ def test_named_profiles_and_changes():
     assert parse_profile("mobile") == NAMED["mobile"]
     p = parse_profile("slow:upload=20ms,read=64KB/s,pieces=4,rcvbuf=8KiB")
     assert p == ClientProfile("slow", upload=0.02, pieces=4, read=64_000, rcvbuf=8192)
-    assert p.describe() == "slow:upload=20ms,read=64KB/s"
+    # every figure is in the text the race settings keep: it reads back the same
+    assert p.describe() == "slow:upload=20ms,pieces=4,read=64KB/s,rcvbuf=8192B"
+    assert parse_profile(p.describe()) == p
     assert parse_profile("wan:read=2MiB/s").read == 2 * 1024 * 1024
     assert parse_profile(parse_profile("mobile").describe()) == NAMED["mobile"]
 
@@ -26,7 +28,9 @@ def test_named_profiles_and_changes():
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("dialup", "a profile is one of slow, mobile, wan"),
+        ("dialup", "neither upload nor read is slow"),  # a name of your own says how
+        ("9lives:upload=1ms", "a profile is slow, mobile, wan, or a name of your own"),
+        ("slow:upload=20ms,upload=40ms", "upload is given twice"),
         ("slow:upload=fast", "not a duration"),
         ("slow:upload=2h", "not a duration"),
         ("slow:upload=90s", "at most 60s"),
@@ -40,8 +44,18 @@ def test_named_profiles_and_changes():
     ],
 )
 def test_a_bad_profile_says_what_is_expected(text, words):
+    """Each refusal names what was wrong; a key given twice is one (not the last wins)."""
     with pytest.raises(ProfileError, match=words):
         parse_profile(text)
+
+
+def test_a_profile_of_your_own_as_the_help_writes_it():
+    """`--clients NAME:upload=20ms,read=64KB/s` (the help's syntax): a new name starts
+    from nothing and keeps its name."""
+    p = parse_profile("mine:upload=20ms,read=64KB/s")
+    assert p == ClientProfile("mine", upload=0.02, read=64_000)
+    assert parse_profile(p.describe()) == p
+    assert parse_profile("edge:read=1MB/s") == ClientProfile("edge", upload=0.0, read=1e6)
 
 
 @pytest.mark.parametrize(("text", "share"), [("20%", 0.2), ("0.5", 0.5), ("100%", 1.0)])

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from stackrace.base.netguard import RemoteTargetError, require_loopback_or_member
 from stackrace.cluster.errors import PlacementError
 from stackrace.cluster.nodes import NodeInfo, load_slots, one_node
 from stackrace.cluster.placement import NodePlacement, NodeRef, load_placement, with_flags
-from stackrace.netguard import RemoteTargetError, require_loopback_or_member
 
 NODES = [
     NodeInfo("aa11" + "0" * 52, "10.0.0.1", "head", {"stackrace-role": "head"}),

@@ -1,4 +1,4 @@
-"""The run files committed in results/ (the README's figures) hold what every report
+"""The run files committed in results/ (the figures the docs quote) hold what every report
 promises: each level accounts for every request, and a closed-loop level whose answers
 do not explain its connections (Little's law) says so itself. A file written by an older
 engine that hid waiting clients fails here, not in a reader's hands."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.race.accounting import LITTLE_LOW
 from stackrace.report.write import read_run
+from stackrace.rules.accounting import LITTLE_LOW
 
 RESULTS = sorted((Path(__file__).resolve().parents[2] / "results").glob("*.json"))
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.config import ConfigError, load_stacks, render, resolve
+from stackrace.stacks.catalogue import ConfigError, load_stacks, render, resolve
 
 GOOD = """
 [stacks.app]
@@ -171,7 +171,7 @@ def test_upstream_is_resolved_from_a_param_and_serves_what_its_backend_serves(tm
 
 
 def test_upstream_port_placeholder_only_where_there_is_an_upstream(tmp_path):
-    from stackrace.config import placeholders
+    from stackrace.stacks.catalogue import placeholders
 
     stacks = load_stacks(write(tmp_path, FRONT))
     front = resolve("front", stacks)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from stackrace import config, slug
-from stackrace.config import ConfigError, load_stacks, resolve
+from stackrace.base import slug
+from stackrace.stacks import catalogue as config
+from stackrace.stacks.catalogue import ConfigError, load_stacks, resolve
 from stackrace.stacks.launcher import new_run_root
 from tests.helpers import ROOT
 

@@ -15,7 +15,7 @@ from stackrace.metrics.figures import (
     RaceFigures,
     estimated_buckets,
 )
-from stackrace.race.demo import SyntheticEngine
+from stackrace.race.live.demo import SyntheticEngine
 
 
 def parse(text: str) -> dict[str, dict[tuple, float]]:

@@ -1,4 +1,4 @@
-"""One parser per kind of option value (stackrace.options): what each accepts and refuses.
+"""One parser per kind of option value (stackrace.settings.options): what each accepts and refuses.
 
 The refusals as a user meets them (one line, exit 2, no load):
 tests/hardening/test_options.py."""
@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from stackrace import options
+from stackrace.settings import options
 
 CPUS = sorted(os.sched_getaffinity(0))
 
@@ -26,6 +26,8 @@ CASES = [
     (options.positive_rate, {"500": 500.0, "0.5": 0.5}, ["0", "-5", "nan", "inf", "-inf", ""]),
     (options.positive_int, {"1": 1, "40": 40}, ["0", "-5", "1.5", "x", ""]),
     (options.positive_int_list, {"10,100": [10, 100], "1": [1]}, ["10,,100", "0,10", "-1", ""]),
+    # `db up --port 0` would mean "any port" and start on another one silently
+    (options.port_number, {"1": 1, "13306": 13306, "65535": 65535}, ["0", "65536", "-1", "x"]),
     (options.procs, {"auto": "auto", "AUTO": "auto", "3": 3}, ["0", "-1", "many", ""]),
     (options.cpu_list, {str(CPUS[0]): [CPUS[0]]}, ["-1", "99", "999", "a", "0,0", "1-0"]),
 ]

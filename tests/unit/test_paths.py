@@ -1,4 +1,4 @@
-"""Where stackrace's files live (stackrace.paths) and which stacks file it reads."""
+"""Where stackrace's files live (stackrace.base.paths) and which stacks file it reads."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stackrace import paths
-from stackrace.config import GIVEN, HERE, SHIPPED, USER, find_stacks_file, load_stacks
+from stackrace.base import paths
+from stackrace.stacks.catalogue import GIVEN, HERE, SHIPPED, USER, find_stacks_file, load_stacks
 
 ROOT = Path(__file__).resolve().parents[2]
 

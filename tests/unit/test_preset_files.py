@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from stackrace.config import load_stacks, resolve
-from stackrace.presets import PRESETS_DIR, all_presets
-from stackrace.workloads import WORKLOADS
+from stackrace.race.core.presets import PRESETS_DIR, all_presets
+from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.catalogue import load_stacks, resolve
 
 STACKS = load_stacks()
 

@@ -4,7 +4,7 @@ the app module, a placeholder address, and no path of stackrace's."""
 
 from __future__ import annotations
 
-from stackrace.config import load_stacks, resolve
+from stackrace.stacks.catalogue import load_stacks, resolve
 from stackrace.stacks.production import production_command
 from tests.helpers import ROOT
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from stackrace.race.core import RaceCore
-from stackrace.race.demo import DemoSource, SyntheticEngine
-from stackrace.race.placement import choose_isolation, place
-from stackrace.race.plan import RacePlan
-from stackrace.race.session import Session
-from stackrace.race.state import StackState
-from stackrace.race_settings import RaceSettings
+from stackrace.race.core.core import RaceCore
+from stackrace.race.core.placement import choose_isolation, place
+from stackrace.race.core.plan import RacePlan
+from stackrace.race.core.state import StackState
+from stackrace.race.live.demo import DemoSource, SyntheticEngine
+from stackrace.race.live.session import Session
+from stackrace.settings.race_settings import RaceSettings
 
 
 def demo_core() -> tuple[RaceCore, SyntheticEngine]:

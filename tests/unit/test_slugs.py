@@ -1,12 +1,12 @@
-"""Safe names from user text (stackrace.slug) and what a stack lets a variant change
+"""Safe names from user text (stackrace.base.slug) and what a stack lets a variant change
 (config.tunables)."""
 
 from __future__ import annotations
 
 import re
 
-from stackrace.config import load_stacks, tunables
-from stackrace.slug import MAX_LEN, slug
+from stackrace.base.slug import MAX_LEN, slug
+from stackrace.stacks.catalogue import load_stacks, tunables
 
 VALID = re.compile(r"^[a-z][a-z0-9_-]*$")  # a Textual id, a CSS selector, a file name
 

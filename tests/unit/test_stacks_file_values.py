@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stackrace.config import PLACEHOLDERS, load_stacks, placeholders, resolve
+from stackrace.stacks.catalogue import PLACEHOLDERS, load_stacks, placeholders, resolve
 from tests.hardening.conftest import ROOT
 
 GOOD = """

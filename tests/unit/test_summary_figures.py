@@ -1,14 +1,20 @@
-"""The ramp summary's figures are the per-level table's (race/summary.py), and its files
+"""The ramp summary's figures are the per-level table's (race/live/summary.py), and its files
 say which race they are of."""
 
 from __future__ import annotations
 
 import json
 
-from stackrace.breaking import find_breaking_point, peak, step_result
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race.session_view import SummaryRow
-from stackrace.race.summary import SummaryContext, at_breaking, export, level_figures, to_markdown
+from stackrace.race.live.summary import (
+    SummaryContext,
+    at_breaking,
+    export,
+    level_figures,
+    to_markdown,
+)
+from stackrace.race.live.view import SummaryRow
+from stackrace.rules.breaking import find_breaking_point, peak, step_result
 
 
 def _window(
@@ -78,8 +84,8 @@ def test_the_files_say_which_race_they_are_of(tmp_path):
 
 
 def test_a_stack_that_only_waited_for_a_full_shared_core_says_so_not_not_reached():
-    from stackrace.breaking import CpuShare
-    from stackrace.race.summary import unbroken_text
+    from stackrace.race.live.summary import unbroken_text
+    from stackrace.rules.breaking import CpuShare
 
     starved = CpuShare(used=25, capacity=100, waited=70, core_full=True)
     steps = [

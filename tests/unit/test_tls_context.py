@@ -18,7 +18,7 @@ from stackrace.engine.tls import MIN_VERSION, TlsConfigError, c_context, client_
 def test_insecure_loads_no_ca_store():
     """`-k` checks nothing, so it loads no CAs: OpenSSL builds the server's chain against
     whatever store the context has even when told not to verify, and the system's CAs
-    cost 300-450 µs of CPU per handshake (README, HTTPS)."""
+    cost 300-450 µs of CPU per handshake (docs/engine.md, HTTPS)."""
     ctx = client_context(verify=False)
     assert ctx.verify_mode == ssl.CERT_NONE and not ctx.check_hostname
     assert ctx.cert_store_stats()["x509"] == 0

@@ -1,8 +1,8 @@
 import pytest
 
+from stackrace.base.netguard import RemoteTargetError, is_loopback, require_loopback
 from stackrace.engine.client import split
-from stackrace.netguard import RemoteTargetError, is_loopback, require_loopback
-from stackrace.units import fmt_us, parse_duration
+from stackrace.settings.units import fmt_us, parse_duration
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import msgspec
 
-from stackrace.breaking import (
+from stackrace.engine.model import LatencySummary, WindowStats
+from stackrace.race.live.verdicts import HOLD, VerdictHold, alone_on_a_core, shared_core
+from stackrace.rules.breaking import (
     FAILING,
     QUEUEING,
     SATURATED,
@@ -15,9 +17,7 @@ from stackrace.breaking import (
     find_breaking_point,
     step_result,
 )
-from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race.verdicts import HOLD, VerdictHold, alone_on_a_core, shared_core
-from stackrace.race.wedge import WEDGED_AFTER, WedgeWatch, backlog_note, timeout_cause
+from stackrace.rules.wedge import WEDGED_AFTER, WedgeWatch, backlog_note, timeout_cause
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.signs import ServerSigns
 
@@ -240,8 +240,8 @@ def test_one_client_served_and_nine_starving_is_starving_not_a_tick():
     waited until their 10 s timeout. Under 1 % of the *attempts* failed, so before this
     rule the verdict was "no breaking point" and the pane said "✓ no failures". In the
     clients' time it is most of nine in ten (each wait counts once it passed a second)."""
-    from stackrace.breaking import STARVING
-    from stackrace.race.explain import annotate, proof
+    from stackrace.race.live.explain import annotate, proof
+    from stackrace.rules.breaking import STARVING
 
     w = _uwsgi_http11()
     assert w.failed / w.requests < 0.01
@@ -264,8 +264,8 @@ def test_one_client_served_and_nine_starving_is_starving_not_a_tick():
 def test_a_burst_past_the_listen_backlog_is_named_by_the_unacknowledged_requests():
     """Clients that believe they are connected, whose requests the server's kernel never
     acknowledged: a full listen backlog dropped the handshake's last ACK."""
-    from stackrace.breaking import STARVING, LevelVerdict, judge
-    from stackrace.race.explain import starving_sentence
+    from stackrace.race.live.explain import starving_sentence
+    from stackrace.rules.breaking import STARVING, LevelVerdict, judge
 
     def ages(t: float) -> list[int]:
         return [int((t + 0.7) * 1e6)] * 140 + [15_000] * 860
@@ -285,8 +285,8 @@ def test_handshakes_that_stall_name_the_servers_tls_not_its_accept_queue():
     """https: clients whose TCP connect completed (the server took them) and whose TLS
     handshake gets no answer are `connecting` (nothing written) but not in an accept
     queue: the sentence names the TLS handshake (`handshaking`, from the engine)."""
-    from stackrace.breaking import STARVING, LevelVerdict
-    from stackrace.race.explain import starving_sentence
+    from stackrace.race.live.explain import starving_sentence
+    from stackrace.rules.breaking import STARVING, LevelVerdict
 
     def ages(t: float) -> list[int]:
         return [int((t + 0.7) * 1e6)] * 300 + [15_000] * 700
@@ -339,7 +339,7 @@ def test_starving_needs_a_share_of_the_clients_time_and_someone_served():
 
 
 def test_a_cpu_bound_stack_that_starves_is_saturated_and_says_so():
-    from stackrace.breaking import judge
+    from stackrace.rules.breaking import judge
 
     w = _uwsgi_http11()
     v = judge(step_result(10, w, share=CpuShare(used=97, capacity=100)), None, 200)

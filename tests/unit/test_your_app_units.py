@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from stackrace import statuses
-from stackrace.config import load_stacks, resolve
+from stackrace.base.slug import is_safe, slug
 from stackrace.engine.mix import sequence
-from stackrace.scenario import ScenarioError, kinds_from, load_scenario, parse_path_item
-from stackrace.slug import is_safe, slug
-from stackrace.userapp import (
+from stackrace.settings import statuses
+from stackrace.settings.scenario import ScenarioError, kinds_from, load_scenario, parse_path_item
+from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.stacks.userapp import (
     AppError,
     AppSpec,
     app_stacks,

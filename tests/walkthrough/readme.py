@@ -1,11 +1,12 @@
-"""The `stackrace …` command lines the README shows, read from the README itself.
+"""The `stackrace …` command lines the README and the docs show, read from the pages
+themselves (README.md and docs/*.md: every page a reader is sent to from the README).
 
 A command line is a line of a fenced code block that runs `stackrace` (after a `$ `
 prompt where the block shows output too, after `taskset …` or inside `eval "$(…)"`,
 continued over lines ending in `\\`, each part of `a && b`), or an inline code span
 that does (`stackrace --stacks gunicorn-sync,uvicorn --workload io -c 10 --go`) with
 an option or an argument (a span naming a command, `stackrace load`, is prose). Each
-comes with the README line it is on, so a failure names it.
+comes with the page and line it is on, so a failure names it.
 """
 
 from __future__ import annotations
@@ -15,19 +16,36 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-README = Path(__file__).parents[2] / "README.md"
+ROOT = Path(__file__).parents[2]
+README = ROOT / "README.md"
+
+
+def pages() -> list[Path]:
+    """The README, then the docs' pages in name order."""
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
 _INLINE = re.compile(r"`(stackrace(?: [^`]*)?)`")
-# a word standing for what the reader supplies: FILE, NAME, RUN.json, HEAD:6379, …
-_PLACEHOLDER = re.compile(r"^\[|\b[A-Z][A-Z0-9_]{2,}\b|…|^\.\.\.$")
+# a word standing for what the reader supplies: FILE, NAME, RUN.json, HEAD:6379, N, …
+_PLACEHOLDER = re.compile(r"^\[|\b[A-Z][A-Z0-9_]{2,}\b|^[A-Z]$|…|^\.\.\.$")
+# a block of results copied from results/ by scripts/doc_tables.py: measured output
+# (a claim's reason may quote a command line), not a line to run
+_TABLE_OPEN = "<!-- table: "
+_TABLE_CLOSE = "<!-- /table -->"
 
 
 @dataclass(frozen=True)
 class Line:
-    """One command line of the README: where it is, and its words."""
+    """One command line of a page: where it is, and its words."""
 
-    number: int  # 1-based line of README.md
+    number: int  # 1-based line of the page
     text: str  # as written (continuations joined)
     inline: bool
+    page: str = "README.md"  # relative to the repository
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.number}"
 
     @property
     def words(self) -> list[str]:
@@ -44,7 +62,8 @@ class Line:
 
 def _commands_in(text: str) -> list[str]:
     """The stackrace commands of one shell line: `a && b`, `eval "$(stackrace …)"`,
-    `taskset -c 1 stackrace …`, `stackrace … > file` (the redirection dropped)."""
+    `taskset -c 1 stackrace …`, `stackrace … > file` and `stackrace … | grep x` (the
+    redirection and the pipe dropped)."""
     text = text.split(" # ")[0].strip()
     inner = re.match(r'eval "\$\((.*)\)"', text)
     if inner:
@@ -53,7 +72,7 @@ def _commands_in(text: str) -> list[str]:
     for part in text.split("&&"):
         words = part.strip()
         words = re.sub(r"^taskset -c \S+ ", "", words)
-        words = words.split(" > ")[0].strip()
+        words = words.split(" > ")[0].split(" | ")[0].strip()
         if (words == "stackrace" or words.startswith("stackrace ")) and _is_command(words):
             out.append(words)
     return out
@@ -70,15 +89,31 @@ def _is_command(text: str) -> bool:
     return words[1] in {name for name, _m, _h in COMMANDS} or words[1].startswith("-")
 
 
-def command_lines(readme: Path = README) -> list[Line]:
-    lines = readme.read_text(encoding="utf-8").splitlines()
+def command_lines(paths: list[Path] | None = None) -> list[Line]:
+    """Every command line of the pages (README.md and docs/*.md by default), in page
+    order; a command shown twice is run once, under its first line."""
     found: list[Line] = []
-    in_block = False
+    for path in pages() if paths is None else paths:
+        found += _lines_of(path)
+    seen: set[str] = set()
+    return [x for x in found if not (x.text in seen or seen.add(x.text))]
+
+
+def _lines_of(path: Path) -> list[Line]:
+    page = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found: list[Line] = []
+    in_block = in_table = False
     block: list[tuple[int, str]] = []
     for n, raw in enumerate(lines, 1):
-        if raw.startswith("```"):
+        if raw.startswith(_TABLE_OPEN) or raw.startswith(_TABLE_CLOSE):
+            in_table = raw.startswith(_TABLE_OPEN)
+            continue
+        if in_table:
+            continue
+        if raw.lstrip().startswith("```"):
             if in_block:
-                found += _block(block)
+                found += _block(block, page)
                 block = []
             in_block = not in_block
             continue
@@ -91,13 +126,11 @@ def command_lines(readme: Path = README) -> list[Line]:
             second = words[1] if len(words) > 1 else ""
             wanted = len(words) >= 3 or second.startswith("-") or span == "stackrace"
             if wanted and _is_command(span):  # (an error message quoted is not)
-                found.append(Line(n, span, inline=True))
-    # a command shown twice is run once, under its first line
-    seen: set[str] = set()
-    return [x for x in found if not (x.text in seen or seen.add(x.text))]
+                found.append(Line(n, span, inline=True, page=page))
+    return found
 
 
-def _block(block: list[tuple[int, str]]) -> list[Line]:
+def _block(block: list[tuple[int, str]], page: str) -> list[Line]:
     prompted = any(raw.startswith("$ ") for _n, raw in block)
     out = []
     pending = ""
@@ -116,5 +149,5 @@ def _block(block: list[tuple[int, str]]) -> list[Line]:
             pending = text[:-1].rstrip()
             continue
         pending = ""
-        out += [Line(start, c, inline=False) for c in _commands_in(text)]
+        out += [Line(start, c, inline=False, page=page) for c in _commands_in(text)]
     return out

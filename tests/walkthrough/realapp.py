@@ -14,8 +14,8 @@ from textual.pilot import Pilot
 
 from stackrace.cli import build_parser
 from stackrace.commands.app import make_app
-from stackrace.race.session_view import SessionView
-from stackrace.race.state import StackState
+from stackrace.race.core.state import StackState
+from stackrace.race.live.view import SessionView
 from stackrace.tui.app import StackraceApp
 from tests.walkthrough.terminal import MARK, wait_none_left
 

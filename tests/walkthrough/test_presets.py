@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.presets import PRESETS_DIR, load_preset
-from stackrace.race.recording import load_recording
-from stackrace.race.replay import ReplayPlayer
-from stackrace.race.summary import to_dict
+from stackrace.race.core.presets import PRESETS_DIR, load_preset
+from stackrace.race.live.replay import ReplayPlayer
+from stackrace.race.live.summary import to_dict
+from stackrace.race.playback.recording import load_recording
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.slider import ConcurrencySlider

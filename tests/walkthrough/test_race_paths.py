@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.race.summary import at_breaking, level_figures
+from stackrace.race.live.summary import at_breaking, level_figures
 from stackrace.tui.dialogs import SummaryScreen
 from stackrace.tui.picker import PickerScreen, StackList
 from stackrace.tui.slider import ConcurrencySlider

@@ -1,11 +1,14 @@
-"""Every `stackrace …` command line the README shows, run as a reader would (read from
-the README when the tests run: a command added there is tried here the next run).
+"""Every `stackrace …` command line the README and the docs show, run as a reader would
+(read from README.md and docs/*.md when the tests run: a command added there is tried
+here the next run).
 
 Durations are shortened (`-d`, `--duration` and a preset's levels: the first level only,
-half a second, no warm-up); a URL on this machine points at a test server; the app runs
-in a terminal of its own and gets `q` once it has drawn; `serve` gets Ctrl-C once its
-stacks are up. A command fails the test on a traceback, a crash line, or an exit
-status the README does not document for it (`DOCUMENTED`). Commands that need what a
+half a second, no warm-up; a tune's `--budget`); a URL on this machine points at a test
+server; the app runs in a terminal of its own and gets `q` once it has drawn; `serve`
+gets Ctrl-C once its stacks are up. The files the pages name are made from the pages
+themselves: `./stacks.toml` is the stack block docs/stacks.md adds, `talk.toml` the talk
+track docs/tui.md shows. A command fails the test on a traceback, a crash line, or an
+exit status the pages do not document for it (`DOCUMENTED`). Commands that need what a
 test cannot have (a cluster, the network, the reader's own files) are skipped, each with
 its reason (`skipped`), so the test's output lists them.
 """
@@ -22,24 +25,26 @@ import sys
 
 import pytest
 
-from stackrace.presets import load_preset
+from stackrace.race.core.presets import load_preset
 from tests.helpers import ROOT, TestServer, free_port
+from tests.walkthrough.readme import ROOT as PAGES_ROOT
 from tests.walkthrough.readme import Line, command_lines
 from tests.walkthrough.terminal import run_in_terminal, wait_none_left
 
 LINES = command_lines()
 CLI = [sys.executable, "-m", "stackrace"]
-# exit statuses the README documents for a command besides 0, with where it says so
+# exit statuses the pages document for a command besides 0, with where they say so
 DOCUMENTED = {
     "--baseline": ({0, 1}, "the regression gate exits 1 on a regression or when nothing "
-                   "was compared (README: Headless comparisons, Regression gate)"),
+                   "was compared (docs/bench.md: The regression gate)"),
     "--from": ({0, 2}, "a saved run whose stacks were defined differently is refused "
-               "(README: Guarantees, input safety); the run here is an older committed "
-               "result"),
-    "--slo": ({0, 1}, "a level that misses the objective exits 1 (README: the SLO, "
+               "(docs/bench.md: Provenance and --from); the run here is an older "
+               "committed result"),
+    "--slo": ({0, 1}, "a level that misses the objective exits 1 (docs/bench.md: An SLO, "
               "`--slo 'p99<1us'    # exit 1`)"),
 }  # fmt: skip
 SERVERS = ("serve",)  # they run until Ctrl-C, which ends them with 0 or 130
+TUNE_BUDGET = "20s"  # a tune keeps its budget by the clock: a few candidates' searches
 
 
 def skipped(line: Line) -> str:
@@ -50,13 +55,11 @@ def skipped(line: Line) -> str:
     if line.placeholder:
         return f"a template ({line.placeholder} is the reader's to fill in)"
     if words[:2] == ["stackrace", "verify"] and len(words) == 2:
-        return "starts and checks all 30 stacks (a minute): tests/integration/test_verify_all.py"
-    if "hypercorn" in words:
-        return "hypercorn is the example stack the reader adds to a stacks file first"
+        return "starts and checks every shipped stack: tests/integration/test_verify_all.py"
     if words[1:2] == ["load"] and not any(w.startswith("http") for w in words):
         return "names load's options in the text; the URL is the reader's"
-    if any("$(" in w for w in words):
-        return "needs a shell (a $(…) substitution)"
+    if any("$" in w for w in words):
+        return "needs a shell (a $(…) substitution, or the $! of a server started before)"
     if words[1:2] == ["load"] and "--path" in words:
         return (
             "loads the Flask example the line before starts by hand: "
@@ -64,8 +67,13 @@ def skipped(line: Line) -> str:
         )
     if "fixed" in words and "--stacks" in words:
         return (
-            "the test server of known capacity (20 workers x 20 ms) is defined by "
+            "the test server of known capacity (50 workers x 50 ms) is defined by "
             "tests/integration/test_capacity.py, which runs this search"
+        )
+    if "--app" in words and not words[words.index("--app") + 1].startswith("examples/"):
+        return (
+            "names the reader's own app: tests/hardening/test_production_app.py races a "
+            "project set for production"
         )
     if words[1:3] == ["db", "reset"]:
         return "acts on the private MariaDB `db up` starts: tests/hardening/test_db_watch.py"
@@ -85,6 +93,8 @@ def shortened(words: list[str], server_port: int) -> list[str]:
             out.append("1s" if words[1] == "load" else "0.5s")
         elif prev == "--warmup":
             out.append("0s")
+        elif prev == "--budget":
+            out.append(TUNE_BUDGET)
         elif prev == "--metrics":
             out.append(str(free_port()))
         else:
@@ -98,20 +108,36 @@ def shortened(words: list[str], server_port: int) -> list[str]:
         if "--preset" in words and "--concurrency" not in words:
             preset = load_preset(words[words.index("--preset") + 1])
             out += ["--concurrency", str(preset.settings.concurrency_levels[0])]
+    if words[1:2] == ["tune"] and "--budget" not in words:
+        out += ["--budget", TUNE_BUDGET]
     return out
+
+
+def toml_block(page: str, first_line: str) -> str:
+    """The ```toml block of a page that starts with `first_line`: what the page asks the
+    reader to write into a file."""
+    text = (PAGES_ROOT / page).read_text(encoding="utf-8")
+    for block in re.findall(r"```toml\n(.*?)```", text, flags=re.S):
+        if block.startswith(first_line):
+            return block
+    raise AssertionError(f"{page} has no TOML block starting {first_line!r}")
 
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory):
-    """A directory to run the README's commands in, with the files they name: a copy of
-    the stacks file (`my.toml`), saved runs to report on (`run.json`, `old.json`,
-    `new.json`: a committed result, small), and a server for the URLs."""
+    """A directory to run the pages' commands in, with the files they name: a copy of
+    the stacks file (`my.toml`), the stack block docs/stacks.md adds (`./stacks.toml`,
+    which adds to the shipped stacks), the talk track of docs/tui.md (`talk.toml`),
+    saved runs to report on (`run.json`, `old.json`, `new.json`: a committed result,
+    small), and a server for the URLs."""
     d = tmp_path_factory.mktemp("readme")
     shutil.copy(ROOT / "stacks.toml", d / "my.toml")
+    (d / "stacks.toml").write_text(toml_block("docs/stacks.md", "[stacks."))
+    (d / "talk.toml").write_text(toml_block("docs/tui.md", "[[step]]"))
     for name in ("run.json", "old.json", "new.json"):
         shutil.copy(ROOT / "results" / "php-vs-python-hello.json", d / name)
     (d / "config").mkdir()
-    # the README's "Your app" lines name the examples relative to the repository
+    # the pages' "Your app" lines name the examples relative to the repository
     shutil.copytree(ROOT / "examples", d / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     server = TestServer()
     yield d, server
@@ -123,7 +149,7 @@ def _tail(text: str, lines: int = 12) -> str:
     return "\n    ".join(kept[-lines:])
 
 
-@pytest.mark.parametrize("line", LINES, ids=[f"README:{x.number}:{x.text[:60]}" for x in LINES])
+@pytest.mark.parametrize("line", LINES, ids=[f"{x.where}:{x.text[:60]}" for x in LINES])
 def test_a_readme_command_line_runs(line: Line, workdir) -> None:  # type: ignore[no-untyped-def]
     why = skipped(line)
     if why:
@@ -144,7 +170,7 @@ def test_a_readme_command_line_runs(line: Line, workdir) -> None:  # type: ignor
         ran = run_in_terminal(argv, keys=[(quit_at, "q")], timeout=60, cwd=d, env=env)
         status, output = ran.status, ran.text
         left = wait_none_left(ran.mark, 20.0)
-        assert not left, f"README line {line.number}: left running: {left}"
+        assert not left, f"{line.where}: left running: {left}"
     elif sub in SERVERS:
         proc = subprocess.Popen(
             argv, cwd=d, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -159,7 +185,7 @@ def test_a_readme_command_line_runs(line: Line, workdir) -> None:  # type: ignor
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=60)
         status, output = proc.returncode, "".join(seen) + rest
-        allowed, note = {0, 130}, "Ctrl-C stops it (README: serve)"
+        allowed, note = {0, 130}, "Ctrl-C stops it (README: The stacks)"
     else:
         done = subprocess.run(
             argv, cwd=d, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
@@ -167,8 +193,8 @@ def test_a_readme_command_line_runs(line: Line, workdir) -> None:  # type: ignor
         )  # fmt: skip
         status, output = done.returncode, done.stdout + done.stderr
     where = (
-        f"README line {line.number}: `{line.text}`\n  run as: {shlex.join(words)}"
-        f"\n  exit {status}, the README allows {sorted(allowed)}"
+        f"{line.where}: `{line.text}`\n  run as: {shlex.join(words)}"
+        f"\n  exit {status}, the pages allow {sorted(allowed)}"
         + (f" ({note})" if note else "")
         + f"\n  output:\n    {_tail(output)}"
     )

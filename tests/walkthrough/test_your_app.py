@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from stackrace.cli import build_parser
-from stackrace.race.setup import AppSetupError, build_session
+from stackrace.race.live.setup import AppSetupError, build_session
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane
 from tests.helpers import ROOT, TestServer, until

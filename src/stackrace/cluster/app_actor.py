@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stackrace.cluster.hostinfo import HostInfo, current_node_id, normal_priority, this_host
-from stackrace.config import HOST, Stack
-from stackrace.stacks.availability import check
+from stackrace.stacks.catalogue import HOST, Stack
+from stackrace.stacks.install import availability
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.stacks.sampler import ResourceSample, TreeSampler
 
@@ -90,11 +90,8 @@ class AppHost:
         # detach_watchdog: Ray SIGKILLs a dead actor's child processes, which would take
         # the launcher's watchdog with them before it killed the servers' own workers
         self.launcher = Launcher(host=host, detach_watchdog=True)
-        # two kinds of samplers, so that one's CPU window never cuts the other's: the
-        # status samplers feed the app's panes every refresh; the named ones are bench's,
-        # which measures CPU from one call to the next
+        # a sampler per stack, read by every status call (the panes' and bench's figures)
         self._status_samplers: dict[str, TreeSampler] = {}
-        self._samplers: dict[str, TreeSampler] = {}
 
     async def ready(self) -> HostInfo:
         normal_priority()  # this thread starts the stacks: see hostinfo.normal_priority
@@ -119,7 +116,7 @@ class AppHost:
         out = []
         for stack in stacks:
             try:
-                a = check(stack)
+                a = availability(stack)
                 out.append(CatalogEntry(stack.name, a.available, a.reason))
             except Exception as exc:  # a broken definition is reported, not fatal
                 out.append(CatalogEntry(stack.name, False, str(exc)))
@@ -156,22 +153,6 @@ class AppHost:
             out.append(_status(rs, s))
         return out
 
-    def sample(self, name: str, mark: str = "") -> ResourceSample | None:
-        """A sample of the stack's process tree, CPU since the previous call for it;
-        mark="before" / "after" as TreeSampler.mark_before / mark_after."""
-        self._called()
-        rs = self.launcher.running.get(name)
-        if rs is None:
-            return None
-        sampler = self._samplers.get(name)
-        if sampler is None:
-            sampler = self._samplers[name] = TreeSampler(rs.root_pids)
-        if mark == "before":
-            return sampler.mark_before()
-        if mark == "after":
-            return sampler.mark_after()
-        return sampler.sample()
-
     def log_tail(self, name: str, lines: int = 20) -> str:
         self._called()
         rs = self.launcher.running.get(name)
@@ -183,7 +164,6 @@ class AppHost:
         if rs is None:
             return None
         await self.launcher.stop(rs)
-        self._samplers.pop(name, None)
         self._status_samplers.pop(name, None)
         return _status(rs)
 

@@ -1,9 +1,9 @@
 """The driver's side of the app role: the stacks on the app node, through its `AppHost`.
 
-- `RemoteLauncher` / `RemoteStack` / `RemoteSampler` look like `stacks.launcher.Launcher`,
-  `RunningStack` and `stacks.sampler.TreeSampler`;
+- `RemoteLauncher` / `RemoteStack` look like `stacks.launcher.Launcher` and
+  `RunningStack`;
 - `ClusterStackSource` and its `RemoteMember`s are the race core's `StackStarter` and
-  `MemberHandle`s (race/core.py): the app and bench race remote stacks as local ones.
+  `MemberHandle`s (race/core/core.py): the app and bench race remote stacks as local ones.
 
 States come from one status call every `_REFRESH_S`, made by a background task, so the
 synchronous reads (`poll()`, `handle.state`) never wait on the network. The same task
@@ -11,9 +11,7 @@ watches the app host: when it has not answered for `lost_after` seconds (a parti
 dead machine) or Ray says its actor died, the app host is lost — every stack reads
 "crashed" with the reason, no call waits on it any more, and the front ends are told
 (`on_lost`): bench ends the run, the app's session ends the race, both saying which host
-was lost and when. The one blocking
-call is `RemoteSampler.sample()`, because bench measures a stack's CPU from one call to
-the next and must get the figure of that moment; bench calls it a few times per level.
+was lost and when.
 """
 
 from __future__ import annotations
@@ -29,9 +27,9 @@ import msgspec
 
 from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
-from stackrace.config import ConfigError, Stack, StackDef, resolve
-from stackrace.race.members import StackChoice
-from stackrace.race.state import StackState
+from stackrace.race.core.members import StackChoice
+from stackrace.race.core.state import StackState
+from stackrace.stacks.catalogue import ConfigError, Stack, StackDef, resolve
 from stackrace.stacks.launcher import LaunchError
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
@@ -77,38 +75,6 @@ class RemoteStack:
             return ray.get(self._actor.log_tail.remote(self.name, lines), timeout=10)
         except (ray.exceptions.RayError, TimeoutError) as exc:
             return f"(log tail unavailable: {first_line(exc)})"
-
-
-class RemoteSampler:
-    """A `TreeSampler` of a stack's processes on the app node (sampled there)."""
-
-    def __init__(self, actor: Any, name: str) -> None:
-        self._actor = actor
-        self.name = name
-        self.before: ResourceSample | None = None
-        self.after: ResourceSample | None = None
-        self.latest: ResourceSample | None = None
-
-    def _get(self, mark: str) -> ResourceSample:
-        import ray
-
-        # blocking on purpose: see the module docstring
-        s = ray.get(self._actor.sample.remote(self.name, mark), timeout=_CALL_TIMEOUT)
-        if s is None:
-            s = ResourceSample(time.monotonic(), 0, 0, 0, 0.0, 0, 0)
-        self.latest = s
-        return s
-
-    def sample(self) -> ResourceSample:
-        return self._get("")
-
-    def mark_before(self) -> ResourceSample:
-        self.before = self._get("before")
-        return self.before
-
-    def mark_after(self) -> ResourceSample:
-        self.after = self._get("after")
-        return self.after
 
 
 class RemoteLauncher:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from stackrace.base.errors import StackraceError
+
 INSTALL_HINT = "--cluster needs Ray: pip install 'stackrace[cluster]'"
 
 
-class ClusterError(RuntimeError):
+class ClusterError(StackraceError, RuntimeError):
     """A cluster run cannot start or go on; the message says why and what to do."""
 
 

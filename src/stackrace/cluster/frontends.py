@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from stackrace.cluster.app_role import ClusterStackSource
 from stackrace.cluster.run import ClusterRun
-from stackrace.config import StackDef
 from stackrace.engine.model import EngineSettings
-from stackrace.race.members import LoadEngine, RaceParts
-from stackrace.race.stacks import DEFAULT_STACKS
+from stackrace.race.core.members import LoadEngine, RaceParts
+from stackrace.race.core.stack_source import DEFAULT_STACKS
+from stackrace.stacks.catalogue import StackDef
 
 
 def _parts(run: ClusterRun, source: ClusterStackSource) -> RaceParts:

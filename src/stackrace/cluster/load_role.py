@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from stackrace.base.netguard import RemoteTargetError, require_loopback_or_member
 from stackrace.cluster.errors import ClusterError
 from stackrace.cluster.hostinfo import HostInfo, check_compatible
 from stackrace.cluster.nodes import LoadSlot
@@ -31,7 +32,6 @@ from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.link import EngineLink, LinkError
 from stackrace.engine.model import EngineSettings, TargetSpec
 from stackrace.engine.request import RequestError, parse_url
-from stackrace.netguard import RemoteTargetError, require_loopback_or_member
 
 _PULL_WAIT = 1.0  # s an idle long-poll waits on the actor before it returns empty
 

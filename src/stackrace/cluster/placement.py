@@ -34,7 +34,7 @@ from pathlib import Path
 import msgspec
 
 from stackrace.cluster.errors import PlacementError
-from stackrace.units import parse_duration
+from stackrace.settings.units import parse_duration
 
 ROLE_LABEL = "stackrace-role"
 DEFAULT_TIMEOUT = 30.0  # seconds a role's actor may take to be placed and ready

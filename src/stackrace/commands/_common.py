@@ -6,25 +6,26 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from stackrace.config import ConfigError, Stack, StackDef, StackFile, load_stacks, resolve
-from stackrace.race_settings import split_stacks
+from stackrace.settings.race_settings import split_stacks
+from stackrace.stacks.catalogue import ConfigError, Stack, StackDef, StackFile, load_stacks, resolve
 
 if TYPE_CHECKING:
-    from stackrace.race_settings import RaceSettings
+    from stackrace.settings.race_settings import RaceSettings
 
 
 def load(
     args: argparse.Namespace, settings: RaceSettings | None = None, prog: str = "stackrace"
 ) -> StackFile | None:
     """The stacks files' stacks, plus those made for this run: `SERVER[app]` for --app
-    and one per --cmd (stackrace.userapp), ready on the first of the run's requests; or
+    and one per --cmd (stackrace.stacks.userapp), ready on the first of the run's requests; or
     None after one error line."""
     try:
         stacks = load_stacks(args.stacks_file)
     except ConfigError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return None
-    from stackrace import scenario, userapp
+    from stackrace.settings import scenario
+    from stackrace.stacks import userapp
 
     try:
         return userapp.with_run_stacks(stacks, args, settings)
@@ -34,7 +35,7 @@ def load(
 
 
 def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
-    from stackrace.userapp import default_app_stacks as defaults
+    from stackrace.stacks.userapp import default_app_stacks as defaults
 
     return defaults(stacks)
 

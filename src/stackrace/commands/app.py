@@ -1,6 +1,6 @@
 """`stackrace` with no subcommand: open the live comparator (the Textual app).
 
-The wiring is here and in race/setup.py, not in the UI: the race is made from the
+The wiring is here and in race/live/setup.py, not in the UI: the race is made from the
 command line (`app_race`), the metrics exporter is bound before anything starts and
 handed to `run_app` by name, and the app receives the ready race and shows it.
 `make_app(args)` is the same app without running it: what the walkthrough tests and
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from stackrace.metrics.exporter import MetricsExporter
-    from stackrace.race.members import RaceParts
+    from stackrace.race.core.members import RaceParts
     from stackrace.tui.app import StackraceApp
 
 
 def run(args: argparse.Namespace) -> int:
-    from stackrace.config import ConfigError, load_stacks
+    from stackrace.stacks.catalogue import ConfigError, load_stacks
 
     try:
         load_stacks(args.stacks_file)
@@ -30,14 +30,15 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if not getattr(args, "demo", False) and not getattr(args, "cluster", None):
         # before the screen opens: a read-only home is one line here, not a crash later
-        from stackrace.paths import writable_dir
+        from stackrace.base.paths import writable_dir
         from stackrace.stacks.launcher import runs_dir
 
         writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR")
-    from stackrace.metrics.exporter import MetricsError, open_from_args
+    from stackrace.commands.metrics_args import open_metrics
+    from stackrace.metrics.exporter import MetricsError
 
     try:  # bound before anything starts: a port in use is one line, not a broken screen
-        exporter = open_from_args(args, "stackrace")
+        exporter = open_metrics(args, "stackrace")
     except MetricsError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return 2
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:
-    from stackrace.cluster.flags import wants_cluster
+    from stackrace.commands.cluster_args import wants_cluster
 
     if wants_cluster(args):  # checked before the TUI is imported
         return _run_on_cluster(args, exporter)
@@ -59,7 +60,7 @@ def _run(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:
 def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> StackraceApp:
     """The app for these command-line arguments, ready to run: what `stackrace` runs,
     and what the walkthrough tests open with Pilot. A bad argument is an AppSetupError."""
-    from stackrace.race.setup import app_race
+    from stackrace.race.live.setup import app_race
     from stackrace.tui.app import StackraceApp
 
     return StackraceApp.for_race(app_race(args, parts))
@@ -71,7 +72,7 @@ def run_app(
     exporter: MetricsExporter | None = None,
 ) -> int:
     """Open the app and run it to its end; `exporter` (--metrics) follows its race."""
-    from stackrace.race.setup import AppSetupError
+    from stackrace.race.live.setup import AppSetupError
     from stackrace.tui.app import exit_status
 
     try:
@@ -91,9 +92,9 @@ def _run_on_cluster(args: argparse.Namespace, exporter: MetricsExporter | None) 
     """`stackrace --cluster ADDRESS`: the same app, its stacks on the cluster's app node
     and each stack's engine processes on its load nodes (stackrace.cluster)."""
     from stackrace.cluster.errors import ClusterError
-    from stackrace.cluster.flags import connect_from_args
     from stackrace.cluster.frontends import app_parts
-    from stackrace.config import load_stacks
+    from stackrace.commands.cluster_args import connect_from_args
+    from stackrace.stacks.catalogue import load_stacks
 
     cluster = connect_from_args(args, "stackrace")
     if cluster is None:

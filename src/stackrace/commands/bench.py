@@ -1,6 +1,6 @@
 """`stackrace bench`: a headless comparison that ends with a table, files and a verdict.
 
-Its options are the race settings (race_settings.py declares each once, with its
+Its options are the race settings (settings/race_settings.py declares each once, with its
 default and parser); a `--preset` supplies them, or `--from RUN.json` (a saved run: its
 settings, and its stacks as the run recorded them: report/provenance.py), and options
 given override them. Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops the run
@@ -30,26 +30,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands._common import (
     default_app_stacks,
     load,
     resolve_all,
     serves_workload,
 )
-from stackrace.config import ConfigError, StackFile
+from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.metrics_args import add_metrics_arguments, open_metrics
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
-from stackrace.metrics.exporter import open_from_args as open_metrics
-from stackrace.metrics.flags import add_metrics_arguments
-from stackrace.options import positive_duration, precision
-from stackrace.presets import load_preset
-from stackrace.race.bench import BenchPlan
-from stackrace.race.bench_report import BenchRecorder
-from stackrace.race.bench_run import plan_placement, run_bench
-from stackrace.race.capacity_run import CapacityPlan
-from stackrace.race.members import RaceParts
-from stackrace.race.urls import UrlError, add_url_arguments, check_paths, url_targets
-from stackrace.race_settings import RaceSettings, add_options, with_given
+from stackrace.race.bench.protocol import BenchPlan
+from stackrace.race.bench.recorder import BenchRecorder
+from stackrace.race.bench.run import plan_placement, run_bench
+from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.core.members import RaceParts
+from stackrace.race.core.placement import cpus_problem
+from stackrace.race.core.presets import load_preset
+from stackrace.race.core.urls import UrlError, add_url_arguments, check_paths, url_targets
 from stackrace.report import gate
 from stackrace.report.capacity import table_lines as capacity_table
 from stackrace.report.failures import run_failures
@@ -65,9 +62,12 @@ from stackrace.report.write import (
     write_files,
     write_outputs,
 )
-from stackrace.scenario import ScenarioError
+from stackrace.settings.options import positive_duration, precision, usable_cpus
+from stackrace.settings.race_settings import RaceSettings, add_options, with_given
+from stackrace.settings.scenario import ScenarioError
+from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.catalogue import ConfigError, StackFile
 from stackrace.supervise import hurry
-from stackrace.workloads import WORKLOADS
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -105,7 +105,7 @@ def register(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a --url host that is not on this machine (refused otherwise)",
     )
-    from stackrace import userapp
+    from stackrace.stacks import userapp
 
     userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
     p.add_argument("--json", dest="json_out", help="write the run (versioned schema) here")
@@ -205,7 +205,7 @@ def build_plan(
         chosen_names, others = default_app_stacks(stacks)
         chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]
         if not chosen_names:
-            from stackrace.userapp import install_hint
+            from stackrace.stacks.userapp import install_hint
 
             _fail(
                 f"no server that runs your app is installed where it runs ({', '.join(others)}"
@@ -213,13 +213,18 @@ def build_plan(
             )
             return None
         if others:
-            from stackrace.userapp import left_out_note
+            from stackrace.stacks.userapp import left_out_note
 
             print(f"stackrace bench: {left_out_note(chosen_names, others)}", file=sys.stderr)
         settings = msgspec.structs.replace(settings, stacks=chosen_names)
     if not settings.stacks and not args.url:
         _fail("name the stacks (--stacks A,B), a --preset, or servers you started (--url)")
         return None
+    if not wants_cluster(args):  # (a cluster's app node is checked once it is known)
+        problem = cpus_problem(settings.cpus, usable_cpus())
+        if problem:
+            _fail(problem)
+            return None
     if settings.own_requests:
         try:
             settings.request_kinds()  # read and checked before anything starts
@@ -228,6 +233,12 @@ def build_plan(
             return None
     chosen = resolve_all([",".join(settings.stacks)], stacks) if settings.stacks else []
     if chosen is None:
+        return None
+    from stackrace.stacks.userapp import missing_servers
+
+    missing = missing_servers(settings.stacks, stacks)
+    if missing:
+        _fail(missing)
         return None
     if not settings.own_requests and not serves_workload(
         chosen, settings.workload, "stackrace bench"
@@ -393,6 +404,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
         try:
             parts = bench_parts(cluster)
+            problem = cpus_problem(plan.settings.cpus, parts.cores, engine_here=False)
+            if problem:
+                raise ClusterError(f"{problem} (the app node)")
         except ClusterError as exc:
             cluster.close()
             if metrics is not None:

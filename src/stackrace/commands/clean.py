@@ -7,7 +7,7 @@ ran every stack. This command finds them, says what each is and how big, and (wi
 `--dry-run`) stops the database and removes them.
 
 What it may remove is a fixed list of names it knows it made (`_MADE`), directly
-inside its data and cache directories (stackrace.paths), plus two places outside them
+inside its data and cache directories (stackrace.base.paths), plus two places outside them
 that stackrace made and recorded, each checked for being exactly that: the private
 MariaDB's server directory when it had to live under /var/tmp (named
 `stackrace-mariadb-*` there, recorded in the instance's instance.json), and the crash
@@ -35,11 +35,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from stackrace import paths
+from stackrace.base import paths
 from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import default_dir, shadow_base
+from stackrace.settings.units import fmt_bytes
 from stackrace.stacks.launcher import runs_dir
-from stackrace.units import fmt_bytes
 
 # what stackrace makes directly in its directories, and what each is
 _MADE = {

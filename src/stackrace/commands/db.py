@@ -22,8 +22,8 @@ from stackrace.db import (
     db_env,
     open_database,
 )
-from stackrace.options import positive_int
-from stackrace.units import fmt_bytes
+from stackrace.settings.options import port_number, positive_int
+from stackrace.settings.units import fmt_bytes
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -48,7 +48,7 @@ def register(p: argparse.ArgumentParser) -> None:
     up = sub.add_parser("up", parents=[common], help="install if needed and start the server")
     up.add_argument(
         "--port",
-        type=int,
+        type=port_number,
         default=None,
         help=f"loopback TCP port (default {DEFAULT_PORT}, then whatever the instance last used)",
     )
@@ -141,10 +141,14 @@ def _up(args: argparse.Namespace, db: Database) -> int:
         db.up()
         print(f"using the existing server at {db.settings.redacted()} (nothing to start)")
         return 0
-    was_running = db.is_running()
     t0 = time.monotonic()
     settings = db.up()
-    verb = "already running" if was_running else f"started in {time.monotonic() - t0:.1f} s"
+    if db.started:
+        verb = f"started in {time.monotonic() - t0:.1f} s"
+    elif db.waited:  # another `db up` (or a bench) held the start: it started it
+        verb = "already starting/running (another stackrace started it)"
+    else:
+        verb = "already running"
     print(f"private MariaDB {verb}: {settings.redacted()} (socket {settings.socket})")
     for note in db.notes:
         print(f"note: {note}")

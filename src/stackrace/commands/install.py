@@ -2,7 +2,7 @@
 
 apt packages (one `apt-get update` first; sudo when not root), pip packages into the venv
 stackrace runs in or the PyPy venv, npm packages and builds (in a checkout beside the
-apps; for a package in the data directory: stackrace.paths). Everything is checked
+apps; for a package in the data directory: stackrace.base.paths). Everything is checked
 first, so a run with nothing to do takes well under a second. Exit status 1 when any
 stack could not be completed.
 """
@@ -101,7 +101,7 @@ def install_into(args: argparse.Namespace, stacks: dict) -> int:
     interpreter's own pip, then a check that each server imports there. Nothing goes
     into the environment stackrace runs in unless PYTHON is its interpreter."""
     from stackrace.stacks.install import StepError, _run, forget_importable, importable
-    from stackrace.userapp import APP_TAG, AppError, choose_python
+    from stackrace.stacks.userapp import APP_TAG, AppError, choose_python
 
     prog = "stackrace install"
     if args.all or not args.names:

@@ -10,11 +10,11 @@ URLs of several servers are refused rather than loaded side by side: a summary, 
 document and a histogram describe one target, and racing servers against each other is
 `bench`'s job (`bench --url NAME=URL …` gives every output for servers started by
 hand). The request options (`--path`, `-m`, `-H`, `--body`, `--body-file`,
-`--scenario`, `--expect-status`) are the race settings' own (race_settings.py), read
-into requests by stackrace.scenario, so they mean and check the same everywhere.
+`--scenario`, `--expect-status`) are the race settings' own (settings/race_settings.py), read
+into requests by stackrace.settings.scenario, so they mean and check the same everywhere.
 
 Ctrl-C, SIGTERM and SIGHUP (the terminal closed) end the load early; the figures so far
-are printed, then `--hdr-out` is written (whole or not at all: stackrace.atomicfile).
+are printed, then `--hdr-out` is written (whole or not at all: stackrace.base.atomicfile).
 Stopped during the warm-up, it says how many requests the warm-up sent and got back.
 Exit status: 0; 1 when nothing succeeded (or one request of a mix never got an expected
 answer), or the load missed its objective (`--slo 'p99<50ms'`: report/slo.py, waiting
@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING
 import msgspec
 import uvloop
 
-from stackrace import options, scenario
-from stackrace.atomicfile import write_atomic
-from stackrace.breaking import starves
-from stackrace.cluster.flags import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.base.atomicfile import write_atomic
+from stackrace.base.netguard import RemoteTargetError, require_loopback
+from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.metrics_args import add_metrics_arguments, open_metrics
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.histogram import LatencyHistogram
@@ -63,19 +63,18 @@ from stackrace.engine.model import (
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
-from stackrace.metrics.exporter import open_from_args as open_metrics
-from stackrace.metrics.flags import add_metrics_arguments
-from stackrace.netguard import RemoteTargetError, require_loopback
-from stackrace.race import accounting
-from stackrace.race.explain import starved_sentence
-from stackrace.race_settings import REQUEST_FIELDS, RaceSettings, add_options, given
-from stackrace.race_settings import options as options_of
+from stackrace.race.live.explain import starved_sentence
 from stackrace.report.failures import requests_failed
 from stackrace.report.schema import PathResult
 from stackrace.report.slo import Slo
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
+from stackrace.rules import accounting
+from stackrace.rules.breaking import starves
+from stackrace.settings import options, scenario
+from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings, add_options, given
+from stackrace.settings.race_settings import options as options_of
+from stackrace.settings.units import fmt_bytes, fmt_count, fmt_us
 from stackrace.supervise.procs import keep_off
-from stackrace.units import fmt_bytes, fmt_count, fmt_us
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -90,7 +89,7 @@ LOAD_WARMUP = 0.0
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    # every value is checked by its parser before anything starts (stackrace.options)
+    # every value is checked by its parser before anything starts (stackrace.settings.options)
     p.add_argument(
         "urls",
         nargs="+",
@@ -107,11 +106,11 @@ def register(p: argparse.ArgumentParser) -> None:
         default=10,
         help="connections (default 10)",
     )
-    # duration, warm-up and timeout are the race settings' (race_settings.py): the same
+    # duration, warm-up and timeout are the race settings' (settings/race_settings.py): the same
     # parser and meaning, and the same defaults but for the warm-up's (LOAD_WARMUP)
     settings, race = options_of(), RaceSettings()
     duration, warmup, timeout = (settings[k].parse for k in ("duration", "warmup", "timeout"))
-    assert duration and warmup and timeout  # each has a parser (race_settings.py)
+    assert duration and warmup and timeout  # each has a parser (settings/race_settings.py)
     p.add_argument(
         "-d",
         "--duration",
@@ -839,14 +838,17 @@ def _summary(
         + (f" ({w.handshaking} in the TLS handshake)" if w.handshaking else "")
     )
     if starves(w):
-        # not "did not keep up": others were answered all along (breaking.py STARVING)
+        # not "did not keep up": others were answered all along (rules/breaking.py STARVING)
         # where the starved are, from the last interval's figures, or the run's when
         # the last interval was a sliver too short to sample them
         last = t.interval if t.interval.starved_share else w
         print(f"  ! starving: {starved_sentence(last, w)}, while the others were answered")
     elif w.waiting and w.oldest_wait_us >= 0.5 * w.seconds * 1e6:
+        held = accounting.connections_limit(w, spec.concurrency, spec.rate) if spec.rate else ""
         print(
-            f"  ! {w.waiting} clients were still waiting at the end, the oldest for "
+            f"  ! {held}"
+            if held
+            else f"  ! {w.waiting} clients were still waiting at the end, the oldest for "
             f"{fmt_us(w.oldest_wait_us)}: the server did not keep up with {spec.concurrency} "
             "connections (their wait is in no latency figure above)"
         )

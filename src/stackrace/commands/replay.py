@@ -17,8 +17,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stackrace.race.recording import RecordingError, load_recording
-    from stackrace.race.replay import SPEEDS, ReplayPlayer
+    from stackrace.race.live.replay import SPEEDS, ReplayPlayer
+    from stackrace.race.playback.recording import RecordingError, load_recording
 
     try:
         recording = load_recording(args.file)

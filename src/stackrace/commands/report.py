@@ -26,7 +26,7 @@ from stackrace.report.write import (
     write_files,
     write_outputs,
 )
-from stackrace.units import fmt_us
+from stackrace.settings.units import fmt_us
 
 # argparse formats a help string with %: the default rules' own % are doubled
 _DEFAULT_RULES = gate.DEFAULT_RULES.replace("%", "%%")
@@ -138,7 +138,7 @@ def is_capacity_run(run: BenchRun) -> bool:
 
 
 def capacity_report(runs: list[BenchRun], args: argparse.Namespace) -> int:
-    from stackrace.atomicfile import write_atomic
+    from stackrace.base.atomicfile import write_atomic
     from stackrace.report import capacity as captable
 
     if len(runs) == 1:

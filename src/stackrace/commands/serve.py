@@ -13,7 +13,7 @@ import signal
 import sys
 
 from stackrace.commands._common import load, resolve_all
-from stackrace.config import DB_WORKLOADS, Stack
+from stackrace.stacks.catalogue import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.supervise import hurry
 
@@ -28,7 +28,7 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     # the default since --db: kept so that scripts written for the old default still run
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
-    from stackrace import userapp
+    from stackrace.stacks import userapp
 
     userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
     p.set_defaults(func=run)
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     names = args.names
     if not names:
-        from stackrace.userapp import default_app_stacks, generated_names
+        from stackrace.stacks.userapp import default_app_stacks, generated_names
 
         names = default_app_stacks(stacks)[0] + [
             n for n in generated_names(stacks) if "[app]" not in n

@@ -15,9 +15,10 @@ from typing import Any
 import msgspec
 
 from stackrace.commands._common import load
-from stackrace.config import ConfigError, resolve, tunable_ceilings
-from stackrace.stacks.availability import Availability, check
-from stackrace.workloads import WORKLOADS
+from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
+from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.catalogue import ConfigError, resolve, tunable_ceilings
+from stackrace.stacks.install import Availability, availability
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -29,8 +30,8 @@ def run(args: argparse.Namespace) -> int:
     stacks = load(args)
     if stacks is None:
         return 2
-    # on stderr with --json, so that stdout stays one JSON document
-    out = sys.stderr if args.json else None
+    # on stderr with --json or in a pipe, so that stdout stays one JSON document or rows
+    out = sys.stderr if args.json or not on_terminal() else None
     for path, origin, _ in stacks.files:  # every file read, lowest first
         print(f"stacks file: {path} ({origin})", file=out)
     if len(stacks.files) > 1:
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         served: list[str] = []
         try:
             stack = resolve(name, stacks)
-            a = check(stack)
+            a = availability(stack)
             served = stack.served(list(WORKLOADS))
         except ConfigError as exc:  # e.g. `cpus` this machine does not have
             a = Availability(False, str(exc), f"fix stack '{name}' in {stacks.source}")
@@ -62,30 +63,30 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(msgspec.json.encode(rows).decode())
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(header_style="bold")
-    for col in ("stack", "title", "family", "language", "workloads", "available"):
-        table.add_column(col)
     every = list(WORKLOADS)
-    for r in rows:
-        status = "[green]yes[/]" if r["available"] else f"[red]no[/]: {r['reason']} — {r['fix']}"
-        style = None if r["available"] else "dim"
-        served = r["workloads"]
-        # the contract's four are the rule: show what differs from serving all of them
-        shown = "all" if served == every else " ".join(served)
-        table.add_row(r["name"], r["title"], r["family"], r["language"], shown, status, style=style)
-    Console().print(table)
+    listing = [
+        StackRow(
+            r["name"], r["title"], r["family"], r["language"],
+            # the contract's four are the rule: show what differs from serving all of them
+            "all" if r["workloads"] == every else " ".join(r["workloads"]),
+            r["available"],
+            "" if r["available"] else f"{r['reason']} — {r['fix']}",
+        )
+        for r in rows
+    ]  # fmt: skip
+    # a table on a terminal; in a pipe, tab-separated rows on stdout, the notes on stderr
+    print_rows(listing)
     ceilings = tunable_ceilings()
     print(
         f"variants on this machine: workers <= {ceilings.workers}, threads <= "
-        f"{ceilings.threads} (`stackrace --no-tunable-limits …` lifts them)"
+        f"{ceilings.threads} (`stackrace --no-tunable-limits …` lifts them)",
+        file=out,
     )
     missing = sum(not r["available"] for r in rows)
     if missing:
         print(
             f"{missing} of {len(rows)} stacks unavailable: `stackrace install --all` "
-            "installs what they need"
+            "installs what they need",
+            file=out,
         )
     return 0

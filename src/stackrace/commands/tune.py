@@ -10,7 +10,7 @@ machine — workers 1 … 2 × cores + 1, threads 1 … 32 on a log scale, at mo
 ceilings from cores and memory (config.tunable_ceilings), and every choice a param
 lists — one candidate at a time (each pinned to cores of its own by the bench core,
 `isolation rotate`), and for each its capacity under the SLO found by the search of
-`bench --capacity` (race/capacity_run.py). Before it starts, tune estimates the time
+`bench --capacity` (race/core/capacity_run.py). Before it starts, tune estimates the time
 (probes × probe time per candidate) and, when that exceeds `--budget`, thins the grid
 (every other value of the longest axis, again and again) until it fits. The budget
 is then kept by the clock: each candidate's search gets an equal share of the time
@@ -43,14 +43,21 @@ import msgspec
 
 from stackrace.commands._common import load
 from stackrace.commands.bench import add_search_arguments, build_plan
-from stackrace.config import ConfigError, Stack, StackFile, tunable_ceilings, tunables
-from stackrace.race.bench_run import run_bench
-from stackrace.race.capacity_run import CapacityPlan
-from stackrace.race.urls import add_url_arguments
-from stackrace.race_settings import add_options
+from stackrace.race.bench.run import run_bench
+from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.core.urls import add_url_arguments
 from stackrace.report import capacity as captable
 from stackrace.report.schema import BenchRun, StackResult
 from stackrace.report.write import check_output_paths, read_run
+from stackrace.settings.race_settings import add_options
+from stackrace.stacks.catalogue import (
+    ConfigError,
+    Stack,
+    StackFile,
+    check_kind,
+    tunable_ceilings,
+    tunables,
+)
 from stackrace.stacks.production import Production
 
 PROG = "stackrace tune"
@@ -66,7 +73,7 @@ def register(p: argparse.ArgumentParser) -> None:
     servers = p.add_argument_group("a server you started: the capacity search alone")
     add_url_arguments(servers)
     servers.add_argument("--allow-remote", action="store_true", help=argparse.SUPPRESS)
-    from stackrace import userapp
+    from stackrace.stacks import userapp
 
     userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
     add_search_arguments(p.add_argument_group("the search"))
@@ -91,29 +98,54 @@ def _fail(message: str) -> int:
 def axes(
     stack: Stack, cores: int, workers: str | None, threads: str | None
 ) -> dict[str, list[str]]:
-    """The values each tunable is swept over, bounded by the machine."""
+    """The values each tunable is swept over, bounded by the machine. Values given
+    (`--workers`, `--threads`) are checked, never dropped: one above the machine's
+    ceiling, or a list for a setting the stack does not have, is a ValueError."""
     ceil = tunable_ceilings()
+    keys = {t.key for t in tunables(stack.spec)}
+    for key, given in (("workers", workers), ("threads", threads)):
+        if given and key not in keys:
+            has = ", ".join(sorted(keys)) or "none"
+            raise ValueError(
+                f"--{key}: {stack.name} has no {key} setting to tune (its settings: {has})"
+            )
+        if given and key in stack.overrides:
+            raise ValueError(
+                f"--{key}: {stack.name} sets {key} already: name {stack.base} to sweep it"
+            )
     out: dict[str, list[str]] = {}
-    for t in tunables(stack.spec):
+    # a setting the variant fixes (gunicorn-gthread:threads=2) is not swept
+    for t in [t for t in tunables(stack.spec) if t.key not in stack.overrides]:
         if t.key == "workers":
-            values = _ints(workers) if workers else _spread(1, min(2 * cores + 1, ceil.workers))
-            out["workers"] = [str(v) for v in values if v <= ceil.workers]
+            values = (
+                _ints(workers, "--workers")
+                if workers
+                else _spread(1, min(2 * cores + 1, ceil.workers))
+            )
+            out["workers"] = [str(v) for v in values]
         elif t.key == "threads":
             top = min(32, ceil.threads)
-            values = _ints(threads) if threads else [2**k for k in range(6) if 2**k <= top]
-            out["threads"] = [str(v) for v in values if v <= ceil.threads]
+            values = (
+                _ints(threads, "--threads") if threads else [2**k for k in range(6) if 2**k <= top]
+            )
+            out["threads"] = [str(v) for v in values]
         elif t.choices:
             out[t.key] = list(t.choices)
     return {k: v for k, v in out.items() if v}
 
 
-def _ints(text: str) -> list[int]:
+def _ints(text: str, option: str) -> list[int]:
     try:
         values = sorted({int(v) for v in text.split(",") if v.strip()})
     except ValueError:
-        raise ValueError(f"must be whole numbers like 1,2,4, got {text!r}") from None
+        raise ValueError(f"{option} must be whole numbers like 1,2,4, got {text!r}") from None
     if not values or values[0] < 1:
-        raise ValueError(f"must be whole numbers of at least 1, got {text!r}")
+        raise ValueError(f"{option} must be whole numbers of at least 1, got {text!r}")
+    key = option.removeprefix("--")
+    for v in values:
+        problem = check_kind("count", key, str(v))  # the machine's ceiling, as a variant's
+        if problem:
+            raise ValueError(f"{option} {v}: {problem.removeprefix(f'{v} ')}")
     return values
 
 
@@ -143,9 +175,11 @@ def thin(grid: dict[str, list[str]], fits: int) -> dict[str, list[str]]:
 
 
 def candidates(name: str, grid: dict[str, list[str]]) -> list[str]:
+    """Each combination as a variant of `name` (its own settings kept first)."""
     keys = list(grid)
+    sep = "," if ":" in name else ":"
     return [
-        f"{name}:" + ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
+        name + sep + ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
         for combo in itertools.product(*(grid[k] for k in keys))
     ] or [name]
 
@@ -154,7 +188,7 @@ def stack_to_tune(name: str | None, stacks: StackFile) -> tuple[str | None, str]
     """The stack a tune sweeps, and a note when it is not the name as given: with
     --app, `gunicorn-gthread` means `gunicorn-gthread[app]` (your app on it), and no
     name means the first of the common servers of the app's kind that runs here."""
-    from stackrace.userapp import APP_TAG, app_stack_name, default_app_stacks
+    from stackrace.stacks.userapp import APP_TAG, app_stack_name, default_app_stacks
 
     if getattr(stacks, "app", None) is None:
         return name, ""
@@ -187,6 +221,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail("give the objective to tune for: --slo 'p99<50ms'")
     if (args.stack and args.url) or not (args.stack or args.url or args.app):
         return _fail("name one stack to tune, or a server you started (--url URL)")
+    if args.url and (args.tune_workers or args.tune_threads):
+        return _fail(
+            "--workers and --threads sweep a stack's settings: a server you started (--url) "
+            "is measured as it runs (the capacity search alone)"
+        )
     budget = args.budget or 180.0
     per_probe = (0.3 + (args.warmup or 0.0) + (args.duration or 2.0)) * 1.15
     per_candidate = PROBES_PER_SEARCH * per_probe
@@ -212,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
             progress(f"tune: {note}")
         if args.stack.partition(":")[0] not in stacks:
             return _fail(f"no stack {args.stack!r} (`stackrace stacks` lists them)")
-        from stackrace.config import resolve
+        from stackrace.stacks.catalogue import resolve
 
         try:
             base = resolve(args.stack, stacks)
@@ -236,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
         # The budget is kept by the clock, not by the estimate: each candidate's search
         # gets an equal share of what is left, less the start-up and stop the candidates
         # so far took outside their probes; a search checks its share before each probe
-        # (race/capacity.py), so a candidate overruns by at most one probe. When too
+        # (race/core/capacity_search.py), so a candidate overruns by at most one probe. When too
         # little is left for one probe, the candidates not measured are named.
         left = budget - (time.monotonic() - started)
         share = left / (len(todo) - n) - overhead
@@ -272,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
     result = msgspec.structs.replace(runs[0], stacks=[st for r in runs for st in r.stacks])
     commands = {}
     if names:
-        from stackrace.config import resolve
+        from stackrace.stacks.catalogue import resolve
         from stackrace.stacks.production import production_command
 
         assert stacks is not None  # (names come from the stacks file read above)
@@ -309,14 +348,21 @@ def _finish(
         print(f"no configuration meets {slo}: {why}")
     else:
         assert winner.capacity is not None
-        print(f"winner: {winner.name}: {winner.capacity.sentence}")
+        measured = [st for st in result.stacks if st.capacity is not None]
+        if len(measured) > 1:
+            print(f"winner: {winner.name}: {winner.capacity.sentence}")
+        else:  # nothing was compared: no winner, only a figure
+            print(
+                f"one configuration measured, nothing to compare it with: {winner.name}: "
+                f"{winner.capacity.sentence}"
+            )
         prod = (commands or {}).get(winner.name)
         if prod is not None and prod.command:
             print(f"run it in production: {prod.command}")
             print(f"  ({prod.note})")
         elif prod is not None:
             print(f"no production command line: {prod.note}")
-    from stackrace.atomicfile import write_atomic
+    from stackrace.base.atomicfile import write_atomic
     from stackrace.report.schema import dumps
 
     files = [

@@ -14,9 +14,10 @@ import sys
 import time
 
 from stackrace.commands._common import load, resolve_all
-from stackrace.config import DB_WORKLOADS, Stack, placeholders, render
+from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
-from stackrace.stacks.availability import check as availability
+from stackrace.stacks.catalogue import DB_WORKLOADS, Stack, placeholders, render
+from stackrace.stacks.install import availability
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.stacks.sampler import TreeSampler
 from stackrace.stacks.verify import (
@@ -27,7 +28,6 @@ from stackrace.stacks.verify import (
     check_facts,
     verify_port,
 )
-from stackrace.units import fmt_bytes
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -43,8 +43,8 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     # the default since --db: kept so that scripts written for the old default still run
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
-    from stackrace import userapp
-    from stackrace.race_settings import add_options, options
+    from stackrace.settings.race_settings import add_options, options
+    from stackrace.stacks import userapp
 
     own = userapp.add_arguments
     group = p.add_argument_group("your app: check your requests on every server, nothing else")
@@ -185,9 +185,9 @@ def _run_own(args: argparse.Namespace) -> int:
     with its expected status (2xx unless told), once; nothing of the shipped contract."""
     import msgspec
 
-    from stackrace.race_settings import RaceSettings, given, merge
-    from stackrace.scenario import ScenarioError
-    from stackrace.userapp import default_app_stacks, generated_names
+    from stackrace.settings.race_settings import RaceSettings, given, merge
+    from stackrace.settings.scenario import ScenarioError
+    from stackrace.stacks.userapp import default_app_stacks, generated_names
 
     settings = merge(RaceSettings(), given(args))  # given: by field name
     if not settings.own_requests:
@@ -217,7 +217,7 @@ async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from stackrace import statuses
+    from stackrace.settings import statuses
     from stackrace.stacks import probe
 
     table = Table(header_style="bold")
@@ -289,7 +289,7 @@ async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
         file=sys.stderr,
     )
     if chosen and skipped == len(chosen):  # nothing verified is not a pass
-        from stackrace.userapp import COMMON
+        from stackrace.stacks.userapp import COMMON
 
         python = chosen[0].spec.python
         kind = "asgi" if any(s.base.partition("[")[0] in COMMON["asgi"] for s in chosen) else "wsgi"

@@ -25,7 +25,7 @@ WEB_ONLY = {"--host": True, "--port": True, "--public-url": True, "--web-remote"
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    from stackrace.tui.args import add_app_arguments
+    from stackrace.commands.app_args import add_app_arguments
 
     parser.add_argument(
         "--host",
@@ -81,7 +81,7 @@ def check_address(host: str, port: int, remote: bool) -> str | None:
     import errno
     import socket
 
-    from stackrace.netguard import RemoteTargetError, is_loopback
+    from stackrace.base.netguard import RemoteTargetError, is_loopback
 
     try:
         local = is_loopback(host)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from stackrace.base.errors import StackraceError
 
-class DbError(RuntimeError):
+
+class DbError(StackraceError, RuntimeError):
     """Anything that keeps the database from being usable, said in one line.
 
     `log_tail` holds the last lines of mariadbd's error log when the server failed to

@@ -39,6 +39,7 @@ from typing import Literal
 import msgspec
 import pymysql
 
+from stackrace.base.ports import free_port, pid_listening_on, port_in_use
 from stackrace.db import admin, provision, server_user
 from stackrace.db import seed as seeding
 from stackrace.db.errors import DbError
@@ -51,7 +52,6 @@ from stackrace.db.proc import (
 )
 from stackrace.db.server_user import ServerUser
 from stackrace.db.settings import DbSettings
-from stackrace.ports import free_port, pid_listening_on, port_in_use
 from stackrace.supervise.procs import die_with_parent
 from stackrace.supervise.watchdog import Watchdog
 
@@ -137,6 +137,8 @@ class ManagedMariaDB:
         self._mariadbd: Path | None = None
         self._log_offset = 0
         self.notes: list[str] = []  # said once by `up` (run as root, an instance remade)
+        self.started = False  # the last `up` started the server (not found it running)
+        self.waited = False  # ... and had to wait for another `up` holding the start
 
     @property
     def paths(self) -> InstancePaths:
@@ -191,7 +193,8 @@ class ManagedMariaDB:
         """Install and provision if needed, start unless running; drop foreign accounts."""
         with self._up_lock():
             self._retire_old_layout()
-            if not self._reuse_running():
+            self.started = not self._reuse_running()
+            if self.started:
                 self._prepare()
                 self._spawn()
                 self._wait_ready()
@@ -204,7 +207,8 @@ class ManagedMariaDB:
         lock_fd = await asyncio.to_thread(self._acquire_up_lock)
         try:
             await asyncio.to_thread(self._retire_old_layout)
-            if not await asyncio.to_thread(self._reuse_running):
+            self.started = not await asyncio.to_thread(self._reuse_running)
+            if self.started:
                 await asyncio.to_thread(self._prepare)
                 self._spawn()
                 await asyncio.to_thread(self._wait_ready)
@@ -359,7 +363,12 @@ class ManagedMariaDB:
         would otherwise both install or both start a server on the same data directory."""
         self.root.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.root / "up.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.waited = False
+        except BlockingIOError:  # another `up` is installing or starting it: wait for it
+            self.waited = True
+            fcntl.flock(fd, fcntl.LOCK_EX)
         return fd
 
     @contextlib.contextmanager

@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from stackrace import paths
+from stackrace.base import paths
 from stackrace.db.errors import DbError
 
 ENV_DIR = "STACKRACE_DB_DIR"
@@ -23,7 +23,7 @@ _MAX_SOCKET_PATH = 100
 
 
 def default_dir() -> Path:
-    """$STACKRACE_DB_DIR, else mariadb/ in the cache directory (stackrace.paths:
+    """$STACKRACE_DB_DIR, else mariadb/ in the cache directory (stackrace.base.paths:
     ~/.cache/stackrace/mariadb)."""
     if os.environ.get(ENV_DIR):
         return Path(os.environ[ENV_DIR]).expanduser()

@@ -39,10 +39,6 @@ class ServerUser:
         """mariadbd's --user option, when one is needed (only root may switch user)."""
         return [f"--user={self.name}"] if self.name else []
 
-    @property
-    def is_root(self) -> bool:
-        return self.uid == 0
-
     def can_traverse(self, path: Path) -> bool:
         """True when this account may search `path` and every directory above it."""
         for d in [path, *path.parents]:

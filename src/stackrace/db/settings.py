@@ -12,8 +12,8 @@ from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
+from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.db.errors import DbError
-from stackrace.netguard import RemoteTargetError, require_loopback
 
 ENV_HOST = "STACKRACE_DB_HOST"
 ENV_PORT = "STACKRACE_DB_PORT"

@@ -15,8 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from stackrace.base.ports import free_port
 from stackrace.db import DbError, ManagedMariaDB, db_env
-from stackrace.ports import free_port
 
 DEFAULT_ROWS = 1_000_000
 

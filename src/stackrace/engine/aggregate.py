@@ -497,9 +497,9 @@ class WindowSum:
     """Finished windows (`WindowStats`) added up in time order, as one window.
 
     The one place a window's figures are combined outside the engine's own reports:
-    bench's repeats of a level (race/bench.py), the demo's running totals (race/demo.py)
-    and the metrics' counters (metrics/figures.py) all add windows here, by the rules of
-    `WINDOW_RULES`.
+    bench's repeats of a level (race/bench/protocol.py), the demo's running totals
+    (race/live/demo.py) and the metrics' counters (metrics/figures.py) all add windows
+    here, by the rules of `WINDOW_RULES`.
 
     `carried_in` keeps one meaning everywhere: of `sent`, the requests already waiting
     when the window began, and a window made of parts began when its first part did, so

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 
 import msgspec
 
+from stackrace.base.errors import StackraceError
+from stackrace.base.netguard import RemoteTargetError, require_loopback, resolve
 from stackrace.engine.aggregate import TargetAggregate
 from stackrace.engine.channel import (
     Add,
@@ -73,7 +75,6 @@ from stackrace.engine.model import (
 )
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.target import split
-from stackrace.netguard import RemoteTargetError, require_loopback, resolve
 
 _SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 _START_TIMEOUT = 10.0
@@ -98,7 +99,7 @@ class HostShare:
     waiting: int = 0
 
 
-class EngineError(RuntimeError):
+class EngineError(StackraceError, RuntimeError):
     """The engine refused a command or could not start."""
 
 
@@ -467,10 +468,6 @@ class Engine:
             if last is not None and not p.lost:
                 share.waiting += last.waiting
         return out
-
-    @property
-    def target_ids(self) -> list[str]:
-        return list(self._targets)
 
     def engine_pids(self, target_id: str | None = None) -> list[int]:
         """Local pids of the engine processes (of one target), for pinning and sampling."""

@@ -15,7 +15,8 @@ front of sync workers for this reason). A profile says how slow:
                     large response holds the server's writer as it would over the link
     rcvbuf=4KiB     the socket's receive buffer when `read` is capped
 
-Named profiles (`--clients mobile`, or `mobile:read=1MB/s` to change one figure):
+Named profiles (`--clients mobile`, or `mobile:read=1MB/s` to change one figure), or one
+of your own (`--clients mine:upload=20ms,read=64KB/s`: a new name starts from nothing):
 
     slow     upload=20ms                     a request that takes 20 ms to arrive
     mobile   upload=200ms,read=180KB/s       DevTools' "Fast 3G" (1.44 Mbit/s down)
@@ -39,6 +40,8 @@ from typing import Any
 
 import msgspec
 
+from stackrace.base.errors import StackraceError
+
 
 class ClientProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How a slow client sends and reads (see the module docstring)."""
@@ -50,12 +53,21 @@ class ClientProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     rcvbuf: int = 4096
 
     def describe(self) -> str:
+        """The profile as `--clients` text that reads back to the same profile (the race
+        settings keep this text): every figure that differs from the default."""
         parts = []
         if self.upload:
             parts.append(f"upload={_ms(self.upload)}")
+        if self.pieces != _DEFAULT.pieces:
+            parts.append(f"pieces={self.pieces}")
         if self.read:
             parts.append(f"read={_rate(self.read)}")
+        if self.rcvbuf != _DEFAULT.rcvbuf:
+            parts.append(f"rcvbuf={self.rcvbuf}B")
         return f"{self.name}:" + ",".join(parts) if parts else self.name
+
+
+_DEFAULT = ClientProfile()
 
 
 NAMED: dict[str, ClientProfile] = {
@@ -69,7 +81,7 @@ _MAX_UPLOAD = 60.0
 _MAX_PIECES = 64
 
 
-class ProfileError(ValueError):
+class ProfileError(StackraceError, ValueError):
     """A --clients value that is not a profile; the message says what is expected."""
 
 
@@ -101,21 +113,34 @@ def _duration(text: str) -> float:
     return value
 
 
+_PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,19}$")
+_KEYS = ("upload", "pieces", "read", "rcvbuf")
+
+
 def parse_profile(text: str) -> ClientProfile:
-    """'mobile', 'slow:upload=20ms,read=64KB/s', 'wan:read=2MB/s' → ClientProfile."""
+    """'mobile', 'mobile:read=1MB/s' (a named profile with one figure changed), or a
+    profile of your own: 'mine:upload=20ms,read=64KB/s' (a new name starts from
+    nothing: it must say what is slow). A key given twice is an error."""
     name, _, rest = text.strip().partition(":")
     name = name.strip().lower()
-    if name not in NAMED:
+    if not _PROFILE_NAME.match(name):
         raise ProfileError(
-            f"{text!r}: a profile is one of {', '.join(NAMED)}, optionally with "
-            "KEY=VALUE changes (e.g. slow:upload=20ms,read=64KB/s)"
+            f"{text!r}: a profile is {', '.join(NAMED)}, or a name of your own (letters, "
+            "digits, - and _), with KEY=VALUE figures (e.g. slow:upload=40ms, "
+            "mine:upload=20ms,read=64KB/s)"
         )
-    fields: dict[str, Any] = msgspec.structs.asdict(NAMED[name])
+    base = NAMED.get(name, ClientProfile(name, upload=0.0))
+    fields: dict[str, Any] = msgspec.structs.asdict(base)
+    fields["name"] = name
+    seen: set[str] = set()
     for item in filter(None, (s.strip() for s in rest.split(","))):
         key, eq, value = item.partition("=")
         key, value = key.strip().lower(), value.strip()
         if not eq or not value:
             raise ProfileError(f"{text!r}: {item!r} is not KEY=VALUE")
+        if key in seen:
+            raise ProfileError(f"{text!r}: {key} is given twice")
+        seen.add(key)
         if key == "upload":
             fields["upload"] = _duration(value)
         elif key == "pieces":
@@ -135,10 +160,12 @@ def parse_profile(text: str) -> ClientProfile:
                 raise ProfileError(f"{text!r}: rcvbuf must be from 1KiB to 16MiB")
             fields["rcvbuf"] = size
         else:
-            raise ProfileError(f"{text!r}: unknown key {key!r} (upload, pieces, read, rcvbuf)")
+            raise ProfileError(f"{text!r}: unknown key {key!r} ({', '.join(_KEYS)})")
     profile = ClientProfile(**fields)
     if not profile.upload and not profile.read:
-        raise ProfileError(f"{text!r}: neither upload nor read is slow")
+        raise ProfileError(
+            f"{text!r}: neither upload nor read is slow (give upload=DURATION or read=RATE)"
+        )
     return profile
 
 

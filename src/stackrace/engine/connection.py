@@ -42,6 +42,7 @@ from httptools import HttpParserError, HttpResponseParser
 
 from stackrace.engine._cycle import Transport as CTransport
 from stackrace.engine.clients import ClientProfile
+from stackrace.engine.framing import close_delimited
 from stackrace.engine.model import HTTP_STATUS, INVALID_BODY, PROTOCOL, RESET
 from stackrace.engine.transport import OPEN, SocketTransport
 
@@ -373,7 +374,7 @@ class Connection(asyncio.Protocol):
         if self.transport is not None:
             t.open -= 1
         state = self.state
-        if state == BUSY and self.head is not None and _close_delimited(self.head):
+        if state == BUSY and self.head is not None and close_delimited(self.head):
             # HTTP/1.0, or no length and no chunking: the body ends where the connection
             # does. llhttp only learns that from an EOF httptools cannot give it.
             self.transport = None
@@ -431,28 +432,6 @@ class Connection(asyncio.Protocol):
         self.state = CLOSED
         if self.parser is not None:
             self.parser = _DISCARD  # type: ignore[assignment]  # _Discard reads nothing
-
-
-def _close_delimited(head: bytes) -> bool:
-    """Whether a response whose first bytes are `head` ends at the connection's close."""
-    end = head.find(b"\r\n\r\n")
-    if end < 0:
-        return False  # the headers themselves were cut: a reset
-    lines = head[:end].lower().split(b"\r\n")
-    parts = lines[0].split(b" ", 2)
-    if len(parts) < 2 or not parts[1].isdigit():
-        return False
-    status = int(parts[1])
-    if status < 200 or status in (204, 304):
-        return False  # these never have a body
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        name = name.strip()
-        if name == b"content-length":
-            return False
-        if name == b"transfer-encoding" and b"chunked" in value:
-            return False
-    return True
 
 
 class CheckedConnection(Connection):

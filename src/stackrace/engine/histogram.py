@@ -162,12 +162,6 @@ class LatencyHistogram:
         pts = list(points)
         return list(zip(pts, summarize(self, pts), strict=True))
 
-    def to_sparse(self) -> SparseHistogram:
-        sparse = SparseHistogram()
-        counts = self.counts
-        sparse.counts = {i: counts[i] for i in self.nonzero()}
-        return sparse
-
     # --- HdrHistogram V2 encoding -------------------------------------------------
 
     def encode(self) -> bytes:

@@ -26,10 +26,11 @@ from typing import Protocol
 
 import msgspec
 
+from stackrace.base.errors import StackraceError
 from stackrace.engine.channel import Command, Message, command_encoder, message_decoder
 
 
-class LinkError(RuntimeError):
+class LinkError(StackraceError, RuntimeError):
     """An engine process could not be started or reached."""
 
 

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from stackrace.base.errors import StackraceError
+
 _BODYLESS_OK = frozenset({"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"})
 SCHEMES = {"http": 80, "https": 443}
 
@@ -35,7 +37,7 @@ _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9])?")
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 
 
-class RequestError(ValueError):
+class RequestError(StackraceError, ValueError):
     """A URL or request shape the engine cannot send."""
 
 
@@ -91,11 +93,26 @@ def parse_url(url: str) -> ParsedUrl:
     )
 
 
+# methods whose answers the engine cannot count as a request's answer: HEAD's carries a
+# Content-Length with no body after it, CONNECT's 2xx starts a tunnel
+_UNANSWERABLE = {
+    "HEAD": "HEAD is not supported (its answers have no body to read)",
+    "CONNECT": "CONNECT is not supported (its answer starts a tunnel, not a response)",
+}
+
+
 def check_method(method: str) -> str:
-    """The method, upper-cased, if it is an RFC 9110 token; RequestError otherwise."""
-    if not _TOKEN.fullmatch(method):
-        raise RequestError(f"bad method {method!r}: a method is a token (letters, digits, -)")
-    return method.upper()
+    """The method, upper-cased, if it is an RFC 9110 token of at most 20 characters that
+    the engine can measure; RequestError otherwise. The one rule for every method a user
+    gives (-m, a scenario file, the engine's own requests)."""
+    if not _TOKEN.fullmatch(method) or len(method) > 20:
+        raise RequestError(
+            f"bad method {method[:30]!r}: a method is a token of at most 20 letters, digits or -"
+        )
+    upper = method.upper()
+    if upper in _UNANSWERABLE:
+        raise RequestError(_UNANSWERABLE[upper])
+    return upper
 
 
 def check_header(name: str, value: str) -> None:
@@ -109,16 +126,54 @@ def check_header(name: str, value: str) -> None:
         raise RequestError(f"bad header {name!r}: {_describe(ch)} is not allowed in its value")
 
 
+def check_framing(method: str, headers: list[tuple[str, str]], body: bytes) -> bool:
+    """Whether the request goes out chunked; RequestError when the user's framing
+    headers would not say what is sent. The body's length is framed once, by one
+    header: a user `Transfer-Encoding: chunked` makes the engine chunk the body (and
+    send no Content-Length: both at once is the request-smuggling shape); any other
+    coding is refused (the engine cannot produce it); a user `Content-Length` must be
+    the body's length (`Content-Length: 999999` on a GET with no body is refused)."""
+    te = [v for k, v in headers if k.lower() == "transfer-encoding"]
+    cl = [v for k, v in headers if k.lower() == "content-length"]
+    if te and cl:
+        raise RequestError(
+            "give Content-Length or Transfer-Encoding, not both: a server and a proxy "
+            "could read where the request ends differently (request smuggling)"
+        )
+    if te:
+        codings = [c.strip().lower() for v in te for c in v.split(",")]
+        if codings != ["chunked"]:
+            raise RequestError(
+                f"Transfer-Encoding {', '.join(te)!r}: only 'chunked' can be sent (the "
+                "engine then chunks the body)"
+            )
+        return True
+    for v in cl:
+        if not (v.strip().isascii() and v.strip().isdigit()) or int(v) != len(body):
+            raise RequestError(
+                f"Content-Length {v.strip()!r} does not match the body ({len(body):,} "
+                "bytes): leave the header out, the engine sends the right one"
+            )
+    return False
+
+
+def _chunked(body: bytes) -> bytes:
+    """The body as one chunk and the last chunk (RFC 9112 §7.1)."""
+    return (f"{len(body):x}\r\n".encode() + body + b"\r\n" if body else b"") + b"0\r\n\r\n"
+
+
 def build_request(
     url: str,
     method: str = "GET",
     headers: list[tuple[str, str]] | None = None,
     body: bytes = b"",
 ) -> bytes:
-    """The full request, built once and written as is for every request on the target."""
+    """The full request, built once and written as is for every request on the target.
+    The user's headers go out as written or are refused (`check_framing`)."""
     u = parse_url(url)
     method = check_method(method)
-    given = {k.lower() for k, _ in headers or []}
+    headers = list(headers or [])
+    given = {k.lower() for k, _ in headers}
     lines = [f"{method} {u.target} HTTP/1.1"]
     if "host" not in given:
         lines.append(f"Host: {u.host_header}")
@@ -126,10 +181,13 @@ def build_request(
         lines.append("User-Agent: stackrace")
     if "accept" not in given:
         lines.append("Accept: */*")
-    for key, value in headers or []:
+    for key, value in headers:
         check_header(key, value)
         lines.append(f"{key}: {value}")
-    if "content-length" not in given and (body or method not in _BODYLESS_OK):
+    chunked = check_framing(method, headers, body)
+    if chunked:
+        body = _chunked(body)
+    elif "content-length" not in given and (body or method not in _BODYLESS_OK):
         lines.append(f"Content-Length: {len(body)}")
     head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
     return head + body

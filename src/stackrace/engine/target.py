@@ -255,10 +255,6 @@ class Target:
         self.inflight_sum += n
         self.inflight_samples += 1
 
-    def record_lag(self, us: int) -> None:
-        i = index_of(us)
-        self.lag[i] = self.lag.get(i, 0) + 1
-
     def record_first_byte(self, ns: int) -> None:
         i = index_of(ns // 1000)
         self.first_byte_times[i] = self.first_byte_times.get(i, 0) + 1

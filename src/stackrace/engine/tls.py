@@ -19,6 +19,7 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 
+from stackrace.base.errors import StackraceError
 from stackrace.engine._cycle import TlsContext
 
 # what both contexts ask of the server
@@ -26,7 +27,7 @@ MIN_VERSION = ssl.TLSVersion.TLSv1_2
 ALPN = ("http/1.1",)
 
 
-class TlsConfigError(ValueError):
+class TlsConfigError(StackraceError, ValueError):
     """A CA file that cannot be used; the message names the file."""
 
 

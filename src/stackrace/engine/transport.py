@@ -49,7 +49,8 @@ the handshake, with TLS), or `connect_failed(protocol, errno)` on the opener
 (`ConnectCallbacks`, the target), which also hears TLS connections' timings
 (`connect_done`) and their sessions (`keep_session`, for resumption).
 
-Measured with bench/connect_rate.py and bench/engine_vs_wrk.py: docs/engine.md.
+Measured with bench/connect_rate.py and bench/engine_vs_wrk.py: docs/engine.md (the
+figures), bench/README.md (the runs).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
 counters, gauges and a latency histogram per target and writes the exposition;
 `exporter.py` follows an engine or a race core and serves that text over HTTP on
 127.0.0.1 (another address only with `--metrics-remote`). `stackrace load`, `bench` and
-the app take `--metrics [HOST:]PORT` (`flags.py`).
+the app take `--metrics [HOST:]PORT` (commands/metrics_args.py reads them into a
+`MetricsOptions`).
 
 Names follow Prometheus' conventions (base units, `_total` counters) with the label
 `target` (a stack name, or the URL of `stackrace load`):

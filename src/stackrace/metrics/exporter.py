@@ -1,6 +1,6 @@
 """Serving a race's live figures for Prometheus: `--metrics [HOST:]PORT`.
 
-    exporter = open_from_args(args, "stackrace load")      # binds now: errors before any load
+    exporter = open_exporter(options, "stackrace load")    # binds now: errors before any load
     exporter.follow(lambda: engine)                        # or follow_core(race_core)
     async with exporter.serving():                         # feed + HTTP on the running loop
         ...                                                # the race
@@ -21,17 +21,17 @@ one response per connection.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from stackrace.base.errors import StackraceError
+from stackrace.base.netguard import RemoteTargetError, is_loopback
 from stackrace.metrics.figures import CONTENT_TYPE, RaceFigures
-from stackrace.metrics.flags import DEFAULT_HOST
-from stackrace.netguard import RemoteTargetError, is_loopback
 from stackrace.stacks.sampler import ResourceSample
 
 _POLL = 0.05  # seconds: how often the feed looks for a new engine, or polls `latest`
@@ -39,22 +39,33 @@ _READ_TIMEOUT = 5.0  # a client that sends no request head within this is droppe
 T = TypeVar("T")
 
 
-class MetricsError(ValueError):
+class MetricsError(StackraceError, ValueError):
     """--metrics cannot be served as asked; the message says why."""
 
 
-def open_from_args(args: argparse.Namespace, prog: str) -> MetricsExporter | None:
-    """The exporter --metrics asks for, bound and announced on stderr; None without
-    --metrics. MetricsError when the address is refused or cannot be bound."""
-    address = getattr(args, "metrics", None)
-    if address is None:
+DEFAULT_HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class MetricsOptions:
+    """`--metrics [HOST:]PORT` (port 0: a free one) and `--metrics-remote`."""
+
+    host: str = DEFAULT_HOST
+    port: int = 0
+    remote: bool = False  # another address than loopback was allowed on purpose
+
+
+def open_exporter(o: MetricsOptions | None, prog: str) -> MetricsExporter | None:
+    """The exporter the options ask for, bound and announced on stderr; None without
+    them. MetricsError when the address is refused or cannot be bound."""
+    if o is None:
         return None
-    host, port = address
+    host, port = o.host, o.port
     try:
         local = is_loopback(host)
     except RemoteTargetError as exc:
         raise MetricsError(f"--metrics {host}:{port}: {exc}") from None
-    if not local and not getattr(args, "metrics_remote", False):
+    if not local and not o.remote:
         raise MetricsError(
             f"--metrics {host}:{port}: not a loopback address; the figures are served to "
             "this machine only unless you pass --metrics-remote"
@@ -102,7 +113,7 @@ class MetricsExporter:
         self._resources_of = resources_of
 
     def follow_core(self, core: Any) -> None:
-        """Follow a race core (stackrace.race.core.RaceCore: its engine, and the latest
+        """Follow a race core (stackrace.race.core.core.RaceCore: its engine, and the latest
         resource sample of each member)."""
         self.follow(
             lambda: core.engine,

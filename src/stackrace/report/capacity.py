@@ -5,7 +5,7 @@ the SLO at any load last, with why)."""
 from __future__ import annotations
 
 from stackrace.report.schema import CapacityResult, StackResult
-from stackrace.units import fmt_bytes
+from stackrace.settings.units import fmt_bytes
 
 
 def rank_key(c: CapacityResult) -> tuple[bool, float]:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from html import escape
 
 from stackrace.report.schema import BenchRun, Level, StackResult
-from stackrace.units import fmt_count, fmt_us
+from stackrace.settings.units import fmt_count, fmt_us
 
 PALETTE = ("#2f7ed8", "#e4572e", "#29a35a", "#a05195", "#f3a712", "#17becf", "#7f7f7f", "#bc5090")
 W, H = 460, 300

@@ -41,8 +41,9 @@ Rule = Term  # a gate rule is a threshold term (report/thresholds.py)
 
 
 def parse_rules(spec: str) -> list[Rule]:
-    """--fail-on's rules; a ValueError (TermError) names the bad one."""
-    return thresholds.parse_terms(spec, "--fail-on")
+    """--fail-on's rules; a ValueError (TermError) names the bad one, and a spec with no
+    rule at all (`--fail-on ''`) is one too: a gate given must never vanish."""
+    return thresholds.require_terms(spec, "--fail-on")
 
 
 def needs_baseline(rules: list[Rule]) -> list[Rule]:

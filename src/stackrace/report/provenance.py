@@ -22,8 +22,8 @@ from pathlib import Path
 
 import msgspec
 
-from stackrace.config import Stack, StackFile, placeholders, render, stack_defs
 from stackrace.report.schema import BenchRun, Provenance, StackRecipe
+from stackrace.stacks.catalogue import Stack, StackFile, placeholders, render, stack_defs
 
 
 def recipe(stack: Stack) -> StackRecipe:

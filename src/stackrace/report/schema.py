@@ -16,9 +16,10 @@ from typing import Any
 
 import msgspec
 
-from stackrace.config import StackDef
+from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race_settings import RaceSettings, check_values
+from stackrace.settings.race_settings import RaceSettings, check_values
+from stackrace.stacks.catalogue import StackDef
 
 # Repeats of one level further apart than this (relative to their median) make the
 # level's figure a range, not a point: a ranking within it can flip on the next run.
@@ -86,7 +87,7 @@ class Memory(msgspec.Struct, forbid_unknown_fields=True):
 
 class LittleLaw(msgspec.Struct, forbid_unknown_fields=True):
     """Closed loop: C connections, L requests in flight on average (measured), and λW =
-    req/s × mean latency, what the answers explain (race/accounting.py)."""
+    req/s × mean latency, what the answers explain (rules/accounting.py)."""
 
     connections: int
     in_flight: float
@@ -121,7 +122,7 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     cpu_wait_percent: float = 0.0  # runnable but waiting for a core (starved of CPU)
     engine_share: float = 0.0  # the engine's lag as a share of the mean latency
     engine_limited: bool = False
-    engine_limit: str = ""  # why and by how much (race/accounting.py)
+    engine_limit: str = ""  # why and by how much (rules/accounting.py)
     little: LittleLaw | None = None  # None in rate mode or with too little to judge
     # the database failed during the level (down, restarted, or the table it reads gone:
     # stackrace.db.watch): the figures are the database's, not the stack's, and not judged
@@ -201,8 +202,8 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
 
     @property
     def failure_rate(self) -> float:
-        """Failed (or stale: waiting longer than the level) among attempts (breaking.py)."""
-        from stackrace.breaking import step_result
+        """Failed (or stale: waiting longer than the level) among attempts (rules/breaking.py)."""
+        from stackrace.rules.breaking import step_result
 
         return step_result(self.level, self.window).failure_ratio
 
@@ -210,7 +211,7 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     def error_rate(self) -> float:
         """Failed among the requests that ended (answered or failed): the share that
         matches the failure count; stale waiting clients are reported apart."""
-        from stackrace.breaking import attempts, step_result
+        from stackrace.rules.breaking import attempts, step_result
 
         ended = attempts(self.window)
         return step_result(self.level, self.window).errors / ended if ended else 0.0
@@ -231,7 +232,7 @@ class PathResult(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class CapacityProbe(msgspec.Struct, forbid_unknown_fields=True):
-    """One probe of a capacity search (race/capacity.py): the load asked, whether it met
+    """One probe of a capacity search (race/core/capacity_search.py): the load asked, whether it met
     the SLO and why not, whether it had the answers its percentile needs, and the level
     it measured, in full (the evidence)."""
 
@@ -275,8 +276,8 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     family: str
     version: str  # the server's version as installed
     levels: list[Level]
-    breaking_point: int | None = None  # level of the first verdict (see breaking.py)
-    breaking_kind: str = ""  # failing, starving, queueing or saturated (breaking.py)
+    breaking_point: int | None = None  # level of the first verdict (see rules/breaking.py)
+    breaking_kind: str = ""  # failing, starving, queueing or saturated (rules/breaking.py)
     breaking_reason: str = ""
     error: str | None = None  # why the stack could not be measured (start-up failure…)
     cpus: list[int] | None = None  # the cores it was pinned to
@@ -294,7 +295,7 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
 CLAIM_KINDS = (
     "ratio",  # stacks [a, b]: req/s of a / req/s of b at `level`, within the bounds
     "ranking",  # stacks best first by req/s at `level` (pairs within `tolerance` count as tied)
-    "breaking_point",  # stacks [x]: its breaking point (stackrace.breaking) within the bounds
+    "breaking_point",  # stacks [x]: its breaking point (stackrace.rules.breaking) within the bounds
     "failures_from",  # stacks [x]: the lowest level failing more than `threshold`, in bounds
     "no_failures",  # stacks [x, …]: failure rate at most `at_most` (0) at `level` (or every level)
     "untestable",  # cannot be tested here at all: `why` says why
@@ -355,8 +356,22 @@ def dumps(run: BenchRun) -> bytes:
     return msgspec.json.format(msgspec.json.encode(run), indent=1)
 
 
+# the largest run file read: the biggest written here (a tune's every probe, each with
+# its histogram) is a few MB; a file far above it is not one, and is refused before it
+# is read into memory whole
+RUN_FILE_LIMIT = 64 << 20
+
+
 def loads(data: bytes | str, source: str = "run") -> BenchRun:
-    raw = msgspec.json.decode(data)
+    """A run file's content, checked; every problem is a ValueError that names
+    `source`: not JSON, another schema version, a field of the wrong type, or a figure
+    no measurement gives (negative: stackrace.base.inputfile.bad_figure)."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ValueError(
+            f"{source}: not a run file written by `stackrace bench --json` ({exc})"
+        ) from None
     version = raw.get("schema") if isinstance(raw, dict) else None
     if version != SCHEMA_VERSION:
         raise ValueError(
@@ -369,6 +384,9 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     except msgspec.ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from None
     check_values(run.settings, f"{source}: settings")
+    bad = bad_figure(run)
+    if bad:
+        raise ValueError(f"{source}: {bad}: not a figure a run can have (edited or damaged)")
     return run
 
 

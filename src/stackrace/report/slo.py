@@ -5,7 +5,7 @@
     verdict = slo.judge_window(window, hist)  # the app, each interval
     verdict.meets, verdict.why               # False, "p99 74.1ms ≥ 50ms"
 
-The terms are the gate's (stackrace.terms: the same parser, the same units), read the
+The terms are the gate's (stackrace.settings.terms: the same parser, the same units), read the
 other way round: a `--fail-on` term that *holds* is a failure, an SLO term that does
 *not* hold is a miss. An SLO states what must be true (`p99<50ms`), so every term is
 absolute: a relative change (`qps<-10%`) has no meaning without a baseline and is
@@ -31,12 +31,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stackrace.breaking import step_result
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import TIMEOUT, WindowStats
 from stackrace.report import thresholds
 from stackrace.report.schema import Level
-from stackrace.terms import SUMMARY_LATENCIES, Term, check_objective, compare
+from stackrace.rules.breaking import step_result
+from stackrace.settings.terms import SUMMARY_LATENCIES, Term, check_objective, compare
 
 OPTION = "--slo"
 
@@ -190,6 +190,8 @@ def _latency_check(t: Term, w: WindowStats, hist: LatencyHistogram | None) -> Sl
         return _check(t, float(hist.value_at_percentile(share)))
     if extra == 0 and t.metric in SUMMARY_LATENCIES:
         return _check(t, float(getattr(w.latency, t.metric)))
+    if share == 0:  # p0: the fastest answer
+        return _check(t, float(w.latency.min))
     # no histogram and a percentile the summary lacks: the nearest summary one above
     for name, p in (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9)):
         if share <= p:

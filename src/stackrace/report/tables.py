@@ -6,10 +6,10 @@ import csv
 import io
 from typing import TYPE_CHECKING
 
-from stackrace.breaking import step_result
 from stackrace.report import thennow
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
-from stackrace.units import fmt_bytes, fmt_us
+from stackrace.rules.breaking import step_result
+from stackrace.settings.units import fmt_bytes, fmt_us
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -28,7 +28,7 @@ COLUMNS = (
 )
 
 
-# the memory and CPU cells of a server started by hand without --pid (race/urls.py): a
+# the memory and CPU cells of a server started by hand without --pid (race/core/urls.py): a
 # 0 there would read as a server that used nothing
 NOT_SAMPLED = "not sampled"
 
@@ -177,9 +177,9 @@ def markdown(run: BenchRun) -> str:
         lines += [f"- † {n}" for n in notes]
     lines.append("")
     lines.append(
-        "✗ marks each stack's breaking point (see README: the rule); † a level whose "
-        "figures come with a note. *waiting*: requests sent and not answered when the "
-        "level ended (the oldest's age in brackets)."
+        "✗ marks each stack's breaking point (the rule: stackrace's docs/bench.md); † a "
+        "level whose figures come with a note. *waiting*: requests sent and not answered "
+        "when the level ended (the oldest's age in brackets)."
     )
     repeats = max((len(lv.samples) for st in run.stacks for lv in st.levels), default=1)
     if repeats > 1:

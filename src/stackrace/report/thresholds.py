@@ -10,7 +10,7 @@ the gate has (report/gate.py). Metrics: qps (answered req/s), p50, p90, p99, p99
 (latency; any percentile, p95 or p99.9, from the level's histogram), mean, failures
 (the failure rate: failed or stale among attempts), waiting (a share of the requests in
 play), rss (memory after the level, bytes), cpu (percent of one core). The parser itself
-is stackrace.terms (low in the layers: the race settings check a --slo with it).
+is stackrace.settings.terms (low in the layers: the race settings check a --slo with it).
 
 Every option that holds a run to figures reads its terms here and judges them here:
 `--fail-on` says when a run fails (a term that *holds* is a failure), a service-level
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.report.schema import Level
-from stackrace.terms import (
+from stackrace.settings.terms import (
     SUMMARY_LATENCIES,
     Term,
     TermError,
@@ -38,10 +38,20 @@ from stackrace.terms import (
     parse_term,
     parse_terms,
     quantile_of,
+    require_terms,
 )
-from stackrace.units import fmt_us
+from stackrace.settings.units import fmt_us
 
-__all__ = ["Term", "TermError", "compare", "evaluate", "fmt", "parse_term", "parse_terms"]
+__all__ = [
+    "Term",
+    "TermError",
+    "compare",
+    "evaluate",
+    "fmt",
+    "parse_term",
+    "parse_terms",
+    "require_terms",
+]
 
 
 def value_of(level: Level, metric: str) -> float | None:

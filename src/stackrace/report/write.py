@@ -1,7 +1,7 @@
 """Printing a run and writing its files (JSON, CSV, Markdown, SVG chart); checking
 output paths before a run and reading run files with errors that name the file.
 
-Files are written whole or not at all (stackrace.atomicfile); a file that cannot be
+Files are written whole or not at all (stackrace.base.atomicfile); a file that cannot be
 written is one line naming it and the cause, never a traceback, and the commands print
 the run's figures whatever happens to its files."""
 
@@ -12,12 +12,10 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-import msgspec
-
-from stackrace import inputfile
-from stackrace.atomicfile import write_atomic
+from stackrace.base import inputfile
+from stackrace.base.atomicfile import write_atomic
 from stackrace.report import chart, tables, thennow
-from stackrace.report.schema import BenchRun, dumps, loads
+from stackrace.report.schema import RUN_FILE_LIMIT, BenchRun, dumps, loads
 
 
 def print_run(run: BenchRun, title: str | None = None) -> None:
@@ -86,7 +84,7 @@ def run_outputs(
 
 
 def write_files(outputs: Iterable[Output]) -> list[str]:
-    """Write every file given, each whole or not at all (stackrace.atomicfile); one
+    """Write every file given, each whole or not at all (stackrace.base.atomicfile); one
     line per file that could not be written, naming the option, the file and the cause.
 
     One failure does not stop the others: on a disk with room for a small CSV but not
@@ -167,15 +165,11 @@ def read_run(path: str) -> BenchRun:
     """A saved run; every problem (missing, unreadable, truncated, not a run, another
     schema version) is a ValueError whose message starts with the file name."""
     try:
-        data = inputfile.read_bytes(path, limit=256 * inputfile.MiB)
+        data = inputfile.read_bytes(path, limit=RUN_FILE_LIMIT)
     except inputfile.InputFileError as exc:
         raise ValueError(str(exc)) from None
     try:
         return loads(data, path)
-    except msgspec.DecodeError as exc:
-        raise ValueError(
-            f"{path}: not a run file written by `stackrace bench --json` ({exc})"
-        ) from None
     except ValueError as exc:
         text = str(exc)
         raise ValueError(text if text.startswith(path) else f"{path}: {text}") from None

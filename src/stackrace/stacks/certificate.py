@@ -30,14 +30,15 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from stackrace import paths
+from stackrace.base import paths
+from stackrace.base.errors import StackraceError
 
 DAYS = 3650
 SUBJECT = "/CN=localhost/O=stackrace (self-signed, for loopback stacks)"
 SAN = "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1"
 
 
-class CertificateError(RuntimeError):
+class CertificateError(StackraceError, RuntimeError):
     """The certificate could not be made; the message says why and what to install."""
 
 

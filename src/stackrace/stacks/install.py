@@ -28,14 +28,16 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from stackrace import paths
-from stackrace.config import Stack, placeholders, render
+from stackrace.base import paths
+from stackrace.base.errors import StackraceError
+from stackrace.stacks.catalogue import Stack, placeholders, render
 
-# the PyPy venv: .venv-pypy in a checkout, the data directory for a package (paths.py)
+# the PyPy venv: .venv-pypy in a checkout, the data directory for a package (base/paths.py)
 PYPY_VENV = paths.pypy_venv()
 # not sources of a build: outputs, caches and dependencies
 _NOT_SOURCES = {"bin", "node_modules", "__pycache__", ".git", "vendor"}
@@ -331,8 +333,16 @@ def missing(stack: Stack, apt_missing: set[str] | None = None) -> Missing:
     return m
 
 
-def availability(stack: Stack) -> tuple[bool, str, str]:
-    """(available, reason, fix): can the stack start here, and if not, why and what fixes it.
+class Availability(NamedTuple):
+    """Whether a stack can start on this machine, and if not, why and what fixes it."""
+
+    available: bool
+    reason: str = ""
+    fix: str = ""
+
+
+def availability(stack: Stack) -> Availability:
+    """Can the stack start here, and if not, why and what fixes it.
 
     Unavailable when a program it runs is not found, a pip package is missing (or the
     wrong version), or a built file is missing or older than its sources.
@@ -344,22 +354,24 @@ def availability(stack: Stack) -> tuple[bool, str, str]:
         try:
             problems += [p for p in missing(part, apt_missing=set()).runtime() if p not in problems]
         except ValueError as exc:
-            return False, str(exc), f"fix stack '{part.base}' in stacks.toml"
+            return Availability(False, str(exc), f"fix stack '{part.base}' in stacks.toml")
     if not problems:
-        return True, "", ""
+        return Availability(True)
     reason = "; ".join(problems[:3]) + (
         f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
     )
     if stack.spec.python:  # an app's servers go into the app's environment, said so
         server = stack.base.partition("[")[0]
-        return False, reason, f"stackrace install --into {stack.spec.python} {server}"
-    return False, reason, f"stackrace install {' '.join(dict.fromkeys(p.base for p in parts))}"
+        return Availability(False, reason, f"stackrace install --into {stack.spec.python} {server}")
+    return Availability(
+        False, reason, f"stackrace install {' '.join(dict.fromkeys(p.base for p in parts))}"
+    )
 
 
 # --- installing ------------------------------------------------------------------------
 
 
-class StepError(RuntimeError):
+class StepError(StackraceError, RuntimeError):
     """A command failed; the message holds the command and the end of its output."""
 
 

@@ -55,12 +55,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackrace import paths, statuses
-from stackrace.config import HOST, ConfigError, Stack, placeholders, render
-from stackrace.ports import free_port, port_in_use
-from stackrace.slug import short as short_name
-from stackrace.slug import slug
+from stackrace.base import paths
+from stackrace.base.errors import StackraceError
+from stackrace.base.ports import free_port, port_in_use
+from stackrace.base.slug import short as short_name
+from stackrace.base.slug import slug
+from stackrace.settings import statuses
 from stackrace.stacks import certificate, cgroup, probe
+from stackrace.stacks.catalogue import HOST, ConfigError, Stack, placeholders, render
+from stackrace.stacks.refusal import refusal_line
 from stackrace.supervise import hurry, rundirs
 from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
 from stackrace.supervise.watchdog import Watchdog
@@ -92,7 +95,7 @@ def _program(p: subprocess.Popen[bytes]) -> str:
     return str(args[0] if isinstance(args, list | tuple) else args)
 
 
-class LaunchError(RuntimeError):
+class LaunchError(StackraceError, RuntimeError):
     """A stack could not be started; `log_tail` holds the end of its output."""
 
     def __init__(self, message: str, log_tail: str = "") -> None:
@@ -107,7 +110,7 @@ class LaunchError(RuntimeError):
 
 
 def runs_dir() -> Path:
-    """$STACKRACE_RUNS_DIR, else runs/ in the cache directory (stackrace.paths:
+    """$STACKRACE_RUNS_DIR, else runs/ in the cache directory (stackrace.base.paths:
     ~/.cache/stackrace/runs)."""
     if os.environ.get("STACKRACE_RUNS_DIR"):
         return Path(os.environ["STACKRACE_RUNS_DIR"])
@@ -181,7 +184,6 @@ class RunningStack:
     exit_code: int | None = None
     error: str | None = None
     started_at: float = 0.0
-    ready_at: float | None = None
     memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
     cgroup_dir: Path | None = None
     reaped: bool = False  # stopped and waited for: its pids may belong to others now
@@ -229,6 +231,15 @@ class RunningStack:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+    def last_log_line(self) -> str:
+        """The last line the stack logged, printable and cut to one line ('' if none):
+        what a process that died at start said last ("No module named gunicorn")."""
+        for line in reversed(self.log_tail(10).splitlines()):
+            text = " ".join("".join(c if c.isprintable() else " " for c in line).split())
+            if text:
+                return text if len(text) <= 200 else text[:199] + "…"
+        return ""
 
     def dead_process(self) -> subprocess.Popen[bytes] | None:
         for p in self.procs:
@@ -335,7 +346,7 @@ class Launcher:
     def _make_run_dir(self, stack: Stack) -> Path:
         """A fresh private directory for the stack's configs, sockets, pid files and log.
 
-        Its name is a slug of the stack's name (stackrace.slug): a variant's value is
+        Its name is a slug of the stack's name (stackrace.base.slug): a variant's value is
         user text (`x/../../victim` included) and never becomes a path component. It is
         created exclusively, never reused and never emptied: a stack started again in
         this launcher gets `NAME.2`, so nothing that was there is removed.
@@ -525,8 +536,8 @@ class Launcher:
             spec.ready_timeout,
             statuses.parse(spec.health_status),
             tls=spec.tls,
+            headers=spec.health_headers,
         )
-        rs.ready_at = time.monotonic()
         self._set_state(rs, READY)
 
     async def _wait_http(
@@ -537,12 +548,17 @@ class Launcher:
         timeout: float,
         ready: frozenset[int] = frozenset({200}),
         tls: bool = False,
+        headers: dict[str, str] | None = None,
     ) -> None:
         """Until `health` on `port` answers a status of `ready` (200), over TLS trusting
-        the stack's own certificate with `tls`; LaunchError when a process of the stack
-        dies first, the time is up, or the answer is definite: a status that is neither
-        ready nor a 5xx (a 404 will not become a 200 by waiting; a 502 of a proxy whose
-        backend is still starting may)."""
+        the stack's own certificate with `tls`, asked with `headers` (the user's: an app
+        set for production serves its own Host only); LaunchError when a process of the
+        stack dies first (with the last line it logged), the time is up, or the answer
+        is definite: a status that is neither ready nor a 5xx (a 404 will not become a
+        200 by waiting; a 502 of a proxy whose backend is still starting may), said in
+        one line with the body's first line of text and the likely cause
+        (stacks/refusal.py)."""
+        sent = dict(headers or {})
         deadline = time.monotonic() + timeout
         context = probe.trusting(rs.cert) if tls and rs.cert is not None else None
         last = "no answer yet"
@@ -553,21 +569,22 @@ class Launcher:
             dead = rs.dead_process()
             if dead is not None:
                 rs.exit_code = dead.returncode
+                said = rs.last_log_line()
                 raise LaunchError(
                     f"{rs.name}: {Path(_program(dead)).name} exited with code "
-                    f"{dead.returncode} before it was ready"
+                    f"{dead.returncode} before it was ready" + (f": {said}" if said else "")
                 )
             try:
-                resp = await probe.get(rs.host, port, health, timeout=2.0, tls=context)
+                resp = await probe.get(
+                    rs.host, port, health, timeout=2.0, headers=tuple(sent.items()), tls=context
+                )
                 if resp.status in ready:
                     return
                 last = f"HTTP {resp.status} on {health}"
                 if resp.status < 500:
-                    tail = resp.body[-200:].decode("utf-8", "replace").strip()
-                    tail = " ".join(tail.split())  # one line
                     raise LaunchError(
-                        f"{rs.name}: GET {health}{what} answered {resp.status}, not "
-                        f"{_statuses_text(ready)}: {tail or '(no body)'}"
+                        f"{rs.name}: GET {health}{what} answered "
+                        + refusal_line(resp, sent, _statuses_text(ready))
                     )
             except (OSError, TimeoutError, ValueError) as exc:
                 last = str(exc) or type(exc).__name__

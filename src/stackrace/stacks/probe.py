@@ -15,6 +15,9 @@ from pathlib import Path
 
 import httptools
 
+from stackrace.engine.framing import close_delimited
+from stackrace.engine.request import build_request
+
 
 @dataclass
 class ProbeResponse:
@@ -52,6 +55,9 @@ class _Collector:
         self.done = True
 
 
+PROBE_AGENT = "stackrace-probe"  # how an app's log tells a probe from the load
+
+
 async def get(
     host: str,
     port: int,
@@ -63,39 +69,52 @@ async def get(
     tls: ssl.SSLContext | None = None,
 ) -> ProbeResponse:
     """GET path (or another method, with headers and a body: `verify --app` sends your
-    requests), over TLS with `tls`; raise OSError / TimeoutError / ValueError (bad HTTP,
-    or a failed handshake: ssl.SSLError is an OSError) on failure."""
+    requests, readiness sends your headers), over TLS with `tls`; raise OSError /
+    TimeoutError / ValueError (bad HTTP, a request the engine would refuse, or a failed
+    handshake: ssl.SSLError is an OSError) on failure.
+
+    The request is built by the engine's own rule (engine.request): your Host,
+    User-Agent or Accept replace the probe's, and the framing headers must say what is
+    sent. A body ended by the connection's close (no length, not chunked: an HTTP/1.0
+    answer, uWSGI's 400) is a complete answer, as the engine reads it
+    (engine.framing)."""
     t0 = time.perf_counter()
+    given = {k.lower() for k, _ in headers}
+    own = [("Host", f"{host}:{port}")] if "host" not in given else []
+    if "user-agent" not in given:
+        own.append(("User-Agent", PROBE_AGENT))
+    scheme = "https" if tls else "http"
+    where = f"[{host}]" if ":" in host else host
+    request = build_request(f"{scheme}://{where}:{port}{path}", method, [*own, *headers], body)
     reader, writer = await asyncio.wait_for(
         asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
         timeout,
     )
     try:
-        extra = "".join(f"{k}: {v}\r\n" for k, v in headers)
-        if body or method not in ("GET", "DELETE", "OPTIONS"):
-            extra += f"Content-Length: {len(body)}\r\n"
-        writer.write(
-            f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: stackrace-probe\r\n"
-            f"Accept: */*\r\n{extra}\r\n".encode("latin-1")
-            + body
-        )
+        writer.write(request)
         c = _Collector()
         parser = httptools.HttpResponseParser(c)
         c.parser = parser
+        head = b""  # the response's first bytes, up to its headers' end
         deadline = t0 + timeout
         while not c.done:
             left = deadline - time.perf_counter()
             if left <= 0:
-                raise TimeoutError(f"no complete response to GET {path} within {timeout}s")
+                raise TimeoutError(f"no complete response to {method} {path} within {timeout}s")
             data = await asyncio.wait_for(reader.read(65536), left)
             if not data:
+                if close_delimited(head):
+                    c.status = parser.get_status_code()
+                    break  # the body ends where the connection does
                 raise ConnectionError(
-                    f"connection closed before the response to GET {path} was complete"
+                    f"connection closed before the response to {method} {path} was complete"
                 )
+            if b"\r\n\r\n" not in head:
+                head = (head + data)[:65536]
             try:
                 parser.feed_data(data)
             except httptools.HttpParserError as exc:
-                raise ValueError(f"not a valid HTTP response to GET {path}: {exc}") from None
+                raise ValueError(f"not a valid HTTP response to {method} {path}: {exc}") from None
         seconds = time.perf_counter() - t0
     finally:
         writer.close()

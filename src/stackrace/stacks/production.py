@@ -26,7 +26,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from stackrace.config import Stack
+from stackrace.stacks.catalogue import Stack
 
 HOST, PORT = "HOST", "PORT"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")

@@ -4,7 +4,7 @@
 the accept queue, its limit, connections the clients have closed), the lines of its
 own log that name trouble (`logwatch.SIGNS`, counted since it started) and how many
 of its processes have exited (worker restarts). The race turns them into reasons
-(race/wedge.py); a recording keeps them, so a replay names the same reasons.
+(rules/wedge.py); a recording keeps them, so a replay names the same reasons.
 """
 
 from __future__ import annotations

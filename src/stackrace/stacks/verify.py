@@ -7,9 +7,9 @@ import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from stackrace.config import HOST
+from stackrace.settings.workloads import HELLO, JSON_BODY
 from stackrace.stacks import probe
-from stackrace.workloads import HELLO, JSON_BODY
+from stackrace.stacks.catalogue import HOST
 
 if TYPE_CHECKING:
     from pymysql.connections import Connection

@@ -86,13 +86,6 @@ def keep_off(cpus: Iterable[int]) -> None:
             os.sched_setaffinity(0, rest)
 
 
-def session_of(pid: int) -> int | None:
-    try:
-        return os.getsid(pid)
-    except (ProcessLookupError, PermissionError):
-        return None
-
-
 def _stat_fields() -> Iterator[tuple[int, list[bytes]]]:
     """(pid, fields after the command name) of every process, from /proc/PID/stat."""
     for entry in os.scandir("/proc"):

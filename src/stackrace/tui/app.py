@@ -1,7 +1,7 @@
 """`StackraceApp`: the picker, then the race.
 
 The app only shows: it receives a ready race (`StackraceApp.for_race`, from
-race/setup.py's `AppRace`: the session, its first plan, the picker's catalog) and
+race/live/setup.py's `AppRace`: the session, its first plan, the picker's catalog) and
 builds no engine, source, demo, recorder or exporter itself. `stackrace` opens it
 through commands/app.py (`make_app`, `run_app`); `stackrace replay` hands it a player.
 """
@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from stackrace.race.members import StackChoice
-from stackrace.race.plan import RacePlan
-from stackrace.race.replay import ReplayPlayer
-from stackrace.race.session import Session
+from stackrace.race.core.members import StackChoice
+from stackrace.race.core.plan import RacePlan
+from stackrace.race.live.replay import ReplayPlayer
+from stackrace.race.live.session import Session
 from stackrace.tui.picker import PickerScreen
 from stackrace.tui.race import RaceScreen
 
 if TYPE_CHECKING:
-    from stackrace.race.setup import AppRace
+    from stackrace.race.live.setup import AppRace
 
 
 class StackraceApp(App[int]):
@@ -71,7 +71,7 @@ class StackraceApp(App[int]):
 
     @classmethod
     def for_race(cls, race: AppRace) -> StackraceApp:
-        """The app showing a race made by race/setup.py (what `stackrace` opens)."""
+        """The app showing a race made by race/live/setup.py (what `stackrace` opens)."""
         app = cls(
             race.session,
             race.plan,
@@ -90,7 +90,7 @@ class StackraceApp(App[int]):
         own handling exits with 1, which the shell saw as 0 through `run() or 0`).
         Textual's handling still runs, so Pilot tests see the exception re-raised and
         the screens unmount (which stops every stack)."""
-        from stackrace import crashlog
+        from stackrace.base import crashlog
 
         if self.crash is None:
             self.crash = error
@@ -116,14 +116,14 @@ class StackraceApp(App[int]):
 
     def _remembered(self, plan: RacePlan) -> RacePlan:
         """The plan with the last race's choices, unless the command line chose stacks."""
-        from stackrace.race.choices import load_choices
+        from stackrace.race.live.choices import load_choices
 
         last = load_choices()
         return plan if last is None else last.apply(plan, self.catalog)
 
     def _picked(self, plan: RacePlan | None) -> None:
         if plan is not None and self.remember:
-            from stackrace.race.choices import Choices, save_choices
+            from stackrace.race.live.choices import Choices, save_choices
 
             save_choices(Choices.of_plan(plan))
         if plan is not None:
@@ -192,7 +192,7 @@ def exit_status(app: StackraceApp, rc: int) -> int:
     """The app's exit status: a crash is 70 with one line naming the crash log."""
     import sys
 
-    from stackrace import crashlog
+    from stackrace.base import crashlog
 
     if app.crash is not None:
         print(crashlog.one_line("stackrace", app.crash, app.crash_log), file=sys.stderr)

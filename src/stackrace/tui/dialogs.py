@@ -13,8 +13,8 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Log, Static
 
-from stackrace.race.session_view import SummaryRow
-from stackrace.race.summary import SummaryContext, at_breaking, peak_text, unbroken_text
+from stackrace.race.live.summary import SummaryContext, at_breaking, peak_text, unbroken_text
+from stackrace.race.live.view import SummaryRow
 from stackrace.report.schema import CapacityResult
 from stackrace.tui.format import fmt_level, fmt_mb
 from stackrace.tui.levelchart import LevelChart, LevelSeries
@@ -71,7 +71,7 @@ KIND_STYLE = {
 
 def summary_cells(row: SummaryRow, rate_mode: bool) -> list[str | Text]:
     """One stack's line: the breaking point's figures are its per-level table cell's
-    (race/summary.py: one arithmetic for both)."""
+    (race/live/summary.py: one arithmetic for both)."""
     peak, brk = row.peak, row.breaking
     there = at_breaking(row)
     return [
@@ -203,7 +203,7 @@ class SummaryScreen(ModalScreen[None]):
     def action_export(self) -> None:
         from pathlib import Path
 
-        from stackrace.race.summary import export
+        from stackrace.race.live.summary import export
 
         directory = Path(getattr(self.app, "screenshot_dir", "."))
         try:

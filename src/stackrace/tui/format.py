@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stackrace.engine.model import FAILURE_KINDS
-from stackrace.units import fmt_bytes, fmt_count, fmt_us
+from stackrace.settings.units import fmt_bytes, fmt_count, fmt_us
 
 # the panes' colours, in the order stacks join a race (the race screen and its dialogs)
 PALETTE = ("#4FC3F7", "#FFB74D", "#81C784", "#F06292", "#BA68C8", "#FFF176", "#4DB6AC", "#E57373")

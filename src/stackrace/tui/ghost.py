@@ -8,8 +8,8 @@ from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import Static
 
-from stackrace.race.ghost import GhostView
-from stackrace.slug import slug
+from stackrace.base.slug import slug
+from stackrace.race.playback.ghost import GhostView
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.format import fmt_lat, fmt_level, fmt_mb
 

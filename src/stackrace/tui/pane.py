@@ -22,11 +22,11 @@ from textual.markup import escape
 from textual.message import Message
 from textual.widgets import Static
 
-from stackrace.breaking import VERDICT_KINDS
+from stackrace.base.slug import slug
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
-from stackrace.race.session_view import PaneView
-from stackrace.race.state import StackState
-from stackrace.slug import slug
+from stackrace.race.core.state import StackState
+from stackrace.race.live.view import PaneView
+from stackrace.rules.breaking import VERDICT_KINDS
 from stackrace.tui.bignum import (
     REFERENCE,
     BigNumber,

@@ -27,14 +27,14 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
-from stackrace.config import Tunable
-from stackrace.race.members import StackChoice
-from stackrace.race.plan import RacePlan
-from stackrace.race.urls import UrlTarget, target_url
-from stackrace.race_settings import RaceSettings
+from stackrace.race.core.members import StackChoice
+from stackrace.race.core.plan import RacePlan
+from stackrace.race.core.urls import UrlTarget, target_url
+from stackrace.settings.race_settings import RaceSettings
+from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.catalogue import Tunable
 from stackrace.tui.dialogs import SCREENSHOT
 from stackrace.tui.slider import ConcurrencySlider
-from stackrace.workloads import WORKLOADS
 
 # every workload of the contract; optional ones (dbjson, served by some stacks only) are
 # for `bench` until the picker can refuse the stacks that lack them
@@ -385,7 +385,7 @@ class TuneScreen(ModalScreen[dict[str, str] | None]):
 
 def _own_requests(settings: RaceSettings) -> str:
     """`GET / ×3, /slow ×1`: what --path / --scenario load, in one line."""
-    from stackrace.scenario import ScenarioError, describe
+    from stackrace.settings.scenario import ScenarioError, describe
 
     try:
         kinds = settings.request_kinds() or []

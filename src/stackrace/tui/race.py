@@ -17,10 +17,10 @@ from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from stackrace.race.session import Session
-from stackrace.race.session_view import SessionView
-from stackrace.race.state import StackState
-from stackrace.race.summary import context as summary_context
+from stackrace.race.core.state import StackState
+from stackrace.race.live.session import Session
+from stackrace.race.live.summary import context as summary_context
+from stackrace.race.live.view import SessionView
 from stackrace.tui.chart import SLO_COLOR, PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import CapacityScreen, LogScreen, SummaryScreen
 from stackrace.tui.format import PALETTE
@@ -30,7 +30,7 @@ from stackrace.tui.slider import ConcurrencySlider
 from stackrace.tui.thennow import ThenNowStrip
 
 if TYPE_CHECKING:
-    from stackrace.race.replay import ReplayPlayer
+    from stackrace.race.live.replay import ReplayPlayer
 
 # Distinct on dark and light backgrounds and on a washed-out projector.
 # ticks between latency-chart redraws: it reads whole histograms, and the distribution
@@ -483,7 +483,7 @@ class RaceScreen(Screen[None]):
             return
         self._level_shown = event.value
         self.session.stop_ramp()  # a hand on the slider overrides a ramp
-        self.session.k.stop()  # and a capacity search
+        self.session.ranking.stop()  # and a capacity search
         await self.session.set_concurrency(event.value)
 
     def action_level(self, delta: int) -> None:
@@ -494,7 +494,7 @@ class RaceScreen(Screen[None]):
             return
         level = self.query_one("#level", ConcurrencySlider).value
         self.session.stop_ramp()
-        self.session.k.stop()
+        self.session.ranking.stop()
         await self.session.set_rate(None if self.session.rate is not None else float(level))
         self.notify("constant rate (req/s per stack)" if self.session.rate else "closed loop")
 
@@ -513,12 +513,12 @@ class RaceScreen(Screen[None]):
         it (what it found so far is shown)."""
         if self._replaying():
             return
-        if self.session.k.search is not None:
-            self.session.k.stop()
+        if self.session.ranking.search is not None:
+            self.session.ranking.stop()
             self.notify("capacity search stopped")
             self._open_capacity()
             return
-        why = self.session.k.start()
+        why = self.session.ranking.start()
         if why:
             self.notify(f"no capacity search: {why}", severity="warning")
             return
@@ -531,9 +531,9 @@ class RaceScreen(Screen[None]):
             return
         self.app.push_screen(
             CapacityScreen(
-                self.session.k.ranked(),
+                self.session.ranking.ranked(),
                 slo.text,
-                self.session.k.end,
+                self.session.ranking.end,
                 self.session.synthetic,
             ),
             callback=self._dialog_closed,

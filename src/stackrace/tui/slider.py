@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from stackrace.levels import LEVELS
+from stackrace.rules.levels import LEVELS
 
 _HANDLE = "◆"
 _TRACK = "━"

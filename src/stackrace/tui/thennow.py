@@ -4,7 +4,7 @@ Shown when the race was started from a preset that replays one of the classic
 experiments (`stackrace --preset seed-002-concurrency-ceilings`): the original's req/s
 and rank beside today's, and each claim with its verdict on the race so far (✓ holds,
 ✗ does not hold, · cannot be tested yet, and why), judged by the report's own rules
-(race/thennow.py). `n` shows or hides it.
+(race/live/thennow.py). `n` shows or hides it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from stackrace.race.thennow import ThenNow
+from stackrace.race.live.thennow import ThenNow
 from stackrace.report import claims
 
 _MARK = {claims.HOLDS: ("✓", "bold green"), claims.FAILS: ("✗", "bold red")}

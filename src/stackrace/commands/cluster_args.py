@@ -1,0 +1,88 @@
+"""The cluster flags every command shares (`--cluster`, `--placement`, the node and time
+flags), read into the cluster package's typed `ClusterOptions`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from stackrace.base import paths
+from stackrace.cluster.options import ClusterOptions, connect
+
+if TYPE_CHECKING:
+    from stackrace.cluster.run import ClusterRun
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group(
+        "cluster",
+        f"run on a Ray cluster (needs pip install 'stackrace[cluster]'; {paths.doc('cluster.md')})",
+    )
+    g.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        default=None,
+        help="the Ray cluster's head (host:port, or auto): engine processes run on its load "
+        "nodes, stacks on its app node",
+    )
+    g.add_argument(
+        "--placement",
+        metavar="FILE",
+        default=None,
+        help="cluster.toml: which node takes which role",
+    )
+    g.add_argument(
+        "--load-node",
+        action="append",
+        metavar="NODE",
+        default=None,
+        help="a node for engine processes (KEY=VALUE label, id:HEX or address); repeat it for "
+        "more (default: label stackrace-role=load)",
+    )
+    g.add_argument(
+        "--app-node",
+        metavar="NODE",
+        default=None,
+        help="the node for the stacks (default: label stackrace-role=app)",
+    )
+    g.add_argument(
+        "--db-node",
+        metavar="NODE",
+        default=None,
+        help="the node for MariaDB (default: the app node)",
+    )
+    g.add_argument(
+        "--cluster-timeout",
+        metavar="DURATION",
+        default=None,
+        help="how long a role may take to come up before the run fails (default 30s)",
+    )
+    g.add_argument(
+        "--cluster-lost-after",
+        metavar="DURATION",
+        default=None,
+        help="a load or app host silent this long is lost: the race goes on without a "
+        "load host (its requests in flight count abandoned) and ends without the app host "
+        "(default 10s)",
+    )
+
+
+def cluster_options(args: argparse.Namespace) -> ClusterOptions:
+    return ClusterOptions(
+        address=args.cluster,
+        placement_file=args.placement,
+        load_nodes=tuple(args.load_node or ()),
+        app_node=args.app_node,
+        db_node=args.db_node,
+        timeout=args.cluster_timeout,
+        lost_after=args.cluster_lost_after,
+    )
+
+
+def wants_cluster(args: argparse.Namespace) -> bool:
+    return cluster_options(args).wanted
+
+
+def connect_from_args(args: argparse.Namespace, prog: str) -> ClusterRun | None:
+    """The run these flags ask for, or None after one line on stderr saying why not."""
+    return connect(cluster_options(args), prog)

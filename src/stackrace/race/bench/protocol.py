@@ -1,0 +1,364 @@
+"""Bench's level protocol: how one level of the members is measured, on the race core.
+
+    runner = LevelRunner(core, plan, progress)
+    levels = await runner.level(["uvicorn", "gunicorn-sync"], 200)   # {id: Level}
+
+- closed loop: set the concurrency, warm up (time, then optionally a number of answered
+  requests), restart the totals on an interval boundary, measure `duration`;
+- `--requests N` (as ab -n): warm up, drain until nothing is in flight, then send
+  exactly N spread over the connections and wait until every one was answered or failed
+  (each is bounded by the request timeout, never by `duration`); req/s is timed from the
+  first send to the last answer;
+- `--rate R`: one level at R req/s per stack;
+- `--repeat N`: the level measured N times with the load going on between them (the
+  warm-up comes once), the repeats added into one window (engine/aggregate.py).
+
+Each level keeps the engine's complete accounting (answered, failed by kind, waiting),
+the Little's-law check, the engine's share of the latency, the stack's CPU (and CPU
+time per request), memory before and after, and whether the database was down.
+
+Every wait and every reading of time goes through the core's clock (race/core/clock.py), so
+the protocol runs unchanged on the synthetic engine, whose clock is its steps: its
+rules are unit-tested there in milliseconds (tests/unit/test_bench_levels.py). The
+whole run (groups, stacks started and stopped, URLs) is race/bench/run.py; the report
+it fills, race/bench/recorder.py.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from stackrace.db.watch import DbWatch
+from stackrace.engine.aggregate import WindowSum
+from stackrace.engine.histogram import LatencyHistogram
+from stackrace.engine.model import WindowStats
+from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.core.core import RaceCore
+from stackrace.race.core.state import StackState
+from stackrace.race.core.urls import UrlTarget
+from stackrace.report.schema import (
+    Level,
+    LittleLaw,
+    Memory,
+)
+from stackrace.rules import accounting
+from stackrace.settings.race_settings import RaceSettings
+from stackrace.stacks.catalogue import Stack
+from stackrace.stacks.sampler import ResourceSample
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class BenchPlan:
+    stacks: list[Stack]
+    settings: RaceSettings
+    preset: str | None = None
+    db_env: dict[str, str] = field(default_factory=dict)
+    # set when the workload uses a database: a level measured while it was down is marked
+    # (and not judged), and no stack is started against a dead database
+    database: DbWatch | None = None
+    stacks_file: str | None = None
+    # called with the race core as soon as it is made, before any stack starts: a front
+    # end that watches the race live (`--metrics`: stackrace.metrics) follows its engine
+    on_core: Callable[[RaceCore], None] | None = None
+    # servers the user started (--url): raced after the stacks, in the same groups, never
+    # started, pinned or stopped by us
+    urls: list[UrlTarget] = field(default_factory=list)
+    allow_remote: bool = False  # --url off loopback (checked again by the engine)
+    # `bench --capacity`: instead of the levels, search each stack's capacity under the
+    # SLO (race/core/capacity_run.py); the result goes to StackResult.capacity
+    capacity: CapacityPlan | None = None
+
+    @property
+    def members(self) -> int:
+        """Stacks and --url servers: what is placed, grouped and raced."""
+        return len(self.stacks) + len(self.urls)
+
+
+class _Acc:
+    """One level of one stack across repeats."""
+
+    def __init__(self) -> None:
+        self.windows: list[WindowStats] = []  # each repeat's (its rps is a sample)
+        self.sum = WindowSum()  # the repeats as one window (engine/aggregate.py)
+        self.hist: LatencyHistogram | None = None
+        self.hist_unc: LatencyHistogram | None = None
+        self.cpu: list[float] = []
+        self.cpu_us: list[float] = []
+        self.wait: list[float] = []
+        self.engine_cpu: list[float] = []
+        self.saturated = False
+        self.db_down = False
+
+
+class LevelRunner:
+    """Measures levels of the members it is given, on one RaceCore."""
+
+    def __init__(self, core: RaceCore, plan: BenchPlan, progress: Progress) -> None:
+        self.core = core
+        self.plan = plan
+        self.s = plan.settings
+        self.progress = progress
+        self.losses_told = 0  # engine hosts lost, already in the progress
+
+    async def next_interval(self) -> None:
+        """Wait for the engine's next snapshot (a fresh interval boundary)."""
+        engine = self.core.engine
+        seen = engine.latest.seq if engine.latest else -1
+        end = self.core.clock() + 5.0
+        while self.core.clock() < end:
+            await self.core.clock.sleep(0.01)
+            if engine.latest is not None and engine.latest.seq != seen:
+                self.tell_losses()
+                return
+
+    def tell_losses(self) -> None:
+        """A load host lost (a cluster's): say so the moment it is known."""
+        snap = self.core.engine.latest
+        lost = snap.lost if snap is not None else []
+        for loss in lost[self.losses_told :]:
+            self.progress(f"! {loss.describe()}; the run goes on")
+        self.losses_told = len(lost)
+
+    def _crashed(self, ids: list[str]) -> list[str]:
+        return [
+            i
+            for i in ids
+            if self.core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED)
+        ]
+
+    async def _set_level(self, ids: list[str], level: int) -> None:
+        if self.s.rate is not None:
+            await self.core.set_rate(float(level), ids)
+        else:
+            await self.core.set_concurrency(level, ids)
+
+    async def _warm(self, ids: list[str], full: bool = True) -> None:
+        await self.core.clock.sleep(0.3)  # connections open, retired ones drain
+        if not full:
+            return
+        if self.s.warmup > 0:
+            await self.core.clock.sleep(self.s.warmup)
+        if self.s.warmup_requests > 0:
+            # a JIT warms with requests, not seconds: go on until each stack has
+            # answered this many (bounded: a stack too slow for it stops at the timeout)
+            self.core.reset_totals(0.0, ids)
+            await self.next_interval()
+            end = self.core.clock() + max(60.0, self.s.timeout * 6)
+            while self.core.clock() < end:
+                await self.core.clock.sleep(self.core.interval)
+                if all(
+                    (t := self.core.target(i)) is None or t.total.requests >= self.s.warmup_requests
+                    for i in ids
+                ):
+                    break
+                if self._crashed(ids):
+                    return
+
+    async def _drain(self, ids: list[str]) -> None:
+        """Stop sending and wait until nothing is in flight (at most the timeout)."""
+        await self.core.set_budget(0, ids)
+        end = self.core.clock() + self.s.timeout + 1.0
+        while self.core.clock() < end:
+            await self.next_interval()
+            if all((t := self.core.target(i)) is None or t.interval.waiting == 0 for i in ids):
+                return
+
+    async def _measure_budget(self, ids: list[str]) -> None:
+        await self._drain(ids)
+        await self.next_interval()
+        self.core.reset_totals(0.0, ids)
+        n = self.s.requests or 0
+        await self.core.set_budget(n, ids)
+        # Every request ends within the timeout, so this ends; a stall longer than the
+        # timeout (nothing answered, nothing failed) ends it too, with the rest waiting.
+        last_progress = self.core.clock()
+        done_before = -1
+        while True:
+            await self.core.clock.sleep(self.core.interval)
+            snaps = [self.core.target(i) for i in ids]
+            done = sum(t.total.attempts for t in snaps if t is not None)
+            if all(t is None or (t.total.attempts >= n and t.total.waiting == 0) for t in snaps):
+                break
+            if done != done_before:
+                done_before, last_progress = done, self.core.clock()
+            elif self.core.clock() - last_progress > self.s.timeout + 2.0:
+                self.progress("  no answer or failure for longer than the timeout: level ends")
+                break
+            if self._crashed(ids):
+                break
+        await self.next_interval()  # the last answers reach the totals
+        await self.core.set_budget(None, ids)
+
+    async def _measure_time(self, ids: list[str]) -> None:
+        await self.next_interval()
+        self.core.reset_totals(0.0, ids)
+        end = self.core.clock() + self.s.duration
+        while self.core.clock() < end:
+            await self.core.clock.sleep(min(self.core.interval, max(0.0, end - self.core.clock())))
+            self.tell_losses()
+            if self._crashed(ids):
+                break
+        await self.next_interval()  # the last interval reaches the totals
+
+    async def level(self, ids: list[str], level: int) -> dict[str, Level]:
+        accs = {i: _Acc() for i in ids}
+        before = {i: self.core.sample_now(i) for i in ids}
+        for k in range(self.s.repeat):
+            live = [i for i in ids if i not in self._crashed(ids)]
+            if not live:
+                break
+            await self._set_level(live, level)
+            # the load goes on between repeats, so the stacks stay warm: the warm-up
+            # (seconds, requests) comes once per level, before its first repeat
+            await self._warm(live, full=k == 0)
+            started = self.core.clock()
+            if self.s.requests and self.s.rate is None:
+                await self._measure_budget(live)
+            else:
+                await self._measure_time(live)
+            watch = self.plan.database
+            down = watch is not None and bool(watch.down_during(started, self.core.clock()))
+            for i in live:
+                self._take(i, accs[i], down)
+        return self._levels(ids, level, accs, before)
+
+    def _take(self, i: str, a: _Acc, down: bool) -> None:
+        """Add the measured window of member `i` (its totals, histograms, CPU) to `a`."""
+        t = self.core.target(i)
+        if t is None:
+            return
+        snap = self.core.engine.latest
+        a.windows.append(t.total)
+        h = self.core.engine.total_histogram(i)
+        if a.hist is None:
+            a.hist = h
+        else:
+            a.hist.add(h)
+        if self.s.rate is not None:
+            hu = self.core.engine.total_histogram(i, uncorrected=True)
+            if a.hist_unc is None:
+                a.hist_unc = hu
+            else:
+                a.hist_unc.add(hu)
+        # from the second repeat on, the latencies are the merged histograms'
+        merged = a.sum.parts > 0
+        a.sum.add(
+            t.total,
+            a.hist.summary() if merged else None,
+            a.hist_unc.summary()
+            if merged and a.hist_unc is not None and t.total.latency_uncorrected
+            else None,
+        )
+        res = self.core.sample_now(i)
+        if res is not None:
+            a.cpu.append(res.cpu_percent)
+            a.wait.append(res.cpu_wait_percent)
+        per = self.core.cpu_per_request_us(i, t.total.requests)
+        if per is not None:
+            a.cpu_us.append(per)
+        a.engine_cpu.append(t.total.engine_cpu)
+        a.saturated |= t.saturated or bool(snap and snap.saturated and snap.procs == 1)
+        a.db_down |= down
+
+    def _levels(
+        self,
+        ids: list[str],
+        level: float | dict[str, float],
+        accs: dict[str, _Acc],
+        before: dict[str, ResourceSample | None],
+    ) -> dict[str, Level]:
+        out: dict[str, Level] = {}
+        for i in ids:
+            a = accs[i]
+            if not a.windows:
+                continue
+            window = a.sum.stats()
+            after = self.core.members[i].resources or before[i]
+            load = level[i] if isinstance(level, dict) else level
+            out[i] = self._level(load, window, a, before[i], after)
+        return out
+
+    async def probe(
+        self, loads: dict[str, float], needed: int, min_s: float, max_s: float
+    ) -> dict[str, Level]:
+        """One probe of a capacity search (race/core/capacity_run.py) for each member at its
+        own load, all at once: set each load, warm up, then measure until every member
+        has `needed` answers (and at least `min_s`), or `max_s` has passed. A level is
+        returned per member measured (a crashed one has none)."""
+        ids = list(loads)
+        before = {i: self.core.sample_now(i) for i in ids}
+
+        # all at once first (a rate opens its connections once, core.set_rate), then
+        # each member at its own load; connections are whole, a rate as asked
+        def asked(load: float) -> int:
+            return load if self.s.rate is not None else round(load)  # type: ignore[return-value]  # a rate is a float the setter takes as it is
+
+        await self._set_level(ids, asked(min(loads.values())))
+        for i, load in loads.items():
+            await self._set_level([i], asked(load))
+        await self._warm(ids)
+        clock = self.core.clock
+        started = clock()
+        await self.next_interval()
+        self.core.reset_totals(0.0, ids)
+        t0 = clock()
+        while clock() - t0 < max_s:
+            await clock.sleep(self.core.interval)
+            if self._crashed(ids):
+                break
+            if clock() - t0 >= min_s and all(
+                (t := self.core.target(i)) is None or t.total.requests >= needed for i in ids
+            ):
+                break
+        await self.next_interval()  # the last interval reaches the totals
+        watch = self.plan.database
+        down = watch is not None and bool(watch.down_during(started, clock()))
+        accs = {i: _Acc() for i in ids}
+        for i in ids:
+            if i not in self._crashed(ids):
+                self._take(i, accs[i], down)
+        return self._levels(ids, loads, accs, before)
+
+    def _level(
+        self,
+        level: float,
+        window: WindowStats,
+        a: _Acc,
+        before: ResourceSample | None,
+        after: ResourceSample | None,
+    ) -> Level:
+        s = self.s
+        rate_mode = s.rate is not None
+        check = None
+        if not rate_mode:
+            check = accounting.little_check(window, round(level), budget=bool(s.requests))
+        share = accounting.engine_share(window)
+        limit = accounting.engine_limit(window, a.saturated)
+        return Level(
+            concurrency=0 if rate_mode else round(level),
+            rate=float(level) if rate_mode else None,
+            window=window,
+            memory_before=Memory(rss=before.rss, uss=before.uss) if before else Memory(),
+            memory_after=Memory(rss=after.rss, uss=after.uss) if after else Memory(),
+            cpu_percent=statistics.median(a.cpu) if a.cpu else 0.0,
+            engine_cpu=statistics.median(a.engine_cpu) if a.engine_cpu else 0.0,
+            engine_saturated=a.saturated,
+            hdr=a.hist.encode_base64() if a.hist is not None else "",
+            samples=[w.rps for w in a.windows],
+            cpu_us_per_request=statistics.median(a.cpu_us) if a.cpu_us else None,
+            cpu_wait_percent=statistics.median(a.wait) if a.wait else 0.0,
+            engine_share=share,
+            engine_limited=bool(limit),
+            engine_limit=limit,
+            little=LittleLaw(
+                check.connections, check.in_flight, check.explained, check.ok, check.reason
+            )
+            if check
+            else None,
+            db_down=a.db_down,
+            keepalive=s.keepalive,
+        )

@@ -1,0 +1,179 @@
+"""Bench's report assembly: the run being measured, complete at every finished level.
+
+- `BenchRecorder`: the `BenchRun` (report/schema.py) with the machine's facts, the
+  settings and each stack's result, filled level by level (an interrupted run keeps
+  every finished level) and judged by the breaking-point rule at the end (`judge`,
+  stackrace.rules.breaking, the app's rule too);
+- `describe`: a level's progress line, its accounting in full;
+- `record_paths`: your requests' figures per stack over the whole run.
+
+Apart from the level protocol (race/bench/protocol.py) and the run (race/bench/run.py): what is
+measured and what is reported change for different reasons.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from stackrace.race.bench.protocol import BenchPlan
+from stackrace.race.core.core import RaceCore
+from stackrace.race.core.machine import machine_info
+from stackrace.race.core.placement import CorePlacement
+from stackrace.race.core.urls import UrlTarget
+from stackrace.report.schema import (
+    SCHEMA_VERSION,
+    BenchRun,
+    Level,
+    PathResult,
+    Settings,
+    StackResult,
+)
+from stackrace.rules.breaking import find_breaking_point, step_result
+from stackrace.settings.race_settings import RaceSettings
+from stackrace.stacks.catalogue import Stack, placeholders, render
+
+
+def _kind_labels(s: RaceSettings) -> list[str]:
+    kinds = s.request_kinds() if s.own_requests else None
+    return [f"{k.label} ×{k.weight}" for k in kinds or []]
+
+
+def server_version(stack: Stack) -> str:
+    if not stack.spec.version:
+        return ""
+    values = placeholders(stack, 0, Path("/tmp"))
+    try:
+        out = subprocess.run(
+            [render(a, values) for a in stack.spec.version],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return ""
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0][:80] if text else ""
+
+
+class BenchRecorder:
+    """The run being measured: complete up to the last finished level at any moment."""
+
+    def __init__(self, plan: BenchPlan, placement: CorePlacement, why: str) -> None:
+        s = plan.settings
+        self.run = BenchRun(
+            schema=SCHEMA_VERSION,
+            started=datetime.now(UTC).isoformat(timespec="seconds"),
+            machine=machine_info(),
+            settings=Settings(
+                **msgspec.structs.asdict(s),
+                path=s.path,
+                kinds=_kind_labels(s),
+                isolation_reason=why,
+                placement=placement.note,
+                preset=plan.preset,
+            ),
+            stacks=[],
+        )
+        self.run.settings.isolation = placement.isolation
+        self.by_name: dict[str, StackResult] = {}
+
+    def stack(self, stack: Stack, cpus: list[int] | None) -> StackResult:
+        result = StackResult(
+            name=stack.name,
+            title=stack.title,
+            family=stack.spec.family,
+            version=server_version(stack),
+            levels=[],
+            cpus=cpus,
+        )
+        self.by_name[stack.name] = result
+        self.run.stacks.append(result)
+        return result
+
+    def url(self, target: UrlTarget) -> StackResult:
+        """A server the user started: its name, the URL raced, whether it is sampled."""
+        result = StackResult(
+            name=target.label(),
+            title=target.url,
+            family="external",
+            version="",  # not ours to ask
+            levels=[],
+            url=target.url,
+            sampled=target.pid is not None,
+        )
+        self.by_name[result.name] = result
+        self.run.stacks.append(result)
+        return result
+
+    def finish(self, interrupted: str | None = None) -> BenchRun:
+        self.run.stacks = [judge(st) for st in self.run.stacks]
+        self.run.interrupted = interrupted
+        return self.run
+
+
+def judge(result: StackResult) -> StackResult:
+    """Apply the breaking-point rule (rules/breaking.py, shared with the app) to the levels."""
+    steps = [
+        # a server not sampled has no CPU figure: its 0 must not read as an idle server
+        step_result(lv.level, lv.window, lv.cpu_percent if result.sampled else None, None)
+        for lv in result.levels
+        if not lv.db_down
+    ]
+    bp = find_breaking_point(steps)
+    if bp is None:
+        return msgspec.structs.replace(
+            result, breaking_point=None, breaking_kind="", breaking_reason=""
+        )
+    return msgspec.structs.replace(
+        result, breaking_point=bp.level, breaking_kind=bp.kind, breaking_reason=bp.reason
+    )
+
+
+def describe(name: str, lv: Level, rate_mode: bool) -> str:
+    """One progress line per level: the accounting in full."""
+    w = lv.window
+    fails = sum(n for k, n in w.failures.items())
+    # no answer, no latency: "p99 0.00 ms" would read as the fastest level of all
+    p99 = f"{lv.latency.p99 / 1000:8.2f} ms" if lv.answered else "no answers"
+    line = (
+        f"  {name:<28} {'rate' if rate_mode else 'c'}={lv.level:<6} "
+        f"{lv.rps:>9,.0f} req/s  p99 {p99}  "
+        f"sent {w.sent:,} = {w.requests:,} answered + {w.lost:,} failed + {w.waiting:,} waiting"
+    )
+    if fails:
+        line += f"  failures {fails:,}"
+    if lv.little is not None and not lv.little.ok:
+        line += f"  [Little: {lv.little.reason}]"
+    if lv.engine_limited:
+        line += f"  [engine-limited: {lv.engine_limit}]"
+    if lv.db_down:
+        line += "  [DATABASE FAULT: down, restarted or its tables gone; not judged]"
+    return line
+
+
+def record_paths(core: RaceCore, rec: BenchRecorder, ids: list[str], s: RaceSettings) -> None:
+    """Each of your requests over the whole run, per stack (the target's never-restarted
+    per-kind figures; a single request: its totals are the stack's)."""
+    kinds = s.request_kinds() or []
+    for i in ids:
+        t = core.target(i)
+        if t is None:
+            continue
+        if t.kinds_run is not None:
+            rec.by_name[i].paths = [
+                PathResult(
+                    name=kind.label,
+                    sent=k.sent,
+                    answered=k.answered,
+                    errors=k.errors,
+                    failed=k.failed,
+                    waiting=k.waiting,
+                    status=dict(k.status),
+                )
+                for kind, k in zip(kinds, t.kinds_run, strict=False)
+            ]

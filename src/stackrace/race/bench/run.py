@@ -1,0 +1,282 @@
+"""`stackrace bench` without the printing: the race core driven by a plan.
+
+    run = await run_bench(BenchPlan(stacks, settings), progress=print)
+    run = await run_bench(plan, parts=synthetic_parts()[0])   # the models, no servers
+
+The stacks are raced exactly as the app races them (race/core/core.py: per-stack engine
+processes, the same placement), level by level:
+
+- closed loop: set the concurrency, warm up (time, then optionally a number of answered
+  requests), restart the totals on an interval boundary, measure `duration`;
+- `--requests N` (as ab -n): warm up, drain until nothing is in flight, then send
+  exactly N spread over the connections and wait until every one was answered or failed
+  (each is bounded by the request timeout, never by `duration`); req/s is timed from the
+  first send to the last answer;
+- `--rate R`: one level at R req/s per stack.
+
+Servers the user started (`--url`, race/core/urls.py) are members like the stacks: placed
+(they count when bench decides whether every member gets cores of its own), grouped and
+rotated with them, loaded and drained the same way; but never started, pinned or
+stopped, checked only for a connection before their first level, and sampled only when
+their pid was given. A member that left a rotation is never loaded again.
+
+Each level keeps the engine's complete accounting (answered, failed by kind, waiting),
+the Little's-law check, the engine's share of the latency, the stack's CPU (and CPU
+time per request), memory before and after, and whether the database was down. A stack
+that crashes ends its levels at once. Results are collected as they are measured, so
+an interrupted run keeps every finished level (`BenchRecorder`, race/bench/recorder.py).
+How a level is measured is race/bench/protocol.py (`LevelRunner`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from stackrace.engine.client import Engine
+from stackrace.engine.model import EngineSettings
+from stackrace.race.bench.protocol import BenchPlan, LevelRunner, Progress
+from stackrace.race.bench.recorder import BenchRecorder, describe, record_paths
+from stackrace.race.core.capacity_run import search_capacity
+from stackrace.race.core.core import RaceCore
+from stackrace.race.core.members import LoadEngine, RaceParts, StackStarter
+from stackrace.race.core.placement import CorePlacement, choose_isolation, place
+from stackrace.race.core.stack_source import StacksFileSource
+from stackrace.race.core.state import StackState
+from stackrace.race.core.urls import UrlHandle
+from stackrace.report.schema import (
+    BenchRun,
+)
+from stackrace.settings.race_settings import RaceSettings
+
+
+def plan_placement(
+    settings: RaceSettings, n_stacks: int, parts: RaceParts | None = None
+) -> tuple[CorePlacement, str]:
+    """Where the stacks and engines run: here, or (with `parts`) on other hosts, where the
+    stacks' host gives every core to the stacks."""
+    here = parts is None
+    cores = sorted(os.sched_getaffinity(0)) if parts is None else list(parts.cores)
+    # with the engines elsewhere they need no core of the stacks' host
+    isolation, why = choose_isolation(
+        settings.isolation, n_stacks, settings.cpus, len(cores) + (0 if here else 1)
+    )
+    return place(isolation, n_stacks, settings.cpus, cores, engine_here=here), why
+
+
+async def run_bench(
+    plan: BenchPlan,
+    progress: Progress = lambda s: None,
+    recorder: BenchRecorder | None = None,
+    parts: RaceParts | None = None,
+) -> BenchRun:
+    """Run the plan; results go into `recorder` level by level (pass one to keep them if
+    the run is cancelled). `parts`: the engine and stacks made elsewhere (--cluster)."""
+    s = plan.settings
+    placement, why = plan_placement(s, plan.members, parts)
+    rec = recorder or BenchRecorder(plan, placement, why)
+    progress(f"isolation: {placement.isolation} ({why}); {placement.note}")
+    if parts is not None and parts.note:
+        progress(parts.note)
+    # with a request budget a level lasts a second or two: short intervals keep the
+    # level's edges sharp
+    engine_settings = EngineSettings(timeout=s.timeout, interval=0.05 if s.requests else 0.25)
+    source: StackStarter
+    if parts is None:
+        engine: LoadEngine = Engine(
+            engine_settings, per_target=True, allow_remote=plan.allow_remote
+        )
+        source = StacksFileSource(stacks_file=plan.stacks_file, defs={}, memory_max=s.memory_max)
+    else:
+        engine = parts.engine(engine_settings)
+        source = parts.source
+    source.use_database(plan.db_env)
+    core = RaceCore(engine, source, s, interval=engine_settings.interval)
+    if parts is not None and parts.clock is not None:
+        core.clock = parts.clock
+    if plan.on_core is not None:
+        plan.on_core(core)
+    core.concurrency = 0
+    runner = LevelRunner(core, plan, progress)
+    await core.start([], placement=placement)
+    watch = plan.database
+    if watch is not None:
+        await watch.start()
+    try:
+        if plan.urls:
+            progress(
+                "servers you started: "
+                + ", ".join(
+                    f"{u.label()} ({u.url}, "
+                    + (f"pid {u.pid} sampled" if u.pid else "memory and CPU not sampled: no --pid")
+                    + ")"
+                    for u in plan.urls
+                )
+                + "; not pinned (not ours to place)"
+            )
+        groups = (
+            [[k] for k in range(plan.members)]
+            if placement.isolation == "rotate"
+            else [list(range(plan.members))]
+        )
+        for group in groups:
+            if watch is not None and watch.faulty:  # down, or its tables gone
+                for k in group:
+                    if k >= len(plan.stacks):
+                        res = rec.url(plan.urls[k - len(plan.stacks)])
+                    else:
+                        res = rec.stack(plan.stacks[k], placement.stack_cpus[k])
+                    res.error = f"not measured: {watch.describe()}"
+                    progress(f"✗ {res.name}: {res.error}")
+                continue
+            if s.rate is None and s.levels:
+                # a member starts loading at the core's level once it is ready: make
+                # that the first level it will be measured at, not the last level of
+                # the group before. Attached at c=1000 and then lowered to c=1, a
+                # one-worker server was left ~1,000 requests of closed connections in
+                # its accept queue to serve first (10 s at 10 ms each): its c=1 level
+                # answered nothing. No member is attached between groups.
+                await core.set_concurrency(s.levels[0], ids=[])
+            ids = _start_group(core, source, rec, plan, placement, group, progress)
+            ids += await _join_urls(core, rec, plan, placement, group, progress)
+            timeout = max(
+                [
+                    120.0,
+                    *(plan.stacks[k].spec.ready_timeout + 5 for k in group if k < len(plan.stacks)),
+                ]
+            )
+            await core.wait_ready(ids, timeout=timeout)
+            running = []
+            for i in ids:
+                m = core.members[i]
+                if m.attached:
+                    running.append(i)
+                    continue
+                state = m.handle.state
+                why = (
+                    m.refused
+                    or getattr(m.handle, "error", None)
+                    or (
+                        f"{state} before its load began"
+                        if state in (StackState.CRASHED, StackState.STOPPED)
+                        else f"not ready within {timeout:g}s"
+                    )
+                )
+                # the stack's name is in every line that shows the error: not twice
+                rec.by_name[i].error = why.split("\n")[0].removeprefix(f"{i}: ")
+                progress(f"✗ {i}: {why.removeprefix(f'{i}: ')}")
+                await core.stop_member(i)
+            if plan.capacity is not None and running:
+                found = await search_capacity(runner, running, plan.capacity, progress)
+                for i in running:
+                    rec.by_name[i].capacity = found.get(i)
+                    if i in found:
+                        progress(f"{i}: {found[i].sentence}")
+                    if core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
+                        rec.by_name[i].error = "crashed during its capacity search"
+            for level in [] if plan.capacity is not None else s.levels:
+                if not running:
+                    break
+                got = await runner.level(running, level)
+                for i in list(running):
+                    lv = got.get(i)
+                    if lv is not None:
+                        rec.by_name[i].levels.append(lv)
+                        progress(describe(i, lv, s.rate is not None))
+                    if core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
+                        tail = "\n".join(core.members[i].handle.log_tail(12))
+                        rec.by_name[i].error = f"crashed during level {level}"
+                        progress(f"✗ {i}: crashed during level {level}\n{tail}")
+                        running.remove(i)
+                    elif lv is not None and lv.requests == 0 and level != s.levels[-1]:
+                        progress(f"  {i}: no responses at {level}; skipping higher levels")
+                        running.remove(i)
+            if s.own_requests and running:
+                # your app's requests: nothing may be in flight when it stops, so that
+                # what it was sent and what it answered are both known, per request
+                await runner._drain(running)
+                record_paths(core, rec, running, s)
+            for i in ids:
+                await core.stop_member(i)
+    finally:
+        await core.stop()
+        final = core.engine.latest
+        for loss in final.lost if final is not None else []:
+            rec.run.notes.append(loss.describe())
+        if watch is not None:
+            await watch.stop()
+            for down in watch.intervals:
+                rec.run.notes.append(
+                    f"database {down.kind}: {down.cause} (levels measured then are marked and "
+                    "not judged)"
+                )
+    return rec.finish()
+
+
+def _start_group(
+    core: RaceCore,
+    source: StackStarter,
+    rec: BenchRecorder,
+    plan: BenchPlan,
+    placement: CorePlacement,
+    group: list[int],
+    progress: Progress,
+) -> list[str]:
+    """Launch the stacks of one group (all of them, or one when rotating)."""
+    ids = []
+    for k in group:
+        if k >= len(plan.stacks):
+            continue  # a --url server: _join_urls
+        stack = plan.stacks[k]
+        if stack.name in rec.by_name:
+            progress(f"{stack.name}: named twice; measured once")
+            continue
+        cpus = placement.stack_cpus[k]
+        rec.stack(stack, cpus)
+        progress(f"{stack.name}: starting")
+        handle = source.start_stack(stack, cpus)
+        core.add_member(handle, cpus)
+        ids.append(handle.id)
+    return ids
+
+
+async def _join_urls(
+    core: RaceCore,
+    rec: BenchRecorder,
+    plan: BenchPlan,
+    placement: CorePlacement,
+    group: list[int],
+    progress: Progress,
+) -> list[str]:
+    """The group's servers started by hand, as members keyed by their names: reachable
+    ones only (one that refuses the connection is an error, not a level of failures)."""
+    ids = []
+    for k in group:
+        if k < len(plan.stacks):
+            continue
+        target = plan.urls[k - len(plan.stacks)]
+        result = rec.url(target)
+        problem = await _unreachable(target.url)
+        if problem:
+            result.error = f"not reachable at {target.url}: {problem}"
+            progress(f"✗ {result.name}: {result.error}")
+            continue
+        handle = UrlHandle(target, k, id=result.name)
+        core.add_member(handle)
+        ids.append(handle.id)
+    return ids
+
+
+async def _unreachable(url: str, timeout: float = 5.0) -> str:
+    """Why a TCP connection to the URL's server cannot be made ("": it can)."""
+    from stackrace.engine.request import parse_url
+
+    u = parse_url(url)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(u.host, u.port), timeout)
+    except TimeoutError:
+        return f"no connection within {timeout:g}s"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    writer.close()
+    return ""

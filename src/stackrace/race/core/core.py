@@ -1,0 +1,390 @@
+"""The race core: stacks up, sampled, loaded by the engine — what the app and bench drive.
+
+    core = RaceCore(engine, source, settings)
+    await core.start(["uvicorn", "gunicorn-sync"], urls=[], placement=placement)
+    await core.poll()                        # ~4x/s: readiness, targets, resources
+    await core.set_concurrency(200)          # every attached stack at once, live
+    core.target("uvicorn")                   # the engine's latest TargetSnapshot
+    await core.stop()
+
+Bench is the core driven by a plan (race/bench/run.py; its levels, race/bench/protocol.py); the
+app's `Session` is the core driven by the user (race/live/session.py). Each member is a stack
+stackrace launched, or a URL it did not: both are a `MemberHandle` (race/core/members.py),
+and both get an engine target of their own once they are ready (per-target engine
+processes, placed by `placement.py`). Time and waits are the core's clock's
+(race/core/clock.py): real, or the synthetic engine's steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from stackrace.engine.model import (
+    TargetSnapshot,
+    TargetSpec,
+)
+from stackrace.race.core.clock import RaceClock, RealClock
+from stackrace.race.core.members import (
+    LoadEngine,
+    Member,
+    MemberHandle,
+    StackSource,
+)
+from stackrace.race.core.placement import CorePlacement
+from stackrace.race.core.state import StackState
+from stackrace.settings.race_settings import RaceSettings
+from stackrace.settings.scenario import RequestKind, target_spec
+from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.sampler import ResourceSample
+
+SAMPLE_EVERY = 1.0  # seconds between resource samples of one member (smaps reads cost)
+SIGNS_EVERY = 1.0  # seconds between looks at the members' sockets and logs
+
+
+@dataclass
+class RaceCore:
+    engine: LoadEngine
+    source: StackSource | None
+    settings: RaceSettings = field(default_factory=RaceSettings)
+    # time and waits for every driver of this race (race/core/clock.py): real on a real
+    # race, the engine's steps on the synthetic one
+    clock: RaceClock = field(default_factory=RealClock)
+    sample_every: float = SAMPLE_EVERY
+    signs_every: float = SIGNS_EVERY
+    interval: float = 0.25  # the engine's report interval
+    members: dict[str, Member] = field(default_factory=dict)
+    placement: CorePlacement | None = None
+    concurrency: int = 10
+    rate: float | None = None
+    errors: list[str] = field(default_factory=list)
+    # members that become ready are not loaded while this is set (a ramp's clean start)
+    hold_attach: bool = False
+    _engine_started: bool = False
+    _cores: int = 1
+    _kinds: list[RequestKind] | None = None
+    _signs_at: float = float("-inf")
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    async def start(
+        self,
+        stack_ids: Sequence[str],
+        urls: Sequence[MemberHandle] = (),
+        placement: CorePlacement | None = None,
+    ) -> None:
+        """Start the engine, every stack (in the background) and the URL targets."""
+        import os
+
+        self.placement = placement
+        self._cores = len(os.sched_getaffinity(0))
+        if WORKLOADS[self.settings.workload].needs_db and self.source is not None:
+            await self.source.start_database()
+        if not self._engine_started:
+            await self.engine.start()
+            self._engine_started = True
+        for handle in urls:
+            self.add_member(handle)
+        for i, stack_id in enumerate(stack_ids):
+            self.launch(stack_id, i)
+
+    def _engine_cpus(self) -> list[int] | None:
+        return self.placement.engine_cpus if self.placement else None
+
+    def add_member(self, handle: MemberHandle, stack_cpus: list[int] | None = None) -> Member:
+        """A server started elsewhere (bench starts resolved stacks itself, a --url
+        server is nobody's to start) joins the race: loaded once ready, by the engine
+        processes the placement gives the engines."""
+        member = Member(handle, stack_cpus=stack_cpus, engine_cpus=self._engine_cpus())
+        self.members[handle.id] = member
+        return member
+
+    def launch(self, stack_id: str, index: int = 0) -> Member | None:
+        """Start one stack in the background, on the cores the placement gives it."""
+        if self.source is None:
+            self.errors.append(f"{stack_id}: no stacks file: only --url targets can be loaded")
+            return None
+        cpus = None
+        if self.placement is not None and index < len(self.placement.stack_cpus):
+            cpus = self.placement.stack_cpus[index]
+        try:
+            handle = self.source.start(stack_id, cpus)
+        except Exception as exc:  # a stack that cannot start must not stop the race
+            self.errors.append(f"{stack_id}: {exc}")
+            return None
+        return self.add_member(handle, cpus)
+
+    async def stop_member(self, member_id: str) -> None:
+        m = self.members.get(member_id)
+        if m is None:
+            return
+        await self._detach(m)
+        await m.handle.stop()
+
+    async def detach(self, member_id: str) -> None:
+        """Stop loading one member: its engine target goes, with its connections."""
+        m = self.members.get(member_id)
+        if m is not None:
+            await self._detach(m)
+
+    async def restart(self, member_id: str) -> None:
+        """Stop a stack and start it again on the same cores (a clean start); it is
+        loaded again once ready, unless `hold_attach`."""
+        m = self.members.get(member_id)
+        if m is None or m.handle.external or self.source is None:
+            return
+        await self._detach(m)
+        with contextlib.suppress(Exception):
+            await m.handle.stop()
+        try:
+            handle = self.source.start(member_id, m.stack_cpus)
+        except Exception as exc:  # it started once: say why it does not now
+            self.errors.append(f"{member_id}: {exc}")
+            return
+        self.members[member_id] = Member(handle, stack_cpus=m.stack_cpus, engine_cpus=m.engine_cpus)
+
+    async def stop(self) -> None:
+        import asyncio
+
+        if self._engine_started:
+            await self.engine.stop()
+            self._engine_started = False
+
+        async def stop(m: Member) -> None:
+            with contextlib.suppress(Exception):
+                await m.handle.stop()
+
+        # every stack at once: a stack's grace period (gevent's worker takes a second)
+        # does not hold up the others, and quitting eight stacks takes as long as one
+        await asyncio.gather(*(stop(m) for m in self.members.values()))
+        if self.source is not None:
+            await self.source.close()
+
+    # --- each tick ------------------------------------------------------------------
+
+    async def poll(self) -> None:
+        """Attach members that became ready, detach crashed ones, sample resources."""
+        now = self.clock()
+        for m in list(self.members.values()):
+            state = m.handle.state
+            if state in (StackState.READY, StackState.WARMING):
+                if now - m.sampled_at >= self.sample_every or m.resources is None:
+                    self._sample(m, now)
+                if not m.attached and m.refused is None and not self.hold_attach:
+                    if m.baseline is None:
+                        m.baseline = m.resources
+                    await self._attach(m)
+            elif (
+                m.attached
+                and state in (StackState.CRASHED, StackState.STOPPED)
+                and not m.handle.external
+            ):
+                await self._detach(m)
+        if now - self._signs_at >= self.signs_every:
+            self._signs_at = now
+            await self._gather_signs(now)
+
+    async def _gather_signs(self, now: float) -> None:
+        """Each running member's signs (stacks/signs.py). The kernel's view of the
+        ports comes from one dump of the machine's sockets, off the event loop, and
+        only for members with something to explain (clients stuck in connect, waiting
+        with no answer, timeouts): the dump walks every socket the kernel holds, ~1 ms
+        on a quiet machine but ~30 ms on one holding 30,000 (bench/listen_cost.py)."""
+        import asyncio
+
+        from stackrace.stacks.listen import listen_states
+
+        running = [
+            m
+            for m in self.members.values()
+            if m.handle.state in (StackState.READY, StackState.WARMING)
+        ]
+        ports = {m.id: m.handle.listen_port if self._troubled(m) else None for m in running}
+        wanted = sorted({p for p in ports.values() if p})
+        states = {}
+        if wanted:
+            try:
+                states = await asyncio.to_thread(listen_states, wanted)
+            except OSError:
+                states = {}
+        for m in running:
+            port = ports[m.id]
+            try:
+                m.signs = m.handle.signs(now, states.get(port) if port else None)
+            except OSError:
+                m.signs = None
+
+    def _troubled(self, m: Member) -> bool:
+        t = self.target(m.id)
+        if t is None:
+            return False
+        w = t.interval
+        stalled = w.requests == 0 and w.waiting > 0
+        return bool(w.connecting or stalled or w.failures.get("timeout"))
+
+    def _sample(self, m: Member, now: float) -> None:
+        s = m.handle.sample()
+        m.sampled_at = now
+        if s is not None:
+            m.resources = s
+            m.mem_peak = max(m.mem_peak, s.rss)
+
+    def sample_now(self, member_id: str) -> ResourceSample | None:
+        """A fresh sample (a level's start or end needs one, whatever the rhythm)."""
+        m = self.members[member_id]
+        self._sample(m, self.clock())
+        return m.resources
+
+    def request_kinds(self) -> list[RequestKind] | None:
+        """Your requests (--path, --scenario), read once per race; None: the workload's."""
+        if self._kinds is None and self.settings.own_requests:
+            self._kinds = self.settings.request_kinds()
+        return self._kinds
+
+    def spec(self, m: Member) -> TargetSpec:
+        s = self.settings
+        kinds = self.request_kinds()
+        if kinds:
+            return self._own_spec(m, kinds)
+        url = url_for(m.handle.base_url, s)
+        own_app = not m.handle.external or url != m.handle.base_url
+        rate_mode = self.rate is not None
+        return TargetSpec(
+            id=m.id,
+            url=url,
+            # a URL given with its own path is not necessarily one of our apps: no check
+            check=WORKLOADS[s.workload].check(s.queries) if own_app else None,
+            concurrency=s.rate_connections if rate_mode else self.concurrency,
+            rate=self.rate,
+            keepalive=s.keepalive,
+            # https: a stack stackrace made TLS for is verified against its own
+            # certificate; a --url target as the settings say
+            tls_verify=s.tls_verify or m.handle.cacert is not None,
+            cacert=m.handle.cacert or s.cacert,
+            tls_resume=s.tls_resume,
+            clients=s.client_profile,
+            slow_share=s.slow_share,
+        )
+
+    def _own_spec(self, m: Member, kinds: list[RequestKind]) -> TargetSpec:
+        """Your endpoints on this member: one request, or a weighted mix counted per kind
+        (engine/mix.py). No body check: the answers are your app's."""
+        return target_spec(
+            m.id,
+            m.handle.base_url,
+            kinds,
+            concurrency=self.settings.rate_connections
+            if self.rate is not None
+            else self.concurrency,
+            rate=self.rate,
+            keepalive=self.settings.keepalive,
+        )
+
+    async def _attach(self, m: Member) -> None:
+        spec = self.spec(m)
+        m.url = spec.url
+        m.check = spec.check
+        try:
+            await self.engine.add_target(spec, cpus=m.engine_cpus)
+        except Exception as exc:  # refused by the engine: show why, keep the others going
+            m.refused = str(exc)
+            self.errors.append(f"{m.handle.name}: {exc}")
+            return
+        m.attached = True
+
+    async def _detach(self, m: Member) -> None:
+        if m.attached:
+            with contextlib.suppress(Exception):
+                await self.engine.remove_target(m.id)
+            m.attached = False
+
+    async def wait_ready(self, ids: Sequence[str], timeout: float = 120.0) -> None:
+        """Poll until each member is ready and attached, or has failed (bench)."""
+        end = self.clock() + timeout
+        while self.clock() < end:
+            await self.poll()
+            # "attached", not "no longer starting": a member can become ready while poll()
+            # awaits another's attach, and would be left out of the race unattached
+            pending = [
+                i
+                for i in ids
+                if i in self.members
+                and not self.members[i].attached
+                and self.members[i].refused is None
+                and self.members[i].handle.state not in (StackState.CRASHED, StackState.STOPPED)
+            ]
+            if not pending:
+                return
+            await self.clock.sleep(0.05)
+
+    # --- commands -------------------------------------------------------------------
+
+    def attached(self, ids: Sequence[str] | None = None) -> list[str]:
+        return [i for i, m in self.members.items() if m.attached and (ids is None or i in ids)]
+
+    async def set_concurrency(self, n: int, ids: Sequence[str] | None = None) -> None:
+        """Connections per member (closed loop); members attached later get it too."""
+        self.concurrency = n
+        for i in self.attached(ids):
+            await self.engine.set_concurrency(n, i)
+
+    async def set_rate(self, rate: float | None, ids: Sequence[str] | None = None) -> None:
+        """Constant rate per member in req/s, or None for closed loop."""
+        was_closed = self.rate is None
+        self.rate = rate
+        for i in self.attached(ids):
+            if rate is not None and was_closed:
+                await self.engine.set_concurrency(self.settings.rate_connections, i)
+            await self.engine.set_rate(rate, i)
+            if rate is None:
+                await self.engine.set_concurrency(self.concurrency, i)
+
+    async def set_budget(self, n: int | None, ids: Sequence[str] | None = None) -> None:
+        for i in self.attached(ids):
+            await self.engine.set_budget(n, i)
+
+    def reset_totals(self, warmup: float = 0.0, ids: Sequence[str] | None = None) -> None:
+        """A new level: the engine's running totals restart; CPU is counted from here."""
+        if ids is None:
+            self.engine.reset_totals(warmup)
+        else:
+            for i in self.attached(ids):
+                self.engine.reset_totals(warmup, i)
+        for i in self.attached(ids):
+            self.members[i].level_mark = self.sample_now(i)
+
+    # --- reading --------------------------------------------------------------------
+
+    def host_lost(self) -> str:
+        """See StackSource.host_lost."""
+        return self.source.host_lost() if self.source is not None else ""
+
+    def target(self, member_id: str) -> TargetSnapshot | None:
+        snap = self.engine.latest
+        m = self.members.get(member_id)
+        if snap is None or m is None or not m.attached:
+            return None
+        return snap.target(member_id)
+
+    def capacity(self, member_id: str) -> float:
+        """The most CPU (% of one core) a member can use: its cores, at most one per
+        process (a one-process server cannot use two cores)."""
+        m = self.members[member_id]
+        cores = len(m.stack_cpus) if m.stack_cpus else self._cores
+        procs = m.resources.processes if m.resources is not None else cores
+        return 100.0 * max(1, min(cores, procs))
+
+    def cpu_per_request_us(self, member_id: str, answered: int) -> float | None:
+        """The stack's CPU time per answered request since the level began (µs)."""
+        m = self.members[member_id]
+        if m.level_mark is None or m.resources is None or answered <= 0:
+            return None
+        used = m.resources.cpu_seconds - m.level_mark.cpu_seconds
+        return 1e6 * used / answered if used > 0 else None
+
+
+def url_for(base: str, settings: RaceSettings) -> str:
+    from stackrace.race.core.urls import target_url
+
+    return target_url(base, settings.workload, settings.io_ms, settings.queries)

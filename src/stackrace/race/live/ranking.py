@@ -1,0 +1,101 @@
+"""`k` in the app: every loaded stack's capacity under the SLO, searched at once, then ranked.
+
+The session owns one `CapacityRanking` (`session.ranking`, the `k` key's feature); the
+race screen starts and stops it, the session's poll advances it (race/live/capacity.py
+runs the search itself: the same search, judge and answers-needed rule as `bench
+--capacity`). A hand on the load (the slider, `m`, a
+ramp) stops it, keeping what it found so far; when it ends, every stack goes back to
+the level it started from and the screen shows the ranking.
+
+Kept apart from race/live/session.py so that the session stays one job (its commands and
+ticks) and this feature is read in one place.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.live.capacity import LiveCapacity
+from stackrace.report.schema import CapacityResult
+
+if TYPE_CHECKING:
+    from stackrace.race.live.session import Session
+
+
+class CapacityRanking:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.search: LiveCapacity | None = None  # the search running now
+        self.results: dict[str, CapacityResult] = {}  # what the last one found
+        self.finished = False  # a search has just ended: show its ranking
+        self.end = ""  # how it ended, in words
+        self._restore: float = 10  # the level to go back to
+
+    def start(self, budget_s: float | None = None) -> str:
+        """Start the search from the level running now; why it cannot ("" started)."""
+        s = self.session
+        if s.stopping:
+            return "stopping"
+        if s.slo is None:
+            return "no SLO to search under: start with --slo 'p99<50ms'"
+        ids = s.core.attached()
+        if not ids:
+            return "no stack is loaded yet"
+        s.stop_ramp()
+        self.finished = False
+        self.results = {}
+        self.end = ""
+        self._restore = float(s.rate) if s.rate is not None else s.concurrency
+        self.search = LiveCapacity(
+            s.core,
+            CapacityPlan(s.slo.text, budget_s=budget_s),
+            ids,
+            start=float(s.level),
+            rate_mode=s.rate is not None,
+            max_probe_s=s.core.settings.duration,
+        )
+        s._tell("capacity", s.slo.text)
+        return ""
+
+    def stop(self) -> None:
+        """A hand on the load stops the search; what it found so far is kept (each
+        result says how far it got)."""
+        if self.search is None:
+            return
+        self.results = self.search.results()
+        self.end = f"was stopped by hand at probe {self.search.round}"
+        self.search = None
+        self.session._tell("capacity_stop", None)
+
+    async def advance(self) -> None:
+        search, s = self.search, self.session
+        if search is None:
+            return
+        await search.advance(s.core.clock())
+        if not search.done:
+            return
+        self.results = search.results()
+        self.end = f"ended after {search.round} probes"
+        self.search = None
+        self.finished = True
+        # back to the level it started from, every stack at one load again
+        if s.rate is not None:
+            await s.core.set_rate(self._restore)
+        else:
+            await s.core.set_concurrency(round(self._restore))
+        s._new_level()
+        s._tell("capacity_done", None)
+
+    def ranked(self) -> list[tuple[str, CapacityResult]]:
+        """The last search's findings by stack name, best first (report/capacity.py's
+        order: the one ranking bench, tune and the app share)."""
+        from stackrace.report.capacity import rank_key
+
+        members = self.session.core.members
+        rows = [(members[i].handle.name if i in members else i, c) for i, c in self.results.items()]
+        return sorted(rows, key=lambda r: rank_key(r[1]))
+
+    def loads(self) -> dict[str, float]:
+        """Each stack's probe load now (empty when no search runs)."""
+        return self.search.loads() if self.search is not None else {}

@@ -1,0 +1,389 @@
+"""The recording's file format, and the recorder that writes it.
+
+    stackrace --stacks gunicorn-sync,uvicorn --workload io --go --record talk.jsonl.gz
+    stackrace replay talk.jsonl.gz            # the same app, the same panes, from the file
+
+A talk must never fail on stage: record the race at home, replay it in the room.
+
+**The file** is JSON lines (gzip'd when the name ends in `.gz`), one record a line, each
+with `type` and `t` (seconds since the race started):
+- `header` (first): the format version, when, the race settings, whether the figures
+  were synthetic, and each member (id, name, family, external);
+- `tick`: every new engine interval: the whole `EngineSnapshot` (each target's last
+  interval and running totals, as the engine published them), each member's state and
+  resource sample, the ramp's progress label and the talk track's caption;
+- `hist`: once a second per target, the running level's latency histogram as sparse
+  `[slot, count, …]` pairs in the engine's HdrHistogram layout (the percentile chart,
+  exact);
+- `command`: every command the session carried out — a slider move (`concurrency`),
+  `rate`, `ramp` (start), `ramp_stop`, `ramp_done`;
+- `log`: a member's log tail when it crashed.
+
+**Playback** is race/live/replay.py's (this module imports no Session at run time, so the
+ghost, which reads recordings, and the session, which shows a ghost, need no cycle):
+`ReplayEngine` implements the core's `LoadEngine` (its `latest` is the
+recorded snapshot at the play position; commands to it are no-ops), `ReplaySource`
+hands out `ReplayMember`s whose state and samples are the recorded ones, and
+`ReplayPlayer` moves the play position — pause, speed ×¼ to ×16, seek — applying each
+record to an ordinary `Session`, so the level log, verdicts, warm-up and summary are
+recomputed by the same code as live. Seeking back rebuilds the session from the start
+(fast: no UI in between).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+import msgspec
+
+from stackrace.base import inputfile
+from stackrace.base.errors import StackraceError
+from stackrace.engine.model import EngineSnapshot
+from stackrace.race.core.state import StackState
+from stackrace.rules.breaking import LevelVerdict, StepResult
+from stackrace.rules.levels import LevelLog
+from stackrace.settings.race_settings import RaceSettings
+from stackrace.stacks.sampler import ResourceSample
+from stackrace.stacks.signs import ServerSigns
+
+if TYPE_CHECKING:
+    from stackrace.race.live.session import Session
+    from stackrace.race.live.view import SessionView
+
+FORMAT = 1
+HIST_EVERY = 1.0  # seconds between histogram records of one target
+
+
+class RecordingError(StackraceError, ValueError):
+    pass
+
+
+# --- the records ------------------------------------------------------------------------
+
+
+class MemberInfo(msgspec.Struct):
+    id: str
+    name: str
+    family: str
+    external: bool = False
+
+
+class MemberTick(msgspec.Struct):
+    state: str
+    resources: ResourceSample | None = None
+    signs: ServerSigns | None = None  # its accept queue, log lines, exits (wedge reasons)
+    baseline: ResourceSample | None = None  # its memory before load, once, when first known
+
+
+class Header(msgspec.Struct, tag="header"):
+    version: int
+    created: str
+    settings: RaceSettings
+    synthetic: bool = False
+    members: list[MemberInfo] = []
+    t: float = 0.0
+    concurrency: int = 10  # the level the race started at
+    rate: float | None = None
+
+
+class Tick(msgspec.Struct, tag="tick"):
+    t: float
+    snap: EngineSnapshot | None
+    members: dict[str, MemberTick] = {}
+    ramp: str | None = None
+    caption: str = ""
+
+
+class Hist(msgspec.Struct, tag="hist"):
+    t: float
+    target: str
+    pairs: list[int]
+
+
+class Command(msgspec.Struct, tag="command"):
+    t: float
+    what: str
+    value: float | int | None = None
+
+
+class Log(msgspec.Struct, tag="log"):
+    t: float
+    member: str
+    lines: list[str]
+
+
+class NewMember(msgspec.Struct, tag="member"):
+    t: float
+    member: MemberInfo
+
+
+class View(msgspec.Struct, tag="view"):
+    """A key that changed the view: projector, chart, chart_all, summary, close, log,
+    focus (`arg`: on/off, or a member id)."""
+
+    t: float
+    what: str
+    arg: str = ""
+
+
+class RampResult(msgspec.Struct, tag="ramp_result"):
+    """A ramp's findings as the room saw them on its summary: each member's levels and
+    breaking point, why it ended, what its clean start did. A replay shows these, not a
+    recomputation, so its summary is the live one figure for figure."""
+
+    t: float
+    steps: dict[str, list[StepResult]]
+    breaking: dict[str, LevelVerdict | None]
+    ended: str = ""
+    notes: list[str] = []
+
+
+Record = Header | Tick | Hist | Command | Log | NewMember | View | RampResult
+_ENCODER = msgspec.json.Encoder()
+_DECODER = msgspec.json.Decoder(Record)
+
+
+def _open_write(path: Path) -> IO[bytes]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "wb", compresslevel=5)  # type: ignore[return-value]  # GzipFile is IO[bytes]
+    return open(path, "wb")
+
+
+# --- recording --------------------------------------------------------------------------
+
+
+class Recorder:
+    """A SessionListener that writes every command and interval of the race to a file."""
+
+    def __init__(self, path: str | Path, clock: Callable[[], float] = time.monotonic) -> None:
+        self.path = Path(path)
+        self.clock = clock
+        self._file: IO[bytes] | None = None
+        self._t0: float | None = None
+        self._last_seq = -1
+        self._hist_at: dict[str, float] = {}
+        self._members: set[str] = set()
+        self._crashed: set[str] = set()
+        self._baselines: set[str] = set()
+        self.records = 0
+
+    def _t(self) -> float:
+        now = self.clock()
+        if self._t0 is None:
+            self._t0 = now
+        return round(now - self._t0, 3)
+
+    def _write(self, record: Record) -> None:
+        if self._file is None:
+            return
+        self._file.write(_ENCODER.encode(record) + b"\n")
+        self.records += 1
+
+    def _start(self, session: Session) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = _open_write(self.path)
+        self._write(
+            Header(
+                version=FORMAT,
+                created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                settings=session.core.settings,
+                synthetic=session.synthetic,
+                t=self._t(),
+                concurrency=session.core.concurrency,
+                rate=session.core.rate,
+            )
+        )
+
+    def command(self, session: Session, what: str, value: object) -> None:
+        if self._file is None:
+            self._start(session)
+        v = value if isinstance(value, int | float) or value is None else None
+        self._write(Command(self._t(), what, v))
+        if what in ("ramp_done", "ramp_stop") and session.ramp_steps:
+            self._write(
+                RampResult(
+                    self._t(),
+                    {k: list(v) for k, v in session.ramp_steps.items()},
+                    dict(session.ramp_breaking),
+                    session.ramp_end,
+                    list(session.ramp_notes),
+                )
+            )
+
+    def view(self, session: Session, what: str, arg: str) -> None:
+        if self._file is None:
+            self._start(session)
+        self._write(View(self._t(), what, arg))
+
+    def tick(self, session: Session, view: SessionView) -> None:
+        if self._file is None:
+            self._start(session)
+        snap = session.core.engine.latest
+        seq = snap.seq if snap is not None else -1
+        core = session.core
+        for mid, m in core.members.items():
+            if mid not in self._members:
+                self._members.add(mid)
+                h = m.handle
+                self._write(NewMember(self._t(), MemberInfo(mid, h.name, h.family, h.external)))
+        if seq == self._last_seq:
+            return
+        self._last_seq = seq
+        t = self._t()
+        members = {}
+        for pv in view.panes:
+            m = core.members[pv.id]
+            baseline = None
+            if m.baseline is not None and pv.id not in self._baselines:
+                self._baselines.add(pv.id)
+                baseline = m.baseline
+            members[pv.id] = MemberTick(str(m.handle.state), m.resources, m.signs, baseline)
+            if pv.state == StackState.CRASHED and pv.id not in self._crashed:
+                self._crashed.add(pv.id)
+                self._write(Log(t, pv.id, list(m.handle.log_tail(40))))
+        self._write(Tick(t, snap, members, view.ramp, view.caption))
+        for tid in core.attached():
+            if t - self._hist_at.get(tid, -HIST_EVERY) >= HIST_EVERY:
+                self._hist_at[tid] = t
+                try:
+                    hist = core.engine.total_histogram(tid)
+                except KeyError:
+                    continue
+                idx = hist.nonzero()
+                counts = hist.counts
+                pairs = [x for i in idx for x in (i, counts[i])]
+                self._write(Hist(t, tid, pairs))
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+@dataclass
+class Recording:
+    header: Header
+    records: list[Record]  # in time order, header excluded
+    path: str = ""
+    # the file ends inside a record (the app was killed mid-write): what came before is
+    # played, and the replay says it was cut short
+    truncated: bool = False
+
+    @property
+    def duration(self) -> float:
+        return self.records[-1].t if self.records else 0.0
+
+    @property
+    def members(self) -> list[MemberInfo]:
+        return [r.member for r in self.records if isinstance(r, NewMember)]
+
+    def ticks(self) -> list[Tick]:
+        return [r for r in self.records if isinstance(r, Tick)]
+
+
+# a recording's size on disk, and unpacked (an hour's race of 8 stacks is ~20 MB
+# unpacked), one record's line (a tick of many stacks is tens of KB), and its span (a
+# week: far beyond any talk; a record later than that is a damaged clock, not a race)
+_FILE_LIMIT = 256 * inputfile.MiB
+_UNPACKED_LIMIT = 1024 * inputfile.MiB
+_LINE_LIMIT = 16 * inputfile.MiB
+MAX_SPAN_S = 7 * 24 * 3600.0
+_NEGATIVE = re.compile(rb"[:,\[]\s*-\s*[0-9]")
+
+
+def load_recording(path: str | Path) -> Recording:
+    """A recording, read line by line (gzip'd or not) and checked as it is read: every
+    problem is a RecordingError naming the file (and the line): not a recording, a
+    damaged line, a figure no race gives (negative), a time going back or past a
+    week. A file cut short in its last record keeps what came before, marked
+    `truncated`."""
+    p = Path(path)
+    try:
+        raw = inputfile.open_regular(p, _FILE_LIMIT)
+    except inputfile.InputFileError as exc:
+        raise RecordingError(str(exc)) from None
+    with raw:
+        stream: BinaryIO | gzip.GzipFile = raw
+        if raw.read(2) == b"\x1f\x8b":
+            raw.seek(0)
+            stream = gzip.GzipFile(fileobj=raw)
+        else:
+            raw.seek(0)
+        return _read_records(p, stream)
+
+
+def _read_records(p: Path, stream: BinaryIO | gzip.GzipFile) -> Recording:
+    records: list[Record] = []
+    unpacked = 0
+    truncated = False
+    last_t = 0.0
+    n = 0
+    while True:
+        n += 1
+        try:
+            line = stream.readline(_LINE_LIMIT + 1)
+        except (OSError, EOFError):  # a gzip stream cut short: what came before stays
+            truncated = True
+            break
+        if not line:
+            break
+        unpacked += len(line)
+        if unpacked > _UNPACKED_LIMIT:
+            raise RecordingError(f"{p}: unpacks to more than {_UNPACKED_LIMIT >> 20} MiB")
+        if len(line) > _LINE_LIMIT:
+            raise RecordingError(
+                f"{p}: line {n}: longer than {_LINE_LIMIT >> 20} MiB: not a stackrace recording"
+            )
+        if not line.strip():
+            continue
+        try:
+            record = _DECODER.decode(line)
+        except msgspec.DecodeError as exc:
+            if n > 1 and not line.endswith(b"\n"):
+                truncated = True  # the last line of a recording cut short
+                break
+            raise RecordingError(f"{p}: line {n}: not a stackrace recording ({exc})") from None
+        if not records and not isinstance(record, Header):
+            raise RecordingError(f"{p}: not a stackrace recording (no header)")
+        # (JSON holds no NaN or infinity, and a number out of range is a decode error: a
+        # figure is bad only when negative, so a line with no "-digit" after ':' ',' '['
+        # is not walked: an hour's recording holds millions of figures)
+        bad = inputfile.bad_figure(record) if _NEGATIVE.search(line) else ""
+        if bad:
+            raise RecordingError(
+                f"{p}: line {n}: {bad}: not a figure a race records (edited or damaged)"
+            )
+        if record.t < last_t - 1e-6 or record.t > MAX_SPAN_S:
+            why = "goes back in time" if record.t < last_t else "is more than a week in"
+            raise RecordingError(
+                f"{p}: line {n}: its time {record.t:g} s {why}: not a stackrace recording "
+                "(edited or damaged)"
+            )
+        last_t = max(last_t, record.t)
+        records.append(record)
+    if not records or not isinstance(records[0], Header):
+        raise RecordingError(f"{p}: not a stackrace recording (no header)")
+    header = records[0]
+    if header.version != FORMAT:
+        raise RecordingError(
+            f"{p}: recording format {header.version}, this stackrace reads {FORMAT}"
+        )
+    return Recording(header, records[1:], str(p), truncated)
+
+
+def recorded_levels(recording: Recording) -> dict[str, tuple[MemberInfo, list[Any]]]:
+    """Each member's levels as the level log measured them (for a ghost)."""
+    log = LevelLog()
+    for r in recording.records:
+        if isinstance(r, Tick) and r.snap is not None:
+            log.feed(r.snap)
+    return {m.id: (m, log.results(m.id)) for m in recording.members}

@@ -1,0 +1,611 @@
+"""The settings of a race, declared once.
+
+`RaceSettings` is the one place a setting and its default live. Everything else is
+derived from it:
+- `stackrace bench`'s options (`add_options`): flag, help and parser come from each
+  field's metadata, so a new setting is one field here;
+- presets (`presets/*.toml`): a preset is these fields plus a description (stackrace.
+  presets), checked by the same struct (unknown keys are refused);
+- the saved run (report/schema.py `Settings`): these fields plus what was decided at run
+  time (the isolation chosen and why, the path loaded).
+- the app's race: every field but bench's own (`BENCH_ONLY`: an `Opt(bench_only=True)`,
+  the levels, durations, repeats and isolation a bench steps through; the app moves
+  the load live instead), merged over a preset the same way as bench's (`with_given`);
+- the picker's remembered choices (race/live/choices.py): a few of these fields, read back
+  through `from_mapping`, so a hand-edited file is held to the same parsers;
+- `stackrace load`'s requests: the request fields alone (`REQUEST_FIELDS`), read into
+  the same struct and turned into requests by the same code (stackrace.settings.scenario).
+
+Durations are seconds (floats); the CLI and TOML accept "500ms", "10s", "2m". Every
+value goes through the same parser (stackrace.settings.options) from the command line and from a
+preset, so a value is valid or not the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import typing
+from argparse import ArgumentTypeError
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import msgspec
+
+from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
+from stackrace.engine.model import MAX_RATE_PER_PROCESS, rate_problem
+from stackrace.engine.request import RequestError, check_method
+from stackrace.engine.tls import TlsConfigError, check_cacert
+from stackrace.settings import scenario, statuses, terms
+from stackrace.settings.options import (
+    non_negative_duration,
+    positive_duration,
+    positive_int,
+    positive_int_list,
+    positive_rate,
+    timeout_duration,
+)
+from stackrace.settings.workloads import WORKLOADS
+
+if TYPE_CHECKING:
+    from stackrace.settings.scenario import RequestKind
+
+ISOLATIONS = ("auto", "rotate", "parallel")
+
+# the settings that say what each request is (your endpoints, stackrace.settings.scenario): all
+# that `stackrace load` takes of a race's settings
+REQUEST_FIELDS = ("paths", "method", "header", "body", "body_file", "scenario", "expect_status")
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if n < 0:
+        raise ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return n
+
+
+def _memory(text: str) -> str:
+    if not re.fullmatch(r"\d+[KMG]?", text):
+        raise ArgumentTypeError(f"must be a size like 128M or 2G, got {text!r}")
+    return text
+
+
+def _bool(text: str) -> bool:
+    return text.lower() in ("1", "true", "yes", "on")
+
+
+def _stack_rate(text: str) -> float:
+    """A rate per stack: every stack of a race has one engine process of its own, so
+    one process's ceiling is the stack's (engine.model.MAX_RATE_PER_PROCESS)."""
+    rate = positive_rate(text)
+    problem = rate_problem(rate, 1)
+    if problem:
+        raise ArgumentTypeError(f"{problem.split(';')[0]}, got {text!r}")
+    return rate
+
+
+def _cacert(text: str) -> str:
+    """A PEM file of CA certificates, checked now, kept as an absolute path."""
+    try:
+        check_cacert(text)
+    except TlsConfigError as exc:
+        raise ArgumentTypeError(str(exc).removeprefix(f"--cacert {text}: ")) from None
+    return str(Path(text).resolve())
+
+
+def _clients(text: str) -> str:
+    """A slow-client profile (engine.clients), kept as its canonical text."""
+    try:
+        return parse_profile(text).describe()
+    except ProfileError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
+def _share(text: str) -> float:
+    try:
+        return parse_share(text)
+    except ProfileError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
+def _workload(text: str) -> str:
+    if text not in WORKLOADS:
+        raise ArgumentTypeError(f"must be one of {', '.join(sorted(WORKLOADS))}, got {text!r}")
+    return text
+
+
+def _path_item(text: str) -> str:
+    try:
+        scenario.parse_path_item(text)
+    except scenario.ScenarioError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _method(text: str) -> str:
+    try:
+        return check_method(text)
+    except RequestError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
+def _header(text: str) -> str:
+    try:
+        scenario.parse_header(text)
+    except scenario.ScenarioError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _statuses(text: str) -> str:
+    try:
+        return statuses.check(text)
+    except statuses.StatusError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
+def _file_name(text: str) -> str:
+    if not text or not text.isprintable() or len(text) > 4096:
+        raise ArgumentTypeError(f"not a file name: {text[:60]!r}")
+    return text
+
+
+def _slo(text: str) -> str:
+    try:
+        terms.check_objective(text)
+    except terms.TermError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+    return text.strip()
+
+
+def _isolation(text: str) -> str:
+    if text not in ISOLATIONS:
+        raise ArgumentTypeError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
+    return text
+
+
+class Opt(msgspec.Struct, frozen=True):
+    """How a setting appears on the command line."""
+
+    flag: str
+    help: str
+    parse: Callable[[str], Any] | None = None
+    metavar: str | None = None
+    negate: str | None = None  # for booleans that default to True: the flag that turns off
+    repeat: bool = False  # a list given one item per flag (--path /a --path /b)
+    short: str | None = None  # e.g. "-m"
+    # bench's alone (levels, durations, repeats, isolation): not an option of the app,
+    # which moves the load live instead
+    bench_only: bool = False
+
+
+def opt(flag: str, help: str, parse: Callable[[str], Any] | None = None, **kw: Any) -> Any:
+    return msgspec.Meta(extra={"opt": Opt(flag, help, parse, **kw)})
+
+
+class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """What is raced and how. Defaults here are the defaults everywhere."""
+
+    stacks: Annotated[list[str], opt("--stacks", "comma-separated stacks or variants")] = []
+    workload: Annotated[
+        str, opt("--workload", "hello, json, io or db", _workload, metavar="NAME")
+    ] = "hello"
+    io_ms: Annotated[int, opt("--io-ms", "how long /io waits, ms", _non_negative_int)] = 10
+    queries: Annotated[
+        int, opt("--queries", "range queries per /db request (the classic: 10)", positive_int)
+    ] = 10
+    # the levels a bench steps through; "concurrency" in a preset, a run file and on
+    # the command line (--concurrency), as ever: everywhere else in stackrace a
+    # concurrency is one number (a level, a target's connections), so the field says
+    # it is a list of them
+    concurrency_levels: Annotated[
+        list[int],
+        opt(
+            "--concurrency",
+            "connections per stack, levels e.g. 10,100,500",
+            positive_int_list,
+            bench_only=True,
+        ),
+    ] = msgspec.field(default_factory=lambda: [10, 100], name="concurrency")
+    duration: Annotated[
+        float, opt("--duration", "measured time per level", positive_duration, bench_only=True)
+    ] = 10.0
+    warmup: Annotated[
+        float,
+        opt(
+            "--warmup",
+            "load before each level's figures count",
+            non_negative_duration,
+            bench_only=True,
+        ),
+    ] = 2.0
+    warmup_requests: Annotated[
+        int,
+        opt(
+            "--warmup-requests",
+            "also warm up until this many requests were answered (a JIT's warm-up is "
+            "counted in requests, not seconds)",
+            _non_negative_int,
+            bench_only=True,
+        ),
+    ] = 0
+    rate: Annotated[
+        float | None,
+        opt(
+            "--rate",
+            "constant rate per stack, req/s, instead of levels (at most "
+            f"{MAX_RATE_PER_PROCESS:,}: a stack's engine process schedules no more)",
+            _stack_rate,
+        ),
+    ] = None
+    rate_connections: Annotated[
+        int,
+        opt("--rate-connections", "connections per stack that carry a --rate", positive_int),
+    ] = 200
+    requests: Annotated[
+        int | None,
+        opt(
+            "--requests",
+            "end each level after exactly this many requests were answered or failed, "
+            "as ab -n (waits for all of them, up to the request timeout)",
+            positive_int,
+            bench_only=True,
+        ),
+    ] = None
+    keepalive: Annotated[
+        bool,
+        opt(
+            "--keepalive",
+            "keep connections open between requests",
+            _bool,
+            negate="--no-keepalive",
+        ),
+    ] = True
+    isolation: Annotated[
+        str,
+        opt(
+            "--isolation",
+            "auto, rotate (one stack at a time) or parallel",
+            _isolation,
+            bench_only=True,
+        ),
+    ] = "auto"
+    repeat: Annotated[
+        int, opt("--repeat", "measure each level N times", positive_int, bench_only=True)
+    ] = 1
+    timeout: Annotated[
+        float, opt("--timeout", "a request with no answer after this long fails", timeout_duration)
+    ] = 10.0
+    tls_verify: Annotated[
+        bool,
+        opt(
+            "--tls-verify",
+            "https --url targets: check the server's certificate (the default)",
+            _bool,
+            negate="--insecure",
+        ),
+    ] = True
+    cacert: Annotated[
+        str | None,
+        opt(
+            "--cacert",
+            "https --url targets: trust the certificates in this PEM file",
+            _cacert,
+            metavar="FILE",
+        ),
+    ] = None
+    tls_resume: Annotated[
+        bool,
+        opt(
+            "--tls-resume",
+            "https: offer the last TLS session on each new connection (default: a full "
+            "handshake every time)",
+            _bool,
+            negate="--no-tls-resume",
+        ),
+    ] = False
+    clients: Annotated[
+        str | None,
+        opt(
+            "--clients",
+            "slow clients: slow, mobile, wan or NAME:upload=20ms,read=64KB/s (each request "
+            "sent in pieces over `upload`, responses read at `read`)",
+            _clients,
+            metavar="PROFILE",
+        ),
+    ] = None
+    slow_share: Annotated[
+        float,
+        opt(
+            "--slow-share",
+            "the share of each stack's connections that are slow clients, e.g. 20%% "
+            "(default: all of them, with --clients)",
+            _share,
+            metavar="SHARE",
+        ),
+    ] = 1.0
+    cpus: Annotated[
+        int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int)
+    ] = None
+    memory_max: Annotated[
+        str | None, opt("--memory-max", "memory cap per stack, e.g. 128M", _memory)
+    ] = None
+    # your endpoints instead of the workload's (stackrace.settings.scenario)
+    paths: Annotated[
+        list[str],
+        opt(
+            "--path",
+            "load this path of your app instead of the workload's, with a weight: /items "
+            "or /a:3 (repeatable: a weighted mix). A final :N is the weight, except on a "
+            "path with a query, which is sent whole ('/s?from=10:30'); a path ending in "
+            ":N itself takes its weight after it: /t/12:30:1",
+            _path_item,
+            metavar="PATH[:WEIGHT]",
+            repeat=True,
+        ),
+    ] = []
+    method: Annotated[
+        str,
+        opt(
+            "--method", "HTTP method of your requests (--path, or load's URLs)", _method, short="-m"
+        ),
+    ] = "GET"
+    header: Annotated[
+        list[str],
+        opt(
+            "--header",
+            "a header of your requests (--path, or load's URLs), 'Name: value' (repeatable)",
+            _header,
+            metavar="'K: V'",
+            repeat=True,
+            short="-H",
+        ),
+    ] = []
+    body: Annotated[
+        str | None, opt("--body", "the body of your requests (--path, or load's URLs)")
+    ] = None
+    body_file: Annotated[
+        str | None,
+        opt(
+            "--body-file",
+            "the body of your requests (--path, or load's URLs), from a file",
+            _file_name,
+        ),
+    ] = None
+    scenario: Annotated[
+        str | None,
+        opt(
+            "--scenario",
+            "a TOML file of requests (path, method, headers, body, weight, expect) "
+            "instead of --path",
+            _file_name,
+            metavar="FILE",
+        ),
+    ] = None
+    expect_status: Annotated[
+        str | None,
+        opt(
+            "--expect-status",
+            "statuses the answers to your requests should have, e.g. 200, 2xx, 200-299,404 "
+            "(default: anything below 400; others are failures)",
+            _statuses,
+            metavar="CODES",
+        ),
+    ] = None
+
+    slo: Annotated[
+        str | None,
+        opt(
+            "--slo",
+            "the objective every level is held to, targets to stay below, e.g. "
+            "'p99<50ms,failures<0.1%%' (a percentile p0-p100 with at most two decimals, "
+            "mean, max, failures, waiting, rss, cpu): sets the exit status and the JUnit "
+            "verdict, and is what --capacity searches under",
+            _slo,
+            metavar="TERMS",
+        ),
+    ] = None
+
+    @property
+    def path(self) -> str:
+        """What every request loads: the workload's path, or your requests."""
+        if self.paths or self.scenario:
+            return "your requests: " + (
+                f"scenario {self.scenario}" if self.scenario else " ".join(self.paths)
+            )
+        return WORKLOADS[self.workload].path(self.io_ms, self.queries)
+
+    @property
+    def own_requests(self) -> bool:
+        """Your endpoints (--path, --scenario) rather than the workload's."""
+        return bool(self.paths or self.scenario)
+
+    def request_kinds(self) -> list[RequestKind] | None:
+        """Your requests, read and checked (ScenarioError); None: the workload's path."""
+        return scenario.kinds_from(
+            self.paths,
+            self.method,
+            self.header,
+            self.body,
+            self.body_file,
+            self.scenario,
+            self.expect_status,
+        )
+
+    @property
+    def client_profile(self) -> ClientProfile | None:
+        """The slow clients' profile, or None: every client is fast."""
+        return parse_profile(self.clients) if self.clients else None
+
+    @property
+    def levels(self) -> list[int]:
+        """The levels a bench steps through: concurrencies, or the one rate."""
+        return [int(self.rate)] if self.rate is not None else list(self.concurrency_levels)
+
+    def label(self) -> str:
+        if self.own_requests:
+            return f"scenario {self.scenario}" if self.scenario else " ".join(self.paths)
+        if self.workload == "io":
+            return f"io {self.io_ms}ms"
+        if self.workload == "db":
+            return f"db ×{self.queries}"
+        return self.workload
+
+
+def field_of_key() -> dict[str, str]:
+    """Each setting's key in a preset, a run file or a recording, and its field's name:
+    the same but for `concurrency` (the field `concurrency_levels`). Options, `given`
+    and `merge` speak field names; files speak keys."""
+    return {f.encode_name: f.name for f in msgspec.structs.fields(RaceSettings)}
+
+
+def options() -> dict[str, Opt]:
+    """Each setting's command-line form, by field name."""
+    out: dict[str, Opt] = {}
+    hints = typing.get_type_hints(RaceSettings, include_extras=True)
+    for name in RaceSettings.__struct_fields__:
+        for meta in getattr(hints[name], "__metadata__", ()):
+            extra = getattr(meta, "extra", None) or {}
+            if "opt" in extra:
+                out[name] = extra["opt"]
+    return out
+
+
+def add_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    skip: tuple[str, ...] = (),
+    only: tuple[str, ...] | None = None,
+) -> None:
+    """Add every setting (or `only` these) as an option; unset options stay None (so
+    presets can fill in)."""
+    for name, o in options().items():
+        if name in skip or (only is not None and name not in only):
+            continue
+        if o.negate:
+            group = parser.add_mutually_exclusive_group()
+            group.add_argument(o.flag, dest=name, action="store_true", default=None, help=o.help)
+            group.add_argument(o.negate, dest=name, action="store_false", default=None)
+            continue
+        flags = [o.short, o.flag] if o.short else [o.flag]
+        parser.add_argument(
+            *flags,
+            dest=name,
+            default=None,
+            metavar=o.metavar,
+            type=_argparse_type(o) or str,  # str: the text as given (argparse's default)
+            help=o.help,
+            action="append" if o.repeat else "store",
+        )
+
+
+def _argparse_type(o: Opt) -> Callable[[str], Any] | None:
+    # the parsers (stackrace.settings.options and the ones above) raise ArgumentTypeError, which
+    # argparse turns into "argument --flag: must be …"
+    return o.parse
+
+
+# the fields the app does not take (its -c is a starting level, not bench's levels)
+BENCH_ONLY = tuple(name for name, o in options().items() if o.bench_only)
+
+
+def given(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The settings given on the command line (those left unset are absent); `skip`:
+    fields whose names the front end's own options reuse (the app's `-c`)."""
+    out = {}
+    for name in options():
+        if name in skip:
+            continue
+        value = getattr(args, name, None)
+        if value is not None:
+            out[name] = value
+    if isinstance(out.get("stacks"), str):
+        out["stacks"] = [out["stacks"]]
+    return out
+
+
+def from_mapping(raw: dict[str, Any], where: str) -> RaceSettings:
+    """Settings from TOML-like values (durations as "10s"), each value checked by the
+    same parser as its option; errors name `where` and the key."""
+    values: dict[str, Any] = {}
+    opts = options()
+    fields = field_of_key()
+    for key, value in raw.items():
+        o = opts.get(fields.get(key, ""))
+        if o is None or o.parse is None or key == "stacks":
+            values[key] = value
+            continue
+        if o.repeat and isinstance(value, list):
+            try:
+                values[key] = [o.parse(str(v)) for v in value]
+            except (ValueError, ArgumentTypeError) as exc:
+                raise ValueError(f"{where}: key {key!r}: {exc}") from None
+            continue
+        if isinstance(value, list):
+            text = ",".join(str(v) for v in value)
+        elif isinstance(value, bool):
+            values[key] = value
+            continue
+        else:
+            text = str(value)
+        try:
+            values[key] = o.parse(text)
+        except (ValueError, ArgumentTypeError) as exc:
+            raise ValueError(f"{where}: key {key!r}: {exc}") from None
+    try:
+        return msgspec.convert(values, RaceSettings)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def check_values(settings: RaceSettings, where: str) -> None:
+    """Hold settings decoded from a file (a saved run, a recording) to the same parsers
+    as the command line: a run file is data that travels, and `concurrency = [-5, 0]`
+    in one must be an error naming the file and key, not a crash deep in the engine.
+    Raises ValueError."""
+    keys = field_of_key()  # a subclass's own fields (a run's `path`) are not settings
+    values = {
+        k: v
+        for k, v in msgspec.to_builtins(settings).items()
+        if k in keys and v is not None and k != "stacks"
+    }
+    from_mapping(values, where)
+
+
+def merge(base: RaceSettings, changes: dict[str, Any]) -> RaceSettings:
+    """`base` (defaults, a preset, a rerun's) with `changes` over it; stacks given as
+    `--stacks a,b:workers=2,threads=4` are split into one name each (`split_stacks`)."""
+    if "stacks" in changes:
+        refs = changes["stacks"]
+        changes = {**changes, "stacks": [s for ref in refs for s in split_stacks(ref)]}
+    return msgspec.structs.replace(base, **changes)
+
+
+def with_given(
+    base: RaceSettings, args: argparse.Namespace, skip: tuple[str, ...] = ()
+) -> RaceSettings:
+    """`base` with the options given on this command line: how bench and the app both
+    merge a preset with options. `--app` without your own paths loads the app's root."""
+    settings = merge(base, given(args, skip))
+    if getattr(args, "app", None) and not settings.own_requests:
+        settings = msgspec.structs.replace(settings, paths=["/"])  # your app's own root
+    return settings
+
+
+def split_stacks(ref: str) -> list[str]:
+    """'a,b:workers=2,threads=4,c' → ['a', 'b:workers=2,threads=4', 'c'].
+
+    A comma starts a new stack unless what follows is KEY=VALUE of a variant ('a:x=1,b:y=2'
+    is two variants: a variant's KEY has no ':').
+    """
+    parts: list[str] = []
+    for piece in ref.split(","):
+        key = piece.partition("=")[0]
+        if parts and "=" in piece and ":" in parts[-1] and ":" not in key:
+            parts[-1] += "," + piece
+        elif piece.strip():
+            parts.append(piece.strip())
+    return parts
