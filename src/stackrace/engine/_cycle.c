@@ -27,8 +27,10 @@
    given as `first` goes out with the client's last handshake flight (in TLS 1.3 one
    send() with its Finished) and the protocol hears `connected(transport, True)`; and
    `recycle` works for TLS too (close_notify, then the next connection's handshake).
-   Why: bench/connect_rate.py --tls measured the Python transport at 0.37x wrk's rate of
-   new TLS connections, its CPU in Python's ssl layer per record and handshake step.
+   Why: Python's ssl layer costs a few Python calls per record and per handshake step;
+   measured against wrk in the same rounds (docs/engine.md, HTTPS), the Python transport
+   took 1.26x wrk's CPU per kept-alive request, 1.12-1.22x per full handshake and
+   2.6-3.4x per resumed one, this one 1.09x, 0.95x and 0.93-1.00x.
 
    Events and results go where SocketTransport sends them: `protocol.connected(transport,
    sent)`, `protocol.data_received(data)`, `protocol.connection_lost(exc)`, and
