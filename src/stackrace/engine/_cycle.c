@@ -29,8 +29,8 @@
    `recycle` works for TLS too (close_notify, then the next connection's handshake).
    Why: Python's ssl layer costs a few Python calls per record and per handshake step;
    measured against wrk in the same rounds (docs/engine.md, HTTPS), the Python transport
-   took 1.26x wrk's CPU per kept-alive request, 1.12-1.22x per full handshake and
-   2.6-3.4x per resumed one, this one 1.09x, 0.95x and 0.93-1.00x.
+   took 1.13x wrk's CPU per kept-alive request, 1.17-1.27x per full handshake and
+   2.9-3.6x per resumed one; this one 1.06x, 1.02-1.08x and 1.10x.
 
    Events and results go where SocketTransport sends them: `protocol.connected(transport,
    sent)`, `protocol.data_received(data)`, `protocol.connection_lost(exc)`, and
