@@ -22,6 +22,23 @@ def server():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def tests_own_run_locks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The runs this test session starts hold their run locks (race/core/runlocks.py) in a
+    directory of its own: the other test lane, and the developer's own runs, share the
+    cores on purpose and must not make `bench` refuse. Tests of the locks name a
+    directory of their own (STACKRACE_LOCKS_DIR in the command's environment)."""
+    saved = os.environ.get("STACKRACE_LOCKS_DIR")
+    os.environ["STACKRACE_LOCKS_DIR"] = str(tmp_path_factory.mktemp("run-locks"))
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("STACKRACE_LOCKS_DIR", None)
+        else:
+            os.environ["STACKRACE_LOCKS_DIR"] = saved
+
+
+@pytest.fixture(scope="session", autouse=True)
 def tests_own_default_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Commands the tests run (`serve`, `bench --workload db`, the app) start "the" private
     MariaDB when they need one: make that an instance of this test session's own, on a

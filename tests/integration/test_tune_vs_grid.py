@@ -1,16 +1,17 @@
 """`stackrace tune gunicorn-gthread --slo 'p99<50ms' --workload io --budget 2m` on the
-real stack names a configuration within the stated margin of the best an exhaustive
-grid finds, in the same test; and it keeps its budget.
+real stack names a configuration the exhaustive grid agrees with, or says the leaders
+are tied; and it keeps its budget.
 
-The space is workers 1,2,3 × threads 1,4,16 (nine candidates): a two-minute budget
-makes tune thin it (about five fit), the grid (`bench --capacity` over all nine, one
-at a time, on the same pinned cores) measures every one. Both are measured on a
-loaded 2-core machine where the same configuration's capacity moves 10–20 % from
-run to run, so the comparison is a ratio read inside one measurement: the grid's own
-capacity for tune's winner against the grid's best. The stated margin is 25 %: wide
-enough for the noise of two searches on a shared core, narrow enough to fail a tune
-that picks a configuration off the plateau (threads=1 is a quarter of threads=4 and
-less than a tenth of threads=16 on /io's 10 ms wait).
+The space is workers 1,2,3 × threads 1,4,16 (nine candidates): tune's coarse pass, its
+refinement around the leader and its rounds measure what they need; the grid (`bench
+--capacity` over all nine, one at a time, on the same pinned cores) measures every one.
+Both are measured on a loaded 2-core machine where the same configuration's capacity
+moves 10–20 % from run to run, so the comparison is a ratio read inside one
+measurement: the grid's own capacity for tune's winner (or for each configuration it
+called tied) against the grid's best. The margin is 25 %: wide enough for the noise of
+two searches on a shared core, narrow enough to fail a tune that picks a configuration
+off the plateau (threads=1 is a quarter of threads=4 and less than a tenth of
+threads=16 on /io's 10 ms wait).
 
 Cost: about 4 minutes (tune 2 minutes, the grid nine short searches)."""
 
@@ -65,12 +66,9 @@ def test_tune_is_within_the_margin_of_an_exhaustive_grid(tmp_path: Path) -> None
     took = re.search(r"tune took (\d+)s of a 120s budget", r.stderr)
     assert took is not None, r.stderr
     assert int(took.group(1)) <= BUDGET_S + BUDGET_SLACK_S, r.stderr
-    thinned = re.search(r"(\d+) candidates \(of 9: thinned to fit --budget\)", r.stderr)
-    assert thinned is not None and int(thinned.group(1)) < 9, r.stderr  # tune chose
-    winner = re.search(r"^winner: (\S+): ", r.stdout, re.M)
-    assert winner is not None, r.stdout
-    tuned = capacities(tune_json)
-    assert winner.group(1) in tuned
+    tune = json.loads(tune_json.read_text())["tune"]
+    named = [tune["winner"]] if tune["winner"] else tune["tied"]
+    assert named, tune["verdict"]
 
     grid_json = tmp_path / "grid.json"
     names = [f"gunicorn-gthread:workers={w},threads={t}" for w in WORKERS for t in THREADS]
@@ -85,8 +83,9 @@ def test_tune_is_within_the_margin_of_an_exhaustive_grid(tmp_path: Path) -> None
     assert set(grid) == set(names), grid
     best = max(grid.values())
     assert best > 0, grid
-    ratio = grid[winner.group(1)] / best
     report = ", ".join(f"{k.split(':')[1]} {v:,.0f}" for k, v in grid.items())
-    assert ratio >= 1 - MARGIN, (
-        f"tune's winner {winner.group(1)} holds {ratio:.0%} of the grid's best ({report})"
-    )
+    for name in named:
+        ratio = grid[name] / best
+        assert ratio >= 1 - MARGIN, (
+            f"tune's {name} ({tune['verdict']}) holds {ratio:.0%} of the grid's best ({report})"
+        )

@@ -192,7 +192,7 @@ def test_framing_is_refused_before_anything_starts() -> None:
 
 
 def test_tune_refuses_values_above_the_ceiling_and_settings_the_stack_lacks() -> None:
-    from stackrace.commands.tune import axes
+    from stackrace.commands.tune_space import axes
 
     stacks = load_stacks()
     uvicorn = resolve("uvicorn", stacks)
@@ -206,7 +206,8 @@ def test_tune_refuses_values_above_the_ceiling_and_settings_the_stack_lacks() ->
 
 
 def test_tune_sweeps_a_variant_without_redoing_what_it_fixes() -> None:
-    from stackrace.commands.tune import axes, candidates
+    from stackrace.commands.tune_space import axes
+    from stackrace.race.core.tune_space import Space
 
     stacks = load_stacks()
     # `tune uvicorn:workers=2 --workers 1,2` made "uvicorn:workers=2:workers=1"
@@ -214,12 +215,14 @@ def test_tune_sweeps_a_variant_without_redoing_what_it_fixes() -> None:
         axes(resolve("uvicorn:workers=2", stacks), 2, "1,2", None)
     fixed = resolve("gunicorn-gthread:threads=2", stacks)
     grid = axes(fixed, 2, "1,2", None)
-    assert set(grid) == {"workers"}  # threads stays as the variant says
-    assert candidates("gunicorn-gthread:threads=2", grid) == [
-        "gunicorn-gthread:threads=2,workers=1",
-        "gunicorn-gthread:threads=2,workers=2",
+    assert grid == {"workers": ["1", "2"], "threads": ["2"]}  # threads as the variant says
+    space = Space({"gunicorn-gthread": grid})
+    names = [space.name("gunicorn-gthread", p) for p in space.points("gunicorn-gthread")]
+    assert names == [
+        "gunicorn-gthread:workers=1,threads=2",
+        "gunicorn-gthread:workers=2,threads=2",
     ]
-    for name in candidates("gunicorn-gthread:threads=2", grid):
+    for name in names:
         assert resolve(name, stacks).overrides["threads"] == "2"
 
 

@@ -130,6 +130,25 @@ def cache_dir() -> Path:
     return _xdg("XDG_CACHE_HOME", ".cache", "cache")
 
 
+ENV_LOCKS = "STACKRACE_LOCKS_DIR"
+
+
+def run_locks_dir() -> Path:
+    """Where running stackrace processes hold their run locks (race/core/runlocks.py):
+    $STACKRACE_LOCKS_DIR, else $XDG_RUNTIME_DIR/stackrace (a per-user tmpfs), else
+    stackrace-UID in the temp directory. Not under $STACKRACE_HOME on purpose: two runs
+    with two homes still share the machine's cores."""
+    given = os.environ.get(ENV_LOCKS, "")
+    if given:
+        return Path(given).expanduser()
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
+        return Path(runtime) / "stackrace"
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"stackrace-{os.getuid()}"
+
+
 def user_stacks_file() -> Path:
     return config_dir() / STACKS_FILE
 

@@ -80,11 +80,20 @@ def run_app(
     except AppSetupError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return 2
-    if exporter is not None:
-        exporter.follow_core(app.session.core)
-        rc = exporter.run_beside(app.run_async) or 0
-    else:
-        rc = app.run() or 0
+    from stackrace.race.core.runlocks import RunLock
+
+    # other runs (bench, tune: race/core/runlocks.py) see this one on their cores; a demo
+    # loads nothing, and a cluster's load is on other hosts
+    lock = None if getattr(args, "demo", False) or parts is not None else RunLock.take("app")
+    try:
+        if exporter is not None:
+            exporter.follow_core(app.session.core)
+            rc = exporter.run_beside(app.run_async) or 0
+        else:
+            rc = app.run() or 0
+    finally:
+        if lock is not None:
+            lock.release()
     return exit_status(app, rc)
 
 

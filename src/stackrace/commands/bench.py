@@ -5,7 +5,11 @@ default and parser); a `--preset` supplies them, or `--from RUN.json` (a saved r
 settings, and its stacks as the run recorded them: report/provenance.py), and options
 given override them. Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops the run
 between requests: every level already measured is written and printed, and the run
-says it was interrupted.
+says it was interrupted (a capacity search keeps its probes and claims no capacity).
+Every finished level and probe is also appended to a journal as it ends
+(race/core/journal.py), so a `kill -9` loses nothing finished, and `bench --resume JOURNAL`
+goes on from it; a run that would share its cores with another stackrace run refuses
+unless `--share-cores` (commands/runguard.py).
 
 Exit status: 0 when every stack was measured, no level failed entirely, the gate (if
 any) passed and every level met the SLO (`--slo`, if any); 1 when a stack could not be
@@ -14,7 +18,8 @@ failed: 100 % HTTP 404, every one refused…; see report.schema.Level.failed_ent
 the database failed
 during the run, the gate failed, or a level missed the SLO; 2 for a usage error, before
 any load; 74 when the run was measured (and printed) but one of its files could not be
-written; 130 when interrupted.
+written; 75 when another stackrace run uses the cores (and no --share-cores); 130
+when interrupted.
 """
 
 from __future__ import annotations
@@ -26,10 +31,12 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from stackrace.commands import runguard
 from stackrace.commands._common import (
     default_app_stacks,
     load,
@@ -42,7 +49,14 @@ from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
 from stackrace.race.bench.run import plan_placement, run_bench
-from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
+from stackrace.race.core.journal import (
+    CapacitySpec,
+    JournalError,
+    JournalStart,
+    Resumed,
+    read_journal,
+)
 from stackrace.race.core.members import RaceParts
 from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.presets import load_preset
@@ -52,7 +66,7 @@ from stackrace.report.capacity import table_lines as capacity_table
 from stackrace.report.failures import run_failures
 from stackrace.report.junit import junit_xml
 from stackrace.report.provenance import definition_changes, provenance, recorded_stacks
-from stackrace.report.schema import BenchRun
+from stackrace.report.schema import BenchRun, StackResult
 from stackrace.report.slo import Slo
 from stackrace.report.write import (
     EXIT_NOT_WRITTEN,
@@ -63,11 +77,10 @@ from stackrace.report.write import (
     write_outputs,
 )
 from stackrace.settings.options import positive_duration, precision, usable_cpus
-from stackrace.settings.race_settings import RaceSettings, add_options, with_given
+from stackrace.settings.race_settings import RaceSettings, add_options, given, with_given
 from stackrace.settings.scenario import ScenarioError
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import ConfigError, StackFile
-from stackrace.supervise import hurry
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -130,6 +143,7 @@ def register(p: argparse.ArgumentParser) -> None:
         f"with --baseline (default with a baseline: {_DEFAULT_RULES})",
     )
     add_capacity_arguments(p.add_argument_group("capacity under the SLO (README: Capacity)"))
+    runguard.add_run_arguments(p.add_argument_group("journal, resume, other runs (docs/tune.md)"))
     add_cluster_arguments(p)
     p.set_defaults(func=run)
 
@@ -159,10 +173,10 @@ def add_search_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--precision",
         type=precision,
-        default=0.05,
+        default=None,
         metavar="SHARE",
         help="a search stops when the gap between a pass and a miss is within this share "
-        "of the pass (default 5%%)",
+        "of the pass (default 5%%; tune: 10%%, its rounds measure the answers again)",
     )
 
 
@@ -174,7 +188,9 @@ def capacity_plan(args: argparse.Namespace, settings: RaceSettings) -> CapacityP
     if settings.requests:
         _fail("--capacity times each probe: --requests (a level of N requests) does not apply")
         return None
-    return CapacityPlan(settings.slo, budget_s=args.budget, precision=args.precision)
+    return CapacityPlan(
+        settings.slo, budget_s=args.budget, precision=args.precision or CapacityPlan.precision
+    )
 
 
 def _fail(message: str) -> None:
@@ -346,7 +362,56 @@ async def _served(metrics: MetricsExporter | None, work: Coroutine[Any, Any, T])
         return await work
 
 
+def _resume(args: argparse.Namespace) -> tuple[JournalStart, Resumed] | None:
+    """`--resume J`: the journal read and checked; None after one line. Options that
+    change what is measured are refused: the rest is measured as the start was."""
+    if args.from_run or args.preset:
+        _fail(
+            "--resume continues a journal with its own settings: --from and --preset do not apply"
+        )
+        return None
+    changed = sorted(given(args)) + [
+        f
+        for f, v in (
+            ("--capacity", args.capacity),
+            ("--budget", args.budget),
+            ("--precision", args.precision),
+        )
+        if v
+    ]
+    if changed:
+        _fail(
+            f"--resume continues a journal with the settings it started with: "
+            f"{', '.join(changed)} would change them (start a new run instead)"
+        )
+        return None
+    try:
+        start, entries = read_journal(args.resume)
+    except JournalError as exc:
+        _fail(str(exc))
+        return None
+    if start.command != "bench":
+        _fail(
+            f"{args.resume}: the journal of `stackrace {start.command}`: continue it with "
+            f"`stackrace {start.command} --resume {args.resume}`"
+        )
+        return None
+    return start, Resumed(entries)
+
+
 def run(args: argparse.Namespace) -> int:
+    resumed: Resumed | None = None
+    start: JournalStart | None = None
+    if args.resume:
+        got = _resume(args)
+        if got is None:
+            return 2
+        start, resumed = got
+        if start.capacity is not None:
+            args.capacity = True
+            args.budget, args.precision = start.capacity.budget_s, start.capacity.precision
+        if args.json_out is None and args.resume.endswith(".json.journal"):
+            args.json_out = args.resume.removesuffix(".journal")  # the run it was beside
     outputs = {"--json": args.json_out, "--csv": args.csv_out, "--markdown": args.md_out}
     problem = check_output_paths({**outputs, "--chart": args.chart_out, "--junit": args.junit_out})
     if problem:  # before any load: a run is never thrown away for a bad path
@@ -358,7 +423,10 @@ def run(args: argparse.Namespace) -> int:
         _fail(str(exc))
         return 2
     rerun: BenchRun | None = None
-    if args.from_run:
+    if start is not None:
+        rerun = start.run
+        args.from_run = args.resume  # its stacks are checked as a run file's are
+    elif args.from_run:
         if args.preset:
             _fail("--from and --preset both give the settings: give one of them")
             return 2
@@ -383,6 +451,44 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             _fail(str(exc))
             return 2
+    notes: list[str] = []
+    lock = runguard.claim_cores("stackrace bench", args, notes, cluster=wants_cluster(args))
+    if lock is None:
+        return runguard.EXIT_SHARED
+    try:
+        return _run_locked(args, plan, stacks_file, rerun, preset, baseline, rules, notes, resumed)
+    finally:
+        lock.release()
+
+
+def skeleton(plan: BenchPlan, origin: Any) -> BenchRun:
+    """The run as a journal's start holds it: settings, stack names, provenance."""
+    from stackrace.race.bench.recorder import new_run
+
+    run = new_run(plan)
+    run.stacks = [
+        StackResult(name=s.name, title=s.title, family=s.spec.family, version="", levels=[])
+        for s in plan.stacks
+    ] + [
+        StackResult(
+            name=u.label(), title=u.url, family="external", version="", levels=[], url=u.url
+        )
+        for u in plan.urls
+    ]
+    return msgspec.structs.replace(run, provenance=origin)
+
+
+def _run_locked(
+    args: argparse.Namespace,
+    plan: BenchPlan,
+    stacks_file: StackFile,
+    rerun: BenchRun | None,
+    preset: Any,
+    baseline: BenchRun | None,
+    rules: Any,
+    shared: list[str],
+    resumed: Resumed | None,
+) -> int:
     try:
         metrics = open_metrics(args, "stackrace bench")
     except MetricsError as exc:
@@ -391,6 +497,44 @@ def run(args: argparse.Namespace) -> int:
     if metrics is not None:
         plan.on_core = metrics.follow_core
     progress: Callable[[str], None] = _quiet if args.no_progress else _progress
+    # where the run came from: what `bench --from` needs to run it again
+    origin = provenance(plan.stacks, stacks_file, rerun_of=args.from_run)
+    if resumed is not None:
+        from stackrace.race.core.journal import Journal
+
+        plan.resume = resumed
+        try:
+            plan.journal = Journal.reopen(Path(args.resume))
+        except OSError as exc:
+            _fail(f"{args.resume}: cannot append to it: {exc.strerror or exc}")
+            return 2
+        progress(
+            f"resuming {args.resume}: {resumed.work} levels and probes measured before, "
+            f"{len(resumed.done)} stacks done"
+        )
+    else:
+        try:
+            where = runguard.journal_path(
+                args.journal, [args.json_out, args.csv_out, args.md_out], "bench"
+            )
+        except OSError as exc:
+            _fail(str(exc))
+            return 2
+        start = JournalStart(
+            command="bench",
+            run=skeleton(plan, origin),
+            capacity=CapacitySpec(plan.capacity.budget_s, plan.capacity.precision)
+            if plan.capacity is not None
+            else None,
+        )
+        plan.journal = runguard.open_journal("stackrace bench", where, start)
+        if plan.journal is None:
+            return 2
+        progress(f"journal: {where} (every finished level and probe; --resume continues it)")
+    if plan.capacity is not None:
+        from stackrace.race.core.noise import NoiseMeter
+
+        plan.noise = NoiseMeter()
     cluster = None
     parts: RaceParts | None = None
     if wants_cluster(args):  # the stacks on the app node, the engines on the load nodes
@@ -414,6 +558,7 @@ def run(args: argparse.Namespace) -> int:
             _fail(str(exc))
             return 2
     db = None
+    before: list[float] = []
     try:
         if WORKLOADS[plan.settings.workload].needs_db and cluster is None:
             from stackrace.commands.db_hook import open_for_workload
@@ -427,13 +572,20 @@ def run(args: argparse.Namespace) -> int:
             plan.database = DbWatch(db.settings)
         placement, why = plan_placement(plan.settings, plan.members, parts)
         recorder = BenchRecorder(plan, placement, why)
-        interrupted = asyncio.run(
-            _served(metrics, _run_interruptible(plan, recorder, parts, cluster, progress))
-        )
+        recorder.run.notes.extend(runguard.shared_notes(shared))
+        try:
+            interrupted = asyncio.run(
+                _served(
+                    metrics, _run_interruptible(plan, recorder, parts, cluster, progress, before)
+                )
+            )
+        except ResumeError as exc:
+            _fail(f"{args.resume}: {exc}")
+            return 2
         result = recorder.finish(interrupted)
-        # where the run came from: what `bench --from` needs to run it again
-        origin = provenance(plan.stacks, stacks_file, rerun_of=args.from_run)
         result = msgspec.structs.replace(result, provenance=origin)
+        if plan.noise is not None:
+            result.noise = _noise(result, before, shared)
         if preset is not None:  # a replayed experiment: its figures and claims go with the run
             result = msgspec.structs.replace(result, then=preset.then())
         elif rerun is not None and rerun.then is not None:
@@ -458,19 +610,30 @@ def run(args: argparse.Namespace) -> int:
             cluster.close()
         if metrics is not None:
             metrics.close()
+        if plan.journal is not None and not plan.journal.closed:
+            # an exception on the way out: whatever it holds stays for --resume
+            plan.journal.close()
     # the files first: after SIGHUP the terminal is gone and every print may fail, and
     # a signal now must not cost the run (it is over: only writing is left)
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    result.journal = str(plan.journal.path) if plan.journal is not None and interrupted else ""
     problems = write_outputs(result, args.json_out, args.csv_out, args.md_out, args.chart_out)
     problems += write_files(
         [("--junit", args.junit_out, lambda: junit_xml(result, verdict, args.baseline))]
     )
+    kept = runguard.finish_journal(plan.journal, interrupted, keep=bool(problems))
     failed = _failures(result)
     # a lost app host ended the run: not the user's interruption (exit 1, named)
     app_lost = cluster.app_lost if interrupted and cluster is not None else None
     try:
         _tell(result, verdict, args.baseline, interrupted, failed, problems, app_lost)
+        if kept and interrupted:
+            print(
+                f"stackrace bench: every finished level and probe is in {kept}: "
+                f"`stackrace bench --resume {kept}` measures the rest",
+                file=sys.stderr,
+            )
     except OSError:  # the terminal was closed (EIO) or the pipe is gone: the files hold it
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the exit flush)
     if app_lost:
@@ -482,6 +645,30 @@ def run(args: argparse.Namespace) -> int:
     if verdict is not None and not verdict.ok:
         return 1
     return 1 if failed else 0
+
+
+def _noise(result: BenchRun, before: list[float], shared: list[str]) -> Any:
+    """A capacity run's noise: the machine before and during the probes, the stacks'
+    and engine's wait, the repeats of one load (its confirmations) as the A/A."""
+    from stackrace.race.core.noise import summarize
+    from stackrace.rules.confidence import noise_sigma
+
+    probes = [p for st in result.stacks if st.capacity for p in st.capacity.probes]
+    groups: dict[tuple[str, float], list[float]] = {}
+    for st in result.stacks:
+        for p in st.capacity.probes if st.capacity else []:
+            if p.meets:
+                groups.setdefault((st.name, p.load), []).append(p.level.rps)
+    repeated = [g for g in groups.values() if len(g) >= 2]
+    return summarize(
+        result.machine.cores,
+        [p.noise for p in probes if p.noise is not None],
+        [p.level.cpu_wait_percent for p in probes],
+        before=before[0] if before else None,
+        aa_sigma=noise_sigma(repeated),
+        aa_repeats=sum(len(g) for g in repeated),
+        other_runs=shared,
+    )
 
 
 def _failures(result: BenchRun) -> list[str]:
@@ -516,6 +703,8 @@ def _tell(
         for st in result.stacks:
             if st.capacity is not None:
                 print(f"  {st.name}: {st.capacity.sentence}")
+        if result.noise is not None and result.noise.sentence:
+            print(f"  noise: {result.noise.sentence}")
     else:
         print_run(result)
     if app_lost:
@@ -546,45 +735,22 @@ async def _run_interruptible(
     parts: RaceParts | None = None,
     cluster: ClusterRun | None = None,
     progress: Callable[[str], None] = _progress,
+    before: list[float] | None = None,
 ) -> str | None:
     """Run the bench; Ctrl-C, SIGTERM or SIGHUP cancel it cleanly (stacks stopped,
-    results kept)."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
-    why: list[str] = []
+    results kept): the signal's name, or None when it ran to its end."""
 
-    def stop(name: str) -> None:
-        if why:  # a second signal while the stacks stop: kill them at once
-            hurry.hurry()
-            with contextlib.suppress(OSError):  # after a SIGHUP the terminal is gone (EIO)
-                print("stackrace bench: stopping now (SIGKILL)", file=sys.stderr, flush=True)
-            return
-        why.append(name)
-        task.cancel()
-
-    # SIGHUP: the terminal was closed; the levels measured are as worth keeping as on
-    # Ctrl-C, and its default action (exit at once) would lose them
-    signals = ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP"))
-    for sig, name in signals:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop, name)
-    if cluster is not None:  # without the app host nothing is left to measure
-        cluster.on_app_lost.append(stop)
-    try:
+    async def work() -> None:
         if cluster is not None and WORKLOADS[plan.settings.workload].needs_db:
             plan.db_env = await cluster.database_env()  # on the db node
+        if plan.noise is not None and before is not None:
+            before.append(await plan.noise.quiet_cores(1.0))  # the machine as it was
         await run_bench(plan, progress, recorder, parts)
-    except asyncio.CancelledError:
-        if not why:
-            raise
-        task.uncancel()
-        return why[0]
-    finally:
-        for sig, _ in signals:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(sig)
-    return None
+
+    # without the app host nothing is left to measure
+    hooks = [cluster.on_app_lost.append] if cluster is not None else []
+    _, why = await runguard.interruptible(work(), "stackrace bench", hooks)
+    return why
 
 
 async def _remeasure(

@@ -301,6 +301,23 @@ def add_tls_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`load`, holding a run lock (race/core/runlocks.py): a bench or a tune started meanwhile
+    sees this load on its cores; one already running is named here."""
+    from stackrace.race.core.runlocks import RunLock, other_runs
+
+    if not wants_cluster(args):
+        for other in other_runs():
+            print(f"stackrace load: note: another stackrace run shares the cores: {other}",
+                  file=sys.stderr)  # fmt: skip
+    lock = None if wants_cluster(args) else RunLock.take("load")
+    try:
+        return _run(args)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _run(args: argparse.Namespace) -> int:
     problem = check_output_paths({"--hdr-out": args.hdr_out})
     if problem:
         print(f"stackrace load: {problem}", file=sys.stderr)

@@ -1,29 +1,44 @@
-"""`stackrace tune STACK --slo 'p99<50ms'`: the best configuration of a server for this
-machine, found by measuring, and named with the command line that runs it.
+"""`stackrace tune STACK… --slo 'p99<50ms'`: the best configuration of one or more servers
+for this machine, found by measuring, with how sure that is, and the command line that
+runs it.
 
-    stackrace tune gunicorn-gthread --slo 'p99<50ms' --workload io --budget 2m
-    stackrace tune --url http://127.0.0.1:8000/ --slo 'p99<50ms'   # the search alone
-    stackrace tune --from tune.json                                 # the saved table again
+    stackrace tune gunicorn-gthread --slo 'p99<50ms' --workload io
+    stackrace tune gunicorn-gthread uvicorn --slo 'p99<50ms'        # servers ranked together
+    stackrace tune --app shop.wsgi:app --slo 'p99<100ms'            # your app, every server
+    stackrace tune --url http://127.0.0.1:8000/ --slo 'p99<50ms'    # the search alone
+    stackrace tune --resume tune.json.journal                       # after Ctrl-C or a kill
+    stackrace tune --from tune.json                                 # the saved answer again
 
-The sweep: each tunable the stack uses (config.tunables) over values bounded by the
-machine — workers 1 … 2 × cores + 1, threads 1 … 32 on a log scale, at most the
-ceilings from cores and memory (config.tunable_ceilings), and every choice a param
-lists — one candidate at a time (each pinned to cores of its own by the bench core,
-`isolation rotate`), and for each its capacity under the SLO found by the search of
-`bench --capacity` (race/core/capacity_run.py). Before it starts, tune estimates the time
-(probes × probe time per candidate) and, when that exceeds `--budget`, thins the grid
-(every other value of the longest axis, again and again) until it fits. The budget
-is then kept by the clock: each candidate's search gets an equal share of the time
-left, less what the candidates so far spent starting and stopping; the search checks
-its share before each probe, so the whole tune ends within one probe (`--duration`
-plus the settle time) and one start-up of `--budget`, and candidates the budget had no
-room for are named, not silently dropped (tests/integration/test_tune_vs_grid.py holds
-it). It prints a progress line with an ETA per candidate, then a table ranked by
-capacity (memory and CPU per request beside it), names the winner and prints its
-production command line (stacks/production.py).
+The space: each server's tunables (config.tunables) over values bounded by the machine
+— workers 1 … 2 × cores + 1, threads 1 … 32 on a log scale, at most the ceilings from
+cores and memory (config.tunable_ceilings), every choice a param lists. The search is
+race/core/tune_search.py (a coarse log-spaced pass over the whole space, refinement around
+the leader until its neighbours on every axis are measured, then interleaved rounds of
+the leaders in a shuffled order until the ranking is decided with 95 % confidence or
+the budget ends); race/bench/tune_run.py carries it out on the race core, one configuration
+loaded at a time on the servers' cores, the engine on its own; race/bench/tune_result.py
+makes the run file. The budget (`--budget`, default 5 minutes) is kept by the clock
+and counts the time a resumed tune spent before.
 
-The result is a bench run file (`--json`): every candidate is a stack result with its
-`capacity` and every probe, so `report` reads it and `tune --from` renders it again.
+What it prints and writes (report/tune.py; `--json`, `--markdown`, `--chart`): every
+point tried with its capacity and 90 % interval, the verdict — a winner only with the
+confidence it beats the runner-up with, else "a tie within noise" or "not decided" —,
+the deploy line (the app it serves, yours or plainly stackrace's test app, the server's
+version it needs, only the flags that differ from the server's defaults:
+stacks/production.py), where the configurations ran and what that means for a deploy,
+whether the best lies on an edge of the range, the points not measured, and the noise
+of the machine meanwhile (race/core/noise.py).
+
+Every probe is journalled as it ends (race/core/journal.py: beside `--json`, or --journal):
+Ctrl-C, SIGTERM or SIGHUP end the tune with exit 130, its files written and marked
+interrupted, no winner named; a `kill -9` leaves the journal, and `tune --resume J`
+goes on exactly where it stopped. A tune that would share the cores with another
+stackrace run refuses (exit 75) unless `--share-cores` (commands/runguard.py).
+
+Exit status: 0 when a winner is named or the leaders are tied within noise; 1 when no
+configuration meets the SLO or the budget ended before the answer was decided; 2 for a
+usage error; 74 when a file could not be written; 75 when the cores are another run's;
+130 when interrupted.
 """
 
 from __future__ import annotations
@@ -31,43 +46,50 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import itertools
-import math
 import os
+import secrets
+import signal
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
+from stackrace.commands import runguard
 from stackrace.commands._common import load
-from stackrace.commands.bench import add_search_arguments, build_plan
-from stackrace.race.bench.run import run_bench
-from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.commands.bench import add_search_arguments, build_plan, skeleton
+from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.tune_space import servers_to_tune, space_of
+from stackrace.race.bench.tune_result import tune_result
+from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_tune
+from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
+from stackrace.race.core.journal import Entry, JournalError, JournalStart, TuneSpec, read_journal
+from stackrace.race.core.tune_search import Space, TunePlan, TuneSearch
 from stackrace.race.core.urls import add_url_arguments
 from stackrace.report import capacity as captable
-from stackrace.report.schema import BenchRun, StackResult
-from stackrace.report.write import check_output_paths, read_run
-from stackrace.settings.race_settings import add_options
+from stackrace.report import tune as tunereport
+from stackrace.report.provenance import provenance
+from stackrace.report.schema import BenchRun
+from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths, read_run, write_files
+from stackrace.settings.race_settings import add_options, given
+from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import (
-    ConfigError,
-    Stack,
     StackFile,
-    check_kind,
-    tunable_ceilings,
-    tunables,
+    resolve,
 )
-from stackrace.stacks.production import Production
 
 PROG = "stackrace tune"
-PROBES_PER_SEARCH = 10  # a bracket of 3–4, a bisection of 3, two confirmations, a re-check
-STARTUP_GUESS_S = 3.0  # a candidate's start and stop, until one has been measured
-MIN_SHARE_S = 4.0  # less than this for a candidate's probes: not worth starting it
+# the coarse pass of a 4 × 6 space is ~3 minutes on a busy 2-core box (a threads=1
+# configuration needs 12 s a probe for a p99's 1,000 answers), then the leader's
+# neighbours and the rounds: 5 minutes give the answer its rounds
+DEFAULT_BUDGET_S = 300.0
+DEFAULT_PRECISION = 0.10  # a configuration's search bisects to 10 %: the rounds decide
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("stack", nargs="?", help="the stack to tune (a name from stacks.toml)")
+    p.add_argument(
+        "stack", nargs="*", help="the stacks to tune (names from stacks.toml), ranked together"
+    )
     p.add_argument("--from", dest="from_run", metavar="TUNE.json", help="render a saved tune")
     add_options(p, skip=("stacks", "isolation", "repeat", "requests"))
     servers = p.add_argument_group("a server you started: the capacity search alone")
@@ -83,10 +105,12 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--threads", dest="tune_threads", metavar="LIST", help="threads to try, e.g. 1,4,16"
     )
-    p.add_argument("--json", dest="json_out", help="write every candidate and probe here")
-    p.add_argument("--markdown", dest="md_out", help="write the ranked table here")
+    p.add_argument("--json", dest="json_out", help="write every configuration and probe here")
+    p.add_argument("--markdown", dest="md_out", help="write the answer and its table here")
     p.add_argument("--chart", dest="chart_out", help="write an SVG chart here")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    runguard.add_run_arguments(p.add_argument_group("journal, resume, other runs (docs/tune.md)"))
+    add_cluster_arguments(p)
     p.set_defaults(func=run, preset=None)
 
 
@@ -95,115 +119,48 @@ def _fail(message: str) -> int:
     return 2
 
 
-def axes(
-    stack: Stack, cores: int, workers: str | None, threads: str | None
-) -> dict[str, list[str]]:
-    """The values each tunable is swept over, bounded by the machine. Values given
-    (`--workers`, `--threads`) are checked, never dropped: one above the machine's
-    ceiling, or a list for a setting the stack does not have, is a ValueError."""
-    ceil = tunable_ceilings()
-    keys = {t.key for t in tunables(stack.spec)}
-    for key, given in (("workers", workers), ("threads", threads)):
-        if given and key not in keys:
-            has = ", ".join(sorted(keys)) or "none"
-            raise ValueError(
-                f"--{key}: {stack.name} has no {key} setting to tune (its settings: {has})"
-            )
-        if given and key in stack.overrides:
-            raise ValueError(
-                f"--{key}: {stack.name} sets {key} already: name {stack.base} to sweep it"
-            )
-    out: dict[str, list[str]] = {}
-    # a setting the variant fixes (gunicorn-gthread:threads=2) is not swept
-    for t in [t for t in tunables(stack.spec) if t.key not in stack.overrides]:
-        if t.key == "workers":
-            values = (
-                _ints(workers, "--workers")
-                if workers
-                else _spread(1, min(2 * cores + 1, ceil.workers))
-            )
-            out["workers"] = [str(v) for v in values]
-        elif t.key == "threads":
-            top = min(32, ceil.threads)
-            values = (
-                _ints(threads, "--threads") if threads else [2**k for k in range(6) if 2**k <= top]
-            )
-            out["threads"] = [str(v) for v in values]
-        elif t.choices:
-            out[t.key] = list(t.choices)
-    return {k: v for k, v in out.items() if v}
+def _progress(line: str) -> None:
+    with contextlib.suppress(OSError):  # the terminal may be gone: the files hold it
+        print(line, file=sys.stderr, flush=True)
 
 
-def _ints(text: str, option: str) -> list[int]:
+def _resumed(args: argparse.Namespace) -> tuple[JournalStart, list[Entry]] | None:
+    if (
+        args.stack
+        or args.from_run
+        or given(args)
+        or args.budget
+        or args.precision
+        or args.tune_workers
+        or args.tune_threads
+    ):
+        _fail(
+            "--resume continues a tune with the journal's stacks, settings and space: "
+            "give no stack and no option that would change them"
+        )
+        return None
     try:
-        values = sorted({int(v) for v in text.split(",") if v.strip()})
-    except ValueError:
-        raise ValueError(f"{option} must be whole numbers like 1,2,4, got {text!r}") from None
-    if not values or values[0] < 1:
-        raise ValueError(f"{option} must be whole numbers of at least 1, got {text!r}")
-    key = option.removeprefix("--")
-    for v in values:
-        problem = check_kind("count", key, str(v))  # the machine's ceiling, as a variant's
-        if problem:
-            raise ValueError(f"{option} {v}: {problem.removeprefix(f'{v} ')}")
-    return values
-
-
-def _spread(lo: int, hi: int) -> list[int]:
-    """lo … hi: every value up to 3, then about ×1.6 apart, and hi itself."""
-    out, v = [], lo
-    while v < hi:
-        out.append(v)
-        v = v + 1 if v < 3 else math.ceil(v * 1.6)
-    return [*out, hi]
-
-
-def thin(grid: dict[str, list[str]], fits: int) -> dict[str, list[str]]:
-    """Every other value of the longest axis (its ends kept) until the grid has at most
-    `fits` candidates."""
-    grid = {k: list(v) for k, v in grid.items()}
-    while math.prod(len(v) for v in grid.values()) > max(1, fits):
-        key = max(grid, key=lambda k: len(grid[k]))
-        values = grid[key]
-        if len(values) <= 1:
-            break
-        kept = values[::2] if len(values) > 2 else values[:1]
-        if values[-1] not in kept and len(values) > 2:
-            kept[-1] = values[-1]
-        grid[key] = kept
-    return grid
-
-
-def candidates(name: str, grid: dict[str, list[str]]) -> list[str]:
-    """Each combination as a variant of `name` (its own settings kept first)."""
-    keys = list(grid)
-    sep = "," if ":" in name else ":"
-    return [
-        name + sep + ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
-        for combo in itertools.product(*(grid[k] for k in keys))
-    ] or [name]
-
-
-def stack_to_tune(name: str | None, stacks: StackFile) -> tuple[str | None, str]:
-    """The stack a tune sweeps, and a note when it is not the name as given: with
-    --app, `gunicorn-gthread` means `gunicorn-gthread[app]` (your app on it), and no
-    name means the first of the common servers of the app's kind that runs here."""
-    from stackrace.stacks.userapp import APP_TAG, app_stack_name, default_app_stacks
-
-    if getattr(stacks, "app", None) is None:
-        return name, ""
-    if name is None:
-        chosen, _ = default_app_stacks(stacks)
-        if not chosen:
-            return None, "no server here runs your app (stackrace install --into …)"
-        return chosen[0], f"no stack named: tuning {chosen[0]} (name one to choose)"
-    base, sep, variant = name.partition(":")
-    if APP_TAG not in base and app_stack_name(base) in stacks:
-        return app_stack_name(base) + sep + variant, ""
-    return name, ""
+        start, entries = read_journal(args.resume)
+    except JournalError as exc:
+        _fail(str(exc))
+        return None
+    if start.command != "tune" or start.tune is None:
+        _fail(
+            f"{args.resume}: the journal of `stackrace {start.command}`: continue it with "
+            f"`stackrace {start.command} --resume {args.resume}`"
+        )
+        return None
+    return start, entries
 
 
 def run(args: argparse.Namespace) -> int:
+    resumed = None
+    if args.resume:
+        resumed = _resumed(args)
+        if resumed is None:
+            return 2
+        if args.json_out is None and args.resume.endswith(".json.journal"):
+            args.json_out = args.resume.removesuffix(".journal")  # the run it was beside
     problem = check_output_paths(
         {"--json": args.json_out, "--markdown": args.md_out, "--chart": args.chart_out}
     )
@@ -214,167 +171,258 @@ def run(args: argparse.Namespace) -> int:
             result = read_run(args.from_run)
         except ValueError as exc:
             return _fail(str(exc))
-        if not any(st.capacity for st in result.stacks):
+        if result.tune is None and not any(st.capacity for st in result.stacks):
             return _fail(f"{args.from_run}: not a tune or capacity run (no capacity in it)")
-        return _finish(args, result, [])
-    if not args.slo:
+        return _show(args, result)
+    rerun: BenchRun | None = None
+    spec: TuneSpec | None = None
+    if resumed is not None:
+        start, _ = resumed
+        rerun, spec = start.run, start.tune
+        args.from_run = args.resume  # its stacks are checked as a run file's are
+    elif not args.slo:
         return _fail("give the objective to tune for: --slo 'p99<50ms'")
-    if (args.stack and args.url) or not (args.stack or args.url or args.app):
-        return _fail("name one stack to tune, or a server you started (--url URL)")
-    if args.url and (args.tune_workers or args.tune_threads):
+    elif args.stack and args.url:
+        return _fail("name stacks to tune, or a server you started (--url URL): not both")
+    elif not (args.stack or args.url or args.app):
+        return _fail("name a stack to tune, or a server you started (--url URL)")
+    elif args.url and (args.tune_workers or args.tune_threads):
         return _fail(
             "--workers and --threads sweep a stack's settings: a server you started (--url) "
             "is measured as it runs (the capacity search alone)"
         )
-    budget = args.budget or 180.0
-    per_probe = (0.3 + (args.warmup or 0.0) + (args.duration or 2.0)) * 1.15
-    per_candidate = PROBES_PER_SEARCH * per_probe
-    args.isolation = "rotate"  # one candidate at a time, on cores of its own
+    progress: Callable[[str], None] = (lambda s: None) if args.no_progress else _progress
+    args.isolation = "rotate"  # one configuration at a time, on cores of its own
     if args.duration is None:
         args.duration = 2.0  # a probe's longest; it ends as soon as it has its answers
     if args.warmup is None:
         args.warmup = 0.0
-    progress = (lambda s: None) if args.no_progress else _progress
-    if args.url:
-        names: list[str] = []
+    stacks: StackFile | None = None
+    if spec is not None:
+        servers = spec.stacks
+        space = Space(spec.axes)
+    elif args.url:
+        servers, space = [], Space({})
     else:
-        try:
-            stacks = load(args, None, PROG)
-        except ConfigError as exc:
-            return _fail(str(exc))
+        stacks = load(args, None, PROG)
         if stacks is None:
             return 2
-        args.stack, note = stack_to_tune(args.stack, stacks)
-        if args.stack is None:
-            return _fail(note)
-        if note:
-            progress(f"tune: {note}")
-        if args.stack.partition(":")[0] not in stacks:
-            return _fail(f"no stack {args.stack!r} (`stackrace stacks` lists them)")
-        from stackrace.stacks.catalogue import resolve
-
-        try:
-            base = resolve(args.stack, stacks)
-            grid = axes(base, len(os.sched_getaffinity(0)), args.tune_workers, args.tune_threads)
-        except (ConfigError, ValueError) as exc:
-            return _fail(str(exc))
-        full = math.prod(len(v) for v in grid.values()) if grid else 1
-        grid = thin(grid, int(budget // per_candidate))
-        names = candidates(args.stack, grid)
-        note = f" (of {full}: thinned to fit --budget)" if len(names) < full else ""
-        progress(
-            f"tune {args.stack}: {len(names)} candidates{note} over "
-            + (", ".join(f"{k} {'/'.join(v)}" for k, v in grid.items()) or "its defaults")
-            + f"; about {len(names) * per_candidate:.0f}s (budget {budget:.0f}s)"
-        )
-    runs: list[BenchRun] = []
-    started = time.monotonic()
-    overhead = STARTUP_GUESS_S  # a candidate's time outside its probes (start, stop)
-    todo = names or [None]  # type: ignore[list-item]
-    for n, name in enumerate(todo):
-        # The budget is kept by the clock, not by the estimate: each candidate's search
-        # gets an equal share of what is left, less the start-up and stop the candidates
-        # so far took outside their probes; a search checks its share before each probe
-        # (race/core/capacity_search.py), so a candidate overruns by at most one probe. When too
-        # little is left for one probe, the candidates not measured are named.
-        left = budget - (time.monotonic() - started)
-        share = left / (len(todo) - n) - overhead
-        if n and share < MIN_SHARE_S:
-            skipped = ", ".join(str(x) for x in todo[n:])
-            progress(f"budget spent after {n} candidates: not measured: {skipped}")
-            break
-        args.stacks = [name] if name else None
-        built = build_plan(args)
-        if built is None:
-            return 2
-        plan, _ = built
-        plan.capacity = CapacityPlan(
-            args.slo, budget_s=max(MIN_SHARE_S, share), precision=args.precision
-        )
-        done = time.monotonic() - started
-        eta = done / n * (len(todo) - n) if n else len(todo) * per_candidate
-        progress(
-            f"[{n + 1}/{len(todo)}] {name or args.url[0]}  "
-            f"(ETA {min(eta, max(0.0, left)):.0f}s, budget left {max(0.0, left):.0f}s)"
-        )
-        t0 = time.monotonic()
-        try:
-            runs.append(asyncio.run(run_bench(plan, _indent(progress))))
-        except KeyboardInterrupt:
-            print(f"{PROG}: interrupted; the candidates measured are below", file=sys.stderr)
-            break
-        probed = sum(p.seconds for st in runs[-1].stacks if st.capacity for p in st.capacity.probes)
-        overhead = max(0.0, time.monotonic() - t0 - probed)
-    progress(f"tune took {time.monotonic() - started:.0f}s of a {budget:.0f}s budget")
-    if not runs:
-        return 1
-    result = msgspec.structs.replace(runs[0], stacks=[st for r in runs for st in r.stacks])
-    commands = {}
-    if names:
-        from stackrace.stacks.catalogue import resolve
-        from stackrace.stacks.production import production_command
-
-        assert stacks is not None  # (names come from the stacks file read above)
-        for st in result.stacks:
-            commands[st.name] = production_command(resolve(st.name, stacks))
-    return _finish(args, result, [], commands)
-
-
-def _indent(progress: Callable[[str], None]) -> Callable[[str], None]:
-    return lambda line: progress("    " + line.lstrip())
-
-
-def _progress(line: str) -> None:
-    with contextlib.suppress(OSError):  # the terminal may be gone: the files hold it
-        print(line, file=sys.stderr, flush=True)
-
-
-def _finish(
-    args: argparse.Namespace,
-    result: BenchRun,
-    problems: list[str],
-    commands: dict[str, Production] | None = None,
-) -> int:
-    slo = result.settings.slo or ""
-    print(f"Capacity under the SLO ({slo}), best first:")
-    for line in captable.table_lines(result.stacks):
-        print("  " + line)
-    best = captable.ranked(result.stacks)
-    winner: StackResult | None = next(
-        (st for st in best if st.capacity is not None and st.capacity.load is not None), None
+        found = servers_to_tune(args, stacks)
+        if isinstance(found, str):
+            return _fail(found)
+        servers = found
+        made = space_of(args, servers, stacks)
+        if isinstance(made, str):
+            return _fail(made)
+        space = made
+    args.stacks = servers or None
+    built = build_plan(args, rerun)
+    if built is None:
+        return 2
+    plan, stacks = built
+    if args.url:
+        space = Space({u.label(): {} for u in plan.urls})
+        servers = list(space.servers)
+    settings = plan.settings
+    if not settings.slo:
+        return _fail("give the objective to tune for: --slo 'p99<50ms'")
+    budget = spec.budget_s if spec else (args.budget or DEFAULT_BUDGET_S)
+    precision = spec.precision if spec else (args.precision or DEFAULT_PRECISION)
+    plan.capacity = CapacityPlan(settings.slo, precision=precision)
+    seed = spec.seed if spec else secrets.randbelow(2**31)
+    rate = settings.rate
+    search = TuneSearch(
+        space,
+        TunePlan(
+            budget_s=budget,
+            start=float(rate) if rate is not None else float(settings.concurrency_levels[0]),
+            ceiling=1_000_000.0 if rate is not None else 4096.0,
+            integer=rate is None,
+            precision=precision,
+        ),
+        seed,
     )
-    if winner is None:
-        why = best[0].capacity.sentence if best and best[0].capacity else "nothing measured"
-        print(f"no configuration meets {slo}: {why}")
+    total = sum(len(space.points(sv)) for sv in space.servers)
+    coarse = sum(len(space.coarse(sv)) for sv in space.servers)
+    progress(
+        f"tune {', '.join(servers)}: {total} configurations "
+        + "; ".join(
+            f"{sv} " + (", ".join(f"{k} {'/'.join(v)}" for k, v in ax.items()) or "as defined")
+            for sv, ax in space.servers.items()
+        )
+        + f"; a coarse pass over {coarse} of them (log-spaced), then the leader's neighbours "
+        f"and interleaved rounds; budget {budget:.0f}s"
+    )
+    shared: list[str] = []
+    lock = runguard.claim_cores(PROG, args, shared, cluster=wants_cluster(args))
+    if lock is None:
+        return runguard.EXIT_SHARED
+    try:
+        return _tune(args, plan, stacks, rerun, spec, search, servers, budget, precision,
+                     seed, shared, resumed, progress)  # fmt: skip
+    finally:
+        lock.release()
+
+
+def _tune(
+    args: argparse.Namespace,
+    plan: object,
+    stacks: StackFile,
+    rerun: BenchRun | None,
+    spec: TuneSpec | None,
+    search: TuneSearch,
+    servers: list[str],
+    budget: float,
+    precision: float,
+    seed: int,
+    shared: list[str],
+    resumed: tuple[JournalStart, list[Entry]] | None,
+    progress: Callable[[str], None],
+) -> int:
+    from stackrace.race.bench.protocol import BenchPlan
+    from stackrace.race.core.journal import Journal
+
+    assert isinstance(plan, BenchPlan)
+    origin = provenance(plan.stacks, stacks, rerun_of=args.from_run)
+    if resumed is not None:
+        try:
+            journal = Journal.reopen(Path(args.resume))
+        except OSError as exc:
+            return _fail(f"{args.resume}: cannot append to it: {exc.strerror or exc}")
+        entries = resumed[1]
+        progress(f"resuming {args.resume}: {len(entries)} entries measured before")
     else:
-        assert winner.capacity is not None
-        measured = [st for st in result.stacks if st.capacity is not None]
-        if len(measured) > 1:
-            print(f"winner: {winner.name}: {winner.capacity.sentence}")
-        else:  # nothing was compared: no winner, only a figure
+        where = runguard.journal_path(args.journal, [args.json_out, args.md_out], "tune")
+        start = JournalStart(
+            command="tune",
+            run=skeleton(plan, origin),
+            tune=TuneSpec(
+                stacks=servers, axes=search.space.servers, seed=seed, budget_s=budget,
+                precision=precision,
+            ),
+        )  # fmt: skip
+        opened = runguard.open_journal(PROG, where, start)
+        if opened is None:
+            return 2
+        journal, entries = opened, []
+        progress(f"journal: {where} (every probe as it ends; --resume continues it)")
+    job = TuneJob(
+        bench=plan,
+        resolve=lambda name: resolve(name, stacks),
+        urls={u.label(): u for u in plan.urls},
+        journal=journal,
+        resume=entries,
+    )
+    cluster = None
+    parts = None
+    if wants_cluster(args):
+        from stackrace.cluster.errors import ClusterError
+        from stackrace.cluster.frontends import bench_parts
+
+        cluster = connect_from_args(args, PROG)
+        if cluster is None:
+            journal.close()
+            return 2
+        try:
+            parts = bench_parts(cluster)
+        except ClusterError as exc:
+            cluster.close()
+            journal.close()
+            return _fail(str(exc))
+    plan.noise = noise_meter(parts)
+    state = TuneState(search)
+    db = None
+    interrupted: str | None = None
+    try:
+        if WORKLOADS[plan.settings.workload].needs_db and cluster is None:
+            from stackrace.commands.db_hook import open_for_workload
+
+            opened_db = open_for_workload()
+            if opened_db is None:
+                journal.close()
+                return 2
+            db, plan.db_env = opened_db
+            from stackrace.db.watch import DbWatch
+
+            plan.database = DbWatch(db.settings)
+
+        async def work() -> None:
+            if cluster is not None and WORKLOADS[plan.settings.workload].needs_db:
+                plan.db_env = await cluster.database_env()
+            await run_tune(job, state, progress, parts)
+
+        async def main() -> str | None:
+            hooks = [cluster.on_app_lost.append] if cluster is not None else []
+            _, why = await runguard.interruptible(work(), PROG, hooks)
+            return why
+
+        try:
+            interrupted = asyncio.run(main())
+        except ResumeError as exc:
+            journal.close()
+            return _fail(f"{args.resume}: {exc}")
+    finally:
+        if db is not None:
+            db.close()
+        if cluster is not None:
+            cluster.close()
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # only writing is left
+    progress(f"tune took {_took(state):.0f}s of a {budget:.0f}s budget")
+    result = tune_result(job, state, interrupted, shared)
+    result = msgspec.structs.replace(result, provenance=origin)
+    tunereport.add_deploy(result, stacks)
+    result.journal = str(journal.path) if interrupted else ""
+    problems = _write(args, result)
+    kept = runguard.finish_journal(journal, interrupted, keep=bool(problems))
+    status = _show(args, result, problems)
+    if interrupted:
+        with contextlib.suppress(OSError):
             print(
-                f"one configuration measured, nothing to compare it with: {winner.name}: "
-                f"{winner.capacity.sentence}"
+                f"{PROG}: interrupted ({interrupted}): every probe is in {kept}; "
+                f"`{PROG} --resume {kept}` goes on from there",
+                file=sys.stderr,
             )
-        prod = (commands or {}).get(winner.name)
-        if prod is not None and prod.command:
-            print(f"run it in production: {prod.command}")
-            print(f"  ({prod.note})")
-        elif prod is not None:
-            print(f"no production command line: {prod.note}")
-    from stackrace.base.atomicfile import write_atomic
+        return 130
+    return status
+
+
+def _took(state: TuneState) -> float:
+    import time
+
+    return time.monotonic() - state.started
+
+
+def _write(args: argparse.Namespace, result: BenchRun) -> list[str]:
     from stackrace.report.schema import dumps
 
-    files = [
-        (args.json_out, lambda: dumps(result)),
-        (args.md_out, lambda: captable.markdown(result.stacks, slo).encode()),
-        (args.chart_out, lambda: captable.svg(result.stacks, slo).encode()),
-    ]
-    for path, make in files:
-        if path:
-            try:
-                write_atomic(Path(path), make())
-            except OSError as exc:
-                print(f"{PROG}: {path}: {exc}", file=sys.stderr)
-                return 74
-    return 0 if winner is not None else 1
+    slo = result.settings.slo or ""
+    return write_files(
+        [
+            ("--json", args.json_out, lambda: dumps(result)),
+            ("--markdown", args.md_out, lambda: tunereport.markdown(result).encode()),
+            ("--chart", args.chart_out, lambda: captable.svg(result.stacks, slo).encode()),
+        ]
+    )
+
+
+def _show(args: argparse.Namespace, result: BenchRun, problems: list[str] | None = None) -> int:
+    """Print the answer; the exit status (see the module docstring)."""
+    try:
+        if result.tune is not None:
+            for line in tunereport.text_lines(result):
+                print(line)
+        else:  # a capacity run of `bench --capacity`: its table
+            print(f"Capacity under the SLO ({result.settings.slo}), best first:")
+            for line in captable.table_lines(result.stacks):
+                print("  " + line)
+        for line in problems or []:
+            print(f"{PROG}: {line} (the figures are above)", file=sys.stderr)
+    except OSError:  # the terminal was closed: the files hold it
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the exit flush)
+    if problems:
+        return EXIT_NOT_WRITTEN
+    t = result.tune
+    if t is None:
+        return 0 if any(st.capacity and st.capacity.claimed for st in result.stacks) else 1
+    return 0 if t.winner or len(t.tied) > 1 else 1

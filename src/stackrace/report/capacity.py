@@ -4,14 +4,14 @@ the SLO at any load last, with why)."""
 
 from __future__ import annotations
 
-from stackrace.report.schema import CapacityResult, StackResult
+from stackrace.report.schema import CAPACITY_INTERRUPTED, CapacityResult, StackResult
 from stackrace.settings.units import fmt_bytes
 
 
 def rank_key(c: CapacityResult) -> tuple[bool, float]:
     """The order of every capacity ranking: the highest req/s under the SLO first, a
-    stack that cannot meet it at any load last."""
-    return (c.load is None, -(c.capacity or 0.0))
+    stack that cannot meet it at any load (or whose search was interrupted) last."""
+    return (not c.claimed, -(c.capacity or 0.0) if c.claimed else 0.0)
 
 
 def ranked(stacks: list[StackResult]) -> list[StackResult]:
@@ -28,11 +28,15 @@ def at(c: CapacityResult, load: float | None) -> str:
 
 def row(c: CapacityResult) -> list[str]:
     """capacity (req/s ± margin), at (the load), breaks at, memory, CPU per request."""
-    if c.load is None:
+    if c.stopped == CAPACITY_INTERRUPTED:
+        cap = "interrupted: no capacity"
+    elif c.load is None:
         cap = "cannot meet"
     else:
         margin = f" ± {c.margin * 100:.0f} %" if c.margin is not None else ""
         cap = f"{c.capacity or 0:,.0f} req/s{margin}"
+        if c.unstable:
+            cap += f" (unstable {at(c, c.unstable[0])}–{at(c, c.unstable[1])})"
     cpu = f"{c.cpu_us_per_request:,.0f} µs" if c.cpu_us_per_request is not None else "-"
     return [cap, at(c, c.load), at(c, c.breaks_at), fmt_bytes(c.rss) if c.rss else "-", cpu]
 

@@ -231,6 +231,16 @@ class PathResult(msgspec.Struct, forbid_unknown_fields=True):
     status: dict[int, int] = msgspec.field(default_factory=dict)
 
 
+class ProbeNoise(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """How busy the machine was during one probe (race/core/noise.py): the CPU other
+    processes took on the cores stackrace runs on (in cores), and how long the engine's
+    processes were runnable but waiting for a core (% of their time). The stack's own
+    wait is its level's `cpu_wait_percent`."""
+
+    others_cores: float = 0.0
+    engine_wait_percent: float = 0.0
+
+
 class CapacityProbe(msgspec.Struct, forbid_unknown_fields=True):
     """One probe of a capacity search (race/core/capacity_search.py): the load asked, whether it met
     the SLO and why not, whether it had the answers its percentile needs, and the level
@@ -245,6 +255,11 @@ class CapacityProbe(msgspec.Struct, forbid_unknown_fields=True):
     seconds: float
     figures: dict[str, float]  # each SLO term's value (µs, shares, req/s)
     level: Level
+    noise: ProbeNoise | None = None  # the machine meanwhile (None: not measured)
+
+
+# a capacity search that did not end (Ctrl-C, a kill): its probes, never a capacity
+CAPACITY_INTERRUPTED = "interrupted"
 
 
 class CapacityResult(msgspec.Struct, forbid_unknown_fields=True):
@@ -268,6 +283,16 @@ class CapacityResult(msgspec.Struct, forbid_unknown_fields=True):
     rss: int = 0  # memory at the capacity (bytes, the stack's tree after the probe)
     cpu_us_per_request: float | None = None  # CPU time per answer at the capacity
     probes: list[CapacityProbe] = msgspec.field(default_factory=list)
+    # [lowest miss, highest pass] when it both met and missed there (race/core/capacity_search.py:
+    # an unstable boundary; `load` is then the highest pass below every miss)
+    unstable: list[float] | None = None
+    thin: bool = False  # the passes at `load` had fewer answers than the percentile needs
+
+    @property
+    def claimed(self) -> bool:
+        """A capacity is claimed: the search ended (not CAPACITY_INTERRUPTED) on a load
+        that met the SLO."""
+        return self.load is not None and self.stopped != CAPACITY_INTERRUPTED
 
 
 class StackResult(msgspec.Struct, forbid_unknown_fields=True):
@@ -338,6 +363,62 @@ class Then(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     claims: list[Claim] = []
 
 
+class Noise(msgspec.Struct, forbid_unknown_fields=True):
+    """How noisy the machine was, measured and stated (race/core/noise.py): other processes'
+    CPU before the first stack started and during the probes, the stacks' and the
+    engine's wait for a core, the A/A noise (the same configuration at the same load
+    measured again: the pooled spread of its req/s, rules/confidence.py), and other
+    stackrace runs on the same cores (race/core/runlocks.py)."""
+
+    cores: int = 0
+    before_others_cores: float | None = None
+    others_cores: float | None = None  # median over the probes
+    others_cores_max: float | None = None
+    stack_wait_percent: float | None = None  # median over the probes
+    engine_wait_percent: float | None = None  # median over the probes
+    aa_sigma: float | None = None  # ± share of req/s (one standard deviation)
+    aa_repeats: int = 0  # the repeats it rests on
+    other_runs: list[str] = []
+    busy: bool = False
+    sentence: str = ""
+
+
+class TunePoint(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """A configuration a tune measured: its capacity (the median of its repeats) with a
+    90 % interval, how many repeats, and why it was measured (the coarse pass, the
+    refinement around the leader, the interleaved rounds)."""
+
+    name: str
+    phase: str
+    capacity: float
+    lo: float
+    hi: float
+    repeats: int
+    unstable: list[float] | None = None  # its search's unstable range (loads)
+
+
+class TuneResult(msgspec.Struct, forbid_unknown_fields=True):
+    """A tune's answer (race/core/tune_search.py): the winner with its confidence, or the
+    leaders tied within noise; the deploy line; every point tried and the points of the
+    space not measured; the leader's place on the edges of the range; the placement it
+    was measured with and what that means for a deploy."""
+
+    stacks: list[str]
+    axes: dict[str, dict[str, list[str]]]
+    verdict: str
+    winner: str | None = None
+    confidence: float | None = None
+    tied: list[str] = []
+    deploy: str | None = None
+    deploy_note: str = ""
+    points: list[TunePoint] = []
+    not_measured: list[str] = []
+    edges: list[str] = []
+    rounds: int = 0
+    placement: str = ""
+    stopped: str = ""
+
+
 class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
     schema: int
     started: str  # ISO 8601, UTC
@@ -350,6 +431,9 @@ class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
     # replays one (stackrace.report.claims judges them again on every report)
     then: Then | None = None
     provenance: Provenance | None = None  # None in runs made before it was recorded
+    noise: Noise | None = None  # `bench --capacity`, `tune`: the machine's noise, stated
+    tune: TuneResult | None = None  # `tune`: its answer
+    journal: str = ""  # where every finished level and probe was journalled as it ended
 
 
 def dumps(run: BenchRun) -> bytes:

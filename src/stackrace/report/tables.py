@@ -140,15 +140,21 @@ def rows(run: BenchRun) -> list[list[str]]:
     return out
 
 
-def breaking_line(stack: StackResult) -> str:
+def breaking_line(stack: StackResult, interrupted: bool = False) -> str:
     started = f" (started by you: {stack.url}{'' if stack.sampled else ', not sampled'})"
-    return _breaking(stack) + (started if stack.url else "")
+    return _breaking(stack, interrupted) + (started if stack.url else "")
 
 
-def _breaking(stack: StackResult) -> str:
+def _breaking(stack: StackResult, interrupted: bool = False) -> str:
     if stack.error and not stack.levels:
         return f"{stack.name}: not measured ({stack.error})"
     end = f" — then {stack.error}" if stack.error else ""
+    if stack.breaking_point is None and interrupted:
+        # the levels not measured could hold it: no claim from what was not seen
+        return (
+            f"{stack.name}: no breaking point in the {len(stack.levels)} levels measured "
+            f"before the run was interrupted (the others were not measured){end}"
+        )
     if stack.breaking_point is None:
         return f"{stack.name}: no breaking point up to the highest level{end}"
     return (
@@ -170,7 +176,7 @@ def markdown(run: BenchRun) -> str:
     ]
     lines += ["| " + " | ".join(r) + " |" for r in rows(run)]
     lines.append("")
-    lines += [f"- {breaking_line(st)}" for st in run.stacks]
+    lines += [f"- {breaking_line(st, bool(run.interrupted))}" for st in run.stacks]
     notes = notes_lines(run)
     if notes:
         lines.append("")

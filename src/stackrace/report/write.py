@@ -37,7 +37,7 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
     from rich.markup import escape
 
     for st in run.stacks:
-        console.print("  " + escape(tables.breaking_line(st)))
+        console.print("  " + escape(tables.breaking_line(st, bool(run.interrupted))))
     for note in tables.notes_lines(run):
         console.print(f"  [yellow]† {escape(note)}[/]")
     paths = tables.path_lines(run)
@@ -78,9 +78,28 @@ def run_outputs(
     return [
         ("--json", json_out, lambda: dumps(run)),
         ("--csv", csv_out, lambda: tables.to_csv(run)),
-        ("--markdown", md_out, lambda: tables.markdown(run)),
+        ("--markdown", md_out, lambda: _markdown(run)),
         ("--chart", chart_out, lambda: chart.svg(run)),
     ]
+
+
+def _markdown(run: BenchRun) -> str:
+    """A run's Markdown: its levels, or (`bench --capacity`) its capacities, each
+    sentence, and the machine's noise."""
+    if not any(st.capacity is not None for st in run.stacks):
+        return tables.markdown(run)
+    from stackrace.report import capacity
+
+    lines = [capacity.markdown(run.stacks, run.settings.slo or "")]
+    lines += [f"- {st.name}: {st.capacity.sentence}" for st in run.stacks if st.capacity]
+    if run.noise is not None and run.noise.sentence:
+        lines.append(f"- noise: {run.noise.sentence}")
+    lines += [f"- † {n}" for n in run.notes]
+    if run.interrupted:
+        lines.append(
+            f"- interrupted ({run.interrupted}): no capacity claimed from a search that did not end"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def write_files(outputs: Iterable[Output]) -> list[str]:

@@ -220,6 +220,16 @@ class AppTemplate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True
     version: list[str] | None = None
 
 
+class ProductionSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """How the stack's command reads as a deploy line (stacks/production.py): the
+    server's own defaults of its flags (`--workers = "1"`: a flag whose value is the
+    default is left out of the line) and the flags only stackrace's runs need (several
+    servers side by side on one machine: gunicorn's `--no-control-socket`)."""
+
+    defaults: dict[str, str] = {}
+    harness: list[str] = []
+
+
 class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     command: list[str]
     # descriptive: a block of a user's file may leave them out (title: the block's name)
@@ -259,6 +269,7 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     # {python} is it and {venv_bin} its directory
     python: str | None = None
     app: AppTemplate | None = None  # how this server serves a user's app (--app)
+    production: ProductionSpec = msgspec.field(default_factory=ProductionSpec)
 
 
 @dataclass(frozen=True)

@@ -435,6 +435,7 @@ def app_stacks(
             needs=Needs(modules=list(tmpl.modules)),
             db=False,
             python=app.python,
+            production=spec.production,
         )
         out[app_stack_name(name)] = gen
     return out

@@ -105,6 +105,27 @@ def parent_map() -> dict[int, int]:
     return {pid: int(f[1]) for pid, f in _stat_fields() if len(f) > 1 and f[0] != b"Z"}
 
 
+def tree_cpu_ticks(root: int) -> int:
+    """CPU time (clock ticks: user + system, and of the children it has waited for) of
+    `root` and every live descendant, in one pass over /proc."""
+    children: dict[int, list[int]] = {}
+    ticks: dict[int, int] = {}
+    for pid, f in _stat_fields():
+        if len(f) < 15:
+            continue
+        children.setdefault(int(f[1]), []).append(pid)
+        ticks[pid] = int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+    total, todo, seen = 0, [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        total += ticks.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
 def pids_in_sessions(sessions: Iterable[int]) -> list[int]:
     """Every live process whose session id is one of `sessions` (reads /proc)."""
     wanted = set(sessions)

@@ -36,6 +36,8 @@ from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import WindowStats
 from stackrace.race.core.capacity_run import CapacityPlan
 from stackrace.race.core.core import RaceCore
+from stackrace.race.core.journal import Journal, Resumed
+from stackrace.race.core.noise import NoiseMeter
 from stackrace.race.core.state import StackState
 from stackrace.race.core.urls import UrlTarget
 from stackrace.report.schema import (
@@ -71,6 +73,12 @@ class BenchPlan:
     # `bench --capacity`: instead of the levels, search each stack's capacity under the
     # SLO (race/core/capacity_run.py); the result goes to StackResult.capacity
     capacity: CapacityPlan | None = None
+    # every finished level and probe is appended here as it ends (race/core/journal.py)
+    journal: Journal | None = None
+    # a journal read back (`bench --resume`): what is measured already is not again
+    resume: Resumed | None = None
+    # how busy the machine is around each probe (race/core/noise.py); None: not measured
+    noise: NoiseMeter | None = None
 
     @property
     def members(self) -> int:
@@ -283,12 +291,21 @@ class LevelRunner:
         return out
 
     async def probe(
-        self, loads: dict[str, float], needed: int, min_s: float, max_s: float
+        self,
+        loads: dict[str, float],
+        needed: int,
+        min_s: float,
+        max_s: float,
+        longest_s: float | None = None,
+        undecided: Callable[[str], bool] | None = None,
     ) -> dict[str, Level]:
         """One probe of a capacity search (race/core/capacity_run.py) for each member at its
         own load, all at once: set each load, warm up, then measure until every member
-        has `needed` answers (and at least `min_s`), or `max_s` has passed. A level is
-        returned per member measured (a crashed one has none)."""
+        has `needed` answers (and at least `min_s`), or `max_s` has passed. A member
+        that is then still `undecided` (too few answers for its percentile, and nothing
+        missed yet) keeps the probe going until it has them or `longest_s` has passed:
+        a verdict on too few answers is a guess. A level is returned per member
+        measured (a crashed one has none)."""
         ids = list(loads)
         before = {i: self.core.sample_now(i) for i in ids}
 
@@ -306,13 +323,20 @@ class LevelRunner:
         await self.next_interval()
         self.core.reset_totals(0.0, ids)
         t0 = clock()
-        while clock() - t0 < max_s:
+        longest = max(max_s, longest_s or max_s)
+        while clock() - t0 < longest:
             await clock.sleep(self.core.interval)
             if self._crashed(ids):
                 break
-            if clock() - t0 >= min_s and all(
-                (t := self.core.target(i)) is None or t.total.requests >= needed for i in ids
-            ):
+            took = clock() - t0
+            short = [
+                i
+                for i in ids
+                if (t := self.core.target(i)) is not None and t.total.requests < needed
+            ]
+            if took >= min_s and not short:
+                break
+            if took >= max_s and (undecided is None or not any(undecided(i) for i in short)):
                 break
         await self.next_interval()  # the last interval reaches the totals
         watch = self.plan.database

@@ -60,25 +60,31 @@ def server_version(stack: Stack) -> str:
     return text[0][:80] if text else ""
 
 
+def new_run(plan: BenchPlan, placement: str = "", why: str = "") -> BenchRun:
+    """A run with the machine's facts and the plan's settings as given (a journal's
+    start keeps `isolation` as asked, e.g. "auto"), and no stack yet."""
+    s = plan.settings
+    return BenchRun(
+        schema=SCHEMA_VERSION,
+        started=datetime.now(UTC).isoformat(timespec="seconds"),
+        machine=machine_info(),
+        settings=Settings(
+            **msgspec.structs.asdict(s),
+            path=s.path,
+            kinds=_kind_labels(s),
+            isolation_reason=why,
+            placement=placement,
+            preset=plan.preset,
+        ),
+        stacks=[],
+    )
+
+
 class BenchRecorder:
     """The run being measured: complete up to the last finished level at any moment."""
 
     def __init__(self, plan: BenchPlan, placement: CorePlacement, why: str) -> None:
-        s = plan.settings
-        self.run = BenchRun(
-            schema=SCHEMA_VERSION,
-            started=datetime.now(UTC).isoformat(timespec="seconds"),
-            machine=machine_info(),
-            settings=Settings(
-                **msgspec.structs.asdict(s),
-                path=s.path,
-                kinds=_kind_labels(s),
-                isolation_reason=why,
-                placement=placement.note,
-                preset=plan.preset,
-            ),
-            stacks=[],
-        )
+        self.run = new_run(plan, placement.note, why)
         self.run.settings.isolation = placement.isolation
         self.by_name: dict[str, StackResult] = {}
 

@@ -37,7 +37,8 @@ from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner, Progress
 from stackrace.race.bench.recorder import BenchRecorder, describe, record_paths
-from stackrace.race.core.capacity_run import search_capacity
+from stackrace.race.bench.resume import RunLog, resume_finished, resumed_levels
+from stackrace.race.core.capacity_run import interrupted, search_capacity
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.members import LoadEngine, RaceParts, StackStarter
 from stackrace.race.core.placement import CorePlacement, choose_isolation, place
@@ -46,6 +47,8 @@ from stackrace.race.core.state import StackState
 from stackrace.race.core.urls import UrlHandle
 from stackrace.report.schema import (
     BenchRun,
+    CapacityProbe,
+    CapacityResult,
 )
 from stackrace.settings.race_settings import RaceSettings
 
@@ -75,6 +78,7 @@ async def run_bench(
     s = plan.settings
     placement, why = plan_placement(s, plan.members, parts)
     rec = recorder or BenchRecorder(plan, placement, why)
+    log = RunLog(plan)
     progress(f"isolation: {placement.isolation} ({why}); {placement.note}")
     if parts is not None and parts.note:
         progress(parts.note)
@@ -137,6 +141,9 @@ async def run_bench(
                 # its accept queue to serve first (10 s at 10 ms each): its c=1 level
                 # answered nothing. No member is attached between groups.
                 await core.set_concurrency(s.levels[0], ids=[])
+            group = resume_finished(plan, rec, placement, group, progress)
+            if not group:
+                continue
             ids = _start_group(core, source, rec, plan, placement, group, progress)
             ids += await _join_urls(core, rec, plan, placement, group, progress)
             timeout = max(
@@ -165,23 +172,48 @@ async def run_bench(
                 # the stack's name is in every line that shows the error: not twice
                 rec.by_name[i].error = why.split("\n")[0].removeprefix(f"{i}: ")
                 progress(f"✗ {i}: {why.removeprefix(f'{i}: ')}")
+                log.done(i, rec.by_name[i].error)
                 await core.stop_member(i)
+            for i in running:
+                log.started(rec.by_name[i])
             if plan.capacity is not None and running:
-                found = await search_capacity(runner, running, plan.capacity, progress)
+                found: dict[str, CapacityResult] = {}
+                prior: dict[str, list[CapacityProbe]] = {}
+                if plan.resume is not None:
+                    prior = {i: plan.resume.probes[i] for i in running if i in plan.resume.probes}
+                ended = False
+                try:
+                    await search_capacity(
+                        runner, running, plan.capacity, progress,
+                        on_result=log.probe, into=found, prior=prior, noise=plan.noise,
+                    )  # fmt: skip
+                    ended = True
+                finally:
+                    # an interrupted search keeps its probes, and claims no capacity
+                    for i in running:
+                        c = found.get(i)
+                        if c is not None and not ended and not c.stopped:
+                            c = interrupted(c)
+                        rec.by_name[i].capacity = c
                 for i in running:
-                    rec.by_name[i].capacity = found.get(i)
                     if i in found:
                         progress(f"{i}: {found[i].sentence}")
                     if core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
                         rec.by_name[i].error = "crashed during its capacity search"
+                    log.done(i, rec.by_name[i].error)
+            done_before = resumed_levels(plan, rec, running)
             for level in [] if plan.capacity is not None else s.levels:
                 if not running:
                     break
-                got = await runner.level(running, level)
-                for i in list(running):
+                todo = [i for i in running if level not in done_before.get(i, ())]
+                if not todo:
+                    continue
+                got = await runner.level(todo, level)
+                for i in list(todo):
                     lv = got.get(i)
                     if lv is not None:
                         rec.by_name[i].levels.append(lv)
+                        log.level(i, lv)
                         progress(describe(i, lv, s.rate is not None))
                     if core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
                         tail = "\n".join(core.members[i].handle.log_tail(12))
@@ -196,6 +228,9 @@ async def run_bench(
                 # what it was sent and what it answered are both known, per request
                 await runner._drain(running)
                 record_paths(core, rec, running, s)
+            if plan.capacity is None:
+                for i in running:
+                    log.done(i, rec.by_name[i].error)
             for i in ids:
                 await core.stop_member(i)
     finally:

@@ -12,10 +12,21 @@ a race; `bench --isolation rotate` and `tune` search one at a time.
 
 A probe lasts until every member has the answers its percentile needs
 (`needed_answers`: p99 rests on 1,000) and at least a second, or the level's
-`duration` has passed; a probe that ran out of time first says so (`enough: false` in
-the JSON), so a reader can tell a percentile from a guess. The start of the bracket
-is the first level given (`--concurrency 4`, `--rate 200`): a search from 1 spends
-its first probes where nothing is in doubt.
+`duration` has passed; a member still short of its answers that has not missed yet
+keeps the probe going, up to `LONGEST_PROBE_S`: a pass on 180 answers of the 1,000 a
+p99 needs is a guess. A probe that ran out of time even so says so (`enough: false`
+in the JSON, and the capacity that rests on it is marked thin, race/core/capacity_search.py), so a
+reader can tell a percentile from a guess. The start of the bracket is the first level
+given (`--concurrency 4`, `--rate 200`): a search from 1 spends its first probes where
+nothing is in doubt.
+
+Nothing measured is lost: each probe goes to `on_result` as it ends (bench journals
+it, race/core/journal.py), the caller's `into` holds every member's result so far after
+each probe (an interrupted search keeps its probes, marked INTERRUPTED, never a
+capacity), and `prior` records a journal's probes into the searches before the first
+new one, so a resumed search goes on where it stopped (the search is deterministic:
+the same probes lead it through the same states). Each probe carries how busy the
+machine was meanwhile (race/core/noise.py) when a `NoiseMeter` is given.
 
 The same function serves `bench --capacity`, `tune` (one candidate at a time) and the
 app's `k` key (race/live/session.py): one search driver, three front ends.
@@ -29,9 +40,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stackrace.race.core.capacity_search import Bounds, CapacitySearch, Probe, needed_answers
+from stackrace.base.errors import StackraceError
+from stackrace.race.core.capacity_search import (
+    INTERRUPTED,
+    Bounds,
+    CapacitySearch,
+    Probe,
+    needed_answers,
+)
+from stackrace.race.core.noise import NoiseMeter
 from stackrace.race.core.state import StackState
-from stackrace.report.schema import CapacityProbe, CapacityResult, Level
+from stackrace.report.schema import CapacityProbe, CapacityResult, Level, ProbeNoise
 from stackrace.report.slo import Slo
 
 if TYPE_CHECKING:
@@ -41,6 +60,16 @@ if TYPE_CHECKING:
 CONCURRENCY_CEILING = 4096
 RATE_CEILING = 1_000_000.0
 MIN_PROBE_S = 1.0
+# how long a probe may run to get the answers its percentile needs (p99: 1,000 answers
+# take 10 s at 100 req/s); a probe that already misses is not run longer
+LONGEST_PROBE_S = 15.0
+
+
+class ResumeError(StackraceError, ValueError):
+    """A journal's probes that this search would not have asked for (another version
+    of stackrace, other settings): continuing from them would be a different search."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -73,6 +102,34 @@ def unit(rate_mode: bool) -> str:
 
 
 OnProbe = Callable[[str, float, str], None]  # member, load, what happened ("" before)
+OnResult = Callable[[str, CapacityProbe], None]  # member, the probe as it ended
+
+
+def replay(search: CapacitySearch, member: str, probes: list[CapacityProbe], unit_: str) -> None:
+    """Record a journal's probes into a fresh search, checking that each is the load the
+    search asks for (ResumeError otherwise)."""
+    for n, cp in enumerate(probes, 1):
+        asked = search.next_load()
+        if asked is None or abs(asked - cp.load) > 1e-9 * max(1.0, cp.load):
+            wanted = "nothing more" if asked is None else _at(asked, unit_)
+            raise ResumeError(
+                f"{member}: probe {n} of the journal is at {_at(cp.load, unit_)} where this "
+                f"search asks for {wanted} (made by another version or other settings)"
+            )
+        search.record(probe_of(cp))
+
+
+def probe_of(cp: CapacityProbe) -> Probe:
+    return Probe(
+        load=cp.load,
+        meets=cp.meets,
+        rps=cp.level.rps,
+        why=cp.why,
+        figures=dict(cp.figures),
+        answers=cp.answers,
+        enough=cp.enough,
+        seconds=cp.seconds,
+    )
 
 
 async def search_capacity(
@@ -81,9 +138,13 @@ async def search_capacity(
     plan: CapacityPlan,
     progress: Callable[[str], None] = lambda s: None,
     on_probe: OnProbe | None = None,
+    on_result: OnResult | None = None,
+    into: dict[str, CapacityResult] | None = None,
+    prior: dict[str, list[CapacityProbe]] | None = None,
+    noise: NoiseMeter | None = None,
 ) -> dict[str, CapacityResult]:
     """Search every member's capacity under the SLO at once; one result per member that
-    was measured at least once."""
+    was measured at least once (`into` holds them after every probe)."""
     s = runner.s
     slo = Slo.parse(plan.slo)
     rate_mode = s.rate is not None
@@ -92,7 +153,22 @@ async def search_capacity(
     min_s = min(MIN_PROBE_S, s.duration)
     searches = {i: CapacitySearch(bounds_for(start, rate_mode, plan)) for i in ids}
     levels: dict[str, list[Level]] = {i: [] for i in ids}
+    noises: dict[str, list[ProbeNoise | None]] = {i: [] for i in ids}
     what = unit(rate_mode)
+    out = into if into is not None else {}
+    for i, probes in (prior or {}).items():
+        if i not in searches:
+            continue
+        replay(searches[i], i, probes, what)
+        searches[i].next_load()
+        levels[i] = [cp.level for cp in probes]
+        noises[i] = [cp.noise for cp in probes]
+        out[i] = result(searches[i], levels[i], slo, rate_mode, needed, plan, noises[i])
+
+    def undecided(i: str) -> bool:
+        t = runner.core.target(i)
+        return t is not None and slo.judge_window(t.total).meets
+
     while True:
         loads: dict[str, float] = {}
         for i, search in searches.items():
@@ -107,8 +183,10 @@ async def search_capacity(
             if on_probe is not None:
                 on_probe(i, load, "")
         t0 = time.monotonic()
-        got = await runner.probe(loads, needed, min_s, s.duration)
+        mark = noise.mark(_engine_pids(runner, list(loads))) if noise is not None else None
+        got = await runner.probe(loads, needed, min_s, s.duration, LONGEST_PROBE_S, undecided)
         seconds = time.monotonic() - t0
+        felt = noise.since(mark) if noise is not None and mark is not None else None
         for i, load in loads.items():
             lv = got.get(i)
             if lv is None:  # crashed: its search ends where it got to
@@ -126,20 +204,46 @@ async def search_capacity(
                 seconds=seconds,
             )
             searches[i].record(probe)
+            searches[i].next_load()  # asked now (it will be again): an ended search says so
             levels[i].append(lv)
-            mark = "meets" if judged.meets else f"misses: {judged.why}"
+            noises[i].append(felt)
+            out[i] = result(searches[i], levels[i], slo, rate_mode, needed, plan, noises[i])
+            if on_result is not None:
+                on_result(i, out[i].probes[-1])
+            mark_ = "meets" if judged.meets else f"misses: {judged.why}"
             short = "" if probe.enough else f" (only {lv.requests:,} answers of {needed:,})"
             progress(
                 f"  {i:<28} {searches[i].probes[-1].phase:<8} {_at(load, what):>12}  "
-                f"{lv.rps:>9,.0f} req/s  {mark}{short}"
+                f"{lv.rps:>9,.0f} req/s  {mark_}{short}"
             )
             if on_probe is not None:
                 on_probe(i, load, "meets" if judged.meets else "misses")
-    return {
-        i: result(searches[i], levels[i], slo, rate_mode, needed, plan)
-        for i in ids
-        if searches[i].probes
-    }
+    return {i: out[i] for i in ids if i in out}
+
+
+def interrupted(c: CapacityResult) -> CapacityResult:
+    """A search that did not end: its probes kept, no capacity claimed."""
+    import msgspec
+
+    from stackrace.race.core.capacity_search import Capacity
+
+    stub = Capacity(
+        load=c.load,
+        rps=c.capacity,
+        margin=c.margin,
+        breaks_at=c.breaks_at,
+        breaks_why=c.breaks_why,
+        stopped=INTERRUPTED,
+        probes=[probe_of(p) for p in c.probes],
+    )
+    what = "req/s" if c.mode == "rate" else "c"
+    return msgspec.structs.replace(
+        c, stopped=INTERRUPTED, sentence=stub.sentence(c.slo, what), unstable=None
+    )
+
+
+def _engine_pids(runner: LevelRunner, ids: list[str]) -> list[int]:
+    return [pid for i in ids for pid in runner.core.engine.engine_pids(i)]
 
 
 def _gone(runner: LevelRunner, i: str) -> bool:
@@ -157,9 +261,11 @@ def result(
     rate_mode: bool,
     needed: int,
     plan: CapacityPlan,
+    noises: list[ProbeNoise | None] | None = None,
 ) -> CapacityResult:
     """The search's answer with its evidence, as the run file keeps it."""
     cap = search.result()
+    felt = noises if noises is not None else [None] * len(levels)
     at_cap = [
         lv for p, lv in zip(cap.probes, levels, strict=True) if p.meets and p.load == cap.load
     ]
@@ -189,7 +295,10 @@ def result(
                 seconds=round(p.seconds, 3),
                 figures=p.figures,
                 level=lv,
+                noise=n,
             )
-            for p, lv in zip(cap.probes, levels, strict=True)
+            for p, lv, n in zip(cap.probes, levels, felt, strict=True)
         ],
+        unstable=list(cap.unstable) if cap.unstable is not None else None,
+        thin=cap.thin,
     )

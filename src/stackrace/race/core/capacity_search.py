@@ -17,7 +17,7 @@ How it searches (k6's breakpoint test, stopped by a rule instead of by hand):
    a front end may start where the user's first level is, and a miss there proves
    nothing about lower loads. A miss at the floor is the answer too: the SLO cannot be
    met at any load (the latency floor is above the target), and the result says so
-   with the figure that proves it.
+   with the figure that proves it, once the floor has missed twice.
 2. **Bisect** between the highest load that met the SLO and the lowest that missed, at
    the geometric middle (loads span orders of magnitude; for whole numbers the middle is
    rounded and the search stops when the two are neighbours), until the gap is within
@@ -36,9 +36,24 @@ How it searches (k6's breakpoint test, stopped by a rule instead of by hand):
 A budget bounds it: a number of probes and a time (the front end reports each probe's
 seconds); when it is spent the result says so and names the bracket it got to.
 
+**An unstable boundary is an answer too.** The re-check forgives one miss below a pass
+(a stall of a shared core). Two or more such misses are not a stall: the server both
+meets and misses at the same loads (a server whose speed changes from second to second,
+a machine whose other work comes and goes). The search then ends on `UNSTABLE`: the
+answer is the highest load met below every miss (what holds for sure), and the range
+from the lowest miss to the highest pass is stated as unstable, never as "precision
+reached".
+
 What a probe must carry to mean something is the front end's business (`needed_answers`
 tells it how many answers a percentile needs: ten beyond the percentile's tail, so that
-p99 rests on at least 1,000 answers), and each probe records whether it had them.
+p99 rests on at least 1,000 answers), and each probe records whether it had them. A
+pass on fewer answers (`enough` false: the front end ran the probe as long as it could)
+still moves the search up, since a higher load brings more answers, but an answer that
+rests only on such passes says so (`Capacity.thin`).
+
+The search is deterministic: the same probes recorded in the same order lead it through
+the same states, so a search is resumed by recording the probes of a journal again
+(race/core/journal.py) and goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -46,12 +61,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from stackrace.report.schema import CAPACITY_INTERRUPTED
+
 # why a search ended
 PRECISE = "precision reached"
 CEILING = "met the SLO up to the ceiling"
 CANNOT = "cannot meet the SLO at any load"
 BUDGET = "budget spent"
 PROBES = "probe limit reached"
+UNSTABLE = "unstable boundary"
+INTERRUPTED = CAPACITY_INTERRUPTED  # the search did not end: what it saw, never a capacity
+UNSTABLE_MISSES = 2  # misses at or below a pass: one is a stall (re-checked), two are not
 
 
 def needed_answers(quantile: float | None, tail: int = 10) -> int:
@@ -106,6 +126,10 @@ class Capacity:
     breaks_why: str
     stopped: str
     probes: list[Probe]
+    # UNSTABLE: the loads from the lowest miss to the highest pass, where it both met
+    # and missed (the answer, `load`, is the highest pass below all of them)
+    unstable: tuple[float, float] | None = None
+    thin: bool = False  # every pass at `load` had fewer answers than its percentile needs
 
     def sentence(self, slo: str, unit: str = "c") -> str:
         """'meets p99 < 50 ms up to c=24 (1,240 req/s ± 3 %), breaks at c=26: p99 74 ms'."""
@@ -113,6 +137,19 @@ class Capacity:
         def at(load: float) -> str:
             return f"{unit}={load:g}" if unit == "c" else f"{load:,.0f} {unit}"
 
+        if self.stopped == INTERRUPTED:
+            seen = f"met {slo} up to {at(self.load)}" if self.load is not None else "no pass yet"
+            miss = f", missed at {at(self.breaks_at)}" if self.breaks_at is not None else ""
+            return (
+                f"interrupted after {len(self.probes)} probes ({seen}{miss}): "
+                "no capacity claimed, the search did not end"
+            )
+        if self.load is None and self.unstable is not None:
+            lo, hi = self.unstable
+            return (
+                f"meets {slo} at no load for sure: unstable from {at(lo)} to {at(hi)}, it "
+                f"both met and missed there; first miss: {self.breaks_why}"
+            )
         if self.load is None:
             first = self.probes[0] if self.probes else None
             why = f": {first.why} at {at(first.load)}" if first and first.why else ""
@@ -120,6 +157,16 @@ class Capacity:
         margin = f" ± {self.margin * 100:.0f} %" if self.margin is not None else ""
         rps = f" ({self.rps:,.0f} req/s{margin})" if self.rps is not None else ""
         text = f"meets {slo} up to {at(self.load)}{rps}"
+        if self.thin:
+            text += " [on fewer answers than the percentile needs]"
+        if self.unstable is not None:
+            lo, hi = self.unstable
+            misses = sum(1 for p in self.probes if not p.meets and p.load <= hi)
+            return (
+                f"{text}; unstable from {at(lo)} to {at(hi)}: it both met and missed there "
+                f"({misses} misses at or below a load that met); first miss: "
+                f"{self.breaks_why}"
+            )
         if self.breaks_at is not None:
             text += f", breaks at {at(self.breaks_at)}: {self.breaks_why}"
         else:
@@ -145,6 +192,7 @@ class CapacitySearch:
         self._pending: float | None = None
         self._stopped = ""
         self._rechecked = False  # the break was measured again (once per search)
+        self._floor_rechecked = False  # a miss at the floor was measured again
 
     # --- what next --------------------------------------------------------------------
 
@@ -171,6 +219,9 @@ class CapacitySearch:
             return None
         if self._pending is not None:
             return self._pending
+        if self.unstable() is not None:  # more probes would not make it stable
+            self._stopped = UNSTABLE
+            return None
         spent = self._spent()
         if spent:
             self._stopped = spent
@@ -189,8 +240,14 @@ class CapacitySearch:
             if not last.meets:
                 if self.lo is None:
                     # the start missed: halve down to the floor before saying the SLO
-                    # cannot be met (a start above 1 proves nothing below it)
+                    # cannot be met (a start above 1 proves nothing below it); a miss at
+                    # the floor is measured once more (a stall of a shared core must not
+                    # make "cannot meet at any load" out of one probe)
                     if last.load <= self.b.floor:
+                        if not self._floor_rechecked:
+                            self._floor_rechecked = True
+                            self.phase = "recheck"
+                            return self._round(self.b.floor)
                         self._stopped = CANNOT
                         return None
                     return self._round(max(self.b.floor, last.load / 2))
@@ -231,6 +288,15 @@ class CapacitySearch:
         self._pending = None
         probe = Probe(**{**probe.__dict__, "phase": self.phase})
         self.probes.append(probe)
+        if self.phase == "recheck" and self.lo is None:  # the floor, measured again
+            self.phase = "bracket"
+            if probe.meets:  # the first miss there was the machine's: go on above
+                self.lo = probe.load
+                above = [p.load for p in self.probes if not p.meets and p.load > probe.load]
+                self.hi = min(above) if above else None
+                if self.hi is not None:
+                    self.phase = "bisect"
+            return
         if self.phase == "recheck":
             if not probe.meets:  # the break repeated: it stands
                 self._stopped = PRECISE
@@ -267,9 +333,29 @@ class CapacitySearch:
     def done(self) -> bool:
         return bool(self._stopped)
 
+    def unstable(self) -> tuple[float, float] | None:
+        """The loads where the verdicts contradict each other (a miss at or below a
+        pass), when there are at least `UNSTABLE_MISSES` such misses."""
+        passes = [p.load for p in self.probes if p.meets]
+        if not passes:
+            return None
+        top = max(passes)
+        against = [p.load for p in self.probes if not p.meets and p.load <= top]
+        if len(against) < UNSTABLE_MISSES:
+            return None
+        return min(against), top
+
     def result(self) -> Capacity:
         stopped = self._stopped or (self._spent() or "")
         lo, hi = self.lo, self.hi
+        unstable = self.unstable()
+        if unstable is not None:
+            # what holds for sure: the highest pass below every miss
+            lowest_miss = min(p.load for p in self.probes if not p.meets)
+            below = [p.load for p in self.probes if p.meets and p.load < lowest_miss]
+            lo, hi = (max(below) if below else None), lowest_miss
+            if stopped in ("", PRECISE):
+                stopped = UNSTABLE
         at_lo = [p for p in self.probes if lo is not None and p.load == lo and p.meets]
         rps = [p.rps for p in at_lo]
         margin = None
@@ -280,6 +366,8 @@ class CapacitySearch:
             (p for p in reversed(self.probes) if hi is not None and p.load == hi and not p.meets),
             None,
         )
+        if unstable is not None:
+            miss = next((p for p in self.probes if p.load == hi and not p.meets), None)
         return Capacity(
             load=lo,
             rps=(sorted(rps)[len(rps) // 2] if rps else None),
@@ -288,4 +376,6 @@ class CapacitySearch:
             breaks_why=miss.why if miss else "",
             stopped=stopped,
             probes=list(self.probes),
+            unstable=unstable,
+            thin=bool(at_lo) and not any(p.enough for p in at_lo),
         )

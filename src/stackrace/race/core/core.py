@@ -122,6 +122,14 @@ class RaceCore:
         await self._detach(m)
         await m.handle.stop()
 
+    async def attach(self, member_id: str) -> bool:
+        """Load one ready member (`hold_attach` keeps poll() from it): attached now?"""
+        m = self.members[member_id]
+        if not m.attached and m.refused is None:
+            m.baseline = m.baseline or m.resources
+            await self._attach(m)
+        return m.attached
+
     async def detach(self, member_id: str) -> None:
         """Stop loading one member: its engine target goes, with its connections."""
         m = self.members.get(member_id)

@@ -140,6 +140,10 @@ class LoadEngine(Protocol):
     def total_percentiles(
         self, target_id: str, points: Sequence[float], uncorrected: bool = False
     ) -> list[int]: ...
+    def engine_pids(self, target_id: str | None = None) -> list[int]:
+        """Local pids of the engine's processes (none for a model, or on other hosts):
+        what race/core/noise.py reads the engine's wait for a core from."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,9 @@ class SyntheticEngine:
     def total_histogram(self, target_id: str, uncorrected: bool = False) -> LatencyHistogram:
         return self.targets[target_id].total_hist.to_dense()
 
+    def engine_pids(self, target_id: str | None = None) -> list[int]:
+        return []  # no process: a model's figures
+
     def total_percentiles(
         self, target_id: str, points: Sequence[float], uncorrected: bool = False
     ) -> list[int]:

@@ -79,6 +79,9 @@ class ReplayEngine:
     def total_histogram(self, target_id: str, uncorrected: bool = False) -> LatencyHistogram:
         return self.hists.get(target_id, SparseHistogram()).to_dense()
 
+    def engine_pids(self, target_id: str | None = None) -> list[int]:
+        return []  # no process: a model's figures
+
     def total_percentiles(
         self, target_id: str, points: Sequence[float], uncorrected: bool = False
     ) -> list[int]:

@@ -1,0 +1,178 @@
+"""What `bench` and `tune` share around a run: its run lock and the other runs that
+share its cores, its journal, and the signals that end it.
+
+    group = add_run_arguments(parser)                # --journal, --resume, --share-cores
+    lock = claim_cores("stackrace bench", args, notes)   # None: refused (printed)
+    journal = open_journal("stackrace bench", path, start)
+
+- **Other runs** (race/core/runlocks.py): a run that would share its cores with a live
+  stackrace run says so at start and in its output's notes, and refuses to measure
+  (exit 75, EX_TEMPFAIL: try again when the other has ended) unless `--share-cores`.
+- **The journal** (race/core/journal.py): beside the first output file (`--json out.json`
+  → `out.json.journal`), or `--journal PATH`, or under the cache directory when the
+  run writes no file; an existing one is never overwritten (it is an unfinished run's:
+  resume it, or remove it). A run that ends whole and writes its files removes its
+  journal; an interrupted one keeps it and says how to resume.
+- **Signals**: `interruptible` runs a coroutine with Ctrl-C, SIGTERM and SIGHUP
+  cancelling it cleanly (stacks stopped, results kept) and returns which one came;
+  a second signal while the stacks stop kills them at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from stackrace.race.core import runlocks
+from stackrace.race.core.journal import Journal, JournalStart, beside
+from stackrace.supervise import hurry
+
+EXIT_SHARED = 75  # sysexits.h EX_TEMPFAIL: another run holds these cores; try again later
+EXIT_INTERRUPTED = 130
+
+T = TypeVar("T")
+
+
+def add_run_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument(
+        "--journal",
+        metavar="PATH",
+        help="append every finished level, probe and candidate here as it ends (default: "
+        "beside the first output file, e.g. out.json.journal); kept when the run is "
+        "interrupted or killed, removed when it ends whole",
+    )
+    p.add_argument(
+        "--resume",
+        metavar="JOURNAL",
+        help="continue the run a journal holds (after Ctrl-C or a kill): what it measured "
+        "is kept, the rest is measured with its settings",
+    )
+    p.add_argument(
+        "--share-cores",
+        action="store_true",
+        help="measure even while another stackrace run uses these cores (refused "
+        "otherwise: its load would read as the servers' slowness); noted in the output",
+    )
+
+
+def shared_notes(shared: list[str]) -> list[str]:
+    """The output's notes for the other runs that shared the cores."""
+    return [f"measured while another stackrace run shared the cores: {o}" for o in shared]
+
+
+def claim_cores(
+    prog: str, args: argparse.Namespace, shared: list[str], cluster: bool = False
+) -> runlocks.RunLock | None:
+    """This run's lock, after looking for other runs on its cores (each goes into
+    `shared`): None (and one line printed) when one is found and --share-cores was not
+    given. A run whose servers and engines run on other hosts (--cluster) loads no core
+    here, and only registers."""
+    cores = sorted(os.sched_getaffinity(0))
+    command = prog.removeprefix("stackrace ")
+    others = [] if cluster else runlocks.other_runs(cores)
+    if others and not getattr(args, "share_cores", False):
+        print(
+            f"{prog}: another stackrace run uses these cores ({'; '.join(others)}): its load "
+            "would be measured as the servers' slowness. Run it when that one has ended, "
+            "or give --share-cores to measure anyway (the output will say so)",
+            file=sys.stderr,
+        )
+        return None
+    shared.extend(others)
+    for note in shared_notes(others):
+        print(f"{prog}: note: {note}", file=sys.stderr)
+    return runlocks.RunLock.take(command, cores)
+
+
+def journal_path(explicit: str | None, outputs: list[str | None], command: str) -> Path:
+    """Where a new run's journal goes (see the module docstring)."""
+    if explicit:
+        return Path(explicit).expanduser()
+    first = next((o for o in outputs if o), None)
+    found = beside(first)
+    if found is not None:
+        return found
+    from stackrace.base import paths
+
+    d = paths.writable_dir(paths.cache_dir() / "journals", "its journals")
+    return d / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.journal"
+
+
+def open_journal(prog: str, path: Path, start: JournalStart) -> Journal | None:
+    """A new journal, or None after one line (it exists: an unfinished run's)."""
+    try:
+        return Journal.create(path, start)
+    except FileExistsError:
+        print(
+            f"{prog}: {path} exists: the journal of a run that did not end. Continue it "
+            f"with `{prog} --resume {path}`, or remove it (or give --journal elsewhere)",
+            file=sys.stderr,
+        )
+    except OSError as exc:
+        print(f"{prog}: journal {path}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+    return None
+
+
+def finish_journal(journal: Journal | None, interrupted: str | None, keep: bool) -> str:
+    """Close the journal: removed when the run ended whole and its files were written
+    (`keep` false), else kept; its path ("" when removed)."""
+    if journal is None:
+        return ""
+    from stackrace.race.core.journal import JournalEnd
+
+    journal.close(JournalEnd(interrupted=interrupted))
+    if interrupted is None and not keep:
+        with contextlib.suppress(OSError):
+            journal.path.unlink()
+        return ""
+    return str(journal.path)
+
+
+async def interruptible(
+    work: Coroutine[Any, Any, T],
+    prog: str,
+    extra: list[Callable[[Callable[[str], None]], None]] | None = None,
+) -> tuple[T | None, str | None]:
+    """Run `work`; Ctrl-C, SIGTERM or SIGHUP cancel it cleanly: (its result, None) or
+    (None, which signal). `extra`: hooks given the stop function (a lost app host)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    why: list[str] = []
+
+    def stop(name: str) -> None:
+        if why:  # a second signal while the stacks stop: kill them at once
+            hurry.hurry()
+            with contextlib.suppress(OSError):  # after a SIGHUP the terminal is gone (EIO)
+                print(f"{prog}: stopping now (SIGKILL)", file=sys.stderr, flush=True)
+            return
+        why.append(name)
+        task.cancel()
+
+    # SIGHUP: the terminal was closed; what was measured is as worth keeping as on
+    # Ctrl-C, and its default action (exit at once) would lose it
+    signals = ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP"))
+    for sig, name in signals:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop, name)
+    for hook in extra or []:
+        hook(stop)
+    try:
+        return await work, None
+    except asyncio.CancelledError:
+        if not why:
+            raise
+        task.uncancel()
+        return None, why[0]
+    finally:
+        for sig, _ in signals:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)

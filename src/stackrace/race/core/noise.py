@@ -1,0 +1,197 @@
+"""How busy the machine is while stackrace measures: measured, and stated with every
+capacity and every tune.
+
+    meter = NoiseMeter()
+    before = await meter.quiet_cores(1.0)        # other processes' CPU before we start
+    mark = meter.mark(engine_pids)
+    ... a probe ...
+    noise = meter.since(mark)                    # a ProbeNoise for the probe's record
+    report = summarize(...)                      # the run's Noise, with its sentence
+
+A dev box runs builds and browsers: the normal case, not an exception. What stackrace
+can see of it, it measures:
+
+- **Other processes' CPU**: the busy time of the cores stackrace may use (/proc/stat,
+  per core) less what stackrace's own process tree used meanwhile (itself, its engine
+  processes, the stacks it started, and the children they waited for: one pass over
+  /proc, supervise/procs.tree_cpu_ticks). In cores: 0.6 means other work took 60 % of
+  one core on average. Measured once before the first stack starts (the machine as it
+  was) and during every probe.
+- **The engine's wait for a core**: the run-queue time of the engine's processes
+  (/proc/PID/schedstat) over the probe, as a share of it. An engine that waits sends
+  late and reads late: that is the machine's, never the server's.
+- **The stacks' wait for a core**: each level's `cpu_wait_percent` (stacks/sampler.py).
+- **The A/A noise**: the same configuration at the same load measured again; its
+  spread is rules/confidence.noise_sigma. Computed by the front end that has repeats.
+- **Other stackrace runs** on the same cores: race/core/runlocks.py.
+
+`summarize` makes the run's `Noise` (report/schema.py) and the sentence every output
+carries; `busy` when any of it is large enough to move a ranking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stackrace.report.schema import Noise, ProbeNoise
+from stackrace.supervise.procs import tree_cpu_ticks
+
+# what makes a machine "busy" in a sentence: enough to move a figure by a few percent
+BUSY_OTHERS_CORES = 0.2
+BUSY_WAIT_PERCENT = 5.0
+BUSY_SIGMA = 0.05
+# the servers waited for a core more than they ran: their figures are the machine's
+STARVED_WAIT_PERCENT = 50.0
+
+
+def _busy_ticks(cores: Sequence[int]) -> int:
+    """Busy clock ticks of these cores since boot (/proc/stat: all but idle and iowait)."""
+    wanted = {f"cpu{c}" for c in cores}
+    total = 0
+    try:
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                parts = line.split()
+                if not parts or parts[0].decode() not in wanted:
+                    continue
+                # user nice system idle iowait irq softirq steal
+                values = [int(v) for v in parts[1:9]]
+                total += sum(values) - values[3] - values[4]
+    except (OSError, ValueError):
+        return 0
+    return total
+
+
+def _wait_ns(pids: Sequence[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/schedstat", "rb") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+@dataclass(frozen=True)
+class Mark:
+    t: float
+    busy: int
+    ours: int
+    engine_pids: tuple[int, ...]
+    engine_wait: int
+
+
+class NoiseMeter:
+    """Reads the machine's CPU and the engine's wait around each probe."""
+
+    def __init__(self, cores: Sequence[int] | None = None) -> None:
+        self.cores = sorted(cores if cores is not None else os.sched_getaffinity(0))
+        self.hz = os.sysconf("SC_CLK_TCK") or 100
+        self.me = os.getpid()
+
+    def mark(self, engine_pids: Sequence[int] = ()) -> Mark:
+        pids = tuple(engine_pids)
+        return Mark(
+            time.monotonic(), _busy_ticks(self.cores), tree_cpu_ticks(self.me), pids, _wait_ns(pids)
+        )
+
+    def since(self, mark: Mark) -> ProbeNoise:
+        now = time.monotonic()
+        wall = max(1e-3, now - mark.t)
+        busy = (_busy_ticks(self.cores) - mark.busy) / self.hz
+        ours = (tree_cpu_ticks(self.me) - mark.ours) / self.hz
+        others = max(0.0, busy - ours) / wall
+        waited = (_wait_ns(mark.engine_pids) - mark.engine_wait) / 1e9
+        engine = 100.0 * max(0.0, waited) / wall / max(1, len(mark.engine_pids))
+        return ProbeNoise(others_cores=round(others, 3), engine_wait_percent=round(engine, 2))
+
+    async def quiet_cores(self, seconds: float = 1.0) -> float:
+        """Other processes' CPU over `seconds` with nothing of ours loading (in cores)."""
+        mark = self.mark()
+        await asyncio.sleep(seconds)
+        return self.since(mark).others_cores
+
+
+def summarize(
+    cores: int,
+    probes: Sequence[ProbeNoise],
+    stack_waits: Sequence[float],
+    before: float | None = None,
+    aa_sigma: float | None = None,
+    aa_repeats: int = 0,
+    other_runs: Sequence[str] = (),
+) -> Noise:
+    """The run's noise and its sentence."""
+    others = [p.others_cores for p in probes]
+    engine = [p.engine_wait_percent for p in probes]
+    med = statistics.median(others) if others else None
+    top = max(others) if others else None
+    swait = statistics.median(stack_waits) if stack_waits else None
+    ewait = statistics.median(engine) if engine else None
+    busy = bool(
+        (med is not None and med >= BUSY_OTHERS_CORES)
+        or (before is not None and before >= BUSY_OTHERS_CORES)
+        or (swait is not None and swait >= BUSY_WAIT_PERCENT)
+        or (ewait is not None and ewait >= BUSY_WAIT_PERCENT)
+        or (aa_sigma is not None and aa_sigma >= BUSY_SIGMA)
+        or other_runs
+    )
+    parts = []
+    if med is not None:
+        text = f"other processes used {med:.2f} of {cores} cores during the probes"
+        extra = [f"{before:.2f} before the start" if before is not None else ""]
+        extra.append(f"up to {top:.2f}" if top is not None and top > med + 0.05 else "")
+        extra = [e for e in extra if e]
+        parts.append(text + (f" ({', '.join(extra)})" if extra else ""))
+    elif before is not None:
+        parts.append(f"other processes used {before:.2f} of {cores} cores before the start")
+    if swait is not None or ewait is not None:
+        waits = []
+        if swait is not None:
+            waits.append(f"the stacks waited {swait:.0f} % of their time for a core")
+            if swait >= STARVED_WAIT_PERCENT:
+                waits[-1] += (
+                    " (more than they ran: the figures say more of the machine than of them)"
+                )
+        if ewait is not None:
+            waits.append(f"the engine {ewait:.0f} %")
+        parts.append(", ".join(waits))
+    if aa_sigma is not None:
+        parts.append(
+            f"A/A: the same configuration at the same load varied ±{aa_sigma * 100:.0f} % "
+            f"({aa_repeats} repeats)"
+        )
+    else:
+        parts.append("A/A: no repeat measured")
+    parts.append(
+        "other stackrace runs on these cores: " + "; ".join(other_runs)
+        if other_runs
+        else "no other stackrace run"
+    )
+    sentence = "; ".join(parts)
+    if busy:
+        floor = 2 * max(aa_sigma or 0.0, 0.02)
+        sentence = (
+            f"the machine was busy: {sentence}; differences within ±{floor * 100:.0f} % are noise"
+        )
+    else:
+        sentence = f"a quiet machine: {sentence}"
+    return Noise(
+        cores=cores,
+        before_others_cores=before,
+        others_cores=med,
+        others_cores_max=top,
+        stack_wait_percent=swait,
+        engine_wait_percent=ewait,
+        aa_sigma=aa_sigma,
+        aa_repeats=aa_repeats,
+        other_runs=list(other_runs),
+        busy=busy,
+        sentence=sentence,
+    )

@@ -1,0 +1,387 @@
+"""The search of `stackrace tune`: which configuration of which server holds the most
+req/s under the SLO on this machine, and how sure that is.
+
+    search = TuneSearch(space, TunePlan(budget_s=180), seed=7)
+    while (ask := search.next(elapsed)) is not None:
+        search.record(ask, measure(ask.name, ask.load))   # a Probe; None: it failed
+    outcome = search.outcome()                            # winner or tie, every point
+
+A state machine, like race/core/capacity_search.py (whose search it runs for each configuration):
+the driver (race/bench/tune_run.py) owns the servers, the engine and the clock; this decides
+what to measure next, from the probes alone. So it is unit-tested on formulas and on
+recorded noisy samples, and a journal's probes recorded again bring it back to where a
+killed tune stopped (the shuffles come from `seed`, the budget from the `elapsed` each
+probe was asked at: both are in the journal).
+
+How it searches:
+1. **A coarse pass over the whole space**, not its ends: on each numeric axis up to
+   `COARSE_PER_AXIS` values spread on a log scale (the ends and the value nearest their
+   geometric middle: workers 1/2/5, threads 1/4/32), every choice of a choice axis, for
+   every server named; each configuration's capacity found by the capacity search
+   (bracket from its nearest measured neighbour's answer, bisect to `precision`, the
+   break re-checked once). The first one's answer is measured twice more at once: the
+   A/A noise before anything is compared.
+2. **Refinement around the leader**: the leader's neighbours on every axis (one step
+   each way in the full list of values; every other choice) are measured before it can
+   be named, and again whenever another configuration takes the lead.
+3. **Interleaved rounds**: the leader and every configuration it does not beat with
+   `CONFIDENCE` (at most `MAX_CONTENDERS`) are measured again at their answers' loads,
+   once per round, in an order shuffled each round, so that the machine's drift hits
+   them alike; a round that misses the SLO at a configuration's load measures it one
+   step lower (its sample is what it held that round). Rounds go on until the ranking
+   is decided (rules/confidence.py: a winner beats each other with 95 %, by the paired
+   test over shared rounds or by their intervals) and the contenders' intervals are
+   within `INTERVAL_TARGET`, or until `MAX_ROUNDS` or the budget.
+
+The outcome names a winner only with its confidence, after `MIN_ROUNDS` rounds;
+otherwise the leaders tied within noise, or "not decided" when the budget ended first.
+It lists every point tried (and in which phase), the points never measured, whether the
+leader sits on an edge of its range (the best may lie beyond), and the A/A noise.
+
+Why not a search library (optuna's successive halving, hyperopt, nevergrad): the space
+is small and discrete (tens of points), and what decides here is the noise of a shared
+machine, which those treat as independent trials of a learning curve; interleaved,
+paired rounds and an A/A floor are this module's reason to exist, a few hundred lines
+of plain Python where they would bring numpy and scipy for a bootstrap of ten numbers.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from stackrace.race.core.capacity_search import Bounds, CapacitySearch, Probe
+from stackrace.race.core.tune_outcome import MIN_ROUNDS, Candidate, TuneOutcome, verdict
+from stackrace.race.core.tune_space import Point, Space
+from stackrace.rules.confidence import (
+    Estimate,
+    Ranking,
+    beaten,
+    estimate,
+    noise_sigma,
+    rank,
+)
+
+__all__ = ["MIN_ROUNDS", "Ask", "Space", "TuneOutcome", "TunePlan", "TuneSearch"]
+
+MAX_CONTENDERS = 4
+MAX_ROUNDS = 12
+INTERVAL_TARGET = 0.10  # a contender's 90 % interval within ±10 % of its median
+AA_REPEATS = 2  # the first configuration's answer measured again at once: the A/A
+PROBE_GUESS_S = 2.5  # a probe's time until some are measured
+
+# why a tune ended
+DECIDED = "decided"
+NARROW = "intervals narrow enough"
+ROUNDS = "round limit reached"
+BUDGET = "budget spent"
+NOTHING = "nothing measurable"
+
+
+@dataclass(frozen=True)
+class TunePlan:
+    budget_s: float = 180.0
+    start: float = 1.0  # the first load a search brackets from
+    ceiling: float = 4096.0
+    integer: bool = True  # closed loop (connections); False: a rate
+    precision: float = 0.10
+    max_probes: int = 12  # per configuration's capacity search
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What to measure next: a configuration at a load, and why."""
+
+    name: str
+    load: float
+    phase: str  # "coarse", "refine" (a capacity search) or "round"
+    round: int = 0
+
+
+class TuneSearch:
+    """See the module docstring. `next(elapsed)` says what to measure (None: done);
+    `record(ask, probe)` takes its result (None: it could not be measured)."""
+
+    def __init__(self, space: Space, plan: TunePlan, seed: int) -> None:
+        self.space = space
+        self.plan = plan
+        self.rng = random.Random(seed)
+        self.cands: dict[str, Candidate] = {}
+        # the servers' coarse points in turn (one of each, then the next of each): a
+        # budget that ends early has seen every server, not the first one whole
+        per = [[(sv, p, "coarse") for p in space.coarse(sv)] for sv in space.servers]
+        self.queue: list[tuple[str, Point, str]] = [
+            x
+            for k in range(max(map(len, per), default=0))
+            for pts in per
+            if k < len(pts)
+            for x in [pts[k]]
+        ]
+        self.active: Candidate | None = None
+        self.round = 0  # the round under way (0: none yet)
+        self.order: list[str] = []  # the round's remaining asks
+        self.retry: str | None = None  # a contender measured one step lower in this round
+        self.stopped = ""
+        self.probe_s: list[float] = []
+        self._pending: Ask | None = None
+
+    # --- what next ----------------------------------------------------------------------
+
+    def _probe_time(self) -> float:
+        return sum(self.probe_s) / len(self.probe_s) if self.probe_s else PROBE_GUESS_S
+
+    def next(self, elapsed: float) -> Ask | None:
+        if self._pending is not None:
+            return self._pending
+        if self.stopped:
+            return None
+        if elapsed + self._probe_time() > self.plan.budget_s:
+            self._stop(BUDGET)
+            return None
+        ask = self._decide()
+        self._pending = ask
+        return ask
+
+    def _stop(self, why: str) -> None:
+        self.stopped = why
+        if self.active is not None:
+            self._finish(self.active)
+
+    def _decide(self) -> Ask | None:
+        while True:
+            if self.active is not None:
+                load = self.active.search.next_load() if self.active.search else None
+                if load is not None:
+                    return Ask(self.active.name, load, self.active.phase)
+                self._finish(self.active)
+            nxt = self._next_to_search()
+            if nxt is not None:
+                self._begin(*nxt)
+                continue
+            ask = self._next_in_round()
+            if ask is not None:
+                return ask
+            if self.stopped:
+                return None
+
+    def _next_to_search(self) -> tuple[str, Point, str] | None:
+        while self.queue:
+            server, point, phase = self.queue.pop(0)
+            if self.space.name(server, point) not in self.cands:
+                return server, point, phase
+        if self.order or self.retry is not None:
+            return None  # a round under way is finished first: its order is its point
+        lead = self._leader()
+        if lead is None:
+            return None
+        for p in self.space.neighbours(lead.server, lead.point):
+            if self.space.name(lead.server, p) not in self.cands:
+                return lead.server, p, "refine"
+        return None
+
+    def _begin(self, server: str, point: Point, phase: str) -> None:
+        name = self.space.name(server, point)
+        first = not self.cands
+        near = self._nearest(server, point)
+        start = near if near is not None else self.plan.start
+        bounds = Bounds(
+            start=max(1.0, min(start, self.plan.ceiling)),
+            ceiling=self.plan.ceiling,
+            integer=self.plan.integer,
+            precision=self.plan.precision,
+            confirm=AA_REPEATS if first else 0,
+            max_probes=self.plan.max_probes,
+        )
+        cand = Candidate(name, server, point, phase, search=CapacitySearch(bounds))
+        self.cands[name] = cand
+        self.active = cand
+
+    def _nearest(self, server: str, point: Point) -> float | None:
+        """The answer of the nearest configuration measured on the same server."""
+        best: tuple[int, float] | None = None
+        for c in self.cands.values():
+            if c.server != server or c.load is None:
+                continue
+            d = sum(abs(a - b) for a, b in zip(c.point, point, strict=True))
+            if best is None or d < best[0]:
+                best = (d, c.load)
+        return best[1] if best else None
+
+    def _finish(self, cand: Candidate) -> None:
+        if cand.search is not None and cand.search.probes:
+            cand.capacity = cand.search.result()
+            cand.load = cand.capacity.load
+            held = cand.capacity.rps if cand.capacity.load is not None else None
+            cand.samples[0] = held or 0.0
+        elif not cand.error:
+            cand.error = "not measured (the budget ended first)"
+        self.active = None
+
+    def _contenders(self) -> list[str]:
+        ranking = self.ranking()
+        lead = ranking.leader
+        if lead is None:
+            return []
+        close = {b.other for b in ranking.beats if not beaten(b)}
+        names = [lead.name] + [e.name for e in ranking.order[1:] if e.name in close]
+        return [n for n in names if self.cands[n].load is not None][:MAX_CONTENDERS]
+
+    def _next_in_round(self) -> Ask | None:
+        if self.retry is not None:
+            name, self.retry = self.retry, None
+            return Ask(name, self._lower(self.cands[name]), "round", self.round)
+        while self.order:
+            name = self.order.pop(0)
+            c = self.cands[name]
+            if c.load is not None and not c.error:
+                return Ask(name, c.load, "round", self.round)
+        # a round ended (or none began): decide whether another is needed
+        if self.round > 0:
+            done = self._decided()
+            if done:
+                self.stopped = done
+                return None
+        contenders = self._contenders()
+        if not contenders:
+            self.stopped = NOTHING if self._leader() is None else DECIDED
+            return None
+        self.round += 1
+        self.order = list(contenders)
+        self.rng.shuffle(self.order)
+        return self._next_in_round()
+
+    def _decided(self) -> str:
+        lead = self._leader()
+        if lead is not None and any(
+            self.space.name(lead.server, p) not in self.cands
+            for p in self.space.neighbours(lead.server, lead.point)
+        ):
+            return ""  # a new leader: its neighbours first (_next_to_search)
+        if self.round >= MAX_ROUNDS:
+            return ROUNDS
+        if lead is None or sum(1 for r in lead.samples if r > 0) < MIN_ROUNDS:
+            return ""  # the leader held its load in too few rounds yet
+        contenders = self._contenders()
+        ranking = self.ranking()
+        ests = ranking.order
+        narrow = all(e.half_width <= INTERVAL_TARGET for e in ests if e.name in contenders)
+        if ranking.winner is not None and (len(contenders) == 1 or narrow):
+            return DECIDED
+        if narrow:
+            return NARROW
+        return ""
+
+    def _lower(self, c: Candidate) -> float:
+        """One step below a load that missed in a round: the highest load its search met
+        below it, else the load less the precision."""
+        assert c.load is not None
+        met = list(c.capacity.probes if c.capacity else []) + [p for _, p in c.rounds]
+        below = [p.load for p in met if p.meets and p.load < c.load]
+        step = c.load / (1 + self.plan.precision)
+        lower = max(below) if below else step
+        if self.plan.integer:
+            lower = float(max(1, min(round(lower), int(c.load) - 1)))
+        return max(1.0, lower)
+
+    # --- results ------------------------------------------------------------------------
+
+    def record(self, ask: Ask, probe: Probe | None, error: str = "") -> None:
+        if self._pending is None or ask != self._pending:
+            raise ValueError(f"recorded {ask}, asked {self._pending}")
+        self._pending = None
+        c = self.cands[ask.name]
+        if probe is None:  # it could not be measured: out of the tune, with why
+            c.error = error or "could not be measured"
+            if c.search is not None and self.active is c:
+                self.active = None
+                if c.search.probes:
+                    c.capacity = c.search.result()
+            c.load = None
+            self.order = [n for n in self.order if n != c.name]
+            return
+        self.probe_s.append(probe.seconds)
+        if ask.phase != "round":
+            assert c.search is not None
+            c.search.record(probe)
+            return
+        c.rounds.append((ask.round, probe))
+        if probe.meets:
+            c.samples[ask.round] = probe.rps
+            if probe.load < (c.load or 0):
+                c.load = probe.load  # it held only one step lower: measure it there now
+        elif probe.load == c.load:
+            self.retry = c.name  # one step lower, in this round
+        else:
+            # missed one step lower too: no sample this round (its answer was luck, or
+            # the machine stalled twice), and the next round measures it lower still
+            c.load = self._lower(c)
+
+    def _sigma(self) -> tuple[float | None, int]:
+        """The A/A noise: repeats of one configuration at one load that met."""
+        groups: dict[tuple[str, float], list[float]] = {}
+        for c in self.cands.values():
+            probes = list(c.capacity.probes if c.capacity else [])
+            probes += [p for _, p in c.rounds]
+            for p in probes:
+                if p.meets and p.rps > 0:
+                    groups.setdefault((c.name, p.load), []).append(p.rps)
+        repeated = [g for g in groups.values() if len(g) >= 2]
+        return noise_sigma(repeated), sum(len(g) for g in repeated)
+
+    def estimates(self) -> dict[str, Estimate]:
+        sigma, _ = self._sigma()
+        return {
+            c.name: estimate(c.name, list(c.samples.values()), sigma)
+            for c in self.cands.values()
+            if c.samples
+        }
+
+    def ranking(self) -> Ranking:
+        pairs = {
+            c.name: {r: v for r, v in c.samples.items() if r > 0}
+            for c in self.cands.values()
+            if c.samples
+        }
+        return rank(list(self.estimates().values()), pairs)
+
+    def _leader(self) -> Candidate | None:
+        lead = self.ranking().leader
+        return self.cands[lead.name] if lead is not None and lead.median > 0 else None
+
+    def outcome(self) -> TuneOutcome:
+        ranking = self.ranking()
+        sigma, repeats = self._sigma()
+        lead = self._leader()
+        edges = self.space.edges(lead.server, lead.point) if lead is not None else []
+        every = [self.space.name(s, p) for s in self.space.servers for p in self.space.points(s)]
+        not_measured = [n for n in every if n not in self.cands or not self.cands[n].samples]
+        winner = ranking.winner
+        rounds_done = self.round if not self.order and self.retry is None else self.round - 1
+        held = sum(1 for r in lead.samples if r > 0) if lead is not None else 0
+        if winner is not None and held < MIN_ROUNDS and len(ranking.order) > 1:
+            winner = None
+        if winner is not None and self._leader_unrefined():
+            winner = None
+        text = verdict(ranking, winner, self._leader_unrefined(), rounds_done)
+        if winner is None and ranking.winner is not None:
+            ranking = Ranking(ranking.order, None, None, ranking.tied, ranking.beats)
+        return TuneOutcome(
+            ranking=ranking,
+            estimates=self.estimates(),
+            candidates=dict(self.cands),
+            not_measured=not_measured,
+            edges=edges,
+            rounds=max(0, rounds_done),
+            stopped=self.stopped,
+            sigma=sigma,
+            aa_repeats=repeats,
+            verdict=text,
+        )
+
+    def _leader_unrefined(self) -> bool:
+        lead = self._leader()
+        return lead is not None and any(
+            self.space.name(lead.server, p) not in self.cands
+            or not self.cands[self.space.name(lead.server, p)].measured
+            for p in self.space.neighbours(lead.server, lead.point)
+        )

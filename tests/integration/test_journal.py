@@ -1,0 +1,188 @@
+"""Nothing measured is lost (issue 36): every finished level and probe is in the journal
+as it ends, a `kill -9` leaves it, `--resume` finishes the run; Ctrl-C ends a capacity
+search or a tune with exit 130, its files marked interrupted and no claim (capacity,
+winner) made from the unfinished evidence. Real processes, real signals."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import CLI, ROOT, run_cli
+
+FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
+pytestmark = [pytest.mark.slow]
+
+STACKS = """
+[stacks.fixed]
+title = "N workers, 20 ms each"
+language = "python"
+family = "async"
+command = ["{python}", "{root}/tests/servers/fixed_capacity.py", "{port}",
+           "--workers", "{workers}", "--ms", "20"]
+workers = 4
+"""
+
+
+def start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float = 90) -> list[str]:
+    assert proc.stderr is not None
+    seen: list[str] = []
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if needle in line:
+            return seen
+    raise AssertionError(f"{needle!r} never came:\n" + "".join(seen))
+
+
+def entries(journal: Path) -> list[dict]:
+    return [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+
+
+def test_kill_9_in_level_3_of_4_keeps_levels_1_and_2_and_resume_finishes(tmp_path: Path):
+    out = tmp_path / "run.json"
+    journal = tmp_path / "run.json.journal"
+    proc = start(
+        "--stacks-file", str(FIXTURE), "bench", "--stacks", "plain",
+        "--concurrency", "2,4,8,16", "--duration", "1s", "--warmup", "0.2s",
+        "--json", str(out),
+    )  # fmt: skip
+    wait_for_line(proc, "c=4 ")  # level 2 is measured: level 3 is under way
+    time.sleep(0.3)
+    proc.kill()  # SIGKILL: no handler, no last write
+    proc.wait(timeout=10)
+    assert not out.exists()
+    got = entries(journal)
+    assert got[0]["kind"] == "start"
+    levels = [e["level"]["concurrency"] for e in got if e["kind"] == "level"]
+    assert levels[:2] == [2, 4] and len(levels) <= 3, levels
+    assert not any(e["kind"] == "end" for e in got)
+
+    r = run_cli("--stacks-file", str(FIXTURE), "bench", "--resume", str(journal), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "resuming" in r.stderr
+    run = json.loads(out.read_text())  # written where the first run would have
+    measured = [lv["concurrency"] for lv in run["stacks"][0]["levels"]]
+    assert sorted(measured) == [2, 4, 8, 16] and measured[:2] == [2, 4], measured
+    assert run["interrupted"] is None
+    assert not journal.exists()  # the run ended whole: its journal's job is done
+
+
+def test_a_second_run_refuses_a_journal_it_would_overwrite(tmp_path: Path):
+    journal = tmp_path / "run.json.journal"
+    journal.write_text('{"kind":"start"}\n')
+    r = run_cli(
+        "--stacks-file", str(FIXTURE), "bench", "--stacks", "plain", "--concurrency", "2",
+        "--duration", "0.5s", "--json", str(tmp_path / "run.json"),
+    )  # fmt: skip
+    assert r.returncode == 2 and "exists: the journal of a run that did not end" in r.stderr
+    assert journal.read_text() == '{"kind":"start"}\n'
+
+
+def test_ctrl_c_in_a_capacity_search_keeps_its_probes_and_claims_nothing(tmp_path: Path):
+    """Issue 36: Ctrl-C during `bench --capacity` lost every probe and printed "no
+    breaking point up to the highest level"."""
+    stacks = tmp_path / "stacks.toml"
+    stacks.write_text(STACKS.replace('"{workers}"', '"50"'))
+    out = tmp_path / "cap.json"
+    proc = start(
+        "--stacks-file", str(stacks), "bench", "--stacks", "fixed", "--capacity",
+        "--slo", "p99<75ms", "--concurrency", "4", "--warmup", "0", "--duration", "1s",
+        "--path", "/work", "--json", str(out),
+    )  # fmt: skip
+    wait_for_line(proc, "bracket")
+    wait_for_line(proc, "bracket")  # two probes measured
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stdout + stderr
+    run = json.loads(out.read_text())
+    assert run["interrupted"] == "Ctrl-C"
+    cap = run["stacks"][0]["capacity"]
+    assert cap["stopped"] == "interrupted" and len(cap["probes"]) >= 2
+    assert "no capacity claimed" in cap["sentence"]
+    assert "no breaking point" not in stdout + stderr
+    assert "interrupted: no capacity" in stdout
+    assert "--resume" in stderr  # and how to go on
+
+
+def test_ctrl_c_in_a_tune_exits_130_marked_interrupted_without_a_winner(tmp_path: Path):
+    """Issue 36: Ctrl-C during `tune` exited 0 with a "winner" from 1 of 2 candidates."""
+    stacks = tmp_path / "stacks.toml"
+    stacks.write_text(STACKS)
+    out, md = tmp_path / "tune.json", tmp_path / "tune.md"
+    proc = start(
+        "--stacks-file", str(stacks), "tune", "fixed", "--slo", "p99<30ms", "--path", "/work",
+        "--workers", "4,16", "--concurrency", "4", "--duration", "1s", "--budget", "2m",
+        "--json", str(out), "--markdown", str(md),
+    )  # fmt: skip
+    # the middle of the space first (workers=16), then workers=4: one of two measured
+    wait_for_line(proc, "fixed:workers=4: starting", timeout=120)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stdout + stderr
+    assert "winner:" not in stdout and "run it in production" not in stdout
+    run = json.loads(out.read_text())
+    assert run["interrupted"] == "Ctrl-C" and run["tune"]["winner"] is None
+    assert run["tune"]["verdict"].startswith("interrupted (Ctrl-C)")
+    assert "Interrupted (Ctrl-C)" in md.read_text()
+    journal = Path(str(out) + ".journal")
+    assert journal.exists() and any(e["kind"] == "probe" for e in entries(journal))
+
+
+# two tunes measured one after the other on a shared machine: a stall in one of them
+# can change what it measures (the replay itself is exact: tests/unit/test_tune_search.py)
+@pytest.mark.flaky(reruns=1)
+def test_a_killed_tune_resumes_to_the_answer_of_an_uninterrupted_one(tmp_path: Path):
+    """fixed:workers=4 holds p99 < 50 ms up to c=8 and workers=16 up to c=32 (20 ms each,
+    exact): the uninterrupted tune names workers=16, and so does a tune killed in the
+    middle of its second configuration and resumed from its journal, with the first
+    one's search taken from the journal, not measured again (the tune measures the
+    middle of its space first: workers=16, then workers=4)."""
+    stacks = tmp_path / "stacks.toml"
+    stacks.write_text(STACKS)
+    args = [
+        "--stacks-file", str(stacks), "tune", "fixed", "--slo", "p99<50ms", "--path", "/work",
+        "--workers", "4,16", "--concurrency", "4", "--duration", "1s", "--budget", "2m",
+    ]  # fmt: skip
+    whole = tmp_path / "whole.json"
+    r = run_cli(*args, "--json", str(whole), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    expected = json.loads(whole.read_text())["tune"]
+
+    cut = tmp_path / "cut.json"
+    proc = start(*args, "--json", str(cut))
+    wait_for_line(proc, "fixed:workers=4: starting", timeout=120)  # (the middle first)
+    wait_for_line(proc, "fixed:workers=4 ")  # a probe of it measured
+    proc.kill()
+    proc.wait(timeout=10)
+    journal = Path(str(cut) + ".journal")
+    before = [e for e in entries(journal) if e["kind"] == "probe"]
+    assert {e["stack"] for e in before} == {"fixed:workers=4", "fixed:workers=16"}
+
+    r = run_cli("--stacks-file", str(stacks), "tune", "--resume", str(journal), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "resuming" in r.stderr
+    resumed = json.loads(cut.read_text())["tune"]
+    assert resumed["winner"] == expected["winner"] == "fixed:workers=16", (resumed, expected)
+    points = {p["name"] for p in resumed["points"]}
+    assert points == {p["name"] for p in expected["points"]}
+    probes = json.loads(cut.read_text())["stacks"]
+    # the first configuration's search came from the journal whole, not measured again
+    first = next(st for st in probes if st["name"] == "fixed:workers=16")["capacity"]["probes"]
+    searched = [p for p in first if p["phase"] != "round"]
+    assert len(searched) == len([e for e in before if e["stack"] == "fixed:workers=16"])
