@@ -522,6 +522,8 @@ async def _drive(
                 "waiting": t.total.waiting,
                 # of waiting: the connect was still under way, no byte of it was written
                 "connecting": t.total.connecting,
+                # of connecting: TCP was up, the TLS handshake under way
+                "handshaking": t.total.handshaking,
                 "oldest_wait_us": t.total.oldest_wait_us,
             },
             "little": None
@@ -611,7 +613,11 @@ async def _drive(
             why = f"every request failed ({attempts} attempts, none succeeded)"
         elif w.waiting:
             why = f"no answer: {w.waiting} requests were still waiting when the load stopped" + (
-                f" ({w.connecting} of them still connecting)" if w.connecting else ""
+                f" ({w.connecting} of them still connecting"
+                + (f", {w.handshaking} in the TLS handshake" if w.handshaking else "")
+                + ")"
+                if w.connecting
+                else ""
             )
         else:
             why = "no request was made"
@@ -855,6 +861,7 @@ def _summary(
         f"{w.waiting} still waiting when the load stopped"
         + (f" (oldest {fmt_us(w.oldest_wait_us)})" if w.waiting else "")
         + (f", {w.connecting} of them still connecting" if w.connecting else "")
+        + (f" ({w.handshaking} in the TLS handshake)" if w.handshaking else "")
     )
     if starves(w):
         # not "did not keep up": others were answered all along (rules/breaking.py STARVING)

@@ -20,6 +20,7 @@ from stackrace.engine.model import (
     ABANDONED,
     CONNECT_TIMEOUT,
     DROPPED,
+    HANDSHAKE_TIMED_OUT,
     HTTP_STATUS,
     INVALID_BODY,
     REFUSED,
@@ -148,7 +149,8 @@ def annotate(
 def starving_sentence(w: WindowStats | None, total: WindowStats) -> str:
     """What a starving verdict means, short enough for two lines of a narrow pane: the
     level's share (`total`) and the likely cause. Clients stuck in connect (the last
-    interval, `w`) or connects that timed out point at the accept queue; connected ones
+    interval, `w`) or connects that timed out point at the accept queue, unless TCP is
+    up and the TLS handshake is what waits (`handshaking`: the server took them); connected ones
     at one of two causes that look alike from the client, told apart by whether the
     server's kernel acknowledged the request (`WindowStats.unacked`, from TCP_INFO): a
     server that reads other connections first leaves the request unread but acknowledged
@@ -164,9 +166,14 @@ def starved_sentence(w: WindowStats | None, total: WindowStats) -> str:
     `load`'s report, which has no verdict."""
     share = f"{100 * total.starved_share:.0f}% of clients' time unanswered"
     share += f" (up to {_secs(total.starved_wait_us)})"
+    starved_now = round(w.starved_share * w.in_flight) if w is not None else 0
+    if total.errors.get(HANDSHAKE_TIMED_OUT, 0) > total.failures.get(CONNECT_TIMEOUT, 0) or (
+        w is not None and w.handshaking and 2 * w.handshaking >= (starved_now or w.waiting)
+    ):
+        # TCP is up, so the server took them: its TLS is what does not answer
+        return f"{share}: stuck in the TLS handshake, the server's TLS does not answer"
     if total.failures.get(CONNECT_TIMEOUT, 0) or (w is not None and 2 * w.connecting > w.waiting):
         return f"{share}: stuck in connect, the accept queue drops their SYNs"
-    starved_now = round(w.starved_share * w.in_flight) if w is not None else 0
     if w is None or not starved_now:
         return f"{share}: a worker held by another keep-alive client, or a full listen backlog"
     # the engine asked the kernel (TCP_INFO) whether the server's kernel acknowledged
