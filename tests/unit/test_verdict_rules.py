@@ -366,24 +366,23 @@ def test_handshakes_that_stall_name_the_servers_tls_not_its_accept_queue():
     handshake gets no answer are `connecting` (nothing written) but not in an accept
     queue: the sentence names the TLS handshake (`handshaking`, from the engine)."""
     from stackrace.race.live.explain import starving_sentence
-    from stackrace.rules.breaking import STARVING, LevelVerdict
 
     def ages(t: float) -> list[int]:
         return [int((t + 0.7) * 1e6)] * 300 + [15_000] * 700
 
     w = _level(4.0, lambda t: [13_000] * 12_000, ages, clients=1000, handshaking=True)
     assert w.connecting == w.handshaking == 300 and w.starved_share > 0.1, w
-    said = starving_sentence(w, w, LevelVerdict(1000, STARVING, "starving", 0, 0.0))
+    said = starving_sentence(w, w)
     assert said.endswith(": stuck in the TLS handshake, the server's TLS does not answer"), said
     assert "accept queue" not in said and len(said) <= 118
     # the handshakes the connect timeout ended say it too, once the clients reconnect
     ended = msgspec.structs.replace(w, connecting=0, handshaking=0,
                                     errors={"handshake timed out": 40})  # fmt: skip
-    said = starving_sentence(ended, ended, LevelVerdict(1000, STARVING, "starving", 0, 0.0))
+    said = starving_sentence(ended, ended)
     assert "TLS handshake" in said, said
     # the same clients still in the TCP connect: not the TLS handshake
     plain = msgspec.structs.replace(w, handshaking=0)
-    said = starving_sentence(plain, plain, LevelVerdict(1000, STARVING, "starving", 0, 0.0))
+    said = starving_sentence(plain, plain)
     assert "TLS" not in said, said
 
 
