@@ -27,9 +27,10 @@ import ipaddress
 import os
 import socket
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # TCP states (include/net/tcp_states.h)
 ESTABLISHED, SYN_RECV, CLOSE_WAIT, LISTEN = 1, 3, 8, 10
@@ -75,34 +76,39 @@ class ListenState:
         return out
 
 
-def _dump(family: int) -> list[tuple[int, int, int, int, int]]:
-    """(state, sport, dport, rqueue, wqueue) of every TCP socket of `family`."""
+def _sock_diag(family: int, states: int) -> Iterator[tuple[Any, ...]]:
+    """Every TCP socket of `family` in `states` (a bit mask), as the kernel's
+    inet_diag_msg fields (`_MSG`), from one netlink dump."""
     with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
         nl.settimeout(1.0)
-        req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, _STATES) + bytes(48)
+        req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, states) + bytes(48)
         header = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY,
                              _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0)  # fmt: skip
         nl.send(header + req)
-        out: list[tuple[int, int, int, int, int]] = []
         while True:
             data = nl.recv(1 << 20)
             offset = 0
             while offset + 16 <= len(data):
                 length, kind = struct.unpack_from("=IH", data, offset)
                 if kind == _NLMSG_DONE:
-                    return out
+                    return
                 if kind == _NLMSG_ERROR:
                     raise OSError("sock_diag refused the dump")
                 if length < 16:
-                    return out
+                    return
                 body = offset + 16
                 if body + _MSG.size <= len(data):
-                    f = _MSG.unpack_from(data, body)
-                    # sport and dport are big-endian in the message
-                    sport = socket.ntohs(f[4])
-                    dport = socket.ntohs(f[5])
-                    out.append((f[1], sport, dport, f[11], f[12]))
+                    yield _MSG.unpack_from(data, body)
                 offset += (length + 3) & ~3
+
+
+def _dump(family: int) -> list[tuple[int, int, int, int, int]]:
+    """(state, sport, dport, rqueue, wqueue) of every TCP socket of `family`."""
+    # sport and dport are big-endian in the message
+    return [
+        (f[1], socket.ntohs(f[4]), socket.ntohs(f[5]), f[11], f[12])
+        for f in _sock_diag(family, _STATES)
+    ]
 
 
 def _from_proc() -> list[tuple[int, int, int, int, int]]:
@@ -171,31 +177,11 @@ def listen_state(port: int, ipv6: bool = True) -> ListenState:
 
 def _listeners(family: int) -> list[tuple[str, int, int]]:
     """(address, port, inode) of every listening TCP socket of `family`."""
-    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
-        nl.settimeout(1.0)
-        req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 1 << LISTEN) + bytes(48)
-        header = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY,
-                             _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0)  # fmt: skip
-        nl.send(header + req)
-        size = 4 if family == socket.AF_INET else 16
-        out: list[tuple[str, int, int]] = []
-        while True:
-            data = nl.recv(1 << 20)
-            offset = 0
-            while offset + 16 <= len(data):
-                length, kind = struct.unpack_from("=IH", data, offset)
-                if kind == _NLMSG_DONE:
-                    return out
-                if kind == _NLMSG_ERROR:
-                    raise OSError("sock_diag refused the dump")
-                if length < 16:
-                    return out
-                body = offset + 16
-                if body + _MSG.size <= len(data):
-                    f = _MSG.unpack_from(data, body)
-                    address = socket.inet_ntop(family, f[6][:size])
-                    out.append((address, socket.ntohs(f[4]), f[14]))
-                offset += (length + 3) & ~3
+    size = 4 if family == socket.AF_INET else 16
+    return [
+        (socket.inet_ntop(family, f[6][:size]), socket.ntohs(f[4]), f[14])
+        for f in _sock_diag(family, 1 << LISTEN)
+    ]
 
 
 def _listeners_from_proc() -> list[tuple[str, int, int]]:
