@@ -149,3 +149,43 @@ async def until(predicate, timeout: float, step: float = 0.1) -> bool:
             return True
         await asyncio.sleep(step)
     return predicate()
+
+
+@contextlib.contextmanager
+def cpu_quota(pid: int, share: float) -> Iterator[None]:
+    """Hold process `pid` to `share` of one core for the block: a cgroup of its own with a
+    CPU quota (cgroup v2's cpu.max where the cpu controller is there, else v1's cpu
+    hierarchy), as a container's CPU limit holds a process, whatever else the machine
+    runs. Skips the test where neither can be made (not root, no cpu controller)."""
+    import tempfile
+
+    import pytest
+
+    period = 20_000  # µs
+    quota = max(1_000, int(share * period))
+    v2 = Path("/sys/fs/cgroup/unified")
+    v2 = v2 if v2.is_dir() else Path("/sys/fs/cgroup")
+    v1 = Path("/sys/fs/cgroup/cpu")
+    try:
+        if "cpu" in (v2 / "cgroup.subtree_control").read_text().split():
+            group = Path(tempfile.mkdtemp(prefix="stackrace-test-", dir=v2))
+            (group / "cpu.max").write_text(f"{quota} {period}")
+            parent = v2
+        elif (v1 / "cpu.cfs_quota_us").exists():
+            group = Path(tempfile.mkdtemp(prefix="stackrace-test-", dir=v1))
+            (group / "cpu.cfs_period_us").write_text(str(period))
+            (group / "cpu.cfs_quota_us").write_text(str(quota))
+            parent = v1
+        else:
+            pytest.skip("no cgroup cpu controller to hold a process to a CPU quota")
+        (group / "cgroup.procs").write_text(str(pid))
+    except OSError as exc:
+        pytest.skip(f"cannot make a cgroup with a CPU quota here: {exc}")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            for p in (group / "cgroup.procs").read_text().split():
+                (parent / "cgroup.procs").write_text(p)
+        with contextlib.suppress(OSError):
+            group.rmdir()

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ import pytest
 from stackrace.engine.client import Engine
 from stackrace.engine.model import BodyCheck, EngineSettings, TargetSpec, WindowStats
 from stackrace.report.schema import loads
-from tests.helpers import TestServer, never_accepting_listener, run_cli, wait_for
+from tests.helpers import TestServer, cpu_quota, never_accepting_listener, run_cli, wait_for
 
 ROOT = Path(__file__).parents[2]
 ONE_AT_A_TIME = ROOT / "tests" / "servers" / "one_at_a_time.py"
@@ -273,35 +271,34 @@ async def test_waiting_ages_and_stale_clients_in_a_window(one_at_a_time: TestSer
     assert w.oldest_wait_us > w.seconds * 1e6
 
 
-@pytest.mark.flaky(reruns=1)  # how the scheduler shares a core: see test_capacity.py
 async def test_engine_limited_when_the_engine_is_starved_of_cpu(server: TestServer):
-    # A busy loop at a higher priority shares the engine's only core: the engine's event
-    # loop lags, its lag is a large share of the latency it measures, and it says so.
-    import os
+    """An engine held to a quarter of a core (a CPU quota, as a CI container's) waits for
+    its core, and says its figures are its own limit; running freely on a server that
+    takes its time, it does not.
 
-    cpu = sorted(os.sched_getaffinity(0))[-1]
-    burner = subprocess.Popen(
-        ["nice", "-n", "-10", sys.executable, "-c", "while True: pass"],
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        os.sched_setaffinity(burner.pid, {cpu})
-        async with Engine(cpus=[cpu]) as engine:
-            await engine.add_target(TargetSpec(id="a", url=server.url("/hello"), concurrency=50))
+    The starving is done to the engine, not left to the scheduler: a busy loop at
+    nice -10 on the engine's core was the first way, and flaked (9 passes, 6 failures
+    beside other work): with the kernel's autogroups, on by default, a nice value only
+    weighs inside its session, so what the loop took depended on the machine. A cgroup
+    quota holds the engine the same whatever else runs (measured: CPU 24-25 %, waited
+    39-42 % of the time, against the rule's 20 %)."""
+    async with Engine() as engine:
+        await engine.add_target(TargetSpec(id="a", url=server.url("/hello"), concurrency=50))
+        (pid,) = engine.engine_pids("a")
+        with cpu_quota(pid, 0.25):
             await asyncio.sleep(2.0)
             starved = engine.latest.targets[0]
-    finally:
-        burner.kill()
-        burner.wait()
-    from stackrace.rules.engine import engine_limited
+    from stackrace.rules.engine import engine_limit, engine_limited
 
-    assert engine_limited(starved.total, starved.saturated), starved.total.lag
-    # and with its core to itself, on a server that takes its time, it is not
-    async with Engine(cpus=[cpu]) as engine:
-        await engine.add_target(TargetSpec(id="b", url=server.url("/delay?ms=20"), concurrency=10))
+    assert engine_limited(starved.total, starved.saturated), starved.total
+    assert "waited for a core" in engine_limit(starved.total, starved.saturated)
+    # and running freely, on a server that takes its time (100 ms: an engine delay of a
+    # fifth of that is far beyond what a busy machine's scheduling adds), it is not
+    async with Engine() as engine:
+        await engine.add_target(TargetSpec(id="b", url=server.url("/delay?ms=100"), concurrency=10))
         await asyncio.sleep(1.5)
         calm = engine.latest.targets[0]
-    assert not engine_limited(calm.total, calm.saturated), calm.total.lag
+    assert not engine_limited(calm.total, calm.saturated), calm.total
 
 
 def test_clients_stuck_in_connect_are_waiting_and_said_to_be_connecting():
