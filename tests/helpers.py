@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
@@ -130,16 +130,17 @@ class TlsTestServer(TestServer):
             return r.read()
 
 
-def wait_for(predicate, timeout: float = 5.0, step: float = 0.05) -> bool:
+def wait_for(predicate: Callable[[], object], timeout: float = 5.0, step: float = 0.05) -> bool:
+    """Whether `predicate()` held within `timeout` seconds (asked every `step`)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if predicate():
             return True
         time.sleep(step)
-    return predicate()
+    return bool(predicate())
 
 
-async def until(predicate, timeout: float, step: float = 0.1) -> bool:
+async def until(predicate: Callable[[], object], timeout: float, step: float = 0.1) -> bool:
     """`wait_for` inside an event loop: the loop (the app, the launcher) runs meanwhile."""
     import asyncio
 
@@ -148,4 +149,4 @@ async def until(predicate, timeout: float, step: float = 0.1) -> bool:
         if predicate():
             return True
         await asyncio.sleep(step)
-    return predicate()
+    return bool(predicate())

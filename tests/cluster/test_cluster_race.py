@@ -7,6 +7,7 @@ import asyncio
 import json
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -15,8 +16,8 @@ import pytest
 from stackrace.cluster.errors import ClusterError, PlacementError
 from stackrace.cluster.placement import NodePlacement, with_flags
 from stackrace.cluster.run import ClusterRun
-from stackrace.engine.client import EngineError
-from stackrace.engine.model import EngineSettings, TargetSpec
+from stackrace.engine.client import Engine, EngineError
+from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
 from stackrace.stacks.catalogue import load_stacks, resolve
 from tests.cluster.conftest import LocalCluster, needs_ray
 
@@ -31,7 +32,12 @@ def http_json(url: str) -> dict:
         return json.loads(r.read())
 
 
-async def until(engine, what: str, predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+async def until(
+    engine: Engine,
+    what: str,
+    predicate: Callable[[EngineSnapshot], bool],
+    timeout: float = 60.0,
+) -> None:
     """Wait for the engine's latest snapshot to satisfy predicate; fail naming `what`."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -44,7 +50,7 @@ async def until(engine, what: str, predicate, timeout: float = 60.0) -> None:  #
 
 def ancestors_named(pid: int) -> list[str]:
     names = []
-    proc = psutil.Process(pid)
+    proc: psutil.Process | None = psutil.Process(pid)
     while proc is not None and proc.pid > 1:
         names.append(proc.name())
         proc = proc.parent()

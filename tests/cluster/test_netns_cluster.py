@@ -320,13 +320,14 @@ def test_db_workload_and_every_listener_on_the_app_host(
     )
     try:
 
-        def listening():  # type: ignore[no-untyped-def]
+        def listening() -> list[tuple[str, int, int]] | None:
             # a bench that ended before both were seen fails now, with its reason (it
             # once ended first on a loaded machine and the wait ran its whole 400 s)
             if driver.poll() is not None:
+                assert driver.stderr is not None  # (a pipe)
                 pytest.fail(
                     "bench ended before the stack and MariaDB were seen listening "
-                    f"(exit {driver.returncode}): {driver.stderr.read()[-2000:]}"  # type: ignore[union-attr]
+                    f"(exit {driver.returncode}): {driver.stderr.read()[-2000:]}"
                 )
             ls = _stackraces(c, "app")
             return ls if len(ls) >= 2 else None

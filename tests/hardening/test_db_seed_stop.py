@@ -25,13 +25,17 @@ def _inserting(db: ManagedMariaDB) -> bool:
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
             "WHERE INFO LIKE 'INSERT INTO test%'"
         )
-        return bool(cur.fetchone()[0])
+        row = cur.fetchone()
+        assert row is not None  # COUNT(*) has a row
+        return bool(row[0])
 
 
 def _rows(db: ManagedMariaDB) -> int:
     with db.admin_connection() as conn, conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM stackrace.test")
-        return int(cur.fetchone()[0])
+        row = cur.fetchone()
+        assert row is not None
+        return int(row[0])
 
 
 @pytest.mark.parametrize("engine", ["myisam", "innodb"])

@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Callable
 
 from stackrace.db import DbSettings, ManagedMariaDB, parse_dsn
 from stackrace.db.watch import DbWatch
@@ -14,7 +15,7 @@ from tests.hardening.conftest import cli, needs_mariadb
 pytestmark = needs_mariadb
 
 
-async def until(predicate, timeout: float) -> float:  # type: ignore[no-untyped-def]
+async def until(predicate: Callable[[], bool], timeout: float) -> float:
     """Seconds until `predicate()` held; fails the test after `timeout`."""
     t0 = time.monotonic()
     while not predicate():

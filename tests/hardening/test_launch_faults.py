@@ -135,6 +135,8 @@ def test_the_app_accepts_allow_remote(
     the screen opens: the app takes that option and gives it to its engine."""
     from stackrace.cli import build_parser
     from stackrace.commands.app_args import app_options
+    from stackrace.engine.client import Engine
+    from stackrace.race.core.stack_source import StacksFileSource
     from stackrace.race.live.setup import AppSetupError, build_session
 
     monkeypatch.setenv("STACKRACE_RUNS_DIR", str(tmp_path))
@@ -147,6 +149,8 @@ def test_the_app_accepts_allow_remote(
         return
     session, *_ = build_session(app_options(args))
     try:
-        assert session.engine.allow_remote is flag  # type: ignore[attr-defined]
+        assert isinstance(session.engine, Engine) and session.engine.allow_remote is flag
     finally:
-        session.core.source.launcher.close()  # type: ignore[union-attr]
+        source = session.core.source
+        assert isinstance(source, StacksFileSource)
+        source.launcher.close()

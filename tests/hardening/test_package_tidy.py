@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -112,7 +113,7 @@ def test_serve_and_verify_start_no_database_unless_asked(tmp_path: Path) -> None
 
 
 @pytest.fixture
-def taken_port() -> tuple[socket.socket, int]:
+def taken_port() -> Iterator[tuple[socket.socket, int]]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(1)

@@ -116,7 +116,8 @@ def test_half_done_seed_is_detected_and_redone(db: ManagedMariaDB) -> None:
     with db.connection() as conn:  # what a crash after half the rows leaves behind
         query(conn, "UPDATE seed_meta SET done = 0")
         query(conn, "DELETE FROM test WHERE id > 10000")
-    assert db.status().seed.done is False  # type: ignore[union-attr]
+    seed = db.status().seed
+    assert seed is not None and seed.done is False
     result = db.seed(20_000)
     assert result.redone and not result.skipped
     with db.connection() as conn:

@@ -159,14 +159,14 @@ async def outage_cycle(db: ManagedMariaDB, names: list[str], run_root: Path) -> 
             await db.up_async()
             await _recovered(engine, _ok(snap), "/db answers after the first start")
 
-            snap = engine.latest
-            assert snap is not None
+            up = engine.latest
+            assert up is not None
             await asyncio.to_thread(db.down)
-            await _failing(engine, _failed(snap), "failures after the database stopped")
-            snap = engine.latest
-            assert snap is not None
+            await _failing(engine, _failed(up), "failures after the database stopped")
+            down = engine.latest
+            assert down is not None
             await db.up_async()
-            await _recovered(engine, _ok(snap), "/db answers after the restart")
+            await _recovered(engine, _ok(down), "/db answers after the restart")
 
             final = await engine.stop()
             assert not engine.errors, engine.errors

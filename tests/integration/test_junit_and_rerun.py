@@ -10,6 +10,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import msgspec
+
 from stackrace.report.schema import loads
 from tests.helpers import run_cli
 
@@ -118,9 +120,8 @@ def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path:
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     second = loads(again.read_bytes())
-    assert second.settings == first.settings.__class__(
-        **{**_fields(first.settings), "placement": second.settings.placement}
-    )
+    placed = msgspec.structs.replace(first.settings, placement=second.settings.placement)
+    assert second.settings == placed
     assert [s.name for s in second.stacks] == ["plain:workers=2"]
     assert second.provenance is not None and second.provenance.rerun_of == str(run)
     assert second.provenance.definitions == p.definitions
@@ -167,10 +168,6 @@ def test_from_never_runs_a_command_the_run_file_names(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "stack 'plain': command differs from" in r.stderr
     assert not planted.exists()
-
-
-def _fields(settings: object) -> dict:
-    return {f: getattr(settings, f) for f in settings.__struct_fields__}  # type: ignore[attr-defined]
 
 
 def test_from_is_checked_before_any_load(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ async def test_start_load_stop_leaves_nothing(tmp_path):
             await engine.add_target(TargetSpec(id="f", url=rs.url + "/hello", concurrency=4))
             await asyncio.sleep(0.8)
             final = await engine.stop()
+            assert final is not None
         assert final.targets[0].total.requests > 50
         await launcher.stop(rs)
         assert rs.state == STOPPED
@@ -155,7 +156,8 @@ def test_started_children_do_not_hold_the_terminal(tmp_path):
     async def run() -> int:
         async with Launcher(tmp_path) as launcher:
             rs = await launcher.start(stack("plain"))
-            return os.getsid(rs.main.pid)  # type: ignore[union-attr]
+            assert rs.main is not None
+            return os.getsid(rs.main.pid)
 
     sid = asyncio.run(run())
     assert sid != os.getsid(0)

@@ -25,8 +25,8 @@ from tests.conftest_stacks import (
     port_is_free,
     processes_mentioning,
     real_stack,
-    wait_until,
 )
+from tests.helpers import wait_for
 
 FIXTURE = Path(__file__).parents[1] / "stacks_fixture.toml"
 ROOT = Path(__file__).parents[2]
@@ -72,8 +72,8 @@ def test_sigkill_of_stackrace_leaves_no_process_of_real_stacks(tmp_path: Path) -
     pids, ports = info["pids"], info["ports"]
     # php-fpm master + 2 children, nginx master + worker, gunicorn 1 + 3, uWSGI 1 + 2
     assert len(pids) >= 12, pids
-    assert wait_until(lambda: live(pids) == [], 6.0), f"still running: {live(pids)}"
-    assert wait_until(lambda: live([info["watchdog"]]) == [], 10.0), "the watchdog stayed"
+    assert wait_for(lambda: live(pids) == [], 6.0), f"still running: {live(pids)}"
+    assert wait_for(lambda: live([info["watchdog"]]) == [], 10.0), "the watchdog stayed"
     assert processes_mentioning(str(tmp_path)) == []
     assert all(port_is_free(p) for p in ports)
 
@@ -164,7 +164,7 @@ async def test_state_callbacks_and_cancelled_start(tmp_path: Path) -> None:
         crashing = await la.start(resolve("crashing", stacks))
         with pytest.raises(Exception, match="exited with code 4"):
             await la.start(resolve("exits-at-once", stacks))
-        assert wait_until(lambda: bool(la.poll()) or crashing.state == CRASHED, 5.0)
+        assert wait_for(lambda: bool(la.poll()) or crashing.state == CRASHED, 5.0)
 
         # a start given up half-way (the app quit) stops what it had started
         task = asyncio.ensure_future(la.start(resolve("never-ready", stacks)))
@@ -195,11 +195,11 @@ async def test_sampler_follows_a_respawned_worker(tmp_path: Path) -> None:
     async with Launcher(tmp_path) as launcher:
         rs = await launcher.start(real_stack("gunicorn-sync:workers=2"))
         sampler = TreeSampler(rs.root_pids)
-        assert wait_until(lambda: sampler.mark_before().processes == 3, 5.0)
+        assert wait_for(lambda: sampler.mark_before().processes == 3, 5.0)
         master = rs.root_pids[0]
         worker = next(p for p in rs.all_pids() if p != master)
         os.kill(worker, signal.SIGKILL)  # gunicorn forks a new one
-        assert wait_until(
+        assert wait_for(
             lambda: sampler.sample().processes == 3 and worker not in sampler._procs, 5.0
         )
         assert set(sampler._procs) == set(rs.all_pids())

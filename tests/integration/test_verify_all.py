@@ -19,8 +19,8 @@ ROOT = Path(__file__).parents[2]
 
 def test_every_stack_is_available():
     stacks = load_stacks()
-    missing = {n: availability(resolve(n, stacks)) for n in stacks}
-    missing = {n: a.reason for n, a in missing.items() if not a.available}
+    found = {n: availability(resolve(n, stacks)) for n in stacks}
+    missing = {n: a.reason for n, a in found.items() if not a.available}
     assert not missing, f"unavailable after set-up: {missing}"
 
 

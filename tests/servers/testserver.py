@@ -61,7 +61,8 @@ def response(status: int, body: bytes, extra: str = "", ctype: str = "text/plain
 
 class Handler(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+        assert isinstance(transport, asyncio.Transport)  # a stream server's own
+        self.transport = transport
         self.buf = b""
         self.served = 0
         peer = transport.get_extra_info("peername")

@@ -19,6 +19,7 @@ import importlib.util
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -31,7 +32,7 @@ PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README
 ids = [p.relative_to(ROOT).as_posix() for p in PAGES]
 
 
-def _doc_tables():  # type: ignore[no-untyped-def]
+def _doc_tables() -> ModuleType:
     spec = importlib.util.spec_from_file_location("doc_tables", ROOT / "scripts" / "doc_tables.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -98,5 +98,5 @@ async def test_exposition_is_strict_openmetrics_with_units_and_escaped_labels() 
     snap = engine.step()
     assert snap is not None
     figures.ingest(snap, engine)
-    kinds = {f.name for f in text_string_to_metric_families(figures.render())}
-    assert "stackrace_requests_sent" in kinds and "stackrace_connections" not in kinds
+    names = {f.name for f in text_string_to_metric_families(figures.render())}
+    assert "stackrace_requests_sent" in names and "stackrace_connections" not in names
