@@ -43,6 +43,7 @@ import signal
 import ssl
 import sys
 import time
+from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
 STATS = {"requests": 0, "open": 0, "max_open": 0, "accepted": 0}
@@ -61,8 +62,7 @@ def response(status: int, body: bytes, extra: str = "", ctype: str = "text/plain
 
 class Handler(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)  # a stream server's own
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # a stream server's: it writes
         self.buf = b""
         self.served = 0
         peer = transport.get_extra_info("peername")
