@@ -8,7 +8,6 @@ import json
 import time
 import urllib.request
 from collections.abc import Callable
-from pathlib import Path
 
 import psutil
 import pytest
@@ -20,11 +19,10 @@ from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
 from stackrace.stacks.catalogue import load_stacks, resolve
 from tests.cluster.conftest import LocalCluster, needs_ray
+from tests.helpers import STACKS_FIXTURE
 
 # a busy 2-core machine starts Ray slowly: a generous ceiling (waits end when done)
 pytestmark = [needs_ray, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
-
-FIXTURE = Path(__file__).parent.parent / "stacks_fixture.toml"
 
 
 def http_json(url: str) -> dict:
@@ -58,7 +56,7 @@ def ancestors_named(pid: int) -> list[str]:
 
 
 async def test_race_two_stacks_across_nodes(ray_cluster: LocalCluster):
-    defs = load_stacks(str(FIXTURE))
+    defs = load_stacks(str(STACKS_FIXTURE))
     run = ClusterRun.connect(ray_cluster.address, NodePlacement())
     try:
         assert [s.node.id for s in run.slots] == [ray_cluster.nodes["load"]]
@@ -175,7 +173,7 @@ async def test_app_session_on_the_cluster(ray_cluster: LocalCluster):
 
     run = ClusterRun.connect(ray_cluster.address, NodePlacement())
     try:
-        parts = app_parts(run, load_stacks(str(FIXTURE)))
+        parts = app_parts(run, load_stacks(str(STACKS_FIXTURE)))
         assert isinstance(parts.source, ClusterStackSource)
         parts.source.defaults = ("plain",)
         offered = {c.id: c for c in parts.source.catalog()}

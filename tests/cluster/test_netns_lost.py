@@ -29,13 +29,12 @@ import psutil
 import pytest
 
 from tests.cluster.conftest import NetnsCluster, needs_ray, phase, wait_until
-from tests.helpers import ROOT
+from tests.helpers import ROOT, STACKS_FIXTURE
 
 # Ceilings are generous (a busy 2-core machine starts Ray actors slowly); every wait
 # returns as soon as what it waits for holds.
 pytestmark = [needs_ray, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 DRIVER = Path(__file__).parent / "race_driver.py"
 LOST_AFTER = "4"  # seconds: a silent host is lost after this (default 10 s)
 OURS = ("stackrace.engine.worker", "ray::EngineHost", "ray::AppHost", "tests/servers/")
@@ -138,7 +137,7 @@ def test_hosts_lost_mid_race_the_app_says_so(netns_cluster: NetnsCluster):
             sys.executable,
             str(DRIVER),
             c.address,
-            str(FIXTURE),
+            str(STACKS_FIXTURE),
             "-c",
             "8",
             "--workload",
@@ -236,7 +235,7 @@ def test_bench_reports_a_lost_load_host_and_ends_without_its_app_host(
     out_json = tmp_path / "run.json"
     driver = c.driver(
         "--stacks-file",
-        str(FIXTURE),
+        str(STACKS_FIXTURE),
         "bench",
         "--cluster",
         c.address,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from stackrace.db import DbSettings, ManagedMariaDB, parse_dsn
 from stackrace.db.watch import DbWatch
-from tests.hardening.conftest import cli, needs_mariadb
+from tests.helpers import needs_mariadb, run_cli
 
 pytestmark = needs_mariadb
 
@@ -125,7 +125,7 @@ async def test_tables_dropped_by_db_reset_are_a_database_fault(private_db: Manag
     try:
         assert await w.poll() == "up" and not w.faulty
         level_start = time.monotonic()
-        r = await asyncio.to_thread(cli, "db", "reset", "--dir", str(private_db.root))
+        r = await asyncio.to_thread(run_cli, "db", "reset", "--dir", str(private_db.root))
         assert r.returncode == 0, r.stderr
         assert await w.poll() == "damaged" and w.faulty
         assert "table test is gone" in w.describe()

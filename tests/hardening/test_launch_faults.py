@@ -14,10 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hardening.conftest import ROOT
-from tests.helpers import CLI, wait_for
+from tests.helpers import CLI, STACKS_FIXTURE, wait_for
 
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 SERVE = ["serve", "never", "next", "--no-db"]
 
 
@@ -49,7 +47,7 @@ def test_sigkill_leaves_no_short_run_dir(tmp_path: Path) -> None:
         from stackrace.stacks.launcher import Launcher
         async def main():
             launcher = Launcher()
-            rs = await launcher.start(resolve("plain", load_stacks({str(FIXTURE)!r})))
+            rs = await launcher.start(resolve("plain", load_stacks({str(STACKS_FIXTURE)!r})))
             print(rs.run_dir, rs.main.pid, flush=True)
             await asyncio.sleep(60)
         asyncio.run(main())

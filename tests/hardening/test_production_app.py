@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from stackrace.report.schema import loads
-from tests.hardening.conftest import ROOT, cli
+from tests.helpers import ROOT, run_cli
 
 PRODSITE = ROOT / "tests" / "apps" / "prodsite"
 CLOSER = ROOT / "tests" / "servers" / "close_delimited.py"
@@ -39,7 +39,7 @@ needs_django = pytest.mark.skipif(
 
 def _bench(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     t0 = time.monotonic()
-    r = cli(
+    r = run_cli(
         "bench", "--app", "prodsite.wsgi:application", "--app-dir", str(PRODSITE),
         "--stacks", SERVERS, *QUICK, *args, timeout=240,
     )  # fmt: skip
@@ -93,7 +93,7 @@ def test_readiness_reads_an_answer_that_ends_at_the_close() -> None:
     with its page's text. Before, both were "connection closed before the response was
     complete", retried until the ready timeout (20 s)."""
     t0 = time.monotonic()
-    r = cli(
+    r = run_cli(
         "bench", "--path", "/",
         "--cmd", f"closes-ok={sys.executable} {CLOSER} {{port}} 200",
         "--cmd", f"closes-bad={sys.executable} {CLOSER} {{port}} 400",

@@ -19,9 +19,8 @@ import pytest
 from stackrace.engine.client import Engine
 from stackrace.engine.model import BodyCheck, EngineSettings, TargetSpec, WindowStats
 from stackrace.report.schema import loads
-from tests.helpers import TestServer, never_accepting_listener, run_cli, wait_for
+from tests.helpers import ROOT, TestServer, never_accepting_listener, run_cli, wait_for
 
-ROOT = Path(__file__).parents[2]
 ONE_AT_A_TIME = ROOT / "tests" / "servers" / "one_at_a_time.py"
 
 

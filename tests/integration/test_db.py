@@ -31,19 +31,10 @@ from stackrace.db import (
     work_between,
 )
 from stackrace.db.admin import connect, query
-from stackrace.db.paths import find_binary
 from stackrace.db.proc import is_our_server
-from tests.helpers import CLI, free_port
+from tests.helpers import CLI, free_port, needs_mariadb
 
-try:
-    find_binary("mariadbd")
-    HAVE_MARIADB = True
-except DbError:
-    HAVE_MARIADB = False
-
-pytestmark = pytest.mark.skipif(
-    not HAVE_MARIADB, reason="mariadb-server is not installed (scripts/setup.sh installs it)"
-)
+pytestmark = needs_mariadb
 
 ROWS = 1_000_000
 

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.db import DbError, ManagedMariaDB, db_env
-from stackrace.db.paths import find_binary
+from stackrace.db import ManagedMariaDB, db_env
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
 from stackrace.settings.workloads import WORKLOADS
@@ -28,17 +27,9 @@ from stackrace.stacks.catalogue import Stack, load_stacks, resolve
 from stackrace.stacks.install import availability
 from stackrace.stacks.launcher import READY, Launcher, RunningStack
 from stackrace.stacks.verify import check_db
-from tests.helpers import free_port
+from tests.helpers import free_port, needs_mariadb
 
-try:
-    find_binary("mariadbd")
-    HAVE_MARIADB = True
-except DbError:
-    HAVE_MARIADB = False
-
-pytestmark = pytest.mark.skipif(
-    not HAVE_MARIADB, reason="mariadb-server is not installed (scripts/setup.sh installs it)"
-)
+pytestmark = needs_mariadb
 
 ROWS = 1_000_000
 STACKS = load_stacks()

@@ -20,10 +20,9 @@ from stackrace.stacks.catalogue import load_stacks, resolve
 from stackrace.stacks.launcher import CRASHED, READY, STOPPED, Launcher, LaunchError
 from stackrace.stacks.sampler import TreeSampler
 from stackrace.supervise.procs import pids_in_sessions
-from tests.helpers import until, wait_for
+from tests.helpers import STACKS_FIXTURE, until, wait_for
 
-FIXTURE = Path(__file__).parents[1] / "stacks_fixture.toml"
-STACKS = load_stacks(FIXTURE)
+STACKS = load_stacks(STACKS_FIXTURE)
 
 
 def stack(name: str):
@@ -103,7 +102,7 @@ def test_everything_dies_when_stackrace_is_sigkilled(tmp_path):
         from stackrace.stacks.catalogue import load_stacks, resolve
         from stackrace.stacks.launcher import Launcher
         async def main():
-            stacks = load_stacks({str(FIXTURE)!r})
+            stacks = load_stacks({str(STACKS_FIXTURE)!r})
             launcher = Launcher({str(tmp_path)!r})
             sessions = []
             for name in ("forking", "setsid", "plain"):

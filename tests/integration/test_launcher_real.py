@@ -26,10 +26,7 @@ from tests.conftest_stacks import (
     processes_mentioning,
     real_stack,
 )
-from tests.helpers import wait_for
-
-FIXTURE = Path(__file__).parents[1] / "stacks_fixture.toml"
-ROOT = Path(__file__).parents[2]
+from tests.helpers import ROOT, STACKS_FIXTURE, wait_for
 
 
 @pytest.mark.slow
@@ -124,7 +121,7 @@ async def test_sampler_matches_proc_over_a_php_fpm_nginx_tree(tmp_path: Path) ->
 async def test_pinning_and_memory_cap(tmp_path: Path) -> None:
     toml = tmp_path / "stacks.toml"
     toml.write_text(
-        FIXTURE.read_text()
+        STACKS_FIXTURE.read_text()
         + textwrap.dedent(
             """
             [stacks.pinned]
@@ -158,7 +155,7 @@ async def test_pinning_and_memory_cap(tmp_path: Path) -> None:
 
 
 async def test_state_callbacks_and_cancelled_start(tmp_path: Path) -> None:
-    stacks = load_stacks(FIXTURE)
+    stacks = load_stacks(STACKS_FIXTURE)
     seen: list[tuple[str, str]] = []
     async with Launcher(tmp_path, on_change=lambda rs: seen.append((rs.name, rs.state))) as la:
         crashing = await la.start(resolve("crashing", stacks))
@@ -206,7 +203,7 @@ async def test_sampler_follows_a_respawned_worker(tmp_path: Path) -> None:
 
 
 async def test_stop_all_while_a_stack_starts(tmp_path: Path) -> None:
-    stacks = load_stacks(FIXTURE)
+    stacks = load_stacks(STACKS_FIXTURE)
     async with Launcher(tmp_path) as launcher:
         task = asyncio.ensure_future(launcher.start(resolve("never-ready", stacks)))
         await asyncio.sleep(0.5)

@@ -22,9 +22,8 @@ from stackrace.stacks import certificate, probe
 from stackrace.stacks.catalogue import StackDef, load_stacks, resolve
 from stackrace.stacks.launcher import Launcher, RunningStack
 from tests.conftest_stacks import real_stack
-from tests.helpers import run_cli, wait_for
+from tests.helpers import ROOT, run_cli, wait_for
 
-ROOT = Path(__file__).parents[2]
 BUDGET = 120
 
 

@@ -25,8 +25,8 @@ import pytest
 
 from stackrace.report import tables
 from stackrace.report.write import read_run
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
 ids = [p.relative_to(ROOT).as_posix() for p in PAGES]
