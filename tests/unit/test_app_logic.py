@@ -266,7 +266,6 @@ def test_summary_exports_markdown_and_json(tmp_path):
             steps[0],
             v,
             None,
-            None,
             0,
             steps,
             why="10 waiting, req/s flat at 90",

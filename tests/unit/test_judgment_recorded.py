@@ -237,4 +237,4 @@ def test_no_broken_state_is_green() -> None:
     from stackrace.rules.level import LABELS, Judgment
 
     for state in BROKEN:
-        assert not Judgment(1, state, "", 0.0, None, 0, 0.0).green and state in LABELS
+        assert not Judgment(1, state, "", 0.0, None, 0).green and state in LABELS

@@ -34,7 +34,7 @@ def _window(
 def _row(steps: list[StepResult]) -> SummaryRow:
     return SummaryRow(
         id="gunicorn-sync", name="gunicorn sync", peak=peak(steps),
-        breaking=breaking_point(steps), mem_before=None, mem_after=None, mem_peak=0,
+        breaking=breaking_point(steps), mem_before=None, mem_peak=0,
         steps=tuple(steps), why="", judgments=tuple(judge_steps(steps)),
     )  # fmt: skip
 

@@ -143,7 +143,7 @@ def test_shared_core_not_full_and_the_estimate_alone_on_a_core():
 
 
 def j(state: str, level: int = 200, why: str = "") -> Judgment:
-    return Judgment(level, state, why or state, 0.0, None, 0, 0.0)
+    return Judgment(level, state, why or state, 0.0, None, 0)
 
 
 def test_a_worse_state_shows_at_once_and_a_better_one_only_once_it_has_held():
