@@ -500,7 +500,7 @@ class ManagedMariaDB:
         )
         self._write_meta(meta)
         paths = InstancePaths(self.root, server=server_dir)
-        for d in (paths.datadir, paths.files_dir):
+        for d in (paths.datadir, paths.files_dir, paths.tmp_dir):
             d.mkdir()
             user.own(d, 0o700)
         install_db = find_binary("mariadb-install-db", self.bindir)
@@ -512,6 +512,7 @@ class ManagedMariaDB:
             str(install_db),
             "--no-defaults",  # must come first: ignore /etc/mysql and ~/.my.cnf
             f"--datadir={paths.datadir}",
+            f"--tmpdir={paths.tmp_dir}",
             "--auth-root-authentication-method=normal",  # else root over TCP gets ERROR 1698
             "--skip-test-db",
             *user.user_arg,
@@ -536,6 +537,7 @@ class ManagedMariaDB:
             user,
             provision.bootstrap_sql(DB_NAME, DB_USER, meta.password, meta.admin_password),
             log,
+            tmp_dir=paths.tmp_dir,
         )
         meta.provisioned = True
         self._write_meta(meta)
@@ -627,6 +629,7 @@ class ManagedMariaDB:
             "--no-defaults",
             *user.user_arg,  # as root: the mysql account where there is one
             f"--datadir={paths.datadir}",
+            f"--tmpdir={paths.tmp_dir}",
             f"--socket={paths.socket}",
             f"--pid-file={paths.pid_file}",
             f"--log-error={paths.log_file}",
@@ -673,6 +676,9 @@ class ManagedMariaDB:
         # mariadbd opens --log-error itself after switching user: the file must be its own
         fd = os.open(paths.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._server_user(meta).own(paths.log_file, 0o600)
+        if not paths.tmp_dir.is_dir():  # an instance made before it had its own
+            paths.tmp_dir.mkdir()
+            self._server_user(meta).own(paths.tmp_dir, 0o700)
         with os.fdopen(fd, "ab") as log:
             self._proc = subprocess.Popen(
                 self.server_args(meta.port),
