@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -72,12 +71,3 @@ def port_is_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(step)
-    return bool(predicate())

@@ -17,9 +17,8 @@ import pytest
 from stackrace.engine.client import Engine
 from stackrace.engine.model import BodyCheck, EngineSettings, TargetSpec, WindowStats
 from stackrace.report.schema import loads
-from tests.helpers import TestServer, cpu_quota, never_accepting_listener, run_cli, wait_for
+from tests.helpers import ROOT, TestServer, cpu_quota, never_accepting_listener, run_cli, wait_for
 
-ROOT = Path(__file__).parents[2]
 ONE_AT_A_TIME = ROOT / "tests" / "servers" / "one_at_a_time.py"
 
 
@@ -85,6 +84,7 @@ async def test_every_interval_and_the_totals_balance(server: TestServer):
         await asyncio.sleep(1.2)
         task.cancel()
         final = await engine.stop()
+        assert final is not None
     for s in snaps:
         t = s.targets[0]
         assert balanced(t.interval), t.interval
@@ -114,6 +114,7 @@ async def test_rate_above_capacity_counts_unsent_and_dropped(one_at_a_time: Test
         await asyncio.sleep(2.5)
         task.cancel()
         final = await engine.stop()
+        assert final is not None
         hist = engine.total_histogram("r")
     total = final.targets[0].total
     assert balanced(total), total
@@ -132,6 +133,7 @@ async def test_changing_the_rate_abandons_the_backlog_and_says_so(one_at_a_time:
         await engine.set_rate(10.0)
         await asyncio.sleep(0.6)
         final = await engine.stop()
+        assert final is not None
     total = final.targets[0].total
     assert balanced(total), total
     assert total.failures.get("abandoned", 0) > 50, total.failures
@@ -209,6 +211,7 @@ async def test_a_checked_connection_does_not_carry_a_redirect_body_forward(serve
         )
         await asyncio.sleep(0.8)
         final = await engine.stop()
+        assert final is not None
     total = final.targets[0].total
     assert total.requests > 50
     assert "invalid_body" not in total.failures, total.failures
@@ -223,6 +226,7 @@ async def test_close_delimited_bodies_are_answers(server: TestServer):
         )
         await asyncio.sleep(0.8)
         final = await engine.stop()
+        assert final is not None
     total = final.targets[0].total
     assert total.requests > 50 and total.ok == total.requests
     assert "reset" not in total.failures, total.failures
@@ -236,6 +240,7 @@ async def test_keepalive_off_opens_a_connection_per_request(server: TestServer):
         )
         await asyncio.sleep(0.8)
         final = await engine.stop()
+        assert final is not None
     total = final.targets[0].total
     accepted = server.stats()["accepted"]
     assert total.requests > 50
@@ -287,7 +292,9 @@ async def test_engine_limited_when_the_engine_is_starved_of_cpu(server: TestServ
         (pid,) = engine.engine_pids("a")
         with cpu_quota(pid, 0.25):
             await asyncio.sleep(2.0)
-            starved = engine.latest.targets[0]
+            snap = engine.latest
+            assert snap is not None
+            starved = snap.targets[0]
     from stackrace.rules.engine import engine_limit, engine_limited
 
     assert engine_limited(starved.total, starved.saturated), starved.total
@@ -297,7 +304,9 @@ async def test_engine_limited_when_the_engine_is_starved_of_cpu(server: TestServ
     async with Engine() as engine:
         await engine.add_target(TargetSpec(id="b", url=server.url("/delay?ms=100"), concurrency=10))
         await asyncio.sleep(1.5)
-        calm = engine.latest.targets[0]
+        snap = engine.latest
+        assert snap is not None
+        calm = snap.targets[0]
     assert not engine_limited(calm.total, calm.saturated), calm.total
 
 

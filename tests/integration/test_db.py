@@ -31,19 +31,10 @@ from stackrace.db import (
     work_between,
 )
 from stackrace.db.admin import connect, query
-from stackrace.db.paths import find_binary
 from stackrace.db.proc import is_our_server
-from tests.helpers import CLI, free_port
+from tests.helpers import CLI, free_port, needs_mariadb
 
-try:
-    find_binary("mariadbd")
-    HAVE_MARIADB = True
-except DbError:
-    HAVE_MARIADB = False
-
-pytestmark = pytest.mark.skipif(
-    not HAVE_MARIADB, reason="mariadb-server is not installed (scripts/setup.sh installs it)"
-)
+pytestmark = needs_mariadb
 
 ROWS = 1_000_000
 
@@ -116,7 +107,8 @@ def test_half_done_seed_is_detected_and_redone(db: ManagedMariaDB) -> None:
     with db.connection() as conn:  # what a crash after half the rows leaves behind
         query(conn, "UPDATE seed_meta SET done = 0")
         query(conn, "DELETE FROM test WHERE id > 10000")
-    assert db.status().seed.done is False  # type: ignore[union-attr]
+    seed = db.status().seed
+    assert seed is not None and seed.done is False
     result = db.seed(20_000)
     assert result.redone and not result.skipped
     with db.connection() as conn:

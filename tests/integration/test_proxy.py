@@ -16,8 +16,7 @@ from stackrace.stacks import probe
 from stackrace.stacks.catalogue import StackDef, load_stacks, resolve
 from stackrace.stacks.launcher import Launcher, LaunchError
 from tests.conftest_stacks import live, real_stack
-
-ROOT = Path(__file__).parents[2]
+from tests.helpers import ROOT
 
 
 def stacks_with_test_backends() -> dict[str, StackDef]:

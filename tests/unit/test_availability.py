@@ -3,7 +3,6 @@ missing binaries, programs and packages are unavailable with the reason and the 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from stackrace.stacks.catalogue import Stack, load_stacks, resolve
@@ -13,7 +12,6 @@ from stackrace.stacks.install import (
     missing_pip,
 )
 
-STACKRACE = Path(sys.executable).parent / "stackrace"
 STACKS = load_stacks()
 
 

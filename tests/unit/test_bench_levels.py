@@ -9,6 +9,7 @@ repeats not merged or the breaking rule judged on the wrong level show in the nu
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.run import run_bench
@@ -30,7 +31,7 @@ def _stack(name: str) -> Stack:
 
 
 def bench(
-    models: dict[str, StackModel], names: list[str] | None = None, **settings: object
+    models: dict[str, StackModel], names: list[str] | None = None, **settings: Any
 ) -> tuple[BenchRun, int, list[str]]:
     """Run bench on the models; the run, the engine's steps and the progress lines."""
     parts, engine = synthetic_parts(models)

@@ -15,9 +15,6 @@ from stackrace.base import slug
 from stackrace.stacks import catalogue as config
 from stackrace.stacks.catalogue import ConfigError, load_stacks, resolve
 from stackrace.stacks.launcher import new_run_root
-from tests.helpers import ROOT
-
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 
 # every hostile variant value the issue names, and a few more of the same family
 HOSTILE_VALUES = [

@@ -6,9 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-FIXTURE = Path(__file__).parents[1] / "stacks_fixture.toml"
-ROOT = Path(__file__).parents[2]
-
 
 def test_run_dirs_are_pruned_unless_in_use(tmp_path: Path, monkeypatch) -> None:
     import time

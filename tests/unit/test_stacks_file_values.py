@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stackrace.stacks.catalogue import PLACEHOLDERS, load_stacks, placeholders, resolve
-from tests.hardening.conftest import ROOT
+from tests.helpers import ROOT
 
 GOOD = """
 [stacks.ok]

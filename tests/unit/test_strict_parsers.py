@@ -31,8 +31,7 @@ from stackrace.settings.scenario import ScenarioError, kinds_from, parse_path_it
 from stackrace.stacks.catalogue import load_stacks, resolve
 from stackrace.stacks.probe import ProbeResponse
 from stackrace.stacks.refusal import body_text, hint, refusal_line
-
-ROOT = Path(__file__).parents[2]
+from tests.helpers import ROOT
 
 # --- --slo and --fail-on ------------------------------------------------------------
 

@@ -22,8 +22,7 @@ from stackrace.stacks.userapp import (
     parse_env,
     parse_target,
 )
-
-ROOT = Path(__file__).parents[2]
+from tests.helpers import ROOT
 
 
 def test_statuses() -> None:

@@ -759,11 +759,6 @@ def stacks_files(given: str | Path | None = None) -> list[tuple[Path, str]]:
     return out
 
 
-def find_stacks_file(given: str | Path | None = None) -> tuple[Path, str]:
-    """The topmost stacks file read (`stacks_files`), and why."""
-    return stacks_files(given)[-1]
-
-
 def _read_layer(p: Path) -> tuple[dict[str, Any], str]:
     try:
         data = inputfile.read_bytes(p, limit=4 * inputfile.MiB)

@@ -40,7 +40,6 @@ _CURVE = curve_points()
 
 
 CHROME_ROWS = 6  # controls (4), status line, footer
-PROJECTOR_CHROME_ROWS = 3  # projector mode: the controls on two rows, no footer
 CHART_ROWS = 12
 PANE_COMFORT = 16  # rows a pane wants before the latency chart may take any
 PANE_MIN_W = 22  # columns a pane needs for req/s, p99 and memory (four at 100 columns)
@@ -115,7 +114,6 @@ class RaceScreen(Screen[None]):
         self.projector = projector
         self.chart_wanted: bool | None = None  # the user's c: None = when there is room
         self.then_now_wanted = True  # n: the classic experiment's strip, when there is one
-        self._chart_room = True
         self._ramp_done_seen = False
         self._capacity_done_seen = False
         self._tops = (0.0, 0.0)
@@ -181,7 +179,6 @@ class RaceScreen(Screen[None]):
         grid = self.query_one("#panes", Grid)
         if grid.styles.grid_size_columns != cols:
             grid.styles.grid_size_columns = cols
-        self._chart_room = room
         chart = self.query_one("#chart", PercentileChart)
         show = (room if self.chart_wanted is None else self.chart_wanted) and not self.projector
         if chart.display != show:
