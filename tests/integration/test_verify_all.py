@@ -10,8 +10,9 @@ import subprocess
 from pathlib import Path
 
 from stackrace.race.core.presets import all_presets
-from stackrace.stacks.catalogue import load_stacks, resolve
-from stackrace.stacks.install import availability
+from stackrace.stacks.availability import availability
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.variants import resolve
 from tests.helpers import CLI
 
 ROOT = Path(__file__).parents[2]

@@ -10,7 +10,7 @@ from stackrace.race.core.plan import RacePlan
 from stackrace.race.core.urls import UrlTarget
 from stackrace.race.live.choices import choices_file, load_choices
 from stackrace.race.live.demo import CATALOG as DEMO
-from stackrace.stacks.catalogue import Tunable
+from stackrace.stacks.tunables import Tunable
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.picker import PickerScreen, StackList, TuneScreen
 from tests.tui.conftest import SIZE, synthetic_session
@@ -148,7 +148,7 @@ async def test_screenshot_works_on_the_picker(tmp_path):
         assert len(list(tmp_path.glob("*.svg"))) == 2
 
 
-# stacks with the settings of the real stacks file's (config.tunables): workers and a
+# stacks with the settings of the real stacks file's (stacks.tunables): workers and a
 # param with choices, threads only, a param without choices and no workers
 TUNED = [
     StackChoice(
@@ -205,7 +205,7 @@ async def test_picker_keys_for_threads_and_every_param_and_variants_race():
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert "without a comma" in str(app.screen.query_one("#tune-error").content)
-        # the launcher's own rule for a value (config.check_kind): no path, no zero
+        # the launcher's own rule for a value (stacks.tunables.check_kind): no path, no zero
         pool.value = "../../victim"  # type: ignore[attr-defined]
         await pilot.press("ctrl+s")
         await pilot.pause()

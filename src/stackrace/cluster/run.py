@@ -35,7 +35,7 @@ from stackrace.cluster.load_role import ClusterEngine, RayLinks, first_line
 from stackrace.cluster.nodes import LoadSlot, NodeInfo, live_nodes, load_slots, one_node
 from stackrace.cluster.placement import NodePlacement
 from stackrace.engine.model import EngineSettings
-from stackrace.stacks.catalogue import HOST
+from stackrace.stacks.placeholders import HOST
 
 # Ray's switch for multi-host clusters; "0" makes it take loopback as the node address
 _RAY_LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"

@@ -48,7 +48,7 @@ from stackrace.base import crashlog, madeby, paths
 from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import default_dir, shadow_base
 from stackrace.settings.units import fmt_bytes
-from stackrace.stacks.launcher import runs_dir
+from stackrace.stacks.run_roots import runs_dir
 
 # what stackrace makes directly in its directories, and what each is
 _MADE = {

@@ -98,7 +98,7 @@ def _bad(what: str, text: str) -> OptionValueError:
 
 MAX_DURATION_S = 24 * 3600.0  # a run (or level) longer than a day is a typo
 MAX_TIMEOUT_S = 3600.0  # a request or connect timeout: an hour, as a stacks file's
-# where a stack reference was written, for stacks.catalogue.resolve: the one place that
+# where a stack reference was written, for stacks.variants.resolve: the one place that
 # may name any executable (the picker is the command line's too: the person at the
 # keyboard); a preset, a run file or another stack's `upstream` may not
 COMMAND_LINE = "the command line"

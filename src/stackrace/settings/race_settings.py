@@ -546,7 +546,7 @@ def with_options(base: RaceSettings, given: dict[str, Any], app_given: bool) -> 
 
 
 def stacks_named_in(stacks_given: bool, preset_file: Path | None, run_file: str | None) -> str:
-    """Where the race's stacks were written, for stacks.catalogue.resolve: the command
+    """Where the race's stacks were written, for stacks.variants.resolve: the command
     line when --stacks was given there, else the preset's file or the run file they came
     from (a file may not name an executable)."""
     from stackrace.settings.options import COMMAND_LINE

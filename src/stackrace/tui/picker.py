@@ -32,7 +32,7 @@ from stackrace.race.core.plan import RacePlan
 from stackrace.race.core.urls import UrlTarget, target_url
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.workloads import WORKLOADS
-from stackrace.stacks.catalogue import Tunable
+from stackrace.stacks.tunables import Tunable
 from stackrace.tui.dialogs import SCREENSHOT
 from stackrace.tui.slider import ConcurrencySlider
 
@@ -316,7 +316,7 @@ class StackList(OptionList):
 
 
 class TuneScreen(ModalScreen[dict[str, str] | None]):
-    """Every setting a variant may change for one stack (config.tunables): workers and
+    """Every setting a variant may change for one stack (stacks.tunables): workers and
     threads as whole numbers, a param with `choices` from its list, any other param as
     text. Dismisses with the values, or None (escape)."""
 
@@ -368,7 +368,7 @@ class TuneScreen(ModalScreen[dict[str, str] | None]):
             if not value or "," in value:
                 # a comma would split the variant `NAME:k=v,k=v` into another setting
                 return out, f"{t.key}: a value, without a comma"
-            problem = t.problem(value)  # the launcher's own rule (config.check_kind)
+            problem = t.problem(value)  # the launcher's own rule (stacks.tunables.check_kind)
             if problem:
                 return out, f"{t.key}: {problem}"
             out[t.key] = value

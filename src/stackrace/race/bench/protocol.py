@@ -50,7 +50,7 @@ from stackrace.report.schema import (
 from stackrace.rules import accounting
 from stackrace.rules.engine import engine_limit, engine_share
 from stackrace.settings.race_settings import RaceSettings
-from stackrace.stacks.catalogue import Stack
+from stackrace.stacks.definition import Stack
 from stackrace.stacks.sampler import ResourceSample
 
 Progress = Callable[[str], None]
