@@ -18,7 +18,7 @@ import pytest
 from stackrace.base import madeby
 from stackrace.base.paths import APPS_COPY
 from stackrace.db import ManagedMariaDB
-from stackrace.db.managed import LAYOUT, InstanceMeta
+from stackrace.db.instance import LAYOUT, InstanceMeta
 from stackrace.stacks.run_roots import RUN_MADE_FOR, RUNS_MADE_FOR
 from tests.hardening.conftest import assert_one_line_error, cli, needs_mariadb
 from tests.helpers import CLI, ROOT, free_port

@@ -28,7 +28,6 @@ MAX_LINES = 500
 NOT_YET_SPLIT = {
     "stackrace/commands/load.py",
     "stackrace/engine/target.py",
-    "stackrace/db/managed.py",
     "stackrace/tui/pane.py",
     "stackrace/engine/transport.py",
     "stackrace/engine/client.py",
