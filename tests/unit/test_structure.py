@@ -32,7 +32,6 @@ NOT_YET_SPLIT = {
     "stackrace/engine/transport.py",
     "stackrace/engine/client.py",
     "stackrace/tui/race.py",
-    "stackrace/settings/race_settings.py",
     "stackrace/commands/bench.py",
     "stackrace/engine/aggregate.py",
     "stackrace/tui/picker.py",
