@@ -12,7 +12,8 @@ from stackrace.race.live.choices import choices_file, load_choices
 from stackrace.race.live.demo import CATALOG as DEMO
 from stackrace.stacks.tunables import Tunable
 from stackrace.tui.app import StackraceApp
-from stackrace.tui.picker import PickerScreen, StackList, TuneScreen
+from stackrace.tui.picker import PickerScreen
+from stackrace.tui.stack_list import StackList, TuneScreen
 from tests.tui.conftest import SIZE, synthetic_session
 
 # the demo's stacks plus one that is not installed, as a real catalog can have, and one

@@ -28,13 +28,10 @@ MAX_LINES = 500
 NOT_YET_SPLIT = {
     "stackrace/commands/load.py",
     "stackrace/engine/target.py",
-    "stackrace/tui/pane.py",
     "stackrace/engine/transport.py",
     "stackrace/engine/client.py",
-    "stackrace/tui/race.py",
     "stackrace/commands/bench.py",
     "stackrace/engine/aggregate.py",
-    "stackrace/tui/picker.py",
 }
 TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py"}
 
