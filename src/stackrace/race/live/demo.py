@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from stackrace.engine.aggregate import WindowSum
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import (
     EngineSettings,
@@ -32,6 +31,7 @@ from stackrace.engine.model import (
     TargetSpec,
     WindowStats,
 )
+from stackrace.engine.window_sum import WindowSum
 from stackrace.race.core.members import LoadEngine, RaceParts, StackChoice
 from stackrace.race.core.state import StackState
 from stackrace.race.live.demo_model import MODELS, TICK, ModelTarget, StackModel, describe
