@@ -309,3 +309,25 @@ def test_port_in_use() -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         assert port_in_use(s.getsockname()[1])
+
+
+def test_instances_made_at_once_keep_their_temporary_tables_apart(tmp_path: Path) -> None:
+    """Three instances installed at the same moment (test lanes, two users' runs): each
+    server and its install use a temporary directory of their own. In the shared /tmp,
+    concurrent installs collided on their temporary tables (2 of 12 failed on a busy
+    2-core machine: "Unknown table 'mysql.tmp_user_sys'")."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import psutil
+
+    insts = [ManagedMariaDB(tmp_path / f"m{i}", free_port(), scoped=True) for i in range(3)]
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(lambda m: m.up(), insts))
+        for m in insts:
+            assert m.paths.tmp_dir.is_dir() and m.paths.tmp_dir.parent == m.paths.server_dir
+            pid = int(m.paths.pid_file.read_text())
+            assert f"--tmpdir={m.paths.tmp_dir}" in psutil.Process(pid).cmdline()
+    finally:
+        for m in insts:
+            m.reset(wipe=True)

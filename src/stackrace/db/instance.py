@@ -150,7 +150,7 @@ def install(
     )
     write_meta(root, meta)
     paths = InstancePaths(root, server=server_dir)
-    for d in (paths.datadir, paths.files_dir):
+    for d in (paths.datadir, paths.files_dir, paths.tmp_dir):
         d.mkdir()
         user.own(d, 0o700)
     install_db = find_binary("mariadb-install-db", bindir)
@@ -162,6 +162,7 @@ def install(
         str(install_db),
         "--no-defaults",  # must come first: ignore /etc/mysql and ~/.my.cnf
         f"--datadir={paths.datadir}",
+        f"--tmpdir={paths.tmp_dir}",
         "--auth-root-authentication-method=normal",  # else root over TCP gets ERROR 1698
         "--skip-test-db",
         *user.user_arg,
@@ -185,6 +186,7 @@ def install(
         user,
         provision.bootstrap_sql(DB_NAME, DB_USER, meta.password, meta.admin_password),
         log,
+        tmp_dir=paths.tmp_dir,
     )
     meta.provisioned = True
     write_meta(root, meta)

@@ -390,6 +390,9 @@ class ManagedMariaDB:
         # mariadbd opens --log-error itself after switching user: the file must be its own
         fd = os.open(paths.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         server_user_of(meta).own(paths.log_file, 0o600)
+        if not paths.tmp_dir.is_dir():  # an instance made before it had its own
+            paths.tmp_dir.mkdir()
+            server_user_of(meta).own(paths.tmp_dir, 0o700)
         with os.fdopen(fd, "ab") as log:
             self._proc = subprocess.Popen(
                 server_args(

@@ -51,6 +51,7 @@ def server_args(
         "--no-defaults",
         *user.user_arg,  # as root: the mysql account where there is one
         f"--datadir={paths.datadir}",
+        f"--tmpdir={paths.tmp_dir}",
         f"--socket={paths.socket}",
         f"--pid-file={paths.pid_file}",
         f"--log-error={paths.log_file}",
