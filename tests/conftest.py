@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from stackrace.db import ManagedMariaDB
-from stackrace.db.managed import LAYOUT, InstanceMeta
+from stackrace.db.instance import LAYOUT, InstanceMeta
 from tests.helpers import TestServer, free_port
 
 # pytester: tests/unit/test_costguard.py runs pytest sessions of its own, in-process

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.stacks.catalogue import Stack, load_stacks, resolve
-from stackrace.stacks.install import availability
+from stackrace.stacks.availability import availability
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.variants import resolve
 
 REAL_STACKS = load_stacks()
 ALLOW_MISSING = os.environ.get("STACKRACE_ALLOW_MISSING_STACKS") == "1"

@@ -17,7 +17,8 @@ from stackrace.cluster.placement import NodePlacement, with_flags
 from stackrace.cluster.run import ClusterRun
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
-from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.variants import resolve
 from tests.cluster.conftest import LocalCluster, needs_ray
 from tests.helpers import STACKS_FIXTURE
 

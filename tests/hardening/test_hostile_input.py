@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from stackrace.base import slug
-from stackrace.stacks import catalogue as config
-from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack
 from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.variants import resolve
 from tests.hardening.test_launch_faults import pids_with
 from tests.helpers import CLI, ROOT, STACKS_FIXTURE, free_port, run_cli, wait_for
 from tests.unit.test_hostile_values import HOSTILE_VALUES  # one list of hostile values
@@ -77,7 +78,7 @@ async def test_a_run_directory_stays_inside_its_root_whatever_the_name(tmp_path:
     _, precious = _victim_beside_runs(tmp_path)
     stacks = load_stacks(STACKS_FIXTURE)
     plain = resolve("plain", stacks)
-    hostile = config.Stack(name="plain:x=/../../../../victim", base="plain", spec=plain.spec)
+    hostile = Stack(name="plain:x=/../../../../victim", base="plain", spec=plain.spec)
     # a short run root, so that the stack's own directory is in it (a long one would be
     # linked to a short directory in the temp dir: test_launch_faults covers that)
     root = Path(tempfile.mkdtemp(prefix="sr-"))

@@ -43,7 +43,8 @@ def test_sigkill_leaves_no_short_run_dir(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import asyncio
-        from stackrace.stacks.catalogue import load_stacks, resolve
+        from stackrace.stacks.catalogue import load_stacks
+        from stackrace.stacks.variants import resolve
         from stackrace.stacks.launcher import Launcher
         async def main():
             launcher = Launcher()

@@ -19,8 +19,8 @@ import pytest
 from stackrace.base import madeby
 from stackrace.base.paths import APPS_COPY
 from stackrace.db import ManagedMariaDB
-from stackrace.db.managed import LAYOUT, InstanceMeta
-from stackrace.stacks.launcher import RUN_MADE_FOR, RUNS_MADE_FOR
+from stackrace.db.instance import LAYOUT, InstanceMeta
+from stackrace.stacks.run_roots import RUN_MADE_FOR, RUNS_MADE_FOR
 from tests.hardening.conftest import assert_one_line_error
 from tests.helpers import CLI, ROOT, STACKS_FIXTURE, free_port, needs_mariadb, run_cli
 

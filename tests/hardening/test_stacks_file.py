@@ -13,8 +13,12 @@ import msgspec
 import pytest
 
 from stackrace.commands._common import resolve_all
-from stackrace.stacks.catalogue import COMMAND_LINE, Stack, load_stacks, resolve
-from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
+from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import LaunchError, RunningStack
+from stackrace.stacks.variants import resolve
 from tests.hardening.conftest import assert_one_line_error
 from tests.helpers import run_cli
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from stackrace.report.schema import loads
-from stackrace.stacks.catalogue import load_stacks, resolve
-from stackrace.stacks.install import availability
+from stackrace.stacks.availability import availability
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.variants import resolve
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.slow

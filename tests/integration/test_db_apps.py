@@ -23,9 +23,12 @@ from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks import probe
-from stackrace.stacks.catalogue import Stack, load_stacks, resolve
-from stackrace.stacks.install import availability
-from stackrace.stacks.launcher import READY, Launcher, RunningStack
+from stackrace.stacks.availability import availability
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import READY, RunningStack
+from stackrace.stacks.variants import resolve
 from stackrace.stacks.verify import check_db
 from tests.helpers import free_port, needs_mariadb
 

@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 
 from stackrace.base import paths
-from stackrace.stacks.catalogue import Stack, load_stacks, resolve
-from stackrace.stacks.install import (
-    Installer,
-    availability,
-    missing_apt,
-    stale_builds,
-)
+from stackrace.stacks.availability import availability, missing_apt, stale_builds
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.install import Installer
+from stackrace.stacks.variants import resolve
 from tests.helpers import run_cli
 
 STACKS = load_stacks()

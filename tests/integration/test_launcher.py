@@ -16,9 +16,11 @@ import pytest
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import TargetSpec
-from stackrace.stacks.catalogue import load_stacks, resolve
-from stackrace.stacks.launcher import CRASHED, READY, STOPPED, Launcher, LaunchError
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import CRASHED, READY, STOPPED, LaunchError
 from stackrace.stacks.sampler import TreeSampler
+from stackrace.stacks.variants import resolve
 from stackrace.supervise.procs import pids_in_sessions
 from tests.helpers import STACKS_FIXTURE, until, wait_for
 
@@ -99,7 +101,8 @@ def test_everything_dies_when_stackrace_is_sigkilled(tmp_path):
     script = textwrap.dedent(
         f"""
         import asyncio
-        from stackrace.stacks.catalogue import load_stacks, resolve
+        from stackrace.stacks.catalogue import load_stacks
+        from stackrace.stacks.variants import resolve
         from stackrace.stacks.launcher import Launcher
         async def main():
             stacks = load_stacks({str(STACKS_FIXTURE)!r})

@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from stackrace.base.slug import slug
-from stackrace.stacks.catalogue import load_stacks, resolve
-from stackrace.stacks.launcher import CRASHED, FAILED, READY, STOPPED, Launcher
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import CRASHED, FAILED, READY, STOPPED
 from stackrace.stacks.sampler import TreeSampler
+from stackrace.stacks.variants import resolve
 from stackrace.supervise.procs import pids_in_sessions
 from tests.conftest_stacks import (
     live,
@@ -39,7 +41,8 @@ def test_sigkill_of_stackrace_leaves_no_process_of_real_stacks(tmp_path: Path) -
     script = textwrap.dedent(
         f"""
         import asyncio, json
-        from stackrace.stacks.catalogue import load_stacks, resolve
+        from stackrace.stacks.catalogue import load_stacks
+        from stackrace.stacks.variants import resolve
         from stackrace.stacks.launcher import Launcher
         async def main():
             stacks = load_stacks()

@@ -13,8 +13,11 @@ import msgspec
 import pytest
 
 from stackrace.stacks import probe
-from stackrace.stacks.catalogue import StackDef, load_stacks, resolve
-from stackrace.stacks.launcher import Launcher, LaunchError
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import StackDef
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import LaunchError
+from stackrace.stacks.variants import resolve
 from tests.conftest_stacks import live, real_stack
 from tests.helpers import ROOT
 

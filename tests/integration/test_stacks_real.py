@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from stackrace.stacks import probe
-from stackrace.stacks.launcher import READY, STOPPED, Launcher
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import READY, STOPPED
 from stackrace.stacks.sampler import TreeSampler
 from stackrace.stacks.verify import verify_port
 from tests.conftest_stacks import (

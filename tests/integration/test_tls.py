@@ -19,8 +19,11 @@ import pytest
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, TargetSpec, WindowStats
 from stackrace.stacks import certificate, probe
-from stackrace.stacks.catalogue import StackDef, load_stacks, resolve
-from stackrace.stacks.launcher import Launcher, RunningStack
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import StackDef
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import RunningStack
+from stackrace.stacks.variants import resolve
 from tests.conftest_stacks import real_stack
 from tests.helpers import ROOT, run_cli, wait_for
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import subprocess
 
 from stackrace.race.core.presets import all_presets
-from stackrace.stacks.catalogue import load_stacks, resolve
-from stackrace.stacks.install import availability
+from stackrace.stacks.availability import availability
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.variants import resolve
 from tests.helpers import CLI, ROOT
 
 

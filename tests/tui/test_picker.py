@@ -11,9 +11,10 @@ from stackrace.race.core.plan import RacePlan
 from stackrace.race.core.urls import UrlTarget
 from stackrace.race.live.choices import choices_file, load_choices
 from stackrace.race.live.demo import CATALOG as DEMO
-from stackrace.stacks.catalogue import Tunable
+from stackrace.stacks.tunables import Tunable
 from stackrace.tui.app import StackraceApp
-from stackrace.tui.picker import PickerScreen, StackList, TuneScreen
+from stackrace.tui.picker import PickerScreen
+from stackrace.tui.stack_list import StackList, TuneScreen
 from tests.tui.conftest import SIZE, recording_engine, synthetic_session
 
 # the demo's stacks plus one that is not installed, as a real catalog can have, and one
@@ -150,7 +151,7 @@ async def test_screenshot_works_on_the_picker(tmp_path):
         assert len(list(tmp_path.glob("*.svg"))) == 2
 
 
-# stacks with the settings of the real stacks file's (config.tunables): workers and a
+# stacks with the settings of the real stacks file's (stacks.tunables): workers and a
 # param with choices, threads only, a param without choices and no workers
 TUNED = [
     StackChoice(
@@ -207,7 +208,7 @@ async def test_picker_keys_for_threads_and_every_param_and_variants_race():
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert "without a comma" in str(app.screen.query_one("#tune-error", Static).content)
-        # the launcher's own rule for a value (config.check_kind): no path, no zero
+        # the launcher's own rule for a value (stacks.tunables.check_kind): no path, no zero
         pool.value = "../../victim"
         await pilot.press("ctrl+s")
         await pilot.pause()

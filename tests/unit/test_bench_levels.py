@@ -17,7 +17,7 @@ from stackrace.race.live.demo import TICK, StackModel, synthetic_parts
 from stackrace.report.schema import BenchRun
 from stackrace.rules.level import FAILING, QUEUEING
 from stackrace.settings.race_settings import RaceSettings
-from stackrace.stacks.catalogue import Stack, StackDef
+from stackrace.stacks.definition import Stack, StackDef
 
 # a JIT: 500 req/s at most (2 ms of CPU each), a third of it cold, all of it after 20 s
 JIT = StackModel("jit", "async", 10_000, 10.0, 2.0, warm_s=20.0)

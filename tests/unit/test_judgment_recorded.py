@@ -42,7 +42,7 @@ from stackrace.rules.level import (
     Evidence,
     judge,
 )
-from stackrace.tui.pane import shown_window
+from stackrace.tui.pane_text import shown_window
 
 RACES = Path(__file__).parent / "races"
 

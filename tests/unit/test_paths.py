@@ -53,7 +53,7 @@ def test_xdg_defaults_variables_and_stackrace_home(
     assert paths.user_stacks_file() == tmp_path / "all" / "config" / "stacks.toml"
     # the run directories and the MariaDB follow the cache directory
     from stackrace.db.paths import default_dir
-    from stackrace.stacks.launcher import runs_dir
+    from stackrace.stacks.run_roots import runs_dir
 
     monkeypatch.delenv("STACKRACE_RUNS_DIR", raising=False)
     monkeypatch.delenv("STACKRACE_DB_DIR", raising=False)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stackrace.stacks.catalogue import PLACEHOLDERS, load_stacks, placeholders, resolve
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.placeholders import PLACEHOLDERS, placeholders
+from stackrace.stacks.variants import resolve
 from tests.helpers import ROOT
 
 GOOD = """

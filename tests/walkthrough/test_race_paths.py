@@ -17,8 +17,9 @@ from stackrace.race.live.view import SessionView
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.dialogs import SummaryScreen
 from stackrace.tui.pane import StackPane
-from stackrace.tui.picker import PickerScreen, StackList
+from stackrace.tui.picker import PickerScreen
 from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.stack_list import StackList
 from tests.walkthrough.realapp import all_loaded, panes_shown, race_of, real_app, wait_for, why_not
 
 IO4 = ["--stacks", "gunicorn-sync,gunicorn-gevent,uvicorn,aiohttp", "--workload", "io"]

@@ -83,7 +83,8 @@ from stackrace.settings.options import positive_duration, precision, usable_cpus
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.scenario import ScenarioError
 from stackrace.settings.workloads import WORKLOADS
-from stackrace.stacks.catalogue import ConfigError, StackFile
+from stackrace.stacks.catalogue import StackFile
+from stackrace.stacks.definition import ConfigError
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -536,7 +537,7 @@ def _run_locked(
             return 2
     if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
         from stackrace.base.paths import writable_dir
-        from stackrace.stacks.launcher import RUNS_MADE_FOR, runs_dir
+        from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir
 
         if not wants_cluster(args):  # (a cluster's stacks run on its app node)
             # a read-only or full home: one line now, not after the first progress lines

@@ -17,13 +17,13 @@ derived from it:
   the same struct and turned into requests by the same code (stackrace.settings.scenario).
 
 Durations are seconds (floats); the CLI and TOML accept "500ms", "10s", "2m". Every
-value goes through the same parser (stackrace.settings.options) from the command line and from a
-preset, so a value is valid or not the same way everywhere.
+value goes through the same parser (stackrace.settings.options for numbers and durations,
+stackrace.settings.race_parsers for the rest) from the command line and from a preset, so
+a value is valid or not the same way everywhere.
 """
 
 from __future__ import annotations
 
-import re
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -31,18 +31,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
-from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
-from stackrace.engine.model import MAX_RATE_PER_PROCESS, rate_problem
-from stackrace.engine.request import RequestError, check_method
-from stackrace.engine.tls import TlsConfigError, check_cacert
-from stackrace.settings import scenario, statuses, terms
+from stackrace.engine.clients import ClientProfile, parse_profile
+from stackrace.engine.model import MAX_RATE_PER_PROCESS
+from stackrace.settings import race_parsers as parse
+from stackrace.settings import scenario
 from stackrace.settings.options import (
-    OptionValueError,
     non_negative_duration,
+    non_negative_int,
     positive_duration,
     positive_int,
     positive_int_list,
-    positive_rate,
     timeout_duration,
 )
 from stackrace.settings.workloads import WORKLOADS
@@ -50,121 +48,9 @@ from stackrace.settings.workloads import WORKLOADS
 if TYPE_CHECKING:
     from stackrace.settings.scenario import RequestKind
 
-ISOLATIONS = ("auto", "rotate", "parallel")
-
 # the settings that say what each request is (your endpoints, stackrace.settings.scenario): all
 # that `stackrace load` takes of a race's settings
 REQUEST_FIELDS = ("paths", "method", "header", "body", "body_file", "scenario", "expect_status")
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise OptionValueError(f"must be a whole number, got {text!r}") from None
-    if n < 0:
-        raise OptionValueError(f"must be 0 or more, got {text!r}")
-    return n
-
-
-def _memory(text: str) -> str:
-    if not re.fullmatch(r"\d+[KMG]?", text):
-        raise OptionValueError(f"must be a size like 128M or 2G, got {text!r}")
-    return text
-
-
-def _bool(text: str) -> bool:
-    return text.lower() in ("1", "true", "yes", "on")
-
-
-def _stack_rate(text: str) -> float:
-    """A rate per stack: every stack of a race has one engine process of its own, so
-    one process's ceiling is the stack's (engine.model.MAX_RATE_PER_PROCESS)."""
-    rate = positive_rate(text)
-    problem = rate_problem(rate, 1)
-    if problem:
-        raise OptionValueError(f"{problem.split(';')[0]}, got {text!r}")
-    return rate
-
-
-def _cacert(text: str) -> str:
-    """A PEM file of CA certificates, checked now, kept as an absolute path."""
-    try:
-        check_cacert(text)
-    except TlsConfigError as exc:
-        raise OptionValueError(str(exc).removeprefix(f"--cacert {text}: ")) from None
-    return str(Path(text).resolve())
-
-
-def _clients(text: str) -> str:
-    """A slow-client profile (engine.clients), kept as its canonical text."""
-    try:
-        return parse_profile(text).describe()
-    except ProfileError as exc:
-        raise OptionValueError(str(exc)) from None
-
-
-def _share(text: str) -> float:
-    try:
-        return parse_share(text)
-    except ProfileError as exc:
-        raise OptionValueError(str(exc)) from None
-
-
-def _workload(text: str) -> str:
-    if text not in WORKLOADS:
-        raise OptionValueError(f"must be one of {', '.join(sorted(WORKLOADS))}, got {text!r}")
-    return text
-
-
-def _path_item(text: str) -> str:
-    try:
-        scenario.parse_path_item(text)
-    except scenario.ScenarioError as exc:
-        raise OptionValueError(str(exc)) from None
-    return text
-
-
-def _method(text: str) -> str:
-    try:
-        return check_method(text)
-    except RequestError as exc:
-        raise OptionValueError(str(exc)) from None
-
-
-def _header(text: str) -> str:
-    try:
-        scenario.parse_header(text)
-    except scenario.ScenarioError as exc:
-        raise OptionValueError(str(exc)) from None
-    return text
-
-
-def _statuses(text: str) -> str:
-    try:
-        return statuses.check(text)
-    except statuses.StatusError as exc:
-        raise OptionValueError(str(exc)) from None
-
-
-def _file_name(text: str) -> str:
-    if not text or not text.isprintable() or len(text) > 4096:
-        raise OptionValueError(f"not a file name: {text[:60]!r}")
-    return text
-
-
-def _slo(text: str) -> str:
-    try:
-        terms.check_objective(text)
-    except terms.TermError as exc:
-        raise OptionValueError(str(exc)) from None
-    return text.strip()
-
-
-def _isolation(text: str) -> str:
-    if text not in ISOLATIONS:
-        raise OptionValueError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
-    return text
 
 
 class Opt(msgspec.Struct, frozen=True):
@@ -191,9 +77,9 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     stacks: Annotated[list[str], opt("--stacks", "comma-separated stacks or variants")] = []
     workload: Annotated[
-        str, opt("--workload", "hello, json, io or db", _workload, metavar="NAME")
+        str, opt("--workload", "hello, json, io or db", parse.workload_name, metavar="NAME")
     ] = "hello"
-    io_ms: Annotated[int, opt("--io-ms", "how long /io waits, ms", _non_negative_int)] = 10
+    io_ms: Annotated[int, opt("--io-ms", "how long /io waits, ms", non_negative_int)] = 10
     queries: Annotated[
         int, opt("--queries", "range queries per /db request (the classic: 10)", positive_int)
     ] = 10
@@ -228,7 +114,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--warmup-requests",
             "also warm up until this many requests were answered (a JIT's warm-up is "
             "counted in requests, not seconds)",
-            _non_negative_int,
+            non_negative_int,
             bench_only=True,
         ),
     ] = 0
@@ -238,7 +124,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--rate",
             "constant rate per stack, req/s, instead of levels (at most "
             f"{MAX_RATE_PER_PROCESS:,}: a stack's engine process schedules no more)",
-            _stack_rate,
+            parse.stack_rate,
         ),
     ] = None
     rate_connections: Annotated[
@@ -260,7 +146,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--keepalive",
             "keep connections open between requests",
-            _bool,
+            parse.on_off,
             negate="--no-keepalive",
         ),
     ] = True
@@ -269,7 +155,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--isolation",
             "auto, rotate (one stack at a time) or parallel",
-            _isolation,
+            parse.isolation,
             bench_only=True,
         ),
     ] = "auto"
@@ -284,7 +170,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--tls-verify",
             "https --url targets: check the server's certificate (the default)",
-            _bool,
+            parse.on_off,
             negate="--insecure",
         ),
     ] = True
@@ -293,7 +179,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--cacert",
             "https --url targets: trust the certificates in this PEM file",
-            _cacert,
+            parse.cacert_file,
             metavar="FILE",
         ),
     ] = None
@@ -303,7 +189,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--tls-resume",
             "https: offer the last TLS session on each new connection (default: a full "
             "handshake every time)",
-            _bool,
+            parse.on_off,
             negate="--no-tls-resume",
         ),
     ] = False
@@ -313,7 +199,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--clients",
             "slow clients: slow, mobile, wan or NAME:upload=20ms,read=64KB/s (each request "
             "sent in pieces over `upload`, responses read at `read`)",
-            _clients,
+            parse.client_profile,
             metavar="PROFILE",
         ),
     ] = None
@@ -323,7 +209,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--slow-share",
             "the share of each stack's connections that are slow clients, e.g. 20%% "
             "(default: all of them, with --clients)",
-            _share,
+            parse.slow_share,
             metavar="SHARE",
         ),
     ] = 1.0
@@ -331,7 +217,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int)
     ] = None
     memory_max: Annotated[
-        str | None, opt("--memory-max", "memory cap per stack, e.g. 128M", _memory)
+        str | None, opt("--memory-max", "memory cap per stack, e.g. 128M", parse.memory_size)
     ] = None
     # your endpoints instead of the workload's (stackrace.settings.scenario)
     paths: Annotated[
@@ -342,7 +228,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "or /a:3 (repeatable: a weighted mix). A final :N is the weight, except on a "
             "path with a query, which is sent whole ('/s?from=10:30'); a path ending in "
             ":N itself takes its weight after it: /t/12:30:1",
-            _path_item,
+            parse.path_item,
             metavar="PATH[:WEIGHT]",
             repeat=True,
         ),
@@ -350,7 +236,10 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     method: Annotated[
         str,
         opt(
-            "--method", "HTTP method of your requests (--path, or load's URLs)", _method, short="-m"
+            "--method",
+            "HTTP method of your requests (--path, or load's URLs)",
+            parse.http_method,
+            short="-m",
         ),
     ] = "GET"
     header: Annotated[
@@ -358,7 +247,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--header",
             "a header of your requests (--path, or load's URLs), 'Name: value' (repeatable)",
-            _header,
+            parse.header_line,
             metavar="'K: V'",
             repeat=True,
             short="-H",
@@ -372,7 +261,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--body-file",
             "the body of your requests (--path, or load's URLs), from a file",
-            _file_name,
+            parse.file_name,
         ),
     ] = None
     scenario: Annotated[
@@ -381,7 +270,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--scenario",
             "a TOML file of requests (path, method, headers, body, weight, expect) "
             "instead of --path",
-            _file_name,
+            parse.file_name,
             metavar="FILE",
         ),
     ] = None
@@ -391,7 +280,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--expect-status",
             "statuses the answers to your requests should have, e.g. 200, 2xx, 200-299,404 "
             "(default: anything below 400; others are failures)",
-            _statuses,
+            parse.status_codes,
             metavar="CODES",
         ),
     ] = None
@@ -404,7 +293,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "'p99<50ms,failures<0.1%%' (a percentile p0-p100 with at most two decimals, "
             "mean, max, failures, waiting, rss, cpu): sets the exit status and the JUnit "
             "verdict, and is what --capacity searches under",
-            _slo,
+            parse.slo_terms,
             metavar="TERMS",
         ),
     ] = None
@@ -546,7 +435,7 @@ def with_options(base: RaceSettings, given: dict[str, Any], app_given: bool) -> 
 
 
 def stacks_named_in(stacks_given: bool, preset_file: Path | None, run_file: str | None) -> str:
-    """Where the race's stacks were written, for stacks.catalogue.resolve: the command
+    """Where the race's stacks were written, for stacks.variants.resolve: the command
     line when --stacks was given there, else the preset's file or the run file they came
     from (a file may not name an executable)."""
     from stackrace.settings.options import COMMAND_LINE
