@@ -187,41 +187,49 @@ async def until(predicate: Callable[[], object], timeout: float, step: float = 0
     return bool(predicate())
 
 
+_HOG = """
+import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[1])})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+busy, idle = float(sys.argv[2]), float(sys.argv[3])
+print("ready", flush=True)
+while True:
+    end = time.perf_counter() + busy
+    while time.perf_counter() < end:
+        pass
+    time.sleep(idle)
+"""
+
+
 @contextlib.contextmanager
-def cpu_quota(pid: int, share: float) -> Iterator[None]:
-    """Hold process `pid` to `share` of one core for the block: a cgroup of its own with a
-    CPU quota (cgroup v2's cpu.max where the cpu controller is there, else v1's cpu
-    hierarchy), as a container's CPU limit holds a process, whatever else the machine
-    runs. Skips the test where neither can be made (not root, no cpu controller)."""
-    import tempfile
+def core_taken(pid: int, share: float, period: float = 0.02) -> Iterator[None]:
+    """Leave process `pid` `1 - share` of one core for the block: pin it to the last core
+    and run there a real-time (SCHED_FIFO) loop that spins `share` of every `period` and
+    sleeps the rest. A real-time task always runs before an ordinary one, so `pid` waits
+    on the run queue while the loop spins: the wait for a core a busy machine causes,
+    the same on every machine. Skips where a real-time task cannot be made (no
+    CAP_SYS_NICE).
 
-    import pytest
-
-    period = 20_000  # µs
-    quota = max(1_000, int(share * period))
-    v2 = Path("/sys/fs/cgroup/unified")
-    v2 = v2 if v2.is_dir() else Path("/sys/fs/cgroup")
-    v1 = Path("/sys/fs/cgroup/cpu")
+    Two ways came first and failed: a busy loop at nice -10 flaked (autogroups weigh a
+    nice value only inside its session) and a cgroup CPU quota held here but not on the
+    CI machine, where the engine, throttled, did not show the wait."""
+    cpu = max(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(pid)
+    hog = subprocess.Popen(
+        [sys.executable, "-c", _HOG, str(cpu), str(share * period), str((1 - share) * period)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        if "cpu" in (v2 / "cgroup.subtree_control").read_text().split():
-            group = Path(tempfile.mkdtemp(prefix="stackrace-test-", dir=v2))
-            (group / "cpu.max").write_text(f"{quota} {period}")
-            parent = v2
-        elif (v1 / "cpu.cfs_quota_us").exists():
-            group = Path(tempfile.mkdtemp(prefix="stackrace-test-", dir=v1))
-            (group / "cpu.cfs_period_us").write_text(str(period))
-            (group / "cpu.cfs_quota_us").write_text(str(quota))
-            parent = v1
-        else:
-            pytest.skip("no cgroup cpu controller to hold a process to a CPU quota")
-        (group / "cgroup.procs").write_text(str(pid))
-    except OSError as exc:
-        pytest.skip(f"cannot make a cgroup with a CPU quota here: {exc}")
-    try:
+        assert hog.stdout is not None
+        if hog.stdout.readline().strip() != "ready":
+            hog.wait(5)
+            pytest.skip(f"cannot run a real-time task here: {hog.stderr.read().strip()[-200:]}")
+        os.sched_setaffinity(pid, {cpu})
         yield
     finally:
+        hog.kill()
+        hog.wait()
         with contextlib.suppress(OSError):
-            for p in (group / "cgroup.procs").read_text().split():
-                (parent / "cgroup.procs").write_text(p)
-        with contextlib.suppress(OSError):
-            group.rmdir()
+            os.sched_setaffinity(pid, before)

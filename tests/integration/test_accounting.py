@@ -17,7 +17,7 @@ import pytest
 from stackrace.engine.client import Engine
 from stackrace.engine.model import BodyCheck, EngineSettings, TargetSpec, WindowStats
 from stackrace.report.schema import loads
-from tests.helpers import ROOT, TestServer, cpu_quota, never_accepting_listener, run_cli, wait_for
+from tests.helpers import ROOT, TestServer, core_taken, never_accepting_listener, run_cli, wait_for
 
 ONE_AT_A_TIME = ROOT / "tests" / "servers" / "one_at_a_time.py"
 
@@ -277,20 +277,16 @@ async def test_waiting_ages_and_stale_clients_in_a_window(one_at_a_time: TestSer
 
 
 async def test_engine_limited_when_the_engine_is_starved_of_cpu(server: TestServer):
-    """An engine held to a quarter of a core (a CPU quota, as a CI container's) waits for
+    """An engine left a quarter of its core (a real-time loop takes the rest) waits for
     its core, and says its figures are its own limit; running freely on a server that
     takes its time, it does not.
 
-    The starving is done to the engine, not left to the scheduler: a busy loop at
-    nice -10 on the engine's core was the first way, and flaked (9 passes, 6 failures
-    beside other work): with the kernel's autogroups, on by default, a nice value only
-    weighs inside its session, so what the loop took depended on the machine. A cgroup
-    quota holds the engine the same whatever else runs (measured: CPU 24-25 %, waited
-    39-42 % of the time, against the rule's 20 %)."""
+    The starving is done to the engine, not left to the scheduler (tests/helpers.py
+    core_taken says which ways failed first and why)."""
     async with Engine() as engine:
         await engine.add_target(TargetSpec(id="a", url=server.url("/hello"), concurrency=50))
         (pid,) = engine.engine_pids("a")
-        with cpu_quota(pid, 0.25):
+        with core_taken(pid, 0.75):
             await asyncio.sleep(2.0)
             snap = engine.latest
             assert snap is not None
