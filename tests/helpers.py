@@ -222,7 +222,7 @@ def core_taken(pid: int, share: float, period: float = 0.02) -> Iterator[None]:
         text=True,
     )
     try:
-        assert hog.stdout is not None
+        assert hog.stdout is not None and hog.stderr is not None
         if hog.stdout.readline().strip() != "ready":
             hog.wait(5)
             pytest.skip(f"cannot run a real-time task here: {hog.stderr.read().strip()[-200:]}")
