@@ -9,6 +9,8 @@ import pytest
 
 from stackrace.race.core.capacity_search import (
     BUDGET,
+    BUSY,
+    BUSY_REMEASURES,
     CANNOT,
     CEILING,
     PRECISE,
@@ -327,3 +329,78 @@ def test_one_stalled_probe_at_the_floor_does_not_make_cannot_meet() -> None:
     run(search, measure)
     result = search.result()
     assert result.load == 19 and result.stopped == PRECISE, result.sentence("p99 < 50 ms")
+
+
+def test_misses_on_a_busy_machine_are_measured_again_and_only_then_count() -> None:
+    """Stalls beside a test lane made a load the server meets miss twice (c=19 of a
+    server that meets up to c=19: in the bisection and in a confirm), more than one
+    re-check of the break can forgive. On a machine busy all along, each miss is
+    measured again once: the answer is the server's, the busy misses stay in the
+    evidence (phase "busy"), and a miss that repeats counts."""
+    honest = closed_loop(4, 10, 50)
+    seen: dict[int, int] = {}
+    stall_on = {19: {1, 3}}  # the 1st and the 3rd measurement of c=19
+
+    def measure(c: float) -> Probe:
+        seen[int(c)] = seen.get(int(c), 0) + 1
+        if seen[int(c)] in stall_on.get(int(c), set()):
+            return Probe(c, False, 400, "p99 91.0 ms > 50 ms", busy=True)
+        return Probe(**{**honest(c).__dict__, "busy": True})  # busy all along
+
+    search = CapacitySearch(Bounds(start=1, ceiling=4096, integer=True))
+    run(search, measure)
+    result = search.result()
+    assert (result.load, result.breaks_at, result.stopped) == (19, 20, PRECISE)
+    busy = [p for p in result.probes if p.phase == BUSY]
+    assert [p.load for p in busy].count(19) == 2 and not any(p.meets for p in busy)
+    # the bracket's overshoot (c=32) is not measured again: the re-check covers it
+    assert 32 not in {p.load for p in busy}
+    # each busy miss was measured once more, right after it
+    for i, p in enumerate(result.probes):
+        if p.phase == BUSY:
+            assert result.probes[i + 1].load == p.load and result.probes[i + 1].phase != BUSY
+    assert "p99" in result.breaks_why and result.unstable is None
+
+
+def test_busy_re_measures_are_bounded_and_a_miss_that_repeats_counts() -> None:
+    """A machine busy all the time and a server that truly breaks at c=5,000, searched
+    to the connection (more misses than the bound): misses are measured again
+    BUSY_REMEASURES times in all, each repeated miss counts, and the answer is the one
+    a quiet machine gets."""
+    honest = closed_loop(1000, 10, 50)
+
+    def measure(c: float) -> Probe:
+        return Probe(**{**honest(c).__dict__, "busy": True})
+
+    bounds = Bounds(start=1, ceiling=100_000, integer=True, precision=0.0001)
+    search = CapacitySearch(bounds)
+    run(search, measure)
+    result = search.result()
+    assert (result.load, result.breaks_at, result.stopped) == (4999, 5000, PRECISE)
+    misses = [p for p in result.probes if not p.meets and p.phase not in ("bracket", BUSY)]
+    assert len(misses) > BUSY_REMEASURES  # the bound was reached ...
+    assert sum(p.phase == BUSY for p in result.probes) == BUSY_REMEASURES  # ... and held
+    # a pass is never measured again for being busy
+    assert all(not p.meets for p in result.probes if p.phase == BUSY)
+
+
+def test_a_busy_search_replays_to_the_same_state() -> None:
+    """The busy flag comes from the probe's own record (its noise, its stack's wait), so
+    a journal replays a search with busy re-measures exactly."""
+    honest = closed_loop(4, 10, 50)
+    stalled = {16: 1}
+
+    def measure(c: float) -> Probe:
+        if stalled.get(int(c)):
+            stalled[int(c)] -= 1
+            return Probe(c, False, 400, "p99 91.0 ms > 50 ms", busy=True)
+        return honest(c)
+
+    first = CapacitySearch(Bounds(start=1, ceiling=4096, integer=True))
+    run(first, measure)
+    again = CapacitySearch(Bounds(start=1, ceiling=4096, integer=True))
+    for p in first.probes:
+        assert again.next_load() == p.load
+        again.record(p)
+    assert again.next_load() is None
+    assert again.result().probes == first.result().probes

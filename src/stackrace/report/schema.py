@@ -254,7 +254,8 @@ class CapacityProbe(msgspec.Struct, forbid_unknown_fields=True):
     load: float
     meets: bool
     why: str  # the terms missed, with their figures ("p99 74.1ms ≥ 50 ms")
-    phase: str  # bracket, bisect, confirm or recheck (the break measured again)
+    phase: str  # bracket, bisect, confirm, recheck (the break measured again) or busy (a miss
+    # while the machine was busy: measured again, not counted; race/core/capacity_search.py)
     answers: int
     enough: bool  # at least `CapacityResult.needed_answers` answers
     seconds: float

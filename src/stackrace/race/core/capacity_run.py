@@ -48,7 +48,7 @@ from stackrace.race.core.capacity_search import (
     Probe,
     needed_answers,
 )
-from stackrace.race.core.noise import NoiseMeter
+from stackrace.race.core.noise import NoiseMeter, probe_busy
 from stackrace.race.core.state import StackState
 from stackrace.report.schema import CapacityProbe, CapacityResult, Level, ProbeNoise
 from stackrace.report.slo import Slo
@@ -129,6 +129,7 @@ def probe_of(cp: CapacityProbe) -> Probe:
         answers=cp.answers,
         enough=cp.enough,
         seconds=cp.seconds,
+        busy=probe_busy(cp.noise, cp.level.cpu_wait_percent),
     )
 
 
@@ -202,6 +203,7 @@ async def search_capacity(
                 answers=lv.requests,
                 enough=lv.requests >= needed,
                 seconds=seconds,
+                busy=probe_busy(felt, lv.cpu_wait_percent),
             )
             searches[i].record(probe)
             searches[i].next_load()  # asked now (it will be again): an ended search says so

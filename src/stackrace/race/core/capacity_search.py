@@ -36,6 +36,18 @@ How it searches (k6's breakpoint test, stopped by a rule instead of by hand):
 A budget bounds it: a number of probes and a time (the front end reports each probe's
 seconds); when it is spent the result says so and names the bracket it got to.
 
+**A miss on a busy machine is measured again.** The front end marks a probe `busy` when
+it saw the machine disturb it (race/core/noise.py `probe_busy`: other processes took a
+share of a core, or the engine or the stack waited for one): a p99 rests on its worst
+1 %, and one stall of a shared core of 40-130 ms in a probe of a second turned a p99 of
+50 ms into a miss below the true capacity (c=19 for 20, c=15 for 50 beside a test
+lane). Such a miss is kept as evidence (phase `busy`) and that load is measured again,
+once; a miss that repeats counts as any other, and `BUSY_REMEASURES` bounds them per
+search, so a machine that is always busy costs a few probes, not an endless search.
+Not in the bracket: its first miss, the doubling's overshoot, is nearly always real,
+and the break it leaves is re-checked anyway. A pass is never measured again for being
+busy: a stall only makes a figure worse.
+
 **An unstable boundary is an answer too.** The re-check forgives one miss below a pass
 (a stall of a shared core). Two or more such misses are not a stall: the server both
 meets and misses at the same loads (a server whose speed changes from second to second,
@@ -72,6 +84,8 @@ PROBES = "probe limit reached"
 UNSTABLE = "unstable boundary"
 INTERRUPTED = CAPACITY_INTERRUPTED  # the search did not end: what it saw, never a capacity
 UNSTABLE_MISSES = 2  # misses at or below a pass: one is a stall (re-checked), two are not
+BUSY_REMEASURES = 6  # misses on a busy machine measured again, per search
+BUSY = "busy"  # the phase of a miss that was measured again because the machine was busy
 
 
 def needed_answers(quantile: float | None, tail: int = 10) -> int:
@@ -111,7 +125,8 @@ class Probe:
     answers: int = 0
     enough: bool = True  # had the answers its percentile needs
     seconds: float = 0.0
-    phase: str = ""  # bracket, bisect, confirm (set by the search)
+    phase: str = ""  # bracket, bisect, confirm, recheck or busy (set by the search)
+    busy: bool = False  # the machine disturbed it (race/core/noise.py probe_busy)
 
 
 @dataclass(frozen=True)
@@ -161,7 +176,7 @@ class Capacity:
             text += " [on fewer answers than the percentile needs]"
         if self.unstable is not None:
             lo, hi = self.unstable
-            misses = sum(1 for p in self.probes if not p.meets and p.load <= hi)
+            misses = sum(1 for p in self.probes if not p.meets and p.phase != BUSY and p.load <= hi)
             return (
                 f"{text}; unstable from {at(lo)} to {at(hi)}: it both met and missed there "
                 f"({misses} misses at or below a load that met); first miss: "
@@ -193,6 +208,7 @@ class CapacitySearch:
         self._stopped = ""
         self._rechecked = False  # the break was measured again (once per search)
         self._floor_rechecked = False  # a miss at the floor was measured again
+        self._busy_left = BUSY_REMEASURES
 
     # --- what next --------------------------------------------------------------------
 
@@ -286,13 +302,26 @@ class CapacitySearch:
         if self._pending is None or abs(probe.load - self._pending) > 1e-9 * max(1, probe.load):
             raise ValueError(f"recorded load {probe.load:g}, asked {self._pending}")
         self._pending = None
+        again = bool(self.probes) and self.probes[-1].phase == BUSY
+        if (
+            not probe.meets
+            and probe.busy
+            and self._busy_left > 0
+            and self.phase != "bracket"
+            and not again
+        ):
+            # the machine's, maybe: kept as evidence, not as a verdict; measured again
+            self._busy_left -= 1
+            self.probes.append(Probe(**{**probe.__dict__, "phase": BUSY}))
+            self._pending = probe.load
+            return
         probe = Probe(**{**probe.__dict__, "phase": self.phase})
         self.probes.append(probe)
         if self.phase == "recheck" and self.lo is None:  # the floor, measured again
             self.phase = "bracket"
             if probe.meets:  # the first miss there was the machine's: go on above
                 self.lo = probe.load
-                above = [p.load for p in self.probes if not p.meets and p.load > probe.load]
+                above = [p.load for p in self._misses() if p.load > probe.load]
                 self.hi = min(above) if above else None
                 if self.hi is not None:
                     self.phase = "bisect"
@@ -304,7 +333,7 @@ class CapacitySearch:
             # the miss was the machine's: go on above this load
             self.lo = probe.load
             self._confirms = []
-            above = [p.load for p in self.probes if not p.meets and p.load > probe.load]
+            above = [p.load for p in self._misses() if p.load > probe.load]
             self.hi = min(above) if above else None
             self.phase = "bracket" if self.hi is None else "bisect"
             return
@@ -333,6 +362,10 @@ class CapacitySearch:
     def done(self) -> bool:
         return bool(self._stopped)
 
+    def _misses(self) -> list[Probe]:
+        """The misses that count (not those measured again for a busy machine)."""
+        return [p for p in self.probes if not p.meets and p.phase != BUSY]
+
     def unstable(self) -> tuple[float, float] | None:
         """The loads where the verdicts contradict each other (a miss at or below a
         pass), when there are at least `UNSTABLE_MISSES` such misses."""
@@ -340,7 +373,7 @@ class CapacitySearch:
         if not passes:
             return None
         top = max(passes)
-        against = [p.load for p in self.probes if not p.meets and p.load <= top]
+        against = [p.load for p in self._misses() if p.load <= top]
         if len(against) < UNSTABLE_MISSES:
             return None
         return min(against), top
@@ -351,7 +384,7 @@ class CapacitySearch:
         unstable = self.unstable()
         if unstable is not None:
             # what holds for sure: the highest pass below every miss
-            lowest_miss = min(p.load for p in self.probes if not p.meets)
+            lowest_miss = min(p.load for p in self._misses())
             below = [p.load for p in self.probes if p.meets and p.load < lowest_miss]
             lo, hi = (max(below) if below else None), lowest_miss
             if stopped in ("", PRECISE):
@@ -363,11 +396,11 @@ class CapacitySearch:
             median = sorted(rps)[len(rps) // 2]
             margin = (max(rps) - min(rps)) / 2 / median if median > 0 else None
         miss = next(
-            (p for p in reversed(self.probes) if hi is not None and p.load == hi and not p.meets),
+            (p for p in reversed(self._misses()) if hi is not None and p.load == hi),
             None,
         )
         if unstable is not None:
-            miss = next((p for p in self.probes if p.load == hi and not p.meets), None)
+            miss = next((p for p in self._misses() if p.load == hi), None)
         return Capacity(
             load=lo,
             rps=(sorted(rps)[len(rps) // 2] if rps else None),

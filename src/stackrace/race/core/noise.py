@@ -118,6 +118,20 @@ class NoiseMeter:
         return self.since(mark).others_cores
 
 
+def probe_busy(noise: ProbeNoise | None, stack_wait_percent: float) -> bool:
+    """Whether the machine disturbed a probe: other processes took `BUSY_OTHERS_CORES` of
+    a core or more, or the engine or the stack waited for a core `BUSY_WAIT_PERCENT` of
+    the time or more. A capacity search measures such a probe's miss again
+    (race/core/capacity_search.py). Unmeasured noise (None) is not busy."""
+    if noise is None:
+        return False
+    return (
+        noise.others_cores >= BUSY_OTHERS_CORES
+        or noise.engine_wait_percent >= BUSY_WAIT_PERCENT
+        or stack_wait_percent >= BUSY_WAIT_PERCENT
+    )
+
+
 def summarize(
     cores: int,
     probes: Sequence[ProbeNoise],
