@@ -347,14 +347,17 @@ class Engine:
                 raise
             self._targets[spec.id] = TargetAggregate(spec)
             self._target_procs[spec.id] = mine
-            for p, c, r in zip(
+            budgets = [None] * len(mine) if spec.budget is None else split(spec.budget, len(mine))
+            for p, c, r, b in zip(
                 mine,
                 split(spec.concurrency, len(mine)),
                 self._split_rate(spec.rate, len(mine)),
+                budgets,
                 strict=True,
             ):
                 p.targets.add(spec.id)
-                p.send(Add(target=msgspec.structs.replace(spec, concurrency=c, rate=r)))
+                part = msgspec.structs.replace(spec, concurrency=c, rate=r, budget=b)
+                p.send(Add(target=part))
 
     @staticmethod
     def _split_rate(rate: float | None, n: int) -> list[float | None]:

@@ -40,6 +40,7 @@ from stackrace.rules.level import (
     Judgment,
     secs,
 )
+from stackrace.rules.starving import starved_sentence
 
 # a stack is "behind schedule" when it delivers less than this share of the asked rate
 BEHIND = 0.95
@@ -157,25 +158,6 @@ def starving_sentence(w: WindowStats | None, total: WindowStats) -> str:
     whose last ACK a full listen backlog dropped leaves the client believing it is
     connected with its request never acknowledged."""
     return starved_sentence(w, total)
-
-
-def starved_sentence(w: WindowStats | None, total: WindowStats) -> str:
-    """The starved share of `total` and its likely cause (see starving_sentence); also
-    `load`'s report, which has no verdict."""
-    share = f"{100 * total.starved_share:.0f}% of clients' time unanswered"
-    share += f" (up to {_secs(total.starved_wait_us)})"
-    if total.failures.get(CONNECT_TIMEOUT, 0) or (w is not None and 2 * w.connecting > w.waiting):
-        return f"{share}: stuck in connect, the accept queue drops their SYNs"
-    starved_now = round(w.starved_share * w.in_flight) if w is not None else 0
-    if w is None or not starved_now:
-        return f"{share}: a worker held by another keep-alive client, or a full listen backlog"
-    # the engine asked the kernel (TCP_INFO) whether the server's kernel acknowledged
-    # each request over a second old: unacknowledged, its handshake was dropped
-    if 2 * w.unacked >= starved_now:
-        # what is known: the handshake's last ACK and the request were dropped (by a full
-        # listen backlog, as a rule; a firewall does the same)
-        return f"{share}: handshakes dropped, requests never acknowledged"
-    return f"{share}: its kernel has their requests, the server reads others first"
 
 
 def _failure_sentence(kind: str, w: WindowStats, timeout: float) -> str:
