@@ -38,6 +38,7 @@ from pathlib import Path
 from stackrace.base import paths
 from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import default_dir, shadow_base
+from stackrace.settings.options import examples
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks.launcher import runs_dir
 
@@ -56,7 +57,20 @@ _MADE = {
 }
 
 
+EXAMPLES = examples(
+    ("stackrace clean --dry-run", "what it would stop and remove, and its size"),
+    ("stackrace clean", "stop the private MariaDB and remove what stackrace made"),
+    ("stackrace clean && pip uninstall stackrace", "and then stackrace itself"),
+)
+
+
 def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Stop the private MariaDB and remove what stackrace made in its data and cache "
+        "directories: only names it made, no link followed, your config kept. Then "
+        "`pip uninstall stackrace` removes stackrace itself."
+    )
+    p.epilog = EXAMPLES
     p.add_argument(
         "--dry-run",
         action="store_true",

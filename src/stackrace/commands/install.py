@@ -14,10 +14,29 @@ import sys
 import time
 
 from stackrace.commands._common import load, resolve_all
+from stackrace.settings.options import examples
 from stackrace.stacks.install import Installer, InstallOutcome
+
+EXAMPLES = examples(
+    (
+        "stackrace install uvicorn aiohttp",
+        "what two stacks need (pip here; apt, Go, npm for others)",
+    ),
+    ("stackrace install --all --dry-run", "what every stack would need, doing nothing"),
+    ("stackrace install -n php-fpm-nginx", "what one would need (-n: --dry-run)"),
+    (
+        'stackrace install --into "$(which python)" gunicorn-sync uwsgi',
+        "servers for your app, in your app's environment",
+    ),
+)
 
 
 def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Install what the chosen stacks need: Python packages into stackrace's environment, "
+        "system packages with apt, Go and Node builds. Nothing is installed unasked."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument(
         "names", nargs="*", metavar="NAME", help="stacks to install (see `stackrace stacks`)"
     )
@@ -28,7 +47,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--into",
         metavar="PYTHON",
-        help="install the named servers for your app (`--app`) into this interpreter's "
+        help="install the named servers for your app (`stackrace --app …`) into this interpreter's "
         "environment (PYTHON -m pip install …), not stackrace's",
     )
     p.set_defaults(func=run)

@@ -13,13 +13,30 @@ import signal
 import sys
 
 from stackrace.commands._common import load, resolve_all
+from stackrace.settings.options import examples
 from stackrace.stacks.catalogue import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.supervise import hurry
 
+EXAMPLES = examples(
+    ("stackrace serve uvicorn", "one stack: its URL, then Ctrl-C stops it"),
+    ("stackrace serve uvicorn gunicorn-sync", "two stacks, each on a port of its own"),
+    ("stackrace serve gunicorn-sync:workers=4", "a variant: four workers"),
+    ("stackrace serve --db django", "a stack and the private MariaDB, so /db answers"),
+    ("stackrace serve --app examples/flask_app:app", "your app under every server that runs it"),
+)
+
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("names", nargs="*", help="stacks (or variants like gunicorn-sync:workers=4)")
+    p.description = (
+        "Start stacks and print their URLs, to load them with anything (stackrace load, wrk, "
+        "a browser); Ctrl-C stops everything it started."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
+    p.add_argument(
+        "names", nargs="*", metavar="STACK",
+        help="stacks, or variants like gunicorn-sync:workers=4 (`stackrace stacks` lists them)",
+    )  # fmt: skip
     p.add_argument(
         "--db",
         action="store_true",
@@ -30,7 +47,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
     from stackrace.stacks import userapp
 
-    userapp.add_arguments(p.add_argument_group("your app (README: Your app)"))
+    userapp.add_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     p.set_defaults(func=run)
 
 

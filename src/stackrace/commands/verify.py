@@ -14,6 +14,7 @@ import sys
 import time
 
 from stackrace.commands._common import load, resolve_all
+from stackrace.settings.options import examples
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
 from stackrace.stacks.catalogue import DB_WORKLOADS, Stack, placeholders, render
@@ -29,9 +30,23 @@ from stackrace.stacks.verify import (
     verify_port,
 )
 
+EXAMPLES = examples(
+    ("stackrace verify gunicorn-sync", "start it and check every endpoint's answers"),
+    ("stackrace verify uvicorn aiohttp", "several stacks"),
+    ("stackrace verify --db django", "/db and /dbjson too, against a MariaDB of its own"),
+    ("stackrace verify --app examples/flask_app:app --path /", "your app, on every server"),
+)
+
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("names", nargs="*", help="stacks to verify (default: all available)")
+    p.description = (
+        "Start stacks and check every endpoint against the contract (docs/stacks.md): the "
+        "answers a race would count, before a race counts them."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
+    p.add_argument(
+        "names", nargs="*", metavar="STACK", help="stacks to verify (default: all available)"
+    )
     p.add_argument(
         "--include-unavailable", action="store_true", help="try stacks that look unavailable too"
     )

@@ -175,7 +175,8 @@ class Opt(msgspec.Struct, frozen=True):
     help: str
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
-    negate: str | None = None  # for booleans that default to True: the flag that turns off
+    negate: str | None = None  # for booleans: the flag that says the opposite
+    negate_help: str = ""  # ... and what it does
     repeat: bool = False  # a list given one item per flag (--path /a --path /b)
     short: str | None = None  # e.g. "-m"
     # bench's alone (levels, durations, repeats, isolation): not an option of the app,
@@ -190,13 +191,28 @@ def opt(flag: str, help: str, parse: Callable[[str], Any] | None = None, **kw: A
 class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What is raced and how. Defaults here are the defaults everywhere."""
 
-    stacks: Annotated[list[str], opt("--stacks", "comma-separated stacks or variants")] = []
+    stacks: Annotated[
+        list[str],
+        opt(
+            "--stacks",
+            "comma-separated stacks or variants (`stackrace stacks` lists them)",
+            metavar="A,B,…",
+        ),
+    ] = []
     workload: Annotated[
-        str, opt("--workload", "hello, json, io or db", _workload, metavar="NAME")
+        str,
+        opt(
+            "--workload",
+            f"the endpoint every stack serves and is loaded on: {', '.join(WORKLOADS)}",
+            _workload,
+            metavar="NAME",
+        ),
     ] = "hello"
-    io_ms: Annotated[int, opt("--io-ms", "how long /io waits, ms", _non_negative_int)] = 10
+    io_ms: Annotated[
+        int, opt("--io-ms", "how long /io waits, ms", _non_negative_int, metavar="MS")
+    ] = 10
     queries: Annotated[
-        int, opt("--queries", "range queries per /db request (the classic: 10)", positive_int)
+        int, opt("--queries", "range queries per /db request", positive_int, metavar="N")
     ] = 10
     # the levels a bench steps through; "concurrency" in a preset, a run file and on
     # the command line (--concurrency), as ever: everywhere else in stackrace a
@@ -208,11 +224,19 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--concurrency",
             "connections per stack, levels e.g. 10,100,500",
             positive_int_list,
+            metavar="N,N,…",
             bench_only=True,
         ),
     ] = msgspec.field(default_factory=lambda: [10, 100], name="concurrency")
     duration: Annotated[
-        float, opt("--duration", "measured time per level", positive_duration, bench_only=True)
+        float,
+        opt(
+            "--duration",
+            "measured time per level",
+            positive_duration,
+            metavar="DURATION",
+            bench_only=True,
+        ),
     ] = 10.0
     warmup: Annotated[
         float,
@@ -220,6 +244,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--warmup",
             "load before each level's figures count",
             non_negative_duration,
+            metavar="DURATION",
             bench_only=True,
         ),
     ] = 2.0
@@ -230,6 +255,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "also warm up until this many requests were answered (a JIT's warm-up is "
             "counted in requests, not seconds)",
             _non_negative_int,
+            metavar="N",
             bench_only=True,
         ),
     ] = 0
@@ -244,7 +270,12 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = None
     rate_connections: Annotated[
         int,
-        opt("--rate-connections", "connections per stack that carry a --rate", positive_int),
+        opt(
+            "--rate-connections",
+            "connections per stack that carry a --rate",
+            positive_int,
+            metavar="N",
+        ),
     ] = 200
     requests: Annotated[
         int | None,
@@ -253,6 +284,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "end each level after exactly this many requests were answered or failed, "
             "as ab -n (waits for all of them, up to the request timeout)",
             positive_int,
+            metavar="N",
             bench_only=True,
         ),
     ] = None
@@ -263,6 +295,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "keep connections open between requests",
             _bool,
             negate="--no-keepalive",
+            negate_help="every request on a new connection (Connection: close), as ab without -k",
         ),
     ] = True
     isolation: Annotated[
@@ -271,22 +304,32 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--isolation",
             "auto, rotate (one stack at a time) or parallel",
             _isolation,
+            metavar="MODE",
             bench_only=True,
         ),
     ] = "auto"
     repeat: Annotated[
-        int, opt("--repeat", "measure each level N times", positive_int, bench_only=True)
+        int,
+        opt("--repeat", "measure each level N times", positive_int, metavar="N", bench_only=True),
     ] = 1
     timeout: Annotated[
-        float, opt("--timeout", "a request with no answer after this long fails", timeout_duration)
+        float,
+        opt(
+            "--timeout",
+            "a request with no answer after this long fails",
+            timeout_duration,
+            metavar="DURATION",
+        ),
     ] = 10.0
     tls_verify: Annotated[
         bool,
         opt(
             "--tls-verify",
-            "https --url targets: check the server's certificate (the default)",
+            "https --url targets: check the server's certificate and name",
             _bool,
             negate="--insecure",
+            negate_help="https --url targets: do not check the server's certificate or "
+            "name, as curl -k",
         ),
     ] = True
     cacert: Annotated[
@@ -302,10 +345,10 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         bool,
         opt(
             "--tls-resume",
-            "https: offer the last TLS session on each new connection (default: a full "
-            "handshake every time)",
+            "https: offer the last TLS session on each new connection",
             _bool,
             negate="--no-tls-resume",
+            negate_help="https: a full handshake on every new connection, as distinct clients make",
         ),
     ] = False
     clients: Annotated[
@@ -329,18 +372,20 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ),
     ] = 1.0
     cpus: Annotated[
-        int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int)
+        int | None,
+        opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int, metavar="N"),
     ] = None
     memory_max: Annotated[
-        str | None, opt("--memory-max", "memory cap per stack, e.g. 128M", _memory)
+        str | None,
+        opt("--memory-max", "memory cap per stack, e.g. 128M", _memory, metavar="SIZE"),
     ] = None
     # your endpoints instead of the workload's (stackrace.settings.scenario)
     paths: Annotated[
         list[str],
         opt(
             "--path",
-            "load this path of your app instead of the workload's, with a weight: /items "
-            "or /a:3 (repeatable: a weighted mix). A final :N is the weight, except on a "
+            "load this path of your app, with a weight: /items or /a:3 (repeatable: a "
+            "weighted mix). A final :N is the weight, except on a "
             "path with a query, which is sent whole ('/s?from=10:30'); a path ending in "
             ":N itself takes its weight after it: /t/12:30:1",
             _path_item,
@@ -350,15 +395,13 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = []
     method: Annotated[
         str,
-        opt(
-            "--method", "HTTP method of your requests (--path, or load's URLs)", _method, short="-m"
-        ),
+        opt("--method", "the HTTP method of your requests", _method, short="-m"),
     ] = "GET"
     header: Annotated[
         list[str],
         opt(
             "--header",
-            "a header of your requests (--path, or load's URLs), 'Name: value' (repeatable)",
+            "a header of your requests, 'Name: value' (repeatable)",
             _header,
             metavar="'K: V'",
             repeat=True,
@@ -366,14 +409,16 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ),
     ] = []
     body: Annotated[
-        str | None, opt("--body", "the body of your requests (--path, or load's URLs)")
+        str | None,
+        opt("--body", "the body of your requests", metavar="TEXT"),
     ] = None
     body_file: Annotated[
         str | None,
         opt(
             "--body-file",
-            "the body of your requests (--path, or load's URLs), from a file",
+            "the body of your requests, read from FILE",
             _file_name,
+            metavar="FILE",
         ),
     ] = None
     scenario: Annotated[
@@ -403,8 +448,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--slo",
             "the objective every level is held to, targets to stay below, e.g. "
             "'p99<50ms,failures<0.1%%' (a percentile p0-p100 with at most two decimals, "
-            "mean, max, failures, waiting, rss, cpu): sets the exit status and the JUnit "
-            "verdict, and is what --capacity searches under",
+            "mean, max, failures, waiting, rss, cpu)",
             _slo,
             metavar="TERMS",
         ),
@@ -479,16 +523,24 @@ def add_options(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     skip: tuple[str, ...] = (),
     only: tuple[str, ...] | None = None,
+    helps: dict[str, str] | None = None,
 ) -> None:
     """Add every setting (or `only` these) as an option; unset options stay None (so
-    presets can fill in)."""
+    presets can fill in), and each help says the setting's default. `helps`: a
+    command's own words for a setting, by field (what --slo does in `load` is not what
+    it does in bench)."""
+    defaults = RaceSettings()
     for name, o in options().items():
         if name in skip or (only is not None and name not in only):
             continue
+        text = (helps or {}).get(name, o.help)
+        value = getattr(defaults, name)
         if o.negate:
             group = parser.add_mutually_exclusive_group()
-            group.add_argument(o.flag, dest=name, action="store_true", default=None, help=o.help)
-            group.add_argument(o.negate, dest=name, action="store_false", default=None)
+            on = f"{text} (the default)" if value else text
+            off = f"{o.negate_help} (the default)" if not value else o.negate_help
+            group.add_argument(o.flag, dest=name, action="store_true", default=None, help=on)
+            group.add_argument(o.negate, dest=name, action="store_false", default=None, help=off)
             continue
         flags = [o.short, o.flag] if o.short else [o.flag]
         parser.add_argument(
@@ -497,9 +549,26 @@ def add_options(
             default=None,
             metavar=o.metavar,
             type=_argparse_type(o) or str,  # str: the text as given (argparse's default)
-            help=o.help,
+            help=_with_default(text, o, value),
             action="append" if o.repeat else "store",
         )
+
+
+_DURATIONS = (positive_duration, non_negative_duration, timeout_duration)
+
+
+def _with_default(text: str, o: Opt, value: Any) -> str:
+    """The help with the setting's default said, unless it says one already or the
+    setting has none (None, an empty list: not set)."""
+    if "default" in text or value is None or value == []:
+        return text
+    if o.parse in _DURATIONS:
+        shown = f"{value:g}s"
+    elif isinstance(value, list):
+        shown = ",".join(str(v) for v in value)
+    else:
+        shown = str(value)
+    return f"{text} (default {shown})"
 
 
 def _argparse_type(o: Opt) -> Callable[[str], Any] | None:

@@ -203,7 +203,7 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
         "--app",
         metavar="MODULE:ATTR",
         help="your WSGI or ASGI app (main:app, pkg.wsgi:application, path/app.py:app): "
-        "race it under every server that can run it, as SERVER[app]",
+        "every server that can run it runs it, as SERVER[app]",
     )
     kind = (
         parser.add_mutually_exclusive_group()
