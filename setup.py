@@ -49,12 +49,16 @@ class BuildWithShippedData(build_py):
                 shutil.copy2(src, target / name)
 
 
-# The engine's plain-TCP transport in C (src/stackrace/engine/_cycle.c: why, there). An
-# editable install builds it in place; scripts/setup.sh rebuilds it when the file changes.
+# The engine's transport in C (src/stackrace/engine/_cycle.c: why, there), plain TCP and
+# TLS, the latter through the system's OpenSSL (libssl-dev: scripts/apt-base.txt), the
+# library Python's own ssl module links. An editable install builds it in place;
+# scripts/setup.sh rebuilds it when the file changes.
 CYCLE = Extension(
     "stackrace.engine._cycle",
     ["src/stackrace/engine/_cycle.c"],
-    depends=["src/stackrace/engine/_frame.h"],  # its response framer, included
+    # included: its response framer, and its TLS context and OpenSSL helpers
+    depends=["src/stackrace/engine/_frame.h", "src/stackrace/engine/_tls.h"],
+    libraries=["ssl", "crypto"],
     extra_compile_args=["-O2"],
 )
 

@@ -2,7 +2,8 @@
 """A new connection per request: stackrace's engine against wrk and ab.
 
     .venv/bin/python bench/connect_rate.py [--rounds 5] [--duration 6] [-c 50]
-                                           [--baseline-src DIR]
+                     [--tls [--tls-version 1.3|1.2] [--cert ecdsa|rsa] [--resume]]
+                     [--py-transport] [--baseline-src DIR]
 
 The keep-alive-off presets (ab without -k, gunicorn's sync worker) open a TCP connection
 for every request, and there the engine's core is what limits the figure first. This
@@ -25,17 +26,25 @@ per answer` (c_cycle_hybrid.py) is that loop counting each answer in Python as t
 engine's response callback does (`per batch`: a call per epoll batch). hey and oha
 join when they are on PATH. `--baseline-src DIR` adds the engine
 of another checkout's sources (e.g. main's) as "stackrace (baseline)", in the same rounds.
+
+`--tls`: a new TLS connection per request, a handshake each: full ones unless
+`--resume` (engine_vs_wrk.py's docstring: the server issues no session tickets, so wrk,
+which resumes whenever it can, makes full handshakes too), TLS 1.3 or 1.2, an ECDSA or
+an RSA certificate; the C floor rows are plain TCP and left out. The share of each
+tool's handshakes that resumed, as the server counted them, is printed beside it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
+import engine_vs_wrk
 from engine_vs_wrk import (
     PORT,
     ROOT,
@@ -43,13 +52,15 @@ from engine_vs_wrk import (
     add_tls_argument,
     build_target,
     require,
+    resumed,
     run_tool,
     served,
     skip_note,
     start_server,
+    tls_setting,
     tool_commands,
     use_baseline,
-    use_tls,
+    use_tls_arguments,
 )
 
 
@@ -74,8 +85,7 @@ def main() -> None:
     add_tls_argument(ap)
     args = ap.parse_args()
     use_baseline(args)
-    if args.tls:
-        use_tls()
+    use_tls_arguments(args)
     require("go", "wrk", "taskset")
     for tool in ("ab", "hey", "oha"):
         if not shutil.which(tool):
@@ -83,6 +93,8 @@ def main() -> None:
     floor = None if args.tls else build_floor()
     server = start_server(build_target())
     short = max(1, args.duration // 3)
+    load = os.getloadavg()[0]
+    print(f"== {tls_setting()}; load average {load:.2f} at the start", file=sys.stderr)
 
     def commands(secs: int) -> dict[str, list[str]]:
         cmds = tool_commands("/hello", args.concurrency, secs, close=True)
@@ -100,18 +112,20 @@ def main() -> None:
             for name in names:
                 runs = []
                 for secs in (short, args.duration):
-                    served()  # reset the server's count
+                    served()  # reset the server's counts
+                    resumed()
                     cmd = commands(secs)[name]
                     _wall, cpu, _ = run_tool(cmd)
                     runs.append((cpu, served()))
                 (cpu_s, n_s), (cpu_l, n_l) = runs
-                r = res.setdefault(name, {"rps": [], "us": [], "marginal": []})
+                r = res.setdefault(name, {"rps": [], "us": [], "marginal": [], "resumed": []})
+                r["resumed"].append(resumed() / n_l if n_l else 0.0)
                 r["rps"].append(n_l / args.duration)
                 r["us"].append(cpu_l / n_l * 1e6 if n_l else float("inf"))
                 marginal = (cpu_l - cpu_s) / (n_l - n_s) * 1e6 if n_l > n_s else float("inf")
                 r["marginal"].append(marginal)
                 print(
-                    f"  round {rnd + 1} {name:<21} {n_l / args.duration:>8.0f} conn/s  "
+                    f"  round {rnd + 1} {name:<29} {n_l / args.duration:>8.0f} conn/s  "
                     f"{r['us'][-1]:6.1f} µs CPU per connection (whole run)  "
                     f"{marginal:6.1f} µs marginal",
                     file=sys.stderr,
@@ -120,13 +134,15 @@ def main() -> None:
         server.terminate()
         server.wait()
     wrk = res["wrk"]
+    tls = engine_vs_wrk.TLS_FILES is not None
     print(
         f"\nnew connection per request, /hello, c={args.concurrency}, {args.duration}s "
         f"(and {short}s for the marginal cost), {args.rounds} rounds (medians; ratios per round)"
+        f"\n{tls_setting()}; load average {os.getloadavg()[0]:.2f} at the end"
     )
     print(
-        f"{'tool':<22}{'req/s':>8}{'vs wrk':>8}   {'µs CPU/req':>10}{'vs wrk':>8}"
-        f"   {'marginal µs':>11}{'vs wrk':>8}"
+        f"{'tool':<30}{'req/s':>8}{'vs wrk':>8}   {'µs CPU/req':>10}{'vs wrk':>8}"
+        f"   {'marginal µs':>11}{'vs wrk':>8}" + ("  resumed" if tls else "")
     )
     for name, r in res.items():
 
@@ -134,9 +150,10 @@ def main() -> None:
             return statistics.median(a / b for a, b in zip(r[key], wrk[key], strict=True))
 
         print(
-            f"{name:<22}{statistics.median(r['rps']):>8.0f}{ratio('rps'):>7.2f}x   "
+            f"{name:<30}{statistics.median(r['rps']):>8.0f}{ratio('rps'):>7.2f}x   "
             f"{statistics.median(r['us']):>10.1f}{ratio('us'):>7.2f}x   "
             f"{statistics.median(r['marginal']):>11.1f}{ratio('marginal'):>7.2f}x"
+            + (f"  {100 * statistics.median(r['resumed']):6.0f}%" if tls else "")
         )
 
 

@@ -2,6 +2,8 @@
 """Measure stackrace's engine against wrk (and ab, hey, oha where installed).
 
     .venv/bin/python bench/engine_vs_wrk.py [--rounds 3] [--duration 8] [-c 50]
+                     [--tls [--tls-version 1.3|1.2] [--cert ecdsa|rsa] [--resume]]
+                     [--py-transport] [--baseline-src DIR]
 
 A small Go net/http server (bench/target) runs pinned to core 0 with GOMAXPROCS=1; each
 load tool runs pinned to core 1, in turn, for the same time at the same concurrency,
@@ -14,6 +16,16 @@ Then the latency check: the same tools against /delay?ms=20 at c=50, comparing
 stackrace's p50 and p99 with wrk's. Last, the engine's start-up time (spawn to ready).
 Beside them runs bench/bare_uvloop_client.py, the least a Python client on uvloop can
 do, to show what the engine's features cost above that floor.
+
+`--tls`: the target serves HTTPS (stackrace runs with -k: wrk verifies nothing either),
+with TLS 1.3 or 1.2 (`--tls-version`, the server's highest) and an ECDSA P-256
+certificate (the machine's, stackrace.stacks.certificate) or an RSA-2048 one (`--cert
+rsa`, made once in .stackrace/bench). The server issues no session tickets, so every
+handshake is a full one whatever a tool does (wrk offers its last session on every
+reconnect and resumes whenever the server lets it); `--resume` lets it, and stackrace
+runs with --tls-resume. The server counts the handshakes that resumed, and the share is
+printed per tool (`resumed`). `--py-transport` adds a row, stackrace on its Python
+transports (STACKRACE_PY_TRANSPORT=1), in the same rounds.
 Needs: go, wrk, taskset. Optional: ab, hey, oha.
 """
 
@@ -47,9 +59,14 @@ def _free_port() -> int:
 
 PORT = _free_port()
 # --tls: the target serves HTTPS with the machine's certificate (stackrace.stacks.
-# certificate); wrk does not verify certificates, so stackrace runs with -k too
+# certificate) or an RSA one; wrk does not verify certificates, so stackrace runs with -k
+# too. SERVER_OPTIONS: the target's (bench/target: tls12, tickets); RESUME: --tls-resume
 SCHEME = "http"
 TLS_FILES: tuple[str, str] | None = None
+SERVER_OPTIONS: list[str] = []
+RESUME = False
+# --py-transport: one more row, stackrace on its Python transports
+PY_TRANSPORT_ROW = False
 # --baseline-src DIR: one more row, "stackrace (baseline)", the engine whose sources are in
 # DIR (e.g. `git archive main src | tar -x -C /tmp/main`), run in the same rounds
 BASELINE_SRC: str | None = None
@@ -65,14 +82,52 @@ def build_target() -> Path:
     return out
 
 
-def use_tls() -> None:
-    """Serve and load HTTPS (the machine's certificate, made once)."""
-    global SCHEME, TLS_FILES
+def rsa_certificate() -> tuple[str, str]:
+    """An RSA-2048 certificate for 127.0.0.1, made once in .stackrace/bench."""
+    d = ROOT / ".stackrace" / "bench"
+    cert, key = d / "rsa-cert.pem", d / "rsa-key.pem"
+    if not (cert.exists() and key.exists()):
+        d.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-sha256", "-nodes",
+             "-days", "3650", "-subj", "/CN=localhost", "-addext",
+             "subjectAltName=DNS:localhost,IP:127.0.0.1",
+             "-keyout", str(key), "-out", str(cert)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    return str(cert), str(key)
+
+
+def use_tls(version: str = "1.3", cert_kind: str = "ecdsa", resume: bool = False) -> None:
+    """Serve and load HTTPS: the machine's ECDSA certificate (made once) or an RSA one,
+    TLS `version` at most, session tickets only with `resume` (see the docstring)."""
+    global SCHEME, TLS_FILES, RESUME
     sys.path.insert(0, str(ROOT / "src"))
     from stackrace.stacks.certificate import ensure
 
-    cert = ensure()
-    SCHEME, TLS_FILES = "https", (str(cert.cert), str(cert.key))
+    if cert_kind == "rsa":
+        TLS_FILES = rsa_certificate()
+    else:
+        cert = ensure()
+        TLS_FILES = (str(cert.cert), str(cert.key))
+    SCHEME, RESUME = "https", resume
+    SERVER_OPTIONS[:] = [*(["tls12"] if version == "1.2" else []), *(["tickets"] if resume else [])]
+
+
+def server_arguments() -> list[str]:
+    """The target's arguments after its port: the certificate, key and options (--tls)."""
+    return [*TLS_FILES, *SERVER_OPTIONS] if TLS_FILES else []
+
+
+def tls_setting() -> str:
+    """What the run loaded, in words (for the results' heading)."""
+    if TLS_FILES is None:
+        return "plain HTTP"
+    version = "TLS 1.2" if "tls12" in SERVER_OPTIONS else "TLS 1.3"
+    cert = "RSA-2048" if TLS_FILES[0].endswith("rsa-cert.pem") else "ECDSA P-256"
+    return f"{version}, {cert}, " + (
+        "session tickets offered (stackrace --tls-resume)" if RESUME else "full handshakes"
+    )
 
 
 def _open(path: str, timeout: float) -> bytes:
@@ -88,7 +143,7 @@ def _open(path: str, timeout: float) -> bytes:
 def start_server(binary: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "GOMAXPROCS": "1"}
     proc = subprocess.Popen(
-        ["taskset", "-c", SERVER_CPU, str(binary), str(PORT), *(TLS_FILES or ())],
+        ["taskset", "-c", SERVER_CPU, str(binary), str(PORT), *server_arguments()],
         env=env,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
@@ -105,6 +160,11 @@ def start_server(binary: Path) -> subprocess.Popen[bytes]:
 
 def served() -> int:
     return int(_open("/_count", 5))
+
+
+def resumed() -> int:
+    """Of the requests served since the last call, those on a resumed TLS session."""
+    return int(_open("/_resumed", 5))
 
 
 def require(*tools: str) -> None:
@@ -135,8 +195,11 @@ def tool_commands(path: str, conc: int, secs: int, close: bool = False) -> dict[
         "--json",
         *(["--no-keepalive"] if close else []),
         *(["--insecure"] if TLS_FILES else []),
+        *(["--tls-resume"] if TLS_FILES and RESUME else []),
     ]
     cmds = {"stackrace": stackrace}
+    if PY_TRANSPORT_ROW:
+        cmds["stackrace (Python transport)"] = ["env", "STACKRACE_PY_TRANSPORT=1", *stackrace]
     if not TLS_FILES:  # the floor is a plain-HTTP client
         cmds["bare uvloop"] = [sys.executable, str(ROOT / "bench" / "bare_uvloop_client.py"),
                                url, c, str(secs), *(["close"] if close else [])]  # fmt: skip
@@ -192,11 +255,15 @@ def throughput(rounds: int, secs: int, conc: int) -> dict[str, dict[str, list[fl
         for name in tool_commands("/hello", conc, secs):
             runs = []
             for d in (short, secs):
-                served()  # reset the server's count
+                served()  # reset the server's counts
+                resumed()
                 _wall, cpu, _ = run_tool(tool_commands("/hello", conc, d)[name])
                 runs.append((d, cpu, served()))
             (_, cpu_s, n_s), (_, cpu_l, n_l) = runs
-            r = results.setdefault(name, {"rps": [], "us_per_req": [], "marginal": []})
+            r = results.setdefault(
+                name, {"rps": [], "us_per_req": [], "marginal": [], "resumed": []}
+            )
+            r["resumed"].append(resumed() / n_l if n_l else 0.0)
             r["rps"].append(n_l / secs)
             r["us_per_req"].append(cpu_l / n_l * 1e6 if n_l else float("inf"))
             marginal = (cpu_l - cpu_s) / (n_l - n_s) * 1e6 if n_l > n_s else float("inf")
@@ -251,6 +318,31 @@ def add_tls_argument(ap: argparse.ArgumentParser) -> None:
         help="HTTPS: the target serves TLS with the machine's certificate (stackrace -k, "
         "as wrk does not verify either); the bare uvloop row is left out",
     )
+    ap.add_argument("--tls-version", choices=("1.3", "1.2"), default="1.3",
+                    help="--tls: the server's highest TLS version")  # fmt: skip
+    ap.add_argument("--cert", choices=("ecdsa", "rsa"), default="ecdsa",
+                    help="--tls: an ECDSA P-256 certificate or an RSA-2048 one")  # fmt: skip
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="--tls: the server issues session tickets, so clients can resume (wrk does "
+        "by itself; stackrace runs with --tls-resume); default: every handshake full",
+    )
+    ap.add_argument(
+        "--py-transport",
+        action="store_true",
+        help="one more row: stackrace on its Python transports (STACKRACE_PY_TRANSPORT=1)",
+    )
+
+
+def use_tls_arguments(args: argparse.Namespace) -> None:
+    """Apply --tls (with its version, certificate and resumption) and --py-transport."""
+    global PY_TRANSPORT_ROW
+    PY_TRANSPORT_ROW = args.py_transport
+    if args.tls:
+        use_tls(args.tls_version, args.cert, args.resume)
+    elif args.tls_version != "1.3" or args.cert != "ecdsa" or args.resume:
+        raise SystemExit("--tls-version, --cert and --resume go with --tls")
 
 
 def add_baseline_argument(ap: argparse.ArgumentParser) -> None:
@@ -281,8 +373,7 @@ def main() -> None:
     add_tls_argument(ap)
     args = ap.parse_args()
     use_baseline(args)
-    if args.tls:
-        use_tls()
+    use_tls_arguments(args)
     require("go", "wrk", "taskset")
     for tool in ("ab", "hey", "oha"):
         if not shutil.which(tool):
@@ -292,16 +383,17 @@ def main() -> None:
         print(
             f"== throughput: /hello, c={args.concurrency}, {args.duration}s, "
             f"{args.rounds} alternating rounds (server on cpu {SERVER_CPU}, tool on cpu "
-            f"{TOOL_CPU})",
+            f"{TOOL_CPU}); {tls_setting()}; load average {os.getloadavg()[0]:.2f} at the start",
             file=sys.stderr,
         )
         res = throughput(args.rounds, args.duration, args.concurrency)
         # Ratios are taken round by round (each tool against wrk in the same round), then
         # the median: a drift of the machine's speed between rounds cancels out.
         wrk = res["wrk"]
+        print(f"\n{tls_setting()}; load average {os.getloadavg()[0]:.2f} at the end")
         print(
-            f"\n{'tool':<12}{'req/s':>9}{'vs wrk':>8}   {'µs CPU/req':>10}{'vs wrk':>8}"
-            f"   {'marginal µs':>11}{'vs wrk':>8}"
+            f"{'tool':<12}{'req/s':>9}{'vs wrk':>8}   {'µs CPU/req':>10}{'vs wrk':>8}"
+            f"   {'marginal µs':>11}{'vs wrk':>8}" + ("  resumed" if TLS_FILES else "")
         )
         for name, r in res.items():
 
@@ -312,6 +404,7 @@ def main() -> None:
                 f"{name:<12}{statistics.median(r['rps']):>9.0f}{ratio('rps'):>7.2f}x   "
                 f"{statistics.median(r['us_per_req']):>10.2f}{ratio('us_per_req'):>7.2f}x   "
                 f"{statistics.median(r['marginal']):>11.2f}{ratio('marginal'):>7.2f}x"
+                + (f"  {100 * statistics.median(r['resumed']):6.0f}%" if TLS_FILES else "")
             )
         print(f"\n== latency fidelity: /delay?ms=20, c={args.concurrency}", file=sys.stderr)
         rows = fidelity(args.rounds, max(4, args.duration // 2), args.concurrency)

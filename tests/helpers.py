@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -109,6 +110,24 @@ class TestServer:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+class TlsTestServer(TestServer):
+    """The test server over HTTPS (`--tls`), with `cert`'s certificate and key, speaking
+    TLS up to `highest` ("1.2" or "1.3"); its control paths are asked over TLS too."""
+
+    __test__ = False
+
+    def __init__(self, cert: Path, key: Path, highest: str = "1.3") -> None:
+        super().__init__(TESTSERVER, "--tls", f"{cert},{key}", "--tls-max", highest)
+        self._ctx = ssl.create_default_context(cafile=str(cert))
+
+    def url(self, path: str) -> str:
+        return f"https://127.0.0.1:{self.port}{path}"
+
+    def get(self, path: str, timeout: float = 10) -> bytes:
+        with urllib.request.urlopen(self.url(path), timeout=timeout, context=self._ctx) as r:
+            return r.read()
 
 
 def wait_for(predicate, timeout: float = 5.0, step: float = 0.05) -> bool:

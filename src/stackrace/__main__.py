@@ -7,4 +7,4 @@ import sys
 from stackrace.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())  # (argv from sys.argv: run as the program, cli.main)

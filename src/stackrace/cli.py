@@ -7,16 +7,19 @@ Each subcommand lives in its own module under `stackrace.commands` and exposes
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import select
 import signal
 import sys
+from pathlib import Path
 
 from stackrace import __version__
 from stackrace.base import paths
 from stackrace.base.errors import StackraceError
 from stackrace.settings.options import OneLineArgumentParser, examples
+from stackrace.supervise import sweep
 
 EXAMPLES = examples(
     ("stackrace", "the picker: choose stacks, a workload, a level, and race"),
@@ -95,11 +98,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# errors of the machine's state while writing, not bugs: a read-only or full file system
+_STORAGE_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+# a file or directory this user may not use, or a file where a directory should be (a
+# home that is not writable for a user who is not root): said with the path, no crash log
+_ACCESS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.ENOTDIR})
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run stackrace; an unexpected exception is one line and a crash log, exit 70."""
     given = sys.argv[1:] if argv is None else list(argv)
+    if argv is None:
+        # run as the program (the console script, `python -m stackrace`): the stacks'
+        # orphans (a daemon an app double-forks) are re-parented to stackrace, not to
+        # init, so that its stop finds and reaps them (stackrace.supervise.sweep). A
+        # process that calls main() with its own arguments (a test) or embeds the
+        # launcher (a cluster's app host, whose watchdog detaches by forking away) is
+        # not made one behind its back
+        sweep.become_subreaper()
     try:
-        return _main(argv)
+        rc = _main(argv)
+        sys.stdout.flush()  # here, where a reader gone away is still ours to handle
+        return rc
     except StackraceError as exc:  # the user's input or the machine's state, not a bug
         command = next((a for a in given if a in {n for n, _, _ in COMMANDS}), None)
         print(f"stackrace{' ' + command if command else ''}: {exc}", file=sys.stderr)
@@ -114,10 +134,36 @@ def main(argv: list[str] | None = None) -> int:
         # shell shows for a command ended by SIGPIPE
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+    except OSError as exc:
+        if exc.errno in _STORAGE_ERRNOS or (exc.errno in _ACCESS_ERRNOS and exc.filename):
+            print(f"stackrace: {storage_line(exc)}", file=sys.stderr)
+            return 1
+        from stackrace.base import crashlog
+
+        return crashlog.report("stackrace", exc, given)
     except Exception as exc:  # a bug of ours: the user gets one line and a file
         from stackrace.base import crashlog
 
         return crashlog.report("stackrace", exc, given)
+
+
+def storage_line(exc: OSError) -> str:
+    """One line for a write that a read-only or full file system refused: the directory
+    it was in when the error names a file, else stackrace's own directories (where
+    nearly everything it writes goes), and how to move them."""
+    why = exc.strerror or str(exc)
+    if exc.filename and exc.errno in _ACCESS_ERRNOS:
+        return f"cannot use {os.fsdecode(exc.filename)}: {why}"
+    if exc.filename:
+        where = Path(os.fsdecode(exc.filename))
+        return (
+            f"cannot write in {where if where.is_dir() else where.parent}: {why} "
+            f"(${paths.ENV_HOME} puts stackrace's files elsewhere)"
+        )
+    return (
+        f"cannot write: {why} (stackrace writes in {paths.cache_dir()} and "
+        f"{paths.data_dir()}; ${paths.ENV_HOME} puts them elsewhere)"
+    )
 
 
 def _stdout_reader_gone() -> bool:

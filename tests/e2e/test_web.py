@@ -139,6 +139,17 @@ class Cdp:
                 return msg.get("result", {})
 
 
+def printed_url(out: Path, timeout: float = 20.0) -> str:
+    """The URL `stackrace web` printed to open (with its token), once it listens."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for line in out.read_text().splitlines():
+            if "open http" in line:
+                return line.split("open ", 1)[1].strip()
+        time.sleep(0.05)
+    raise AssertionError(f"stackrace web printed no URL: {out.read_text()!r}")
+
+
 def _alive(p: psutil.Process) -> bool:
     try:
         return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
@@ -164,6 +175,8 @@ def app_processes(server: subprocess.Popen) -> list[psutil.Process]:
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
     port = free_port()
+    out_path = tmp_path / "web.out"
+    out = out_path.open("w")  # (a file, not a pipe no one reads while the test runs)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -182,7 +195,7 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
             "200",
         ],
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+        stdout=out,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
@@ -190,6 +203,9 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
     browser = None
     try:
         assert await wait_port(port, 20), "stackrace web did not listen"
+        # the page is the owner's: opened with the token the server printed
+        page = printed_url(out_path)
+        assert page.startswith(f"http://127.0.0.1:{port}/?token="), page
         # bound to loopback unless told otherwise
         listening = [
             c.laddr.ip
@@ -217,7 +233,7 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
             await asyncio.sleep(0.1)
         devtools = int(active.read_text().split()[0])
         async with aiohttp.ClientSession() as http:
-            url = f"http://127.0.0.1:{port}/?fontsize=14"
+            url = f"{page}&fontsize=14"
             async with http.put(f"http://127.0.0.1:{devtools}/json/new?{url}") as r:
                 target = await r.json()
             async with http.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
@@ -287,4 +303,5 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
             server.kill()
             raise
         shutil.rmtree(profile, ignore_errors=True)
+        out.close()
     assert server.returncode is not None

@@ -134,6 +134,7 @@ def test_the_app_accepts_allow_remote(
     """The app's refusal of a remote --url tells the user to pass --allow-remote, before
     the screen opens: the app takes that option and gives it to its engine."""
     from stackrace.cli import build_parser
+    from stackrace.commands.app_args import app_options
     from stackrace.race.live.setup import AppSetupError, build_session
 
     monkeypatch.setenv("STACKRACE_RUNS_DIR", str(tmp_path))
@@ -142,9 +143,9 @@ def test_the_app_accepts_allow_remote(
     assert args.allow_remote is flag
     if not flag:
         with pytest.raises(AppSetupError, match="unless you pass --allow-remote"):
-            build_session(args)
+            build_session(app_options(args))
         return
-    session, *_ = build_session(args)
+    session, *_ = build_session(app_options(args))
     try:
         assert session.engine.allow_remote is flag  # type: ignore[attr-defined]
     finally:

@@ -15,8 +15,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from stackrace.base import madeby
+from stackrace.base.paths import APPS_COPY
 from stackrace.db import ManagedMariaDB
 from stackrace.db.managed import LAYOUT, InstanceMeta
+from stackrace.stacks.launcher import RUN_MADE_FOR, RUNS_MADE_FOR
 from tests.hardening.conftest import assert_one_line_error, cli, needs_mariadb
 from tests.helpers import CLI, ROOT, free_port
 
@@ -156,9 +159,11 @@ def test_clean_stops_the_database_and_removes_only_what_stackrace_made(tmp_path:
         db.up()  # a real private MariaDB, running, as `stackrace db up` leaves it
         pid = db.pid()
         server_dir = db.paths.server_dir.resolve()  # maybe under /var/tmp (see db/paths.py)
-        (home / "cache" / "runs" / "a-run").mkdir(parents=True)
+        # made as stackrace makes them: marked (stackrace.madeby)
+        madeby.make_dir(home / "cache" / "runs", RUNS_MADE_FOR)
+        madeby.make_dir(home / "cache" / "runs" / "a-run", RUN_MADE_FOR)
         (home / "cache" / "runs" / "a-run" / "out").symlink_to(victim)  # inside: not followed
-        (home / "data" / "apps").mkdir(parents=True)
+        madeby.make_dir(home / "data" / "apps", APPS_COPY)
         (home / "cache" / "crashes").symlink_to(victim)  # a known name, but a link out
         (home / "cache" / "mine.txt").write_text("the user's")  # not stackrace's
         (home / "config").mkdir()

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from stackrace.commands._common import resolve_all
-from stackrace.stacks.catalogue import Stack, load_stacks, resolve
+from stackrace.stacks.catalogue import COMMAND_LINE, Stack, load_stacks, resolve
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from tests.hardening.conftest import assert_one_line_error, cli
 
@@ -138,5 +138,5 @@ def test_a_stack_named_twice_is_refused(tmp_path: Path) -> None:
         r = cli("--stacks-file", str(path), *args)
         assert_one_line_error(r, "stack 'ok' is named twice")
     # two variants of one stack are two stacks
-    chosen = resolve_all(["ok:workers=1", "ok:workers=2"], load_stacks(path))  # serve A B
+    chosen = resolve_all(["ok:workers=1", "ok:workers=2"], load_stacks(path), named_in=COMMAND_LINE)
     assert chosen is not None and [s.name for s in chosen] == ["ok:workers=1", "ok:workers=2"]

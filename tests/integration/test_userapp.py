@@ -226,7 +226,7 @@ def test_the_app_runs_with_the_interpreter_of_its_own_virtualenv(tmp_path: Path)
         text=True,
         timeout=60,
     )
-    assert r.returncode == 0 and f"$ {python} -m pip install" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and f"$ {python} -I -m pip install" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.slow

@@ -1,10 +1,14 @@
 """A small real HTTP/1.1 server for the engine's tests, run as its own process.
 
     python tests/servers/testserver.py PORT [BLOCK_MS] [--host ADDR] [--stats-file PATH]
+                                       [--tls CERT,KEY] [--tls-max 1.2|1.3]
 
 --host: the address to listen on (default 127.0.0.1: a cluster's app host passes its
 own); --stats-file: where to write the /_stats figures when SIGTERM stops it (a stack
-that the test cannot ask any more once stopped still tells its count).
+that the test cannot ask any more once stopped still tells its count); --tls: serve
+HTTPS with this certificate and key (every path the same, each response written as
+over plain TCP: asyncio's TLS sends close_notify before closing), --tls-max: the highest
+TLS version it speaks (default 1.3).
 
 Paths (query parameters in brackets):
   /hello                  200, Content-Length body "Hello, World!"
@@ -36,6 +40,7 @@ import asyncio
 import json
 import resource
 import signal
+import ssl
 import sys
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -177,11 +182,13 @@ class Handler(asyncio.Protocol):
             self.transport.write(response(200, body))
 
 
-async def main(port: int, host: str = "127.0.0.1", stats_file: str = "") -> None:
+async def main(
+    port: int, host: str = "127.0.0.1", stats_file: str = "", tls: ssl.SSLContext | None = None
+) -> None:
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(Handler, host, port, backlog=4096)
+    server = await loop.create_server(Handler, host, port, backlog=4096, ssl=tls)
     if stats_file:
 
         def write_and_exit() -> None:
@@ -193,6 +200,17 @@ async def main(port: int, host: str = "127.0.0.1", stats_file: str = "") -> None
     print("ready", flush=True)
     async with server:
         await server.serve_forever()
+
+
+def tls_context(files: str, highest: str) -> ssl.SSLContext | None:
+    """The server's TLS context for `--tls CERT,KEY` (None without), up to `highest`."""
+    if not files:
+        return None
+    cert, key = files.split(",")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ctx.maximum_version = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}[highest]
+    return ctx
 
 
 def option(args: list[str], name: str, default: str) -> str:
@@ -209,6 +227,7 @@ if __name__ == "__main__":
     argv = sys.argv[1:]
     host = option(argv, "--host", "127.0.0.1")
     stats_file = option(argv, "--stats-file", "")
+    tls = tls_context(option(argv, "--tls", ""), option(argv, "--tls-max", "1.3"))
     if len(argv) > 1:
         BLOCK_S = float(argv[1]) / 1000
-    asyncio.run(main(int(argv[0]), host, stats_file))
+    asyncio.run(main(int(argv[0]), host, stats_file, tls))

@@ -282,23 +282,24 @@ def test_summary_exports_markdown_and_json(tmp_path):
 
 def test_app_options_come_from_the_settings_and_presets():
     from stackrace.cli import build_parser
+    from stackrace.commands.app_args import app_options
     from stackrace.race.live.setup import AppSetupError, build_session
 
     args = build_parser().parse_args(
         ["--demo", "--stacks", "gunicorn-sync,uvicorn", "--workload", "io", "-c", "50", "--go"]
     )
-    _session, plan, _catalog, show_picker = build_session(args)
+    _session, plan, _catalog, show_picker = build_session(app_options(args))
     assert plan.stacks == ("gunicorn-sync", "uvicorn") and plan.concurrency == 50
     assert plan.settings.workload == "io" and not show_picker
     # -c is the starting level, not bench's levels: the settings stay valid (a recording
     # writes them)
     msgspec.convert(msgspec.to_builtins(plan.settings), type(plan.settings))
     args = build_parser().parse_args(["--demo", "--preset", "sync-ceiling", "--go"])
-    _s, plan, _c, show_picker = build_session(args)
+    _s, plan, _c, show_picker = build_session(app_options(args))
     assert plan.stacks == ("gunicorn-sync", "gunicorn-gevent", "gunicorn-meinheld")
     assert plan.settings.workload == "io" and not show_picker
     with pytest.raises(AppSetupError, match="--go needs stacks"):
-        build_session(build_parser().parse_args(["--demo", "--go"]))
+        build_session(app_options(build_parser().parse_args(["--demo", "--go"])))
 
 
 def test_the_app_race_is_made_headless_with_what_rides_along(tmp_path: Path) -> None:
@@ -306,6 +307,7 @@ def test_the_app_race_is_made_headless_with_what_rides_along(tmp_path: Path) -> 
     the app's pace, a recorder listening, the picker skipped with --go and nothing
     remembered in a demo; the UI receives it ready (a contract keeps tui/ from building)."""
     from stackrace.cli import build_parser
+    from stackrace.commands.app_args import app_options
     from stackrace.race.live.demo import SyntheticEngine
     from stackrace.race.live.setup import app_race
     from stackrace.race.playback.recording import Recorder
@@ -313,7 +315,7 @@ def test_the_app_race_is_made_headless_with_what_rides_along(tmp_path: Path) -> 
     argv = ["--demo", "--go", "--stacks", "uvicorn", "--record", str(tmp_path / "r.rec"), "--big"]
     args = build_parser().parse_args(argv)
     args.argv = argv
-    race = app_race(args)
+    race = app_race(app_options(args))
     engine = race.session.engine
     assert isinstance(engine, SyntheticEngine) and race.drive == engine.step
     assert [type(x) for x in race.session.listeners].count(Recorder) == 1
@@ -325,15 +327,16 @@ def test_the_app_takes_variants_and_presets_as_bench_does():
     """The app merges options over a preset with bench's code: a variant's second
     KEY=VALUE is not a stack of its own (the app split `--stacks` at every comma)."""
     from stackrace.cli import build_parser
+    from stackrace.commands.app_args import app_options
     from stackrace.race.live.setup import race_settings
     from stackrace.settings.race_settings import BENCH_ONLY, options
 
     argv = ["--demo", "--stacks", "gunicorn-sync:workers=2,threads=4,uvicorn", "-c", "7"]
-    settings = race_settings(build_parser().parse_args(argv))
+    settings = race_settings(app_options(build_parser().parse_args(argv)))
     assert settings.stacks == ["gunicorn-sync:workers=2,threads=4", "uvicorn"]
     assert settings.concurrency_levels == [10, 100]  # -c is the app's starting level, not levels
     args = build_parser().parse_args(["--preset", "sync-ceiling", "--workload", "json"])
-    settings = race_settings(args)
+    settings = race_settings(app_options(args))
     assert settings.workload == "json" and settings.stacks[0] == "gunicorn-sync"
     # bench's own settings are declared so on the field, and the app offers none of them
     assert {"concurrency_levels", "duration", "warmup", "repeat", "isolation"} <= set(BENCH_ONLY)
@@ -356,10 +359,11 @@ def test_web_passes_the_app_options_on_and_drops_its_own():
 
 def test_the_slow_clients_preset_and_options_reach_the_race():
     from stackrace.cli import build_parser
+    from stackrace.commands.app_args import app_options
     from stackrace.race.live.setup import build_session
 
     args = build_parser().parse_args(["--demo", "--preset", "slow-clients", "--go"])
-    _session, plan, _c, _show = build_session(args)
+    _session, plan, _c, _show = build_session(app_options(args))
     assert plan.stacks == ("gunicorn-sync", "nginx-proxy:backend=gunicorn-sync", "uvicorn")
     assert plan.settings.clients == "slow:upload=50ms" and plan.settings.slow_share == 0.25
     profile = plan.settings.client_profile
@@ -367,7 +371,7 @@ def test_the_slow_clients_preset_and_options_reach_the_race():
     args = build_parser().parse_args(
         ["--demo", "--stacks", "uvicorn", "--clients", "mobile", "--slow-share", "20%", "--go"]
     )
-    _s, plan, _c, _show = build_session(args)
+    _s, plan, _c, _show = build_session(app_options(args))
     assert plan.settings.clients == "mobile:upload=200ms,read=180KB/s"
     assert plan.settings.slow_share == pytest.approx(0.2)
 

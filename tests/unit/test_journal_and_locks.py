@@ -54,6 +54,22 @@ def test_every_entry_is_on_disk_and_a_cut_last_line_is_dropped(tmp_path: Path) -
     assert [type(e) for e in entries] == [JournalDone, JournalEnd]
 
 
+def test_a_full_disk_ends_the_journal_never_the_run(tmp_path: Path) -> None:
+    """A write the disk refuses mid-run (ENOSPC, here /dev/full) stops the journal with
+    why, keeps what it held, and raises nothing: the run's figures still get printed
+    and written (tests/hardening/test_results_kept.py, bench on a full disk)."""
+    path = tmp_path / "run.json.journal"
+    j = Journal.create(path, JournalStart(command="bench", run=skeleton()))
+    j.write(JournalDone(stack="a", t=1.0))
+    os.close(j._fd)
+    j._fd = os.open("/dev/full", os.O_WRONLY)
+    j.write(JournalDone(stack="b", t=2.0))  # no exception
+    assert j.closed and j.error.startswith("No space left on device")
+    j.write(JournalDone(stack="c", t=3.0))  # ignored once closed
+    _, entries = read_journal(str(path))
+    assert [e.stack for e in entries if isinstance(e, JournalDone)] == ["a"]
+
+
 def test_a_journal_is_never_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "j"
     Journal.create(path, JournalStart(command="bench", run=skeleton())).close()

@@ -5,7 +5,6 @@ tests/hardening/test_options.py."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 
@@ -38,7 +37,7 @@ def test_parsers_accept_and_refuse(parser, good, bad) -> None:  # type: ignore[n
     for text, value in good.items():
         assert parser(text) == value
     for text in bad:
-        with pytest.raises(argparse.ArgumentTypeError, match=re.escape(repr(text))):
+        with pytest.raises(options.OptionValueError, match=re.escape(repr(text))):
             parser(text)
 
 

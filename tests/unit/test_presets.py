@@ -79,8 +79,9 @@ def test_the_levels_field_keeps_its_key_in_every_file_and_on_the_command_line(tm
     import tomllib
 
     from stackrace.cli import build_parser
+    from stackrace.commands.settings_args import given
     from stackrace.report.write import read_run
-    from stackrace.settings.race_settings import RaceSettings, check_values, field_of_key, given
+    from stackrace.settings.race_settings import RaceSettings, check_values, field_of_key
 
     root = Path(__file__).resolve().parents[2]
     assert field_of_key()["concurrency"] == "concurrency_levels"

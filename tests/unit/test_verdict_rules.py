@@ -5,6 +5,8 @@ are their own state. tests/unit/test_judgment_recorded.py: the same on recorded 
 
 from __future__ import annotations
 
+import msgspec
+
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.race.live.verdicts import HOLD, JudgmentHold
 from stackrace.rules.breaking import CpuShare, StepResult, step_result
@@ -259,11 +261,13 @@ def _level(
     timeouts_at=lambda t: 0,
     clients: int = 10,
     unacked: bool = False,
+    handshaking: bool = False,
 ):
     """A level as the driver aggregates it, one 250 ms engine report at a time:
     `answered_us(t)`: the latencies answered in the interval ending at t; `ages_at(t)`:
     the ages (µs) of the requests waiting then; `timeouts_at(t)`: timeouts in it;
-    `unacked`: the server's kernel never acknowledged those over a second old."""
+    `unacked`: the server's kernel never acknowledged those over a second old;
+    `handshaking`: those over a second old are connected and in a TLS handshake."""
     from stackrace.engine.aggregate import TargetAggregate
     from stackrace.engine.channel import TargetReport
     from stackrace.engine.histogram import index_of
@@ -289,6 +293,8 @@ def _level(
             errors={}, hist=pairs(answered), hist_unc=None, open=clients, want=clients,
             rate=None, waiting=len(ages), waiting_ages=pairs(ages),
             unacked=sum(1 for a in ages if a >= 1_000_000) if unacked else 0,
+            connecting=sum(1 for a in ages if a >= 1_000_000) if handshaking else 0,
+            handshaking=sum(1 for a in ages if a >= 1_000_000) if handshaking else 0,
             inflight_sum=clients * 5, inflight_samples=5,
         )  # fmt: skip
         agg.add_report(report, step, 0.0, latest=True)
@@ -353,6 +359,31 @@ def test_a_burst_past_the_listen_backlog_is_named_by_the_unacknowledged_requests
     assert said.endswith(": handshakes dropped, requests never acknowledged")
     assert len(said) <= 118
     assert "queued" not in said
+
+
+def test_handshakes_that_stall_name_the_servers_tls_not_its_accept_queue():
+    """https: clients whose TCP connect completed (the server took them) and whose TLS
+    handshake gets no answer are `connecting` (nothing written) but not in an accept
+    queue: the sentence names the TLS handshake (`handshaking`, from the engine)."""
+    from stackrace.race.live.explain import starving_sentence
+
+    def ages(t: float) -> list[int]:
+        return [int((t + 0.7) * 1e6)] * 300 + [15_000] * 700
+
+    w = _level(4.0, lambda t: [13_000] * 12_000, ages, clients=1000, handshaking=True)
+    assert w.connecting == w.handshaking == 300 and w.starved_share > 0.1, w
+    said = starving_sentence(w, w)
+    assert said.endswith(": stuck in the TLS handshake, the server's TLS does not answer"), said
+    assert "accept queue" not in said and len(said) <= 118
+    # the handshakes the connect timeout ended say it too, once the clients reconnect
+    ended = msgspec.structs.replace(w, connecting=0, handshaking=0,
+                                    errors={"handshake timed out": 40})  # fmt: skip
+    said = starving_sentence(ended, ended)
+    assert "TLS handshake" in said, said
+    # the same clients still in the TCP connect: not the TLS handshake
+    plain = msgspec.structs.replace(w, handshaking=0)
+    said = starving_sentence(plain, plain)
+    assert "TLS" not in said, said
 
 
 def test_a_fair_queue_is_queueing_not_starving():

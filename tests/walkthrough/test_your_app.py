@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from stackrace.cli import build_parser
+from stackrace.commands.app_args import app_options
 from stackrace.race.live.setup import AppSetupError, build_session
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane
@@ -25,7 +26,7 @@ async def test_app_opens_the_flask_example_under_four_servers(tmp_path, monkeypa
     argv = ["--app", str(ROOT / "examples" / "flask_app:app"), "--path", "/:3"]
     argv += ["--path", "/slow:1", "--go"]
     args = build_parser().parse_args(argv)
-    session, plan, catalog, show_picker = build_session(args)
+    session, plan, catalog, show_picker = build_session(app_options(args))
     assert not show_picker
     assert all(c.id.endswith("[app]") for c in catalog) and len(catalog) >= 4
     before = {p.pid for p in psutil.Process().children(recursive=True)}
@@ -83,7 +84,9 @@ async def test_app_races_servers_started_by_hand_under_their_names(tmp_path, mon
     try:
         argv = ["--url", f"mine={a.url('')}", "--pid", str(a.proc.pid), "--url", b.url("")]
         argv += ["--path", "/hello:3", "--path", "/json:1", "--go"]
-        session, plan, catalog, show_picker = build_session(build_parser().parse_args(argv))
+        session, plan, catalog, show_picker = build_session(
+            app_options(build_parser().parse_args(argv))
+        )
         assert not show_picker
         app = StackraceApp(session, plan, catalog, show_picker=False)
         async with app.run_test(size=(160, 48)) as pilot:
@@ -122,4 +125,4 @@ def test_the_apps_url_options_are_checked_before_the_screen_opens() -> None:
     }
     for argv, expected in cases.items():
         with pytest.raises(AppSetupError, match=re.escape(expected)):
-            build_session(build_parser().parse_args(list(argv)))
+            build_session(app_options(build_parser().parse_args(list(argv))))

@@ -9,15 +9,22 @@ is. The exit status is 70 (EX_SOFTWARE from sysexits.h: an internal error), neve
 
 Where the cache directory cannot be written (a read-only home, a full disk), the log
 goes to the temp directory; where that fails too, the traceback is printed after all,
-since it is then the only record.
+since it is then the only record. The temp directory is shared with every user of the
+machine, so the fallback (`stackrace-crashes-UID`) is used only as a real directory
+of ours, mode 0700: one planted there beforehand (a link to somewhere else, another
+user's directory, one others can read) is not written into. The directory is opened
+once without following links and the file made inside that open directory, so it
+cannot be swapped for a link in between.
 
 `STACKRACE_DEBUG=1` also prints the traceback, for those working on stackrace.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import stat
 import sys
 import tempfile
 import time
@@ -25,10 +32,11 @@ import traceback
 from pathlib import Path
 
 from stackrace import __version__
-from stackrace.base import paths
+from stackrace.base import madeby, paths
 
 EXIT_INTERNAL = 70  # sysexits.h EX_SOFTWARE
 ENV_DEBUG = "STACKRACE_DEBUG"
+CRASH_LOGS = "crash logs"  # what the directories' markers say (stackrace.base.madeby)
 
 
 def _text(exc: BaseException, argv: list[str] | None) -> str:
@@ -43,26 +51,45 @@ def _text(exc: BaseException, argv: list[str] | None) -> str:
     return "\n".join(head) + "".join(body)
 
 
-def _write_in(directory: Path, text: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    name = f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
-    path = directory / name
-    # O_EXCL: never follow or reuse a file someone else put there
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+def _write_in(directory: Path, text: str, shared: bool = False) -> Path:
+    """Write the log in `directory`; `shared`: a directory in the temp dir, which must be
+    a real directory owned by this user and closed to others (see the module docstring)."""
+    if shared:
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+            madeby.mark(directory, CRASH_LOGS)
+    else:
+        madeby.make_dir(directory, CRASH_LOGS)
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if shared:
+            st = os.fstat(dir_fd)
+            if st.st_uid != os.getuid():
+                raise PermissionError(13, f"{directory} belongs to another user")
+            if stat.S_IMODE(st.st_mode) & 0o077:
+                os.fchmod(dir_fd, 0o700)  # ours, but opened to others: closed again
+        name = f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+        # O_EXCL and O_NOFOLLOW: never follow or reuse a file someone else put there
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
-    return path
+    return directory / name
+
+
+def fallback_dir() -> Path:
+    """The crash logs' place in the temp directory, one per user."""
+    return Path(tempfile.gettempdir()) / f"stackrace-crashes-{os.getuid()}"
 
 
 def record(exc: BaseException, argv: list[str] | None = None) -> Path | None:
     """Write the crash log; its path, or None when no file could be written."""
     text = _text(exc, argv)
-    for directory in (
-        paths.cache_dir() / "crashes",
-        Path(tempfile.gettempdir()) / f"stackrace-crashes-{os.getuid()}",
-    ):
+    for directory, shared in ((paths.cache_dir() / "crashes", False), (fallback_dir(), True)):
         try:
-            return _write_in(directory, text)
+            return _write_in(directory, text, shared)
         except OSError:
             continue
     return None

@@ -41,6 +41,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from stackrace.base import madeby
 from stackrace.base.errors import StackraceError
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # base/paths.py → the stackrace package
@@ -51,7 +52,8 @@ ENV_HOME = "STACKRACE_HOME"
 STACKS_FILE = "stacks.toml"
 # made by a stack's build or by Python next to the sources: never shipped, kept in the copy
 _OUTPUTS = frozenset({"bin", "node_modules", "__pycache__"})
-_STAMP = ".stackrace-shipped"  # in the copy: the manifest of the shipped apps it matches
+APPS_STAMP = ".stackrace-shipped"  # in the copy: the manifest of the shipped apps it matches
+APPS_COPY = "the apps as run, and their builds"  # what the copy's markers say
 
 
 def is_checkout() -> bool:
@@ -100,11 +102,18 @@ class UnwritableDirError(StackraceError, OSError):
     exit_code = 2
 
 
-def writable_dir(path: Path, what: str, variable: str = ENV_HOME) -> Path:
+def writable_dir(
+    path: Path, what: str, variable: str = ENV_HOME, made_for: str | None = None
+) -> Path:
     """`path`, made if missing, or UnwritableDirError (a read-only home, a full disk,
-    a file where the directory should be)."""
+    a file where the directory should be). `made_for`: what stackrace keeps there, for
+    the marker written into the directory when this call made it (stackrace.base.madeby:
+    what `clean` may remove)."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        if made_for is not None:
+            madeby.make_dir(path, made_for)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
         if not os.access(path, os.W_OK | os.X_OK):
             raise PermissionError(13, "Permission denied")
     except OSError as exc:
@@ -216,14 +225,14 @@ def sync_apps(src: Path, dst: Path) -> None:
     then rebuilds exactly what an upgrade changed. Files no longer shipped are removed,
     except inside build-output directories (bin/, node_modules/).
     """
-    stamp = dst / _STAMP
+    stamp = dst / APPS_STAMP
     manifest = _manifest(src)
     if stamp.is_file() and stamp.read_text() == manifest:
         return
     with _locked(dst.parent / ".apps.lock"):
         if stamp.is_file() and stamp.read_text() == manifest:
             return  # another process made it while this one waited
-        dst.mkdir(parents=True, exist_ok=True)
+        madeby.make_dir(dst, APPS_COPY)
         shipped = set()
         for f in _shipped_files(src):
             rel = f.relative_to(src)
@@ -232,6 +241,11 @@ def sync_apps(src: Path, dst: Path) -> None:
             data = f.read_bytes()
             if target.is_file() and target.read_bytes() == data:
                 continue
+            top = dst / rel.parts[0]
+            if len(rel.parts) > 1 and not top.exists():
+                # each top-level directory of the copy is marked too: `clean` removes the
+                # marked ones and leaves what a user put beside them (stackrace.base.madeby)
+                madeby.make_dir(top, APPS_COPY)
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{target.name}.tmp")
             tmp.write_bytes(data)
@@ -239,7 +253,7 @@ def sync_apps(src: Path, dst: Path) -> None:
             os.replace(tmp, target)
         for old in list(_shipped_files(dst)):
             rel = old.relative_to(dst)
-            if rel not in shipped and rel != Path(_STAMP):
+            if rel not in shipped and rel != Path(APPS_STAMP) and rel.name != madeby.MARKER:
                 old.unlink()
         stamp.write_text(manifest)
 

@@ -29,7 +29,7 @@ from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.state import StackState
-from stackrace.stacks.catalogue import ConfigError, Stack, StackDef, resolve
+from stackrace.stacks.catalogue import COMMAND_LINE, ConfigError, Stack, StackDef, resolve
 from stackrace.stacks.launcher import LaunchError
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
@@ -287,6 +287,9 @@ class RemoteMember:
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         return None
 
+    def exposed(self) -> list[str]:
+        return []  # on the app node, which listens for the load nodes by design
+
     def sample(self) -> ResourceSample | None:
         """The latest sample the status refresh brought from the app node (≤ 0.5 s old)."""
         if self._rs is None:
@@ -361,7 +364,8 @@ class ClusterStackSource:
         return out
 
     def start(self, stack_id: str, cpus: list[int] | None) -> RemoteMember:
-        return self.start_stack(resolve(stack_id, self.defs), cpus)
+        # named by the front end's user and checked there (a preset's as a file's)
+        return self.start_stack(resolve(stack_id, self.defs, named_in=COMMAND_LINE), cpus)
 
     def start_stack(self, stack: Stack, cpus: list[int] | None) -> RemoteMember:
         spec = stack.spec

@@ -7,31 +7,60 @@ import sys
 from typing import TYPE_CHECKING
 
 from stackrace.settings.race_settings import split_stacks
-from stackrace.stacks.catalogue import ConfigError, Stack, StackDef, StackFile, load_stacks, resolve
+from stackrace.stacks.catalogue import (
+    GIVEN,
+    SHIPPED,
+    ConfigError,
+    Stack,
+    StackDef,
+    StackFile,
+    announcement,
+    load_stacks,
+    resolve,
+)
 
 if TYPE_CHECKING:
     from stackrace.settings.race_settings import RaceSettings
 
 
 def load(
-    args: argparse.Namespace, settings: RaceSettings | None = None, prog: str = "stackrace"
+    args: argparse.Namespace,
+    settings: RaceSettings | None = None,
+    prog: str = "stackrace",
+    *,
+    check_trust: bool = True,
 ) -> StackFile | None:
     """The stacks files' stacks, plus those made for this run: `SERVER[app]` for --app
-    and one per --cmd (stackrace.stacks.userapp), ready on the first of the run's requests; or
-    None after one error line."""
+    and one per --cmd (stackrace.stacks.userapp), ready on the first of the run's
+    requests; or None after one error line. `check_trust=False`: an untrusted
+    ./stacks.toml is read too (to be listed, never run: stacks.catalogue.load_stacks)."""
     try:
-        stacks = load_stacks(args.stacks_file)
+        stacks = load_stacks(args.stacks_file, check_trust=check_trust)
     except ConfigError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return None
+    from stackrace.commands.target_args import your_app
     from stackrace.settings import scenario
     from stackrace.stacks import userapp
 
     try:
-        return userapp.with_run_stacks(stacks, args, settings)
+        return userapp.with_run_stacks(stacks, your_app(args), settings)
     except (userapp.AppError, scenario.ScenarioError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None
+
+
+def announce(stacks: StackFile, prog: str = "stackrace", quiet: bool = False) -> None:
+    """Name every stacks file read, on stderr, before anything of them runs: a file
+    outside the package (./stacks.toml, the config directory's, --stacks-file) must
+    never decide what runs unseen. Called once the command's stacks are chosen and
+    checked, so that a refusal stays one line. `quiet` (bench's --no-progress): only
+    when a file was found rather than asked for (./stacks.toml, the config directory's),
+    which is never quiet."""
+    if quiet and all(origin in (SHIPPED, GIVEN) for _, origin, _ in stacks.files):
+        return
+    for line in announcement(stacks):
+        print(f"{prog}: {line}", file=sys.stderr)
 
 
 def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
@@ -41,10 +70,16 @@ def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
 
 
 def resolve_all(
-    names: list[str], stacks: dict[str, StackDef], source: str | None = None
+    names: list[str],
+    stacks: dict[str, StackDef],
+    source: str | None = None,
+    *,
+    named_in: str,
 ) -> list[Stack] | None:
     """Resolve stack names and variants; print one error line and return None on the
-    first bad one. Errors name `source`, by default the file the stacks came from.
+    first bad one. Errors name `source`, by default the file the stacks came from;
+    `named_in`: where the names were written (config.COMMAND_LINE, or the preset or run
+    file they came from: a file may not name an executable, see stacks.catalogue.resolve).
 
     A stack named twice is refused rather than deduplicated: the user either mistyped
     (and meant another stack) or expects two runs, and a table with one result twice
@@ -54,7 +89,7 @@ def resolve_all(
     for ref in names:
         for part in split_stacks(ref):
             try:
-                stack = resolve(part, stacks, source)
+                stack = resolve(part, stacks, source, named_in=named_in)
             except ConfigError as exc:
                 print(f"stackrace: {exc}", file=sys.stderr)
                 return None

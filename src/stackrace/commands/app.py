@@ -31,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
     if not getattr(args, "demo", False) and not getattr(args, "cluster", None):
         # before the screen opens: a read-only home is one line here, not a crash later
         from stackrace.base.paths import writable_dir
-        from stackrace.stacks.launcher import runs_dir
+        from stackrace.stacks.launcher import RUNS_MADE_FOR, runs_dir
 
-        writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR")
+        writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
     from stackrace.commands.metrics_args import open_metrics
     from stackrace.metrics.exporter import MetricsError
 
@@ -60,10 +60,11 @@ def _run(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:
 def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> StackraceApp:
     """The app for these command-line arguments, ready to run: what `stackrace` runs,
     and what the walkthrough tests open with Pilot. A bad argument is an AppSetupError."""
+    from stackrace.commands.app_args import app_options
     from stackrace.race.live.setup import app_race
     from stackrace.tui.app import StackraceApp
 
-    return StackraceApp.for_race(app_race(args, parts))
+    return StackraceApp.for_race(app_race(app_options(args), parts))
 
 
 def run_app(
@@ -80,6 +81,7 @@ def run_app(
     except AppSetupError as exc:
         print(f"stackrace: {exc}", file=sys.stderr)
         return 2
+    _announce(args)
     from stackrace.race.core.runlocks import RunLock
 
     # other runs (bench, tune: race/core/runlocks.py) see this one on their cores; a demo
@@ -95,6 +97,20 @@ def run_app(
         if lock is not None:
             lock.release()
     return exit_status(app, rc)
+
+
+def _announce(args: argparse.Namespace) -> None:
+    """The stacks files read, on the terminal the app returns to (and in the app when one
+    is not the package's own: race/setup.py)."""
+    if getattr(args, "demo", False):
+        return
+    import contextlib
+
+    from stackrace.commands._common import announce
+    from stackrace.stacks.catalogue import ConfigError, load_stacks
+
+    with contextlib.suppress(ConfigError):  # only --url targets: no stacks file is used
+        announce(load_stacks(args.stacks_file))
 
 
 def _run_on_cluster(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:

@@ -6,20 +6,24 @@ No Textual import here: cli.py may call `add_app_arguments(parser)` cheaply.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from stackrace.commands.metrics_args import add_metrics_arguments
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.settings.options import positive_int
 
+if TYPE_CHECKING:
+    from stackrace.race.live.setup import AppOptions
+
 
 def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     """The app's options, grouped by what a person wants to do."""
-    from stackrace.race.core.urls import add_url_arguments
+    from stackrace.commands.target_args import add_url_arguments
 
     add_race_arguments(parser)
-    from stackrace.stacks import userapp
+    from stackrace.commands.target_args import add_your_app_arguments
 
-    userapp.add_arguments(parser.add_argument_group("your app on every server (docs/your-app.md)"))
+    add_your_app_arguments(parser.add_argument_group("your app on every server (docs/your-app.md)"))
     servers = parser.add_argument_group("servers you started (docs/your-app.md)")
     add_url_arguments(servers)  # --url [NAME=]URL, --pid: as in bench
     servers.add_argument(
@@ -43,7 +47,8 @@ APP_HELP = {
 
 def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     """What to race and how, from the one settings declaration, plus the app's own."""
-    from stackrace.settings.race_settings import BENCH_ONLY, add_options
+    from stackrace.commands.settings_args import add_options
+    from stackrace.settings.race_settings import BENCH_ONLY
 
     start = parser.add_argument_group("what to race (the picker's choices; with --go, no picker)")
     start.add_argument(
@@ -95,4 +100,30 @@ def add_race_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="overlay a saved bench run (.json) or a recording beside the live panes, "
         "at the same level (repeatable)",
+    )
+
+
+def app_options(args: argparse.Namespace) -> AppOptions:
+    """The app's command line, typed: what race/live/setup.py builds the race from."""
+    from stackrace.commands.settings_args import given
+    from stackrace.commands.target_args import your_app
+    from stackrace.race.live.setup import AppOptions
+    from stackrace.settings.race_settings import BENCH_ONLY
+
+    return AppOptions(
+        given=given(args, skip=BENCH_ONLY),
+        preset=args.preset,
+        go=bool(args.go),
+        concurrency=args.concurrency,
+        demo=bool(args.demo),
+        urls=tuple(args.url or ()),
+        pids=tuple(args.pid or ()),
+        allow_remote=bool(args.allow_remote),
+        stacks_file=getattr(args, "stacks_file", None),
+        your_app=your_app(args),
+        talk=args.talk,
+        ghosts=tuple(args.ghost or ()),
+        record=args.record,
+        big=bool(args.big),
+        argv=tuple(getattr(args, "argv", None) or ()),
     )

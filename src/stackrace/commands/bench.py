@@ -38,6 +38,7 @@ import msgspec
 
 from stackrace.commands import runguard
 from stackrace.commands._common import (
+    announce,
     default_app_stacks,
     load,
     resolve_all,
@@ -45,6 +46,8 @@ from stackrace.commands._common import (
 )
 from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
 from stackrace.commands.metrics_args import add_metrics_arguments, open_metrics
+from stackrace.commands.settings_args import add_options, given, stacks_written_in, with_given
+from stackrace.commands.target_args import add_url_arguments
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
@@ -59,8 +62,8 @@ from stackrace.race.core.journal import (
 )
 from stackrace.race.core.members import RaceParts
 from stackrace.race.core.placement import cpus_problem
-from stackrace.race.core.presets import load_preset
-from stackrace.race.core.urls import UrlError, add_url_arguments, check_paths, url_targets
+from stackrace.race.core.presets import load_preset, preset_path
+from stackrace.race.core.urls import UrlError, check_paths, url_targets
 from stackrace.report import gate
 from stackrace.report.capacity import table_lines as capacity_table
 from stackrace.report.failures import run_failures
@@ -78,7 +81,7 @@ from stackrace.report.write import (
 )
 from stackrace.settings.options import examples, positive_duration, usable_cpus
 from stackrace.settings.options import precision as precision_share
-from stackrace.settings.race_settings import RaceSettings, add_options, given, with_given
+from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.scenario import ScenarioError
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import ConfigError, StackFile
@@ -168,9 +171,9 @@ def register(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a --url host that is not on this machine (default: loopback only)",
     )
-    from stackrace.stacks import userapp
+    from stackrace.commands.target_args import add_your_app_arguments
 
-    userapp.add_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
+    add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     out = p.add_argument_group("what it writes")
     out.add_argument(
         "--json",
@@ -279,8 +282,10 @@ def build_settings(args: argparse.Namespace, rerun: BenchRun | None = None) -> R
 
 
 def build_plan(
-    args: argparse.Namespace, rerun: BenchRun | None = None
+    args: argparse.Namespace, rerun: BenchRun | None = None, named_in: str | None = None
 ) -> tuple[BenchPlan, StackFile] | None:
+    """The plan of a bench run (or of tune's); `named_in`: where the stacks were written
+    when the caller knows better than the options (tune --resume: its journal)."""
     settings = build_settings(args, rerun)
     if settings is None:
         return None
@@ -317,7 +322,16 @@ def build_plan(
         except ScenarioError as exc:
             _fail(str(exc))
             return None
-    chosen = resolve_all([",".join(settings.stacks)], stacks) if settings.stacks else []
+    preset_file = preset_path(args.preset) if args.preset else None
+    if named_in is None:
+        named_in = stacks_written_in(
+            args, preset_file, args.from_run if rerun is not None else None
+        )
+    chosen = (
+        resolve_all([",".join(settings.stacks)], stacks, named_in=named_in)
+        if settings.stacks
+        else []
+    )
     if chosen is None:
         return None
     from stackrace.stacks.userapp import missing_servers
@@ -566,6 +580,14 @@ def _run_locked(
         return 2
     if metrics is not None:
         plan.on_core = metrics.follow_core
+    if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
+        from stackrace.base.paths import writable_dir
+        from stackrace.stacks.launcher import RUNS_MADE_FOR, runs_dir
+
+        if not wants_cluster(args):  # (a cluster's stacks run on its app node)
+            # a read-only or full home: one line now, not after the first progress lines
+            writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
+        announce(stacks_file, "stackrace bench", quiet=args.no_progress)
     progress: Callable[[str], None] = _quiet if args.no_progress else _progress
     # where the run came from: what `bench --from` needs to run it again
     origin = provenance(plan.stacks, stacks_file, rerun_of=args.from_run)
@@ -598,9 +620,8 @@ def _run_locked(
             else None,
         )
         plan.journal = runguard.open_journal("stackrace bench", where, start)
-        if plan.journal is None:
-            return 2
-        progress(f"journal: {where} (every finished level and probe; --resume continues it)")
+        if plan.journal is not None:
+            progress(f"journal: {where} (every finished level and probe; --resume continues it)")
     if plan.capacity is not None:
         from stackrace.race.core.noise import NoiseMeter
 

@@ -6,14 +6,23 @@ the PyPy venv, run directories with their logs, crash logs — 145 MB on a machi
 ran every stack. This command finds them, says what each is and how big, and (without
 `--dry-run`) stops the database and removes them.
 
-What it may remove is a fixed list of names it knows it made (`_MADE`), directly
-inside its data and cache directories (stackrace.base.paths), plus two places outside them
-that stackrace made and recorded, each checked for being exactly that: the private
-MariaDB's server directory when it had to live under /var/tmp (named
-`stackrace-mariadb-*` there, recorded in the instance's instance.json), and the crash
-logs' fallback in the temp directory (`stackrace-crashes-UID`, owned by this user).
-Nothing else: with `STACKRACE_HOME=~`, `~/cache` holds what stackrace made *and* may
-hold the user's own files, so an unknown name is listed and left alone.
+What it may remove is what it marked as its own: every directory stackrace creates
+for its files holds a marker (`.stackrace-made`, stackrace.base.madeby) written when it was
+created, and only a directory with that marker, a real directory of this user's, is
+removed. A known name is not enough: with `STACKRACE_HOME=~`, `~/data/apps` or
+`~/cache/runs` may be the user's own, or hold the user's own beside stackrace's. So it
+looks at a fixed list of names it makes (`_MADE`) directly inside its data and cache
+directories (stackrace.base.paths), and inside two of them, the runs directory and the apps'
+working copy (`_CONTAINERS`), at each entry: a marked run directory or apps directory
+is removed, anything unmarked (`cache/runs/my-notes/`, `data/apps/my-django-site/`) is
+listed as "left alone", and the container goes only when nothing of the user's is left
+in it. Outside them it removes two places stackrace made, each marked and checked for
+being exactly that: the private MariaDB's server directory when it had to live under
+/var/tmp (named `stackrace-mariadb-*` there, recorded in the instance's
+instance.json), and the crash logs' fallback in the temp directory
+(`stackrace-crashes-UID`, owned by this user). A directory made by a stackrace older
+than the markers is unmarked, and left alone like any other: the listing says so, and
+the user removes it by hand.
 
 Links are never followed: a candidate that is a symlink is left (and said so), a
 directory is removed by shutil.rmtree, which on Linux walks by file descriptor and
@@ -35,7 +44,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from stackrace.base import paths
+from stackrace.base import crashlog, madeby, paths
 from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import default_dir, shadow_base
 from stackrace.settings.options import examples
@@ -52,9 +61,14 @@ _MADE = {
     "data": {
         "apps": "the apps as run, and their builds (Go binaries, node_modules)",
         "venv-pypy": "the PyPy venv of the PyPy stacks",
+        "tls": "the TLS stacks' certificate",
         ".apps.lock": "a lock file",
     },
 }
+# directories whose entries are each stackrace's or the user's: looked into, one by one;
+# the files stackrace keeps in them besides its marked directories
+_CONTAINERS = {"runs": frozenset(), "apps": frozenset({paths.APPS_STAMP})}
+_UNMARKED = "not marked as made by stackrace: left alone"
 
 
 EXAMPLES = examples(
@@ -156,15 +170,16 @@ def survey(db_root: Path) -> tuple[list[Item], ManagedMariaDB | None, int | None
             items.append(Item(shadow, "the private MariaDB's server files", _size(shadow)))
     # the crash logs' fallback is one per user, shared by every STACKRACE_HOME: a trial
     # home's clean must not take the real one's logs
-    crashes = Path(tempfile.gettempdir()) / f"stackrace-crashes-{os.getuid()}"
-    if not os.environ.get(paths.ENV_HOME) and _ours(crashes):
+    crashes = crashlog.fallback_dir()
+    if not os.environ.get(paths.ENV_HOME) and madeby.made(crashes) is not None:
         items.append(Item(crashes, "crash logs (written where the cache was not)", _size(crashes)))
     items.append(Item(paths.config_dir(), "", 0, keep="your settings: stacks.toml, the last race"))
     return items, db, pid, problems
 
 
 def _inside(base: Path, made: dict[str, str]) -> list[Item]:
-    """The known entries of `base` (removable unless a link), and the unknown ones (kept)."""
+    """The known entries of `base` that stackrace marked (removable), and the others
+    (kept, and why); the runs directory and the apps' copy are looked into."""
     try:
         st = os.lstat(base)
     except FileNotFoundError:
@@ -182,9 +197,38 @@ def _inside(base: Path, made: dict[str, str]) -> list[Item]:
             out.append(Item(path, "", 0, keep=f"a link to {os.path.realpath(path)}: not followed"))
         elif os.path.dirname(os.path.realpath(path)) != real_base:
             out.append(Item(path, "", 0, keep="resolves outside its directory: left alone"))
+        elif not entry.is_dir():
+            out.append(Item(path, what, _size(path)))  # a file of ours by name: a lock
+        elif madeby.made(path) is None:
+            out.append(Item(path, "", 0, keep=_UNMARKED))
+        elif entry.name in _CONTAINERS:
+            out += _container(path, what, _CONTAINERS[entry.name])
         else:
             out.append(Item(path, what, _size(path)))
     return out
+
+
+def _container(path: Path, what: str, own_files: frozenset[str]) -> list[Item]:
+    """A marked directory whose entries are checked one by one: the whole of it when
+    every entry is stackrace's, else its marked entries (removed) and the rest (kept)."""
+    mine: list[Item] = []
+    kept: list[Item] = []
+    for entry in sorted(os.scandir(path), key=lambda e: e.name):
+        child = Path(entry.path)
+        if entry.name == madeby.MARKER:
+            continue
+        if entry.name in own_files and entry.is_file(follow_symlinks=False):
+            # the copy's manifest goes with any of its directories: kept, it would say
+            # the copy is whole and nothing would make it again
+            mine.append(Item(child, "its list of what it holds", _size(child)))
+            continue
+        if entry.is_symlink() or not entry.is_dir() or madeby.made(child) is None:
+            kept.append(Item(child, "", 0, keep=_UNMARKED))
+        else:
+            mine.append(Item(child, what, _size(child)))
+    if not kept:
+        return [Item(path, what, _size(path))]
+    return mine + kept
 
 
 def _shadow_server_dir(server: Path) -> Path | None:
@@ -200,16 +244,7 @@ def _shadow_server_dir(server: Path) -> Path | None:
     parents = {os.path.realpath(shadow_base()), os.path.realpath(tempfile.gettempdir())}
     if os.path.dirname(os.path.realpath(server)) not in parents:
         return None
-    return server
-
-
-def _ours(path: Path) -> bool:
-    """A real directory (not a link) owned by this user."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+    return server if madeby.made(server, handed_over=True) is not None else None
 
 
 def _within(path: Path, base: Path) -> bool:

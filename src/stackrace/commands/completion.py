@@ -55,7 +55,7 @@ def stack_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[
     from stackrace.stacks.catalogue import ConfigError, load_stacks
 
     try:
-        names = list(load_stacks(getattr(parsed_args, "stacks_file", None)))
+        names = list(load_stacks(getattr(parsed_args, "stacks_file", None), check_trust=False))
     except ConfigError:
         return []
     head, comma, last = prefix.rpartition(",")

@@ -19,9 +19,11 @@ from stackrace.db import (
     DbError,
     DbStatus,
     ManagedMariaDB,
+    SeedInterrupted,
     db_env,
     open_database,
 )
+from stackrace.db.seed import estimate_bytes
 from stackrace.settings.options import examples, port_number, positive_int
 from stackrace.settings.units import fmt_bytes
 
@@ -193,13 +195,20 @@ def _guard(
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return action(args, _open(args))
+        except SeedInterrupted as exc:  # Ctrl-C: stopped on the server too, said in one line
+            print(f"stackrace db {args.db_action}: {exc}", file=sys.stderr)
+            return 130
         except DbError as exc:
             print(f"stackrace db {args.db_action}: {exc}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
+            print(f"stackrace db {args.db_action}: interrupted", file=sys.stderr)
             return 130
 
     return wrapper
+
+
+_SAY_ESTIMATE_FROM = 10_000_000  # rows: a seed that takes long enough to be told first
 
 
 @_guard
@@ -244,6 +253,13 @@ def _status(args: argparse.Namespace, db: Database) -> int:
 
 @_guard
 def _seed(args: argparse.Namespace, db: Database) -> int:
+    if args.rows >= _SAY_ESTIMATE_FROM:
+        need = estimate_bytes(args.rows, args.engine)
+        print(
+            f"seeding {args.rows:,} rows ({args.engine}): about {need / 1e9:,.1f} GB on the "
+            "server's disk; Ctrl-C stops it (on the server too)",
+            flush=True,
+        )
     result = db.seed(args.rows, args.engine, force=args.force)
     if result.skipped:
         print(f"already seeded: {result.rows:,} rows, {result.engine} (use --force to redo)")

@@ -10,11 +10,14 @@ stack could not be completed.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
+from pathlib import Path
 
-from stackrace.commands._common import load, resolve_all
+from stackrace.commands._common import announce, load, resolve_all
 from stackrace.settings.options import examples
+from stackrace.stacks.catalogue import COMMAND_LINE
 from stackrace.stacks.install import Installer, InstallOutcome
 
 EXAMPLES = examples(
@@ -81,9 +84,10 @@ def run(args: argparse.Namespace) -> int:
     if args.all == bool(args.names):
         print("stackrace install: name one or more stacks, or --all", file=sys.stderr)
         return 2
-    chosen = resolve_all(list(stacks) if args.all else args.names, stacks)
+    chosen = resolve_all(list(stacks) if args.all else args.names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace install")
     t0 = time.monotonic()
     print(f"stackrace install: checking {len(chosen)} stack{'s' * (len(chosen) != 1)}")
     results = Installer(
@@ -115,6 +119,35 @@ def _plan(r: InstallOutcome) -> str:
     )
 
 
+_PYTHON_PROBE = "import sys; print('stackrace-python', sys.version_info[0], sys.version_info[1])"
+
+
+def python_problem(python: str) -> str | None:
+    """None when `python` is a Python 3 interpreter, else why not. It is run once, the way
+    pip will be run: isolated (-I: neither the current directory nor PYTHONPATH on its
+    path) and from /, so that what it runs is its own (`install --into /bin/sh` ran
+    `/bin/sh -m pip`, that is ./pip of the current directory)."""
+    try:
+        out = subprocess.run(
+            [python, "-I", "-c", _PYTHON_PROBE],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+            cwd="/",
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot run it as a Python interpreter: {exc}"
+    words = out.stdout.split()
+    if out.returncode != 0 or words[:1] != ["stackrace-python"] or len(words) != 3:
+        return "not a Python interpreter (it does not run `-I -c` as Python does)"
+    if words[1] != "3":
+        return f"Python {words[1]}.{words[2]}: servers need Python 3"
+    return None
+
+
 def install_into(args: argparse.Namespace, stacks: dict) -> int:
     """`install --into PYTHON SERVER…`: the app templates' pip packages, with that
     interpreter's own pip, then a check that each server imports there. Nothing goes
@@ -134,6 +167,10 @@ def install_into(args: argparse.Namespace, stacks: dict) -> int:
     except AppError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
+    problem = python_problem(python)
+    if problem:
+        print(f"{prog}: --into {args.into}: {problem}", file=sys.stderr)
+        return 2
     plain: list[str] = []
     no_deps: list[str] = []
     modules: list[str] = []
@@ -148,8 +185,11 @@ def install_into(args: argparse.Namespace, stacks: dict) -> int:
         no_deps += [p for p in spec.app.pip_no_deps if p not in no_deps]
         modules += [m for m in spec.app.modules if m not in modules]
     print(f"{prog}: into {python} (its own pip): {' '.join(plain + no_deps)}", flush=True)
+    # -I: pip from the interpreter's own packages, never a ./pip or ./pip.py of the
+    # current directory (nor PYTHONPATH); run from / besides (see python_problem)
     base_argv = [
         python,
+        "-I",
         "-m",
         "pip",
         "install",
@@ -165,7 +205,7 @@ def install_into(args: argparse.Namespace, stacks: dict) -> int:
             print(f"  $ {' '.join(argv)}")
             continue
         try:
-            seconds = _run(argv)
+            seconds = _run(argv, cwd=Path("/"))
         except StepError as exc:
             print(f"{prog}: {exc}", file=sys.stderr)
             return 1

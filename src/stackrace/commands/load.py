@@ -52,6 +52,7 @@ from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.commands.cluster_args import connect_from_args, wants_cluster
 from stackrace.commands.load_args import add_load_arguments
 from stackrace.commands.metrics_args import open_metrics
+from stackrace.commands.settings_args import given
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.clients import ClientProfile
 from stackrace.engine.model import (
@@ -69,7 +70,7 @@ from stackrace.report.load_histogram import hdr_log
 from stackrace.report.load_text import summary_lines
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
 from stackrace.settings import options, scenario
-from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings, given
+from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings
 from stackrace.settings.units import fmt_count, fmt_us
 from stackrace.supervise.procs import keep_off
 

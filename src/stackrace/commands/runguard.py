@@ -31,6 +31,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from stackrace.base.errors import StackraceError
 from stackrace.race.core import runlocks
 from stackrace.race.core.journal import Journal, JournalStart, beside
 from stackrace.supervise import hurry
@@ -106,18 +107,29 @@ def journal_path(explicit: str | None, outputs: list[str | None], command: str) 
     return d / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.journal"
 
 
+class JournalInUse(StackraceError):
+    """A journal is where this run's would go: an unfinished run's, never overwritten."""
+
+    exit_code = 2
+
+
 def open_journal(prog: str, path: Path, start: JournalStart) -> Journal | None:
-    """A new journal, or None after one line (it exists: an unfinished run's)."""
+    """A new journal; None after one line when the disk refuses it (the run goes on
+    without one: its figures are still printed and written). JournalInUse when one is
+    there already."""
     try:
         return Journal.create(path, start)
     except FileExistsError:
+        raise JournalInUse(
+            f"{path} exists: the journal of a run that did not end. Continue it "
+            f"with `{prog} --resume {path}`, or remove it (or give --journal elsewhere)"
+        ) from None
+    except OSError as exc:
         print(
-            f"{prog}: {path} exists: the journal of a run that did not end. Continue it "
-            f"with `{prog} --resume {path}`, or remove it (or give --journal elsewhere)",
+            f"{prog}: journal {path}: cannot write: {exc.strerror or exc}; the run goes on "
+            "without one (an interrupted run keeps only what it prints)",
             file=sys.stderr,
         )
-    except OSError as exc:
-        print(f"{prog}: journal {path}: cannot write: {exc.strerror or exc}", file=sys.stderr)
     return None
 
 
@@ -127,6 +139,13 @@ def finish_journal(journal: Journal | None, interrupted: str | None, keep: bool)
     if journal is None:
         return ""
     from stackrace.race.core.journal import JournalEnd
+
+    if journal.error:
+        print(
+            f"journal {journal.path}: stopped taking entries: {journal.error}; it holds "
+            "what was measured before",
+            file=sys.stderr,
+        )
 
     journal.close(JournalEnd(interrupted=interrupted))
     if interrupted is None and not keep:

@@ -12,9 +12,9 @@ import contextlib
 import signal
 import sys
 
-from stackrace.commands._common import load, resolve_all
+from stackrace.commands._common import announce, load, resolve_all
 from stackrace.settings.options import examples
-from stackrace.stacks.catalogue import DB_WORKLOADS, Stack
+from stackrace.stacks.catalogue import COMMAND_LINE, DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.supervise import hurry
 
@@ -45,9 +45,9 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     # the default since --db: kept so that scripts written for the old default still run
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
-    from stackrace.stacks import userapp
+    from stackrace.commands.target_args import add_your_app_arguments
 
-    userapp.add_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
+    add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     p.set_defaults(func=run)
 
 
@@ -65,9 +65,10 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         print("stackrace serve: name the stacks (or give --app)", file=sys.stderr)
         return 2
-    chosen = resolve_all(names, stacks)
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace serve")
     db = None
     env: dict[str, str] = {}
     if args.db and args.no_db:

@@ -3,13 +3,16 @@
 It first says which stacks files it read and why (config.stacks_files: the shipped one,
 then the user's config directory and ./stacks.toml on top; or --stacks-file alone):
 with several places a stack can come from, the answer to "why is my stack not listed"
-(or "why does it run that command") is those lines.
+(or "why does it run that command") is those lines. A ./stacks.toml that replaces a
+shipped stack is listed all the same, with what it replaces and that nothing uses it
+until it is trusted: `stackrace stacks --trust ./stacks.toml` (stackrace.stacks.trust).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -18,7 +21,18 @@ from stackrace.commands._common import load
 from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
 from stackrace.settings.options import examples
 from stackrace.settings.workloads import WORKLOADS
-from stackrace.stacks.catalogue import ConfigError, resolve, tunable_ceilings
+from stackrace.stacks.catalogue import (
+    HERE,
+    ConfigError,
+    StackDef,
+    StackFile,
+    announcement,
+    read_stacks_file,
+    replaced_stacks,
+    resolve,
+    tunable_ceilings,
+    untrusted_line,
+)
 from stackrace.stacks.install import Availability, availability
 
 EXAMPLES = examples(
@@ -36,19 +50,27 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument("--json", action="store_true", help="print as JSON")
+    p.add_argument(
+        "--trust",
+        metavar="FILE",
+        help="trust this stacks file (./stacks.toml) to replace shipped stacks, as long "
+        "as its content stays as it is now",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    stacks = load(args)
+    if args.trust:
+        return _trust(args.trust)
+    stacks = load(args, check_trust=False)
     if stacks is None:
         return 2
     # on stderr with --json or in a pipe, so that stdout stays one JSON document or rows
     out = sys.stderr if args.json or not on_terminal() else None
-    for path, origin, _ in stacks.files:  # every file read, lowest first
-        print(f"stacks file: {path} ({origin})", file=out)
-    if len(stacks.files) > 1:
-        print("  (each file adds its stacks and replaces those of the same name)", file=out)
+    for line in announcement(stacks):  # every file read, lowest first
+        print(line, file=out)
+    for line in _untrusted(stacks):
+        print(line, file=out)
     rows: list[dict[str, Any]] = []
     for name, spec in stacks.items():
         served: list[str] = []
@@ -102,4 +124,45 @@ def run(args: argparse.Namespace) -> int:
             "installs what they need",
             file=out,
         )
+    return 0
+
+
+def _untrusted(stacks: StackFile) -> list[str]:
+    """A line for a ./stacks.toml read here that replaces stacks below it and is not
+    trusted: every other command refuses it (stacks.stacks.catalogue.load_stacks)."""
+    from stackrace.stacks import trust
+
+    out = []
+    below: dict[str, StackDef] = {}
+    for path, origin, sha in stacks.files:
+        try:
+            defs, _replace, _sha = read_stacks_file(path)
+        except ConfigError:
+            continue  # (read once already: load_stacks said what is wrong)
+        replaced = replaced_stacks(defs, below)
+        if origin == HERE and replaced and not trust.is_trusted(path, sha):
+            out.append(f"  not used: {untrusted_line(path, replaced)}")
+        below.update(defs)
+    return out
+
+
+def _trust(given: str) -> int:
+    """`stackrace stacks --trust FILE`: remember FILE's content as trusted."""
+    from stackrace.stacks import trust
+
+    path = Path(given)
+    try:
+        _defs, _replace, sha = read_stacks_file(path)  # one that cannot be used: said now
+    except ConfigError as exc:
+        print(f"stackrace stacks: --trust: {exc}", file=sys.stderr)
+        return 2
+    try:
+        record = trust.trust(path, sha)
+    except OSError as exc:
+        print(f"stackrace stacks: --trust {given}: cannot record it: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"trusted {path.resolve()} (sha256 {sha[:12]}…), recorded in {record}: its stacks "
+        "may replace the shipped ones of the same name until the file changes"
+    )
     return 0

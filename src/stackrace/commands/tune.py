@@ -56,9 +56,11 @@ from pathlib import Path
 import msgspec
 
 from stackrace.commands import runguard
-from stackrace.commands._common import load
+from stackrace.commands._common import announce, load
 from stackrace.commands.bench import add_search_arguments, build_plan, skeleton
 from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.settings_args import add_options, given
+from stackrace.commands.target_args import add_url_arguments
 from stackrace.commands.tune_space import servers_to_tune, space_of
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.race.bench.tune_result import tune_result
@@ -66,16 +68,16 @@ from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_t
 from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
 from stackrace.race.core.journal import Entry, JournalError, JournalStart, TuneSpec, read_journal
 from stackrace.race.core.tune_search import Space, TunePlan, TuneSearch
-from stackrace.race.core.urls import add_url_arguments
 from stackrace.report import capacity as captable
 from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths, read_run, write_files
 from stackrace.settings.options import examples
-from stackrace.settings.race_settings import REQUEST_FIELDS, add_options, given
+from stackrace.settings.race_settings import REQUEST_FIELDS
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import (
+    COMMAND_LINE,
     StackFile,
     resolve,
 )
@@ -155,9 +157,9 @@ def register(p: argparse.ArgumentParser) -> None:
     servers = p.add_argument_group("a server you started: the capacity search alone")
     add_url_arguments(servers)
     servers.add_argument("--allow-remote", action="store_true", help=argparse.SUPPRESS)
-    from stackrace.stacks import userapp
+    from stackrace.commands.target_args import add_your_app_arguments
 
-    userapp.add_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
+    add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     out = p.add_argument_group("what it writes")
     out.add_argument("--json", dest="json_out", metavar="FILE",
                      help="write every configuration and probe here")  # fmt: skip
@@ -263,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
         stacks = load(args, None, PROG)
         if stacks is None:
             return 2
-        found = servers_to_tune(args, stacks)
+        found = servers_to_tune(args, stacks)  # (named on the command line)
         if isinstance(found, str):
             return _fail(found)
         servers = found
@@ -272,10 +274,12 @@ def run(args: argparse.Namespace) -> int:
             return _fail(made)
         space = made
     args.stacks = servers or None
-    built = build_plan(args, rerun)
+    built = build_plan(args, rerun, _named_in(args, spec))
     if built is None:
         return 2
     plan, stacks = built
+    if plan.stacks:  # before anything of the stacks files runs
+        announce(stacks, PROG, quiet=args.no_progress)
     if args.url:
         space = Space({u.label(): {} for u in plan.urls})
         servers = list(space.servers)
@@ -320,6 +324,12 @@ def run(args: argparse.Namespace) -> int:
         lock.release()
 
 
+def _named_in(args: argparse.Namespace, spec: TuneSpec | None) -> str:
+    """Where the servers were named: the command line, or the journal resumed (a file
+    may not name an executable: stacks.catalogue.resolve)."""
+    return COMMAND_LINE if spec is None else f"the journal {args.resume}"
+
+
 def _tune(
     args: argparse.Namespace,
     plan: object,
@@ -340,6 +350,7 @@ def _tune(
 
     assert isinstance(plan, BenchPlan)
     origin = provenance(plan.stacks, stacks, rerun_of=args.from_run)
+    journal: Journal | None
     if resumed is not None:
         try:
             journal = Journal.reopen(Path(args.resume))
@@ -357,14 +368,12 @@ def _tune(
                 precision=precision,
             ),
         )  # fmt: skip
-        opened = runguard.open_journal(PROG, where, start)
-        if opened is None:
-            return 2
-        journal, entries = opened, []
-        progress(f"journal: {where} (every probe as it ends; --resume continues it)")
+        journal, entries = runguard.open_journal(PROG, where, start), []
+        if journal is not None:
+            progress(f"journal: {where} (every probe as it ends; --resume continues it)")
     job = TuneJob(
         bench=plan,
-        resolve=lambda name: resolve(name, stacks),
+        resolve=lambda name: resolve(name, stacks, named_in=_named_in(args, spec)),
         urls={u.label(): u for u in plan.urls},
         journal=journal,
         resume=entries,
@@ -377,13 +386,15 @@ def _tune(
 
         cluster = connect_from_args(args, PROG)
         if cluster is None:
-            journal.close()
+            if journal is not None:
+                journal.close()
             return 2
         try:
             parts = bench_parts(cluster)
         except ClusterError as exc:
             cluster.close()
-            journal.close()
+            if journal is not None:
+                journal.close()
             return _fail(str(exc))
     plan.noise = noise_meter(parts)
     state = TuneState(search)
@@ -395,7 +406,8 @@ def _tune(
 
             opened_db = open_for_workload()
             if opened_db is None:
-                journal.close()
+                if journal is not None:
+                    journal.close()
                 return 2
             db, plan.db_env = opened_db
             from stackrace.db.watch import DbWatch
@@ -415,7 +427,8 @@ def _tune(
         try:
             interrupted = asyncio.run(main())
         except ResumeError as exc:
-            journal.close()
+            if journal is not None:
+                journal.close()
             return _fail(f"{args.resume}: {exc}")
     finally:
         if db is not None:
@@ -428,7 +441,7 @@ def _tune(
     result = tune_result(job, state, interrupted, shared)
     result = msgspec.structs.replace(result, provenance=origin)
     tunereport.add_deploy(result, stacks)
-    result.journal = str(journal.path) if interrupted else ""
+    result.journal = str(journal.path) if interrupted and journal is not None else ""
     problems = _write(args, result)
     kept = runguard.finish_journal(journal, interrupted, keep=bool(problems))
     status = _show(args, result, problems)

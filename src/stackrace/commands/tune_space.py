@@ -12,6 +12,7 @@ import os
 
 from stackrace.race.core.tune_space import Space
 from stackrace.stacks.catalogue import (
+    COMMAND_LINE,
     ConfigError,
     Stack,
     StackFile,
@@ -135,7 +136,7 @@ def space_of(args: argparse.Namespace, servers: list[str], stacks: StackFile) ->
     space: dict[str, dict[str, list[str]]] = {}
     for name in servers:
         try:
-            spec = resolve(name, stacks)
+            spec = resolve(name, stacks, named_in=COMMAND_LINE)  # tune's own arguments
             grid = axes(spec, cores, args.tune_workers, args.tune_threads)
         except (ConfigError, ValueError) as exc:
             return str(exc)

@@ -13,11 +13,11 @@ import ssl
 import sys
 import time
 
-from stackrace.commands._common import load, resolve_all
+from stackrace.commands._common import announce, load, resolve_all
 from stackrace.settings.options import examples
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
-from stackrace.stacks.catalogue import DB_WORKLOADS, Stack, placeholders, render
+from stackrace.stacks.catalogue import COMMAND_LINE, DB_WORKLOADS, Stack, placeholders, render
 from stackrace.stacks.install import availability
 from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
 from stackrace.stacks.sampler import TreeSampler
@@ -58,10 +58,11 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     # the default since --db: kept so that scripts written for the old default still run
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
-    from stackrace.settings.race_settings import add_options, options
-    from stackrace.stacks import userapp
+    from stackrace.commands.settings_args import add_options
+    from stackrace.commands.target_args import add_your_app_arguments
+    from stackrace.settings.race_settings import options
 
-    own = userapp.add_arguments
+    own = add_your_app_arguments
     group = p.add_argument_group("your app: check your requests on every server, nothing else")
     own(group)
     add_options(group, skip=tuple(k for k in options() if k not in _REQUEST_FIELDS))
@@ -78,9 +79,10 @@ def run(args: argparse.Namespace) -> int:
     stacks = load(args)
     if stacks is None:
         return 2
-    chosen = resolve_all(args.names or list(stacks), stacks)
+    chosen = resolve_all(args.names or list(stacks), stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace verify")
     db = None
     env: dict[str, str] = {}
     if args.db and args.no_db:
@@ -200,7 +202,8 @@ def _run_own(args: argparse.Namespace) -> int:
     with its expected status (2xx unless told), once; nothing of the shipped contract."""
     import msgspec
 
-    from stackrace.settings.race_settings import RaceSettings, given, merge
+    from stackrace.commands.settings_args import given
+    from stackrace.settings.race_settings import RaceSettings, merge
     from stackrace.settings.scenario import ScenarioError
     from stackrace.stacks.userapp import default_app_stacks, generated_names
 
@@ -221,9 +224,10 @@ def _run_own(args: argparse.Namespace) -> int:
         else [*default_app_stacks(stacks)[0], *default_app_stacks(stacks)[1]]
         + [n for n in generated_names(stacks) if "[app]" not in n]
     )
-    chosen = resolve_all(names, stacks)
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
+    announce(stacks, "stackrace verify")
     return asyncio.run(_verify_own(chosen, kinds, explicit=bool(args.names)))
 
 

@@ -9,10 +9,13 @@ server stops (Ctrl-C ends each page's app the same way; a server killed outright
 the apps' pipes, and the launcher's watchdog stops their stacks).
 
 Bound to 127.0.0.1. Anyone who can open the page can start servers and send load from
-this machine, so an address other hosts can reach (`--host 0.0.0.0`, a LAN address)
-needs its own flag, `--web-remote`, as `--metrics` needs `--metrics-remote`, and the
-address is printed with a warning. The port is bound before anything else starts: a
-port in use is one line.
+this machine, so the page has an owner (stackrace.base.webgate): the URL printed at start
+carries a random token, and a request without it, from a page of another origin, or
+naming a host that is not this server's, is refused (403) before any app starts; at
+most `--max-sessions` pages run at once. An address other hosts can reach
+(`--host 0.0.0.0`, a LAN address) needs its own flag, `--web-remote`, as `--metrics`
+needs `--metrics-remote`, keeps the token, and is printed with a warning. The port is
+bound before anything else starts: a port in use is one line.
 """
 
 from __future__ import annotations
@@ -21,9 +24,17 @@ import argparse
 import shlex
 import sys
 
-from stackrace.settings.options import examples
+from stackrace.base.webgate import DEFAULT_MAX_SESSIONS
+from stackrace.settings.options import examples, positive_int
 
-WEB_ONLY = {"--host": True, "--port": True, "--public-url": True, "--web-remote": False}
+# web's own options, and whether each takes a value: not passed on to the pages' app
+WEB_ONLY = {
+    "--host": True,
+    "--port": True,
+    "--public-url": True,
+    "--web-remote": False,
+    "--max-sessions": True,
+}
 
 
 EXAMPLES = examples(
@@ -45,7 +56,6 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.epilog = EXAMPLES + "\n\nMore: docs/tui.md"
     web = parser.add_argument_group("where it listens")
-
     web.add_argument(
         "--host",
         default="127.0.0.1",
@@ -64,6 +74,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="URL",
         help="the URL browsers use, when behind a proxy (default: http://HOST:PORT)",
+    )
+    web.add_argument(
+        "--max-sessions",
+        type=positive_int,
+        default=DEFAULT_MAX_SESSIONS,
+        help=f"pages open at once, each with its own stacks (default {DEFAULT_MAX_SESSIONS})",
     )
     add_app_arguments(parser)
     parser.set_defaults(func=run)
@@ -142,5 +158,31 @@ def run(args: argparse.Namespace) -> int:
             "this machine",
             file=sys.stderr,
         )
+    if not getattr(args, "demo", False):  # the pages' stacks come from these files
+        from stackrace.commands._common import announce
+        from stackrace.stacks.catalogue import ConfigError, load_stacks
+
+        try:
+            announce(load_stacks(args.stacks_file), "stackrace web")
+        except ConfigError as exc:
+            if not getattr(args, "url", None):
+                print(f"stackrace web: {exc}", file=sys.stderr)
+                return 2
     argv = getattr(args, "argv", None) or sys.argv[1:]
-    return serve(app_command(argv), args.host, args.port, args.public_url)
+    return serve(
+        app_command(argv),
+        args.host,
+        args.port,
+        args.public_url,
+        loopback=_loopback(args.host),
+        max_sessions=args.max_sessions,
+    )
+
+
+def _loopback(host: str) -> bool:
+    from stackrace.base.netguard import RemoteTargetError, is_loopback
+
+    try:
+        return is_loopback(host)
+    except RemoteTargetError:
+        return False

@@ -19,7 +19,7 @@ from stackrace.db.counters import (
     sum_is_plausible,
     work_between,
 )
-from stackrace.db.errors import DbError
+from stackrace.db.errors import DbError, SeedInterrupted
 from stackrace.db.external import ExternalDatabase
 from stackrace.db.managed import (
     DB_NAME,
@@ -87,6 +87,7 @@ __all__ = [
     "ExternalDatabase",
     "ManagedMariaDB",
     "QueryCounters",
+    "SeedInterrupted",
     "SeedResult",
     "SeedState",
     "check_query_count",

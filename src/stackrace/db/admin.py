@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -57,6 +59,17 @@ def connect(
     except pymysql.MySQLError as exc:
         where = settings.socket if use_socket else f"{settings.host}:{settings.port}"
         raise DbError(f"cannot connect to the database at {where}: {_mysql_msg(exc)}") from None
+
+
+@contextlib.contextmanager
+def closing(conn: pymysql.connections.Connection) -> Iterator[pymysql.connections.Connection]:
+    """`with closing(connect(...)) as conn`: closed at the end unless closed already (an
+    interrupted seed closes its connection itself: db/seed.py)."""
+    try:
+        yield conn
+    finally:
+        if conn.open:
+            conn.close()
 
 
 def _mysql_msg(exc: BaseException) -> str:

@@ -21,3 +21,10 @@ class DbError(StackraceError, RuntimeError):
         if self.log_tail:
             return f"{msg}\n--- mariadbd log (last lines) ---\n{self.log_tail}"
         return msg
+
+
+class SeedInterrupted(DbError):
+    """Ctrl-C during a seed: the statement was stopped on the server too, and the message
+    says in what state it left table `test` (the command exits 130 with it)."""
+
+    exit_code = 130

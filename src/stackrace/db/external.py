@@ -7,12 +7,14 @@ the server answers, `down` does nothing, and `reset` drops only the tables a see
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Literal
 
 import pymysql
 
 from stackrace.db import admin
 from stackrace.db import seed as seeding
+from stackrace.db.admin import query
 from stackrace.db.errors import DbError
 from stackrace.db.managed import DbStatus
 from stackrace.db.settings import DbSettings, parse_dsn
@@ -68,8 +70,16 @@ class ExternalDatabase:
         force: bool = False,
         random_seed: int = seeding.DEFAULT_SEED,
     ) -> seeding.SeedResult:
-        with self.connection() as conn:
-            return seeding.seed(conn, rows, engine, force=force, random_seed=random_seed)
+        with admin.closing(self.connection()) as conn:
+            return seeding.seed(
+                conn,
+                rows,
+                engine,
+                force=force,
+                random_seed=random_seed,
+                connect=self.connection,
+                free_bytes=_local_free_space(conn),
+            )
 
     def seed_state(self) -> seeding.SeedState | None:
         with self.connection() as conn:
@@ -96,3 +106,22 @@ class ExternalDatabase:
 
     def __exit__(self, *exc: object) -> None:
         pass
+
+
+def _local_free_space(conn: pymysql.connections.Connection) -> tuple[str, int] | None:
+    """(data directory, bytes free there) when the server keeps its data on this machine
+    and this user may look at it; None otherwise (a remote server's disk is not ours to
+    measure: the seed is not refused for it)."""
+    try:
+        datadir = str(query(conn, "SELECT @@datadir")[0][0])
+        if not os.path.isdir(datadir) or not _is_local(conn):
+            return None
+        st = os.statvfs(datadir)
+    except (DbError, OSError, IndexError):
+        return None
+    return datadir, st.f_bavail * st.f_frsize
+
+
+def _is_local(conn: pymysql.connections.Connection) -> bool:
+    host = getattr(conn, "host", "") or ""
+    return bool(getattr(conn, "unix_socket", None)) or host in ("127.0.0.1", "localhost", "::1")

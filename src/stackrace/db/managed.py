@@ -39,6 +39,7 @@ from typing import Literal
 import msgspec
 import pymysql
 
+from stackrace.base import madeby
 from stackrace.base.ports import free_port, pid_listening_on, port_in_use
 from stackrace.db import admin, provision, server_user
 from stackrace.db import seed as seeding
@@ -54,6 +55,8 @@ from stackrace.db.server_user import ServerUser
 from stackrace.db.settings import DbSettings
 from stackrace.supervise.procs import die_with_parent
 from stackrace.supervise.watchdog import Watchdog
+
+MADE_FOR = "the private MariaDB (data, passwords, logs)"  # its directory's marker (madeby)
 
 DEFAULT_PORT = 13306
 DEFAULT_MAX_CONNECTIONS = 4000
@@ -290,10 +293,21 @@ class ManagedMariaDB:
         force: bool = False,
         random_seed: int = seeding.DEFAULT_SEED,
     ) -> seeding.SeedResult:
-        """Fill table `test` (skipped when a completed seed with these parameters exists)."""
+        """Fill table `test` (skipped when a completed seed with these parameters exists);
+        refused when its data directory lacks the space, stopped on the server on Ctrl-C."""
         self._require_running()
-        with self.connection() as conn:
-            return seeding.seed(conn, rows, engine, force=force, random_seed=random_seed)
+        datadir = self.paths.datadir
+        st = os.statvfs(datadir)
+        with admin.closing(self.connection()) as conn:
+            return seeding.seed(
+                conn,
+                rows,
+                engine,
+                force=force,
+                random_seed=random_seed,
+                connect=self.connection,
+                free_bytes=(str(datadir), st.f_bavail * st.f_frsize),
+            )
 
     def seed_state(self) -> seeding.SeedState | None:
         self._require_running()
@@ -361,7 +375,7 @@ class ManagedMariaDB:
     def _acquire_up_lock(self) -> int:
         """An exclusive flock on root/up.lock: two `up`s at once (say bench and the user)
         would otherwise both install or both start a server on the same data directory."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        madeby.make_dir(self.root, MADE_FOR)
         fd = os.open(self.root / "up.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -472,7 +486,7 @@ class ManagedMariaDB:
         old = self._meta()
         if old is not None and old.server_dir:
             self._remove_server_dir(Path(old.server_dir))
-        self.root.mkdir(parents=True, exist_ok=True)
+        madeby.make_dir(self.root, MADE_FOR)
         # others may only pass through (to root/server, if that is the server's directory)
         os.chmod(self.root, 0o700 if user.uid == os.geteuid() else 0o711)
         server_dir = self._make_server_dir(user)
@@ -543,6 +557,7 @@ class ManagedMariaDB:
             server_dir = inside
         else:
             server_dir = Path(tempfile.mkdtemp(prefix="stackrace-mariadb-", dir=shadow_base()))
+            madeby.mark(server_dir, "the private MariaDB's server files")
             # a pointer for people looking in the instance's directory (instance.json is
             # what stackrace reads); `rm -rf` of the directory would not follow it: delete
             # an instance with `stackrace db reset --wipe`

@@ -1,10 +1,24 @@
-"""Types of the C extension engine/_cycle.c (the engine's plain-TCP transport)."""
+"""Types of the C extension engine/_cycle.c (the engine's transport: plain TCP and TLS)."""
 
 from typing import Any
 
 CONNECTING: int
 OPEN: int
+HANDSHAKE: int
 CLOSED: int
+
+class TlsContext:
+    has_session: bool
+    def __init__(
+        self,
+        verify: bool,
+        cafile: str | None,
+        host: str | None,
+        resume: bool,
+        min_version: int,
+        alpn: bytes,
+        max_version: int = 0,
+    ) -> None: ...
 
 class Transport:
     fd: int
@@ -13,6 +27,7 @@ class Transport:
     connect_ns: int
     frame: int
     protocol: Any
+    tls: TlsContext | None
     def __init__(
         self,
         poller: Any,
@@ -25,6 +40,7 @@ class Transport:
         nodelay: bool = False,
         rcvbuf: int = 0,
         frame: bool = False,
+        tls: TlsContext | None = None,
     ) -> None: ...
     def on_event(self, events: int) -> None: ...
     def write(self, data: bytes) -> None: ...
@@ -48,3 +64,4 @@ class Dispatcher:
     def __call__(self) -> int: ...
 
 def frame(response: bytes) -> int: ...
+def tls_alive() -> int: ...

@@ -81,6 +81,7 @@ class WindowAccumulator:
         "failures",
         "first_byte",
         "handshakes",
+        "handshaking",
         "hist",
         "hist_unc",
         "inflight_n",
@@ -130,6 +131,7 @@ class WindowAccumulator:
         self.waiting = carried_in
         self.unsent = 0
         self.connecting = 0
+        self.handshaking = 0
         self.unacked = 0
         self.requests = 0
         self.ok = 0
@@ -171,6 +173,7 @@ class WindowAccumulator:
             self.waiting += r.waiting
             self.unsent += r.unsent
             self.connecting += r.connecting
+            self.handshaking += r.handshaking
             self.unacked += r.unacked
             self.waiting_ages.add_sparse(r.waiting_ages)
         self.inflight_sum += r.inflight_sum
@@ -241,6 +244,7 @@ class WindowAccumulator:
         self.waiting = other.waiting
         self.unsent = other.unsent
         self.connecting = other.connecting
+        self.handshaking = other.handshaking
         self.unacked = other.unacked
         self.waiting_ages.counts = dict(other.waiting_ages.counts)
         if other.budget_t0:
@@ -294,6 +298,7 @@ class WindowAccumulator:
             waiting=self.waiting,
             unsent=self.unsent,
             connecting=self.connecting,
+            handshaking=self.handshaking,
             unacked=self.unacked,
             oldest_wait_us=ages.summary().max if ages.counts else 0,
             stale=self._stale() if ages.counts else 0,
@@ -362,6 +367,7 @@ class TargetAggregate:
         self.interval.waiting += last.waiting
         self.interval.unsent += last.unsent
         self.interval.connecting += last.connecting
+        self.interval.handshaking += last.handshaking
         self.interval.unacked += last.unacked
         self.interval.waiting_ages.add_sparse(last.waiting_ages)
         self.open += last.open
@@ -454,6 +460,7 @@ WINDOW_RULES: dict[str, str] = {
     "waiting": LAST,
     "unsent": LAST,
     "connecting": LAST,
+    "handshaking": LAST,
     "unacked": LAST,
     "oldest_wait_us": LAST,
     "stale": LAST,

@@ -108,6 +108,8 @@ class TargetReport(msgspec.Struct):
     waiting: int = 0
     unsent: int = 0
     connecting: int = 0  # of `waiting`: the connect still under way, nothing written
+    # of `connecting`: TCP is up and the TLS handshake under way (the server took it)
+    handshaking: int = 0
     # of `waiting`: over a second old, and the request not acknowledged by the server's
     # kernel (a handshake its full listen backlog dropped: the client thinks it is in)
     unacked: int = 0

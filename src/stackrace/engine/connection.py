@@ -194,9 +194,10 @@ class Connection(asyncio.Protocol):
             # A request was waiting for this connection: its clock has been running
             # since the connect started, as ab and wrk count it.
             self.state = BUSY
+            if t.timed:
+                # written now, or (sent, TLS on the C transport) with the handshake's end
+                self.wrote_ns = perf_counter_ns()
             if not sent:
-                if t.timed:
-                    self.wrote_ns = perf_counter_ns()
                 self.write_request(tr)
         else:
             self.state = IDLE
@@ -276,7 +277,19 @@ class Connection(asyncio.Protocol):
         answer costs one Python call."""
         now = perf_counter_ns()
         t = self.target
-        t.bytes += size
+        if size:
+            t.bytes += size
+            if t.timed:
+                # framed (TLS): its first byte came with the rest of it; recorded as
+                # Target.record_first_byte does, inlined (two calls fewer an answer)
+                wrote = self.start_ns if self.start_ns > self.wrote_ns else self.wrote_ns
+                lat = (now - wrote) // 1000
+                if lat > _HIGHEST:
+                    lat = _HIGHEST
+                b = (lat | _MASK).bit_length() - _MAG
+                i = (b << _HALF_MAG) + (lat >> b)
+                fb = t.first_byte_times
+                fb[i] = fb.get(i, 0) + 1
         t.requests += 1
         t.last_done = now
         lat = (now - (self.intended_ns or self.start_ns)) // 1000
@@ -325,11 +338,14 @@ class Connection(asyncio.Protocol):
             elif tr is not None:
                 close_now(tr)
             t.replace(self, now)
-        elif not size and (type(tr) is CTransport or type(tr) is SocketTransport):
+        elif not size and (
+            (type(tr) is CTransport and tr.tls is None) or type(tr) is SocketTransport
+        ):
             # read by the parser (not framed: chunked, split across reads, a 1xx first…)
             # on the engine's plain transport: the connection moves to the loop's
             # transport (Target.hand_over). No request in flight while it moves: the
             # next one starts (and is counted) once it is up (connected → on_idle).
+            # (TLS stays where it is: its session is the C transport's.)
             self.start_ns = 0
             t.hand_over(self, tr, now)
         elif self.fast:

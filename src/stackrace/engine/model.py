@@ -66,6 +66,8 @@ HTTP_STATUS = "http_status"  # a response with status >= 400 (codes counted in `
 INVALID_BODY = "invalid_body"  # status < 400 but the body failed the workload's check
 PROTOCOL = "protocol"  # the response was not valid HTTP/1.x, or was not asked for
 TLS = "tls"  # the TLS handshake failed (certificate, protocol; the reason in `errors`)
+# the reason of a `tls` failure whose handshake the connect timeout ended (TCP was up)
+HANDSHAKE_TIMED_OUT = "handshake timed out"
 DROPPED = (
     "dropped"  # rate mode: a scheduled send abandoned because the backlog outlived the timeout
 )
@@ -209,6 +211,9 @@ class WindowStats(msgspec.Struct):
     # of `waiting`: the connect is still under way, so nothing was written yet (a server
     # whose accept queue is full keeps its clients here, in SYN retransmits)
     connecting: int = 0
+    # of `connecting`: TCP is up and the TLS handshake is under way: the server took the
+    # connection (not its accept queue) and its TLS has not answered yet
+    handshaking: int = 0
     # of `waiting`: over a second old, connected as the client sees it, and the request
     # not acknowledged by the server's kernel (TCP_INFO's unacked): a handshake the
     # server's full listen backlog dropped. A request the server's kernel holds and no

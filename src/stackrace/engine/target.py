@@ -13,7 +13,11 @@ connection cannot take it all while the others wait unseen.
 Rate mode's due requests are sent by a timerfd armed for the next one (timer.py), and
 how late each left is kept (`send_lateness`). Connections are the engine's own sockets
 (transport.py); a slow client's go through a SlowClient (clients.py); https ones carry
-TLS, with their connect and handshake timed apart.
+TLS (on the C transport, engine/_cycle.c, OpenSSL driven from C), with their connect and
+handshake timed apart. A handshake that stalls is `connecting` (nothing written yet) and
+`handshaking` (TCP is up: the accept queue is not where it waits), and when the connect
+timeout ends it, it is a `tls` failure, "handshake timed out": not a `connect_timeout`,
+which says the server's kernel never completed the TCP connect.
 
 Accounting (see model.py): a request is counted in `sent` when it starts (rate mode: when
 it is due) and ends in exactly one place: answered (`requests`), failed by kind, or
@@ -33,6 +37,7 @@ from collections.abc import Callable
 from time import perf_counter_ns
 
 from stackrace.engine import mix
+from stackrace.engine._cycle import TlsContext
 from stackrace.engine._cycle import Transport as CTransport
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
@@ -50,6 +55,7 @@ from stackrace.engine.model import (
     ABANDONED,
     CONNECT_TIMEOUT,
     DROPPED,
+    HANDSHAKE_TIMED_OUT,
     HTTP_STATUS,
     INVALID_BODY,
     OTHER,
@@ -62,8 +68,9 @@ from stackrace.engine.model import (
 )
 from stackrace.engine.request import build_request, parse_url
 from stackrace.engine.timer import DueTimer
-from stackrace.engine.tls import client_context
+from stackrace.engine.tls import c_context, client_context
 from stackrace.engine.transport import (
+    HANDSHAKE,
     Poller,
     SocketTransport,
     TlsTransport,
@@ -71,7 +78,7 @@ from stackrace.engine.transport import (
     unacked,
 )
 
-# STACKRACE_PY_TRANSPORT=1: a connection per request on the Python transport, as before
+# STACKRACE_PY_TRANSPORT=1: plain and TLS connections on the Python transports, as before
 # the C one (engine/_cycle.c): for comparing the two, in tests (every response shape
 # counted alike: tests/integration/test_c_transport.py) and benchmarks; no user needs it
 _PY_TRANSPORT = os.environ.get("STACKRACE_PY_TRANSPORT") == "1"
@@ -117,10 +124,18 @@ class Target:
         self.family, self.addr = sockaddr(self.host, self.port)
         self.poller = Poller.of(loop)
         self.keepalive = spec.keepalive
-        # TLS: a context built once per target; sessions offered for resumption only
-        # with tls_resume (each connection is otherwise a full handshake)
+        # TLS: contexts built once per target from the same settings (engine/tls.py):
+        # the C transport's, which keeps the session to resume itself, and Python's, for
+        # the Python transport (slow clients; STACKRACE_PY_TRANSPORT); sessions offered
+        # for resumption only with tls_resume (each connection is otherwise a full
+        # handshake)
         self.tls: ssl.SSLContext | None = (
             client_context(spec.tls_verify, spec.cacert) if u.tls else None
+        )
+        self.tls_c: TlsContext | None = (
+            c_context(u.host, spec.tls_verify, spec.cacert, spec.tls_resume)
+            if u.tls and not _PY_TRANSPORT
+            else None
         )
         self.tls_name = u.host if u.tls else None
         self.tls_resume = spec.tls_resume
@@ -133,8 +148,9 @@ class Target:
         # apart from the total: TLS (a plain loopback connect completes inside connect())
         self.timed = self.tls is not None
         self.nodelay = self.keepalive or self.tls is not None
-        # plain HTTP: the request goes out with the connect (SocketTransport.connect)
-        self.presend = self.tls is None
+        # the request goes out with the connect (SocketTransport.connect), or on the C
+        # transport with TLS's last handshake flight (a mix picks it later: mix.setup)
+        self.presend = self.tls is None or self.tls_c is not None
         self._adopting: dict[Connection, asyncio.Task[None]] = {}
         headers = list(spec.headers)
         if not spec.keepalive and not any(k.lower() == "connection" for k, _ in headers):
@@ -145,21 +161,21 @@ class Target:
         # several kinds of request, counted per kind (engine/mix.py); None: one request
         self.mix = mix.setup(self, spec, [] if spec.keepalive else [("Connection", "close")])
         # The C transport frames the answers itself (engine/_frame.h) where an answer is
-        # only counted: kept alive, no body to check, one kind of request, plain HTTP,
-        # not HEAD (whose answer's Content-Length has no body) nor CONNECT (whose 2xx
-        # answer starts a tunnel). While they are framed, a kept-alive connection stays
-        # on it: one Python call per answer, against two on the loop's transport
-        # (data_received, on_message_complete) — measured in bench/engine_vs_wrk.py.
-        # At its first answer the parser had to read (chunked, split across reads,
-        # anything unusual), and at the first of every plain kept-alive connection when
-        # nothing is framed, it moves to the loop's transport (hand_over), whose read
-        # loop is C: cheaper than the parser behind the engine's transports. TLS and slow
-        # clients stay on the engine's transports (their timing and pacing).
+        # only counted: kept alive, no body to check, one kind of request, not HEAD
+        # (whose answer's Content-Length has no body) nor CONNECT (whose 2xx answer
+        # starts a tunnel); with TLS, each read's records decrypted first. While they are
+        # framed, a kept-alive connection stays on it: one Python call per answer,
+        # against two on the loop's transport (data_received, on_message_complete) —
+        # measured in bench/engine_vs_wrk.py. At its first answer the parser had to read
+        # (chunked, split across reads, anything unusual), and at the first of every
+        # plain kept-alive connection when nothing is framed, a plain connection moves to
+        # the loop's transport (hand_over), whose read loop is C: cheaper than the parser
+        # behind the engine's transports; a TLS one stays, its answers parsed. Slow
+        # clients stay on the Python transports (their pacing).
         self.frames = (
             not _NO_FRAMER
             and self.keepalive
             and self.conn_class is Connection
-            and self.tls is None
             and spec.method.upper() not in ("HEAD", "CONNECT")
         )
         self.timeout_ns = int(settings.timeout * 1e9)
@@ -252,7 +268,7 @@ class Target:
     def take_report(self, loop_lag: dict[int, int] | None = None) -> TargetReport:
         now = perf_counter_ns()
         unsent = self._settle_due(now)
-        waiting, connecting, ages, unacked_ = self._waiting(now, unsent)
+        waiting, connecting, handshaking, ages, unacked_ = self._waiting(now, unsent)
         lag = self.lag
         for i, c in (loop_lag or {}).items():
             lag[i] = lag.get(i, 0) + c
@@ -275,6 +291,7 @@ class Target:
             waiting=waiting,
             unsent=unsent,
             connecting=connecting,
+            handshaking=handshaking,
             unacked=unacked_,
             waiting_ages=_sparse(ages),
             lag=_sparse(lag),
@@ -304,13 +321,15 @@ class Target:
         self.send_lateness = {}
         return report
 
-    def _waiting(self, now: int, unsent: int) -> tuple[int, int, dict[int, int], int]:
+    def _waiting(self, now: int, unsent: int) -> tuple[int, int, int, dict[int, int], int]:
         """Requests sent and not answered (plus unsent due ones), how many of them are
-        still connecting (nothing written yet), their ages, and how many of those older
-        than a second the server's kernel has not even acknowledged (`unacked`)."""
+        still connecting (nothing written yet) and of those in the TLS handshake, their
+        ages, and how many of those older than a second the server's kernel has not even
+        acknowledged (`unacked`)."""
         ages: dict[int, int] = {}
         n = 0
         connecting = 0
+        handshaking = 0
         lost_in_backlog = 0
         old = now - STARVED_MIN_US * 1000
         for conn in self.conns:
@@ -319,6 +338,8 @@ class Target:
                 n += 1
                 if conn.state == CONNECTING:
                     connecting += 1
+                    if (p := conn.pending) is not None and p.state == HANDSHAKE:
+                        handshaking += 1
                 elif (
                     start < old
                     and (tr := conn.transport) is not None
@@ -345,7 +366,7 @@ class Target:
                 i = index_of(max(0, now - due_at) // 1000)
                 ages[i] = ages.get(i, 0) + count
                 k += count
-        return n + unsent, connecting, ages, lost_in_backlog
+        return n + unsent, connecting, handshaking, ages, lost_in_backlog
 
     def _take_uncorrected(self) -> list[int] | None:
         if self.rate is None and not self._rate_this_interval:
@@ -677,6 +698,22 @@ class Target:
         slow = conn.slow
         if slow is not None:
             self._connect_slow(conn, slow, now)
+        elif self.tls_c is not None:
+            # the C transport speaks TLS itself: the handshake, then the request with its
+            # last flight; framed answers as for plain TCP (`frames`), a connection per
+            # request recycled, nothing handed over
+            conn.pending = CTransport(
+                self.poller,
+                conn,
+                self,
+                self.family,
+                self.addr,
+                now,
+                self.request if conn.start_ns and self.presend else None,
+                True,
+                frame=self.frames,
+                tls=self.tls_c,
+            )
         elif self.tls is not None:
             session = self.tls_session if self.tls_resume else None
             conn.pending = TlsTransport(
@@ -698,18 +735,12 @@ class Target:
             # answers are framed (`frames`, above) and is handed over to the loop's
             # transport at the first the parser reads (hand_over); one the server
             # closes (gunicorn's sync worker answers `Connection: close`) is recycled
-            cls = SocketTransport if _PY_TRANSPORT else CTransport
-            conn.pending = cls(
-                self.poller,
-                conn,
-                self,
-                self.family,
-                self.addr,
-                now,
-                self.request if conn.start_ns and self.presend else None,
-                self.keepalive,
-                **({"frame": True} if self.frames and cls is CTransport else {}),
-            )
+            first = self.request if conn.start_ns and self.presend else None
+            args = (self.poller, conn, self, self.family, self.addr, now, first, self.keepalive)
+            if _PY_TRANSPORT:
+                conn.pending = SocketTransport(*args)
+            else:
+                conn.pending = CTransport(*args, frame=self.frames)
 
     def _connect_slow(self, conn: Connection, profile: ClientProfile, now: int) -> None:
         """A slow client's connection: a SlowClient between the connection and its
@@ -832,8 +863,15 @@ class Target:
             elif state == CONNECTING and now - conn.connect_ns > connect_limit:
                 if conn in self._adopting:
                     continue  # a local hand-over, not a connect: it ends by itself
-                if conn.pending is not None:
-                    conn.pending.cancel()
+                pending = conn.pending
+                if pending is not None and pending.state == HANDSHAKE:
+                    # TCP was up: the server took the connection and its TLS stalled
+                    pending.cancel()
+                    self.errors[HANDSHAKE_TIMED_OUT] = self.errors.get(HANDSHAKE_TIMED_OUT, 0) + 1
+                    self._connect_failed(conn, TLS)
+                    continue
+                if pending is not None:
+                    pending.cancel()
                 self._connect_failed(conn, CONNECT_TIMEOUT)
 
     def remove(self) -> None:

@@ -1,11 +1,15 @@
-"""The engine's TLS client context, built once per target.
+"""The engine's TLS client contexts, built once per target.
 
-Python's `ssl` module (OpenSSL) over memory BIOs (transport.TlsTransport), so the engine
-times the TCP connect, the handshake and the first byte apart and decides itself whether
-to offer a session for resumption. Verification is on by default with the system's CAs,
-as curl does; `cacert` trusts one PEM file instead (a self-signed server: the
-certificate stackrace makes for its TLS stacks, see stackrace.stacks.certificate), and
-`verify=False` is curl's `-k` (encrypted, nobody's identity checked).
+The settings are decided here, once, for both transports: the C transport's
+`TlsContext` (engine/_tls.h: OpenSSL driven from engine/_cycle.c, what every https
+connection uses) and Python's `ssl.SSLContext` for the reference transport
+(transport.TlsTransport over memory BIOs: `STACKRACE_PY_TRANSPORT=1`, and slow clients,
+whose pacing is Python's). Both time the TCP connect, the handshake and the first byte
+apart and decide themselves whether to offer a session for resumption, and both link the
+same libssl. Verification is on by default with the system's CAs, as curl does;
+`cacert` trusts one PEM file instead (a self-signed server: the certificate stackrace
+makes for its TLS stacks, see stackrace.stacks.certificate), and `verify=False` is
+curl's `-k` (encrypted, nobody's identity checked).
 
 HTTP/1.1 only: ALPN offers `http/1.1`, so a server that would pick h2 does not.
 """
@@ -16,6 +20,11 @@ import ssl
 from pathlib import Path
 
 from stackrace.base.errors import StackraceError
+from stackrace.engine._cycle import TlsContext
+
+# what both contexts ask of the server
+MIN_VERSION = ssl.TLSVersion.TLSv1_2
+ALPN = ("http/1.1",)
 
 
 class TlsConfigError(StackraceError, ValueError):
@@ -25,8 +34,8 @@ class TlsConfigError(StackraceError, ValueError):
 def client_context(verify: bool = True, cacert: str | None = None) -> ssl.SSLContext:
     """A client context: TLS 1.2 or later, ALPN http/1.1, verification as asked."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.set_alpn_protocols(["http/1.1"])
+    ctx.minimum_version = MIN_VERSION
+    ctx.set_alpn_protocols(list(ALPN))
     if cacert is not None:
         check_cacert(cacert)
         ctx.load_verify_locations(cafile=cacert)
@@ -40,6 +49,31 @@ def client_context(verify: bool = True, cacert: str | None = None) -> ssl.SSLCon
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
     return ctx
+
+
+def c_context(
+    host: str,
+    verify: bool = True,
+    cacert: str | None = None,
+    resume: bool = False,
+    max_version: ssl.TLSVersion | None = None,
+) -> TlsContext:
+    """The C transport's context: client_context's settings, for connections to `host`
+    (its SNI, and the name checked when verifying). `resume`: keep the newest session the
+    server gives and offer it to the next connection (--tls-resume); without it every
+    connection is a full handshake. `max_version`: a cap, for benchmarks only."""
+    if cacert is not None:
+        check_cacert(cacert)
+    alpn = b"".join(bytes([len(p)]) + p.encode() for p in ALPN)  # ALPN's wire format
+    return TlsContext(
+        verify=verify,
+        cafile=cacert,
+        host=host,
+        resume=resume,
+        min_version=MIN_VERSION.value,
+        alpn=alpn,
+        max_version=max_version.value if max_version is not None else 0,
+    )
 
 
 def check_cacert(path: str) -> None:

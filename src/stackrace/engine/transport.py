@@ -25,7 +25,8 @@ succeeding is what says the connection is established (EAGAIN: still connecting)
   is saved). The protocol is told of the connection by `connected(transport, sent)`:
   `sent` says the first request went out with the connect (see `connect`).
 - `engine/_cycle.c`'s `Transport`: SocketTransport in C, which every plain-TCP
-  connection starts on, plus two things of its own. `recycle`: closed after its
+  connection starts on (and TlsTransport, with OpenSSL driven from C: every https
+  connection but a slow client's), plus two things of its own. `recycle`: closed after its
   answer, the slot's next connection is opened in the call that closes the last one,
   with no Python object made (the Connection stays; engine/connection.py
   `data_received`). Its framer (engine/_frame.h): kept alive, a read that is one whole
@@ -38,14 +39,18 @@ succeeding is what says the connection is established (EAGAIN: still connecting)
 - `TlsTransport`: the same over an `ssl.SSLObject` and two memory BIOs, so the TCP
   connect, the TLS handshake and the first byte are timed apart, and a session can be
   offered for resumption (`SSLContext.wrap_bio(session=…)`), which asyncio's
-  `create_connection(ssl=…)` cannot do.
+  `create_connection(ssl=…)` cannot do. The reference for the C transport's TLS
+  (tests/integration/test_c_transport_tls.py), and what slow clients use (their pacing
+  is Python's): its Python calls per record and handshake step cost a connection
+  per request 1.1-1.5x wrk's CPU and a resumed one 3x (docs/engine.md).
 
 Connect outcomes: `connected(transport, sent)` on the protocol when established (after
 the handshake, with TLS), or `connect_failed(protocol, errno)` on the opener
 (`ConnectCallbacks`, the target), which also hears TLS connections' timings
 (`connect_done`) and their sessions (`keep_session`, for resumption).
 
-Measured with bench/connect_rate.py: docs/engine.md (the figure), bench/README.md (the runs).
+Measured with bench/connect_rate.py and bench/engine_vs_wrk.py: docs/engine.md (the
+figures), bench/README.md (the runs).
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ class LoadAccounting(msgspec.Struct):
     waiting: int
     connecting: int  # of waiting: the connect was still under way, nothing written
     oldest_wait_us: int
+    handshaking: int = 0  # of connecting: TCP was up, the TLS handshake under way
 
 
 class LoadEngineUse(msgspec.Struct):
@@ -250,6 +251,7 @@ def load_result(
             waiting=w.waiting,
             connecting=w.connecting,
             oldest_wait_us=w.oldest_wait_us,
+            handshaking=w.handshaking,
         ),
         little=None
         if little is None
@@ -326,11 +328,15 @@ def doubts(facts: LoadFacts, run: LoadRun, little: accounting.LittleCheck | None
         # last interval was a sliver too short to sample them
         last = t.interval if t.interval.starved_share else w
         out.append(f"starving: {starved_sentence(last, w)}, while the others were answered")
+    elif held := (
+        accounting.connections_limit(w, facts.concurrency, facts.rate) if facts.rate else ""
+    ):
+        # most of those waiting were never written: the connections, not the server, held
+        # them, however long they waited (a busy machine moves the oldest's age)
+        out.append(held)
     elif w.waiting and w.oldest_wait_us >= 0.5 * w.seconds * 1e6:
-        held = accounting.connections_limit(w, facts.concurrency, facts.rate) if facts.rate else ""
         out.append(
-            held
-            or f"{w.waiting} clients were still waiting at the end, the oldest for "
+            f"{w.waiting} clients were still waiting at the end, the oldest for "
             f"{fmt_us(w.oldest_wait_us)}: the server did not keep up with {facts.concurrency} "
             "connections (their wait is in no latency figure above)"
         )
@@ -425,7 +431,13 @@ def failed_lines(doc: LoadResult) -> list[str]:
         if w.waiting:
             return [
                 f"no answer: {w.waiting} requests were still waiting when the load stopped"
-                + (f" ({w.connecting} of them still connecting)" if w.connecting else "")
+                + (
+                    f" ({w.connecting} of them still connecting"
+                    + (f", {w.handshaking} in the TLS handshake" if w.handshaking else "")
+                    + ")"
+                    if w.connecting
+                    else ""
+                )
             ]
         return ["no request was made"]
     if len(doc.requests) > 1:

@@ -166,6 +166,7 @@ def _where(doc: LoadResult) -> list[str]:
         f"{w.waiting} still waiting when the load stopped"
         + (f" (oldest {fmt_us(w.oldest_wait_us)})" if w.waiting else "")
         + (f", {w.connecting} of them still connecting" if w.connecting else "")
+        + (f" ({w.handshaking} in the TLS handshake)" if w.handshaking else "")
     )
     return out
 

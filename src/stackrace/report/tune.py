@@ -14,7 +14,7 @@ best lies on an edge of the range; the points not measured; the machine's noise.
 from __future__ import annotations
 
 from stackrace.report.schema import BenchRun, TunePoint, TuneResult
-from stackrace.stacks.catalogue import Stack, StackFile, resolve
+from stackrace.stacks.catalogue import COMMAND_LINE, Stack, StackFile, resolve
 from stackrace.stacks.production import production_command
 
 MAX_DEPLOY_LINES = 3  # a tie's deploy lines shown
@@ -129,7 +129,8 @@ def add_deploy(result: BenchRun, stacks: StackFile) -> None:
             or ("[app]" not in name and not _is_stack(name, stacks))
         ):
             continue
-        stack: Stack = resolve(name, stacks)
+        # printed, never run: the command the run measured, as the run names it
+        stack: Stack = resolve(name, stacks, named_in=COMMAND_LINE)
         base = stacks.get(name.partition(":")[0].replace("[app]", ""))
         requires = list(base.app.pip) if "[app]" in name and base and base.app else None
         prod = production_command(

@@ -1,8 +1,9 @@
 """Parsers for command-line values: one place that says what a valid value is.
 
 Each parser takes the text the user typed and returns the value, or raises
-`argparse.ArgumentTypeError` with a message that names what was wrong and repeats what
-was given. Used as argparse `type=` functions, the error reads
+`OptionValueError` (a ValueError) with a message that names what was wrong and repeats
+what was given. The same parsers check a preset's and a run file's values; used as
+argparse `type=` functions, the error reads
 
     stackrace load: argument --rate: must be a positive finite number, got 'nan'
 
@@ -29,14 +30,16 @@ import re
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
+from stackrace.base.errors import StackraceError
 from stackrace.settings.units import parse_duration
 
 __all__ = [
     "EXAMPLES",
     "HelpFormatter",
     "OneLineArgumentParser",
+    "OptionValueError",
     "cap_procs",
     "cpu_list",
     "examples",
@@ -53,6 +56,12 @@ __all__ = [
 ]
 
 Procs = int | Literal["auto"]  # what `procs` returns: a count, or "auto"
+
+
+class OptionValueError(StackraceError, ValueError):
+    """A value a parser here refuses: the message says what was wrong and what was given."""
+
+    exit_code = 2
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -151,6 +160,21 @@ class OneLineArgumentParser(argparse.ArgumentParser):
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
 
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        # our parsers (here, settings/race_settings.py) raise ValueError with the reason;
+        # argparse would print only "invalid positive_int value" for it. The builtin
+        # types (int, float) keep argparse's own message. (_get_value is argparse's hook
+        # for the type call; Python 3.11's, unchanged since 3.2.)
+        parse = self._registry_get("type", action.type, action.type)
+        if not callable(parse) or isinstance(parse, type):
+            return super()._get_value(action, arg_string)
+        try:
+            return parse(arg_string)
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentError(action, str(exc)) from None
+        except ValueError as exc:
+            raise argparse.ArgumentError(action, str(exc)) from None
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message}{self.hint(message)}\n")
 
@@ -179,12 +203,16 @@ class OneLineArgumentParser(argparse.ArgumentParser):
         return ""
 
 
-def _bad(what: str, text: str) -> argparse.ArgumentTypeError:
-    return argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+def _bad(what: str, text: str) -> OptionValueError:
+    return OptionValueError(f"must be {what}, got {text!r}")
 
 
 MAX_DURATION_S = 24 * 3600.0  # a run (or level) longer than a day is a typo
 MAX_TIMEOUT_S = 3600.0  # a request or connect timeout: an hour, as a stacks file's
+# where a stack reference was written, for stacks.catalogue.resolve: the one place that
+# may name any executable (the picker is the command line's too: the person at the
+# keyboard); a preset, a run file or another stack's `upstream` may not
+COMMAND_LINE = "the command line"
 
 
 def _duration(text: str) -> float:
@@ -282,9 +310,7 @@ def positive_int_list(text: str) -> list[int]:
     for before, after in itertools.pairwise(values):
         if after <= before:
             what = "twice" if after == before else f"after {before:,}"
-            raise argparse.ArgumentTypeError(
-                f"must rise level by level: {after:,} comes {what} in {text!r}"
-            )
+            raise OptionValueError(f"must rise level by level: {after:,} comes {what} in {text!r}")
     return values
 
 
@@ -320,12 +346,12 @@ def cpu_list(text: str) -> list[int]:
             raise _bad(hint, text) from None
     bad = [c for c in cpus if c not in usable]
     if bad:
-        raise argparse.ArgumentTypeError(
+        raise OptionValueError(
             f"CPU {bad[0]} is not one this machine lets stackrace use "
             f"({_fmt_cpus(usable)}), got {text!r}"
         )
     if len(set(cpus)) != len(cpus):
-        raise argparse.ArgumentTypeError(f"a CPU is named twice, got {text!r}")
+        raise OptionValueError(f"a CPU is named twice, got {text!r}")
     return sorted(cpus)
 
 
@@ -335,7 +361,7 @@ def procs(text: str) -> Procs:
         return "auto"
     try:
         return positive_int(text)
-    except argparse.ArgumentTypeError:
+    except OptionValueError:
         raise _bad("a whole number >= 1 or 'auto'", text) from None
 
 

@@ -23,10 +23,8 @@ preset, so a value is valid or not the same way everywhere.
 
 from __future__ import annotations
 
-import argparse
 import re
 import typing
-from argparse import ArgumentTypeError
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -39,6 +37,7 @@ from stackrace.engine.request import RequestError, check_method
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.settings import scenario, statuses, terms
 from stackrace.settings.options import (
+    OptionValueError,
     non_negative_duration,
     positive_duration,
     positive_int,
@@ -62,15 +61,15 @@ def _non_negative_int(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+        raise OptionValueError(f"must be a whole number, got {text!r}") from None
     if n < 0:
-        raise ArgumentTypeError(f"must be 0 or more, got {text!r}")
+        raise OptionValueError(f"must be 0 or more, got {text!r}")
     return n
 
 
 def _memory(text: str) -> str:
     if not re.fullmatch(r"\d+[KMG]?", text):
-        raise ArgumentTypeError(f"must be a size like 128M or 2G, got {text!r}")
+        raise OptionValueError(f"must be a size like 128M or 2G, got {text!r}")
     return text
 
 
@@ -84,7 +83,7 @@ def _stack_rate(text: str) -> float:
     rate = positive_rate(text)
     problem = rate_problem(rate, 1)
     if problem:
-        raise ArgumentTypeError(f"{problem.split(';')[0]}, got {text!r}")
+        raise OptionValueError(f"{problem.split(';')[0]}, got {text!r}")
     return rate
 
 
@@ -93,7 +92,7 @@ def _cacert(text: str) -> str:
     try:
         check_cacert(text)
     except TlsConfigError as exc:
-        raise ArgumentTypeError(str(exc).removeprefix(f"--cacert {text}: ")) from None
+        raise OptionValueError(str(exc).removeprefix(f"--cacert {text}: ")) from None
     return str(Path(text).resolve())
 
 
@@ -102,19 +101,19 @@ def _clients(text: str) -> str:
     try:
         return parse_profile(text).describe()
     except ProfileError as exc:
-        raise ArgumentTypeError(str(exc)) from None
+        raise OptionValueError(str(exc)) from None
 
 
 def _share(text: str) -> float:
     try:
         return parse_share(text)
     except ProfileError as exc:
-        raise ArgumentTypeError(str(exc)) from None
+        raise OptionValueError(str(exc)) from None
 
 
 def _workload(text: str) -> str:
     if text not in WORKLOADS:
-        raise ArgumentTypeError(f"must be one of {', '.join(sorted(WORKLOADS))}, got {text!r}")
+        raise OptionValueError(f"must be one of {', '.join(sorted(WORKLOADS))}, got {text!r}")
     return text
 
 
@@ -122,7 +121,7 @@ def _path_item(text: str) -> str:
     try:
         scenario.parse_path_item(text)
     except scenario.ScenarioError as exc:
-        raise ArgumentTypeError(str(exc)) from None
+        raise OptionValueError(str(exc)) from None
     return text
 
 
@@ -130,14 +129,14 @@ def _method(text: str) -> str:
     try:
         return check_method(text)
     except RequestError as exc:
-        raise ArgumentTypeError(str(exc)) from None
+        raise OptionValueError(str(exc)) from None
 
 
 def _header(text: str) -> str:
     try:
         scenario.parse_header(text)
     except scenario.ScenarioError as exc:
-        raise ArgumentTypeError(str(exc)) from None
+        raise OptionValueError(str(exc)) from None
     return text
 
 
@@ -145,12 +144,12 @@ def _statuses(text: str) -> str:
     try:
         return statuses.check(text)
     except statuses.StatusError as exc:
-        raise ArgumentTypeError(str(exc)) from None
+        raise OptionValueError(str(exc)) from None
 
 
 def _file_name(text: str) -> str:
     if not text or not text.isprintable() or len(text) > 4096:
-        raise ArgumentTypeError(f"not a file name: {text[:60]!r}")
+        raise OptionValueError(f"not a file name: {text[:60]!r}")
     return text
 
 
@@ -158,13 +157,13 @@ def _slo(text: str) -> str:
     try:
         terms.check_objective(text)
     except terms.TermError as exc:
-        raise ArgumentTypeError(str(exc)) from None
+        raise OptionValueError(str(exc)) from None
     return text.strip()
 
 
 def _isolation(text: str) -> str:
     if text not in ISOLATIONS:
-        raise ArgumentTypeError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
+        raise OptionValueError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
     return text
 
 
@@ -519,81 +518,8 @@ def options() -> dict[str, Opt]:
     return out
 
 
-def add_options(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    skip: tuple[str, ...] = (),
-    only: tuple[str, ...] | None = None,
-    helps: dict[str, str] | None = None,
-) -> None:
-    """Add every setting (or `only` these) as an option; unset options stay None (so
-    presets can fill in), and each help says the setting's default. `helps`: a
-    command's own words for a setting, by field (what --slo does in `load` is not what
-    it does in bench)."""
-    defaults = RaceSettings()
-    for name, o in options().items():
-        if name in skip or (only is not None and name not in only):
-            continue
-        text = (helps or {}).get(name, o.help)
-        value = getattr(defaults, name)
-        if o.negate:
-            group = parser.add_mutually_exclusive_group()
-            on = f"{text} (the default)" if value else text
-            off = f"{o.negate_help} (the default)" if not value else o.negate_help
-            group.add_argument(o.flag, dest=name, action="store_true", default=None, help=on)
-            group.add_argument(o.negate, dest=name, action="store_false", default=None, help=off)
-            continue
-        flags = [o.short, o.flag] if o.short else [o.flag]
-        parser.add_argument(
-            *flags,
-            dest=name,
-            default=None,
-            metavar=o.metavar,
-            type=_argparse_type(o) or str,  # str: the text as given (argparse's default)
-            help=_with_default(text, o, value),
-            action="append" if o.repeat else "store",
-        )
-
-
-_DURATIONS = (positive_duration, non_negative_duration, timeout_duration)
-
-
-def _with_default(text: str, o: Opt, value: Any) -> str:
-    """The help with the setting's default said, unless it says one already or the
-    setting has none (None, an empty list: not set)."""
-    if "default" in text or value is None or value == []:
-        return text
-    if o.parse in _DURATIONS:
-        shown = f"{value:g}s"
-    elif isinstance(value, list):
-        shown = ",".join(str(v) for v in value)
-    else:
-        shown = str(value)
-    return f"{text} (default {shown})"
-
-
-def _argparse_type(o: Opt) -> Callable[[str], Any] | None:
-    # the parsers (stackrace.settings.options and the ones above) raise ArgumentTypeError, which
-    # argparse turns into "argument --flag: must be …"
-    return o.parse
-
-
 # the fields the app does not take (its -c is a starting level, not bench's levels)
 BENCH_ONLY = tuple(name for name, o in options().items() if o.bench_only)
-
-
-def given(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The settings given on the command line (those left unset are absent); `skip`:
-    fields whose names the front end's own options reuse (the app's `-c`)."""
-    out = {}
-    for name in options():
-        if name in skip:
-            continue
-        value = getattr(args, name, None)
-        if value is not None:
-            out[name] = value
-    if isinstance(out.get("stacks"), str):
-        out["stacks"] = [out["stacks"]]
-    return out
 
 
 def from_mapping(raw: dict[str, Any], where: str) -> RaceSettings:
@@ -610,7 +536,7 @@ def from_mapping(raw: dict[str, Any], where: str) -> RaceSettings:
         if o.repeat and isinstance(value, list):
             try:
                 values[key] = [o.parse(str(v)) for v in value]
-            except (ValueError, ArgumentTypeError) as exc:
+            except ValueError as exc:
                 raise ValueError(f"{where}: key {key!r}: {exc}") from None
             continue
         if isinstance(value, list):
@@ -622,7 +548,7 @@ def from_mapping(raw: dict[str, Any], where: str) -> RaceSettings:
             text = str(value)
         try:
             values[key] = o.parse(text)
-        except (ValueError, ArgumentTypeError) as exc:
+        except ValueError as exc:
             raise ValueError(f"{where}: key {key!r}: {exc}") from None
     try:
         return msgspec.convert(values, RaceSettings)
@@ -653,15 +579,29 @@ def merge(base: RaceSettings, changes: dict[str, Any]) -> RaceSettings:
     return msgspec.structs.replace(base, **changes)
 
 
-def with_given(
-    base: RaceSettings, args: argparse.Namespace, skip: tuple[str, ...] = ()
-) -> RaceSettings:
-    """`base` with the options given on this command line: how bench and the app both
-    merge a preset with options. `--app` without your own paths loads the app's root."""
-    settings = merge(base, given(args, skip))
-    if getattr(args, "app", None) and not settings.own_requests:
+def with_options(base: RaceSettings, given: dict[str, Any], app_given: bool) -> RaceSettings:
+    """`base` (defaults, a preset's, a rerun's) with the settings given on a command line
+    (by field name) over it: how bench, tune and the app merge a preset with options.
+    Your app (`--app`) without your own paths loads the app's root."""
+    settings = merge(base, given)
+    if app_given and not settings.own_requests:
         settings = msgspec.structs.replace(settings, paths=["/"])  # your app's own root
     return settings
+
+
+def stacks_named_in(stacks_given: bool, preset_file: Path | None, run_file: str | None) -> str:
+    """Where the race's stacks were written, for stacks.catalogue.resolve: the command
+    line when --stacks was given there, else the preset's file or the run file they came
+    from (a file may not name an executable)."""
+    from stackrace.settings.options import COMMAND_LINE
+
+    if stacks_given:
+        return COMMAND_LINE
+    if preset_file is not None:
+        return f"the preset {preset_file}"
+    if run_file:
+        return f"the run file {run_file}"
+    return COMMAND_LINE
 
 
 def split_stacks(ref: str) -> list[str]:

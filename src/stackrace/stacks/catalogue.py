@@ -44,6 +44,8 @@ A stack block (see stacks.toml for the full set and docs/stacks.md, "Adding your
     opcache = ["on", "off"]
     [stacks.NAME.kinds]              # optional: a param's kind, where not inferred
     php_fpm = "path"
+    [stacks.NAME.executables]        # optional: the executables of a path param that a
+    php_fpm = ["/usr/sbin/php-fpm8.3"]   # preset, run file or recording may name too
 
 Optional keys for what a stack serves and what verify proves about it:
 
@@ -85,6 +87,11 @@ Which files: `--stacks-file FILE` alone; else the one shipped with stackrace, wi
 ~/.config/stackrace/stacks.toml ($XDG_CONFIG_HOME) and ./stacks.toml on top when they
 exist, each adding stacks and replacing those of the same name (`replace = true` at a
 file's top: that file alone). `stacks_files` says which, `load_stacks` merges them.
+A ./stacks.toml that replaces a stack of the files below it (a shipped "uvicorn" with
+a command of its own: what a cloned repository could do) is refused until the user
+trusts it (`stackrace stacks --trust ./stacks.toml`, stackrace.stacks.trust: remembered by its
+content) or names it with --stacks-file; one that only adds stacks is used. Every
+command that runs stacks prints the files it read first (`announcement`).
 `title` (default: the block's name), `language`, `family` ("other") and `description`
 only describe a stack: a user's block may leave them out.
 
@@ -103,7 +110,12 @@ checked against its param's kind (`param_kind`) before anything starts —
   at most `COUNT_CEILING` (and workers and threads at most `tunable_ceilings()`);
 - params with `choices`: one of them;
 - params declared `kinds = { P = "path" }`: an absolute, normalised path to an existing
-  executable file (a server binary such as php-fpm);
+  executable file (a server binary such as php-fpm), and only the command line (or the
+  picker: the person at the keyboard) names one freely. A variant read from a file —
+  a preset, a run file (`bench --from`), a recording, another stack's `upstream` — is
+  refused in one line when it names an executable other than the param's default or
+  one the stack lists in `executables`: a data file that travels must never choose
+  what runs (`resolve(..., named_in=COMMAND_LINE)` is the command line's);
 - every other param: a word of letters, digits and `. _ - : = +` (no `/`, spaces,
   braces, quotes, `;` or control characters: nothing that could reach outside a
   directory, split an argument or end a line of a config file).
@@ -133,8 +145,11 @@ from stackrace.base import inputfile, paths
 from stackrace.base.errors import StackraceError
 from stackrace.engine.request import RequestError, check_header
 from stackrace.settings import statuses
-from stackrace.settings.options import MAX_TIMEOUT_S  # ready_timeout and stop_timeout too
+
+# MAX_TIMEOUT_S: ready_timeout and stop_timeout too; COMMAND_LINE: see `resolve`
+from stackrace.settings.options import COMMAND_LINE, MAX_TIMEOUT_S
 from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks import trust
 
 if TYPE_CHECKING:
     from stackrace.stacks.userapp import AppSpec
@@ -255,6 +270,9 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     workloads: list[str] = []  # optional workloads served besides the contract (dbjson)
     choices: dict[str, list[str]] = {}  # allowed values of params, checked in variants
     kinds: dict[str, str] = {}  # a param's kind when not inferred (PARAM_KINDS): "path"
+    # a path param's executables that a preset, a run file or a recording may name too
+    # (the command line may name any executable: see `resolve`)
+    executables: dict[str, list[str]] = {}
     upstream: str | None = None  # a stack started first that this one forwards to
     tls: bool = False  # serves HTTPS with {tls_cert}/{tls_key} (stacks.certificate)
     facts: str | None = None  # path of a JSON object of facts the app reports on itself
@@ -431,6 +449,14 @@ def _check(path: Path, name: str, spec: StackDef) -> None:
             raise bad(f"kinds.{key}", f"{kind!r} is not one of count, word, path")
         if key in spec.choices:
             raise bad(f"kinds.{key}", "a param with choices is of kind choice already")
+    for key, listed in spec.executables.items():
+        if key not in spec.params or param_kind(spec, key) != "path":
+            raise bad(f"executables.{key}", 'not a param of kind "path" (see `kinds`)')
+        for value in listed:
+            if not value.isprintable() or not value.startswith("/"):
+                raise bad(f"executables.{key}", f"{value[:60]!r} is not an absolute path")
+            if os.path.normpath(value) != value:
+                raise bad(f"executables.{key}", f"{value!r} is not a normalised path")
     for key, default in spec.params.items():
         if key in spec.choices:
             continue
@@ -751,24 +777,66 @@ def _read_layer(p: Path) -> tuple[dict[str, Any], str]:
     return raw, hashlib.sha256(data).hexdigest()
 
 
-def load_stacks(path: str | Path | None = None) -> StackFile:
+def load_stacks(path: str | Path | None = None, *, check_trust: bool = True) -> StackFile:
     """Read and validate the stacks files (`stacks_files`: the shipped one and the
     user's, merged by name; or the one given); raise ConfigError naming file, stack and
-    key."""
+    key. A ./stacks.toml that replaces a stack of the files below it is refused until it
+    is trusted (stackrace.stacks.trust; `check_trust=False`: read it all the same, to list)."""
     merged: dict[str, StackDef] = {}
+    below: dict[str, StackDef] = {}  # every stack of the files read before this one
     files: list[tuple[Path, str, str]] = []
     for p, origin in stacks_files(path):
-        raw, sha = _read_layer(p)
-        replace = raw.pop("replace", False)
-        if not isinstance(replace, bool):
-            raise ConfigError(f"{_where(p)}: key 'replace': expected true or false")
+        defs, replace, sha = read_stacks_file(p)
         if replace:  # this file alone (and those above it)
             merged, files = {}, []
-        merged.update(stack_defs(raw, p))
+        if origin == HERE and check_trust:
+            replaced = replaced_stacks(defs, below)
+            if replaced and not trust.is_trusted(p, sha):
+                raise ConfigError(untrusted_line(p, replaced))
+        below.update(defs)
+        merged.update(defs)
         files.append((p.resolve(), origin, sha))
     top, origin, sha = files[-1]
     source = " + ".join(_where(f) for f, _, _ in files)
     return StackFile(merged, source, top, origin, sha, files)
+
+
+def read_stacks_file(p: Path) -> tuple[dict[str, StackDef], bool, str]:
+    """One stacks file's stacks, whether it says `replace = true`, and its content's
+    SHA-256; ConfigError naming the file."""
+    raw, sha = _read_layer(p)
+    replace = raw.pop("replace", False)
+    if not isinstance(replace, bool):
+        raise ConfigError(f"{_where(p)}: key 'replace': expected true or false")
+    return stack_defs(raw, p), replace, sha
+
+
+def replaced_stacks(defs: dict[str, StackDef], below: dict[str, StackDef]) -> list[str]:
+    """The stacks of `below` that `defs` defines otherwise (same name, another block)."""
+    return [name for name, spec in defs.items() if name in below and below[name] != spec]
+
+
+def untrusted_line(path: Path, replaced: list[str]) -> str:
+    """Why a ./stacks.toml is not used, and the two ways to use it."""
+    where = _where(path)
+    if not where.startswith(("/", ".")):
+        where = f"./{where}"  # as typed in this directory
+    names = ", ".join(f"'{n}'" for n in replaced[:4]) + (" …" if len(replaced) > 4 else "")
+    return (
+        f"{where}: replaces the shipped {'stack' if len(replaced) == 1 else 'stacks'} "
+        f"{names} with its own command; not used until you trust it (`stackrace stacks "
+        f"--trust {where}`, remembered until the file changes) or name it "
+        f"(`stackrace --stacks-file {where} …`)"
+    )
+
+
+def announcement(stacks: StackFile) -> list[str]:
+    """The lines a command that runs stacks prints first: every stacks file it read,
+    lowest first, and why (a file outside the package must never act unseen)."""
+    out = [f"stacks file: {path} ({origin})" for path, origin, _ in stacks.files]
+    if len(stacks.files) > 1:
+        out.append("  (each file adds its stacks and replaces those of the same name)")
+    return out
 
 
 def stack_defs(raw: dict[str, Any], p: Path) -> dict[str, StackDef]:
@@ -794,11 +862,20 @@ def stack_defs(raw: dict[str, Any], p: Path) -> dict[str, StackDef]:
     return stacks
 
 
-def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) -> Stack:
+def resolve(
+    ref: str,
+    stacks: dict[str, StackDef],
+    source: str | None = None,
+    *,
+    named_in: str = "a file",
+) -> Stack:
     """'gunicorn-sync' or 'gunicorn-sync:workers=4,threads=2' → Stack.
 
     Errors name `source`, by default the file the stacks were read from (a StackFile),
-    and check what depends on this machine: the CPUs in `cpus`.
+    and check what depends on this machine: the CPUs in `cpus`. `named_in`: where the
+    reference was written, `COMMAND_LINE` or a file (a preset, a run file): a path
+    param's value from a file must be its default or one the stack lists in
+    `executables` (see the module docstring).
     """
     if source is None:
         source = getattr(stacks, "source", "stacks.toml")
@@ -823,6 +900,10 @@ def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) ->
         problem = check_value(spec, key, value)
         if problem:
             raise ConfigError(f"{source}: stack '{ref}': key '{key}': {problem}")
+        if named_in != COMMAND_LINE:
+            problem = _named_executable(spec, key, value, source)
+            if problem:  # the file that named it is at fault, not the stacks file
+                raise ConfigError(f"{named_in}: stack '{ref}': key '{key}': {problem}")
         overrides[key] = value
     for key in ("workers", "threads"):
         if key not in overrides:  # a stacks file's own default is held to them too
@@ -846,6 +927,19 @@ def resolve(ref: str, stacks: dict[str, StackDef], source: str | None = None) ->
     return stack
 
 
+def _named_executable(spec: StackDef, key: str, value: str, source: str) -> str | None:
+    """Why a file may not name this executable (None: it may): see `resolve`."""
+    if param_kind(spec, key) != "path":
+        return None
+    allowed = [spec.params[key], *spec.executables.get(key, [])]
+    if value in allowed:
+        return None
+    return (
+        f"names the executable {value}: only the command line (--stacks, or the picker) "
+        f"may, or the stack's own list in {source} ({', '.join(allowed)})"
+    )
+
+
 def _with_upstream(stack: Stack, ref: str, stacks: dict[str, StackDef], source: str) -> Stack:
     """Resolve the stack's `upstream` (rendered with its params) into a Stack of its own."""
     assert stack.spec.upstream is not None
@@ -861,7 +955,8 @@ def _with_upstream(stack: Stack, ref: str, stacks: dict[str, StackDef], source: 
             f"{source}: stack '{ref}': key 'upstream': {up_ref!r} is itself in front of a stack"
         )
     try:
-        upstream = resolve(up_ref, stacks, source)
+        # a stacks file's reference: a file's, never the command line's
+        upstream = resolve(up_ref, stacks, source, named_in=f"key 'upstream' of '{ref}'")
     except ConfigError as exc:
         raise ConfigError(f"{source}: stack '{ref}': key 'upstream': {exc}") from None
     return Stack(

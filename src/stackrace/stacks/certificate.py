@@ -30,7 +30,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from stackrace.base import paths
+from stackrace.base import madeby, paths
 from stackrace.base.errors import StackraceError
 
 DAYS = 3650
@@ -83,8 +83,7 @@ def ensure() -> Certificate:
             "a TLS stack needs a certificate, made with the openssl command: "
             "install it (apt-get install openssl)"
         )
-    d.parent.mkdir(parents=True, exist_ok=True)
-    d.mkdir(mode=0o700, exist_ok=True)
+    madeby.make_dir(d, "the TLS stacks' certificate", mode=0o700)
     st = os.lstat(d)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
         raise CertificateError(f"{d}: not a directory of this user's: refusing to write there")

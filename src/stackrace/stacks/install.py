@@ -17,6 +17,7 @@ when a batch fails, it is retried stack by stack so the failure is pinned on the
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib
 import importlib.metadata
@@ -33,7 +34,7 @@ from typing import NamedTuple
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from stackrace.base import paths
+from stackrace.base import madeby, paths
 from stackrace.base.errors import StackraceError
 from stackrace.stacks.catalogue import Stack, placeholders, render
 
@@ -506,6 +507,10 @@ class Installer:
     def _pypy_venv(self) -> None:
         owners = [r for r in self._pending() if r.before.venv]
         if owners:
+            # made (and marked: what `clean` may remove, stackrace.base.madeby) before the venv
+            # is made in it; a directory already there stays unmarked
+            with contextlib.suppress(OSError):  # the step itself says why it fails
+                madeby.make_dir(PYPY_VENV, "the PyPy venv of the PyPy stacks")
             self._step(
                 f"venv: pypy3 -m venv {_rel(PYPY_VENV)}",
                 owners,

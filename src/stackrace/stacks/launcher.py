@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import itertools
 import os
@@ -55,16 +56,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackrace.base import paths
+from stackrace.base import madeby, paths
 from stackrace.base.errors import StackraceError
 from stackrace.base.ports import free_port, port_in_use
 from stackrace.base.slug import short as short_name
 from stackrace.base.slug import slug
 from stackrace.settings import statuses
-from stackrace.stacks import certificate, cgroup, probe
+from stackrace.stacks import certificate, cgroup, listen, probe
 from stackrace.stacks.catalogue import HOST, ConfigError, Stack, placeholders, render
 from stackrace.stacks.refusal import refusal_line
-from stackrace.supervise import hurry, rundirs
+from stackrace.supervise import hurry, rundirs, sweep
 from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
 from stackrace.supervise.watchdog import Watchdog
 
@@ -78,6 +79,7 @@ _POLL_S = 0.05
 # the longest run dir that leaves room for a socket name (sun_path holds 107 bytes)
 _MAX_RUN_DIR = 80
 _KEEP_RUNS = 20  # run directories (logs) kept under runs_dir()
+_STORAGE_ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT)
 
 
 def _statuses_text(codes: frozenset[int]) -> str:
@@ -120,6 +122,9 @@ def runs_dir() -> Path:
 # the name `new_run_root` gives: mkdtemp's prefix (a time) and its 8 random characters
 _RUN_ROOT_NAME = re.compile(r"^\d{8}-\d{6}-[A-Za-z0-9_]{8}$")
 _RUN_ROOT_MARK = ".lock"
+# what the markers of the runs directory and of each run directory say (stackrace.base.madeby)
+RUNS_MADE_FOR = "run directories (the stacks' logs)"
+RUN_MADE_FOR = "one run's stacks: logs, configs, sockets"
 
 
 def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
@@ -132,9 +137,12 @@ def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
     holding its lock file, not a link, and inside the runs directory once every link
     is resolved. $STACKRACE_RUNS_DIR may point anywhere (a home directory, a shared
     folder): nothing else in it is touched."""
-    base = paths.writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR")
+    base = paths.writable_dir(
+        runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", made_for=RUNS_MADE_FOR
+    )
     try:
         root = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
+        madeby.mark(root, RUN_MADE_FOR)
     except OSError as exc:  # e.g. a full disk
         raise paths.UnwritableDirError(
             f"cannot make a run directory in {base}: {exc.strerror or exc}"
@@ -185,7 +193,15 @@ class RunningStack:
     error: str | None = None
     started_at: float = 0.0
     memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
+    # the stack's cgroup: its memory cap's, else one that only tracks its processes
+    # (supervise.sweep), where this machine lets stackrace make one
     cgroup_dir: Path | None = None
+    # STACKRACE_STACK in every process of the stack: how a daemon that left its session
+    # and its parents is still found (supervise.sweep)
+    token: str = field(default_factory=sweep.new_token)
+    tracking_only: bool = False  # cgroup_dir only tracks the processes (no memory cap)
+    # its own listening sockets bound beyond loopback ("0.0.0.0:8080"), seen so far
+    exposed: list[str] = field(default_factory=list)
     reaped: bool = False  # stopped and waited for: its pids may belong to others now
     # being stopped by us: a process that exits now was told to (poll() must not call
     # that a crash; a cluster's status poll came in the middle of a stop and did)
@@ -336,6 +352,15 @@ class Launcher:
             self._set_state(rs, FAILED)
             await self.stop(rs)
             raise LaunchError(f"{stack.name}: {exc}") from None
+        except OSError as exc:
+            if exc.errno not in _STORAGE_ERRNOS:
+                raise
+            # a full or read-only disk under its log and configs: the machine's state,
+            # said with the directory, not a crash
+            rs.error = f"cannot write in its run directory {rs.run_dir}: {exc.strerror or exc}"
+            self._set_state(rs, FAILED)
+            await self.stop(rs)
+            raise LaunchError(f"{stack.name}: {rs.error}") from None
         except asyncio.CancelledError:
             # the caller gave up (e.g. the app quit while it started): nothing may stay
             rs.error = "start cancelled"
@@ -445,10 +470,18 @@ class Launcher:
         env = {**os.environ, **self.extra_env}
         env.update({k: render(v, values) for k, v in spec.env.items()})
         env["PYTHONUNBUFFERED"] = "1"
+        env[sweep.TOKEN_VAR] = rs.token
         cwd = Path(render(spec.cwd, values))
         # the cgroup is the whole stack's (a proxy and its upstream together), made once
         if rs.stack.spec.memory_max and rs.cgroup_dir is None and rs.memory_cap is None:
             rs.cgroup_dir, rs.memory_cap = cgroup.create(rs.run_dir.name, rs.stack.spec.memory_max)
+        if rs.cgroup_dir is None and not rs.procs:
+            rs.cgroup_dir = sweep.tracking_cgroup(rs.run_dir.name)
+            rs.tracking_only = rs.cgroup_dir is not None
+        if not rs.procs:
+            self._dog().watch_token(rs.token)
+            if rs.cgroup_dir is not None:
+                self._dog().watch_cgroup(rs.cgroup_dir)
         log = open(rs.log_path, "ab")  # noqa: SIM115 - handed to the children, closed below
         if not rs.started_at:
             rs.started_at = time.monotonic()
@@ -494,7 +527,9 @@ class Launcher:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=new_session,
-                preexec_fn=child_setup(cpus, rs.cgroup_dir),
+                # a memory cap must hold (the start fails without it); a cgroup that
+                # only tracks is a help where the kernel lets the child in
+                preexec_fn=child_setup(cpus, rs.cgroup_dir, must_enter=not rs.tracking_only),
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             raise LaunchError(f"{rs.name}: cannot run {argv[0]}: {exc.strerror or exc}") from None
@@ -504,7 +539,7 @@ class Launcher:
             steps = ["the parent-death signal"]
             if cpus:
                 steps.append(f"pinning to CPUs {','.join(map(str, cpus))} (key 'cpus')")
-            if rs.cgroup_dir is not None:
+            if rs.cgroup_dir is not None and not rs.tracking_only:
                 steps.append(f"entering cgroup {rs.cgroup_dir} (key 'memory_max')")
             raise LaunchError(
                 f"{rs.name}: cannot start {argv[0]}: the process set-up failed "
@@ -538,7 +573,22 @@ class Launcher:
             tls=spec.tls,
             headers=spec.health_headers,
         )
+        self.check_exposure(rs)
         self._set_state(rs, READY)
+
+    def check_exposure(self, rs: RunningStack) -> list[str]:
+        """The stack's own listening sockets bound beyond loopback that were not seen
+        before (stacks.listen.exposed); all of them are kept in `rs.exposed`. The stack
+        is bound to {host} by the launcher: anything else is the app's own doing, and
+        other hosts can reach it while the race runs."""
+        if rs.reaped:
+            return []
+        pids = sweep.stack_pids(
+            rs.sessions, rs.root_pids, [rs.cgroup_dir] if rs.cgroup_dir is not None else []
+        )
+        new = [a for a in listen.exposed(pids, allowed=rs.host) if a not in rs.exposed]
+        rs.exposed += new
+        return new
 
     async def _wait_http(
         self,
@@ -625,16 +675,24 @@ class Launcher:
                 if p.poll() is None:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(p.pid, signal.SIGTERM)
-            signal_sessions(sessions, signal.SIGTERM)
+            # and every process of the stack, those that left its sessions too
+            found = self._processes(rs)
+            sweep.signal_pids(found, signal.SIGTERM)
             grace = rs.stack.spec.stop_timeout
             if rs.stack.upstream is not None:
                 grace = max(grace, rs.stack.upstream.spec.stop_timeout)
             deadline = time.monotonic() + grace
             # a second Ctrl-C (hurry) ends the grace time at once: SIGKILL now
             while (
-                pids_in_sessions(sessions) and time.monotonic() < deadline and not hurry.hurried()
+                (sweep.alive(found) or pids_in_sessions(sessions))
+                and time.monotonic() < deadline
+                and not hurry.hurried()
             ):
                 await asyncio.sleep(_POLL_S)
+            found |= self._processes(rs)  # anything forked meanwhile
+            if rs.cgroup_dir is not None:
+                sweep.kill_cgroup(rs.cgroup_dir)
+            sweep.signal_pids(found, signal.SIGKILL)
             signal_sessions(sessions, signal.SIGKILL)
             for p in rs.procs:
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -642,16 +700,29 @@ class Launcher:
                 if rs.exit_code is None and p is rs.main:
                     rs.exit_code = p.returncode
             end = time.monotonic() + 2
-            while pids_in_sessions(sessions) and time.monotonic() < end:
+            while (sweep.alive(found) or pids_in_sessions(sessions)) and time.monotonic() < end:
                 await asyncio.sleep(_POLL_S)
+            sweep.reap(found)  # orphans adopted as their subreaper: no zombie left
             if self._watchdog is not None:  # (closed already when stopped after close())
                 for sid in sessions:
                     self._watchdog.forget(sid)
+                self._watchdog.forget_token(rs.token)
+                if rs.cgroup_dir is not None:
+                    self._watchdog.forget_cgroup(rs.cgroup_dir)
         rs.reaped = True
         if rs.cgroup_dir is not None:
-            cgroup.remove(rs.cgroup_dir)
+            sweep.remove_cgroup(rs.cgroup_dir)
         if rs.state in (STARTING, READY):
             self._set_state(rs, final_state)
+
+    def _processes(self, rs: RunningStack) -> set[int]:
+        """Every live process of the stack, found every way there is (supervise.sweep)."""
+        return sweep.stack_pids(
+            rs.sessions,
+            rs.root_pids,
+            [rs.cgroup_dir] if rs.cgroup_dir is not None else [],
+            [rs.token],
+        )
 
     async def stop_all(self) -> None:
         await asyncio.gather(

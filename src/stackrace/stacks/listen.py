@@ -13,14 +13,24 @@ as Recv-Q and Send-Q; this module asks the kernel the same way `ss` does (netlin
 
 `listen_state(port)` is cheap (one dump of the machine's TCP sockets, ~1 ms for a few
 thousand) and is called about once a second per stack.
+
+`exposed(pids)` answers another question from the same table: which of a stack's own
+listening sockets are bound beyond loopback. The launcher binds every stack to
+127.0.0.1, but an app may open a socket of its own (`0.0.0.0:8080`, a debug port) that
+other hosts reach while the race runs; the sockets are matched to the stack's processes
+by inode (/proc/PID/fd), and the launcher names any it finds (stacks/launcher.py).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import socket
 import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # TCP states (include/net/tcp_states.h)
 ESTABLISHED, SYN_RECV, CLOSE_WAIT, LISTEN = 1, 3, 8, 10
@@ -66,34 +76,39 @@ class ListenState:
         return out
 
 
-def _dump(family: int) -> list[tuple[int, int, int, int, int]]:
-    """(state, sport, dport, rqueue, wqueue) of every TCP socket of `family`."""
+def _sock_diag(family: int, states: int) -> Iterator[tuple[Any, ...]]:
+    """Every TCP socket of `family` in `states` (a bit mask), as the kernel's
+    inet_diag_msg fields (`_MSG`), from one netlink dump."""
     with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
         nl.settimeout(1.0)
-        req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, _STATES) + bytes(48)
+        req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, states) + bytes(48)
         header = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY,
                              _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0)  # fmt: skip
         nl.send(header + req)
-        out: list[tuple[int, int, int, int, int]] = []
         while True:
             data = nl.recv(1 << 20)
             offset = 0
             while offset + 16 <= len(data):
                 length, kind = struct.unpack_from("=IH", data, offset)
                 if kind == _NLMSG_DONE:
-                    return out
+                    return
                 if kind == _NLMSG_ERROR:
                     raise OSError("sock_diag refused the dump")
                 if length < 16:
-                    return out
+                    return
                 body = offset + 16
                 if body + _MSG.size <= len(data):
-                    f = _MSG.unpack_from(data, body)
-                    # sport and dport are big-endian in the message
-                    sport = socket.ntohs(f[4])
-                    dport = socket.ntohs(f[5])
-                    out.append((f[1], sport, dport, f[11], f[12]))
+                    yield _MSG.unpack_from(data, body)
                 offset += (length + 3) & ~3
+
+
+def _dump(family: int) -> list[tuple[int, int, int, int, int]]:
+    """(state, sport, dport, rqueue, wqueue) of every TCP socket of `family`."""
+    # sport and dport are big-endian in the message
+    return [
+        (f[1], socket.ntohs(f[4]), socket.ntohs(f[5]), f[11], f[12])
+        for f in _sock_diag(family, _STATES)
+    ]
 
 
 def _from_proc() -> list[tuple[int, int, int, int, int]]:
@@ -158,3 +173,83 @@ def listen_states(ports: list[int], ipv6: bool = False) -> dict[int, ListenState
 def listen_state(port: int, ipv6: bool = True) -> ListenState:
     """One port's state (IPv4 and IPv6)."""
     return listen_states([port], ipv6)[port]
+
+
+def _listeners(family: int) -> list[tuple[str, int, int]]:
+    """(address, port, inode) of every listening TCP socket of `family`."""
+    size = 4 if family == socket.AF_INET else 16
+    return [
+        (socket.inet_ntop(family, f[6][:size]), socket.ntohs(f[4]), f[14])
+        for f in _sock_diag(family, 1 << LISTEN)
+    ]
+
+
+def _listeners_from_proc() -> list[tuple[str, int, int]]:
+    """The same from /proc/net/tcp{,6}."""
+    out = []
+    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        try:
+            lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) < 10 or int(f[3], 16) != LISTEN:
+                continue
+            hex_addr, hex_port = f[1].rsplit(":", 1)
+            raw = bytes.fromhex(hex_addr)
+            # the kernel prints each 32-bit word in host order
+            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            out.append((socket.inet_ntop(family, raw), int(hex_port, 16), int(f[9])))
+    return out
+
+
+def _socket_inodes(pids: Iterable[int]) -> set[int]:
+    inodes: set[int] = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def _beyond_loopback(address: str, allowed: str) -> bool:
+    if address == allowed:
+        return False
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return not ip.is_loopback
+
+
+def exposed(pids: Iterable[int], allowed: str = "127.0.0.1") -> list[str]:
+    """The listening sockets of these processes bound beyond loopback (and beyond
+    `allowed`, the address the launcher gave the stack), as "ADDRESS:PORT", sorted."""
+    inodes = _socket_inodes(pids)
+    if not inodes:
+        return []
+    try:
+        sockets = _listeners(socket.AF_INET) + _listeners(socket.AF_INET6)
+    except OSError:
+        sockets = _listeners_from_proc()
+    out = set()
+    for address, port, inode in sockets:
+        if inode in inodes and _beyond_loopback(address, allowed):
+            out.add(f"[{address}]:{port}" if ":" in address else f"{address}:{port}")
+    return sorted(out)
+
+
+def exposure_line(name: str, address: str) -> str:
+    """What is said of a stack's own listener beyond loopback, on screen and in outputs."""
+    return (
+        f"{name} listens beyond loopback on {address} (its own socket, not the one "
+        "stackrace gave it): other hosts can reach it while it runs"
+    )

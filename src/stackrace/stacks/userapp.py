@@ -34,7 +34,6 @@ stacks file's are.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -197,55 +196,23 @@ def _env_item(key: str, eq: str, value: str, where: str) -> None:
     _no_braces(value, where)
 
 
-def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """The options that race a user's app (the app, bench, serve, verify)."""
-    parser.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="your WSGI or ASGI app (main:app, pkg.wsgi:application, path/app.py:app): "
-        "every server that can run it runs it, as SERVER[app]",
-    )
-    kind = (
-        parser.add_mutually_exclusive_group()
-        if isinstance(parser, argparse.ArgumentParser)
-        else parser
-    )
-    kind.add_argument(
-        "--wsgi",
-        dest="app_interface",
-        action="store_const",
-        const="wsgi",
-        help="the app is WSGI (default: detected)",
-    )
-    kind.add_argument(
-        "--asgi",
-        dest="app_interface",
-        action="store_const",
-        const="asgi",
-        help="the app is ASGI (default: detected)",
-    )
-    parser.add_argument(
-        "--app-dir",
-        metavar="DIR",
-        help="the app's working directory, on its import path (default: the current one)",
-    )
-    parser.add_argument(
-        "--python",
-        metavar="PATH",
-        help="the interpreter that can import the app (default: the active virtualenv's, "
-        "else the one stackrace runs on)",
-    )
-    parser.add_argument(
-        "--env", action="append", metavar="KEY=VALUE", help="environment for the app (repeatable)"
-    )
-    parser.add_argument("--env-file", metavar="FILE", help="a .env file for the app")
-    parser.add_argument(
-        "--cmd",
-        action="append",
-        metavar="'NAME=COMMAND'",
-        help="add a stack for this run from a command template, e.g. "
-        "'node-app=node server.js --port {port}' (repeatable; placeholders as in stacks.toml)",
-    )
+@dataclass(frozen=True)
+class YourApp:
+    """What the command line asks of your app and your commands, typed (the flags are
+    commands/target_args.py's): `--app`, its directory, interpreter, environment and
+    interface, and each `--cmd`."""
+
+    app: str | None = None  # MODULE:ATTR as given
+    app_dir: str | None = None
+    python: str | None = None
+    env: tuple[str, ...] = ()  # KEY=VALUE, as given
+    env_file: str | None = None
+    interface: str | None = None  # "wsgi", "asgi", or None: detected
+    cmds: tuple[str, ...] = ()  # NAME=COMMAND templates
+
+    @property
+    def given(self) -> bool:
+        return bool(self.app or self.cmds)
 
 
 # --- inspecting the app in its own interpreter ---------------------------------------
@@ -347,23 +314,22 @@ def inspect_app(app: AppSpec, modules: list[str], timeout: float = INSPECT_TIMEO
     return Inspection(found.get("interface", ""), found.get("modules", {}), found.get("python", ""))
 
 
-def resolve_app(
-    args: argparse.Namespace, defs: dict[str, StackDef]
-) -> tuple[AppSpec, dict[str, bool]]:
+def resolve_app(opts: YourApp, defs: dict[str, StackDef]) -> tuple[AppSpec, dict[str, bool]]:
     """The app of the command line, inspected: its interface (told or detected), and
     which server modules its interpreter can import (remembered for availability)."""
-    target, app_dir = parse_target(args.app, getattr(args, "app_dir", None))
+    assert opts.app is not None
+    target, app_dir = parse_target(opts.app, opts.app_dir)
     app = AppSpec(
         target=target,
         app_dir=app_dir,
-        python=choose_python(getattr(args, "python", None)),
-        env=parse_env(getattr(args, "env", None), getattr(args, "env_file", None)),
-        given=args.app,
+        python=choose_python(opts.python),
+        env=parse_env(list(opts.env) or None, opts.env_file),
+        given=opts.app,
     )
     modules = sorted({m for d in defs.values() if d.app for m in d.app.modules})
     found = inspect_app(app, modules)
     install.remember_importable(app.python, found.modules)
-    interface = getattr(args, "app_interface", None) or found.interface
+    interface = opts.interface or found.interface
     if interface not in INTERFACES:
         raise AppError(
             f"--app {app.label}: cannot tell whether it is WSGI or ASGI: give --wsgi or --asgi"
@@ -494,21 +460,19 @@ def with_stacks(stacks: StackFile, extra: dict[str, StackDef], what: str) -> Sta
 
 
 def with_run_stacks(
-    stacks: StackFile, args: argparse.Namespace, settings: RaceSettings | None = None
+    stacks: StackFile, opts: YourApp, settings: RaceSettings | None = None
 ) -> StackFile:
     """The stacks files' stacks plus those made for this run: `SERVER[app]` for --app and
     one per --cmd, ready on the first of the run's requests (scenario.health). Raises
     AppError or ScenarioError."""
     from stackrace.settings import scenario
 
-    app_given = getattr(args, "app", None)
-    cmds = getattr(args, "cmd", None) or []
-    if not app_given and not cmds:
+    if not opts.given:
         return stacks
     kinds = settings.request_kinds() if settings is not None else None
     health, status, headers = scenario.health(kinds)
-    if app_given:
-        app, _ = resolve_app(args, stacks)
+    if opts.app:
+        app, _ = resolve_app(opts, stacks)
         made = app_stacks(stacks, app, health, status, headers)
         if not made:
             raise AppError(
@@ -516,7 +480,7 @@ def with_run_stacks(
             )
         stacks = with_stacks(stacks, made, "--app")
         stacks.app = app
-    for text in cmds:
+    for text in opts.cmds:
         if kinds is None and settings is not None:
             health, status = settings.path, "200"  # the workload's path, as a block's
         name, spec = cmd_stack(text, health, status, headers)
@@ -597,7 +561,7 @@ __all__ = [
     "PLACEHOLDERS",
     "AppError",
     "AppSpec",
-    "add_arguments",
+    "YourApp",
     "app_stacks",
     "cmd_stack",
     "inspect_app",

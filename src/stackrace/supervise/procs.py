@@ -48,8 +48,11 @@ def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None]:
     return setup
 
 
-def child_setup(cpus: list[int] | None = None, cgroup: Path | None = None) -> Callable[[], None]:
-    """A preexec_fn: die with the parent, optionally pin to CPUs and enter a cgroup."""
+def child_setup(
+    cpus: list[int] | None = None, cgroup: Path | None = None, must_enter: bool = True
+) -> Callable[[], None]:
+    """A preexec_fn: die with the parent, optionally pin to CPUs and enter a cgroup
+    (`must_enter=False`: where the kernel lets it; a cgroup that only tracks)."""
     follow = die_with_parent(signal.SIGKILL)
     procs_file = str(cgroup / "cgroup.procs") if cgroup else None
 
@@ -58,11 +61,15 @@ def child_setup(cpus: list[int] | None = None, cgroup: Path | None = None) -> Ca
         if cpus:
             os.sched_setaffinity(0, cpus)
         if procs_file:
-            fd = os.open(procs_file, os.O_WRONLY)
             try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
+                fd = os.open(procs_file, os.O_WRONLY)
+                try:
+                    os.write(fd, b"0")
+                finally:
+                    os.close(fd)
+            except OSError:
+                if must_enter:
+                    raise
 
     return setup
 

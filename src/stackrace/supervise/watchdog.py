@@ -4,9 +4,12 @@ PR_SET_PDEATHSIG reaches only the processes stackrace starts itself, not their w
 (gunicorn's, nginx's, php-fpm's children are forked by the server). So the launcher also
 starts this small process in a session of its own and tells it, over a pipe, the session
 ids of everything it launches (a server started with setsid() has sid == its pid, and a
-server that calls setsid() itself, like php-fpm, gets sid == its own pid). When the pipe
+server that calls setsid() itself, like php-fpm, gets sid == its own pid), each stack's
+environment token and its cgroup (stackrace.supervise.sweep: how a process that left
+its session, a `setsid sleep` or a double-forked daemon, is found). When the pipe
 closes without a goodbye — stackrace exited or was killed — the watchdog sends SIGTERM to
-every process in those sessions, then SIGKILL to what is left, and exits.
+every process it finds those ways, then SIGKILL to what is left (`cgroup.kill` too),
+and exits.
 
 It also folds the stacks' short run directories (see `stackrace.supervise.rundirs`): their
 logs move back under the runs dir and the directories in the temp dir are removed.
@@ -17,8 +20,9 @@ watchdog to stop with its owner (given a longer grace: a clean shutdown keeps My
 tables from being marked crashed).
 
 Protocol on its stdin, one line each: "+SID" watch a session, "-SID" forget it,
-"fold\tSHORT\tLINK" fold this short run dir if stackrace dies, "unfold\tSHORT" forget
-it, "bye" a clean exit (nothing to clean).
+"tok\tTOKEN" / "untok\tTOKEN" a stack's environment token, "cg\tDIR" / "uncg\tDIR" a
+stack's cgroup, "fold\tSHORT\tLINK" fold this short run dir if stackrace dies,
+"unfold\tSHORT" forget it, "bye" a clean exit (nothing to clean).
 `python -m stackrace.supervise.watchdog [GRACE_SECONDS] [--detach]` (default 2 s).
 
 `--detach` (Watchdog(detach=True)): the watchdog forks away at once, so that it is not
@@ -39,7 +43,7 @@ import sys
 import time
 from pathlib import Path
 
-from stackrace.supervise import rundirs
+from stackrace.supervise import rundirs, sweep
 from stackrace.supervise.procs import pids_in_sessions, signal_sessions
 
 _GRACE_S = 2.0
@@ -51,32 +55,52 @@ def main(grace: float = _GRACE_S, detach: bool = False) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for stackrace, not for us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nor is the terminal closing
     sessions: set[int] = set()
+    tokens: set[str] = set()
+    cgroups: set[str] = set()
     dirs: dict[str, str] = {}  # short run dir -> its link under the runs dir
     for raw in sys.stdin:
         line = raw.rstrip("\n")
         if line == "bye":
             return
+        what, _, arg = line.partition("\t")
         if line[:1] == "+" and line[1:].isdigit():
             sessions.add(int(line[1:]))
         elif line[:1] == "-" and line[1:].isdigit():
             sessions.discard(int(line[1:]))
+        elif what in ("tok", "untok", "cg", "uncg") and arg:
+            kept = tokens if what.endswith("tok") else cgroups
+            (kept.discard if what.startswith("un") else kept.add)(arg)
         elif line.startswith("fold\t") and line.count("\t") == 2:
             _, short, link = line.split("\t")
             dirs[short] = link
         elif line.startswith("unfold\t"):
             dirs.pop(line.partition("\t")[2], None)
-    if sessions:
-        signal_sessions(sessions, signal.SIGTERM)
+    dirs_cg = [Path(d) for d in cgroups if _is_ours(Path(d))]
+    if sessions or tokens or dirs_cg:
+        found = sweep.stack_pids(sessions, (), dirs_cg, tokens)
+        sweep.signal_pids(found, signal.SIGTERM)
         end = time.monotonic() + grace
-        while time.monotonic() < end and pids_in_sessions(sessions):
+        while time.monotonic() < end and (sweep.alive(found) or pids_in_sessions(sessions)):
             time.sleep(0.05)
+        found |= sweep.stack_pids(sessions, (), dirs_cg, tokens)
+        for d in dirs_cg:
+            sweep.kill_cgroup(d)
+        sweep.signal_pids(found, signal.SIGKILL)
         signal_sessions(sessions, signal.SIGKILL)
         end = time.monotonic() + _GRACE_S  # until the killed are gone: they hold the logs
-        while time.monotonic() < end and pids_in_sessions(sessions):
+        while time.monotonic() < end and (sweep.alive(found) or pids_in_sessions(sessions)):
             time.sleep(0.05)
+        for d in dirs_cg:
+            sweep.remove_cgroup(d)
     for short, link in dirs.items():
         with contextlib.suppress(OSError):
             rundirs.fold(Path(link), Path(short))
+
+
+def _is_ours(d: Path) -> bool:
+    """A cgroup directory the launcher made (supervise.sweep.tracking_cgroup, or a memory
+    cap's): a guard for the watchdog, which kills what it is told to."""
+    return d.parent.name == "stackrace" and "cgroup" in str(d) and (d / "cgroup.procs").exists()
 
 
 class Watchdog:
@@ -115,6 +139,18 @@ class Watchdog:
 
     def forget(self, sid: int) -> None:
         self._send(f"-{sid}")
+
+    def watch_token(self, token: str) -> None:
+        self._send(f"tok\t{token}")
+
+    def forget_token(self, token: str) -> None:
+        self._send(f"untok\t{token}")
+
+    def watch_cgroup(self, d: Path) -> None:
+        self._send(f"cg\t{d}")
+
+    def forget_cgroup(self, d: Path) -> None:
+        self._send(f"uncg\t{d}")
 
     def fold_on_death(self, link: Path, short: Path) -> None:
         self._send(f"fold\t{short}\t{link}")

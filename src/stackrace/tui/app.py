@@ -51,8 +51,10 @@ class StackraceApp(App[int]):
         projector: bool = False,
         remember: bool = False,
         player: ReplayPlayer | None = None,
+        notice: str = "",
     ) -> None:
         super().__init__()
+        self.notice = notice  # the stacks files read, when one is not the package's
         self.player = player  # a replay: the recording drives the session
         self.projector = projector
         self.remember = remember  # the picker opens with, and saves, the last choices
@@ -68,6 +70,7 @@ class StackraceApp(App[int]):
         self.argv: list[str] = []  # the command line, for a crash log
         self.crash_log: Path | None = None
         self.crash: BaseException | None = None
+        self.start_error: str | None = None  # the race did not start: said on exit
 
     @classmethod
     def for_race(cls, race: AppRace) -> StackraceApp:
@@ -80,6 +83,7 @@ class StackraceApp(App[int]):
             drive=race.drive,
             projector=race.projector,
             remember=race.remember,
+            notice=race.notice,
         )
         app.argv = list(race.argv)
         return app
@@ -105,6 +109,8 @@ class StackraceApp(App[int]):
             self.set_interval(0.25, self.drive, name="drive")
         if self.session.synthetic:
             self.title = "stackrace — SYNTHETIC DEMO (no servers, no load)"
+        if self.notice:  # a stacks file outside the package decides what runs: say so
+            self.notify(self.notice, title="stacks files", timeout=15, markup=False)
         if self.show_picker:
             plan = self._remembered(self.plan) if self.remember else self.plan
             self.push_screen(
@@ -136,8 +142,10 @@ class StackraceApp(App[int]):
                 await self.player.start()
             else:
                 await self.session.start(plan)
-        except Exception as exc:  # the engine could not start: say so, do not hang
-            self.notify(f"could not start: {exc}", severity="error", timeout=10)
+        except Exception as exc:  # could not start: never a blank screen; one line, exit 1
+            self.start_error = f"could not start: {exc}"
+            await self.stop_everything()
+            self.exit(1)
             return
         self.race = RaceScreen(self.session, self.tick_interval, projector=self.projector)
         await self.push_screen(self.race)
@@ -197,4 +205,7 @@ def exit_status(app: StackraceApp, rc: int) -> int:
     if app.crash is not None:
         print(crashlog.one_line("stackrace", app.crash, app.crash_log), file=sys.stderr)
         return crashlog.EXIT_INTERNAL
+    if app.start_error is not None:
+        print(f"stackrace: {' '.join(app.start_error.split())}", file=sys.stderr)
+        return 1
     return rc or (app.return_code or 0)

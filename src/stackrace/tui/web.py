@@ -1,6 +1,14 @@
 """The app in a browser: textual-serve runs one app process per page (see
 `stackrace.commands.web` for the command each page runs and how its stacks stop).
 
+**The owner's pages only.** textual-serve starts an app for any WebSocket to /ws. Here
+every request (the page, its WebSocket, its static files, downloads) first goes through
+`stackrace.base.webgate.WebGate`: the token printed at start, the page's own origin and host,
+and a limit on live pages. A request it refuses gets a 403 (or 429) from a middleware
+that runs before textual-serve's handler, so nothing is started for it. The page is
+opened with `?token=…` once; the response sets a cookie holding the token (HttpOnly,
+SameSite=Strict), which the page's own WebSocket and files then carry.
+
 **Nothing from the internet.** A meetup venue is often offline, and a page that waits
 for a font server shows nothing useful. textual-serve's page asks Google Fonts for its
 one web font (Roboto Mono), though the package ships that font's files among its own
@@ -14,11 +22,16 @@ with every outside host unreachable and checks that no request leaves the machin
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from stackrace.base.webgate import DEFAULT_MAX_SESSIONS, TOKEN_PARAM, WebGate, new_token
 
 # the font textual-serve ships (static/fonts), declared where the page asked Google
 _FONT_FACE = (
@@ -48,21 +61,100 @@ def _offline_templates() -> tuple[Path, list[str]]:
     return directory, outside
 
 
-def serve(command: str, host: str, port: int, public_url: str | None) -> int:
+def _owned_server(gate: WebGate) -> type:
+    """textual-serve's Server with the gate in front of every request (see the module
+    docstring) and the URL printed with its token."""
+    from aiohttp import web
+    from textual_serve.server import Server
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+        query_token = request.query.get(TOKEN_PARAM)
+        refused = gate.check(
+            host=request.host,
+            origin=request.headers.get("Origin"),
+            secure=request.secure,
+            query_token=query_token,
+            cookie_token=request.cookies.get(gate.cookie),
+        )
+        if refused is not None:
+            return web.Response(status=refused[0], text=refused[1] + "\n")
+        if request.path == "/ws":
+            full = gate.open_session()
+            if full is not None:
+                return web.Response(status=full[0], text=full[1] + "\n")
+            try:
+                return await handler(request)
+            finally:
+                gate.close_session()
+        response = await handler(request)
+        if gate.token_ok(query_token) and isinstance(response, web.Response):
+            # the page's WebSocket and files carry it from here (same site only)
+            response.set_cookie(gate.cookie, gate.token, httponly=True, samesite="Strict")
+        return response
+
+    class OwnedServer(Server):
+        async def _make_app(self) -> web.Application:
+            app = await super()._make_app()
+            app.middlewares.append(guard)  # before any handler: a refused request starts nothing
+            return app
+
+        async def on_startup(self, app: web.Application) -> None:
+            # the startup hooks run before the socket listens: the URL is printed once it
+            # does, so that whoever opens it at once is not refused
+            self._said = asyncio.get_running_loop().create_task(self._say_when_listening())
+
+        async def _say_when_listening(self) -> None:
+            host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+            for _ in range(200):
+                try:
+                    _reader, writer = await asyncio.open_connection(host, self.port)
+                except OSError:
+                    await asyncio.sleep(0.05)
+                    continue
+                writer.close()
+                break
+            print(f"stackrace web: open {page_url(self.public_url, gate.token)}", flush=True)
+            print(
+                "  (the token in the URL is this server's: whoever has it can start servers "
+                "and send load from this machine; Ctrl-C stops)",
+                flush=True,
+            )
+
+    return OwnedServer
+
+
+def page_url(public_url: str, token: str) -> str:
+    """The URL to open: the server's page with its token."""
+    return f"{public_url.rstrip('/')}/?{urlencode({TOKEN_PARAM: token})}"
+
+
+def serve(
+    command: str,
+    host: str,
+    port: int,
+    public_url: str | None,
+    *,
+    loopback: bool = True,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+) -> int:
     """Serve `command` (a shell command running the app) until Ctrl-C; an exit code."""
     try:
-        from textual_serve.server import Server
+        import textual_serve.server  # noqa: F401
     except ImportError:
         print(
             "stackrace web: textual-serve is not installed (pip install textual-serve)",
             file=sys.stderr,
         )
         return 2
+    gate = WebGate(
+        new_token(), port, loopback=loopback, public_url=public_url, max_sessions=max_sessions
+    )
     templates, outside = _offline_templates()
     for url in outside:
         print(f"stackrace web: the page still loads {url} from the internet", file=sys.stderr)
     try:
-        Server(
+        _owned_server(gate)(
             command,
             host=host,
             port=port,

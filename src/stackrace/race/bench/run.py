@@ -51,6 +51,7 @@ from stackrace.report.schema import (
     CapacityResult,
 )
 from stackrace.settings.race_settings import RaceSettings
+from stackrace.stacks.listen import exposure_line
 
 
 def plan_placement(
@@ -238,6 +239,11 @@ async def run_bench(
         final = core.engine.latest
         for loss in final.lost if final is not None else []:
             rec.run.notes.append(loss.describe())
+        for m in core.members.values():  # an app's own socket beyond loopback: in outputs
+            for address in m.exposed:
+                line = exposure_line(m.handle.name, address)
+                rec.run.notes.append(line)
+                progress(f"⚠ {line}")
         if watch is not None:
             await watch.stop()
             for down in watch.intervals:

@@ -34,6 +34,7 @@ from stackrace.race.core.state import StackState
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.scenario import RequestKind, target_spec
 from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.listen import exposure_line
 from stackrace.stacks.sampler import ResourceSample
 
 SAMPLE_EVERY = 1.0  # seconds between resource samples of one member (smaps reads cost)
@@ -244,6 +245,10 @@ class RaceCore:
         if s is not None:
             m.resources = s
             m.mem_peak = max(m.mem_peak, s.rss)
+        for address in m.handle.exposed():
+            if address not in m.exposed:  # said once, on screen (the status line)
+                m.exposed.append(address)
+                self.errors.append(exposure_line(m.handle.name, address))
 
     def sample_now(self, member_id: str) -> ResourceSample | None:
         """A fresh sample (a level's start or end needs one, whatever the rhythm)."""

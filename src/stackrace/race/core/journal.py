@@ -133,6 +133,9 @@ class Journal:
         self._fd = fd
         self._enc = msgspec.json.Encoder()
         self.closed = False
+        # why it stopped taking entries ("" while it takes them): a full or failing disk
+        # ends the journal, never the run (its figures are still printed and written)
+        self.error = ""
 
     @classmethod
     def create(cls, path: Path, start: JournalStart) -> Journal:
@@ -140,7 +143,13 @@ class Journal:
         work); OSError names the cause."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o644)
         journal = cls(path, fd)
-        journal._append(start)
+        try:
+            journal._append(start)
+        except OSError:
+            os.close(fd)  # no empty or half journal left behind (a full disk)
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise
         _fsync_dir(path)
         return journal
 
@@ -166,8 +175,13 @@ class Journal:
         os.fsync(self._fd)
 
     def write(self, entry: Entry) -> None:
-        if not self.closed:
+        if self.closed:
+            return
+        try:
             self._append(entry)
+        except OSError as exc:
+            self.error = f"{exc.strerror or exc} (after {self.path.stat().st_size:,} bytes)"
+            self.close()
 
     def close(self, end: JournalEnd | None = None) -> None:
         if self.closed:

@@ -15,7 +15,7 @@ the race's lifecycle, ticks and commands.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from stackrace.engine.histogram import LatencyHistogram
@@ -89,6 +89,11 @@ class MemberHandle(Protocol):
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         """What can be seen of it besides its answers (stacks/signs.py): `listen` is
         the kernel's view of `listen_port`, gathered for every member at once."""
+        ...
+
+    def exposed(self) -> list[str]:
+        """Its own listening sockets bound beyond loopback ("0.0.0.0:8080"), as far as
+        they can be seen from here; [] for what stackrace did not start."""
         ...
 
 
@@ -175,6 +180,7 @@ class Member:
     sampled_at: float = 0.0
     level_mark: ResourceSample | None = None  # at the start of the current level
     signs: ServerSigns | None = None  # its accept queue, log lines, exits (once a second)
+    exposed: list[str] = field(default_factory=list)  # its listeners beyond loopback
 
     @property
     def id(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 import msgspec
 
@@ -16,7 +17,14 @@ from stackrace.db import ManagedMariaDB
 from stackrace.db.watch import DbWatch
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.state import StackState
-from stackrace.stacks.catalogue import Stack, StackDef, load_stacks, resolve, tunables
+from stackrace.stacks.catalogue import (
+    COMMAND_LINE,
+    Stack,
+    StackDef,
+    load_stacks,
+    resolve,
+    tunables,
+)
 from stackrace.stacks.install import availability
 from stackrace.stacks.launcher import (
     CRASHED,
@@ -33,6 +41,7 @@ from stackrace.stacks.sampler import ResourceSample, TreeSampler
 from stackrace.stacks.signs import ServerSigns
 
 DEFAULT_STACKS = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
+_EXPOSURE_EVERY_S = 5.0  # how often a running stack's listeners are looked at again
 
 _STATES = {
     READY: StackState.READY,
@@ -58,6 +67,7 @@ class LaunchedStack:
         self.error: str | None = None
         self._sampler: TreeSampler | None = None
         self._log: LogWatch | None = None
+        self._exposure_at = time.monotonic()  # (the launcher looked at readiness)
         self._task = asyncio.ensure_future(self._start())
 
     async def _start(self) -> None:
@@ -98,6 +108,18 @@ class LaunchedStack:
     @property
     def listen_port(self) -> int | None:
         return self.running.port if self.running is not None else None
+
+    def exposed(self) -> list[str]:
+        """Its own listeners beyond loopback: looked for at readiness and every
+        `_EXPOSURE_EVERY_S` after (a /proc walk of its processes' descriptors)."""
+        rs = self.running
+        if rs is None:
+            return []
+        now = time.monotonic()
+        if now - self._exposure_at >= _EXPOSURE_EVERY_S:
+            self._exposure_at = now
+            self._launcher.check_exposure(rs)
+        return list(rs.exposed)
 
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         if self.running is None:
@@ -174,7 +196,11 @@ class StacksFileSource:
         return out
 
     def resolve(self, stack_id: str) -> Stack:
-        return resolve(stack_id, self.defs, self.stacks_file or "stacks.toml")
+        # named by the person at the keyboard (the command line, the picker); a preset's
+        # names were checked as a file's when the race was set up (race/setup.py)
+        return resolve(
+            stack_id, self.defs, self.stacks_file or "stacks.toml", named_in=COMMAND_LINE
+        )
 
     def start(self, stack_id: str, cpus: list[int] | None) -> LaunchedStack:
         return self.start_stack(self.resolve(stack_id), cpus)

@@ -13,12 +13,11 @@ URL (http://, a host, a port; a path without spaces or control characters), the 
 (a short label: letters, digits and `. _ - : [ ] @ +`), no name twice, no --pid without
 its --url, a --pid whose process listens on the URL's port (never stackrace or a
 process above it), and the loopback guard (stackrace.base.netguard): a URL off this machine needs
---allow-remote. Declared once here (`add_url_arguments`) for the app and bench.
+--allow-remote. The flags are commands/target_args.py's, for the app, bench and tune.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from collections.abc import Sequence
@@ -31,7 +30,6 @@ from stackrace.base.errors import StackraceError
 from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.engine.request import RequestError, parse_url
 from stackrace.race.core.state import StackState
-from stackrace.settings.options import positive_int
 from stackrace.settings.scenario import check_path
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.listen import ListenState
@@ -58,26 +56,6 @@ class UrlTarget:
     def has_path(self) -> bool:
         """The URL names a path of its own (`/` alone is the server's root, a base)."""
         return urlsplit(self.url).path not in ("", "/") or bool(urlsplit(self.url).query)
-
-
-def add_url_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """--url and --pid, for the app and bench alike."""
-    parser.add_argument(
-        "--url",
-        action="append",
-        metavar="[NAME=]URL",
-        help="also race a server stackrace did not start (repeatable), named NAME (default: "
-        "its host:port): the URL as given; with no path (http://host:port) the workload's "
-        "path or your requests (--path, --scenario). Loopback only unless --allow-remote",
-    )
-    parser.add_argument(
-        "--pid",
-        action="append",
-        type=positive_int,
-        metavar="PID",
-        help="the process behind the matching --url (the Nth --pid goes with the Nth "
-        "--url), for its memory and CPU; without one they are not sampled",
-    )
 
 
 def parse_url_option(text: str) -> tuple[str, str]:
@@ -234,6 +212,9 @@ class UrlHandle:
             parts.hostname or ""
         ).startswith("127.")
         return parts.port if local else None
+
+    def exposed(self) -> list[str]:
+        return []  # not started by stackrace: where it listens is its owner's choice
 
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         if listen is None:

@@ -246,6 +246,9 @@ class SyntheticStack:
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         return None
 
+    def exposed(self) -> list[str]:
+        return []  # a model: no socket
+
     @property
     def cacert(self) -> str | None:
         return None

@@ -149,7 +149,8 @@ def annotate(
 def starving_sentence(w: WindowStats | None, total: WindowStats) -> str:
     """What a starving verdict means, short enough for two lines of a narrow pane: the
     level's share (`total`) and the likely cause. Clients stuck in connect (the last
-    interval, `w`) or connects that timed out point at the accept queue; connected ones
+    interval, `w`) or connects that timed out point at the accept queue, unless TCP is
+    up and the TLS handshake is what waits (`handshaking`: the server took them); connected ones
     at one of two causes that look alike from the client, told apart by whether the
     server's kernel acknowledged the request (`WindowStats.unacked`, from TCP_INFO): a
     server that reads other connections first leaves the request unread but acknowledged

@@ -134,6 +134,9 @@ class ReplayMember:
     def signs(self, now: float, listen: ListenState | None) -> ServerSigns | None:
         return self.recorded_signs
 
+    def exposed(self) -> list[str]:
+        return []
+
     async def stop(self) -> None:
         """Nothing runs."""
 

@@ -9,18 +9,19 @@ harlequin's app receives a ready adapter, `tui.app.StackraceApp.for_race` takes 
 `AppRace`, so no engine, recorder or demo is built in the UI package, and this module
 (Textual-free, like all of race/) is unit-tested without a terminal.
 
-A bad argument is an `AppSetupError` whose text is the one line the command prints.
+It takes the command line typed (`AppOptions`, read by commands/app_args.py): nothing
+here knows argparse. A bad argument is an `AppSetupError` whose text is the one line
+the command prints.
 The metrics exporter is not here: it is bound by the command (commands/app.py) before
 anything starts, and handed to what runs the app.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -28,7 +29,8 @@ from stackrace.base.errors import StackraceError
 from stackrace.race.core.members import RaceParts, StackChoice, StackSource
 from stackrace.race.core.plan import RacePlan
 from stackrace.race.live.session import Session
-from stackrace.settings.race_settings import BENCH_ONLY, RaceSettings, with_given
+from stackrace.settings.race_settings import RaceSettings, stacks_named_in, with_options
+from stackrace.stacks.userapp import YourApp
 
 if TYPE_CHECKING:
     from stackrace.report.schema import Then
@@ -37,6 +39,30 @@ if TYPE_CHECKING:
 
 class AppSetupError(StackraceError):
     """The command line asks for something that cannot start (said in one line)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    """What `stackrace [OPTIONS]` asks for, typed."""
+
+    # the race settings given (by field name; bench's own levels left out), over a preset's
+    given: Mapping[str, Any] = field(default_factory=dict)
+    preset: str | None = None
+    go: bool = False  # straight to the race, no picker
+    concurrency: int | None = None  # the starting level (10 when not given)
+    demo: bool = False
+    urls: tuple[str, ...] = ()  # --url [NAME=]URL
+    pids: tuple[int, ...] = ()  # --pid, the Nth with the Nth --url
+    allow_remote: bool = False
+    stacks_file: str | None = None
+    your_app: YourApp = field(default_factory=YourApp)
+    talk: str | None = None
+    ghosts: tuple[str, ...] = ()
+    record: str | None = None
+    big: bool = False
+    argv: tuple[str, ...] = ()  # the command line, for a crash log
 
 
 @dataclass
@@ -51,33 +77,38 @@ class AppRace:
     projector: bool = False
     remember: bool = False  # the picker opens with, and saves, the last choices
     argv: list[str] = field(default_factory=list)  # the command line, for a crash log
+    # shown as the app opens: the stacks files read, when one is not the package's own
+    notice: str = ""
 
 
-def app_race(args: argparse.Namespace, parts: RaceParts | None = None) -> AppRace:
+def app_race(o: AppOptions, parts: RaceParts | None = None) -> AppRace:
     """The race `stackrace ARGS` opens; `parts`: the engine and the stacks' source made
     elsewhere (`stackrace --cluster`). Raises AppSetupError."""
-    session, plan, catalog, show_picker = build_session(args, parts)
-    if getattr(args, "talk", None):
+    session, plan, catalog, show_picker = build_session(o, parts)
+    notice = _stacks_files_notice(session)
+    if o.talk:
         from stackrace.race.live.talk import TalkError, load_talk
 
         try:
-            session.play_talk(load_talk(args.talk))
+            session.play_talk(load_talk(o.talk))
         except TalkError as exc:
             raise AppSetupError(str(exc)) from None
-    for ghost in getattr(args, "ghost", None) or []:
+    for ghost in o.ghosts:
         from stackrace.race.playback.ghost import GhostError, load_ghost
 
         try:
             session.ghosts.append(load_ghost(ghost))
         except GhostError as exc:
             raise AppSetupError(str(exc)) from None
-    if getattr(args, "record", None):
+    if o.record:
         from stackrace.race.playback.recording import Recorder
 
-        session.listeners.append(Recorder(args.record))
+        problem = _record_problem(o.record)
+        if problem:  # before the screen opens: one line, not a toast over a blank screen
+            raise AppSetupError(problem)
+        session.listeners.append(Recorder(o.record))
     drive = None
-    demo = bool(getattr(args, "demo", False))
-    if demo:
+    if o.demo:
         # the synthetic engine publishes a snapshot per step(): step it at the engine's pace
         from stackrace.race.live.demo import SyntheticEngine
 
@@ -90,18 +121,48 @@ def app_race(args: argparse.Namespace, parts: RaceParts | None = None) -> AppRac
         catalog,
         show_picker,
         drive=drive,
-        projector=bool(getattr(args, "big", False)),
-        remember=show_picker and not demo,
-        argv=list(getattr(args, "argv", []) or []),
+        projector=o.big,
+        remember=show_picker and not o.demo,
+        argv=list(o.argv),
+        notice=notice,
     )
 
 
-def race_settings(args: argparse.Namespace) -> RaceSettings:
+def _stacks_files_notice(session: Session) -> str:
+    """The stacks files this race's stacks come from, when one is not the package's own
+    (the same lines every command prints first: stacks.catalogue.announcement); "" otherwise."""
+    from stackrace.race.core.stack_source import StacksFileSource
+    from stackrace.stacks.catalogue import SHIPPED, StackFile, announcement
+
+    source = session.core.source
+    if not isinstance(source, StacksFileSource) or not isinstance(source.defs, StackFile):
+        return ""
+    if all(origin == SHIPPED for _, origin, _ in source.defs.files):
+        return ""
+    return "\n".join(announcement(source.defs))
+
+
+def _record_problem(record: str) -> str | None:
+    """Why --record cannot be written, or None (its directory is made, as the recorder
+    would make it)."""
+    from pathlib import Path
+
+    from stackrace.report.write import check_output_paths
+
+    parent = Path(record).expanduser().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"--record {record}: cannot make {parent}: {exc.strerror or exc}"
+    return check_output_paths({"--record": record})
+
+
+def race_settings(o: AppOptions) -> RaceSettings:
     """The race settings: a --preset's (if any), then the options given, merged as
     bench merges them; bench's own settings (its levels, durations, repeats) are not
     the app's: the app moves the load live from one starting level (`-c`)."""
     base = RaceSettings()
-    preset = getattr(args, "preset", None)
+    preset = o.preset
     if preset:
         from stackrace.race.core.presets import load_preset
         from stackrace.stacks.catalogue import ConfigError
@@ -110,17 +171,17 @@ def race_settings(args: argparse.Namespace) -> RaceSettings:
             base = load_preset(preset).settings
         except ConfigError as exc:
             raise AppSetupError(str(exc)) from None
-    return with_given(base, args, skip=BENCH_ONLY)
+    return with_options(base, dict(o.given), app_given=bool(o.your_app.app))
 
 
 def build_session(
-    args: argparse.Namespace, parts: RaceParts | None = None
+    o: AppOptions, parts: RaceParts | None = None
 ) -> tuple[Session, RacePlan, list[StackChoice], bool]:
     """The session, first plan and picker catalog for these command-line arguments,
     and whether the picker opens first."""
     from stackrace.race.core.urls import UrlError, check_paths, url_targets
 
-    settings = race_settings(args)
+    settings = race_settings(o)
     from stackrace.race.core.placement import cpus_problem
 
     cores = list(parts.cores) if parts is not None else sorted(os.sched_getaffinity(0))
@@ -129,18 +190,14 @@ def build_session(
         raise AppSetupError(problem)
     try:
         urls = tuple(
-            url_targets(
-                getattr(args, "url", None),
-                getattr(args, "pid", None),
-                allow_remote=getattr(args, "allow_remote", False),
-            )
+            url_targets(list(o.urls) or None, list(o.pids) or None, allow_remote=o.allow_remote)
         )
         check_paths(urls, settings.own_requests)
     except UrlError as exc:
         raise AppSetupError(str(exc)) from None
-    go = bool(getattr(args, "go", False))
-    concurrency = getattr(args, "concurrency", None) or 10
-    own = _own_stacks(args, settings) if not getattr(args, "demo", False) else None
+    go = o.go
+    concurrency = o.concurrency or 10
+    own = _own_stacks(o, settings) if not o.demo else None
     note = ""
     if own is not None and not settings.stacks:
         from stackrace.stacks.userapp import default_app_stacks, generated_names, left_out_note
@@ -166,7 +223,7 @@ def build_session(
         missing = missing_servers(list(plan.stacks), own)
         if missing:
             raise AppSetupError(missing)
-    if getattr(args, "demo", False):
+    if o.demo:
         from stackrace.race.live.demo import CATALOG, demo_session
 
         return demo_session(), plan, list(CATALOG), not go
@@ -181,31 +238,51 @@ def build_session(
         engine = parts.engine(engine_settings)
         source = parts.source
     else:
-        source = _stacks_source(args, plan, own)
-        remote = getattr(args, "allow_remote", False)
-        engine = Engine(engine_settings, per_target=True, allow_remote=remote)
+        source = _stacks_source(o, plan, own)
+        engine = Engine(engine_settings, per_target=True, allow_remote=o.allow_remote)
     catalog = source.catalog() if source is not None else []
     if go and source is not None:
         known = {c.id for c in catalog}
         unknown = [s for s in plan.stacks if s.partition(":")[0] not in known]
         if unknown:
             raise AppSetupError(f"no stack {unknown[0]!r} in the stacks file")
+    _check_named_in_file(o, plan, source)
     session = Session(RaceCore(engine, source, plan.settings))
-    session.then = _then_of(getattr(args, "preset", None))
+    session.then = _then_of(o.preset)
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
 
 
-def _stacks_source(
-    args: argparse.Namespace, plan: RacePlan, own: StackFile | None
-) -> StackSource | None:
+def _check_named_in_file(o: AppOptions, plan: RacePlan, source: StackSource | None) -> None:
+    """A preset's stacks are a file's words: checked as such before anything starts (it
+    may not name an executable: stacks.catalogue.resolve); the command line's and the picker's
+    are the user's own."""
+    from stackrace.race.core.stack_source import StacksFileSource
+    from stackrace.stacks.catalogue import COMMAND_LINE, ConfigError, resolve
+
+    preset = o.preset
+    if not preset or not isinstance(source, StacksFileSource):
+        return
+    from stackrace.race.core.presets import preset_path
+
+    named_in = stacks_named_in("stacks" in o.given, preset_path(preset), None)
+    if named_in == COMMAND_LINE:
+        return
+    for ref in plan.stacks:
+        try:
+            resolve(ref, source.defs, named_in=named_in)
+        except ConfigError as exc:
+            raise AppSetupError(str(exc)) from None
+
+
+def _stacks_source(o: AppOptions, plan: RacePlan, own: StackFile | None) -> StackSource | None:
     """The stacks file's stacks, or your app's servers (--app) and --cmd stacks offered
     alone; None when the file cannot be read and only --url targets are raced."""
     from stackrace.race.core.stack_source import StacksFileSource
     from stackrace.stacks.catalogue import ConfigError
 
-    stacks_file = getattr(args, "stacks_file", None)
+    stacks_file = o.stacks_file
     memory_max = plan.settings.memory_max
     try:
         if own is not None:
@@ -224,10 +301,10 @@ def _stacks_source(
         return None
 
 
-def _own_stacks(args: argparse.Namespace, settings: RaceSettings) -> StackFile | None:
+def _own_stacks(o: AppOptions, settings: RaceSettings) -> StackFile | None:
     """The stacks files' stacks with those made for this race (--app, --cmd), or None
     when there are none; AppSetupError (one line) when the app or a command is not usable."""
-    if not getattr(args, "app", None) and not getattr(args, "cmd", None):
+    if not o.your_app.given:
         return None
     from stackrace.settings import scenario
     from stackrace.stacks import userapp
@@ -236,9 +313,7 @@ def _own_stacks(args: argparse.Namespace, settings: RaceSettings) -> StackFile |
     try:
         if settings.own_requests:
             settings.request_kinds()  # checked before anything starts
-        return userapp.with_run_stacks(
-            load_stacks(getattr(args, "stacks_file", None)), args, settings
-        )
+        return userapp.with_run_stacks(load_stacks(o.stacks_file), o.your_app, settings)
     except (userapp.AppError, scenario.ScenarioError, ConfigError) as exc:
         raise AppSetupError(str(exc)) from None
 

@@ -1,0 +1,105 @@
+"""The race settings on a command line: each declared setting (settings/race_settings.py,
+its `Opt`) as an option, and the options given read back into settings.
+
+The declaration is the settings module's; reading it into argparse is the command
+layer's, so that nothing below commands/ knows argparse (a preset, a run file and the
+picker fill the same settings from files and keys).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from stackrace.settings.options import non_negative_duration, positive_duration, timeout_duration
+from stackrace.settings.race_settings import (
+    Opt,
+    RaceSettings,
+    options,
+    stacks_named_in,
+    with_options,
+)
+
+
+def add_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    skip: tuple[str, ...] = (),
+    only: tuple[str, ...] | None = None,
+    helps: dict[str, str] | None = None,
+) -> None:
+    """Add every setting (or `only` these) as an option; unset options stay None (so
+    presets can fill in), and each help says the setting's default. `helps`: a
+    command's own words for a setting, by field (what --slo does in `load` is not what
+    it does in bench)."""
+    defaults = RaceSettings()
+    for name, o in options().items():
+        if name in skip or (only is not None and name not in only):
+            continue
+        text = (helps or {}).get(name, o.help)
+        value = getattr(defaults, name)
+        if o.negate:
+            group = parser.add_mutually_exclusive_group()
+            on = f"{text} (the default)" if value else text
+            off = f"{o.negate_help} (the default)" if not value else o.negate_help
+            group.add_argument(o.flag, dest=name, action="store_true", default=None, help=on)
+            group.add_argument(o.negate, dest=name, action="store_false", default=None, help=off)
+            continue
+        flags = [o.short, o.flag] if o.short else [o.flag]
+        parser.add_argument(
+            *flags,
+            dest=name,
+            default=None,
+            metavar=o.metavar,
+            # our parsers raise ValueError with the reason: OneLineArgumentParser shows it
+            type=o.parse or str,  # str: the text as given (argparse's default)
+            help=_with_default(text, o, value),
+            action="append" if o.repeat else "store",
+        )
+
+
+_DURATIONS = (positive_duration, non_negative_duration, timeout_duration)
+
+
+def _with_default(text: str, o: Opt, value: Any) -> str:
+    """The help with the setting's default said, unless it says one already or the
+    setting has none (None, an empty list: not set)."""
+    if "default" in text or value is None or value == []:
+        return text
+    if o.parse in _DURATIONS:
+        shown = f"{value:g}s"
+    elif isinstance(value, list):
+        shown = ",".join(str(v) for v in value)
+    else:
+        shown = str(value)
+    return f"{text} (default {shown})"
+
+
+def given(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The settings given on the command line (those left unset are absent); `skip`:
+    fields whose names the front end's own options reuse (the app's `-c`)."""
+    out = {}
+    for name in options():
+        if name in skip:
+            continue
+        value = getattr(args, name, None)
+        if value is not None:
+            out[name] = value
+    if isinstance(out.get("stacks"), str):
+        out["stacks"] = [out["stacks"]]
+    return out
+
+
+def with_given(
+    base: RaceSettings, args: argparse.Namespace, skip: tuple[str, ...] = ()
+) -> RaceSettings:
+    """`base` with the options given on this command line (race_settings.with_options:
+    the one rule bench, tune and the app merge a preset with options by)."""
+    return with_options(base, given(args, skip), app_given=bool(getattr(args, "app", None)))
+
+
+def stacks_written_in(
+    args: argparse.Namespace, preset_file: Path | None, run_file: str | None
+) -> str:
+    """Where the race's stacks were written (race_settings.stacks_named_in)."""
+    return stacks_named_in(getattr(args, "stacks", None) is not None, preset_file, run_file)

@@ -1,0 +1,96 @@
+"""What is raced besides the catalogue's stacks, on a command line: your app (`--app` and
+its interpreter, directory, environment), your commands (`--cmd`) and servers stackrace
+did not start (`--url`, `--pid`), read into the typed `YourApp` (stacks/userapp.py) and
+URL lists (race/core/urls.py `url_targets`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from stackrace.settings.options import positive_int
+from stackrace.stacks.userapp import YourApp
+
+
+def add_url_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--url and --pid, for the app and bench alike."""
+    parser.add_argument(
+        "--url",
+        action="append",
+        metavar="[NAME=]URL",
+        help="also race a server stackrace did not start (repeatable), named NAME (default: "
+        "its host:port): the URL as given; with no path (http://host:port) the workload's "
+        "path or your requests (--path, --scenario). Loopback only unless --allow-remote",
+    )
+    parser.add_argument(
+        "--pid",
+        action="append",
+        type=positive_int,
+        metavar="PID",
+        help="the process behind the matching --url (the Nth --pid goes with the Nth "
+        "--url), for its memory and CPU; without one they are not sampled",
+    )
+
+
+def add_your_app_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The options that race a user's app (the app, bench, serve, verify)."""
+    parser.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        help="your WSGI or ASGI app (main:app, pkg.wsgi:application, path/app.py:app): "
+        "race it under every server that can run it, as SERVER[app]",
+    )
+    kind = (
+        parser.add_mutually_exclusive_group()
+        if isinstance(parser, argparse.ArgumentParser)
+        else parser
+    )
+    kind.add_argument(
+        "--wsgi",
+        dest="app_interface",
+        action="store_const",
+        const="wsgi",
+        help="the app is WSGI (default: detected)",
+    )
+    kind.add_argument(
+        "--asgi",
+        dest="app_interface",
+        action="store_const",
+        const="asgi",
+        help="the app is ASGI (default: detected)",
+    )
+    parser.add_argument(
+        "--app-dir",
+        metavar="DIR",
+        help="the app's working directory, on its import path (default: the current one)",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter that can import the app (default: the active virtualenv's, "
+        "else the one stackrace runs on)",
+    )
+    parser.add_argument(
+        "--env", action="append", metavar="KEY=VALUE", help="environment for the app (repeatable)"
+    )
+    parser.add_argument("--env-file", metavar="FILE", help="a .env file for the app")
+    parser.add_argument(
+        "--cmd",
+        action="append",
+        metavar="'NAME=COMMAND'",
+        help="add a stack for this run from a command template, e.g. "
+        "'node-app=node server.js --port {port}' (repeatable; placeholders as in stacks.toml)",
+    )
+
+
+def your_app(args: argparse.Namespace) -> YourApp:
+    """The app and commands these flags ask for (none: an empty `YourApp`)."""
+    return YourApp(
+        app=getattr(args, "app", None),
+        app_dir=getattr(args, "app_dir", None),
+        python=getattr(args, "python", None),
+        env=tuple(getattr(args, "env", None) or ()),
+        env_file=getattr(args, "env_file", None),
+        interface=getattr(args, "app_interface", None),
+        cmds=tuple(getattr(args, "cmd", None) or ()),
+    )
