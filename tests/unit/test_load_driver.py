@@ -149,6 +149,7 @@ def test_an_all_404_load_leads_with_no_goodput_and_every_request_failed() -> Non
     assert lines[3].startswith("  Failures: 100.00% of 148,861 requests that ended"), lines
     assert "404: 148,861" in lines[3]
     assert doc.verdict is not None and doc.verdict.state == "failing"
+    assert "  Verdict: FAILING — 100.0% failed (HTTP 404)" in lines, lines
     assert lines.index(next(x for x in lines if x.lstrip().startswith("Latency "))) > 3
 
 
@@ -175,6 +176,7 @@ def test_the_engine_is_said_once_from_its_judgment() -> None:
     text = summary_lines(doc)
     (line,) = [x for x in text if x.lstrip().startswith("Engine")]
     assert "LIMITED" in line and "--engine-cpus" in line
+    assert any(x.startswith("  Verdict: LIMITED BY THE ENGINE — its engine waited") for x in text)
     assert not any("not the limit" in x or "not saturated" in x for x in text), text
     # the verdict is the same judgment's (rules/level.py weighs rules/engine.py's limit)
     assert doc.engine_limited and doc.verdict is not None and doc.verdict.state == "engine-limited"

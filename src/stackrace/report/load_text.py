@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from stackrace.engine.model import HTTP_STATUS, LatencySummary, WindowStats
 from stackrace.report.load import LoadResult, abandoned
-from stackrace.rules.level import MEASURING
+from stackrace.rules.level import ENGINE_LIMITED, MEASURING
 from stackrace.settings.units import fmt_bytes, fmt_us
 
 BAR = 30  # the histogram's longest bar, in characters
@@ -76,7 +76,7 @@ def _success(doc: LoadResult) -> list[str]:
     if doc.verdict is not None:
         v = doc.verdict
         label = "too little measured to judge" if v.state == MEASURING else v.label
-        out.append(f"  LoadVerdict: {label}" + (f" — {v.why}" if v.why else ""))
+        out.append(f"  Verdict: {label}" + (f" — {v.why}" if v.why else ""))
     if doc.slo is not None:
         s = doc.slo
         out.append(f"  SLO met ({s.slo})" if s.meets else f"  SLO MISSED ({s.slo}): {s.why}")
@@ -146,8 +146,15 @@ def _histogram(doc: LoadResult) -> list[str]:
         if b.count and not bar:
             bar = "▏"  # a few answers are not none
         share = 100 * b.count / total
-        out.append(f"    ≤ {fmt_us(b.le_us):>8}  {bar:<{BAR}}  {b.count:>11,}  {share:5.1f}%")
+        out.append(f"    ≤ {_bound(b.le_us):>5}  {bar:<{BAR}}  {b.count:>11,}  {share:5.1f}%")
     return out
+
+
+def _bound(us: int) -> str:
+    """A round bound as written: 500µs, 1ms, 20ms, 2s."""
+    if us >= 1_000_000:
+        return f"{us / 1_000_000:g}s"
+    return f"{us / 1000:g}ms" if us >= 1000 else f"{us}µs"
 
 
 def _where(doc: LoadResult) -> list[str]:
@@ -209,8 +216,11 @@ def _engine(doc: LoadResult) -> str:
     if not doc.engine_limited:
         return f"{cpu}: not the limit"
     w = doc.total
-    lag = f" (lag mean {fmt_us(w.lag.mean)}, p99 {fmt_us(w.lag.p99)})" if w.lag.count else ""
-    return f"{cpu}: the engine LIMITED the figures, {doc.engine_limit}{lag}; {doc.engine_advice}"
+    lag = f", lag mean {fmt_us(w.lag.mean)}, p99 {fmt_us(w.lag.p99)}" if w.lag.count else ""
+    # the verdict says why when the engine's limit is the verdict; else it is said here
+    said = doc.verdict is not None and doc.verdict.state == ENGINE_LIMITED
+    why = "see the verdict" if said else doc.engine_limit
+    return f"{cpu}{lag}: the engine LIMITED the figures ({why}); {doc.engine_advice}"
 
 
 def _per_request(doc: LoadResult) -> list[str]:
