@@ -160,9 +160,8 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
 # the request options' help, in load's words (a URL's path is what --path would be)
 REQUEST_HELP = {
     "paths": "a path of the server to load, with a weight: /items or /a:3 (repeatable: a "
-    "weighted mix; the URL is then the server's base). A final :N is the weight, except "
-    "on a path with a query, which is sent whole ('/s?from=10:30'); a path ending in :N "
-    "itself takes its weight after it: /t/12:30:1",
+    "weighted mix; the URL is then the server's base; a path with a query is sent whole: "
+    "docs/requests.md)",
 }
 SLO_HELP = (
     "hold the load to an objective, targets to stay below, e.g. 'p99<50ms,failures<0.1%%' "

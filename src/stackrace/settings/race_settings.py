@@ -384,9 +384,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--path",
             "load this path of your app, with a weight: /items or /a:3 (repeatable: a "
-            "weighted mix). A final :N is the weight, except on a "
-            "path with a query, which is sent whole ('/s?from=10:30'); a path ending in "
-            ":N itself takes its weight after it: /t/12:30:1",
+            "weighted mix; a path with a query is sent whole: docs/requests.md)",
             _path_item,
             metavar="PATH[:WEIGHT]",
             repeat=True,
