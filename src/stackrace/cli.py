@@ -26,7 +26,7 @@ EXAMPLES = examples(
     ("stackrace --stacks gunicorn-sync,uvicorn --workload io -c 10 --go", "race two at once"),
     ("stackrace --demo", "a synthetic race: no servers, nothing to install"),
     ("stackrace --app examples/flask_app:app --go", "your app under every server that runs it"),
-    ("stackrace load http://127.0.0.1:8000/ -c 50 -d 10s", "load one server, as wrk does"),
+    ("stackrace load http://127.0.0.1:8000/hello -c 50 -d 10s", "load one server, as wrk does"),
     (
         "stackrace bench --stacks gunicorn-sync,uvicorn --concurrency 10,100",
         "compare stacks headless",

@@ -174,6 +174,10 @@ def test_a_readme_command_line_runs(line: Line, workdir) -> None:  # type: ignor
     for flag, (codes, why_codes) in DOCUMENTED.items():
         if flag in words:
             allowed, note = codes, why_codes
+    if words[1:2] == ["tune"]:
+        # a short budget: the leaders may be undecided, and a saved tune says so again
+        allowed = allowed | {1}
+        note = "a tune whose budget ended before its answer exits 1 (docs/tune.md)"
     sub = words[1] if len(words) > 1 else ""
     app = sub == "" or (sub.startswith("-") and sub != "--version" and "stacks" not in words)
     app = app or sub in APPS

@@ -33,15 +33,18 @@ from stackrace.settings.race_settings import options as options_of
 LOAD_WARMUP = 0.0
 
 EXAMPLES = examples(
-    ("stackrace load http://127.0.0.1:8000/", "10 connections for 10 seconds, a wrk-like summary"),
-    ("stackrace load http://127.0.0.1:8000/ -c 100 -d 30s", "100 connections for 30 seconds"),
-    ("stackrace load http://127.0.0.1:8000/ -n 1000", "exactly 1,000 requests, as ab -n"),
-    ("stackrace load http://127.0.0.1:8000/ --rate 500 -d 5s", "500 req/s, open loop"),
+    ("stackrace load http://127.0.0.1:8000/hello", "10 connections for 10 seconds"),
+    ("stackrace load http://127.0.0.1:8000/hello -c 100 -d 30s", "100 connections for 30 seconds"),
+    ("stackrace load http://127.0.0.1:8000/hello -n 1000", "exactly 1,000 requests, as ab -n"),
+    ("stackrace load http://127.0.0.1:8000/hello --rate 500 -d 5s", "500 req/s, open loop"),
     (
         "stackrace load http://127.0.0.1:8000 --path /hello:3 --path /json",
         "a weighted mix of two paths",
     ),
-    ("stackrace load http://127.0.0.1:8000/ -d 2s --json", "the result as JSON (docs/load.md)"),
+    (
+        "stackrace load http://127.0.0.1:8000/hello -d 2s --json",
+        "the result as JSON (docs/load.md)",
+    ),
 )
 
 

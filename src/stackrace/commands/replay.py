@@ -8,7 +8,10 @@ import sys
 from stackrace.settings.options import examples
 
 EXAMPLES = examples(
-    ("stackrace --demo --go --record race.jsonl.gz", "record a race (here a synthetic one)"),
+    (
+        "stackrace --demo --stacks uvicorn,gunicorn-sync --go --record race.jsonl.gz",
+        "record a race (here a synthetic one)",
+    ),
     ("stackrace replay race.jsonl.gz", "play it back: no servers, no engine"),
     ("stackrace replay race.jsonl.gz --speed 4", "four times as fast"),
     ("stackrace replay race.jsonl.gz --paused --big", "paused (space plays), projector mode"),
