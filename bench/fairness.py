@@ -45,8 +45,10 @@ sys.path.insert(0, str(ROOT / "src"))
 from stackrace.engine.client import Engine  # noqa: E402
 from stackrace.engine.model import EngineSettings, TargetSpec  # noqa: E402
 from stackrace.rules.engine import engine_limited  # noqa: E402
-from stackrace.stacks.catalogue import load_stacks, resolve  # noqa: E402
-from stackrace.stacks.launcher import Launcher, RunningStack  # noqa: E402
+from stackrace.stacks.catalogue import load_stacks  # noqa: E402
+from stackrace.stacks.launcher import Launcher  # noqa: E402
+from stackrace.stacks.running import RunningStack  # noqa: E402
+from stackrace.stacks.variants import resolve  # noqa: E402
 
 STACKS = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 SERVER_CPU = [0]

@@ -45,6 +45,7 @@ import statistics
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 
 import engine_vs_wrk
 from engine_vs_wrk import (
@@ -233,14 +234,14 @@ def main() -> None:
         for rnd in range(args.rounds):
             for rate in rates:
                 if have_vegeta:
-                    v = with_wire(args.wire, lambda rate=rate: vegeta(url, rate, args.duration))
+                    v = with_wire(args.wire, partial(vegeta, url, rate, args.duration))
                     veg[rate].append(v)
                     print(f"  round {rnd + 1} {rate:>6}/s vegeta     p50 {v['p50']:8.0f} µs  "
                           f"p99 {v['p99']:8.0f} µs{_wire_note(v)}", file=sys.stderr)  # fmt: skip
                 s = with_wire(
                     args.wire,
-                    lambda rate=rate: stackrace(
-                        url, rate, args.duration, args.connections, args.engine_core
+                    partial(
+                        stackrace, url, rate, args.duration, args.connections, args.engine_core
                     ),
                 )
                 sr[rate].append(s)

@@ -52,7 +52,7 @@ def connections(port: int, version: ssl.TLSVersion, resume: bool, n: int) -> int
             tls.sendall(b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             while tls.recv(65536):
                 pass
-            resumed += tls.session_reused
+            resumed += bool(tls.session_reused)
             if resume:
                 session = tls.session  # TLS 1.3: its tickets came with the answer
             tls.close()
@@ -89,11 +89,11 @@ def main() -> None:
                 )
     print(f"\nmedians of {args.rounds} rounds, µs of CPU per connection")
     print(f"{'':8} {'':8} {'client':>7} {'server':>7}")
-    for (version, resume), runs in rows.items():
+    for (name, resume), runs in rows.items():
         client = statistics.median(r[0] for r in runs)
         srv = statistics.median(r[1] for r in runs)
         shown = f"{srv:7.0f}" if server is not None else "      -"
-        print(f"{version:8} {'resumed' if resume else 'full':8} {client:7.0f} {shown}")
+        print(f"{name:8} {'resumed' if resume else 'full':8} {client:7.0f} {shown}")
 
 
 if __name__ == "__main__":

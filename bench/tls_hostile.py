@@ -115,15 +115,16 @@ def child(port: int, how: str, seconds: float) -> None:
     )
     settings = EngineSettings(timeout=TIMEOUT_S, connect_timeout=TIMEOUT_S, retry_delay=0.01)
     target = Target(spec, settings, loop)
-    totals = {"sent": 0, "answered": 0, "failures": {}, "errors": {}}
+    counts = {"sent": 0, "answered": 0}
+    kinds: dict[str, dict[str, int]] = {"failures": {}, "errors": {}}
 
     def take() -> int:
         r = target.take_report()
-        totals["sent"] += r.sent
-        totals["answered"] += r.requests
-        for group, counts in (("failures", r.failures), ("errors", r.errors)):
-            for k, n in counts.items():
-                totals[group][k] = totals[group].get(k, 0) + n
+        counts["sent"] += r.sent
+        counts["answered"] += r.requests
+        for group, got in (("failures", r.failures), ("errors", r.errors)):
+            for k, n in got.items():
+                kinds[group][k] = kinds[group].get(k, 0) + n
         return r.waiting
 
     async def run() -> tuple[int, int, int]:
@@ -146,13 +147,14 @@ def child(port: int, how: str, seconds: float) -> None:
 
     waiting, rss_first, rss_end = loop.run_until_complete(run())
     loop.close()
-    lost = sum(n for k, n in totals["failures"].items() if k not in RESPONSE_FAILURES)
+    lost = sum(n for k, n in kinds["failures"].items() if k not in RESPONSE_FAILURES)
     print(
         json.dumps(
             {
-                **totals,
+                **counts,
+                **kinds,
                 "waiting": waiting,
-                "balanced": totals["sent"] == totals["answered"] + lost + waiting,
+                "balanced": counts["sent"] == counts["answered"] + lost + waiting,
                 "tls_alive": _cycle.tls_alive(),
                 "rss_growth_kb": rss_end - rss_first,
             }

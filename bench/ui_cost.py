@@ -27,9 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers
 
 from stackrace.race.core.core import RaceCore
+from stackrace.race.core.plan import RacePlan
 from stackrace.race.core.urls import UrlTarget
-from stackrace.race.live.demo import CATALOG, MODELS, demo_session
-from stackrace.race.live.session import RacePlan, Session
+from stackrace.race.live.demo import CATALOG, MODELS, SyntheticEngine, demo_session
+from stackrace.race.live.session import Session
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.tui.app import StackraceApp
 
@@ -41,6 +42,7 @@ async def ui_cpu(seconds: float, panes: int) -> float:
     stacks = tuple(steady[:panes])
     session = demo_session()
     engine = session.engine
+    assert isinstance(engine, SyntheticEngine)  # stepped by the app, one step a tick
     plan = RacePlan(stacks=stacks, settings=RaceSettings(workload="io"), concurrency=100)
     app = StackraceApp(session, plan, list(CATALOG), show_picker=False, drive=engine.step)
     async with app.run_test(size=(200, 60)) as pilot:
@@ -56,6 +58,7 @@ async def ui_cpu(seconds: float, panes: int) -> float:
 async def slider_latency(rounds: int) -> list[float]:
     from stackrace.engine.client import Engine
     from stackrace.engine.model import EngineSettings
+    from stackrace.tui.bignum import BigNumber
     from stackrace.tui.slider import ConcurrencySlider
     from tests.helpers import TestServer
 
@@ -77,7 +80,7 @@ async def slider_latency(rounds: int) -> list[float]:
             await asyncio.sleep(2.0)
             for i in range(rounds):
                 target = 50 if i % 2 == 0 else 2
-                digits = [p.query_one("#qps") for p in race.panes.values()]
+                digits = [p.query_one("#qps", BigNumber) for p in race.panes.values()]
                 before = [float(d.value.replace(",", "") or 0) for d in digits]
                 t0 = time.monotonic()
                 slider.value = target

@@ -1,17 +1,25 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 
 import msgspec
 import pytest
 
 from stackrace.db import ManagedMariaDB
-from stackrace.db.managed import LAYOUT, InstanceMeta
+from stackrace.db.instance import LAYOUT, InstanceMeta
 from tests.helpers import TestServer, free_port
 
 # pytester: tests/unit/test_costguard.py runs pytest sessions of its own, in-process
 pytest_plugins = ("pytester",)
+
+# A shell runs a command it puts in the background (`pytest ... &`, as ./dev's second
+# lane was) with SIGINT ignored, and an ignored signal stays ignored across exec: every
+# `stackrace` a test then starts ignored the Ctrl-C the test sent it (the db seed
+# Ctrl-C tests failed in CI so, after 30 s). Tests send Ctrl-C on purpose; let them.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

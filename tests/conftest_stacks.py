@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
-from stackrace.stacks.catalogue import Stack, load_stacks, resolve
-from stackrace.stacks.install import availability
+from stackrace.stacks.availability import availability
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.variants import resolve
 
 REAL_STACKS = load_stacks()
 ALLOW_MISSING = os.environ.get("STACKRACE_ALLOW_MISSING_STACKS") == "1"
@@ -72,12 +73,3 @@ def port_is_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(step)
-    return bool(predicate())

@@ -1,5 +1,8 @@
-"""Shared helpers for tests: the real CLI, free ports, the test server process, its
-counters."""
+"""Shared helpers for tests: the real CLI, the test stacks file, whether MariaDB is
+here, free ports, the test server process and its counters, waits.
+
+One of each, here, so that no test file grows its own copy (tests/README.md lists them).
+"""
 
 from __future__ import annotations
 
@@ -12,13 +15,45 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
+
+from stackrace.db.errors import DbError
+from stackrace.db.paths import find_binary
 
 ROOT = Path(__file__).parents[1]
 TESTSERVER = Path(__file__).parent / "servers" / "testserver.py"
+# the stacks the tests start by name (`plain`, `forking`, `crashing`, …): small real
+# servers from tests/servers; run with `--stacks-file STACKS_FIXTURE`
+STACKS_FIXTURE = Path(__file__).parent / "stacks_fixture.toml"
 # the real `stackrace` command, as a user runs it, from this checkout's environment
 CLI = [sys.executable, "-m", "stackrace.cli"]
+# the same, as the console script the package installs (what a shell line names)
+STACKRACE = Path(sys.executable).parent / "stackrace"
+
+
+def blocking(ms: int) -> dict[str, str]:
+    """The environment (for `run_cli(..., env=)`) in which every test server a run starts
+    (tests/servers/testserver.py, so the fixture's `plain`) blocks `ms` ms in each /hello:
+    a slow stack under the same name, as a baseline and a regression of one stack are."""
+    return {"TESTSERVER_BLOCK_MS": str(ms)}
+
+
+def _have_mariadb() -> bool:
+    try:
+        find_binary("mariadbd")
+    except DbError:
+        return False
+    return True
+
+
+# the tests that start a private MariaDB skip, saying why, where mariadb-server is not
+# installed (scripts/setup.sh installs it: CI never skips them)
+needs_mariadb = pytest.mark.skipif(
+    not _have_mariadb(), reason="mariadb-server is not installed (scripts/setup.sh installs it)"
+)
 
 
 def run_cli(
@@ -130,16 +165,17 @@ class TlsTestServer(TestServer):
             return r.read()
 
 
-def wait_for(predicate, timeout: float = 5.0, step: float = 0.05) -> bool:
+def wait_for(predicate: Callable[[], object], timeout: float = 5.0, step: float = 0.05) -> bool:
+    """Whether `predicate()` held within `timeout` seconds (asked every `step`)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if predicate():
             return True
         time.sleep(step)
-    return predicate()
+    return bool(predicate())
 
 
-async def until(predicate, timeout: float, step: float = 0.1) -> bool:
+async def until(predicate: Callable[[], object], timeout: float, step: float = 0.1) -> bool:
     """`wait_for` inside an event loop: the loop (the app, the launcher) runs meanwhile."""
     import asyncio
 
@@ -148,4 +184,52 @@ async def until(predicate, timeout: float, step: float = 0.1) -> bool:
         if predicate():
             return True
         await asyncio.sleep(step)
-    return predicate()
+    return bool(predicate())
+
+
+_HOG = """
+import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[1])})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+busy, idle = float(sys.argv[2]), float(sys.argv[3])
+print("ready", flush=True)
+while True:
+    end = time.perf_counter() + busy
+    while time.perf_counter() < end:
+        pass
+    time.sleep(idle)
+"""
+
+
+@contextlib.contextmanager
+def core_taken(pid: int, share: float, period: float = 0.02) -> Iterator[None]:
+    """Leave process `pid` `1 - share` of one core for the block: pin it to the last core
+    and run there a real-time (SCHED_FIFO) loop that spins `share` of every `period` and
+    sleeps the rest. A real-time task always runs before an ordinary one, so `pid` waits
+    on the run queue while the loop spins: the wait for a core a busy machine causes,
+    the same on every machine. Skips where a real-time task cannot be made (no
+    CAP_SYS_NICE).
+
+    Two ways came first and failed: a busy loop at nice -10 flaked (autogroups weigh a
+    nice value only inside its session) and a cgroup CPU quota held here but not on the
+    CI machine, where the engine, throttled, did not show the wait."""
+    cpu = max(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(pid)
+    hog = subprocess.Popen(
+        [sys.executable, "-c", _HOG, str(cpu), str(share * period), str((1 - share) * period)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert hog.stdout is not None and hog.stderr is not None
+        if hog.stdout.readline().strip() != "ready":
+            hog.wait(5)
+            pytest.skip(f"cannot run a real-time task here: {hog.stderr.read().strip()[-200:]}")
+        os.sched_setaffinity(pid, {cpu})
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(pid, before)

@@ -191,7 +191,7 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     args.argv = list(argv)  # as given: `web` passes the app's options on to each page
     if args.no_tunable_limits:
-        from stackrace.stacks.catalogue import lift_limits
+        from stackrace.stacks.ceilings import lift_limits
 
         lift_limits()
     if args.command is None:

@@ -120,7 +120,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         report.sections.append(("phase", f"{item.nodeid} failed in phase: {_PHASE['now']}"))
         report.longrepr = f"[phase: {_PHASE['now']}]\n{report.longrepr}"
     cluster = _LIVE.get("netns")
-    if report.failed and cluster is not None and "netns_cluster" in item.fixturenames:
+    uses_it = isinstance(item, pytest.Function) and "netns_cluster" in item.fixturenames
+    if report.failed and cluster is not None and uses_it:
         # what Ray said on each host (CI keeps no topology to look at afterwards)
         for role, tail in cluster.ray_log_tails().items():
             report.sections.append((f"ray on {role}", tail))

@@ -29,7 +29,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 NETLINK_NETFILTER = 12
 NFNL_SUBSYS_QUEUE = 3
@@ -112,7 +112,7 @@ def uninstall(prefix: Sequence[str] = ()) -> None:
         subprocess.run([*prefix, ipt, "-w", "-F", chain], capture_output=True)
 
 
-def serve(delay_s: float, ready: callable = lambda: None) -> None:  # type: ignore[valid-type]
+def serve(delay_s: float, ready: Callable[[], None] = lambda: None) -> None:
     """Hold every queued packet `delay_s`, then accept it; until SIGTERM."""
     sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
     with contextlib.suppress(OSError):

@@ -297,15 +297,16 @@ class Topology:
                 self._ray_finish(role, proc, timeout)
             except TopologyError as exc:
                 failed.append((role, exc))
-        for role, exc in failed:
+        for role, first in failed:
+            last = first
             for _attempt in range(2):
                 try:
                     self.restart_ray(role, env, timeout)
                     break
                 except TopologyError as again:
-                    exc = again
+                    last = again
             else:
-                raise exc
+                raise last
 
     def restart_ray(
         self, role: str, env: dict[str, str] | None = None, timeout: float = 120.0

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 
 from stackrace.cluster.frontends import app_parts
+from stackrace.cluster.load_role import ClusterEngine
 from stackrace.cluster.placement import NodePlacement
 from stackrace.cluster.run import ClusterRun
 from stackrace.engine.model import EngineSettings
@@ -88,6 +89,7 @@ async def main(args: argparse.Namespace) -> None:
     try:
         parts = app_parts(run, load_stacks(args.stacks_file))
         engine = parts.engine(EngineSettings(interval=0.25))
+        assert isinstance(engine, ClusterEngine)  # its load links and per-host shares
         session = Session(RaceCore(engine, parts.source))
         from stackrace.race.core.plan import RacePlan
         from stackrace.settings.race_settings import RaceSettings

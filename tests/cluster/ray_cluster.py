@@ -31,6 +31,7 @@ def main() -> None:
             "labels": {"stackrace-role": "head"},
         },
     )
+    assert cluster.head_node is not None  # initialize_head=True
     nodes = {"head": cluster.head_node.node_id}
     for role in ROLES:
         node = cluster.add_node(

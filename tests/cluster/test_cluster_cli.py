@@ -19,10 +19,8 @@ import pytest
 
 from tests.cluster.conftest import LocalCluster, needs_ray
 from tests.conftest_stacks import live
-from tests.helpers import CLI, TestServer
+from tests.helpers import CLI, ROOT, STACKS_FIXTURE, TestServer
 
-ROOT = Path(__file__).parent.parent.parent
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 STACKRACE = [*CLI]
 ACTORS = ("ray::AppHost", "ray::EngineHost")
 # a busy 2-core machine starts Ray slowly: a generous ceiling (waits end when done)
@@ -79,7 +77,7 @@ def test_killed_driver_leaves_nothing_behind(ray_cluster: LocalCluster):
         [
             *STACKRACE,
             "--stacks-file",
-            str(FIXTURE),
+            str(STACKS_FIXTURE),
             "bench",
             "--cluster",
             ray_cluster.address,
@@ -196,7 +194,7 @@ def test_cluster_option_without_ray_says_how_to_install(tmp_path: Path):
         ["--cluster", "127.0.0.1:6379"],
     ):
         out = subprocess.run(
-            [*STACKRACE, "--stacks-file", str(FIXTURE), *argv],
+            [*STACKRACE, "--stacks-file", str(STACKS_FIXTURE), *argv],
             capture_output=True,
             text=True,
             env=env,
@@ -231,7 +229,7 @@ def test_bench_command_on_the_cluster(ray_cluster: LocalCluster, tmp_path: Path)
         [
             *STACKRACE,
             "--stacks-file",
-            str(FIXTURE),
+            str(STACKS_FIXTURE),
             "bench",
             "--cluster",
             ray_cluster.address,

@@ -7,7 +7,7 @@ import asyncio
 import json
 import time
 import urllib.request
-from pathlib import Path
+from collections.abc import Callable
 
 import psutil
 import pytest
@@ -15,15 +15,15 @@ import pytest
 from stackrace.cluster.errors import ClusterError, PlacementError
 from stackrace.cluster.placement import NodePlacement, with_flags
 from stackrace.cluster.run import ClusterRun
-from stackrace.engine.client import EngineError
-from stackrace.engine.model import EngineSettings, TargetSpec
-from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.engine.client import Engine, EngineError
+from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.variants import resolve
 from tests.cluster.conftest import LocalCluster, needs_ray
+from tests.helpers import STACKS_FIXTURE
 
 # a busy 2-core machine starts Ray slowly: a generous ceiling (waits end when done)
 pytestmark = [needs_ray, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
-
-FIXTURE = Path(__file__).parent.parent / "stacks_fixture.toml"
 
 
 def http_json(url: str) -> dict:
@@ -31,7 +31,12 @@ def http_json(url: str) -> dict:
         return json.loads(r.read())
 
 
-async def until(engine, what: str, predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+async def until(
+    engine: Engine,
+    what: str,
+    predicate: Callable[[EngineSnapshot], bool],
+    timeout: float = 60.0,
+) -> None:
     """Wait for the engine's latest snapshot to satisfy predicate; fail naming `what`."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -44,7 +49,7 @@ async def until(engine, what: str, predicate, timeout: float = 60.0) -> None:  #
 
 def ancestors_named(pid: int) -> list[str]:
     names = []
-    proc = psutil.Process(pid)
+    proc: psutil.Process | None = psutil.Process(pid)
     while proc is not None and proc.pid > 1:
         names.append(proc.name())
         proc = proc.parent()
@@ -52,7 +57,7 @@ def ancestors_named(pid: int) -> list[str]:
 
 
 async def test_race_two_stacks_across_nodes(ray_cluster: LocalCluster):
-    defs = load_stacks(str(FIXTURE))
+    defs = load_stacks(str(STACKS_FIXTURE))
     run = ClusterRun.connect(ray_cluster.address, NodePlacement())
     try:
         assert [s.node.id for s in run.slots] == [ray_cluster.nodes["load"]]
@@ -169,7 +174,7 @@ async def test_app_session_on_the_cluster(ray_cluster: LocalCluster):
 
     run = ClusterRun.connect(ray_cluster.address, NodePlacement())
     try:
-        parts = app_parts(run, load_stacks(str(FIXTURE)))
+        parts = app_parts(run, load_stacks(str(STACKS_FIXTURE)))
         assert isinstance(parts.source, ClusterStackSource)
         parts.source.defaults = ("plain",)
         offered = {c.id: c for c in parts.source.catalog()}

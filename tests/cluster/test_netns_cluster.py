@@ -21,14 +21,13 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.conftest import NetnsCluster, needs_ray, phase, wait_until
-from tests.helpers import ROOT, TESTSERVER
+from tests.helpers import ROOT, STACKS_FIXTURE, TESTSERVER
 
 # Ceilings are generous (a busy 2-core machine starts Ray actors slowly); every wait
 # returns as soon as what it waits for holds.
 pytestmark = [needs_ray, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 ROLE_TIMEOUT = ("--cluster-timeout", "120s")
 
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 DRIVER = Path(__file__).parent / "race_driver.py"
 LOADS = ("load1", "load2")
 
@@ -117,7 +116,7 @@ def test_app_session_across_hosts_counts_match_the_servers(netns_cluster: NetnsC
     with phase("the app's session across hosts"):
         out = c.topo.run(
             "head",
-            [sys.executable, str(DRIVER), c.address, str(FIXTURE), "-c", "8"],
+            [sys.executable, str(DRIVER), c.address, str(STACKS_FIXTURE), "-c", "8"],
             capture_output=True,
             text=True,
             timeout=600,
@@ -159,7 +158,7 @@ def test_bench_across_hosts(netns_cluster: NetnsCluster, tmp_path: Path):
     before = c.topo.counters("app")
     out = c.stackrace(
         "--stacks-file",
-        str(FIXTURE),
+        str(STACKS_FIXTURE),
         "bench",
         "--cluster",
         c.address,
@@ -320,13 +319,14 @@ def test_db_workload_and_every_listener_on_the_app_host(
     )
     try:
 
-        def listening():  # type: ignore[no-untyped-def]
+        def listening() -> list[tuple[str, int, int]] | None:
             # a bench that ended before both were seen fails now, with its reason (it
             # once ended first on a loaded machine and the wait ran its whole 400 s)
             if driver.poll() is not None:
+                assert driver.stderr is not None  # (a pipe)
                 pytest.fail(
                     "bench ended before the stack and MariaDB were seen listening "
-                    f"(exit {driver.returncode}): {driver.stderr.read()[-2000:]}"  # type: ignore[union-attr]
+                    f"(exit {driver.returncode}): {driver.stderr.read()[-2000:]}"
                 )
             ls = _stackraces(c, "app")
             return ls if len(ls) >= 2 else None

@@ -21,19 +21,20 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import psutil
 import pytest
 
 from tests.cluster.conftest import NetnsCluster, needs_ray, phase, wait_until
-from tests.helpers import ROOT
+from tests.helpers import ROOT, STACKS_FIXTURE
 
 # Ceilings are generous (a busy 2-core machine starts Ray actors slowly); every wait
 # returns as soon as what it waits for holds.
 pytestmark = [needs_ray, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 DRIVER = Path(__file__).parent / "race_driver.py"
 LOST_AFTER = "4"  # seconds: a silent host is lost after this (default 10 s)
 OURS = ("stackrace.engine.worker", "ray::EngineHost", "ray::AppHost", "tests/servers/")
@@ -42,7 +43,7 @@ OURS = ("stackrace.engine.worker", "ray::EngineHost", "ray::AppHost", "tests/ser
 class Lines:
     """A process's output lines, read by a thread; `expect` waits for one, bounded."""
 
-    def __init__(self, stream) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, stream: IO[str]) -> None:
         self.q: queue.Queue[str | None] = queue.Queue()
         self.seen: list[str] = []
 
@@ -53,7 +54,7 @@ class Lines:
 
         threading.Thread(target=read, daemon=True).start()
 
-    def expect(self, test, timeout: float, what: str) -> str:  # type: ignore[no-untyped-def]
+    def expect(self, test: Callable[[str], bool], timeout: float, what: str) -> str:
         end = time.monotonic() + timeout
         while True:
             left = end - time.monotonic()
@@ -108,7 +109,14 @@ def peers_connected(cluster: NetnsCluster, role: str) -> set[str]:
     return peers
 
 
-def event(name: str):  # type: ignore[no-untyped-def]
+def none_of(
+    found: Callable[[NetnsCluster, str], dict[int, str]], cluster: NetnsCluster, role: str
+) -> Callable[[], bool]:
+    """A wait's test: nothing `found` on `role`'s host (its processes, by pid)."""
+    return lambda: not found(cluster, role)
+
+
+def event(name: str) -> Callable[[str], bool]:
     return lambda line: line.startswith("{") and json.loads(line)["event"] in (name, "timeout")
 
 
@@ -129,7 +137,7 @@ def test_hosts_lost_mid_race_the_app_says_so(netns_cluster: NetnsCluster):
             sys.executable,
             str(DRIVER),
             c.address,
-            str(FIXTURE),
+            str(STACKS_FIXTURE),
             "-c",
             "8",
             "--workload",
@@ -176,7 +184,7 @@ def test_hosts_lost_mid_race_the_app_says_so(netns_cluster: NetnsCluster):
         # the race ended: the engines on the load hosts stop, and the cut-off app host
         # stops its stacks on its own
         for role in ("load1", "load2"):
-            wait_until(lambda r=role: not engines_on(c, r), 120, f"no engine left on {role}")
+            wait_until(none_of(engines_on, c, role), 120, f"no engine left on {role}")
         wait_until(lambda: not stacks_on(c, "app"), 60, "the cut-off app host stops its stacks")
         out.expect(event("done"), 120, "the driver done")
         assert driver.wait(60) == 0
@@ -195,7 +203,7 @@ def test_hosts_lost_mid_race_the_app_says_so(netns_cluster: NetnsCluster):
         when = line.split(" lost at ")[1]
         assert re.match(r"\d\d:\d\d:\d\d \(\d+\.\ds into the load; no report for", when), line
     assert any("goes on with" in e for e in lost["errors"]), lost["errors"]
-    abandoned = {}
+    abandoned: dict[str, int] = {}
     for per_target in drained["abandoned"]:
         for name, n in per_target.items():
             abandoned[name] = abandoned.get(name, 0) + n
@@ -215,7 +223,7 @@ def test_hosts_lost_mid_race_the_app_says_so(netns_cluster: NetnsCluster):
     # the lost engine (its actor killed once its host was reachable again) is gone, and
     # nothing of the race is left on either load host
     for role in ("load1", "load2", "app"):
-        wait_until(lambda r=role: not ours_on(c, r), 180, f"nothing of the race left on {role}")
+        wait_until(none_of(ours_on, c, role), 180, f"nothing of the race left on {role}")
     c.heal("load1")
     c.heal("app")
 
@@ -227,7 +235,7 @@ def test_bench_reports_a_lost_load_host_and_ends_without_its_app_host(
     out_json = tmp_path / "run.json"
     driver = c.driver(
         "--stacks-file",
-        str(FIXTURE),
+        str(STACKS_FIXTURE),
         "bench",
         "--cluster",
         c.address,
@@ -282,14 +290,16 @@ def test_bench_reports_a_lost_load_host_and_ends_without_its_app_host(
     assert f"stackrace bench: the app host {c.addr('app')} was lost at " in ended, ended
     assert "the run ended" in ended
     # lost after ~4 s of silence (lost_after), not after Ray's own minute
-    silent = float(re.search(r"no answer for ([\d.]+)s", ended)[1])  # type: ignore[index]
+    found = re.search(r"no answer for ([\d.]+)s", ended)
+    assert found is not None, ended
+    silent = float(found[1])
     assert silent < 20, ended
     run = json.loads(out_json.read_text())
     assert any(f"load host {c.addr('load1')} lost at" in n for n in run["notes"]), run["notes"]
     # nothing of the run left on the load hosts (load2 at once; load1 is back on the
     # wire) while the app host is still cut off
     for role in ("load1", "load2"):
-        wait_until(lambda r=role: not ours_on(c, r), 120, f"nothing of the run left on {role}")
+        wait_until(none_of(ours_on, c, role), 120, f"nothing of the run left on {role}")
     # the app host, still cut off (Ray cannot reach it), stops its stacks on its own: no
     # word from the driver for longer than lost_after
     wait_until(lambda: not stacks_on(c, "app"), 60, "the cut-off app host stops its stacks")

@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
@@ -88,7 +89,7 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
         sync_view = next(p for p in view.panes if p.id == "url1")
         async_view = next(p for p in view.panes if p.id == "url2")
         assert broken, f"sync pane not marked: {app.session.levels.results('url1')}"
-        assert "at c=" in str(race.query_one("#pane-url1 #breaking").content)
+        assert "at c=" in str(race.query_one("#pane-url1 #breaking", Static).content)
         assert not async_pane.has_class("-broken"), async_view.breaking
         # the figures behind it: the async server scaled, the blocking one did not
         assert async_view.target is not None and sync_view.target is not None
@@ -134,8 +135,10 @@ async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
         assert not race.query_one("#pane-uvicorn", StackPane).has_class("-broken")
         view = race.last_view
         assert view is not None
-        by_id = {p.id: p for p in view.panes}
-        assert by_id["uvicorn"].target.interval.rps > 3 * by_id["gunicorn-sync"].target.interval.rps
+        by_id = {p.id: p.target for p in view.panes}
+        uvicorn, sync = by_id["uvicorn"], by_id["gunicorn-sync"]
+        assert uvicorn is not None and sync is not None
+        assert uvicorn.interval.rps > 3 * sync.interval.rps
         await pilot.press("q")
         await pilot.pause()
     assert not [pid for pid in pids if psutil.pid_exists(pid)]
@@ -189,7 +192,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
         assert "ms old" in pane.line("waiting") or " s old" in pane.line("waiting")
 
         def line_now() -> str:
-            return str(race.query_one("#pane-url1 #breaking").content)
+            return str(race.query_one("#pane-url1 #breaking", Static).content)
 
         # (a verdict changes once it has held 2 s: on a busy machine the totals take a
         # few seconds to settle on one side of the rule)
@@ -201,6 +204,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
         line = line_now()
         assert line.startswith("▲ QUEUEING at c=10 since ") and "10 wait ~" in line, line
         assert "; one takes ~" in line, line
+        assert race.last_view is not None
         first = race.last_view.panes[0].breaking
         assert first is not None and first.kind == "queueing" and first.level == 5, first
         await pilot.press("q")

@@ -201,6 +201,7 @@ async def test_web_serves_the_app_and_closing_the_page_stops_it(tmp_path):
     )
     profile = tempfile.mkdtemp(prefix="stackrace-chromium-")
     browser = None
+    assert CHROMIUM is not None  # (skipped without it)
     try:
         assert await wait_port(port, 20), "stackrace web did not listen"
         # the page is the owner's: opened with the token the server printed

@@ -14,32 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.db import DbError, ManagedMariaDB
-from stackrace.db.paths import find_binary
-from tests.helpers import free_port, run_cli
+from stackrace.db import ManagedMariaDB
+from tests.helpers import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBE_USER = "stackrace-probe"  # a local non-root user, made by the tests that need one
 
-try:
-    find_binary("mariadbd")
-    HAVE_MARIADB = True
-except DbError:
-    HAVE_MARIADB = False
-
-needs_mariadb = pytest.mark.skipif(
-    not HAVE_MARIADB, reason="mariadb-server is not installed (scripts/setup.sh installs it)"
-)
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root: makes a local user, or runs the server as mysql"
 )
-
-
-def cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """The real `stackrace` command, as a user runs it."""
-    return run_cli(*args, env=env, timeout=timeout)
 
 
 def assert_one_line_error(r: subprocess.CompletedProcess[str], *words: str, rc: int = 2) -> str:

@@ -14,9 +14,19 @@ import json
 import os
 import sys
 import time
+from typing import TypedDict
 
 sys.path.insert(0, sys.argv[2])
 import pymysql
+
+
+class Target(TypedDict, total=False):
+    """Where a login goes: TCP (host and port) or a Unix socket."""
+
+    host: str
+    port: int
+    unix_socket: str
+
 
 LOGINS = [("root", ""), ("", ""), ("root", "root"), ("mysql", ""), ("stackrace", "")]
 
@@ -41,7 +51,7 @@ def main() -> None:
     port, stop_file, sockets = int(sys.argv[1]), sys.argv[3], sys.argv[4:]
     counts = {"attempts": 0, "no_server": 0, "denied": 0, "other": 0}
     got_in: list[dict[str, object]] = []
-    targets: list[dict[str, object]] = [{"host": "127.0.0.1", "port": port}]
+    targets: list[Target] = [{"host": "127.0.0.1", "port": port}]
     targets += [{"unix_socket": s} for s in sockets]
     print("polling", flush=True)
     deadline = time.monotonic() + 60
@@ -55,7 +65,7 @@ def main() -> None:
                         password=password,
                         connect_timeout=2,
                         ssl_disabled=True,
-                        **target,  # type: ignore[arg-type]
+                        **target,
                     )
                 except pymysql.MySQLError as exc:
                     code = exc.args[0] if exc.args else 0

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stackrace.base import paths
-from stackrace.stacks.launcher import new_run_root
+from stackrace.stacks.run_roots import new_run_root
 from tests.hardening.test_package_tidy import clean_env, run_alone
 
 

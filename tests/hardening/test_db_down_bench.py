@@ -19,9 +19,8 @@ import pytest
 from stackrace.db import ManagedMariaDB
 from stackrace.report.schema import loads
 from tests.conftest_stacks import real_stack
-from tests.helpers import CLI, free_port
+from tests.helpers import CLI, ROOT, free_port
 
-ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.slow
 
 

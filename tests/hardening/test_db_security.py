@@ -22,8 +22,8 @@ from stackrace.db.admin import connect, query
 from stackrace.db.paths import find_binary
 from stackrace.db.proc import is_our_server
 from stackrace.db.provision import expected_accounts
-from tests.hardening.conftest import cli, needs_mariadb, needs_root
-from tests.helpers import free_port, wait_for
+from tests.hardening.conftest import needs_root
+from tests.helpers import free_port, needs_mariadb, run_cli, wait_for
 
 pytestmark = needs_mariadb
 
@@ -87,7 +87,7 @@ def test_first_db_up_cannot_be_entered_by_a_local_user(
     try:
         assert probe.stdout is not None
         assert probe.stdout.readline().strip() == "polling"
-        up = cli("db", "up", "--dir", str(root), "--port", str(port))
+        up = run_cli("db", "up", "--dir", str(root), "--port", str(port))
         assert up.returncode == 0, up.stderr
         time.sleep(0.5)  # keep polling the running server a little
         stop.touch()

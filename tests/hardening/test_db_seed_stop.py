@@ -13,8 +13,7 @@ import time
 import pytest
 
 from stackrace.db import ManagedMariaDB
-from tests.hardening.conftest import cli, needs_mariadb
-from tests.helpers import CLI, ROOT
+from tests.helpers import CLI, ROOT, needs_mariadb, run_cli
 
 pytestmark = [pytest.mark.slow, needs_mariadb]
 
@@ -25,13 +24,17 @@ def _inserting(db: ManagedMariaDB) -> bool:
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
             "WHERE INFO LIKE 'INSERT INTO test%'"
         )
-        return bool(cur.fetchone()[0])
+        row = cur.fetchone()
+        assert row is not None  # COUNT(*) has a row
+        return bool(row[0])
 
 
 def _rows(db: ManagedMariaDB) -> int:
     with db.admin_connection() as conn, conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM stackrace.test")
-        return int(cur.fetchone()[0])
+        row = cur.fetchone()
+        assert row is not None
+        return int(row[0])
 
 
 @pytest.mark.parametrize("engine", ["myisam", "innodb"])
@@ -81,9 +84,9 @@ def test_ctrl_c_on_db_seed_stops_the_insert_on_the_server(
     time.sleep(1.0)
     assert _rows(private_db) == before
     assert before < 50_000_000
-    status = cli("db", "status", "--dir", str(private_db.root))
+    status = run_cli("db", "status", "--dir", str(private_db.root))
     assert "INTERRUPTED" in status.stdout, status.stdout
     started = time.monotonic()
-    r = cli("db", "reset", "--dir", str(private_db.root), timeout=30)
+    r = run_cli("db", "reset", "--dir", str(private_db.root), timeout=30)
     assert r.returncode == 0, r.stderr
     assert time.monotonic() - started < 15  # not behind a statement still running

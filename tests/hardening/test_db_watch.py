@@ -6,15 +6,16 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Callable
 
 from stackrace.db import DbSettings, ManagedMariaDB, parse_dsn
 from stackrace.db.watch import DbWatch
-from tests.hardening.conftest import cli, needs_mariadb
+from tests.helpers import needs_mariadb, run_cli
 
 pytestmark = needs_mariadb
 
 
-async def until(predicate, timeout: float) -> float:  # type: ignore[no-untyped-def]
+async def until(predicate: Callable[[], bool], timeout: float) -> float:
     """Seconds until `predicate()` held; fails the test after `timeout`."""
     t0 = time.monotonic()
     while not predicate():
@@ -124,7 +125,7 @@ async def test_tables_dropped_by_db_reset_are_a_database_fault(private_db: Manag
     try:
         assert await w.poll() == "up" and not w.faulty
         level_start = time.monotonic()
-        r = await asyncio.to_thread(cli, "db", "reset", "--dir", str(private_db.root))
+        r = await asyncio.to_thread(run_cli, "db", "reset", "--dir", str(private_db.root))
         assert r.returncode == 0, r.stderr
         assert await w.poll() == "damaged" and w.faulty
         assert "table test is gone" in w.describe()

@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from tests.hardening.conftest import assert_one_line_error, cli
-from tests.helpers import TestServer
+from tests.hardening.conftest import assert_one_line_error
+from tests.helpers import TestServer, run_cli
 
 
 def _load_json(*args: str) -> dict:
-    r = cli("load", *args, "--json", "--no-progress")
+    r = run_cli("load", *args, "--json", "--no-progress")
     assert "Traceback" not in r.stderr, r.stderr
     return json.loads(r.stdout)
 
@@ -73,7 +73,7 @@ def test_an_informational_response_is_not_the_answer(server: TestServer):
     ],
 )
 def test_a_url_that_would_break_the_request_line_is_refused(server: TestServer, path: str):
-    r = cli("load", f"http://127.0.0.1:{server.port}{path}", "-d", "1s")
+    r = run_cli("load", f"http://127.0.0.1:{server.port}{path}", "-d", "1s")
     assert_one_line_error(r, "stackrace load:", "not allowed", rc=2)
     assert server.stats()["requests"] == 0  # nothing was sent
 
@@ -91,25 +91,25 @@ def test_a_url_that_would_break_the_request_line_is_refused(server: TestServer, 
 def test_methods_and_headers_are_tokens_and_field_values(
     server: TestServer, option: str, value: str, words: str
 ):
-    r = cli("load", server.url("/hello"), option, value, "-d", "1s")
+    r = run_cli("load", server.url("/hello"), option, value, "-d", "1s")
     assert_one_line_error(r, "stackrace load:", words, rc=2)
     assert server.stats()["requests"] == 0
 
 
 @pytest.mark.parametrize("rate", ["1e12", "1e308", "50001"])
 def test_a_rate_beyond_the_engine_is_refused_by_load(server: TestServer, rate: str):
-    r = cli("load", server.url("/hello"), "--rate", rate, "-d", "1s")
+    r = run_cli("load", server.url("/hello"), "--rate", rate, "-d", "1s")
     assert_one_line_error(r, "--rate", "beyond what 1 engine process can schedule", rc=2)
     assert server.stats()["requests"] == 0
 
 
 def test_a_rate_beyond_the_engine_is_refused_by_bench():
-    r = cli("bench", "--stacks", "uvicorn", "--rate", "1e12")
+    r = run_cli("bench", "--stacks", "uvicorn", "--rate", "1e12")
     assert_one_line_error(r, "--rate", "at most 50,000", rc=2)
 
 
 def test_the_rate_ceiling_is_in_the_help():
-    assert "at most 50,000 per engine process" in " ".join(cli("load", "--help").stdout.split())
+    assert "at most 50,000 per engine process" in " ".join(run_cli("load", "--help").stdout.split())
 
 
 @pytest.mark.parametrize(
@@ -123,13 +123,13 @@ def test_a_client_profile_is_checked_before_anything_starts(
     server: TestServer, args: list[str], words: str
 ):
     # every rule of a profile: tests/unit/test_clients.py
-    r = cli("load", server.url("/hello"), "-d", "1s", *args)
+    r = run_cli("load", server.url("/hello"), "-d", "1s", *args)
     assert_one_line_error(r, words, rc=2)
     assert server.stats()["requests"] == 0
 
 
 def test_a_bad_client_profile_in_bench_is_one_line():
-    r = cli("bench", "--stacks", "uvicorn", "--clients", "slow:upload=2h")
+    r = run_cli("bench", "--stacks", "uvicorn", "--clients", "slow:upload=2h")
     assert_one_line_error(r, "--clients", rc=2)
 
 
@@ -137,7 +137,7 @@ def test_the_new_options_are_in_every_help():
     # every option is in each command's help, and the help itself prints (a bare % in a
     # help text made argparse raise)
     for args in (["bench", "--help"], ["--help"], ["load", "--help"]):
-        r = cli(*args)
+        r = run_cli(*args)
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
         text = " ".join(r.stdout.split())
         for flag in ("--clients", "--slow-share", "--insecure", "--cacert", "--tls-resume"):

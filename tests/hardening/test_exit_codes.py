@@ -10,41 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.hardening.conftest import assert_one_line_error, cli
+from tests.hardening.conftest import assert_one_line_error
+from tests.helpers import STACKS_FIXTURE, run_cli
 
-# a real server that answers 404 to every path but its health path: python's own
-NOT_FOUND = """
-[stacks.notfound]
-title = "answers 404 to everything but /"
-language = "python"
-family = "sync"
-command = ["{python}", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
-           "{run_dir}", "{port}"]
-health = "/"
-
-[stacks.plain]
-title = "test server"
-language = "python"
-family = "sync"
-command = ["{python}", "{root}/tests/servers/testserver.py", "{port}"]
-"""
 LEVEL = ["--concurrency", "2", "--duration", "1s", "--warmup", "0.2s"]
 
 
 @pytest.fixture(scope="module")
-def stacks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("exit-codes") / "stacks.toml"
-    path.write_text(NOT_FOUND)
-    return path
-
-
-@pytest.fixture(scope="module")
-def good_run(stacks: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def good_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run of the test server, judged by an absolute rule it cannot meet (p99 > 1 µs):
     bench judges it without a baseline, fails, and still writes the run."""
     run = tmp_path_factory.mktemp("good") / "run.json"
-    r = cli(
-        "--stacks-file", str(stacks), "bench", "--stacks", "plain", *LEVEL,
+    r = run_cli(
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain", *LEVEL,
         "--json", str(run), "--fail-on", "p99>1us",
     )  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
@@ -59,12 +37,12 @@ def cases(junit: Path) -> dict[str, ET.Element]:
 
 
 def test_a_level_where_every_request_failed_fails_the_run_and_its_junit_case(
-    stacks: Path, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """The issue's case: 100 % HTTP 404 exited 0 with JUnit failures="0"."""
     junit = tmp_path / "junit.xml"
-    r = cli(
-        "--stacks-file", str(stacks), "bench", "--stacks", "notfound", *LEVEL,
+    r = run_cli(
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "notfound", *LEVEL,
         "--junit", str(junit),
     )  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
@@ -77,11 +55,11 @@ def test_a_level_where_every_request_failed_fails_the_run_and_its_junit_case(
 
 
 def test_absolute_rules_are_judged_without_a_baseline(good_run: Path, tmp_path: Path) -> None:
-    passed = cli("report", str(good_run), "--fail-on", "failures>0.1%,p99>10s")
+    passed = run_cli("report", str(good_run), "--fail-on", "failures>0.1%,p99>10s")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "gate passed: 2 checks on 1 level (absolute rules, no baseline)" in passed.stdout
     junit = tmp_path / "junit.xml"
-    failed = cli("report", str(good_run), "--fail-on", "p99>1us", "--junit", str(junit))
+    failed = run_cli("report", str(good_run), "--fail-on", "p99>1us", "--junit", str(junit))
     assert failed.returncode == 1
     assert "REGRESSION plain @ c=2: p99 " in failed.stdout
     failure = cases(junit)["plain c=2"].find("failure")
@@ -90,23 +68,23 @@ def test_absolute_rules_are_judged_without_a_baseline(good_run: Path, tmp_path: 
 
 @pytest.mark.parametrize("command", ["bench", "report"])
 def test_a_relative_rule_without_a_baseline_is_refused_before_any_load(
-    command: str, stacks: Path, good_run: Path, tmp_path: Path
+    command: str, good_run: Path, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
     args = (
-        ["--stacks-file", str(stacks), "bench", "--stacks", "plain", *LEVEL]
+        ["--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain", *LEVEL]
         if command == "bench"
         else ["report", str(good_run)]
     )
     t0 = time.monotonic()
-    r = cli(*args, "--fail-on", "qps<-10%,p99>50ms", env={"STACKRACE_RUNS_DIR": str(runs)})
+    r = run_cli(*args, "--fail-on", "qps<-10%,p99>50ms", env={"STACKRACE_RUNS_DIR": str(runs)})
     line = assert_one_line_error(r, f"stackrace {command}: --fail-on qps<-10%: a relative rule")
     assert "--baseline" in line
     assert not runs.exists() and time.monotonic() - t0 < 20  # no stack was started
 
 
 def test_a_bad_rule_is_one_line(good_run: Path) -> None:
-    r = cli("report", str(good_run), "--fail-on", "p99>fast")
+    r = run_cli("report", str(good_run), "--fail-on", "p99>fast")
     assert_one_line_error(r, "stackrace report: bad --fail-on rule 'p99>fast'")
-    r = cli("report", str(good_run), "--fail-on", "failures>0.1ms")
+    r = run_cli("report", str(good_run), "--fail-on", "failures>0.1ms")
     assert_one_line_error(r, "--fail-on rule 'failures>0.1ms': failures takes %")

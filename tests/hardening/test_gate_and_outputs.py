@@ -8,23 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.hardening.conftest import assert_one_line_error, cli
-from tests.helpers import TestServer
+from tests.hardening.conftest import assert_one_line_error
+from tests.helpers import STACKS_FIXTURE, TestServer, blocking, run_cli
 
-STACKS = """
-[stacks.plain]
-title = "test server"
-language = "python"
-family = "sync"
-command = ["{{python}}", "{{root}}/tests/servers/testserver.py", "{{port}}", "{block_ms}"]
-"""
 LEVEL = ["--duration", "1s", "--warmup", "0.2s"]
 
 
-def bench(tmp_path: Path, *args: str, block_ms: int = 0) -> tuple[int, str, str]:
-    stacks = tmp_path / f"stacks-{block_ms}.toml"
-    stacks.write_text(STACKS.format(block_ms=block_ms))
-    r = cli("--stacks-file", str(stacks), "bench", "--stacks", "plain", *LEVEL, *args)
+def bench(*args: str, block_ms: int = 0) -> tuple[int, str, str]:
+    """`bench` on the test stacks' `plain` (blocking `block_ms` in every request)."""
+    plain = ["--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain", *LEVEL]
+    r = run_cli(*plain, *args, env=blocking(block_ms))
     assert "Traceback" not in r.stderr, r.stderr
     return r.returncode, r.stdout, r.stderr
 
@@ -33,7 +26,7 @@ def bench(tmp_path: Path, *args: str, block_ms: int = 0) -> tuple[int, str, str]
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("gate")
     path = tmp / "base.json"
-    rc, _, err = bench(tmp, "--concurrency", "4", "--json", str(path))
+    rc, _, err = bench("--concurrency", "4", "--json", str(path))
     assert rc == 0, err
     return path
 
@@ -53,7 +46,7 @@ def doctored(baseline: Path, tmp_path: Path, **settings: object) -> Path:
 def test_gate_fails_when_settings_differ(baseline: Path, tmp_path: Path) -> None:
     """One line per differing setting; exit 1; no "gate passed"."""
     other = doctored(baseline, tmp_path, workload="io", path="/io?ms=10", timeout=3.0)
-    r = cli("report", str(baseline), "--baseline", str(other))
+    r = run_cli("report", str(baseline), "--baseline", str(other))
     assert r.returncode == 1, r.stdout + r.stderr
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("GATE FAILED")]
     assert len(lines) == 3, r.stdout
@@ -65,7 +58,7 @@ def test_gate_fails_when_settings_differ(baseline: Path, tmp_path: Path) -> None
 
 def test_gate_fails_when_nothing_was_compared(baseline: Path, tmp_path: Path) -> None:
     other = doctored(baseline, tmp_path, _level=999)
-    r = cli("report", str(baseline), "--baseline", str(other))
+    r = run_cli("report", str(baseline), "--baseline", str(other))
     assert r.returncode == 1
     assert "GATE FAILED nothing compared: no stack and level of this run is in the baseline" in (
         r.stdout
@@ -73,22 +66,19 @@ def test_gate_fails_when_nothing_was_compared(baseline: Path, tmp_path: Path) ->
     assert "(no baseline for plain @ c=4)" in r.stdout and "gate passed" not in r.stdout
 
 
-def test_bench_with_another_workload_fails_the_gate(baseline: Path, tmp_path: Path) -> None:
+def test_bench_with_another_workload_fails_the_gate(baseline: Path) -> None:
     """The issue's case end to end: bench with a different workload against a baseline
     gave "gate passed: 0 checks", exit 0."""
-    rc, out, _ = bench(
-        tmp_path, "--concurrency", "4", "--workload", "json", "--baseline", str(baseline)
-    )
+    rc, out, _ = bench("--concurrency", "4", "--workload", "json", "--baseline", str(baseline))
     assert rc == 1, out
     assert "GATE FAILED setting workload differs: 'json' here, 'hello' in the baseline" in out
     assert "gate passed" not in out
 
 
-def test_unmatched_level_is_held_to_absolute_rules(baseline: Path, tmp_path: Path) -> None:
+def test_unmatched_level_is_held_to_absolute_rules(baseline: Path) -> None:
     """Every request times out (50 ms of work, 10 ms timeout) at a level the baseline does
     not have: the absolute failures rule still applies, and nothing was compared."""
     rc, out, _ = bench(
-        tmp_path,
         "--concurrency",
         "8",
         "--timeout",
@@ -106,21 +96,21 @@ def test_unmatched_level_is_held_to_absolute_rules(baseline: Path, tmp_path: Pat
 
 
 def test_the_same_run_still_passes(baseline: Path) -> None:
-    r = cli("report", str(baseline), "--baseline", str(baseline))
+    r = run_cli("report", str(baseline), "--baseline", str(baseline))
     assert r.returncode == 0, r.stdout
     assert "gate passed: " in r.stdout and "on 1 level against" in r.stdout
 
 
 @pytest.mark.parametrize("option", ["--json", "--csv", "--markdown", "--chart"])
-def test_bench_checks_output_paths_before_any_load(tmp_path: Path, option: str) -> None:
-    rc, out, err = bench(tmp_path, "--concurrency", "2", option, "/nonexistent/dir/x.out")
+def test_bench_checks_output_paths_before_any_load(option: str) -> None:
+    rc, out, err = bench("--concurrency", "2", option, "/nonexistent/dir/x.out")
     assert rc == 2 and out == ""
     why = "directory /nonexistent/dir does not exist"
     assert err == f"stackrace bench: {option} /nonexistent/dir/x.out: {why}\n"
 
 
 def test_load_checks_hdr_out_before_any_load(server: TestServer) -> None:
-    r = cli("load", server.url("/hello"), "-d", "1s", "--hdr-out", "/nonexistent/dir/x.hdr")
+    r = run_cli("load", server.url("/hello"), "-d", "1s", "--hdr-out", "/nonexistent/dir/x.hdr")
     assert_one_line_error(r, "stackrace load: --hdr-out /nonexistent/dir/x.hdr: directory")
     assert server.stats()["by_path"].get("/hello", 0) == 0
 
@@ -132,7 +122,7 @@ def test_load_checks_hdr_out_before_any_load(server: TestServer) -> None:
 def test_report_names_a_file_it_cannot_read(tmp_path: Path, content: bytes, why: str) -> None:
     bad = tmp_path / "broken.json"
     bad.write_bytes(content)
-    r = cli("report", str(bad))
+    r = run_cli("report", str(bad))
     assert_one_line_error(r, f"stackrace report: {bad}: ", why)
-    r = cli("report", str(tmp_path / "missing.json"))
+    r = run_cli("report", str(tmp_path / "missing.json"))
     assert_one_line_error(r, f"{tmp_path / 'missing.json'}: no such file")

@@ -20,14 +20,13 @@ from pathlib import Path
 import pytest
 
 from stackrace.base import slug
-from stackrace.stacks import catalogue as config
-from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack
 from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.variants import resolve
 from tests.hardening.test_launch_faults import pids_with
-from tests.helpers import CLI, ROOT, free_port, run_cli, wait_for
+from tests.helpers import CLI, ROOT, STACKS_FIXTURE, free_port, run_cli, wait_for
 from tests.unit.test_hostile_values import HOSTILE_VALUES  # one list of hostile values
-
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 
 
 def _victim_beside_runs(tmp_path: Path) -> tuple[Path, Path]:
@@ -77,9 +76,9 @@ async def test_a_run_directory_stays_inside_its_root_whatever_the_name(tmp_path:
     bug or a future front end might) still gets a directory inside the run root, and
     nothing outside is removed or created."""
     _, precious = _victim_beside_runs(tmp_path)
-    stacks = load_stacks(FIXTURE)
+    stacks = load_stacks(STACKS_FIXTURE)
     plain = resolve("plain", stacks)
-    hostile = config.Stack(name="plain:x=/../../../../victim", base="plain", spec=plain.spec)
+    hostile = Stack(name="plain:x=/../../../../victim", base="plain", spec=plain.spec)
     # a short run root, so that the stack's own directory is in it (a long one would be
     # linked to a short directory in the temp dir: test_launch_faults covers that)
     root = Path(tempfile.mkdtemp(prefix="sr-"))
@@ -116,7 +115,9 @@ def test_timeouts_in_a_stacks_file_are_at_most_an_hour(
 ) -> None:
     stacks = tmp_path / "stacks.toml"
     stacks.write_text(
-        FIXTURE.read_text().replace('title = "test server"', f'{key} = {value}\ntitle = "t"', 1)
+        STACKS_FIXTURE.read_text().replace(
+            'title = "test server"', f'{key} = {value}\ntitle = "t"', 1
+        )
     )
     r = run_cli("--stacks-file", str(stacks), "stacks")
     assert r.returncode == 2 and f"key '{key}'" in r.stderr, r.stderr

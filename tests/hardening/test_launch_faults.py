@@ -14,10 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hardening.conftest import ROOT
-from tests.helpers import CLI, wait_for
+from tests.helpers import CLI, STACKS_FIXTURE, wait_for
 
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 SERVE = ["serve", "never", "next", "--no-db"]
 
 
@@ -45,11 +43,12 @@ def test_sigkill_leaves_no_short_run_dir(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import asyncio
-        from stackrace.stacks.catalogue import load_stacks, resolve
+        from stackrace.stacks.catalogue import load_stacks
+        from stackrace.stacks.variants import resolve
         from stackrace.stacks.launcher import Launcher
         async def main():
             launcher = Launcher()
-            rs = await launcher.start(resolve("plain", load_stacks({str(FIXTURE)!r})))
+            rs = await launcher.start(resolve("plain", load_stacks({str(STACKS_FIXTURE)!r})))
             print(rs.run_dir, rs.main.pid, flush=True)
             await asyncio.sleep(60)
         asyncio.run(main())
@@ -135,6 +134,8 @@ def test_the_app_accepts_allow_remote(
     the screen opens: the app takes that option and gives it to its engine."""
     from stackrace.cli import build_parser
     from stackrace.commands.app_args import app_options
+    from stackrace.engine.client import Engine
+    from stackrace.race.core.stack_source import StacksFileSource
     from stackrace.race.live.setup import AppSetupError, build_session
 
     monkeypatch.setenv("STACKRACE_RUNS_DIR", str(tmp_path))
@@ -147,6 +148,8 @@ def test_the_app_accepts_allow_remote(
         return
     session, *_ = build_session(app_options(args))
     try:
-        assert session.engine.allow_remote is flag  # type: ignore[attr-defined]
+        assert isinstance(session.engine, Engine) and session.engine.allow_remote is flag
     finally:
-        session.core.source.launcher.close()  # type: ignore[union-attr]
+        source = session.core.source
+        assert isinstance(source, StacksFileSource)
+        source.launcher.close()

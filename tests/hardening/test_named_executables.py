@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hardening.conftest import assert_one_line_error, cli
-from tests.helpers import ROOT
+from tests.hardening.conftest import assert_one_line_error
+from tests.helpers import ROOT, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -42,9 +42,9 @@ def test_a_preset_naming_an_executable_runs_nothing(tmp_path: Path) -> None:
     stacks, evil, mark = _setup(tmp_path)
     preset = tmp_path / "evil.toml"
     preset.write_text(f'description = "x"\nstacks = ["pathy:server={evil}"]\n')
-    r = cli("--stacks-file", str(stacks), "bench", "--preset", str(preset), *BENCH)
+    r = run_cli("--stacks-file", str(stacks), "bench", "--preset", str(preset), *BENCH)
     assert_one_line_error(r, str(preset), "server", str(evil), "command line")
-    r = cli("--stacks-file", str(stacks), "--preset", str(preset), "--go")  # the app
+    r = run_cli("--stacks-file", str(stacks), "--preset", str(preset), "--go")  # the app
     assert_one_line_error(r, str(preset), str(evil))
     assert not mark.exists(), "the preset's executable ran"
 
@@ -53,7 +53,7 @@ def test_a_run_file_naming_an_executable_runs_nothing_again(tmp_path: Path) -> N
     stacks, evil, mark = _setup(tmp_path)
     run = tmp_path / "run.json"
     # the user's own command line may name it: it runs, and the run file records it
-    r = cli(
+    r = run_cli(
         "--stacks-file",
         str(stacks),
         "bench",
@@ -67,7 +67,7 @@ def test_a_run_file_naming_an_executable_runs_nothing_again(tmp_path: Path) -> N
     assert mark.exists()
     mark.unlink()
     # the same run, given back as a file: its executable is not taken
-    r = cli("--stacks-file", str(stacks), "bench", "--from", str(run), *BENCH)
+    r = run_cli("--stacks-file", str(stacks), "bench", "--from", str(run), *BENCH)
     assert_one_line_error(r, str(run), str(evil))
     assert not mark.exists(), "the run file's executable ran"
 
@@ -77,6 +77,6 @@ def test_the_stacks_own_list_lets_a_preset_name_one(tmp_path: Path) -> None:
     stacks.write_text(stacks.read_text() + f'executables = {{ server = ["{evil}"] }}\n')
     preset = tmp_path / "listed.toml"
     preset.write_text(f'description = "x"\nstacks = ["pathy:server={evil}"]\n')
-    r = cli("--stacks-file", str(stacks), "bench", "--preset", str(preset), *BENCH)
+    r = run_cli("--stacks-file", str(stacks), "bench", "--preset", str(preset), *BENCH)
     assert r.returncode == 0, r.stdout + r.stderr
     assert mark.exists()

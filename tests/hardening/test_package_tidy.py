@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -18,13 +19,12 @@ import pytest
 from stackrace.base import madeby
 from stackrace.base.paths import APPS_COPY
 from stackrace.db import ManagedMariaDB
-from stackrace.db.managed import LAYOUT, InstanceMeta
-from stackrace.stacks.launcher import RUN_MADE_FOR, RUNS_MADE_FOR
-from tests.hardening.conftest import assert_one_line_error, cli, needs_mariadb
-from tests.helpers import CLI, ROOT, free_port
+from stackrace.db.instance import LAYOUT, InstanceMeta
+from stackrace.stacks.run_roots import RUN_MADE_FOR, RUNS_MADE_FOR
+from tests.hardening.conftest import assert_one_line_error
+from tests.helpers import CLI, ROOT, STACKS_FIXTURE, free_port, needs_mariadb, run_cli
 
 SRC = ROOT / "src" / "stackrace"
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 HOME_VARIABLES = {"HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"}
 
 
@@ -37,7 +37,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run_alone(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI with exactly `env` (cli() adds to this process's environment instead)."""
+    """The CLI with exactly `env` (run_cli() adds to this process's environment instead)."""
     return subprocess.run(
         [*CLI, *args], env=env, capture_output=True, text=True, cwd=ROOT, timeout=120, check=False
     )
@@ -91,7 +91,7 @@ def test_serve_and_verify_start_no_database_unless_asked(tmp_path: Path) -> None
     db_dir = tmp_path / "db"
     env = {"STACKRACE_DB_DIR": str(db_dir), "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen(
-        [*CLI, "--stacks-file", str(FIXTURE), "serve", "plain"],
+        [*CLI, "--stacks-file", str(STACKS_FIXTURE), "serve", "plain"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -105,14 +105,14 @@ def test_serve_and_verify_start_no_database_unless_asked(tmp_path: Path) -> None
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert not db_dir.exists()
-    r = cli("--stacks-file", str(FIXTURE), "verify", "plain", env=env)
+    r = run_cli("--stacks-file", str(STACKS_FIXTURE), "verify", "plain", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "/db and /dbjson were not checked: add --db" in r.stdout
     assert not db_dir.exists() and not list(tmp_path.glob("stackrace-db-*"))
 
 
 @pytest.fixture
-def taken_port() -> tuple[socket.socket, int]:
+def taken_port() -> Iterator[tuple[socket.socket, int]]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(1)
@@ -135,7 +135,7 @@ def test_a_taken_port_is_never_met_with_an_option_the_command_lacks(
     _, port = taken_port
     root = tmp_path / "db"
     instance_on(root, port)
-    r = cli("db", "up", env={"STACKRACE_DB_DIR": str(root)})
+    r = run_cli("db", "up", env={"STACKRACE_DB_DIR": str(root)})
     line = assert_one_line_error(r, f"stackrace db up: port {port} on 127.0.0.1", rc=1)
     assert "`stackrace db up --port PORT`" in line
     db = ManagedMariaDB(root, scoped=True)

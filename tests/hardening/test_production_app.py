@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from stackrace.report.schema import loads
-from tests.hardening.conftest import ROOT, cli
+from tests.helpers import ROOT, run_cli
 
 PRODSITE = ROOT / "tests" / "apps" / "prodsite"
 CLOSER = ROOT / "tests" / "servers" / "close_delimited.py"
@@ -36,9 +37,9 @@ needs_django = pytest.mark.skipif(
 )
 
 
-def _bench(*args: str) -> tuple[object, float]:
+def _bench(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     t0 = time.monotonic()
-    r = cli(
+    r = run_cli(
         "bench", "--app", "prodsite.wsgi:application", "--app-dir", str(PRODSITE),
         "--stacks", SERVERS, *QUICK, *args, timeout=240,
     )  # fmt: skip
@@ -52,7 +53,7 @@ def test_production_settings_race_under_gunicorn_and_uwsgi(tmp_path: Path) -> No
         "-H", "Host: myapp.example.com", "--path", "/:3", "--path", "/items:1",
         "--json", str(out),
     )  # fmt: skip
-    assert r.returncode == 0, r.stdout + r.stderr  # type: ignore[attr-defined]
+    assert r.returncode == 0, r.stdout + r.stderr
     run = loads(out.read_bytes())
     assert [st.name for st in run.stacks] == ["gunicorn-sync[app]", "uwsgi[app]"]
     for st in run.stacks:
@@ -65,8 +66,8 @@ def test_production_settings_race_under_gunicorn_and_uwsgi(tmp_path: Path) -> No
 @needs_django
 def test_without_its_host_each_server_says_why_in_one_line_at_once() -> None:
     r, seconds = _bench("--path", "/")
-    assert r.returncode == 1, r.stdout + r.stderr  # type: ignore[attr-defined]
-    err = r.stderr  # type: ignore[attr-defined]
+    assert r.returncode == 1, r.stdout + r.stderr
+    err = r.stderr
     for name in ("gunicorn-sync[app]", "uwsgi[app]"):
         line = next((x for x in err.splitlines() if x.startswith(f"stackrace bench: {name}")), "")
         assert 'answered 400 "Bad Request (400)", not 200-399' in line, err
@@ -82,7 +83,7 @@ def test_a_host_it_does_not_serve_is_named_in_the_hint() -> None:
     r, _ = _bench("-H", "Host: other.example.com", "--path", "/")
     assert r.returncode == 1
     assert "the app may reject the Host header 'other.example.com': check its allowed hosts" in (
-        r.stderr  # type: ignore[attr-defined]
+        r.stderr
     )
 
 
@@ -92,7 +93,7 @@ def test_readiness_reads_an_answer_that_ends_at_the_close() -> None:
     with its page's text. Before, both were "connection closed before the response was
     complete", retried until the ready timeout (20 s)."""
     t0 = time.monotonic()
-    r = cli(
+    r = run_cli(
         "bench", "--path", "/",
         "--cmd", f"closes-ok={sys.executable} {CLOSER} {{port}} 200",
         "--cmd", f"closes-bad={sys.executable} {CLOSER} {{port}} 400",

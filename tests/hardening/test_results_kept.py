@@ -20,24 +20,10 @@ from pathlib import Path
 import pytest
 
 from stackrace.report.schema import loads
-from tests.hardening.conftest import cli
-from tests.helpers import CLI, ROOT, TestServer, wait_for
+from tests.helpers import CLI, ROOT, STACKS_FIXTURE, TestServer, blocking, run_cli, wait_for
 
-STACKS = """
-[stacks.plain]
-title = "test server"
-language = "python"
-family = "sync"
-command = ["{{python}}", "{{root}}/tests/servers/testserver.py", "{{port}}", "{block_ms}"]
-"""
 LEVEL = ["--duration", "1s", "--warmup", "0.2s"]
 ENOSPC = os.strerror(28)  # "No space left on device"
-
-
-def stacks_file(tmp_path: Path, block_ms: int = 0) -> Path:
-    path = tmp_path / f"stacks-{block_ms}.toml"
-    path.write_text(STACKS.format(block_ms=block_ms))
-    return path
 
 
 @pytest.fixture
@@ -74,16 +60,14 @@ def files_in(d: Path) -> set[str]:
     return {p.name for p in d.iterdir()}
 
 
-def test_bench_on_a_full_disk_prints_the_figures_and_names_each_file(
-    tmp_path: Path, full_disk: Path
-) -> None:
+def test_bench_on_a_full_disk_prints_the_figures_and_names_each_file(full_disk: Path) -> None:
     """The issue's case (4 KB of invalid JSON, no CSV or Markdown, a traceback): now the
     table is printed, each file gets one line with its cause, the old file is whole, no
     temporary file is left, and the exit status says a file was not written (74)."""
     outs = {"--json": "run.json", "--csv": "run.csv", "--markdown": "run.md"}
     args = [a for opt, name in outs.items() for a in (opt, str(full_disk / name))]
-    r = cli(
-        "--stacks-file", str(stacks_file(tmp_path)), "bench", "--stacks", "plain",
+    r = run_cli(
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
         "--concurrency", "2", *LEVEL, *args,
     )  # fmt: skip
     assert r.returncode == 74, (r.stdout, r.stderr)
@@ -98,12 +82,12 @@ def test_bench_on_a_full_disk_prints_the_figures_and_names_each_file(
 
 def test_report_on_a_full_disk_names_each_file(tmp_path: Path, full_disk: Path) -> None:
     run = tmp_path / "run.json"
-    r = cli(
-        "--stacks-file", str(stacks_file(tmp_path)), "bench", "--stacks", "plain",
+    r = run_cli(
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
         "--concurrency", "2", *LEVEL, "--json", str(run),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
-    out = cli(
+    out = run_cli(
         "report", str(run), "--chart", str(full_disk / "c.svg"), "--junit", str(full_disk / "j.xml")
     )
     assert out.returncode == 74, out.stderr
@@ -117,7 +101,7 @@ def test_load_prints_its_summary_before_an_hdr_file_it_cannot_write(
     server: TestServer, full_disk: Path
 ) -> None:
     hdr = full_disk / "lat.hdr"
-    r = cli("load", server.url("/hello"), "-c", "2", "-d", "1s", "--hdr-out", str(hdr))
+    r = run_cli("load", server.url("/hello"), "-c", "2", "-d", "1s", "--hdr-out", str(hdr))
     assert r.returncode == 74, (r.stdout, r.stderr)
     assert "Requests/sec:" in r.stdout and "Traceback" not in r.stderr
     assert f"stackrace load: --hdr-out {hdr}: not written: {ENOSPC}" in r.stderr
@@ -138,7 +122,7 @@ def test_closing_the_terminal_keeps_the_levels_of_a_bench(tmp_path: Path) -> Non
 
     proc = subprocess.Popen(
         [
-            *CLI, "--stacks-file", str(stacks_file(tmp_path)), "bench", "--stacks", "plain",
+            *CLI, "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
             "--concurrency", "2,4,8,16,32,64", *LEVEL, "--json", str(out), "--markdown", str(md),
         ],
         stdin=slave, stdout=slave, stderr=slave, cwd=ROOT,
@@ -197,10 +181,10 @@ def test_a_level_without_answers_shows_no_answers_never_zero(tmp_path: Path) -> 
     """Every request times out (50 ms of work, 10 ms timeout): p50/p99 are not 0µs in the
     table, the Markdown or the CSV, but "no answers" and empty cells."""
     md, csv_file = tmp_path / "run.md", tmp_path / "run.csv"
-    r = cli(
-        "--stacks-file", str(stacks_file(tmp_path, block_ms=50)), "bench", "--stacks", "plain",
+    r = run_cli(
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
         "--concurrency", "2", "--timeout", "10ms", *LEVEL,
-        "--markdown", str(md), "--csv", str(csv_file),
+        "--markdown", str(md), "--csv", str(csv_file), env=blocking(50),
     )  # fmt: skip
     assert "Traceback" not in r.stderr
     row = next(line for line in md.read_text().splitlines() if line.startswith("| plain"))

@@ -11,33 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.hardening.conftest import assert_one_line_error, cli
-from tests.helpers import TestServer
+from tests.hardening.conftest import assert_one_line_error
+from tests.helpers import STACKS_FIXTURE, TestServer, run_cli
 
-STACKS = """
-[stacks.plain]
-title = "test server"
-language = "python"
-family = "sync"
-command = ["{python}", "{root}/tests/servers/testserver.py", "{port}"]
-"""
 LEVEL = ["--concurrency", "2", "--duration", "1s", "--warmup", "0.2s"]
 
 
-@pytest.fixture(scope="module")
-def stacks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("slo") / "stacks.toml"
-    path.write_text(STACKS)
-    return path
-
-
-def test_bench_slo_that_cannot_be_met_fails_with_a_junit_failure(
-    stacks: Path, tmp_path: Path
-) -> None:
+def test_bench_slo_that_cannot_be_met_fails_with_a_junit_failure(tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
     run = tmp_path / "run.json"
-    r = cli(
-        "--stacks-file", str(stacks), "bench", "--stacks", "plain", *LEVEL,
+    r = run_cli(
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain", *LEVEL,
         "--slo", "p99<1us", "--junit", str(junit), "--json", str(run),
     )  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
@@ -50,10 +34,10 @@ def test_bench_slo_that_cannot_be_met_fails_with_a_junit_failure(
     assert json.loads(run.read_text())["settings"]["slo"] == "p99<1us"  # a setting of the run
 
 
-def test_bench_slo_that_holds_exits_0(stacks: Path, tmp_path: Path) -> None:
+def test_bench_slo_that_holds_exits_0(tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
-    r = cli(
-        "--stacks-file", str(stacks), "bench", "--stacks", "plain", *LEVEL,
+    r = run_cli(
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain", *LEVEL,
         "--slo", "p99<10s,failures<0.1%,p95<10s,mean<10s,waiting<50%", "--junit", str(junit),
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
@@ -67,10 +51,10 @@ def test_load_slo_sets_the_exit_status() -> None:
     server = TestServer()
     try:
         url = server.url("/hello")
-        ok = cli("load", url, "-c", "2", "-d", "1s", "--slo", "p99<10s")
+        ok = run_cli("load", url, "-c", "2", "-d", "1s", "--slo", "p99<10s")
         assert ok.returncode == 0, ok.stdout + ok.stderr
         assert "SLO met (p99 < 10 s, failures < 1 %)" in ok.stdout  # its failure budget
-        missed = cli("load", url, "-c", "2", "-d", "1s", "--slo", "p99.9<1us", "--json")
+        missed = run_cli("load", url, "-c", "2", "-d", "1s", "--slo", "p99.9<1us", "--json")
         assert missed.returncode == 1, missed.stdout + missed.stderr
         assert '"meets":false' in missed.stdout
         assert "SLO MISSED (p999 < 1 µs, failures < 1 %)" in missed.stderr
@@ -86,9 +70,9 @@ def test_load_slo_sets_the_exit_status() -> None:
         ("p101<1ms", ["--slo", "a percentile is p0 to p100"]),
     ],
 )
-def test_a_bad_objective_is_refused_in_one_line(stacks: Path, slo: str, words: list[str]) -> None:
-    r = cli("--stacks-file", str(stacks), "bench", "--stacks", "plain", "--slo", slo)
+def test_a_bad_objective_is_refused_in_one_line(slo: str, words: list[str]) -> None:
+    r = run_cli("--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain", "--slo", slo)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert all(w in r.stderr for w in words), r.stderr
-    r = cli("load", "http://127.0.0.1:9/", "--slo", slo)
+    r = run_cli("load", "http://127.0.0.1:9/", "--slo", slo)
     assert_one_line_error(r, *words[1:])

@@ -21,11 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, free_port
+from tests.helpers import CLI, ROOT, free_port
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).parents[2]
 
 # mode: (the failure kinds of a connection per request, words of the tls reason or None)
 MODES = {

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from stackrace.report.schema import loads
-from stackrace.stacks.catalogue import load_stacks, resolve
-from stackrace.stacks.install import availability
-from tests.helpers import CLI
+from stackrace.stacks.availability import availability
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.variants import resolve
+from tests.helpers import run_cli
 
-ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.slow
 
 
@@ -31,14 +31,7 @@ def needs(name: str) -> None:
 
 def bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path / "run.json"
-    r = subprocess.run(
-        [*CLI, "bench", *args, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        cwd=ROOT,
-    )
-    return r, out
+    return run_cli("bench", *args, "--json", str(out), timeout=240), out
 
 
 def test_gunicorn_sync_queue_is_counted_and_judged(tmp_path: Path):

@@ -9,19 +9,7 @@ from pathlib import Path
 import jsonschema
 
 from stackrace.report.schema import json_schema, loads
-from tests.helpers import run_cli
-
-ROOT = Path(__file__).parents[2]
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
-
-SLOW_TEMPLATE = """
-[stacks.plain]
-title = "test server"
-language = "python"
-family = "sync"
-command = ["{{python}}", "{{root}}/tests/servers/testserver.py", "{{port}}", "{block_ms}"]
-"""
-
+from tests.helpers import STACKS_FIXTURE, blocking, run_cli
 
 _OUTPUT_FLAGS = {"json": "--json", "md": "--markdown", "csv": "--csv", "svg": "--chart"}
 
@@ -32,7 +20,7 @@ def bench_to_files(
     """`stackrace bench ARGS` on the fixture stacks, writing run.KIND for each kind."""
     out = {k: tmp_path / f"run.{k}" for k in kinds}
     files = [x for k in kinds for x in (_OUTPUT_FLAGS[k], str(out[k]))]
-    return run_cli("--stacks-file", str(FIXTURE), "bench", *args, *files), out
+    return run_cli("--stacks-file", str(STACKS_FIXTURE), "bench", *args, *files), out
 
 
 def test_short_bench_writes_valid_json_markdown_csv_and_chart(tmp_path):
@@ -66,11 +54,9 @@ def test_short_bench_writes_valid_json_markdown_csv_and_chart(tmp_path):
 
 
 def test_gate_fails_a_planted_regression_and_passes_a_rerun(tmp_path):
-    fast = tmp_path / "fast.toml"
-    slow = tmp_path / "slow.toml"
-    fast.write_text(SLOW_TEMPLATE.format(block_ms=0))
-    slow.write_text(SLOW_TEMPLATE.format(block_ms=5))  # 5 ms of blocking per request
     common = [
+        "--stacks-file",
+        str(STACKS_FIXTURE),
         "bench",
         "--stacks",
         "plain",
@@ -82,16 +68,16 @@ def test_gate_fails_a_planted_regression_and_passes_a_rerun(tmp_path):
         "0.3s",
     ]
     base = tmp_path / "base.json"
-    r = run_cli("--stacks-file", str(fast), *common, "--json", str(base))
+    r = run_cli(*common, "--json", str(base))
     assert r.returncode == 0, r.stderr
     # A Python test server's short runs vary by up to 3x on a shared 2-core VM (seen:
     # 42k then 16k req/s); the planted regression costs ~98% of the throughput. Latency
     # rules are covered by tests/unit/test_report.py.
     rules = ["--baseline", str(base), "--fail-on", "qps<-80%,failures>1%"]
-    same = run_cli("--stacks-file", str(fast), *common, *rules)
+    same = run_cli(*common, *rules)
     assert same.returncode == 0, same.stdout + same.stderr
     assert "gate passed" in same.stdout
-    worse = run_cli("--stacks-file", str(slow), *common, *rules)
+    worse = run_cli(*common, *rules, env=blocking(5))  # 5 ms of blocking per request
     assert worse.returncode == 1, worse.stdout
     assert "REGRESSION plain @ c=4: qps" in worse.stdout
 
@@ -99,7 +85,7 @@ def test_gate_fails_a_planted_regression_and_passes_a_rerun(tmp_path):
 def test_a_stack_that_cannot_start_is_reported_and_the_others_run(tmp_path):
     r = run_cli(
         "--stacks-file",
-        str(FIXTURE),
+        str(STACKS_FIXTURE),
         "bench",
         "--stacks",
         "exits-at-once,plain",
@@ -120,11 +106,11 @@ def test_a_stack_that_cannot_start_is_reported_and_the_others_run(tmp_path):
 
 
 def test_bad_bench_arguments(tmp_path):
-    r = run_cli("--stacks-file", str(FIXTURE), "bench", "--stacks", "nope")
+    r = run_cli("--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "nope")
     assert r.returncode == 2 and "no stack 'nope'" in r.stderr
     r = run_cli(
         "--stacks-file",
-        str(FIXTURE),
+        str(STACKS_FIXTURE),
         "bench",
         "--stacks",
         "plain",
@@ -134,7 +120,7 @@ def test_bad_bench_arguments(tmp_path):
         str(tmp_path / "x.json"),
     )
     assert r.returncode == 2
-    r = run_cli("--stacks-file", str(FIXTURE), "bench", "--preset", "no-such-preset")
+    r = run_cli("--stacks-file", str(STACKS_FIXTURE), "bench", "--preset", "no-such-preset")
     assert r.returncode == 2 and "no preset" in r.stderr
 
 

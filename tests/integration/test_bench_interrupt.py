@@ -12,10 +12,7 @@ from pathlib import Path
 import pytest
 
 from stackrace.report.schema import loads
-from tests.helpers import CLI
-
-ROOT = Path(__file__).parents[2]
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
+from tests.helpers import CLI, ROOT, STACKS_FIXTURE
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
@@ -24,7 +21,7 @@ def test_interrupted_bench_writes_what_it_measured(tmp_path: Path, sig: signal.S
     md = tmp_path / "run.md"
     proc = subprocess.Popen(
         [
-            *CLI, "--stacks-file", str(FIXTURE), "bench",
+            *CLI, "--stacks-file", str(STACKS_FIXTURE), "bench",
             "--stacks", "plain", "--concurrency", "2,4,8,16,32,64", "--duration", "1s",
             "--warmup", "0.2s", "--json", str(out), "--markdown", str(md),
         ],

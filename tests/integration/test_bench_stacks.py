@@ -7,7 +7,8 @@ import asyncio
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.run import run_bench
 from stackrace.settings.race_settings import RaceSettings
-from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.variants import resolve
 
 STACKS = load_stacks()
 

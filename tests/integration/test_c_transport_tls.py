@@ -27,12 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, TlsTestServer, free_port, never_accepting_listener, wait_for
+from tests.helpers import CLI, ROOT, TlsTestServer, free_port, never_accepting_listener, wait_for
 from tests.integration.test_c_transport import KEPT, SHAPES, balanced
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).parents[2]
 
 
 def make_cert(directory: Path, name: str, san: str) -> tuple[Path, Path]:

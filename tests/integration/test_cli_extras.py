@@ -7,31 +7,18 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import TestServer
+from tests.helpers import STACKRACE, TestServer, run_cli
 
-STACKRACE = Path(sys.executable).parent / "stackrace"
 # an SGR sequence that sets a colour (foreground, background, 256 or true colour)
 COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")
 
 
-def run(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(STACKRACE), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-        **kw,
-    )
-
-
 def test_version_is_the_packages() -> None:
-    r = run("--version")
+    r = run_cli("--version")
     assert r.returncode == 0
     assert r.stdout.strip() == f"stackrace {importlib.metadata.version('stackrace')}"
 
@@ -72,15 +59,15 @@ complete_line "stackrace completion f"
 
 @pytest.mark.parametrize(("shell", "mark"), [("zsh", "compdef"), ("fish", "complete --command")])
 def test_zsh_and_fish_scripts(shell: str, mark: str) -> None:
-    r = run("completion", shell)
+    r = run_cli("completion", shell)
     assert r.returncode == 0 and mark in r.stdout and "stackrace" in r.stdout
 
 
 def test_no_color_is_honoured() -> None:
     # FORCE_COLOR makes rich colour a pipe as it would a terminal
-    coloured = run("stacks", env={"FORCE_COLOR": "1"})
+    coloured = run_cli("stacks", env={"FORCE_COLOR": "1"})
     assert COLOUR.search(coloured.stdout), "the check must see colours when there are some"
-    plain = run("stacks", env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    plain = run_cli("stacks", env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert plain.returncode == 0 and "stack" in plain.stdout
     assert not COLOUR.search(plain.stdout), plain.stdout[:500]
 

@@ -18,27 +18,21 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.db import DbError, ManagedMariaDB, db_env
-from stackrace.db.paths import find_binary
+from stackrace.db import ManagedMariaDB, db_env
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, EngineSnapshot, TargetSpec
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks import probe
-from stackrace.stacks.catalogue import Stack, load_stacks, resolve
-from stackrace.stacks.install import availability
-from stackrace.stacks.launcher import READY, Launcher, RunningStack
+from stackrace.stacks.availability import availability
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import READY, RunningStack
+from stackrace.stacks.variants import resolve
 from stackrace.stacks.verify import check_db
-from tests.helpers import free_port
+from tests.helpers import free_port, needs_mariadb
 
-try:
-    find_binary("mariadbd")
-    HAVE_MARIADB = True
-except DbError:
-    HAVE_MARIADB = False
-
-pytestmark = pytest.mark.skipif(
-    not HAVE_MARIADB, reason="mariadb-server is not installed (scripts/setup.sh installs it)"
-)
+pytestmark = needs_mariadb
 
 ROWS = 1_000_000
 STACKS = load_stacks()
@@ -159,14 +153,14 @@ async def outage_cycle(db: ManagedMariaDB, names: list[str], run_root: Path) -> 
             await db.up_async()
             await _recovered(engine, _ok(snap), "/db answers after the first start")
 
-            snap = engine.latest
-            assert snap is not None
+            up = engine.latest
+            assert up is not None
             await asyncio.to_thread(db.down)
-            await _failing(engine, _failed(snap), "failures after the database stopped")
-            snap = engine.latest
-            assert snap is not None
+            await _failing(engine, _failed(up), "failures after the database stopped")
+            down = engine.latest
+            assert down is not None
             await db.up_async()
-            await _recovered(engine, _ok(snap), "/db answers after the restart")
+            await _recovered(engine, _ok(down), "/db answers after the restart")
 
             final = await engine.stop()
             assert not engine.errors, engine.errors

@@ -37,6 +37,7 @@ async def test_request_count_matches_the_server(server: TestServer):
         await engine.add_target(TargetSpec(id="a", url=server.url("/hello"), concurrency=10))
         await run_for(engine, 1.5)
         final = await engine.stop()
+        assert final is not None
     total = final.targets[0].total
     served = server.stats()["by_path"]["/hello"]
     assert total.requests > 500
@@ -51,6 +52,7 @@ async def test_fixed_delay_percentiles(server: TestServer):
         await engine.add_target(TargetSpec(id="d", url=server.url("/delay?ms=20"), concurrency=20))
         await run_for(engine, 2.0)
         final = await engine.stop()
+        assert final is not None
     lat = final.targets[0].total.latency
     assert lat.count > 300
     assert 20_000 <= lat.p50 <= 24_000, lat
@@ -75,6 +77,7 @@ async def test_chunked_content_length_and_checks(server: TestServer):
         )
         await run_for(engine, 1.0)
         final = await engine.stop()
+        assert final is not None
     by_id = {t.id: t.total for t in final.targets}
     for path in ("/hello", "/chunked"):
         assert by_id[path].requests > 50 and by_id[path].failures == {}
@@ -87,6 +90,7 @@ async def test_connection_close_server_reconnects_and_counts_connect_time(server
         await engine.add_target(TargetSpec(id="c", url=server.url("/close"), concurrency=5))
         await run_for(engine, 1.0)
         final = await engine.stop()
+        assert final is not None
     total = final.targets[0].total
     assert total.requests > 100
     assert total.failures == {}
@@ -117,6 +121,7 @@ async def test_post_body_and_headers(server: TestServer):
         )
         await run_for(engine, 0.8)
         final = await engine.stop()
+        assert final is not None
     for t in final.targets:
         assert t.total.requests > 10 and t.total.failures == {}, t
 
@@ -145,6 +150,7 @@ async def test_live_concurrency_change_is_followed_by_the_server(server: TestSer
                 break
         assert snap is not None and snap.targets[0].connections == 5, snap
         final = await engine.stop()
+        assert final is not None
     assert grow < 1.0 and shrink < 1.0, (grow, shrink)
     # retiring connections is not a failure
     assert final.targets[0].total.failures == {}
@@ -159,6 +165,7 @@ async def test_coordinated_omission_is_corrected(server: TestServer):
         await asyncio.to_thread(server.get, "/_stall?ms=1000")  # the server freezes for 1 s
         await run_for(engine, 1.0)
         final = await engine.stop()
+        assert final is not None
     total = final.targets[0].total
     assert total.latency_uncorrected is not None
     # ~200 requests were due during the stall: the corrected tail shows them
@@ -178,6 +185,7 @@ async def test_rate_is_kept(server: TestServer):
         )
         await run_for(engine, 2.0)
         final = await engine.stop()
+        assert final is not None
     total = final.targets[0].total
     assert total.rps == pytest.approx(300, rel=0.1)
     assert total.failures == {}
@@ -199,6 +207,7 @@ async def test_faults_are_counted_by_kind_and_the_engine_goes_on(server: TestSer
         await engine.add_target(TargetSpec(id="fine", url=server.url("/hello"), concurrency=2))
         snaps = await run_for(engine, 1.5)
         final = await engine.stop()
+        assert final is not None
     by_id = {t.id: t.total for t in final.targets}
     assert by_id["refused"].failures.get("refused", 0) > 10
     assert by_id["midbody"].failures.get("reset", 0) > 10
@@ -219,6 +228,7 @@ async def test_server_killed_mid_run():
             srv.kill()
             snaps = await run_for(engine, 1.0)
             final = await engine.stop()
+            assert final is not None
     finally:
         srv.kill()
     total = final.targets[0].total
@@ -237,6 +247,7 @@ async def test_engine_memory_stays_bounded_under_failures():
         await run_for(engine, 2.0)
         rss2 = psutil.Process(pid).memory_info().rss
         final = await engine.stop()
+        assert final is not None
     assert final.targets[0].total.failures["refused"] > 5000
     assert rss2 - rss1 < 8 * 1024 * 1024, (rss1, rss2)
 
@@ -247,6 +258,7 @@ async def test_two_engine_processes_merge_exactly(server: TestServer):
         assert wait_for(lambda: server.stats()["open"] == 7, 10.0)
         await run_for(engine, 1.0)
         final = await engine.stop()
+        assert final is not None
     total = final.targets[0].total
     served = server.stats()["by_path"]["/hello"]
     assert final.procs == 2
@@ -274,6 +286,7 @@ async def test_warmup_excluded_from_totals(server: TestServer):
         await engine.add_target(TargetSpec(id="w", url=server.url("/hello"), concurrency=2))
         snaps = await run_for(engine, 1.6)
         final = await engine.stop()
+        assert final is not None
     assert snaps[0].warming and not snaps[-1].warming
     served = server.stats()["by_path"]["/hello"]
     assert final.targets[0].total.requests < served * 0.8
@@ -308,6 +321,7 @@ async def test_ten_thousand_connections(server: TestServer):
         await engine.set_concurrency(10)
         await asyncio.to_thread(wait_for, lambda: server.clients() == 10, 5.0, 0.2)
         final = await engine.stop()
+        assert final is not None
     total = final.targets[0].total
     # the 9,990 retired connections were waiting for 500 ms answers: the engine gave
     # them up (after its grace period) and says so, nothing else failed

@@ -12,15 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import TargetSpec
-from tests.helpers import CLI, TestServer
+from tests.helpers import CLI, ROOT, TestServer
 
-ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.slow
 SECONDS = 3.0
 CONC = 50

@@ -7,23 +7,19 @@ These tests expect a machine set up by scripts/setup.sh (which runs `stackrace i
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from stackrace.base import paths
-from stackrace.stacks.catalogue import Stack, load_stacks, resolve
-from stackrace.stacks.install import (
-    Installer,
-    availability,
-    missing_apt,
-    stale_builds,
-)
+from stackrace.stacks.availability import availability, missing_apt, stale_builds
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.install import Installer
+from stackrace.stacks.variants import resolve
+from tests.helpers import run_cli
 
-STACKRACE = Path(sys.executable).parent / "stackrace"
 STACKS = load_stacks()
 
 
@@ -44,9 +40,7 @@ def test_second_install_does_nothing_and_is_fast() -> None:
     assert seconds < 3, f"checking {len(stacks)} stacks took {seconds:.1f}s"
 
     # and the command says so, exit status 0
-    proc = subprocess.run(
-        [str(STACKRACE), "install", "--all"], capture_output=True, text=True, timeout=60
-    )
+    proc = run_cli("install", "--all", timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"0 installed, {len(STACKS)} already complete, 0 failed" in proc.stdout
 
@@ -121,13 +115,10 @@ build_cwd = "{tmp_path}"
 built = ["{tmp_path}/bin/server"]
 """
     )
-    proc = subprocess.run(
-        [str(STACKRACE), "--stacks-file", str(tmp_path / "stacks.toml"), "install", "broken"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=paths.shipped_dir(),
-    )
+    proc = run_cli(
+        "--stacks-file", str(tmp_path / "stacks.toml"), "install", "broken",
+        timeout=60, cwd=paths.shipped_dir(),
+    )  # fmt: skip
     assert proc.returncode == 1
     assert "exited with 3" in proc.stdout
     assert "main.go:3: syntax error" in proc.stdout
@@ -136,6 +127,6 @@ built = ["{tmp_path}/bin/server"]
 
 
 def test_install_needs_names_or_all() -> None:
-    proc = subprocess.run([str(STACKRACE), "install"], capture_output=True, text=True)
+    proc = run_cli("install")
     assert proc.returncode == 2
     assert "--all" in proc.stderr

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, ROOT, run_cli
+from tests.helpers import CLI, ROOT, STACKS_FIXTURE, run_cli
 
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 pytestmark = [pytest.mark.slow]
 
 STACKS = """
@@ -58,7 +57,7 @@ def test_kill_9_in_level_3_of_4_keeps_levels_1_and_2_and_resume_finishes(tmp_pat
     out = tmp_path / "run.json"
     journal = tmp_path / "run.json.journal"
     proc = start(
-        "--stacks-file", str(FIXTURE), "bench", "--stacks", "plain",
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
         "--concurrency", "2,4,8,16", "--duration", "1s", "--warmup", "0.2s",
         "--json", str(out),
     )  # fmt: skip
@@ -73,7 +72,9 @@ def test_kill_9_in_level_3_of_4_keeps_levels_1_and_2_and_resume_finishes(tmp_pat
     assert levels[:2] == [2, 4] and len(levels) <= 3, levels
     assert not any(e["kind"] == "end" for e in got)
 
-    r = run_cli("--stacks-file", str(FIXTURE), "bench", "--resume", str(journal), timeout=120)
+    r = run_cli(
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--resume", str(journal), timeout=120
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "resuming" in r.stderr
     run = json.loads(out.read_text())  # written where the first run would have
@@ -87,7 +88,7 @@ def test_a_second_run_refuses_a_journal_it_would_overwrite(tmp_path: Path):
     journal = tmp_path / "run.json.journal"
     journal.write_text('{"kind":"start"}\n')
     r = run_cli(
-        "--stacks-file", str(FIXTURE), "bench", "--stacks", "plain", "--concurrency", "2",
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain", "--concurrency", "2",
         "--duration", "0.5s", "--json", str(tmp_path / "run.json"),
     )  # fmt: skip
     assert r.returncode == 2 and "exists: the journal of a run that did not end" in r.stderr

@@ -10,11 +10,11 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from stackrace.report.schema import loads
-from tests.helpers import run_cli
+import msgspec
 
-ROOT = Path(__file__).parents[2]
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
+from stackrace.report.schema import loads
+from tests.helpers import ROOT, STACKS_FIXTURE, run_cli
+
 SHORT = ["--concurrency", "2,4", "--duration", "0.5s", "--warmup", "0.2s", "--timeout", "4s"]
 
 
@@ -43,7 +43,7 @@ def cases(path: Path) -> dict[tuple[str, str], ET.Element]:
 def test_junit_has_a_case_per_stack_and_level_with_the_gates_failures(tmp_path: Path) -> None:
     run, first = tmp_path / "run.json", tmp_path / "first.xml"
     r = run_cli(
-        "--stacks-file", str(FIXTURE), "bench", "--stacks", "plain,missing-binary", *SHORT,
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain,missing-binary", *SHORT,
         "--json", str(run), "--junit", str(first), "--no-progress",
     )  # fmt: skip
     assert r.returncode == 1, r.stderr  # a stack could not be measured
@@ -81,7 +81,7 @@ def test_junit_has_a_case_per_stack_and_level_with_the_gates_failures(tmp_path: 
 
 def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path: Path) -> None:
     stacks = tmp_path / "stacks.toml"
-    shutil.copy(FIXTURE, stacks)
+    shutil.copy(STACKS_FIXTURE, stacks)
     run = tmp_path / "run.json"
     r = run_cli(
         "--stacks-file", str(stacks), "bench", "--stacks", "plain:workers=2", *SHORT,
@@ -118,14 +118,15 @@ def test_a_run_records_where_it_came_from_and_runs_again_from_its_file(tmp_path:
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     second = loads(again.read_bytes())
-    assert second.settings == first.settings.__class__(
-        **{**_fields(first.settings), "placement": second.settings.placement}
-    )
+    placed = msgspec.structs.replace(first.settings, placement=second.settings.placement)
+    assert second.settings == placed
     assert [s.name for s in second.stacks] == ["plain:workers=2"]
     assert second.provenance is not None and second.provenance.rerun_of == str(run)
     assert second.provenance.definitions == p.definitions
     # a title changed: noted, and run; options given override the run's settings
-    stacks.write_text(FIXTURE.read_text().replace('title = "test server"', 'title = "changed"'))
+    stacks.write_text(
+        STACKS_FIXTURE.read_text().replace('title = "test server"', 'title = "changed"')
+    )
     third = tmp_path / "third.json"
     r = run_cli(
         "--stacks-file", str(stacks), "bench", "--from", str(run), "--concurrency", "3",
@@ -144,7 +145,7 @@ def test_from_never_runs_a_command_the_run_file_names(tmp_path: Path) -> None:
     --accept-definition-changes it runs the stack as defined now. The command in the
     file never runs either way."""
     stacks = tmp_path / "stacks.toml"
-    shutil.copy(FIXTURE, stacks)
+    shutil.copy(STACKS_FIXTURE, stacks)
     run = tmp_path / "run.json"
     r = run_cli(
         "--stacks-file", str(stacks), "bench", "--stacks", "plain", *SHORT,
@@ -167,10 +168,6 @@ def test_from_never_runs_a_command_the_run_file_names(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "stack 'plain': command differs from" in r.stderr
     assert not planted.exists()
-
-
-def _fields(settings: object) -> dict:
-    return {f: getattr(settings, f) for f in settings.__struct_fields__}  # type: ignore[attr-defined]
 
 
 def test_from_is_checked_before_any_load(tmp_path: Path) -> None:

@@ -16,14 +16,15 @@ import pytest
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import TargetSpec
-from stackrace.stacks.catalogue import load_stacks, resolve
-from stackrace.stacks.launcher import CRASHED, READY, STOPPED, Launcher, LaunchError
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import CRASHED, READY, STOPPED, LaunchError
 from stackrace.stacks.sampler import TreeSampler
+from stackrace.stacks.variants import resolve
 from stackrace.supervise.procs import pids_in_sessions
-from tests.helpers import until, wait_for
+from tests.helpers import STACKS_FIXTURE, until, wait_for
 
-FIXTURE = Path(__file__).parents[1] / "stacks_fixture.toml"
-STACKS = load_stacks(FIXTURE)
+STACKS = load_stacks(STACKS_FIXTURE)
 
 
 def stack(name: str):
@@ -40,6 +41,7 @@ async def test_start_load_stop_leaves_nothing(tmp_path):
             await engine.add_target(TargetSpec(id="f", url=rs.url + "/hello", concurrency=4))
             await asyncio.sleep(0.8)
             final = await engine.stop()
+            assert final is not None
         assert final.targets[0].total.requests > 50
         await launcher.stop(rs)
         assert rs.state == STOPPED
@@ -99,10 +101,11 @@ def test_everything_dies_when_stackrace_is_sigkilled(tmp_path):
     script = textwrap.dedent(
         f"""
         import asyncio
-        from stackrace.stacks.catalogue import load_stacks, resolve
+        from stackrace.stacks.catalogue import load_stacks
+        from stackrace.stacks.variants import resolve
         from stackrace.stacks.launcher import Launcher
         async def main():
-            stacks = load_stacks({str(FIXTURE)!r})
+            stacks = load_stacks({str(STACKS_FIXTURE)!r})
             launcher = Launcher({str(tmp_path)!r})
             sessions = []
             for name in ("forking", "setsid", "plain"):
@@ -155,7 +158,8 @@ def test_started_children_do_not_hold_the_terminal(tmp_path):
     async def run() -> int:
         async with Launcher(tmp_path) as launcher:
             rs = await launcher.start(stack("plain"))
-            return os.getsid(rs.main.pid)  # type: ignore[union-attr]
+            assert rs.main is not None
+            return os.getsid(rs.main.pid)
 
     sid = asyncio.run(run())
     assert sid != os.getsid(0)

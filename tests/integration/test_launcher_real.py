@@ -16,20 +16,19 @@ from pathlib import Path
 import pytest
 
 from stackrace.base.slug import slug
-from stackrace.stacks.catalogue import load_stacks, resolve
-from stackrace.stacks.launcher import CRASHED, FAILED, READY, STOPPED, Launcher
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import CRASHED, FAILED, READY, STOPPED
 from stackrace.stacks.sampler import TreeSampler
+from stackrace.stacks.variants import resolve
 from stackrace.supervise.procs import pids_in_sessions
 from tests.conftest_stacks import (
     live,
     port_is_free,
     processes_mentioning,
     real_stack,
-    wait_until,
 )
-
-FIXTURE = Path(__file__).parents[1] / "stacks_fixture.toml"
-ROOT = Path(__file__).parents[2]
+from tests.helpers import ROOT, STACKS_FIXTURE, wait_for
 
 
 @pytest.mark.slow
@@ -42,7 +41,8 @@ def test_sigkill_of_stackrace_leaves_no_process_of_real_stacks(tmp_path: Path) -
     script = textwrap.dedent(
         f"""
         import asyncio, json
-        from stackrace.stacks.catalogue import load_stacks, resolve
+        from stackrace.stacks.catalogue import load_stacks
+        from stackrace.stacks.variants import resolve
         from stackrace.stacks.launcher import Launcher
         async def main():
             stacks = load_stacks()
@@ -72,8 +72,8 @@ def test_sigkill_of_stackrace_leaves_no_process_of_real_stacks(tmp_path: Path) -
     pids, ports = info["pids"], info["ports"]
     # php-fpm master + 2 children, nginx master + worker, gunicorn 1 + 3, uWSGI 1 + 2
     assert len(pids) >= 12, pids
-    assert wait_until(lambda: live(pids) == [], 6.0), f"still running: {live(pids)}"
-    assert wait_until(lambda: live([info["watchdog"]]) == [], 10.0), "the watchdog stayed"
+    assert wait_for(lambda: live(pids) == [], 6.0), f"still running: {live(pids)}"
+    assert wait_for(lambda: live([info["watchdog"]]) == [], 10.0), "the watchdog stayed"
     assert processes_mentioning(str(tmp_path)) == []
     assert all(port_is_free(p) for p in ports)
 
@@ -124,7 +124,7 @@ async def test_sampler_matches_proc_over_a_php_fpm_nginx_tree(tmp_path: Path) ->
 async def test_pinning_and_memory_cap(tmp_path: Path) -> None:
     toml = tmp_path / "stacks.toml"
     toml.write_text(
-        FIXTURE.read_text()
+        STACKS_FIXTURE.read_text()
         + textwrap.dedent(
             """
             [stacks.pinned]
@@ -158,13 +158,13 @@ async def test_pinning_and_memory_cap(tmp_path: Path) -> None:
 
 
 async def test_state_callbacks_and_cancelled_start(tmp_path: Path) -> None:
-    stacks = load_stacks(FIXTURE)
+    stacks = load_stacks(STACKS_FIXTURE)
     seen: list[tuple[str, str]] = []
     async with Launcher(tmp_path, on_change=lambda rs: seen.append((rs.name, rs.state))) as la:
         crashing = await la.start(resolve("crashing", stacks))
         with pytest.raises(Exception, match="exited with code 4"):
             await la.start(resolve("exits-at-once", stacks))
-        assert wait_until(lambda: bool(la.poll()) or crashing.state == CRASHED, 5.0)
+        assert wait_for(lambda: bool(la.poll()) or crashing.state == CRASHED, 5.0)
 
         # a start given up half-way (the app quit) stops what it had started
         task = asyncio.ensure_future(la.start(resolve("never-ready", stacks)))
@@ -195,18 +195,18 @@ async def test_sampler_follows_a_respawned_worker(tmp_path: Path) -> None:
     async with Launcher(tmp_path) as launcher:
         rs = await launcher.start(real_stack("gunicorn-sync:workers=2"))
         sampler = TreeSampler(rs.root_pids)
-        assert wait_until(lambda: sampler.mark_before().processes == 3, 5.0)
+        assert wait_for(lambda: sampler.mark_before().processes == 3, 5.0)
         master = rs.root_pids[0]
         worker = next(p for p in rs.all_pids() if p != master)
         os.kill(worker, signal.SIGKILL)  # gunicorn forks a new one
-        assert wait_until(
+        assert wait_for(
             lambda: sampler.sample().processes == 3 and worker not in sampler._procs, 5.0
         )
         assert set(sampler._procs) == set(rs.all_pids())
 
 
 async def test_stop_all_while_a_stack_starts(tmp_path: Path) -> None:
-    stacks = load_stacks(FIXTURE)
+    stacks = load_stacks(STACKS_FIXTURE)
     async with Launcher(tmp_path) as launcher:
         task = asyncio.ensure_future(launcher.start(resolve("never-ready", stacks)))
         await asyncio.sleep(0.5)

@@ -24,10 +24,7 @@ from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, TargetSpec
 from stackrace.metrics.exporter import MetricsExporter
 from stackrace.metrics.figures import BUCKETS_US, CONTENT_TYPE, buckets_of
-from tests.helpers import CLI, TestServer
-
-ROOT = Path(__file__).parents[2]
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
+from tests.helpers import CLI, ROOT, STACKS_FIXTURE, TestServer
 
 
 class Scrape:
@@ -206,7 +203,7 @@ def test_bench_serves_every_stack_with_its_resources(tmp_path: Path) -> None:
         [
             *CLI,
             "--stacks-file",
-            str(FIXTURE),
+            str(STACKS_FIXTURE),
             "bench",
             "--stacks",
             "plain,forking",

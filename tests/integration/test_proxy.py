@@ -13,11 +13,13 @@ import msgspec
 import pytest
 
 from stackrace.stacks import probe
-from stackrace.stacks.catalogue import StackDef, load_stacks, resolve
-from stackrace.stacks.launcher import Launcher, LaunchError
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import StackDef
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import LaunchError
+from stackrace.stacks.variants import resolve
 from tests.conftest_stacks import live, real_stack
-
-ROOT = Path(__file__).parents[2]
+from tests.helpers import ROOT
 
 
 def stacks_with_test_backends() -> dict[str, StackDef]:

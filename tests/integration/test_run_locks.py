@@ -12,16 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, ROOT, run_cli
+from tests.helpers import CLI, ROOT, STACKS_FIXTURE, run_cli
 
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
 pytestmark = [pytest.mark.slow]
 
 
 def test_a_second_run_on_the_same_cores_refuses_or_says_so(tmp_path: Path) -> None:
     env = {"STACKRACE_LOCKS_DIR": str(tmp_path / "locks")}
     first = subprocess.Popen(
-        [*CLI, "--stacks-file", str(FIXTURE), "bench", "--stacks", "plain",
+        [*CLI, "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
          "--concurrency", "2,4,8", "--duration", "3s", "--warmup", "0"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
         env={**os.environ, **env}, stdin=subprocess.DEVNULL,
@@ -31,7 +30,7 @@ def test_a_second_run_on_the_same_cores_refuses_or_says_so(tmp_path: Path) -> No
         end = time.monotonic() + 60
         while time.monotonic() < end and "plain: starting" not in first.stderr.readline():
             pass
-        args = ["--stacks-file", str(FIXTURE), "bench", "--stacks", "plain",
+        args = ["--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
                 "--concurrency", "2", "--duration", "0.5s", "--warmup", "0"]  # fmt: skip
         refused = run_cli(*args, env=env)
         assert refused.returncode == 75, refused.stdout + refused.stderr
@@ -49,7 +48,7 @@ def test_a_second_run_on_the_same_cores_refuses_or_says_so(tmp_path: Path) -> No
         first.wait(timeout=30)
     # the first run is over: its lock went with it, and nothing refuses now
     again = run_cli(
-        "--stacks-file", str(FIXTURE), "bench", "--stacks", "plain", "--concurrency", "2",
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain", "--concurrency", "2",
         "--duration", "0.5s", "--warmup", "0", env=env,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr

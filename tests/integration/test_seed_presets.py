@@ -18,9 +18,8 @@ from stackrace.race.core.presets import all_presets
 from stackrace.report.claims import judge
 from stackrace.report.schema import loads
 from tests.conftest_stacks import real_stack
-from tests.helpers import CLI
+from tests.helpers import CLI, ROOT
 
-ROOT = Path(__file__).parents[2]
 SEEDS = sorted(name for name in all_presets() if name.startswith("seed-"))
 
 pytestmark = pytest.mark.slow

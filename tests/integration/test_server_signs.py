@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import time
+from typing import NoReturn
 
 from stackrace.stacks import listen
 from stackrace.stacks.listen import listen_state, listen_states
+from tests.helpers import wait_for
 
 
 def _connect(port: int, n: int) -> list[socket.socket]:
@@ -22,15 +23,6 @@ def _connect(port: int, n: int) -> list[socket.socket]:
     return out
 
 
-def _wait(predicate, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
 def test_accept_queue_its_limit_and_closed_clients_from_the_kernel():
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -42,13 +34,13 @@ def test_accept_queue_its_limit_and_closed_clients_from_the_kernel():
         clients = _connect(port, 6)
         try:
             # the kernel queues backlog + 1 handshakes, then drops the other SYNs
-            assert _wait(lambda: listen_state(port).accept_queue == 4)
+            assert wait_for(lambda: listen_state(port).accept_queue == 4, 10.0)
             full = listen_state(port)
             assert full.full and full.busy >= 4
             assert "accept queue 4 of 3 (full)" in full.describe()
             accepted, _ = server.accept()
             clients[0].close()  # a client gives up; the server still holds it
-            assert _wait(lambda: listen_state(port).close_wait == 1)
+            assert wait_for(lambda: listen_state(port).close_wait == 1, 10.0)
             assert "1 closed by clients (CLOSE-WAIT)" in listen_state(port).describe()
             accepted.close()
         finally:
@@ -59,7 +51,7 @@ def test_accept_queue_its_limit_and_closed_clients_from_the_kernel():
 
 
 def test_the_proc_fallback_has_the_queue_but_not_its_limit(monkeypatch):
-    def refuse(family: int) -> list:  # type: ignore[type-arg]
+    def refuse(family: int) -> NoReturn:
         raise OSError("no netlink here")
 
     monkeypatch.setattr(listen, "_dump", refuse)
@@ -69,7 +61,7 @@ def test_the_proc_fallback_has_the_queue_but_not_its_limit(monkeypatch):
         port = server.getsockname()[1]
         clients = _connect(port, 2)
         try:
-            assert _wait(lambda: listen_state(port).accept_queue == 2)
+            assert wait_for(lambda: listen_state(port).accept_queue == 2, 10.0)
             state = listen_state(port)
             assert state.backlog is None and not state.full
         finally:

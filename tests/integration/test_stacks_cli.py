@@ -7,12 +7,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import urllib.request
 from pathlib import Path
 
-STACKRACE = Path(sys.executable).parent / "stackrace"
+from tests.helpers import STACKRACE, run_cli
+
 SERVERS = Path(__file__).parents[1] / "servers"
 
 # answers 200 everywhere, but breaks the contract: wrong body, wrong type, no wait
@@ -63,13 +63,9 @@ def user_file(tmp_path: Path) -> Path:
     return path
 
 
-def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(STACKRACE), *args], capture_output=True, text=True, timeout=timeout)
-
-
 def test_stacks_lists_every_stack_with_reason_and_fix(tmp_path: Path) -> None:
     path = user_file(tmp_path)
-    proc = run("--stacks-file", str(path), "stacks", "--json")
+    proc = run_cli("--stacks-file", str(path), "stacks", "--json")
     assert proc.returncode == 0, proc.stderr
     rows = {r["name"]: r for r in json.loads(proc.stdout)}
     assert set(rows) == {"good", "liar", "absent"}  # the unavailable one is not dropped
@@ -79,7 +75,7 @@ def test_stacks_lists_every_stack_with_reason_and_fix(tmp_path: Path) -> None:
     assert "stackrace-test-no-such-server not found" in absent["reason"]
     assert absent["fix"] == "stackrace install absent"
 
-    table = run("--stacks-file", str(path), "stacks")
+    table = run_cli("--stacks-file", str(path), "stacks")
     assert table.returncode == 0
     assert "stackrace install absent" in table.stdout.replace("\n", " ") or (
         "stackrace install" in table.stdout
@@ -93,8 +89,8 @@ def test_the_listing_fits_a_pipe_and_an_80_column_terminal(tmp_path: Path) -> No
     shell = f"'{STACKRACE}' stacks | grep -E '^gunicorn-sync\\s'"
     found = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=60)
     assert found.returncode == 0 and found.stdout.startswith("gunicorn-sync\t"), found
-    piped = run("stacks")
-    names = [r["name"] for r in json.loads(run("stacks", "--json").stdout)]
+    piped = run_cli("stacks")
+    names = [r["name"] for r in json.loads(run_cli("stacks", "--json").stdout)]
     lines = piped.stdout.splitlines()
     assert lines[0].startswith("stack\t") and [x.split("\t")[0] for x in lines[1:]] == names
     assert "stacks file:" in piped.stderr and "variants on this machine" in piped.stderr
@@ -128,7 +124,7 @@ def test_bad_stacks_file_is_one_line_naming_file_stack_and_key(tmp_path: Path) -
         'command = ["{python}"]\nworkers = "four"\n'
     )
     for command in (["stacks"], ["verify", "mine"], ["serve", "mine"]):
-        proc = run("--stacks-file", str(path), *command)
+        proc = run_cli("--stacks-file", str(path), *command)
         assert proc.returncode == 2
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1, proc.stderr
@@ -138,7 +134,7 @@ def test_bad_stacks_file_is_one_line_naming_file_stack_and_key(tmp_path: Path) -
 
 def test_verify_fails_on_a_broken_contract_and_an_unavailable_stack(tmp_path: Path) -> None:
     path = user_file(tmp_path)
-    proc = run("--stacks-file", str(path), "verify", "--no-db", "good", "liar", "absent")
+    proc = run_cli("--stacks-file", str(path), "verify", "--no-db", "good", "liar", "absent")
     assert proc.returncode == 1
     out = proc.stdout + proc.stderr
     assert "1 of 3 stacks verified" in proc.stderr
@@ -147,7 +143,7 @@ def test_verify_fails_on_a_broken_contract_and_an_unavailable_stack(tmp_path: Pa
     # every problem is named, not only the first of each endpoint
     for problem in ("Content-Type 'text/html'", "expected 'Hello, World!'", "did not wait"):
         assert problem in flat, flat
-    good = run("--stacks-file", str(path), "verify", "--no-db", "good")
+    good = run_cli("--stacks-file", str(path), "verify", "--no-db", "good")
     assert good.returncode == 0, good.stdout + good.stderr
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from stackrace.stacks import probe
-from stackrace.stacks.launcher import READY, STOPPED, Launcher
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import READY, STOPPED
 from stackrace.stacks.sampler import TreeSampler
 from stackrace.stacks.verify import verify_port
 from tests.conftest_stacks import (
@@ -24,8 +25,8 @@ from tests.conftest_stacks import (
     port_is_free,
     processes_mentioning,
     real_stack,
-    wait_until,
 )
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -47,4 +48,4 @@ async def test_stack_serves_the_contract_and_leaves_nothing(name: str, tmp_path:
     assert sample.processes >= 1 and sample.rss > 0
     assert live(pids) == [], f"{name}: left running: {live(pids)}"
     assert processes_mentioning(str(rs.run_dir)) == []
-    assert wait_until(lambda: port_is_free(rs.port), 10.0), f"{name}: port {rs.port} still bound"
+    assert wait_for(lambda: port_is_free(rs.port), 10.0), f"{name}: port {rs.port} still bound"

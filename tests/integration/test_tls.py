@@ -17,14 +17,16 @@ import msgspec
 import pytest
 
 from stackrace.engine.client import Engine
-from stackrace.engine.model import EngineSettings, TargetSpec
+from stackrace.engine.model import EngineSettings, TargetSpec, WindowStats
 from stackrace.stacks import certificate, probe
-from stackrace.stacks.catalogue import StackDef, load_stacks, resolve
-from stackrace.stacks.launcher import Launcher, RunningStack
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import StackDef
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import RunningStack
+from stackrace.stacks.variants import resolve
 from tests.conftest_stacks import real_stack
-from tests.helpers import run_cli, wait_for
+from tests.helpers import ROOT, run_cli, wait_for
 
-ROOT = Path(__file__).parents[2]
 BUDGET = 120
 
 
@@ -56,8 +58,8 @@ def stacks() -> dict[str, StackDef]:
 
 async def load_budget(
     rs: RunningStack, path: str, keepalive: bool, resume: bool = False
-) -> TargetSpec:
-    """Load `path` for exactly BUDGET requests; return the final totals' snapshot."""
+) -> WindowStats:
+    """Load `path` for exactly BUDGET requests; return the final totals."""
     assert rs.cert is not None
     async with Engine(EngineSettings(timeout=10.0)) as engine:
         await engine.add_target(
@@ -170,7 +172,7 @@ def test_the_certificate_is_made_once_and_serves_loopback(tmp_path: Path):
     assert first == again and first.cert.read_bytes() == again.cert.read_bytes()
     assert first.key.stat().st_mode & 0o777 == 0o600
     ctx = ssl.create_default_context(cafile=str(first.cert))
-    cert = ssl._ssl._test_decode_cert(str(first.cert))  # type: ignore[attr-defined]
+    cert = ssl._ssl._test_decode_cert(str(first.cert))  # type: ignore[attr-defined]  # private
     names = {v for _, v in cert["subjectAltName"]}
     assert {"localhost", "127.0.0.1"} <= names
     assert ctx.cert_store_stats()["x509_ca"] >= 0

@@ -88,7 +88,7 @@ def test_bench_races_servers_started_by_hand_with_every_output(two_servers, tmp_
     assert "mine" in out["svg"].read_text() and other in out["svg"].read_text()
     cases = ET.parse(out["xml"]).getroot().iter("testcase")
     figures = {
-        c.get("classname"): c.findtext("system-out") for c in cases if c.get("name") == "c=4"
+        c.get("classname"): c.findtext("system-out", "") for c in cases if c.get("name") == "c=4"
     }
     assert "RSS after" in figures["mine"]
     assert "not sampled" in figures[other]

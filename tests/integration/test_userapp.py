@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.report.schema import loads
+from stackrace.report.schema import BenchRun, loads
 from tests.helpers import CLI, ROOT, run_cli
 
 EXAMPLES = ROOT / "examples"
@@ -42,7 +42,9 @@ def _segments(log: Path) -> list[Counter[str]]:
     return segments
 
 
-def _bench_app(tmp_path: Path, app: str, stacks: str, *extra: str) -> tuple[object, list]:
+def _bench_app(
+    tmp_path: Path, app: str, stacks: str, *extra: str
+) -> tuple[BenchRun, list[Counter[str]]]:
     log = tmp_path / "requests.log"
     out = tmp_path / "run.json"
     r = run_cli(
@@ -59,7 +61,7 @@ def _bench_app(tmp_path: Path, app: str, stacks: str, *extra: str) -> tuple[obje
     return loads(out.read_bytes()), _segments(log)
 
 
-def _check_counts(run, segments: list[Counter[str]]) -> None:
+def _check_counts(run: BenchRun, segments: list[Counter[str]]) -> None:
     assert len(segments) == len(run.stacks)
     for st, seen in zip(run.stacks, segments, strict=True):
         assert not st.error, st.error

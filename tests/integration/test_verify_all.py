@@ -7,20 +7,18 @@ dev mode, Django under flup, gevent and uWSGI, nginx in front of a variant…)."
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 from stackrace.race.core.presets import all_presets
-from stackrace.stacks.catalogue import load_stacks, resolve
-from stackrace.stacks.install import availability
-from tests.helpers import CLI
-
-ROOT = Path(__file__).parents[2]
+from stackrace.stacks.availability import availability
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.variants import resolve
+from tests.helpers import CLI, ROOT
 
 
 def test_every_stack_is_available():
     stacks = load_stacks()
-    missing = {n: availability(resolve(n, stacks)) for n in stacks}
-    missing = {n: a.reason for n, a in missing.items() if not a.available}
+    found = {n: availability(resolve(n, stacks)) for n in stacks}
+    missing = {n: a.reason for n, a in found.items() if not a.available}
     assert not missing, f"unavailable after set-up: {missing}"
 
 

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TestServer
+from tests.helpers import ROOT, TestServer
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 # what the source distribution is made from: the repository minus its local state
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "stacks.toml")

@@ -8,7 +8,9 @@ own); --stats-file: where to write the /_stats figures when SIGTERM stops it (a 
 that the test cannot ask any more once stopped still tells its count); --tls: serve
 HTTPS with this certificate and key (every path the same, each response written as
 over plain TCP: asyncio's TLS sends close_notify before closing), --tls-max: the highest
-TLS version it speaks (default 1.3).
+TLS version it speaks (default 1.3). BLOCK_MS (default: $TESTSERVER_BLOCK_MS, else 0):
+block that many ms in every /hello, a slow stack (tests.helpers.blocking sets it for a
+run, so the test stacks file's `plain` is slow without a file of its own).
 
 Paths (query parameters in brackets):
   /hello                  200, Content-Length body "Hello, World!"
@@ -38,15 +40,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import resource
 import signal
 import ssl
 import sys
 import time
+from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
 STATS = {"requests": 0, "open": 0, "max_open": 0, "accepted": 0}
-BLOCK_S = 0.0  # second argument: block this many ms in every /hello (a slow stack)
+# block this many ms in every /hello (a slow stack): the second argument, or the variable
+BLOCK_S = float(os.environ.get("TESTSERVER_BLOCK_MS", "0")) / 1000
 BY_PATH: dict[str, int] = {}
 BY_PEER: dict[str, int] = {}
 
@@ -61,7 +66,7 @@ def response(status: int, body: bytes, extra: str = "", ctype: str = "text/plain
 
 class Handler(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a stream server's: it writes
         self.buf = b""
         self.served = 0
         peer = transport.get_extra_info("peername")

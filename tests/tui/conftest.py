@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 import pytest
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import Static
 
 from stackrace.engine.model import TargetSpec
@@ -26,7 +27,9 @@ class RecordingEngine(SyntheticEngine):
         super().__init__()
         self.commands: list[tuple[str, object]] = []
 
-    async def add_target(self, spec: TargetSpec, cpus=None, procs=None) -> None:  # type: ignore[no-untyped-def]
+    async def add_target(
+        self, spec: TargetSpec, cpus: Sequence[int] | None = None, procs: int | None = None
+    ) -> None:
         await super().add_target(spec, cpus, procs)
         self.commands.append(("add", spec.id))
 
@@ -50,6 +53,12 @@ def synthetic_session() -> Session:
     return Session(RaceCore(engine, DemoSource(engine), clock=engine.clock, sample_every=0.0))
 
 
+def recording_engine(session: Session) -> RecordingEngine:
+    """The engine of a `synthetic_session` (a session holds any LoadEngine)."""
+    assert isinstance(session.engine, RecordingEngine)
+    return session.engine
+
+
 SIZE = (160, 48)
 FOUR = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 
@@ -62,8 +71,7 @@ class Race:
 
     @property
     def engine(self) -> RecordingEngine:
-        assert isinstance(self.session.engine, RecordingEngine)
-        return self.session.engine
+        return recording_engine(self.session)
 
     @property
     def screen(self) -> RaceScreen:
@@ -98,6 +106,12 @@ class Race:
         if isinstance(widget, Static):
             return str(widget.content)
         return str(widget.render())
+
+
+def subtitle(widget: Widget) -> str:
+    """A widget's border subtitle: Textual types it `str | None`, and a pane always has one."""
+    assert widget.border_subtitle is not None, widget
+    return widget.border_subtitle
 
 
 def plan(stacks=FOUR, concurrency=10, workload="io", rate=None) -> RacePlan:

@@ -14,7 +14,7 @@ from stackrace.race.core.plan import RacePlan
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.tui.chart import PercentileChart
 from stackrace.tui.dialogs import CapacityScreen
-from stackrace.tui.pane import pane_widget_id
+from stackrace.tui.pane import StackPane, pane_widget_id
 
 from .conftest import open_race
 
@@ -32,8 +32,8 @@ async def test_slo_shows_its_line_and_each_pane_its_flag():
     # the async server answers in ~11 ms: it meets
     async for race in open_race(slo_plan("p99<50ms")):
         await race.advance(24)  # six seconds: more than the 1,000 answers p99 needs
-        sync = race.screen.query_one(f"#{pane_widget_id('gunicorn-sync')}")
-        fast = race.screen.query_one(f"#{pane_widget_id('uvicorn')}")
+        sync = race.screen.query_one(f"#{pane_widget_id('gunicorn-sync')}", StackPane)
+        fast = race.screen.query_one(f"#{pane_widget_id('uvicorn')}", StackPane)
         assert sync.slo_meets is False, sync.line("slo")
         assert "✗ misses" in sync.line("slo") and "p99" in sync.line("slo")
         assert fast.slo_meets is True, fast.line("slo")
@@ -50,7 +50,7 @@ async def test_slo_shows_its_line_and_each_pane_its_flag():
 async def test_no_slo_no_line():
     async for race in open_race(slo_plan("")):
         await race.advance(8)
-        pane = race.screen.query_one(f"#{pane_widget_id('uvicorn')}")
+        pane = race.screen.query_one(f"#{pane_widget_id('uvicorn')}", StackPane)
         assert pane.slo_text == "" and pane.slo_meets is None
         assert race.screen.query_one("#chart", PercentileChart).slo_us is None
         await race.pilot.press("k")  # says why it cannot search, starts nothing

@@ -3,17 +3,19 @@ unavailable stacks, remembered choices, URL targets, starting the race."""
 
 from __future__ import annotations
 
-from textual.widgets import RadioSet
+from textual.pilot import Pilot
+from textual.widgets import Input, RadioSet, Select, Static
 
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.plan import RacePlan
 from stackrace.race.core.urls import UrlTarget
 from stackrace.race.live.choices import choices_file, load_choices
 from stackrace.race.live.demo import CATALOG as DEMO
-from stackrace.stacks.catalogue import Tunable
+from stackrace.stacks.tunables import Tunable
 from stackrace.tui.app import StackraceApp
-from stackrace.tui.picker import PickerScreen, StackList, TuneScreen
-from tests.tui.conftest import SIZE, synthetic_session
+from stackrace.tui.picker import PickerScreen
+from stackrace.tui.stack_list import StackList, TuneScreen
+from tests.tui.conftest import SIZE, recording_engine, synthetic_session
 
 # the demo's stacks plus one that is not installed, as a real catalog can have, and one
 # with a title longer than the name column
@@ -26,7 +28,7 @@ CATALOG = [
 ]
 
 
-async def _start(app, pilot):  # type: ignore[no-untyped-def]
+async def _start(app: StackraceApp, pilot: Pilot[int]) -> None:
     await pilot.press("ctrl+s")
     for _ in range(20):
         await pilot.pause(0.05)
@@ -89,7 +91,7 @@ async def test_picker_marks_counts_and_starts_the_race():
         assert plan.settings.workload == "io" and plan.settings.io_ms == 10
         assert plan.rate == 10.0
         # the variants run as such: the synthetic model takes the workers
-        assert session.engine.model_for("gunicorn-sync:workers=4").workers == 4
+        assert recording_engine(session).model_for("gunicorn-sync:workers=4").workers == 4
     # remembered in the user's config directory, and offered next time
     last = load_choices()
     assert last is not None and last.stacks == list(plan.stacks) and last.rate_mode
@@ -101,7 +103,8 @@ async def test_picker_marks_counts_and_starts_the_race():
         await pilot.pause()
         stacks = app.screen.query_one("#stacks", StackList)
         assert stacks.selected == list(plan.stacks)
-        assert app.screen.query_one("#workload", RadioSet).pressed_button.name == "io"
+        pressed = app.screen.query_one("#workload", RadioSet).pressed_button
+        assert pressed is not None and pressed.name == "io"
 
 
 async def test_demo_picker_says_synthetic_and_not_installed_never():
@@ -130,7 +133,7 @@ async def test_picker_lists_url_targets_with_the_url_loaded_and_refuses_an_empty
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert isinstance(app.screen, PickerScreen)
-        assert "at least one" in str(app.screen.query_one("#picker-error").content)
+        assert "at least one" in str(app.screen.query_one("#picker-error", Static).content)
 
 
 async def test_screenshot_works_on_the_picker(tmp_path):
@@ -148,7 +151,7 @@ async def test_screenshot_works_on_the_picker(tmp_path):
         assert len(list(tmp_path.glob("*.svg"))) == 2
 
 
-# stacks with the settings of the real stacks file's (config.tunables): workers and a
+# stacks with the settings of the real stacks file's (stacks.tunables): workers and a
 # param with choices, threads only, a param without choices and no workers
 TUNED = [
     StackChoice(
@@ -188,10 +191,10 @@ async def test_picker_keys_for_threads_and_every_param_and_variants_race():
         await pilot.press("p")  # php: opcache off, in the dialog
         await pilot.pause()
         assert isinstance(app.screen, TuneScreen)
-        select = app.screen.query_one("#tune-opcache")
-        select.value = "off"  # type: ignore[attr-defined]
-        workers = app.screen.query_one("#tune-workers")
-        assert workers.value == "2"  # type: ignore[attr-defined]
+        select: Select[str] = app.screen.query_one("#tune-opcache", Select)
+        select.value = "off"
+        workers = app.screen.query_one("#tune-workers", Input)
+        assert workers.value == "2"
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert isinstance(app.screen, PickerScreen)
@@ -200,19 +203,19 @@ async def test_picker_keys_for_threads_and_every_param_and_variants_race():
         await pilot.press("v")  # aiohttp has no workers: its copy opens the dialog
         await pilot.pause()
         assert isinstance(app.screen, TuneScreen)
-        pool = app.screen.query_one("#tune-db_pool")
-        pool.value = "4,5"  # type: ignore[attr-defined]
+        pool = app.screen.query_one("#tune-db_pool", Input)
+        pool.value = "4,5"
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert "without a comma" in str(app.screen.query_one("#tune-error").content)
-        # the launcher's own rule for a value (config.check_kind): no path, no zero
-        pool.value = "../../victim"  # type: ignore[attr-defined]
+        assert "without a comma" in str(app.screen.query_one("#tune-error", Static).content)
+        # the launcher's own rule for a value (stacks.tunables.check_kind): no path, no zero
+        pool.value = "../../victim"
         await pilot.press("ctrl+s")
         await pilot.pause()
-        problem = str(app.screen.query_one("#tune-error").content)
+        problem = str(app.screen.query_one("#tune-error", Static).content)
         assert "db_pool: '../../victim' is not" in problem, problem
         assert isinstance(app.screen, TuneScreen)  # still open: nothing applied
-        pool.value = "4"  # type: ignore[attr-defined]
+        pool.value = "4"
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert stacks.selected == [
@@ -229,9 +232,11 @@ async def test_picker_keys_for_threads_and_every_param_and_variants_race():
         await pilot.pause()
         assert stacks.selected[2] == "aiohttp"
         await _start(app, pilot)
-        await app.race.tick()  # type: ignore[union-attr]
+        race = app.race
+        assert race is not None  # (_start waited for it)
+        await race.tick()
         await pilot.pause()
-        panes = app.race.panes  # type: ignore[union-attr]
+        panes = race.panes
         assert set(panes) == set(stacks.selected)
         ids = {p.id for p in panes.values()}
         assert "pane-aiohttp" in ids and len(ids) == 4

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from textual.widgets import DataTable
+
+from stackrace.race.live.demo import DemoSource
+from stackrace.tui.bignum import BigNumber
+from stackrace.tui.chart import PercentileChart
 from stackrace.tui.dialogs import LogScreen, SummaryScreen
+from stackrace.tui.levelchart import LevelChart
 from stackrace.tui.pane import StackPane
 from stackrace.tui.slider import ConcurrencySlider
-from tests.tui.conftest import Race, open_race, plan
+from stackrace.tui.thennow import ThenNowStrip
+from tests.tui.conftest import Race, open_race, plan, subtitle
 
 
 async def test_one_pane_per_stack_side_by_side(race: Race):
@@ -25,7 +32,7 @@ async def test_one_pane_per_stack_side_by_side(race: Race):
 async def test_pane_shows_qps_latency_failures_memory_cpu(race: Race):
     await race.advance(8)
     pane = "#pane-uvicorn"
-    assert race.screen.query_one(f"{pane} #qps").value.replace(",", "").isdigit()
+    assert race.screen.query_one(f"{pane} #qps", BigNumber).value.replace(",", "").isdigit()
     latency = race.text(f"{pane} #latency")
     for label in ("p50", "p90", "p99", "p99.9", "max"):
         assert label in latency
@@ -41,17 +48,17 @@ async def test_pane_shows_qps_latency_failures_memory_cpu(race: Race):
     assert race.text(f"{pane} #failures").split("\n") == [p.line("failures"), p.line("waiting")]
     assert race.text(f"{pane} #memory").split("\n") == [p.line("memory"), p.line("cpu")]
     # the synthetic engine says so on every pane
-    assert race.screen.query_one(pane, StackPane).border_subtitle.endswith("· SYNTHETIC")
+    assert subtitle(race.screen.query_one(pane, StackPane)).endswith("· SYNTHETIC")
     assert len(race.screen.query_one(pane, StackPane).rps_history) >= 1  # one point a second
 
 
 async def test_starting_stack_is_shown_as_starting():
     async for race in open_race(plan(stacks=("aiohttp",))):
         pane = race.screen.query_one("#pane-aiohttp", StackPane)
-        assert pane.border_subtitle.startswith("starting…")
+        assert subtitle(pane).startswith("starting…")
         assert pane.has_class("-starting")
         await race.advance(40)
-        assert pane.border_subtitle.startswith("ready")
+        assert subtitle(pane).startswith("ready")
 
 
 async def test_slider_changes_load_on_every_stack_at_once(race: Race):
@@ -109,7 +116,7 @@ async def test_crashed_stack_shows_its_log_tail():
     async for race in open_race(plan(stacks=("uvicorn", "bjoern"))):
         await race.advance(45)  # the synthetic bjoern crashes after 40 steps
         pane = race.screen.query_one("#pane-bjoern", StackPane)
-        assert pane.border_subtitle.startswith("CRASHED")
+        assert subtitle(pane).startswith("CRASHED")
         assert pane.has_class("-crashed")
         assert "MemoryError" in race.text("#pane-bjoern #log")
         assert ("remove", "bjoern") in race.engine.commands
@@ -129,7 +136,7 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     assert isinstance(summary, SummaryScreen)
     assert summary.from_ramp and "Ramp result" in summary.title_text
     assert "press r" not in summary.title_text
-    table = summary.query_one("#summary")
+    table = summary.query_one("#summary", DataTable)
     assert table.row_count == 4
     sync = table.get_row("gunicorn-sync")
     assert str(sync[3]).startswith("c=") and str(sync[4])  # breaking point and why
@@ -141,7 +148,7 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     rps = lambda cell: float(str(cell).removesuffix(" req/s").replace(",", ""))  # noqa: E731
     assert rps(uvi[1]) > rps(sync[1])
     # the combined chart: every stack's levels, req/s and p99
-    chart = summary.query_one("#level-chart")
+    chart = summary.query_one("#level-chart", LevelChart)
     assert len(chart.series) == 4
     assert "req/s" in str(chart.render()) and "p99" in str(chart.render())
     # a directory that cannot be made: one notification naming it, the app goes on
@@ -190,7 +197,7 @@ async def test_log_screen_for_the_focused_stack(race: Race):
 async def test_chart_follows_focus_and_shows_all_on_request(race: Race):
     await race.advance(8)
     race.screen.query_one("#pane-aiohttp", StackPane).focus()
-    chart = race.screen.query_one("#chart")
+    chart = race.screen.query_one("#chart", PercentileChart)
     for _ in range(20):  # the focus event comes through the message queue
         await race.pilot.pause(0.05)
         if [s.name for s in chart.series] == ["aiohttp"]:
@@ -205,7 +212,9 @@ async def test_quit_stops_the_session(race: Race):
     await race.pilot.press("q")
     await race.pilot.pause()
     assert not race.engine.started
-    assert race.session.core.source.stacks == {}
+    source = race.session.core.source
+    assert isinstance(source, DemoSource)
+    assert source.stacks == {}
 
 
 async def test_s_takes_a_screenshot_on_the_summary_and_the_log_too(race: Race, tmp_path):
@@ -236,7 +245,7 @@ async def test_a_seed_preset_shows_its_experiment_beside_the_panes_judged_live()
     session.then = preset.then()
     p = plan(stacks=tuple(preset.stacks), concurrency=10, workload="hello")
     async for race in open_race(p, session, settle=12):
-        strip = race.screen.query_one("#thennow")
+        strip = race.screen.query_one("#thennow", ThenNowStrip)
         assert strip.display
         text = str(strip.content)
         assert text.startswith("Then beside now: experiment 002")

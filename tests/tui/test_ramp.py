@@ -128,7 +128,8 @@ def test_short_levels_are_not_judged_and_order_is_by_level():
     short = StepResult(50, WindowStats(seconds=0.3, sent=5, requests=5, ok=5, rps=10.0))
     steps = [step(10, 1000, 11_000), short, step(1, 100, 10_000)]
     assert breaking_point(steps) is None
-    assert peak(steps).level == 10  # type: ignore[union-attr]
+    top = peak(steps)
+    assert top is not None and top.level == 10
 
 
 def _snap(seq: int, concurrency: int, total_requests: int, seconds: float, p99: int = 10_000):

@@ -3,9 +3,13 @@ speed, seek), and overlay a recording or a saved bench run as a ghost."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from textual.widgets import Static
+
 from stackrace.race.live.replay import ReplayPlayer
+from stackrace.race.live.view import SummaryRow
 from stackrace.race.playback.ghost import load_ghost
 from stackrace.race.playback.recording import (
     Command,
@@ -18,7 +22,7 @@ from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.ghost import GhostPane
 from stackrace.tui.slider import ConcurrencySlider
-from tests.tui.conftest import SIZE, open_race, plan, synthetic_session
+from tests.tui.conftest import SIZE, open_race, plan, recording_engine, synthetic_session
 
 
 def bench_run_file(path: Path) -> Path:
@@ -69,7 +73,7 @@ def bench_run_file(path: Path) -> Path:
 async def record_race(path: Path) -> dict[str, str]:
     """A synthetic race at c=10 then c=200 (a slider move), recorded; the figures shown."""
     session = synthetic_session()
-    session.listeners.append(Recorder(path, clock=session.engine.clock))
+    session.listeners.append(Recorder(path, clock=recording_engine(session).clock))
     async for race in open_race(plan(stacks=("gunicorn-sync", "uvicorn")), session, settle=16):
         pilot = race.pilot
         slider = race.screen.query_one("#level", ConcurrencySlider)
@@ -119,9 +123,12 @@ async def test_record_then_replay_shows_the_same_race(tmp_path):
                 screen.query_one(f"#pane-{pid} #qps", BigNumber).value.replace(",", "")
             )
             assert abs(replayed - float(live[pid].replace(",", ""))) <= 0.05 * replayed
-        assert str(screen.query_one("#pane-gunicorn-sync #latency").content) == live["sync-latency"]
+        assert (
+            str(screen.query_one("#pane-gunicorn-sync #latency", Static).content)
+            == live["sync-latency"]
+        )
         assert screen.query_one("#level", ConcurrencySlider).value == 200
-        assert "REPLAY race.jsonl.gz" in str(screen.query_one("#status-line").content)
+        assert "REPLAY race.jsonl.gz" in str(screen.query_one("#status-line", Static).content)
         # the latency chart reads the recorded histograms
         assert player.session.percentile_curve("uvicorn", [50.0, 99.0])
         # seek back: the session is rebuilt from the start
@@ -180,10 +187,8 @@ async def test_ghosts_from_a_recording_and_a_bench_run_beside_live_panes(tmp_pat
     assert bench.label == "bench 2024-05-01"
     sync = next(v for v in bench.view(100, False) if v.id.endswith("gunicorn-sync"))
     assert sync.at is not None and sync.at.level == 100 and sync.at.rps == 90.0
-    assert next(v for v in bench.view(300, False) if v.id.endswith("gunicorn-sync")).at.level in (
-        200,
-        500,
-    )
+    nearest = next(v for v in bench.view(300, False) if v.id.endswith("gunicorn-sync")).at
+    assert nearest is not None and nearest.level in (200, 500)
     # in the app: one dashed pane per ghost stack, beside its live twin, at the live
     # level, labelled with what it is and its date, and its file
     session = synthetic_session()
@@ -192,14 +197,14 @@ async def test_ghosts_from_a_recording_and_a_bench_run_beside_live_panes(tmp_pat
     async for race in open_race(two, session, settle=8):
         ghosts = list(race.screen.query(GhostPane))
         assert len(ghosts) == 1
-        head = race.screen.query_one(f"#{ghosts[0].id} .ghost-head")
+        head = race.screen.query_one(f"#{ghosts[0].id} .ghost-head", Static)
         assert "bench 2024-05-01, at c=100" in str(head.content)
         assert ghosts[0].border_subtitle == "run.json"
         panes = [p.id for p in race.screen.query("#panes > *")]
         assert panes == ["pane-gunicorn-sync", ghosts[0].id, "pane-uvicorn"]
 
 
-def _figures(rows) -> dict:  # type: ignore[no-untyped-def]
+def _figures(rows: Sequence[SummaryRow]) -> dict[str, object]:
     """A summary's figures, as its files carry them (no time stamp)."""
     from stackrace.race.live.summary import to_dict
 
@@ -214,7 +219,7 @@ async def test_replay_shows_what_the_room_saw_summary_view_keys_and_footer(tmp_p
     back at their moment, and the footer offers the replay's keys, not the load's."""
     path = tmp_path / "talk.jsonl.gz"
     session = synthetic_session()
-    session.listeners.append(Recorder(path, clock=session.engine.clock))
+    session.listeners.append(Recorder(path, clock=recording_engine(session).clock))
     four = plan(stacks=("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp"))
     async for race in open_race(four, session, settle=8):
         session.start_ramp(top=100, dwell=2.0)
@@ -225,7 +230,8 @@ async def test_replay_shows_what_the_room_saw_summary_view_keys_and_footer(tmp_p
         await race.advance(2)
         assert session.ramp_finished
         live = _figures(session.summary())
-        assert live["stacks"][0]["breaking"] is not None  # sync broke: something to compare
+        stacks = live["stacks"]  # sync broke: something to compare
+        assert isinstance(stacks, list) and stacks[0]["breaking"] is not None
         await race.pilot.press("escape")  # the summary opened by itself; close it
         await race.pilot.press("b")  # projector mode
         await race.advance(4)

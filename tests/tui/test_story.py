@@ -4,18 +4,26 @@ rate mode behind schedule; the demo labelled and obeying the same physics."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from stackrace.engine.model import HTTP_STATUS
+from stackrace.engine.histogram import SparseHistogram
+from stackrace.engine.model import HTTP_STATUS, WindowStats
 from stackrace.race.live.demo import MODELS, SyntheticEngine
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.pane import StackPane
-from tests.tui.conftest import Race, open_race, plan
+from stackrace.tui.slider import ConcurrencySlider
+from tests.tui.conftest import Race, open_race, plan, subtitle
 
 
 async def _level(race: Race, n: int, steps: int = 12) -> None:
     await race.session.set_concurrency(n)
     await race.advance(steps)
+
+
+# a synthetic target's window of one step: its figures and its histogram
+Window = Callable[[int], tuple[WindowStats, SparseHistogram]]
 
 
 def pane(race: Race, pid: str) -> StackPane:
@@ -104,14 +112,14 @@ async def test_http_errors_are_not_throughput():
         target = race.engine.targets["uvicorn"]
         window = target.window
 
-        def all_404(step: int, window=window):  # type: ignore[no-untyped-def]
+        def all_404(step: int, window: Window = window) -> tuple[WindowStats, SparseHistogram]:
             w, hist = window(step)
             w.failures = {HTTP_STATUS: w.requests}
             w.status = {404: w.requests}
             w.ok = 0
             return w, hist
 
-        target.window = all_404  # type: ignore[method-assign]
+        target.window = all_404  # type: ignore[method-assign]  # a stand-in: all 404s
         await _level(race, 20)  # a level of 404s only: its figures are the pane's
         p = pane(race, "uvicorn")
         qps = race.screen.query_one("#pane-uvicorn #qps", BigNumber)
@@ -134,10 +142,12 @@ async def test_rate_mode_has_its_own_history_and_shows_behind_schedule():
         # sync serves ~90 of the 100 req/s asked: behind schedule, said in words
         sync = race.text("#pane-gunicorn-sync #breaking")
         assert "behind schedule" in sync.lower() or sync.startswith("▲")
-        view = next(p for p in race.screen.last_view.panes if p.id == "gunicorn-sync")
+        shown = race.screen.last_view
+        assert shown is not None
+        view = next(p for p in shown.panes if p.id == "gunicorn-sync")
         assert view.behind.startswith("behind schedule: ") and "of 100 req/s" in view.behind
         assert "late" in view.behind
-        uvi = next(p for p in race.screen.last_view.panes if p.id == "uvicorn")
+        uvi = next(p for p in shown.panes if p.id == "uvicorn")
         assert uvi.behind == "" and uvi.verdict is None  # keeps up: nothing to say
 
 
@@ -147,7 +157,7 @@ async def test_demo_is_labelled_synthetic_everywhere():
         assert race.screen.query_one("#banner").display
         assert "SYNTHETIC" in race.text("#banner")
         assert "SYNTHETIC" in race.text("#engine-health")
-        assert "SYNTHETIC" in pane(race, "uvicorn").border_subtitle
+        assert "SYNTHETIC" in subtitle(pane(race, "uvicorn"))
         assert "SYNTHETIC" in race.app.title
 
 
@@ -162,7 +172,9 @@ def test_demo_figures_obey_littles_law_and_a_cores_limit(stack, c):
     asyncio.run(engine.add_target(TargetSpec(id=stack, url="http://x", concurrency=c)))
     for _ in range(40):
         engine.step()
+    assert engine.latest is not None
     t = engine.latest.target(stack)
+    assert t is not None
     w = t.interval
     m = MODELS[stack]
     assert w.rps <= 1.03 * 1000 / m.cpu_ms  # one core: at most 1/cpu time per request
@@ -187,7 +199,7 @@ async def test_a_jit_pane_shows_its_warm_up_then_settles():
     async for race in open_race(plan(stacks=("gunicorn-pypy", "uvicorn"), concurrency=100)):
         await race.advance(30)  # started, loaded for ~6 s
         pypy = pane(race, "gunicorn-pypy")
-        assert pypy.has_class("-warming") and pypy.border_subtitle.startswith("warming")
+        assert pypy.has_class("-warming") and subtitle(pypy).startswith("warming")
         note = race.text("#pane-gunicorn-pypy #annotation")
         assert note.startswith("warming up: req/s +"), note
         assert pane(race, "uvicorn").has_class("-ready")  # steady at once: settled
@@ -212,4 +224,4 @@ async def test_a_talk_track_moves_the_load_and_captions_it():
         await race.advance(14)
         assert race.session.concurrency == 50
         assert "fifty clients" in race.text("#status-line")
-        assert race.screen.query_one("#level").value == 50
+        assert race.screen.query_one("#level", ConcurrencySlider).value == 50

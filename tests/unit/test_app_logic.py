@@ -4,7 +4,9 @@ summary exports, annotations, `--url` paths and the app's command line."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -22,7 +24,7 @@ from stackrace.settings.race_settings import RaceSettings
 # --- warm-up ------------------------------------------------------------------------------
 
 
-def feed_seconds(tracker: WarmupTracker, level: int, rps_each_second: list[float]) -> None:
+def feed_seconds(tracker: WarmupTracker, level: int, rps_each_second: Sequence[float]) -> None:
     for rps in rps_each_second:
         for _ in range(4):
             tracker.feed(level, round(rps / 4), 0.25)
@@ -38,7 +40,8 @@ def test_a_jit_stays_warming_while_its_req_s_climbs_then_settles():
     t = WarmupTracker()
     climb = [300 + 40 * i for i in range(15)]  # +13 %/s at first, still climbing
     feed_seconds(t, 10, climb)
-    assert t.warming and t.climb() is not None and t.climb() > 1.0
+    climb_now = t.climb()
+    assert t.warming and climb_now is not None and climb_now > 1.0
     feed_seconds(t, 10, [900, 905, 898, 902, 900])
     assert not t.warming
 
@@ -179,12 +182,12 @@ def test_url_loads_the_path_typed_and_only_a_bare_host_gets_the_workloads():
 # --- explanations --------------------------------------------------------------------------
 
 
-def _window(**kw) -> WindowStats:  # type: ignore[no-untyped-def]
+def _window(**kw: Any) -> WindowStats:
     lat = kw.pop("latency", LatencySummary(count=100, mean=10_000, p50=9_000, p99=20_000))
     return WindowStats(seconds=kw.pop("seconds", 0.25), latency=lat, **kw)
 
 
-def _judged(w: WindowStats, level: int = 10, **kw) -> Judgment:  # type: ignore[no-untyped-def]
+def _judged(w: WindowStats, level: int = 10, **kw: Any) -> Judgment:
     return judge(Evidence(StepResult(level, w, **kw)))
 
 
@@ -262,7 +265,6 @@ def test_summary_exports_markdown_and_json(tmp_path):
             "gunicorn sync",
             steps[0],
             v,
-            None,
             None,
             0,
             steps,

@@ -1,19 +1,16 @@
-"""Whether a stack can run here, read from files and paths only (stacks/install.py: availability):
+"""Whether a stack can run here, read from files and paths only (stacks/availability.py):
 missing binaries, programs and packages are unavailable with the reason and the fix."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from stackrace.stacks.catalogue import Stack, load_stacks, resolve
-from stackrace.stacks.install import (
-    _npm_argv,
-    availability,
-    missing_pip,
-)
+from stackrace.stacks.availability import availability, missing_pip
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.install import _npm_argv
+from stackrace.stacks.variants import resolve
 
-STACKRACE = Path(sys.executable).parent / "stackrace"
 STACKS = load_stacks()
 
 

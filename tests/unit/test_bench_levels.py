@@ -9,6 +9,7 @@ repeats not merged or the breaking rule judged on the wrong level show in the nu
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.run import run_bench
@@ -16,7 +17,7 @@ from stackrace.race.live.demo import TICK, StackModel, synthetic_parts
 from stackrace.report.schema import BenchRun
 from stackrace.rules.level import FAILING, QUEUEING
 from stackrace.settings.race_settings import RaceSettings
-from stackrace.stacks.catalogue import Stack, StackDef
+from stackrace.stacks.definition import Stack, StackDef
 
 # a JIT: 500 req/s at most (2 ms of CPU each), a third of it cold, all of it after 20 s
 JIT = StackModel("jit", "async", 10_000, 10.0, 2.0, warm_s=20.0)
@@ -30,7 +31,7 @@ def _stack(name: str) -> Stack:
 
 
 def bench(
-    models: dict[str, StackModel], names: list[str] | None = None, **settings: object
+    models: dict[str, StackModel], names: list[str] | None = None, **settings: Any
 ) -> tuple[BenchRun, int, list[str]]:
     """Run bench on the models; the run, the engine's steps and the progress lines."""
     parts, engine = synthetic_parts(models)

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.stacks.catalogue import ConfigError, load_stacks, render, resolve
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import ConfigError
+from stackrace.stacks.placeholders import render
+from stackrace.stacks.variants import resolve
 
 GOOD = """
 [stacks.app]
@@ -171,7 +174,7 @@ def test_upstream_is_resolved_from_a_param_and_serves_what_its_backend_serves(tm
 
 
 def test_upstream_port_placeholder_only_where_there_is_an_upstream(tmp_path):
-    from stackrace.stacks.catalogue import placeholders
+    from stackrace.stacks.placeholders import placeholders
 
     stacks = load_stacks(write(tmp_path, FRONT))
     front = resolve("front", stacks)

@@ -15,14 +15,17 @@ CHUNKED = (
 )
 
 
-class FakeTransport:
+class FakeTransport(asyncio.Transport):
+    """A transport that keeps what is written: the protocol is fed its replies by hand."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.written: list[bytes] = []
         self.closed = False
         self.aborted = False
 
-    def write(self, data: bytes) -> None:
-        self.written.append(data)
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written.append(bytes(data))
 
     def close(self) -> None:
         self.closed = True

@@ -19,19 +19,20 @@ import importlib.util
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from stackrace.report import tables
 from stackrace.report.write import read_run
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
 ids = [p.relative_to(ROOT).as_posix() for p in PAGES]
 
 
-def _doc_tables():  # type: ignore[no-untyped-def]
+def _doc_tables() -> ModuleType:
     spec = importlib.util.spec_from_file_location("doc_tables", ROOT / "scripts" / "doc_tables.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -82,7 +82,7 @@ def examples_of(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_help_has_a_description_and_examples_of_its_own(name: str, helps) -> None:  # type: ignore[no-untyped-def]
+def test_every_help_has_a_description_and_examples_of_its_own(name: str, helps) -> None:
     parser, text = helps[name]
     assert parser.description and len(parser.description) > 30, name
     lines = examples_of(text)
@@ -102,7 +102,7 @@ def test_every_help_has_a_description_and_examples_of_its_own(name: str, helps) 
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_no_option_without_help_and_every_default_said(name: str, helps) -> None:  # type: ignore[no-untyped-def]
+def test_no_option_without_help_and_every_default_said(name: str, helps) -> None:
     parser, _text = helps[name]
     formatter = parser._get_formatter()
     settings = RaceSettings()
@@ -127,7 +127,7 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_help_names_only_its_own_options(name: str, helps) -> None:  # type: ignore[no-untyped-def]
+def test_a_help_names_only_its_own_options(name: str, helps) -> None:
     parser, text = helps[name]
     own = _options(parser)
     if name.startswith("stackrace db"):  # db's options are its actions'
@@ -142,7 +142,7 @@ def test_a_help_names_only_its_own_options(name: str, helps) -> None:  # type: i
     assert not foreign, f"{name} --help names options it does not have: {foreign}"
 
 
-def test_load_help_says_nothing_of_other_commands(helps) -> None:  # type: ignore[no-untyped-def]
+def test_load_help_says_nothing_of_other_commands(helps) -> None:
     _parser, text = helps["stackrace load"]
     words = " ".join(text.split()).lower()
     # `stackrace bench --url …` (where to race several servers) is a pointer, not a claim
@@ -154,14 +154,14 @@ def test_load_help_says_nothing_of_other_commands(helps) -> None:  # type: ignor
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_helps_point_at_docs_pages_that_exist(name: str, helps) -> None:  # type: ignore[no-untyped-def]
+def test_helps_point_at_docs_pages_that_exist(name: str, helps) -> None:
     _parser, text = helps[name]
     assert "README" not in text, f"{name} --help points at the README: say the docs page"
     for page in re.findall(r"docs/([\w-]+\.md)", text):
         assert (ROOT / "docs" / page).is_file(), f"{name} --help names docs/{page}"
 
 
-def test_the_cluster_options_are_one_line_in_each_help(helps) -> None:  # type: ignore[no-untyped-def]
+def test_the_cluster_options_are_one_line_in_each_help(helps) -> None:
     for name in ("stackrace", "stackrace load", "stackrace bench", "stackrace tune"):
         parser, text = helps[name]
         assert "--cluster ADDRESS" in text and "--help-cluster" in text, name
@@ -180,7 +180,7 @@ def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
-def test_an_unknown_option_is_named_under_its_command_with_the_nearest(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_option_is_named_under_its_command_with_the_nearest(capsys) -> None:
     url = "http://127.0.0.1:9/"
     err = _error(["load", url, "--request", "5"], capsys)
     assert err == "stackrace load: unrecognized arguments: --request 5 (did you mean --requests?)"
@@ -192,7 +192,7 @@ def test_an_unknown_option_is_named_under_its_command_with_the_nearest(capsys) -
     assert err.endswith("(did you mean load?)")
 
 
-def test_flags_of_wrk_hey_oha_and_ab_are_translated(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_flags_of_wrk_hey_oha_and_ab_are_translated(capsys) -> None:
     url = "http://127.0.0.1:9/"
     err = _error(["load", url, "-t", "4"], capsys)
     assert err.startswith("stackrace load: unrecognized arguments: -t 4 (")

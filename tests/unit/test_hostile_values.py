@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 from stackrace.base import slug
-from stackrace.stacks import catalogue as config
-from stackrace.stacks.catalogue import ConfigError, load_stacks, resolve
-from stackrace.stacks.launcher import new_run_root
-from tests.helpers import ROOT
-
-FIXTURE = ROOT / "tests" / "stacks_fixture.toml"
+from stackrace.stacks import ceilings
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import ConfigError
+from stackrace.stacks.run_roots import new_run_root
+from stackrace.stacks.variants import resolve
 
 # every hostile variant value the issue names, and a few more of the same family
 HOSTILE_VALUES = [
@@ -94,10 +93,10 @@ def test_variant_values_are_checked_by_their_kind() -> None:
 
 def test_the_ceilings_can_be_lifted_by_an_explicit_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     stacks = load_stacks()
-    ceiling = config.tunable_ceilings().workers
+    ceiling = ceilings.tunable_ceilings().workers
     with pytest.raises(ConfigError, match="--no-tunable-limits"):
         resolve(f"gunicorn-sync:workers={ceiling + 1}", stacks)
-    monkeypatch.setattr(config, "_limits_lifted", True)
+    monkeypatch.setattr(ceilings, "_limits_lifted", True)
     assert resolve(f"gunicorn-sync:workers={ceiling + 1}", stacks).workers == ceiling + 1
     # the general bound of a count still holds
     with pytest.raises(ConfigError, match="at most"):

@@ -14,7 +14,8 @@ from stackrace.settings.scenario import ScenarioError, kinds_from, load_scenario
 @pytest.mark.parametrize("method", ["get", "POST", "PROPFIND", "M-SEARCH"])
 def test_a_token_is_a_method(method: str) -> None:
     assert check_method(method) == method.upper()
-    assert kinds_from(["/"], method=method)[0].method == method.upper()
+    kinds = kinds_from(["/"], method=method)
+    assert kinds is not None and kinds[0].method == method.upper()
 
 
 @pytest.mark.parametrize("method", ["HEAD", "head", "CONNECT"])

@@ -1,4 +1,4 @@
-"""stacks.catalogue.resolve: only the command line names executables. A `path` param's value from
+"""stacks.variants.resolve: only the command line names executables. A `path` param's value from
 a file (a preset, a run file, another stack's `upstream`) must be its default or on the
 stack's `executables` list (the real CLI: tests/hardening/test_named_executables.py)."""
 
@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.stacks.catalogue import COMMAND_LINE, ConfigError, load_stacks, resolve
+from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import ConfigError
+from stackrace.stacks.variants import resolve
 
 PYTHON = os.path.normpath(sys.executable)
 

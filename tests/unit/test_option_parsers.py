@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -33,7 +34,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("parser", "good", "bad"), CASES)
-def test_parsers_accept_and_refuse(parser, good, bad) -> None:  # type: ignore[no-untyped-def]
+def test_parsers_accept_and_refuse(
+    parser: Callable[[str], object], good: dict[str, object], bad: list[str]
+) -> None:
     for text, value in good.items():
         assert parser(text) == value
     for text in bad:

@@ -6,15 +6,6 @@ from pathlib import Path
 
 from stackrace.report.write import check_output_paths
 
-STACKS = """
-[stacks.plain]
-title = "test server"
-language = "python"
-family = "sync"
-command = ["{{python}}", "{{root}}/tests/servers/testserver.py", "{{port}}", "{block_ms}"]
-"""
-LEVEL = ["--duration", "1s", "--warmup", "0.2s"]
-
 
 def test_output_path_checks(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")

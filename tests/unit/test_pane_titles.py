@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stackrace.tui.pane import title_for
+from stackrace.tui.pane_text import title_for
 
 
 def test_a_variants_title_keeps_its_settings() -> None:

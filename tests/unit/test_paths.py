@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from stackrace.base import paths
-from stackrace.stacks.catalogue import GIVEN, HERE, SHIPPED, USER, find_stacks_file, load_stacks
-
-ROOT = Path(__file__).resolve().parents[2]
+from stackrace.stacks.catalogue import GIVEN, HERE, SHIPPED, USER, load_stacks, stacks_files
+from tests.helpers import ROOT
 
 ONE_STACK = """
 [stacks.mine]
@@ -54,7 +53,7 @@ def test_xdg_defaults_variables_and_stackrace_home(
     assert paths.user_stacks_file() == tmp_path / "all" / "config" / "stacks.toml"
     # the run directories and the MariaDB follow the cache directory
     from stackrace.db.paths import default_dir
-    from stackrace.stacks.launcher import runs_dir
+    from stackrace.stacks.run_roots import runs_dir
 
     monkeypatch.delenv("STACKRACE_RUNS_DIR", raising=False)
     monkeypatch.delenv("STACKRACE_DB_DIR", raising=False)
@@ -68,15 +67,15 @@ def test_stacks_file_search_order(
     elsewhere = tmp_path / "work"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert find_stacks_file() == (ROOT / "stacks.toml", SHIPPED)
+    assert stacks_files()[-1] == (ROOT / "stacks.toml", SHIPPED)  # the topmost file read
     user = paths.user_stacks_file()
     user.parent.mkdir(parents=True)
     user.write_text(ONE_STACK)
-    assert find_stacks_file() == (user, USER)
+    assert stacks_files()[-1] == (user, USER)
     (elsewhere / "stacks.toml").write_text(ONE_STACK)
-    assert find_stacks_file() == (elsewhere / "stacks.toml", HERE)
+    assert stacks_files()[-1] == (elsewhere / "stacks.toml", HERE)
     given = tmp_path / "given.toml"
-    assert find_stacks_file(str(given)) == (given, GIVEN)
+    assert stacks_files(str(given)) == [(given, GIVEN)]
     # a file found adds to the shipped one (and the user's): every file read is recorded
     # with its hash, the topmost as the file's origin
     read = load_stacks()
@@ -89,7 +88,7 @@ def test_stacks_file_search_order(
     # in the checkout, ./stacks.toml is the shipped file and is read once, as that
     user.unlink()
     monkeypatch.chdir(ROOT)
-    assert find_stacks_file() == (ROOT / "stacks.toml", SHIPPED)
+    assert stacks_files()[-1] == (ROOT / "stacks.toml", SHIPPED)  # the topmost file read
     assert len(load_stacks().files) == 1
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from stackrace.race.core.presets import PRESETS_DIR, all_presets
 from stackrace.settings.workloads import WORKLOADS
-from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.variants import resolve
 
 STACKS = load_stacks()
 

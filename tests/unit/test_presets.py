@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from stackrace.race.core.presets import load_preset
-from stackrace.stacks.catalogue import ConfigError
+from stackrace.stacks.definition import ConfigError
 
 GOOD = """
 description = "d"

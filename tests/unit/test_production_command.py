@@ -4,8 +4,9 @@ the app module, a placeholder address, and no path of stackrace's."""
 
 from __future__ import annotations
 
-from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.stacks.catalogue import load_stacks
 from stackrace.stacks.production import production_command
+from stackrace.stacks.variants import resolve
 from tests.helpers import ROOT
 
 

@@ -1,4 +1,4 @@
-"""Old run directories are pruned unless in use (stackrace.stacks.launcher), on directories
+"""Old run directories are pruned unless in use (stackrace.stacks.run_roots), on directories
 made by the test."""
 
 from __future__ import annotations
@@ -6,14 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-FIXTURE = Path(__file__).parents[1] / "stacks_fixture.toml"
-ROOT = Path(__file__).parents[2]
-
 
 def test_run_dirs_are_pruned_unless_in_use(tmp_path: Path, monkeypatch) -> None:
     import time
 
-    from stackrace.stacks.launcher import new_run_root
+    from stackrace.stacks.run_roots import new_run_root
 
     monkeypatch.setenv("STACKRACE_RUNS_DIR", str(tmp_path))
     held, held_fd = new_run_root(keep=2)  # a stackrace that still runs

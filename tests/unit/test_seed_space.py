@@ -21,7 +21,7 @@ def test_a_seed_bigger_than_the_free_space_is_refused_before_any_statement() -> 
     # refused before the connection is touched: no server needed to say no
     with pytest.raises(DbError, match=r"--rows 2,147,483,647 needs about .* GB in /data"):
         seeding.seed(
-            None,  # type: ignore[arg-type]
+            None,  # type: ignore[arg-type]  # no connection: refused before one is used
             2**31 - 1,
             "innodb",
             free_bytes=("/data", 70 * 10**9),

@@ -1,12 +1,13 @@
 """Safe names from user text (stackrace.base.slug) and what a stack lets a variant change
-(config.tunables)."""
+(stacks.tunables)."""
 
 from __future__ import annotations
 
 import re
 
 from stackrace.base.slug import MAX_LEN, slug
-from stackrace.stacks.catalogue import load_stacks, tunables
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.tunables import tunables
 
 VALID = re.compile(r"^[a-z][a-z0-9_-]*$")  # a Textual id, a CSS selector, a file name
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stackrace.stacks.catalogue import PLACEHOLDERS, load_stacks, placeholders, resolve
-from tests.hardening.conftest import ROOT
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.placeholders import PLACEHOLDERS, placeholders
+from stackrace.stacks.variants import resolve
+from tests.helpers import ROOT
 
 GOOD = """
 [stacks.ok]

@@ -28,11 +28,11 @@ from stackrace.report.slo import Slo
 from stackrace.rules import accounting
 from stackrace.settings import terms
 from stackrace.settings.scenario import ScenarioError, kinds_from, parse_path_item
-from stackrace.stacks.catalogue import load_stacks, resolve
+from stackrace.stacks.catalogue import load_stacks
 from stackrace.stacks.probe import ProbeResponse
 from stackrace.stacks.refusal import body_text, hint, refusal_line
-
-ROOT = Path(__file__).parents[2]
+from stackrace.stacks.variants import resolve
+from tests.helpers import ROOT
 
 # --- --slo and --fail-on ------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from stackrace.race.live.summary import (
     to_markdown,
 )
 from stackrace.race.live.view import SummaryRow
-from stackrace.rules.breaking import peak, step_result
+from stackrace.rules.breaking import StepResult, peak, step_result
 from stackrace.rules.level import breaking_point, judge_steps
 
 
@@ -31,10 +31,10 @@ def _window(
                        failures={"timeout": failed} if failed else {}, latency=lat)  # fmt: skip
 
 
-def _row(steps) -> SummaryRow:  # type: ignore[no-untyped-def]
+def _row(steps: list[StepResult]) -> SummaryRow:
     return SummaryRow(
         id="gunicorn-sync", name="gunicorn sync", peak=peak(steps),
-        breaking=breaking_point(steps), mem_before=None, mem_after=None, mem_peak=0,
+        breaking=breaking_point(steps), mem_before=None, mem_peak=0,
         steps=tuple(steps), why="", judgments=tuple(judge_steps(steps)),
     )  # fmt: skip
 

@@ -1,7 +1,7 @@
 import pytest
 
 from stackrace.base.netguard import RemoteTargetError, is_loopback, require_loopback
-from stackrace.engine.client import split
+from stackrace.engine.spread import split
 from stackrace.settings.units import fmt_us, parse_duration
 
 

@@ -5,6 +5,8 @@ are their own state. tests/unit/test_judgment_recorded.py: the same on recorded 
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from stackrace.engine.model import LatencySummary, WindowStats
@@ -34,8 +36,20 @@ from stackrace.stacks.listen import ListenState
 from stackrace.stacks.signs import ServerSigns
 
 
-def window(  # type: ignore[no-untyped-def]
-    rps: float, mean_ms: float, seconds: float = 3.0, waiting: int = 0, fastest_ms: float = 0, **kw
+def kind_of_break(steps: list[StepResult]) -> str:
+    """The kind of the breaking point the rules find in `steps` (the test expects one)."""
+    found = breaking_point(steps)
+    assert found is not None, "no breaking point"
+    return found.kind
+
+
+def window(
+    rps: float,
+    mean_ms: float,
+    seconds: float = 3.0,
+    waiting: int = 0,
+    fastest_ms: float = 0,
+    **kw: Any,
 ) -> WindowStats:
     """A closed loop's level: `rps` answered, each in about `mean_ms` (Little's law: that
     many in flight), the fastest in `fastest_ms` (a tenth of the mean when not given)."""
@@ -72,7 +86,7 @@ def test_a_stack_waiting_for_a_full_shared_core_has_no_verdict_of_its_own():
     # the same stack judged as CPU-bound by itself: SATURATED
     old = CpuShare(used=95, capacity=100)
     again = [step_result(s.level, s.window, share=old) for s in steps]
-    assert breaking_point(again).kind == SATURATED  # type: ignore[union-attr]
+    assert kind_of_break(again) == SATURATED
 
 
 def test_a_stack_cpu_bound_by_itself_stays_saturated_and_a_blocked_one_queues():
@@ -81,14 +95,14 @@ def test_a_stack_cpu_bound_by_itself_stays_saturated_and_a_blocked_one_queues():
         step_result(10, window(4000, 2.5, fastest_ms=0.2), share=full),
         step_result(100, window(4050, 25, fastest_ms=0.2), share=full),
     ]
-    assert breaking_point(steps).kind == SATURATED  # type: ignore[union-attr]
+    assert kind_of_break(steps) == SATURATED
     # a sync worker blocked on I/O on the same full core: its own CPU is low, it queues
     sync = CpuShare(used=8, capacity=100, waited=5, core_full=True)
     steps = [
         step_result(1, window(90, 11, fastest_ms=10.5), share=sync),
         step_result(10, window(91, 110, fastest_ms=10.5), share=sync),
     ]
-    assert breaking_point(steps).kind == QUEUEING  # type: ignore[union-attr]
+    assert kind_of_break(steps) == QUEUEING
 
 
 def test_a_stack_on_time_with_its_cpu_spent_is_at_full_cpu_never_a_tick():
@@ -129,7 +143,7 @@ def test_shared_core_not_full_and_the_estimate_alone_on_a_core():
 
 
 def j(state: str, level: int = 200, why: str = "") -> Judgment:
-    return Judgment(level, state, why or state, 0.0, None, 0, 0.0)
+    return Judgment(level, state, why or state, 0.0, None, 0)
 
 
 def test_a_worse_state_shows_at_once_and_a_better_one_only_once_it_has_held():
@@ -185,7 +199,7 @@ def test_errors_fail_whatever_the_engine_did_timeouts_under_its_limit_are_not_ju
     """A 404 is the server's answer whatever the engine's state; a request that ran out
     of time while the engine waited for its core half the time may be the engine's."""
     lat = LatencySummary(count=900, mean=10_000, p50=10_000, p99=20_000, min=9_000)
-    base = dict(seconds=3.0, latency=lat, in_flight=10.0)
+    base: dict[str, Any] = dict(seconds=3.0, latency=lat, in_flight=10.0)
     starved = "its engine waited for a core 52% of the time (2,000µs per wake-up)"
     errors = WindowStats(requests=900, ok=800, failures={"http_status": 100}, **base)
     j = judge(Evidence(StepResult(10, errors, engine_limit=starved)))

@@ -3,16 +3,18 @@ host, the live pages). The real server behind it: tests/hardening/test_web_owner
 
 from __future__ import annotations
 
+from typing import Any
+
 from stackrace.base.webgate import WebGate, new_token
 from stackrace.commands.web import app_command
 
 
-def _gate(**kw: object) -> WebGate:
-    return WebGate("secret-token", 8566, **{"loopback": True, **kw})  # type: ignore[arg-type]
+def _gate(**kw: Any) -> WebGate:
+    return WebGate("secret-token", 8566, **{"loopback": True, **kw})
 
 
-def _check(gate: WebGate, **kw: object) -> tuple[int, str] | None:
-    request = {
+def _check(gate: WebGate, **kw: Any) -> tuple[int, str] | None:
+    request: dict[str, Any] = {
         "host": "127.0.0.1:8566",
         "origin": "http://127.0.0.1:8566",
         "secure": False,
@@ -20,7 +22,7 @@ def _check(gate: WebGate, **kw: object) -> tuple[int, str] | None:
         "cookie_token": None,
         **kw,
     }
-    return gate.check(**request)  # type: ignore[arg-type]
+    return gate.check(**request)
 
 
 def test_the_owners_page_passes_with_the_token_in_the_query_or_the_cookie() -> None:

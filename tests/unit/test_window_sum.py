@@ -1,11 +1,11 @@
-"""The one window arithmetic (engine/aggregate.py WindowSum): every figure has a rule,
+"""The one window arithmetic (engine/window_sum.py WindowSum): every figure has a rule,
 the parts add up as the rules say, and sent == answered + lost + waiting survives
 repeats with gaps between them."""
 
 from __future__ import annotations
 
-from stackrace.engine.aggregate import WINDOW_RULES, WindowSum
 from stackrace.engine.model import KindStats, LatencySummary, WindowStats
+from stackrace.engine.window_sum import WINDOW_RULES, WindowSum
 
 
 def test_every_figure_of_a_window_has_a_rule():

@@ -12,18 +12,11 @@ from stackrace.base.slug import is_safe, slug
 from stackrace.engine.mix import sequence
 from stackrace.settings import statuses
 from stackrace.settings.scenario import ScenarioError, kinds_from, load_scenario, parse_path_item
-from stackrace.stacks.catalogue import load_stacks, resolve
-from stackrace.stacks.userapp import (
-    AppError,
-    AppSpec,
-    app_stacks,
-    choose_python,
-    cmd_stack,
-    parse_env,
-    parse_target,
-)
-
-ROOT = Path(__file__).parents[2]
+from stackrace.stacks.app_spec import AppError, AppSpec, choose_python, parse_env, parse_target
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.userapp import app_stacks, cmd_stack
+from stackrace.stacks.variants import resolve
+from tests.helpers import ROOT
 
 
 def test_statuses() -> None:

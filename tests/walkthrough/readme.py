@@ -96,8 +96,10 @@ def command_lines(paths: list[Path] | None = None) -> list[Line]:
     found: list[Line] = []
     for path in pages() if paths is None else paths:
         found += _lines_of(path)
-    seen: set[str] = set()
-    return [x for x in found if not (x.text in seen or seen.add(x.text))]
+    first: dict[str, Line] = {}
+    for x in found:
+        first.setdefault(x.text, x)
+    return list(first.values())
 
 
 def _lines_of(path: Path) -> list[Line]:

@@ -15,8 +15,9 @@ from textual.pilot import Pilot
 from stackrace.cli import build_parser
 from stackrace.commands.app import make_app
 from stackrace.race.core.state import StackState
-from stackrace.race.live.view import SessionView
+from stackrace.race.live.view import PaneView, SessionView
 from stackrace.tui.app import StackraceApp
+from stackrace.tui.race import RaceScreen
 from tests.walkthrough.terminal import MARK, wait_none_left
 
 LIVE = (StackState.READY, StackState.WARMING)
@@ -64,6 +65,19 @@ async def wait_for(
         if race is not None and race.last_view is not None and done(race.last_view):
             return race.last_view
     return None
+
+
+def race_of(app: StackraceApp) -> RaceScreen:
+    """The app's race screen, which a test that waited for a view knows is there."""
+    assert app.race is not None, "the race never started"
+    return app.race
+
+
+def panes_shown(app: StackraceApp) -> list[PaneView]:
+    """The panes of the race's last view (none before the race draws one): what a
+    failure message shows."""
+    view = app.race.last_view if app.race is not None else None
+    return view.panes if view is not None else []
 
 
 def all_loaded(view: SessionView) -> bool:

@@ -18,6 +18,7 @@ import subprocess
 import termios
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,8 +54,8 @@ def _set_size(fd: int, columns: int, rows: int) -> None:
 def run_in_terminal(
     argv: list[str],
     *,
-    keys: list[tuple[float, str]] = (),  # type: ignore[assignment]
-    signals: list[tuple[float, int]] = (),  # type: ignore[assignment]
+    keys: Sequence[tuple[float, str]] = (),
+    signals: Sequence[tuple[float, int]] = (),
     size: tuple[int, int] = (160, 48),
     timeout: float = 60.0,
     cwd: str | Path | None = None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from stackrace.race.core.presets import PRESETS_DIR, load_preset
 from stackrace.race.live.replay import ReplayPlayer
@@ -17,8 +18,10 @@ from stackrace.race.live.summary import to_dict
 from stackrace.race.playback.recording import load_recording
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
+from stackrace.tui.race import RaceScreen
 from stackrace.tui.slider import ConcurrencySlider
-from tests.walkthrough.realapp import all_loaded, real_app, wait_for, why_not
+from stackrace.tui.thennow import ThenNowStrip
+from tests.walkthrough.realapp import all_loaded, race_of, real_app, wait_for, why_not
 
 PRESETS = sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
 PROJECTOR = "seed-002-concurrency-ceilings"  # four stacks: 2×2 at 100×30
@@ -45,7 +48,7 @@ async def test_every_preset_opens_and_races(name: str, tmp_path: Path):
         assert {p.id for p in view.panes} == set(preset.stacks)
         race = app.race
         assert race is not None
-        strip = race.query_one("#thennow")
+        strip = race.query_one("#thennow", ThenNowStrip)
         if preset.experiment is not None and not race.projector:
             assert strip.display, "a seed preset shows its experiment beside the panes"
             assert f"experiment {preset.experiment}" in str(strip.content)
@@ -60,7 +63,7 @@ async def test_every_preset_opens_and_races(name: str, tmp_path: Path):
         await check_replay(record, live)
 
 
-def check_projector(race) -> None:  # type: ignore[no-untyped-def]
+def check_projector(race: RaceScreen) -> None:
     """Projector mode at 100×30: 2×2, each pane's verdict line, its name (a bold line: the
     verdict takes the row the large name had), one digit size and one p99 unit in every
     pane."""
@@ -79,9 +82,9 @@ def check_projector(race) -> None:  # type: ignore[no-untyped-def]
     assert len({p.label for p in race.panes.values()}) == len(race.panes)
 
 
-async def record_a_little(app, pilot) -> dict:  # type: ignore[no-untyped-def]
+async def record_a_little(app: StackraceApp, pilot: Pilot[int]) -> dict[str, object]:
     """A slider move and `b` while recording; the summary of what was measured."""
-    slider = app.race.query_one("#level", ConcurrencySlider)
+    slider = race_of(app).query_one("#level", ConcurrencySlider)
     slider.focus()
     await pilot.pause(2.0)
     await pilot.press("left")  # c=10 → c=5
@@ -91,7 +94,7 @@ async def record_a_little(app, pilot) -> dict:  # type: ignore[no-untyped-def]
     return to_dict(app.session.summary(), False, title="t")
 
 
-async def check_replay(record: Path, live: dict) -> None:
+async def check_replay(record: Path, live: dict[str, object]) -> None:
     """`stackrace replay`: the level finished while recording figure for figure (the
     one running went on a little past the live summary's moment), memory before load
     as measured, projector mode as switched on."""
@@ -107,7 +110,9 @@ async def check_replay(record: Path, live: dict) -> None:
             await replay.race.tick()
         await pilot.pause()
         replayed = to_dict(player.session.summary(), False, title="t")
-        for a, b in zip(live["stacks"], replayed["stacks"], strict=True):
+        live_stacks, replayed_stacks = live["stacks"], replayed["stacks"]
+        assert isinstance(live_stacks, list) and isinstance(replayed_stacks, list)
+        for a, b in zip(live_stacks, replayed_stacks, strict=True):
             assert a["rss_before"] == b["rss_before"] and a["rss_before"]
             done_a = [lv for lv in a["levels"] if lv["level"] == 10]
             done_b = [lv for lv in b["levels"] if lv["level"] == 10]

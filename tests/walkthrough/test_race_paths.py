@@ -10,14 +10,17 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey  # the footer's keys: no public name
 
 from stackrace.race.live.summary import at_breaking, level_figures
+from stackrace.race.live.view import SessionView
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.dialogs import SummaryScreen
 from stackrace.tui.pane import StackPane
-from stackrace.tui.picker import PickerScreen, StackList
+from stackrace.tui.picker import PickerScreen
 from stackrace.tui.slider import ConcurrencySlider
-from tests.walkthrough.realapp import all_loaded, real_app, wait_for, why_not
+from stackrace.tui.stack_list import StackList
+from tests.walkthrough.realapp import all_loaded, panes_shown, race_of, real_app, wait_for, why_not
 
 IO4 = ["--stacks", "gunicorn-sync,gunicorn-gevent,uvicorn,aiohttp", "--workload", "io"]
 
@@ -68,18 +71,17 @@ async def test_started_at_c500_the_sync_worker_queues_within_seconds_and_shows_n
         view = await wait_for(app, pilot, all_loaded, timeout=40)
         assert view is not None, why_not(app.race.last_view if app.race else None)
 
-        def queueing(v) -> bool:  # type: ignore[no-untyped-def]
+        def queueing(v: SessionView) -> bool:
             sync = next(p for p in v.panes if p.id == "gunicorn-sync")
             return sync.judgment is not None and sync.judgment.state == "queueing"
 
         view = await wait_for(app, pilot, queueing, timeout=10)
-        assert view is not None, [(p.id, p.judgment) for p in app.race.last_view.panes]  # type: ignore[union-attr]
-        race = app.race
-        assert race is not None
+        assert view is not None, [(p.id, p.judgment) for p in panes_shown(app)]
+        race = race_of(app)
         end = asyncio.get_running_loop().time() + 5
         while asyncio.get_running_loop().time() < end:  # a few seconds of it, every tick
             await pilot.pause(0.25)
-            for pv in race.last_view.panes:  # type: ignore[union-attr]
+            for pv in panes_shown(app):
                 pane = race.panes[pv.id]
                 line = _line(pane)
                 if "✓" in line:  # a tick only where the rules say every one is met
@@ -88,10 +90,10 @@ async def test_started_at_c500_the_sync_worker_queues_within_seconds_and_shows_n
             line = _line(sync)
             assert "✓" not in line and "QUEUEING" in line, line
             assert "✓" not in _line(sync, "#failures")
-        proof = next(p for p in race.last_view.panes if p.id == "gunicorn-sync").proof  # type: ignore[union-attr]
+        proof = next(p for p in panes_shown(app) if p.id == "gunicorn-sync").proof
         assert proof.startswith("500 wait ~") and "; one takes ~" in proof, proof
         footer = race.query_one(Footer)
-        keys = [str(k.key_display) for k in footer.query("FooterKey")]
+        keys = [str(k.key_display) for k in footer.query(FooterKey)]
         assert keys[:2] == ["+", "−"], keys
         await pilot.press("s")  # a screenshot, to look at
         await pilot.pause(0.3)
@@ -108,7 +110,7 @@ async def test_big_mode_at_100x30_keeps_the_verdict_and_labels_p99(tmp_path: Pat
         assert view is not None, why_not(app.race.last_view if app.race else None)
         await pilot.press("b")
 
-        def judged(v) -> bool:  # type: ignore[no-untyped-def]
+        def judged(v: SessionView) -> bool:
             return all(p.judgment is not None and p.judgment.state != "measuring" for p in v.panes)
 
         assert await wait_for(app, pilot, judged, timeout=15)
@@ -142,26 +144,27 @@ async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start
         assert view is not None, why_not(app.race.last_view if app.race else None)
         await pilot.pause(4.0)  # the overload: a thousand clients queue at the sync worker
         session = app.session
-        slider = app.race.query_one("#level", ConcurrencySlider)  # type: ignore[union-attr]
+        slider = race_of(app).query_one("#level", ConcurrencySlider)
         slider.focus()
         await pilot.press("home")  # c=1
 
-        def wedged(v) -> bool:  # type: ignore[no-untyped-def]
+        def wedged(v: SessionView) -> bool:
             sync = next(p for p in v.panes if p.id == "gunicorn-sync")
             return sync.wedged and sync.verdict is not None
 
         view = await wait_for(app, pilot, wedged, timeout=20)
         assert view is not None, "the wedged sync worker was never named"
         sync = next(p for p in view.panes if p.id == "gunicorn-sync")
-        assert sync.verdict.kind == "wedged" and "no answer for" in sync.proof
+        assert sync.verdict is not None and sync.verdict.kind == "wedged"
+        assert "no answer for" in sync.proof
         assert "connect" in sync.proof or "accept queue" in sync.proof, sync.proof
-        pane = app.race.panes["gunicorn-sync"]  # type: ignore[union-attr]
+        pane = race_of(app).panes["gunicorn-sync"]
         assert "WEDGED" in str(pane.border_subtitle) or pane.has_class("-wedged")
         # the ramp, right after: short levels for the test
         session.ramp_dwell = 3.0  # (c=1 at 100 ms: 10 req/s, 20 answers a level at least)
         session.start_ramp(top=10)
 
-        def summary_open(v) -> bool:  # type: ignore[no-untyped-def]
+        def summary_open(v: SessionView) -> bool:
             return isinstance(app.screen, SummaryScreen)
 
         assert await wait_for(app, pilot, summary_open, timeout=60), session.ramp_end
@@ -199,19 +202,19 @@ async def test_a_worker_held_by_a_keepalive_connection_reads_starving(tmp_path: 
         view = await wait_for(app, pilot, all_loaded, timeout=40)
         assert view is not None, why_not(app.race.last_view if app.race else None)
 
-        def starving(v) -> bool:
+        def starving(v: SessionView) -> bool:
             native = v.panes[0]
             return native.verdict is not None and native.verdict.kind == "starving"
 
         view = await wait_for(app, pilot, starving, timeout=20)
-        assert view is not None, [(p.id, p.verdict, p.annotation) for p in app.race.last_view.panes]
+        assert view is not None, [(p.id, p.verdict, p.annotation) for p in panes_shown(app)]
         native, router = view.panes
         assert native.id == "uwsgi-http11" and router.id == "uwsgi"
         assert "of clients' time unanswered" in native.annotation
         assert "queued" not in native.annotation
         assert router.verdict is None or router.verdict.kind != "starving"
         await pilot.pause(0.5)
-        panes = list(app.race.query("StackPane"))  # type: ignore[union-attr]
+        panes = list(race_of(app).query(StackPane))
         line = str(panes[0].query_one(".breaking").render())
         assert "STARVING" in line and "✓" not in line, line
 
@@ -225,11 +228,11 @@ async def test_slow_clients_name_the_held_sync_worker_and_not_the_proxied_one(tm
         view = await wait_for(app, pilot, all_loaded, timeout=40)
         assert view is not None, why_not(app.race.last_view if app.race else None)
 
-        def held(v) -> bool:
+        def held(v: SessionView) -> bool:
             return "slow clients hold the worker" in v.panes[0].annotation
 
         view = await wait_for(app, pilot, held, timeout=25)
-        assert view is not None, [(p.id, p.annotation) for p in app.race.last_view.panes]
+        assert view is not None, [(p.id, p.annotation) for p in panes_shown(app)]
         sync, proxied, uvicorn = view.panes
         assert sync.id == "gunicorn-sync" and uvicorn.id == "uvicorn"
         assert "slow clients hold" not in proxied.annotation

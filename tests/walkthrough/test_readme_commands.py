@@ -22,6 +22,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -136,7 +138,7 @@ def toml_block(page: str, first_line: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory):
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, TestServer]]:
     """A directory to run the pages' commands in, with the files they name: a copy of
     the stacks file (`my.toml`), the stack block docs/stacks.md adds (`./stacks.toml`,
     which adds to the shipped stacks), the talk track of docs/tui.md (`talk.toml`),
@@ -162,7 +164,7 @@ def _tail(text: str, lines: int = 12) -> str:
 
 
 @pytest.mark.parametrize("line", LINES, ids=[f"{x.where}:{x.text[:60]}" for x in LINES])
-def test_a_readme_command_line_runs(line: Line, workdir) -> None:  # type: ignore[no-untyped-def]
+def test_a_readme_command_line_runs(line: Line, workdir: tuple[Path, TestServer]) -> None:
     why = skipped(line)
     if why:
         pytest.skip(why)

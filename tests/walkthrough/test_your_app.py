@@ -10,6 +10,7 @@ import re
 
 import psutil
 import pytest
+from textual.widgets import Static
 
 from stackrace.cli import build_parser
 from stackrace.commands.app_args import app_options
@@ -51,7 +52,7 @@ async def test_app_opens_the_flask_example_under_four_servers(tmp_path, monkeypa
 
         # every pane says what it loads, once it loads it
         def heads() -> list[str]:
-            return [str(p.query_one("#head").content) for p in panes]
+            return [str(p.query_one("#head", Static).content) for p in panes]
 
         assert await until(lambda: all("/ ×3, /slow ×1" in h for h in heads()), 40), heads()
         await pilot.press("q")
@@ -97,7 +98,7 @@ async def test_app_races_servers_started_by_hand_under_their_names(tmp_path, mon
             assert sorted(panes) == sorted(["mine", other])
 
             def text(label: str, part: str) -> str:
-                return str(panes[label].query_one(f"#{part}").content)
+                return str(panes[label].query_one(f"#{part}", Static).content)
 
             def shown() -> bool:
                 heads = all("/hello ×3, /json ×1" in text(n, "head") for n in panes)

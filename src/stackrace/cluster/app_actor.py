@@ -32,9 +32,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stackrace.cluster.hostinfo import HostInfo, current_node_id, normal_priority, this_host
-from stackrace.stacks.catalogue import HOST, Stack
-from stackrace.stacks.install import availability
-from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
+from stackrace.stacks.availability import availability
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.placeholders import HOST
+from stackrace.stacks.running import LaunchError, RunningStack
 from stackrace.stacks.sampler import ResourceSample, TreeSampler
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ class StackStatus:
     """One stack as the driver sees it, a snapshot taken on the app node."""
 
     name: str
-    state: str  # starting | ready | crashed | failed | stopped (stacks.launcher)
+    state: str  # starting | ready | crashed | failed | stopped (stacks.running)
     url: str
     exit_code: int | None
     error: str | None

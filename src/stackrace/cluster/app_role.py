@@ -29,11 +29,13 @@ from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.state import StackState
-from stackrace.stacks.catalogue import COMMAND_LINE, ConfigError, Stack, StackDef, resolve
-from stackrace.stacks.launcher import LaunchError
+from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.definition import ConfigError, Stack, StackDef
 from stackrace.stacks.listen import ListenState
+from stackrace.stacks.running import LaunchError
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
+from stackrace.stacks.variants import resolve
 
 _REFRESH_S = 0.5
 _CALL_TIMEOUT = 30.0  # s for one call to the app host (a stop waits for the grace period)

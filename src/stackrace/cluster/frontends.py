@@ -10,7 +10,7 @@ from stackrace.cluster.run import ClusterRun
 from stackrace.engine.model import EngineSettings
 from stackrace.race.core.members import LoadEngine, RaceParts
 from stackrace.race.core.stack_source import DEFAULT_STACKS
-from stackrace.stacks.catalogue import StackDef
+from stackrace.stacks.definition import StackDef
 
 
 def _parts(run: ClusterRun, source: ClusterStackSource) -> RaceParts:

@@ -35,7 +35,7 @@ from stackrace.cluster.load_role import ClusterEngine, RayLinks, first_line
 from stackrace.cluster.nodes import LoadSlot, NodeInfo, live_nodes, load_slots, one_node
 from stackrace.cluster.placement import NodePlacement
 from stackrace.engine.model import EngineSettings
-from stackrace.stacks.catalogue import HOST
+from stackrace.stacks.placeholders import HOST
 
 # Ray's switch for multi-host clusters; "0" makes it take loopback as the node address
 _RAY_LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -234,7 +234,7 @@ class ClusterRun:
         ref = self.placement.db
         node = one_node("db", ref, self.nodes) if ref is not None else self.app_node
         if node.address != self.app_node.address:
-            # the managed MariaDB listens on 127.0.0.1 only (db/managed.py), so the stacks
+            # the managed MariaDB listens on 127.0.0.1 only (db/mariadbd.py), so the stacks
             # must share its host; a database on another host is an external one (--db)
             raise PlacementError(
                 f"the db node {node.describe()} is not on the app node's host "

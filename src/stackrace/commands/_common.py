@@ -6,18 +6,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from stackrace.settings.race_settings import split_stacks
-from stackrace.stacks.catalogue import (
-    GIVEN,
-    SHIPPED,
-    ConfigError,
-    Stack,
-    StackDef,
-    StackFile,
-    announcement,
-    load_stacks,
-    resolve,
-)
+from stackrace.settings.race_parsers import split_stacks
+from stackrace.stacks.catalogue import GIVEN, SHIPPED, StackFile, announcement, load_stacks
+from stackrace.stacks.definition import ConfigError, Stack, StackDef
+from stackrace.stacks.variants import resolve
 
 if TYPE_CHECKING:
     from stackrace.settings.race_settings import RaceSettings
@@ -42,10 +34,11 @@ def load(
     from stackrace.commands.target_args import your_app
     from stackrace.settings import scenario
     from stackrace.stacks import userapp
+    from stackrace.stacks.app_spec import AppError
 
     try:
         return userapp.with_run_stacks(stacks, your_app(args), settings)
-    except (userapp.AppError, scenario.ScenarioError) as exc:
+    except (AppError, scenario.ScenarioError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None
 
@@ -78,8 +71,8 @@ def resolve_all(
 ) -> list[Stack] | None:
     """Resolve stack names and variants; print one error line and return None on the
     first bad one. Errors name `source`, by default the file the stacks came from;
-    `named_in`: where the names were written (config.COMMAND_LINE, or the preset or run
-    file they came from: a file may not name an executable, see stacks.catalogue.resolve).
+    `named_in`: where the names were written (options.COMMAND_LINE, or the preset or run
+    file they came from: a file may not name an executable, see stacks.variants.resolve).
 
     A stack named twice is refused rather than deduplicated: the user either mistyped
     (and meant another stack) or expects two runs, and a table with one result twice

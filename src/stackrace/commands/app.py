@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stackrace.stacks.catalogue import ConfigError, load_stacks
+    from stackrace.stacks.catalogue import load_stacks
+    from stackrace.stacks.definition import ConfigError
 
     try:
         load_stacks(args.stacks_file)
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if not getattr(args, "demo", False) and not getattr(args, "cluster", None):
         # before the screen opens: a read-only home is one line here, not a crash later
         from stackrace.base.paths import writable_dir
-        from stackrace.stacks.launcher import RUNS_MADE_FOR, runs_dir
+        from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir
 
         writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
     from stackrace.commands.metrics_args import open_metrics
@@ -107,7 +108,8 @@ def _announce(args: argparse.Namespace) -> None:
     import contextlib
 
     from stackrace.commands._common import announce
-    from stackrace.stacks.catalogue import ConfigError, load_stacks
+    from stackrace.stacks.catalogue import load_stacks
+    from stackrace.stacks.definition import ConfigError
 
     with contextlib.suppress(ConfigError):  # only --url targets: no stacks file is used
         announce(load_stacks(args.stacks_file))

@@ -84,7 +84,8 @@ from stackrace.settings.options import precision as precision_share
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.scenario import ScenarioError
 from stackrace.settings.workloads import WORKLOADS
-from stackrace.stacks.catalogue import ConfigError, StackFile
+from stackrace.stacks.catalogue import StackFile
+from stackrace.stacks.definition import ConfigError
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -580,52 +581,8 @@ def _run_locked(
         return 2
     if metrics is not None:
         plan.on_core = metrics.follow_core
-    if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
-        from stackrace.base.paths import writable_dir
-        from stackrace.stacks.launcher import RUNS_MADE_FOR, runs_dir
-
-        if not wants_cluster(args):  # (a cluster's stacks run on its app node)
-            # a read-only or full home: one line now, not after the first progress lines
-            writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
-        announce(stacks_file, "stackrace bench", quiet=args.no_progress)
-    progress: Callable[[str], None] = _quiet if args.no_progress else _progress
-    # where the run came from: what `bench --from` needs to run it again
-    origin = provenance(plan.stacks, stacks_file, rerun_of=args.from_run)
-    if resumed is not None:
-        from stackrace.race.core.journal import Journal
-
-        plan.resume = resumed
-        try:
-            plan.journal = Journal.reopen(Path(args.resume))
-        except OSError as exc:
-            _fail(f"{args.resume}: cannot append to it: {exc.strerror or exc}")
-            return 2
-        progress(
-            f"resuming {args.resume}: {resumed.work} levels and probes measured before, "
-            f"{len(resumed.done)} stacks done"
-        )
-    else:
-        try:
-            where = runguard.journal_path(
-                args.journal, [args.json_out, args.csv_out, args.md_out], "bench"
-            )
-        except OSError as exc:
-            _fail(str(exc))
-            return 2
-        start = JournalStart(
-            command="bench",
-            run=skeleton(plan, origin),
-            capacity=CapacitySpec(plan.capacity.budget_s, plan.capacity.precision)
-            if plan.capacity is not None
-            else None,
-        )
-        plan.journal = runguard.open_journal("stackrace bench", where, start)
-        if plan.journal is not None:
-            progress(f"journal: {where} (every finished level and probe; --resume continues it)")
-    if plan.capacity is not None:
-        from stackrace.race.core.noise import NoiseMeter
-
-        plan.noise = NoiseMeter()
+    # the cluster first: a refusal (no Ray, a node missing) is one line, before any
+    # announcement or journal
     cluster = None
     parts: RaceParts | None = None
     if wants_cluster(args):  # the stacks on the app node, the engines on the load nodes
@@ -648,6 +605,54 @@ def _run_locked(
                 metrics.close()
             _fail(str(exc))
             return 2
+    if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
+        from stackrace.base.paths import writable_dir
+        from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir
+
+        if not wants_cluster(args):  # (a cluster's stacks run on its app node)
+            # a read-only or full home: one line now, not after the first progress lines
+            writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
+        announce(stacks_file, "stackrace bench", quiet=args.no_progress)
+    progress: Callable[[str], None] = _quiet if args.no_progress else _progress
+    # where the run came from: what `bench --from` needs to run it again
+    origin = provenance(plan.stacks, stacks_file, rerun_of=args.from_run)
+    if resumed is not None:
+        from stackrace.race.core.journal import Journal
+
+        plan.resume = resumed
+        try:
+            plan.journal = Journal.reopen(Path(args.resume))
+        except OSError as exc:
+            _fail(f"{args.resume}: cannot append to it: {exc.strerror or exc}")
+            _close(cluster, metrics)
+            return 2
+        progress(
+            f"resuming {args.resume}: {resumed.work} levels and probes measured before, "
+            f"{len(resumed.done)} stacks done"
+        )
+    else:
+        try:
+            where = runguard.journal_path(
+                args.journal, [args.json_out, args.csv_out, args.md_out], "bench"
+            )
+        except OSError as exc:
+            _fail(str(exc))
+            _close(cluster, metrics)
+            return 2
+        start = JournalStart(
+            command="bench",
+            run=skeleton(plan, origin),
+            capacity=CapacitySpec(plan.capacity.budget_s, plan.capacity.precision)
+            if plan.capacity is not None
+            else None,
+        )
+        plan.journal = runguard.open_journal("stackrace bench", where, start)
+        if plan.journal is not None:
+            progress(f"journal: {where} (every finished level and probe; --resume continues it)")
+    if plan.capacity is not None:
+        from stackrace.race.core.noise import NoiseMeter
+
+        plan.noise = NoiseMeter()
     db = None
     before: list[float] = []
     try:
@@ -656,6 +661,7 @@ def _run_locked(
 
             opened = open_for_workload()
             if opened is None:
+                runguard.finish_journal(plan.journal, None, keep=False)  # it holds nothing
                 return 2
             db, plan.db_env = opened
             from stackrace.db.watch import DbWatch
@@ -819,6 +825,14 @@ def _tell(
             print("\n".join(gate.verdict_lines(verdict, baseline)))
     for line in problems:
         print(f"stackrace bench: {line} (the figures are above)", file=sys.stderr)
+
+
+def _close(cluster: ClusterRun | None, metrics: MetricsExporter | None) -> None:
+    """What a run that ends before measuring opened: the cluster's connection, --metrics."""
+    if cluster is not None:
+        cluster.close()
+    if metrics is not None:
+        metrics.close()
 
 
 async def _run_interruptible(

@@ -49,7 +49,7 @@ from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import default_dir, shadow_base
 from stackrace.settings.options import examples
 from stackrace.settings.units import fmt_bytes
-from stackrace.stacks.launcher import runs_dir
+from stackrace.stacks.run_roots import runs_dir
 
 # what stackrace makes directly in its directories, and what each is
 _MADE = {
@@ -234,7 +234,7 @@ def _container(path: Path, what: str, own_files: frozenset[str]) -> list[Item]:
 def _shadow_server_dir(server: Path) -> Path | None:
     """The instance's server directory outside its own, if it is exactly what stackrace
     makes there: a real directory named stackrace-mariadb-* directly in /var/tmp or the
-    temp directory (db/managed.py: _make_server_dir)."""
+    temp directory (db/instance.py: make_server_dir)."""
     try:
         st = os.lstat(server)
     except OSError:

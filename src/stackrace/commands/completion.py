@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
 def stack_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
     """The stacks of the file the command would read; after a comma (`--stacks a,b`),
     the rest of the list."""
-    from stackrace.stacks.catalogue import ConfigError, load_stacks
+    from stackrace.stacks.catalogue import load_stacks
+    from stackrace.stacks.definition import ConfigError
 
     try:
         names = list(load_stacks(getattr(parsed_args, "stacks_file", None), check_trust=False))

@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 
 from stackrace.commands._common import announce, load, resolve_all
-from stackrace.settings.options import examples
-from stackrace.stacks.catalogue import COMMAND_LINE
+from stackrace.settings.options import COMMAND_LINE, examples
 from stackrace.stacks.install import Installer, InstallOutcome
 
 EXAMPLES = examples(
@@ -152,8 +151,10 @@ def install_into(args: argparse.Namespace, stacks: dict) -> int:
     """`install --into PYTHON SERVER…`: the app templates' pip packages, with that
     interpreter's own pip, then a check that each server imports there. Nothing goes
     into the environment stackrace runs in unless PYTHON is its interpreter."""
-    from stackrace.stacks.install import StepError, _run, forget_importable, importable
-    from stackrace.stacks.userapp import APP_TAG, AppError, choose_python
+    from stackrace.stacks.app_spec import AppError, choose_python
+    from stackrace.stacks.availability import forget_importable, importable
+    from stackrace.stacks.install import StepError, _run
+    from stackrace.stacks.userapp import APP_TAG
 
     prog = "stackrace install"
     if args.all or not args.names:

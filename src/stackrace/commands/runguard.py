@@ -37,7 +37,6 @@ from stackrace.race.core.journal import Journal, JournalStart, beside
 from stackrace.supervise import hurry
 
 EXIT_SHARED = 75  # sysexits.h EX_TEMPFAIL: another run holds these cores; try again later
-EXIT_INTERRUPTED = 130
 
 T = TypeVar("T")
 

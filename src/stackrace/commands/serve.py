@@ -13,9 +13,10 @@ import signal
 import sys
 
 from stackrace.commands._common import announce, load, resolve_all
-from stackrace.settings.options import examples
-from stackrace.stacks.catalogue import COMMAND_LINE, DB_WORKLOADS, Stack
-from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
+from stackrace.settings.options import COMMAND_LINE, examples
+from stackrace.stacks.definition import DB_WORKLOADS, Stack
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.running import LaunchError, RunningStack
 from stackrace.supervise import hurry
 
 EXAMPLES = examples(

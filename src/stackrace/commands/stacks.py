@@ -21,19 +21,18 @@ from stackrace.commands._common import load
 from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
 from stackrace.settings.options import examples
 from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks.availability import Availability, availability
 from stackrace.stacks.catalogue import (
     HERE,
-    ConfigError,
-    StackDef,
     StackFile,
     announcement,
     read_stacks_file,
     replaced_stacks,
-    resolve,
-    tunable_ceilings,
     untrusted_line,
 )
-from stackrace.stacks.install import Availability, availability
+from stackrace.stacks.ceilings import tunable_ceilings
+from stackrace.stacks.definition import ConfigError, StackDef
+from stackrace.stacks.variants import resolve
 
 EXAMPLES = examples(
     ("stackrace stacks", "every stack, and whether it can run here (why not, when not)"),

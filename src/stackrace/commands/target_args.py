@@ -1,6 +1,6 @@
 """What is raced besides the catalogue's stacks, on a command line: your app (`--app` and
 its interpreter, directory, environment), your commands (`--cmd`) and servers stackrace
-did not start (`--url`, `--pid`), read into the typed `YourApp` (stacks/userapp.py) and
+did not start (`--url`, `--pid`), read into the typed `YourApp` (stacks/app_spec.py) and
 URL lists (race/core/urls.py `url_targets`).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from stackrace.settings.options import positive_int
-from stackrace.stacks.userapp import YourApp
+from stackrace.stacks.app_spec import YourApp
 
 
 def add_url_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

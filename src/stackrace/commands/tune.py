@@ -9,7 +9,7 @@ runs it.
     stackrace tune --resume tune.json.journal                       # after Ctrl-C or a kill
     stackrace tune --from tune.json                                 # the saved answer again
 
-The space: each server's tunables (config.tunables) over values bounded by the machine
+The space: each server's tunables (stacks.tunables) over values bounded by the machine
 — workers 1 … 2 × cores + 1, threads 1 … 32 on a log scale, at most the ceilings from
 cores and memory (config.tunable_ceilings), every choice a param lists. The search is
 race/core/tune_search.py (a coarse log-spaced pass over the whole space, refinement around
@@ -73,14 +73,11 @@ from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths, read_run, write_files
-from stackrace.settings.options import examples
+from stackrace.settings.options import COMMAND_LINE, examples
 from stackrace.settings.race_settings import REQUEST_FIELDS
 from stackrace.settings.workloads import WORKLOADS
-from stackrace.stacks.catalogue import (
-    COMMAND_LINE,
-    StackFile,
-    resolve,
-)
+from stackrace.stacks.catalogue import StackFile
+from stackrace.stacks.variants import resolve
 
 PROG = "stackrace tune"
 # the coarse pass of a 4 × 6 space is ~3 minutes on a busy 2-core box (a threads=1
@@ -326,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _named_in(args: argparse.Namespace, spec: TuneSpec | None) -> str:
     """Where the servers were named: the command line, or the journal resumed (a file
-    may not name an executable: stacks.catalogue.resolve)."""
+    may not name an executable: stacks.variants.resolve)."""
     return COMMAND_LINE if spec is None else f"the journal {args.resume}"
 
 

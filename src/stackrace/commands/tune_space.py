@@ -11,16 +11,12 @@ import math
 import os
 
 from stackrace.race.core.tune_space import Space
-from stackrace.stacks.catalogue import (
-    COMMAND_LINE,
-    ConfigError,
-    Stack,
-    StackFile,
-    check_kind,
-    resolve,
-    tunable_ceilings,
-    tunables,
-)
+from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.catalogue import StackFile
+from stackrace.stacks.ceilings import tunable_ceilings
+from stackrace.stacks.definition import ConfigError, Stack
+from stackrace.stacks.tunables import check_kind, tunables
+from stackrace.stacks.variants import resolve
 
 
 def axes(

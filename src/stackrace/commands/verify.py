@@ -14,12 +14,14 @@ import sys
 import time
 
 from stackrace.commands._common import announce, load, resolve_all
-from stackrace.settings.options import examples
+from stackrace.settings.options import COMMAND_LINE, examples
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
-from stackrace.stacks.catalogue import COMMAND_LINE, DB_WORKLOADS, Stack, placeholders, render
-from stackrace.stacks.install import availability
-from stackrace.stacks.launcher import Launcher, LaunchError, RunningStack
+from stackrace.stacks.availability import availability
+from stackrace.stacks.definition import DB_WORKLOADS, Stack
+from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.placeholders import placeholders, render
+from stackrace.stacks.running import LaunchError, RunningStack
 from stackrace.stacks.sampler import TreeSampler
 from stackrace.stacks.verify import (
     MEASURED_WITH_DB,

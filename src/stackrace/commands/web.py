@@ -160,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if not getattr(args, "demo", False):  # the pages' stacks come from these files
         from stackrace.commands._common import announce
-        from stackrace.stacks.catalogue import ConfigError, load_stacks
+        from stackrace.stacks.catalogue import load_stacks
+        from stackrace.stacks.definition import ConfigError
 
         try:
             announce(load_stacks(args.stacks_file), "stackrace web")

@@ -21,14 +21,8 @@ from stackrace.db.counters import (
 )
 from stackrace.db.errors import DbError, SeedInterrupted
 from stackrace.db.external import ExternalDatabase
-from stackrace.db.managed import (
-    DB_NAME,
-    DB_USER,
-    DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_PORT,
-    DbStatus,
-    ManagedMariaDB,
-)
+from stackrace.db.instance import DB_NAME, DB_USER
+from stackrace.db.managed import DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, ManagedMariaDB
 from stackrace.db.paths import ENV_BINDIR, ENV_DIR, default_dir
 from stackrace.db.seed import DEFAULT_ROWS, ENGINES, SeedResult, SeedState
 from stackrace.db.settings import (
@@ -45,6 +39,7 @@ from stackrace.db.settings import (
     parse_dsn,
     settings_from_env,
 )
+from stackrace.db.status import DbStatus
 
 Database = ManagedMariaDB | ExternalDatabase
 

@@ -16,8 +16,8 @@ from stackrace.db import admin
 from stackrace.db import seed as seeding
 from stackrace.db.admin import query
 from stackrace.db.errors import DbError
-from stackrace.db.managed import DbStatus
 from stackrace.db.settings import DbSettings, parse_dsn
+from stackrace.db.status import DbStatus
 
 
 class ExternalDatabase:

@@ -1,4 +1,4 @@
-"""The private MariaDB instance: install, start, stop, status, seed, reset.
+"""The private MariaDB instance: up (installed if need be), down, status, seed, reset.
 
 Two lifetimes:
 - a service (`scoped=False`, what `stackrace db up` makes): started in its own session with
@@ -15,6 +15,10 @@ TCP port; it runs as the `mysql` account where there is one (`stackrace.db.serve
 with `secure_file_priv` set to a directory of its own; and every `up` drops accounts that
 provisioning did not make. An instance made by an earlier stackrace (layout 1: its first
 start listened with a passwordless root) cannot be trusted and is deleted and made again.
+
+The instance's files (its record, server directory, install) are stackrace.db.instance's,
+the server's command line stackrace.db.mariadbd's; this module runs the server over them
+and is what callers hold.
 """
 
 from __future__ import annotations
@@ -22,90 +26,49 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import fcntl
 import os
-import secrets
 import shutil
 import signal
 import socket
-import stat
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
-import msgspec
 import pymysql
 
-from stackrace.base import madeby
-from stackrace.base.ports import free_port, pid_listening_on, port_in_use
 from stackrace.db import admin, provision, server_user
 from stackrace.db import seed as seeding
 from stackrace.db.errors import DbError
-from stackrace.db.paths import InstancePaths, default_dir, find_binary, shadow_base
-from stackrace.db.proc import (
-    is_our_server,
-    nofile_hard_limit,
-    process_name,
-    read_pid,
+from stackrace.db.instance import (
+    DB_NAME,
+    DB_USER,
+    LAYOUT,
+    check_server_dir,
+    install,
+    instance_paths,
+    lock_for_up,
+    log_tail,
+    read_meta,
+    remove_files,
+    retire_old_layout,
+    server_user_of,
+    write_meta,
 )
-from stackrace.db.server_user import ServerUser
+from stackrace.db.mariadbd import LOOPBACK, server_args, usable_port
+from stackrace.db.paths import InstancePaths, default_dir, find_binary
+from stackrace.db.proc import is_our_server, read_pid, wait_gone
 from stackrace.db.settings import DbSettings
+from stackrace.db.status import DbStatus, whoami
 from stackrace.supervise.procs import die_with_parent
 from stackrace.supervise.watchdog import Watchdog
 
-MADE_FOR = "the private MariaDB (data, passwords, logs)"  # its directory's marker (madeby)
-
 DEFAULT_PORT = 13306
 DEFAULT_MAX_CONNECTIONS = 4000
-DB_NAME = "stackrace"
-DB_USER = "stackrace"
-LOOPBACK = "127.0.0.1"
 
 # a scoped server's watchdog waits this long for a clean shutdown before SIGKILL
 _WATCHDOG_GRACE_S = 30.0
-
-# mariadbd wants about this many descriptors beyond one per connection (tables, logs)
-_TABLE_OPEN_CACHE = 400
-_FD_HEADROOM = 2 * _TABLE_OPEN_CACHE + 200
-
-# 2: server files in a directory of the server account's, provisioned before the first
-# start. 1 (instance.json without `layout`): made by the first build, whose first start
-# listened on TCP with a passwordless root; such an instance is deleted and made again.
-LAYOUT = 2
-
-State = Literal["running", "stopped", "not installed", "unreachable"]
-
-
-class InstanceMeta(msgspec.Struct, kw_only=True):
-    """instance.json: what later commands need to find and log in to the instance."""
-
-    port: int
-    password: str  # the `stackrace` user's
-    admin_password: str  # root's, set during provisioning
-    provisioned: bool = False  # bootstrap provisioning finished: the server may start
-    layout: int = 1
-    server_dir: str = ""  # where the server's files are (see InstancePaths)
-    run_as: str = ""  # mariadbd's --user ("" when stackrace is not root)
-
-
-class DbStatus(msgspec.Struct, kw_only=True):
-    """One look at a database: managed or external, and what the server reports."""
-
-    kind: Literal["managed", "external"]
-    state: State
-    settings: DbSettings | None = None
-    dir: str | None = None
-    pid: int | None = None
-    log_file: str | None = None
-    facts: admin.ServerFacts | None = None
-    seed: seeding.SeedState | None = None
-    error: str | None = None
-    run_as: str | None = None  # the OS account mariadbd runs as (managed only)
-    secure_file_priv: str | None = None  # the only directory it reads or writes files in
-    notes: list[str] = msgspec.field(default_factory=list)  # things the user should know
 
 
 class ManagedMariaDB:
@@ -146,22 +109,14 @@ class ManagedMariaDB:
     @property
     def paths(self) -> InstancePaths:
         """Where the files are, from instance.json (another process may have made it)."""
-        try:
-            meta = self._meta()
-        except DbError:
-            meta = None
-        if meta is None:
-            return InstancePaths(self.root)
-        if meta.layout < LAYOUT:
-            return InstancePaths(self.root, server=self.root)  # the first build's layout
-        return InstancePaths(self.root, server=Path(meta.server_dir) if meta.server_dir else None)
+        return instance_paths(self.root)
 
     # ---- what callers use -------------------------------------------------------------
 
     @property
     def settings(self) -> DbSettings:
         """How apps connect: TCP on loopback, or the unix socket; user `stackrace`."""
-        meta = self._meta()
+        meta = read_meta(self.root)
         if meta is None:
             raise DbError(
                 f"the private MariaDB in {self.root} is not set up: run `stackrace db up`"
@@ -250,7 +205,7 @@ class ManagedMariaDB:
 
     def status(self) -> DbStatus:
         paths = self.paths
-        meta = self._meta()
+        meta = read_meta(self.root)
         base: dict = {
             "kind": "managed",
             "dir": str(paths.root),
@@ -263,8 +218,8 @@ class ManagedMariaDB:
                 "password: the next `stackrace db up` deletes it and makes a new one"
             )
         elif meta is not None:
-            user = self._server_user(meta, strict=False)
-            base["run_as"] = user.name or _whoami()
+            user = server_user_of(meta, strict=False)
+            base["run_as"] = user.name or whoami()
             base["secure_file_priv"] = str(paths.files_dir)
             if user.note:
                 base["notes"].append(user.note)
@@ -318,7 +273,7 @@ class ManagedMariaDB:
         """Drop the seeded tables; with `wipe`, stop the server and delete the whole instance."""
         if wipe:
             self.down()
-            self._remove_files()
+            remove_files(self.root)
             shutil.rmtree(self.root, ignore_errors=True)
             return
         self._require_running()
@@ -344,7 +299,7 @@ class ManagedMariaDB:
 
     def admin_connection(self, database: str | None = None) -> pymysql.connections.Connection:
         """A root connection over the unix socket (root has no TCP account)."""
-        meta = self._meta()
+        meta = read_meta(self.root)
         if meta is None:
             raise DbError(f"the private MariaDB in {self.root} is not set up")
         # root has had its password since provisioning, before the first start
@@ -373,16 +328,7 @@ class ManagedMariaDB:
     # ---- steps of `up` ----------------------------------------------------------------
 
     def _acquire_up_lock(self) -> int:
-        """An exclusive flock on root/up.lock: two `up`s at once (say bench and the user)
-        would otherwise both install or both start a server on the same data directory."""
-        madeby.make_dir(self.root, MADE_FOR)
-        fd = os.open(self.root / "up.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            self.waited = False
-        except BlockingIOError:  # another `up` is installing or starting it: wait for it
-            self.waited = True
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        fd, self.waited = lock_for_up(self.root)
         return fd
 
     @contextlib.contextmanager
@@ -397,7 +343,7 @@ class ManagedMariaDB:
         """True when our server already runs (then the requested port must match)."""
         if self.pid() is None:
             return False
-        meta = self._meta()
+        meta = read_meta(self.root)
         if meta is not None and self._port_arg is not None and self._port_arg != meta.port:
             raise DbError(
                 f"the private MariaDB already runs on port {meta.port}; stop it first "
@@ -407,275 +353,56 @@ class ManagedMariaDB:
 
     def _retire_old_layout(self) -> None:
         """An instance made by the first build is stopped and deleted (see LAYOUT)."""
-        meta = self._meta()
-        legacy_data = self.root / "data"
-        if meta is not None and meta.layout >= LAYOUT:
-            return
-        if meta is None and not legacy_data.is_dir():
-            return
-        if meta is not None:
-            self._old_port = meta.port  # the new instance keeps the port the user knew
-        old = InstancePaths(self.root, server=self.root)  # the first build's layout
-        pid = read_pid(old.pid_file)
-        if pid is not None and is_our_server(pid, old.datadir):  # still running: stop it
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-            if not self._wait_gone(pid, 60.0, old.datadir):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                self._wait_gone(pid, 10.0, old.datadir)
-        with contextlib.suppress(FileNotFoundError):
-            old.socket.unlink()
-        shutil.rmtree(legacy_data, ignore_errors=True)
-        for name in ("mariadbd.pid", "mariadbd.err", "instance.json", "install.log"):
-            with contextlib.suppress(FileNotFoundError):
-                (self.root / name).unlink()
-        self.notes.append(
-            f"the private MariaDB in {self.root} was made by an earlier stackrace whose "
-            "first start was reachable without a password; it was deleted and made again "
-            "(the seed is redone)"
-        )
+        old_port, note = retire_old_layout(self.root, self._proc)
+        if old_port is not None:
+            self._old_port = old_port  # the new instance keeps the port the user knew
+        if note:
+            self.notes.append(note)
 
     def _prepare(self) -> None:
         """Check binaries and the port; install and provision if not done (or half done)."""
         mariadbd = find_binary("mariadbd", self.bindir)
         self._mariadbd = mariadbd
         self._forget_stale_pid()
-        meta = self._meta()
+        meta = read_meta(self.root)
         port = self._port_arg or (meta.port if meta else self._old_port or DEFAULT_PORT)
-        port = self._usable_port(port)
+        port, note = usable_port(port, movable=self.scoped and self._port_arg is None)
+        if note:
+            self.notes.append(note)
         if meta is None or not meta.provisioned or not (self.paths.datadir / "mysql").is_dir():
-            meta = self._install(port)
+            assert self._mariadbd is not None
+            meta, note = install(self.root, port, self.run_as, self._mariadbd, self.bindir)
+            if note:
+                self.notes.append(note)
         if meta.port != port:
             meta.port = port
-            self._write_meta(meta)
-        self._check_server_dir(meta)
-
-    def _usable_port(self, port: int) -> int:
-        """`port`, or where it is taken and nobody asked for it, a free one (a scoped
-        instance: it lives as long as the command, and the apps learn its port from
-        their environment, so no one needs it fixed). A port asked for (`db up --port`),
-        or the service's, must be free: the error says how to choose another."""
-        if not 1 <= port <= 65535:
-            raise DbError(f"port {port} is not a valid TCP port")
-        if not port_in_use(port, LOOPBACK):
-            return port
-        pid = pid_listening_on(port)
-        who = f" by {process_name(pid)} (pid {pid})" if pid else ""
-        if self.scoped and self._port_arg is None:
-            moved = free_port(LOOPBACK)
-            self.notes.append(
-                f"port {port} on {LOOPBACK} is in use{who}: the private MariaDB listens on "
-                f"{moved} instead (`stackrace db up --port PORT` fixes one)"
-            )
-            return moved
-        raise DbError(
-            f"port {port} on {LOOPBACK} is already in use{who}; choose another with "
-            "`stackrace db up --port PORT` (the instance keeps it), or set STACKRACE_DB_DIR "
-            "for another instance"
-        )
-
-    def _install(self, port: int) -> InstanceMeta:
-        """A fresh server directory, mariadb-install-db, then provisioning in bootstrap.
-
-        What a half-made instance left (a crash, a failed install) is removed first. The
-        passwords are in instance.json before the server directory exists, so a crash at
-        any point leaves a record the next `up` can clean up from.
-        """
-        user = server_user.choose(self.run_as)
-        old = self._meta()
-        if old is not None and old.server_dir:
-            self._remove_server_dir(Path(old.server_dir))
-        madeby.make_dir(self.root, MADE_FOR)
-        # others may only pass through (to root/server, if that is the server's directory)
-        os.chmod(self.root, 0o700 if user.uid == os.geteuid() else 0o711)
-        server_dir = self._make_server_dir(user)
-        meta = InstanceMeta(
-            port=port,
-            password=secrets.token_urlsafe(18),
-            admin_password=secrets.token_urlsafe(18),
-            layout=LAYOUT,
-            server_dir=str(server_dir),
-            run_as=user.name,
-        )
-        self._write_meta(meta)
-        paths = InstancePaths(self.root, server=server_dir)
-        for d in (paths.datadir, paths.files_dir):
-            d.mkdir()
-            user.own(d, 0o700)
-        install_db = find_binary("mariadb-install-db", self.bindir)
-        log = paths.install_log
-        with contextlib.suppress(FileNotFoundError):
-            log.unlink()
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        cmd = [
-            str(install_db),
-            "--no-defaults",  # must come first: ignore /etc/mysql and ~/.my.cnf
-            f"--datadir={paths.datadir}",
-            "--auth-root-authentication-method=normal",  # else root over TCP gets ERROR 1698
-            "--skip-test-db",
-            *user.user_arg,
-        ]
-        with os.fdopen(fd, "wb") as out:
-            rc = subprocess.run(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                check=False,
-            ).returncode
-        if rc != 0:
-            raise DbError(
-                f"mariadb-install-db failed (exit {rc}) in {paths.datadir}",
-                log_tail=_tail(log),
-            )
-        assert self._mariadbd is not None
-        provision.bootstrap(
-            self._mariadbd,
-            paths.datadir,
-            user,
-            provision.bootstrap_sql(DB_NAME, DB_USER, meta.password, meta.admin_password),
-            log,
-        )
-        meta.provisioned = True
-        self._write_meta(meta)
-        if user.note:
-            self.notes.append(user.note)
-        return meta
-
-    def _make_server_dir(self, user: ServerUser) -> Path:
-        """root/server when the server's account can reach it and a socket path in it fits,
-        else a fresh private directory under /var/tmp (mkdtemp: an unpredictable name that
-        no one else can have made first)."""
-        inside = self.root / "server"
-        paths = InstancePaths(self.root)
-        if inside.is_symlink():
-            inside.unlink()
-        shutil.rmtree(inside, ignore_errors=True)
-        if paths.socket_fits(inside) and user.can_traverse(self.root):
-            inside.mkdir(mode=0o700)
-            server_dir = inside
-        else:
-            server_dir = Path(tempfile.mkdtemp(prefix="stackrace-mariadb-", dir=shadow_base()))
-            madeby.mark(server_dir, "the private MariaDB's server files")
-            # a pointer for people looking in the instance's directory (instance.json is
-            # what stackrace reads); `rm -rf` of the directory would not follow it: delete
-            # an instance with `stackrace db reset --wipe`
-            inside.symlink_to(server_dir, target_is_directory=True)
-        user.own(server_dir, 0o700)
-        return server_dir
-
-    def _check_server_dir(self, meta: InstanceMeta) -> None:
-        """The server directory must still be the private one made at install: a real
-        directory (not a link), owned by the server's account, closed to others."""
-        user = self._server_user(meta)
-        d = self.paths.server_dir
-        try:
-            st = d.lstat()
-        except FileNotFoundError:
-            raise DbError(
-                f"the private MariaDB's directory {d} is gone: `stackrace db reset --wipe`, "
-                "then `stackrace db up`"
-            ) from None
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != user.uid or st.st_mode & 0o077:
-            raise DbError(
-                f"{d} is no longer the private directory stackrace made (owner or mode "
-                "changed); `stackrace db reset --wipe` makes a new instance"
-            )
-
-    def _server_user(self, meta: InstanceMeta, strict: bool = True) -> ServerUser:
-        try:
-            return server_user.recorded(meta.run_as)
-        except LookupError:
-            if not strict:
-                return ServerUser(name=meta.run_as, uid=-1, gid=-1, groups=frozenset())
-            raise DbError(
-                f"the private MariaDB was made to run as '{meta.run_as}', which no longer "
-                "exists: `stackrace db reset --wipe` makes a new instance"
-            ) from None
-
-    def _remove_server_dir(self, d: Path) -> None:
-        """Delete a server directory we made; never one that is a link or someone else's."""
-        try:
-            st = d.lstat()
-        except FileNotFoundError:
-            return
-        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-            return
-        if d.parent == self.root or d.name.startswith("stackrace-mariadb-"):
-            shutil.rmtree(d, ignore_errors=True)
-
-    def _remove_files(self) -> None:
-        """Everything of the instance outside `root`: its server dir, a legacy socket."""
-        meta = None
-        with contextlib.suppress(DbError):
-            meta = self._meta()
-        with contextlib.suppress(FileNotFoundError):
-            self.paths.socket.unlink()
-        if meta is not None and meta.server_dir:
-            self._remove_server_dir(Path(meta.server_dir))
-
-    def server_args(self, port: int) -> list[str]:
-        """mariadbd's command line: private files, loopback only, benchmark-friendly settings."""
-        max_conn, fd_limit = self._connection_budget()
-        meta = self._meta()
-        assert meta is not None
-        user = self._server_user(meta)
-        paths = self.paths
-        args = [
-            str(self._mariadbd),
-            "--no-defaults",
-            *user.user_arg,  # as root: the mysql account where there is one
-            f"--datadir={paths.datadir}",
-            f"--socket={paths.socket}",
-            f"--pid-file={paths.pid_file}",
-            f"--log-error={paths.log_file}",
-            f"--port={port}",
-            f"--bind-address={LOOPBACK}",
-            "--skip-name-resolve",
-            # no file outside its own directory: not `INTO OUTFILE`, not LOAD_FILE()
-            f"--secure-file-priv={paths.files_dir}",
-            # as in the original experiment: every query does the work, none is cached
-            "--query-cache-type=0",
-            "--query-cache-size=0",
-            f"--max-connections={max_conn}",
-            f"--open-files-limit={fd_limit}",
-            f"--table-open-cache={_TABLE_OPEN_CACHE}",
-            # load tests open and drop connections by the thousand; never block the host
-            "--max-connect-errors=1000000000",
-            "--back-log=2000",
-            "--thread-cache-size=256",
-            # 1M rows are ~15 MB of MyISAM index or ~40 MB of InnoDB pages: all fit in RAM
-            "--innodb-buffer-pool-size=256M",
-            "--key-buffer-size=64M",
-            # a benchmark table, not precious data: skip the fsync per commit
-            "--innodb-flush-log-at-trx-commit=2",
-            "--local-infile=0",
-        ]
-        return args + self.extra_args
-
-    def _connection_budget(self) -> tuple[int, int]:
-        """max_connections and open_files_limit that fit under the hard RLIMIT_NOFILE."""
-        hard = nofile_hard_limit()
-        wanted = self.max_connections + _FD_HEADROOM
-        if hard == -1 or hard >= wanted:  # RLIM_INFINITY is -1
-            return self.max_connections, wanted
-        return max(10, hard - _FD_HEADROOM), hard
+            write_meta(self.root, meta)
+        check_server_dir(meta, self.paths.server_dir)
 
     def _spawn(self) -> None:
         """Fork mariadbd: own session, stdin closed, output appended to its error log."""
-        meta = self._meta()
-        assert meta is not None
+        meta = read_meta(self.root)
+        assert meta is not None and self._mariadbd is not None  # (found by _prepare)
         paths = self.paths
         self._log_offset = _size(paths.log_file)
         with contextlib.suppress(FileNotFoundError):
             paths.socket.unlink()  # a socket file left by a killed server
         # mariadbd opens --log-error itself after switching user: the file must be its own
         fd = os.open(paths.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._server_user(meta).own(paths.log_file, 0o600)
+        server_user_of(meta).own(paths.log_file, 0o600)
+        if not paths.tmp_dir.is_dir():  # an instance made before it had its own
+            paths.tmp_dir.mkdir()
+            server_user_of(meta).own(paths.tmp_dir, 0o700)
         with os.fdopen(fd, "ab") as log:
             self._proc = subprocess.Popen(
-                self.server_args(meta.port),
+                server_args(
+                    self._mariadbd,
+                    paths,
+                    server_user_of(meta),
+                    meta.port,
+                    self.max_connections,
+                    self.extra_args,
+                ),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -703,7 +430,7 @@ class ManagedMariaDB:
                 self._proc = None
                 raise DbError(
                     f"mariadbd exited with code {rc} during start-up (log: {self.paths.log_file})",
-                    log_tail=_tail(self.paths.log_file, self._log_offset),
+                    log_tail=log_tail(self.paths.log_file, self._log_offset),
                 )
             if self.paths.socket.exists() and _accepts(self.paths.socket):
                 try:
@@ -715,7 +442,7 @@ class ManagedMariaDB:
                 self.down(timeout=5)
                 raise DbError(
                     f"mariadbd did not get ready within {self.start_timeout:.0f} s",
-                    log_tail=_tail(self.paths.log_file, self._log_offset),
+                    log_tail=log_tail(self.paths.log_file, self._log_offset),
                 )
             time.sleep(0.02)
 
@@ -741,40 +468,14 @@ class ManagedMariaDB:
                 f"the private MariaDB in {self.root} is not running: run `stackrace db up`"
             )
 
-    def _wait_gone(self, pid: int, timeout: float, datadir: Path | None = None) -> bool:
-        datadir = datadir or self.paths.datadir
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc is not None and self._proc.pid == pid:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self._proc.wait(timeout=0.05)  # reap our own child
-            if not is_our_server(pid, datadir):
-                return True
-            time.sleep(0.05)
-        return False
+    def _wait_gone(self, pid: int, timeout: float) -> bool:
+        return wait_gone(pid, timeout, self.paths.datadir, self._proc)
 
     def _forget_stale_pid(self) -> None:
         pid = read_pid(self.paths.pid_file)
         if pid is not None and not is_our_server(pid, self.paths.datadir):
             with contextlib.suppress(FileNotFoundError):
                 self.paths.pid_file.unlink()
-
-    def _meta(self) -> InstanceMeta | None:
-        meta_file = InstancePaths(self.root).meta_file  # (not self.paths: that reads this)
-        try:
-            return msgspec.json.decode(meta_file.read_bytes(), type=InstanceMeta)
-        except FileNotFoundError:
-            return None
-        except msgspec.DecodeError as exc:
-            raise DbError(f"{meta_file} is damaged ({exc}); `stackrace db reset --wipe`") from None
-
-    def _write_meta(self, meta: InstanceMeta) -> None:
-        meta_file = InstancePaths(self.root).meta_file
-        tmp = meta_file.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # holds passwords
-        with os.fdopen(fd, "wb") as f:
-            f.write(msgspec.json.format(msgspec.json.encode(meta)))
-        os.replace(tmp, meta_file)
 
 
 def _accepts(path: Path) -> bool:
@@ -788,23 +489,3 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _tail(path: Path, offset: int = 0, lines: int = 15) -> str:
-    """The last lines written to a log since `offset`."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
-def _whoami() -> str:
-    import pwd
-
-    try:
-        return pwd.getpwuid(os.geteuid()).pw_name
-    except KeyError:
-        return str(os.geteuid())

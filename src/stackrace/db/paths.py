@@ -62,6 +62,13 @@ class InstancePaths:
         return self.server_dir / "files"
 
     @property
+    def tmp_dir(self) -> Path:
+        """The server's own temporary directory: two instances installing at once in the
+        shared /tmp collided on their temporary tables ("Unknown table
+        'mysql.tmp_user_sys'", 2 of 12 concurrent installs on a busy 2-core machine)."""
+        return self.server_dir / "tmp"
+
+    @property
     def pid_file(self) -> Path:
         return self.server_dir / "mariadbd.pid"
 

@@ -1,8 +1,12 @@
-"""Process plumbing for mariadbd: finding our server, free ports (its parent-death
-signal is supervise/procs.py's `die_with_parent`, the one for every child)."""
+"""Process plumbing for mariadbd: finding our server, waiting until it is gone, free
+ports (its parent-death signal is supervise/procs.py's `die_with_parent`, the one for
+every child)."""
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import time
 from pathlib import Path
 
 
@@ -44,3 +48,19 @@ def nofile_hard_limit() -> int:
     import resource
 
     return resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+
+def wait_gone(
+    pid: int, timeout: float, datadir: Path, child: subprocess.Popen[bytes] | None = None
+) -> bool:
+    """Until `pid` is no longer our server on `datadir` (False: still there after
+    `timeout`), reaping it when it is `child`, the process this one started."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if child is not None and child.pid == pid:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=0.05)  # reap our own child
+        if not is_our_server(pid, datadir):
+            return True
+        time.sleep(0.05)
+    return False

@@ -92,7 +92,13 @@ def bootstrap_sql(database: str, app_user: str, app_password: str, admin_passwor
 
 
 def bootstrap(
-    mariadbd: Path, datadir: Path, user: ServerUser, sql: str, log: Path, timeout: float = 120.0
+    mariadbd: Path,
+    datadir: Path,
+    user: ServerUser,
+    sql: str,
+    log: Path,
+    timeout: float = 120.0,
+    tmp_dir: Path | None = None,
 ) -> None:
     """Run `sql` in `mariadbd --bootstrap` (no network, no socket); DbError if it fails."""
     cmd = [
@@ -100,6 +106,7 @@ def bootstrap(
         "--no-defaults",  # must come first: ignore /etc/mysql and ~/.my.cnf
         "--bootstrap",
         f"--datadir={datadir}",
+        *([f"--tmpdir={tmp_dir}"] if tmp_dir is not None else []),
         *user.user_arg,
         "--skip-networking",
         "--log-warnings=0",

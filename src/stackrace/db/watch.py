@@ -126,7 +126,6 @@ class DbWatch:
         self.on_change = on_change  # called in the loop's thread after each state change
         self.clock = clock
         self.last_error = ""
-        self.polls = 0
         self._state: DbState = "unknown"
         self._since = clock()
         self._last_up = clock()
@@ -325,7 +324,6 @@ class DbWatch:
     # ---- state changes, in the loop's thread ----------------------------------------
 
     def _apply(self, a: _Answer) -> None:
-        self.polls += 1
         before = self._state
         if not a.ok and not a.server_error:
             self.last_error = a.error

@@ -6,9 +6,9 @@
             ...
         await engine.set_concurrency(200)           # live, all targets (or id=...)
 
-Consumers that poll (the TUI) read `engine.latest` instead of iterating. The engine
-processes run on uvloop in their own processes, so a slow consumer never slows the
-measurement; their reports are merged here exactly (counts and histograms).
+Consumers that poll (the TUI) read `engine.latest`. The engine processes run on uvloop
+in their own processes, so a slow consumer never slows the measurement; their reports
+are merged here exactly (counts and histograms).
 
 Two topologies:
 - shared (`per_target=False`, the default for one URL): `procs` processes, every target
@@ -23,15 +23,12 @@ Processes are reached through `EngineLink`s (link.py): local children by default
 other link factory (the cluster package's remote engines).
 
 A process can be lost while the load runs — a cluster's load host goes away or silent,
-or the process dies. Each tick waits a bounded time for the reports, so one silent
-process never holds the others' figures back: a late process's last gauges stand in for
-its report (its requests are still in flight), and its reports are merged when they
-come. A process is lost when its link ends, or (`lost_after`, for remote links) when it
-has not reported for that long. Then what it had in flight at its last report is counted
-`abandoned`, the loss is kept (`LostEngine`: which host, when, why, what it cost) in every
-later snapshot and in `errors`, its targets' connections (and rate) are spread over the
-processes left, and the load goes on.
-"""
+or the process dies. Each tick waits a bounded time for the reports and merges what came
+(engine/replies.py: a late process's last gauges stand in for its report, a lost one's
+requests in flight are `abandoned`); a process is lost when its link ends, or
+(`lost_after`, for remote links) when it has not reported for that long. The loss is
+kept (`LostEngine`: which host, when, why, what it cost) in every later snapshot and
+in `errors`, its targets' load is spread over the processes left (engine/spread.py)."""
 
 from __future__ import annotations
 
@@ -40,20 +37,16 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 
 import msgspec
 
 from stackrace.base.errors import StackraceError
 from stackrace.base.netguard import RemoteTargetError, require_loopback, resolve
-from stackrace.engine.aggregate import TargetAggregate
+from stackrace.engine.aggregate import SATURATED_CPU, TargetAggregate
 from stackrace.engine.channel import (
     Add,
-    Command,
     Configure,
-    ErrorMsg,
     Pause,
-    Ready,
     Remove,
     Report,
     ReportMsg,
@@ -62,10 +55,9 @@ from stackrace.engine.channel import (
     SetConcurrency,
     SetRate,
     Stop,
-    TargetReport,
 )
 from stackrace.engine.histogram import LatencyHistogram
-from stackrace.engine.link import EngineLink, LinkError, LinkFactory, local_links
+from stackrace.engine.link import LinkError, LinkFactory, local_links
 from stackrace.engine.model import (
     EngineSettings,
     EngineSnapshot,
@@ -73,30 +65,22 @@ from stackrace.engine.model import (
     TargetSpec,
     rate_problem,
 )
+from stackrace.engine.replies import (
+    FINAL_WAIT,
+    EngineProc,
+    HostShare,
+    abandon,
+    by_host,
+    gather,
+    losses,
+    merge,
+)
 from stackrace.engine.request import RequestError, build_request, parse_url
-from stackrace.engine.target import split
+from stackrace.engine.spread import fd_problem, split, split_rate
 
-_SATURATED = 90.0  # percent of one core: a single-threaded engine near its ceiling
 _START_TIMEOUT = 10.0
-# How long a tick waits for the processes' reports: far above a healthy reply (a pipe or
-# a Ray call, milliseconds), so only a late process is left out of a tick.
-_TICK_WAIT = 1.0
-_FINAL_WAIT = 5.0  # how long stop() waits for each process's final report
-_FD_RESERVE = 64  # file descriptors an engine process needs besides its connections
 
-__all__ = ["Engine", "EngineError", "auto_procs", "split"]
-
-
-@dataclass
-class HostShare:
-    """One host's share of a target's figures (Engine.by_host): counts as its engine
-    processes reported them; `waiting` as of their latest report (0 once lost)."""
-
-    sent: int = 0
-    requests: int = 0
-    ok: int = 0
-    failed: int = 0
-    waiting: int = 0
+__all__ = ["Engine", "EngineError", "auto_procs"]
 
 
 class EngineError(StackraceError, RuntimeError):
@@ -106,34 +90,6 @@ class EngineError(StackraceError, RuntimeError):
 def auto_procs() -> int:
     """Engine processes for --procs auto: one per core we may run on, at most 4."""
     return max(1, min(4, len(os.sched_getaffinity(0))))
-
-
-class _Proc:
-    """One engine process: its link, its replies, the targets it carries."""
-
-    def __init__(self, index: int, link: EngineLink) -> None:
-        self.index = index
-        self.link = link
-        self.nofile = 0
-        self.ready: asyncio.Future[Ready] = asyncio.get_running_loop().create_future()
-        self.reports: asyncio.Queue[ReportMsg] = asyncio.Queue()
-        self.errors: list[str] = []
-        self.reader: asyncio.Task[None] | None = None
-        self.targets: set[str] = set()
-        self.exited = False
-        self.last_heard = time.monotonic()  # when its link last delivered a message
-        self.last_error = ""  # what its link said when it failed
-        self.gauges: dict[str, TargetReport] = {}  # its latest report of each target
-        # per target: [sent, answered, ok, failed] it reported (its host's share)
-        self.counts: dict[str, list[int]] = {}
-        self.lost = False
-
-    def send(self, cmd: Command) -> None:
-        self.link.send(cmd)
-
-    @property
-    def alive(self) -> bool:
-        return not self.exited and self.link.alive
 
 
 class Engine:
@@ -159,7 +115,7 @@ class Engine:
         # ends; a local child cannot fall silent without dying)
         self.lost_after = lost_after
         self.lost: list[LostEngine] = []
-        self._every: list[_Proc] = []  # every process ever started, for by_host()
+        self._every: list[EngineProc] = []  # every process ever started, for by_host()
         # Load goes to this machine only, unless the user said otherwise explicitly: the
         # check sits here so that no driver (CLI, app, bench) can forget it.
         self.allow_remote = allow_remote
@@ -168,10 +124,10 @@ class Engine:
         self.cpus = list(cpus) if cpus else None
         self.per_target = per_target
         self._links = links
-        self._procs: list[_Proc] = []
+        self._procs: list[EngineProc] = []
         self._next_index = 0
         self._targets: dict[str, TargetAggregate] = {}
-        self._target_procs: dict[str, list[_Proc]] = {}
+        self._target_procs: dict[str, list[EngineProc]] = {}
         self._subscribers: list[asyncio.Queue[EngineSnapshot | None]] = []
         self._ticker: asyncio.Task[None] | None = None
         self._started = 0.0
@@ -199,9 +155,9 @@ class Engine:
         self._counting_from = self._started + self.warmup
         self._ticker = asyncio.create_task(self._tick_loop())
 
-    async def _spawn(self, n: int, cpus: Sequence[int] | None) -> list[_Proc]:
+    async def _spawn(self, n: int, cpus: Sequence[int] | None) -> list[EngineProc]:
         """Start n engine processes (spread over `cpus` one core each, when given)."""
-        new: list[_Proc] = []
+        new: list[EngineProc] = []
         try:
             for _ in range(n):
                 i = self._next_index
@@ -209,8 +165,8 @@ class Engine:
                 pin = [cpus[len(new) % len(cpus)]] if cpus else None
                 link = self._links(i, pin)
                 await link.open()
-                p = _Proc(i, link)
-                p.reader = asyncio.create_task(self._read(p))
+                p = EngineProc(i, link)
+                p.reader = asyncio.create_task(p.read(self.errors, EngineError))
                 new.append(p)
                 self._procs.append(p)
                 self._every.append(p)
@@ -231,26 +187,7 @@ class Engine:
                 p.send(Pause())
         return new
 
-    async def _read(self, p: _Proc) -> None:
-        async for msg in p.link.messages():
-            p.last_heard = time.monotonic()
-            if isinstance(msg, str):
-                p.last_error = msg
-                self.errors.append(f"engine {p.index}: {msg}")
-            elif isinstance(msg, ReportMsg):
-                p.reports.put_nowait(msg)
-            elif isinstance(msg, Ready):
-                if not p.ready.done():
-                    p.ready.set_result(msg)
-            elif isinstance(msg, ErrorMsg):
-                p.errors.append(msg.message)
-                self.errors.append(msg.message)
-        p.exited = True
-        if not p.ready.done():
-            p.ready.set_exception(EngineError(f"engine process {p.index} exited at start"))
-        p.reports.put_nowait(ReportMsg(seq=-1, seconds=0.0, cpu=0.0, targets=[], final=True))
-
-    async def _close(self, p: _Proc) -> None:
+    async def _close(self, p: EngineProc) -> None:
         await p.link.close()
         if p.reader is not None:
             p.reader.cancel()
@@ -274,9 +211,9 @@ class Engine:
                 if p.alive:
                     p.send(Stop())
             if live:
-                got = await self._gather(live, final=True)
+                got = await gather(live, final=True)
                 lost = [
-                    (p, self._why_lost(p, f"no final report within {_FINAL_WAIT:g}s"))
+                    (p, p.why_lost(f"no final report within {FINAL_WAIT:g}s"))
                     for p in live
                     if not any(r.final and r.seq >= 0 for r in got[p])
                 ]
@@ -289,16 +226,12 @@ class Engine:
 
     # --- commands ----------------------------------------------------------------------
 
-    def _check_fds(self, procs: list[_Proc], extra: int) -> None:
-        for p, n in zip(procs, split(extra, len(procs)), strict=True):
-            if p.nofile and n + _FD_RESERVE > p.nofile:
-                raise EngineError(
-                    f"{extra} connections need {n + _FD_RESERVE} open files per engine process "
-                    f"but the limit is {p.nofile} (raise it with `ulimit -n`, or use more "
-                    "--procs)"
-                )
+    def _check_fds(self, procs: list[EngineProc], extra: int) -> None:
+        problem = fd_problem([p.nofile for p in procs], extra)
+        if problem:
+            raise EngineError(problem)
 
-    def _load_on(self, procs: list[_Proc], override: dict[str, int] | None = None) -> int:
+    def _load_on(self, procs: list[EngineProc], override: dict[str, int] | None = None) -> int:
         """Connections the given processes carry in all (with some targets overridden)."""
         total = 0
         for tid, t in self._targets.items():
@@ -351,17 +284,13 @@ class Engine:
             for p, c, r, b in zip(
                 mine,
                 split(spec.concurrency, len(mine)),
-                self._split_rate(spec.rate, len(mine)),
+                split_rate(spec.rate, len(mine)),
                 budgets,
                 strict=True,
             ):
                 p.targets.add(spec.id)
                 part = msgspec.structs.replace(spec, concurrency=c, rate=r, budget=b)
                 p.send(Add(target=part))
-
-    @staticmethod
-    def _split_rate(rate: float | None, n: int) -> list[float | None]:
-        return [None if rate is None else rate / n] * n
 
     async def remove_target(self, target_id: str) -> None:
         if self._targets.pop(target_id, None) is None:
@@ -409,7 +338,7 @@ class Engine:
         for tid in self._ids(target_id):
             self._targets[tid].rate = rate
             procs = self._target_procs[tid]
-            for p, r in zip(procs, self._split_rate(rate, len(procs)), strict=True):
+            for p, r in zip(procs, split_rate(rate, len(procs)), strict=True):
                 p.send(SetRate(rate=r, id=tid))
 
     async def set_budget(self, n: int | None, target_id: str | None = None) -> None:
@@ -456,21 +385,7 @@ class Engine:
     def by_host(self, target_id: str) -> dict[str, HostShare]:
         """What each host's engine processes reported for a target, since the start
         (lost ones included): the share of the merged figures each host sent."""
-        out: dict[str, HostShare] = {}
-        for p in self._every:
-            c = p.counts.get(target_id)
-            if c is None:
-                continue
-            host = getattr(p.link, "host", "local")
-            share = out.setdefault(host, HostShare())
-            share.sent += c[0]
-            share.requests += c[1]
-            share.ok += c[2]
-            share.failed += c[3]
-            last = p.gauges.get(target_id)
-            if last is not None and not p.lost:
-                share.waiting += last.waiting
-        return out
+        return by_host(self._every, target_id)
 
     def engine_pids(self, target_id: str | None = None) -> list[int]:
         """Local pids of the engine processes (of one target), for pinning and sampling."""
@@ -509,71 +424,13 @@ class Engine:
                 for p in live:
                     if p.alive:
                         p.send(Report())
-                got = await self._gather(live, final=False)
-                self._publish(got, self._losses(live, got))
-
-    def _why_lost(self, p: _Proc, silent: str) -> str:
-        if p.alive:
-            return silent
-        return p.last_error or "the process exited"
-
-    def _losses(
-        self, live: list[_Proc], got: dict[_Proc, list[ReportMsg]]
-    ) -> list[tuple[_Proc, str]]:
-        """The processes lost by now: their link ended, or they have been silent too long."""
-        now = time.monotonic()
-        out = []
-        for p in live:
-            if p.exited:
-                # whatever came before the end is merged: the reader has queued every
-                # report the process sent (`alive` turns false at its exit, perhaps
-                # before its last lines are read: not yet a loss)
-                while not p.reports.empty():
-                    got[p].append(p.reports.get_nowait())
-                out.append((p, self._why_lost(p, "")))
-            elif self.lost_after is not None and now - p.last_heard > self.lost_after:
-                out.append((p, f"no report for {now - p.last_heard:.1f}s"))
-        return out
-
-    async def _gather(self, procs: list[_Proc], final: bool) -> dict[_Proc, list[ReportMsg]]:
-        """Each process's replies, waiting a bounded time: one that is late is left out
-        (the caller carries its gauges, or finds it lost)."""
-        deadline = time.monotonic() + (_FINAL_WAIT if final else _TICK_WAIT)
-        got = await asyncio.gather(*(self._take(p, deadline, final) for p in procs))
-        return dict(zip(procs, got, strict=True))
-
-    async def _take(self, p: _Proc, deadline: float, final: bool) -> list[ReportMsg]:
-        """A tick: one reply, and any earlier ones still queued (a late process's). A
-        stop: everything up to the process's final report."""
-        out: list[ReportMsg] = []
-        while True:
-            if out and not final:
-                try:
-                    out.append(p.reports.get_nowait())
-                    continue
-                except asyncio.QueueEmpty:
-                    return out
-            # `exited`, not `alive`: a process that has exited may still have lines in
-            # its pipe (its final report among them) that the reader has not taken yet;
-            # once the reader has taken them all, `exited` is set (and a closing report
-            # queued, so the wait below never outlasts it)
-            if p.exited and p.reports.empty():
-                return out
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return out
-            try:
-                msg = await asyncio.wait_for(p.reports.get(), left)
-            except TimeoutError:
-                return out
-            out.append(msg)
-            if final and msg.final:
-                return out
+                got = await gather(live, final=False)
+                self._publish(got, losses(live, got, self.lost_after))
 
     def _publish(
         self,
-        got: dict[_Proc, list[ReportMsg]],
-        lost: Sequence[tuple[_Proc, str]] = (),
+        got: dict[EngineProc, list[ReportMsg]],
+        lost: Sequence[tuple[EngineProc, str]] = (),
     ) -> None:
         now = time.monotonic()
         gone = {p for p, _ in lost}
@@ -590,42 +447,7 @@ class Engine:
         counting = not self._paused and (
             self._counting_from <= self._started or started >= self._counting_from - 1e-3
         )
-        for t in self._targets.values():
-            t.begin_interval()
-        for p, rs in real.items():
-            if not rs:
-                continue
-            secs = sum(r.seconds for r in rs)
-            cpu = sum(r.cpu for r in rs)
-            wait = sum(r.wait for r in rs)
-            runs = sum(r.runs for r in rs)
-            for k, r in enumerate(rs):
-                # a lost process's reports bring their counts, never gauges: what it had
-                # in flight is abandoned below
-                latest = k == len(rs) - 1 and p not in gone
-                for tr in r.targets:
-                    p.gauges[tr.id] = tr
-                    c = p.counts.setdefault(tr.id, [0, 0, 0, 0])
-                    c[0] += tr.sent
-                    c[1] += tr.requests
-                    c[2] += tr.ok
-                    c[3] += sum(tr.failures.values())
-                    agg = self._targets.get(tr.id)
-                    if agg is not None:
-                        agg.add_report(
-                            tr,
-                            secs if latest else 0.0,
-                            cpu if latest else 0.0,
-                            latest,
-                            wait if latest else 0.0,
-                            runs if latest else 0,
-                        )
-        for p, rs in real.items():
-            if not rs and p not in gone:
-                for tid in p.targets:  # late: its requests are still in flight
-                    agg, last = self._targets.get(tid), p.gauges.get(tid)
-                    if agg is not None and last is not None:
-                        agg.carry(last)
+        merge(self._targets, real, gone)
         for p, why in lost:
             self._lose(p, why, now)
         cpus = [100.0 * c / s for s, c in spans if s > 0]
@@ -638,7 +460,7 @@ class Engine:
             procs=len(self._procs),
             engine_cpu=sum(cpus),
             engine_cpu_max=max(cpus, default=0.0),
-            saturated=max(cpus, default=0.0) >= _SATURATED,
+            saturated=max(cpus, default=0.0) >= SATURATED_CPU,
             targets=[t.end_interval(counting) for t in self._targets.values()],
             lost=list(self.lost),
         )
@@ -646,34 +468,14 @@ class Engine:
         for q in self._subscribers:
             q.put_nowait(snap)
 
-    def _lose(self, p: _Proc, why: str, now: float) -> None:
+    def _lose(self, p: EngineProc, why: str, now: float) -> None:
         """Account for a lost process (in the interval being published), let it go, and
         spread its targets' load over the processes left."""
-        abandoned: dict[str, int] = {}
-        for tid in sorted(p.targets):
-            agg, last = self._targets.get(tid), p.gauges.get(tid)
-            n = last.waiting if last is not None else 0
-            if agg is not None:
-                agg.abandon(n)
-            abandoned[tid] = n
-            p.counts.setdefault(tid, [0, 0, 0, 0])[3] += n
-        loss = LostEngine(
-            host=getattr(p.link, "host", "local"),
-            where=p.link.description,
-            at=now - self._started,
-            wall=time.time(),
-            why=why,
-            abandoned=abandoned,
-        )
+        loss = abandon(p, self._targets, why, now - self._started)
         self.lost.append(loss)
-        p.lost = True
         if p in self._procs:
             self._procs.remove(p)
-        p.exited = True
-        with contextlib.suppress(Exception):
-            p.link.discard()
-        if p.reader is not None:
-            p.reader.cancel()
+        p.let_go()
         left = len(self._procs)
         self.errors.append(f"{loss.describe()}; the load goes on with {left} engine process(es)")
         for tid in sorted(p.targets):
@@ -689,7 +491,7 @@ class Engine:
             for q, c, r in zip(
                 procs,
                 split(agg.concurrency, len(procs)),
-                self._split_rate(agg.rate, len(procs)),
+                split_rate(agg.rate, len(procs)),
                 strict=True,
             ):
                 q.send(SetConcurrency(n=c, id=tid))

@@ -204,7 +204,7 @@ class WindowStats(msgspec.Struct):
     seconds: float = 0.0
     sent: int = 0  # requests in play in the window: carried_in + those started in it
     # of `sent`: already waiting when the window began (a window added up from parts,
-    # engine/aggregate.py WindowSum, began when its first part did)
+    # engine/window_sum.py WindowSum, began when its first part did)
     carried_in: int = 0
     waiting: int = 0  # sent, no answer yet, at the end of the window
     unsent: int = 0  # rate mode, of `waiting`: due but not yet written (connections busy)

@@ -24,6 +24,21 @@ it is due) and ends in exactly one place: answered (`requests`), failed by kind,
 still waiting, which each report gives as a gauge with the ages of the waiting requests.
 Whatever the engine stops waiting for on its own account (retiring connections, a
 changed rate, a removed target) is counted as `abandoned`, never dropped silently.
+
+Long because one target's load is one state machine, driven once per request: the
+closed loop, the rate schedule, a budget's quotas, opening and replacing connections,
+their outcomes and timeouts all read and write the same state (its connections, the
+idle ones, how many due requests went out and from when, the interval's counters)
+inside the same callbacks (`on_idle`, `replace`, `_on_due`, `_connect`), and each
+Connection (engine/connection.py) calls back into it and writes its counters directly
+(`t.requests += 1`, `t.counts[i] += 1`: "inlined, two calls fewer an answer"). Cut by
+part — a scheduler, an opener, a counters object, each a module — every part would reach
+the others' state through one more attribute (`t.sched._sent`, `t.counters.requests`)
+on every request and answer: the lookups this file and connection.py were written to
+save, on the path bench/engine_vs_wrk.py holds against wrk. What is not per request is
+apart already: the mix of requests (mix.py), rate mode's timer (timer.py), the spread
+of a budget (spread.py), the histogram (histogram.py), the transports (transport.py,
+_cycle.c).
 """
 
 from __future__ import annotations
@@ -66,17 +81,12 @@ from stackrace.engine.model import (
     EngineSettings,
     TargetSpec,
 )
+from stackrace.engine.poller import Poller
 from stackrace.engine.request import build_request, parse_url
+from stackrace.engine.spread import split
 from stackrace.engine.timer import DueTimer
 from stackrace.engine.tls import c_context, client_context
-from stackrace.engine.transport import (
-    HANDSHAKE,
-    Poller,
-    SocketTransport,
-    TlsTransport,
-    sockaddr,
-    unacked,
-)
+from stackrace.engine.transport import HANDSHAKE, SocketTransport, TlsTransport, sockaddr, unacked
 
 # STACKRACE_PY_TRANSPORT=1: plain and TLS connections on the Python transports, as before
 # the C one (engine/_cycle.c): for comparing the two, in tests (every response shape
@@ -95,12 +105,6 @@ _LATE_NS = 2_000_000
 # At most this many distinct ages are recorded for unsent requests per report (they are
 # evenly spaced in time, so a sample of them describes them exactly enough).
 _UNSENT_POINTS = 256
-
-
-def split(n: int, parts: int) -> list[int]:
-    """Spread n as evenly as possible over parts (the first ones get the remainder)."""
-    base, extra = divmod(n, parts)
-    return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
 def _sparse(counts: dict[int, int]) -> list[int]:
@@ -886,4 +890,4 @@ class Target:
         self.idle.clear()
 
 
-__all__ = ["CONNECTING", "Target", "split"]
+__all__ = ["CONNECTING", "Target"]

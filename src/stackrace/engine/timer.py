@@ -23,7 +23,7 @@ from select import EPOLLIN
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from stackrace.engine.transport import Poller
+    from stackrace.engine.poller import Poller
 
 _CLOCK_MONOTONIC = 1
 _TFD_TIMER_ABSTIME = 1

@@ -11,10 +11,9 @@ connection, and a bare uvloop client at 1.38×). Here a connect is what wrk does
 a wake-up for writability: the request is sent right after `connect()`, and that send
 succeeding is what says the connection is established (EAGAIN: still connecting).
 
-- `Poller`: one edge-triggered epoll per event loop, whose descriptor the loop watches
-  (`add_reader`), so every ready socket of a batch is handled in one loop callback.
-  Descriptors closed or reused during a batch have their stale events dropped (a closed
-  descriptor's number may be handed to the next socket within the same batch).
+The sockets live on the loop's one epoll (engine/poller.py `Poller`), whose reader hands
+each ready socket its events.
+
 - `SocketTransport`: what `Connection` needs of an asyncio transport (`write`, `close`,
   `abort`, `get_extra_info`, `is_closing`) plus `pause_reading`/`resume_reading` for
   paced reads (slow clients). `close()` closes the descriptor at once, so the FIN leaves
@@ -51,23 +50,34 @@ the handshake, with TLS), or `connect_failed(protocol, errno)` on the opener
 
 Measured with bench/connect_rate.py and bench/engine_vs_wrk.py: docs/engine.md (the
 figures), bench/README.md (the runs).
+
+Long because the two transports are one job: the Python reference that the C transport
+(engine/_cycle.c, one type for plain TCP and TLS) mirrors call for call, read side by
+side with it and compared with it response shape by response shape
+(tests/integration/test_c_transport.py, test_c_transport_tls.py). TlsTransport is
+SocketTransport with the TLS steps put in (`_established`, `on_event`, `_read`,
+`write`, `close`, `_close_socket`): it overrides the base's steps and works on its
+slots and helpers (`sock`, `out`, `state`, `_flush`, `_lost`), so in two files the
+base's internals would become an interface between modules. Nor is there a cheaper cut:
+a TLS layer wrapped around a plain transport instead of a subclass would add a Python
+call per read and per write of every https request, where Python's calls per TLS record
+are what made this transport cost 1.13x wrk's CPU per kept-alive HTTPS request, and the
+C one worth writing (engine/_cycle.c, docs/engine.md).
 """
 
 from __future__ import annotations
 
 import _socket
-import asyncio
 import contextlib
 import errno
 import socket
 import ssl
 import struct
-from collections.abc import Callable
-from select import EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, epoll
+from select import EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP
 from time import perf_counter_ns
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
-from stackrace.engine._cycle import Dispatcher
+from stackrace.engine.poller import Poller
 
 # below glibc's mmap threshold (128 KB): a larger recv() buffer is mmap()ed, mremap()ed
 # and munmap()ed on every read, three system calls per response
@@ -82,10 +92,6 @@ HANDSHAKE = 2
 CLOSED = 3
 
 
-class Handler(Protocol):
-    def on_event(self, events: int) -> None: ...
-
-
 class ConnectCallbacks(Protocol):
     """What a transport reports to whoever opened it (the target). `connect_failed`:
     `err` is the errno, or 0 with `tls` saying why the TLS handshake failed."""
@@ -93,90 +99,6 @@ class ConnectCallbacks(Protocol):
     def connect_failed(self, conn: Any, err: int, tls: str | None = None) -> None: ...
     def connect_done(self, conn: Any, connect_ns: int, tls_ns: int, resumed: bool) -> None: ...
     def keep_session(self, session: ssl.SSLSession | None) -> None: ...
-
-
-class Poller:
-    """One epoll for the engine's sockets, watched by the event loop.
-
-    The loop's reader for it is `dispatcher` (engine/_cycle.c), a C object: a wake-up
-    costs no Python frame. While rate mode's timers are on the epoll, `poll` is the
-    reader instead: due sends go first."""
-
-    __slots__ = ("_loop", "dispatcher", "ep", "handlers", "stale", "timers")
-
-    _by_loop: ClassVar[dict[int, Poller]] = {}
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.ep = epoll()
-        self._loop = loop
-        self.handlers: dict[int, Handler] = {}
-        self.stale: set[int] = set()  # descriptors closed in this batch
-        self.timers: set[int] = set()  # rate mode's timers (timer.DueTimer)
-        # (its `dispatching` is true inside a batch: a descriptor closed then has the
-        # batch's events for it dropped, `stale`)
-        self.dispatcher = Dispatcher(self.ep.fileno(), self.handlers, self.stale)
-        loop.add_reader(self.dispatcher.epfd, self.dispatcher)
-
-    @classmethod
-    def of(cls, loop: asyncio.AbstractEventLoop) -> Poller:
-        """The loop's poller (made on first use)."""
-        p = cls._by_loop.get(id(loop))
-        if p is None or p._loop is not loop:
-            for key, old in list(cls._by_loop.items()):
-                if old._loop.is_closed():  # a finished loop's poller: let its epoll go
-                    old.ep.close()
-                    del cls._by_loop[key]
-            p = cls._by_loop[id(loop)] = cls(loop)
-        return p
-
-    def forget(self, fd: int) -> None:
-        """The descriptor is about to be closed (closing it leaves the epoll by itself).
-        Its number may be given to the next socket at once: events of this batch for
-        it are the old socket's, and are dropped."""
-        self.handlers.pop(fd, None)
-        if self.dispatcher.dispatching:
-            self.stale.add(fd)
-
-    def add_timer(self, fd: int, handler: Handler) -> None:
-        self.handlers[fd] = handler
-        if not self.timers:  # the first: due sends must go before a batch's answers
-            self._loop.remove_reader(self.dispatcher.epfd)
-            self._loop.add_reader(self.dispatcher.epfd, self.poll)
-        self.timers.add(fd)
-        self.ep.register(fd, EPOLLIN)  # level-triggered: the timer reads itself clear
-
-    def remove_timer(self, fd: int) -> None:
-        self.forget(fd)
-        self.timers.discard(fd)
-        self.ep.unregister(fd)
-        if not self.timers and not self._loop.is_closed():
-            self._loop.remove_reader(self.dispatcher.epfd)
-            self._loop.add_reader(self.dispatcher.epfd, self.dispatcher)
-
-    def poll(self) -> None:
-        """The reader while timers are on the epoll (rate mode)."""
-        events = self.ep.poll(0)
-        handlers = self.handlers
-        stale = self.stale
-        self.dispatcher.dispatching = True
-        try:
-            # due sends first: a batch of responses must not make them late
-            timers = self.timers
-            for fd, ev in events:
-                if fd in timers:
-                    handlers[fd].on_event(ev)
-            for fd, ev in events:
-                if fd in timers or (stale and fd in stale):
-                    continue
-                h = handlers.get(fd)
-                if h is not None:
-                    h.on_event(ev)
-        finally:
-            self.dispatcher.dispatching = False
-            stale.clear()
-
-    def call_soon(self, callback: Callable[..., object], *args: object) -> None:
-        self._loop.call_soon(callback, *args)
 
 
 # struct tcp_info (linux/tcp.h): eight one-byte fields, then rto, ato, snd_mss, rcv_mss

@@ -91,7 +91,6 @@ class EngineProcess:
         self.last_wait, self.last_runs = runq_wait()
         self.done = loop.create_future()
         self.encoder = msgspec.json.Encoder()
-        self._sweeper: asyncio.TimerHandle | None = None
         self.loop_lag: dict[int, int] = {}  # lag samples since the last report (µs, sparse)
         self._probe_at = 0
         self._probes = 0
@@ -108,7 +107,7 @@ class EngineProcess:
 
     def start(self) -> None:
         self.send(Ready(pid=os.getpid(), nofile=self.nofile))
-        self._sweeper = self.loop.call_later(_SWEEP_S, self.sweep)
+        self.loop.call_later(_SWEEP_S, self.sweep)
         self.loop.call_later(_LAG_PROBE_S, self._probe)
 
     def _probe(self) -> None:
@@ -129,7 +128,7 @@ class EngineProcess:
         now = perf_counter_ns()
         for t in self.targets.values():
             t.sweep(now)
-        self._sweeper = self.loop.call_later(_SWEEP_S, self.sweep)
+        self.loop.call_later(_SWEEP_S, self.sweep)
 
     def _selected(self, target_id: str | None) -> list[Target]:
         if target_id is None:

@@ -67,9 +67,7 @@ class TargetFigures:
     failures: dict[str, int] = field(default_factory=dict)
     bytes: int = 0
     buckets: list[int] = field(default_factory=lambda: [0] * _N)  # per bucket, not cumulative
-    latency_count: int = 0
     latency_sum: float = 0.0  # seconds
-    estimated: int = 0  # answers whose bucket came from percentiles (see the module doc)
     current: TargetSnapshot | None = None  # in the latest snapshot; None once it is gone
     # the totals' histogram at the last snapshot, per bucket: (engine, buckets), to subtract
     prev: tuple[int, list[int]] | None = None
@@ -163,7 +161,6 @@ class RaceFigures:
         for kind, n in w.failures.items():
             f.failures[kind] = f.failures.get(kind, 0) + n
         f.bytes += w.bytes
-        f.latency_count += w.latency.count
         f.latency_sum += w.latency.mean * w.latency.count / 1e6
         for j, n in enumerate(self._interval_buckets(f, t, hist, engine)):
             f.buckets[j] += n
@@ -187,7 +184,6 @@ class RaceFigures:
                     return delta  # the totals went on by exactly this interval
             if sum(now) == lat.count:
                 return now  # the totals hold this interval alone (they restarted at it)
-        f.estimated += lat.count
         return estimated_buckets(lat)
 
     def set_resources(self, resources: Mapping[str, ResourceSample | None]) -> None:

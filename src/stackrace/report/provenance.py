@@ -23,7 +23,10 @@ from pathlib import Path
 import msgspec
 
 from stackrace.report.schema import BenchRun, Provenance, StackRecipe
-from stackrace.stacks.catalogue import Stack, StackFile, placeholders, render, stack_defs
+from stackrace.stacks.catalogue import StackFile
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.placeholders import placeholders, render
+from stackrace.stacks.validate import stack_defs
 
 
 def recipe(stack: Stack) -> StackRecipe:

@@ -19,7 +19,7 @@ import msgspec
 from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.settings.race_settings import RaceSettings, check_values
-from stackrace.stacks.catalogue import StackDef
+from stackrace.stacks.definition import StackDef
 
 # Repeats of one level further apart than this (relative to their median) make the
 # level's figure a range, not a point: a ranking within it can flip on the next run.

@@ -14,8 +14,11 @@ best lies on an edge of the range; the points not measured; the machine's noise.
 from __future__ import annotations
 
 from stackrace.report.schema import BenchRun, TunePoint, TuneResult
-from stackrace.stacks.catalogue import COMMAND_LINE, Stack, StackFile, resolve
+from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.catalogue import StackFile
+from stackrace.stacks.definition import Stack
 from stackrace.stacks.production import production_command
+from stackrace.stacks.variants import resolve
 
 MAX_DEPLOY_LINES = 3  # a tie's deploy lines shown
 

@@ -46,10 +46,6 @@ class LittleCheck:
     ok: bool
     reason: str = ""
 
-    @property
-    def accounted(self) -> float:
-        return self.explained
-
     def describe(self) -> str:
         if self.ok:
             return ""

@@ -57,10 +57,6 @@ class StepResult:
         return self.window.goodput
 
     @property
-    def mean_us(self) -> float:
-        return self.window.latency.mean
-
-    @property
     def p50_us(self) -> int:
         return self.window.latency.p50
 

@@ -211,11 +211,10 @@ class Judgment:
     goodput: float  # answers that count, a second, over the judged window
     p99_us: int | None  # None: nothing answered
     failed: int  # failures the server answers for (abandoned excluded)
-    failed_share: float  # of the attempts (clients that got no answer in the level too)
+    failed_share: float = 0.0  # of the attempts (clients that got no answer in the level too)
     service_us: float | None = None  # how long it takes to serve one, estimated
     service_from: str = ""  # where that comes from ("its fastest answer at c=1")
     wait_us: float | None = None  # how long a request waits, Little's law
-    bound_us: float | None = None  # the wait past which it queues
     tail_bound_us: float | None = None  # the p99 (and oldest wait) past which it queues
 
     @property
@@ -328,7 +327,6 @@ def judge(e: Evidence) -> Judgment:
             service_us=service,
             service_from=service_from,
             wait_us=wait,
-            bound_us=bound,
             tail_bound_us=tail,
         )
 

@@ -44,6 +44,7 @@ __all__ = [
     "cpu_list",
     "examples",
     "non_negative_duration",
+    "non_negative_int",
     "note",
     "port_number",
     "positive_duration",
@@ -161,7 +162,7 @@ class OneLineArgumentParser(argparse.ArgumentParser):
         return parsed, extras
 
     def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
-        # our parsers (here, settings/race_settings.py) raise ValueError with the reason;
+        # our parsers (here, settings/race_parsers.py) raise ValueError with the reason;
         # argparse would print only "invalid positive_int value" for it. The builtin
         # types (int, float) keep argparse's own message. (_get_value is argparse's hook
         # for the type call; Python 3.11's, unchanged since 3.2.)
@@ -209,7 +210,7 @@ def _bad(what: str, text: str) -> OptionValueError:
 
 MAX_DURATION_S = 24 * 3600.0  # a run (or level) longer than a day is a typo
 MAX_TIMEOUT_S = 3600.0  # a request or connect timeout: an hour, as a stacks file's
-# where a stack reference was written, for stacks.catalogue.resolve: the one place that
+# where a stack reference was written, for stacks.variants.resolve: the one place that
 # may name any executable (the picker is the command line's too: the person at the
 # keyboard); a preset, a run file or another stack's `upstream` may not
 COMMAND_LINE = "the command line"
@@ -280,6 +281,17 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise _bad("a whole number >= 1", text)
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """A whole number ≥ 0 (a delay in ms, a count of warm-up requests)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise OptionValueError(f"must be a whole number, got {text!r}") from None
+    if n < 0:
+        raise OptionValueError(f"must be 0 or more, got {text!r}")
+    return n
 
 
 def port_number(text: str) -> int:

@@ -17,13 +17,13 @@ derived from it:
   the same struct and turned into requests by the same code (stackrace.settings.scenario).
 
 Durations are seconds (floats); the CLI and TOML accept "500ms", "10s", "2m". Every
-value goes through the same parser (stackrace.settings.options) from the command line and from a
-preset, so a value is valid or not the same way everywhere.
+value goes through the same parser (stackrace.settings.options for numbers and durations,
+stackrace.settings.race_parsers for the rest) from the command line and from a preset, so
+a value is valid or not the same way everywhere.
 """
 
 from __future__ import annotations
 
-import re
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -31,18 +31,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
-from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
-from stackrace.engine.model import MAX_RATE_PER_PROCESS, rate_problem
-from stackrace.engine.request import RequestError, check_method
-from stackrace.engine.tls import TlsConfigError, check_cacert
-from stackrace.settings import scenario, statuses, terms
+from stackrace.engine.clients import ClientProfile, parse_profile
+from stackrace.engine.model import MAX_RATE_PER_PROCESS
+from stackrace.settings import race_parsers as parse
+from stackrace.settings import scenario
 from stackrace.settings.options import (
-    OptionValueError,
     non_negative_duration,
+    non_negative_int,
     positive_duration,
     positive_int,
     positive_int_list,
-    positive_rate,
     timeout_duration,
 )
 from stackrace.settings.workloads import WORKLOADS
@@ -50,121 +48,9 @@ from stackrace.settings.workloads import WORKLOADS
 if TYPE_CHECKING:
     from stackrace.settings.scenario import RequestKind
 
-ISOLATIONS = ("auto", "rotate", "parallel")
-
 # the settings that say what each request is (your endpoints, stackrace.settings.scenario): all
 # that `stackrace load` takes of a race's settings
 REQUEST_FIELDS = ("paths", "method", "header", "body", "body_file", "scenario", "expect_status")
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise OptionValueError(f"must be a whole number, got {text!r}") from None
-    if n < 0:
-        raise OptionValueError(f"must be 0 or more, got {text!r}")
-    return n
-
-
-def _memory(text: str) -> str:
-    if not re.fullmatch(r"\d+[KMG]?", text):
-        raise OptionValueError(f"must be a size like 128M or 2G, got {text!r}")
-    return text
-
-
-def _bool(text: str) -> bool:
-    return text.lower() in ("1", "true", "yes", "on")
-
-
-def _stack_rate(text: str) -> float:
-    """A rate per stack: every stack of a race has one engine process of its own, so
-    one process's ceiling is the stack's (engine.model.MAX_RATE_PER_PROCESS)."""
-    rate = positive_rate(text)
-    problem = rate_problem(rate, 1)
-    if problem:
-        raise OptionValueError(f"{problem.split(';')[0]}, got {text!r}")
-    return rate
-
-
-def _cacert(text: str) -> str:
-    """A PEM file of CA certificates, checked now, kept as an absolute path."""
-    try:
-        check_cacert(text)
-    except TlsConfigError as exc:
-        raise OptionValueError(str(exc).removeprefix(f"--cacert {text}: ")) from None
-    return str(Path(text).resolve())
-
-
-def _clients(text: str) -> str:
-    """A slow-client profile (engine.clients), kept as its canonical text."""
-    try:
-        return parse_profile(text).describe()
-    except ProfileError as exc:
-        raise OptionValueError(str(exc)) from None
-
-
-def _share(text: str) -> float:
-    try:
-        return parse_share(text)
-    except ProfileError as exc:
-        raise OptionValueError(str(exc)) from None
-
-
-def _workload(text: str) -> str:
-    if text not in WORKLOADS:
-        raise OptionValueError(f"must be one of {', '.join(sorted(WORKLOADS))}, got {text!r}")
-    return text
-
-
-def _path_item(text: str) -> str:
-    try:
-        scenario.parse_path_item(text)
-    except scenario.ScenarioError as exc:
-        raise OptionValueError(str(exc)) from None
-    return text
-
-
-def _method(text: str) -> str:
-    try:
-        return check_method(text)
-    except RequestError as exc:
-        raise OptionValueError(str(exc)) from None
-
-
-def _header(text: str) -> str:
-    try:
-        scenario.parse_header(text)
-    except scenario.ScenarioError as exc:
-        raise OptionValueError(str(exc)) from None
-    return text
-
-
-def _statuses(text: str) -> str:
-    try:
-        return statuses.check(text)
-    except statuses.StatusError as exc:
-        raise OptionValueError(str(exc)) from None
-
-
-def _file_name(text: str) -> str:
-    if not text or not text.isprintable() or len(text) > 4096:
-        raise OptionValueError(f"not a file name: {text[:60]!r}")
-    return text
-
-
-def _slo(text: str) -> str:
-    try:
-        terms.check_objective(text)
-    except terms.TermError as exc:
-        raise OptionValueError(str(exc)) from None
-    return text.strip()
-
-
-def _isolation(text: str) -> str:
-    if text not in ISOLATIONS:
-        raise OptionValueError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
-    return text
 
 
 class Opt(msgspec.Struct, frozen=True):
@@ -203,12 +89,12 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--workload",
             f"the endpoint every stack serves and is loaded on: {', '.join(WORKLOADS)}",
-            _workload,
+            parse.workload_name,
             metavar="NAME",
         ),
     ] = "hello"
     io_ms: Annotated[
-        int, opt("--io-ms", "how long /io waits, ms", _non_negative_int, metavar="MS")
+        int, opt("--io-ms", "how long /io waits, ms", non_negative_int, metavar="MS")
     ] = 10
     queries: Annotated[
         int, opt("--queries", "range queries per /db request", positive_int, metavar="N")
@@ -253,7 +139,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--warmup-requests",
             "also warm up until this many requests were answered (a JIT's warm-up is "
             "counted in requests, not seconds)",
-            _non_negative_int,
+            non_negative_int,
             metavar="N",
             bench_only=True,
         ),
@@ -264,7 +150,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--rate",
             "constant rate per stack, req/s, instead of levels (at most "
             f"{MAX_RATE_PER_PROCESS:,}: a stack's engine process schedules no more)",
-            _stack_rate,
+            parse.stack_rate,
         ),
     ] = None
     rate_connections: Annotated[
@@ -292,7 +178,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--keepalive",
             "keep connections open between requests",
-            _bool,
+            parse.on_off,
             negate="--no-keepalive",
             negate_help="every request on a new connection (Connection: close), as ab without -k",
         ),
@@ -302,7 +188,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--isolation",
             "auto, rotate (one stack at a time) or parallel",
-            _isolation,
+            parse.isolation,
             metavar="MODE",
             bench_only=True,
         ),
@@ -325,7 +211,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--tls-verify",
             "https --url targets: check the server's certificate and name",
-            _bool,
+            parse.on_off,
             negate="--insecure",
             negate_help="https --url targets: do not check the server's certificate or "
             "name, as curl -k",
@@ -336,7 +222,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--cacert",
             "https --url targets: trust the certificates in this PEM file",
-            _cacert,
+            parse.cacert_file,
             metavar="FILE",
         ),
     ] = None
@@ -345,7 +231,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--tls-resume",
             "https: offer the last TLS session on each new connection",
-            _bool,
+            parse.on_off,
             negate="--no-tls-resume",
             negate_help="https: a full handshake on every new connection, as distinct clients make",
         ),
@@ -356,7 +242,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--clients",
             "slow clients: slow, mobile, wan or NAME:upload=20ms,read=64KB/s (each request "
             "sent in pieces over `upload`, responses read at `read`)",
-            _clients,
+            parse.client_profile,
             metavar="PROFILE",
         ),
     ] = None
@@ -366,7 +252,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--slow-share",
             "the share of each stack's connections that are slow clients, e.g. 20%% "
             "(default: all of them, with --clients)",
-            _share,
+            parse.slow_share,
             metavar="SHARE",
         ),
     ] = 1.0
@@ -376,7 +262,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = None
     memory_max: Annotated[
         str | None,
-        opt("--memory-max", "memory cap per stack, e.g. 128M", _memory, metavar="SIZE"),
+        opt("--memory-max", "memory cap per stack, e.g. 128M", parse.memory_size, metavar="SIZE"),
     ] = None
     # your endpoints instead of the workload's (stackrace.settings.scenario)
     paths: Annotated[
@@ -385,21 +271,21 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--path",
             "load this path of your app, with a weight: /items or /a:3 (repeatable: a "
             "weighted mix; a path with a query is sent whole: docs/requests.md)",
-            _path_item,
+            parse.path_item,
             metavar="PATH[:WEIGHT]",
             repeat=True,
         ),
     ] = []
     method: Annotated[
         str,
-        opt("--method", "the HTTP method of your requests", _method, short="-m"),
+        opt("--method", "the HTTP method of your requests", parse.http_method, short="-m"),
     ] = "GET"
     header: Annotated[
         list[str],
         opt(
             "--header",
             "a header of your requests, 'Name: value' (repeatable)",
-            _header,
+            parse.header_line,
             metavar="'K: V'",
             repeat=True,
             short="-H",
@@ -414,7 +300,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         opt(
             "--body-file",
             "the body of your requests, read from FILE",
-            _file_name,
+            parse.file_name,
             metavar="FILE",
         ),
     ] = None
@@ -424,7 +310,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--scenario",
             "a TOML file of requests (path, method, headers, body, weight, expect) "
             "instead of --path",
-            _file_name,
+            parse.file_name,
             metavar="FILE",
         ),
     ] = None
@@ -434,7 +320,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--expect-status",
             "statuses the answers to your requests should have, e.g. 200, 2xx, 200-299,404 "
             "(default: anything below 400; others are failures)",
-            _statuses,
+            parse.status_codes,
             metavar="CODES",
         ),
     ] = None
@@ -446,7 +332,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "the objective every level is held to, targets to stay below, e.g. "
             "'p99<50ms,failures<0.1%%' (a percentile p0-p100 with at most two decimals, "
             "mean, max, failures, waiting, rss, cpu)",
-            _slo,
+            parse.slo_terms,
             metavar="TERMS",
         ),
     ] = None
@@ -570,10 +456,11 @@ def check_values(settings: RaceSettings, where: str) -> None:
 
 def merge(base: RaceSettings, changes: dict[str, Any]) -> RaceSettings:
     """`base` (defaults, a preset, a rerun's) with `changes` over it; stacks given as
-    `--stacks a,b:workers=2,threads=4` are split into one name each (`split_stacks`)."""
+    `--stacks a,b:workers=2,threads=4` are split into one name each
+    (`race_parsers.split_stacks`)."""
     if "stacks" in changes:
         refs = changes["stacks"]
-        changes = {**changes, "stacks": [s for ref in refs for s in split_stacks(ref)]}
+        changes = {**changes, "stacks": [s for ref in refs for s in parse.split_stacks(ref)]}
     return msgspec.structs.replace(base, **changes)
 
 
@@ -588,7 +475,7 @@ def with_options(base: RaceSettings, given: dict[str, Any], app_given: bool) -> 
 
 
 def stacks_named_in(stacks_given: bool, preset_file: Path | None, run_file: str | None) -> str:
-    """Where the race's stacks were written, for stacks.catalogue.resolve: the command
+    """Where the race's stacks were written, for stacks.variants.resolve: the command
     line when --stacks was given there, else the preset's file or the run file they came
     from (a file may not name an executable)."""
     from stackrace.settings.options import COMMAND_LINE
@@ -600,19 +487,3 @@ def stacks_named_in(stacks_given: bool, preset_file: Path | None, run_file: str 
     if run_file:
         return f"the run file {run_file}"
     return COMMAND_LINE
-
-
-def split_stacks(ref: str) -> list[str]:
-    """'a,b:workers=2,threads=4,c' → ['a', 'b:workers=2,threads=4', 'c'].
-
-    A comma starts a new stack unless what follows is KEY=VALUE of a variant ('a:x=1,b:y=2'
-    is two variants: a variant's KEY has no ':').
-    """
-    parts: list[str] = []
-    for piece in ref.split(","):
-        key = piece.partition("=")[0]
-        if parts and "=" in piece and ":" in parts[-1] and ":" not in key:
-            parts[-1] += "," + piece
-        elif piece.strip():
-            parts.append(piece.strip())
-    return parts

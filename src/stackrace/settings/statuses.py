@@ -13,7 +13,6 @@ import re
 from stackrace.base.errors import StackraceError
 
 _ITEM = re.compile(r"^(?:([1-5])xx|([1-5]\d\d)(?:-([1-5]\d\d))?)$")
-DEFAULT = "2xx"  # what an app's path is expected to answer unless told
 
 
 class StatusError(StackraceError, ValueError):

@@ -1,248 +1,39 @@
-"""What a stack's `needs` declare: is it here (availability), and installing what is not.
-
-Everything is checked before anything is done, so a second `stackrace install` finds
-nothing to do and returns in well under a second:
-
-- apt packages: one `dpkg-query` for all of them;
-- pip packages: the installed distributions' metadata, read in-process (importlib.metadata
-  for the project's venv, which is the running interpreter's; the dist-info folders of
-  .venv-pypy for the PyPy venv), version specifiers and extras included;
-- builds: every `built` file exists and is newer than every source file in `build_cwd`;
-- npm packages: `node_modules/NAME/package.json` under `npm_cwd`.
+"""Installing what the chosen stacks' `needs` declare and this machine lacks
+(stackrace.stacks.availability says what that is).
 
 Work is batched across stacks (one `apt-get update` and one `apt-get install`, one pip run
 per venv, each build once) because a resolver run or an apt transaction costs seconds;
 when a batch fails, it is retried stack by stack so the failure is pinned on the right one.
+Every stack is checked again after the work: anything still missing is its error.
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
-import importlib
-import importlib.metadata
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
-from stackrace.base import madeby, paths
+from stackrace.base import madeby
 from stackrace.base.errors import StackraceError
-from stackrace.stacks.catalogue import Stack, placeholders, render
+from stackrace.stacks.availability import (
+    PYPY_VENV,
+    Missing,
+    missing,
+    missing_apt,
+    needs_values,
+    rel_path,
+)
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.placeholders import render
 
-# the PyPy venv: .venv-pypy in a checkout, the data directory for a package (base/paths.py)
-PYPY_VENV = paths.pypy_venv()
-# not sources of a build: outputs, caches and dependencies
-_NOT_SOURCES = {"bin", "node_modules", "__pycache__", ".git", "vendor"}
 _TAIL_LINES = 15
-
 Log = Callable[[str], None]
-
-
-# --- what is missing -------------------------------------------------------------------
-
-
-@dataclass
-class Missing:
-    """What one stack lacks, by kind; empty when the stack can start."""
-
-    apt: list[str] = field(default_factory=list)
-    venv: bool = False  # the PyPy venv does not exist
-    pip: list[str] = field(default_factory=list)
-    pip_no_deps: list[str] = field(default_factory=list)
-    builds: list[str] = field(default_factory=list)  # built files missing or stale
-    npm: list[str] = field(default_factory=list)
-    bins: list[str] = field(default_factory=list)
-    # modules the stack's own interpreter (an app's) cannot import, and that interpreter
-    modules: list[str] = field(default_factory=list)
-    python: str = ""
-
-    def runtime(self) -> list[str]:
-        """What keeps the stack from starting (apt packages count only through bins)."""
-        out = [f"{b} not found" for b in self.bins]
-        out += [f"{m} is not installed for {self.python}" for m in self.modules]
-        if self.venv:
-            out.append(f"{_rel(PYPY_VENV)} does not exist")
-        out += [f"pip package {p} not installed" for p in self.pip + self.pip_no_deps]
-        out += self.builds
-        out += [f"npm package {p} not installed" for p in self.npm]
-        return out
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.apt
-            or self.venv
-            or self.pip
-            or self.pip_no_deps
-            or self.builds
-            or self.npm
-            or self.bins
-            or self.modules
-        )
-
-
-def _rel(path: Path | str) -> str:
-    """A path as messages show it: relative to the directory the stacks build in."""
-    try:
-        return str(Path(path).relative_to(paths.work_root()))
-    except ValueError:
-        return str(path)
-
-
-def _values(stack: Stack) -> dict[str, object]:
-    # port and run_dir are not known here; nothing in `needs` should depend on them
-    return placeholders(stack, 0, Path("/nonexistent-run-dir"))
-
-
-def _find_bin(name: str) -> bool:
-    if "/" in name:
-        return os.access(name, os.X_OK) and Path(name).is_file()
-    return shutil.which(name) is not None
-
-
-def _runtime_bins(stack: Stack, values: dict[str, object]) -> list[str]:
-    """needs.bins plus the program of every command the launcher will run."""
-    argv0 = [stack.spec.command[0], *(p.command[0] for p in stack.spec.processes)]
-    names: list[str] = []
-    for raw in [*stack.spec.needs.bins, *argv0]:
-        name = render(raw, values)
-        if name not in names:
-            names.append(name)
-    return names
-
-
-def missing_apt(packages: Iterable[str]) -> list[str]:
-    """The packages dpkg does not list as installed ("ii"), in the order given."""
-    wanted = list(dict.fromkeys(packages))
-    if not wanted:
-        return []
-    if shutil.which("dpkg-query") is None:
-        return wanted
-    out = subprocess.run(
-        ["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n", *wanted],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    installed = set()
-    for line in out.splitlines():
-        name, _, status = line.partition(" ")
-        if status.startswith("ii"):
-            installed.add(name.split(":")[0])  # "libfoo:amd64" → "libfoo"
-    return [p for p in wanted if p not in installed]
-
-
-def _site_packages(which: str) -> list[str] | None:
-    """The paths to read distributions from: None means the running interpreter's."""
-    if which == "main":
-        return None
-    return sorted(glob.glob(str(PYPY_VENV / "lib" / "*" / "site-packages")))
-
-
-class _Dists:
-    """Installed distributions of one venv, looked up by name and remembered.
-
-    Only the requested ones are read: parsing every METADATA file of a venv takes ~50 ms.
-    """
-
-    def __init__(self, which: str) -> None:
-        importlib.invalidate_caches()
-        self.path = _site_packages(which)
-        self._seen: dict[str, importlib.metadata.Distribution | None] = {}
-
-    def get(self, name: str) -> importlib.metadata.Distribution | None:
-        key = canonicalize_name(name)
-        if key not in self._seen:
-            if self.path is not None and not self.path:
-                found = None  # the venv does not exist
-            else:
-                dists = (
-                    importlib.metadata.Distribution.discover(name=name)
-                    if self.path is None
-                    else importlib.metadata.Distribution.discover(name=name, path=self.path)
-                )
-                found = next(iter(dists), None)
-            self._seen[key] = found
-        return self._seen[key]
-
-
-def _satisfied(req: Requirement, dists: _Dists, depth: int = 0) -> bool:
-    dist = dists.get(req.name)
-    if dist is None:
-        return False
-    if req.specifier and not req.specifier.contains(dist.version, prereleases=True):
-        return False
-    if depth > 0 or not req.extras:
-        return True
-    # an extra is satisfied when the requirements it adds are (one level deep)
-    for line in dist.requires or []:
-        sub = Requirement(line)
-        if sub.marker is None:
-            continue
-        if not any(sub.marker.evaluate({"extra": extra}) for extra in req.extras):
-            continue
-        if not _satisfied(sub, dists, depth + 1):
-            return False
-    return True
-
-
-def missing_pip(requirements: Iterable[str], which: str = "main") -> list[str]:
-    """The requirements (pip syntax) not satisfied in the venv, in the order given."""
-    reqs = list(dict.fromkeys(requirements))
-    if not reqs:
-        return []
-    dists = _Dists(which)
-    out = []
-    for text in reqs:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement as exc:
-            raise ValueError(f"pip requirement {text!r} is not valid: {exc}") from None
-        if not _satisfied(req, dists):
-            out.append(text)
-    return out
-
-
-def _sources(build_cwd: Path, built: Sequence[Path]) -> Iterable[Path]:
-    skip = {p.resolve() for p in built}
-    for dirpath, dirnames, filenames in os.walk(build_cwd):
-        dirnames[:] = [d for d in dirnames if d not in _NOT_SOURCES]
-        for f in filenames:
-            path = Path(dirpath, f)
-            if path.resolve() not in skip:
-                yield path
-
-
-def stale_builds(stack: Stack, values: dict[str, object] | None = None) -> list[str]:
-    """Why the stack's build must run: a built file missing, or older than a source."""
-    needs = stack.spec.needs
-    if not needs.built:
-        return []
-    values = values or _values(stack)
-    built = [Path(render(b, values)) for b in needs.built]
-    absent = [b for b in built if not b.exists()]
-    if absent:
-        return [f"{_rel(b)} not built" for b in absent]
-    cwd = Path(render(needs.build_cwd, values))
-    oldest = min(b.stat().st_mtime for b in built)
-    newer = [s for s in _sources(cwd, built) if s.stat().st_mtime > oldest]
-    if newer:
-        return [f"{_rel(built[0])} is older than {_rel(newer[0])}"]
-    return []
-
-
-def _npm_name(spec: str) -> str:
-    # "@scope/pkg@1.2" → "@scope/pkg"; "pkg@^2" → "pkg"
-    at = spec.find("@", 1)
-    return spec if at == -1 else spec[:at]
 
 
 def _npm_argv(cwd: Path, packages: list[str]) -> list[str]:
@@ -254,122 +45,6 @@ def _npm_argv(cwd: Path, packages: list[str]) -> list[str]:
     if (cwd / "package.json").exists():
         return ["npm", "install", *quiet]
     return ["npm", "install", *quiet, "--no-save", *packages]
-
-
-def missing_npm(stack: Stack, values: dict[str, object] | None = None) -> list[str]:
-    needs = stack.spec.needs
-    if not needs.npm:
-        return []
-    cwd = Path(render(needs.npm_cwd, values or _values(stack)))
-    return [
-        p for p in needs.npm if not (cwd / "node_modules" / _npm_name(p) / "package.json").exists()
-    ]
-
-
-# Which modules an interpreter other than stackrace's can import: asked once per
-# interpreter (a process start costs ~50 ms), or told by the app's inspection.
-_IMPORTABLE: dict[str, dict[str, bool]] = {}
-
-
-def remember_importable(python: str, found: dict[str, bool]) -> None:
-    _IMPORTABLE.setdefault(python, {}).update(found)
-
-
-def importable(python: str, modules: Iterable[str]) -> dict[str, bool]:
-    """Whether `python` can import each module (found on its path, not imported)."""
-    known = _IMPORTABLE.setdefault(python, {})
-    ask = [m for m in modules if m not in known]
-    if ask:
-        code = (
-            "import importlib.util, json, sys\n"
-            "def f(m):\n"
-            "    try:\n        return importlib.util.find_spec(m) is not None\n"
-            "    except Exception:\n        return False\n"
-            "print(json.dumps({m: f(m) for m in sys.argv[1:]}))"
-        )
-        try:
-            out = subprocess.run(
-                [python, "-c", code, *ask],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            ).stdout
-            import json
-
-            known.update(json.loads(out.strip().splitlines()[-1]))
-        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
-            known.update({m: False for m in ask})
-    return {m: known[m] for m in modules}
-
-
-def forget_importable(python: str) -> None:
-    """After an install into `python`: ask again."""
-    _IMPORTABLE.pop(python, None)
-
-
-def missing(stack: Stack, apt_missing: set[str] | None = None) -> Missing:
-    """Everything the stack's `needs` declare that is not here."""
-    needs = stack.spec.needs
-    values = _values(stack)
-    m = Missing()
-    if apt_missing is None:
-        m.apt = missing_apt(needs.apt)
-    else:
-        m.apt = [p for p in needs.apt if p in apt_missing]
-    if needs.venv == "pypy" and not (PYPY_VENV / "bin" / "python").exists():
-        m.venv = True
-        m.pip = list(needs.pip)
-        m.pip_no_deps = list(needs.pip_no_deps)
-    else:
-        m.pip = missing_pip(needs.pip, needs.venv)
-        m.pip_no_deps = missing_pip(needs.pip_no_deps, needs.venv)
-    m.builds = stale_builds(stack, values)
-    m.npm = missing_npm(stack, values)
-    m.bins = [b for b in _runtime_bins(stack, values) if not _find_bin(b)]
-    if stack.spec.python and needs.modules and stack.spec.python not in m.bins:
-        m.python = stack.spec.python
-        m.modules = [k for k, ok in importable(m.python, needs.modules).items() if not ok]
-    return m
-
-
-class Availability(NamedTuple):
-    """Whether a stack can start on this machine, and if not, why and what fixes it."""
-
-    available: bool
-    reason: str = ""
-    fix: str = ""
-
-
-def availability(stack: Stack) -> Availability:
-    """Can the stack start here, and if not, why and what fixes it.
-
-    Unavailable when a program it runs is not found, a pip package is missing (or the
-    wrong version), or a built file is missing or older than its sources.
-    """
-    # a stack in front of another (nginx-proxy) needs that one too
-    parts = [stack] if stack.upstream is None else [stack, stack.upstream]
-    problems: list[str] = []
-    for part in parts:
-        try:
-            problems += [p for p in missing(part, apt_missing=set()).runtime() if p not in problems]
-        except ValueError as exc:
-            return Availability(False, str(exc), f"fix stack '{part.base}' in stacks.toml")
-    if not problems:
-        return Availability(True)
-    reason = "; ".join(problems[:3]) + (
-        f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
-    )
-    if stack.spec.python:  # an app's servers go into the app's environment, said so
-        server = stack.base.partition("[")[0]
-        return Availability(False, reason, f"stackrace install --into {stack.spec.python} {server}")
-    return Availability(
-        False, reason, f"stackrace install {' '.join(dict.fromkeys(p.base for p in parts))}"
-    )
-
-
-# --- installing ------------------------------------------------------------------------
 
 
 class StepError(StackraceError, RuntimeError):
@@ -409,7 +84,7 @@ def _run(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = 
 
 def _venv_name() -> str:
     """The venv stackrace runs in, as messages name it (.venv in a checkout)."""
-    return _rel(Path(sys.prefix))
+    return rel_path(Path(sys.prefix))
 
 
 def _indent(text: str) -> str:
@@ -512,7 +187,7 @@ class Installer:
             with contextlib.suppress(OSError):  # the step itself says why it fails
                 madeby.make_dir(PYPY_VENV, "the PyPy venv of the PyPy stacks")
             self._step(
-                f"venv: pypy3 -m venv {_rel(PYPY_VENV)}",
+                f"venv: pypy3 -m venv {rel_path(PYPY_VENV)}",
                 owners,
                 ["pypy3", "-m", "venv", str(PYPY_VENV)],
             )
@@ -534,7 +209,7 @@ class Installer:
         owners = [r for r in self._pending() if r.stack.spec.needs.venv == which and reqs(r)]
         if not owners:
             return
-        where = _venv_name() if which == "main" else _rel(PYPY_VENV)
+        where = _venv_name() if which == "main" else rel_path(PYPY_VENV)
         label = f"pip{' --no-deps' if no_deps else ''} into {where}:"
         # --prefer-binary: an older wheel beats compiling a newer sdist
         argv = [self._python(which), "-m", "pip", "install", "-q", "--prefer-binary"]
@@ -550,9 +225,9 @@ class Installer:
     def _npm(self) -> None:
         for r in self._pending():
             if r.before.npm:
-                cwd = Path(render(r.stack.spec.needs.npm_cwd, _values(r.stack)))
+                cwd = Path(render(r.stack.spec.needs.npm_cwd, needs_values(r.stack)))
                 self._step(
-                    f"npm in {_rel(cwd)}: {' '.join(r.before.npm)}",
+                    f"npm in {rel_path(cwd)}: {' '.join(r.before.npm)}",
                     [r],
                     _npm_argv(cwd, r.before.npm),
                     cwd=cwd,
@@ -564,7 +239,7 @@ class Installer:
             if not r.before.builds:
                 continue
             needs = r.stack.spec.needs
-            values = _values(r.stack)
+            values = needs_values(r.stack)
             cwd = Path(render(needs.build_cwd, values))
             commands = [[render(a, values) for a in cmd] for cmd in needs.build]
             key = (str(cwd), repr(commands))
@@ -577,10 +252,12 @@ class Installer:
                 continue
             for argv in commands:
                 if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
-                    r.error = f"{argv[0]} not found on PATH (needed to build {_rel(cwd)})"
-                    self.log(f"  build {_rel(cwd)}: {r.error}")
+                    r.error = f"{argv[0]} not found on PATH (needed to build {rel_path(cwd)})"
+                    self.log(f"  build {rel_path(cwd)}: {r.error}")
                     break
-                if not self._step(f"build in {_rel(cwd)}: {' '.join(argv)}", [r], argv, cwd=cwd):
+                if not self._step(
+                    f"build in {rel_path(cwd)}: {' '.join(argv)}", [r], argv, cwd=cwd
+                ):
                     break
             else:
                 self._touch_built(r.stack, values)

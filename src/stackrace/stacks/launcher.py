@@ -10,9 +10,9 @@
 
 API: `Launcher(run_root=None, env=None, on_change=None)`; `await start(stack, port=None)`
 -> RunningStack or LaunchError (message + `.log_tail`); `poll()` -> stacks that just
-crashed; `await stop(rs)`; `await stop_all()`; `close()`. `RunningStack.state` is one of
-starting, ready, crashed (died after it was ready), failed (never ready), stopped, with
-`exit_code` and `error` for the last two kinds of ending. Resource figures come from
+crashed; `await stop(rs)`; `await stop_all()`; `close()`. A `RunningStack` and its
+states are stackrace.stacks.running's, the run directories stackrace.stacks.run_roots',
+and what `ready` means stackrace.stacks.readiness'. Resource figures come from
 `stackrace.stacks.sampler.TreeSampler(rs.root_pids)`.
 
 Guarantees:
@@ -43,228 +43,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import fcntl
 import itertools
 import os
-import re
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackrace.base import madeby, paths
-from stackrace.base.errors import StackraceError
 from stackrace.base.ports import free_port, port_in_use
 from stackrace.base.slug import short as short_name
 from stackrace.base.slug import slug
 from stackrace.settings import statuses
-from stackrace.stacks import certificate, cgroup, listen, probe
-from stackrace.stacks.catalogue import HOST, ConfigError, Stack, placeholders, render
-from stackrace.stacks.refusal import refusal_line
+from stackrace.stacks import certificate, cgroup, listen, readiness
+from stackrace.stacks.definition import ConfigError, Stack
+from stackrace.stacks.placeholders import HOST, placeholders, render
+from stackrace.stacks.run_roots import new_run_root
+from stackrace.stacks.running import (
+    CRASHED,
+    FAILED,
+    POLL_S,
+    READY,
+    STARTING,
+    STOPPED,
+    LaunchError,
+    RunningStack,
+    StateCallback,
+    program_of,
+)
 from stackrace.supervise import hurry, rundirs, sweep
 from stackrace.supervise.procs import child_setup, pids_in_sessions, signal_sessions
 from stackrace.supervise.watchdog import Watchdog
 
-STARTING = "starting"
-READY = "ready"
-CRASHED = "crashed"  # died after it was ready
-FAILED = "failed"  # never became ready
-STOPPED = "stopped"
-
-_POLL_S = 0.05
 # the longest run dir that leaves room for a socket name (sun_path holds 107 bytes)
 _MAX_RUN_DIR = 80
-_KEEP_RUNS = 20  # run directories (logs) kept under runs_dir()
 _STORAGE_ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT)
-
-
-def _statuses_text(codes: frozenset[int]) -> str:
-    if codes == frozenset({200}):
-        return "200"
-    lo, hi = min(codes), max(codes)
-    return (
-        f"{lo}-{hi}" if len(codes) == hi - lo + 1 else ", ".join(list(map(str, sorted(codes)))[:8])
-    )
-
-
-def _program(p: subprocess.Popen[bytes]) -> str:
-    """The program a stack's process runs (the launcher starts each from a list)."""
-    args = p.args
-    return str(args[0] if isinstance(args, list | tuple) else args)
-
-
-class LaunchError(StackraceError, RuntimeError):
-    """A stack could not be started; `log_tail` holds the end of its output."""
-
-    def __init__(self, message: str, log_tail: str = "") -> None:
-        super().__init__(message)
-        self.log_tail = log_tail
-
-    def __str__(self) -> str:
-        text = super().__str__()
-        if self.log_tail:
-            text += "\n--- log tail ---\n" + self.log_tail
-        return text
-
-
-def runs_dir() -> Path:
-    """$STACKRACE_RUNS_DIR, else runs/ in the cache directory (stackrace.base.paths:
-    ~/.cache/stackrace/runs)."""
-    if os.environ.get("STACKRACE_RUNS_DIR"):
-        return Path(os.environ["STACKRACE_RUNS_DIR"])
-    return paths.cache_dir() / "runs"
-
-
-# the name `new_run_root` gives: mkdtemp's prefix (a time) and its 8 random characters
-_RUN_ROOT_NAME = re.compile(r"^\d{8}-\d{6}-[A-Za-z0-9_]{8}$")
-_RUN_ROOT_MARK = ".lock"
-# what the markers of the runs directory and of each run directory say (stackrace.base.madeby)
-RUNS_MADE_FOR = "run directories (the stacks' logs)"
-RUN_MADE_FOR = "one run's stacks: logs, configs, sockets"
-
-
-def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
-    """A new directory for one launcher's stacks, named by time, and a descriptor that
-    holds its lock while the launcher lives. The oldest run directories beyond `keep`
-    are removed, unless a live launcher still holds them (the lock dies with its
-    process), so the logs of recent runs stay findable and old ones do not pile up.
-
-    Only directories this function made are ever removed: named as it names them,
-    holding its lock file, not a link, and inside the runs directory once every link
-    is resolved. $STACKRACE_RUNS_DIR may point anywhere (a home directory, a shared
-    folder): nothing else in it is touched."""
-    base = paths.writable_dir(
-        runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", made_for=RUNS_MADE_FOR
-    )
-    try:
-        root = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
-        madeby.mark(root, RUN_MADE_FOR)
-    except OSError as exc:  # e.g. a full disk
-        raise paths.UnwritableDirError(
-            f"cannot make a run directory in {base}: {exc.strerror or exc}"
-        ) from None
-    fd = os.open(root / _RUN_ROOT_MARK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    old = sorted(_own_run_roots(base), key=lambda d: d.stat().st_mtime)
-    for d in old[: max(0, len(old) - keep)]:
-        try:
-            other = os.open(d / _RUN_ROOT_MARK, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # in use by a running stackrace
-        else:
-            shutil.rmtree(d, ignore_errors=True)
-        finally:
-            os.close(other)
-    return root, fd
-
-
-def _own_run_roots(base: Path) -> list[Path]:
-    """The run directories `new_run_root` made under `base` (see its docstring)."""
-    real_base = os.path.realpath(base)
-    out = []
-    for d in base.iterdir():
-        if not _RUN_ROOT_NAME.match(d.name) or d.is_symlink() or not d.is_dir():
-            continue
-        if os.path.dirname(os.path.realpath(d)) != real_base:
-            continue
-        mark = d / _RUN_ROOT_MARK
-        if mark.is_file() and not mark.is_symlink():
-            out.append(d)
-    return out
-
-
-@dataclass
-class RunningStack:
-    stack: Stack
-    port: int
-    run_dir: Path
-    log_path: Path
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    state: str = STARTING
-    exit_code: int | None = None
-    error: str | None = None
-    started_at: float = 0.0
-    memory_cap: str | None = None  # "256M", or why a requested cap is unavailable
-    # the stack's cgroup: its memory cap's, else one that only tracks its processes
-    # (supervise.sweep), where this machine lets stackrace make one
-    cgroup_dir: Path | None = None
-    # STACKRACE_STACK in every process of the stack: how a daemon that left its session
-    # and its parents is still found (supervise.sweep)
-    token: str = field(default_factory=sweep.new_token)
-    tracking_only: bool = False  # cgroup_dir only tracks the processes (no memory cap)
-    # its own listening sockets bound beyond loopback ("0.0.0.0:8080"), seen so far
-    exposed: list[str] = field(default_factory=list)
-    reaped: bool = False  # stopped and waited for: its pids may belong to others now
-    # being stopped by us: a process that exits now was told to (poll() must not call
-    # that a crash; a cluster's status poll came in the middle of a stop and did)
-    stopping: bool = False
-    host: str = HOST  # the address it binds (a cluster's app node: see stackrace.cluster)
-    # a stack with `tls = true`: the certificate it serves (stacks.certificate), which
-    # its probes and the engine trust
-    cert: Path | None = None
-
-    @property
-    def name(self) -> str:
-        return self.stack.name
-
-    @property
-    def url(self) -> str:
-        scheme = "https" if self.stack.spec.tls else "http"
-        return f"{scheme}://{self.host}:{self.port}"
-
-    @property
-    def main(self) -> subprocess.Popen[bytes] | None:
-        return self.procs[-1] if self.procs else None
-
-    @property
-    def sessions(self) -> list[int]:
-        # a process started with setsid(), or one that calls it itself, leads a session
-        # whose id is its own pid
-        return [p.pid for p in self.procs]
-
-    @property
-    def root_pids(self) -> list[int]:
-        return [p.pid for p in self.procs]
-
-    def all_pids(self) -> list[int]:
-        return pids_in_sessions(self.sessions)
-
-    def log_tail(self, lines: int = 20) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(0, size - 16384))
-                text = f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def last_log_line(self) -> str:
-        """The last line the stack logged, printable and cut to one line ('' if none):
-        what a process that died at start said last ("No module named gunicorn")."""
-        for line in reversed(self.log_tail(10).splitlines()):
-            text = " ".join("".join(c if c.isprintable() else " " for c in line).split())
-            if text:
-                return text if len(text) <= 200 else text[:199] + "…"
-        return ""
-
-    def dead_process(self) -> subprocess.Popen[bytes] | None:
-        for p in self.procs:
-            if p.poll() is not None:
-                return p
-        return None
-
-
-StateCallback = Callable[[RunningStack], None]
 
 
 class Launcher:
@@ -439,7 +251,7 @@ class Launcher:
             await self._spawn_processes(
                 rs, up, placeholders(up, upstream_port, up_dir, rs.host, tls=up_tls)
             )
-            await self._wait_http(
+            await readiness.wait_http(
                 rs, upstream_port, up.spec.health, up.spec.ready_timeout, tls=up.spec.tls
             )
         values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host, upstream_port, tls_files)
@@ -497,7 +309,7 @@ class Launcher:
                     new_session=not proc.leaves_group,
                 )
                 if proc.ready_path:
-                    await self._wait_path(rs, p, Path(render(proc.ready_path, values)))
+                    await readiness.wait_path(rs, p, Path(render(proc.ready_path, values)))
             self._popen(
                 rs, [render(a, values) for a in spec.command], cwd, env, log, new_session=True
             )
@@ -549,22 +361,9 @@ class Launcher:
         self._dog().watch(p.pid)
         return p
 
-    async def _wait_path(self, rs: RunningStack, p: subprocess.Popen[bytes], path: Path) -> None:
-        deadline = time.monotonic() + rs.stack.spec.ready_timeout
-        while not path.exists():
-            if p.poll() is not None:
-                raise LaunchError(
-                    f"{rs.name}: {_program(p)} exited with code {p.returncode} before it was ready"
-                )
-            if time.monotonic() > deadline:
-                raise LaunchError(
-                    f"{rs.name}: {path.name} did not appear within {rs.stack.spec.ready_timeout:g}s"
-                )
-            await asyncio.sleep(_POLL_S)
-
     async def _wait_ready(self, rs: RunningStack) -> None:
         spec = rs.stack.spec
-        await self._wait_http(
+        await readiness.wait_http(
             rs,
             rs.port,
             spec.health,
@@ -590,58 +389,6 @@ class Launcher:
         rs.exposed += new
         return new
 
-    async def _wait_http(
-        self,
-        rs: RunningStack,
-        port: int,
-        health: str,
-        timeout: float,
-        ready: frozenset[int] = frozenset({200}),
-        tls: bool = False,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        """Until `health` on `port` answers a status of `ready` (200), over TLS trusting
-        the stack's own certificate with `tls`, asked with `headers` (the user's: an app
-        set for production serves its own Host only); LaunchError when a process of the
-        stack dies first (with the last line it logged), the time is up, or the answer
-        is definite: a status that is neither ready nor a 5xx (a 404 will not become a
-        200 by waiting; a 502 of a proxy whose backend is still starting may), said in
-        one line with the body's first line of text and the likely cause
-        (stacks/refusal.py)."""
-        sent = dict(headers or {})
-        deadline = time.monotonic() + timeout
-        context = probe.trusting(rs.cert) if tls and rs.cert is not None else None
-        last = "no answer yet"
-        what = "" if port == rs.port else f" (its upstream on port {port})"
-        while True:
-            if rs.stopping:  # (set first thing in stop(), before it reaps)
-                raise LaunchError(f"{rs.name}: stopped while it was starting")
-            dead = rs.dead_process()
-            if dead is not None:
-                rs.exit_code = dead.returncode
-                said = rs.last_log_line()
-                raise LaunchError(
-                    f"{rs.name}: {Path(_program(dead)).name} exited with code "
-                    f"{dead.returncode} before it was ready" + (f": {said}" if said else "")
-                )
-            try:
-                resp = await probe.get(
-                    rs.host, port, health, timeout=2.0, headers=tuple(sent.items()), tls=context
-                )
-                if resp.status in ready:
-                    return
-                last = f"HTTP {resp.status} on {health}"
-                if resp.status < 500:
-                    raise LaunchError(
-                        f"{rs.name}: GET {health}{what} answered "
-                        + refusal_line(resp, sent, _statuses_text(ready))
-                    )
-            except (OSError, TimeoutError, ValueError) as exc:
-                last = str(exc) or type(exc).__name__
-            if time.monotonic() > deadline:
-                raise LaunchError(f"{rs.name}: not ready within {timeout:g}s{what} ({last})")
-            await asyncio.sleep(_POLL_S)
-
     # --- watch ---------------------------------------------------------------------
 
     def poll(self) -> list[RunningStack]:
@@ -653,7 +400,7 @@ class Launcher:
             dead = rs.dead_process()
             if dead is not None:
                 rs.exit_code = dead.returncode
-                rs.error = f"{Path(_program(dead)).name} exited with code {dead.returncode}"
+                rs.error = f"{Path(program_of(dead)).name} exited with code {dead.returncode}"
                 self._set_state(rs, CRASHED)
                 changed.append(rs)
         return changed
@@ -688,7 +435,7 @@ class Launcher:
                 and time.monotonic() < deadline
                 and not hurry.hurried()
             ):
-                await asyncio.sleep(_POLL_S)
+                await asyncio.sleep(POLL_S)
             found |= self._processes(rs)  # anything forked meanwhile
             if rs.cgroup_dir is not None:
                 sweep.kill_cgroup(rs.cgroup_dir)
@@ -701,7 +448,7 @@ class Launcher:
                     rs.exit_code = p.returncode
             end = time.monotonic() + 2
             while (sweep.alive(found) or pids_in_sessions(sessions)) and time.monotonic() < end:
-                await asyncio.sleep(_POLL_S)
+                await asyncio.sleep(POLL_S)
             sweep.reap(found)  # orphans adopted as their subreaper: no zombie left
             if self._watchdog is not None:  # (closed already when stopped after close())
                 for sid in sessions:

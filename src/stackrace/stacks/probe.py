@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import ssl
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httptools
@@ -27,7 +27,6 @@ class ProbeResponse:
     seconds: float
     chunked: bool = False
     content_length: int | None = None
-    raw_headers: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def content_type(self) -> str:
@@ -132,7 +131,6 @@ async def get(
         seconds=seconds,
         chunked="chunked" in te,
         content_length=int(cl) if cl is not None and cl.strip().isdigit() else None,
-        raw_headers=c.headers,
     )
 
 

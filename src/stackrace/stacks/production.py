@@ -35,7 +35,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from stackrace.stacks.catalogue import Stack
+from stackrace.stacks.definition import Stack
 
 HOST, PORT = "HOST", "PORT"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")

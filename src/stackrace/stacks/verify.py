@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from stackrace.settings.workloads import HELLO, JSON_BODY
 from stackrace.stacks import probe
-from stackrace.stacks.catalogue import HOST
+from stackrace.stacks.placeholders import HOST
 
 if TYPE_CHECKING:
     from pymysql.connections import Connection

@@ -12,12 +12,10 @@ interval only while the level is too young to judge). Only the sparklines follow
 intervals. A tick, "keeping up" or a green "none" shows only when the judgment is
 green.
 
-What it shows fits its size (`fit`, on each resize): the essentials first — req/s, p99,
-failures and memory must survive a 100×30 terminal with four panes — then CPU, the
-verdict line, waiting clients, the annotation, the sparklines; whatever height is left
-goes to the big req/s figure, which grows with it. In projector mode (`b`) the pane
-shows the verdict line in bold, req/s and p99 (labelled) in large type, and failures,
-waiting, CPU and RSS in bold.
+What it shows fits its size (`fit`, on each resize, by stackrace.tui.layout's plans);
+what each line says is stackrace.tui.pane_text's. In projector mode (`b`) the pane shows
+the verdict line in bold, req/s and p99 (labelled) in large type, and failures, waiting,
+CPU and RSS in bold.
 """
 
 from __future__ import annotations
@@ -32,29 +30,32 @@ from textual.message import Message
 from textual.widgets import Static
 
 from stackrace.base.slug import slug
-from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
+from stackrace.engine.model import WindowStats
 from stackrace.race.core.state import StackState
 from stackrace.race.live.view import PaneView
-from stackrace.rules.level import (
-    AT_FULL_CPU,
-    CORE_LIMITED,
-    ENGINE_LIMITED,
-    KEEPING_UP,
-    MEASURING,
-    SLO_MISSED,
-    STATES,
-    WARMING,
-    Judgment,
+from stackrace.rules.level import KEEPING_UP, MEASURING, STATES, Judgment
+from stackrace.tui.bignum import REFERENCE, BigNumber, rows_needed, scale_for
+from stackrace.tui.format import fmt_level, fmt_mb, fmt_rate
+from stackrace.tui.layout import P99_LABEL, P99_REFERENCE, plan_projector, plan_rows
+from stackrace.tui.pane_text import (
+    cpu_line,
+    failures_line,
+    latency_lines,
+    memory_line,
+    p99_figure,
+    p99_in,
+    path_of,
+    projector_lines,
+    short_verdict,
+    shown_window,
+    slo_line,
+    state_class,
+    three_figures,
+    title_for,
+    two_lines,
+    verdict_line,
+    waiting_line,
 )
-from stackrace.tui.bignum import (
-    REFERENCE,
-    BigNumber,
-    glyph_rows,
-    glyph_width,
-    rows_needed,
-    scale_for,
-)
-from stackrace.tui.format import FAILURE_LABELS, fmt_clock, fmt_lat, fmt_level, fmt_mb, fmt_rate
 from stackrace.tui.spark import ScaledSparkline
 
 HISTORY = 60  # sparkline points: one minute, one per second
@@ -68,217 +69,6 @@ _STATE_LABELS = {
     StackState.CRASHED: "CRASHED",
     StackState.STOPPED: "stopped",
 }
-
-_PERCENTILES = ("p50", "p90", "p99", "p99.9", "max")
-# Lines that change colour interval by interval carry it inline: a CSS class change
-# would restyle (and repaint) the whole pane every time
-_RISING = "bold #ffffff on #b71c1c"
-_QUEUED = "#ffb74d"
-# which columns survive in a narrow pane, most important first (p99 always)
-_KEEP_ORDER = ("p99", "p50", "max", "p90", "p99.9")
-
-# Rows each optional part needs, in the order they are given up when a pane is short
-# (the last ones go first). The big figure and the latency table are always there.
-_OPTIONAL = (
-    "failures",
-    "memory",
-    "cpu",
-    "verdict",
-    "waiting",
-    "head",
-    "annotation",
-    "spark",
-    "mem-spark",
-)
-
-
-def latency_lines(lat: LatencySummary, unc: LatencySummary | None, width: int = 36) -> Text:
-    """A percentile table in `width` columns; fixed columns so figures do not jump.
-
-    In rate mode a second row holds the uncorrected (send-to-response) figures. A pane
-    too narrow for all five columns keeps p99, then p50, then max.
-    """
-    label = 4 if unc is not None else 0
-    ncols = max(2, min(5, (width - label) // 7))
-    keep = set(_KEEP_ORDER[:ncols])
-    names = [n for n in _PERCENTILES if n in keep]
-    col = max(6, min(9, (width - label) // len(names)))
-    head = Text(" " * label + "".join(f"{n:>{col}}" for n in names), style="dim")
-    rows = [head, _latency_row("co" if unc else "", lat, col, names, label, bold=True)]
-    if unc is not None:
-        rows.append(_latency_row("raw", unc, col, names, label, bold=False))
-    return Text("\n", no_wrap=True, overflow="crop").join(rows)
-
-
-def _latency_row(
-    label: str, lat: LatencySummary, col: int, names: list[str], label_w: int, bold: bool
-) -> Text:
-    t = Text(f"{label:<{label_w}}", style="dim")
-    if lat.count == 0:
-        t.append("".join(f"{'–':>{col}}" for _ in names), style="dim")
-        return t
-    values = dict(zip(_PERCENTILES, (lat.p50, lat.p90, lat.p99, lat.p999, lat.max), strict=True))
-    for name in names:
-        t.append(f"{fmt_lat(values[name]):>{col}}", style="bold" if bold and name == "p99" else "")
-    return t
-
-
-# each state's mark and, for a narrow pane, its short name
-_MARK = {
-    KEEPING_UP: "✓",
-    MEASURING: "…",
-    WARMING: "…",
-    ENGINE_LIMITED: "◆",
-    CORE_LIMITED: "◆",
-    AT_FULL_CPU: "◆",
-}
-_SHORT = {
-    AT_FULL_CPU: "FULL CPU",
-    ENGINE_LIMITED: "ENGINE-LIMITED",
-    CORE_LIMITED: "CORE-LIMITED",
-    SLO_MISSED: "SLO MISSED",
-    WARMING: "warming",
-}
-_HEAD_STYLE = {KEEPING_UP: "bold green", MEASURING: "dim", WARMING: "bold"}
-
-
-def state_class(state: str) -> str:
-    """The pane's CSS class for a judgment's state ("-queueing", "-keeping-up"); a
-    JIT's "warming" is not the stack's state of starting up (`-warming`)."""
-    return "-" + ("warming-up" if state == WARMING else state.replace(" ", "-"))
-
-
-def verdict_line(view: PaneView, rate_mode: bool, width: int, rows: int = 1) -> Text:
-    """The judgment and the figures that prove it, never cut before the figure: the
-    longest form that fits `rows` lines of `width` — with since when, then without it,
-    then the state, the level and the proof's first figure ("▲ SATURATED c=200 · CPU 98%
-    of 1 core") — and only the last form cut at its end."""
-    j = view.judgment
-    assert j is not None
-    level = fmt_level(j.level, rate_mode)
-    held = j.state not in (KEEPING_UP, MEASURING, WARMING)
-    since = (
-        f" since {fmt_clock(view.verdict_since)}" if held and view.verdict_since is not None else ""
-    )
-    proof = j.why or j.label
-    first = proof.split(" · ")[0].split("; ")[0]  # "500 wait ~5.7 s each"
-    figure = first.split(" (")[0]  # "9.3% failed (timed out)" → "9.3% failed"
-    mark = _MARK.get(j.state, "▲")
-    name, short = j.label, _SHORT.get(j.state, j.label)
-    forms = [
-        (f"{mark} {name} at {level}{since}", proof),
-        (f"{mark} {name} at {level}", proof),
-        (f"{mark} {name} at {level}{since}", first),
-        (f"{mark} {short} {level}", proof),
-        (f"{mark} {short} {level}", first),
-        (f"{mark} {short} {level}", figure),
-        (f"{mark} {short}", first),
-        (f"{mark} {short}", figure),
-    ]
-    # wrapping breaks at spaces: a few columns of each line may go unused
-    room = width * rows - (3 * (rows - 1) if rows > 1 else 0)
-    head, tail = next(((h, t) for h, t in forms if len(h) + 3 + len(t) <= room), forms[-1])
-    line = Text(no_wrap=rows <= 1, overflow="ellipsis")
-    line.append(head, style=_HEAD_STYLE.get(j.state, "bold"))
-    if tail:
-        line.append(f" · {tail}", style="dim" if j.state == MEASURING else "")
-    b = view.breaking
-    if b is not None and not j.broken and b.level != j.level:
-        line.append(f" · broke first at {fmt_level(b.level, rate_mode)} ({b.kind})", style="dim")
-    return line
-
-
-def shown_window(view: PaneView) -> WindowStats | None:
-    """The window every figure of the pane is read from: the level's running totals,
-    the window its judgment was made on (the last interval while the level is younger
-    than a second: a level just set has no totals yet)."""
-    t = view.target
-    if t is None:
-        return None
-    return t.total if t.total.seconds >= 1.0 else t.interval
-
-
-def three_figures(value: float) -> int:
-    """Round to three significant figures: what a room can read, and steadier to redraw."""
-    n = round(value)
-    if n < 1000:
-        return n
-    scale = 10 ** (len(str(n)) - 3)
-    return round(n / scale) * scale
-
-
-P99_REFERENCE = "888 MS"  # the widest p99 figure, its unit in the same large type
-P99_LABEL = "p99"  # written after it, as every big figure has its unit
-
-
-def plan_projector(width: int, height: int, label: str, cap: int = 8) -> tuple[dict[str, int], int]:
-    """Projector mode: rows for the verdict line (bold, always: a room must read what
-    the figures mean), the stack's name in large type, req/s, a gap, p99 with its unit
-    as large as its digits and its label, and one or two bold lines (failures and
-    waiting, CPU and memory); and the figures' scale (the largest that fits, at most
-    `cap`).
-
-    The name is drawn a scale below the figures (never under 1): at 200×55, verdict +
-    5 + 8 + gap + 8 + two lines. Too little room: the name is one bold line (at 100×30
-    with four panes, eleven rows each: verdict + name + 3 + gap + 3 + one line)."""
-    lines = 2 if height >= 15 else 1
-    budget = height - lines - 1 - 1  # the bold lines, the gap, the verdict
-
-    def fits(text: str, scale: int, extra: int = 0) -> bool:
-        return glyph_width(text, scale) + extra <= width
-
-    for scale in range(min(cap, 8), 0, -1):
-        if not (fits(REFERENCE, scale, 6) and fits(P99_REFERENCE, scale, len(P99_LABEL) + 1)):
-            continue
-        figures = 2 * glyph_rows(scale)
-        # the name in large type (a scale below the figures, or smaller) when it fits,
-        # else as one bold line
-        names = [glyph_rows(n) for n in range(max(1, scale - 1), 0, -1) if fits(label, n)]
-        for name in [*names, 1]:
-            if name + figures <= budget:
-                rows = {"verdict": 1, "name": name, "qps": glyph_rows(scale), "gap": 1}
-                rows |= {"p99big": glyph_rows(scale), "proj": lines}
-                return rows, scale
-    # too small for large type everywhere: the name and p99 as bold lines
-    qps = max(1, min(3, budget - 2))
-    rows = {"verdict": 1, "name": 1, "qps": qps, "gap": 0, "p99big": 1, "proj": lines}
-    return rows, 1 if qps >= 3 else 0
-
-
-def plan_rows(height: int, rate_mode: bool, slo: bool = False) -> dict[str, int]:
-    """Rows for each part of a pane `height` rows tall inside its border.
-
-    Essentials first: the big figure (at least one row), the latency table (p99, and
-    under --slo the line that says whether this level meets it), the failures and the
-    memory line; then the rest by importance while rows remain; what is left goes to
-    the big figure.
-    """
-    want = {
-        "failures": 1,
-        "memory": 1,
-        "cpu": 1,
-        "verdict": 1,
-        "waiting": 1,
-        "head": 1,
-        "annotation": 1,
-        "spark": 1,
-        "mem-spark": 1,
-    }
-    latency = (3 if rate_mode else 2) + (1 if slo else 0)
-    rows = {"latency": latency, "qps": 1}
-    left = height - latency - 1
-    for part in _OPTIONAL:
-        n = want[part]
-        if n and left >= n:
-            rows[part] = n
-            left -= n
-        else:
-            rows[part] = 0
-    # the big figure grows with the pane; what its width does not let it use goes to
-    # the verdict, the annotation and the sparklines (StackPane.fit)
-    rows["qps"] += max(0, left)
-    rows["p99big"] = 0
-    return rows
 
 
 class StackPane(Vertical, can_focus=True):
@@ -557,8 +347,7 @@ class StackPane(Vertical, can_focus=True):
             and not self._rows.get("verdict")
         ):
             # no row for the verdict line in a small pane: its state goes in the border
-            mark = _MARK.get(j.state, "▲")
-            subtitle = f"{mark} {_SHORT.get(j.state, j.label)} at {fmt_level(j.level, rate_mode)}"
+            subtitle = short_verdict(j, rate_mode)
         if view.refused:
             subtitle = "REFUSED by the engine"
         if view.synthetic:
@@ -589,7 +378,7 @@ class StackPane(Vertical, can_focus=True):
             if t is not None:
                 level = fmt_level(t.level, rate_mode)
                 level += f" · {t.connections:,} open"
-            path = view.loads or (f"GET {_path_of(view.url)}" if view.url else "")
+            path = view.loads or (f"GET {path_of(view.url)}" if view.url else "")
             self._set("head", f"{self._family}  {level}" + (f"  {path}" if path else ""))
             self._show_verdict(view, rate_mode)
             self._set("annotation", Text(view.annotation, style="italic", overflow="ellipsis"))
@@ -600,34 +389,11 @@ class StackPane(Vertical, can_focus=True):
         if res is not None and res is self._res_shown:
             return  # memory and CPU change with a new sample only (once a second)
         self._res_shown = res
-        mem = Text(no_wrap=True, overflow="ellipsis")
-        if res is not None:
-            mem.append("RSS ", style="dim").append(f"{fmt_mb(res.rss)}", style="bold")
-            if not self.projector:
-                mem.append("  USS ", style="dim").append(fmt_mb(res.uss))
-        elif view.external:  # a server started by hand, without --pid: nothing to sample
-            mem.append("RSS not sampled", style="dim")
-        else:
-            mem.append("RSS –", style="dim")
-        if view.baseline is not None and not self.projector:
-            mem.append("  before ", style="dim").append(fmt_mb(view.baseline.rss))
+        mem = memory_line(view, self.projector)
         self._lines["memory"] = mem
-        cpu = Text(no_wrap=True, overflow="ellipsis")
-        cpu.append("CPU ", style="dim")
-        if res is None and view.external:
-            cpu.append("not sampled (give --pid)", style="dim")
-        else:
-            cpu.append(f"{res.cpu_percent:.0f} %" if res is not None else "–", style="bold")
-        if view.cpu_us_per_request is not None and not self.projector:
-            cpu.append(f"  {view.cpu_us_per_request:,.0f} µs/req", style="")
-        if res is not None and res.cpu_wait_percent >= 5:
-            # a share of its time, never above 100 % (a stack of four processes waiting
-            # on one core would otherwise read "waited 300 %")
-            cores = max(1.0, (view.cpu_capacity or 100.0) / 100)
-            share = min(100.0, res.cpu_wait_percent / cores)
-            cpu.append(f"  waited {share:.0f}% of the time for a core", style="bold yellow")
+        cpu = cpu_line(view, self.projector)
         self._lines["cpu"] = cpu
-        self._set("memory", _two_lines(mem, cpu))
+        self._set("memory", two_lines(mem, cpu))
         self._proj["rss"] = fmt_mb(res.rss) if res is not None else "–"
         self._proj["cpu"] = f"{res.cpu_percent:.0f}%" if res is not None else "–"
         self._show_proj()
@@ -659,7 +425,7 @@ class StackPane(Vertical, can_focus=True):
                 big.update(p99_in(w.latency, self.p99_unit), P99_LABEL)
             else:
                 big.reference = REFERENCE
-                value, unit = _p99_figure(w.latency)
+                value, unit = p99_figure(w.latency)
                 big.update(value, unit)
 
     def _show_interval(
@@ -703,132 +469,24 @@ class StackPane(Vertical, can_focus=True):
     ) -> None:
         """The window's failures by kind, what is new since the last redraw, and the
         clients still waiting; "none" is green only when the judgment is."""
-        rising = False
-        line = Text(no_wrap=True, overflow="ellipsis")
-        line.append("failed ", style="dim")
         self.failures_seen = {k: n for k, n in w.failures.items() if n}
-        for kind in FAILURE_KINDS:
-            total = w.failures.get(kind, 0)
-            if not total:
-                continue
-            now = min(new.get(kind, 0), total)
-            label = FAILURE_LABELS[kind]
-            if kind == "http_status":
-                codes = ",".join(str(c) for c in sorted(w.status) if c >= 400)
-                label = f"HTTP {codes}" if codes else label
-            if now:
-                rising = True
-                line.append(f"{label} {total:,} (+{now:,}) ", style="bold")
-            else:
-                line.append(f"{label} {total:,} ", style="")
-        if not self.failures_seen:
-            # nothing failed *yet*: with clients waiting past the bound that is not
-            # health, and the timeout says how long they may wait before they fail
-            green = judgment is not None and judgment.green
-            line.append(
-                "none" if green or not w.waiting else "none yet", style="green" if green else ""
-            )
-        self.rising = rising
-        if rising:
-            line.stylize(_RISING)
+        line, self.rising = failures_line(w, new, judgment)
         self._lines["failures"] = line
-        wait = Text(no_wrap=True, overflow="ellipsis")
-        if w.waiting:
-            wait.append("waiting ", style="dim")
-            wait.append(f"{w.waiting:,}", style="bold")
-            if w.oldest_wait_us:
-                wait.append(" · ", style="dim")
-                wait.append(fmt_lat(w.oldest_wait_us), style="bold" if w.stale else "")
-                wait.append(" old", style="dim")
-            if w.connecting:
-                # the server's accept queue is full: these never got a byte out
-                wait.append(" · ", style="dim")
-                wait.append(f"{w.connecting:,} connecting", style="bold")
-        else:
-            wait.append("waiting 0", style="dim")
-        wait.append(f" · timeout {self._timeout:g}s", style="dim")
-        if w.stale:
-            wait.stylize(_QUEUED)
+        wait = waiting_line(w, self._timeout)
         self._lines["waiting"] = wait
-        self._set("failures", _two_lines(line, wait))
+        self._set("failures", two_lines(line, wait))
         self._proj["failed"] = f"{sum(self.failures_seen.values()):,}"
         self._proj["waiting"] = f"{w.waiting:,}"
         self._show_proj()
 
     def _show_proj(self) -> None:
-        """Projector mode's bold lines: failures and waiting, then CPU and memory; on
-        one line when the pane has one, in the form that fits its width, so that a
-        figure is dropped whole (memory first) rather than cut."""
+        """Projector mode's bold lines (pane_text.projector_lines), where it has rows."""
         if not self._rows.get("proj"):
             return
-        p = self._proj
-        first = f"failed {p['failed']}  waiting {p['waiting']}"
-        second = f"CPU {p['cpu']}  RSS {p['rss']}"
-        if self._rows["proj"] > 1:
-            text = f"{first}\n{second}"
-        else:
-            width = self.content_size.width or 80
-            forms = [f"{first}  {second}", f"{first}  CPU {p['cpu']}", first]
-            text = next((f for f in forms if len(f) <= width), forms[-1])
-        self._set("proj", Text(text, style="bold", no_wrap=True, overflow="ellipsis"))
-
-
-def title_for(name: str, member_id: str, room: int) -> str:
-    """The longest of a pane's names that fits `room` columns: its name, its id, or its
-    id cut in the middle so that a variant's settings (the end) stay readable."""
-    if room <= 0 or len(name) <= room:
-        return name
-    if len(member_id) <= room:
-        return member_id
-    if room < 8:
-        return member_id[:room]
-    head = max(4, room // 3)  # the start names the server; the end holds the settings
-    return member_id[:head] + "…" + member_id[-(room - 1 - head) :]
-
-
-_SLO_STYLE = {True: "bold green", False: "bold white on #b71c1c", None: "dim"}
-
-
-def slo_line(text: str, meets: bool | None) -> Text:
-    """The SLO line: green while the level meets it, red when it misses, dim while the
-    level has too few answers to say."""
-    return Text(text, style=_SLO_STYLE[meets], no_wrap=True, overflow="ellipsis")
+        width = self.content_size.width or 80
+        self._set("proj", projector_lines(self._proj, self._rows["proj"], width))
 
 
 def pane_widget_id(member_id: str) -> str:
     """The Textual id of a member's pane (tests and screenshots query it)."""
     return f"pane-{slug(member_id)}"
-
-
-def _two_lines(first: Text, second: Text) -> Text:
-    """Two lines that never wrap (a wrapped first line would push the second out)."""
-    return Text("\n", no_wrap=True, overflow="ellipsis").join([first, second])
-
-
-def p99_in(lat: LatencySummary, unit: str) -> str:
-    """p99 in a given unit, with the unit, for large type: "157 MS", "2.5 S"."""
-    if lat.count == 0:
-        return f"– {unit}"
-    value = lat.p99 / (1e6 if unit == "S" else 1e3)
-    digits = f"{value:.2f}" if value < 1 else f"{value:.1f}" if value < 10 else f"{value:.0f}"
-    return f"{digits} {unit}"
-
-
-def _p99_figure(lat: LatencySummary) -> tuple[str, str]:
-    """p99 for a big figure: digits and a unit ("124", "ms p99")."""
-    if lat.count == 0:
-        return "–", "ms p99"
-    us = lat.p99
-    if us >= 1_000_000:
-        return f"{us / 1e6:.1f}", "s p99"
-    ms = us / 1000
-    return (f"{ms:.1f}" if ms < 10 else f"{ms:.0f}"), "ms p99"
-
-
-def _path_of(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    return parts.path + (f"?{parts.query}" if parts.query else "")

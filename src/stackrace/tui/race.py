@@ -2,7 +2,9 @@
 
 One timer (4 Hz) polls the session and redraws everything inside `batch_update()`; the
 widgets hold no measurement logic. Commands (slider, mode, ramp) go straight to the
-session, which applies them to every running stack at once.
+session, which applies them to every running stack at once. The panes, side by side and
+made to compare, are stackrace.tui.pane_grid's; the grid's shape stackrace.tui.layout's;
+what the top bar says stackrace.tui.status_line's.
 """
 
 from __future__ import annotations
@@ -12,77 +14,30 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, Horizontal
+from textual.containers import Horizontal
 from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from stackrace.race.core.state import StackState
 from stackrace.race.live.session import Session
 from stackrace.race.live.summary import context as summary_context
 from stackrace.race.live.view import SessionView
 from stackrace.tui.chart import SLO_COLOR, PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import CapacityScreen, LogScreen, SummaryScreen
-from stackrace.tui.format import PALETTE
-from stackrace.tui.ghost import GhostPane
-from stackrace.tui.pane import StackPane, shown_window
+from stackrace.tui.layout import grid_shape
+from stackrace.tui.pane import StackPane
+from stackrace.tui.pane_grid import PaneGrid
 from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.status_line import engine_health, status_line
 from stackrace.tui.thennow import ThenNowStrip
 
 if TYPE_CHECKING:
     from stackrace.race.live.replay import ReplayPlayer
 
-# Distinct on dark and light backgrounds and on a washed-out projector.
 # ticks between latency-chart redraws: it reads whole histograms, and the distribution
 # at one level settles over seconds, so every 2 s is enough
 CHART_EVERY = 8
 _CURVE = curve_points()
-
-
-CHROME_ROWS = 6  # controls (4), status line, footer
-PROJECTOR_CHROME_ROWS = 3  # projector mode: the controls on two rows, no footer
-CHART_ROWS = 12
-PANE_COMFORT = 16  # rows a pane wants before the latency chart may take any
-PANE_MIN_W = 22  # columns a pane needs for req/s, p99 and memory (four at 100 columns)
-PANE_WIDE_W = 30  # columns per pane before more than four go side by side
-
-
-def nice_top(value: float) -> float:
-    """The scale's top: the next 1-2-5 step at or above `value` (so it reads as a round
-    figure and changes rarely: every change redraws every pane's sparkline)."""
-    if value <= 0:
-        return 0.0
-    import math
-
-    exp = 10 ** math.floor(math.log10(value))
-    for m in (1, 2, 2.5, 5, 10):
-        if m * exp >= value:
-            return m * exp
-    return 10 * exp
-
-
-def grid_shape(n: int, width: int, height: int, projector: bool = False) -> tuple[int, int, bool]:
-    """(columns, rows, room for the latency chart) for n panes on a width × height screen.
-
-    Side by side while each pane keeps PANE_MIN_W columns (PANE_WIDE_W past four
-    panes), else balanced rows; the chart shows only when every row of panes keeps
-    PANE_COMFORT rows without it, so it never squeezes memory and CPU out of a pane.
-    """
-    n = max(1, n)
-    avail = height - CHROME_ROWS
-    if projector:
-        # large type wants wide panes: a near-square grid (2×2 for four stacks), each
-        # pane with its name, req/s and p99 in large type (pane.plan_projector)
-        import math
-
-        cols = max(1, math.ceil(math.sqrt(n)))
-        return cols, -(-n // cols), False
-    per = PANE_MIN_W if n <= 4 else PANE_WIDE_W
-    max_cols = max(1, min(n, width // per))
-    rows = -(-n // max_cols)
-    cols = -(-n // rows)
-    chart = avail - CHART_ROWS >= rows * PANE_COMFORT
-    return cols, rows, chart
 
 
 class RaceScreen(Screen[None]):
@@ -115,15 +70,15 @@ class RaceScreen(Screen[None]):
         self.projector = projector
         self.chart_wanted: bool | None = None  # the user's c: None = when there is room
         self.then_now_wanted = True  # n: the classic experiment's strip, when there is one
-        self._chart_room = True
         self._ramp_done_seen = False
         self._capacity_done_seen = False
-        self._tops = (0.0, 0.0)
         self.session = session
         self.tick_interval = tick_interval
-        self.panes: dict[str, StackPane] = {}
-        self.ghost_panes: dict[str, GhostPane] = {}
-        self.pane_colors: dict[str, str] = {}
+        self.grid = PaneGrid(projector, id="panes")
+        # the grid's own (never rebound): the screen reads them for focus, chart, dialogs
+        self.panes = self.grid.panes
+        self.ghost_panes = self.grid.ghost_panes
+        self.pane_colors = self.grid.pane_colors
         self.focused_id: str | None = None
         self.chart_all = False
         self._last_seq = -1
@@ -140,7 +95,7 @@ class RaceScreen(Screen[None]):
             yield Static("", id="engine-health")
         yield Static("", id="status-line")
         with Horizontal(id="race-body"):
-            yield Grid(id="panes")
+            yield self.grid
             yield ThenNowStrip(id="thennow")
         yield PercentileChart(id="chart")
         # compact: at 100 columns the keys a speaker needs (+, −, …, b, q) all fit
@@ -178,16 +133,15 @@ class RaceScreen(Screen[None]):
         banner = 1 if self.query_one("#banner").display else 0
         n = len(self.panes) + len(self.ghost_panes)
         cols, _rows, room = grid_shape(n, width, height - banner, self.projector)
-        grid = self.query_one("#panes", Grid)
+        grid = self.grid
         if grid.styles.grid_size_columns != cols:
             grid.styles.grid_size_columns = cols
-        self._chart_room = room
         chart = self.query_one("#chart", PercentileChart)
         show = (room if self.chart_wanted is None else self.chart_wanted) and not self.projector
         if chart.display != show:
             chart.display = show
         # once the grid has its new shape, every pane's digits at one size
-        self.call_after_refresh(self.share_scale)
+        self.call_after_refresh(self.grid.share_scale)
 
     # --- the one update path ----------------------------------------------------------
 
@@ -198,16 +152,11 @@ class RaceScreen(Screen[None]):
         self._last_seq = view.seq
         self._ticks += 1
         with self.app.batch_update():
-            await self._sync_panes(view)
-            rate_mode = view.rate is not None
-            if self.projector:
-                self._share_p99_unit(view)
-            for pv in view.panes:
-                self.panes[pv.id].show(pv, new_interval, rate_mode, view.timeout, view.seq)
-            for gv in view.ghosts:
-                self.ghost_panes[gv.id].show(gv, rate_mode)
-            if new_interval:
-                self._share_scales()
+            if await self.grid.sync(view):
+                self._relayout()
+                if self.focused_id is None and view.panes:
+                    self.focused_id = view.panes[0].id
+            self.grid.show(view, new_interval)
             self._show_controls(view)
             # on an interval the panes redraw on too: one frame, not two
             if self._ticks == 1 or (new_interval and view.seq % CHART_EVERY == 0):
@@ -230,91 +179,6 @@ class RaceScreen(Screen[None]):
             self._open_capacity()
         elif not view.capacity_done:
             self._capacity_done_seen = False
-
-    def _share_p99_unit(self, view: SessionView) -> None:
-        """Projector mode: p99 in one unit in every pane at any moment (seconds as soon
-        as one pane's p99 reaches a second), so "2.5 S" never sits beside "157 MS"."""
-        windows = [w for pv in view.panes if (w := shown_window(pv)) is not None]
-        top = max((w.latency.p99 for w in windows), default=0)
-        unit = "S" if top >= 1_000_000 else "MS"
-        for pane in self.panes.values():
-            pane.set_p99_unit(unit)
-
-    def share_scale(self) -> None:
-        """One digit size in every pane: the largest scale every pane's box allows (a
-        pane a row shorter than its neighbours would otherwise draw smaller digits)."""
-        if not self.panes:
-            return
-        sizes = [p.content_size for p in self.panes.values() if p.content_size.height > 0]
-        box = (min(s.width for s in sizes), min(s.height for s in sizes)) if sizes else None
-        for pane in self.panes.values():
-            pane.scale_cap = 8
-            pane.shared_box = box
-            pane.fit()
-        cap = min(p.fig_scale for p in self.panes.values()) or 1
-        for pane in self.panes.values():
-            pane.set_scale_cap(cap)
-
-    def on_stack_pane_resized(self, event: StackPane.Resized) -> None:
-        event.stop()
-        self.call_after_refresh(self.share_scale)
-
-    def _label_panes(self) -> None:
-        """Short, distinct names for large type (tui/names.py)."""
-        from stackrace.tui.names import short_labels
-
-        ids = [pid for pid, p in self.panes.items() if not p.external]
-        labels = short_labels(ids)
-        for pid, pane in self.panes.items():
-            label = labels.get(pid) or pane.name_text.upper()[:12]
-            pane.set_label(label)
-
-    def _share_scales(self) -> None:
-        """One scale for every pane's sparklines: heights compare across panes."""
-        rps = nice_top(
-            max((max(p.rps_history, default=0.0) for p in self.panes.values()), default=0.0)
-        )
-        rss = nice_top(
-            max((max(p.rss_history, default=0.0) for p in self.panes.values()), default=0.0)
-        )
-        if (rps, rss) != self._tops:
-            self._tops = (rps, rss)
-            for pane in self.panes.values():
-                pane.set_tops(rps, rss)
-
-    async def _sync_panes(self, view: SessionView) -> None:
-        new = [pv for pv in view.panes if pv.id not in self.panes]
-        ghosts = [gv for gv in view.ghosts if gv.id not in self.ghost_panes]
-        if not new and not ghosts:
-            return
-        grid = self.query_one("#panes", Grid)
-        for pv in new:
-            pane = StackPane(pv)
-            pane.projector = self.projector
-            pane.set_class(self.projector, "-projector")
-            color = PALETTE[len(self.pane_colors) % len(PALETTE)]
-            self.pane_colors[pv.id] = color
-            pane.styles.border_title_color = color
-            self.panes[pv.id] = pane
-            pane.external = pv.external
-            # live panes in order, each before the ghosts of other stacks
-            first_ghost = next(iter(self.ghost_panes.values()), None)
-            await grid.mount(pane, before=first_ghost)
-            pane.query_one("#name-big").styles.color = color
-        for gv in ghosts:
-            # a ghost sits beside its live twin (the same stack), else after them all
-            ghost = GhostPane(gv)
-            twin = self.panes.get(gv.stack_id)
-            after = next(
-                (g for g in reversed(self.ghost_panes.values()) if g.stack_id == gv.stack_id),
-                twin,
-            )
-            self.ghost_panes[gv.id] = ghost
-            await grid.mount(ghost, after=after) if after is not None else await grid.mount(ghost)
-        self._label_panes()
-        self._relayout()
-        if self.focused_id is None and view.panes:
-            self.focused_id = view.panes[0].id
 
     def _put(self, widget_id: str, content: str) -> None:
         """Update a top-bar Static only when its text changed (an update redraws it)."""
@@ -339,43 +203,8 @@ class RaceScreen(Screen[None]):
         if self._shown.get("saturated") != view.saturated:
             self._shown["saturated"] = view.saturated
             self.query_one("#engine-health").set_class(view.saturated, "-saturated")
-        if view.synthetic:
-            self._put("engine-health", "[b reverse] SYNTHETIC [/]\nno load is sent")
-        elif view.saturated:
-            self._put(
-                "engine-health",
-                f"⚠ ENGINE SATURATED {view.engine_cpu:.0f} %\n[b]figures may be its limit",
-            )
-        else:
-            self._put("engine-health", f"engine CPU\n[b]{view.engine_cpu:.0f} %[/b] of a core")
-        status = []
-        if view.ended:
-            status.append(f"[b red]{view.ended.upper()}[/]")
-        if view.replay:
-            status.append(f"[b reverse] {view.replay} [/]")
-        if view.caption:
-            status.append(f"[b]{view.caption}[/]")
-        if view.database:
-            status.append(f"[b red]{view.database.upper()}: figures are the database's[/]")
-        if view.shared is not None and view.shared.full:
-            # the race's verdict: every pane's figure is a share of a full core
-            status.append(f"[b reverse magenta] {view.shared.headline()} [/]")
-        elif view.shared_cores:
-            # the fair figures then are each pane's CPU µs per request and its wait for a core
-            status.append(f"[yellow]{view.placement}[/]")
-        if not view.keepalive:
-            status.append("a new connection per request")
-        status.append(f"[dim]timeout {view.timeout:g}s[/]")
-        if view.ramp:
-            status.append(f"[b reverse] {view.ramp} [/]")
-        if view.capacity:
-            status.append(f"[b reverse] {escape(view.capacity)} [/]")
-        starting = sum(p.state == StackState.STARTING for p in view.panes)
-        if starting:
-            status.append(f"{starting} starting…")
-        if view.errors:
-            status.append(f"[red]{view.errors[-1]}[/]")
-        self._put("status-line", "  ".join(status))
+        self._put("engine-health", engine_health(view))
+        self._put("status-line", status_line(view))
 
     def _show_chart(self) -> None:
         chart = self.query_one("#chart", PercentileChart)
@@ -618,6 +447,5 @@ class RaceScreen(Screen[None]):
     def _set_projector(self, on: bool) -> None:
         self.projector = on
         self.set_class(self.projector, "-projector")
-        for pane in self.panes.values():
-            pane.set_projector(self.projector)
+        self.grid.set_projector(self.projector)
         self._relayout()

@@ -3,12 +3,13 @@
 Textual's `Sparkline` scales each widget to its own min and max, so one sync worker's
 90 req/s draws as tall as uvicorn's 7,000, and a 0.1 MB wobble fills a memory bar. Here
 the bars run from zero to a `top` the race screen sets for all panes at once (the
-highest value any pane shows), and the line ends with that top and its unit
-("▕7.0k req/s"), so heights compare across the room.
+highest value any pane shows, rounded up by `nice_top`), and the line ends with that
+top and its unit ("▕7.0k req/s"), so heights compare across the room.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from rich.style import Style
@@ -16,6 +17,18 @@ from rich.text import Text
 from textual.widget import Widget
 
 _BARS = " ▁▂▃▄▅▆▇█"
+
+
+def nice_top(value: float) -> float:
+    """The scale's top: the next 1-2-5 step at or above `value` (so it reads as a round
+    figure and changes rarely: every change redraws every pane's sparkline)."""
+    if value <= 0:
+        return 0.0
+    exp = 10 ** math.floor(math.log10(value))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * exp >= value:
+            return m * exp
+    return 10 * exp
 
 
 def bars(data: Sequence[float], top: float, width: int, height: int = 1) -> list[str]:

@@ -11,7 +11,7 @@
   first send to the last answer;
 - `--rate R`: one level at R req/s per stack;
 - `--repeat N`: the level measured N times with the load going on between them (the
-  warm-up comes once), the repeats added into one window (engine/aggregate.py).
+  warm-up comes once), the repeats added into one window (engine/window_sum.py).
 
 Each level keeps the engine's complete accounting (answered, failed by kind, waiting),
 the Little's-law check, the engine's share of the latency, the stack's CPU (and CPU
@@ -33,9 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from stackrace.db.watch import DbWatch
-from stackrace.engine.aggregate import WindowSum
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import WindowStats
+from stackrace.engine.window_sum import WindowSum
 from stackrace.race.core import budget
 from stackrace.race.core.capacity_run import CapacityPlan
 from stackrace.race.core.core import RaceCore
@@ -51,7 +51,7 @@ from stackrace.report.schema import (
 from stackrace.rules import accounting
 from stackrace.rules.engine import engine_limit, engine_share
 from stackrace.settings.race_settings import RaceSettings
-from stackrace.stacks.catalogue import Stack
+from stackrace.stacks.definition import Stack
 from stackrace.stacks.sampler import ResourceSample
 
 Progress = Callable[[str], None]
@@ -95,7 +95,7 @@ class _Acc:
 
     def __init__(self) -> None:
         self.windows: list[WindowStats] = []  # each repeat's (its rps is a sample)
-        self.sum = WindowSum()  # the repeats as one window (engine/aggregate.py)
+        self.sum = WindowSum()  # the repeats as one window (engine/window_sum.py)
         self.hist: LatencyHistogram | None = None
         self.hist_unc: LatencyHistogram | None = None
         self.cpu: list[float] = []

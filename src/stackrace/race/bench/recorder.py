@@ -34,7 +34,8 @@ from stackrace.report.schema import (
     StackResult,
 )
 from stackrace.settings.race_settings import RaceSettings
-from stackrace.stacks.catalogue import Stack, placeholders, render
+from stackrace.stacks.definition import Stack
+from stackrace.stacks.placeholders import placeholders, render
 
 
 def _kind_labels(s: RaceSettings) -> list[str]:

@@ -51,7 +51,7 @@ from stackrace.race.core.tune_search import Ask, TuneSearch
 from stackrace.race.core.urls import UrlHandle, UrlTarget
 from stackrace.report.schema import CapacityProbe, Level, ProbeNoise
 from stackrace.report.slo import Slo
-from stackrace.stacks.catalogue import Stack
+from stackrace.stacks.definition import Stack
 
 # configurations up at once (idle ones hold memory, not CPU; one stopped and asked for
 # again costs a start-up and a cold first probe)

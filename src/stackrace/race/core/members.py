@@ -22,10 +22,11 @@ from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import BodyCheck, EngineSettings, EngineSnapshot, TargetSpec
 from stackrace.race.core.clock import RaceClock
 from stackrace.race.core.state import StackState
-from stackrace.stacks.catalogue import Stack, Tunable
+from stackrace.stacks.definition import Stack
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
+from stackrace.stacks.tunables import Tunable
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class StackChoice:
     description: str = ""
     workers: int = 1
     threads: int = 1
-    # what a variant may change (config.tunables): the picker's keys for workers,
+    # what a variant may change (stacks.tunables): the picker's keys for workers,
     # threads and every param of the stack
     tunables: tuple[Tunable, ...] = ()
 

@@ -31,7 +31,7 @@ import msgspec
 from stackrace.base import inputfile, paths
 from stackrace.report.schema import CLAIM_KINDS, Claim, Figure, Then
 from stackrace.settings.race_settings import RaceSettings, from_mapping
-from stackrace.stacks.catalogue import ConfigError
+from stackrace.stacks.definition import ConfigError
 
 PRESETS_DIR = paths.presets_dir()  # shipped with stackrace (a checkout's presets/)
 # what a preset says about itself; every other key is a race setting

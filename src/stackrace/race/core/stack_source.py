@@ -17,28 +17,18 @@ from stackrace.db import ManagedMariaDB
 from stackrace.db.watch import DbWatch
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.state import StackState
-from stackrace.stacks.catalogue import (
-    COMMAND_LINE,
-    Stack,
-    StackDef,
-    load_stacks,
-    resolve,
-    tunables,
-)
-from stackrace.stacks.install import availability
-from stackrace.stacks.launcher import (
-    CRASHED,
-    FAILED,
-    READY,
-    STARTING,
-    STOPPED,
-    Launcher,
-    RunningStack,
-)
+from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.availability import availability
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import Stack, StackDef
+from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.logwatch import LogWatch
+from stackrace.stacks.running import CRASHED, FAILED, READY, STARTING, STOPPED, RunningStack
 from stackrace.stacks.sampler import ResourceSample, TreeSampler
 from stackrace.stacks.signs import ServerSigns
+from stackrace.stacks.tunables import tunables
+from stackrace.stacks.variants import resolve
 
 DEFAULT_STACKS = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 _EXPOSURE_EVERY_S = 5.0  # how often a running stack's listeners are looked at again

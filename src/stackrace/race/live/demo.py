@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from stackrace.engine.aggregate import WindowSum
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import (
     EngineSettings,
@@ -32,13 +31,15 @@ from stackrace.engine.model import (
     TargetSpec,
     WindowStats,
 )
+from stackrace.engine.window_sum import WindowSum
 from stackrace.race.core.members import LoadEngine, RaceParts, StackChoice
 from stackrace.race.core.state import StackState
 from stackrace.race.live.demo_model import MODELS, TICK, ModelTarget, StackModel, describe
-from stackrace.stacks.catalogue import Stack, Tunable
+from stackrace.stacks.definition import Stack
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
+from stackrace.stacks.tunables import Tunable
 
 if TYPE_CHECKING:
     from stackrace.race.live.session import Session

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stackrace.engine.aggregate import WindowSum
 from stackrace.engine.histogram import SparseHistogram, index_of
 from stackrace.engine.model import (
     DROPPED,
@@ -33,6 +32,7 @@ from stackrace.engine.model import (
     TargetSpec,
     WindowStats,
 )
+from stackrace.engine.window_sum import WindowSum
 
 TICK = 0.25  # seconds of simulated time per step
 ENGINE_US_PER_REQUEST = 15.0  # what the real engine costs per request (bench/engine_vs_wrk)
@@ -256,7 +256,7 @@ class ModelTarget:
     @property
     def total(self) -> WindowStats:
         """The running totals: the intervals added by the one window arithmetic
-        (engine/aggregate.py WindowSum); `stale` is the model's own estimate."""
+        (engine/window_sum.py WindowSum); `stale` is the model's own estimate."""
         t = self.total_sum.stats()
         # waiting longer than the level has run: clients with no answer in all of it
         age = t.oldest_wait_us

@@ -30,7 +30,7 @@ from stackrace.race.core.members import RaceParts, StackChoice, StackSource
 from stackrace.race.core.plan import RacePlan
 from stackrace.race.live.session import Session
 from stackrace.settings.race_settings import RaceSettings, stacks_named_in, with_options
-from stackrace.stacks.userapp import YourApp
+from stackrace.stacks.app_spec import YourApp
 
 if TYPE_CHECKING:
     from stackrace.report.schema import Then
@@ -165,7 +165,7 @@ def race_settings(o: AppOptions) -> RaceSettings:
     preset = o.preset
     if preset:
         from stackrace.race.core.presets import load_preset
-        from stackrace.stacks.catalogue import ConfigError
+        from stackrace.stacks.definition import ConfigError
 
         try:
             base = load_preset(preset).settings
@@ -256,10 +256,12 @@ def build_session(
 
 def _check_named_in_file(o: AppOptions, plan: RacePlan, source: StackSource | None) -> None:
     """A preset's stacks are a file's words: checked as such before anything starts (it
-    may not name an executable: stacks.catalogue.resolve); the command line's and the picker's
+    may not name an executable: stacks.variants.resolve); the command line's and the picker's
     are the user's own."""
     from stackrace.race.core.stack_source import StacksFileSource
-    from stackrace.stacks.catalogue import COMMAND_LINE, ConfigError, resolve
+    from stackrace.settings.options import COMMAND_LINE
+    from stackrace.stacks.definition import ConfigError
+    from stackrace.stacks.variants import resolve
 
     preset = o.preset
     if not preset or not isinstance(source, StacksFileSource):
@@ -280,7 +282,7 @@ def _stacks_source(o: AppOptions, plan: RacePlan, own: StackFile | None) -> Stac
     """The stacks file's stacks, or your app's servers (--app) and --cmd stacks offered
     alone; None when the file cannot be read and only --url targets are raced."""
     from stackrace.race.core.stack_source import StacksFileSource
-    from stackrace.stacks.catalogue import ConfigError
+    from stackrace.stacks.definition import ConfigError
 
     stacks_file = o.stacks_file
     memory_max = plan.settings.memory_max
@@ -308,13 +310,15 @@ def _own_stacks(o: AppOptions, settings: RaceSettings) -> StackFile | None:
         return None
     from stackrace.settings import scenario
     from stackrace.stacks import userapp
-    from stackrace.stacks.catalogue import ConfigError, load_stacks
+    from stackrace.stacks.app_spec import AppError
+    from stackrace.stacks.catalogue import load_stacks
+    from stackrace.stacks.definition import ConfigError
 
     try:
         if settings.own_requests:
             settings.request_kinds()  # checked before anything starts
         return userapp.with_run_stacks(load_stacks(o.stacks_file), o.your_app, settings)
-    except (userapp.AppError, scenario.ScenarioError, ConfigError) as exc:
+    except (AppError, scenario.ScenarioError, ConfigError) as exc:
         raise AppSetupError(str(exc)) from None
 
 

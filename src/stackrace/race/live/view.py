@@ -97,8 +97,6 @@ class SessionView:
     # "" while the race runs; else why it ended on its own (a cluster's app host lost)
     ended: str = ""
     slo: str = ""  # the objective as shown ("p99 < 50 ms"), "" without --slo
-    slo_target_us: float | None = None  # its latency target: the line on the chart
-    slo_quantile: float | None = None  # its percentile (0.99), None for a mean
     capacity: str | None = None  # `k`: the search's progress while it runs
     capacity_done: bool = False  # a capacity search has just ended: show its ranking
 
@@ -110,7 +108,6 @@ class SummaryRow:
     peak: StepResult | None
     breaking: LevelVerdict | None
     mem_before: ResourceSample | None
-    mem_after: ResourceSample | None
     mem_peak: int  # highest RSS seen, bytes
     steps: tuple[StepResult, ...] = ()
     why: str = ""  # the proof of the breaking verdict, in figures
@@ -257,8 +254,6 @@ def session_view(s: Session) -> SessionView:
         clock=s.core.clock() - s.started_at,
         ended=s.ended,
         slo=s.slo.text if s.slo else "",
-        slo_target_us=s.slo.latency_target_us if s.slo else None,
-        slo_quantile=s.slo.quantile if s.slo else None,
         capacity=s.ranking.search.status() if s.ranking.search is not None else None,
         capacity_done=s.ranking.finished,
     )
@@ -318,7 +313,6 @@ def summary_rows(s: Session) -> list[SummaryRow]:
                 peak=peak(steps),
                 breaking=breaking,
                 mem_before=m.baseline,
-                mem_after=m.resources,
                 mem_peak=m.mem_peak,
                 steps=tuple(steps),
                 why=breaking.reason if breaking else "",

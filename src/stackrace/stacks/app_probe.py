@@ -1,0 +1,156 @@
+"""Importing your app once, in its own interpreter and directory, before anything starts:
+whether it is WSGI or ASGI, and which servers that interpreter can import.
+
+A missing package is then one clear line ("No module named 'flask'") and a missing
+server is named with the command that installs it there (`stackrace install --into
+PYTHON NAME`), never into stackrace's venv. The probe is a short script run with the
+app's Python (`_PROBE`), never through a shell; the line it prints last carries its
+findings (an app may print on import).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+
+from stackrace.stacks.app_spec import (
+    AppError,
+    AppSpec,
+    YourApp,
+    choose_python,
+    parse_env,
+    parse_target,
+)
+from stackrace.stacks.availability import remember_importable
+from stackrace.stacks.definition import INTERFACES, StackDef
+
+# the line the probe prints last (an app may print on import)
+_MARK = "STACKRACE-APP-PROBE "
+INSPECT_TIMEOUT_S = 60.0
+_PROBE = r"""
+import importlib, importlib.util, inspect, json, sys
+target, modules = sys.argv[1], sys.argv[2:]
+def found(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except Exception:
+        return False
+out = {"modules": {m: found(m) for m in modules},
+       "python": sys.version.split()[0]}
+module, _, attr = target.partition(":")
+try:
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+except BaseException as exc:
+    out["error"] = f"{type(exc).__name__}: {exc}"
+else:
+    call = getattr(obj, "__call__", None)
+    if not callable(obj):
+        out["error"] = f"{attr} is a {type(obj).__name__}, not a WSGI or ASGI app"
+    elif inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(call):
+        out["interface"] = "asgi"
+    else:
+        try:
+            n = len([p for p in inspect.signature(obj).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        except (TypeError, ValueError):
+            n = 0
+        out["interface"] = {2: "wsgi", 3: "asgi"}.get(n, "")
+print()
+print("STACKRACE-APP-PROBE " + json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class Inspection:
+    interface: str  # "" when it could not be told
+    modules: dict[str, bool]  # each server module asked about: importable there
+    python_version: str = ""
+
+
+def app_environment(app: AppSpec) -> dict[str, str]:
+    """The app's own variables, and its directory first on the import path."""
+    env = dict(app.env)
+    inherited = env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    env["PYTHONPATH"] = str(app.app_dir) + (os.pathsep + inherited if inherited else "")
+    return env
+
+
+def inspect_app(app: AppSpec, modules: list[str], timeout: float = INSPECT_TIMEOUT_S) -> Inspection:
+    """Import the app once with its own interpreter, in its directory: WSGI or ASGI, and
+    which of `modules` (the servers) that interpreter can import. AppError with the
+    import's own error when the app cannot be imported."""
+    from stackrace.supervise.procs import child_setup
+
+    argv = [app.python, "-c", _PROBE, app.target, *modules]
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=app.app_dir,
+            env={**os.environ, **app_environment(app)},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            preexec_fn=child_setup(None, None),
+        )
+    except subprocess.TimeoutExpired:
+        raise AppError(
+            f"--app {app.label}: importing it with {app.python} took longer than {timeout:g}s"
+        ) from None
+    except OSError as exc:
+        raise AppError(f"--python {app.python}: cannot run it: {exc.strerror or exc}") from None
+    line = next((x for x in reversed(proc.stdout.splitlines()) if x.startswith(_MARK)), None)
+    if line is None:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise AppError(
+            f"--app {app.label}: {app.python} exited with {proc.returncode} while importing it"
+            + (": " + " | ".join(tail) if tail else "")
+        )
+    found = json.loads(line[len(_MARK) :])
+    if "error" in found:
+        hint = ""
+        if "ModuleNotFoundError" in found["error"]:
+            hint = (
+                " (install the app's requirements for that interpreter, activate the app's "
+                "virtualenv, or give --python PATH)"
+            )
+        raise AppError(
+            f"--app {app.label}: cannot import it with {app.python} in {app.app_dir}: "
+            f"{found['error']}{hint}"
+        )
+    return Inspection(found.get("interface", ""), found.get("modules", {}), found.get("python", ""))
+
+
+def resolve_app(opts: YourApp, defs: dict[str, StackDef]) -> tuple[AppSpec, dict[str, bool]]:
+    """The app of the command line, inspected: its interface (told or detected), and
+    which server modules its interpreter can import (remembered for availability)."""
+    assert opts.app is not None
+    target, app_dir = parse_target(opts.app, opts.app_dir)
+    app = AppSpec(
+        target=target,
+        app_dir=app_dir,
+        python=choose_python(opts.python),
+        env=parse_env(list(opts.env) or None, opts.env_file),
+        given=opts.app,
+    )
+    modules = sorted({m for d in defs.values() if d.app for m in d.app.modules})
+    found = inspect_app(app, modules)
+    remember_importable(app.python, found.modules)
+    interface = opts.interface or found.interface
+    if interface not in INTERFACES:
+        raise AppError(
+            f"--app {app.label}: cannot tell whether it is WSGI or ASGI: give --wsgi or --asgi"
+        )
+    return AppSpec(
+        target=app.target,
+        app_dir=app.app_dir,
+        python=app.python,
+        interface=interface,
+        env=app.env,
+        given=app.given,
+    ), found.modules

@@ -1,0 +1,138 @@
+"""The placeholders of a stack block: which there are, their values, and filling them.
+
+Placeholders: {host} (always 127.0.0.1), {port}, {workers}, {threads}, {apps}, {root},
+{run_dir}, {venv_bin}, {python}, {pypy_bin}, {name}, {upstream_port} (stacks with an
+upstream), {tls_cert} and {tls_key} (stacks with `tls = true`), and any key of
+[stacks.NAME.params] (string values users may override in a variant, e.g.
+`worker_class`; a param may not reuse a built-in name). Every {word} in a
+templated key — and in the files a [[stacks.NAME.files]] template names — must be one of
+these: a typo like {prot} is an error when the file is read (stackrace.stacks.validate),
+not when the stack starts. {apps} is the apps/ directory the stacks run and build in,
+{root} the directory holding it: a checkout's own, or a package's working copy
+(stackrace.base.paths says where). An app template (`[stacks.NAME.app]`) may use
+{app_target} and {app_dir} too (stackrace.stacks.userapp).
+
+`templated` names every value of a block that the launcher or the installer fills, so
+the check when a file is read and the fill when a stack starts walk the same keys.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from stackrace.base import paths
+from stackrace.stacks.definition import ConfigError, Stack, StackDef
+
+HOST = "127.0.0.1"
+PLACEHOLDER = re.compile(r"\{(\w+)\}")  # a {word}: other braces (nginx's) are text
+# The placeholders `placeholders()` fills, besides a stack's own params.
+PLACEHOLDERS = (
+    "host",
+    "port",
+    "workers",
+    "threads",
+    "apps",
+    "root",
+    "run_dir",
+    "venv_bin",
+    "python",
+    "pypy_bin",
+    "name",
+)
+# The placeholders an app template (`[stacks.NAME.app]`) may use besides a block's own.
+APP_PLACEHOLDERS = ("app_target", "app_dir")
+
+
+def templated(spec: StackDef) -> Iterator[tuple[str, str]]:
+    """(key, text) of every value the launcher or installer fills placeholders in."""
+    for i, arg in enumerate(spec.command):
+        yield f"command[{i}]", arg
+    yield "cwd", spec.cwd
+    for k, v in spec.env.items():
+        yield f"env.{k}", v
+    for i, arg in enumerate(spec.version or []):
+        yield f"version[{i}]", arg
+    needs = spec.needs
+    for i, arg in enumerate(needs.bins):
+        yield f"needs.bins[{i}]", arg
+    for i, cmd in enumerate(needs.build):
+        for j, arg in enumerate(cmd):
+            yield f"needs.build[{i}][{j}]", arg
+    yield "needs.build_cwd", needs.build_cwd
+    for i, arg in enumerate(needs.built):
+        yield f"needs.built[{i}]", arg
+    yield "needs.npm_cwd", needs.npm_cwd
+    for i, proc in enumerate(spec.processes):
+        for j, arg in enumerate(proc.command):
+            yield f"processes[{i}].command[{j}]", arg
+        for k, v in proc.env.items():
+            yield f"processes[{i}].env.{k}", v
+        if proc.ready_path is not None:
+            yield f"processes[{i}].ready_path", proc.ready_path
+    for i, tmpl in enumerate(spec.files):
+        yield f"files[{i}].path", tmpl.path
+        yield f"files[{i}].template", tmpl.template
+
+
+def unknown_placeholder(text: str, known: set[str]) -> str | None:
+    return next((m.group(1) for m in PLACEHOLDER.finditer(text) if m.group(1) not in known), None)
+
+
+def venv_bin(which: str = "main") -> Path:
+    """The bin directory of the venv a stack's pip packages go to: the one stackrace runs
+    in, or the PyPy venv (stackrace.base.paths says where it lives)."""
+    if which == "pypy":
+        return paths.pypy_venv() / "bin"
+    return Path(sys.executable).parent
+
+
+def placeholders(
+    stack: Stack,
+    port: int,
+    run_dir: Path,
+    host: str = HOST,
+    upstream_port: int = 0,
+    tls: tuple[Path, Path] | None = None,
+) -> dict[str, Any]:
+    """The values of a stack's placeholders; `tls`: the (certificate, key) files of a
+    stack with `tls = true` (the launcher makes them, stacks.certificate)."""
+    own = stack.spec.python  # an app's interpreter: its directory, not resolved (a venv's
+    # bin/python is a link to the system's, and the venv is what has the packages)
+    values: dict[str, Any] = {
+        "host": host,  # 127.0.0.1, except on a cluster's app node (see stackrace.cluster)
+        "port": port,
+        "workers": stack.workers,
+        "threads": stack.threads,
+        "apps": paths.apps_dir(),
+        "root": paths.work_root(),
+        "run_dir": run_dir,
+        "venv_bin": Path(own).parent if own else venv_bin(stack.spec.needs.venv),
+        "python": own or venv_bin(stack.spec.needs.venv) / "python",
+        "pypy_bin": venv_bin("pypy"),
+        "name": stack.base,
+    }
+    if stack.upstream is not None:
+        # only where there is one: elsewhere {upstream_port} is an unknown placeholder
+        values["upstream_port"] = upstream_port
+    if stack.spec.tls:
+        # only where declared: elsewhere {tls_cert} is an unknown placeholder
+        cert, key = tls if tls is not None else ("", "")
+        values["tls_cert"], values["tls_key"] = cert, key
+    values.update(stack.params)
+    return values
+
+
+def render(text: str, values: dict[str, Any]) -> str:
+    """Fill {word} placeholders. Other braces (nginx's `location / { … }`) stay as they are."""
+
+    def sub(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key not in values:
+            raise ConfigError(f"unknown placeholder {{{key}}} in {text[:80]!r}")
+        return str(values[key])
+
+    return PLACEHOLDER.sub(sub, text)

@@ -1,0 +1,130 @@
+"""Choosing a stack: "NAME" or "NAME:workers=4,threads=8" → a Stack, checked.
+
+Variants: "NAME:workers=4,threads=8" anywhere a stack name is accepted. A variant's value
+may itself be a stack with one override: `nginx-proxy:backend=gunicorn-sync:workers=4`.
+Each value is held to its param's kind (stackrace.stacks.tunables); what depends on the
+machine is checked here, not when the file is read: every CPU in `cpus` must be one this
+process may use, and workers and threads under the machine's ceilings.
+
+Only the command line (or the picker: the person at the keyboard) names an executable
+freely. A variant read from a file — a preset, a run file (`bench --from`), a
+recording, another stack's `upstream` — is refused in one line when a path param names
+an executable other than the param's default or one the stack lists in `executables`:
+a data file that travels must never choose what runs (`resolve(..., named_in=
+COMMAND_LINE)` is the command line's).
+"""
+
+from __future__ import annotations
+
+import os
+
+from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.definition import ConfigError, Stack, StackDef
+from stackrace.stacks.placeholders import render
+from stackrace.stacks.tunables import check_value, param_kind
+
+
+def resolve(
+    ref: str,
+    stacks: dict[str, StackDef],
+    source: str | None = None,
+    *,
+    named_in: str = "a file",
+) -> Stack:
+    """'gunicorn-sync' or 'gunicorn-sync:workers=4,threads=2' → Stack.
+
+    Errors name `source`, by default the file the stacks were read from (a StackFile),
+    and check what depends on this machine: the CPUs in `cpus`. `named_in`: where the
+    reference was written, `COMMAND_LINE` or a file (a preset, a run file): a path
+    param's value from a file must be its default or one the stack lists in
+    `executables` (see the module docstring).
+    """
+    if source is None:
+        source = getattr(stacks, "source", "stacks.toml")
+    if not ref.isprintable():
+        # a line break or an escape sequence would forge or garble the error line itself
+        raise ConfigError(f"{source}: stack {ref!r}: control characters in a stack name")
+    base, _, rest = ref.partition(":")
+    base = base.strip()
+    if base not in stacks:
+        known = ", ".join(sorted(stacks))
+        raise ConfigError(f"{source}: no stack '{base}' (known: {known})")
+    spec = stacks[base]
+    overrides: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not value:
+            raise ConfigError(f"{source}: stack '{ref}': variant '{item}' is not KEY=VALUE")
+        if key not in ("workers", "threads") and key not in spec.params:
+            allowed = ", ".join(["workers", "threads", *spec.params])
+            raise ConfigError(f"{source}: stack '{ref}': key '{key}': not tunable ({allowed})")
+        problem = check_value(spec, key, value)
+        if problem:
+            raise ConfigError(f"{source}: stack '{ref}': key '{key}': {problem}")
+        if named_in != COMMAND_LINE:
+            problem = _named_executable(spec, key, value, source)
+            if problem:  # the file that named it is at fault, not the stacks file
+                raise ConfigError(f"{named_in}: stack '{ref}': key '{key}': {problem}")
+        overrides[key] = value
+    for key in ("workers", "threads"):
+        if key not in overrides:  # a stacks file's own default is held to them too
+            problem = check_value(spec, key, str(getattr(spec, key)))
+            if problem:
+                raise ConfigError(f"{source}: stack '{base}': key '{key}': {problem}")
+    if spec.cpus:
+        usable = sorted(os.sched_getaffinity(0))
+        missing = [c for c in spec.cpus if c not in usable]
+        if missing:
+            raise ConfigError(
+                f"{source}: stack '{base}': key 'cpus': CPU {missing[0]} is not one this "
+                f"machine lets stackrace use ({', '.join(map(str, usable))})"
+            )
+    name = (
+        base if not overrides else f"{base}:" + ",".join(f"{k}={v}" for k, v in overrides.items())
+    )
+    stack = Stack(name=name, base=base, spec=spec, overrides=overrides)
+    if spec.upstream is not None:
+        stack = _with_upstream(stack, ref, stacks, source)
+    return stack
+
+
+def _named_executable(spec: StackDef, key: str, value: str, source: str) -> str | None:
+    """Why a file may not name this executable (None: it may): see `resolve`."""
+    if param_kind(spec, key) != "path":
+        return None
+    allowed = [spec.params[key], *spec.executables.get(key, [])]
+    if value in allowed:
+        return None
+    return (
+        f"names the executable {value}: only the command line (--stacks, or the picker) "
+        f"may, or the stack's own list in {source} ({', '.join(allowed)})"
+    )
+
+
+def _with_upstream(stack: Stack, ref: str, stacks: dict[str, StackDef], source: str) -> Stack:
+    """Resolve the stack's `upstream` (rendered with its params) into a Stack of its own."""
+    assert stack.spec.upstream is not None
+    try:
+        up_ref = render(stack.spec.upstream, stack.params)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: stack '{ref}': key 'upstream': {exc}") from None
+    up_base = up_ref.partition(":")[0].strip()
+    if up_base in stacks and stacks[up_base].upstream is not None:
+        # one hop only (this also stops a stack naming itself): a chain would need a port
+        # per hop and says nothing the experiments ask
+        raise ConfigError(
+            f"{source}: stack '{ref}': key 'upstream': {up_ref!r} is itself in front of a stack"
+        )
+    try:
+        # a stacks file's reference: a file's, never the command line's
+        upstream = resolve(up_ref, stacks, source, named_in=f"key 'upstream' of '{ref}'")
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: stack '{ref}': key 'upstream': {exc}") from None
+    return Stack(
+        name=stack.name,
+        base=stack.base,
+        spec=stack.spec,
+        overrides=stack.overrides,
+        upstream=upstream,
+    )
