@@ -18,7 +18,7 @@ from pathlib import Path
 from stackrace import __version__
 from stackrace.base import paths
 from stackrace.base.errors import StackraceError
-from stackrace.settings.options import OneLineArgumentParser, examples
+from stackrace.commands.parser import OneLineArgumentParser, examples
 from stackrace.supervise import sweep
 
 EXAMPLES = examples(

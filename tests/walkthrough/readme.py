@@ -163,7 +163,7 @@ def help_lines() -> list[Line]:
     import argparse
 
     from stackrace.cli import build_parser
-    from stackrace.settings.options import EXAMPLES
+    from stackrace.commands.parser import EXAMPLES
 
     def parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
         out = [parser]

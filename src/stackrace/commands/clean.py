@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stackrace.base import crashlog, madeby, paths
+from stackrace.commands.parser import examples
 from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import default_dir, shadow_base
-from stackrace.settings.options import examples
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks.run_roots import runs_dir
 

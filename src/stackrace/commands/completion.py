@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import Any
 
-from stackrace.settings.options import examples
+from stackrace.commands.parser import examples
 
 SHELLS = ("bash", "zsh", "fish")
 # arguments whose values are stack names: positional NAMEs, and bench's --stacks A,B

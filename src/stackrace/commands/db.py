@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import msgspec
 
+from stackrace.commands.parser import examples
 from stackrace.db import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_PORT,
@@ -24,7 +25,7 @@ from stackrace.db import (
     open_database,
 )
 from stackrace.db.seed import estimate_bytes
-from stackrace.settings.options import examples, port_number, positive_int
+from stackrace.settings.options import port_number, positive_int
 from stackrace.settings.units import fmt_bytes
 
 EXAMPLES = examples(

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from stackrace.commands._common import announce, load, resolve_all
-from stackrace.settings.options import COMMAND_LINE, examples
+from stackrace.commands.parser import examples
+from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.install import Installer, InstallOutcome
 
 EXAMPLES = examples(
@@ -83,7 +84,12 @@ def run(args: argparse.Namespace) -> int:
     if args.all == bool(args.names):
         print("stackrace install: name one or more stacks, or --all", file=sys.stderr)
         return 2
-    chosen = resolve_all(list(stacks) if args.all else args.names, stacks, named_in=COMMAND_LINE)
+    chosen = resolve_all(
+        list(stacks) if args.all else args.names,
+        stacks,
+        named_in=COMMAND_LINE,
+        prog="stackrace install",
+    )
     if chosen is None:
         return 2
     announce(stacks, "stackrace install")

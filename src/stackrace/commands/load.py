@@ -52,6 +52,7 @@ from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.commands.cluster_args import connect_from_args, wants_cluster
 from stackrace.commands.load_args import add_load_arguments
 from stackrace.commands.metrics_args import open_metrics
+from stackrace.commands.parser import note
 from stackrace.commands.settings_args import given
 from stackrace.engine.client import Engine, EngineError
 from stackrace.engine.clients import ClientProfile
@@ -164,7 +165,7 @@ class _Load:
         self.cpus = cpus
         procs, capped = options.cap_procs(args.procs, cpus)
         if capped:
-            options.note("stackrace load", capped)
+            note("stackrace load", capped)
         self.procs = procs
         problem = rate_problem(args.rate, procs)
         if problem:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stackrace.settings.options import examples
+from stackrace.commands.parser import examples
 
 EXAMPLES = examples(
     (

@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from stackrace.commands.parser import examples
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
 from stackrace.report.schema import BenchRun, StackResult
@@ -26,7 +27,6 @@ from stackrace.report.write import (
     write_files,
     write_outputs,
 )
-from stackrace.settings.options import examples
 from stackrace.settings.units import fmt_us
 
 # argparse formats a help string with %: the default rules' own % are doubled

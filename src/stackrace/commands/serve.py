@@ -13,7 +13,8 @@ import signal
 import sys
 
 from stackrace.commands._common import announce, load, resolve_all
-from stackrace.settings.options import COMMAND_LINE, examples
+from stackrace.commands.parser import examples
+from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.definition import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.running import LaunchError, RunningStack
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         print("stackrace serve: name the stacks (or give --app)", file=sys.stderr)
         return 2
-    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE, prog="stackrace serve")
     if chosen is None:
         return 2
     announce(stacks, "stackrace serve")

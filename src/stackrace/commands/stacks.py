@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 
 from stackrace.commands._common import load
+from stackrace.commands.parser import examples
 from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
-from stackrace.settings.options import examples
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.availability import Availability, availability
 from stackrace.stacks.catalogue import (

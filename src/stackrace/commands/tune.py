@@ -57,8 +57,11 @@ import msgspec
 
 from stackrace.commands import runguard
 from stackrace.commands._common import announce, load
-from stackrace.commands.bench import add_search_arguments, build_plan, skeleton
+from stackrace.commands.bench import skeleton
+from stackrace.commands.bench_args import add_search_arguments
+from stackrace.commands.bench_plan import build_plan
 from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.parser import examples
 from stackrace.commands.settings_args import add_options, given
 from stackrace.commands.target_args import add_url_arguments
 from stackrace.commands.tune_space import servers_to_tune, space_of
@@ -73,7 +76,7 @@ from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths, read_run, write_files
-from stackrace.settings.options import COMMAND_LINE, examples
+from stackrace.settings.options import COMMAND_LINE
 from stackrace.settings.race_settings import REQUEST_FIELDS
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import StackFile

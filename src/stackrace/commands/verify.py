@@ -14,7 +14,8 @@ import sys
 import time
 
 from stackrace.commands._common import announce, load, resolve_all
-from stackrace.settings.options import COMMAND_LINE, examples
+from stackrace.commands.parser import examples
+from stackrace.settings.options import COMMAND_LINE
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
 from stackrace.stacks.availability import availability
@@ -81,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
     stacks = load(args)
     if stacks is None:
         return 2
-    chosen = resolve_all(args.names or list(stacks), stacks, named_in=COMMAND_LINE)
+    chosen = resolve_all(
+        args.names or list(stacks), stacks, named_in=COMMAND_LINE, prog="stackrace verify"
+    )
     if chosen is None:
         return 2
     announce(stacks, "stackrace verify")
@@ -226,7 +229,7 @@ def _run_own(args: argparse.Namespace) -> int:
         else [*default_app_stacks(stacks)[0], *default_app_stacks(stacks)[1]]
         + [n for n in generated_names(stacks) if "[app]" not in n]
     )
-    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE, prog="stackrace verify")
     if chosen is None:
         return 2
     announce(stacks, "stackrace verify")

@@ -25,7 +25,8 @@ import shlex
 import sys
 
 from stackrace.base.webgate import DEFAULT_MAX_SESSIONS
-from stackrace.settings.options import examples, positive_int
+from stackrace.commands.parser import examples
+from stackrace.settings.options import positive_int
 
 # web's own options, and whether each takes a value: not passed on to the pages' app
 WEB_ONLY = {
