@@ -18,8 +18,20 @@ from pathlib import Path
 from stackrace import __version__
 from stackrace.base import paths
 from stackrace.base.errors import StackraceError
-from stackrace.settings.options import OneLineArgumentParser
+from stackrace.commands.parser import OneLineArgumentParser, examples
 from stackrace.supervise import sweep
+
+EXAMPLES = examples(
+    ("stackrace", "the picker: choose stacks, a workload, a level, and race"),
+    ("stackrace --stacks gunicorn-sync,uvicorn --workload io -c 10 --go", "race two at once"),
+    ("stackrace --demo", "a synthetic race: no servers, nothing to install"),
+    ("stackrace --app examples/flask_app:app --go", "your app under every server that runs it"),
+    ("stackrace load http://127.0.0.1:8000/hello -c 50 -d 10s", "load one server, as wrk does"),
+    (
+        "stackrace bench --stacks gunicorn-sync,uvicorn --concurrency 10,100",
+        "compare stacks headless",
+    ),
+)
 
 # (subcommand, module under stackrace.commands, one-line help)
 COMMANDS: list[tuple[str, str, str]] = [
@@ -39,7 +51,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("replay", "replay", "play a recorded race in the app: no servers, no engine"),
     ("web", "web", "serve the app in a browser (textual-serve), on 127.0.0.1 by default"),
     ("completion", "completion", "print the shell completion script (bash, zsh or fish)"),
-    ("clean", "clean", "stop the private MariaDB and remove what stackrace made (--dry-run)"),
+    ("clean", "clean", "stop the private MariaDB and remove what stackrace made"),
 ]
 
 
@@ -48,18 +60,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     # subcommand too: add_parser() makes subparsers of the same class
     parser = OneLineArgumentParser(
         prog="stackrace",
-        description="Race web-server stacks side by side, live. With no subcommand, opens the app.",
-        epilog=f"Documentation: {paths.docs_dir()} (tui.md, your-app.md, load.md, "
-        "bench.md, stacks.md, db.md, engine.md, cluster.md, …).",
+        description="Race web-server stacks side by side, live: the same load on each, "
+        "their req/s, latency, failures, memory and CPU as they happen. With no command, "
+        "opens the app (docs/tui.md); the commands run headless.",
+        epilog=EXAMPLES + f"\n\nDocumentation: {paths.docs_dir()}\n  tui.md, your-app.md, "
+        "load.md, bench.md, tune.md, stacks.md, db.md,\n  engine.md, cluster.md, …",
     )
     parser.add_argument("--version", action="version", version=f"stackrace {__version__}")
-    parser.add_argument(
+    files = parser.add_argument_group("which stacks exist (docs/stacks.md)")
+    files.add_argument(
         "--stacks-file",
         default=None,
-        help="stacks.toml to use (default: ./stacks.toml, else ~/.config/stackrace/"
-        "stacks.toml, else the one shipped with stackrace)",
+        metavar="FILE",
+        help="use this stacks file alone (default: the shipped stacks.toml, with "
+        "~/.config/stackrace/stacks.toml and ./stacks.toml on top when they exist, each "
+        "adding stacks and replacing those of the same name)",
     )
-    parser.add_argument(
+    files.add_argument(
         "--no-tunable-limits",
         action="store_true",
         help="allow workers and threads above this machine's ceilings (from its cores "

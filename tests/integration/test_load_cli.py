@@ -190,3 +190,69 @@ def test_bad_arguments_are_clear():
     r = run_cli("load", "http://127.0.0.1/", "-H", "nocolon")
     # the request options are bench's (settings/race_settings.py): the same parser, the same line
     assert r.returncode == 2 and "argument -H/--header: a header is 'Name: value'" in r.stderr
+
+
+def test_n_requests_sends_exactly_n_as_ab_and_hey(server: TestServer):
+    """`load URL -n 1000`: exactly 1,000 sent, each answered, none more (the server counts)."""
+    server.reset()
+    r = run_cli("load", server.url("/hello"), "-n", "1000", "-c", "7", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["requests_asked"] == 1000 and data["duration"] is None
+    acc = data["accounting"]
+    assert (acc["sent"], acc["answered"], acc["waiting"]) == (1000, 1000, 0), acc
+    assert server.stats()["by_path"]["/hello"] == 1000
+    # after a warm-up: the warm-up apart, then exactly N
+    server.reset()
+    r = run_cli("load", server.url("/hello"), "-n", "300", "--warmup", "0.5s", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["accounting"]["sent"] == 300 and data["accounting"]["answered"] == 300
+    warm = data["warmup_accounting"]["sent"]
+    assert warm > 0 and server.stats()["by_path"]["/hello"] == 300 + warm
+    # and the summary says what was asked
+    r = run_cli("load", server.url("/hello"), "-n", "200")
+    assert r.returncode == 0 and "200 requests asked" in r.stdout, r.stdout
+    assert "Sent 200: 200 answered" in r.stdout, r.stdout
+
+
+def test_z_is_a_duration_as_in_hey_and_oha_and_n_with_a_rate_is_refused(server: TestServer):
+    r = run_cli("load", server.url("/hello"), "-z", "2s", "-c", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    assert 1.9 <= json.loads(r.stdout)["total"]["seconds"] <= 2.6
+    r = run_cli("load", server.url("/hello"), "-n", "100", "--rate", "50")
+    assert r.returncode == 2 and r.stderr.startswith("stackrace load: -n/--requests"), r.stderr
+
+
+def test_an_all_404_load_leads_with_no_goodput_and_every_request_failed(server: TestServer):
+    r = run_cli("load", server.url("/status?code=404"), "-c", "5", "-d", "1s")
+    assert r.returncode == 1, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[2].startswith("  Requests/sec: 0.00 answered with success (goodput)"), r.stdout
+    assert lines[3].startswith("  Failures: 100.00% of "), r.stdout
+    assert "(404: " in lines[3]
+    # the latency comes after: a fast error is no success
+    assert min(i for i, x in enumerate(lines) if x.lstrip().startswith("Latency")) > 3
+
+
+def test_json_output_validates_against_the_shipped_schema(server: TestServer, tmp_path):
+    """`--json` is a contract: every shape of run validates against report/load.schema.json."""
+    import jsonschema
+
+    from stackrace.report.load import SCHEMA_FILE
+
+    schema = json.loads(SCHEMA_FILE.read_text())
+    runs = [
+        ("load", server.url("/hello"), "-d", "1s"),
+        ("load", server.url("/status?code=404"), "-d", "0.5s"),
+        ("load", server.url(""), "--path", "/hello:3", "--path", "/json", "-d", "0.5s"),
+        ("load", server.url("/hello"), "--rate", "100", "-d", "1s", "--slo", "p99<1s"),
+        ("load", server.url("/hello"), "-n", "50", "--warmup", "0.3s"),
+        ("load", "http://127.0.0.1:9/", "-d", "0.5s"),
+    ]
+    for args in runs:
+        r = run_cli(*args, "--json")
+        assert r.returncode in (0, 1), (args, r.stderr)
+        doc = json.loads(r.stdout)
+        jsonschema.validate(doc, schema)
+        assert doc["version"] == 1

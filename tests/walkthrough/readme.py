@@ -1,5 +1,6 @@
 """The `stackrace …` command lines the README and the docs show, read from the pages
-themselves (README.md and docs/*.md: every page a reader is sent to from the README).
+themselves (README.md and docs/*.md: every page a reader is sent to from the README),
+and those of every command's `--help` (its Examples section: `help_lines`).
 
 A command line is a line of a fenced code block that runs `stackrace` (after a `$ `
 prompt where the block shows output too, after `taskset …` or inside `eval "$(…)"`,
@@ -153,3 +154,39 @@ def _block(block: list[tuple[int, str]], page: str) -> list[Line]:
         pending = ""
         out += [Line(start, c, inline=False, page=page) for c in _commands_in(text)]
     return out
+
+
+def help_lines() -> list[Line]:
+    """The command lines of every help's Examples section (the app's, each command's,
+    each `db` action's), each under its help's name (`stackrace load --help`) and the
+    line it is on; a command shown twice is run once."""
+    import argparse
+
+    from stackrace.cli import build_parser
+    from stackrace.commands.parser import EXAMPLES
+
+    def parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+        out = [parser]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    out += parsers(sub)
+        return out
+
+    found: list[Line] = []
+    seen: set[str] = set()
+    for parser in parsers(build_parser()):
+        page = f"{parser.prog} --help"
+        text = parser.format_help()
+        _, head, rest = text.partition(f"\n{EXAMPLES}\n")
+        if not head:
+            continue
+        start = text[: len(text) - len(rest)].count("\n") + 1
+        for n, raw in enumerate(rest.splitlines(), start):
+            if not raw.startswith("  "):
+                break
+            for command in _commands_in(raw.strip()):
+                if command not in seen:
+                    seen.add(command)
+                    found.append(Line(n, command, inline=False, page=page))
+    return found

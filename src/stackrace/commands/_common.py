@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from stackrace.settings.race_settings import split_stacks
+from stackrace.settings.race_parsers import split_stacks
 from stackrace.stacks.catalogue import GIVEN, SHIPPED, StackFile, announcement, load_stacks
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
 from stackrace.stacks.variants import resolve
@@ -29,7 +29,7 @@ def load(
     try:
         stacks = load_stacks(args.stacks_file, check_trust=check_trust)
     except ConfigError as exc:
-        print(f"stackrace: {exc}", file=sys.stderr)
+        print(f"{prog}: {exc}", file=sys.stderr)
         return None
     from stackrace.commands.target_args import your_app
     from stackrace.settings import scenario
@@ -68,6 +68,7 @@ def resolve_all(
     source: str | None = None,
     *,
     named_in: str,
+    prog: str = "stackrace",
 ) -> list[Stack] | None:
     """Resolve stack names and variants; print one error line and return None on the
     first bad one. Errors name `source`, by default the file the stacks came from;
@@ -84,11 +85,11 @@ def resolve_all(
             try:
                 stack = resolve(part, stacks, source, named_in=named_in)
             except ConfigError as exc:
-                print(f"stackrace: {exc}", file=sys.stderr)
+                print(f"{prog}: {exc}", file=sys.stderr)
                 return None
             if any(s.name == stack.name for s in out):
                 print(
-                    f"stackrace: stack '{stack.name}' is named twice; name each stack once "
+                    f"{prog}: stack '{stack.name}' is named twice; name each stack once "
                     "(variants such as NAME:workers=4 count as different stacks)",
                     file=sys.stderr,
                 )

@@ -9,6 +9,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.settings.options import positive_int
 
 if TYPE_CHECKING:
@@ -16,29 +17,32 @@ if TYPE_CHECKING:
 
 
 def add_app_arguments(parser: argparse.ArgumentParser) -> None:
+    """The app's options, grouped by what a person wants to do."""
     from stackrace.commands.target_args import add_url_arguments
 
-    add_url_arguments(parser)  # --url [NAME=]URL, --pid: as in bench
-    parser.add_argument(
-        "-c",
-        "--concurrency",
-        type=positive_int,
-        default=None,
-        help="starting connections per stack",
-    )
-    parser.add_argument(
-        "--demo", action="store_true", help="a synthetic race: no servers, no load (labelled so)"
-    )
-    parser.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a --url host that is not on this machine (refused otherwise)",
-    )
-    add_metrics_arguments(parser)  # --metrics: the race's figures for Prometheus
     add_race_arguments(parser)
     from stackrace.commands.target_args import add_your_app_arguments
 
-    add_your_app_arguments(parser.add_argument_group("your app (README: Your app)"))
+    add_your_app_arguments(parser.add_argument_group("your app on every server (docs/your-app.md)"))
+    servers = parser.add_argument_group("servers you started (docs/your-app.md)")
+    add_url_arguments(servers)  # --url [NAME=]URL, --pid: as in bench
+    servers.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --url host that is not on this machine (default: loopback only)",
+    )
+    add_metrics_arguments(parser.add_argument_group("watching from elsewhere"))
+
+
+# the settings' help in the app's words (what an SLO does in a live race)
+APP_HELP = {
+    "slo": "hold every pane to an objective, targets to stay below, e.g. "
+    "'p99<50ms,failures<0.1%%' (a percentile p0-p100, mean, max, failures, waiting, rss, "
+    "cpu): each pane says whether it meets it (default: none)",
+    "rate": "a constant rate per stack, req/s, instead of connections (at most "
+    f"{MAX_RATE_PER_PROCESS:,}: a stack's engine process schedules no more) (default: "
+    "closed loop)",
+}
 
 
 def add_race_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,18 +50,33 @@ def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     from stackrace.commands.settings_args import add_options
     from stackrace.settings.race_settings import BENCH_ONLY
 
-    group = parser.add_argument_group("the race (the picker's choices, or with --go none)")
-    add_options(group, skip=BENCH_ONLY)
-    group.add_argument(
+    start = parser.add_argument_group("what to race (the picker's choices; with --go, no picker)")
+    start.add_argument(
         "--preset",
         metavar="NAME",
         help="settings and stacks of a stored scenario (presets/NAME.toml); options override",
     )
-    group.add_argument(
+    start.add_argument(
         "--go",
         action="store_true",
         help="start the race at once with the stacks given (--stacks or --preset), no picker",
     )
+    start.add_argument(
+        "-c",
+        "--concurrency",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="starting connections per stack (default 10; the slider moves it live)",
+    )
+    start.add_argument(
+        "--demo",
+        action="store_true",
+        help="a synthetic race: no servers, no load, labelled so everywhere",
+    )
+    add_options(start, only=("stacks", "workload", "io_ms", "queries"))
+    how = parser.add_argument_group("how each stack is loaded")
+    add_options(how, skip=(*BENCH_ONLY, "stacks", "workload", "io_ms", "queries"), helps=APP_HELP)
     show = parser.add_argument_group("presenting")
     show.add_argument(
         "--big",

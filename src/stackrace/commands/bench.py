@@ -39,20 +39,18 @@ import msgspec
 from stackrace.commands import runguard
 from stackrace.commands._common import (
     announce,
-    default_app_stacks,
-    load,
-    resolve_all,
-    serves_workload,
 )
-from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
-from stackrace.commands.metrics_args import add_metrics_arguments, open_metrics
-from stackrace.commands.settings_args import add_options, given, stacks_written_in, with_given
-from stackrace.commands.target_args import add_url_arguments
+from stackrace.commands.bench_args import add_bench_arguments
+from stackrace.commands.bench_output import tell
+from stackrace.commands.bench_plan import build_plan, capacity_plan, fail
+from stackrace.commands.cluster_args import connect_from_args, wants_cluster
+from stackrace.commands.metrics_args import open_metrics
+from stackrace.commands.settings_args import given
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
 from stackrace.race.bench.run import plan_placement, run_bench
-from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
+from stackrace.race.core.capacity_run import ResumeError
 from stackrace.race.core.journal import (
     CapacitySpec,
     JournalError,
@@ -61,298 +59,32 @@ from stackrace.race.core.journal import (
     read_journal,
 )
 from stackrace.race.core.members import RaceParts
+from stackrace.race.core.noise import capacity_noise
 from stackrace.race.core.placement import cpus_problem
-from stackrace.race.core.presets import load_preset, preset_path
-from stackrace.race.core.urls import UrlError, check_paths, url_targets
+from stackrace.race.core.presets import load_preset
 from stackrace.report import gate
-from stackrace.report.capacity import table_lines as capacity_table
-from stackrace.report.failures import run_failures
+from stackrace.report.failures import bench_failures
 from stackrace.report.junit import junit_xml
-from stackrace.report.provenance import definition_changes, provenance, recorded_stacks
+from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun, StackResult
 from stackrace.report.slo import Slo
 from stackrace.report.write import (
     EXIT_NOT_WRITTEN,
     check_output_paths,
-    print_run,
     read_run,
     write_files,
     write_outputs,
 )
-from stackrace.settings.options import positive_duration, precision, usable_cpus
-from stackrace.settings.race_settings import RaceSettings
-from stackrace.settings.scenario import ScenarioError
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import StackFile
-from stackrace.stacks.definition import ConfigError
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
 
 
-# argparse formats a help string with %: the default rules' own % are doubled
-_DEFAULT_RULES = gate.DEFAULT_RULES.replace("%", "%%")
-
-
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--preset",
-        help="a stored scenario from presets/ (its settings are "
-        "the defaults; options given here override them)",
-    )
-    p.add_argument(
-        "--from",
-        dest="from_run",
-        metavar="RUN.json",
-        help="run a saved run again: its settings and stack names (options given here "
-        "override the settings); the stacks are those of the stacks file in use, never "
-        "commands from the run file",
-    )
-    p.add_argument(
-        "--accept-definition-changes",
-        action="store_true",
-        help="with --from: run even when the stacks file defines the run's stacks "
-        "differently now (refused otherwise)",
-    )
-    add_options(p)
-    servers = p.add_argument_group("servers you started (README: Your app on every server)")
-    add_url_arguments(servers)  # --url [NAME=]URL, --pid: as in the app
-    servers.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a --url host that is not on this machine (refused otherwise)",
-    )
-    from stackrace.commands.target_args import add_your_app_arguments
-
-    add_your_app_arguments(p.add_argument_group("your app (README: Your app)"))
-    p.add_argument("--json", dest="json_out", help="write the run (versioned schema) here")
-    p.add_argument("--csv", dest="csv_out", help="write a CSV table here")
-    p.add_argument("--markdown", dest="md_out", help="write a Markdown table here")
-    p.add_argument("--chart", dest="chart_out", help="write an SVG chart here")
-    p.add_argument(
-        "--junit",
-        dest="junit_out",
-        help="write JUnit XML here: a test case per stack and level, the gate's "
-        "crossed rules as failures",
-    )
-    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    add_metrics_arguments(p)
-    p.add_argument("--baseline", help="a saved run to compare against (with --fail-on)")
-    p.add_argument(
-        "--fail-on",
-        default=None,
-        metavar="RULES",
-        help="fail the run when a level crosses one of these rules: absolute ones "
-        "(p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) compare "
-        f"with --baseline (default with a baseline: {_DEFAULT_RULES})",
-    )
-    add_capacity_arguments(p.add_argument_group("capacity under the SLO (README: Capacity)"))
-    runguard.add_run_arguments(p.add_argument_group("journal, resume, other runs (docs/tune.md)"))
-    add_cluster_arguments(p)
+    add_bench_arguments(p)
     p.set_defaults(func=run)
-
-
-def add_capacity_arguments(group: argparse._ArgumentGroup) -> None:
-    """--capacity, --budget, --precision (bench; tune takes --budget and --precision)."""
-    group.add_argument(
-        "--capacity",
-        action="store_true",
-        help="instead of the levels, search each stack's capacity under --slo: the highest "
-        "concurrency (from the first --concurrency) or, with --rate, the highest rate (from "
-        "it) that meets the SLO, by bracketing then bisection, confirmed by repeats and a "
-        "re-check of the break",
-    )
-    add_search_arguments(group)
-
-
-def add_search_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument(
-        "--budget",
-        type=positive_duration,
-        default=None,
-        metavar="TIME",
-        help="time a search may take (per stack; tune: in all), e.g. 3m; it ends on the "
-        "bracket it got to, and says so",
-    )
-    group.add_argument(
-        "--precision",
-        type=precision,
-        default=None,
-        metavar="SHARE",
-        help="a search stops when the gap between a pass and a miss is within this share "
-        "of the pass (default 5%%; tune: 10%%, its rounds measure the answers again)",
-    )
-
-
-def capacity_plan(args: argparse.Namespace, settings: RaceSettings) -> CapacityPlan | None:
-    """The search asked for, checked: it needs an objective, and a timed level."""
-    if not settings.slo:
-        _fail("--capacity searches under an objective: give --slo, e.g. --slo 'p99<50ms'")
-        return None
-    if settings.requests:
-        _fail("--capacity times each probe: --requests (a level of N requests) does not apply")
-        return None
-    return CapacityPlan(
-        settings.slo, budget_s=args.budget, precision=args.precision or CapacityPlan.precision
-    )
-
-
-def _fail(message: str) -> None:
-    print(f"stackrace bench: {message}", file=sys.stderr)
-
-
-def build_settings(args: argparse.Namespace, rerun: BenchRun | None = None) -> RaceSettings | None:
-    base = rerun.settings.race_settings() if rerun is not None else RaceSettings()
-    if args.preset:
-        try:
-            base = load_preset(args.preset).settings
-        except ConfigError as exc:
-            _fail(str(exc))
-            return None
-    return with_given(base, args)
-
-
-def build_plan(
-    args: argparse.Namespace, rerun: BenchRun | None = None, named_in: str | None = None
-) -> tuple[BenchPlan, StackFile] | None:
-    """The plan of a bench run (or of tune's); `named_in`: where the stacks were written
-    when the caller knows better than the options (tune --resume: its journal)."""
-    settings = build_settings(args, rerun)
-    if settings is None:
-        return None
-    stacks = _stacks(args, rerun, settings)
-    if stacks is None:
-        return None
-    if not settings.stacks and stacks.generated:
-        chosen_names, others = default_app_stacks(stacks)
-        chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]
-        if not chosen_names:
-            from stackrace.stacks.userapp import install_hint
-
-            _fail(
-                f"no server that runs your app is installed where it runs ({', '.join(others)}"
-                f" can): `{install_hint(stacks)}` installs the common ones there"
-            )
-            return None
-        if others:
-            from stackrace.stacks.userapp import left_out_note
-
-            print(f"stackrace bench: {left_out_note(chosen_names, others)}", file=sys.stderr)
-        settings = msgspec.structs.replace(settings, stacks=chosen_names)
-    if not settings.stacks and not args.url:
-        _fail("name the stacks (--stacks A,B), a --preset, or servers you started (--url)")
-        return None
-    if not wants_cluster(args):  # (a cluster's app node is checked once it is known)
-        problem = cpus_problem(settings.cpus, usable_cpus())
-        if problem:
-            _fail(problem)
-            return None
-    if settings.own_requests:
-        try:
-            settings.request_kinds()  # read and checked before anything starts
-        except ScenarioError as exc:
-            _fail(str(exc))
-            return None
-    preset_file = preset_path(args.preset) if args.preset else None
-    if named_in is None:
-        named_in = stacks_written_in(
-            args, preset_file, args.from_run if rerun is not None else None
-        )
-    chosen = (
-        resolve_all([",".join(settings.stacks)], stacks, named_in=named_in)
-        if settings.stacks
-        else []
-    )
-    if chosen is None:
-        return None
-    from stackrace.stacks.userapp import missing_servers
-
-    missing = missing_servers(settings.stacks, stacks)
-    if missing:
-        _fail(missing)
-        return None
-    if not settings.own_requests and not serves_workload(
-        chosen, settings.workload, "stackrace bench"
-    ):
-        return None
-    try:
-        urls = url_targets(args.url, args.pid, args.allow_remote, [s.name for s in chosen])
-        check_paths(urls, settings.own_requests)
-    except UrlError as exc:
-        _fail(str(exc))
-        return None
-    if urls and wants_cluster(args):
-        _fail("--url and --cluster: a cluster run loads only the stacks it starts on its app node")
-        return None
-    preset = rerun.settings.preset if rerun is not None else args.preset
-    plan = BenchPlan(
-        stacks=chosen,
-        settings=settings,
-        preset=preset,
-        stacks_file=args.stacks_file,
-        urls=urls,
-        allow_remote=args.allow_remote,
-    )
-    return plan, stacks
-
-
-def _stacks(
-    args: argparse.Namespace, rerun: BenchRun | None, settings: RaceSettings
-) -> StackFile | None:
-    """The stacks file in use. With --from, the run's recorded blocks are compared with
-    it and never started (report/provenance.py says why): a difference in what runs is
-    refused unless --accept-definition-changes. A run of your app, or of --cmd stacks,
-    is run again only when the command line gives --app (or --cmd) again: the run
-    file's interpreter, directory or command line is never taken from it; nor is a
-    file it read its requests from."""
-    if rerun is not None:
-        refused = _needs_again(args, rerun)
-        if refused:
-            _fail(f"{args.from_run} {refused}")
-            return None
-    stacks = load(args, settings, "stackrace bench")
-    if stacks is None or rerun is None:
-        return stacks
-    try:
-        recorded_stacks(rerun, args.from_run)  # a malformed record is an error, not ignored
-    except ConfigError as exc:
-        _fail(str(exc))
-        return None
-    runs, described = definition_changes(rerun, stacks)
-    if runs and not args.accept_definition_changes:
-        _fail(
-            f"{args.from_run} ran stacks defined differently from {stacks.source} now "
-            f"({'; '.join(runs)}): give --accept-definition-changes to run them as "
-            "defined now, or --stacks-file with the file it ran"
-        )
-        return None
-    for line in runs + described:
-        print(
-            f"stackrace bench: note: {line} differs from {args.from_run}; "
-            f"run as defined in {stacks.source}",
-            file=sys.stderr,
-        )
-    return stacks
-
-
-def _needs_again(args: argparse.Namespace, rerun: BenchRun) -> str:
-    """What a rerun needs from the command line rather than from the run file."""
-    names = [s.name for s in rerun.stacks]
-    if any("[app]" in n for n in names) and not getattr(args, "app", None):
-        return "raced your app: give --app (and --python, --app-dir, --env) again to run it again"
-    # (a --cmd stack is resolved by name like any other: without --cmd, "no stack" says so)
-    by_hand = [st.name for st in rerun.stacks if st.url]
-    if by_hand and not args.url:
-        return (
-            f"raced servers you started ({', '.join(by_hand)}): give --url NAME=URL "
-            "(and --pid) again to race them again"
-        )
-    s = rerun.settings
-    if s.scenario and getattr(args, "scenario", None) is None:
-        return f"read its requests from {s.scenario}: give --scenario FILE again"
-    if s.body_file and getattr(args, "body_file", None) is None:
-        return f"read its request body from {s.body_file}: give --body-file FILE again"
-    return ""
 
 
 def _progress(line: str) -> None:
@@ -381,9 +113,7 @@ def _resume(args: argparse.Namespace) -> tuple[JournalStart, Resumed] | None:
     """`--resume J`: the journal read and checked; None after one line. Options that
     change what is measured are refused: the rest is measured as the start was."""
     if args.from_run or args.preset:
-        _fail(
-            "--resume continues a journal with its own settings: --from and --preset do not apply"
-        )
+        fail("--resume continues a journal with its own settings: --from and --preset do not apply")
         return None
     changed = sorted(given(args)) + [
         f
@@ -395,7 +125,7 @@ def _resume(args: argparse.Namespace) -> tuple[JournalStart, Resumed] | None:
         if v
     ]
     if changed:
-        _fail(
+        fail(
             f"--resume continues a journal with the settings it started with: "
             f"{', '.join(changed)} would change them (start a new run instead)"
         )
@@ -403,10 +133,10 @@ def _resume(args: argparse.Namespace) -> tuple[JournalStart, Resumed] | None:
     try:
         start, entries = read_journal(args.resume)
     except JournalError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return None
     if start.command != "bench":
-        _fail(
+        fail(
             f"{args.resume}: the journal of `stackrace {start.command}`: continue it with "
             f"`stackrace {start.command} --resume {args.resume}`"
         )
@@ -435,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     try:  # before any load: a rule that cannot be judged is refused, never ignored
         rules = gate.check_rules(args.fail_on, args.baseline)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return 2
     rerun: BenchRun | None = None
     if start is not None:
@@ -443,12 +173,12 @@ def run(args: argparse.Namespace) -> int:
         args.from_run = args.resume  # its stacks are checked as a run file's are
     elif args.from_run:
         if args.preset:
-            _fail("--from and --preset both give the settings: give one of them")
+            fail("--from and --preset both give the settings: give one of them")
             return 2
         try:
             rerun = read_run(args.from_run)
         except ValueError as exc:
-            _fail(str(exc))
+            fail(str(exc))
             return 2
     built = build_plan(args, rerun)
     if built is None:
@@ -464,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             baseline = read_run(args.baseline)
         except ValueError as exc:
-            _fail(str(exc))
+            fail(str(exc))
             return 2
     notes: list[str] = []
     lock = runguard.claim_cores("stackrace bench", args, notes, cluster=wants_cluster(args))
@@ -507,7 +237,7 @@ def _run_locked(
     try:
         metrics = open_metrics(args, "stackrace bench")
     except MetricsError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return 2
     if metrics is not None:
         plan.on_core = metrics.follow_core
@@ -533,7 +263,7 @@ def _run_locked(
             cluster.close()
             if metrics is not None:
                 metrics.close()
-            _fail(str(exc))
+            fail(str(exc))
             return 2
     if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
         from stackrace.base.paths import writable_dir
@@ -553,7 +283,7 @@ def _run_locked(
         try:
             plan.journal = Journal.reopen(Path(args.resume))
         except OSError as exc:
-            _fail(f"{args.resume}: cannot append to it: {exc.strerror or exc}")
+            fail(f"{args.resume}: cannot append to it: {exc.strerror or exc}")
             _close(cluster, metrics)
             return 2
         progress(
@@ -566,7 +296,7 @@ def _run_locked(
                 args.journal, [args.json_out, args.csv_out, args.md_out], "bench"
             )
         except OSError as exc:
-            _fail(str(exc))
+            fail(str(exc))
             _close(cluster, metrics)
             return 2
         start = JournalStart(
@@ -607,12 +337,12 @@ def _run_locked(
                 )
             )
         except ResumeError as exc:
-            _fail(f"{args.resume}: {exc}")
+            fail(f"{args.resume}: {exc}")
             return 2
         result = recorder.finish(interrupted)
         result = msgspec.structs.replace(result, provenance=origin)
         if plan.noise is not None:
-            result.noise = _noise(result, before, shared)
+            result.noise = capacity_noise(result, before, shared)
         if preset is not None:  # a replayed experiment: its figures and claims go with the run
             result = msgspec.structs.replace(result, then=preset.then())
         elif rerun is not None and rerun.then is not None:
@@ -650,11 +380,11 @@ def _run_locked(
         [("--junit", args.junit_out, lambda: junit_xml(result, verdict, args.baseline))]
     )
     kept = runguard.finish_journal(plan.journal, interrupted, keep=bool(problems))
-    failed = _failures(result)
+    failed = bench_failures(result)
     # a lost app host ended the run: not the user's interruption (exit 1, named)
     app_lost = cluster.app_lost if interrupted and cluster is not None else None
     try:
-        _tell(result, verdict, args.baseline, interrupted, failed, problems, app_lost)
+        tell(result, verdict, args.baseline, interrupted, failed, problems, app_lost)
         if kept and interrupted:
             print(
                 f"stackrace bench: every finished level and probe is in {kept}: "
@@ -672,89 +402,6 @@ def _run_locked(
     if verdict is not None and not verdict.ok:
         return 1
     return 1 if failed else 0
-
-
-def _noise(result: BenchRun, before: list[float], shared: list[str]) -> Any:
-    """A capacity run's noise: the machine before and during the probes, the stacks'
-    and engine's wait, the repeats of one load (its confirmations) as the A/A."""
-    from stackrace.race.core.noise import summarize
-    from stackrace.rules.confidence import noise_sigma
-
-    probes = [p for st in result.stacks if st.capacity for p in st.capacity.probes]
-    groups: dict[tuple[str, float], list[float]] = {}
-    for st in result.stacks:
-        for p in st.capacity.probes if st.capacity else []:
-            if p.meets:
-                groups.setdefault((st.name, p.load), []).append(p.level.rps)
-    repeated = [g for g in groups.values() if len(g) >= 2]
-    return summarize(
-        result.machine.cores,
-        [p.noise for p in probes if p.noise is not None],
-        [p.level.cpu_wait_percent for p in probes],
-        before=before[0] if before else None,
-        aa_sigma=noise_sigma(repeated),
-        aa_repeats=sum(len(g) for g in repeated),
-        other_runs=shared,
-    )
-
-
-def _failures(result: BenchRun) -> list[str]:
-    """What makes the run fail without any rule: a stack not measured, a level where
-    nothing succeeded, a database that failed during the run. One line each."""
-    out = [f"{st.name}: not measured ({st.error})" for st in result.stacks if st.error]
-    out += run_failures(result)  # every request of a level, or one of yours, failed
-    db_levels = [
-        gate.level_name(st.name, lv) for st in result.stacks for lv in st.levels if lv.db_down
-    ]
-    if db_levels:
-        out.append(
-            "the database failed during the run (down, restarted or its tables gone): "
-            f"{', '.join(db_levels)} measured the database, not the stack, and were not judged"
-        )
-    return out
-
-
-def _tell(
-    result: BenchRun,
-    verdict: gate.GateVerdict | None,
-    baseline: str | None,
-    interrupted: str | None,
-    failed: list[str],
-    problems: list[str],
-    app_lost: str | None = None,
-) -> None:
-    """Print the run, then what went wrong, one line each."""
-    if any(st.capacity is not None for st in result.stacks):
-        slo = Slo.parse(result.settings.slo).text if result.settings.slo else ""
-        print(f"Capacity under the SLO ({slo}), best first:")
-        print("\n".join("  " + line for line in capacity_table(result.stacks)))
-        for st in result.stacks:
-            if st.capacity is not None:
-                print(f"  {st.name}: {st.capacity.sentence}")
-        if result.noise is not None and result.noise.sentence:
-            print(f"  noise: {result.noise.sentence}")
-    else:
-        print_run(result)
-    if app_lost:
-        print(
-            f"stackrace bench: {app_lost}: the run ended; the levels above were "
-            "measured, the rest were not",
-            file=sys.stderr,
-        )
-    elif interrupted:
-        print(
-            f"run interrupted ({interrupted}): the levels above were measured, the rest were not",
-            file=sys.stderr,
-        )
-    else:
-        for note in result.notes:
-            print(f"! {note}", file=sys.stderr)
-        for line in failed:
-            print(f"stackrace bench: {line}", file=sys.stderr)
-        if verdict is not None:
-            print("\n".join(gate.verdict_lines(verdict, baseline)))
-    for line in problems:
-        print(f"stackrace bench: {line} (the figures are above)", file=sys.stderr)
 
 
 def _close(cluster: ClusterRun | None, metrics: MetricsExporter | None) -> None:

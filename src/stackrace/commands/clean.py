@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stackrace.base import crashlog, madeby, paths
+from stackrace.commands.parser import examples
 from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import default_dir, shadow_base
 from stackrace.settings.units import fmt_bytes
@@ -70,7 +71,20 @@ _CONTAINERS = {"runs": frozenset(), "apps": frozenset({paths.APPS_STAMP})}
 _UNMARKED = "not marked as made by stackrace: left alone"
 
 
+EXAMPLES = examples(
+    ("stackrace clean --dry-run", "what it would stop and remove, and its size"),
+    ("stackrace clean", "stop the private MariaDB and remove what stackrace made"),
+    ("stackrace clean && pip uninstall stackrace", "and then stackrace itself"),
+)
+
+
 def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Stop the private MariaDB and remove what stackrace made in its data and cache "
+        "directories: only names it made, no link followed, your config kept. Then "
+        "`pip uninstall stackrace` removes stackrace itself."
+    )
+    p.epilog = EXAMPLES
     p.add_argument(
         "--dry-run",
         action="store_true",

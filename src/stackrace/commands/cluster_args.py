@@ -14,56 +14,103 @@ if TYPE_CHECKING:
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """The cluster group, said in one line in the command's help (`--cluster ADDRESS`):
+    its other options, the same in every command, are shown by `--help-cluster`, not
+    repeated at full length in every help."""
     g = parser.add_argument_group(
         "cluster",
-        f"run on a Ray cluster (needs pip install 'stackrace[cluster]'; {paths.doc('cluster.md')})",
+        "run on a Ray cluster (pip install 'stackrace[cluster]'): --cluster ADDRESS; "
+        f"where each role runs, and when a host counts as lost: --help-cluster, {CLUSTER_DOC}",
     )
+    _cluster_options(g, shown=False)
+    g.add_argument(
+        "--help-cluster",
+        action=_HelpCluster,
+        nargs=0,
+        help="show the cluster options and exit",
+    )
+
+
+CLUSTER_DOC = "docs/cluster.md"
+
+
+class _HelpCluster(argparse.Action):
+    """Print every cluster option, in full, and exit (as --help does)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        full = argparse.ArgumentParser(
+            prog=parser.prog,
+            usage=f"{parser.prog} --cluster ADDRESS [cluster options] …",
+            description=f"Run on a Ray cluster (pip install 'stackrace[cluster]'; "
+            f"{paths.doc('cluster.md')}).",
+            add_help=False,
+        )
+        _cluster_options(full.add_argument_group("cluster options"), shown=True)
+        parser.exit(0, full.format_help())
+
+
+def _cluster_options(g: argparse._ArgumentGroup, shown: bool) -> None:
+    """The cluster options; all but --cluster hidden unless `shown`."""
+
+    def h(text: str) -> str:
+        return text if shown else argparse.SUPPRESS
+
     g.add_argument(
         "--cluster",
         metavar="ADDRESS",
         default=None,
         help="the Ray cluster's head (host:port, or auto): engine processes run on its load "
-        "nodes, stacks on its app node",
+        "nodes, stacks on its app node (default: this machine alone)",
     )
     g.add_argument(
         "--placement",
         metavar="FILE",
         default=None,
-        help="cluster.toml: which node takes which role",
+        help=h("cluster.toml: which node takes which role"),
     )
     g.add_argument(
         "--load-node",
         action="append",
         metavar="NODE",
         default=None,
-        help="a node for engine processes (KEY=VALUE label, id:HEX or address); repeat it for "
-        "more (default: label stackrace-role=load)",
+        help=h(
+            "a node for engine processes (KEY=VALUE label, id:HEX or address); repeat it "
+            "for more (default: label stackrace-role=load)"
+        ),
     )
     g.add_argument(
         "--app-node",
         metavar="NODE",
         default=None,
-        help="the node for the stacks (default: label stackrace-role=app)",
+        help=h("the node for the stacks (default: label stackrace-role=app)"),
     )
     g.add_argument(
         "--db-node",
         metavar="NODE",
         default=None,
-        help="the node for MariaDB (default: the app node)",
+        help=h("the node for MariaDB (default: the app node)"),
     )
     g.add_argument(
         "--cluster-timeout",
         metavar="DURATION",
         default=None,
-        help="how long a role may take to come up before the run fails (default 30s)",
+        help=h("how long a role may take to come up before the run fails (default 30s)"),
     )
     g.add_argument(
         "--cluster-lost-after",
         metavar="DURATION",
         default=None,
-        help="a load or app host silent this long is lost: the race goes on without a "
-        "load host (its requests in flight count abandoned) and ends without the app host "
-        "(default 10s)",
+        help=h(
+            "a load or app host silent this long is lost: the race goes on without a load "
+            "host (its requests in flight count abandoned) and ends without the app host "
+            "(default 10s)"
+        ),
     )
 
 

@@ -16,12 +16,28 @@ import argparse
 import sys
 from typing import Any
 
+from stackrace.commands.parser import examples
+
 SHELLS = ("bash", "zsh", "fish")
 # arguments whose values are stack names: positional NAMEs, and bench's --stacks A,B
 _STACK_DESTS = ("names", "stacks")
 
 
+EXAMPLES = examples(
+    ('eval "$(stackrace completion bash)"', "bash: in ~/.bashrc"),
+    ('eval "$(stackrace completion zsh)"', "zsh: in ~/.zshrc"),
+    (
+        "stackrace completion fish > ~/.config/fish/completions/stackrace.fish",
+        "fish: once",
+    ),
+)
+
+
 def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Print the shell completion script: Tab then completes commands, options and stacks."
+    )
+    p.epilog = EXAMPLES
     p.add_argument("shell", choices=SHELLS, help="the shell to print the script for")
     p.set_defaults(func=run)
 

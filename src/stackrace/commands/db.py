@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import msgspec
 
+from stackrace.commands.parser import examples
 from stackrace.db import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_PORT,
@@ -27,8 +28,21 @@ from stackrace.db.seed import estimate_bytes
 from stackrace.settings.options import port_number, positive_int
 from stackrace.settings.units import fmt_bytes
 
+EXAMPLES = examples(
+    ("stackrace db up", "install on first use, then start; it keeps running"),
+    ("stackrace db seed", "table test: 1,000,000 random rows (skipped when done)"),
+    ("stackrace db status", "state, connection, version, table, limits, counters"),
+    ('eval "$(stackrace db env)"', "the STACKRACE_DB_* variables the apps get, in this shell"),
+    ("stackrace db down", "stop it"),
+)
+
 
 def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "The private MariaDB the /db workload queries: start, seed, check, reset and stop "
+        "it, or point stackrace at a server of your own (--db DSN)."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/db.md"
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--dir",
@@ -40,14 +54,27 @@ def register(p: argparse.ArgumentParser) -> None:
         "--db",
         default=None,
         metavar="DSN",
-        help="use an existing server instead: mysql://user:password@host:port/database",
+        help="use an existing server instead: mysql://user:password@host:port/database "
+        "(default: the private one)",
     )
     common.add_argument(
-        "--allow-remote", action="store_true", help="allow a --db host that is not loopback"
+        "--allow-remote",
+        action="store_true",
+        help="allow a --db host that is not loopback (default: loopback only)",
     )
     sub = p.add_subparsers(dest="db_action", metavar="ACTION", required=True)
+    more = EXAMPLES + "\n\nMore: docs/db.md"
 
-    up = sub.add_parser("up", parents=[common], help="install if needed and start the server")
+    up = sub.add_parser(
+        "up",
+        parents=[common],
+        epilog=more,
+        help="install if needed and start the server",
+        description=(
+            "Install the private MariaDB if needed (about a second, the first time)"
+            " and start it; it keeps running until `stackrace db down`."
+        ),
+    )
     up.add_argument(
         "--port",
         type=port_number,
@@ -70,15 +97,40 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     up.set_defaults(db_func=_up)
 
-    down = sub.add_parser("down", parents=[common], help="stop the private server")
+    down = sub.add_parser(
+        "down",
+        parents=[common],
+        epilog=more,
+        help="stop the private server",
+        description=(
+            "Stop the private MariaDB (SIGTERM, a clean shutdown); its data stays "
+            "for the next `db up`."
+        ),
+    )
     down.set_defaults(db_func=_down)
 
-    status = sub.add_parser("status", parents=[common], help="state and server settings")
+    status = sub.add_parser(
+        "status",
+        parents=[common],
+        epilog=more,
+        help="state and server settings",
+        description=(
+            "The database's state and its connection, version, table, query cache, "
+            "limits and counters."
+        ),
+    )
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(db_func=_status)
 
     seed = sub.add_parser(
-        "seed", parents=[common], help="fill table test with random values (skipped if done)"
+        "seed",
+        parents=[common],
+        epilog=more,
+        help="fill table test with random values (skipped if done)",
+        description=(
+            "Fill table test with random values for the /db workload (skipped when "
+            "done, unless --force)."
+        ),
     )
     seed.add_argument(
         "--rows", type=int, default=DEFAULT_ROWS, help=f"rows (default {DEFAULT_ROWS:,})"
@@ -89,7 +141,16 @@ def register(p: argparse.ArgumentParser) -> None:
     seed.add_argument("--force", action="store_true", help="seed again even if already done")
     seed.set_defaults(db_func=_seed)
 
-    reset = sub.add_parser("reset", parents=[common], help="drop the seeded tables")
+    reset = sub.add_parser(
+        "reset",
+        parents=[common],
+        epilog=more,
+        help="drop the seeded tables",
+        description=(
+            "Drop the seeded tables (test, seed_meta), or with --wipe stop the "
+            "server and delete its whole directory."
+        ),
+    )
     reset.add_argument(
         "--wipe",
         action="store_true",
@@ -98,7 +159,14 @@ def register(p: argparse.ArgumentParser) -> None:
     reset.set_defaults(db_func=_reset)
 
     env = sub.add_parser(
-        "env", parents=[common], help="print the STACKRACE_DB_* variables the apps get"
+        "env",
+        parents=[common],
+        epilog=more,
+        help="print the STACKRACE_DB_* variables the apps get",
+        description=(
+            "Print the STACKRACE_DB_* variables the apps get, as shell exports "
+            "(`eval` them to use the database by hand)."
+        ),
     )
     env.set_defaults(db_func=_env)
     p.set_defaults(func=run)

@@ -16,11 +16,30 @@ import time
 from pathlib import Path
 
 from stackrace.commands._common import announce, load, resolve_all
+from stackrace.commands.parser import examples
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.install import Installer, InstallOutcome
 
+EXAMPLES = examples(
+    (
+        "stackrace install uvicorn aiohttp",
+        "what two stacks need (pip here; apt, Go, npm for others)",
+    ),
+    ("stackrace install --all --dry-run", "what every stack would need, doing nothing"),
+    ("stackrace install -n php-fpm-nginx", "what one would need (-n: --dry-run)"),
+    (
+        'stackrace install --into "$(which python)" gunicorn-sync uwsgi',
+        "servers for your app, in your app's environment",
+    ),
+)
+
 
 def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Install what the chosen stacks need: Python packages into stackrace's environment, "
+        "system packages with apt, Go and Node builds. Nothing is installed unasked."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument(
         "names", nargs="*", metavar="NAME", help="stacks to install (see `stackrace stacks`)"
     )
@@ -31,7 +50,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--into",
         metavar="PYTHON",
-        help="install the named servers for your app (`--app`) into this interpreter's "
+        help="install the named servers for your app (`stackrace --app …`) into this interpreter's "
         "environment (PYTHON -m pip install …), not stackrace's",
     )
     p.set_defaults(func=run)
@@ -65,7 +84,12 @@ def run(args: argparse.Namespace) -> int:
     if args.all == bool(args.names):
         print("stackrace install: name one or more stacks, or --all", file=sys.stderr)
         return 2
-    chosen = resolve_all(list(stacks) if args.all else args.names, stacks, named_in=COMMAND_LINE)
+    chosen = resolve_all(
+        list(stacks) if args.all else args.names,
+        stacks,
+        named_in=COMMAND_LINE,
+        prog="stackrace install",
+    )
     if chosen is None:
         return 2
     announce(stacks, "stackrace install")

@@ -35,7 +35,7 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, number
 
 
-def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
+def add_metrics_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument(
         "--metrics",
         type=parse_address,

@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from stackrace.commands.parser import examples
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
 from stackrace.report.schema import BenchRun, StackResult
@@ -32,18 +33,43 @@ from stackrace.settings.units import fmt_us
 _DEFAULT_RULES = gate.DEFAULT_RULES.replace("%", "%%")
 
 
+EXAMPLES = examples(
+    ("stackrace report run.json", "render a saved run again"),
+    ("stackrace report old.json new.json", "two runs side by side, with the change"),
+    ("stackrace report run.json --markdown run.md --chart run.svg", "its table and chart"),
+    (
+        "stackrace report new.json --baseline old.json --fail-on 'qps<-10%'",
+        "the regression gate on saved runs",
+    ),
+)
+
+
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("runs", nargs="+", help="run files written by `stackrace bench --json`")
-    p.add_argument("--csv", dest="csv_out")
-    p.add_argument("--markdown", dest="md_out")
-    p.add_argument("--chart", dest="chart_out")
+    p.description = (
+        "Render saved bench runs again, or compare them: tables, files, and the regression "
+        "gate, with no load."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/bench.md"
     p.add_argument(
+        "runs", nargs="+", metavar="RUN.json", help="run files written by `stackrace bench --json`"
+    )
+    out = p.add_argument_group("what it writes")
+    out.add_argument("--csv", dest="csv_out", metavar="FILE", help="write a CSV table here")
+    out.add_argument(
+        "--markdown", dest="md_out", metavar="FILE", help="write a Markdown table here"
+    )
+    out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
+    gate = p.add_argument_group("pass or fail")
+    gate.add_argument(
         "--junit",
         dest="junit_out",
+        metavar="FILE",
         help="write JUnit XML of the (last) run here, judged against --baseline if given",
     )
-    p.add_argument("--baseline", help="judge the (single) run against this one")
-    p.add_argument(
+    gate.add_argument(
+        "--baseline", metavar="RUN.json", help="judge the (single) run against this one"
+    )
+    gate.add_argument(
         "--fail-on",
         default=None,
         metavar="RULES",

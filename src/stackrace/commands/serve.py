@@ -13,15 +13,32 @@ import signal
 import sys
 
 from stackrace.commands._common import announce, load, resolve_all
+from stackrace.commands.parser import examples
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.definition import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.running import LaunchError, RunningStack
 from stackrace.supervise import hurry
 
+EXAMPLES = examples(
+    ("stackrace serve uvicorn", "one stack: its URL, then Ctrl-C stops it"),
+    ("stackrace serve uvicorn gunicorn-sync", "two stacks, each on a port of its own"),
+    ("stackrace serve gunicorn-sync:workers=4", "a variant: four workers"),
+    ("stackrace serve --db django", "a stack and the private MariaDB, so /db answers"),
+    ("stackrace serve --app examples/flask_app:app", "your app under every server that runs it"),
+)
+
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("names", nargs="*", help="stacks (or variants like gunicorn-sync:workers=4)")
+    p.description = (
+        "Start stacks and print their URLs, to load them with anything (stackrace load, wrk, "
+        "a browser); Ctrl-C stops everything it started."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
+    p.add_argument(
+        "names", nargs="*", metavar="STACK",
+        help="stacks, or variants like gunicorn-sync:workers=4 (`stackrace stacks` lists them)",
+    )  # fmt: skip
     p.add_argument(
         "--db",
         action="store_true",
@@ -32,7 +49,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
     from stackrace.commands.target_args import add_your_app_arguments
 
-    add_your_app_arguments(p.add_argument_group("your app (README: Your app)"))
+    add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     p.set_defaults(func=run)
 
 
@@ -50,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         print("stackrace serve: name the stacks (or give --app)", file=sys.stderr)
         return 2
-    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE, prog="stackrace serve")
     if chosen is None:
         return 2
     announce(stacks, "stackrace serve")

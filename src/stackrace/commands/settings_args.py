@@ -12,7 +12,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from stackrace.settings.options import non_negative_duration, positive_duration, timeout_duration
 from stackrace.settings.race_settings import (
+    Opt,
     RaceSettings,
     options,
     stacks_named_in,
@@ -24,16 +26,24 @@ def add_options(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     skip: tuple[str, ...] = (),
     only: tuple[str, ...] | None = None,
+    helps: dict[str, str] | None = None,
 ) -> None:
     """Add every setting (or `only` these) as an option; unset options stay None (so
-    presets can fill in)."""
+    presets can fill in), and each help says the setting's default. `helps`: a
+    command's own words for a setting, by field (what --slo does in `load` is not what
+    it does in bench)."""
+    defaults = RaceSettings()
     for name, o in options().items():
         if name in skip or (only is not None and name not in only):
             continue
+        text = (helps or {}).get(name, o.help)
+        value = getattr(defaults, name)
         if o.negate:
             group = parser.add_mutually_exclusive_group()
-            group.add_argument(o.flag, dest=name, action="store_true", default=None, help=o.help)
-            group.add_argument(o.negate, dest=name, action="store_false", default=None)
+            on = f"{text} (the default)" if value else text
+            off = f"{o.negate_help} (the default)" if not value else o.negate_help
+            group.add_argument(o.flag, dest=name, action="store_true", default=None, help=on)
+            group.add_argument(o.negate, dest=name, action="store_false", default=None, help=off)
             continue
         flags = [o.short, o.flag] if o.short else [o.flag]
         parser.add_argument(
@@ -43,9 +53,26 @@ def add_options(
             metavar=o.metavar,
             # our parsers raise ValueError with the reason: OneLineArgumentParser shows it
             type=o.parse or str,  # str: the text as given (argparse's default)
-            help=o.help,
+            help=_with_default(text, o, value),
             action="append" if o.repeat else "store",
         )
+
+
+_DURATIONS = (positive_duration, non_negative_duration, timeout_duration)
+
+
+def _with_default(text: str, o: Opt, value: Any) -> str:
+    """The help with the setting's default said, unless it says one already or the
+    setting has none (None, an empty list: not set)."""
+    if "default" in text or value is None or value == []:
+        return text
+    if o.parse in _DURATIONS:
+        shown = f"{value:g}s"
+    elif isinstance(value, list):
+        shown = ",".join(str(v) for v in value)
+    else:
+        shown = str(value)
+    return f"{text} (default {shown})"
 
 
 def given(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> dict[str, Any]:

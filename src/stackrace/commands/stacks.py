@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from stackrace.commands._common import load
+from stackrace.commands.parser import examples
 from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.availability import Availability, availability
@@ -33,8 +34,20 @@ from stackrace.stacks.ceilings import tunable_ceilings
 from stackrace.stacks.definition import ConfigError, StackDef
 from stackrace.stacks.variants import resolve
 
+EXAMPLES = examples(
+    ("stackrace stacks", "every stack, and whether it can run here (why not, when not)"),
+    ("stackrace stacks --json", "the same, as JSON"),
+    ("stackrace stacks | grep gunicorn", "a plain table when piped: names never cut"),
+    ("stackrace --stacks-file my.toml stacks", "the stacks of one file alone"),
+)
+
 
 def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "List the stacks of the stacks files (the shipped stacks.toml and yours), whether "
+        "each is available on this machine, and the machine's ceilings for variants."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.add_argument(
         "--trust",

@@ -57,11 +57,15 @@ import msgspec
 
 from stackrace.commands import runguard
 from stackrace.commands._common import announce, load
-from stackrace.commands.bench import add_search_arguments, build_plan, skeleton
+from stackrace.commands.bench import skeleton
+from stackrace.commands.bench_args import add_search_arguments
+from stackrace.commands.bench_plan import build_plan
 from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.parser import examples
 from stackrace.commands.settings_args import add_options, given
 from stackrace.commands.target_args import add_url_arguments
 from stackrace.commands.tune_space import servers_to_tune, space_of
+from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.race.bench.tune_result import tune_result
 from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_tune
 from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
@@ -73,6 +77,7 @@ from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths, read_run, write_files
 from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.race_settings import REQUEST_FIELDS
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.variants import resolve
@@ -85,29 +90,83 @@ DEFAULT_BUDGET_S = 300.0
 DEFAULT_PRECISION = 0.10  # a configuration's search bisects to 10 %: the rounds decide
 
 
+TUNE_HELP = {
+    "slo": "the objective to tune for, targets to stay below, e.g. 'p99<50ms' (a percentile "
+    "p0-p100, mean, max, failures, waiting, rss, cpu): a configuration's capacity is the "
+    "most load that meets it",
+    "concurrency_levels": "connections each capacity search starts from (its first value) "
+    "(default 10)",
+    "duration": "the longest a probe lasts; it ends as soon as it has its answers (default 2s)",
+    "warmup": "load before each probe's figures count (default 0s)",
+    "rate": "search rates (req/s) instead of connections, starting from this one (at most "
+    f"{MAX_RATE_PER_PROCESS:,}: a stack's engine process schedules no more) (default: "
+    "connections)",
+}
+EXAMPLES = examples(
+    (
+        "stackrace tune gunicorn-gthread --slo 'p99<50ms' --json tune.json",
+        "the best workers and threads of one server, saved",
+    ),
+    (
+        "stackrace tune gunicorn-gthread uvicorn --slo 'p99<50ms' --budget 5m",
+        "two servers, ranked together",
+    ),
+    (
+        "stackrace tune --url http://127.0.0.1:8000/ --slo 'p99<50ms' --budget 1m",
+        "the capacity of a server you started",
+    ),
+    ("stackrace tune --from tune.json", "a saved tune, rendered again"),
+)
+
+
 def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Find the best configuration of one or more servers for this machine under an SLO, "
+        "by measuring: every configuration tried, how sure the answer is, and the command "
+        "line that runs the winner."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/tune.md"
     p.add_argument(
         "stack", nargs="*", help="the stacks to tune (names from stacks.toml), ranked together"
     )
-    p.add_argument("--from", dest="from_run", metavar="TUNE.json", help="render a saved tune")
-    add_options(p, skip=("stacks", "isolation", "repeat", "requests"))
+    what = p.add_argument_group("what to tune")
+    what.add_argument("--from", dest="from_run", metavar="TUNE.json", help="render a saved tune")
+    add_options(what, only=("workload", "io_ms", "queries"))
+    search = p.add_argument_group("the objective and the search")
+    add_options(search, only=("slo",), helps=TUNE_HELP)
+    add_search_arguments(
+        search, per="in all", budget=f"{DEFAULT_BUDGET_S / 60:g}m", precision="10%%"
+    )
+    search.add_argument(
+        "--workers", dest="tune_workers", metavar="LIST",
+        help="workers to try, e.g. 1,2,3,5 (default: 1 to 2 × cores + 1)",
+    )  # fmt: skip
+    search.add_argument(
+        "--threads", dest="tune_threads", metavar="LIST",
+        help="threads to try, e.g. 1,4,16 (default: 1 to 32, log-spaced)",
+    )  # fmt: skip
+    probe = p.add_argument_group("each probe")
+    add_options(
+        probe,
+        skip=("stacks", "isolation", "repeat", "requests", "workload", "io_ms", "queries", "slo",
+              *REQUEST_FIELDS),
+        helps=TUNE_HELP,
+    )  # fmt: skip
+    add_options(p.add_argument_group("your requests (instead of the workload's)"),
+                only=REQUEST_FIELDS)  # fmt: skip
     servers = p.add_argument_group("a server you started: the capacity search alone")
     add_url_arguments(servers)
     servers.add_argument("--allow-remote", action="store_true", help=argparse.SUPPRESS)
     from stackrace.commands.target_args import add_your_app_arguments
 
-    add_your_app_arguments(p.add_argument_group("your app (README: Your app)"))
-    add_search_arguments(p.add_argument_group("the search"))
-    p.add_argument(
-        "--workers", dest="tune_workers", metavar="LIST", help="workers to try, e.g. 1,2,3,5"
-    )
-    p.add_argument(
-        "--threads", dest="tune_threads", metavar="LIST", help="threads to try, e.g. 1,4,16"
-    )
-    p.add_argument("--json", dest="json_out", help="write every configuration and probe here")
-    p.add_argument("--markdown", dest="md_out", help="write the answer and its table here")
-    p.add_argument("--chart", dest="chart_out", help="write an SVG chart here")
-    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
+    out = p.add_argument_group("what it writes")
+    out.add_argument("--json", dest="json_out", metavar="FILE",
+                     help="write every configuration and probe here")  # fmt: skip
+    out.add_argument("--markdown", dest="md_out", metavar="FILE",
+                     help="write the answer and its table here")  # fmt: skip
+    out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
+    out.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     runguard.add_run_arguments(p.add_argument_group("journal, resume, other runs (docs/tune.md)"))
     add_cluster_arguments(p)
     p.set_defaults(func=run, preset=None)

@@ -14,6 +14,7 @@ import sys
 import time
 
 from stackrace.commands._common import announce, load, resolve_all
+from stackrace.commands.parser import examples
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
@@ -32,9 +33,23 @@ from stackrace.stacks.verify import (
     verify_port,
 )
 
+EXAMPLES = examples(
+    ("stackrace verify gunicorn-sync", "start it and check every endpoint's answers"),
+    ("stackrace verify uvicorn aiohttp", "several stacks"),
+    ("stackrace verify --db django", "/db and /dbjson too, against a MariaDB of its own"),
+    ("stackrace verify --app examples/flask_app:app --path /", "your app, on every server"),
+)
+
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("names", nargs="*", help="stacks to verify (default: all available)")
+    p.description = (
+        "Start stacks and check every endpoint against the contract (docs/stacks.md): the "
+        "answers a race would count, before a race counts them."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
+    p.add_argument(
+        "names", nargs="*", metavar="STACK", help="stacks to verify (default: all available)"
+    )
     p.add_argument(
         "--include-unavailable", action="store_true", help="try stacks that look unavailable too"
     )
@@ -67,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
     stacks = load(args)
     if stacks is None:
         return 2
-    chosen = resolve_all(args.names or list(stacks), stacks, named_in=COMMAND_LINE)
+    chosen = resolve_all(
+        args.names or list(stacks), stacks, named_in=COMMAND_LINE, prog="stackrace verify"
+    )
     if chosen is None:
         return 2
     announce(stacks, "stackrace verify")
@@ -212,7 +229,7 @@ def _run_own(args: argparse.Namespace) -> int:
         else [*default_app_stacks(stacks)[0], *default_app_stacks(stacks)[1]]
         + [n for n in generated_names(stacks) if "[app]" not in n]
     )
-    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE, prog="stackrace verify")
     if chosen is None:
         return 2
     announce(stacks, "stackrace verify")

@@ -25,6 +25,7 @@ import shlex
 import sys
 
 from stackrace.base.webgate import DEFAULT_MAX_SESSIONS
+from stackrace.commands.parser import examples
 from stackrace.settings.options import positive_int
 
 # web's own options, and whether each takes a value: not passed on to the pages' app
@@ -37,26 +38,45 @@ WEB_ONLY = {
 }
 
 
+EXAMPLES = examples(
+    ("stackrace web", "the app in a browser, at http://127.0.0.1:8566"),
+    ("stackrace web --port 9000 --demo", "another port; the app's options pass on to it"),
+    (
+        "stackrace web --host 0.0.0.0 --web-remote --public-url https://race.example",
+        "reachable from other hosts, behind a proxy",
+    ),
+)
+
+
 def register(parser: argparse.ArgumentParser) -> None:
     from stackrace.commands.app_args import add_app_arguments
 
-    parser.add_argument(
+    parser.description = (
+        "Serve the app in a browser (textual-serve), on 127.0.0.1 by default; the app's "
+        "options below are passed on to each page's app."
+    )
+    parser.epilog = EXAMPLES + "\n\nMore: docs/tui.md"
+    web = parser.add_argument_group("where it listens")
+    web.add_argument(
         "--host",
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1: this machine only; any other "
         "address needs --web-remote)",
     )
-    parser.add_argument(
+    web.add_argument(
         "--web-remote",
         action="store_true",
         help="let --host be an address other hosts can reach: whoever opens the page "
         "can start servers and send load from this machine",
     )
-    parser.add_argument("--port", type=_port, default=8566, help="port (default 8566)")
-    parser.add_argument(
-        "--public-url", default=None, help="the URL browsers use, when behind a proxy"
+    web.add_argument("--port", type=_port, default=8566, help="port (default 8566)")
+    web.add_argument(
+        "--public-url",
+        default=None,
+        metavar="URL",
+        help="the URL browsers use, when behind a proxy (default: http://HOST:PORT)",
     )
-    parser.add_argument(
+    web.add_argument(
         "--max-sessions",
         type=positive_int,
         default=DEFAULT_MAX_SESSIONS,

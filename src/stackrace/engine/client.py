@@ -6,9 +6,9 @@
             ...
         await engine.set_concurrency(200)           # live, all targets (or id=...)
 
-Consumers that poll (the TUI) read `engine.latest` instead of iterating. The engine
-processes run on uvloop in their own processes, so a slow consumer never slows the
-measurement; their reports are merged here exactly (counts and histograms).
+Consumers that poll (the TUI) read `engine.latest`. The engine processes run on uvloop
+in their own processes, so a slow consumer never slows the measurement; their reports
+are merged here exactly (counts and histograms).
 
 Two topologies:
 - shared (`per_target=False`, the default for one URL): `procs` processes, every target
@@ -27,10 +27,8 @@ or the process dies. Each tick waits a bounded time for the reports and merges w
 (engine/replies.py: a late process's last gauges stand in for its report, a lost one's
 requests in flight are `abandoned`); a process is lost when its link ends, or
 (`lost_after`, for remote links) when it has not reported for that long. The loss is
-kept (`LostEngine`: which host, when, why, what it cost) in every later snapshot and in
-`errors`, its targets' connections (and rate) are spread over the processes left
-(engine/spread.py), and the load goes on.
-"""
+kept (`LostEngine`: which host, when, why, what it cost) in every later snapshot and
+in `errors`, its targets' load is spread over the processes left (engine/spread.py)."""
 
 from __future__ import annotations
 
@@ -282,14 +280,17 @@ class Engine:
                 raise
             self._targets[spec.id] = TargetAggregate(spec)
             self._target_procs[spec.id] = mine
-            for p, c, r in zip(
+            budgets = [None] * len(mine) if spec.budget is None else split(spec.budget, len(mine))
+            for p, c, r, b in zip(
                 mine,
                 split(spec.concurrency, len(mine)),
                 split_rate(spec.rate, len(mine)),
+                budgets,
                 strict=True,
             ):
                 p.targets.add(spec.id)
-                p.send(Add(target=msgspec.structs.replace(spec, concurrency=c, rate=r)))
+                part = msgspec.structs.replace(spec, concurrency=c, rate=r, budget=b)
+                p.send(Add(target=part))
 
     async def remove_target(self, target_id: str) -> None:
         if self._targets.pop(target_id, None) is None:

@@ -167,6 +167,10 @@ class TargetSpec(msgspec.Struct, forbid_unknown_fields=True):
     # in pieces over `clients.upload` and reads at `clients.read`; None: all fast
     clients: ClientProfile | None = None
     slow_share: float = 1.0
+    # closed loop: send this many requests in all from the first, then none (as ab -n,
+    # `load -n`); set with the target, so not one more is sent before it applies.
+    # None: no limit (a budget set later: SetBudget)
+    budget: int | None = None
 
 
 class EngineSettings(msgspec.Struct, forbid_unknown_fields=True):

@@ -191,6 +191,10 @@ class EngineProcess:
             return
         self.targets[spec.id] = t
         t.set_rate(spec.rate)
+        if spec.budget is not None:
+            # before any connection opens: on loopback the first requests go out inside
+            # set_concurrency, and a budget that came after would miss them
+            t.set_budget(spec.budget)
         t.set_concurrency(spec.concurrency)
 
     def report(self, final: bool = False) -> None:

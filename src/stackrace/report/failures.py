@@ -54,3 +54,17 @@ def run_failures(run: BenchRun) -> list[str]:
                 lines.append(f"{level_name(st.name, lv)}: {why}")
         lines += [f"{st.name} {name}: {why}" for name, why in path_failed(st)]
     return lines
+
+
+def bench_failures(result: BenchRun) -> list[str]:
+    """What makes the run fail without any rule: a stack not measured, a level where
+    nothing succeeded, a database that failed during the run. One line each."""
+    out = [f"{st.name}: not measured ({st.error})" for st in result.stacks if st.error]
+    out += run_failures(result)  # every request of a level, or one of yours, failed
+    db_levels = [level_name(st.name, lv) for st in result.stacks for lv in st.levels if lv.db_down]
+    if db_levels:
+        out.append(
+            "the database failed during the run (down, restarted or its tables gone): "
+            f"{', '.join(db_levels)} measured the database, not the stack, and were not judged"
+        )
+    return out

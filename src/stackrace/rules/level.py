@@ -211,6 +211,7 @@ class Judgment:
     goodput: float  # answers that count, a second, over the judged window
     p99_us: int | None  # None: nothing answered
     failed: int  # failures the server answers for (abandoned excluded)
+    failed_share: float = 0.0  # of the attempts (clients that got no answer in the level too)
     service_us: float | None = None  # how long it takes to serve one, estimated
     service_from: str = ""  # where that comes from ("its fastest answer at c=1")
     wait_us: float | None = None  # how long a request waits, Little's law
@@ -322,6 +323,7 @@ def judge(e: Evidence) -> Judgment:
             goodput=w.goodput,
             p99_us=w.latency.p99 if w.latency.count else None,
             failed=failed,
+            failed_share=share,
             service_us=service,
             service_from=service_from,
             wait_us=wait,

@@ -7,7 +7,8 @@ argparse `type=` functions, the error reads
 
     stackrace load: argument --rate: must be a positive finite number, got 'nan'
 
-(`OneLineArgumentParser` prints exactly that line and exits with status 2). A value that
+(stackrace.commands.parser's `OneLineArgumentParser` prints exactly that line and exits
+with status 2). A value that
 would silently change the meaning of a run — a rate of 0 that means "closed loop", a
 negative duration, a CPU the machine does not have — is an error here, never a fallback.
 
@@ -21,24 +22,20 @@ No Textual, no engine imports: every front end (load, bench, the app) may use th
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import math
 import os
-import sys
-from typing import Any, Literal, NoReturn
+from typing import Literal
 
 from stackrace.base.errors import StackraceError
 from stackrace.settings.units import parse_duration
 
 __all__ = [
-    "OneLineArgumentParser",
     "OptionValueError",
     "cap_procs",
     "cpu_list",
     "non_negative_duration",
     "non_negative_int",
-    "note",
     "port_number",
     "positive_duration",
     "positive_int",
@@ -56,41 +53,6 @@ class OptionValueError(StackraceError, ValueError):
     """A value a parser here refuses: the message says what was wrong and what was given."""
 
     exit_code = 2
-
-
-class OneLineArgumentParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line, `PROG: MESSAGE`, exit status 2.
-
-    argparse's default prints the whole usage block first, which buries the one thing
-    the user needs (which option, what was wrong); `--help` still shows the usage.
-    Subparsers made with `add_subparsers().add_parser` inherit the class.
-
-    Option prefixes are never guessed (`allow_abbrev=False`): with argparse's default,
-    `bench --app x` was taken as `--app-node x`, and a new option could silently change
-    what an old command line means.
-    """
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]  # argparse's own kwargs
-
-    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
-        # our parsers (here, settings/race_parsers.py) raise ValueError with the reason;
-        # argparse would print only "invalid positive_int value" for it. The builtin
-        # types (int, float) keep argparse's own message. (_get_value is argparse's hook
-        # for the type call; Python 3.11's, unchanged since 3.2.)
-        parse = self._registry_get("type", action.type, action.type)
-        if not callable(parse) or isinstance(parse, type):
-            return super()._get_value(action, arg_string)
-        try:
-            return parse(arg_string)
-        except argparse.ArgumentTypeError as exc:
-            raise argparse.ArgumentError(action, str(exc)) from None
-        except ValueError as exc:
-            raise argparse.ArgumentError(action, str(exc)) from None
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message}\n")
 
 
 def _bad(what: str, text: str) -> OptionValueError:
@@ -294,8 +256,3 @@ def cap_procs(
         f"--procs {requested} capped at {cores}: more engine processes than {where} "
         "would compete for them and understate req/s"
     )
-
-
-def note(prog: str, text: str) -> None:
-    """Print a note about an adjusted option to stderr, one line, prefixed by the program."""
-    print(f"{prog}: note: {text}", file=sys.stderr)

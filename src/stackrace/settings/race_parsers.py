@@ -1,6 +1,6 @@
 """The parsers of a race's own settings: a workload's name, an HTTP method, a header,
 statuses, an SLO's terms, a slow-client profile, a CA file, a rate per stack, an
-isolation, a memory cap, on or off.
+isolation, a memory cap, on or off, a --stacks list.
 
 Each takes the value as typed — on a command line, in a preset, a run file or the
 picker's remembered choices (stackrace.settings.race_settings declares which setting
@@ -125,3 +125,19 @@ def isolation(text: str) -> str:
     if text not in ISOLATIONS:
         raise OptionValueError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
     return text
+
+
+def split_stacks(ref: str) -> list[str]:
+    """'a,b:workers=2,threads=4,c' → ['a', 'b:workers=2,threads=4', 'c'].
+
+    A comma starts a new stack unless what follows is KEY=VALUE of a variant ('a:x=1,b:y=2'
+    is two variants: a variant's KEY has no ':').
+    """
+    parts: list[str] = []
+    for piece in ref.split(","):
+        key = piece.partition("=")[0]
+        if parts and "=" in piece and ":" in parts[-1] and ":" not in key:
+            parts[-1] += "," + piece
+        elif piece.strip():
+            parts.append(piece.strip())
+    return parts

@@ -60,7 +60,8 @@ class Opt(msgspec.Struct, frozen=True):
     help: str
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
-    negate: str | None = None  # for booleans that default to True: the flag that turns off
+    negate: str | None = None  # for booleans: the flag that says the opposite
+    negate_help: str = ""  # ... and what it does
     repeat: bool = False  # a list given one item per flag (--path /a --path /b)
     short: str | None = None  # e.g. "-m"
     # bench's alone (levels, durations, repeats, isolation): not an option of the app,
@@ -75,13 +76,28 @@ def opt(flag: str, help: str, parse: Callable[[str], Any] | None = None, **kw: A
 class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What is raced and how. Defaults here are the defaults everywhere."""
 
-    stacks: Annotated[list[str], opt("--stacks", "comma-separated stacks or variants")] = []
+    stacks: Annotated[
+        list[str],
+        opt(
+            "--stacks",
+            "comma-separated stacks or variants (`stackrace stacks` lists them)",
+            metavar="A,B,…",
+        ),
+    ] = []
     workload: Annotated[
-        str, opt("--workload", "hello, json, io or db", parse.workload_name, metavar="NAME")
+        str,
+        opt(
+            "--workload",
+            f"the endpoint every stack serves and is loaded on: {', '.join(WORKLOADS)}",
+            parse.workload_name,
+            metavar="NAME",
+        ),
     ] = "hello"
-    io_ms: Annotated[int, opt("--io-ms", "how long /io waits, ms", non_negative_int)] = 10
+    io_ms: Annotated[
+        int, opt("--io-ms", "how long /io waits, ms", non_negative_int, metavar="MS")
+    ] = 10
     queries: Annotated[
-        int, opt("--queries", "range queries per /db request (the classic: 10)", positive_int)
+        int, opt("--queries", "range queries per /db request", positive_int, metavar="N")
     ] = 10
     # the levels a bench steps through; "concurrency" in a preset, a run file and on
     # the command line (--concurrency), as ever: everywhere else in stackrace a
@@ -93,11 +109,19 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--concurrency",
             "connections per stack, levels e.g. 10,100,500",
             positive_int_list,
+            metavar="N,N,…",
             bench_only=True,
         ),
     ] = msgspec.field(default_factory=lambda: [10, 100], name="concurrency")
     duration: Annotated[
-        float, opt("--duration", "measured time per level", positive_duration, bench_only=True)
+        float,
+        opt(
+            "--duration",
+            "measured time per level",
+            positive_duration,
+            metavar="DURATION",
+            bench_only=True,
+        ),
     ] = 10.0
     warmup: Annotated[
         float,
@@ -105,6 +129,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--warmup",
             "load before each level's figures count",
             non_negative_duration,
+            metavar="DURATION",
             bench_only=True,
         ),
     ] = 2.0
@@ -115,6 +140,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "also warm up until this many requests were answered (a JIT's warm-up is "
             "counted in requests, not seconds)",
             non_negative_int,
+            metavar="N",
             bench_only=True,
         ),
     ] = 0
@@ -129,7 +155,12 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = None
     rate_connections: Annotated[
         int,
-        opt("--rate-connections", "connections per stack that carry a --rate", positive_int),
+        opt(
+            "--rate-connections",
+            "connections per stack that carry a --rate",
+            positive_int,
+            metavar="N",
+        ),
     ] = 200
     requests: Annotated[
         int | None,
@@ -138,6 +169,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "end each level after exactly this many requests were answered or failed, "
             "as ab -n (waits for all of them, up to the request timeout)",
             positive_int,
+            metavar="N",
             bench_only=True,
         ),
     ] = None
@@ -148,6 +180,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "keep connections open between requests",
             parse.on_off,
             negate="--no-keepalive",
+            negate_help="every request on a new connection (Connection: close), as ab without -k",
         ),
     ] = True
     isolation: Annotated[
@@ -156,22 +189,32 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--isolation",
             "auto, rotate (one stack at a time) or parallel",
             parse.isolation,
+            metavar="MODE",
             bench_only=True,
         ),
     ] = "auto"
     repeat: Annotated[
-        int, opt("--repeat", "measure each level N times", positive_int, bench_only=True)
+        int,
+        opt("--repeat", "measure each level N times", positive_int, metavar="N", bench_only=True),
     ] = 1
     timeout: Annotated[
-        float, opt("--timeout", "a request with no answer after this long fails", timeout_duration)
+        float,
+        opt(
+            "--timeout",
+            "a request with no answer after this long fails",
+            timeout_duration,
+            metavar="DURATION",
+        ),
     ] = 10.0
     tls_verify: Annotated[
         bool,
         opt(
             "--tls-verify",
-            "https --url targets: check the server's certificate (the default)",
+            "https --url targets: check the server's certificate and name",
             parse.on_off,
             negate="--insecure",
+            negate_help="https --url targets: do not check the server's certificate or "
+            "name, as curl -k",
         ),
     ] = True
     cacert: Annotated[
@@ -187,10 +230,10 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         bool,
         opt(
             "--tls-resume",
-            "https: offer the last TLS session on each new connection (default: a full "
-            "handshake every time)",
+            "https: offer the last TLS session on each new connection",
             parse.on_off,
             negate="--no-tls-resume",
+            negate_help="https: a full handshake on every new connection, as distinct clients make",
         ),
     ] = False
     clients: Annotated[
@@ -214,20 +257,20 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ),
     ] = 1.0
     cpus: Annotated[
-        int | None, opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int)
+        int | None,
+        opt("--cpus", "cores to give each stack (the VPS presets: 1)", positive_int, metavar="N"),
     ] = None
     memory_max: Annotated[
-        str | None, opt("--memory-max", "memory cap per stack, e.g. 128M", parse.memory_size)
+        str | None,
+        opt("--memory-max", "memory cap per stack, e.g. 128M", parse.memory_size, metavar="SIZE"),
     ] = None
     # your endpoints instead of the workload's (stackrace.settings.scenario)
     paths: Annotated[
         list[str],
         opt(
             "--path",
-            "load this path of your app instead of the workload's, with a weight: /items "
-            "or /a:3 (repeatable: a weighted mix). A final :N is the weight, except on a "
-            "path with a query, which is sent whole ('/s?from=10:30'); a path ending in "
-            ":N itself takes its weight after it: /t/12:30:1",
+            "load this path of your app, with a weight: /items or /a:3 (repeatable: a "
+            "weighted mix; a path with a query is sent whole: docs/requests.md)",
             parse.path_item,
             metavar="PATH[:WEIGHT]",
             repeat=True,
@@ -235,18 +278,13 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = []
     method: Annotated[
         str,
-        opt(
-            "--method",
-            "HTTP method of your requests (--path, or load's URLs)",
-            parse.http_method,
-            short="-m",
-        ),
+        opt("--method", "the HTTP method of your requests", parse.http_method, short="-m"),
     ] = "GET"
     header: Annotated[
         list[str],
         opt(
             "--header",
-            "a header of your requests (--path, or load's URLs), 'Name: value' (repeatable)",
+            "a header of your requests, 'Name: value' (repeatable)",
             parse.header_line,
             metavar="'K: V'",
             repeat=True,
@@ -254,14 +292,16 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ),
     ] = []
     body: Annotated[
-        str | None, opt("--body", "the body of your requests (--path, or load's URLs)")
+        str | None,
+        opt("--body", "the body of your requests", metavar="TEXT"),
     ] = None
     body_file: Annotated[
         str | None,
         opt(
             "--body-file",
-            "the body of your requests (--path, or load's URLs), from a file",
+            "the body of your requests, read from FILE",
             parse.file_name,
+            metavar="FILE",
         ),
     ] = None
     scenario: Annotated[
@@ -291,8 +331,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             "--slo",
             "the objective every level is held to, targets to stay below, e.g. "
             "'p99<50ms,failures<0.1%%' (a percentile p0-p100 with at most two decimals, "
-            "mean, max, failures, waiting, rss, cpu): sets the exit status and the JUnit "
-            "verdict, and is what --capacity searches under",
+            "mean, max, failures, waiting, rss, cpu)",
             parse.slo_terms,
             metavar="TERMS",
         ),
@@ -417,10 +456,11 @@ def check_values(settings: RaceSettings, where: str) -> None:
 
 def merge(base: RaceSettings, changes: dict[str, Any]) -> RaceSettings:
     """`base` (defaults, a preset, a rerun's) with `changes` over it; stacks given as
-    `--stacks a,b:workers=2,threads=4` are split into one name each (`split_stacks`)."""
+    `--stacks a,b:workers=2,threads=4` are split into one name each
+    (`race_parsers.split_stacks`)."""
     if "stacks" in changes:
         refs = changes["stacks"]
-        changes = {**changes, "stacks": [s for ref in refs for s in split_stacks(ref)]}
+        changes = {**changes, "stacks": [s for ref in refs for s in parse.split_stacks(ref)]}
     return msgspec.structs.replace(base, **changes)
 
 
@@ -447,19 +487,3 @@ def stacks_named_in(stacks_given: bool, preset_file: Path | None, run_file: str 
     if run_file:
         return f"the run file {run_file}"
     return COMMAND_LINE
-
-
-def split_stacks(ref: str) -> list[str]:
-    """'a,b:workers=2,threads=4,c' → ['a', 'b:workers=2,threads=4', 'c'].
-
-    A comma starts a new stack unless what follows is KEY=VALUE of a variant ('a:x=1,b:y=2'
-    is two variants: a variant's KEY has no ':').
-    """
-    parts: list[str] = []
-    for piece in ref.split(","):
-        key = piece.partition("=")[0]
-        if parts and "=" in piece and ":" in parts[-1] and ":" not in key:
-            parts[-1] += "," + piece
-        elif piece.strip():
-            parts.append(piece.strip())
-    return parts

@@ -36,6 +36,7 @@ from stackrace.db.watch import DbWatch
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import WindowStats
 from stackrace.engine.window_sum import WindowSum
+from stackrace.race.core import budget
 from stackrace.race.core.capacity_run import CapacityPlan
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.journal import Journal, Resumed
@@ -139,15 +140,9 @@ class LevelRunner:
 
     async def next_interval(self) -> None:
         """Wait for the engine's next snapshot (a fresh interval boundary)."""
-        engine = self.core.engine
-        seen = engine.latest.seq if engine.latest else -1
-        end = self.core.clock() + 5.0
-        while self.core.clock() < end:
-            await self.core.clock.sleep(0.01)
-            if engine.latest is not None and engine.latest.seq != seen:
-                self.tell_losses()
-                self._see()
-                return
+        if await self.core.next_interval():
+            self.tell_losses()
+            self._see()
 
     def tell_losses(self) -> None:
         """A load host lost (a cluster's): say so the moment it is known."""
@@ -194,38 +189,26 @@ class LevelRunner:
                 if self._crashed(ids):
                     return
 
-    async def _drain(self, ids: list[str]) -> None:
+    async def drain(self, ids: list[str]) -> None:
         """Stop sending and wait until nothing is in flight (at most the timeout)."""
-        await self.core.set_budget(0, ids)
-        end = self.core.clock() + self.s.timeout + 1.0
-        while self.core.clock() < end:
-            await self.next_interval()
-            if all((t := self.core.target(i)) is None or t.interval.waiting == 0 for i in ids):
-                return
+        await budget.drain(self.core, ids, self.s.timeout, self.next_interval)
 
     async def _measure_budget(self, ids: list[str]) -> None:
-        await self._drain(ids)
+        # the load goes on meanwhile: nothing in flight, then exactly N (race/core/budget.py)
+        await self.drain(ids)
         await self.next_interval()
         self.core.reset_totals(0.0, ids)
-        n = self.s.requests or 0
-        await self.core.set_budget(n, ids)
-        # Every request ends within the timeout, so this ends; a stall longer than the
-        # timeout (nothing answered, nothing failed) ends it too, with the rest waiting.
-        last_progress = self.core.clock()
-        done_before = -1
-        while True:
-            await self._sleep(self.core.interval)
-            snaps = [self.core.target(i) for i in ids]
-            done = sum(t.total.attempts for t in snaps if t is not None)
-            if all(t is None or (t.total.attempts >= n and t.total.waiting == 0) for t in snaps):
-                break
-            if done != done_before:
-                done_before, last_progress = done, self.core.clock()
-            elif self.core.clock() - last_progress > self.s.timeout + 2.0:
-                self.progress("  no answer or failure for longer than the timeout: level ends")
-                break
-            if self._crashed(ids):
-                break
+        await self.core.set_budget(self.s.requests or 0, ids)
+        ended = await budget.spent(
+            self.core,
+            ids,
+            self.s.requests or 0,
+            self.s.timeout,
+            wait=lambda: self._sleep(self.core.interval),
+            stop=lambda: bool(self._crashed(ids)),
+        )
+        if not ended:
+            self.progress("  no answer or failure for longer than the timeout: level ends")
         await self.next_interval()  # the last answers reach the totals
         await self.core.set_budget(None, ids)
 

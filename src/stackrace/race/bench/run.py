@@ -227,7 +227,7 @@ async def run_bench(
             if s.own_requests and running:
                 # your app's requests: nothing may be in flight when it stops, so that
                 # what it was sent and what it answered are both known, per request
-                await runner._drain(running)
+                await runner.drain(running)
                 record_paths(core, rec, running, s)
             if plan.capacity is None:
                 for i in running:

@@ -21,10 +21,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from stackrace.engine.model import (
-    TargetSnapshot,
-    TargetSpec,
-)
+from stackrace.engine.model import BodyCheck, TargetSnapshot, TargetSpec
 from stackrace.race.core.clock import RaceClock, RealClock
 from stackrace.race.core.members import (
     LoadEngine,
@@ -62,6 +59,16 @@ class RaceCore:
     errors: list[str] = field(default_factory=list)
     # members that become ready are not loaded while this is set (a ramp's clean start)
     hold_attach: bool = False
+    # the requests every member is sent when the front end decided them itself (`load`'s
+    # URLs, shaped by -m, -H, --body); None: the settings' own (--path, --scenario),
+    # else the workload's path
+    requests: list[RequestKind] | None = None
+    # an answer whose body is not exactly this fails (`load --expect-body`); None: the
+    # workload's check on a stack's own app, none on your requests
+    expect_body: str | None = None
+    # closed loop: the requests each member is sent in all, from its first (`load -n`,
+    # as ab -n); set with the target, so not one more goes out. None: no limit
+    budget: int | None = None
     _engine_started: bool = False
     _cores: int = 1
     _kinds: list[RequestKind] | None = None
@@ -250,49 +257,49 @@ class RaceCore:
         return m.resources
 
     def request_kinds(self) -> list[RequestKind] | None:
-        """Your requests (--path, --scenario), read once per race; None: the workload's."""
+        """The front end's requests, else yours (--path, --scenario, read once per race);
+        None: the workload's."""
+        if self.requests is not None:
+            return self.requests
         if self._kinds is None and self.settings.own_requests:
             self._kinds = self.settings.request_kinds()
         return self._kinds
 
     def spec(self, m: Member) -> TargetSpec:
+        """What the engine sends this member: your requests (one, or a weighted mix
+        counted per kind: engine/mix.py) or the workload's path, with the race's
+        connections, rate, keep-alive, TLS and slow clients, the same for every front end."""
         s = self.settings
         kinds = self.request_kinds()
-        if kinds:
-            return self._own_spec(m, kinds)
-        url = url_for(m.handle.base_url, s)
-        own_app = not m.handle.external or url != m.handle.base_url
         rate_mode = self.rate is not None
-        return TargetSpec(
-            id=m.id,
-            url=url,
+        conns = s.rate_connections if rate_mode else self.concurrency
+        if kinds:
+            # your app's answers: no body check but the one asked for
+            spec = target_spec(
+                m.id, m.handle.base_url, kinds, concurrency=conns, rate=self.rate,
+                keepalive=s.keepalive,
+            )  # fmt: skip
+            check = None
+        else:
+            url = url_for(m.handle.base_url, s)
+            own_app = not m.handle.external or url != m.handle.base_url
+            spec = TargetSpec(
+                id=m.id, url=url, concurrency=conns, rate=self.rate, keepalive=s.keepalive
+            )
             # a URL given with its own path is not necessarily one of our apps: no check
-            check=WORKLOADS[s.workload].check(s.queries) if own_app else None,
-            concurrency=s.rate_connections if rate_mode else self.concurrency,
-            rate=self.rate,
-            keepalive=s.keepalive,
-            # https: a stack stackrace made TLS for is verified against its own
-            # certificate; a --url target as the settings say
-            tls_verify=s.tls_verify or m.handle.cacert is not None,
-            cacert=m.handle.cacert or s.cacert,
-            tls_resume=s.tls_resume,
-            clients=s.client_profile,
-            slow_share=s.slow_share,
-        )
-
-    def _own_spec(self, m: Member, kinds: list[RequestKind]) -> TargetSpec:
-        """Your endpoints on this member: one request, or a weighted mix counted per kind
-        (engine/mix.py). No body check: the answers are your app's."""
-        return target_spec(
-            m.id,
-            m.handle.base_url,
-            kinds,
-            concurrency=self.settings.rate_connections
-            if self.rate is not None
-            else self.concurrency,
-            rate=self.rate,
-            keepalive=self.settings.keepalive,
-        )
+            check = WORKLOADS[s.workload].check(s.queries) if own_app else None
+        if self.expect_body is not None:
+            check = BodyCheck(kind="exact", arg=self.expect_body)
+        spec.check = check
+        # https: a stack stackrace made TLS for is verified against its own
+        # certificate; a --url target as the settings say
+        spec.tls_verify = s.tls_verify or m.handle.cacert is not None
+        spec.cacert = m.handle.cacert or s.cacert
+        spec.tls_resume = s.tls_resume
+        spec.clients = s.client_profile
+        spec.slow_share = s.slow_share
+        spec.budget = self.budget if not rate_mode else None
+        return spec
 
     async def _attach(self, m: Member) -> None:
         spec = self.spec(m)
@@ -366,6 +373,18 @@ class RaceCore:
                 self.engine.reset_totals(warmup, i)
         for i in self.attached(ids):
             self.members[i].level_mark = self.sample_now(i)
+
+    async def next_interval(self, timeout: float = 5.0) -> bool:
+        """Wait for the engine's next snapshot (a fresh interval boundary: totals reset
+        now start on one); False when none came within `timeout`."""
+        engine = self.engine
+        seen = engine.latest.seq if engine.latest else -1
+        end = self.clock() + timeout
+        while self.clock() < end:
+            await self.clock.sleep(0.01)
+            if engine.latest is not None and engine.latest.seq != seen:
+                return True
+        return False
 
     # --- reading --------------------------------------------------------------------
 

@@ -38,7 +38,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stackrace.report.schema import Noise, ProbeNoise
+from stackrace.report.schema import BenchRun, Noise, ProbeNoise
+from stackrace.rules.confidence import noise_sigma
 from stackrace.supervise.procs import tree_cpu_ticks
 
 # what makes a machine "busy" in a sentence: enough to move a figure by a few percent
@@ -208,4 +209,25 @@ def summarize(
         other_runs=list(other_runs),
         busy=busy,
         sentence=sentence,
+    )
+
+
+def capacity_noise(result: BenchRun, before: list[float], shared: list[str]) -> Noise:
+    """A capacity run's noise: the machine before and during the probes, the stacks'
+    and engine's wait, the repeats of one load (its confirmations) as the A/A."""
+    probes = [p for st in result.stacks if st.capacity for p in st.capacity.probes]
+    groups: dict[tuple[str, float], list[float]] = {}
+    for st in result.stacks:
+        for p in st.capacity.probes if st.capacity else []:
+            if p.meets:
+                groups.setdefault((st.name, p.load), []).append(p.level.rps)
+    repeated = [g for g in groups.values() if len(g) >= 2]
+    return summarize(
+        result.machine.cores,
+        [p.noise for p in probes if p.noise is not None],
+        [p.level.cpu_wait_percent for p in probes],
+        before=before[0] if before else None,
+        aa_sigma=noise_sigma(repeated),
+        aa_repeats=sum(len(g) for g in repeated),
+        other_runs=shared,
     )

@@ -127,6 +127,7 @@ class SyntheticEngine:
         self, spec: TargetSpec, cpus: Sequence[int] | None = None, procs: int | None = None
     ) -> None:
         self.targets[spec.id] = ModelTarget(spec, self.model_for(spec.id), self.timeout)
+        self.targets[spec.id].budget_left = spec.budget  # `load -n`: set with the target
 
     async def remove_target(self, target_id: str) -> None:
         self.targets.pop(target_id, None)

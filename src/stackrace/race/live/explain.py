@@ -20,7 +20,6 @@ from stackrace.engine.model import (
     ABANDONED,
     CONNECT_TIMEOUT,
     DROPPED,
-    HANDSHAKE_TIMED_OUT,
     HTTP_STATUS,
     INVALID_BODY,
     REFUSED,
@@ -41,6 +40,7 @@ from stackrace.rules.level import (
     Judgment,
     secs,
 )
+from stackrace.rules.starving import starved_sentence
 
 # a stack is "behind schedule" when it delivers less than this share of the asked rate
 BEHIND = 0.95
@@ -159,30 +159,6 @@ def starving_sentence(w: WindowStats | None, total: WindowStats) -> str:
     whose last ACK a full listen backlog dropped leaves the client believing it is
     connected with its request never acknowledged."""
     return starved_sentence(w, total)
-
-
-def starved_sentence(w: WindowStats | None, total: WindowStats) -> str:
-    """The starved share of `total` and its likely cause (see starving_sentence); also
-    `load`'s report, which has no verdict."""
-    share = f"{100 * total.starved_share:.0f}% of clients' time unanswered"
-    share += f" (up to {_secs(total.starved_wait_us)})"
-    starved_now = round(w.starved_share * w.in_flight) if w is not None else 0
-    if total.errors.get(HANDSHAKE_TIMED_OUT, 0) > total.failures.get(CONNECT_TIMEOUT, 0) or (
-        w is not None and w.handshaking and 2 * w.handshaking >= (starved_now or w.waiting)
-    ):
-        # TCP is up, so the server took them: its TLS is what does not answer
-        return f"{share}: stuck in the TLS handshake, the server's TLS does not answer"
-    if total.failures.get(CONNECT_TIMEOUT, 0) or (w is not None and 2 * w.connecting > w.waiting):
-        return f"{share}: stuck in connect, the accept queue drops their SYNs"
-    if w is None or not starved_now:
-        return f"{share}: a worker held by another keep-alive client, or a full listen backlog"
-    # the engine asked the kernel (TCP_INFO) whether the server's kernel acknowledged
-    # each request over a second old: unacknowledged, its handshake was dropped
-    if 2 * w.unacked >= starved_now:
-        # what is known: the handshake's last ACK and the request were dropped (by a full
-        # listen backlog, as a rule; a firewall does the same)
-        return f"{share}: handshakes dropped, requests never acknowledged"
-    return f"{share}: its kernel has their requests, the server reads others first"
 
 
 def _failure_sentence(kind: str, w: WindowStats, timeout: float) -> str:

@@ -1,0 +1,178 @@
+"""`stackrace bench`'s options and help: the race settings grouped by what a person
+wants to do (each declared once, with its default, in settings/race_settings.py), the
+capacity search's and the outputs' own options, and the Examples."""
+
+from __future__ import annotations
+
+import argparse
+
+from stackrace.commands import runguard
+from stackrace.commands.cluster_args import add_cluster_arguments
+from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.commands.parser import examples
+from stackrace.commands.settings_args import add_options
+from stackrace.commands.target_args import add_url_arguments
+from stackrace.report import gate
+from stackrace.settings.options import positive_duration
+from stackrace.settings.options import precision as precision_share
+
+# argparse formats a help string with %: the default rules' own % are doubled
+_DEFAULT_RULES = gate.DEFAULT_RULES.replace("%", "%%")
+
+
+# the race settings by what a person wants to do (each declared once, with its default:
+# settings/race_settings.py); every one of them is in exactly one group
+WHAT = ("stacks", "workload", "io_ms", "queries")
+LEVELS = (
+    "concurrency_levels", "duration", "warmup", "warmup_requests", "rate", "rate_connections",
+    "requests", "repeat", "isolation",
+)  # fmt: skip
+HOW = (
+    "keepalive", "timeout", "tls_verify", "cacert", "tls_resume", "clients", "slow_share", "cpus",
+    "memory_max",
+)  # fmt: skip
+REQUESTS = ("paths", "method", "header", "body", "body_file", "scenario", "expect_status")
+SLO_HELP = (
+    "the objective every level is held to, targets to stay below, e.g. "
+    "'p99<50ms,failures<0.1%%' (a percentile p0-p100, mean, max, failures, waiting, rss, "
+    "cpu): a level that misses it fails the run (exit 1) and its JUnit test case; "
+    "--capacity searches under it (default: none)"
+)
+EXAMPLES = examples(
+    (
+        "stackrace bench --stacks gunicorn-sync,uvicorn --concurrency 10,100",
+        "two stacks, two levels each",
+    ),
+    ("stackrace bench --preset php-vs-python-hello --json run.json", "a stored scenario, saved"),
+    (
+        "stackrace bench --stacks uvicorn --baseline run.json --fail-on 'qps<-10%'",
+        "a regression gate against a saved run",
+    ),
+    (
+        "stackrace bench --stacks uvicorn --capacity --slo 'p99<100ms' --budget 2m",
+        "the most load each stack serves under an SLO",
+    ),
+    (
+        "stackrace bench --url mine=http://127.0.0.1:8000 --stacks uvicorn",
+        "a server you started, raced beside a stack",
+    ),
+)
+
+
+def add_bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Compare stacks headless, level by level: a table, files (JSON, CSV, Markdown, "
+        "SVG, JUnit), a verdict per level, and an exit status a CI job can use."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/bench.md, docs/tune.md"
+    what = p.add_argument_group("what to race")
+    add_options(what, only=WHAT)
+    what.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="a stored scenario from presets/ (its settings are the defaults; options given "
+        "here override them)",
+    )
+    what.add_argument(
+        "--from",
+        dest="from_run",
+        metavar="RUN.json",
+        help="run a saved run again: its settings and stack names (options given here "
+        "override the settings); the stacks are those of the stacks file in use, never "
+        "commands from the run file",
+    )
+    what.add_argument(
+        "--accept-definition-changes",
+        action="store_true",
+        help="with --from: run even when the stacks file defines the run's stacks "
+        "differently now (refused otherwise)",
+    )
+    add_options(p.add_argument_group("the levels"), only=LEVELS)
+    add_options(p.add_argument_group("how each stack is loaded"), only=HOW)
+    add_options(p.add_argument_group("your requests (instead of the workload's)"), only=REQUESTS)
+    servers = p.add_argument_group("servers you started (docs/your-app.md)")
+    add_url_arguments(servers)  # --url [NAME=]URL, --pid: as in the app
+    servers.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --url host that is not on this machine (default: loopback only)",
+    )
+    from stackrace.commands.target_args import add_your_app_arguments
+
+    add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
+    out = p.add_argument_group("what it writes")
+    out.add_argument(
+        "--json",
+        dest="json_out",
+        metavar="FILE",
+        help="write the run here (versioned schema; `stackrace report` reads it)",
+    )
+    out.add_argument("--csv", dest="csv_out", metavar="FILE", help="write a CSV table here")
+    out.add_argument(
+        "--markdown", dest="md_out", metavar="FILE", help="write a Markdown table here"
+    )
+    out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
+    out.add_argument(
+        "--junit",
+        dest="junit_out",
+        metavar="FILE",
+        help="write JUnit XML here: a test case per stack and level, the gate's "
+        "crossed rules as failures",
+    )
+    out.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    add_metrics_arguments(out)
+    verdicts = p.add_argument_group("pass or fail (docs/bench.md)")
+    add_options(verdicts, only=("slo",), helps={"slo": SLO_HELP})
+    verdicts.add_argument(
+        "--baseline", metavar="RUN.json", help="a saved run to compare against (with --fail-on)"
+    )
+    verdicts.add_argument(
+        "--fail-on",
+        default=None,
+        metavar="RULES",
+        help="fail the run when a level crosses one of these rules: absolute ones "
+        "(p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) compare "
+        f"with --baseline (default with a baseline: {_DEFAULT_RULES})",
+    )
+    add_capacity_arguments(p.add_argument_group("capacity under the SLO (docs/tune.md)"))
+    runguard.add_run_arguments(p.add_argument_group("journal, resume, other runs (docs/tune.md)"))
+    add_cluster_arguments(p)
+
+
+def add_capacity_arguments(group: argparse._ArgumentGroup) -> None:
+    """--capacity, --budget, --precision (bench; tune takes --budget and --precision)."""
+    group.add_argument(
+        "--capacity",
+        action="store_true",
+        help="instead of the levels, search each stack's capacity under --slo: the highest "
+        "concurrency (from the first --concurrency) or, with --rate, the highest rate (from "
+        "it) that meets the SLO, by bracketing then bisection, confirmed by repeats and a "
+        "re-check of the break",
+    )
+    add_search_arguments(group)
+
+
+def add_search_arguments(
+    group: argparse._ArgumentGroup,
+    per: str = "per stack",
+    budget: str = "no limit",
+    precision: str = "5%%",
+) -> None:
+    """--budget and --precision; `per`: what one budget is for; `budget`, `precision`:
+    their defaults (tune's rounds measure the answers again, so it settles for less)."""
+    group.add_argument(
+        "--budget",
+        type=positive_duration,
+        default=None,
+        metavar="TIME",
+        help=f"time a search may take ({per}), e.g. 3m; it ends on the bracket it got to, "
+        f"and says so (default: {budget})",
+    )
+    group.add_argument(
+        "--precision",
+        type=precision_share,
+        default=None,
+        metavar="SHARE",
+        help="a search stops when the gap between a pass and a miss is within this share "
+        f"of the pass (default {precision})",
+    )

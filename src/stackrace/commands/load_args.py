@@ -1,0 +1,207 @@
+"""`stackrace load`'s command line: its options, grouped by what a person wants to do,
+each with its default, and its examples (commands/load.py checks and runs them).
+
+The duration, warm-up and timeout parsers, and the request options (`--path`, `-m`,
+`-H`, `--body`, `--body-file`, `--scenario`, `--expect-status`, `--slo`), are the race
+settings' own (settings/race_settings.py), so a value means the same in `load`, bench
+and the app; their help is said in `load`'s words where the settings' would speak of
+what `load` has not (a workload, levels, a JUnit verdict). `-n/--requests` and `-z` are
+ab's, hey's and oha's names; wrk's, hey's and oha's other flags that differ here are
+named in the usage error (settings/options.py `OTHER_TOOLS`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from stackrace.commands.cluster_args import add_cluster_arguments
+from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.commands.parser import examples
+from stackrace.commands.settings_args import add_options
+from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
+from stackrace.engine.model import MAX_RATE_PER_PROCESS
+from stackrace.settings import options
+from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings
+from stackrace.settings.race_settings import options as options_of
+
+# `warmup` means the same in load and bench: load this long before the figures count.
+# Only its default differs, on purpose: `load` is one measurement of one target, read
+# beside wrk's and ab's (which count from the first request), so it counts everything
+# unless asked; bench compares stacks level by level, and a level's first seconds
+# (connections opening, a JIT's first requests) would blur that, so its levels warm up
+# (RaceSettings.warmup, 2 s).
+LOAD_WARMUP = 0.0
+
+EXAMPLES = examples(
+    ("stackrace load http://127.0.0.1:8000/hello", "10 connections for 10 seconds"),
+    ("stackrace load http://127.0.0.1:8000/hello -c 100 -d 30s", "100 connections for 30 seconds"),
+    ("stackrace load http://127.0.0.1:8000/hello -n 1000", "exactly 1,000 requests, as ab -n"),
+    ("stackrace load http://127.0.0.1:8000/hello --rate 500 -d 5s", "500 req/s, open loop"),
+    (
+        "stackrace load http://127.0.0.1:8000 --path /hello:3 --path /json",
+        "a weighted mix of two paths",
+    ),
+    (
+        "stackrace load http://127.0.0.1:8000/hello -d 2s --json",
+        "the result as JSON (docs/load.md)",
+    ),
+)
+
+
+def add_load_arguments(p: argparse.ArgumentParser) -> None:
+    # every value is checked by its parser before anything starts (stackrace.settings.options)
+    p.description = (
+        "Load one server and print what came back, as wrk, hey and oha do: answers that "
+        "counted a second and the share that failed first, then latency. One URL, several "
+        "URLs of one server (a mix), or a base URL with your paths."
+    )
+    p.epilog = EXAMPLES + "\n\nMore: docs/load.md"
+    p.add_argument(
+        "urls",
+        nargs="+",
+        metavar="URL",
+        help="http:// or https:// URL to load (loopback only unless --allow-remote). "
+        "Several URLs of one server (same host and port) are one mix of their paths, one "
+        "each; URLs of different servers are refused (race them with `stackrace bench "
+        "--url NAME=URL …`). With --path or --scenario: the server's base URL",
+    )
+    how = p.add_argument_group("how much load")
+    how.add_argument(
+        "-c", "--concurrency", type=options.positive_int, default=10, metavar="N",
+        help="connections (default 10)",
+    )  # fmt: skip
+    how.add_argument(
+        "-n", "--requests", type=options.positive_int, default=None, metavar="N",
+        help="send exactly N requests, each answered or failed, then stop (as ab -n and "
+        "hey -n; closed loop); with -d as well, whichever ends first",
+    )  # fmt: skip
+    # duration, warm-up and timeout are the race settings' (settings/race_settings.py): the same
+    # parser and meaning, and the same defaults but for the warm-up's (LOAD_WARMUP)
+    settings, race = options_of(), RaceSettings()
+    duration, warmup, timeout = (settings[k].parse for k in ("duration", "warmup", "timeout"))
+    assert duration and warmup and timeout  # each has a parser (settings/race_settings.py)
+    how.add_argument(
+        "-d", "--duration", type=duration, default=None, metavar="DURATION",
+        help=f"how long to load, e.g. 500ms, 10s, 2m (default {race.duration:g}s; -z DURATION "
+        "too, as in hey and oha)",
+    )  # fmt: skip
+    # hey's and oha's name for it; said in -d's help rather than in the usage line
+    how.add_argument("-z", dest="duration", type=duration, help=argparse.SUPPRESS)
+    how.add_argument(
+        "--rate", type=options.positive_rate, default=None,
+        help="a constant rate, req/s (open loop, latency corrected for coordinated "
+        f"omission; -c connections carry it); at most {MAX_RATE_PER_PROCESS:,} per engine "
+        "process (--procs) (default: closed loop, each connection sends its next request "
+        "when the last one is answered)",
+    )  # fmt: skip
+    how.add_argument(
+        "--warmup", type=warmup, default=LOAD_WARMUP, metavar="DURATION",
+        help=f"load this long first, not counted (default {LOAD_WARMUP:g}s)",
+    )  # fmt: skip
+    how.add_argument(
+        "--timeout", type=timeout, default=race.timeout, metavar="DURATION",
+        help=f"{settings['timeout'].help} (default {race.timeout:g}s)",
+    )  # fmt: skip
+    how.add_argument(
+        "--connect-timeout", type=options.timeout_duration, default="5s", metavar="DURATION",
+        help="a connect that takes longer fails (default 5s)",
+    )  # fmt: skip
+    how.add_argument(
+        "--no-keepalive", dest="keepalive", action="store_false",
+        help="every request on a new connection (Connection: close), as ab without -k "
+        "(default: keep connections open)",
+    )  # fmt: skip
+    how.add_argument(
+        "--clients", type=client_profile, default=None, metavar="PROFILE",
+        help="slow clients: 'slow', 'mobile', 'wan', or NAME:upload=20ms,read=64KB/s (each "
+        "request sent in pieces over `upload`, responses read at `read`) (default: none)",
+    )  # fmt: skip
+    how.add_argument(
+        "--slow-share", type=slow_share, default=None, metavar="SHARE",
+        help="the share of connections that are slow clients, e.g. 20%% (default: all, "
+        "with --clients)",
+    )  # fmt: skip
+    what = p.add_argument_group("what each request is (as in bench and the app)")
+    add_options(what, only=REQUEST_FIELDS, helps=REQUEST_HELP)
+    what.add_argument(
+        "--expect-body", default=None, metavar="TEXT",
+        help="an answer whose body is not exactly TEXT fails (invalid_body) (default: any body)",
+    )  # fmt: skip
+    add_tls_arguments(p)
+    engine = p.add_argument_group("the engine")
+    engine.add_argument(
+        "--procs", type=options.procs, default="1", metavar="N",
+        help="engine processes: a number or 'auto', one a core (capped at the usable "
+        "cores) (default 1)",
+    )  # fmt: skip
+    engine.add_argument(
+        "--engine-cpus", type=options.cpu_list, default=None, metavar="CPUS",
+        help="pin the engine processes to these CPUs, e.g. '1' or '2,3' (default: any)",
+    )  # fmt: skip
+    out = p.add_argument_group("what it prints and writes")
+    out.add_argument("--json", action="store_true", help="print the result as JSON "
+                     "(its schema: report/load.schema.json, docs/load.md)")  # fmt: skip
+    out.add_argument(
+        "--no-progress", action="store_true",
+        help="no live progress line on stderr (it is shown only on a terminal anyway)",
+    )  # fmt: skip
+    out.add_argument(
+        "--hdr-out", default=None, metavar="FILE",
+        help="write the latency histogram to FILE, an HdrHistogram interval log (.hlog, "
+        "base64 V2) that HdrHistogram's tools read",
+    )  # fmt: skip
+    add_options(out, only=("slo",), helps={"slo": SLO_HELP})
+    add_metrics_arguments(out)
+    where = p.add_argument_group("where it may load")
+    where.add_argument(
+        "--allow-remote", action="store_true",
+        help="allow a URL that is not on this machine (default: loopback only)",
+    )  # fmt: skip
+    add_cluster_arguments(p)
+
+
+# the request options' help, in load's words (a URL's path is what --path would be)
+REQUEST_HELP = {
+    "paths": "a path of the server to load, with a weight: /items or /a:3 (repeatable: a "
+    "weighted mix; the URL is then the server's base; a path with a query is sent whole: "
+    "docs/requests.md)",
+}
+SLO_HELP = (
+    "hold the load to an objective, targets to stay below, e.g. 'p99<50ms,failures<0.1%%' "
+    "(a percentile p0-p100, mean, max, failures, waiting): the summary says met or "
+    "MISSED, and a miss exits 1 (default: none)"
+)
+
+
+def client_profile(text: str) -> ClientProfile:
+    try:
+        return parse_profile(text)
+    except ProfileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def slow_share(text: str) -> float:
+    try:
+        return parse_share(text)
+    except ProfileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_tls_arguments(p: argparse.ArgumentParser) -> None:
+    """--insecure, --cacert and --tls-resume (https:// URLs)."""
+    tls = p.add_argument_group("https")
+    tls.add_argument(
+        "-k", "--insecure", action="store_true",
+        help="do not check the server's certificate or name, as curl -k (default: check "
+        "them against the system's CAs)",
+    )  # fmt: skip
+    tls.add_argument(
+        "--cacert", default=None, metavar="FILE",
+        help="trust the certificates in this PEM file instead of the system's (a "
+        "self-signed server's own certificate)",
+    )  # fmt: skip
+    tls.add_argument(
+        "--tls-resume", action="store_true",
+        help="offer the last TLS session when connecting, so the server can resume it "
+        "(default: a full handshake on every connection, as distinct clients make)",
+    )  # fmt: skip
