@@ -142,7 +142,7 @@ async def main(args: argparse.Namespace) -> None:
                 ),
                 120,
             )
-        await session.set_concurrency(0)
+        await session.set_level(0)
         await asyncio.sleep(0.6)  # the surplus connections retire within 250 ms
         view = await until(
             session,
@@ -175,7 +175,7 @@ async def main(args: argparse.Namespace) -> None:
             abandoned=[loss.abandoned for loss in (engine.latest.lost if engine.latest else [])],
         )
         if "app" in args.cut:
-            await session.set_concurrency(c)
+            await session.set_level(c)
             await until(
                 session,
                 "the load flows again",

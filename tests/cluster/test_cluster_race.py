@@ -200,7 +200,7 @@ async def test_app_session_on_the_cluster(ray_cluster: LocalCluster):
         else:
             pytest.fail(f"the panes did not fill: {view}")
         assert len(view.panes) == 2 and not view.errors
-        await session.set_concurrency(8)  # live, on the load node's engine processes
+        await session.set_level(8)  # live, on the load node's engine processes
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             view = await session.poll()

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 def load(url: str, python: bool, *extra: str, keepalive: bool = False) -> dict:
     env = {**os.environ, "STACKRACE_PY_TRANSPORT": "1" if python else "0"}
     argv = [*CLI, "load", url, *([] if keepalive else ["--no-keepalive"])]
-    argv += ["-c", "4", "-d", "1s", "--json"]
+    argv += ["-c", "4", "-d", "0.5s", "--json"]
     argv += ["--no-progress", *extra]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
     assert out.stdout, out.stderr

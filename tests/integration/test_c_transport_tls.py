@@ -77,7 +77,7 @@ def load(url: str, python: bool, *extra: str, keepalive: bool = False) -> dict:
     (why the `tls` failures failed) and the accounting's handshaking count beside it."""
     env = {**os.environ, "STACKRACE_PY_TRANSPORT": "1" if python else "0"}
     argv = [*CLI, "load", url, *([] if keepalive else ["--no-keepalive"])]
-    argv += ["-c", "4", "-d", "1s", "--json", "--no-progress", *extra]
+    argv += ["-c", "4", "-d", "0.5s", "--json", "--no-progress", *extra]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
     assert out.stdout, out.stderr
     doc = json.loads(out.stdout.splitlines()[0])

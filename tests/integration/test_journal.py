@@ -145,26 +145,20 @@ def test_ctrl_c_in_a_tune_exits_130_marked_interrupted_without_a_winner(tmp_path
     assert journal.exists() and any(e["kind"] == "probe" for e in entries(journal))
 
 
-# two tunes measured one after the other on a shared machine: a stall in one of them
-# can change what it measures (the replay itself is exact: tests/unit/test_tune_search.py)
-@pytest.mark.flaky(reruns=1)
 def test_a_killed_tune_resumes_to_the_answer_of_an_uninterrupted_one(tmp_path: Path):
     """fixed:workers=4 holds p99 < 50 ms up to c=8 and workers=16 up to c=32 (20 ms each,
-    exact): the uninterrupted tune names workers=16, and so does a tune killed in the
-    middle of its second configuration and resumed from its journal, with the first
-    one's search taken from the journal, not measured again (the tune measures the
-    middle of its space first: workers=16, then workers=4)."""
+    exact): an uninterrupted tune names workers=16 (test_tune.py runs whole tunes; the
+    replay itself is exact: tests/unit/test_tune_search.py), and so does a tune killed
+    in the middle of its second configuration and resumed from its journal, with the
+    first one's search taken from the journal, not measured again (the tune measures
+    the middle of its space first: workers=16, then workers=4). The two capacities are
+    4x apart: no noise of a shared machine turns one into the other."""
     stacks = tmp_path / "stacks.toml"
     stacks.write_text(STACKS)
     args = [
         "--stacks-file", str(stacks), "tune", "fixed", "--slo", "p99<50ms", "--path", "/work",
         "--workers", "4,16", "--concurrency", "4", "--duration", "1s", "--budget", "2m",
     ]  # fmt: skip
-    whole = tmp_path / "whole.json"
-    r = run_cli(*args, "--json", str(whole), timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    expected = json.loads(whole.read_text())["tune"]
-
     cut = tmp_path / "cut.json"
     proc = start(*args, "--json", str(cut))
     wait_for_line(proc, "fixed:workers=4: starting", timeout=120)  # (the middle first)
@@ -179,9 +173,8 @@ def test_a_killed_tune_resumes_to_the_answer_of_an_uninterrupted_one(tmp_path: P
     assert r.returncode == 0, r.stdout + r.stderr
     assert "resuming" in r.stderr
     resumed = json.loads(cut.read_text())["tune"]
-    assert resumed["winner"] == expected["winner"] == "fixed:workers=16", (resumed, expected)
-    points = {p["name"] for p in resumed["points"]}
-    assert points == {p["name"] for p in expected["points"]}
+    assert resumed["winner"] == "fixed:workers=16", resumed
+    assert {p["name"] for p in resumed["points"]} == {"fixed:workers=4", "fixed:workers=16"}
     probes = json.loads(cut.read_text())["stacks"]
     # the first configuration's search came from the journal whole, not measured again
     first = next(st for st in probes if st["name"] == "fixed:workers=16")["capacity"]["probes"]

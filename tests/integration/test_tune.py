@@ -21,10 +21,11 @@ import pytest
 
 from tests.helpers import ROOT, run_cli
 
-# A timing figure on a shared 2-core machine, beside the other test lane (./dev test):
-# a stall of a core for a moment changes it. One rerun (shown as R, "1 rerun" in the
-# summary): a result that is wrong twice is a failure.
-pytestmark = [pytest.mark.slow, pytest.mark.flaky(reruns=1)]
+# Timing figures on a shared 2-core machine, beside the other test lane (./dev test): a
+# stall of a core changes a probe, and the tune says so (its noise, a tie, a miss
+# measured again on a busy machine: race/core/capacity_search.py); the assertions hold
+# what it must say either way. No reruns.
+pytestmark = pytest.mark.slow
 
 STACKS = """
 [stacks.known]
@@ -106,7 +107,7 @@ def test_tune_your_app_names_the_servers_command_for_it(tmp_path: Path) -> None:
     r = run_cli(
         "tune", "gunicorn-gthread", "--app", str(ROOT / "examples" / "flask_app") + ":app",
         "--slo", "p99<200ms", "--path", "/", "--workers", "1,2", "--threads", "2",
-        "--concurrency", "2", "--budget", "90s", "--json", str(out),
+        "--concurrency", "2", "--budget", "30s", "--json", str(out),
         cwd=tmp_path, timeout=240,
     )  # fmt: skip
     assert r.returncode in (0, 1), r.stdout + r.stderr

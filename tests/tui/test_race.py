@@ -89,7 +89,7 @@ async def test_failures_are_highlighted_when_they_rise():
     # uWSGI's listen queue holds 100: past it, connections are refused
     async for race in open_race(plan(stacks=("uwsgi", "uvicorn"))):
         await race.advance(8)
-        await race.session.set_concurrency(500)
+        await race.session.set_level(500)
         await race.advance(2)
         uwsgi = race.screen.query_one("#pane-uwsgi", StackPane)
         assert uwsgi.rising
@@ -103,7 +103,7 @@ async def test_breaking_point_is_marked_on_the_sync_stack_only(race: Race):
     await race.advance(12)  # c=10 long enough to count
     # c=100: one sync worker of 11 ms makes each client wait ~1.1 s; the others wait
     # about twice what one takes (gevent's CPU, 0.25 ms a request, is 100 % at 4,000)
-    await race.session.set_concurrency(100)
+    await race.session.set_level(100)
     await race.advance(12)
     sync = race.screen.query_one("#pane-gunicorn-sync", StackPane)
     assert sync.has_class("-broken")

@@ -18,7 +18,7 @@ from tests.tui.conftest import Race, open_race, plan, subtitle
 
 
 async def _level(race: Race, n: int, steps: int = 12) -> None:
-    await race.session.set_concurrency(n)
+    await race.session.set_level(n)
     await race.advance(steps)
 
 

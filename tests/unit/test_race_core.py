@@ -72,7 +72,7 @@ async def test_session_verdicts_and_a_ramp_from_a_clean_state():
     for _ in range(8):
         engine.step()
         await session.poll()
-    await session.set_concurrency(1000)  # exploring: sync is swamped
+    await session.set_level(1000)  # exploring: sync is swamped
     for _ in range(12):
         engine.step()
         await session.poll()

@@ -234,3 +234,17 @@ def test_only_the_command_layer_parses_a_command_line():
             if "argparse" in names:
                 found.append(name)
     assert found == [], f"argparse below the command layer: {found}"
+
+
+def test_no_test_is_rerun():
+    """A test passes the first time or fails: a rerun hides what a user on a busy machine
+    would see (docs/development.md). No flaky mark, no rerun plugin."""
+    tests = Path(__file__).resolve().parents[1]
+    marked = [
+        str(path.relative_to(tests))
+        for path in sorted(tests.rglob("*.py"))
+        if "mark.flaky" in path.read_text() and path != Path(__file__).resolve()
+    ]
+    assert marked == [], f"tests marked flaky: {marked}"
+    pyproject = (tests.parent / "pyproject.toml").read_text()
+    assert "rerunfailures" not in pyproject

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey  # the footer's keys: no public name
 
@@ -131,7 +130,6 @@ async def test_big_mode_at_100x30_keeps_the_verdict_and_labels_p99(tmp_path: Pat
         await pilot.pause(0.3)
 
 
-@pytest.mark.flaky(reruns=1)  # level figures on a busy machine: see test_capacity.py
 async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start(tmp_path):
     """c=1000 on /io (100 ms), then c=1: gunicorn sync answers nothing while the ~900
     requests queued before it drain (90 s of work), and the pane says FAILING with what

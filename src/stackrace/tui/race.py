@@ -312,7 +312,7 @@ class RaceScreen(Screen[None]):
         self._level_shown = event.value
         self.session.stop_ramp()  # a hand on the slider overrides a ramp
         self.session.ranking.stop()  # and a capacity search
-        await self.session.set_concurrency(event.value)
+        await self.session.set_level(event.value)
 
     def action_level(self, delta: int) -> None:
         self.query_one("#level", ConcurrencySlider).action_step(delta)

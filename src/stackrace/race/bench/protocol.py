@@ -162,10 +162,7 @@ class LevelRunner:
     async def _set_level(self, ids: list[str], level: int) -> None:
         for i in ids:
             self.fastest.pop(i, None)  # a new level: its own fastest answer
-        if self.s.rate is not None:
-            await self.core.set_rate(float(level), ids)
-        else:
-            await self.core.set_concurrency(level, ids)
+        await self.core.set_level(level, ids)
 
     async def _warm(self, ids: list[str], full: bool = True) -> None:
         await self._sleep(0.3)  # connections open, retired ones drain

@@ -343,6 +343,15 @@ class RaceCore:
     def attached(self, ids: Sequence[str] | None = None) -> list[str]:
         return [i for i, m in self.members.items() if m.attached and (ids is None or i in ids)]
 
+    async def set_level(self, level: float, ids: Sequence[str] | None = None) -> None:
+        """The level a user, a ramp or a plan sets, in the race's own unit: req/s per
+        member in rate mode, connections per member otherwise. The one place that
+        decides which (the app's slider, bench's levels and the ramp all come here)."""
+        if self.rate is not None:
+            await self.set_rate(float(level), ids)
+        else:
+            await self.set_concurrency(round(level), ids)
+
     async def set_concurrency(self, n: int, ids: Sequence[str] | None = None) -> None:
         """Connections per member (closed loop); members attached later get it too."""
         self.concurrency = n

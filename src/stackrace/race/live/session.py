@@ -3,7 +3,7 @@
     session = Session(core)
     await session.start(RacePlan(stacks=("uvicorn", "gunicorn-sync")))
     view = await session.poll()            # call ~4x/s: readiness, targets, levels, ramp
-    await session.set_concurrency(200)     # every running stack at once, live
+    await session.set_level(200)       # every running stack at once, live
     session.start_ramp()                   # step up through the levels, mark verdicts
     await session.stop()                   # stop the load and every stack
 
@@ -136,8 +136,10 @@ class Session:
 
     # --- commands -------------------------------------------------------------------
 
-    async def set_concurrency(self, n: int) -> None:
-        """Connections per stack (closed loop), or req/s per stack in rate mode."""
+    async def set_level(self, n: int) -> None:
+        """The level the user sets (the slider, a ramp, a talk step): req/s per stack in
+        rate mode, connections per stack otherwise (RaceCore.set_level decides the
+        same way for bench)."""
         if self.stopping:
             return
         if self.rate is not None:
@@ -271,7 +273,7 @@ class Session:
                 await self.set_rate(step.rate)
             if step.concurrency is not None:
                 self.stop_ramp()
-                await self.set_concurrency(step.concurrency)
+                await self.set_level(step.concurrency)
             if step.ramp:
                 self.start_ramp()
         if self.talk.done:
@@ -323,7 +325,7 @@ class Session:
         # do to it (c=1000 is where the sync worker stops answering at all)
         level = self.ramp.advance(now)
         if level is not None:
-            await self.set_concurrency(level)
+            await self.set_level(level)
             if first_level:
                 self.levels.counting_again()
         if self.ramp.done:
