@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -201,6 +202,12 @@ def test_bench_rate_sends_load(server: TestServer):
     assert "dropped" not in r.stderr
     line = next(x for x in r.stderr.splitlines() if "rate=200" in x)
     assert " 0 req/s" not in line
+    # the rate it was asked for, not the rate's figure taken as connections (a closed
+    # loop at 200 connections read ~70,000 req/s once)
+    found = re.search(r"([\d,.]+) req/s", line)
+    assert found is not None, line
+    rps = float(found.group(1).replace(",", ""))
+    assert 150 <= rps <= 230, line
 
 
 async def test_a_checked_connection_does_not_carry_a_redirect_body_forward(server: TestServer):

@@ -271,6 +271,31 @@ def test_a_flapping_server_is_reported_unstable_with_its_range_not_precise() -> 
     assert seen >= 30  # the two speeds are almost always both seen
 
 
+def test_a_flapping_server_on_a_busy_machine_is_still_unstable() -> None:
+    """The busy re-measure must not hide a server whose speed comes and goes: a miss it
+    forgives and its re-measure that met are a contradiction too, and three of them end
+    the search on UNSTABLE, with every probe at or below the answer a pass."""
+    seen = 0
+    for seed in range(40):
+        honest = flapping(fast=40, slow=20, period=1, seed=seed)
+
+        def measure(c: float, honest=honest) -> Probe:
+            return Probe(**{**honest(c).__dict__, "busy": True})
+
+        search = CapacitySearch(Bounds(start=4, ceiling=4096))
+        run(search, measure)
+        result = search.result()
+        if result.unstable is None:
+            assert result.stopped in (PRECISE, CEILING), (seed, result)
+            assert result.load is not None and result.load <= 40
+            continue
+        lo, hi = result.unstable
+        assert result.stopped == UNSTABLE and 20 < lo <= hi <= 40, (seed, result.unstable)
+        assert result.load is None or result.load < lo, (seed, result.load)
+        seen += 1
+    assert seen >= 30
+
+
 def test_a_search_that_never_meets_for_sure_says_so() -> None:
     """c=8 met once, then missed, and so did c=4 below it: no load met for sure."""
     script = {8: [True]}

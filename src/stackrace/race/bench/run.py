@@ -141,7 +141,7 @@ async def run_bench(
                 # one-worker server was left ~1,000 requests of closed connections in
                 # its accept queue to serve first (10 s at 10 ms each): its c=1 level
                 # answered nothing. No member is attached between groups.
-                await core.set_concurrency(s.levels[0], ids=[])
+                await core.set_level(s.levels[0], ids=[])
             group = resume_finished(plan, rec, placement, group, progress)
             if not group:
                 continue

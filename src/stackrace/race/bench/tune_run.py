@@ -287,28 +287,21 @@ class _Driver:
         if lv is None:
             return None, None
         judged = self.slo.judge_level(lv)
-        probe = Probe(
-            load=ask.load,
-            meets=judged.meets,
-            rps=lv.rps,
-            why=judged.why,
-            figures=judged.figures(),
-            answers=lv.requests,
-            enough=lv.requests >= self.needed,
-            seconds=seconds,
-        )
         cp = CapacityProbe(
             load=ask.load,
             meets=judged.meets,
             why=judged.why,
             phase=ask.phase,
             answers=lv.requests,
-            enough=probe.enough,
+            enough=lv.requests >= self.needed,
             seconds=round(seconds, 3),
             figures=judged.figures(),
             level=lv,
             noise=felt,
         )
+        # the search's probe is made from the record the journal keeps, as a resume
+        # makes it: the same figures, the same busy flag, the same decisions
+        probe = _probe_of(cp)
         return probe, cp
 
 

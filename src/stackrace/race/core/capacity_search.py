@@ -44,9 +44,13 @@ share of a core, or the engine or the stack waited for one): a p99 rests on its 
 lane). Such a miss is kept as evidence (phase `busy`) and that load is measured again,
 once; a miss that repeats counts as any other, and `BUSY_REMEASURES` bounds them per
 search, so a machine that is always busy costs a few probes, not an endless search.
-Not in the bracket: its first miss, the doubling's overshoot, is nearly always real,
-and the break it leaves is re-checked anyway. A pass is never measured again for being
-busy: a stall only makes a figure worse.
+Only in the bisection and the confirms: the bracket's first miss, the doubling's
+overshoot, is nearly always real and its break is re-checked anyway, and a re-check is
+already a second measurement. A pass is never measured again for being busy: a stall
+only makes a figure worse. A busy miss that its re-measure contradicts is still a
+contradiction: a stall, or a server whose speed comes and goes; three contradictions
+in all (counted misses below a pass and such forgiven ones) are not stalls, and the
+search ends on an unstable boundary as below.
 
 **An unstable boundary is an answer too.** The re-check forgives one miss below a pass
 (a stall of a shared core). Two or more such misses are not a stall: the server both
@@ -303,13 +307,8 @@ class CapacitySearch:
             raise ValueError(f"recorded load {probe.load:g}, asked {self._pending}")
         self._pending = None
         again = bool(self.probes) and self.probes[-1].phase == BUSY
-        if (
-            not probe.meets
-            and probe.busy
-            and self._busy_left > 0
-            and self.phase != "bracket"
-            and not again
-        ):
+        remeasure = self.phase in ("bisect", "confirm") and not again
+        if not probe.meets and probe.busy and self._busy_left > 0 and remeasure:
             # the machine's, maybe: kept as evidence, not as a verdict; measured again
             self._busy_left -= 1
             self.probes.append(Probe(**{**probe.__dict__, "phase": BUSY}))
@@ -366,17 +365,27 @@ class CapacitySearch:
         """The misses that count (not those measured again for a busy machine)."""
         return [p for p in self.probes if not p.meets and p.phase != BUSY]
 
+    def _forgiven(self) -> list[Probe]:
+        """Busy misses that the re-measure at their load contradicted (it met)."""
+        return [
+            p
+            for p, nxt in zip(self.probes, self.probes[1:], strict=False)
+            if p.phase == BUSY and nxt.load == p.load and nxt.meets
+        ]
+
     def unstable(self) -> tuple[float, float] | None:
         """The loads where the verdicts contradict each other (a miss at or below a
-        pass), when there are at least `UNSTABLE_MISSES` such misses."""
+        pass), when there are at least `UNSTABLE_MISSES` counted misses, or one more
+        than that with the busy misses their re-measure contradicted."""
         passes = [p.load for p in self.probes if p.meets]
         if not passes:
             return None
         top = max(passes)
         against = [p.load for p in self._misses() if p.load <= top]
-        if len(against) < UNSTABLE_MISSES:
+        forgiven = [p.load for p in self._forgiven() if p.load <= top]
+        if len(against) < UNSTABLE_MISSES and len(against) + len(forgiven) <= UNSTABLE_MISSES:
             return None
-        return min(against), top
+        return min(against + forgiven), top
 
     def result(self) -> Capacity:
         stopped = self._stopped or (self._spent() or "")
@@ -384,7 +393,7 @@ class CapacitySearch:
         unstable = self.unstable()
         if unstable is not None:
             # what holds for sure: the highest pass below every miss
-            lowest_miss = min(p.load for p in self._misses())
+            lowest_miss = unstable[0]
             below = [p.load for p in self.probes if p.meets and p.load < lowest_miss]
             lo, hi = (max(below) if below else None), lowest_miss
             if stopped in ("", PRECISE):
@@ -400,7 +409,7 @@ class CapacitySearch:
             None,
         )
         if unstable is not None:
-            miss = next((p for p in self._misses() if p.load == hi), None)
+            miss = next((p for p in self.probes if p.load == hi and not p.meets), None)
         return Capacity(
             load=lo,
             rps=(sorted(rps)[len(rps) // 2] if rps else None),

@@ -74,6 +74,13 @@ class RaceCore:
     _kinds: list[RequestKind] | None = None
     _signs_at: float = float("-inf")
 
+    def __post_init__(self) -> None:
+        # rate mode comes with the settings (`--rate`) unless the front end set its own:
+        # `set_level` then sends req/s from the first level, and a member attaches with
+        # the rate's connections, never with the rate's figure taken as connections
+        if self.rate is None and self.settings.rate is not None:
+            self.rate = self.settings.rate
+
     # --- lifecycle ------------------------------------------------------------------
 
     async def start(
