@@ -90,9 +90,11 @@ def never_accepting_listener() -> Iterator[int]:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port, picked as stackrace picks its stacks' (outside the range
+    outgoing connections take theirs from: stackrace.base.ports)."""
+    from stackrace.base.ports import free_port as free_listen_port
+
+    return free_listen_port()
 
 
 class TestServer:

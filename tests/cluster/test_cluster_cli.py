@@ -178,7 +178,10 @@ def test_load_command_on_the_cluster(ray_cluster: LocalCluster, server: TestServ
     assert total["requests"] > 20
     assert total["failures"] == {}
     # stopped in flight: what the servers saw is what was sent
-    assert total["sent"] == served
+    # (what the engine processes said at the end, when they disagree: a process whose
+    # final report came late is lost, and its last interval with it)
+    said = {k: result.get(k) for k in ("errors", "lost", "interrupted")}
+    assert total["sent"] == served, said
     assert total["requests"] + total["waiting"] + sum(total["failures"].values()) == served
 
 

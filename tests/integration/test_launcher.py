@@ -183,3 +183,24 @@ async def test_a_stack_being_stopped_is_not_called_crashed(tmp_path):
         await stopping
         assert rs.state == STOPPED and rs.error is None
         assert pids_in_sessions(rs.sessions) == []
+
+
+async def test_a_port_taken_before_the_stack_binds_it_is_chosen_again(tmp_path):
+    """Between the launcher's choice of a free port and the stack's bind, another process
+    can take the port (on a busy machine, beside a test lane, uvicorn exited "address
+    already in use"). A port the launcher chose is chosen again, once; a port the user
+    gave is not (test_failures_are_clear_and_others_keep_running)."""
+    marker = tmp_path / "first-port"
+    stacks_file = tmp_path / "stacks.toml"
+    stacks_file.write_text(
+        "[stacks.taken-once]\n"
+        'title = "its first port is taken"\nlanguage = "python"\nfamily = "async"\n'
+        'command = ["{python}", "{root}/tests/servers/taken_once.py", "{port}", '
+        f'"{marker}"]\n'
+    )
+    taken = resolve("taken-once", load_stacks(stacks_file))
+    async with Launcher(tmp_path / "runs") as launcher:
+        rs = await launcher.start(taken)
+        assert rs.state == READY
+        assert marker.exists() and int(marker.read_text()) != rs.port  # a second choice
+        await launcher.stop(rs)

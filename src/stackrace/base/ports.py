@@ -7,13 +7,48 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import random
 import socket
 
 LOOPBACK = "127.0.0.1"
 
 
+# where listening ports are picked when the kernel's ephemeral range leaves room below it
+LISTEN_PORTS = (10000, 32767)
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port(host: str = LOOPBACK) -> int:
-    """A port nothing listens on right now (the kernel's choice)."""
+    """A port nothing listens on right now, outside the kernel's ephemeral range.
+
+    The kernel's own choice (bind to port 0) comes from the ephemeral range, the range
+    every outgoing connection takes its local port from: the engine's thousands of
+    connections, a build's, a browser's. A port picked there can be taken by one of them
+    before the stack binds it (uvicorn exited "address already in use" beside a test lane
+    loading another server). Below the range only listeners compete; the kernel's choice
+    is the fallback when the range leaves no room."""
+    lo, hi = LISTEN_PORTS
+    eph_lo, eph_hi = _ephemeral_range()
+    if eph_lo <= hi and eph_hi >= lo:  # the ranges overlap: keep below it
+        hi = eph_lo - 1
+    if hi - lo >= 1000:
+        rng = random.SystemRandom()
+        for _ in range(64):
+            port = rng.randint(lo, hi)
+            with socket.socket() as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]

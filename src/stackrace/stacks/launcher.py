@@ -137,7 +137,20 @@ class Launcher:
     # --- start ---------------------------------------------------------------------
 
     async def start(self, stack: Stack, port: int | None = None) -> RunningStack:
-        """Start a stack and wait until it answers 200 on its health path."""
+        """Start a stack and wait until it answers 200 on its health path. On a port of
+        its own choosing, once more on another when something took the port between the
+        choice and the stack's bind (a busy machine's listeners come and go)."""
+        if port is not None:
+            return await self._start(stack, port)
+        try:
+            return await self._start(stack, None)
+        except LaunchError as exc:
+            said = f"{exc} {getattr(exc, 'log_tail', '')}".lower()
+            if "address already in use" not in said and "eaddrinuse" not in said:
+                raise
+            return await self._start(stack, None)
+
+    async def _start(self, stack: Stack, port: int | None) -> RunningStack:
         if stack.name in self.running and self.running[stack.name].state in (STARTING, READY):
             raise LaunchError(f"{stack.name}: already running")
         if port is None:
