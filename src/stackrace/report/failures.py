@@ -13,9 +13,31 @@ engine counts such answers as good (engine/mix.py), so they fail nothing here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from stackrace.engine.model import KindStats
 from stackrace.report.gate import level_name
 from stackrace.report.schema import BenchRun, Level, PathResult, StackResult
 from stackrace.report.tables import no_success
+
+
+def path_results(
+    labels: Sequence[str], counts: Sequence[KindStats], strict: bool = True
+) -> list[PathResult]:
+    """Each kind of your requests with the engine's counts of it, in the mix's order
+    (`strict`: as many counts as labels, else the shorter decides)."""
+    return [
+        PathResult(
+            name=label,
+            sent=k.sent,
+            answered=k.answered,
+            errors=k.errors,
+            failed=k.failed,
+            waiting=k.waiting,
+            status=dict(k.status),
+        )
+        for label, k in zip(labels, counts, strict=strict)
+    ]
 
 
 def level_failed(lv: Level) -> str:

@@ -28,7 +28,7 @@ import msgspec
 
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import ABANDONED, HTTP_STATUS, LostEngine, WindowStats
-from stackrace.report.failures import requests_failed
+from stackrace.report.failures import path_results, requests_failed
 from stackrace.report.load_histogram import LatencyBucket, buckets
 from stackrace.report.schema import LittleLaw, PathResult
 from stackrace.report.slo import Slo
@@ -399,18 +399,7 @@ def _per_request(kinds: list[RequestKind], w: WindowStats) -> tuple[list[PathRes
             status=dict(w.status),
         )
         return [one], 0
-    out = [
-        PathResult(
-            name=kind.label,
-            sent=k.sent,
-            answered=k.answered,
-            errors=k.errors,
-            failed=k.failed,
-            waiting=k.waiting,
-            status=dict(k.status),
-        )
-        for kind, k in zip(kinds, w.kinds, strict=True)
-    ]
+    out = path_results([kind.label for kind in kinds], w.kinds)
     return out, max(0, w.sent - sum(p.sent for p in out))
 
 

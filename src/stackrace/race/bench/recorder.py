@@ -24,12 +24,12 @@ from stackrace.race.core.core import RaceCore
 from stackrace.race.core.machine import machine_info
 from stackrace.race.core.placement import CorePlacement
 from stackrace.race.core.urls import UrlTarget
+from stackrace.report.failures import path_results
 from stackrace.report.judged import breaking
 from stackrace.report.schema import (
     SCHEMA_VERSION,
     BenchRun,
     Level,
-    PathResult,
     Settings,
     StackResult,
 )
@@ -166,15 +166,5 @@ def record_paths(core: RaceCore, rec: BenchRecorder, ids: list[str], s: RaceSett
         if t is None:
             continue
         if t.kinds_run is not None:
-            rec.by_name[i].paths = [
-                PathResult(
-                    name=kind.label,
-                    sent=k.sent,
-                    answered=k.answered,
-                    errors=k.errors,
-                    failed=k.failed,
-                    waiting=k.waiting,
-                    status=dict(k.status),
-                )
-                for kind, k in zip(kinds, t.kinds_run, strict=False)
-            ]
+            labels = [kind.label for kind in kinds]
+            rec.by_name[i].paths = path_results(labels, t.kinds_run, strict=False)
