@@ -357,14 +357,13 @@ def test_one_stalled_probe_at_the_floor_does_not_make_cannot_meet() -> None:
 
 
 def test_misses_on_a_busy_machine_are_measured_again_and_only_then_count() -> None:
-    """Stalls beside a test lane made a load the server meets miss twice (c=19 of a
-    server that meets up to c=19: in the bisection and in a confirm), more than one
-    re-check of the break can forgive. On a machine busy all along, each miss is
-    measured again once: the answer is the server's, the busy misses stay in the
+    """A stall beside a test lane made a load the server meets miss (c=19 of a server
+    that meets up to c=19, in the bisection). On a machine busy all along, each miss is
+    measured again once: the answer is the server's, the busy miss stays in the
     evidence (phase "busy"), and a miss that repeats counts."""
     honest = closed_loop(4, 10, 50)
     seen: dict[int, int] = {}
-    stall_on = {19: {1, 3}}  # the 1st and the 3rd measurement of c=19
+    stall_on = {19: {1}}  # the first measurement of c=19
 
     def measure(c: float) -> Probe:
         seen[int(c)] = seen.get(int(c), 0) + 1
@@ -377,7 +376,7 @@ def test_misses_on_a_busy_machine_are_measured_again_and_only_then_count() -> No
     result = search.result()
     assert (result.load, result.breaks_at, result.stopped) == (19, 20, PRECISE)
     busy = [p for p in result.probes if p.phase == BUSY]
-    assert [p.load for p in busy].count(19) == 2 and not any(p.meets for p in busy)
+    assert 19 in [p.load for p in busy] and not any(p.meets for p in busy)
     # the bracket's overshoot (c=32) is not measured again: the re-check covers it
     assert 32 not in {p.load for p in busy}
     # each busy miss was measured once more, right after it
@@ -385,6 +384,27 @@ def test_misses_on_a_busy_machine_are_measured_again_and_only_then_count() -> No
         if p.phase == BUSY:
             assert result.probes[i + 1].load == p.load and result.probes[i + 1].phase != BUSY
     assert "p99" in result.breaks_why and result.unstable is None
+
+
+def test_two_contradicted_busy_misses_are_an_unstable_boundary_not_an_answer() -> None:
+    """Two busy misses that their re-measures contradicted (a server whose speed comes
+    and goes, or two stalls: the search cannot tell) are not forgiven twice: the search
+    ends on UNSTABLE with the range, and answers only what held below it."""
+    honest = closed_loop(4, 10, 50)
+    seen: dict[int, int] = {}
+    stall_on = {19: {1, 3}}  # the 1st and the 3rd measurement of c=19
+
+    def measure(c: float) -> Probe:
+        seen[int(c)] = seen.get(int(c), 0) + 1
+        if seen[int(c)] in stall_on.get(int(c), set()):
+            return Probe(c, False, 400, "p99 91.0 ms > 50 ms", busy=True)
+        return Probe(**{**honest(c).__dict__, "busy": True})
+
+    search = CapacitySearch(Bounds(start=1, ceiling=4096, integer=True))
+    run(search, measure)
+    result = search.result()
+    assert result.stopped == UNSTABLE and result.unstable == (19, 19), result
+    assert result.load is not None and result.load < 19
 
 
 def test_busy_re_measures_are_bounded_and_a_miss_that_repeats_counts() -> None:

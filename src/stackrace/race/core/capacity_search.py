@@ -48,9 +48,10 @@ Only in the bisection and the confirms: the bracket's first miss, the doubling's
 overshoot, is nearly always real and its break is re-checked anyway, and a re-check is
 already a second measurement. A pass is never measured again for being busy: a stall
 only makes a figure worse. A busy miss that its re-measure contradicts is still a
-contradiction: a stall, or a server whose speed comes and goes; three contradictions
-in all (counted misses below a pass and such forgiven ones) are not stalls, and the
-search ends on an unstable boundary as below.
+contradiction: a stall, or a server whose speed comes and goes (a server fast 4 s and
+slow 1 s, beside a test lane, had two such and was answered at its fast speed when
+only counted misses were weighed); two contradictions of either kind end the search
+on an unstable boundary as below, and the noise line says the machine was busy.
 
 **An unstable boundary is an answer too.** The re-check forgives one miss below a pass
 (a stall of a shared core). Two or more such misses are not a stall: the server both
@@ -375,15 +376,15 @@ class CapacitySearch:
 
     def unstable(self) -> tuple[float, float] | None:
         """The loads where the verdicts contradict each other (a miss at or below a
-        pass), when there are at least `UNSTABLE_MISSES` counted misses, or one more
-        than that with the busy misses their re-measure contradicted."""
+        pass, or a busy miss its re-measure contradicted), when there are at least
+        `UNSTABLE_MISSES` of them."""
         passes = [p.load for p in self.probes if p.meets]
         if not passes:
             return None
         top = max(passes)
         against = [p.load for p in self._misses() if p.load <= top]
         forgiven = [p.load for p in self._forgiven() if p.load <= top]
-        if len(against) < UNSTABLE_MISSES and len(against) + len(forgiven) <= UNSTABLE_MISSES:
+        if len(against) + len(forgiven) < UNSTABLE_MISSES:
             return None
         return min(against + forgiven), top
 
