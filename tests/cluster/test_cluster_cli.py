@@ -180,14 +180,10 @@ def test_load_command_on_the_cluster(ray_cluster: LocalCluster, server: TestServ
     # every request sent is answered, failed or still waiting
     said = {k: result.get(k) for k in ("errors", "lost", "interrupted")}
     assert total["requests"] + total["waiting"] + sum(total["failures"].values()) == total["sent"]
-    # OPEN BUG (2026-11-28): on a loaded machine `load --cluster` counted ~20 % fewer sent
-    # than the server saw (24,175 of 28,974; 26,593 of 33,311) with no error and no lost
-    # engine process, in 2 of 4 full runs since `load` runs through the race core; alone
-    # it matches. Until it is found, this holds what is true (never more than was served)
-    # and says the gap; the exact equality is the goal.
-    assert total["sent"] <= served, said
-    if total["sent"] != served:
-        print(f"load --cluster counted {total['sent']} sent, the server saw {served}: {said}")
+    # the server saw every request counted sent, but perhaps the few on the wire at the
+    # stop (one per connection). A stop inside the driver's tick once dropped replies
+    # already taken (~20 % of the sent count: tests/integration/test_engine_stop.py).
+    assert served - 4 <= total["sent"] <= served, (total["sent"], served, said)
 
 
 def test_cluster_option_without_ray_says_how_to_install(tmp_path: Path):
