@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 
@@ -24,14 +25,30 @@ from tests.helpers import CLI, TestServer
 pytestmark = pytest.mark.slow
 
 
-def load(url: str, python: bool, *extra: str, keepalive: bool = False) -> dict:
+@pytest.fixture(scope="module")
+def server() -> Iterator[TestServer]:
+    """One test server for the module: each load resets its counters first, and each
+    test checks that its own connections are closed before the next starts."""
+    s = TestServer()
+    yield s
+    s.kill()
+
+
+def load(
+    url: str | list[str], python: bool, *extra: str, keepalive: bool = False, d: str = "0.5s"
+) -> dict:
+    """`load URL…` for `d` at c=4 on one transport: the JSON's total, with its
+    per-request figures (several URLs: a mix) as `by_request`, keyed by path."""
     env = {**os.environ, "STACKRACE_PY_TRANSPORT": "1" if python else "0"}
-    argv = [*CLI, "load", url, *([] if keepalive else ["--no-keepalive"])]
-    argv += ["-c", "4", "-d", "0.5s", "--json"]
+    argv = [*CLI, "load", *([url] if isinstance(url, str) else url)]
+    argv += [*([] if keepalive else ["--no-keepalive"]), "-c", "4", "-d", d, "--json"]
     argv += ["--no-progress", *extra]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
     assert out.stdout, out.stderr
-    return json.loads(out.stdout.splitlines()[0])["total"]
+    doc = json.loads(out.stdout.splitlines()[0])
+    total = doc["total"]
+    total["by_request"] = {r["name"]: r for r in doc["requests"]}
+    return total
 
 
 def balanced(w: dict) -> bool:
@@ -55,7 +72,48 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize(("path", "kinds", "answered"), SHAPES, ids=[s[0] for s in SHAPES])
+# The answered shapes loaded together, as one mix (one `load` a transport instead of one
+# a shape: the CLI's start costs more CPU than its half second of load). With a
+# connection per request, each request is its connection's whole life, so a shape in the
+# mix is read as it is alone; the per-request figures count each shape apart. /early and
+# /twice stay alone: a mix counts them wrongly (its per-request `answered` counts the 103
+# as an answer, and a second response is not counted as unsolicited: reported, not fixed
+# here), and their checks hold for a single path.
+MIXED = ["/hello", "/chunked", "/status?code=503", "/http10", "/big?kb=256"]
+ALONE = [s for s in SHAPES if s[0] not in MIXED]
+
+
+def check_mix(server: TestServer, *extra: str, least: int) -> dict[bool, dict]:
+    """The MIXED shapes, a connection per request, loaded as one mix on each transport:
+    every request answered (each shape at least `least` times) or still waiting, the 503s
+    the only failures (`http_status`, one a 503 answered), and the server saw each one
+    the engine counted, each on a connection of its own. Returns each transport's total."""
+    seen = {}
+    for python in (False, True):
+        server.reset()
+        w = load([server.url(p) for p in MIXED], python, *extra)
+        assert balanced(w) and w["requests"] == w["sent"] - w["waiting"], (python, w)
+        stats = server.stats()
+        assert stats["accepted"] >= w["sent"] - w["waiting"], (python, stats, w)
+        by = w["by_request"]
+        for path in MIXED:
+            r = by[path]
+            assert r["failed"] == 0 and r["answered"] == r["sent"] - r["waiting"], (python, r)
+            assert r["answered"] > least, (python, path, r)
+            code = "503" if path.startswith("/status") else "200"
+            assert r["status"] == {code: r["answered"]}, (python, path, r)
+            assert stats["by_path"].get(path.split("?")[0], 0) >= r["answered"], (python, path)
+        assert w["failures"] == {"http_status": by["/status?code=503"]["answered"]}, (python, w)
+        seen[python] = w
+    assert server.clients() == 0  # nothing left open
+    return seen
+
+
+def test_answered_shapes_are_counted_alike_on_both_transports(server: TestServer) -> None:
+    check_mix(server, least=50)
+
+
+@pytest.mark.parametrize(("path", "kinds", "answered"), ALONE, ids=[s[0] for s in ALONE])
 def test_each_response_shape_is_counted_alike_on_both_transports(
     server: TestServer, path: str, kinds: set[str], answered: bool
 ) -> None:
@@ -113,24 +171,23 @@ def test_refused_connections_are_counted_and_retried() -> None:
     assert w["failures"].get("refused", 0) > 4, w
 
 
-@pytest.mark.parametrize("path", ["/hello", "/close", "/twice"])
+# (/hello kept alive, counted alike and on four connections kept: KEPT's test below)
+@pytest.mark.parametrize("path", ["/close", "/twice"])
 def test_kept_alive_and_server_closed_connections_are_counted_alike(
     server: TestServer, path: str
 ) -> None:
-    """Keep-alive asked for: /hello keeps it (its answers framed on the C transport),
-    /close answers `Connection: close` and closes
+    """Keep-alive asked for: /close answers `Connection: close` and closes
     (as gunicorn's sync worker: the slot is recycled), /twice sends a response nobody
     asked for after the answer."""
     seen = {}
     for python in (False, True):
         server.reset()
-        w = load(server.url(path), python, keepalive=True)
+        # a quarter of a second: hundreds of answers kept alive even on a busy machine
+        w = load(server.url(path), python, keepalive=True, d="0.25s")
         assert balanced(w), (python, w)
         seen[python] = w
         stats = server.stats()
         assert stats["by_path"].get(path, 0) >= w["requests"] > 50, (python, w)
-        if path == "/hello":
-            assert stats["accepted"] == 4, (python, stats)  # four connections, kept
         if path == "/close":
             assert w["failures"] == {} and stats["accepted"] >= w["requests"], (python, w)
     assert set(seen[False]["failures"]) == set(seen[True]["failures"]), seen
@@ -154,7 +211,7 @@ def test_kept_alive_answers_are_counted_alike_framed_or_parsed(
 ) -> None:
     for python in (False, True):
         server.reset()
-        w = load(server.url(path), python, keepalive=True)
+        w = load(server.url(path), python, keepalive=True, d="0.25s")  # as above
         assert balanced(w), (python, w)
         assert set(w["failures"]) == kinds, (python, w["failures"])
         assert w["requests"] > 50 and w["requests"] == w["sent"] - w["waiting"], (python, w)
