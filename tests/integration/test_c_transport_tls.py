@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import CLI, ROOT, TlsTestServer, free_port, never_accepting_listener, wait_for
-from tests.integration.test_c_transport import KEPT, SHAPES, balanced
+from tests.integration.test_c_transport import ALONE, KEPT, SHAPES, balanced, check_mix
 
 pytestmark = pytest.mark.slow
 
@@ -64,26 +64,36 @@ def tls_server(request: pytest.FixtureRequest, certs) -> Iterator[TlsTestServer]
     s.kill()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def tls13_server(certs) -> Iterator[TlsTestServer]:
+    """One for the module: each load resets its counters first, and each test checks
+    that its own connections are closed before the next starts."""
     cert, key = certs["loopback"]
     s = TlsTestServer(cert, key, "1.3")
     yield s
     s.kill()
 
 
-def load(url: str, python: bool, *extra: str, keepalive: bool = False) -> dict:
-    """`load URL` for a second at c=4 on one transport; the JSON's total, its errors
+def load(url: str, python: bool, *extra: str, keepalive: bool = False, d: str = "0.5s") -> dict:
+    """`load URL` for `d` at c=4 on one transport; the JSON's total, its errors
     (why the `tls` failures failed) and the accounting's handshaking count beside it."""
     env = {**os.environ, "STACKRACE_PY_TRANSPORT": "1" if python else "0"}
     argv = [*CLI, "load", url, *([] if keepalive else ["--no-keepalive"])]
-    argv += ["-c", "4", "-d", "0.5s", "--json", "--no-progress", *extra]
+    argv += ["-c", "4", "-d", d, "--json", "--no-progress", *extra]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
     assert out.stdout, out.stderr
     doc = json.loads(out.stdout.splitlines()[0])
     total = doc["total"]
     total["accounting"] = doc["accounting"]
     return total
+
+
+def handshake_each(python: bool, w: dict) -> None:
+    """A connection per request: a full handshake each, the connect and the handshake
+    timed apart, the first byte timed per request."""
+    assert w["handshakes"] >= w["requests"] and w["resumed"] == 0, (python, w)
+    assert w["tls"]["count"] == w["connect"]["count"] == w["handshakes"], (python, w)
+    assert w["tls"]["p50"] > 0 and w["first_byte"]["count"] >= w["requests"], (python, w)
 
 
 def check_shape(server: TlsTestServer, cacert: str, path: str, kinds: set[str], answered: bool):
@@ -99,18 +109,25 @@ def check_shape(server: TlsTestServer, cacert: str, path: str, kinds: set[str], 
         stats = server.stats()
         assert stats["by_path"].get(path.split("?")[0], 0) >= w["requests"]
         assert stats["accepted"] >= w["sent"] - w["waiting"]
-        # a connection per request: a full handshake each, the connect and the
-        # handshake timed apart, the first byte timed per request
-        assert w["handshakes"] >= w["requests"] and w["resumed"] == 0, (python, w)
-        assert w["tls"]["count"] == w["connect"]["count"] == w["handshakes"], (python, w)
-        assert w["tls"]["p50"] > 0 and w["first_byte"]["count"] >= w["requests"], (python, w)
+        handshake_each(python, w)
         seen[python] = w
     assert server.clients() == 0  # nothing left open
     if path == "/twice":
         assert seen[False]["unsolicited"] > 0 and seen[True]["unsolicited"] > 0
 
 
-@pytest.mark.parametrize(("path", "kinds", "answered"), SHAPES, ids=[s[0] for s in SHAPES])
+def test_answered_shapes_are_counted_alike_over_tls_on_both_transports(
+    tls13_server: TlsTestServer, certs
+) -> None:
+    """The answered shapes as one mix (test_c_transport.py's MIXED: a connection per
+    request, so each shape is read as it is alone, and counted apart); a second of it:
+    TLS handshakes make each connection dear, and each shape is still to be answered
+    more than 20 times, as when each had its own half second."""
+    check_mix(tls13_server, "--cacert", str(certs["loopback"][0]), least=20, d="1s",
+              each=handshake_each)  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "kinds", "answered"), ALONE, ids=[s[0] for s in ALONE])
 def test_each_response_shape_is_counted_alike_over_tls_on_both_transports(
     tls13_server: TlsTestServer, certs, path: str, kinds: set[str], answered: bool
 ) -> None:
@@ -119,12 +136,15 @@ def test_each_response_shape_is_counted_alike_over_tls_on_both_transports(
 
 def test_response_shapes_over_tls_1_2_are_counted_alike(certs) -> None:
     """TLS 1.2 (a server that speaks no later one): the shapes whose reads differ most,
-    one read, chunks, many reads, a close-delimited body, a truncated one."""
+    one read, chunks, many reads, a close-delimited body (as one mix, as above), a
+    truncated one."""
     cert, key = certs["loopback"]
     server = TlsTestServer(cert, key, "1.2")
     try:
+        check_mix(server, "--cacert", str(cert), least=20, d="1s", each=handshake_each,
+                  paths=["/hello", "/chunked", "/big?kb=256", "/http10"])  # fmt: skip
         for path, kinds, answered in SHAPES:
-            if path in ("/hello", "/chunked", "/big?kb=256", "/http10", "/midbody"):
+            if path == "/midbody":
                 check_shape(server, str(cert), path, kinds, answered)
     finally:
         server.kill()
@@ -143,7 +163,10 @@ def test_kept_alive_answers_over_tls_are_counted_alike_framed_or_parsed(
     seen = {}
     for python in (False, True):
         tls13_server.reset()
-        w = load(tls13_server.url(path), python, "--cacert", cacert, keepalive=True)
+        # kept alive, a quarter second brings hundreds of answers (more than 20 even on a
+        # busy machine); a connection per answer (/close, /twice) has its half second
+        d = "0.5s" if path in ("/close", "/twice") else "0.25s"
+        w = load(tls13_server.url(path), python, "--cacert", cacert, keepalive=True, d=d)
         assert balanced(w), (python, w)
         stats = tls13_server.stats()
         assert stats["by_path"].get(path.split("?")[0], 0) >= w["requests"] > 20, (python, w)
@@ -175,15 +198,16 @@ def test_sessions_resume_over_both_versions_on_both_transports(tls_server, certs
         assert w["resumed"] >= 0.8 * w["handshakes"], (python, w["resumed"], w["handshakes"])
 
 
-def go_target(tmp_path: Path) -> Path:
-    """bench/target (Go's net/http and crypto/tls), built here; skipped without Go."""
+@pytest.fixture(scope="module")
+def go_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """bench/target (Go's net/http and crypto/tls), built once here; skipped without Go."""
     go = shutil.which("go") or next(
         (p for p in ("/usr/local/go/bin/go", str(Path.home() / "go/bin/go")) if Path(p).exists()),
         None,
     )
     if go is None:
         pytest.skip("no Go toolchain (the Go stacks' install brings one)")
-    out = tmp_path / "target"
+    out = tmp_path_factory.mktemp("go-target") / "target"
     subprocess.run([go, "build", "-o", str(out), "."], cwd=ROOT / "bench" / "target",
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     return out
@@ -191,7 +215,7 @@ def go_target(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("version", ["tls12", "tls13"])
 def test_sessions_resume_against_a_server_that_renews_its_ticket_each_time(
-    tmp_path: Path, certs, version: str
+    go_target: Path, certs, version: str
 ) -> None:
     """Go's TLS server sends a fresh ticket with every resumed TLS 1.2 handshake:
     OpenSSL then replaces the connection's session with a copy holding it, marks the
@@ -201,7 +225,7 @@ def test_sessions_resume_against_a_server_that_renews_its_ticket_each_time(
     cert, key = certs["loopback"]
     port = free_port()
     proc = subprocess.Popen(
-        [str(go_target(tmp_path)), str(port), str(cert), str(key), "tickets",
+        [str(go_target), str(port), str(cert), str(key), "tickets",
          *(["tls12"] if version == "tls12" else [])],
         stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -310,7 +334,8 @@ def test_failed_handshakes_are_tls_failures_with_the_reason_on_both_transports(c
             ]
             for url, cacert, words in cases:
                 for python in (False, True):
-                    w = load(url, python, "--cacert", str(cacert))
+                    # only kinds and reasons are checked: a quarter second fails dozens
+                    w = load(url, python, "--cacert", str(cacert), d="0.25s")
                     assert balanced(w), (python, w)
                     assert w["requests"] == 0 and set(w["failures"]) == {"tls"}, (python, w)
                     # OpenSSL's reason: Python's ssl spells it as a mnemonic
