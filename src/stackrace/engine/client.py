@@ -66,11 +66,11 @@ from stackrace.engine.model import (
     rate_problem,
 )
 from stackrace.engine.replies import (
-    FINAL_WAIT,
     EngineProc,
     HostShare,
     abandon,
     by_host,
+    final_reports,
     gather,
     losses,
     merge,
@@ -203,26 +203,16 @@ class Engine:
             return self.latest
         self._stopped = True
         if self._ticker is not None:
-            # Not cancelled: a tick cancelled inside its gather loses the replies it had
-            # already taken from the processes that answered first, and their counts with
-            # them (`load --cluster`, whose replies take tens of ms over Ray, counted ~20 %
-            # fewer sent than the server saw). The tick ends within TICK_WAIT.
+            # Not cancelled: a tick cancelled in its gather loses the replies taken from
+            # the processes that answered first (`load --cluster`, replies tens of ms late
+            # over Ray, counted ~20 % fewer sent than served). It ends within TICK_WAIT.
             self._halt.set()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
         async with self._lock:
             live = [p for p in self._procs if p.ready.done()]
-            for p in live:
-                if p.alive:
-                    p.send(Stop())
             if live:
-                got = await gather(live, final=True)
-                lost = [
-                    (p, p.why_lost(f"no final report within {FINAL_WAIT:g}s"))
-                    for p in live
-                    if not any(r.final and r.seq >= 0 for r in got[p])
-                ]
-                self._publish(got, lost)
+                self._publish(*await final_reports(live))
             for p in list(self._procs):
                 await self._close(p)
         for q in self._subscribers:

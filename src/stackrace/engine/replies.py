@@ -24,6 +24,7 @@ from stackrace.engine.channel import (
     ErrorMsg,
     Ready,
     ReportMsg,
+    Stop,
     TargetReport,
 )
 from stackrace.engine.link import EngineLink
@@ -146,6 +147,23 @@ async def gather(procs: list[EngineProc], final: bool) -> dict[EngineProc, list[
     deadline = time.monotonic() + (FINAL_WAIT if final else TICK_WAIT)
     got = await asyncio.gather(*(p.take(deadline, final) for p in procs))
     return dict(zip(procs, got, strict=True))
+
+
+async def final_reports(
+    live: list[EngineProc],
+) -> tuple[dict[EngineProc, list[ReportMsg]], list[tuple[EngineProc, str]]]:
+    """The stop: each live process told to stop, its replies up to its final report, and
+    the processes lost (no final report within FINAL_WAIT)."""
+    for p in live:
+        if p.alive:
+            p.send(Stop())
+    got = await gather(live, final=True)
+    lost = [
+        (p, p.why_lost(f"no final report within {FINAL_WAIT:g}s"))
+        for p in live
+        if not any(r.final and r.seq >= 0 for r in got[p])
+    ]
+    return got, lost
 
 
 def losses(
