@@ -34,14 +34,28 @@ def bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str],
     return run_cli("bench", *args, "--json", str(out), timeout=240), out
 
 
-def test_gunicorn_sync_queue_is_counted_and_judged(tmp_path: Path):
+@pytest.fixture(scope="module")
+def gunicorn_sync_pair(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One bench for two tests: gunicorn-sync, then gunicorn-sync:workers=1, one at a time.
+    The first stack's levels are those of a bench of it alone (the rotation's first
+    stack starts at the first level, on cores nothing else loads): the queue test reads
+    them; the rotation test reads both stacks' first level."""
     needs("gunicorn-sync")
     # ~90 answers a second; 300 clients wait ~3.3 s each, longer than the 1.5 s level
-    r, out = bench(
-        tmp_path,
-        "--stacks", "gunicorn-sync", "--workload", "io", "--io-ms", "10",
-        "--concurrency", "1,300", "--duration", "1.5s", "--warmup", "0.5s",
+    return bench(
+        tmp_path_factory.mktemp("gunicorn-sync-pair"),
+        "--stacks", "gunicorn-sync,gunicorn-sync:workers=1", "--isolation", "rotate",
+        "--workload", "io", "--io-ms", "10", "--concurrency", "1,300",
+        "--duration", "1.5s", "--warmup", "0.5s",
     )  # fmt: skip
+
+
+def test_gunicorn_sync_queue_is_counted_and_judged(
+    gunicorn_sync_pair: tuple[subprocess.CompletedProcess[str], Path],
+):
+    r, out = gunicorn_sync_pair
     assert r.returncode == 0, r.stderr
     st = loads(out.read_bytes()).stacks[0]
     high = st.levels[1]
@@ -103,19 +117,15 @@ def test_a_worker_held_by_one_keepalive_connection_is_starving_not_healthy(tmp_p
     assert router.breaking_kind == "" and router.levels[0].window.starved_share == 0.0
 
 
-def test_rotation_starts_each_stack_at_the_first_level_not_the_last(tmp_path: Path):
+def test_rotation_starts_each_stack_at_the_first_level_not_the_last(
+    gunicorn_sync_pair: tuple[subprocess.CompletedProcess[str], Path],
+):
     """`--isolation rotate`: each stack starts loading once it is ready, at the core's
     level. That was the previous stack's last level (c=300), so the second one-worker
     server got 300 connections with their requests before its c=1 level lowered them to
     one, and served those closed connections' requests first (3 s at 10 ms each): its
     c=1 level answered nothing, and was reported as "no breaking point"."""
-    needs("gunicorn-sync")
-    r, out = bench(
-        tmp_path,
-        "--stacks", "gunicorn-sync,gunicorn-sync:workers=1", "--isolation", "rotate",
-        "--workload", "io", "--io-ms", "10", "--concurrency", "1,300",
-        "--duration", "1.5s", "--warmup", "0.5s", "--no-progress",
-    )  # fmt: skip
+    r, out = gunicorn_sync_pair
     assert r.returncode == 0, r.stderr
     first, second = loads(out.read_bytes()).stacks
     for st in (first, second):

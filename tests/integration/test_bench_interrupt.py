@@ -17,12 +17,14 @@ from tests.helpers import CLI, ROOT, STACKS_FIXTURE
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_interrupted_bench_writes_what_it_measured(tmp_path: Path, sig: signal.Signals):
+    # half-second levels: the signal follows the c=4 line at once, and the four levels
+    # left would still take ~3 s, so it lands mid-run as with 1 s levels
     out = tmp_path / "run.json"
     md = tmp_path / "run.md"
     proc = subprocess.Popen(
         [
             *CLI, "--stacks-file", str(STACKS_FIXTURE), "bench",
-            "--stacks", "plain", "--concurrency", "2,4,8,16,32,64", "--duration", "1s",
+            "--stacks", "plain", "--concurrency", "2,4,8,16,32,64", "--duration", "0.5s",
             "--warmup", "0.2s", "--json", str(out), "--markdown", str(md),
         ],
         stdout=subprocess.PIPE,

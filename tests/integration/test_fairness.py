@@ -20,7 +20,10 @@ from stackrace.engine.model import TargetSpec
 from tests.helpers import CLI, ROOT, TestServer
 
 pytestmark = pytest.mark.slow
-SECONDS = 3.0
+# 2 s a phase (was 3): the ratio is of two rates over whole seconds, so a ~100 ms stall
+# moves it by ~5 %, inside the margin between the goal (0.9) and the floor (0.75); the
+# cost is the 8 full-throttle loads at c=50, proportional to this
+SECONDS = 2.0
 CONC = 50
 
 

@@ -164,7 +164,9 @@ def test_load_serves_metrics_while_it_runs(server: TestServer) -> None:
         [
             *CLI,
             "load",
-            server.url("/hello"),
+            # a path that waits 5 ms: the scrapes count answers and connections, not a
+            # throughput, so the load need not burn the cores for its 3 s
+            server.url("/delay?ms=5"),
             "-c",
             "4",
             "-d",
@@ -179,7 +181,7 @@ def test_load_serves_metrics_while_it_runs(server: TestServer) -> None:
     )
     try:
         url = _address(proc)
-        target = server.url("/hello")  # `load` names its one target by its URL
+        target = server.url("/delay?ms=5")  # `load` names its one target by its URL
         time.sleep(1.0)
         first = Scrape(url)
         time.sleep(1.0)
@@ -211,8 +213,10 @@ def test_bench_serves_every_stack_with_its_resources(tmp_path: Path) -> None:
             "parallel",
             "--concurrency",
             "4",
+            # 2 s of level (was 3.5): the scrapes every 0.3 s need both stacks' answers
+            # once while it runs, and how many is not checked
             "--duration",
-            "3s",
+            "1.5s",
             "--warmup",
             "0.5s",
             "--metrics",

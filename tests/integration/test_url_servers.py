@@ -25,9 +25,12 @@ def two_servers():
 
 
 def _bench(*args: str):
+    # half a second a member: the checks are of exact counts, names and outputs, and a
+    # gate against itself at qps<-95% (no throughput is compared closer than that)
     return run_cli(
-        "bench", "--concurrency", "4", "--duration", "1s", "--warmup", "0s", "--no-progress", *args
-    )
+        "bench", "--concurrency", "4", "--duration", "0.5s", "--warmup", "0s", "--no-progress",
+        *args,
+    )  # fmt: skip
 
 
 def test_bench_races_servers_started_by_hand_with_every_output(two_servers, tmp_path):
