@@ -76,5 +76,6 @@ async def test_a_reconnecting_stack_keeps_its_rate_beside_keepalive_stacks(four)
         raced = await race(targets, per_target=True)
         ratios.append(raced["close"] / alone["close"])
     # the goal is 0.9 (bench/fairness.py measures it pinned); on a noisy 2-core test
-    # machine, unpinned, the median of two rounds must still clear 0.75
+    # machine, unpinned, the better of two rounds must still clear 0.75 (a stall in a
+    # race lowers that round's ratio; a starved-out reconnecting stack misses in both)
     assert sorted(ratios)[-1] >= 0.75, ratios

@@ -14,8 +14,9 @@ import termios
 import threading
 import time
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -25,6 +26,8 @@ from stackrace.engine.model import EngineSettings, TargetSpec
 from stackrace.metrics.exporter import MetricsExporter
 from stackrace.metrics.figures import BUCKETS_US, CONTENT_TYPE, buckets_of
 from tests.helpers import CLI, ROOT, STACKS_FIXTURE, TestServer
+
+T = TypeVar("T")
 
 
 class Scrape:
@@ -159,6 +162,17 @@ def _address(proc: subprocess.Popen[str]) -> str:
     raise AssertionError("no 'metrics at' line")
 
 
+def _until(take: Callable[[], T], good: Callable[[T], bool], timeout: float = 20.0) -> T:
+    """`take()` every 0.1 s until `good` says so (the last taken, asserted, if not)."""
+    end = time.monotonic() + timeout
+    got = take()
+    while not good(got) and time.monotonic() < end:
+        time.sleep(0.1)
+        got = take()
+    assert good(got), f"not seen within {timeout:g}s"
+    return got
+
+
 def test_load_serves_metrics_while_it_runs(server: TestServer) -> None:
     proc = subprocess.Popen(
         [
@@ -182,16 +196,20 @@ def test_load_serves_metrics_while_it_runs(server: TestServer) -> None:
     try:
         url = _address(proc)
         target = server.url("/delay?ms=5")  # `load` names its one target by its URL
-        time.sleep(1.0)
-        first = Scrape(url)
-        time.sleep(1.0)
-        second = Scrape(url)
+
+        def answered(scrape: Scrape) -> float:
+            if scrape.targets() != {target}:
+                return 0.0
+            return scrape.get("stackrace_responses_total", target=target)
+
+        # the first scrape with answers (the exporter listens before the engine has
+        # attached: beside a load average of 17, a scrape 1 s in had no target yet),
+        # then a later one with more
+        first = _until(lambda: Scrape(url), lambda sc: answered(sc) > 0)
+        second = _until(lambda: Scrape(url), lambda sc: answered(sc) > answered(first))
         for scrape in (first, second):
             assert scrape.targets() == {target}
             scrape.accounted(target)
-        n1 = first.get("stackrace_responses_total", target=target)
-        n2 = second.get("stackrace_responses_total", target=target)
-        assert 0 < n1 < n2
         assert second.get("stackrace_connections", target=target) == 4
         out, err = proc.communicate(timeout=30)
     finally:
