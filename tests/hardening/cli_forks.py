@@ -38,10 +38,13 @@ from tests.helpers import ROOT
 # of JSON read from stdin ({"argv", "cwd", "env", "out", "err"}) and answers each with
 # one line, the child's exit status (as subprocess gives it: -N for a signal).
 _SERVER = r"""
-import atexit, gc, json, os, sys
+import atexit, gc, importlib, json, os, sys
 import stackrace.cli as cli
 
 cli.build_parser()  # imports every command's module, as a run's parser would its own
+# and what the app's refusals import on their way (Textual: 0.25 CPU-s a run)
+for name in ("stackrace.tui.app", "stackrace.race.live.setup", "stackrace.stacks.catalogue"):
+    importlib.import_module(name)
 gc.freeze()  # what is imported stays out of the children's collections (fewer copies)
 for line in sys.stdin:
     req = json.loads(line)
