@@ -6,13 +6,30 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+import pytest
 
 from stackrace.db import DbSettings, ManagedMariaDB, parse_dsn
 from stackrace.db.watch import DbWatch
-from tests.helpers import needs_mariadb, run_cli
+from tests.helpers import free_port, needs_mariadb, run_cli
 
 pytestmark = needs_mariadb
+
+
+@pytest.fixture(scope="module")
+def shared_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedMariaDB]:
+    """One private MariaDB for the tests that leave its server running as it was (they
+    change only its tables; the one that needs none drops them first): a start and a
+    wipe cost ~0.75 CPU-s. Started here, in the main thread, which a scoped server's parent-death
+    signal is tied to; the tests that kill, stop or restart the server have their own
+    (`private_db`)."""
+    db = ManagedMariaDB(tmp_path_factory.mktemp("watch") / "db", free_port(), scoped=True)
+    try:
+        db.up()
+        yield db
+    finally:
+        db.reset(wipe=True)
 
 
 async def until(predicate: Callable[[], bool], timeout: float) -> float:
@@ -103,11 +120,24 @@ async def test_frozen_database_is_down_then_up_not_restarted(private_db: Managed
         assert not interval.restarted and interval.end is not None
 
 
-async def test_a_server_that_refuses_the_login_is_up_not_down(private_db: ManagedMariaDB) -> None:
+async def test_a_database_without_the_table_is_not_called_damaged(
+    shared_db: ManagedMariaDB,
+) -> None:
+    """An unseeded database (or an external one used for something else) never had the
+    table: nothing to follow, nothing damaged."""
+    await asyncio.to_thread(shared_db.reset)  # (the first here: nothing to drop)
+    w = DbWatch(shared_db.settings, interval=60)
+    try:
+        assert await w.poll() == "up"
+        assert await w.poll() == "up" and w.intervals == []
+    finally:
+        await w.stop()
+
+
+async def test_a_server_that_refuses_the_login_is_up_not_down(shared_db: ManagedMariaDB) -> None:
     """A wrong password is the server answering: the database is alive (the load's own
     failures say the rest); the error is kept for display."""
-    await private_db.up_async()
-    s = private_db.settings
+    s = shared_db.settings
     wrong = DbSettings(host=s.host, port=s.port, user=s.user, password="nope", database=s.database)
     async with DbWatch(wrong) as w:
         assert w.state == "up" and "Access denied" in w.last_error
@@ -115,17 +145,16 @@ async def test_a_server_that_refuses_the_login_is_up_not_down(private_db: Manage
         assert w.intervals == []
 
 
-async def test_tables_dropped_by_db_reset_are_a_database_fault(private_db: ManagedMariaDB) -> None:
+async def test_tables_dropped_by_db_reset_are_a_database_fault(shared_db: ManagedMariaDB) -> None:
     """`stackrace db reset` (the real command) drops the workload's table while the server
     stays up: "damaged", with an open interval that marks a level measured then; a seed
     makes the table again and ends it. Polled by hand: no timing to wait for."""
-    await private_db.up_async()
-    await asyncio.to_thread(private_db.seed, 1000)
-    w = DbWatch(private_db.settings, interval=60)
+    await asyncio.to_thread(shared_db.seed, 1000)
+    w = DbWatch(shared_db.settings, interval=60)
     try:
         assert await w.poll() == "up" and not w.faulty
         level_start = time.monotonic()
-        r = await asyncio.to_thread(run_cli, "db", "reset", "--dir", str(private_db.root))
+        r = await asyncio.to_thread(run_cli, "db", "reset", "--dir", str(shared_db.root))
         assert r.returncode == 0, r.stderr
         assert await w.poll() == "damaged" and w.faulty
         assert "table test is gone" in w.describe()
@@ -133,7 +162,7 @@ async def test_tables_dropped_by_db_reset_are_a_database_fault(private_db: Manag
         assert interval.damaged and interval.end is None and interval.kind == "damaged"
         assert w.down_during(level_start, time.monotonic()) == [interval]
         assert await w.poll() == "damaged" and len(w.intervals) == 1  # one fault, still on
-        await asyncio.to_thread(private_db.seed, 1000)
+        await asyncio.to_thread(shared_db.seed, 1000)
         assert await w.poll() == "up" and not w.faulty
         (interval,) = w.intervals
         assert interval.end is not None and interval.damaged
@@ -142,35 +171,20 @@ async def test_tables_dropped_by_db_reset_are_a_database_fault(private_db: Manag
 
 
 async def test_a_table_dropped_and_made_again_between_polls_is_caught(
-    private_db: ManagedMariaDB,
+    shared_db: ManagedMariaDB,
 ) -> None:
     """A reset and a new seed that no poll saw (the table's creation time changed): the
     interval is recorded all the same, and the watch is up again."""
-    await private_db.up_async()
-    await asyncio.to_thread(private_db.seed, 1000)
-    w = DbWatch(private_db.settings, interval=60)
+    await asyncio.to_thread(shared_db.seed, 1000)
+    w = DbWatch(shared_db.settings, interval=60)
     try:
         assert await w.poll() == "up"
         await asyncio.sleep(1.1)  # the creation time has a resolution of one second
-        await asyncio.to_thread(private_db.reset)
-        await asyncio.to_thread(private_db.seed, 1000)
+        await asyncio.to_thread(shared_db.reset)
+        await asyncio.to_thread(shared_db.seed, 1000)
         assert await w.poll() == "up"
         (interval,) = w.intervals
         assert interval.damaged and interval.end is not None
         assert "dropped and made again" in interval.cause
-    finally:
-        await w.stop()
-
-
-async def test_a_database_without_the_table_is_not_called_damaged(
-    private_db: ManagedMariaDB,
-) -> None:
-    """An unseeded database (or an external one used for something else) never had the
-    table: nothing to follow, nothing damaged."""
-    await private_db.up_async()
-    w = DbWatch(private_db.settings, interval=60)
-    try:
-        assert await w.poll() == "up"
-        assert await w.poll() == "up" and w.intervals == []
     finally:
         await w.stop()

@@ -7,11 +7,23 @@ Real servers (tests/servers/testserver.py) and the real `stackrace load` command
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 
+from tests.hardening.cli_forks import run_forked
 from tests.hardening.conftest import assert_one_line_error
 from tests.helpers import TestServer, run_cli
+
+
+@pytest.fixture(scope="module")
+def idle_server() -> Iterator[TestServer]:
+    """One test server for the module's refusals, never loaded: each checks that nothing
+    reached it, so a request sent by any of them fails it (a server a test cost ~0.1 CPU-s
+    to start)."""
+    s = TestServer()
+    yield s
+    s.kill()
 
 
 def _load_json(*args: str) -> dict:
@@ -28,7 +40,7 @@ def _balanced(out: dict) -> None:
 def test_a_second_response_to_one_request_is_never_an_answer(server: TestServer):
     # the server answers every request twice, in one write: the second response was
     # here before the next request was written, so it can answer nothing
-    out = _load_json(server.url("/twice"), "-c", "4", "-d", "1s")
+    out = _load_json(server.url("/twice"), "-c", "4", "-d", "0.5s")  # thousands of pairs
     read = server.stats()["by_path"]["/twice"]
     total = out["total"]
     assert 0 < out["accounting"]["answered"] <= read, (out["accounting"], read)
@@ -52,7 +64,7 @@ def test_a_response_on_an_idle_connection_is_not_an_answer(server: TestServer):
 
 
 def test_an_informational_response_is_not_the_answer(server: TestServer):
-    out = _load_json(server.url("/early"), "-c", "2", "-d", "1s")
+    out = _load_json(server.url("/early"), "-c", "2", "-d", "0.5s")  # thousands of 103s
     read = server.stats()["by_path"]["/early"]
     total = out["total"]
     answered = out["accounting"]["answered"]
@@ -72,10 +84,10 @@ def test_an_informational_response_is_not_the_answer(server: TestServer):
         "/<x>",
     ],
 )
-def test_a_url_that_would_break_the_request_line_is_refused(server: TestServer, path: str):
-    r = run_cli("load", f"http://127.0.0.1:{server.port}{path}", "-d", "1s")
+def test_a_url_that_would_break_the_request_line_is_refused(idle_server: TestServer, path: str):
+    r = run_forked("load", f"http://127.0.0.1:{idle_server.port}{path}", "-d", "1s")
     assert_one_line_error(r, "stackrace load:", "not allowed", rc=2)
-    assert server.stats()["requests"] == 0  # nothing was sent
+    assert idle_server.stats()["requests"] == 0  # nothing was sent
 
 
 @pytest.mark.parametrize(
@@ -89,27 +101,23 @@ def test_a_url_that_would_break_the_request_line_is_refused(server: TestServer, 
     ],
 )
 def test_methods_and_headers_are_tokens_and_field_values(
-    server: TestServer, option: str, value: str, words: str
+    idle_server: TestServer, option: str, value: str, words: str
 ):
-    r = run_cli("load", server.url("/hello"), option, value, "-d", "1s")
+    r = run_forked("load", idle_server.url("/hello"), option, value, "-d", "1s")
     assert_one_line_error(r, "stackrace load:", words, rc=2)
-    assert server.stats()["requests"] == 0
+    assert idle_server.stats()["requests"] == 0
 
 
 @pytest.mark.parametrize("rate", ["1e12", "1e308", "50001"])
-def test_a_rate_beyond_the_engine_is_refused_by_load(server: TestServer, rate: str):
-    r = run_cli("load", server.url("/hello"), "--rate", rate, "-d", "1s")
+def test_a_rate_beyond_the_engine_is_refused_by_load(idle_server: TestServer, rate: str):
+    r = run_forked("load", idle_server.url("/hello"), "--rate", rate, "-d", "1s")
     assert_one_line_error(r, "--rate", "beyond what 1 engine process can schedule", rc=2)
-    assert server.stats()["requests"] == 0
+    assert idle_server.stats()["requests"] == 0
 
 
 def test_a_rate_beyond_the_engine_is_refused_by_bench():
-    r = run_cli("bench", "--stacks", "uvicorn", "--rate", "1e12")
+    r = run_forked("bench", "--stacks", "uvicorn", "--rate", "1e12")
     assert_one_line_error(r, "--rate", "at most 50,000", rc=2)
-
-
-def test_the_rate_ceiling_is_in_the_help():
-    assert "at most 50,000 per engine process" in " ".join(run_cli("load", "--help").stdout.split())
 
 
 @pytest.mark.parametrize(
@@ -120,25 +128,28 @@ def test_the_rate_ceiling_is_in_the_help():
     ],
 )
 def test_a_client_profile_is_checked_before_anything_starts(
-    server: TestServer, args: list[str], words: str
+    idle_server: TestServer, args: list[str], words: str
 ):
     # every rule of a profile: tests/unit/test_clients.py
-    r = run_cli("load", server.url("/hello"), "-d", "1s", *args)
+    r = run_forked("load", idle_server.url("/hello"), "-d", "1s", *args)
     assert_one_line_error(r, words, rc=2)
-    assert server.stats()["requests"] == 0
+    assert idle_server.stats()["requests"] == 0
 
 
 def test_a_bad_client_profile_in_bench_is_one_line():
-    r = run_cli("bench", "--stacks", "uvicorn", "--clients", "slow:upload=2h")
+    r = run_forked("bench", "--stacks", "uvicorn", "--clients", "slow:upload=2h")
     assert_one_line_error(r, "--clients", rc=2)
 
 
-def test_the_new_options_are_in_every_help():
+def test_the_new_options_and_the_rate_ceiling_are_in_every_help():
     # every option is in each command's help, and the help itself prints (a bare % in a
-    # help text made argparse raise)
+    # help text made argparse raise); load's help also gives the rate's ceiling (one run
+    # of `load --help` checks both: each run of the CLI costs ~0.4 CPU-s to start)
     for args in (["bench", "--help"], ["--help"], ["load", "--help"]):
-        r = run_cli(*args)
+        r = run_forked(*args)
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
         text = " ".join(r.stdout.split())
         for flag in ("--clients", "--slow-share", "--insecure", "--cacert", "--tls-resume"):
             assert flag in text, (args, flag)
+        if args[0] == "load":
+            assert "at most 50,000 per engine process" in text

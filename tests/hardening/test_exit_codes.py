@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.hardening.cli_forks import run_forked
 from tests.hardening.conftest import assert_one_line_error
 from tests.helpers import STACKS_FIXTURE, run_cli
 
-LEVEL = ["--concurrency", "2", "--duration", "1s", "--warmup", "0.2s"]
+# half a second after a tenth of warm-up: thousands of answers at c=2; the checks are
+# statuses, rules and files, no throughput
+LEVEL = ["--concurrency", "2", "--duration", "0.5s", "--warmup", "0.1s"]
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +58,11 @@ def test_a_level_where_every_request_failed_fails_the_run_and_its_junit_case(
 
 
 def test_absolute_rules_are_judged_without_a_baseline(good_run: Path, tmp_path: Path) -> None:
-    passed = run_cli("report", str(good_run), "--fail-on", "failures>0.1%,p99>10s")
+    passed = run_forked("report", str(good_run), "--fail-on", "failures>0.1%,p99>10s")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "gate passed: 2 checks on 1 level (absolute rules, no baseline)" in passed.stdout
     junit = tmp_path / "junit.xml"
-    failed = run_cli("report", str(good_run), "--fail-on", "p99>1us", "--junit", str(junit))
+    failed = run_forked("report", str(good_run), "--fail-on", "p99>1us", "--junit", str(junit))
     assert failed.returncode == 1
     assert "REGRESSION plain @ c=2: p99 " in failed.stdout
     failure = cases(junit)["plain c=2"].find("failure")
@@ -77,14 +80,14 @@ def test_a_relative_rule_without_a_baseline_is_refused_before_any_load(
         else ["report", str(good_run)]
     )
     t0 = time.monotonic()
-    r = run_cli(*args, "--fail-on", "qps<-10%,p99>50ms", env={"STACKRACE_RUNS_DIR": str(runs)})
+    r = run_forked(*args, "--fail-on", "qps<-10%,p99>50ms", env={"STACKRACE_RUNS_DIR": str(runs)})
     line = assert_one_line_error(r, f"stackrace {command}: --fail-on qps<-10%: a relative rule")
     assert "--baseline" in line
     assert not runs.exists() and time.monotonic() - t0 < 20  # no stack was started
 
 
 def test_a_bad_rule_is_one_line(good_run: Path) -> None:
-    r = run_cli("report", str(good_run), "--fail-on", "p99>fast")
+    r = run_forked("report", str(good_run), "--fail-on", "p99>fast")
     assert_one_line_error(r, "stackrace report: bad --fail-on rule 'p99>fast'")
-    r = run_cli("report", str(good_run), "--fail-on", "failures>0.1ms")
+    r = run_forked("report", str(good_run), "--fail-on", "failures>0.1ms")
     assert_one_line_error(r, "--fail-on rule 'failures>0.1ms': failures takes %")

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.hardening.cli_forks import run_forked
 from tests.hardening.conftest import assert_one_line_error
 from tests.helpers import STACKS_FIXTURE, TestServer, blocking, run_cli
 
-LEVEL = ["--duration", "1s", "--warmup", "0.2s"]
+# half a second after a tenth of warm-up: thousands of answers; the checks are statuses,
+# rules and files, no throughput
+LEVEL = ["--duration", "0.5s", "--warmup", "0.1s"]
 
 
 def bench(*args: str, block_ms: int = 0) -> tuple[int, str, str]:
@@ -46,7 +49,7 @@ def doctored(baseline: Path, tmp_path: Path, **settings: object) -> Path:
 def test_gate_fails_when_settings_differ(baseline: Path, tmp_path: Path) -> None:
     """One line per differing setting; exit 1; no "gate passed"."""
     other = doctored(baseline, tmp_path, workload="io", path="/io?ms=10", timeout=3.0)
-    r = run_cli("report", str(baseline), "--baseline", str(other))
+    r = run_forked("report", str(baseline), "--baseline", str(other))
     assert r.returncode == 1, r.stdout + r.stderr
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("GATE FAILED")]
     assert len(lines) == 3, r.stdout
@@ -58,7 +61,7 @@ def test_gate_fails_when_settings_differ(baseline: Path, tmp_path: Path) -> None
 
 def test_gate_fails_when_nothing_was_compared(baseline: Path, tmp_path: Path) -> None:
     other = doctored(baseline, tmp_path, _level=999)
-    r = run_cli("report", str(baseline), "--baseline", str(other))
+    r = run_forked("report", str(baseline), "--baseline", str(other))
     assert r.returncode == 1
     assert "GATE FAILED nothing compared: no stack and level of this run is in the baseline" in (
         r.stdout
@@ -96,7 +99,7 @@ def test_unmatched_level_is_held_to_absolute_rules(baseline: Path) -> None:
 
 
 def test_the_same_run_still_passes(baseline: Path) -> None:
-    r = run_cli("report", str(baseline), "--baseline", str(baseline))
+    r = run_forked("report", str(baseline), "--baseline", str(baseline))
     assert r.returncode == 0, r.stdout
     assert "gate passed: " in r.stdout and "on 1 level against" in r.stdout
 
@@ -110,7 +113,7 @@ def test_bench_checks_output_paths_before_any_load(option: str) -> None:
 
 
 def test_load_checks_hdr_out_before_any_load(server: TestServer) -> None:
-    r = run_cli("load", server.url("/hello"), "-d", "1s", "--hdr-out", "/nonexistent/dir/x.hdr")
+    r = run_forked("load", server.url("/hello"), "-d", "1s", "--hdr-out", "/nonexistent/dir/x.hdr")
     assert_one_line_error(r, "stackrace load: --hdr-out /nonexistent/dir/x.hdr: directory")
     assert server.stats()["by_path"].get("/hello", 0) == 0
 
@@ -122,7 +125,7 @@ def test_load_checks_hdr_out_before_any_load(server: TestServer) -> None:
 def test_report_names_a_file_it_cannot_read(tmp_path: Path, content: bytes, why: str) -> None:
     bad = tmp_path / "broken.json"
     bad.write_bytes(content)
-    r = run_cli("report", str(bad))
+    r = run_forked("report", str(bad))
     assert_one_line_error(r, f"stackrace report: {bad}: ", why)
-    r = run_cli("report", str(tmp_path / "missing.json"))
+    r = run_forked("report", str(tmp_path / "missing.json"))
     assert_one_line_error(r, f"{tmp_path / 'missing.json'}: no such file")

@@ -24,8 +24,9 @@ from stackrace.stacks.catalogue import load_stacks
 from stackrace.stacks.definition import Stack
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.variants import resolve
+from tests.hardening.cli_forks import run_forked
 from tests.hardening.test_launch_faults import pids_with
-from tests.helpers import CLI, ROOT, STACKS_FIXTURE, free_port, run_cli, wait_for
+from tests.helpers import CLI, ROOT, STACKS_FIXTURE, free_port, wait_for
 from tests.unit.test_hostile_values import HOSTILE_VALUES  # one list of hostile values
 
 
@@ -44,7 +45,7 @@ def _victim_beside_runs(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_hostile_variant_value_is_refused_and_deletes_nothing(tmp_path: Path, value: str) -> None:
     runs, precious = _victim_beside_runs(tmp_path)
     env = {"STACKRACE_RUNS_DIR": str(runs)}
-    r = run_cli("serve", "--no-db", f"uvicorn:db_pool={value}", env=env, timeout=60)
+    r = run_forked("serve", "--no-db", f"uvicorn:db_pool={value}", env=env, timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert "stack 'uvicorn:db_pool=" in line, line
@@ -52,7 +53,7 @@ def test_a_hostile_variant_value_is_refused_and_deletes_nothing(tmp_path: Path, 
     assert precious.read_text() == "precious"
     # a word-kind param (the proxy's backend) and a choice param are held the same way
     for ref in (f"nginx-proxy:backend={value}", f"php-fpm-nginx:opcache={value}"):
-        r = run_cli("serve", "--no-db", ref, env=env, timeout=60)
+        r = run_forked("serve", "--no-db", ref, env=env, timeout=60)
         assert r.returncode == 2, r.stdout + r.stderr
         assert "key '" in r.stderr or "control characters" in r.stderr, r.stderr
     assert precious.read_text() == "precious"
@@ -66,7 +67,7 @@ def test_a_preset_naming_hostile_variants_deletes_nothing(tmp_path: Path) -> Non
         'stacks = ["uvicorn:db_pool=x/y", "uvicorn:db_pool=x/../../../victim"]\n'
         'concurrency = [1]\nduration = "1s"\nwarmup = "0s"\n'
     )
-    r = run_cli("bench", "--preset", str(evil), env={"STACKRACE_RUNS_DIR": str(runs)})
+    r = run_forked("bench", "--preset", str(evil), env={"STACKRACE_RUNS_DIR": str(runs)})
     assert r.returncode == 2 and "key 'db_pool'" in r.stderr, r.stderr
     assert precious.read_text() == "precious"
 
@@ -99,10 +100,10 @@ async def test_a_run_directory_stays_inside_its_root_whatever_the_name(tmp_path:
 
 def test_the_cli_refuses_absurd_workers_at_once_and_says_how_to_lift() -> None:
     start = time.monotonic()
-    r = run_cli("serve", "--no-db", "gunicorn-sync:workers=99999999999999999999")
+    r = run_forked("serve", "--no-db", "gunicorn-sync:workers=99999999999999999999")
     assert r.returncode == 2 and "ceiling" in r.stderr and "--no-tunable-limits" in r.stderr
     assert time.monotonic() - start < 20  # no worker was booted
-    r = run_cli("stacks")
+    r = run_forked("stacks")
     assert "variants on this machine: workers <=" in r.stdout + r.stderr  # stderr in a pipe
 
 
@@ -119,7 +120,7 @@ def test_timeouts_in_a_stacks_file_are_at_most_an_hour(
             'title = "test server"', f'{key} = {value}\ntitle = "t"', 1
         )
     )
-    r = run_cli("--stacks-file", str(stacks), "stacks")
+    r = run_forked("--stacks-file", str(stacks), "stacks")
     assert r.returncode == 2 and f"key '{key}'" in r.stderr, r.stderr
 
 
@@ -173,12 +174,12 @@ def test_a_second_ctrl_c_kills_a_stack_that_ignores_sigterm_at_once(tmp_path: Pa
 
 
 def test_web_beyond_loopback_needs_its_own_flag_and_says_so() -> None:
-    r = run_cli("web", "--host", "0.0.0.0", "--port", str(free_port()))
+    r = run_forked("web", "--host", "0.0.0.0", "--port", str(free_port()))
     assert r.returncode == 2 and "--web-remote" in r.stderr, r.stderr
     with __import__("socket").socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
-        r = run_cli("web", "--port", str(busy.getsockname()[1]))
+        r = run_forked("web", "--port", str(busy.getsockname()[1]))
     assert r.returncode == 2 and "already in use" in r.stderr and "Traceback" not in r.stderr
     port = free_port()
     proc = subprocess.Popen(
@@ -201,7 +202,7 @@ def test_web_beyond_loopback_needs_its_own_flag_and_says_so() -> None:
 
 
 def test_option_prefixes_are_not_guessed() -> None:
-    r = run_cli("bench", "--pres", "x")  # a prefix of --preset
+    r = run_forked("bench", "--pres", "x")  # a prefix of --preset
     assert r.returncode == 2 and "unrecognized arguments: --pres" in r.stderr
 
 
@@ -228,7 +229,7 @@ def test_the_named_tracebacks_are_one_line_errors(tmp_path: Path) -> None:
         ("--talk", "/dev/zero", "--demo", "--go", "--stacks", "a"): "not a regular file",
     }
     for args, expected in cases.items():
-        r = run_cli(*args, env={"STACKRACE_HOME": str(tmp_path / "home")})
+        r = run_forked(*args, env={"STACKRACE_HOME": str(tmp_path / "home")})
         assert r.returncode == 2, (args, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and expected in lines[0], (args, r.stderr)
@@ -260,7 +261,7 @@ def test_a_read_only_home_is_one_line(read_only_home: Path) -> None:
         ("bench", "--stacks", "uvicorn", "--concurrency", "1", "--duration", "1s"),
         ("--stacks", "uvicorn", "--go"),
     ):
-        r = run_cli(*args, env=env, timeout=60)
+        r = run_forked(*args, env=env, timeout=60)
         assert r.returncode == 2, (args, r.stderr)
         assert "cannot write its run directories" in r.stderr and "Read-only" in r.stderr
         assert "Traceback" not in r.stderr and "internal error" not in r.stderr

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hardening.cli_forks import run_forked
 from tests.hardening.conftest import assert_one_line_error
 from tests.helpers import ROOT, run_cli
 
@@ -42,9 +43,9 @@ def test_a_preset_naming_an_executable_runs_nothing(tmp_path: Path) -> None:
     stacks, evil, mark = _setup(tmp_path)
     preset = tmp_path / "evil.toml"
     preset.write_text(f'description = "x"\nstacks = ["pathy:server={evil}"]\n')
-    r = run_cli("--stacks-file", str(stacks), "bench", "--preset", str(preset), *BENCH)
+    r = run_forked("--stacks-file", str(stacks), "bench", "--preset", str(preset), *BENCH)
     assert_one_line_error(r, str(preset), "server", str(evil), "command line")
-    r = run_cli("--stacks-file", str(stacks), "--preset", str(preset), "--go")  # the app
+    r = run_forked("--stacks-file", str(stacks), "--preset", str(preset), "--go")  # the app
     assert_one_line_error(r, str(preset), str(evil))
     assert not mark.exists(), "the preset's executable ran"
 
@@ -67,7 +68,7 @@ def test_a_run_file_naming_an_executable_runs_nothing_again(tmp_path: Path) -> N
     assert mark.exists()
     mark.unlink()
     # the same run, given back as a file: its executable is not taken
-    r = run_cli("--stacks-file", str(stacks), "bench", "--from", str(run), *BENCH)
+    r = run_forked("--stacks-file", str(stacks), "bench", "--from", str(run), *BENCH)
     assert_one_line_error(r, str(run), str(evil))
     assert not mark.exists(), "the run file's executable ran"
 

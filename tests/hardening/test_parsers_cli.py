@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from stackrace.db import ManagedMariaDB
+from tests.hardening.cli_forks import run_forked
 from tests.hardening.conftest import assert_one_line_error
 from tests.helpers import CLI, ROOT, TestServer, free_port, needs_mariadb, run_cli
 
@@ -116,7 +117,7 @@ def test_a_user_transfer_encoding_goes_out_chunked_without_a_length(raw_server: 
 def test_framing_headers_that_disagree_with_the_body_are_refused(
     raw_server: RawServer, args: list[str], words: str
 ) -> None:
-    r = run_cli("load", raw_server.url("/"), "-c", "1", "-d", "0.3s", *args)
+    r = run_forked("load", raw_server.url("/"), "-c", "1", "-d", "0.3s", *args)
     assert_one_line_error(r, "stackrace load:", words)
     assert raw_server.requests == []  # nothing was sent
 
@@ -133,7 +134,7 @@ def test_a_path_with_a_query_is_sent_whole(raw_server: RawServer) -> None:
         b"GET /h?ip=::1 HTTP/1.1",
         b"GET /w HTTP/1.1",
     }, lines
-    bad = run_cli("load", raw_server.url(), "--path", "/a:-1", "-c", "1", "-d", "0.3s")
+    bad = run_forked("load", raw_server.url(), "--path", "/a:-1", "-c", "1", "-d", "0.3s")
     assert_one_line_error(bad, "--path", "must be 1..1000, got -1")
 
 
@@ -143,7 +144,7 @@ def test_clients_of_your_own_as_the_help_writes_them(raw_server: RawServer) -> N
     )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "mine:upload=5ms" in ok.stdout
-    twice = run_cli("load", raw_server.url("/"), "--clients", "slow:upload=5ms,upload=9ms")
+    twice = run_forked("load", raw_server.url("/"), "--clients", "slow:upload=5ms,upload=9ms")
     assert_one_line_error(twice, "--clients", "upload is given twice")
 
 
@@ -162,32 +163,32 @@ def test_clients_of_your_own_as_the_help_writes_them(raw_server: RawServer) -> N
 )
 def test_an_objective_that_would_mean_something_else_is_refused(slo: str, words: str) -> None:
     line = assert_one_line_error(
-        run_cli("load", "http://127.0.0.1:9/", "--slo", slo), "--slo", words
+        run_forked("load", "http://127.0.0.1:9/", "--slo", slo), "--slo", words
     )
     assert "METRIC>VALUE" not in line  # --fail-on's syntax is not the objective's
 
 
 def test_an_empty_gate_is_an_error_not_a_gate_that_vanished() -> None:
     run = str(ROOT / "results" / "vps-2011.json")
-    assert_one_line_error(run_cli("report", run, "--fail-on", ""), "--fail-on: no rule given")
+    assert_one_line_error(run_forked("report", run, "--fail-on", ""), "--fail-on: no rule given")
 
 
 # --- values beyond the machine -----------------------------------------------------------
 
 
 def test_tune_refuses_values_above_the_ceiling_and_settings_the_stack_lacks() -> None:
-    r = run_cli("tune", "uvicorn", "--workers", "1,999", "--slo", "p99<5ms")
+    r = run_forked("tune", "uvicorn", "--workers", "1,999", "--slo", "p99<5ms")
     assert_one_line_error(r, "--workers 999", "ceiling")
-    r = run_cli("tune", "uvicorn", "--threads", "1,4", "--slo", "p99<5ms")
+    r = run_forked("tune", "uvicorn", "--threads", "1,4", "--slo", "p99<5ms")
     assert_one_line_error(r, "--threads: uvicorn has no threads setting")
-    r = run_cli("tune", "--url", "http://127.0.0.1:9/", "--workers", "4", "--slo", "p99<5ms")
+    r = run_forked("tune", "--url", "http://127.0.0.1:9/", "--workers", "4", "--slo", "p99<5ms")
     assert_one_line_error(r, "a server you started (--url) is measured as it runs")
 
 
 def test_cpus_beyond_the_machine_and_port_zero_are_refused() -> None:
-    r = run_cli("bench", "--stacks", "uvicorn", "--cpus", "99", "--duration", "1s")
+    r = run_forked("bench", "--stacks", "uvicorn", "--cpus", "99", "--duration", "1s")
     assert_one_line_error(r, "--cpus 99: a stack can have at most")
-    r = run_cli("db", "up", "--port", "0")
+    r = run_forked("db", "up", "--port", "0")
     assert_one_line_error(r, "--port", "a TCP port from 1 to 65535")
 
 
@@ -199,9 +200,9 @@ def test_a_pid_must_hold_the_urls_listening_socket() -> None:
         base = ("bench", "--url", url, "--concurrency", "1", "--duration", "0.5s", "--no-progress")
         # --pid 1 was the whole machine's process tree, sampled as the server's
         assert_one_line_error(
-            run_cli(*base, "--pid", "1"), "--pid 1", "stackrace or a process above"
+            run_forked(*base, "--pid", "1"), "--pid 1", "stackrace or a process above"
         )
-        line = assert_one_line_error(run_cli(*base, "--pid", str(idle.pid)), f"--pid {idle.pid}")
+        line = assert_one_line_error(run_forked(*base, "--pid", str(idle.pid)), f"--pid {idle.pid}")
         assert f"does not listen on port {server.port}" in line
         ok = run_cli(*base, "--pid", str(server.proc.pid))
         assert ok.returncode == 0, ok.stdout + ok.stderr
@@ -221,11 +222,11 @@ def test_a_negative_baseline_or_recording_is_refused_naming_the_file(tmp_path: P
     old.write_text(json.dumps(data))
     run = str(ROOT / "results" / "vps-2011.json")
     # "qps -100 req/s → 2,935 req/s (-3034.7 %)" was shown
-    line = assert_one_line_error(run_cli("report", run, "--baseline", str(old)), f"{old}:")
+    line = assert_one_line_error(run_forked("report", run, "--baseline", str(old)), f"{old}:")
     assert "window.rps = -100.0" in line
     junk = tmp_path / "junk.json"
     junk.write_bytes(b'{"schema": 2, "stacks": [')
-    assert_one_line_error(run_cli("--ghost", str(junk), "--stacks", "uvicorn"), f"{junk}:")
+    assert_one_line_error(run_forked("--ghost", str(junk), "--stacks", "uvicorn"), f"{junk}:")
     records = [
         {"type": "header", "version": 1, "created": "2026-11-27T00:00:00+0000", "settings": {}},
         {"type": "member", "t": 0.0, "member": {"id": "a", "name": "a", "family": "sync"}},
@@ -233,7 +234,7 @@ def test_a_negative_baseline_or_recording_is_refused_naming_the_file(tmp_path: P
     ]  # fmt: skip
     rec = tmp_path / "rec.jsonl.gz"
     rec.write_bytes(gzip.compress(b"".join(json.dumps(x).encode() + b"\n" for x in records)))
-    assert_one_line_error(run_cli("replay", str(rec)), f"{rec}: line 3", "value = -4000")
+    assert_one_line_error(run_forked("replay", str(rec)), f"{rec}: line 3", "value = -4000")
 
 
 # --- who limited the run -------------------------------------------------------------------
@@ -265,7 +266,7 @@ def test_a_named_server_missing_from_the_apps_python_names_its_fix(tmp_path: Pat
         "    return [b'hi']\n"
     )
     python = env / "bin" / "python"
-    r = run_cli(
+    r = run_forked(
         "bench", "--app", str(tmp_path / "wapp.py") + ":app", "--python", str(python),
         "--stacks", "gunicorn-sync[app]", "--duration", "1s",
     )  # fmt: skip

@@ -20,9 +20,12 @@ from pathlib import Path
 import pytest
 
 from stackrace.report.schema import loads
+from tests.hardening.cli_forks import run_forked
 from tests.helpers import CLI, ROOT, STACKS_FIXTURE, TestServer, blocking, run_cli, wait_for
 
-LEVEL = ["--duration", "1s", "--warmup", "0.2s"]
+# half a second after a tenth of warm-up: thousands of answers; the checks are statuses,
+# rules and files, no throughput
+LEVEL = ["--duration", "0.5s", "--warmup", "0.1s"]
 ENOSPC = os.strerror(28)  # "No space left on device"
 
 
@@ -87,7 +90,7 @@ def test_report_on_a_full_disk_names_each_file(tmp_path: Path, full_disk: Path) 
         "--concurrency", "2", *LEVEL, "--json", str(run),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
-    out = run_cli(
+    out = run_forked(
         "report", str(run), "--chart", str(full_disk / "c.svg"), "--junit", str(full_disk / "j.xml")
     )
     assert out.returncode == 74, out.stderr
@@ -101,7 +104,7 @@ def test_load_prints_its_summary_before_an_hdr_file_it_cannot_write(
     server: TestServer, full_disk: Path
 ) -> None:
     hdr = full_disk / "lat.hdr"
-    r = run_cli("load", server.url("/hello"), "-c", "2", "-d", "1s", "--hdr-out", str(hdr))
+    r = run_cli("load", server.url("/hello"), "-c", "2", "-d", "0.5s", "--hdr-out", str(hdr))
     assert r.returncode == 74, (r.stdout, r.stderr)
     assert "Requests/sec:" in r.stdout and "Traceback" not in r.stderr
     assert f"stackrace load: --hdr-out {hdr}: not written: {ENOSPC}" in r.stderr

@@ -19,8 +19,8 @@ from stackrace.stacks.definition import Stack
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.running import LaunchError, RunningStack
 from stackrace.stacks.variants import resolve
+from tests.hardening.cli_forks import run_forked
 from tests.hardening.conftest import assert_one_line_error
-from tests.helpers import run_cli
 
 GOOD = """
 [stacks.ok]
@@ -69,7 +69,7 @@ def test_bad_values_are_refused_when_the_file_is_read(
 ) -> None:
     path = stacks_file(tmp_path, **keys)
     for args in (["stacks"], ["serve", "ok", "--no-db"], ["bench", "--stacks", "ok"]):
-        r = run_cli("--stacks-file", str(path), *args)
+        r = run_forked("--stacks-file", str(path), *args)
         assert_one_line_error(r, "my.toml", "stack 'bad'", f"key '{key}'", why)
 
 
@@ -77,7 +77,7 @@ def test_placeholder_typo_in_a_command_is_not_available_but_an_error(tmp_path: P
     """The issue's case: {prot} passed `stackrace stacks` as available, failed at start."""
     path = tmp_path / "my.toml"
     path.write_text(GOOD.replace('"{port}"]', '"{prot}"]'))
-    r = run_cli("--stacks-file", str(path), "stacks")
+    r = run_forked("--stacks-file", str(path), "stacks")
     assert_one_line_error(r, "my.toml: stack 'ok': key 'command[2]': unknown placeholder {prot}")
 
 
@@ -86,7 +86,7 @@ def test_placeholder_typo_inside_a_template_file_names_both_files(tmp_path: Path
     tmpl.write_text("listen {host}:{prot};\n")
     extra = f'[[stacks.ok.files]]\npath = "conf"\ntemplate = "{tmpl}"\n'
     path = stacks_file(tmp_path, extra=extra)
-    r = run_cli("--stacks-file", str(path), "stacks")
+    r = run_forked("--stacks-file", str(path), "stacks")
     assert_one_line_error(r, "my.toml", "stack 'ok'", "files[0].template", "conf.tmpl", "{prot}")
 
 
@@ -96,12 +96,12 @@ def test_cpus_this_machine_lacks_name_file_stack_and_key(tmp_path: Path) -> None
     every command that would start it refuses it."""
     missing = max(os.sched_getaffinity(0)) + 97
     path = stacks_file(tmp_path, cpus=f"[{missing}]")
-    r = run_cli("--stacks-file", str(path), "stacks", "--json")
+    r = run_forked("--stacks-file", str(path), "stacks", "--json")
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     assert f"key 'cpus': CPU {missing} is not one this machine" in r.stdout
     for args in (["serve", "bad", "--no-db"], ["bench", "--stacks", "bad"], ["verify", "bad"]):
-        r = run_cli("--stacks-file", str(path), *args)
+        r = run_forked("--stacks-file", str(path), *args)
         assert_one_line_error(r, "my.toml", "stack 'bad'", "key 'cpus'", f"CPU {missing}")
 
 
@@ -130,17 +130,17 @@ def test_launcher_never_surfaces_a_bare_subprocess_error(tmp_path: Path) -> None
 
 def test_unknown_stack_names_the_stacks_file_given(tmp_path: Path) -> None:
     path = stacks_file(tmp_path)
-    r = run_cli("--stacks-file", str(path), "bench", "--stacks", "nope")
+    r = run_forked("--stacks-file", str(path), "bench", "--stacks", "nope")
     line = assert_one_line_error(r, "my.toml: no stack 'nope'")
     assert "stacks.toml" not in line
-    r = run_cli("--stacks-file", str(path), "serve", "nope", "--no-db")
+    r = run_forked("--stacks-file", str(path), "serve", "nope", "--no-db")
     assert_one_line_error(r, "my.toml: no stack 'nope'")
 
 
 def test_a_stack_named_twice_is_refused(tmp_path: Path) -> None:
     path = stacks_file(tmp_path)
     for args in (["bench", "--stacks", "ok,ok"], ["serve", "ok", "ok", "--no-db"]):
-        r = run_cli("--stacks-file", str(path), *args)
+        r = run_forked("--stacks-file", str(path), *args)
         assert_one_line_error(r, "stack 'ok' is named twice")
     # two variants of one stack are two stacks
     chosen = resolve_all(["ok:workers=1", "ok:workers=2"], load_stacks(path), named_in=COMMAND_LINE)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hardening.cli_forks import run_forked
 from tests.hardening.conftest import assert_one_line_error
 from tests.helpers import ROOT, run_cli
 
@@ -41,18 +42,18 @@ def test_an_untrusted_override_of_a_shipped_stack_is_refused(tmp_path: Path) -> 
         ["verify", "uvicorn"],
         ["--stacks", "uvicorn", "--go"],  # the app
     ):
-        r = run_cli(*args, cwd=here, env=env)
+        r = run_forked(*args, cwd=here, env=env)
         assert_one_line_error(r, "./stacks.toml", "'uvicorn'", "stackrace stacks --trust", rc=2)
     assert not mark.exists(), "the untrusted file's command ran"
     # `stackrace stacks` lists it, and says it is not used
-    r = run_cli("stacks", cwd=here, env=env)
+    r = run_forked("stacks", cwd=here, env=env)
     assert r.returncode == 0, r.stderr
     # (on stderr in a pipe, on stdout at a terminal: the listing's notes)
     said = "not used: ./stacks.toml: replaces the shipped stack 'uvicorn'"
     assert said in r.stdout + r.stderr
 
     # trusted: it runs, and the run names the file first
-    r = run_cli("stacks", "--trust", "./stacks.toml", cwd=here, env=env)
+    r = run_forked("stacks", "--trust", "./stacks.toml", cwd=here, env=env)
     assert r.returncode == 0 and "trusted" in r.stdout, r.stderr
     r = run_cli("bench", "--stacks", "uvicorn", *BENCH, cwd=here, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -64,7 +65,7 @@ def test_an_untrusted_override_of_a_shipped_stack_is_refused(tmp_path: Path) -> 
     mark.unlink()
     with (here / "stacks.toml").open("a") as f:
         f.write("# changed\n")
-    r = run_cli("bench", "--stacks", "uvicorn", *BENCH, cwd=here, env=env)
+    r = run_forked("bench", "--stacks", "uvicorn", *BENCH, cwd=here, env=env)
     assert_one_line_error(r, "./stacks.toml", "'uvicorn'")
     assert not mark.exists()
     # named with --stacks-file, it is asked for by name
