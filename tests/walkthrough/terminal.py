@@ -61,10 +61,12 @@ def run_in_terminal(
     cwd: str | Path | None = None,
     env: dict[str, str] | None = None,
     until: bytes | None = None,
+    latest: float | None = None,
 ) -> Ran:
     """Run `argv` on a terminal of `size`; type each key at its second (or, with
-    `until`, that many seconds after `until` first appears in the output); send each
-    signal likewise; wait for the end, at most `timeout` seconds (then SIGKILL)."""
+    `until`, that many seconds after `until` first appears in the output, or after
+    `latest` seconds if it has not appeared by then); send each signal likewise; wait
+    for the end, at most `timeout` seconds (then SIGKILL)."""
     mark = uuid.uuid4().hex
     master, slave = os.openpty()
     _set_size(slave, *size)
@@ -88,6 +90,7 @@ def run_in_terminal(
         key=lambda e: e[0],
     )
     t0: float | None = None if until else start
+    seen = 0  # how much of the output was looked through for `until`
     status: int | None = None
     try:
         while True:
@@ -103,7 +106,14 @@ def run_in_terminal(
                 out += chunk
                 if not chunk and proc.poll() is not None:
                     break
-            if t0 is None and until is not None and until in _ESCAPES.sub(b"", bytes(out)):
+            if t0 is None and until is not None and ready:
+                # what came since the last look, and a little before it (an escape
+                # sequence may have cut the words in two): the screen is redrawn in a
+                # stream of tens of kilobytes a second, too much to look through whole
+                if until in _ESCAPES.sub(b"", bytes(out[max(0, seen - 4096) :])):
+                    t0 = time.monotonic()
+                seen = len(out)
+            if t0 is None and latest is not None and time.monotonic() - start >= latest:
                 t0 = time.monotonic()
             while events and t0 is not None and time.monotonic() - t0 >= events[0][0]:
                 _t, kind, what = events.pop(0)

@@ -1,8 +1,9 @@
 """Every preset, opened with `--preset NAME --go` as the README says: every stack starts,
 is loaded and answers in the app, a seed preset shows its experiment beside the panes,
-and quitting leaves nothing running. Two presets take a second path on the way (each
+and quitting leaves nothing running. Three presets take a second path on the way (each
 path once is cheaper than a race of its own): seed-002-concurrency-ceilings's four
-stacks in projector mode on a 100×30 terminal, and sync-ceiling recorded, then replayed.
+stacks in projector mode on a 100×30 terminal, sync-ceiling recorded, then replayed, and
+slow-clients naming the sync worker its slow clients hold (and not the proxied one).
 """
 
 from __future__ import annotations
@@ -15,17 +16,26 @@ from textual.pilot import Pilot
 from stackrace.race.core.presets import PRESETS_DIR, load_preset
 from stackrace.race.live.replay import ReplayPlayer
 from stackrace.race.live.summary import to_dict
+from stackrace.race.live.view import SessionView
 from stackrace.race.playback.recording import load_recording
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.race import RaceScreen
 from stackrace.tui.slider import ConcurrencySlider
 from stackrace.tui.thennow import ThenNowStrip
-from tests.walkthrough.realapp import all_loaded, race_of, real_app, wait_for, why_not
+from tests.walkthrough.realapp import (
+    all_loaded,
+    panes_shown,
+    race_of,
+    real_app,
+    wait_for,
+    why_not,
+)
 
 PRESETS = sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
 PROJECTOR = "seed-002-concurrency-ceilings"  # four stacks: 2×2 at 100×30
 RECORDED = "sync-ceiling"
+HELD = "slow-clients"
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -59,6 +69,8 @@ async def test_every_preset_opens_and_races(name: str, tmp_path: Path):
             check_projector(race)
         if name == RECORDED:
             live = await record_a_little(app, pilot)
+        if name == HELD:
+            await check_held(app, pilot)
     if name == RECORDED:
         await check_replay(record, live)
 
@@ -80,6 +92,22 @@ def check_projector(race: RaceScreen) -> None:
         units.add(p99.value.split()[-1])
     assert len(sizes) == 1 and len(units) == 1, (sizes, units)
     assert len({p.label for p in race.panes.values()}) == len(race.panes)
+
+
+async def check_held(app: StackraceApp, pilot: Pilot[int]) -> None:
+    """`--preset slow-clients --go` as a person opens it: at its first level the lone
+    gunicorn sync worker's pane says slow clients hold it, and the same worker behind
+    nginx does not — the sentence is the preset's point (issue 26)."""
+
+    def held(v: SessionView) -> bool:
+        return "slow clients hold the worker" in v.panes[0].annotation
+
+    view = await wait_for(app, pilot, held, timeout=25)
+    assert view is not None, [(p.id, p.annotation) for p in panes_shown(app)]
+    sync, proxied, uvicorn = view.panes
+    assert sync.id == "gunicorn-sync" and uvicorn.id == "uvicorn"
+    assert "slow clients hold" not in proxied.annotation
+    assert "slow clients hold" not in uvicorn.annotation
 
 
 async def record_a_little(app: StackraceApp, pilot: Pilot[int]) -> dict[str, object]:

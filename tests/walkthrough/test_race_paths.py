@@ -1,8 +1,8 @@
 """The paths a speaker takes through the real app with real stacks: variants made in the
 picker, a race started at c=500 (the sync worker queues at once, no tick over it, the
 footer names + and −), projector mode at 100×30 keeping the verdict, an overload that
-wedges the sync worker and the ramp that follows it (record/replay ride on two
-presets: tests/walkthrough/test_presets.py)."""
+wedges the sync worker and the ramp that follows it (record/replay, and the slow
+clients that hold a sync worker, ride on presets: tests/walkthrough/test_presets.py)."""
 
 from __future__ import annotations
 
@@ -215,23 +215,3 @@ async def test_a_worker_held_by_a_keepalive_connection_reads_starving(tmp_path: 
         panes = list(race_of(app).query(StackPane))
         line = str(panes[0].query_one(".breaking").render())
         assert "STARVING" in line and "✓" not in line, line
-
-
-async def test_slow_clients_name_the_held_sync_worker_and_not_the_proxied_one(tmp_path: Path):
-    """The slow-clients preset as a person opens it (`--preset slow-clients --go`): at its
-    first level the lone gunicorn sync worker's pane says slow clients hold it, and the
-    same worker behind nginx does not — the sentence is the preset's point (issue 26)."""
-    argv = ["--preset", "slow-clients", "--go"]
-    async with real_app(argv, screenshots=tmp_path) as (app, pilot):
-        view = await wait_for(app, pilot, all_loaded, timeout=40)
-        assert view is not None, why_not(app.race.last_view if app.race else None)
-
-        def held(v: SessionView) -> bool:
-            return "slow clients hold the worker" in v.panes[0].annotation
-
-        view = await wait_for(app, pilot, held, timeout=25)
-        assert view is not None, [(p.id, p.annotation) for p in panes_shown(app)]
-        sync, proxied, uvicorn = view.panes
-        assert sync.id == "gunicorn-sync" and uvicorn.id == "uvicorn"
-        assert "slow clients hold" not in proxied.annotation
-        assert "slow clients hold" not in uvicorn.annotation

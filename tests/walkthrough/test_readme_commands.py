@@ -3,9 +3,10 @@ every command's `--help`, run as a reader would (read from README.md, docs/*.md 
 helps when the tests run: a command added there is tried here the next run).
 
 Durations are shortened (`-d`, `--duration` and a preset's levels: the first level only,
-half a second, no warm-up; a tune's `--budget`); a URL on this machine points at a test
-server; the app runs in a terminal of its own and gets `q` once it has drawn; `serve`
-gets Ctrl-C once its stacks are up. The files the pages name are made from the pages
+half a second, no warm-up; a tune's `--budget`; a `load` that names none loads 1 s, not
+its default 10 s); a URL on this machine points at a test server; the app runs in a
+terminal of its own and gets `q` once it has drawn; `serve` gets Ctrl-C once its stacks
+are up. The files the pages name are made from the pages
 themselves: `./stacks.toml` is the stack block docs/stacks.md adds, `talk.toml` the talk
 track docs/tui.md shows. A command fails the test on a traceback, a crash line, or an
 exit status the pages do not document for it (`DOCUMENTED`). Commands that need what a
@@ -15,6 +16,8 @@ its reason (`skipped`), so the test's output lists them.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shlex
@@ -49,9 +52,13 @@ DOCUMENTED = {
 }  # fmt: skip
 SERVERS = ("serve",)  # they run until Ctrl-C, which ends them with 0 or 130
 APPS = ("replay",)  # commands that open the app: run in a terminal, like the app
-TUNE_BUDGET = "12s"  # a tune keeps its budget by the clock: a candidate's search or two
-# the outcome of each command line already run, by its words as run: a line shown on two
-# pages (README and docs/tune.md show the same tune) runs once; a tune costs its budget
+# a tune (and a --capacity bench) keeps its budget by the clock: 4 s is its first
+# configuration started and a probe or three of it (each 0.5 s here), then the report and
+# files of a budget that ended; the search itself is tests/integration/test_tune.py's
+TUNE_BUDGET = "4s"
+# the outcome of each command line already run, by what it asks as run (`as_run`): a line
+# shown on two pages (README and docs/tune.md show the same tune, README and docs/bench.md
+# the same bench with its options in another order) runs once
 RAN: dict[tuple[str, ...], tuple[int, str]] = {}
 
 
@@ -62,8 +69,11 @@ def skipped(line: Line) -> str:
         return "needs a Ray cluster: tests/cluster runs one on this machine"
     if line.placeholder:
         return f"a template ({line.placeholder} is the reader's to fill in)"
-    if words[:2] == ["stackrace", "verify"] and len(words) == 2:
-        return "starts and checks every shipped stack: tests/integration/test_verify_all.py"
+    if words[:2] == ["stackrace", "verify"] and words[2:] in ([], ["--db"]):
+        return (
+            "starts and checks every shipped stack: tests/integration/test_verify_all.py "
+            "runs `stackrace verify --db` (`verify --db django` here takes the --db path)"
+        )
     if words[1:2] == ["load"] and not any(w.startswith("http") for w in words):
         return "names load's options in the text; the URL is the reader's"
     if any("$" in w for w in words):
@@ -127,7 +137,22 @@ def shortened(words: list[str], server_port: int) -> list[str]:
             out += ["--concurrency", str(preset.settings.concurrency_levels[0])]
     if words[1:2] == ["tune"] and "--budget" not in words:
         out += ["--budget", TUNE_BUDGET]
+    if words[1:2] == ["load"] and not {"-d", "--duration", "-z", "-n", "--requests"} & set(words):
+        out += ["-d", "1s"]  # (its default is 10 s of load)
     return out
+
+
+def as_run(words: list[str]) -> tuple[str, ...]:
+    """What a command line asks, as stackrace's own parser reads it: two lines that differ
+    only in the order of their options (or in a value shortened to the same) are one."""
+    from stackrace.cli import build_parser
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            args = build_parser().parse_args(words[1:])
+    except SystemExit:  # --help, --version, a usage error: by its words
+        return tuple(words)
+    return tuple(sorted(f"{k}={v!r}" for k, v in vars(args).items()))
 
 
 def toml_block(page: str, first_line: str) -> str:
@@ -187,9 +212,17 @@ def test_a_readme_command_line_runs(line: Line, workdir: tuple[Path, TestServer]
     app = sub == "" or (sub.startswith("-") and sub != "--version" and "stacks" not in words)
     app = app or sub in APPS
     if app:
-        # the app: in a terminal, `q` once it has drawn (a race: once its stacks ran)
-        quit_at = 7.0 if "--go" in words else 3.0
-        ran = run_in_terminal(argv, keys=[(quit_at, "q")], timeout=60, cwd=d, env=env)
+        # the app: in a terminal, `q` once it has drawn, as a reader quits: a race (or its
+        # replay) once a pane shows its first figures (its failures line, which comes
+        # with them) and a moment more for the others, the picker once it is there (its
+        # hint names ctrl+s); at the latest when it used to be quit, drawn or not
+        if "--go" in words or sub in APPS:
+            drawn, after, latest = b"failed ", 1.5, 5.5
+        else:
+            drawn, after, latest = b"ctrl+s", 0.5, 2.5
+        ran = run_in_terminal(
+            argv, keys=[(after, "q")], until=drawn, latest=latest, timeout=60, cwd=d, env=env
+        )
         status, output = ran.status, ran.text
         left = wait_none_left(ran.mark, 20.0)
         assert not left, f"{line.where}: left running: {left}"
@@ -208,15 +241,15 @@ def test_a_readme_command_line_runs(line: Line, workdir: tuple[Path, TestServer]
         rest, _ = proc.communicate(timeout=60)
         status, output = proc.returncode, "".join(seen) + rest
         allowed, note = {0, 130}, "Ctrl-C stops it (README: The stacks)"
-    elif tuple(words) in RAN:
-        status, output = RAN[tuple(words)]
+    elif as_run(words) in RAN:
+        status, output = RAN[as_run(words)]
     else:
         done = subprocess.run(
             argv, cwd=d, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
             timeout=240,
         )  # fmt: skip
         status, output = done.returncode, done.stdout + done.stderr
-        RAN[tuple(words)] = status, output
+        RAN[as_run(words)] = status, output
     where = (
         f"{line.where}: `{line.text}`\n  run as: {shlex.join(words)}"
         f"\n  exit {status}, the pages allow {sorted(allowed)}"
