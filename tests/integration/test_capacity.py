@@ -89,7 +89,9 @@ START = "32"
 
 def test_closed_loop_p99_finds_the_worker_count(stacks: Path, tmp_path: Path) -> None:
     cap, said = search(stacks, tmp_path, "--slo", "p99<75ms", "--concurrency", START)
-    if unstable_on_a_busy_machine(cap, said, 56):
+    # the truth's top is c=57, where a precise answer may break too (below): p99 sits on
+    # the target there, and a busy run measured it met twice and missed twice
+    if unstable_on_a_busy_machine(cap, said, 57):
         return
     # C = N + 1 waits less than 2M once the workers' turns drift apart (a freed worker
     # takes the waiting request at once): p99 passes 75 ms a few connections above N
