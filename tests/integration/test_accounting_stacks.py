@@ -9,6 +9,7 @@ no budget the others starve.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -69,9 +70,14 @@ def test_gunicorn_sync_queue_is_counted_and_judged(
     # the rule sees the queue: the level where clients wait without an answer is queueing
     # (waiting is not failing: nothing was refused, reset, timed out or answered wrong)
     assert st.breaking_point == 300 and st.breaking_kind == "queueing", st.breaking_reason
-    # the wait and the service time, the fastest answer at c=1 (~10 ms)
+    # the wait and the service time, the fastest answer (~10 ms), named with its level
+    # when another level gave it (at c=1 on a quiet core; beside a 50 % burner on the
+    # stack's core, the fastest came at c=300 itself: "one takes ~11 ms (its fastest
+    # answer)")
     assert st.breaking_reason.startswith("300 wait ~"), st.breaking_reason
-    assert "one takes ~1" in st.breaking_reason and "at c=1)" in st.breaking_reason
+    assert re.search(
+        r"one takes ~1\d(\.\d)? ms \(its fastest answer(, at c=1)?\)", st.breaking_reason
+    ), st.breaking_reason
     assert "DATABASE" not in r.stderr and "waiting" in r.stderr
 
 

@@ -131,6 +131,13 @@ def test_tune_your_app_names_the_servers_command_for_it(tmp_path: Path) -> None:
         "gunicorn-gthread[app]:workers=2,threads=2",
     }, names
     tune = run["tune"]
+    if tune["winner"] is None and not tune["tied"]:
+        # beside a 50 % burner the budget ended before the search decided (seen once):
+        # the tune says so and names no line to deploy (the line's making, for every
+        # server: tests/unit/test_production_command.py)
+        assert tune["verdict"] and not tune["deploy"] and not tune["deploy_note"], tune
+        assert "run it in production" not in r.stdout, r.stdout
+        return
     line = tune["deploy"] or tune["deploy_note"]
     assert "python -m gunicorn --bind HOST:PORT" in line, line
     assert "--worker-class gthread --threads 2" in line and "flask_app:app" in line
