@@ -530,6 +530,17 @@ class TlsTransport(SocketTransport):
                 return False
             if not data:
                 if self.state == HANDSHAKE:
+                    if self._in.pending:
+                        # what came before the EOF may say why (plain HTTP answering the
+                        # ClientHello: "wrong version number"): the handshake reads it
+                        # first, as the C transport does (read by read); when both came in
+                        # one event this said "closed during the handshake"
+                        self._in.write_eof()
+                        self._handshake()
+                        if self.state == OPEN:
+                            self._deliver()  # done, then closed: the EOF is read as such
+                        if self.state != HANDSHAKE:
+                            return False
                     self._handshake_failed(ConnectionResetError("closed during the handshake"))
                     return False
                 self._in.write_eof()
