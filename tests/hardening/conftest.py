@@ -15,13 +15,23 @@ from pathlib import Path
 import pytest
 
 from stackrace.db import ManagedMariaDB
-from tests.helpers import free_port
+from tests.helpers import TestServer, free_port
 
 PROBE_USER = "stackrace-probe"  # a local non-root user, made by the tests that need one
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root: makes a local user, or runs the server as mysql"
 )
+
+
+@pytest.fixture(scope="module")
+def idle_server() -> Iterator[TestServer]:
+    """One test server for the module's refusals, never loaded: each checks that nothing
+    reached it, so a request sent by any of them fails it (a server a test cost ~0.1 CPU-s
+    to start)."""
+    s = TestServer()
+    yield s
+    s.kill()
 
 
 def assert_one_line_error(r: subprocess.CompletedProcess[str], *words: str, rc: int = 2) -> str:

@@ -7,23 +7,12 @@ Real servers (tests/servers/testserver.py) and the real `stackrace load` command
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
 from tests.hardening.cli_forks import run_forked
 from tests.hardening.conftest import assert_one_line_error
 from tests.helpers import TestServer, run_cli
-
-
-@pytest.fixture(scope="module")
-def idle_server() -> Iterator[TestServer]:
-    """One test server for the module's refusals, never loaded: each checks that nothing
-    reached it, so a request sent by any of them fails it (a server a test cost ~0.1 CPU-s
-    to start)."""
-    s = TestServer()
-    yield s
-    s.kill()
 
 
 def _load_json(*args: str) -> dict:

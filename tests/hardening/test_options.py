@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -13,16 +12,6 @@ from tests.hardening.conftest import assert_one_line_error
 from tests.helpers import TestServer, run_cli
 
 CPUS = sorted(os.sched_getaffinity(0))
-
-
-@pytest.fixture(scope="module")
-def idle_server() -> Iterator[TestServer]:
-    """One test server for the module's refusals, never loaded: each checks that nothing
-    reached it, so a request sent by any of them fails it (a server a test cost ~0.1 CPU-s
-    to start)."""
-    s = TestServer()
-    yield s
-    s.kill()
 
 
 @pytest.mark.parametrize(
