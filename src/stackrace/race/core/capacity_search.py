@@ -30,28 +30,35 @@ How it searches (k6's breakpoint test, stopped by a rule instead of by hand):
    core (another process, the engine's own) turns a single probe's p99 into a miss, and
    a miss is never measured again otherwise: one bad second in the bracket would cap
    the answer for good. If the repeat meets, the miss was the machine's: that load is
-   the new pass and the search goes on above it (bracket or bisect). Once per search,
-   so the answer cannot swing back and forth; the break it ends on was seen missing.
+   the new pass and the search goes on above it (bracket or bisect), and the break it
+   then ends on is re-checked too: the break an answer names was seen missing twice. It
+   cannot swing back and forth: each contradicted re-check is a miss below a pass, and
+   two of those end the search on an unstable boundary (below). A search on a machine
+   busy with other work once went 32 (miss) → 16 (miss) → 8 and on, forgave 16 at its
+   re-check, and ended "breaks at c=32" on 32's single probe, for a server that met
+   up to c=50.
 
 A budget bounds it: a number of probes and a time (the front end reports each probe's
 seconds); when it is spent the result says so and names the bracket it got to.
 
 **A miss on a busy machine is measured again.** The front end marks a probe `busy` when
 it saw the machine disturb it (race/core/noise.py `probe_busy`: other processes took a
-share of a core, or the engine or the stack waited for one): a p99 rests on its worst
-1 %, and one stall of a shared core of 40-130 ms in a probe of a second turned a p99 of
-50 ms into a miss below the true capacity (c=19 for 20, c=15 for 50 beside a test
-lane). Such a miss is kept as evidence (phase `busy`) and that load is measured again,
-once; a miss that repeats counts as any other, and `BUSY_REMEASURES` bounds them per
-search, so a machine that is always busy costs a few probes, not an endless search.
-Only in the bisection and the confirms: the bracket's first miss, the doubling's
-overshoot, is nearly always real and its break is re-checked anyway, and a re-check is
-already a second measurement. A pass is never measured again for being busy: a stall
-only makes a figure worse. A busy miss that its re-measure contradicts is still a
-contradiction: a stall, or a server whose speed comes and goes (a server fast 4 s and
-slow 1 s, beside a test lane, had two such and was answered at its fast speed when
-only counted misses were weighed); two contradictions of either kind end the search
-on an unstable boundary as below, and the noise line says the machine was busy.
+share of a core, or the engine or the stack waited for one): a p99 rests on its worst 1
+%, and one stall of a shared core of 40-130 ms in a probe of a second turned a p99 of 50
+ms into a miss below the true capacity (c=19 for 20, c=15 for 50 beside a test lane).
+Such a miss is kept as evidence (phase `busy`) and that load is measured again, once; a
+miss that repeats counts as any other, and `BUSY_REMEASURES` bounds them per search, so
+a machine that is always busy costs a few probes, not an endless search. In the
+bisection, the confirms, and the bracket on its way down (a start that missed is not an
+overshoot: halving below it on a stall would cap the search there); not the climbing
+bracket's first miss: the doubling's overshoot is nearly always real and its break is
+re-checked anyway, and a re-check is already a second measurement. A pass is never
+measured again for being busy: a stall only makes a figure worse. A busy miss that its
+re-measure contradicts is still a contradiction: a stall, or a server whose speed comes
+and goes (a server fast 4 s and slow 1 s, beside a test lane, had two such and was
+answered at its fast speed when only counted misses were weighed); two contradictions of
+either kind end the search on an unstable boundary as below, and the noise line says the
+machine was busy.
 
 **An unstable boundary is an answer too.** The re-check forgives one miss below a pass
 (a stall of a shared core). Two or more such misses are not a stall: the server both
@@ -211,7 +218,6 @@ class CapacitySearch:
         self._confirms: list[Probe] = []
         self._pending: float | None = None
         self._stopped = ""
-        self._rechecked = False  # the break was measured again (once per search)
         self._floor_rechecked = False  # a miss at the floor was measured again
         self._busy_left = BUSY_REMEASURES
 
@@ -265,7 +271,7 @@ class CapacitySearch:
                     # the floor is measured once more (a stall of a shared core must not
                     # make "cannot meet at any load" out of one probe)
                     if last.load <= self.b.floor:
-                        if not self._floor_rechecked:
+                        if not self._floor_rechecked and self._missed_at(last.load) < 2:
                             self._floor_rechecked = True
                             self.phase = "recheck"
                             return self._round(self.b.floor)
@@ -293,9 +299,8 @@ class CapacitySearch:
             assert self.lo is not None
             if len(self._confirms) < self.b.confirm:
                 return self.lo
-            if self.hi is not None and not self._rechecked:
+            if self.hi is not None and self._missed_at(self.hi) < 2:
                 self.phase = "recheck"
-                self._rechecked = True
                 return self.hi
             self._stopped = CEILING if self.hi is None else PRECISE
             return None
@@ -308,7 +313,8 @@ class CapacitySearch:
             raise ValueError(f"recorded load {probe.load:g}, asked {self._pending}")
         self._pending = None
         again = bool(self.probes) and self.probes[-1].phase == BUSY
-        remeasure = self.phase in ("bisect", "confirm") and not again
+        down = self.phase == "bracket" and self.lo is None  # a start that missed, halving
+        remeasure = (self.phase in ("bisect", "confirm") or down) and not again
         if not probe.meets and probe.busy and self._busy_left > 0 and remeasure:
             # the machine's, maybe: kept as evidence, not as a verdict; measured again
             self._busy_left -= 1
@@ -365,6 +371,11 @@ class CapacitySearch:
     def _misses(self) -> list[Probe]:
         """The misses that count (not those measured again for a busy machine)."""
         return [p for p in self.probes if not p.meets and p.phase != BUSY]
+
+    def _missed_at(self, load: float) -> int:
+        """How many probes missed at this load (busy ones too: a busy miss measured
+        again that missed again was seen missing twice)."""
+        return sum(1 for p in self.probes if not p.meets and p.load == load)
 
     def _forgiven(self) -> list[Probe]:
         """Busy misses that the re-measure at their load contradicted (it met)."""
