@@ -19,8 +19,14 @@ def test_sync_worker_breaks_before_an_async_server_on_io():
         settings=RaceSettings(
             workload="io",
             io_ms=10,
-            concurrency_levels=[1, 10, 100],
-            duration=2.0,
+            # c=10 proves it: one sync worker queues ten 10 ms waits (~115 ms each, 10x
+            # its c=1 answer: it breaks there, "queueing") while uvicorn answers ~870
+            # req/s at ~11 ms; c=100 (dropped) only loaded uvicorn harder, and put it
+            # nearer a break of its own on a busy machine. 1.5 s (a level counts from
+            # 1 s, rules/breaking.py) at ~85 and ~870 req/s: a 100 ms stall moves
+            # neither figure near 120 req/s nor a 10x queue.
+            concurrency_levels=[1, 10],
+            duration=1.5,
             warmup=0.5,
             isolation="rotate",
         ),
