@@ -156,8 +156,13 @@ def test_a_latency_floor_above_the_target_cannot_be_met(stacks: Path, tmp_path: 
     cap = json.loads(out.read_text())["stacks"][0]["capacity"]
     assert cap["load"] is None and cap["stopped"] == "cannot meet the SLO at any load"
     # it went down to one connection before saying so (a miss at c=2 proves nothing
-    # below), and measured that again (one stall must not say "cannot meet")
-    assert [p["load"] for p in cap["probes"]] == [2, 1, 1]
+    # below), and measured that again (one stall must not say "cannot meet"); on a busy
+    # machine a miss at 2 is measured again first (phase "busy"), not counted
+    probes = cap["probes"]
+    loads = [p["load"] for p in probes]
+    assert loads == sorted(loads, reverse=True) and set(loads) == {1, 2}, probes
+    assert loads.count(1) == 2
+    assert loads.count(2) == 1 + sum(p["phase"] == "busy" and p["load"] == 2 for p in probes)
     assert "cannot meet p99 < 10 ms, failures < 1 % at any load: p99 " in r.stdout
     assert 'type="slo"' in junit.read_text()
 
