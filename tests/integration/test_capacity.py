@@ -122,7 +122,13 @@ def test_closed_loop_mean_finds_its_concurrency(stacks: Path, tmp_path: Path) ->
     )
     if unstable_on_a_busy_machine(cap, said, 75):
         return
-    assert cap["load"] is not None and 65 <= cap["load"] <= 75, said
+    # the answer the throughput measured allows (Little's law: mean = C / req/s, so the
+    # mean reaches 75 ms at C = 0.075 x req/s), less the 10 % precision: beside the other
+    # lane the server did 900-970 req/s, not 1,000, and c=70 met once, then missed twice
+    # (77 ms): "up to c=64" was true there, and a fixed floor of 65 called it wrong
+    assert cap["load"] is not None and cap["capacity"] is not None, said
+    little = 0.075 * cap["capacity"]
+    assert little * 0.9 - 1 <= cap["load"] <= 75, said
     assert cap["breaks_at"] is not None and cap["breaks_at"] <= 80, said
 
 
