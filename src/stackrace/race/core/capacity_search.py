@@ -218,7 +218,6 @@ class CapacitySearch:
         self._confirms: list[Probe] = []
         self._pending: float | None = None
         self._stopped = ""
-        self._floor_rechecked = False  # a miss at the floor was measured again
         self._busy_left = BUSY_REMEASURES
 
     # --- what next --------------------------------------------------------------------
@@ -271,8 +270,7 @@ class CapacitySearch:
                     # the floor is measured once more (a stall of a shared core must not
                     # make "cannot meet at any load" out of one probe)
                     if last.load <= self.b.floor:
-                        if not self._floor_rechecked and self._missed_at(last.load) < 2:
-                            self._floor_rechecked = True
+                        if self._missed_at(last.load) < 2:
                             self.phase = "recheck"
                             return self._round(self.b.floor)
                         self._stopped = CANNOT
