@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import signal
 from collections.abc import Iterator
 
@@ -20,6 +21,33 @@ pytest_plugins = ("pytester",)
 # Ctrl-C tests failed in CI so, after 30 s). Tests send Ctrl-C on purpose; let them.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_CPU_AT_SETUP = pytest.StashKey[float]()
+
+
+def _cpu_s() -> float:
+    """CPU-seconds of this pytest and of every process it (or a child of it) waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_CPU_AT_SETUP] = _cpu_s()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Each test's CPU-seconds (setup to teardown), a `cpu_s` property in ./dev test's
+    JUnit files: the lanes are balanced by what a test costs the machine, not by its
+    wall time, which on 2 shared cores is mostly the other lanes (bench/test_times.py).
+    A process is counted when it is waited for: servers and engines are, by the test or
+    by the `stackrace` it ran; a session's MariaDB is counted in the test that stops it."""
+    if call.when == "teardown" and _CPU_AT_SETUP in item.stash:
+        item.user_properties.append(("cpu_s", f"{_cpu_s() - item.stash[_CPU_AT_SETUP]:.2f}"))
+    yield
 
 
 @pytest.fixture
