@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ from tests.conftest_stacks import (
     processes_mentioning,
     real_stack,
 )
-from tests.helpers import ROOT, STACKS_FIXTURE, wait_for
+from tests.helpers import ROOT, STACKS_FIXTURE, until, wait_for
 
 
 @pytest.mark.slow
@@ -224,10 +223,10 @@ async def test_stop_all_while_a_stack_starts(tmp_path: Path) -> None:
 
 async def _starting(launcher: Launcher, name: str) -> RunningStack:
     """The stack once its processes run (it is then waiting to be ready), bounded."""
-    end = time.monotonic() + 30
-    while time.monotonic() < end:
+
+    def running() -> bool:
         rs = launcher.running.get(name)
-        if rs is not None and pids_in_sessions(rs.sessions):
-            return rs
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{name}: no process started within 30 s")
+        return rs is not None and bool(pids_in_sessions(rs.sessions))
+
+    assert await until(running, 30, step=0.05), f"{name}: no process started within 30 s"
+    return launcher.running[name]
