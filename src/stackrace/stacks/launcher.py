@@ -167,11 +167,7 @@ class Launcher:
             await self._wait_ready(rs)
         except LaunchError as exc:
             rs.error = str(exc).split("\n")[0]
-            # stopped by stop_all while starting: it ends STOPPED, not FAILED. `stopping`
-            # is set first thing in stop(), so a start that gave up on seeing it is not
-            # a failure even before stop_all has reached the state (a loaded box
-            # showed FAILED so)
-            if not rs.stopping and rs.state != STOPPED:
+            if not rs.stopping:  # (stop_all began, maybe not done: STOPPED, not FAILED)
                 self._set_state(rs, FAILED)
             await self.stop(rs)
             exc.log_tail = rs.log_tail()
