@@ -3,7 +3,7 @@
 # included: Ray's, a MariaDB), from a cpuacct cgroup (v1) of its own; as root.
 #   bash bench/cgroup_cpu.sh .venv/bin/pytest -q tests/cluster
 # Run two at once (two test lanes) to see each lane's share of the machine; the suite's
-# own per-test figure (tests/conftest.py, bench/test_times.py) counts only what pytest
+# own per-test figure (tests/conftest.py, bench/suite_times.py) counts only what pytest
 # waited for. Figures: bench/README.md "The test suite's own time".
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: bash bench/cgroup_cpu.sh COMMAND [ARGS...]" >&2; exit 2; }

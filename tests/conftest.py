@@ -42,7 +42,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Each test's CPU-seconds (setup to teardown), a `cpu_s` property in ./dev test's
     JUnit files: the lanes are balanced by what a test costs the machine, not by its
-    wall time, which on 2 shared cores is mostly the other lanes (bench/test_times.py).
+    wall time, which on 2 shared cores is mostly the other lanes (bench/suite_times.py).
     A process is counted when it is waited for: servers and engines are, by the test or
     by the `stackrace` it ran; a session's MariaDB is counted in the test that stops it."""
     if call.when == "teardown" and _CPU_AT_SETUP in item.stash:

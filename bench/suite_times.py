@@ -1,7 +1,7 @@
 """What each file of tests costs in ./dev test: wall seconds and CPU-seconds per lane.
 
-    .venv/bin/python bench/test_times.py            # the last ./dev test's JUnit files
-    .venv/bin/python bench/test_times.py --top 15   # the 15 costliest files of each lane
+    .venv/bin/python bench/suite_times.py            # the last ./dev test's JUnit files
+    .venv/bin/python bench/suite_times.py --top 15   # the 15 costliest files of each lane
 
 Reads `.stackrace/test-times/*.xml` (one per lane; each test's `time` and its `cpu_s`
 property, tests/conftest.py). A file whose CPU is a small part of its wall time mostly
