@@ -103,8 +103,12 @@ def test_closed_loop_p99_finds_the_worker_count(stacks: Path, tmp_path: Path) ->
     assert f"meets p99 < 75 ms, failures < 1 % up to c={cap['load']:g} (" in said
     # the evidence: every probe with its level, the answers its percentile needs
     assert cap["needed_answers"] == 1000
-    phases = [p["phase"] for p in cap["probes"]]
-    assert phases[0] == "bracket" and phases.count("confirm") >= 2
+    # (a start that missed while the machine was busy is measured again: that first
+    # probe is marked busy, and the bracket's own probe at the same load follows it)
+    probes = cap["probes"]
+    first = next(p for p in probes if p["phase"] != "busy")
+    assert first["phase"] == "bracket" and first["load"] == probes[0]["load"], probes
+    assert [p["phase"] for p in probes].count("confirm") >= 2
     for p in cap["probes"]:
         lv = p["level"]
         assert lv["concurrency"] == p["load"]
