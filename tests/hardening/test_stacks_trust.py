@@ -1,7 +1,7 @@
 """A stacks file outside the package is announced and trusted deliberately: a
 ./stacks.toml that replaces a shipped stack's command (a cloned repository's "uvicorn")
 runs nothing until `stackrace stacks --trust ./stacks.toml`, and again nothing once the
-file changes; one that only adds stacks is used; every command that runs stacks names
+file changes; one that only adds stacks runs them only once trusted; every command that runs stacks names
 the files it read first. The real CLI in a directory of its own, real servers."""
 
 from __future__ import annotations
@@ -79,13 +79,17 @@ def test_an_untrusted_override_of_a_shipped_stack_is_refused(tmp_path: Path) -> 
     assert mark.exists()
 
 
-def test_a_file_that_only_adds_stacks_is_used_and_named(tmp_path: Path) -> None:
+def test_a_file_that_only_adds_stacks_is_named_and_runs_once_trusted(tmp_path: Path) -> None:
     here = tmp_path / "project"
     here.mkdir()
     (here / "stacks.toml").write_text(
         f'[stacks.mine]\ncommand = ["{sys.executable}", "{SERVER}", "{{port}}"]\n'
     )
     env = {"STACKRACE_HOME": str(tmp_path / "home")}
+    # what it adds runs only once trusted (tests/hardening/test_trust_added.py)
+    r = run_forked("bench", "--stacks", "mine", *BENCH, cwd=here, env=env)
+    assert_one_line_error(r, "'mine'", "stackrace stacks --trust ./stacks.toml")
+    assert run_forked("stacks", "--trust", "./stacks.toml", cwd=here, env=env).returncode == 0
     r = run_cli("bench", "--stacks", "mine", *BENCH, cwd=here, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     first = r.stderr.splitlines()[:3]

@@ -263,6 +263,12 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Te
     for name in ("run.json", "old.json", "new.json"):
         shutil.copy(ROOT / "results" / "php-vs-python-hello.json", d / name)
     (d / "config").mkdir()
+    # the page's next line: its stacks run only once the file is trusted (docs/stacks.md)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(d / "config")}
+    trusted = subprocess.run(
+        [*CLI, "stacks", "--trust", "./stacks.toml"], cwd=d, env=env, capture_output=True
+    )
+    assert trusted.returncode == 0, trusted.stderr
     # the pages' "Your app" lines name the examples relative to the repository
     shutil.copytree(ROOT / "examples", d / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     server = TestServer()

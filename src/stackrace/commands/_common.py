@@ -7,7 +7,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from stackrace.settings.race_parsers import split_stacks
-from stackrace.stacks.catalogue import GIVEN, SHIPPED, StackFile, announcement, load_stacks
+from stackrace.stacks.catalogue import (
+    GIVEN,
+    SHIPPED,
+    StackFile,
+    announcement,
+    load_stacks,
+    skipped_line,
+)
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
 from stackrace.stacks.variants import resolve
 
@@ -54,6 +61,16 @@ def announce(stacks: StackFile, prog: str = "stackrace", quiet: bool = False) ->
         return
     for line in announcement(stacks):
         print(f"{prog}: {line}", file=sys.stderr)
+
+
+def trusted_names(stacks: StackFile, prog: str) -> list[str]:
+    """Every stack but those a ./stacks.toml not trusted yet adds, for a command that
+    takes them all (`install --all`, a bare `verify`); the ones left out are named in
+    one line on stderr with the command that trusts them."""
+    line = skipped_line(stacks)
+    if line:
+        print(f"{prog}: {line}", file=sys.stderr)
+    return [n for n in stacks if n not in stacks.untrusted]
 
 
 def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:

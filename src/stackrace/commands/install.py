@@ -15,9 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from stackrace.commands._common import announce, load, resolve_all
+from stackrace.commands._common import announce, load, resolve_all, trusted_names
 from stackrace.commands.parser import examples
 from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.install import Installer, InstallOutcome
 
 EXAMPLES = examples(
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         print("stackrace install: name one or more stacks, or --all", file=sys.stderr)
         return 2
     chosen = resolve_all(
-        list(stacks) if args.all else args.names,
+        trusted_names(stacks, "stackrace install") if args.all else args.names,
         stacks,
         named_in=COMMAND_LINE,
         prog="stackrace install",
@@ -98,14 +99,16 @@ def run(args: argparse.Namespace) -> int:
     results = Installer(
         chosen, log=lambda line: print(line, flush=True), dry_run=args.dry_run
     ).run()
-    width = max(len(r.stack.base) for r in results)
+    width = max((len(r.stack.base) for r in results), default=0)
     for r in results:
         print(f"  {r.stack.base:<{width}}  {_summary(r) if not args.dry_run else _plan(r)}")
     failed = [r for r in results if r.error is not None]
     changed = sum(bool(r.before) for r in results) - len(failed)
+    # a dry run installed nothing: it says what it would do, never "installed"
+    done, broke = ("would be installed", "cannot be") if args.dry_run else ("installed", "failed")
     print(
-        f"{changed} installed, {len(results) - changed - len(failed)} already complete, "
-        f"{len(failed)} failed ({time.monotonic() - t0:.1f}s)"
+        f"{changed} {done}, {len(results) - changed - len(failed)} already complete, "
+        f"{len(failed)} {broke} ({time.monotonic() - t0:.1f}s)"
     )
     if failed:
         names = " ".join(r.stack.base for r in failed)
@@ -153,7 +156,7 @@ def python_problem(python: str) -> str | None:
     return None
 
 
-def install_into(args: argparse.Namespace, stacks: dict) -> int:
+def install_into(args: argparse.Namespace, stacks: StackFile) -> int:
     """`install --into PYTHON SERVER…`: the app templates' pip packages, with that
     interpreter's own pip, then a check that each server imports there. Nothing goes
     into the environment stackrace runs in unless PYTHON is its interpreter."""
@@ -183,6 +186,9 @@ def install_into(args: argparse.Namespace, stacks: dict) -> int:
     modules: list[str] = []
     for name in args.names:
         base = name.removesuffix(APP_TAG).partition(":")[0]
+        if base in stacks.untrusted:  # its pip packages are a stranger's choice too
+            print(f"{prog}: {stacks.untrusted[base]}", file=sys.stderr)
+            return 2
         spec = stacks.get(base)
         if spec is None or spec.app is None:
             able = ", ".join(n for n, d in stacks.items() if d.app is not None)

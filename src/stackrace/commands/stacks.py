@@ -28,6 +28,8 @@ from stackrace.stacks.catalogue import (
     announcement,
     read_stacks_file,
     replaced_stacks,
+    typed_path,
+    skipped_line,
     untrusted_line,
 )
 from stackrace.stacks.ceilings import tunable_ceilings
@@ -79,6 +81,11 @@ def run(args: argparse.Namespace) -> int:
             served = stack.served(list(WORKLOADS))
         except ConfigError as exc:  # e.g. `cpus` this machine does not have
             a = Availability(False, str(exc), f"fix stack '{name}' in {stacks.source}")
+            if name in stacks.untrusted:  # not broken: not trusted yet
+                where = typed_path(stacks.path) if stacks.path else "./stacks.toml"
+                a = Availability(
+                    False, "defined by a file not trusted yet", f"stackrace stacks --trust {where}"
+                )
         rows.append(
             {
                 "name": name,
@@ -142,6 +149,9 @@ def _untrusted(stacks: StackFile) -> list[str]:
         if origin == HERE and replaced and not trust.is_trusted(path, sha):
             out.append(f"  not used: {untrusted_line(path, replaced)}")
         below.update(defs)
+    added = [n for n in stacks.untrusted if n in stacks]
+    if added and not out:  # a file that only adds: its stacks are listed, never run
+        out.append(f"  {skipped_line(stacks, lead='not run:')}")
     return out
 
 
@@ -162,6 +172,6 @@ def _trust(given: str) -> int:
         return 1
     print(
         f"trusted {path.resolve()} (sha256 {sha[:12]}…), recorded in {record}: its stacks "
-        "may replace the shipped ones of the same name until the file changes"
+        "are used (added, or replacing shipped ones of the same name) until the file changes"
     )
     return 0

@@ -13,7 +13,7 @@ import ssl
 import sys
 import time
 
-from stackrace.commands._common import announce, load, resolve_all
+from stackrace.commands._common import announce, load, resolve_all, trusted_names
 from stackrace.commands.parser import examples
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.settings.units import fmt_bytes
@@ -83,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
     if stacks is None:
         return 2
     chosen = resolve_all(
-        args.names or list(stacks), stacks, named_in=COMMAND_LINE, prog="stackrace verify"
+        args.names or trusted_names(stacks, "stackrace verify"),
+        stacks,
+        named_in=COMMAND_LINE,
+        prog="stackrace verify",
     )
     if chosen is None:
         return 2

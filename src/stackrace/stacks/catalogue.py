@@ -8,8 +8,13 @@ file's top: that file alone). `stacks_files` says which, `load_stacks` merges th
 A ./stacks.toml that replaces a stack of the files below it (a shipped "uvicorn" with
 a command of its own: what a cloned repository could do) is refused until the user
 trusts it (`stackrace stacks --trust ./stacks.toml`, stackrace.stacks.trust: remembered by its
-content) or names it with --stacks-file; one that only adds stacks is used. Every
-command that runs stacks prints the files it read first (`announcement`).
+content) or names it with --stacks-file. One that only adds stacks is read, so that the
+shipped stacks stay usable beside it, but the stacks it adds are `untrusted`: each
+carries the line that refuses it, and choosing one (stackrace.stacks.variants.resolve:
+every build, install, verify, serve and race goes through it) raises that line. An
+added stack's `build` or `command` is as much a cloned repository's command as a
+replaced one's. Every command that runs stacks prints the files it read first
+(`announcement`).
 
 Each file's blocks are checked when it is read (stackrace.stacks.validate); a stack is
 chosen from the merged catalogue by name or variant (stackrace.stacks.variants).
@@ -55,6 +60,9 @@ class StackFile(dict[str, StackDef]):
         # stacks made from --app or --cmd (stackrace.stacks.userapp): name → that option
         self.generated: dict[str, str] = {}
         self.app: AppSpec | None = None  # the --app they were made for
+        # stacks of a ./stacks.toml not trusted yet: name → the line that refuses it
+        # (read to be listed; never built, installed or run: variants.resolve)
+        self.untrusted: dict[str, str] = {}
 
 
 # Why a stacks file was read, in the search order `stacks_files` follows.
@@ -113,20 +121,27 @@ def load_stacks(path: str | Path | None = None, *, check_trust: bool = True) -> 
     merged: dict[str, StackDef] = {}
     below: dict[str, StackDef] = {}  # every stack of the files read before this one
     files: list[tuple[Path, str, str]] = []
+    untrusted: dict[str, str] = {}
     for p, origin in stacks_files(path):
         defs, replace, sha = read_stacks_file(p)
         if replace:  # this file alone (and those above it)
-            merged, files = {}, []
-        if origin == HERE and check_trust:
+            merged, files, untrusted = {}, [], {}
+        if origin == HERE and not trust.is_trusted(p, sha):
             replaced = replaced_stacks(defs, below)
-            if replaced and not trust.is_trusted(p, sha):
+            if replaced and check_trust:
                 raise ConfigError(untrusted_line(p, replaced))
+            for name in defs:  # added (or, when only listing, replaced): never run
+                if name in below and below[name] == defs[name]:
+                    continue  # the same block as the file below: nothing of its own
+                untrusted[name] = untrusted_added_line(p, name)
         below.update(defs)
         merged.update(defs)
         files.append((p.resolve(), origin, sha))
     top, origin, sha = files[-1]
     source = " + ".join(display_path(f) for f, _, _ in files)
-    return StackFile(merged, source, top, origin, sha, files)
+    out = StackFile(merged, source, top, origin, sha, files)
+    out.untrusted = untrusted
+    return out
 
 
 def read_stacks_file(p: Path) -> tuple[dict[str, StackDef], bool, str]:
@@ -144,11 +159,41 @@ def replaced_stacks(defs: dict[str, StackDef], below: dict[str, StackDef]) -> li
     return [name for name, spec in defs.items() if name in below and below[name] != spec]
 
 
+def typed_path(path: Path) -> str:
+    """A path as typed in this directory (`./stacks.toml`), for a command to copy."""
+    where = display_path(path)
+    return where if where.startswith(("/", ".")) else f"./{where}"  # as typed here
+
+
+def untrusted_added_line(path: Path, name: str) -> str:
+    """Why a stack that an untrusted ./stacks.toml adds is not run, and how to run it."""
+    where = typed_path(path)
+    return (
+        f"{where}: stack '{name}' is defined by a file not trusted yet; nothing of it is "
+        f"built, installed or run until you trust the file (`stackrace stacks --trust "
+        f"{where}`, remembered until the file changes) or name it (`stackrace "
+        f"--stacks-file {where} …`)"
+    )
+
+
+def skipped_line(stacks: StackFile, lead: str = "skipped") -> str:
+    """One line for a command that takes every stack (`install --all`, a bare `verify`):
+    which stacks it leaves out as untrusted, and the command that trusts them ('' when
+    none)."""
+    if not stacks.untrusted:
+        return ""
+    names = sorted(stacks.untrusted)
+    where = typed_path(next((p for p, o, _ in stacks.files if o == HERE), Path(paths.STACKS_FILE)))
+    shown = ", ".join(f"'{n}'" for n in names[:4]) + (" …" if len(names) > 4 else "")
+    return (
+        f"{lead} {len(names)} stack{'s' * (len(names) != 1)} of {where}, not trusted yet "
+        f"({shown}): `stackrace stacks --trust {where}` to use {'them' if len(names) > 1 else 'it'}"
+    )
+
+
 def untrusted_line(path: Path, replaced: list[str]) -> str:
     """Why a ./stacks.toml is not used, and the two ways to use it."""
-    where = display_path(path)
-    if not where.startswith(("/", ".")):
-        where = f"./{where}"  # as typed in this directory
+    where = typed_path(path)
     names = ", ".join(f"'{n}'" for n in replaced[:4]) + (" …" if len(replaced) > 4 else "")
     return (
         f"{where}: replaces the shipped {'stack' if len(replaced) == 1 else 'stacks'} "

@@ -151,6 +151,11 @@ def with_stacks(stacks: StackFile, extra: dict[str, StackDef], what: str) -> Sta
         {**stacks, **extra}, stacks.source, stacks.path, stacks.origin, stacks.sha256, stacks.files
     )
     merged.generated = {**stacks.generated, **{n: what for n in extra}}
+    merged.untrusted = dict(stacks.untrusted)
+    for name in extra:  # `SERVER[app]` made from an untrusted block runs its command too
+        base = name.removesuffix(APP_TAG)
+        if base != name and base in stacks.untrusted:
+            merged.untrusted[name] = stacks.untrusted[base]
     return merged
 
 
@@ -190,7 +195,9 @@ def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
     from stackrace.stacks.variants import resolve
 
     app = stacks.app
-    generated = [n for n, what in stacks.generated.items() if what == "--app"]
+    generated = [
+        n for n, what in stacks.generated.items() if what == "--app" and n not in stacks.untrusted
+    ]
     if app is None:
         return [], []
     common = [app_stack_name(n) for n in COMMON[app.interface] if app_stack_name(n) in stacks]
@@ -246,8 +253,8 @@ def missing_servers(names: list[str], stacks: StackFile) -> str:
 
 
 def generated_names(stacks: StackFile) -> list[str]:
-    """The stacks made for this run (--app, --cmd), in order."""
-    return list(stacks.generated)
+    """The stacks made for this run (--app, --cmd), in order (none of an untrusted block)."""
+    return [n for n in stacks.generated if n not in stacks.untrusted]
 
 
 __all__ = [

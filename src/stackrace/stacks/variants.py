@@ -11,7 +11,9 @@ freely. A variant read from a file — a preset, a run file (`bench --from`), a
 recording, another stack's `upstream` — is refused in one line when a path param names
 an executable other than the param's default or one the stack lists in `executables`:
 a data file that travels must never choose what runs (`resolve(..., named_in=
-COMMAND_LINE)` is the command line's).
+COMMAND_LINE)` is the command line's). A stack that a ./stacks.toml not trusted yet
+adds is refused here with the line that says how to trust it (stacks.catalogue): this
+is the one door every build, install, verify, serve and race passes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 
 from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
 from stackrace.stacks.placeholders import render
 from stackrace.stacks.tunables import check_value, param_kind
@@ -49,6 +52,9 @@ def resolve(
     if base not in stacks:
         known = ", ".join(sorted(stacks))
         raise ConfigError(f"{source}: no stack '{base}' (known: {known})")
+    if isinstance(stacks, StackFile) and base in stacks.untrusted:
+        # added by a ./stacks.toml not trusted yet: its command is a stranger's
+        raise ConfigError(stacks.untrusted[base])
     spec = stacks[base]
     overrides: dict[str, str] = {}
     for item in filter(None, (s.strip() for s in rest.split(","))):

@@ -246,12 +246,28 @@ def build_session(
         unknown = [s for s in plan.stacks if s.partition(":")[0] not in known]
         if unknown:
             raise AppSetupError(f"no stack {unknown[0]!r} in the stacks file")
+        _refuse_untrusted(plan.stacks, source)
     _check_named_in_file(o, plan, source)
     session = Session(RaceCore(engine, source, plan.settings))
     session.then = _then_of(o.preset)
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
+
+
+def _refuse_untrusted(names: list[str], source: StackSource) -> None:
+    """A stack that a ./stacks.toml not trusted yet adds is refused before the app
+    opens, in the line that says how to trust it (stacks.catalogue), as every command
+    refuses it."""
+    from stackrace.race.core.stack_source import StacksFileSource
+    from stackrace.stacks.catalogue import StackFile
+
+    if not isinstance(source, StacksFileSource) or not isinstance(source.defs, StackFile):
+        return
+    for ref in names:
+        line = source.defs.untrusted.get(ref.partition(":")[0])
+        if line:
+            raise AppSetupError(line)
 
 
 def _check_named_in_file(o: AppOptions, plan: RacePlan, source: StackSource | None) -> None:
