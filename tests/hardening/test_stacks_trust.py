@@ -1,8 +1,8 @@
 """A stacks file outside the package is announced and trusted deliberately: a
 ./stacks.toml that replaces a shipped stack's command (a cloned repository's "uvicorn")
 runs nothing until `stackrace stacks --trust ./stacks.toml`, and again nothing once the
-file changes; one that only adds stacks runs them only once trusted; every command that runs stacks names
-the files it read first. The real CLI in a directory of its own, real servers."""
+file changes; one that only adds stacks runs them only once trusted; every command that
+runs stacks names the files it read first. The real CLI in a directory of its own, real servers."""
 
 from __future__ import annotations
 

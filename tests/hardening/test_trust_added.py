@@ -27,7 +27,8 @@ def _block(name: str, mark: Path) -> str:
     """A stack whose build and whose command each leave a mark (then serve)."""
     return (
         f"[stacks.{name}]\n"
-        f'command = ["/bin/sh", "-c", "touch {mark}.ran; exec {sys.executable} {SERVER} {{port}}"]\n'
+        f'command = ["/bin/sh", "-c", "touch {mark}.ran; '
+        f'exec {sys.executable} {SERVER} {{port}}"]\n'
         f"[stacks.{name}.needs]\n"
         f'build = [["/bin/sh", "-c", "touch {mark}.built"]]\n'
         f'build_cwd = "{mark.parent}"\n'
@@ -54,7 +55,7 @@ def _nothing_ran(mark: Path) -> None:
 def test_the_catalogue_marks_added_stacks_and_resolve_refuses_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    here, mark, env = _project(tmp_path)
+    here, _mark, env = _project(tmp_path)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.chdir(here)

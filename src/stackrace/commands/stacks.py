@@ -28,8 +28,8 @@ from stackrace.stacks.catalogue import (
     announcement,
     read_stacks_file,
     replaced_stacks,
-    typed_path,
     skipped_line,
+    typed_path,
     untrusted_line,
 )
 from stackrace.stacks.ceilings import tunable_ceilings
