@@ -22,7 +22,7 @@ from stackrace.race.core.journal import (
     read_journal,
 )
 from stackrace.race.core.runlocks import RunInfo, RunLock, other_runs
-from stackrace.report.schema import SCHEMA_VERSION, BenchRun, Machine, Settings
+from stackrace.report.schema import SCHEMA_VERSION, BenchRun, Machine, Settings, StackResult
 from stackrace.settings.race_settings import RaceSettings
 
 
@@ -33,7 +33,10 @@ def skeleton() -> BenchRun:
         started="2026-11-27T12:00:00+00:00",
         machine=Machine("h", "cpu", 2, 1 << 30, "6", "Debian", "3.11", "1"),
         settings=Settings(**msgspec.structs.asdict(s), path="/"),
-        stacks=[],
+        stacks=[
+            StackResult(name=n, title=n, family="sync", version="", levels=[])
+            for n in ("plain", "a", "b", "c")
+        ],
     )
 
 
@@ -41,6 +44,7 @@ def test_every_entry_is_on_disk_and_a_cut_last_line_is_dropped(tmp_path: Path) -
     path = tmp_path / "run.json.journal"
     j = Journal.create(path, JournalStart(command="bench", run=skeleton()))
     j.write(JournalDone(stack="plain", t=1.5))
+    j.close()  # (its writer gone: a journal being written is not read: test_journal_integrity)
     # a kill in the middle of a write: half a line, no newline
     with open(path, "ab") as f:
         f.write(b'{"kind":"done","stack":"pla')

@@ -10,10 +10,15 @@ directory is for and a random id. `stackrace clean` removes a directory only whe
 holds that marker, as a regular file owned by this user, in a real directory (not a
 link) owned by this user; everything else is listed and left alone.
 
-The id makes a marker one directory's own: `made(path)` returns it, and a marker copied
-along with a directory (cp -r of a run directory) still only says that stackrace made
-the original. The content is JSON, read with a size limit: a marker is never trusted
-for more than "stackrace made this".
+A marker records what it marks: the directory's real path, device and inode when it was
+marked, besides a random id. `made(path)` believes a marker only in the directory it
+was written in: a marker copied along with a directory (`cp -r` of a run directory, a
+backup restored) sits in a directory of another inode, and one moved along (`mv`) at
+another path, so the copy or the moved directory is not stackrace's to delete; it is
+the user's now. A marker without that record (written by an older stackrace) is no
+proof either, and its directory is left alone, as an unmarked one is. The content is
+JSON, read with a size limit: a marker is never trusted for more than "stackrace made
+this directory, here".
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ class _Marker(msgspec.Struct):
     made_by: str
     what: str
     id: str
+    # the directory it marks: its real path, device and inode when it was marked (0 and
+    # "": an older marker, proof of nothing)
+    path: str = ""
+    dev: int = 0
+    ino: int = 0
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,10 @@ def make_dir(path: Path, what: str, mode: int = 0o777) -> bool:
 def mark(path: Path, what: str) -> None:
     """Write the marker into a directory this process has just created. Never follows a
     link and never replaces a marker (O_EXCL): a second call is harmless."""
-    body = msgspec.json.encode(_Marker("stackrace", what, uuid.uuid4().hex))
+    st = os.lstat(path)
+    body = msgspec.json.encode(
+        _Marker("stackrace", what, uuid.uuid4().hex, os.path.realpath(path), st.st_dev, st.st_ino)
+    )
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path / MARKER, flags, 0o600)
@@ -74,7 +87,8 @@ def mark(path: Path, what: str) -> None:
 def made(path: Path, handed_over: bool = False) -> Made | None:
     """What stackrace made `path` for, or None when nothing says it did: `path` is not a
     real directory owned by this user, or its marker is missing, a link, someone
-    else's, or not a marker. `handed_over`: the directory may belong to another account
+    else's, or not a marker, or a marker of another directory (copied or moved here:
+    see the module docstring). `handed_over`: the directory may belong to another account
     that stackrace gave it to (the private MariaDB's server files, owned by `mysql`);
     the marker must still be this user's."""
     uid = os.getuid()
@@ -96,6 +110,11 @@ def made(path: Path, handed_over: bool = False) -> Made | None:
         os.close(fd)
     with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
         marker = msgspec.json.decode(data, type=_Marker)
-        if marker.made_by == "stackrace" and marker.id:
+        here = (os.path.realpath(path), st.st_dev, st.st_ino)
+        if (
+            marker.made_by == "stackrace"
+            and marker.id
+            and (marker.path, marker.dev, marker.ino) == here
+        ):
             return Made(marker.what, marker.id)
     return None

@@ -155,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         if start.capacity is not None:
             args.capacity = True
             args.budget, args.precision = start.capacity.budget_s, start.capacity.precision
+        runguard.restore_outputs(args, start.outputs)  # every file the first run named
         if args.json_out is None and args.resume.endswith(".json.journal"):
             args.json_out = args.resume.removesuffix(".journal")  # the run it was beside
     outputs = {"--json": args.json_out, "--csv": args.csv_out, "--markdown": args.md_out}
@@ -305,6 +306,7 @@ def _run_locked(
             capacity=CapacitySpec(plan.capacity.budget_s, plan.capacity.precision)
             if plan.capacity is not None
             else None,
+            outputs=runguard.named_outputs(args),
         )
         plan.journal = runguard.open_journal("stackrace bench", where, start)
         if plan.journal is not None:
@@ -386,11 +388,8 @@ def _run_locked(
     try:
         tell(result, verdict, args.baseline, interrupted, failed, problems, app_lost)
         if kept and interrupted:
-            print(
-                f"stackrace bench: every finished level and probe is in {kept}: "
-                f"`stackrace bench --resume {kept}` measures the rest",
-                file=sys.stderr,
-            )
+            line = runguard.kept_line("stackrace bench", plan.journal, kept, "level and probe")
+            print(line, file=sys.stderr)
     except OSError:  # the terminal was closed (EIO) or the pipe is gone: the files hold it
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the exit flush)
     if app_lost:

@@ -16,8 +16,12 @@ directories (stackrace.base.paths), and inside two of them, the runs directory a
 working copy (`_CONTAINERS`), at each entry: a marked run directory or apps directory
 is removed, anything unmarked (`cache/runs/my-notes/`, `data/apps/my-django-site/`) is
 listed as "left alone", and the container goes only when nothing of the user's is left
-in it. Outside them it removes two places stackrace made, each marked and checked for
-being exactly that: the private MariaDB's server directory when it had to live under
+in it. A run directory whose lock a live launcher holds (stacks.run_roots.in_use) and
+a journal a live run still writes (race/core/journal.py: in_use) are left alone and
+said so: `clean` during a bench must not take that run's logs, sockets or journal. A
+marker proves a directory stackrace's only where it was written (stackrace.base.madeby:
+path, device and inode): a copy of a run directory is the user's. Outside them it
+removes two places stackrace made, each marked and checked for being exactly that: the private MariaDB's server directory when it had to live under
 /var/tmp (named `stackrace-mariadb-*` there, recorded in the instance's
 instance.json), and the crash logs' fallback in the temp directory
 (`stackrace-crashes-UID`, owned by this user). A directory made by a stackrace older
@@ -48,7 +52,9 @@ from stackrace.base import crashlog, madeby, paths
 from stackrace.commands.parser import examples
 from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import default_dir, shadow_base
+from stackrace.race.core.journal import in_use as journal_in_use
 from stackrace.settings.units import fmt_bytes
+from stackrace.stacks.run_roots import in_use as run_in_use
 from stackrace.stacks.run_roots import runs_dir
 
 # what stackrace makes directly in its directories, and what each is
@@ -57,6 +63,7 @@ _MADE = {
         "runs": "run directories (the stacks' logs)",
         "mariadb": "the private MariaDB (data, passwords, logs)",
         "crashes": "crash logs",
+        "journals": "journals of runs that did not end (what --resume continues)",
     },
     "data": {
         "apps": "the apps as run, and their builds (Go binaries, node_modules)",
@@ -67,7 +74,12 @@ _MADE = {
 }
 # directories whose entries are each stackrace's or the user's: looked into, one by one;
 # the files stackrace keeps in them besides its marked directories
-_CONTAINERS = {"runs": frozenset(), "apps": frozenset({paths.APPS_STAMP})}
+_CONTAINERS = {
+    "runs": frozenset(),
+    "apps": frozenset({paths.APPS_STAMP}),
+    "journals": frozenset(),
+}
+_LIVE_RUN = "a live run's (its lock is held): left alone"
 _UNMARKED = "not marked as made by stackrace: left alone"
 
 
@@ -222,8 +234,20 @@ def _container(path: Path, what: str, own_files: frozenset[str]) -> list[Item]:
             # the copy is whole and nothing would make it again
             mine.append(Item(child, "its list of what it holds", _size(child)))
             continue
+        if path.name == "journals" and entry.name.endswith(".journal"):
+            # a journal is a file, not a marked directory: stackrace's by its name in
+            # stackrace's marked folder; one a run still writes is that run's
+            if not entry.is_file(follow_symlinks=False):
+                kept.append(Item(child, "", 0, keep=_UNMARKED))
+            elif journal_in_use(child):
+                kept.append(Item(child, "", 0, keep=_LIVE_RUN))
+            else:
+                mine.append(Item(child, "a journal of a run that did not end", _size(child)))
+            continue
         if entry.is_symlink() or not entry.is_dir() or madeby.made(child) is None:
             kept.append(Item(child, "", 0, keep=_UNMARKED))
+        elif run_in_use(child):  # a launcher holds it: its stacks' logs, sockets, lock
+            kept.append(Item(child, "", 0, keep=_LIVE_RUN))
         else:
             mine.append(Item(child, what, _size(child)))
     if not kept:

@@ -20,8 +20,10 @@ same judgment); the document it prints, as JSON or as the summary, is report/loa
 (its JSON Schema ships beside it: load.schema.json).
 
 How long: `-d` (`-z`, oha's and hey's name for it) of measured time, or `-n N` requests
-(as ab and hey: exactly N are sent, each answered or failed, then the load ends; `-d`
-beside it is a limit). `--warmup` loads first, uncounted.
+(as ab and hey: exactly N are sent, each answered or failed, then the load ends). Both
+at once are refused in one line: `-n 5 -d 1s` read as "5 requests" silently dropped the
+second, and "whichever ends first" makes a figure whose size nobody asked for.
+`--warmup` loads first, uncounted.
 
 Ctrl-C, SIGTERM and SIGHUP (the terminal closed) end the load early; the figures so far
 are printed, then `--hdr-out` is written (whole or not at all: stackrace.base.atomicfile).
@@ -175,6 +177,11 @@ class _Load:
                 f"-n/--requests counts a closed loop's requests: with --rate give -d "
                 f"instead ({args.requests:,} requests at {args.rate:g} req/s take "
                 f"{args.requests / args.rate:g}s)"
+            )
+        if args.requests and args.duration is not None:
+            raise ValueError(
+                f"-n/--requests and -d/--duration both say how long to load: give one "
+                f"(-n {args.requests:,}: exactly that many requests; -d: that long)"
             )
         if args.slow_share is not None and args.clients is None:
             raise ValueError("--slow-share needs --clients (which profile is slow)")

@@ -243,8 +243,8 @@ def compare_capacity(runs: list[BenchRun], names: list[str]) -> list[str]:
             if c is None:
                 cells.append("-")
                 continue
-            if c.load is None:
-                cells.append("cannot meet")
+            if c.capacity is None:  # cannot be met, or a search interrupted
+                cells.append("cannot meet" if c.load is None else "interrupted")
                 continue
             text = f"{c.capacity or 0:,.0f} req/s at {captable.at(c, c.load)}"
             if c is not first and first is not None and first.load is not None and first.capacity:

@@ -92,6 +92,10 @@ def claim_cores(
     return runlocks.RunLock.take(command, cores)
 
 
+# what the journals directory's marker says (stackrace.base.madeby; commands/clean.py)
+JOURNALS_MADE_FOR = "journals of runs that did not end (what --resume continues)"
+
+
 def journal_path(explicit: str | None, outputs: list[str | None], command: str) -> Path:
     """Where a new run's journal goes (see the module docstring)."""
     if explicit:
@@ -102,7 +106,9 @@ def journal_path(explicit: str | None, outputs: list[str | None], command: str) 
         return found
     from stackrace.base import paths
 
-    d = paths.writable_dir(paths.cache_dir() / "journals", "its journals")
+    d = paths.writable_dir(
+        paths.cache_dir() / "journals", "its journals", made_for=JOURNALS_MADE_FOR
+    )
     return d / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.journal"
 
 
@@ -130,6 +136,48 @@ def open_journal(prog: str, path: Path, start: JournalStart) -> Journal | None:
             file=sys.stderr,
         )
     return None
+
+
+# the output options a journal remembers, and their argparse names: a resume writes
+# every file the first run was asked for (`--csv` was dropped)
+OUTPUT_DESTS = {
+    "--json": "json_out",
+    "--csv": "csv_out",
+    "--markdown": "md_out",
+    "--chart": "chart_out",
+    "--junit": "junit_out",
+}
+
+
+def named_outputs(args: argparse.Namespace) -> dict[str, str]:
+    """The output files this run was asked for, by option, as absolute paths (a resume
+    may run in another directory)."""
+    out = {}
+    for option, dest in OUTPUT_DESTS.items():
+        value = getattr(args, dest, None)
+        if value and value != "-":
+            out[option] = str(Path(value).expanduser().absolute())
+    return out
+
+
+def restore_outputs(args: argparse.Namespace, outputs: dict[str, str]) -> None:
+    """A resume's outputs: each the first run named, unless given again."""
+    for option, path in outputs.items():
+        dest = OUTPUT_DESTS.get(option)
+        if dest is not None and hasattr(args, dest) and getattr(args, dest) is None:
+            setattr(args, dest, path)
+
+
+def kept_line(prog: str, journal: Journal | None, kept: str, what: str) -> str:
+    """What an interrupted run says of its journal, true after a write failure too: a
+    journal that stopped taking entries (a full disk) holds only what came before."""
+    if journal is not None and journal.error:
+        return (
+            f"{prog}: {kept} holds only the {what} measured before the journal stopped "
+            f"({journal.error}); the later ones are not in it: `{prog} --resume {kept}` "
+            "measures them again"
+        )
+    return f"{prog}: every finished {what} is in {kept}: `{prog} --resume {kept}` measures the rest"
 
 
 def finish_journal(journal: Journal | None, interrupted: str | None, keep: bool) -> str:

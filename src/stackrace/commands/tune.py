@@ -217,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
         resumed = _resumed(args)
         if resumed is None:
             return 2
+        runguard.restore_outputs(args, resumed[0].outputs)  # every file the first run named
         if args.json_out is None and args.resume.endswith(".json.journal"):
             args.json_out = args.resume.removesuffix(".journal")  # the run it was beside
     problem = check_output_paths(
@@ -367,6 +368,7 @@ def _tune(
                 stacks=servers, axes=search.space.servers, seed=seed, budget_s=budget,
                 precision=precision,
             ),
+            outputs=runguard.named_outputs(args),
         )  # fmt: skip
         journal, entries = runguard.open_journal(PROG, where, start), []
         if journal is not None:
@@ -447,9 +449,9 @@ def _tune(
     status = _show(args, result, problems)
     if interrupted:
         with contextlib.suppress(OSError):
+            line = runguard.kept_line(PROG, journal, kept, "probe")
             print(
-                f"{PROG}: interrupted ({interrupted}): every probe is in {kept}; "
-                f"`{PROG} --resume {kept}` goes on from there",
+                f"{PROG}: interrupted ({interrupted}); {line.removeprefix(PROG + ': ')}",
                 file=sys.stderr,
             )
         return 130

@@ -160,7 +160,13 @@ def svg(stacks: list[StackResult], slo: str) -> str:
         bar_y = bars_y + n * (bar_h + gap)
         bar_w = width * (c.capacity or 0.0) / top
         colour = "#2a9d8f" if best is not None and st.name == best.name else "#8ab6d6"
-        label = "cannot meet" if c.load is None else f"{c.capacity or 0:,.0f}"
+        label = (
+            "interrupted"
+            if c.stopped == CAPACITY_INTERRUPTED
+            else "cannot meet"
+            if c.load is None
+            else f"{c.capacity or 0:,.0f}"
+        )
         out.append(f'<text x="8" y="{bar_y + 13}">{_esc(st.name[:44])}</text>')
         out.append(
             f'<rect x="{left}" y="{bar_y}" width="{bar_w:.1f}" height="{bar_h}" fill="{colour}"/>'

@@ -77,6 +77,22 @@ def new_run_root(keep: int = _KEEP_RUNS) -> tuple[Path, int]:
     return root, fd
 
 
+def in_use(root: Path) -> bool:
+    """Whether a live launcher holds this run directory (its lock file's flock is held:
+    the lock dies with its process, so a dead run's directory is free)."""
+    try:
+        fd = os.open(root / _RUN_ROOT_MARK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def _own_run_roots(base: Path) -> list[Path]:
     """The run directories `new_run_root` made under `base` (see its docstring)."""
     real_base = os.path.realpath(base)

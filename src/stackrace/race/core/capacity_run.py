@@ -239,8 +239,17 @@ def interrupted(c: CapacityResult) -> CapacityResult:
         probes=[probe_of(p) for p in c.probes],
     )
     what = "req/s" if c.mode == "rate" else "c"
+    # the JSON claims no capacity either: `load` stays (the highest load seen meeting the
+    # SLO, as the sentence says), the req/s figure at it and its margin go
     return msgspec.structs.replace(
-        c, stopped=INTERRUPTED, sentence=stub.sentence(c.slo, what), unstable=None
+        c,
+        stopped=INTERRUPTED,
+        sentence=stub.sentence(c.slo, what),
+        unstable=None,
+        capacity=None,
+        margin=None,
+        rss=0,
+        cpu_us_per_request=None,
     )
 
 

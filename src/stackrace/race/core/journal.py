@@ -26,11 +26,29 @@ figures checked as a run file's are: a journal is a file someone can hand you.
 The file is made beside the run's output (`--json out.json` → `out.json.journal`), or
 named with `--journal`; it is never overwritten (a second run with the same output
 refuses, naming it, rather than losing a first run's work).
+
+A journal cannot lie (issue 48): a hand-edited one was believed ("-1 req/s", a forged
+level at c=777 giving "no breaking point up to c=777", settings naming another stack
+measured while the journal's levels were dropped). So:
+- the start carries `digest`, the SHA-256 of what it says the run is (command,
+  settings, stacks, search): a start edited since is refused in one line, as is one
+  without it;
+- every entry's figures are checked as a run file's (inputfile.bad_figure: no negative
+  count, no NaN), a bench entry must name one of the run's stacks, and a level one of
+  its planned levels;
+- the writer holds an flock on the file for as long as it writes (`Journal`): a
+  journal whose lock is held is a live run's, never resumed (`in_use`) nor cleaned
+  away (commands/clean.py);
+- the outputs the first run named (`--json`, `--csv`, …) are in the start, so that a
+  resume writes every one of them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
+import hashlib
 import os
 from pathlib import Path
 
@@ -72,6 +90,17 @@ class JournalStart(msgspec.Struct, tag="start", tag_field="kind", forbid_unknown
     version: int = JOURNAL_VERSION
     capacity: CapacitySpec | None = None
     tune: TuneSpec | None = None
+    # the output files the run was asked for, by option ("--csv" → path): a resume
+    # writes each of them
+    outputs: dict[str, str] = {}
+    digest: str = ""  # settings_digest of the above, written by Journal.create
+
+
+def settings_digest(start: JournalStart) -> str:
+    """The SHA-256 of what a journal's start says the run is: everything but the digest
+    itself, in msgspec's canonical order."""
+    body = msgspec.structs.replace(start, digest="")
+    return hashlib.sha256(msgspec.json.encode(body, order="deterministic")).hexdigest()
 
 
 class JournalStack(msgspec.Struct, tag="stack", tag_field="kind", forbid_unknown_fields=True):
@@ -144,7 +173,8 @@ class Journal:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o644)
         journal = cls(path, fd)
         try:
-            journal._append(start)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours alone: just made (O_EXCL)
+            journal._append(msgspec.structs.replace(start, digest=settings_digest(start)))
         except OSError:
             os.close(fd)  # no empty or half journal left behind (a full disk)
             with contextlib.suppress(OSError):
@@ -158,6 +188,13 @@ class Journal:
         """The journal of a run being resumed, to append the rest to. A last line cut
         by the death that ended the run is cut off first."""
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise JournalError(_busy(path)) from None
+            raise
         size = os.fstat(fd).st_size
         if size:
             data = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
@@ -192,6 +229,28 @@ class Journal:
         with contextlib.suppress(OSError):
             os.close(self._fd)
         self.closed = True
+
+
+def _busy(path: Path | str) -> str:
+    return (
+        f"{path}: its run is still writing it (the journal's lock is held): not resumed; "
+        "wait for that run to end, or stop it"
+    )
+
+
+def in_use(path: Path | str) -> bool:
+    """Whether a run is writing this journal now (its flock is held: see Journal)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+    finally:
+        os.close(fd)
+    return False
 
 
 def _fsync_dir(path: Path) -> None:
@@ -247,7 +306,38 @@ def read_journal(path: str) -> tuple[JournalStart, list[Entry]]:
         raise JournalError(str(exc)) from None
     if start.command not in ("bench", "tune"):
         raise JournalError(f"{path}: a journal of {start.command!r}, not of bench or tune")
+    if start.digest != settings_digest(start):
+        raise JournalError(
+            f"{path}: line 1: its settings do not match the digest written with them (edited "
+            "since, or written by an older stackrace): not resumed; start a new run"
+        )
+    _check_entries(path, start, entries)
+    if in_use(path):
+        raise JournalError(_busy(path))
     return start, entries
+
+
+def _check_entries(path: str, start: JournalStart, entries: list[Entry]) -> None:
+    """Each entry's figures as a run file's (no negative count, no NaN); in a bench's
+    journal, each entry of one of the run's stacks and each level one of its plan's."""
+    stacks = {st.name for st in start.run.stacks}
+    planned = set(start.run.settings.levels)
+    for n, e in enumerate(entries, 2):
+        bad = inputfile.bad_figure(e)
+        if bad:
+            raise JournalError(f"{path}: line {n}: {bad}: no measurement gives that")
+        if start.command != "bench" or isinstance(e, JournalEnd):
+            continue
+        if e.stack not in stacks:
+            raise JournalError(
+                f"{path}: line {n}: stack {e.stack!r} is not one of the run's "
+                f"({', '.join(repr(x) for x in sorted(stacks))})"
+            )
+        if isinstance(e, JournalLevel) and start.capacity is None and e.level.level not in planned:
+            raise JournalError(
+                f"{path}: line {n}: level {e.level.level} is not one of the run's planned "
+                f"levels ({', '.join(str(x) for x in sorted(planned))})"
+            )
 
 
 class Resumed:
