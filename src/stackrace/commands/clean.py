@@ -12,8 +12,8 @@ created, and only a directory with that marker, a real directory of this user's,
 removed. A known name is not enough: with `STACKRACE_HOME=~`, `~/data/apps` or
 `~/cache/runs` may be the user's own, or hold the user's own beside stackrace's. So it
 looks at a fixed list of names it makes (`_MADE`) directly inside its data and cache
-directories (stackrace.base.paths), and inside two of them, the runs directory and the apps'
-working copy (`_CONTAINERS`), at each entry: a marked run directory or apps directory
+directories (stackrace.base.paths), and inside three of them, the runs directory, the
+journals and the apps' working copy (`_CONTAINERS`), at each entry: a marked run directory or apps directory
 is removed, anything unmarked (`cache/runs/my-notes/`, `data/apps/my-django-site/`) is
 listed as "left alone", and the container goes only when nothing of the user's is left
 in it. A run directory whose lock a live launcher holds (stacks.run_roots.in_use) and
@@ -21,12 +21,13 @@ a journal a live run still writes (race/core/journal.py: in_use) are left alone 
 said so: `clean` during a bench must not take that run's logs, sockets or journal. A
 marker proves a directory stackrace's only where it was written (stackrace.base.madeby:
 path, device and inode): a copy of a run directory is the user's. Outside them it
-removes two places stackrace made, each marked and checked for being exactly that: the private MariaDB's server directory when it had to live under
-/var/tmp (named `stackrace-mariadb-*` there, recorded in the instance's
-instance.json), and the crash logs' fallback in the temp directory
-(`stackrace-crashes-UID`, owned by this user). A directory made by a stackrace older
-than the markers is unmarked, and left alone like any other: the listing says so, and
-the user removes it by hand.
+removes two places stackrace made, each marked and checked for being exactly that: the
+private MariaDB's server directory when it had to live under /var/tmp (named
+`stackrace-mariadb-*` there, recorded in the instance's instance.json), and the crash
+logs' fallback in the temp directory (`stackrace-crashes-UID`, owned by this user). A
+directory made by a stackrace older than the markers (or than their identity) is
+unmarked, and left alone like any other: the listing says so, and the user removes it
+by hand.
 
 Links are never followed: a candidate that is a symlink is left (and said so), a
 directory is removed by shutil.rmtree, which on Linux walks by file descriptor and
