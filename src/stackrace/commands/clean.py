@@ -13,8 +13,9 @@ removed. A known name is not enough: with `STACKRACE_HOME=~`, `~/data/apps` or
 `~/cache/runs` may be the user's own, or hold the user's own beside stackrace's. So it
 looks at a fixed list of names it makes (`_MADE`) directly inside its data and cache
 directories (stackrace.base.paths), and inside three of them, the runs directory, the
-journals and the apps' working copy (`_CONTAINERS`), at each entry: a marked run directory or apps directory
-is removed, anything unmarked (`cache/runs/my-notes/`, `data/apps/my-django-site/`) is
+journals and the apps' working copy (`_CONTAINERS`), at each entry: a marked run
+directory or apps directory (or a journal, a file in the marked journals directory) is
+removed, anything unmarked (`cache/runs/my-notes/`, `data/apps/my-django-site/`) is
 listed as "left alone", and the container goes only when nothing of the user's is left
 in it. A run directory whose lock a live launcher holds (stacks.run_roots.in_use) and
 a journal a live run still writes (race/core/journal.py: in_use) are left alone and
