@@ -202,7 +202,9 @@ def run(args: argparse.Namespace) -> int:
     if lock is None:
         return runguard.EXIT_SHARED
     try:
-        return _run_locked(args, plan, stacks_file, rerun, preset, baseline, rules, notes, resumed)
+        return _run_locked(
+            args, plan, stacks_file, rerun, preset, baseline, rules, notes, resumed, lock
+        )
     finally:
         lock.release()
 
@@ -234,6 +236,7 @@ def _run_locked(
     rules: Any,
     shared: list[str],
     resumed: Resumed | None,
+    lock: runguard.runlocks.RunLock,
 ) -> int:
     try:
         metrics = open_metrics(args, "stackrace bench")
@@ -342,6 +345,8 @@ def _run_locked(
             fail(f"{args.resume}: {exc}")
             return 2
         result = recorder.finish(interrupted)
+        # a run that started on these cores after this one: in this run's record too
+        result.notes.extend(runguard.shared_notes(runguard.late_sharers(lock, shared)))
         result = msgspec.structs.replace(result, provenance=origin)
         if plan.noise is not None:
             result.noise = capacity_noise(result, before, shared)

@@ -68,6 +68,14 @@ def shared_notes(shared: list[str]) -> list[str]:
     return [f"measured while another stackrace run shared the cores: {o}" for o in shared]
 
 
+def late_sharers(lock: runlocks.RunLock, shared: list[str]) -> list[str]:
+    """The runs that came onto this run's cores after it started (added to `shared`):
+    the first of two runs sharing cores records the second too."""
+    late = [o for o in lock.joined() if o not in shared]
+    shared.extend(late)
+    return late
+
+
 def claim_cores(
     prog: str, args: argparse.Namespace, shared: list[str], cluster: bool = False
 ) -> runlocks.RunLock | None:

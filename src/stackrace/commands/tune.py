@@ -320,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
         return runguard.EXIT_SHARED
     try:
         return _tune(args, plan, stacks, rerun, spec, search, servers, budget, precision,
-                     seed, shared, resumed, progress)  # fmt: skip
+                     seed, shared, resumed, progress, lock)  # fmt: skip
     finally:
         lock.release()
 
@@ -345,6 +345,7 @@ def _tune(
     shared: list[str],
     resumed: tuple[JournalStart, list[Entry]] | None,
     progress: Callable[[str], None],
+    lock: runguard.runlocks.RunLock,
 ) -> int:
     from stackrace.race.bench.protocol import BenchPlan
     from stackrace.race.core.journal import Journal
@@ -440,6 +441,7 @@ def _tune(
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # only writing is left
     progress(f"tune took {_took(state):.0f}s of a {budget:.0f}s budget")
+    runguard.late_sharers(lock, shared)  # a run that came onto these cores meanwhile
     result = tune_result(job, state, interrupted, shared)
     result = msgspec.structs.replace(result, provenance=origin)
     tunereport.add_deploy(result, stacks)

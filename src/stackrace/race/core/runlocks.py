@@ -16,6 +16,11 @@ held is a live run. A new run reads the live ones whose cores meet its own and s
 at start and in its output's notes; `bench` and `tune` refuse to measure beside them
 unless `--share-cores` (commands/_common.py: `check_shared_cores`).
 
+A run that starts beside another (with --share-cores) also tells it: it appends its own
+line to the other's `<lock>.joined` file, which the first run reads before it writes its
+output (`RunLock.joined`). The first of two runs thus records the second in its
+`other_runs` and notes, as the second records the first: both measured each other.
+
 The directory is made 0700 and must be the user's own, not a link: a lock file is read
 as the description of another run and is never followed anywhere. A directory that
 cannot be used is no registry at all (the run goes on, and says so), not an error.
@@ -38,7 +43,9 @@ import msgspec
 from stackrace.base import paths
 
 SUFFIX = ".run"
+JOINED = ".joined"  # beside a run's lock file: the runs that started on its cores since
 MAX_LOCK_BYTES = 4096
+MAX_JOINED_BYTES = 64 * 1024
 
 
 class RunInfo(msgspec.Struct, forbid_unknown_fields=True):
@@ -99,7 +106,32 @@ class RunLock:
             with contextlib.suppress(OSError):
                 path.unlink()
             return cls(None, None)
+        _tell_others(d, path, info)
         return cls(path, fd)
+
+    def joined(self) -> list[str]:
+        """The runs that started on this run's cores after it did (each told it: see the
+        module docstring), one line each, oldest first."""
+        if self.path is None:
+            return []
+        try:
+            fd = os.open(
+                f"{self.path}{JOINED}", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            )
+        except OSError:
+            return []
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                return []
+            data = os.read(fd, MAX_JOINED_BYTES)
+        except OSError:
+            return []
+        finally:
+            os.close(fd)
+        lines = data.decode("utf-8", "replace").splitlines()
+        # a line is another run's describe(): printable, or not shown at all
+        return list(dict.fromkeys(x for x in lines if x.isprintable() and x.startswith("pid ")))
 
     @property
     def held(self) -> bool:
@@ -108,9 +140,10 @@ class RunLock:
     def release(self) -> None:
         if self._fd is None:
             return
-        with contextlib.suppress(OSError):
-            assert self.path is not None
-            self.path.unlink()
+        assert self.path is not None
+        for path in (self.path, Path(f"{self.path}{JOINED}")):
+            with contextlib.suppress(OSError):
+                path.unlink()
         with contextlib.suppress(OSError):
             os.close(self._fd)
         self._fd = None
@@ -120,6 +153,31 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _tell_others(d: Path, mine: Path, info: RunInfo) -> None:
+    """Append this run's line to the `.joined` file of every live run on its cores."""
+    line = (info.describe() + "\n").encode()
+    wanted = set(info.cores)
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        if not entry.name.endswith(SUFFIX) or path == mine:
+            continue
+        other = _read_live(path)
+        if other is None or other.pid == info.pid or not wanted & set(other.cores):
+            continue
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        with contextlib.suppress(OSError):
+            fd = os.open(f"{path}{JOINED}", flags, 0o600)
+            try:
+                if os.fstat(fd).st_size < MAX_JOINED_BYTES:
+                    os.write(fd, line)  # one write of a short line: appended whole
+            finally:
+                os.close(fd)
 
 
 def other_runs(cores: Sequence[int] | None = None, mine: RunLock | None = None) -> list[str]:
@@ -169,8 +227,9 @@ def _read_live(path: Path) -> RunInfo | None:
         # the lock was free: its run is dead (or has not written it yet: a file this
         # new is left alone)
         if time.time() - st.st_mtime > 5:
-            with contextlib.suppress(OSError):
-                path.unlink()
+            for gone in (path, Path(f"{path}{JOINED}")):
+                with contextlib.suppress(OSError):
+                    gone.unlink()
         return None
     finally:
         os.close(fd)

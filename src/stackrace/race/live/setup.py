@@ -19,7 +19,7 @@ anything starts, and handed to what runs the app.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -255,7 +255,7 @@ def build_session(
     return session, plan, catalog, show_picker
 
 
-def _refuse_untrusted(names: list[str], source: StackSource) -> None:
+def _refuse_untrusted(names: Sequence[str], source: StackSource) -> None:
     """A stack that a ./stacks.toml not trusted yet adds is refused before the app
     opens, in the line that says how to trust it (stacks.catalogue), as every command
     refuses it."""
