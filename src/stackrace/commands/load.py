@@ -74,6 +74,7 @@ from stackrace.report.load_text import summary_lines
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
 from stackrace.settings import options, scenario
 from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings
+from stackrace.settings.terms import unsampled_terms
 from stackrace.settings.units import fmt_count, fmt_us
 from stackrace.supervise.procs import keep_off
 
@@ -177,6 +178,14 @@ class _Load:
                 f"-n/--requests counts a closed loop's requests: with --rate give -d "
                 f"instead ({args.requests:,} requests at {args.rate:g} req/s take "
                 f"{args.requests / args.rate:g}s)"
+            )
+        unsampled = unsampled_terms(args.slo)
+        if unsampled:  # zeros of a server never sampled would meet any target
+            raise ValueError(
+                f"--slo {args.slo!r}: `load` samples no server's memory or CPU, so "
+                f"{', '.join(repr(t) for t in unsampled)} would never be measured (hold a "
+                "server to it with `stackrace bench --stacks NAME --slo …`, or `bench --url "
+                "URL --pid PID`)"
             )
         if args.requests and args.duration is not None:
             raise ValueError(

@@ -176,16 +176,20 @@ def restore_outputs(args: argparse.Namespace, outputs: dict[str, str]) -> None:
             setattr(args, dest, path)
 
 
-def kept_line(prog: str, journal: Journal | None, kept: str, what: str) -> str:
+def kept_line(prog: str, journal: Journal | None, kept: str, what: str, head: str = "") -> str:
     """What an interrupted run says of its journal, true after a write failure too: a
-    journal that stopped taking entries (a full disk) holds only what came before."""
+    journal that stopped taking entries (a full disk) holds only what came before.
+    `head`: what the line says first ("interrupted (SIGINT); ")."""
     if journal is not None and journal.error:
         return (
-            f"{prog}: {kept} holds only the {what} measured before the journal stopped "
+            f"{prog}: {head}{kept} holds only the {what} measured before the journal stopped "
             f"({journal.error}); the later ones are not in it: `{prog} --resume {kept}` "
             "measures them again"
         )
-    return f"{prog}: every finished {what} is in {kept}: `{prog} --resume {kept}` measures the rest"
+    return (
+        f"{prog}: {head}every finished {what} is in {kept}: `{prog} --resume {kept}` "
+        "measures the rest"
+    )
 
 
 def finish_journal(journal: Journal | None, interrupted: str | None, keep: bool) -> str:

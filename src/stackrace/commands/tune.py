@@ -451,11 +451,8 @@ def _tune(
     status = _show(args, result, problems)
     if interrupted:
         with contextlib.suppress(OSError):
-            line = runguard.kept_line(PROG, journal, kept, "probe")
-            print(
-                f"{PROG}: interrupted ({interrupted}); {line.removeprefix(PROG + ': ')}",
-                file=sys.stderr,
-            )
+            head = f"interrupted ({interrupted}); "
+            print(runguard.kept_line(PROG, journal, kept, "probe", head), file=sys.stderr)
         return 130
     return status
 
@@ -498,4 +495,5 @@ def _show(args: argparse.Namespace, result: BenchRun, problems: list[str] | None
     t = result.tune
     if t is None:
         return 0 if any(st.capacity and st.capacity.claimed for st in result.stacks) else 1
-    return 0 if t.winner or len(t.tied) > 1 else 1
+    # 1 when no configuration met the SLO (nothing to deploy), or none was named
+    return 0 if tunereport.met_any(t) and (t.winner or len(t.tied) > 1) else 1

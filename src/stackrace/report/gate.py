@@ -256,7 +256,7 @@ def judge_slo(run: BenchRun, slo: Slo, verdict: GateVerdict | None = None) -> Ga
                 continue
             verdict.slo_levels += 1
             where = level_name(st.name, lv)
-            judged = slo.judge_level(lv)
+            judged = slo.judge_level(lv, sampled=st.sampled)
             if not judged.meets:
                 verdict.slo_missed.append(f"{where}: misses the SLO ({slo.text}): {judged.why}")
     return verdict

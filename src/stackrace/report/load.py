@@ -380,7 +380,7 @@ def _slo(text: str | None, w: WindowStats, hist: LatencyHistogram) -> LoadSlo | 
     if not text:
         return None
     slo = Slo.parse(text)
-    judged = slo.judge_window(w, hist)
+    judged = slo.judge_window(w, hist, unsampled=True)  # `load` samples no server
     return LoadSlo(slo=slo.text, meets=judged.meets, why=judged.why, figures=judged.figures())
 
 

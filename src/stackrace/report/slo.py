@@ -31,6 +31,13 @@ The percentile is then read among answers + those, the extra ones all above the
 target: `p99` is the answers' own p99 when they are few enough, and "≥ the oldest
 wait" when they are more than the tail. A level with nothing answered and nothing over
 the target has no latency at all: unknown, and unknown never meets an SLO.
+
+**Only a figure measured meets.** `rss` and `cpu` are the server's processes' figures:
+a server stackrace did not start and was not given the --pid of is not sampled, and
+its zeros are no measurement (`load --slo 'cpu<0.001%'` once said "SLO met"). The
+commands refuse such terms up front (settings.terms.unsampled_terms); here, a level of
+a server not sampled (`judge_level(..., sampled=False)`) or an engine window
+(`judge_window(..., unsampled=True)`) reads them "not measured", which never meets.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from stackrace.report import thresholds
 from stackrace.report.schema import Level
 from stackrace.rules.breaking import step_result
 from stackrace.settings.terms import (
+    PROCESS_METRICS,
     SUMMARY_LATENCIES,
     Term,
     check_objective,
@@ -64,10 +72,13 @@ class SloCheck:
     value: float | None
     meets: bool
     lower_bound: bool = False  # the value is at least this (requests not answered yet)
+    not_measured: bool = False  # a figure nothing sampled (rss, cpu of a server not sampled)
 
     def shown(self) -> str:
         """'p99 74.1ms ≥ 50ms' for a miss, 'p99 12.0ms < 50ms' for a pass."""
         m = self.term.metric
+        if self.not_measured:
+            return f"{m} not measured (no server process sampled): never met"
         if self.value is None:
             return f"{m} unknown (no answers)"
         value = ("≥ " if self.lower_bound else "") + thresholds.fmt(m, self.value)
@@ -124,24 +135,42 @@ class Slo:
         """The first latency term's target (the line on a latency chart)."""
         return next((t.value for t in self.terms if t.latency), None)
 
-    def judge_level(self, level: Level) -> SloVerdict:
+    def judge_level(self, level: Level, sampled: bool = True) -> SloVerdict:
+        """`sampled` False: the server's processes were not sampled (a --url without
+        --pid): an rss or cpu term is not measured, and misses."""
         hist = LatencyHistogram.decode(level.hdr) if level.hdr else None
         checks = []
         for t in self.terms:
-            if t.metric in ("rss", "cpu", "failures", "qps"):
+            if t.metric in PROCESS_METRICS and not sampled:
+                checks.append(SloCheck(t, None, False, not_measured=True))
+            elif t.metric in ("rss", "cpu", "failures", "qps"):
                 value = thresholds.value_of(level, t.metric)
                 checks.append(_check(t, value))
             else:
                 checks.append(_window_check(t, level.window, hist))
         return SloVerdict(tuple(checks))
 
-    def judge_window(self, window: WindowStats, hist: LatencyHistogram | None = None) -> SloVerdict:
+    def judge_window(
+        self, window: WindowStats, hist: LatencyHistogram | None = None, unsampled: bool = False
+    ) -> SloVerdict:
         """A window of the engine (the app's interval, or a total): rss and cpu are not
-        in it and are left out."""
+        in it and are left out, to be judged on the level (the app and the capacity
+        search sample them there); `unsampled`: nothing samples them anywhere (`load`),
+        and they are not measured: they miss."""
         checks = [
-            _window_check(t, window, hist) for t in self.terms if t.metric not in ("rss", "cpu")
+            _window_check(t, window, hist) for t in self.terms if t.metric not in PROCESS_METRICS
         ]
+        if unsampled:
+            checks += [
+                SloCheck(t, None, False, not_measured=True)
+                for t in self.terms
+                if t.metric in PROCESS_METRICS
+            ]
         return SloVerdict(tuple(checks))
+
+    def on_processes(self) -> list[Term]:
+        """The terms on a server's processes' figures (rss, cpu)."""
+        return [t for t in self.terms if t.metric in PROCESS_METRICS]
 
 
 def _pretty(t: Term) -> str:

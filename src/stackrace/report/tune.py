@@ -116,10 +116,17 @@ def markdown(run: BenchRun) -> str:
     return "\n".join(lines) + "\n"
 
 
+def met_any(t: TuneResult) -> bool:
+    """Whether any configuration met the SLO at some load (a capacity above 0)."""
+    return any(p.capacity > 0 for p in t.points)
+
+
 def add_deploy(result: BenchRun, stacks: StackFile) -> None:
-    """The deploy line of the winner (or of each configuration tied)."""
+    """The deploy line of the winner (or of each configuration tied); none when no
+    configuration met the SLO: "run it in production" under "no configuration met the
+    SLO" would recommend what failed it."""
     t = result.tune
-    if t is None:
+    if t is None or not met_any(t):
         return
     names = [t.winner] if t.winner else t.tied[:MAX_DEPLOY_LINES]
     app = getattr(stacks, "app", None)

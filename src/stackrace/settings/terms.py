@@ -12,14 +12,19 @@ with at most two decimals (`p50`, `p95`, `p10.5`, `p99.9`; the short forms `p999
 `p9999` are p99.9 and p99.99; p100 is `max`), `max`, `mean`, `failures` (a share of
 attempts), `waiting` (a share of the requests in play still waiting at the end), `rss`
 (memory), `cpu` (percent of one core). Anything else is refused, never read another
-way: `p101` is neither p10.1 nor p101 (write p10.1). A value must be finite once its
+way: `p101` is neither p10.1 nor p101 (write p10.1). A figure with a unit is written
+with it: `p99<5` (5 µs? 5 ms?) is refused with the units it takes, as are `rss<200`
+and `cpu<80`; only qps is a bare number. A value must be finite once its
 unit is applied (`1e308s` is not a latency), a share lies between 0 and 100 %, a
 latency within an hour (the longest timeout).
 
 An objective (`--slo`, `check_objective`) says what must stay below a target: only `<`
 and `<=`, absolute values, no `qps` (the highest load that meets an objective is what
-`--capacity` finds), and a target of 0 that can never be met (`p99<=0ms`,
-`failures<0%`) is refused. Its errors show its own syntax, not --fail-on's.
+`--capacity` finds), one target per figure (`p99<5ms,p99<10ms` says two things of one
+figure: which one was meant?), and a target of 0 that can never be met (`p99<=0ms`,
+`failures<0%`) is refused. Its errors show its own syntax, not --fail-on's. `rss` and
+`cpu` are figures of a server's processes (`PROCESS_METRICS`): a command that samples
+none (`load`, `bench --url` without --pid) refuses them (`unsampled_terms`).
 """
 
 from __future__ import annotations
@@ -172,6 +177,12 @@ def parse_term(text: str, option: str = "--fail-on", usage: str = GATE_USAGE) ->
             raise TermError(f"{option} rule {shown!r}: a relative change is given in %")
         return Term(metric, op, True, value / 100 * (-1 if sign == "-" else 1), shown)
     allowed = _units(metric)
+    if unit is None and None not in allowed:
+        names = ", ".join(sorted(u for u in allowed if u))
+        raise TermError(
+            f"{option} rule {shown!r}: a number without its unit: {metric} takes {names} "
+            f"(e.g. {raw}{op}{number}{'MiB' if metric == 'rss' else min(u for u in allowed if u)})"
+        )
     if unit not in allowed:
         names = ", ".join(sorted(u or "a bare number" for u in allowed))
         raise TermError(f"{option} rule {shown!r}: {metric} takes {names}")
@@ -181,8 +192,6 @@ def parse_term(text: str, option: str = "--fail-on", usage: str = GATE_USAGE) ->
         value *= US_PER[unit]
     elif unit in _BYTES_PER:
         value *= _BYTES_PER[unit]
-    elif is_latency(metric):
-        value *= US_PER["us"]  # a bare latency is in µs
     problem = _out_of_range(metric, value)
     if problem:
         raise TermError(f"bad {option} rule {shown!r}: {problem}")
@@ -201,15 +210,16 @@ def _out_of_range(metric: str, value: float) -> str:
 
 
 def _units(metric: str) -> set[str | None]:
-    """Which units a metric takes (None: a bare number; a bare latency is in µs)."""
+    """Which units a metric takes (None: a bare number, qps's alone: a latency, a size or
+    a share without its unit is a guess the reader cannot check)."""
     if is_latency(metric):
-        return {None, *US_PER}
+        return set(US_PER)
     if metric in SHARES:
         return {"%"}
     if metric == "rss":
-        return {None, *_BYTES_PER}
+        return set(_BYTES_PER)
     if metric == "cpu":
-        return {None, "%"}
+        return {"%"}
     return {None}  # qps
 
 
@@ -248,4 +258,27 @@ def check_objective(spec: str, option: str = "--slo") -> list[Term]:
             )
         if t.value <= 0 and (t.op == "<" or t.latency):
             raise TermError(f"{option} rule {t.text!r}: a target of 0 can never be met")
+    seen: dict[str, Term] = {}
+    for t in terms:
+        if t.metric in seen:
+            raise TermError(
+                f"{option}: {seen[t.metric].text!r} and {t.text!r} both hold {t.metric} to a "
+                "target: give one target per figure"
+            )
+        seen[t.metric] = t
     return terms
+
+
+# figures of a server's own processes: sampled only when stackrace started the server
+# or was given its --pid
+PROCESS_METRICS = frozenset({"rss", "cpu"})
+
+
+def unsampled_terms(spec: str | None) -> list[str]:
+    """The terms of an objective on figures of a server's processes (rss, cpu), as
+    written: what a command that samples no server must refuse rather than judge."""
+    if not spec:
+        return []
+    return [
+        t.text for t in parse_terms(spec, "--slo", OBJECTIVE_USAGE) if t.metric in PROCESS_METRICS
+    ]
