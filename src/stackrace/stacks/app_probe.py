@@ -6,14 +6,28 @@ server is named with the command that installs it there (`stackrace install --in
 PYTHON NAME`), never into stackrace's venv. The probe is a short script run with the
 app's Python (`_PROBE`), never through a shell; the line it prints last carries its
 findings (an app may print on import).
+
+An import runs the app's code, and that code may start a daemon (a double fork that
+keeps the inherited stdout open). So the probe is cleaned up as a stack is
+(stackrace.supervise.sweep): a session of its own, a tracking cgroup where one can be
+made, the environment token, and stackrace as subreaper; whatever it left running is
+killed the moment it exits (or times out). Its output goes to files, not pipes, and
+the wait is for the probe process itself: a daemon holding stdout open cannot make the
+probe "take longer than 60s" (reading a pipe to EOF waited on the daemon).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
+import tempfile
+import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
 
 from stackrace.stacks.app_spec import (
     AppError,
@@ -83,32 +97,13 @@ def inspect_app(app: AppSpec, modules: list[str], timeout: float = INSPECT_TIMEO
     """Import the app once with its own interpreter, in its directory: WSGI or ASGI, and
     which of `modules` (the servers) that interpreter can import. AppError with the
     import's own error when the app cannot be imported."""
-    from stackrace.supervise.procs import child_setup
-
     argv = [app.python, "-c", _PROBE, app.target, *modules]
-    try:
-        proc = subprocess.run(
-            argv,
-            cwd=app.app_dir,
-            env={**os.environ, **app_environment(app)},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            preexec_fn=child_setup(None, None),
-        )
-    except subprocess.TimeoutExpired:
-        raise AppError(
-            f"--app {app.label}: importing it with {app.python} took longer than {timeout:g}s"
-        ) from None
-    except OSError as exc:
-        raise AppError(f"--python {app.python}: cannot run it: {exc.strerror or exc}") from None
-    line = next((x for x in reversed(proc.stdout.splitlines()) if x.startswith(_MARK)), None)
+    returncode, stdout, stderr = _run_probe(argv, app, timeout)
+    line = next((x for x in reversed(stdout.splitlines()) if x.startswith(_MARK)), None)
     if line is None:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        tail = (stderr or stdout).strip().splitlines()[-3:]
         raise AppError(
-            f"--app {app.label}: {app.python} exited with {proc.returncode} while importing it"
+            f"--app {app.label}: {app.python} exited with {returncode} while importing it"
             + (": " + " | ".join(tail) if tail else "")
         )
     found = json.loads(line[len(_MARK) :])
@@ -124,6 +119,74 @@ def inspect_app(app: AppSpec, modules: list[str], timeout: float = INSPECT_TIMEO
             f"{found['error']}{hint}"
         )
     return Inspection(found.get("interface", ""), found.get("modules", {}), found.get("python", ""))
+
+
+def _run_probe(argv: list[str], app: AppSpec, timeout: float) -> tuple[int, str, str]:
+    """Run the probe to its exit (at most `timeout`), then end whatever it started; its
+    exit status, stdout and stderr (their last MiB each). AppError when it cannot be
+    run or does not exit in time."""
+    from stackrace.supervise import sweep
+    from stackrace.supervise.procs import child_setup
+
+    token = sweep.new_token()
+    cgroup = sweep.tracking_cgroup("app-probe")
+    env = {**os.environ, **app_environment(app), sweep.TOKEN_VAR: token}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=app.app_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=child_setup(None, cgroup, must_enter=False),
+            )
+        except OSError as exc:
+            if cgroup is not None:
+                sweep.remove_cgroup(cgroup)
+            raise AppError(f"--python {app.python}: cannot run it: {exc.strerror or exc}") from None
+        try:
+            proc.wait(timeout=timeout)  # the probe's own exit, never its stdout's EOF
+        except subprocess.TimeoutExpired:
+            raise AppError(
+                f"--app {app.label}: importing it with {app.python} took longer than {timeout:g}s"
+            ) from None
+        finally:
+            _end_all(proc, cgroup, token)
+        return proc.returncode, _tail(out), _tail(err)
+
+
+def _end_all(proc: subprocess.Popen[bytes], cgroup: Path | None, token: str) -> None:
+    """SIGKILL the probe and everything it started (its session, its descendants, its
+    cgroup, its token: supervise.sweep), reap what stackrace adopted, drop the cgroup."""
+    from stackrace.supervise import sweep
+
+    cgroups = [cgroup] if cgroup is not None else []
+    for _ in range(3):  # a daemon forking while it is killed is found on the next pass
+        found = sweep.stack_pids([proc.pid], [proc.pid], cgroups, [token])
+        if cgroup is not None:
+            sweep.kill_cgroup(cgroup)
+        sweep.signal_pids(found, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=2)
+        sweep.reap(found)
+        if not sweep.alive(found):
+            break
+        time.sleep(0.05)
+    if cgroup is not None:
+        sweep.remove_cgroup(cgroup)
+
+
+_TAIL_BYTES = 1 << 20
+
+
+def _tail(f: IO[bytes]) -> str:
+    """The last MiB of an output file (a daemon may have written on and on)."""
+    size = f.seek(0, os.SEEK_END)
+    f.seek(max(0, size - _TAIL_BYTES))
+    return f.read(_TAIL_BYTES).decode("utf-8", "replace")
 
 
 def resolve_app(opts: YourApp, defs: dict[str, StackDef]) -> tuple[AppSpec, dict[str, bool]]:
