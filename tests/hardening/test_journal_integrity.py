@@ -5,7 +5,7 @@ the closing line after the disk filled (a real RLIMIT_FSIZE), the outputs a resu
 must write again, an interrupted capacity search's JSON, the first of two runs sharing
 cores (it records the second), and what `clean` does beside a live run and with its
 journals, and with a copied run directory. The bench runs end to end are in
-tests/integration/test_journal.py and test_journal_resume_outputs.py."""
+tests/integration/test_journal.py and tests/hardening/test_journal_resume.py."""
 
 from __future__ import annotations
 
