@@ -123,6 +123,6 @@ def test_a_dry_run_never_says_installed(tmp_path: Path) -> None:
     r = run_forked("--stacks-file", str(f), "install", "--all", "-n", env={})
     assert r.returncode == 0, r.stdout + r.stderr
     last = r.stdout.strip().splitlines()[-1]
-    assert last.startswith("1 would be installed, 0 already complete, 0 cannot be"), last
+    assert last.startswith("1 would be installed, 0 already complete, 0 cannot be installed"), last
     assert "installed," not in last.replace("would be installed,", "")
     _nothing_ran(mark)

@@ -105,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
     failed = [r for r in results if r.error is not None]
     changed = sum(bool(r.before) for r in results) - len(failed)
     # a dry run installed nothing: it says what it would do, never "installed"
-    done, broke = ("would be installed", "cannot be") if args.dry_run else ("installed", "failed")
+    done, broke = (
+        ("would be installed", "cannot be installed") if args.dry_run else ("installed", "failed")
+    )
     print(
         f"{changed} {done}, {len(results) - changed - len(failed)} already complete, "
         f"{len(failed)} {broke} ({time.monotonic() - t0:.1f}s)"
