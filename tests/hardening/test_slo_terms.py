@@ -82,7 +82,7 @@ def test_a_figure_not_sampled_is_not_measured_and_never_met() -> None:
     assert slo.judge_window(lv.window).meets
 
 
-def test_load_and_bench_url_refuse_a_term_on_a_figure_they_do_not_sample() -> None:
+def test_load_bench_and_the_app_refuse_a_term_on_a_figure_they_do_not_sample() -> None:
     r = run_forked("load", "http://127.0.0.1:9/", "--slo", "cpu<0.001%")
     line = r.stderr.strip().splitlines()[-1]
     assert r.returncode == 2 and "samples no server's memory or CPU" in line, r.stderr
@@ -91,6 +91,8 @@ def test_load_and_bench_url_refuse_a_term_on_a_figure_they_do_not_sample() -> No
     line = r.stderr.strip().splitlines()[-1]
     assert r.returncode == 2 and "'rss<1MB' would never be measured" in line, r.stderr
     assert "127.0.0.1:9 is not sampled (give --pid PID" in line
+    r = run_forked("--url", "http://127.0.0.1:9/", "--slo", "p99<50ms,cpu<5%", "--go")  # the app
+    assert_one_line_error(r, "'cpu<5%' would never be measured", "127.0.0.1:9 is not sampled")
 
 
 @pytest.mark.parametrize("slo", ["p99<5", "p99<5ms,p99<10ms"])

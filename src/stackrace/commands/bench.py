@@ -62,6 +62,7 @@ from stackrace.race.core.members import RaceParts
 from stackrace.race.core.noise import capacity_noise
 from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.presets import load_preset
+from stackrace.race.core.urls import unsampled_slo
 from stackrace.report import gate
 from stackrace.report.failures import bench_failures
 from stackrace.report.junit import junit_xml
@@ -75,7 +76,6 @@ from stackrace.report.write import (
     write_files,
     write_outputs,
 )
-from stackrace.settings.terms import unsampled_terms
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import StackFile
 
@@ -186,14 +186,9 @@ def run(args: argparse.Namespace) -> int:
     if built is None:
         return 2
     plan, stacks_file = built
-    unsampled = [u.label() for u in plan.urls if not u.pid]
-    held = unsampled_terms(plan.settings.slo) if unsampled else []
-    if held:  # a server not sampled has no memory or CPU figure to meet them with
-        fail(
-            f"--slo {plan.settings.slo!r}: {', '.join(repr(t) for t in held)} would never be "
-            f"measured: {', '.join(unsampled)} {'is' if len(unsampled) == 1 else 'are'} not "
-            "sampled (give --pid PID with each --url, or leave memory and CPU out of the SLO)"
-        )
+    problem = unsampled_slo(plan.settings.slo, plan.urls)
+    if problem:  # a server not sampled has no memory or CPU figure to meet them with
+        fail(problem)
         return 2
     if args.capacity:
         plan.capacity = capacity_plan(args, plan.settings)

@@ -31,6 +31,7 @@ from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.engine.request import RequestError, parse_url
 from stackrace.race.core.state import StackState
 from stackrace.settings.scenario import check_path
+from stackrace.settings.terms import unsampled_terms
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample, TreeSampler
@@ -56,6 +57,21 @@ class UrlTarget:
     def has_path(self) -> bool:
         """The URL names a path of its own (`/` alone is the server's root, a base)."""
         return urlsplit(self.url).path not in ("", "/") or bool(urlsplit(self.url).query)
+
+
+def unsampled_slo(slo: str | None, urls: Sequence[UrlTarget]) -> str:
+    """Why an objective cannot be held to these targets ('' when it can): a term on
+    memory or CPU (settings.terms.unsampled_terms) while a URL has no --pid to sample,
+    whose zeros would meet any target (report/slo.py: "only a figure measured meets")."""
+    unsampled = [u.label() for u in urls if not u.pid]
+    held = unsampled_terms(slo) if unsampled else []
+    if not held:
+        return ""
+    return (
+        f"--slo {slo!r}: {', '.join(repr(t) for t in held)} would never be measured: "
+        f"{', '.join(unsampled)} {'is' if len(unsampled) == 1 else 'are'} not sampled "
+        "(give --pid PID with each --url, or leave memory and CPU out of the SLO)"
+    )
 
 
 def parse_url_option(text: str) -> tuple[str, str]:

@@ -179,7 +179,7 @@ def build_session(
 ) -> tuple[Session, RacePlan, list[StackChoice], bool]:
     """The session, first plan and picker catalog for these command-line arguments,
     and whether the picker opens first."""
-    from stackrace.race.core.urls import UrlError, check_paths, url_targets
+    from stackrace.race.core.urls import UrlError, check_paths, unsampled_slo, url_targets
 
     settings = race_settings(o)
     from stackrace.race.core.placement import cpus_problem
@@ -195,6 +195,9 @@ def build_session(
         check_paths(urls, settings.own_requests)
     except UrlError as exc:
         raise AppSetupError(str(exc)) from None
+    problem = unsampled_slo(settings.slo, urls)  # as bench --url: never met unsampled
+    if problem:
+        raise AppSetupError(problem)
     go = o.go
     concurrency = o.concurrency or 10
     own = _own_stacks(o, settings) if not o.demo else None
