@@ -51,3 +51,35 @@ def test_a_live_journal_is_refused_and_a_resume_writes_the_first_runs_csv(tmp_pa
     with table.open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 4, rows  # the --csv the first run named, written by the resume
+
+
+def test_the_first_of_two_runs_sharing_cores_records_the_second(tmp_path: Path):
+    """The first run once recorded `"other_runs": []` and no note: it looked for other
+    runs only when it started. The second (--share-cores) now tells it, and the first
+    run's file names it."""
+    first_out = tmp_path / "first.json"
+    first = start(
+        "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
+        "--concurrency", "2,4,8", "--duration", "1s", "--warmup", "0.2s",
+        "--path", "/delay?ms=50", "--json", str(first_out),
+    )  # fmt: skip
+    try:
+        wait_for_line(first, "c=2 ")
+        second = run_cli(
+            "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain", "--share-cores",
+            "--concurrency", "2", "--duration", "0.3s", "--warmup", "0s", "--no-progress",
+            "--path", "/delay?ms=50", "--json", str(tmp_path / "second.json"),
+        )  # fmt: skip
+        assert second.returncode == 0, second.stdout + second.stderr
+        _, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait(timeout=10)
+    assert first.returncode == 0, err
+    notes = json.loads(first_out.read_text())["notes"]
+    assert any(
+        n.startswith("measured while another stackrace run shared the cores: pid ")
+        and "stackrace bench" in n
+        for n in notes
+    ), notes
