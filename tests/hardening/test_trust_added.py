@@ -76,6 +76,7 @@ def test_naming_an_added_stack_refuses_until_it_is_trusted(tmp_path: Path) -> No
         ["install", "added"],
         ["install", "--into", sys.executable, "added"],
         ["verify", "added"],
+        ["verify", "nginx-proxy:backend=added"],  # a shipped stack's upstream
         ["serve", "added"],
         ["bench", "--stacks", "added", *BENCH],
         ["bench", "--stacks", "uvicorn,added", *BENCH],
