@@ -7,12 +7,17 @@ share its cores, its journal, and the signals that end it.
 
 - **Other runs** (race/core/runlocks.py): a run that would share its cores with a live
   stackrace run says so at start and in its output's notes, and refuses to measure
-  (exit 75, EX_TEMPFAIL: try again when the other has ended) unless `--share-cores`.
+  (exit 75, EX_TEMPFAIL: try again when the other has ended) unless `--share-cores`;
+  one that comes onto its cores later is added before the output is written
+  (`late_sharers`).
 - **The journal** (race/core/journal.py): beside the first output file (`--json out.json`
   → `out.json.journal`), or `--journal PATH`, or under the cache directory when the
   run writes no file; an existing one is never overwritten (it is an unfinished run's:
   resume it, or remove it). A run that ends whole and writes its files removes its
-  journal; an interrupted one keeps it and says how to resume.
+  journal; an interrupted one keeps it and says how to resume, truly (`kept_line`: a
+  journal that stopped taking entries holds only what came before). The output files
+  asked for go into the journal's start (`named_outputs`), and a resume writes each
+  (`restore_outputs`).
 - **Signals**: `interruptible` runs a coroutine with Ctrl-C, SIGTERM and SIGHUP
   cancelling it cleanly (stacks stopped, results kept) and returns which one came;
   a second signal while the stacks stop kills them at once.
