@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 import msgspec
 
@@ -56,7 +56,7 @@ from stackrace.engine.channel import (
     SetRate,
     Stop,
 )
-from stackrace.engine.histogram import LatencyHistogram
+from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.link import LinkError, LinkFactory, local_links
 from stackrace.engine.model import (
     EngineSettings,
@@ -77,6 +77,10 @@ from stackrace.engine.replies import (
 )
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.spread import fd_problem, split, split_rate
+
+# what a watcher of every interval is given: the snapshot, and each target's latency
+# histogram of that interval alone (Engine.watch_intervals)
+IntervalWatcher = Callable[[EngineSnapshot, Mapping[str, SparseHistogram]], None]
 
 _START_TIMEOUT = 10.0
 
@@ -129,6 +133,7 @@ class Engine:
         self._targets: dict[str, TargetAggregate] = {}
         self._target_procs: dict[str, list[EngineProc]] = {}
         self._subscribers: list[asyncio.Queue[EngineSnapshot | None]] = []
+        self._watchers: list[IntervalWatcher] = []
         self._ticker: asyncio.Task[None] | None = None
         self._started = 0.0
         self._counting_from = 0.0
@@ -389,6 +394,13 @@ class Engine:
 
     # --- stats -------------------------------------------------------------------------
 
+    def watch_intervals(self, watcher: IntervalWatcher) -> None:
+        """Call `watcher(snapshot, histograms)` as each interval is published, with each
+        target's latency histogram of that interval alone (the series of a run:
+        race/core/series.py). Called in step, so no interval is missed or seen twice;
+        the histograms are the engine's own and change after the call: merge, never keep."""
+        self._watchers.append(watcher)
+
     async def snapshots(self) -> AsyncIterator[EngineSnapshot]:
         """Every snapshot from now until the engine stops."""
         q: asyncio.Queue[EngineSnapshot | None] = asyncio.Queue()
@@ -463,6 +475,10 @@ class Engine:
             lost=list(self.lost),
         )
         self.latest = snap
+        if self._watchers:
+            hists = {tid: t.interval.hist for tid, t in self._targets.items()}
+            for watcher in self._watchers:
+                watcher(snap, hists)
         for q in self._subscribers:
             q.put_nowait(snap)
 
