@@ -233,6 +233,7 @@ class SyntheticStack:
     started_step: int = 0
     external: bool = False
     log: list[str] = field(default_factory=list)
+    stopped: bool = False
 
     @property
     def _age(self) -> int:
@@ -240,6 +241,8 @@ class SyntheticStack:
 
     @property
     def state(self) -> StackState:
+        if self.stopped:  # out of the race: never loaded again (bench's rotation)
+            return StackState.STOPPED
         if self.model.crash_at is not None and self._age >= self.model.crash_at:
             return StackState.CRASHED
         if self._age < self.model.start_steps:
@@ -293,7 +296,7 @@ class SyntheticStack:
         )
 
     async def stop(self) -> None:
-        pass
+        self.stopped = True
 
 
 class DemoSource:
