@@ -79,7 +79,8 @@ svg.chart{width:100%;height:auto;display:block;touch-action:pan-y}
 .band{opacity:.16}.v-queueing,.v-saturated{fill:#d4a72c}.v-failing,.v-wedged{fill:#cf222e}
 .v-starving{fill:#8250df}
 table{border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:.9em}
-.scroll{overflow-x:auto}th,td{padding:.2em .6em;border-bottom:1px solid var(--line);text-align:right}
+.scroll{overflow-x:auto}
+th,td{padding:.2em .6em;border-bottom:1px solid var(--line);text-align:right}
 th:first-child,td:first-child{text-align:left}th{background:var(--card)}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em;margin:.3em 0}
 dt{color:var(--mute)}dd{margin:0;overflow-wrap:anywhere}
@@ -101,7 +102,8 @@ const ls=[...s.querySelectorAll('path.line')].map(p=>({n:p.dataset.name,p:p.getA
 .split('M').filter(Boolean).flatMap(r=>r.split(' ').map(q=>q.split(',').map(Number)))}));
 const val=y=>{const f=(B-y)/(B-T);return lg?10**(Math.log10(y0)+f*(Math.log10(y1)-Math.log10(y0)))
 :y0+f*(y1-y0)};
-const show=e=>{const r=s.getBoundingClientRect(),x=(e.clientX-r.left)*s.viewBox.baseVal.width/r.width;
+const show=e=>{const r=s.getBoundingClientRect(),
+x=(e.clientX-r.left)*s.viewBox.baseVal.width/r.width;
 if(x<L||x>R){hide();return}const out=[];let t=(x-L)/(R-L)*x1;
 for(const l of ls){let b=null;for(const q of l.p)if(!b||Math.abs(q[0]-x)<Math.abs(b[0]-x))b=q;
 if(b&&Math.abs(b[0]-x)<(R-L)/20){out.push(l.n+': '+fmt(val(b[1]))+' '+d.unit)}}
@@ -281,7 +283,9 @@ def charts(run: BenchRun, baseline: BenchRun | None = None) -> str:
         share_axes([c for _, c in row])
         figs = "".join(_figure(st, c) for st, c in row)
         unit_note = f" <span class=mute>({esc(unit)})</span>" if unit else ""
-        out.append(f'<section><h2>{esc(title)}{unit_note}</h2><div class="row">{figs}</div></section>')
+        out.append(
+            f'<section><h2>{esc(title)}{unit_note}</h2><div class="row">{figs}</div></section>'
+        )
     return "".join(out)
 
 
@@ -291,7 +295,8 @@ def charts(run: BenchRun, baseline: BenchRun | None = None) -> str:
 def _table(head: list[str], rows: list[list[str]]) -> str:
     th = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+    table = f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="scroll">{table}</div>'
 
 
 def _dl(pairs: list[tuple[str, object]]) -> str:
@@ -327,7 +332,7 @@ def _summary(run: BenchRun) -> str:
     items.sort(key=lambda x: (x[2] is None, x[0]))
     lis = []
     for when, st, _broke in items:
-        at = f" <span class=mute>({when:.0f} s into its load)</span>" if when != float("inf") else ""
+        at = f" <span class=mute>({when:.0f} s into its load)</span>" if when < 1e12 else ""
         lis.append(f"<li>{esc(tables.breaking_line(st, run))}{at}</li>")
     return f"<ul>{''.join(lis)}</ul>"
 
@@ -368,13 +373,17 @@ def _about(run: BenchRun, label: str = "") -> str:
             + (f"<pre>{esc(st.url)}</pre>" if st.url else "")
             + "</li>"
         )
-    noise = run.noise.sentence if run.noise is not None and run.noise.sentence else ""
+    noise = _noise(run, "not measured in this run (bench --capacity and tune measure it)")
     return (
-        f"<h2>{esc(label)}Noise</h2><p>{esc(noise or 'not measured in this run (bench --capacity and tune measure it)')}</p>"
+        f"<h2>{esc(label)}Noise</h2><p>{esc(noise)}</p>"
         f"<h2>{esc(label)}Stacks</h2><ul>{''.join(stacks)}</ul>"
         f"<h2>{esc(label)}Settings</h2>{_dl(list(settings.items()))}"
         f"<h2>{esc(label)}Machine</h2>{_dl(list(machine.items()))}"
     )
+
+
+def _noise(run: BenchRun, otherwise: str) -> str:
+    return run.noise.sentence if run.noise is not None and run.noise.sentence else otherwise
 
 
 def _compare(run: BenchRun, baseline: BenchRun) -> str:
@@ -382,15 +391,12 @@ def _compare(run: BenchRun, baseline: BenchRun) -> str:
     rules (a regression), within the measured spread (noise), within the rules."""
     v = gate.judge(run, baseline, gate.parse_rules(gate.DEFAULT_RULES))
     items = [f'<li class="beyond">{esc(x)}</li>' for x in v.problems + v.failed]
-    items += [
-        f'<li class="noise">noise: {esc(x)}</li>' for x in v.passed if "within the measured spread" in x
-    ]
-    items += [
-        f"<li>{esc(x)}</li>" for x in v.passed if "within the measured spread" not in x
-    ]
+    spread = "within the measured spread"
+    items += [f'<li class="noise">noise: {esc(x)}</li>' for x in v.passed if spread in x]
+    items += [f"<li>{esc(x)}</li>" for x in v.passed if spread not in x]
     items += [f'<li class="mute">not in the baseline: {esc(x)}</li>' for x in v.unmatched]
     noise = [
-        f"<li>{esc(name)}: {esc(r.noise.sentence if r.noise and r.noise.sentence else 'noise not measured')}</li>"
+        f"<li>{esc(name)}: {esc(_noise(r, 'noise not measured'))}</li>"
         for name, r in (("this run", run), ("the baseline", baseline))
     ]
     return (
@@ -417,11 +423,12 @@ def page(run: BenchRun, baseline: BenchRun | None = None, title: str | None = No
         else ""
     )
     compare = _compare(run, baseline) if baseline is not None else ""
-    base_about = (
-        f"<section><h2>The baseline ({esc(baseline.started)})</h2>{_about(baseline, 'Baseline: ')}</section>"
-        if baseline is not None
-        else ""
-    )
+    base_about = ""
+    if baseline is not None:
+        base_about = (
+            f"<section><h2>The baseline ({esc(baseline.started)})</h2>"
+            f"{_about(baseline, 'Baseline: ')}</section>"
+        )
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width,initial-scale=1">'

@@ -141,7 +141,7 @@ def nice(v: float) -> float:
     """A round axis top at or above v (1, 2, 5 × 10^k)."""
     if v <= 0:
         return 1.0
-    p = 10 ** math.floor(math.log10(v))
+    p = 10.0 ** math.floor(math.log10(v))
     for m in (1, 2, 5, 10):
         if v <= m * p:
             return m * p
@@ -193,7 +193,8 @@ def svg(chart: Chart) -> str:
         )
     for s in _time_ticks(x1):
         out.append(
-            f'<text class="tick" x="{px(s):.1f}" y="{H - 6}" text-anchor="middle">{_clock(s)}</text>'
+            f'<text class="tick" x="{px(s):.1f}" y="{H - 6}" text-anchor="middle">'
+            f"{_clock(s)}</text>"
         )
     for t, label in chart.steps:
         x = px(t)
@@ -201,8 +202,8 @@ def svg(chart: Chart) -> str:
         if label:
             out.append(f'<text class="steplabel" x="{x + 2:.1f}" y="{TOP - 4}">{esc(label)}</text>')
     for line in chart.lines:
-        t = chart.t_other if line.dashed and chart.t_other is not None else chart.t
-        runs = reduce(segments(t, line.values))
+        times = chart.t_other if line.dashed and chart.t_other is not None else chart.t
+        runs = reduce(segments(times, line.values))
         d = "".join(
             "M" + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in run) for run in runs if run
         )
@@ -256,5 +257,5 @@ def _time_ticks(x1: float) -> list[float]:
 
 
 def _clock(s: float) -> str:
-    s = int(round(s))
-    return f"{s // 60}:{s % 60:02d}" if s >= 60 else f"{s}s"
+    n = round(s)
+    return f"{n // 60}:{n % 60:02d}" if n >= 60 else f"{n}s"

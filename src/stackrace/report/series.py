@@ -186,8 +186,10 @@ def check(series: StackSeries, source: str) -> str | None:
     n = len(series.t)
     columns = {
         name: getattr(series, name)
-        for name in ("level", "goodput", "answered", "p50", "p90", "p99", "p999", "max")
-        + ("waiting", "oldest_us")
+        for name in (
+            *("level", "goodput", "answered", "p50", "p90", "p99", "p999", "max"),
+            *("waiting", "oldest_us"),
+        )
     }
     if series.cpu or series.rss:  # both empty: never sampled
         columns.update(cpu=series.cpu, rss=series.rss)
@@ -221,12 +223,13 @@ def to_csv(stacks: Iterable[tuple[str, StackSeries]]) -> str:
     for name, s in stacks:
         for i in range(len(s)):
             kinds = ";".join(f"{k}={v[i]}" for k, v in s.failures.items() if v[i])
+            # no answer, no latency: empty cells, as the level CSV's (a 0 reads as instant)
+            lat = [s.p50[i], s.p90[i], s.p99[i], s.p999[i], s.max[i]] if s.answered[i] else [""] * 5
             w.writerow(
                 [
                     name, f"{s.t[i]:g}", s.level[i], f"{s.goodput[i]:g}", s.answered[i],
-                    s.failed(i), kinds, s.p50[i], s.p90[i], s.p99[i], s.p999[i], s.max[i],
-                    s.waiting[i], s.oldest_us[i], f"{s.cpu[i]:g}" if s.cpu else "",
-                    s.rss[i] if s.rss else "",
+                    s.failed(i), kinds, *lat, s.waiting[i], s.oldest_us[i],
+                    f"{s.cpu[i]:g}" if s.cpu else "", s.rss[i] if s.rss else "",
                 ]
             )  # fmt: skip
     return buf.getvalue()
