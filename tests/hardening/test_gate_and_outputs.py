@@ -104,7 +104,9 @@ def test_the_same_run_still_passes(baseline: Path) -> None:
     assert "gate passed: " in r.stdout and "on 1 level against" in r.stdout
 
 
-@pytest.mark.parametrize("option", ["--json", "--csv", "--markdown", "--chart"])
+@pytest.mark.parametrize(
+    "option", ["--json", "--csv", "--markdown", "--chart", "--html", "--series-csv"]
+)
 def test_bench_checks_output_paths_before_any_load(option: str) -> None:
     rc, out, err = bench("--concurrency", "2", option, "/nonexistent/dir/x.out")
     assert rc == 2 and out == ""
