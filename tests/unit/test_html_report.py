@@ -163,9 +163,17 @@ def _chart_values(svg_attrs: dict[str, str | None], d: str) -> list[tuple[float,
     num = {k: float(svg_attrs[f"data-{k}"] or 0) for k in ("l", "r", "t", "b", "x1", "y0", "y1")}
     log = svg_attrs["data-log"] == "1"
     out = []
+    points: list[tuple[float, float]] = []
     for run in filter(None, d.split("M")):
-        for pair in run.split(" "):
-            x, y = map(float, pair.split(","))
+        first, _, steps = run.partition("l")
+        x, y = map(float, first.split(","))
+        points.append((x, y))
+        for step in filter(None, steps.split(" ")):
+            dx, dy = map(float, step.split(","))
+            x, y = x + dx, y + dy
+            points.append((x, y))
+    for x, y in points:
+        if True:
             t = (x - num["l"]) / (num["r"] - num["l"]) * num["x1"]
             f = (num["b"] - y) / (num["b"] - num["t"])
             if log:

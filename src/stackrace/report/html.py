@@ -98,8 +98,10 @@ HOVER_JS = """(()=>{const tip=document.getElementById('tip');
 const fmt=v=>Math.abs(v)>=100?Math.round(v).toLocaleString():+v.toPrecision(3);
 for(const s of document.querySelectorAll('svg.chart')){const d=s.dataset,L=+d.l,R=+d.r,
 T=+d.t,B=+d.b,x1=+d.x1,y0=+d.y0,y1=+d.y1,lg=d.log==='1',cur=s.querySelector('.cursor');
-const ls=[...s.querySelectorAll('path.line')].map(p=>({n:p.dataset.name,p:p.getAttribute('d')
-.split('M').filter(Boolean).flatMap(r=>r.split(' ').map(q=>q.split(',').map(Number)))}));
+const pts=d=>d.split('M').filter(Boolean).flatMap(r=>{const[a,b]=r.split('l'),q=[a.split(',')
+.map(Number)];for(const s of(b?b.split(' '):[])){const[x,y]=s.split(',').map(Number),z=q[q.length-1];
+q.push([z[0]+x,z[1]+y])}return q});
+const ls=[...s.querySelectorAll('path.line')].map(p=>({n:p.dataset.name,p:pts(p.getAttribute('d'))}));
 const val=y=>{const f=(B-y)/(B-T);return lg?10**(Math.log10(y0)+f*(Math.log10(y1)-Math.log10(y0)))
 :y0+f*(y1-y0)};
 const show=e=>{const r=s.getBoundingClientRect(),
@@ -262,6 +264,7 @@ def charts(run: BenchRun, baseline: BenchRun | None = None) -> str:
     series = {st.name: aligned(st.series) for st in with_series if st.series is not None}
     marks = {st.name: _marks(st, series[st.name], run) for st in with_series}
     out = []
+    labelled = False  # the levels and verdicts are named on the first row drawn alone
     for title, unit, log, lines_of, base_line in ROWS:
         row: list[tuple[StackResult, Chart]] = []
         for st in with_series:
@@ -271,6 +274,7 @@ def charts(run: BenchRun, baseline: BenchRun | None = None) -> str:
                 continue
             chart = Chart(title, unit, list(s.t), lines, log=log, steps=_steps(s, rate))
             chart.bands, chart.marks = marks[st.name]
+            chart.step_labels = not labelled
             b = old.get(st.name)
             if b is not None and base_line:
                 for n, v, css in lines_of(b):
@@ -280,6 +284,7 @@ def charts(run: BenchRun, baseline: BenchRun | None = None) -> str:
             row.append((st, chart))
         if not row:
             continue
+        labelled = True
         share_axes([c for _, c in row])
         figs = "".join(_figure(st, c) for st, c in row)
         unit_note = f" <span class=mute>({esc(unit)})</span>" if unit else ""

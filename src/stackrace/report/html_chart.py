@@ -26,7 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-MAX_POINTS = 240  # points of one drawn line: more than a chart's width in columns
+MAX_POINTS = 200  # points of one drawn line: more than a chart's width in columns
 
 W, H = 600, 170  # the viewBox
 LEFT, RIGHT, TOP, BOTTOM = 52, 8, 16, 20
@@ -124,6 +124,7 @@ class Chart:
     bands: list[Band] = field(default_factory=list)
     marks: list[tuple[float, str]] = field(default_factory=list)  # (t, label): breaking point
     t_other: list[float] | None = None  # the dashed lines' own times (the baseline run)
+    step_labels: bool = True  # the levels named above the steps (the first row's charts)
 
 
 def share_axes(charts: Sequence[Chart]) -> None:
@@ -180,7 +181,9 @@ def svg(chart: Chart) -> str:
         if z > a:
             out.append(
                 f'<rect class="band {esc(b.css)}" x="{a:.1f}" y="{TOP}" width="{z - a:.1f}"'
-                f' height="{ph}"><title>{esc(b.label)}</title></rect>'
+                f' height="{ph}">'
+                + (f"<title>{esc(b.label)}</title>" if chart.step_labels else "")
+                + "</rect>"
             )
     # axes: a few value ticks, time ticks in seconds
     ticks = _log_ticks(y0, y1) if chart.log else [y1 * k / 4 for k in range(5)]
@@ -196,17 +199,15 @@ def svg(chart: Chart) -> str:
             f'<text class="tick" x="{px(s):.1f}" y="{H - 6}" text-anchor="middle">'
             f"{_clock(s)}</text>"
         )
-    for t, label in chart.steps:
-        x = px(t)
-        out.append(f'<line class="step" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + ph}"/>')
-        if label:
-            out.append(f'<text class="steplabel" x="{x + 2:.1f}" y="{TOP - 4}">{esc(label)}</text>')
+    if chart.steps:  # one path for every step: a long ramp has dozens
+        d = "".join(f"M{px(t):.1f},{TOP}V{TOP + ph}" for t, _ in chart.steps)
+        out.append(f'<path class="step" d="{d}"/>')
+    for t, label in chart.steps if chart.step_labels else ():
+        out.append(f'<text class="steplabel" x="{px(t) + 2:.1f}" y="{TOP - 4}">{esc(label)}</text>')
     for line in chart.lines:
         times = chart.t_other if line.dashed and chart.t_other is not None else chart.t
         runs = reduce(segments(times, line.values))
-        d = "".join(
-            "M" + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in run) for run in runs if run
-        )
+        d = "".join(_path([(px(x), py(y)) for x, y in run]) for run in runs if run)
         if not d:
             continue
         dash = " dashed" if line.dashed else ""
@@ -225,6 +226,24 @@ def svg(chart: Chart) -> str:
     )
     out.append("</svg>")
     return "".join(out)
+
+
+def _path(points: list[Point]) -> str:
+    """One unbroken run as path data: the first point absolute, then each step from the
+    one before in tenths of a unit ("l2.2,-.3 2.3,0"): half the bytes of absolute pairs.
+    Steps are taken between rounded positions, so rounding never accumulates."""
+    q = [(round(x * 10), round(y * 10)) for x, y in points]
+    out = f"M{_tenths(q[0][0])},{_tenths(q[0][1])}"
+    if len(q) > 1:
+        out += "l" + " ".join(
+            f"{_tenths(b[0] - a[0])},{_tenths(b[1] - a[1])}" for a, b in zip(q, q[1:], strict=False)
+        )
+    return out
+
+
+def _tenths(n: int) -> str:
+    text = f"{n / 10:g}"
+    return text.replace("0.", ".", 1) if text.startswith(("0.", "-0.")) else text
 
 
 def _smallest(chart: Chart) -> float:
