@@ -211,7 +211,9 @@ def test_the_charts_draw_the_series_figures(run: BenchRun):
                 continue
             seen.add((stack, name))
             got = _chart_values(attrs, paths[name])
-            assert len(got) == sum(1 for i, v in enumerate(want) if name == "goodput" or s.answered[i])
+            assert len(got) == sum(
+                1 for i, v in enumerate(want) if name == "goodput" or s.answered[i]
+            )
             drawn = dict(zip(s.t, want, strict=True))
             for t, v in got:
                 expect = drawn[min(drawn, key=lambda x: abs(x - t))]
