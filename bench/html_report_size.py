@@ -72,8 +72,9 @@ def draw_ms(page: str, chromium: str, rounds: int = 5) -> list[float]:
         for _ in range(3 * rounds):
             if len(out) == rounds:
                 break
+            profile = f"--user-data-dir={tmp}/profile{time.monotonic_ns()}"
             r = subprocess.run(
-                [chromium, *FLAGS, f"--user-data-dir={tmp}/profile{len(out)}-{time.monotonic_ns()}", "--dump-dom", path.as_uri()],
+                [chromium, *FLAGS, profile, "--dump-dom", path.as_uri()],
                 capture_output=True, text=True, timeout=120,
             )  # fmt: skip
             found = re.search(r"DRAWN ([0-9.]+)", r.stderr)

@@ -99,9 +99,10 @@ const fmt=v=>Math.abs(v)>=100?Math.round(v).toLocaleString():+v.toPrecision(3);
 for(const s of document.querySelectorAll('svg.chart')){const d=s.dataset,L=+d.l,R=+d.r,
 T=+d.t,B=+d.b,x1=+d.x1,y0=+d.y0,y1=+d.y1,lg=d.log==='1',cur=s.querySelector('.cursor');
 const pts=d=>d.split('M').filter(Boolean).flatMap(r=>{const[a,b]=r.split('l'),q=[a.split(',')
-.map(Number)];for(const s of(b?b.split(' '):[])){const[x,y]=s.split(',').map(Number),z=q[q.length-1];
-q.push([z[0]+x,z[1]+y])}return q});
-const ls=[...s.querySelectorAll('path.line')].map(p=>({n:p.dataset.name,p:pts(p.getAttribute('d'))}));
+.map(Number)];for(const s of(b?b.split(' '):[])){const[x,y]=s.split(',').map(Number),
+z=q[q.length-1];q.push([z[0]+x,z[1]+y])}return q});
+const ls=[...s.querySelectorAll('path.line')].map(p=>({n:p.dataset.name,
+p:pts(p.getAttribute('d'))}));
 const val=y=>{const f=(B-y)/(B-T);return lg?10**(Math.log10(y0)+f*(Math.log10(y1)-Math.log10(y0)))
 :y0+f*(y1-y0)};
 const show=e=>{const r=s.getBoundingClientRect(),

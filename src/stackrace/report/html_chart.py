@@ -22,6 +22,7 @@ stack's name, a failure kind and a unit are all outside text here.
 from __future__ import annotations
 
 import html
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -236,7 +237,7 @@ def _path(points: list[Point]) -> str:
     out = f"M{_tenths(q[0][0])},{_tenths(q[0][1])}"
     if len(q) > 1:
         out += "l" + " ".join(
-            f"{_tenths(b[0] - a[0])},{_tenths(b[1] - a[1])}" for a, b in zip(q, q[1:], strict=False)
+            f"{_tenths(b[0] - a[0])},{_tenths(b[1] - a[1])}" for a, b in itertools.pairwise(q)
         )
     return out
 
