@@ -63,7 +63,7 @@ def draw_ms(page: str, chromium: str, rounds: int = 5) -> list[float]:
     # the probe is one more script: the page's policy would refuse it (it allows its own)
     probed = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
     probed = probed.replace("</body>", PROBE + "</body>")
-    out = []
+    out: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "r.html"
         path.write_text(probed)
