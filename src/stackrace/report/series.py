@@ -73,22 +73,38 @@ class StackSeries(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True
 
 
 class SeriesRow(msgspec.Struct):
-    """One second of one stack, as the recorder closes it (race/core/series.py)."""
+    """One second of one stack, closed (race/core/series.py): its histogram already
+    encoded and its percentiles taken, so an hour of rows holds a few KB each, not a
+    dict of slots each (`row`)."""
 
     t: float
     level: int
     goodput: float
     answered: int
     failures: dict[str, int]
-    hist: SparseHistogram
+    latency: tuple[int, int, int, int, int]  # p50, p90, p99, p99.9, max (µs)
+    hist: bytes  # the row's part of `hist` (encode_row), not yet compressed
     waiting: int
     oldest_us: int
     cpu: float | None  # None: no sample yet (or never: not sampled)
     rss: int | None
 
 
+def row(
+    t: float, level: int, goodput: float, answered: int, failures: dict[str, int],
+    hist: SparseHistogram, waiting: int, oldest_us: int, cpu: float | None, rss: int | None,
+) -> SeriesRow:  # fmt: skip
+    """A closed second: its histogram's percentiles, and the histogram encoded."""
+    p50, p90, p99, p999 = hist.percentiles(PERCENTILES)
+    top = highest_equivalent(max(hist.counts)) if hist.counts else 0
+    return SeriesRow(
+        t, level, goodput, answered, failures, (p50, p90, p99, p999, top), encode_row(hist),
+        waiting, oldest_us, cpu, rss,
+    )  # fmt: skip
+
+
 def build(rows: Sequence[SeriesRow], step: float = 1.0) -> StackSeries:
-    """The columns of these rows, percentiles derived from each row's histogram."""
+    """The columns of these rows."""
     kinds = sorted({k for r in rows for k, n in r.failures.items() if n})
     s = StackSeries(step=step, failures={k: [] for k in kinds})
     for r in rows:
@@ -98,18 +114,14 @@ def build(rows: Sequence[SeriesRow], step: float = 1.0) -> StackSeries:
         s.answered.append(r.answered)
         for k in kinds:
             s.failures[k].append(r.failures.get(k, 0))
-        p50, p90, p99, p999 = r.hist.percentiles(PERCENTILES)
-        s.p50.append(p50)
-        s.p90.append(p90)
-        s.p99.append(p99)
-        s.p999.append(p999)
-        s.max.append(highest_equivalent(max(r.hist.counts)) if r.hist.counts else 0)
+        for col, v in zip((s.p50, s.p90, s.p99, s.p999, s.max), r.latency, strict=True):
+            col.append(v)
         s.waiting.append(r.waiting)
         s.oldest_us.append(r.oldest_us)
     if any(r.rss is not None for r in rows):
         s.cpu = [round(r.cpu or 0.0, 1) for r in rows]
         s.rss = [r.rss or 0 for r in rows]
-    s.hist = encode_hist(r.hist for r in rows)
+    s.hist = _pack(b"".join(r.hist for r in rows))
     return s
 
 
@@ -123,17 +135,26 @@ def _put(out: bytearray, v: int) -> None:
     out.append(v)
 
 
-def encode_hist(hists: Iterable[SparseHistogram]) -> str:
+def encode_row(h: SparseHistogram) -> bytes:
+    """One row's histogram as varints: its slot count, then each slot's gap and count."""
     out = bytearray()
-    for h in hists:
-        slots = sorted(i for i, c in h.counts.items() if c)
-        _put(out, len(slots))
-        prev = 0
-        for i in slots:
-            _put(out, i - prev)
-            _put(out, h.counts[i])
-            prev = i
-    return base64.b64encode(zlib.compress(bytes(out), 9)).decode("ascii")
+    slots = sorted(i for i, c in h.counts.items() if c)
+    _put(out, len(slots))
+    prev = 0
+    for i in slots:
+        _put(out, i - prev)
+        _put(out, h.counts[i])
+        prev = i
+    return bytes(out)
+
+
+def encode_hist(hists: Iterable[SparseHistogram]) -> str:
+    """Rows' histograms as a series' `hist`."""
+    return _pack(b"".join(encode_row(h) for h in hists))
+
+
+def _pack(raw: bytes) -> str:
+    return base64.b64encode(zlib.compress(raw, 9)).decode("ascii")
 
 
 def decode_hist(text: str, rows: int, source: str = "series") -> list[SparseHistogram]:

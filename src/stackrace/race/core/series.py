@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from stackrace.engine.histogram import SparseHistogram
 from stackrace.engine.model import EngineSnapshot
 from stackrace.race.core.core import RaceCore
-from stackrace.report.series import SeriesRow, StackSeries, build
+from stackrace.report.series import SeriesRow, StackSeries, build, row
 
 
 @dataclass
@@ -83,7 +83,7 @@ class SeriesRecorder:
         m = self.core.members.get(member_id)
         res = m.resources if m is not None else None  # None: not sampled (--url, no --pid)
         self.rows.setdefault(member_id, []).append(
-            SeriesRow(
+            row(
                 t=(sec.index + 1) * self.step,
                 level=sec.level,
                 goodput=sec.ok / sec.seconds if sec.seconds > 0 else 0.0,
