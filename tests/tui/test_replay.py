@@ -263,3 +263,28 @@ async def test_replay_shows_what_the_room_saw_summary_view_keys_and_footer(tmp_p
         # the memory before load is the one live measured
         rows = {r.id: r for r in player.session.summary()}
         assert all(r.mem_before is not None for r in rows.values())
+
+
+async def test_replay_html_writes_the_recorded_race_as_a_page(tmp_path):
+    """`replay FILE --html OUT`: the whole recording played with no app, its page
+    written: both stacks over time, their latency from the recorded histograms."""
+    import argparse
+    import asyncio
+    import re
+
+    from stackrace.commands import replay
+
+    path = tmp_path / "race.jsonl.gz"
+    await record_race(path)
+    out = tmp_path / "race.html"
+    args = argparse.Namespace(file=str(path), html_out=str(out), speed=1.0, paused=False, big=False)
+    assert await asyncio.to_thread(replay.run, args) == 0
+    text = out.read_text()
+    for stack in ("gunicorn sync", "uvicorn"):  # as the app names them
+        assert f'<figure data-stack="{stack}"' in text
+    # the p99 over time, a line per stack, from the histograms' differences
+    assert len(re.findall(r'data-name="p99" d="M[0-9.]+,[0-9.]+l', text)) == 2
+    assert ">c=200</text>" in text and "not recorded (a replay)" in text
+    missing = tmp_path / "no" / "x.html"
+    args.html_out = str(missing)
+    assert await asyncio.to_thread(replay.run, args) == 2 and not missing.exists()

@@ -132,7 +132,8 @@ SeriesOf = Callable[[StackSeries], list[tuple[str, list[float | None], str]]]
 
 
 def _ms(col: list[int], answered: list[int]) -> list[float | None]:
-    return [v / 1000 if n else None for v, n in zip(col, answered, strict=False)]
+    # no answer, or no histogram for the second (a replay's first moments): a gap
+    return [v / 1000 if n and v else None for v, n in zip(col, answered, strict=False)]
 
 
 def _goodput(s: StackSeries) -> list[tuple[str, list[float | None], str]]:
@@ -152,6 +153,8 @@ def _failures(s: StackSeries) -> list[tuple[str, list[float | None], str]]:
 
 
 def _latency(s: StackSeries) -> list[tuple[str, list[float | None], str]]:
+    if not s.p99:  # no histogram was kept (a recording without them)
+        return []
     return [
         ("p50", _ms(s.p50, s.answered), "c-p50"),
         ("p99", _ms(s.p99, s.answered), "c-p99"),

@@ -103,8 +103,9 @@ def row(
     )  # fmt: skip
 
 
-def build(rows: Sequence[SeriesRow], step: float = 1.0) -> StackSeries:
-    """The columns of these rows."""
+def build(rows: Sequence[SeriesRow], step: float = 1.0, latency: bool = True) -> StackSeries:
+    """The columns of these rows; `latency` False: no histogram was kept (a recording
+    without them), so the latency columns and `hist` stay empty rather than read 0."""
     kinds = sorted({k for r in rows for k, n in r.failures.items() if n})
     s = StackSeries(step=step, failures={k: [] for k in kinds})
     for r in rows:
@@ -114,14 +115,15 @@ def build(rows: Sequence[SeriesRow], step: float = 1.0) -> StackSeries:
         s.answered.append(r.answered)
         for k in kinds:
             s.failures[k].append(r.failures.get(k, 0))
-        for col, v in zip((s.p50, s.p90, s.p99, s.p999, s.max), r.latency, strict=True):
-            col.append(v)
+        if latency:
+            for col, v in zip((s.p50, s.p90, s.p99, s.p999, s.max), r.latency, strict=True):
+                col.append(v)
         s.waiting.append(r.waiting)
         s.oldest_us.append(r.oldest_us)
     if any(r.rss is not None for r in rows):
         s.cpu = [round(r.cpu or 0.0, 1) for r in rows]
         s.rss = [r.rss or 0 for r in rows]
-    s.hist = _pack(b"".join(r.hist for r in rows))
+    s.hist = _pack(b"".join(r.hist for r in rows)) if latency else ""
     return s
 
 
@@ -207,11 +209,13 @@ def check(series: StackSeries, source: str) -> str | None:
     n = len(series.t)
     columns = {
         name: getattr(series, name)
-        for name in (
-            *("level", "goodput", "answered", "p50", "p90", "p99", "p999", "max"),
-            *("waiting", "oldest_us"),
-        )
+        for name in ("level", "goodput", "answered", "waiting", "oldest_us")
     }
+    if series.hist or any((series.p50, series.p90, series.p99, series.p999, series.max)):
+        # all empty: no latency histogram was kept (a recording without them)
+        columns.update(
+            p50=series.p50, p90=series.p90, p99=series.p99, p999=series.p999, max=series.max
+        )
     if series.cpu or series.rss:  # both empty: never sampled
         columns.update(cpu=series.cpu, rss=series.rss)
     columns.update({f"failures.{k}": v for k, v in series.failures.items()})
@@ -245,7 +249,8 @@ def to_csv(stacks: Iterable[tuple[str, StackSeries]]) -> str:
         for i in range(len(s)):
             kinds = ";".join(f"{k}={v[i]}" for k, v in s.failures.items() if v[i])
             # no answer, no latency: empty cells, as the level CSV's (a 0 reads as instant)
-            lat = [s.p50[i], s.p90[i], s.p99[i], s.p999[i], s.max[i]] if s.answered[i] else [""] * 5
+            known = s.answered[i] and s.p99
+            lat = [s.p50[i], s.p90[i], s.p99[i], s.p999[i], s.max[i]] if known else [""] * 5
             w.writerow(
                 [
                     name, f"{s.t[i]:g}", s.level[i], f"{s.goodput[i]:g}", s.answered[i],

@@ -3,6 +3,7 @@ capacity ranking (`k`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -126,7 +127,7 @@ class SummaryScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,t,q", "dismiss", "close"),
-        Binding("e", "export", "export .md + .json"),
+        Binding("e", "export", "export .md .json .html"),
         SCREENSHOT,
     ]
 
@@ -140,9 +141,11 @@ class SummaryScreen(ModalScreen[None]):
         synthetic: bool = False,
         ramp_running: bool = False,
         context: SummaryContext | None = None,
+        page: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__(classes="dialog")
         self.context = context
+        self.page = page  # the race as an HTML page, given its title (race/live/page.py)
         self.rows = rows
         self.rate_mode = rate_mode
         self.from_ramp = from_ramp
@@ -207,6 +210,10 @@ class SummaryScreen(ModalScreen[None]):
             lines = max(1, -(-len(str(cells[5])) // proof_w))
             table.add_row(*cells, key=row.id, height=min(3, lines))
 
+    def _page(self) -> Callable[[], str] | None:
+        make, title = self.page, self.title_text
+        return (lambda: make(title)) if make is not None else None
+
     def action_export(self) -> None:
         from pathlib import Path
 
@@ -221,12 +228,13 @@ class SummaryScreen(ModalScreen[None]):
                 title=self.title_text,
                 synthetic=self.synthetic,
                 context=self.context,
+                page=self._page(),
             )
         except OSError as exc:  # a full disk, a read-only directory: say which file, and why
             self.notify(f"summary not saved: {exc}", severity="error", timeout=10)
             return
         self.exported = (md, js)
-        self.notify(f"saved {md} and {js}")
+        self.notify(f"saved {md}, {js}" + (" and its .html" if self.page is not None else ""))
 
 
 class CapacityScreen(ModalScreen[None]):
