@@ -291,3 +291,79 @@ def test_bench_and_report_write_the_page(run: BenchRun, tmp_path: Path):
     assert write_outputs(run, html_out=str(out), series_csv_out=str(csv_out)) == []
     assert out.read_text().startswith("<!doctype html>")
     assert csv_out.read_text().startswith("stack,t,level")
+
+
+# --- adding intervals into seconds ----------------------------------------------------
+
+
+def _target(level: int, ok: int, waiting: int, oldest: int, fails: dict[str, int]):
+    from stackrace.engine.model import TargetSnapshot, WindowStats
+
+    w = WindowStats(seconds=0.25, requests=ok, ok=ok, waiting=waiting, oldest_wait_us=oldest)
+    w.failures = dict(fails)
+    return TargetSnapshot("s", "http://x", level, level, None, w, WindowStats())
+
+
+def _hist(*values: int) -> SparseHistogram:
+    from stackrace.engine.histogram import index_of
+
+    h = SparseHistogram()
+    for v in values:
+        h.add_sparse([index_of(v), 1])
+    return h
+
+
+def test_a_second_is_its_intervals_added_up():
+    from stackrace.race.core.series import SecondsAdder
+
+    adder = SecondsAdder()
+    # four intervals in the first second, one in the next: the gauge is the last one's,
+    # the oldest wait the largest, the counts and histograms summed
+    for k, (ok, waiting, oldest) in enumerate(
+        [(10, 5, 100), (20, 7, 900), (30, 2, 50), (40, 1, 10)]
+    ):
+        adder.add(
+            0.25 * k + 0.1,
+            _target(8, ok, waiting, oldest, {"timeout": 1}),
+            _hist(1000 * (k + 1)),
+            None,
+        )
+    adder.add(1.1, _target(16, 5, 0, 0, {}), _hist(7), None)
+    adder.flush()
+    s = adder.result("s")
+    assert s is not None and s.t == [1.0, 2.0] and s.level == [8, 16]
+    assert s.answered == [100, 5] and s.goodput == [100.0, 20.0]
+    assert s.waiting == [1, 0] and s.oldest_us == [900, 0]
+    assert s.failures == {"timeout": [4, 0]}
+    # four answers of 1, 2, 3 and 4 ms: the second's max is the 4 ms one's slot
+    assert 4000 <= s.max[0] <= 4004 and 2000 <= s.p50[0] <= 2002
+    assert s.cpu == [] and s.rss == []  # never sampled: no column, not zeros
+
+
+def test_a_recordings_series_takes_latency_from_its_running_histograms():
+    from stackrace.engine.model import EngineSnapshot
+    from stackrace.race.playback.recording import Header, Hist, Recording, Tick
+    from stackrace.race.playback.series import recording_series
+    from stackrace.settings.race_settings import RaceSettings
+
+    def snap(ok: int) -> EngineSnapshot:
+        return EngineSnapshot(0, 0.0, False, False, 1, 0.0, 0.0, False, [_target(8, ok, 0, 0, {})])
+
+    def pairs(h: SparseHistogram) -> list[int]:
+        return [x for i in sorted(h.counts) for x in (i, h.counts[i])]
+
+    first = _hist(1000, 1000)
+    grown = _hist(1000, 1000, 5000)  # the same level, one more answer of 5 ms
+    restarted = _hist(300)  # a new level: the running histogram started again
+    records = [
+        Tick(0.5, snap(2)), Hist(0.9, "s", pairs(first)),
+        Tick(1.5, snap(1)), Hist(1.9, "s", pairs(grown)),
+        Tick(2.5, snap(1)), Hist(2.9, "s", pairs(restarted)),
+    ]  # fmt: skip
+    rec = Recording(Header(1, "now", RaceSettings()), records)
+    s = recording_series(rec)["s"]
+    assert s.answered == [2, 1, 1]
+    assert [round(v, -2) for v in s.p99] == [1000, 5000, 300]
+    # a recording that kept no histogram: no latency columns, never zeros
+    bare = recording_series(Recording(Header(1, "now", RaceSettings()), records[::2]))["s"]
+    assert bare.p99 == [] and bare.hist == "" and series.check(bare, "x") is None

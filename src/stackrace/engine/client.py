@@ -28,7 +28,10 @@ or the process dies. Each tick waits a bounded time for the reports and merges w
 requests in flight are `abandoned`); a process is lost when its link ends, or
 (`lost_after`, for remote links) when it has not reported for that long. The loss is
 kept (`LostEngine`: which host, when, why, what it cost) in every later snapshot and
-in `errors`, its targets' load is spread over the processes left (engine/spread.py)."""
+in `errors`, its targets' load is spread over the processes left (engine/spread.py).
+
+Long because it is one job, the driver's side of the processes: starting them, placing
+targets, commands, and merging their reports into snapshots each tick."""
 
 from __future__ import annotations
 
@@ -36,13 +39,13 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import msgspec
 
 from stackrace.base.errors import StackraceError
 from stackrace.base.netguard import RemoteTargetError, require_loopback, resolve
-from stackrace.engine.aggregate import SATURATED_CPU, TargetAggregate
+from stackrace.engine.aggregate import SATURATED_CPU, IntervalWatcher, TargetAggregate
 from stackrace.engine.channel import (
     Add,
     Configure,
@@ -56,7 +59,7 @@ from stackrace.engine.channel import (
     SetRate,
     Stop,
 )
-from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
+from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.link import LinkError, LinkFactory, local_links
 from stackrace.engine.model import (
     EngineSettings,
@@ -77,10 +80,6 @@ from stackrace.engine.replies import (
 )
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.spread import fd_problem, split, split_rate
-
-# what a watcher of every interval is given: the snapshot, and each target's latency
-# histogram of that interval alone (Engine.watch_intervals)
-IntervalWatcher = Callable[[EngineSnapshot, Mapping[str, SparseHistogram]], None]
 
 _START_TIMEOUT = 10.0
 
@@ -395,10 +394,8 @@ class Engine:
     # --- stats -------------------------------------------------------------------------
 
     def watch_intervals(self, watcher: IntervalWatcher) -> None:
-        """Call `watcher(snapshot, histograms)` as each interval is published, with each
-        target's latency histogram of that interval alone (the series of a run:
-        race/core/series.py). Called in step, so no interval is missed or seen twice;
-        the histograms are the engine's own and change after the call: merge, never keep."""
+        """Call `watcher` as each interval is published, in step (none missed or seen
+        twice): race/core/series.py. The histograms change after the call: merge them."""
         self._watchers.append(watcher)
 
     async def snapshots(self) -> AsyncIterator[EngineSnapshot]:
@@ -475,10 +472,8 @@ class Engine:
             lost=list(self.lost),
         )
         self.latest = snap
-        if self._watchers:
-            hists = {tid: t.interval.hist for tid, t in self._targets.items()}
-            for watcher in self._watchers:
-                watcher(snap, hists)
+        for watcher in self._watchers:  # each target's histogram of this interval alone
+            watcher(snap, {tid: t.interval.hist for tid, t in self._targets.items()})
         for q in self._subscribers:
             q.put_nowait(snap)
 

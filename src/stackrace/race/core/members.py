@@ -29,7 +29,7 @@ from stackrace.stacks.signs import ServerSigns
 from stackrace.stacks.tunables import Tunable
 
 if TYPE_CHECKING:
-    from stackrace.engine.client import IntervalWatcher
+    from stackrace.engine.aggregate import IntervalWatcher
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from stackrace.stacks.signs import ServerSigns
 from stackrace.stacks.tunables import Tunable
 
 if TYPE_CHECKING:
-    from stackrace.engine.client import IntervalWatcher
+    from stackrace.engine.aggregate import IntervalWatcher
     from stackrace.race.live.session import Session
 
 __all__ = ["CATALOG", "MODELS", "TICK", "DemoSource", "StackModel", "SyntheticEngine"]

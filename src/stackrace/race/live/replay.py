@@ -41,7 +41,7 @@ from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
 
 if TYPE_CHECKING:
-    from stackrace.engine.client import IntervalWatcher
+    from stackrace.engine.aggregate import IntervalWatcher
 
 
 class ReplayEngine:
