@@ -291,6 +291,9 @@ def test_bench_and_report_write_the_page(run: BenchRun, tmp_path: Path):
     assert write_outputs(run, html_out=str(out), series_csv_out=str(csv_out)) == []
     assert out.read_text().startswith("<!doctype html>")
     assert csv_out.read_text().startswith("stack,t,level")
+    # bench --baseline OLD.json --html: the page compares
+    assert write_outputs(run, html_out=str(out), baseline=run) == []
+    assert "Against the baseline" in out.read_text()
 
 
 # --- adding intervals into seconds ----------------------------------------------------

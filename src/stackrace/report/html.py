@@ -63,6 +63,7 @@ figcaption{font-size:.85em;display:flex;flex-wrap:wrap;gap:.2em .8em}
 figcaption b{margin-right:auto}
 .key::before{content:"";display:inline-block;width:1em;height:.25em;vertical-align:middle;
 margin-right:.3em;background:currentColor}
+.key.dashed::before{background:none;border-top:.2em dashed currentColor;height:0}
 svg.chart{width:100%;height:auto;display:block;touch-action:pan-y}
 .grid{stroke:var(--grid);stroke-width:1}.tick,.steplabel,.marklabel{fill:var(--mute);font-size:11px}
 .marklabel{fill:var(--bad);font-weight:600}
@@ -241,8 +242,8 @@ def _steps(s: StackSeries, rate: bool) -> list[tuple[float, str]]:
 
 def _figure(st: StackResult, chart: Chart, note: str = "") -> str:
     keys = "".join(
-        f'<span class="key {esc(line.css)}">{esc(line.name)}{" (baseline)" if line.dashed else ""}'
-        "</span>"
+        f'<span class="key {esc(line.css)}{" dashed" if line.dashed else ""}">{esc(line.name)}'
+        f"{' (baseline)' if line.dashed else ''}</span>"
         for line in chart.lines
     )
     return (
@@ -402,8 +403,10 @@ def _compare(run: BenchRun, baseline: BenchRun) -> str:
     items = [f'<li class="beyond">{esc(x)}</li>' for x in v.problems + v.failed]
     spread = "within the measured spread"
     items += [f'<li class="noise">noise: {esc(x)}</li>' for x in v.passed if spread in x]
-    items += [f"<li>{esc(x)}</li>" for x in v.passed if spread not in x]
-    items += [f'<li class="mute">not in the baseline: {esc(x)}</li>' for x in v.unmatched]
+    within = [f"<li>{esc(x)}</li>" for x in v.passed if spread not in x]
+    within += [f'<li class="mute">not in the baseline: {esc(x)}</li>' for x in v.unmatched]
+    if not items:
+        items.append("<li>no difference beyond the gate's rules or the noise</li>")
     noise = [
         f"<li>{esc(name)}: {esc(_noise(r, 'noise not measured'))}</li>"
         for name, r in (("this run", run), ("the baseline", baseline))
@@ -413,7 +416,10 @@ def _compare(run: BenchRun, baseline: BenchRun) -> str:
         f"<p>The regression gate's rules ({esc(gate.DEFAULT_RULES)}); a change smaller than "
         "the level's measured spread is noise, not a difference. Dashed lines in the charts "
         "are the baseline.</p>"
-        f'<ul class="verdicts">{"".join(items)}</ul><ul>{"".join(noise)}</ul></section>'
+        f'<ul class="verdicts">{"".join(items)}</ul>'
+        f"<details><summary>{len(within)} within the rules</summary>"
+        f'<ul class="verdicts">{"".join(within)}</ul></details>'
+        f"<ul>{''.join(noise)}</ul></section>"
     )
 
 
