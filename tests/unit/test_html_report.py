@@ -345,7 +345,7 @@ def test_a_second_is_its_intervals_added_up():
 
 def test_a_recordings_series_takes_latency_from_its_running_histograms():
     from stackrace.engine.model import EngineSnapshot
-    from stackrace.race.playback.recording import Header, Hist, Recording, Tick
+    from stackrace.race.playback.recording import Header, Hist, Record, Recording, Tick
     from stackrace.race.playback.series import recording_series
     from stackrace.settings.race_settings import RaceSettings
 
@@ -358,7 +358,7 @@ def test_a_recordings_series_takes_latency_from_its_running_histograms():
     first = _hist(1000, 1000)
     grown = _hist(1000, 1000, 5000)  # the same level, one more answer of 5 ms
     restarted = _hist(300)  # a new level: the running histogram started again
-    records = [
+    records: list[Record] = [
         Tick(0.5, snap(2)), Hist(0.9, "s", pairs(first)),
         Tick(1.5, snap(1)), Hist(1.9, "s", pairs(grown)),
         Tick(2.5, snap(1)), Hist(2.9, "s", pairs(restarted)),

@@ -87,6 +87,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em;margin:.3em 0
 dt{color:var(--mute)}dd{margin:0;overflow-wrap:anywhere}
 .beyond{color:var(--bad);font-weight:600}.noise{color:var(--mute)}
 ul.verdicts{padding-left:1.2em}
+@media (max-width:640px){.tick,.steplabel,.marklabel{font-size:17px}}
 #tip{position:fixed;pointer-events:none;background:var(--card);border:1px solid var(--line);
 border-radius:4px;padding:.3em .5em;font-size:.8em;white-space:pre;display:none;z-index:9}
 @media print{#tip,.cursor{display:none}body{max-width:none;font-size:11pt}
