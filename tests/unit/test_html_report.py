@@ -370,3 +370,21 @@ def test_a_recordings_series_takes_latency_from_its_running_histograms():
     # a recording that kept no histogram: no latency columns, never zeros
     bare = recording_series(Recording(Header(1, "now", RaceSettings()), records[::2]))["s"]
     assert bare.p99 == [] and bare.hist == "" and series.check(bare, "x") is None
+
+
+def test_a_ten_minute_six_stack_page_stays_small():
+    """Issue's size goal, on the models (bench/html_report_size.py measures it and the
+    draw time): a 10-minute race of six stacks, one row a second each, ≤ 250 KB."""
+    from stackrace.race.live.demo_model import MODELS
+
+    names = ["gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp", "tornado", "go-nethttp"]
+    parts, _ = synthetic_parts({n: MODELS[n] for n in names})
+    stacks = [Stack(n, n, StackDef(command=["true"], title=n)) for n in names]
+    levels = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+    settings = RaceSettings(
+        concurrency_levels=levels, duration=58.0, warmup=1.0, isolation="parallel"
+    )
+    run = asyncio.run(run_bench(BenchPlan(stacks, settings), parts=parts))
+    assert all(len(st.series or []) >= 600 for st in run.stacks)
+    size = len(html.page(run).encode())
+    assert size <= 250 * 1024, size
