@@ -197,13 +197,14 @@ def _level_label(level: int, rate: bool) -> str:
 
 
 def _spans(s: StackSeries) -> dict[int, tuple[float, float]]:
-    """Each level's first and last second in the series (its start and end times)."""
+    """Each level's start and end time: its last unbroken run of seconds (a level set
+    again later, as a ramp after exploring does, is judged on that last visit)."""
     out: dict[int, tuple[float, float]] = {}
+    prev = None
     for t, lv in zip(s.t, s.level, strict=False):
-        if lv <= 0:
-            continue
-        a, _ = out.get(lv, (t - s.step, t))
-        out[lv] = (a, t)
+        if lv > 0:
+            out[lv] = (out[lv][0] if lv == prev else t - s.step, t)
+        prev = lv
     return out
 
 
