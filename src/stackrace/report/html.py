@@ -349,6 +349,28 @@ def _summary(run: BenchRun) -> str:
     return f"<ul>{''.join(lis)}</ul>"
 
 
+def _capacity(run: BenchRun) -> str:
+    """`bench --capacity`, `tune`, `k` in the app: each stack's capacity under the SLO,
+    best first, as report/capacity.py ranks and words it (the terminal's table)."""
+    from stackrace.report import capacity
+
+    best = capacity.ranked(run.stacks)
+    if not best:
+        return ""
+    rows = [
+        [str(n), st.name, *capacity.row(st.capacity)] for n, st in enumerate(best, 1) if st.capacity
+    ]
+    said = "".join(
+        f"<li>{esc(st.name)}: {esc(st.capacity.sentence)}</li>" for st in best if st.capacity
+    )
+    first = best[0].capacity
+    slo = first.slo if first is not None and first.slo else run.settings.slo or ""
+    return (
+        f"<section><h2>Capacity under the SLO ({esc(slo)}), best first</h2>"
+        f"{_table(list(capacity.HEADER), rows)}<ul>{said}</ul></section>"
+    )
+
+
 def _evidence(run: BenchRun) -> str:
     """Each breaking point with its reason and, where the run has it, why (issue 46's
     `levels[].why`: shown when present, never required)."""
@@ -455,6 +477,7 @@ def page(run: BenchRun, baseline: BenchRun | None = None, title: str | None = No
         f"<header><h1>{esc(heading)}</h1><p class=mute>{esc(run.started)} · "
         f"{esc(run.machine.hostname)} · {esc(run.machine.cores)} cores · stackrace "
         f"{esc(run.machine.stackrace)}</p></header>{interrupted}"
+        f"{_capacity(run)}"
         f"<section><h2>Where each stack broke</h2>{_summary(run)}</section>{compare}"
         f"{charts(run, baseline)}"
         f"<section><h2>Levels</h2>{levels}<ul>{notes}</ul></section>"

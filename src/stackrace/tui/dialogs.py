@@ -244,13 +244,21 @@ class CapacityScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,k,q", "dismiss", "close"),
+        Binding("e", "export", "export .html"),
         SCREENSHOT,
     ]
 
     def __init__(
-        self, ranked: list[tuple[str, CapacityResult]], slo: str, ended: str, synthetic: bool
+        self,
+        ranked: list[tuple[str, CapacityResult]],
+        slo: str,
+        ended: str,
+        synthetic: bool,
+        page: Callable[[str, dict[str, CapacityResult]], str] | None = None,
     ) -> None:
         super().__init__(classes="dialog")
+        self.page = page  # the race and this ranking as an HTML page (race/live/page.py)
+        self.exported: object | None = None
         self.ranked = ranked
         self.slo = slo
         self.ended = ended
@@ -265,6 +273,27 @@ class CapacityScreen(ModalScreen[None]):
             yield DataTable(id="capacity", cursor_type="row", zebra_stripes=True)
             yield Static(self._sentences(), id="capacity-about")
         yield Footer()
+
+    def action_export(self) -> None:
+        """The race with this ranking as one offline page, where screenshots go."""
+        import time
+        from pathlib import Path
+
+        from stackrace.base.atomicfile import write_atomic
+
+        if self.page is None:
+            return
+        directory = Path(getattr(self.app, "screenshot_dir", "."))
+        path = directory / time.strftime("stackrace-capacity-%Y%m%d-%H%M%S.html")
+        title = f"Capacity under the SLO ({self.slo}), best first"
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, self.page(title, dict(self.ranked)))
+        except OSError as exc:  # a full disk, a read-only directory: say which, and why
+            self.notify(f"capacity page not saved: {exc}", severity="error", timeout=10)
+            return
+        self.exported = path
+        self.notify(f"saved {path}")
 
     def _sentences(self) -> Text:
         out = Text()

@@ -365,6 +365,7 @@ class RaceScreen(Screen[None]):
                 slo.text,
                 self.session.ranking.end,
                 self.session.synthetic,
+                page=partial(summary_page, self.session),
             ),
             callback=self._dialog_closed,
         )

@@ -20,7 +20,15 @@ from stackrace.race.live.session import Session
 from stackrace.race.live.summary import SummaryContext
 from stackrace.race.live.view import SummaryRow
 from stackrace.report import html
-from stackrace.report.schema import SCHEMA_VERSION, BenchRun, Level, Machine, Memory, Settings
+from stackrace.report.schema import (
+    SCHEMA_VERSION,
+    BenchRun,
+    CapacityResult,
+    Level,
+    Machine,
+    Memory,
+    Settings,
+)
 from stackrace.report.series import StackSeries, build
 from stackrace.rules.breaking import StepResult
 
@@ -108,12 +116,18 @@ def unknown_machine(created: str) -> Machine:
     )  # fmt: skip
 
 
-def summary_page(session: Session, title: str) -> str:
-    """The race as the summary stands (`e`): its rows, its series, this machine."""
+def summary_page(
+    session: Session, title: str, capacities: Mapping[str, CapacityResult] | None = None
+) -> str:
+    """The race as the summary stands (`e`): its rows, its series, this machine; with
+    `capacities` (`k`'s ranking, by stack name) each stack's capacity under the SLO."""
     from stackrace.race.core.machine import machine_info
     from stackrace.race.live.summary import context
 
     adder = session.series
     # the seconds closed so far (the open one stays open: the race goes on)
     series = {mid: build(rows, adder.step) for mid, rows in adder.rows.items() if rows}
-    return session_page(session, session.summary(), context(session), series, machine_info(), title)
+    run = session_run(session, session.summary(), context(session), series, machine_info())
+    for st in run.stacks:
+        st.capacity = (capacities or {}).get(st.name)
+    return html.page(run, title=title)
