@@ -272,7 +272,7 @@ def _fmt(v: float) -> str:
 
 
 def _time_ticks(x1: float) -> list[float]:
-    step = nice(x1 / 6)
+    step = max(1.0, nice(x1 / 6))  # whole seconds: a 2 s run is not labelled 0s, 0s, 1s
     return [k * step for k in range(int(x1 // step) + 1)]
 
 
