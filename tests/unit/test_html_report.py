@@ -388,3 +388,14 @@ def test_a_ten_minute_six_stack_page_stays_small():
     assert all(len(st.series or []) >= 600 for st in run.stacks)
     size = len(html.page(run).encode())
     assert size <= 250 * 1024, size
+
+
+def test_the_run_file_writes_columns_on_one_line_and_leaves_strings_alone(run: BenchRun):
+    odd = "[\n 1,\n 2\n] and [3, 4]"
+    st = msgspec.structs.replace(run.stacks[0], title=odd)
+    text = dumps(msgspec.structs.replace(run, stacks=[st]))
+    assert loads(text, "run.json").stacks[0].title == odd
+    s = run.stacks[0].series
+    assert s is not None
+    line = next(x for x in text.decode().splitlines() if '"p99": [' in x)
+    assert line.strip() == '"p99": [' + ",".join(map(str, s.p99)) + "],"

@@ -11,7 +11,6 @@ with a default (as `provenance` was) keep the version: older files still read.
 
 from __future__ import annotations
 
-import re
 import statistics
 from typing import Any
 
@@ -19,7 +18,7 @@ import msgspec
 
 from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.report.series import StackSeries, check
+from stackrace.report.series import StackSeries, check, one_line_columns
 from stackrace.settings.race_settings import RaceSettings, check_values
 from stackrace.stacks.definition import StackDef
 
@@ -446,19 +445,8 @@ class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
     journal: str = ""  # where every finished level and probe was journalled as it ended
 
 
-# An array of numbers that spans lines, as msgspec's indent writes every array: joined
-# onto one line by `dumps`. A series is a column a second (report/series.py), mostly
-# indentation when each number has a line. A JSON string never holds a raw newline, so
-# no string can match.
-_NUMBER_LINES = re.compile(rb"\[\n[0-9eE+\-., \n]*\n *\]")
-
-
-def _one_line(m: re.Match[bytes]) -> bytes:
-    return b"[" + b",".join(x.strip() for x in m.group(0)[1:-1].split(b",")) + b"]"
-
-
 def dumps(run: BenchRun) -> bytes:
-    return _NUMBER_LINES.sub(_one_line, msgspec.json.format(msgspec.json.encode(run), indent=1))
+    return one_line_columns(msgspec.json.format(msgspec.json.encode(run), indent=1))
 
 
 # the largest run file read: the biggest written here (a tune's every probe, each with

@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import csv
 import io
+import re
 import zlib
 from collections.abc import Iterable, Sequence
 
@@ -228,6 +229,21 @@ def check(series: StackSeries, source: str) -> str | None:
         except ValueError as exc:
             return str(exc)
     return None
+
+
+# --- in the run file ---------------------------------------------------------------------
+
+# An array of numbers that spans lines, as msgspec's indent writes every array. A JSON
+# string never holds a raw newline, so no string can match.
+_NUMBER_LINES = re.compile(rb"\[\n[0-9eE+\-., \n]*\n *\]")
+
+
+def one_line_columns(text: bytes) -> bytes:
+    """Indented JSON with each array of numbers on one line (schema.dumps): a series is
+    a column a second, mostly indentation when each number has a line of its own."""
+    return _NUMBER_LINES.sub(
+        lambda m: b"[" + b",".join(x.strip() for x in m.group(0)[1:-1].split(b",")) + b"]", text
+    )
 
 
 # --- the CSV --------------------------------------------------------------------------
