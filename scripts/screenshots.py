@@ -1,5 +1,5 @@
 """Screenshots of the real app for the README: `screenshots/*.svg` (and the browser view
-as `screenshots/web.png`).
+as `screenshots/web.png`, the HTML report as `screenshots/html_report.png`).
 
     .venv/bin/python scripts/screenshots.py            # all of them, a few minutes
     .venv/bin/python scripts/screenshots.py --only race_io_c200
@@ -11,7 +11,8 @@ gevent, uvicorn and aiohttp on the one core the engines leave, at 200 connection
 an overload, from a clean start, ending in its summary; projector mode at 100×30; a
 seed preset with the classic experiment's figures and claims beside the panes; the
 Flask example (examples/flask_app) under the four common WSGI servers ("Your app"). The
-browser view is `stackrace web` opened in headless Chromium.
+browser view is `stackrace web` opened in headless Chromium; `html_report.png` is a real
+`bench --html` page drawn by it.
 """
 
 from __future__ import annotations
@@ -122,6 +123,36 @@ async def web() -> None:
     )  # fmt: skip
 
 
+async def html_report() -> None:
+    """A real `bench --html` (gunicorn sync and uvicorn on /io at 10, 100 and 500
+    connections, 10 s a level), its page drawn by headless Chromium with no network."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise SystemExit("html_report: chromium is not installed (apt-get install chromium)")
+    with tempfile.TemporaryDirectory() as tmp:
+        page = Path(tmp) / "r.html"
+        subprocess.run(
+            [sys.executable, "-m", "stackrace", "bench", "--stacks", "gunicorn-sync,uvicorn",
+             "--workload", "io", "--concurrency", "10,100,500", "--duration", "10s",
+             "--no-progress", "--html", str(page)],
+            check=False, cwd=ROOT, stdout=subprocess.DEVNULL,
+        )  # fmt: skip (exit 1: a stack broke, as gunicorn sync does)
+        if not page.exists():
+            raise SystemExit("html_report: bench wrote no page (its error is above)")
+        from tests.e2e.test_web import CHROMIUM_FLAGS
+
+        subprocess.run(
+            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp}/profile", "--window-size=1100,1250",
+             "--force-device-scale-factor=1", f"--screenshot={OUT / 'html_report.png'}",
+             page.as_uri()],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+
 IO4 = ["--stacks", ",".join(FOUR), "--workload", "io", "--go"]
 SHOTS = {
     "picker": lambda: picker(),
@@ -158,6 +189,8 @@ SHOTS = {
         [(10, 6.0), (100, 8.0)], size=(200, 55),
     ),
     "web": lambda: web(),
+    # `bench --html`: the page a team hands on, drawn by headless Chromium
+    "html_report": lambda: html_report(),
 }  # fmt: skip
 
 

@@ -104,7 +104,9 @@ def test_the_same_run_still_passes(baseline: Path) -> None:
     assert "gate passed: " in r.stdout and "on 1 level against" in r.stdout
 
 
-@pytest.mark.parametrize("option", ["--json", "--csv", "--markdown", "--chart"])
+@pytest.mark.parametrize(
+    "option", ["--json", "--csv", "--markdown", "--chart", "--html", "--series-csv"]
+)
 def test_bench_checks_output_paths_before_any_load(option: str) -> None:
     rc, out, err = bench("--concurrency", "2", option, "/nonexistent/dir/x.out")
     assert rc == 2 and out == ""
@@ -129,3 +131,23 @@ def test_report_names_a_file_it_cannot_read(tmp_path: Path, content: bytes, why:
     assert_one_line_error(r, f"stackrace report: {bad}: ", why)
     r = run_forked("report", str(tmp_path / "missing.json"))
     assert_one_line_error(r, f"{tmp_path / 'missing.json'}: no such file")
+
+
+def test_html_in_a_stacks_title_shows_as_text_in_the_page(tmp_path: Path) -> None:
+    """A stacks file's text reaches the HTML page escaped: no element, no script."""
+    hostile = "<img src=x onerror=alert(2)><script>alert(1)</script>"
+    stacks = tmp_path / "stacks.toml"
+    stacks.write_text(
+        STACKS_FIXTURE.read_text().replace(
+            'title = "test server"', f"title = {json.dumps(hostile)}"
+        )
+    )
+    page = tmp_path / "r.html"
+    r = run_cli(
+        "--stacks-file", str(stacks), "bench", "--stacks", "plain", *LEVEL,
+        "--concurrency", "2", "--html", str(page), env=blocking(0),
+    )  # fmt: skip
+    assert r.returncode in (0, 1), r.stderr
+    text = page.read_text()
+    assert "<img" not in text and text.count("<script>") == 1  # the page's own alone
+    assert "&lt;img src=x onerror=alert(2)&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in text

@@ -59,7 +59,7 @@ async def test_no_slo_no_line():
 
 
 @pytest.mark.slow  # ~15 s: a few hundred engine steps, each drawn
-async def test_k_searches_every_stack_at_once_and_ranks_them():
+async def test_k_searches_every_stack_at_once_and_ranks_them(tmp_path):
     async for race in open_race(slo_plan("p99<50ms")):
         await race.advance(8)
         await race.pilot.press("k")
@@ -99,6 +99,15 @@ async def test_k_searches_every_stack_at_once_and_ranks_them():
         assert table.row_count == 2
         about = str(screen.query_one("#capacity-about").render())
         assert "meets p99 < 50 ms, failures < 1 % up to c=" in about
+        # e: the race and this ranking as one offline page
+        race.app.screenshot_dir = tmp_path
+        await race.pilot.press("e")
+        await race.pilot.pause()
+        (page,) = tmp_path.glob("stackrace-capacity-*.html")
+        text = page.read_text()
+        assert "<h2>Capacity under the SLO (p99 &lt; 50 ms" in text
+        assert text.index("<td>uvicorn</td>") < text.index("<td>gunicorn sync</td>")
+        assert '<figure data-stack="uvicorn"' in text  # its series, drawn
         # the load went back to where it was, every stack at one level
         await race.pilot.press("escape")
         await race.advance(2)

@@ -168,6 +168,11 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     js = list(tmp_path.glob("stackrace-summary-*.json"))
     assert len(md) == len(js) == 1
     assert "gunicorn sync" in md[0].read_text() and '"kind": "queueing"' in js[0].read_text()
+    # and the race as one offline page: every stack over time, the ramp's verdicts
+    (page,) = tmp_path.glob("stackrace-summary-*.html")
+    text = page.read_text()
+    assert text.count('<figure data-stack="gunicorn sync"') >= 5, text[:2000]
+    assert "broke: queueing" in text and "Ramp result" in text
     await race.pilot.press("escape")
 
 

@@ -263,3 +263,44 @@ async def test_replay_shows_what_the_room_saw_summary_view_keys_and_footer(tmp_p
         # the memory before load is the one live measured
         rows = {r.id: r for r in player.session.summary()}
         assert all(r.mem_before is not None for r in rows.values())
+
+
+async def test_replay_html_writes_the_recorded_race_as_a_page(tmp_path):
+    """`replay FILE --html OUT`: the whole recording played with no app, its page
+    written: both stacks over time, their latency from the recorded histograms."""
+    import argparse
+    import asyncio
+    import re
+
+    from stackrace.commands import replay
+
+    path = tmp_path / "race.jsonl.gz"
+    await record_race(path)
+    out = tmp_path / "race.html"
+    args = argparse.Namespace(file=str(path), html_out=str(out), speed=1.0, paused=False, big=False)
+    assert await asyncio.to_thread(replay.run, args) == 0
+    text = out.read_text()
+    for stack in ("gunicorn sync", "uvicorn"):  # as the app names them
+        assert f'<figure data-stack="{stack}"' in text
+    # the p99 over time, a line per stack, from the histograms' differences
+    assert len(re.findall(r'data-name="p99" d="M[0-9.]+,[0-9.]+l', text)) == 2
+    assert ">c=200</text>" in text and "not recorded (a replay)" in text
+    # the page's run is the summary's: each stack's judged levels, and its series
+    from stackrace.race.live.page import session_run, unknown_machine
+    from stackrace.race.live.summary import context
+    from stackrace.race.playback.series import recording_series
+
+    rec = load_recording(path)
+    player = ReplayPlayer(rec)
+    await player.start()
+    await player.seek(player.duration)
+    rows = player.session.summary()
+    run = session_run(
+        player.session, rows, context(player.session), recording_series(rec), unknown_machine("x")
+    )
+    assert [len(st.levels) for st in run.stacks] == [len(r.steps) for r in rows]
+    assert [lv.level for lv in run.stacks[0].levels] == [s.level for s in rows[0].steps]
+    assert all(st.series is not None and st.series.p99 for st in run.stacks)
+    missing = tmp_path / "no" / "x.html"
+    args.html_out = str(missing)
+    assert await asyncio.to_thread(replay.run, args) == 2 and not missing.exists()

@@ -160,7 +160,10 @@ def run(args: argparse.Namespace) -> int:
         if args.json_out is None and args.resume.endswith(".json.journal"):
             args.json_out = args.resume.removesuffix(".journal")  # the run it was beside
     outputs = {"--json": args.json_out, "--csv": args.csv_out, "--markdown": args.md_out}
-    problem = check_output_paths({**outputs, "--chart": args.chart_out, "--junit": args.junit_out})
+    pages = {"--html": args.html_out, "--series-csv": args.series_csv_out}
+    problem = check_output_paths(
+        {**outputs, "--chart": args.chart_out, "--junit": args.junit_out, **pages}
+    )
     if problem:  # before any load: a run is never thrown away for a bad path
         print(f"stackrace bench: {problem}", file=sys.stderr)
         return 2
@@ -302,7 +305,7 @@ def _run_locked(
     else:
         try:
             where = runguard.journal_path(
-                args.journal, [args.json_out, args.csv_out, args.md_out], "bench"
+                args.journal, [args.json_out, args.csv_out, args.md_out, args.html_out], "bench"
             )
         except OSError as exc:
             fail(str(exc))
@@ -387,7 +390,10 @@ def _run_locked(
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
     result.journal = str(plan.journal.path) if plan.journal is not None and interrupted else ""
-    problems = write_outputs(result, args.json_out, args.csv_out, args.md_out, args.chart_out)
+    problems = write_outputs(
+        result, args.json_out, args.csv_out, args.md_out, args.chart_out,
+        args.html_out, args.series_csv_out, baseline,
+    )  # fmt: skip
     problems += write_files(
         [("--junit", args.junit_out, lambda: junit_xml(result, verdict, args.baseline))]
     )

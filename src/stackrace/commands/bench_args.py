@@ -112,6 +112,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
         "--markdown", dest="md_out", metavar="FILE", help="write a Markdown table here"
     )
     out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
+    add_page_arguments(out)
     out.add_argument(
         "--junit",
         dest="junit_out",
@@ -175,4 +176,21 @@ def add_search_arguments(
         metavar="SHARE",
         help="a search stops when the gap between a pass and a miss is within this share "
         f"of the pass (default {precision})",
+    )
+
+
+def add_page_arguments(group: argparse._ArgumentGroup) -> None:
+    """--html and --series-csv: the run over time (bench, report)."""
+    group.add_argument(
+        "--html",
+        dest="html_out",
+        metavar="FILE",
+        help="write one self-contained HTML page here: every stack over time, the breaking "
+        "points, the tables (opens offline; with --baseline, both runs compared)",
+    )
+    group.add_argument(
+        "--series-csv",
+        dest="series_csv_out",
+        metavar="FILE",
+        help="write the run second by second here: one row per stack per second",
     )

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from stackrace.commands.parser import examples
+
+if TYPE_CHECKING:
+    from stackrace.race.live.replay import ReplayPlayer
 
 EXAMPLES = examples(
     (
@@ -15,6 +19,7 @@ EXAMPLES = examples(
     ("stackrace replay race.jsonl.gz", "play it back: no servers, no engine"),
     ("stackrace replay race.jsonl.gz --speed 4", "four times as fast"),
     ("stackrace replay race.jsonl.gz --paused --big", "paused (space plays), projector mode"),
+    ("stackrace replay race.jsonl.gz --html race.html", "the race as one offline page, no app"),
 )
 
 
@@ -37,13 +42,25 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--paused", action="store_true", help="start paused, space plays (default: playing)"
     )
     parser.add_argument("--big", action="store_true", help="projector mode (key b)")
+    parser.add_argument(
+        "--html",
+        dest="html_out",
+        metavar="OUT",
+        help="write the recorded race as one self-contained HTML page here and exit "
+        "(every stack over time, its levels and verdicts; no app is opened)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from stackrace.race.live.replay import SPEEDS, ReplayPlayer
     from stackrace.race.playback.recording import RecordingError, load_recording
+    from stackrace.report.write import check_output_paths
 
+    problem = check_output_paths({"--html": args.html_out})
+    if problem:  # before the file is read: a long recording is not played for nothing
+        print(f"stackrace replay: {problem}", file=sys.stderr)
+        return 2
     try:
         recording = load_recording(args.file)
     except RecordingError as exc:
@@ -53,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"stackrace replay: {args.file}: no stacks were recorded", file=sys.stderr)
         return 2
     player = ReplayPlayer(recording)
+    if args.html_out:
+        return _page(player, args.html_out)
     player.speed = min(SPEEDS, key=lambda s: abs(s - args.speed))
     player.paused = args.paused
     from stackrace.tui.app import StackraceApp, exit_status
@@ -68,3 +87,33 @@ def run(args: argparse.Namespace) -> int:
     )
     app.argv = list(getattr(args, "argv", []) or [])
     return exit_status(app, app.run() or 0)
+
+
+def _page(player: ReplayPlayer, out: str) -> int:
+    """Play the whole recording with no app, and write its page (race/live/page.py)."""
+    import asyncio
+
+    from stackrace.race.live.page import session_page, unknown_machine
+    from stackrace.race.live.summary import context
+    from stackrace.race.playback.series import recording_series
+    from stackrace.report.write import EXIT_NOT_WRITTEN, write_files
+
+    async def play() -> None:
+        await player.start()
+        await player.seek(player.duration)
+
+    asyncio.run(play())
+    session, header = player.session, player.recording.header
+    title = f"stackrace replay: {', '.join(m.name for m in player.recording.members)}"
+
+    def page() -> str:
+        series = recording_series(player.recording)
+        machine = unknown_machine(header.created)
+        return session_page(session, session.summary(), context(session), series, machine, title)
+
+    problems = write_files([("--html", out, page)])
+    for line in problems:
+        print(f"stackrace replay: {line}", file=sys.stderr)
+    if not problems:
+        print(f"wrote {out}")
+    return EXIT_NOT_WRITTEN if problems else 0

@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from stackrace.commands.bench_args import add_page_arguments
 from stackrace.commands.parser import examples
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
@@ -37,6 +38,8 @@ EXAMPLES = examples(
     ("stackrace report run.json", "render a saved run again"),
     ("stackrace report old.json new.json", "two runs side by side, with the change"),
     ("stackrace report run.json --markdown run.md --chart run.svg", "its table and chart"),
+    ("stackrace report run.json --html run.html", "one page to hand on, offline"),
+    ("stackrace report old.json new.json --html diff.html", "two runs on the same axes"),
     (
         "stackrace report new.json --baseline old.json --fail-on 'qps<-10%'",
         "the regression gate on saved runs",
@@ -59,6 +62,7 @@ def register(p: argparse.ArgumentParser) -> None:
         "--markdown", dest="md_out", metavar="FILE", help="write a Markdown table here"
     )
     out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
+    add_page_arguments(out)
     gate = p.add_argument_group("pass or fail")
     gate.add_argument(
         "--junit",
@@ -87,8 +91,12 @@ def run(args: argparse.Namespace) -> int:
             "--markdown": args.md_out,
             "--chart": args.chart_out,
             "--junit": args.junit_out,
+            "--html": args.html_out,
+            "--series-csv": args.series_csv_out,
         }
     )
+    if problem is None and len(args.runs) > 2 and (args.html_out or args.series_csv_out):
+        problem = "--html and --series-csv take one run, or two to compare"
     if problem:
         print(f"stackrace report: {problem}", file=sys.stderr)
         return 2
@@ -100,11 +108,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"stackrace report: {exc}", file=sys.stderr)
         return 2
     verdict = gate.judge(runs[-1], base, rules) if rules else None
-    problems = []
+    # the page and the series: one run (beside --baseline), or `report old.json new.json`,
+    # the later run drawn over the earlier one
+    page_base = runs[0] if len(runs) == 2 else base
+    problems = write_outputs(
+        runs[-1], html_out=args.html_out, series_csv_out=args.series_csv_out, baseline=page_base
+    )
     if all(is_capacity_run(r) for r in runs) and not rules:
-        return capacity_report(runs, args)
+        for line in problems:
+            print(f"stackrace report: {line}", file=sys.stderr)
+        return capacity_report(runs, args) or (EXIT_NOT_WRITTEN if problems else 0)
     if len(runs) == 1:
-        problems = write_outputs(runs[0], None, args.csv_out, args.md_out, args.chart_out)
+        problems += write_outputs(runs[0], None, args.csv_out, args.md_out, args.chart_out)
     problems += write_files(
         [("--junit", args.junit_out, lambda: junit_xml(runs[-1], verdict, args.baseline))]
     )

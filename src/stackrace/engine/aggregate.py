@@ -8,6 +8,7 @@ are added up in time order by stackrace.engine.window_sum, one rule per figure.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from stackrace.engine.channel import TargetReport
@@ -15,12 +16,17 @@ from stackrace.engine.histogram import SparseHistogram, lowest_equivalent
 from stackrace.engine.model import (
     ABANDONED,
     STARVED_MIN_US,
+    EngineSnapshot,
     KindStats,
     TargetSnapshot,
     TargetSpec,
     WindowStats,
     starved_limit_us,
 )
+
+# what a watcher of every interval is given (Engine.watch_intervals): the snapshot, and
+# each target's latency histogram of that interval alone, from its aggregate below
+IntervalWatcher = Callable[[EngineSnapshot, Mapping[str, SparseHistogram]], None]
 
 SATURATED_CPU = 90.0  # percent of one core: a single-threaded engine near its ceiling
 

@@ -28,7 +28,10 @@ or the process dies. Each tick waits a bounded time for the reports and merges w
 requests in flight are `abandoned`); a process is lost when its link ends, or
 (`lost_after`, for remote links) when it has not reported for that long. The loss is
 kept (`LostEngine`: which host, when, why, what it cost) in every later snapshot and
-in `errors`, its targets' load is spread over the processes left (engine/spread.py)."""
+in `errors`, its targets' load is spread over the processes left (engine/spread.py).
+
+Long because it is one job, the driver's side of the processes: starting them, placing
+targets, commands, and merging their reports into snapshots each tick."""
 
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ import msgspec
 
 from stackrace.base.errors import StackraceError
 from stackrace.base.netguard import RemoteTargetError, require_loopback, resolve
-from stackrace.engine.aggregate import SATURATED_CPU, TargetAggregate
+from stackrace.engine.aggregate import SATURATED_CPU, IntervalWatcher, TargetAggregate
 from stackrace.engine.channel import (
     Add,
     Configure,
@@ -129,6 +132,7 @@ class Engine:
         self._targets: dict[str, TargetAggregate] = {}
         self._target_procs: dict[str, list[EngineProc]] = {}
         self._subscribers: list[asyncio.Queue[EngineSnapshot | None]] = []
+        self._watchers: list[IntervalWatcher] = []
         self._ticker: asyncio.Task[None] | None = None
         self._started = 0.0
         self._counting_from = 0.0
@@ -389,6 +393,11 @@ class Engine:
 
     # --- stats -------------------------------------------------------------------------
 
+    def watch_intervals(self, watcher: IntervalWatcher) -> None:
+        """Call `watcher` as each interval is published, in step (none missed or seen
+        twice): race/core/series.py. The histograms change after the call: merge them."""
+        self._watchers.append(watcher)
+
     async def snapshots(self) -> AsyncIterator[EngineSnapshot]:
         """Every snapshot from now until the engine stops."""
         q: asyncio.Queue[EngineSnapshot | None] = asyncio.Queue()
@@ -463,6 +472,8 @@ class Engine:
             lost=list(self.lost),
         )
         self.latest = snap
+        for watcher in self._watchers:  # each target's histogram of this interval alone
+            watcher(snap, {tid: t.interval.hist for tid, t in self._targets.items()})
         for q in self._subscribers:
             q.put_nowait(snap)
 

@@ -18,6 +18,7 @@ import msgspec
 
 from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
+from stackrace.report.series import StackSeries, check, one_line_columns
 from stackrace.settings.race_settings import RaceSettings, check_values
 from stackrace.stacks.definition import StackDef
 
@@ -321,6 +322,8 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     sampled: bool = True
     # `bench --capacity`, `tune`: its capacity under the SLO and the probes that found it
     capacity: CapacityResult | None = None
+    # one row a second over the whole run, latency histograms included (report/series.py)
+    series: StackSeries | None = None
 
 
 CLAIM_KINDS = (
@@ -443,7 +446,7 @@ class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def dumps(run: BenchRun) -> bytes:
-    return msgspec.json.format(msgspec.json.encode(run), indent=1)
+    return one_line_columns(msgspec.json.format(msgspec.json.encode(run), indent=1))
 
 
 # the largest run file read: the biggest written here (a tune's every probe, each with
@@ -474,6 +477,10 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     except msgspec.ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from None
     check_values(run.settings, f"{source}: settings")
+    for st in run.stacks:
+        problem = check(st.series, f"{source}: {st.name}") if st.series is not None else None
+        if problem:
+            raise ValueError(problem)
     bad = bad_figure(run)
     if bad:
         raise ValueError(f"{source}: {bad}: not a figure a run can have (edited or damaged)")

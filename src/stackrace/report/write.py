@@ -1,4 +1,5 @@
-"""Printing a run and writing its files (JSON, CSV, Markdown, SVG chart); checking
+"""Printing a run and writing its files (JSON, CSV, Markdown, SVG chart, HTML page, the
+series' CSV); checking
 output paths before a run and reading run files with errors that name the file.
 
 Files are written whole or not at all (stackrace.base.atomicfile); a file that cannot be
@@ -16,6 +17,7 @@ from stackrace.base import inputfile
 from stackrace.base.atomicfile import write_atomic
 from stackrace.report import chart, tables, thennow
 from stackrace.report.schema import RUN_FILE_LIMIT, BenchRun, dumps, loads
+from stackrace.report.series import StackSeries
 
 
 def print_run(run: BenchRun, title: str | None = None) -> None:
@@ -73,14 +75,27 @@ def run_outputs(
     csv_out: str | None = None,
     md_out: str | None = None,
     chart_out: str | None = None,
+    html_out: str | None = None,
+    series_csv_out: str | None = None,
+    baseline: BenchRun | None = None,
 ) -> list[Output]:
-    """A run's files, as (option, path, content) for `write_files`."""
+    """A run's files, as (option, path, content) for `write_files`; `baseline`: the run
+    the HTML page draws beside it (report/html.py)."""
+    from stackrace.report import html, series
+
     return [
         ("--json", json_out, lambda: dumps(run)),
         ("--csv", csv_out, lambda: tables.to_csv(run)),
         ("--markdown", md_out, lambda: _markdown(run)),
         ("--chart", chart_out, lambda: chart.svg(run)),
+        ("--html", html_out, lambda: html.page(run, baseline)),
+        ("--series-csv", series_csv_out, lambda: series.to_csv(series_of(run))),
     ]
+
+
+def series_of(run: BenchRun) -> list[tuple[str, StackSeries]]:
+    """Each stack's series (report/series.py), for its CSV; stacks without one left out."""
+    return [(st.name, st.series) for st in run.stacks if st.series is not None]
 
 
 def _markdown(run: BenchRun) -> str:
@@ -126,9 +141,15 @@ def write_outputs(
     csv_out: str | None = None,
     md_out: str | None = None,
     chart_out: str | None = None,
+    html_out: str | None = None,
+    series_csv_out: str | None = None,
+    baseline: BenchRun | None = None,
 ) -> list[str]:
     """Write the run's files (see `write_files`); the problems, one line each."""
-    return write_files(run_outputs(run, json_out, csv_out, md_out, chart_out))
+    outputs = run_outputs(
+        run, json_out, csv_out, md_out, chart_out, html_out, series_csv_out, baseline
+    )
+    return write_files(outputs)
 
 
 def check_output_paths(paths: Mapping[str, str | None]) -> str | None:

@@ -3,6 +3,7 @@ capacity ranking (`k`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -126,7 +127,7 @@ class SummaryScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,t,q", "dismiss", "close"),
-        Binding("e", "export", "export .md + .json"),
+        Binding("e", "export", "export .md .json .html"),
         SCREENSHOT,
     ]
 
@@ -140,9 +141,11 @@ class SummaryScreen(ModalScreen[None]):
         synthetic: bool = False,
         ramp_running: bool = False,
         context: SummaryContext | None = None,
+        page: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__(classes="dialog")
         self.context = context
+        self.page = page  # the race as an HTML page, given its title (race/live/page.py)
         self.rows = rows
         self.rate_mode = rate_mode
         self.from_ramp = from_ramp
@@ -207,6 +210,10 @@ class SummaryScreen(ModalScreen[None]):
             lines = max(1, -(-len(str(cells[5])) // proof_w))
             table.add_row(*cells, key=row.id, height=min(3, lines))
 
+    def _page(self) -> Callable[[], str] | None:
+        make, title = self.page, self.title_text
+        return (lambda: make(title)) if make is not None else None
+
     def action_export(self) -> None:
         from pathlib import Path
 
@@ -221,12 +228,13 @@ class SummaryScreen(ModalScreen[None]):
                 title=self.title_text,
                 synthetic=self.synthetic,
                 context=self.context,
+                page=self._page(),
             )
         except OSError as exc:  # a full disk, a read-only directory: say which file, and why
             self.notify(f"summary not saved: {exc}", severity="error", timeout=10)
             return
         self.exported = (md, js)
-        self.notify(f"saved {md} and {js}")
+        self.notify(f"saved {md}, {js}" + (" and its .html" if self.page is not None else ""))
 
 
 class CapacityScreen(ModalScreen[None]):
@@ -236,13 +244,21 @@ class CapacityScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,k,q", "dismiss", "close"),
+        Binding("e", "export", "export .html"),
         SCREENSHOT,
     ]
 
     def __init__(
-        self, ranked: list[tuple[str, CapacityResult]], slo: str, ended: str, synthetic: bool
+        self,
+        ranked: list[tuple[str, CapacityResult]],
+        slo: str,
+        ended: str,
+        synthetic: bool,
+        page: Callable[[str, dict[str, CapacityResult]], str] | None = None,
     ) -> None:
         super().__init__(classes="dialog")
+        self.page = page  # the race and this ranking as an HTML page (race/live/page.py)
+        self.exported: object | None = None
         self.ranked = ranked
         self.slo = slo
         self.ended = ended
@@ -257,6 +273,27 @@ class CapacityScreen(ModalScreen[None]):
             yield DataTable(id="capacity", cursor_type="row", zebra_stripes=True)
             yield Static(self._sentences(), id="capacity-about")
         yield Footer()
+
+    def action_export(self) -> None:
+        """The race with this ranking as one offline page, where screenshots go."""
+        import time
+        from pathlib import Path
+
+        from stackrace.base.atomicfile import write_atomic
+
+        if self.page is None:
+            return
+        directory = Path(getattr(self.app, "screenshot_dir", "."))
+        path = directory / time.strftime("stackrace-capacity-%Y%m%d-%H%M%S.html")
+        title = f"Capacity under the SLO ({self.slo}), best first"
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, self.page(title, dict(self.ranked)))
+        except OSError as exc:  # a full disk, a read-only directory: say which, and why
+            self.notify(f"capacity page not saved: {exc}", severity="error", timeout=10)
+            return
+        self.exported = path
+        self.notify(f"saved {path}")
 
     def _sentences(self) -> Text:
         out = Text()

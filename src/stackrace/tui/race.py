@@ -9,6 +9,7 @@ what the top bar says stackrace.tui.status_line's.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
@@ -19,6 +20,7 @@ from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from stackrace.race.live.page import summary_page
 from stackrace.race.live.session import Session
 from stackrace.race.live.summary import context as summary_context
 from stackrace.race.live.view import SessionView
@@ -363,6 +365,7 @@ class RaceScreen(Screen[None]):
                 slo.text,
                 self.session.ranking.end,
                 self.session.synthetic,
+                page=partial(summary_page, self.session),
             ),
             callback=self._dialog_closed,
         )
@@ -388,6 +391,7 @@ class RaceScreen(Screen[None]):
                 synthetic=self.session.synthetic,
                 ramp_running=self.session.ramp is not None,
                 context=summary_context(self.session),
+                page=partial(summary_page, self.session),
             ),
             callback=self._dialog_closed,
         )

@@ -42,6 +42,7 @@ from stackrace.race.core.capacity_run import interrupted, search_capacity
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.members import LoadEngine, RaceParts, StackStarter
 from stackrace.race.core.placement import CorePlacement, choose_isolation, place
+from stackrace.race.core.series import SeriesRecorder
 from stackrace.race.core.stack_source import StacksFileSource
 from stackrace.race.core.state import StackState
 from stackrace.race.core.urls import UrlHandle
@@ -101,6 +102,7 @@ async def run_bench(
         core.clock = parts.clock
     if plan.on_core is not None:
         plan.on_core(core)
+    series = SeriesRecorder(core)  # the run second by second (race/core/series.py)
     core.concurrency = 0
     runner = LevelRunner(core, plan, progress)
     await core.start([], placement=placement)
@@ -236,6 +238,9 @@ async def run_bench(
                 await core.stop_member(i)
     finally:
         await core.stop()
+        series.flush()
+        for name, res in rec.by_name.items():
+            res.series = series.result(name) or res.series
         final = core.engine.latest
         for loss in final.lost if final is not None else []:
             rec.run.notes.append(loss.describe())

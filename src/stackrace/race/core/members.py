@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import BodyCheck, EngineSettings, EngineSnapshot, TargetSpec
@@ -27,6 +27,9 @@ from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
 from stackrace.stacks.tunables import Tunable
+
+if TYPE_CHECKING:
+    from stackrace.engine.aggregate import IntervalWatcher
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,11 @@ class LoadEngine(Protocol):
     def total_percentiles(
         self, target_id: str, points: Sequence[float], uncorrected: bool = False
     ) -> list[int]: ...
+    def watch_intervals(self, watcher: IntervalWatcher) -> None:
+        """Have `watcher` called with every interval's snapshot and histograms (the run's
+        series, race/core/series.py); an engine with no intervals of its own ignores it."""
+        ...
+
     def engine_pids(self, target_id: str | None = None) -> list[int]:
         """Local pids of the engine's processes (none for a model, or on other hosts):
         what race/core/noise.py reads the engine's wait for a core from."""

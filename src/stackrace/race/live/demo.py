@@ -42,6 +42,7 @@ from stackrace.stacks.signs import ServerSigns
 from stackrace.stacks.tunables import Tunable
 
 if TYPE_CHECKING:
+    from stackrace.engine.aggregate import IntervalWatcher
     from stackrace.race.live.session import Session
 
 __all__ = ["CATALOG", "MODELS", "TICK", "DemoSource", "StackModel", "SyntheticEngine"]
@@ -95,6 +96,7 @@ class SyntheticEngine:
         self.steps = 0
         self.started = False
         self.clock = SteppedClock(self)
+        self.watchers: list[IntervalWatcher] = []
 
     async def start(self) -> None:
         self.started = True
@@ -162,6 +164,9 @@ class SyntheticEngine:
     def engine_pids(self, target_id: str | None = None) -> list[int]:
         return []  # no process: a model's figures
 
+    def watch_intervals(self, watcher: IntervalWatcher) -> None:
+        self.watchers.append(watcher)
+
     def total_percentiles(
         self, target_id: str, points: Sequence[float], uncorrected: bool = False
     ) -> list[int]:
@@ -175,8 +180,10 @@ class SyntheticEngine:
         for _ in range(n):
             self.steps += 1
             targets = []
+            hists: dict[str, SparseHistogram] = {}
             for tid, t in self.targets.items():
                 w, hist = t.window(self.steps)
+                hists[tid] = hist
                 if self.steps > t.counting_after:
                     t.add_to_total(w, hist)
                 targets.append(
@@ -203,6 +210,8 @@ class SyntheticEngine:
                 saturated=False,
                 targets=targets,
             )
+            for watcher in self.watchers:
+                watcher(self.latest, hists)
         return self.latest
 
 
@@ -224,6 +233,7 @@ class SyntheticStack:
     started_step: int = 0
     external: bool = False
     log: list[str] = field(default_factory=list)
+    stopped: bool = False
 
     @property
     def _age(self) -> int:
@@ -231,6 +241,8 @@ class SyntheticStack:
 
     @property
     def state(self) -> StackState:
+        if self.stopped:  # out of the race: never loaded again (bench's rotation)
+            return StackState.STOPPED
         if self.model.crash_at is not None and self._age >= self.model.crash_at:
             return StackState.CRASHED
         if self._age < self.model.start_steps:
@@ -284,7 +296,7 @@ class SyntheticStack:
         )
 
     async def stop(self) -> None:
-        pass
+        self.stopped = True
 
 
 class DemoSource:

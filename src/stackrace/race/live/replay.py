@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import EngineSnapshot, TargetSpec
@@ -38,6 +39,9 @@ from stackrace.race.playback.recording import (
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
+
+if TYPE_CHECKING:
+    from stackrace.engine.aggregate import IntervalWatcher
 
 
 class ReplayEngine:
@@ -81,6 +85,10 @@ class ReplayEngine:
 
     def engine_pids(self, target_id: str | None = None) -> list[int]:
         return []  # no process: a model's figures
+
+    def watch_intervals(self, watcher: IntervalWatcher) -> None:
+        """A recording keeps no interval histograms: its series is read from its
+        running totals (race/playback/series.py), not watched."""
 
     def total_percentiles(
         self, target_id: str, points: Sequence[float], uncorrected: bool = False

@@ -23,6 +23,7 @@ from stackrace.race.core.core import RaceCore
 from stackrace.race.core.members import LoadEngine
 from stackrace.race.core.placement import CorePlacement, place
 from stackrace.race.core.plan import RacePlan
+from stackrace.race.core.series import SecondsAdder, SeriesRecorder
 from stackrace.race.core.urls import UrlHandle
 from stackrace.race.live.ranking import CapacityRanking
 from stackrace.race.live.talk import TalkPlayer, TalkStep
@@ -86,6 +87,9 @@ class Session:
         self.slo: Slo | None = None  # --slo, parsed once (the flag, the chart, `k`)
         self.ranking = CapacityRanking(self)  # `k`: capacity under the SLO (race/live/ranking.py)
         self.ended = ""  # why the race ended on its own (the stacks' host was lost)
+        # the race second by second, from its start (race/core/series.py): the HTML page
+        # `e` writes in the summary (race/live/page.py)
+        self.series: SecondsAdder = SecondsAdder()
 
     @property
     def engine(self) -> LoadEngine:
@@ -120,6 +124,7 @@ class Session:
             placement = place("parallel", len(plan.stacks), plan.settings.cpus, cores)
         urls = [UrlHandle(u, i + 1) for i, u in enumerate(plan.urls)]
         self.started_at = self.core.clock()
+        self.series = SeriesRecorder(self.core)
         await self.core.start(plan.stacks, urls, placement)
         await self.poll()
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -296,8 +296,10 @@ def export(
     synthetic: bool = False,
     stem: str | None = None,
     context: SummaryContext | None = None,
+    page: Callable[[], str] | None = None,
 ) -> tuple[Path, Path]:
-    """Write STEM.md and STEM.json into `directory`; return both paths.
+    """Write STEM.md and STEM.json into `directory` (and STEM.html: `page`, the race as
+    one offline page, race/live/page.py); return the first two paths.
 
     Each file is written whole or not at all (stackrace.base.atomicfile); an OSError
     (WriteError: the file and the cause) says which could not be."""
@@ -312,4 +314,6 @@ def export(
     write_atomic(md, text)
     data = to_dict(rows, rate_mode, title=title, synthetic=synthetic, context=context)
     write_atomic(js, json.dumps(data, indent=2) + "\n")
+    if page is not None:
+        write_atomic(directory / f"{stem}.html", page())
     return md, js
