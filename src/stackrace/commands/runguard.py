@@ -159,6 +159,8 @@ OUTPUT_DESTS = {
     "--markdown": "md_out",
     "--chart": "chart_out",
     "--junit": "junit_out",
+    "--html": "html_out",
+    "--series-csv": "series_csv_out",
 }
 
 
