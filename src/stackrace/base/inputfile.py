@@ -10,20 +10,36 @@ into an `InputFileError` whose message starts with the path:
     /dev/zero: not a regular file
     big.json: larger than 64 MiB
     notes.toml: not UTF-8 text (invalid start byte at byte 0)
+
+`parse_json` and `parse_toml` bound what a parser is given: a file nested deeper than
+`MAX_DEPTH` (`[[[[…]]]]` 100,000 deep is 200 KB) made Python's parsers raise
+RecursionError, a crash. JSON is measured before it is parsed (brackets outside
+strings: a scan at C speed); TOML, whose dotted keys nest without a bracket
+(`a.b.c.… = 1`), is measured after, without recursion, and a RecursionError of its
+parser is the same one line. Nothing stackrace writes or reads nests deeper than ten.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
+import re
 import stat
-from typing import BinaryIO
+import tomllib
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 import msgspec
 
 from stackrace.base.errors import StackraceError
 
 MiB = 1 << 20
+# the deepest nesting of a file read (see the module docstring)
+MAX_DEPTH = 64
+# a JSON string (its escapes included): the brackets inside one are not nesting
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 class InputFileError(StackraceError, ValueError):
@@ -130,3 +146,59 @@ def bad_figure(obj: object, where: str = "") -> str:
             if found:
                 return found
     return ""
+
+
+def _too_deep(where: str) -> InputFileError:
+    return InputFileError(
+        f"{where}: nested deeper than {MAX_DEPTH} levels: not a file stackrace reads"
+    )
+
+
+def json_depth(data: bytes | str) -> int:
+    """How deep the arrays and objects of a JSON text nest (at least; brackets in
+    strings are not counted), without parsing it."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return raw.count(b"[") + raw.count(b"{")  # an upper bound, and enough
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    steps = (1 if b in b"[{" else -1 for b in brackets)
+    return max(itertools.accumulate(steps, initial=0))
+
+
+def parse_json(where: str, data: bytes | str, decode: Callable[[Any], Any] | None = None) -> Any:
+    """`decode(data)` (msgspec's untyped decode by default) when `data` nests at most
+    `MAX_DEPTH` deep; else, and on a RecursionError, an InputFileError naming `where`.
+    The decoder's own errors (msgspec.DecodeError, ValidationError) are the caller's."""
+    if json_depth(data) > MAX_DEPTH:
+        raise _too_deep(where)
+    try:
+        return (decode or msgspec.json.decode)(data)
+    except RecursionError:
+        raise _too_deep(where) from None
+
+
+def _depth(obj: object) -> int:
+    """How deep lists and dicts nest in `obj`, without recursion (a walk with a stack)."""
+    deepest = 0
+    todo: list[tuple[object, int]] = [(obj, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            if depth + 1 > MAX_DEPTH:
+                return depth + 1
+            deepest = max(deepest, depth + 1)
+            values = item.values() if isinstance(item, dict) else item
+            todo.extend((v, depth + 1) for v in values)
+    return deepest
+
+
+def parse_toml(where: str, text: str) -> dict[str, Any]:
+    """`tomllib.loads(text)` when its tables and arrays nest at most `MAX_DEPTH` deep;
+    else an InputFileError naming `where` (tomllib.TOMLDecodeError is the caller's)."""
+    try:
+        doc = tomllib.loads(text)
+    except RecursionError:
+        raise _too_deep(where) from None
+    if _depth(doc) > MAX_DEPTH:
+        raise _too_deep(where)
+    return doc

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from stackrace.base import inputfile
 from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.settings.race_settings import RaceSettings, check_values
@@ -442,6 +443,9 @@ class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
     journal: str = ""  # where every finished level and probe was journalled as it ended
 
 
+_RUN_DECODER = msgspec.json.Decoder(BenchRun)
+
+
 def dumps(run: BenchRun) -> bytes:
     return msgspec.json.format(msgspec.json.encode(run), indent=1)
 
@@ -457,7 +461,7 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     `source`: not JSON, another schema version, a field of the wrong type, or a figure
     no measurement gives (negative: stackrace.base.inputfile.bad_figure)."""
     try:
-        raw = msgspec.json.decode(data)
+        raw = inputfile.parse_json(source, data)
     except msgspec.DecodeError as exc:
         raise ValueError(
             f"{source}: not a run file written by `stackrace bench --json` ({exc})"
@@ -470,7 +474,7 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     try:
         # decoded again as the type (not converted from the dicts): JSON object keys are
         # strings, and the typed decoder reads `"503"` into the int key of `status`
-        run = msgspec.json.decode(data, type=BenchRun)
+        run = _RUN_DECODER.decode(data)  # its depth is known to be bounded
     except msgspec.ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from None
     check_values(run.settings, f"{source}: settings")

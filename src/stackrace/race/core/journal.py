@@ -222,7 +222,9 @@ def read_journal(path: str) -> tuple[JournalStart, list[Entry]]:
     start: JournalStart | None = None
     for n, line in enumerate(lines, 1):
         try:
-            entry = dec.decode(line)
+            entry = inputfile.parse_json(f"{path}: line {n}", line, dec.decode)
+        except inputfile.InputFileError as exc:
+            raise JournalError(str(exc)) from None
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise JournalError(f"{path}: line {n}: not a journal entry ({exc})") from None
         if n == 1:

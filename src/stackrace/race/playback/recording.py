@@ -346,7 +346,9 @@ def _read_records(p: Path, stream: BinaryIO | gzip.GzipFile) -> Recording:
         if not line.strip():
             continue
         try:
-            record = _DECODER.decode(line)
+            record = inputfile.parse_json(f"{p}: line {n}", line, _DECODER.decode)
+        except inputfile.InputFileError as exc:
+            raise RecordingError(str(exc)) from None
         except msgspec.DecodeError as exc:
             if n > 1 and not line.endswith(b"\n"):
                 truncated = True  # the last line of a recording cut short
