@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 
 from stackrace import __version__
-from stackrace.base import paths
-from stackrace.base import printable
+from stackrace.base import paths, printable
 from stackrace.base.errors import StackraceError
 from stackrace.commands.parser import OneLineArgumentParser, examples
 from stackrace.supervise import sweep

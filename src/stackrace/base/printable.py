@@ -13,7 +13,10 @@ the function of its sink, here, and nowhere else escapes by hand:
     markup(text)     Rich and Textual markup: the same, and every `[` escaped
     markdown(text)   a Markdown table cell or line: the same, HTML escaped, `|` and `
     html(text)       an HTML page: the same, and `& < > " '` escaped
-    xml(text)        SVG and JUnit XML, text or attribute: always valid XML 1.0
+    xml(text)        SVG and XML written by hand, text or attribute: always valid XML 1.0
+    xml_chars(text)  XML an XML library writes (JUnit's ElementTree, which escapes
+                     `& < >` itself but writes an ESC raw): only the characters
+                     XML 1.0 forbids made visible
 
 Why made visible and not dropped: a log line with an escape sequence in it is evidence
 (a server that colours its log, or one that attacks the terminal), and `\\x1b[2J` says
@@ -90,3 +93,9 @@ def xml(text: str) -> str:
     """`text` for XML 1.0 (SVG, JUnit), element text or a quoted attribute: no character
     XML forbids (shown as its escape instead), `& < > " '` escaped; always well formed."""
     return _html.escape(terminal(text), quote=True)
+
+
+def xml_chars(text: str, *, newlines: bool = True) -> str:
+    """`text` for an XML library that escapes `& < > "` itself (xml.etree writes control
+    characters raw, and the file is then not XML): `terminal`'s, newlines kept."""
+    return terminal(text, newlines=newlines)

@@ -129,8 +129,7 @@ def inspect_app(app: AppSpec, modules: list[str], timeout: float = INSPECT_TIMEO
                 "virtualenv, or give --python PATH)"
             )
         raise AppError(
-            f"--app {app.label}: cannot import it with {app.python} in {app.app_dir}: "
-            f"{error}{hint}"
+            f"--app {app.label}: cannot import it with {app.python} in {app.app_dir}: {error}{hint}"
         )
     modules_found = found.get("modules", {})
     return Inspection(
