@@ -21,6 +21,7 @@ from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.settings.race_settings import RaceSettings, check_values
 from stackrace.stacks.definition import StackDef
+from stackrace.stacks.validate import name_in_file_problem
 
 # Repeats of one level further apart than this (relative to their median) make the
 # level's figure a range, not a point: a ranking within it can flip on the next run.
@@ -478,6 +479,12 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     except msgspec.ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from None
     check_values(run.settings, f"{source}: settings")
+    names = [st.name for st in run.stacks]
+    if run.then is not None:
+        names += [fig.stack for fig in run.then.figures]
+    bad_name = next((p for p in map(name_in_file_problem, names) if p), "")
+    if bad_name:
+        raise ValueError(f"{source}: {bad_name}")
     bad = bad_figure(run)
     if bad:
         raise ValueError(f"{source}: {bad}: not a figure a run can have (edited or damaged)")

@@ -49,6 +49,24 @@ from stackrace.stacks.tunables import param_kind
 # userapp): stackrace.base.slug makes directory names and widget ids of either
 STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*(\[[a-z0-9._-]+\])?$")
 _MEMORY = re.compile(r"^\d+[KMG]?$")
+# a stack's name as a file that travels names it (a run file, a recording, a journal):
+# a stack (STACK_NAME), a variant of one (`gunicorn-sync:workers=4`, a path param's
+# `/usr/bin/x`), your app (`name[app]`) or a URL target's label (`url1`, `api@host`).
+# Letters, digits and `. _ - : = , / @ + [ ]` only: nothing that a terminal, markup, a
+# table or a page reads as anything but a name (an ESC, a BEL, `<script>`, `|`)
+NAME_IN_FILE = re.compile(r"^[A-Za-z0-9\[][A-Za-z0-9._:=,/@+\[\]-]{0,199}$")
+
+
+def name_in_file_problem(name: str) -> str:
+    """What is wrong with a stack's name read from a file ('' when nothing): the one
+    rule for run files, recordings and journals (NAME_IN_FILE)."""
+    if NAME_IN_FILE.match(name):
+        return ""
+    # repr: the name's control characters shown as escapes, never sent raw
+    return (
+        f"stack name {name[:80]!r} is not one stackrace writes (letters, digits and "
+        ". _ - : = , / @ + [ ], at most 200): edited or damaged"
+    )
 
 
 def display_path(path: Path) -> str:

@@ -44,6 +44,7 @@ from stackrace.report.schema import (
     CapacityProbe,
     Level,
 )
+from stackrace.stacks.validate import name_in_file_problem
 
 JOURNAL_VERSION = 1
 SUFFIX = ".journal"
@@ -249,7 +250,22 @@ def read_journal(path: str) -> tuple[JournalStart, list[Entry]]:
         raise JournalError(str(exc)) from None
     if start.command not in ("bench", "tune"):
         raise JournalError(f"{path}: a journal of {start.command!r}, not of bench or tune")
+    _check_names(path, start, entries)
     return start, entries
+
+
+def _check_names(path: str, start: JournalStart, entries: list[Entry]) -> None:
+    """Every stack name the journal holds follows the rule of a name read from a file
+    (stackrace.stacks.validate.NAME_IN_FILE): a JournalError naming the file, else."""
+    names = [st.name for st in start.run.stacks]
+    names += [
+        e.stack
+        for e in entries
+        if isinstance(e, JournalStack | JournalLevel | JournalProbe | JournalDone)
+    ]
+    bad = next((b for b in map(name_in_file_problem, names) if b), "")
+    if bad:
+        raise JournalError(f"{path}: {bad}")
 
 
 class Resumed:
