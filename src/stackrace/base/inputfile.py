@@ -13,10 +13,12 @@ into an `InputFileError` whose message starts with the path:
 
 `parse_json` and `parse_toml` bound what a parser is given: a file nested deeper than
 `MAX_DEPTH` (`[[[[…]]]]` 100,000 deep is 200 KB) made Python's parsers raise
-RecursionError, a crash. JSON is measured before it is parsed (brackets outside
-strings: a scan at C speed); TOML, whose dotted keys nest without a bracket
-(`a.b.c.… = 1`), is measured after, without recursion, and a RecursionError of its
-parser is the same one line. Nothing stackrace writes or reads nests deeper than ten.
+RecursionError, a crash. Both are measured before they are parsed (brackets outside
+strings and comments: a scan at C speed); TOML's dotted keys nest without a bracket
+(`a.b.c.… = 1`), and tomllib takes quadratic time on them (10,000 parts: 14 s), so a
+key of more than `MAX_DEPTH` parts is refused before parsing too. What is parsed is
+measured again without recursion, and a RecursionError of a parser is the same one
+line. Nothing stackrace writes or reads nests deeper than ten.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ MAX_DEPTH = 64
 # a JSON string (its escapes included): the brackets inside one are not nesting
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+# TOML's strings (multi-line first) and comments: their brackets and dots are not syntax
+_TOML_TEXT = re.compile(
+    r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\n]*\'|#[^\n]*'
+)
+# a dotted key of more than MAX_DEPTH parts (strings already replaced by "")
+_DEEP_KEY = re.compile(r"(?:[A-Za-z0-9_\"-]+[ \t]*\.[ \t]*){" + str(MAX_DEPTH) + "}")
 
 
 class InputFileError(StackraceError, ValueError):
@@ -192,9 +200,21 @@ def _depth(obj: object) -> int:
     return deepest
 
 
+def toml_too_deep(text: str) -> bool:
+    """Whether a TOML text's arrays and inline tables, or a dotted key, nest deeper than
+    `MAX_DEPTH`, told without parsing it."""
+    if text.count("[") + text.count("{") + text.count(".") <= MAX_DEPTH:
+        return False
+    syntax = _TOML_TEXT.sub('""', text)
+    return json_depth(syntax) > MAX_DEPTH or _DEEP_KEY.search(syntax) is not None
+
+
 def parse_toml(where: str, text: str) -> dict[str, Any]:
-    """`tomllib.loads(text)` when its tables and arrays nest at most `MAX_DEPTH` deep;
-    else an InputFileError naming `where` (tomllib.TOMLDecodeError is the caller's)."""
+    """`tomllib.loads(text)` when its tables, arrays and keys nest at most `MAX_DEPTH`
+    deep; else an InputFileError naming `where` (tomllib.TOMLDecodeError is the
+    caller's)."""
+    if toml_too_deep(text):
+        raise _too_deep(where)
     try:
         doc = tomllib.loads(text)
     except RecursionError:

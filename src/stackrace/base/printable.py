@@ -10,7 +10,10 @@ it is not XML at all (XML 1.0 forbids most control characters), and a browser sh
 the function of its sink, here, and nowhere else escapes by hand:
 
     terminal(text)   a terminal line: control characters shown as `\\x1b`, `\\x07`, …
-    markup(text)     Rich and Textual markup: the same, and every `[` escaped
+    markup(text)     Rich markup (the terminal's tables and lines): the same, every `[`
+                     escaped
+    textual_markup(text)  Textual's markup (the app's labels and titles): the same,
+                     by Textual's rule for a backslash
     markdown(text)   a Markdown table cell or line: the same, HTML escaped, `|` and `
     html(text)       an HTML page: the same, and `& < > " '` escaped
     xml(text)        SVG and XML written by hand, text or attribute: always valid XML 1.0
@@ -70,12 +73,18 @@ def terminal(text: str, *, newlines: bool = False) -> str:
 
 
 def markup(text: str, *, newlines: bool = False) -> str:
-    """`text` for Rich or Textual markup: `terminal`'s, and every `[` escaped (Rich and
-    Textual both read `\\[` as a plain `[`; Textual reads `[$x]` and `[Red]` as
-    markup, which their own `escape` lets through)."""
+    """`text` for Rich markup: `terminal`'s, and every `[` escaped (Rich reads `\\[` as a
+    plain `[`, and halves a run of backslashes before a `[`)."""
     safe = _BRACKET.sub(lambda m: m.group(1) * 2 + "\\[", terminal(text, newlines=newlines))
     # a trailing backslash would escape the "[" of the markup that follows it
     return _TRAILING_BACKSLASHES.sub(lambda m: m.group(1) * 2, safe)
+
+
+def textual_markup(text: str, *, newlines: bool = False) -> str:
+    """`text` for Textual's markup: `terminal`'s, and every `[` escaped. Textual reads
+    `[$x]`, `[Red]` and `[ red]` as markup (its own `escape` lets those through) and,
+    unlike Rich, takes a backslash before `\\[` literally: no doubling here."""
+    return terminal(text, newlines=newlines).replace("[", "\\[")
 
 
 def markdown(text: str) -> str:

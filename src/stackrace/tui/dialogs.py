@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Log, Static
 
-from stackrace.base.printable import markup as escape
+from stackrace.base.printable import textual_markup as escape
 from stackrace.race.live.summary import (
     SummaryContext,
     at_breaking,

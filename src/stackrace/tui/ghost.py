@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from stackrace.base.printable import markup as escape
+from stackrace.base.printable import textual_markup as escape
 from stackrace.base.slug import slug
 from stackrace.race.playback.ghost import GhostView
 from stackrace.tui.bignum import BigNumber

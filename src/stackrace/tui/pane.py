@@ -28,7 +28,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
 
-from stackrace.base.printable import markup as escape
+from stackrace.base.printable import textual_markup as escape
 from stackrace.base.slug import slug
 from stackrace.engine.model import WindowStats
 from stackrace.race.core.state import StackState

@@ -25,7 +25,7 @@ from textual.widgets import (
     Static,
 )
 
-from stackrace.base.printable import markup as escape
+from stackrace.base.printable import textual_markup as escape
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.plan import RacePlan
 from stackrace.race.core.urls import target_url

@@ -18,7 +18,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from stackrace.base.printable import markup as escape
+from stackrace.base.printable import textual_markup as escape
 from stackrace.race.live.session import Session
 from stackrace.race.live.summary import context as summary_context
 from stackrace.race.live.view import SessionView
