@@ -14,7 +14,10 @@ the function of its sink, here, and nowhere else escapes by hand:
                      escaped
     textual_markup(text)  Textual's markup (the app's labels and titles): the same,
                      by Textual's rule for a backslash
-    markdown(text)   a Markdown table cell or line: the same, HTML escaped, `|` and `
+    markdown(text)   a Markdown table cell or line: the same, HTML escaped, `|`, `[`
+                     and backticks escaped
+    markdown_code(text)  a Markdown code span (a path): fenced by more backticks than it
+                     holds, so nothing in it is syntax
     html(text)       an HTML page: the same, and `& < > " '` escaped
     xml(text)        SVG and XML written by hand, text or attribute: always valid XML 1.0
     xml_chars(text)  XML an XML library writes (JUnit's ElementTree, which escapes
@@ -40,9 +43,11 @@ import re
 # still escaped (Rich and Textual halve a run of backslashes before a "[")
 _BRACKET = re.compile(r"(\\*)\[")
 _TRAILING_BACKSLASHES = re.compile(r"(\\+)$")
-# what Markdown reads as syntax inside a table cell or a line: the cell's end, code
-# spans, emphasis, links and the escape itself (HTML is escaped before these)
-_MARKDOWN = re.compile(r"([\\`|*_\[\]#~])")
+# what Markdown reads as syntax that changes what a cell or a line is: the cell's end,
+# code spans (which would hide a `|`), links and images (`[x](javascript:…)`) and the
+# escape itself; HTML is escaped before these. Emphasis (`*`, `_`, `~`) changes only
+# how a word looks, and stays as written: `~2 ms` and `db_script` read as they are
+_MARKDOWN = re.compile(r"([\\`|\[\]])")
 
 
 def _shown(ch: str) -> str:
@@ -89,8 +94,22 @@ def textual_markup(text: str, *, newlines: bool = False) -> str:
 
 def markdown(text: str) -> str:
     """`text` as one Markdown table cell or one line: no newline, HTML escaped (Markdown
-    renders HTML), and `|`, backticks, emphasis and link brackets taken literally."""
-    return _MARKDOWN.sub(r"\\\1", _html.escape(terminal(text), quote=False))
+    renders HTML), and `|`, backticks and link brackets taken literally."""
+    # `&` and `<` are all that start HTML (a tag, an entity, an autolink); a `>` inside
+    # a line is text (the claims' "a > b" read as written)
+    shown = terminal(text).replace("&", "&amp;").replace("<", "&lt;")
+    return _MARKDOWN.sub(r"\\\1", shown)
+
+
+def markdown_code(text: str) -> str:
+    """`text` as one Markdown code span, outside a table (a path, a command): fenced by
+    one backtick more than its longest run of them, so nothing in it is syntax (a code
+    span renders no HTML and no emphasis); `terminal`'s, on one line."""
+    shown = terminal(text)
+    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
 
 
 def html(text: str, *, newlines: bool = False) -> str:

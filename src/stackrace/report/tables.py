@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from stackrace.base import printable
 from stackrace.base.printable import markdown as md
+from stackrace.base.printable import markdown_code as code
 from stackrace.report import thennow
 from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
@@ -186,7 +187,7 @@ def markdown(run: BenchRun) -> str:
     lines = [
         # every text of a run file is escaped for Markdown (printable.markdown): a stack's
         # name, a path, a machine's words; only the table's own syntax is written raw
-        (md(s.path) if s.own_requests else f"**{md(s.workload)}** ({md(s.path)})")
+        (code(s.path) if s.own_requests else f"**{md(s.workload)}** ({code(s.path)})")
         + f", {s.duration:g}s per level after {s.warmup:g}s warm-up, "
         f"isolation: {md(s.isolation)}. Machine: {md(m.cpu_model)}, {m.cores} cores, "
         f"{md(m.os)}.",
