@@ -136,7 +136,7 @@ def test_a_recording_whose_stack_name_breaks_the_rule_is_one_line(tmp_path: Path
     )
     rec.write_bytes(msgspec.json.encode(header) + b"\n")
     r = run_forked("replay", str(rec), cwd=tmp_path)
-    line = assert_one_line_error(r, str(rec), "line 1", "stack name")
+    line = assert_one_line_error(r, str(rec), "line 1", "is not a name stackrace records")
     assert not _raw(r.stderr), line
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from stackrace.base import printable
 from stackrace.commands.parser import examples
 
 EXAMPLES = examples(
@@ -47,10 +48,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         recording = load_recording(args.file)
     except RecordingError as exc:
-        print(f"stackrace replay: {exc}", file=sys.stderr)
+        print(f"stackrace replay: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     if not recording.members:
-        print(f"stackrace replay: {args.file}: no stacks were recorded", file=sys.stderr)
+        print(
+            f"stackrace replay: {printable.terminal(str(args.file))}: no stacks were recorded",
+            file=sys.stderr,
+        )
         return 2
     player = ReplayPlayer(recording)
     player.speed = min(SPEEDS, key=lambda s: abs(s - args.speed))

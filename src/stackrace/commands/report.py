@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from stackrace.base import printable
 from stackrace.commands.parser import examples
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         runs = [read_run(r) for r in args.runs]
         base = read_run(args.baseline) if args.baseline else None
     except ValueError as exc:  # read_run names the file in every message
-        print(f"stackrace report: {exc}", file=sys.stderr)
+        print(f"stackrace report: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     verdict = gate.judge(runs[-1], base, rules) if rules else None
     problems = []
@@ -189,7 +190,7 @@ def capacity_report(runs: list[BenchRun], args: argparse.Namespace) -> int:
             try:
                 write_atomic(Path(path), make())
             except OSError as exc:
-                print(f"stackrace report: {path}: {exc}", file=sys.stderr)
+                print(f"stackrace report: {path}: {printable.terminal(str(exc))}", file=sys.stderr)
                 return EXIT_NOT_WRITTEN
     if args.csv_out or (len(runs) > 1 and args.chart_out):
         print("stackrace report: tune runs are compared as text and Markdown", file=sys.stderr)

@@ -221,7 +221,7 @@ def _run_own(args: argparse.Namespace) -> int:
     try:
         kinds = settings.request_kinds() or []
     except ScenarioError as exc:
-        print(f"stackrace verify: {exc}", file=sys.stderr)
+        print(f"stackrace verify: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     stacks = load(args, settings, "stackrace verify")
     if stacks is None:

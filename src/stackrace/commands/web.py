@@ -26,6 +26,7 @@ import argparse
 import shlex
 import sys
 
+from stackrace.base import printable
 from stackrace.base.webgate import (
     DEFAULT_MAX_SESSIONS,
     MAX_SESSIONS_CAP,
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
             announce(load_stacks(args.stacks_file), "stackrace web")
         except ConfigError as exc:
             if not getattr(args, "url", None):
-                print(f"stackrace web: {exc}", file=sys.stderr)
+                print(f"stackrace web: {printable.terminal(str(exc))}", file=sys.stderr)
                 return 2
     argv = getattr(args, "argv", None) or sys.argv[1:]
     return serve(

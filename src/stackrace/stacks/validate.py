@@ -57,6 +57,23 @@ _MEMORY = re.compile(r"^\d+[KMG]?$")
 NAME_IN_FILE = re.compile(r"^[A-Za-z0-9\[][A-Za-z0-9._:=,/@+\[\]-]{0,199}$")
 
 
+# a stack's label as a recording names it (its title: `gunicorn (sync worker)`, a URL
+# target's label): printable words, none of the characters a page, a table or a code
+# span reads as syntax
+_LABEL_FORBIDDEN = frozenset("<>|`\\")
+
+
+def label_in_file_problem(label: str) -> str:
+    """What is wrong with a stack's label (its title) read from a recording ('' when
+    nothing): printable, none of `< > | ` \\`, at most 200 characters."""
+    if label.isprintable() and len(label) <= 200 and not _LABEL_FORBIDDEN & set(label):
+        return ""
+    return (
+        f"stack {label[:80]!r} is not a name stackrace records (printable, no < > | ` or "
+        "backslash, at most 200): edited or damaged"
+    )
+
+
 def name_in_file_problem(name: str) -> str:
     """What is wrong with a stack's name read from a file ('' when nothing): the one
     rule for run files, recordings and journals (NAME_IN_FILE)."""

@@ -51,7 +51,7 @@ from stackrace.rules.levels import LevelLog
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
-from stackrace.stacks.validate import name_in_file_problem
+from stackrace.stacks.validate import label_in_file_problem
 
 if TYPE_CHECKING:
     from stackrace.race.live.session import Session
@@ -364,7 +364,7 @@ def _read_records(p: Path, stream: BinaryIO | gzip.GzipFile) -> Recording:
             if isinstance(record, NewMember)
             else []
         )
-        bad_name = next((b for b in (name_in_file_problem(m.name) for m in members) if b), "")
+        bad_name = next((b for b in (label_in_file_problem(m.name) for m in members) if b), "")
         if bad_name:
             raise RecordingError(f"{p}: line {n}: {bad_name}")
         # (JSON holds no NaN or infinity, and a number out of range is a decode error: a
