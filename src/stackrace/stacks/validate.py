@@ -57,20 +57,16 @@ _MEMORY = re.compile(r"^\d+[KMG]?$")
 NAME_IN_FILE = re.compile(r"^[A-Za-z0-9\[][A-Za-z0-9._:=,/@+\[\]-]{0,199}$")
 
 
-# a stack's label as a recording names it (its title: `gunicorn (sync worker)`, a URL
-# target's label): printable words, none of the characters a page, a table or a code
-# span reads as syntax
-_LABEL_FORBIDDEN = frozenset("<>|`\\")
-
-
 def label_in_file_problem(label: str) -> str:
-    """What is wrong with a stack's label (its title) read from a recording ('' when
-    nothing): printable, none of `< > | ` \\`, at most 200 characters."""
-    if label.isprintable() and len(label) <= 200 and not _LABEL_FORBIDDEN & set(label):
+    """What is wrong with a stack's label ('' when nothing): its title in a stacks file
+    or a recording (`gunicorn (sync worker)`, `meets p99 < 50 ms`), a URL target's
+    label. Words, so only printable (no ESC, BEL, newline or bidi override) and at most
+    200 characters; a `<` or a `|` is escaped by each sink (stackrace.base.printable)."""
+    if label.isprintable() and len(label) <= 200:
         return ""
     return (
-        f"stack {label[:80]!r} is not a name stackrace records (printable, no < > | ` or "
-        "backslash, at most 200): edited or damaged"
+        f"stack {label[:80]!r} is not a name stackrace records (printable, at most 200 "
+        "characters): edited or damaged"
     )
 
 
@@ -111,6 +107,8 @@ def check_def(path: Path, name: str, spec: StackDef) -> None:
 
     if not STACK_NAME.match(name):
         raise bad("name", "use lower-case letters, digits, '.', '_' and '-'")
+    if label_in_file_problem(spec.title):  # shown in every pane, table and recording
+        raise bad("title", "printable text (no control characters), at most 200 characters")
     if not spec.command:
         raise bad("command", "must not be empty")
     if spec.family not in FAMILIES:
