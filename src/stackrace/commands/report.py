@@ -151,7 +151,7 @@ def compare(runs: list[BenchRun], names: list[str]) -> None:
             if first is not None and cell is not first and first.rps:
                 text += f" ({(cell.rps / first.rps - 1) * 100:+.0f}%)"
             cells.append(text)
-        table.add_row(key[0], str(key[1]), *cells)
+        table.add_row(printable.markup(key[0]), str(key[1]), *cells)  # a name: never markup
     Console().print(table)
 
 
