@@ -35,8 +35,8 @@ def _raw(text: str) -> set[str]:
 
 
 def test_a_servers_escape_sequences_in_its_log_reach_no_terminal(tmp_path: Path) -> None:
-    """The log tail of a stack that dies at start: `serve` and `verify` show it with
-    the escape sequence made visible, never sent."""
+    """The log tail of a stack that dies at start: `serve`, `verify` and `bench` (its
+    table, its lines) show it with the escape sequence made visible, never sent."""
     stacks = tmp_path / "evil.toml"
     stacks.write_text(
         textwrap.dedent(
@@ -51,7 +51,8 @@ def test_a_servers_escape_sequences_in_its_log_reach_no_terminal(tmp_path: Path)
         )
     )
     env = {**os.environ, "STACKRACE_RUNS_DIR": str(tmp_path / "runs")}
-    for command in (["serve", "evil"], ["verify", "evil"]):
+    bench = ["bench", "--stacks", "evil", "--concurrency", "1", "--duration", "1", "--warmup", "0"]
+    for command in (["serve", "evil"], ["verify", "evil"], bench):
         r = run_cli("--stacks-file", str(stacks), *command, env=env, timeout=60)
         out = r.stdout + r.stderr
         assert r.returncode != 0 and "Traceback" not in out, out

@@ -96,3 +96,17 @@ def test_every_report_writer_escapes_for_its_sink(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert not _raw(out, "\n"), sorted(_raw(out, "\n"))
     assert "\\x1b]0;PWNED" in out  # shown, escaped
+
+
+def test_capacity_markdown_and_svg_escape_a_files_text() -> None:
+    from stackrace.report import capacity
+    from tests.unit.test_capacity_chart import result
+
+    runs = [result(HOSTILE, 900.0), result("uvicorn", 700.0)]
+    md = capacity.markdown(runs, HOSTILE)
+    assert not _raw(md, "\n") and "<script>" not in md
+    for row in (x for x in md.splitlines() if x.startswith("| ")):
+        assert row.replace("\\|", "").count("|") == len(capacity.HEADER) + 1, row
+    svg = capacity.svg(runs, HOSTILE)
+    assert not _raw(svg, "\n")
+    ET.fromstring(svg)
