@@ -1,7 +1,8 @@
 """No input crashes a parser (issue 48, item 3): JSON nested 100,000 deep (a 200 KB file)
-given as a run file, a baseline, `bench --from`, `tune --from`, a recording, a journal;
-TOML as deep given as a preset and a scenario, and a `./stacks.toml` 20,000 deep in the
-working directory. Python's parsers raised RecursionError on each, a crash (exit 70);
+given as a run file, a baseline, `bench --from`, `tune --from`, a recording (`replay`,
+`--ghost`), a journal (`bench` and `tune --resume`); TOML as deep (arrays, inline tables,
+dotted keys) given as a preset, a scenario and a talk track, and a `./stacks.toml` 20,000
+deep in the working directory. Python's parsers raised RecursionError on each, a crash (exit 70);
 each is now one line naming the file and exit 2 (stackrace.base.inputfile.MAX_DEPTH).
 The real CLI on real files."""
 
@@ -62,6 +63,9 @@ def files(tmp_path: Path) -> dict[str, Path]:
         (["bench", "--preset", "{deep-table.toml}"], "deep-table.toml"),
         (["bench", "--preset", "{deep-dotted.toml}"], "deep-dotted.toml"),
         (["bench", "--stacks", "uvicorn", "--scenario", "{deep.toml}"], "deep.toml"),
+        (["--demo", "--talk", "{deep-table.toml}"], "deep-table.toml"),
+        (["--demo", "--ghost", "{deep-object.json}"], "deep-object.json"),
+        (["tune", "--resume", "{deep.journal}"], "deep.journal"),
     ],
 )
 def test_a_deeply_nested_file_is_one_line(
