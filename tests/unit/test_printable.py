@@ -110,3 +110,13 @@ def test_capacity_markdown_and_svg_escape_a_files_text() -> None:
     svg = capacity.svg(runs, HOSTILE)
     assert not _raw(svg, "\n")
     ET.fromstring(svg)
+
+
+def test_a_recorded_log_tail_is_printable_in_the_log_view() -> None:
+    """A replay shows a recording's log lines (the `l` view) as a file's text."""
+    from stackrace.race.live.replay import ReplayMember
+    from stackrace.race.playback.recording import MemberInfo
+
+    member = ReplayMember(MemberInfo("m0", "evil", "sync"), log=[ATTACK, "next"])
+    tail = member.log_tail()
+    assert tail == ["\\x1b]0;PWNED\\x07\\x1b[2J", "next"]
