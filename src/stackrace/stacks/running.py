@@ -45,7 +45,8 @@ class LaunchError(StackraceError, RuntimeError):
     def __str__(self) -> str:
         text = super().__str__()
         if self.log_tail:
-            text += "\n--- log tail ---\n" + self.log_tail
+            # printable whoever made it (a cluster's app host sends its own tail)
+            text += "\n--- log tail ---\n" + terminal(self.log_tail, newlines=True)
         return text
 
 

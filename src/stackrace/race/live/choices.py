@@ -101,7 +101,7 @@ def load_choices(path: Path | None = None) -> Choices | None:
     """The last choices, or None when there are none or they are not valid."""
     path = path or choices_file()
     try:
-        raw = inputfile.parse_json(str(path), path.read_bytes())
+        raw = inputfile.parse_json(str(path), inputfile.read_bytes(path, limit=inputfile.MiB))
         if not isinstance(raw, dict):
             return None
         settings = from_mapping({k: raw[k] for k in PICKED if k in raw}, str(path))
