@@ -223,7 +223,7 @@ def read_journal(path: str) -> tuple[JournalStart, list[Entry]]:
     start: JournalStart | None = None
     for n, line in enumerate(lines, 1):
         try:
-            entry = inputfile.parse_json(f"{path}: line {n}", line, dec.decode)
+            entry = inputfile.parse_json(f"{path}: line {n}", line, dec.decode, typed=True)
         except inputfile.InputFileError as exc:
             raise JournalError(str(exc)) from None
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:

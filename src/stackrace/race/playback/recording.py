@@ -347,7 +347,7 @@ def _read_records(p: Path, stream: BinaryIO | gzip.GzipFile) -> Recording:
         if not line.strip():
             continue
         try:
-            record = inputfile.parse_json(f"{p}: line {n}", line, _DECODER.decode)
+            record = inputfile.parse_json(f"{p}: line {n}", line, _DECODER.decode, typed=True)
         except inputfile.InputFileError as exc:
             raise RecordingError(str(exc)) from None
         except msgspec.DecodeError as exc:
