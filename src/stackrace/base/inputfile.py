@@ -163,8 +163,9 @@ def _too_deep(where: str) -> InputFileError:
 
 
 def json_depth(data: bytes | str) -> int:
-    """How deep the arrays and objects of a JSON text nest (at least; brackets in
-    strings are not counted), without parsing it."""
+    """How deep the arrays and objects of a JSON text nest, without parsing it: a
+    text with at most `MAX_DEPTH` brackets gets their count (a bound, and all that
+    matters), any other its depth, brackets inside strings not counted."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return raw.count(b"[") + raw.count(b"{")  # an upper bound, and enough
