@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from stackrace import __version__
-from stackrace.base import paths
+from stackrace.base import paths, printable
 from stackrace.base.errors import StackraceError
 from stackrace.commands.parser import OneLineArgumentParser, examples
 from stackrace.supervise import sweep
@@ -122,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         return rc
     except StackraceError as exc:  # the user's input or the machine's state, not a bug
         command = next((a for a in given if a in {n for n, _, _ in COMMANDS}), None)
-        print(f"stackrace{' ' + command if command else ''}: {exc}", file=sys.stderr)
+        # the message may quote a file, a server or an app: never a raw control byte
+        line = printable.terminal(str(exc), newlines=True)
+        print(f"stackrace{' ' + command if command else ''}: {line}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError as exc:
         if not _stdout_reader_gone():  # a pipe of ours broke: a bug like any other

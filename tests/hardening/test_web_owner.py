@@ -1,7 +1,9 @@
 """`stackrace web` has an owner: a WebSocket or page without the printed token, from
 another origin, or naming another host, is refused (403) and starts no app process; at
-most --max-sessions pages run at once. The real server (textual-serve behind
-stackrace.webgate) on 127.0.0.1, spoken to as a browser and a hostile page would."""
+most --max-sessions pages run at once (and --max-sessions is at most 64); a --public-url
+that is not http(s) with a host is refused; no line after the URL carries the token (the
+access log did). The real server (textual-serve behind stackrace.webgate) on 127.0.0.1,
+spoken to as a browser and a hostile page would."""
 
 from __future__ import annotations
 
@@ -150,3 +152,42 @@ async def test_one_more_page_than_max_sessions_is_refused(web) -> None:
             assert {p.pid for p in _apps(server)} <= started  # nothing more started
         finally:
             await first.close()
+
+
+async def test_the_token_is_in_no_line_after_the_url(web) -> None:
+    """aiohttp's access log wrote every request line and Referer, `?token=…` with them:
+    the line that hands out the URL is now the only one that carries the token."""
+    server, port, token = web
+    own = f"http://127.0.0.1:{port}"
+    assert await _get(port, f"/?token={token}") == 200
+    assert await _get(port, f"/?token={token}&fontsize=16", Referer=f"{own}/?token={token}") == 200
+    assert await _get(port, "/static/js/textual.js", Referer=f"{own}/?token={token}") == 403
+    assert await _ws(port, "?token=wrong", Origin=own) == 403
+    server.send_signal(signal.SIGINT)
+    rest, _ = server.communicate(timeout=15)
+    assert "GET /" in rest, rest  # the access log is there ...
+    assert token not in rest, rest  # ... without the token
+    assert "[token]" in rest, rest
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--public-url", "javascript:alert(1)"], ["--public-url", "http:// or https://"]),
+        (["--public-url", "file:///etc/passwd"], ["--public-url", "http:// or https://"]),
+        (["--public-url", "https://"], ["--public-url", "no host"]),
+        (["--public-url", "https://u:p@race.example"], ["--public-url", "no user or password"]),
+        (["--public-url", "https://race.example/\x1b]0;x\x07"], ["--public-url", "\\x1b"]),
+        (["--max-sessions", "100000"], ["--max-sessions 100000", "at most 64"]),
+    ],
+)
+def test_a_public_url_that_is_not_a_web_page_or_too_many_sessions_is_one_line(
+    args: list[str], words: list[str]
+) -> None:
+    from tests.hardening.cli_forks import run_forked
+    from tests.hardening.conftest import assert_one_line_error
+
+    r = run_forked("web", "--port", str(free_port()), *args)
+    line = assert_one_line_error(r, *words)
+    assert "\x1b" not in r.stderr + r.stdout, line
+    assert "stackrace web: open" not in r.stdout

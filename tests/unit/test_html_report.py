@@ -28,6 +28,9 @@ from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.definition import Stack, StackDef
 
 HOSTILE = "<script>alert(1)</script>"
+# a run file's stack *name* follows the name rule (stacks/validate.py NAME_IN_FILE), its
+# title is any printable text: the hostile text rides in the title
+TITLES = {"hostile": HOSTILE}
 # eight workers of 10 ms with a backlog of 8: refused connections past c=16
 EIGHT = StackModel("eight", "sync", 8, 10.0, 0.1, backlog=8)
 ASYNC = StackModel("async", "async", 10_000, 2.0, 0.5)
@@ -35,14 +38,14 @@ ASYNC = StackModel("async", "async", 10_000, 2.0, 0.5)
 
 def _run(names: dict[str, StackModel], levels: list[int], duration: float = 3.0) -> BenchRun:
     parts, _ = synthetic_parts(names)
-    stacks = [Stack(n, n, StackDef(command=["true"], title=n)) for n in names]
+    stacks = [Stack(n, n, StackDef(command=["true"], title=TITLES.get(n, n))) for n in names]
     settings = RaceSettings(concurrency_levels=levels, duration=duration, warmup=0.5)
     return asyncio.run(run_bench(BenchPlan(stacks, settings), parts=parts))
 
 
 @pytest.fixture(scope="module")
 def run() -> BenchRun:
-    return _run({"eight": EIGHT, "async": ASYNC, HOSTILE: EIGHT}, [4, 64])
+    return _run({"eight": EIGHT, "async": ASYNC, "hostile": EIGHT}, [4, 64])
 
 
 class Page(HTMLParser):
@@ -235,13 +238,13 @@ def test_the_page_makes_no_request_and_runs_no_script_but_its_own(run: BenchRun)
     assert csp is not None and "default-src 'none'" in csp and "'sha256-" in csp
 
 
-def test_a_stack_named_with_html_shows_as_text(run: BenchRun):
+def test_a_stack_titled_with_html_shows_as_text(run: BenchRun):
     text = html.page(run)
     assert HOSTILE not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     page = parse(text)
-    assert page.scripts == 1  # its name made no element
-    assert sum(HOSTILE in t for t in page.text) >= 3  # summary, charts' captions, table
+    assert page.scripts == 1  # its title made no element
+    assert any(HOSTILE in t for t in page.text)  # shown, as text
 
 
 class Why(msgspec.Struct):
@@ -273,7 +276,7 @@ def test_each_breaking_point_is_marked_and_its_why_shown_when_the_run_has_one(ru
 
 
 def test_two_runs_are_drawn_together_with_the_gates_verdicts(run: BenchRun):
-    other = _run({"eight": EIGHT, "async": ASYNC, HOSTILE: EIGHT}, [4, 64])
+    other = _run({"eight": EIGHT, "async": ASYNC, "hostile": EIGHT}, [4, 64])
     text = html.page(other, baseline=run)
     assert "Against the baseline" in text
     assert text.count('class="line c-good dashed"') == 3  # one per stack
@@ -379,7 +382,7 @@ def test_a_ten_minute_six_stack_page_stays_small():
 
     names = ["gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp", "tornado", "go-nethttp"]
     parts, _ = synthetic_parts({n: MODELS[n] for n in names})
-    stacks = [Stack(n, n, StackDef(command=["true"], title=n)) for n in names]
+    stacks = [Stack(n, n, StackDef(command=["true"], title=TITLES.get(n, n))) for n in names]
     levels = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
     settings = RaceSettings(
         concurrency_levels=levels, duration=58.0, warmup=1.0, isolation="parallel"

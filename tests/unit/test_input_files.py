@@ -75,3 +75,29 @@ def test_a_figure_no_measurement_gives_is_named_by_its_place() -> None:
     assert bad_figure({"a": [1, 2, -3]}) == "['a'][2] = -3"
     # words, flags and empty places are no figures
     assert bad_figure({"name": "-1", "ok": False, "p99": None}) == ""
+
+
+def test_nesting_is_measured_outside_strings_and_comments() -> None:
+    from stackrace.base.inputfile import MAX_DEPTH, json_depth, parse_json, parse_toml
+
+    assert json_depth(b'{"a": [1, {"b": "' + b"[" * 100 + b'"}]}') == 3
+    deep_in_a_string = b'{"a": "' + b"[" * 1000 + b'"}'
+    assert parse_json("x.json", deep_in_a_string) == {"a": "[" * 1000}
+    too_deep = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
+    with pytest.raises(InputFileError, match=r"^x\.json: nested deeper than 64 levels"):
+        parse_json("x.json", too_deep)
+    # TOML: brackets and dots inside strings and comments are text, not nesting
+    text = 's = "' + "[" * 200 + '"\nm = """' + "{." * 200 + '"""\n# ' + "[." * 200 + "\n"
+    assert parse_toml("t.toml", text)["s"] == "[" * 200
+    for deep in ("a" + ".a" * MAX_DEPTH + " = 1\n", "x = " + "[" * 100 + "]" * 100 + "\n"):
+        with pytest.raises(InputFileError, match=r"^t\.toml: nested deeper"):
+            parse_toml("t.toml", deep)
+
+
+def test_every_toml_file_shipped_reads_within_the_bound() -> None:
+    from stackrace.base.inputfile import toml_too_deep
+    from tests.helpers import ROOT
+
+    shipped = [*ROOT.glob("*.toml"), *ROOT.glob("presets/*.toml"), *ROOT.glob("tests/**/*.toml")]
+    assert shipped
+    assert [p for p in shipped if toml_too_deep(p.read_text())] == []

@@ -18,7 +18,17 @@ as Jupyter does:
   name (127.0.0.1, localhost, [::1]) or the public URL's host: a DNS-rebinding page
   (evil.example resolving to 127.0.0.1) is its own origin, and this is what refuses it.
 - **A few sessions.** At most `max_sessions` pages at once (each starts its own stacks);
-  one more is refused with 429 before anything starts.
+  one more is refused with 429 before anything starts. `--max-sessions` itself is at
+  most `MAX_SESSIONS_CAP`: each page is an app with its own servers, and 100,000 of
+  them is no setting a machine can hold, only a way to lift the limit by mistake.
+- **A public URL that is a web page's.** `--public-url` is printed as the URL to open
+  and used as an origin: only `http://` or `https://` with a host, printable, no
+  user or password in it (`public_url_problem`); `javascript:alert(1)` was printed
+  as the link to open.
+- **The token said once.** The line that hands the URL to the owner is the only one
+  that carries the token: `redact` takes it out of every later line (aiohttp's access
+  log wrote the whole request line, `?token=…` and a Referer holding it, for every
+  request).
 
 `WebGate.check` decides (None, or the status and the one line why); the server
 (tui/web.py) asks it before any handler runs, so a refused request starts nothing.
@@ -34,11 +44,50 @@ from urllib.parse import urlsplit
 
 TOKEN_PARAM = "token"
 DEFAULT_MAX_SESSIONS = 2
+MAX_SESSIONS_CAP = 64  # see the module docstring
+_PUBLIC_URL_LIMIT = 2048
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
 def new_token() -> str:
     return secrets.token_urlsafe(32)
+
+
+def public_url_problem(url: str) -> str | None:
+    """None when `url` may be the page's public URL (see the module docstring), else
+    why not, in words that start with the option."""
+    shown = repr(url[:80])  # repr: a control character in it is shown, never sent raw
+    if len(url) > _PUBLIC_URL_LIMIT or not url.isprintable() or any(c.isspace() for c in url):
+        return f"--public-url {shown}: not a URL (spaces or control characters)"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        return f"--public-url {shown}: not a URL"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"--public-url {shown}: only an http:// or https:// URL is a page to open"
+    if not parts.hostname:
+        return f"--public-url {shown}: no host (e.g. https://race.example)"
+    if parts.username is not None or parts.password is not None:
+        return f"--public-url {shown}: no user or password in it (it is printed)"
+    if parts.query or parts.fragment:
+        return f"--public-url {shown}: no query or fragment (the token is added to it)"
+    return None
+
+
+def max_sessions_problem(n: int) -> str | None:
+    """None when `n` pages at once is a setting to honour, else the one line why not."""
+    if n > MAX_SESSIONS_CAP:
+        return (
+            f"--max-sessions {n}: at most {MAX_SESSIONS_CAP} (each page runs its own app "
+            "and stacks on this machine)"
+        )
+    return None
+
+
+def redact(text: str, token: str) -> str:
+    """`text` without the token: what every line after the first that hands it out is."""
+    return text.replace(token, "[token]") if token and token in text else text
 
 
 def cookie_name(port: int) -> str:

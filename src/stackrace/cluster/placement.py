@@ -33,6 +33,7 @@ from pathlib import Path
 
 import msgspec
 
+from stackrace.base import inputfile
 from stackrace.cluster.errors import PlacementError
 from stackrace.settings.units import parse_duration
 
@@ -117,8 +118,10 @@ def load_placement(path: str | Path) -> NodePlacement:
     """Read a cluster.toml; errors name the file and what is wrong in it."""
     p = Path(path)
     try:
-        raw = tomllib.loads(p.read_text())
+        raw = inputfile.parse_toml(str(p), inputfile.read_text(p, limit=inputfile.MiB))
         doc = msgspec.convert(raw, _PlacementToml)
+    except inputfile.InputFileError as exc:
+        raise PlacementError(str(exc)) from None
     except OSError as exc:
         raise PlacementError(f"{p}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:

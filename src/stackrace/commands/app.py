@@ -13,6 +13,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from stackrace.base import printable
+
 if TYPE_CHECKING:
     from stackrace.metrics.exporter import MetricsExporter
     from stackrace.race.core.members import RaceParts
@@ -27,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         load_stacks(args.stacks_file)
     except ConfigError as exc:
         if not getattr(args, "url", None):
-            print(f"stackrace: {exc}", file=sys.stderr)
+            print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
             return 2
     if not getattr(args, "demo", False) and not getattr(args, "cluster", None):
         # before the screen opens: a read-only home is one line here, not a crash later
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     try:  # bound before anything starts: a port in use is one line, not a broken screen
         exporter = open_metrics(args, "stackrace")
     except MetricsError as exc:
-        print(f"stackrace: {exc}", file=sys.stderr)
+        print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     try:
         return _run(args, exporter)
@@ -80,7 +82,7 @@ def run_app(
     try:
         app = make_app(args, parts)
     except AppSetupError as exc:
-        print(f"stackrace: {exc}", file=sys.stderr)
+        print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     _announce(args)
     from stackrace.race.core.runlocks import RunLock
@@ -130,7 +132,7 @@ def _run_on_cluster(args: argparse.Namespace, exporter: MetricsExporter | None) 
         parts = app_parts(cluster, load_stacks(args.stacks_file))
         return run_app(args, parts, exporter=exporter)
     except ClusterError as exc:
-        print(f"stackrace: {exc}", file=sys.stderr)
+        print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     finally:
         cluster.close()

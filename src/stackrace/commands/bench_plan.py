@@ -10,6 +10,7 @@ import sys
 
 import msgspec
 
+from stackrace.base import printable
 from stackrace.commands._common import (
     default_app_stacks,
     load,
@@ -46,7 +47,7 @@ def capacity_plan(args: argparse.Namespace, settings: RaceSettings) -> CapacityP
 
 
 def fail(message: str) -> None:
-    print(f"stackrace bench: {message}", file=sys.stderr)
+    print(f"stackrace bench: {printable.terminal(str(message))}", file=sys.stderr)
 
 
 def build_settings(args: argparse.Namespace, rerun: BenchRun | None = None) -> RaceSettings | None:

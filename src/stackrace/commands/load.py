@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import msgspec
 import uvloop
 
+from stackrace.base import printable
 from stackrace.base.atomicfile import write_atomic
 from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.commands.cluster_args import connect_from_args, wants_cluster
@@ -255,14 +256,14 @@ def _run(args: argparse.Namespace) -> int:
         load = _Load(args)
     except (ValueError, OSError, RequestError, RemoteTargetError, TlsConfigError) as exc:
         # (ScenarioError is a ValueError)
-        print(f"stackrace load: {exc}", file=sys.stderr)
+        print(f"stackrace load: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     if load.cpus and not wants_cluster(args):
         keep_off(load.cpus)  # the engines' cores are theirs: the driver's reports wait elsewhere
     try:
         metrics = open_metrics(args, "stackrace load")
     except MetricsError as exc:
-        print(f"stackrace load: {exc}", file=sys.stderr)
+        print(f"stackrace load: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     cluster = None
     if wants_cluster(args):  # --cluster: the engine processes run on the load nodes
@@ -275,7 +276,7 @@ def _run(args: argparse.Namespace) -> int:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             return runner.run(_load(load, cluster, metrics))
     except EngineError as exc:
-        print(f"stackrace load: {exc}", file=sys.stderr)
+        print(f"stackrace load: {printable.terminal(str(exc))}", file=sys.stderr)
         return 1
     finally:
         if cluster is not None:

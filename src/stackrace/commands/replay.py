@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from stackrace.base import printable
 from stackrace.commands.parser import examples
 
 if TYPE_CHECKING:
@@ -64,10 +65,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         recording = load_recording(args.file)
     except RecordingError as exc:
-        print(f"stackrace replay: {exc}", file=sys.stderr)
+        print(f"stackrace replay: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     if not recording.members:
-        print(f"stackrace replay: {args.file}: no stacks were recorded", file=sys.stderr)
+        print(
+            f"stackrace replay: {printable.terminal(str(args.file))}: no stacks were recorded",
+            file=sys.stderr,
+        )
         return 2
     player = ReplayPlayer(recording)
     if args.html_out:

@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from stackrace.base import printable
 from stackrace.commands.bench_args import add_page_arguments
 from stackrace.commands.parser import examples
 from stackrace.report import gate
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         runs = [read_run(r) for r in args.runs]
         base = read_run(args.baseline) if args.baseline else None
     except ValueError as exc:  # read_run names the file in every message
-        print(f"stackrace report: {exc}", file=sys.stderr)
+        print(f"stackrace report: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     verdict = gate.judge(runs[-1], base, rules) if rules else None
     # the page and the series: one run (beside --baseline), or `report old.json new.json`,
@@ -165,7 +166,7 @@ def compare(runs: list[BenchRun], names: list[str]) -> None:
             if first is not None and cell is not first and first.rps:
                 text += f" ({(cell.rps / first.rps - 1) * 100:+.0f}%)"
             cells.append(text)
-        table.add_row(key[0], str(key[1]), *cells)
+        table.add_row(printable.markup(key[0]), str(key[1]), *cells)  # a name: never markup
     Console().print(table)
 
 
@@ -204,7 +205,7 @@ def capacity_report(runs: list[BenchRun], args: argparse.Namespace) -> int:
             try:
                 write_atomic(Path(path), make())
             except OSError as exc:
-                print(f"stackrace report: {path}: {exc}", file=sys.stderr)
+                print(f"stackrace report: {path}: {printable.terminal(str(exc))}", file=sys.stderr)
                 return EXIT_NOT_WRITTEN
     if args.csv_out or (len(runs) > 1 and args.chart_out):
         print("stackrace report: tune runs are compared as text and Markdown", file=sys.stderr)

@@ -22,6 +22,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from stackrace.base import printable
+
 COLUMNS = ("stack", "title", "family", "language", "workloads", "available")
 WIDE = 110  # a terminal this wide shows the language column too
 GAP = 2  # spaces between columns
@@ -87,7 +89,9 @@ def table(rows: Sequence[StackRow], width: int = 200) -> Table:
     for r in rows:
         cells = [r.name, r.family, *([r.language] if with_language else []), r.workloads]
         ok = Text("yes", style="green") if r.available else Text("no", style="red")
-        out.add_row(*cells, ok, r.title, style=None if r.available else "dim")
+        # a stacks file's words: `[standard]` in a title is text, not Rich markup
+        shown = [printable.markup(c) for c in [*cells, r.title]]
+        out.add_row(*shown[:-1], ok, shown[-1], style=None if r.available else "dim")
     return out
 
 

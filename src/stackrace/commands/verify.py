@@ -13,6 +13,7 @@ import ssl
 import sys
 import time
 
+from stackrace.base import printable
 from stackrace.commands._common import announce, load, resolve_all, trusted_names
 from stackrace.commands.parser import examples
 from stackrace.settings.options import COMMAND_LINE
@@ -135,7 +136,7 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
             if not a.available and not force:
                 if explicit:
                     bad += 1
-                table.add_row(stack.name, *["-"] * 8, "unavailable", style="dim")
+                table.add_row(printable.markup(stack.name), *["-"] * 8, "unavailable", style="dim")
                 details.append((stack.name, [f"unavailable: {a.reason}", f"fix: {a.fix}"]))
                 continue
             t0 = time.monotonic()
@@ -143,7 +144,9 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
                 rs = await launcher.start(stack)
             except LaunchError as exc:
                 bad += 1
-                table.add_row(stack.name, *["✗"] * 6, "-", "-", "did not start", style="red")
+                table.add_row(
+                    printable.markup(stack.name), *["✗"] * 6, "-", "-", "did not start", style="red"
+                )
                 details.append((stack.name, str(exc).splitlines()))
                 continue
             ready = time.monotonic() - t0
@@ -159,7 +162,7 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
             if problems:
                 details.append((stack.name, [*problems, f"log: {rs.log_path}"]))
             table.add_row(
-                stack.name,
+                printable.markup(stack.name),
                 *("✓" if c.ok else "✗" for c in checks[:3]),
                 *marks,
                 f"{ready:.2f}s",
@@ -171,9 +174,9 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
         db_conn.close()
     console.print(table)
     for name, lines in details:
-        print(f"\n✗ {name}")
-        for line in lines:
-            print(f"    {line}")
+        print(f"\n✗ {printable.terminal(name)}")
+        for line in lines:  # a launch failure's log tail, a server's answer: never raw
+            print(f"    {printable.terminal(line)}")
     if db is None and any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
         print("/db and /dbjson were not checked: add --db (starts a private MariaDB)")
     print(f"{len(chosen) - bad} of {len(chosen)} stacks verified", file=sys.stderr)
@@ -221,7 +224,7 @@ def _run_own(args: argparse.Namespace) -> int:
     try:
         kinds = settings.request_kinds() or []
     except ScenarioError as exc:
-        print(f"stackrace verify: {exc}", file=sys.stderr)
+        print(f"stackrace verify: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     stacks = load(args, settings, "stackrace verify")
     if stacks is None:
@@ -241,9 +244,9 @@ def _run_own(args: argparse.Namespace) -> int:
 
 async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
+    escape, terminal = printable.markup, printable.terminal
     from stackrace.settings import statuses
     from stackrace.stacks import probe
 
@@ -284,12 +287,13 @@ async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
                     )
                 except (OSError, TimeoutError, ValueError) as exc:
                     marks.append("✗")
-                    problems.append(f"{k.label}: {exc or type(exc).__name__}")
+                    problems.append(terminal(f"{k.label}: {exc or type(exc).__name__}"))
                     continue
                 ok = resp.status in want
                 marks.append(f"{'✓' if ok else '✗'} {resp.status}")
                 if not ok:
-                    tail = " ".join(resp.body[-120:].decode("utf-8", "replace").split())
+                    # the server's own bytes: printable (an ESC in a body reached the terminal)
+                    tail = terminal(" ".join(resp.body[-120:].decode("utf-8", "replace").split()))
                     problems.append(
                         f"{k.label}: answered {resp.status}, expected {k.expect or '2xx'}: {tail}"
                     )
@@ -306,9 +310,9 @@ async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
             )
     Console().print(table)
     for name, lines in details:
-        print(f"\n✗ {name}")
-        for line in lines:
-            print(f"    {line}")
+        print(f"\n✗ {printable.terminal(name)}")
+        for line in lines:  # a launch failure's log tail, a server's answer: never raw
+            print(f"    {printable.terminal(line)}")
     # an uninstalled server is neither verified nor failed: never count it as verified
     print(
         f"{len(chosen) - bad - skipped} of {len(chosen)} stacks verified"

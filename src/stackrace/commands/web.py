@@ -15,7 +15,9 @@ naming a host that is not this server's, is refused (403) before any app starts;
 most `--max-sessions` pages run at once. An address other hosts can reach
 (`--host 0.0.0.0`, a LAN address) needs its own flag, `--web-remote`, as `--metrics`
 needs `--metrics-remote`, keeps the token, and is printed with a warning. The port is
-bound before anything else starts: a port in use is one line.
+bound before anything else starts: a port in use is one line. A `--public-url` that is
+not http(s) with a host, and more than 64 `--max-sessions`, are refused in one line;
+the token is in the one line that hands out the URL and in no log line after it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ import argparse
 import shlex
 import sys
 
-from stackrace.base.webgate import DEFAULT_MAX_SESSIONS
+from stackrace.base import printable
+from stackrace.base.webgate import (
+    DEFAULT_MAX_SESSIONS,
+    MAX_SESSIONS_CAP,
+    max_sessions_problem,
+    public_url_problem,
+)
 from stackrace.commands.parser import examples
 from stackrace.settings.options import positive_int
 
@@ -74,13 +82,15 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--public-url",
         default=None,
         metavar="URL",
-        help="the URL browsers use, when behind a proxy (default: http://HOST:PORT)",
+        help="the URL browsers use, when behind a proxy: http:// or https:// with a host "
+        "(default: http://HOST:PORT)",
     )
     web.add_argument(
         "--max-sessions",
         type=positive_int,
         default=DEFAULT_MAX_SESSIONS,
-        help=f"pages open at once, each with its own stacks (default {DEFAULT_MAX_SESSIONS})",
+        help=f"pages open at once, each with its own stacks (default {DEFAULT_MAX_SESSIONS}, "
+        f"at most {MAX_SESSIONS_CAP})",
     )
     add_app_arguments(parser)
     parser.set_defaults(func=run)
@@ -148,7 +158,11 @@ def check_address(host: str, port: int, remote: bool) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from stackrace.tui.web import serve
 
-    problem = check_address(args.host, args.port, args.web_remote)
+    problem = (
+        (public_url_problem(args.public_url) if args.public_url is not None else None)
+        or max_sessions_problem(args.max_sessions)
+        or check_address(args.host, args.port, args.web_remote)
+    )
     if problem:
         print(f"stackrace web: {problem}", file=sys.stderr)
         return 2
@@ -168,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
             announce(load_stacks(args.stacks_file), "stackrace web")
         except ConfigError as exc:
             if not getattr(args, "url", None):
-                print(f"stackrace web: {exc}", file=sys.stderr)
+                print(f"stackrace web: {printable.terminal(str(exc))}", file=sys.stderr)
                 return 2
     argv = getattr(args, "argv", None) or sys.argv[1:]
     return serve(

@@ -4,6 +4,8 @@ the SLO at any load last, with why)."""
 
 from __future__ import annotations
 
+from stackrace.base import printable
+from stackrace.base.printable import markdown as md
 from stackrace.report.schema import CAPACITY_INTERRUPTED, CapacityResult, StackResult
 from stackrace.settings.units import fmt_bytes
 
@@ -58,11 +60,13 @@ def table_lines(stacks: list[StackResult]) -> list[str]:
 
 
 def markdown(stacks: list[StackResult], slo: str) -> str:
-    lines = [f"Capacity under the SLO ({slo}), best first:", ""]
+    # a run file's text: every cell escaped for Markdown (stackrace.base.printable)
+    lines = [f"Capacity under the SLO ({md(slo)}), best first:", ""]
     lines.append("| " + " | ".join(HEADER) + " |")
     lines.append("|" + "---|" * len(HEADER))
     for n, st in enumerate(ranked(stacks), 1):
-        lines.append("| " + " | ".join([str(n), st.name, *row(st.capacity)]) + " |")  # type: ignore[arg-type]
+        cells = [str(n), st.name, *row(st.capacity)]  # type: ignore[arg-type]
+        lines.append("| " + " | ".join(md(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -185,4 +189,4 @@ def _shade(share: float) -> str:
 
 
 def _esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return printable.xml(text)  # SVG is XML: valid whatever a name or an SLO holds

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from html import escape
 
+from stackrace.base.printable import xml as escape  # SVG is XML: valid, whatever a name holds
 from stackrace.report.schema import BenchRun, Level, StackResult
 from stackrace.settings.units import fmt_count, fmt_us
 

@@ -15,17 +15,19 @@ keeps every second; only the picture is reduced.
 line its name and unit, so the page's one small script turns the drawn points back into
 values at the pointer (html.py's HOVER_JS): the values exist once, as the drawing.
 
-Every piece of text reaching the SVG goes through `esc` (html.escape, quotes too): a
-stack's name, a failure kind and a unit are all outside text here.
+Every piece of text reaching the SVG goes through `esc` (printable.html: quotes and
+control characters too): a stack's name, a failure kind and a unit are all outside
+text here.
 """
 
 from __future__ import annotations
 
-import html
 import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from stackrace.base import printable
 
 MAX_POINTS = 200  # points of one drawn line: more than a chart's width in columns
 
@@ -36,7 +38,9 @@ Point = tuple[float, float]
 
 
 def esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Any figure or name for the page: base/printable.py's HTML sink (control characters
+    shown as text, markup escaped), the one every HTML writer uses."""
+    return printable.html(str(text))
 
 
 def lttb(points: Sequence[Point], threshold: int) -> list[Point]:

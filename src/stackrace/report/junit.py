@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from stackrace.base.printable import xml_chars
 from stackrace.report.failures import path_failed
 from stackrace.report.gate import GateVerdict, level_name
 from stackrace.report.schema import BenchRun, Level, StackResult
@@ -80,6 +81,7 @@ def junit_xml(
     root.append(suite)
     for key in ("tests", "failures", "errors", "skipped", "time"):
         root.set(key, suite.get(key, "0"))
+    _printable(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 
@@ -173,6 +175,17 @@ def _figures(lv: Level, sampled: bool = True) -> str:
         f"{lv.rps:,.0f} req/s; {latency}; sent {w.sent} = {w.requests} answered + {w.lost} failed "
         f"+ {w.waiting} waiting; failures: {fails}; {resources}"
     )
+
+
+def _printable(root: ET.Element) -> None:
+    """Every text and attribute of the tree made valid XML (printable.xml_chars): a stack
+    name, a note or a server's words may hold an ESC or a BEL, which ElementTree writes
+    raw, and an XML 1.0 parser refuses the whole file for it."""
+    for el in root.iter():
+        if el.text:
+            el.text = xml_chars(el.text)
+        for key, value in list(el.attrib.items()):
+            el.set(key, xml_chars(value, newlines=False))
 
 
 def _count(suite: ET.Element) -> None:

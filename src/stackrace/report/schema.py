@@ -16,11 +16,13 @@ from typing import Any
 
 import msgspec
 
+from stackrace.base import inputfile
 from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.report.series import StackSeries, check, one_line_columns
 from stackrace.settings.race_settings import RaceSettings, check_values
 from stackrace.stacks.definition import StackDef
+from stackrace.stacks.validate import name_in_file_problem
 
 # Repeats of one level further apart than this (relative to their median) make the
 # level's figure a range, not a point: a ranking within it can flip on the next run.
@@ -445,6 +447,9 @@ class BenchRun(msgspec.Struct, forbid_unknown_fields=True):
     journal: str = ""  # where every finished level and probe was journalled as it ended
 
 
+_RUN_DECODER = msgspec.json.Decoder(BenchRun)
+
+
 def dumps(run: BenchRun) -> bytes:
     return one_line_columns(msgspec.json.format(msgspec.json.encode(run), indent=1))
 
@@ -460,7 +465,7 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     `source`: not JSON, another schema version, a field of the wrong type, or a figure
     no measurement gives (negative: stackrace.base.inputfile.bad_figure)."""
     try:
-        raw = msgspec.json.decode(data)
+        raw = inputfile.parse_json(source, data)
     except msgspec.DecodeError as exc:
         raise ValueError(
             f"{source}: not a run file written by `stackrace bench --json` ({exc})"
@@ -473,7 +478,7 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     try:
         # decoded again as the type (not converted from the dicts): JSON object keys are
         # strings, and the typed decoder reads `"503"` into the int key of `status`
-        run = msgspec.json.decode(data, type=BenchRun)
+        run = _RUN_DECODER.decode(data)  # its depth is known to be bounded
     except msgspec.ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from None
     check_values(run.settings, f"{source}: settings")
@@ -481,6 +486,12 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
         problem = check(st.series, f"{source}: {st.name}") if st.series is not None else None
         if problem:
             raise ValueError(problem)
+    names = [st.name for st in run.stacks]
+    if run.then is not None:
+        names += [fig.stack for fig in run.then.figures]
+    bad_name = next((p for p in map(name_in_file_problem, names) if p), "")
+    if bad_name:
+        raise ValueError(f"{source}: {bad_name}")
     bad = bad_figure(run)
     if bad:
         raise ValueError(f"{source}: {bad}: not a figure a run can have (edited or damaged)")

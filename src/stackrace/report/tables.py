@@ -6,6 +6,9 @@ import csv
 import io
 from typing import TYPE_CHECKING
 
+from stackrace.base import printable
+from stackrace.base.printable import markdown as md
+from stackrace.base.printable import markdown_code as code
 from stackrace.report import thennow
 from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
@@ -182,20 +185,23 @@ def markdown(run: BenchRun) -> str:
     s = run.settings
     m = run.machine
     lines = [
-        (f"`{s.path}`" if s.own_requests else f"**{s.workload}** (`{s.path}`)")
+        # every text of a run file is escaped for Markdown (printable.markdown): a stack's
+        # name, a path, a machine's words; only the table's own syntax is written raw
+        (code(s.path) if s.own_requests else f"**{md(s.workload)}** ({code(s.path)})")
         + f", {s.duration:g}s per level after {s.warmup:g}s warm-up, "
-        f"isolation: {s.isolation}. Machine: {m.cpu_model}, {m.cores} cores, {m.os}.",
+        f"isolation: {md(s.isolation)}. Machine: {md(m.cpu_model)}, {m.cores} cores, "
+        f"{md(m.os)}.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "|".join("---:" if i else "---" for i in range(len(COLUMNS))) + "|",
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in rows(run)]
+    lines += ["| " + " | ".join(md(c) for c in r) + " |" for r in rows(run)]
     lines.append("")
-    lines += [f"- {breaking_line(st, run)}" for st in run.stacks]
+    lines += [f"- {md(breaking_line(st, run))}" for st in run.stacks]
     notes = notes_lines(run)
     if notes:
         lines.append("")
-        lines += [f"- † {n}" for n in notes]
+        lines += [f"- † {md(n)}" for n in notes]
     lines.append("")
     lines.append(
         "✗ marks each stack's breaking point (the rules: stackrace's docs/verdicts.md); † "
@@ -212,7 +218,7 @@ def markdown(run: BenchRun) -> str:
             "median repeat's."
         )
     if run.interrupted:
-        lines.append(f"The run was interrupted ({run.interrupted}): later levels are missing.")
+        lines.append(f"The run was interrupted ({md(run.interrupted)}): later levels are missing.")
     then_now = thennow.markdown(run)  # the replayed experiment's figures and claims, if any
     if then_now:
         lines += ["", then_now]
@@ -315,11 +321,10 @@ def to_csv(run: BenchRun) -> str:
 
 
 def rich_table(run: BenchRun, title: str | None = None) -> Table:
-    from rich.markup import escape
     from rich.table import Table
 
-    # names are user text (`gunicorn-sync[app]`): never rich markup
-    table = Table(title=escape(title) if title else None, header_style="bold")
+    # names are user text (`gunicorn-sync[app]`): never rich markup, never a control byte
+    table = Table(title=printable.markup(title) if title else None, header_style="bold")
     for i, col in enumerate(COLUMNS):
         table.add_column(col, justify="left" if i == 0 else "right")
     previous = None
@@ -328,7 +333,7 @@ def rich_table(run: BenchRun, title: str | None = None) -> Table:
             table.add_section()
         previous = r[0]
         style = "red" if r[1].endswith("✗") else None
-        table.add_row(*(escape(c) for c in r), style=style)
+        table.add_row(*(printable.markup(c) for c in r), style=style)
     return table
 
 

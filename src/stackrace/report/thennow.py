@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from stackrace.base import printable
 from stackrace.report import claims
 from stackrace.report.schema import BenchRun
 
@@ -58,7 +59,8 @@ def claim_cells(verdicts: list[claims.ClaimVerdict]) -> list[list[str]]:
 
 
 def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+    # a preset's and a run file's text: every cell escaped for Markdown (HTML, `|`, …)
+    return "| " + " | ".join(printable.markdown(c) for c in cells) + " |"
 
 
 def markdown(run: BenchRun) -> str:
@@ -66,7 +68,7 @@ def markdown(run: BenchRun) -> str:
     if run.then is None:
         return ""
     verdicts = claims.judge(run)
-    lines = [f"### {_title(run)}", ""]
+    lines = [f"### {printable.markdown(_title(run))}", ""]
     figures = figure_cells(run)
     if figures:
         lines += [
@@ -74,12 +76,12 @@ def markdown(run: BenchRun) -> str:
             "",
             "| " + " | ".join(FIGURE_COLUMNS) + " |",
             "|---|" + "---:|" * (len(FIGURE_COLUMNS) - 1),
-            *("| " + " | ".join(r) + " |" for r in figures),
+            *(_md_row(r) for r in figures),
             "",
         ]
     if verdicts:
         lines += [
-            f"Claims: {claims.summary(verdicts)}.",
+            f"Claims: {printable.markdown(claims.summary(verdicts))}.",
             "",
             "| " + " | ".join(CLAIM_COLUMNS) + " |",
             "|---|---:|---:|---|---|",
@@ -96,22 +98,24 @@ def print_then_now(run: BenchRun, console: Console) -> None:
 
     figures = figure_cells(run)
     if figures:
-        table = Table(title=_title(run), header_style="bold")
+        table = Table(title=printable.markup(_title(run)), header_style="bold")
         for i, col in enumerate(FIGURE_COLUMNS):
             table.add_column(col, justify="left" if i == 0 else "right")
         for r in figures:
-            table.add_row(*r)
+            table.add_row(*(printable.markup(c) for c in r))
         console.print(table)
     verdicts = claims.judge(run)
     if not verdicts:
         return
     table = Table(
-        title=f"Claims of experiment {run.then.experiment}: {claims.summary(verdicts)}",
+        title=printable.markup(
+            f"Claims of experiment {run.then.experiment}: {claims.summary(verdicts)}"
+        ),
         header_style="bold",
     )
     for col in CLAIM_COLUMNS:
         table.add_column(col, justify="right" if col in ("then", "now") else "left")
     style = {claims.HOLDS: "green", claims.FAILS: "red", claims.UNTESTABLE: "dim"}
     for v, r in zip(verdicts, claim_cells(verdicts), strict=True):
-        table.add_row(*r, style=style[v.status])
+        table.add_row(*(printable.markup(c) for c in r), style=style[v.status])
     console.print(table)

@@ -13,6 +13,11 @@ best lies on an edge of the range; the points not measured; the machine's noise.
 
 from __future__ import annotations
 
+import re
+
+from stackrace.base import printable
+from stackrace.base.printable import markdown as md
+from stackrace.base.printable import markdown_code as code
 from stackrace.report.schema import BenchRun, TunePoint, TuneResult
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.catalogue import StackFile
@@ -90,29 +95,33 @@ def markdown(run: BenchRun) -> str:
     m = run.machine
     slo = run.settings.slo or ""
     servers = ", ".join(t.stacks)
+    # a run file's text, every piece escaped for Markdown (stackrace.base.printable)
     lines = [
-        f"# stackrace tune {servers}: capacity under `{slo}`",
+        f"# stackrace tune {md(servers)}: capacity under {code(slo)}",
         "",
-        f"{run.settings.workload} (`{run.settings.path}`) on {m.cpu_model}, {m.cores} cores, "
-        f"{m.os}; {run.started}."
-        + (f" **Interrupted ({run.interrupted})**." if run.interrupted else ""),
+        f"{md(run.settings.workload)} ({code(run.settings.path)}) on {md(m.cpu_model)}, "
+        f"{m.cores} cores, {md(m.os)}; {md(run.started)}."
+        + (f" **Interrupted ({md(run.interrupted)})**." if run.interrupted else ""),
         "",
-        f"**{t.verdict}**",
+        f"**{md(t.verdict)}**",
         "",
     ]
     if t.deploy:
-        lines += ["Run it in production:", "", "```sh", t.deploy, "```", ""]
+        deploy = printable.terminal(t.deploy)
+        # a fence longer than any run of backticks in the line: nothing in it ends it
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", deploy)), default=0))
+        lines += ["Run it in production:", "", f"{fence}sh", deploy, fence, ""]
     if t.deploy_note:
-        lines += [t.deploy_note, ""]
+        lines += [md(t.deploy_note), ""]
     rows = table(t)
-    lines.append("| " + " | ".join(rows[0]) + " |")
+    lines.append("| " + " | ".join(md(c) for c in rows[0]) + " |")
     lines.append("|" + "---|" * len(rows[0]))
-    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    lines += ["| " + " | ".join(md(c) for c in r) + " |" for r in rows[1:]]
     lines.append("")
     for label, text in _facts(run):
         if label in ("verdict", "run it in production", "about that line"):
             continue
-        lines.append(f"- **{label}**: {text}")
+        lines.append(f"- **{md(label)}**: {md(text)}")
     return "\n".join(lines) + "\n"
 
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from stackrace.base import inputfile
+from stackrace.base import inputfile, printable
 from stackrace.base.atomicfile import write_atomic
 from stackrace.report import chart, tables, thennow
 from stackrace.report.schema import RUN_FILE_LIMIT, BenchRun, dumps, loads
@@ -36,8 +36,7 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
             + (f", {100 * s.slow_share:g}% slow clients ({s.clients})" if s.clients else ""),
         )
     )
-    from rich.markup import escape
-
+    escape = printable.markup  # a run file's text is never markup nor a control byte
     for st in run.stacks:
         console.print("  " + escape(tables.breaking_line(st, run)))
     for note in tables.notes_lines(run):
@@ -48,7 +47,9 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
         for line in paths:
             console.print("    " + escape(line))
     if run.interrupted:
-        console.print(f"[yellow]interrupted ({run.interrupted}): later levels are missing[/]")
+        console.print(
+            f"[yellow]interrupted ({escape(run.interrupted)}): later levels are missing[/]"
+        )
     saturated = [
         f"{st.name}@{lv.concurrency}"
         for st in run.stacks
@@ -57,7 +58,7 @@ def print_run(run: BenchRun, title: str | None = None) -> None:
     ]
     if saturated:
         console.print(
-            f"[yellow]engine saturated at {', '.join(saturated)}: those figures "
+            f"[yellow]engine saturated at {escape(', '.join(saturated))}: those figures "
             "may be the engine's limit, not the server's[/]"
         )
     thennow.print_then_now(run, console)  # a run that replays an experiment: then beside now

@@ -149,7 +149,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
 def load_scenario(path: str) -> list[RequestKind]:
     """The requests of a scenario file, each checked; ScenarioError naming the file."""
     try:
-        raw = tomllib.loads(inputfile.read_text(path, limit=BODY_LIMIT))
+        raw = inputfile.parse_toml(path, inputfile.read_text(path, limit=BODY_LIMIT))
         data = msgspec.convert(raw, _File)
     except inputfile.InputFileError as exc:
         raise ScenarioError(f"--scenario {exc}") from None

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from stackrace.base.printable import terminal
 from stackrace.stacks.app_spec import (
     AppError,
     AppSpec,
@@ -101,24 +102,46 @@ def inspect_app(app: AppSpec, modules: list[str], timeout: float = INSPECT_TIMEO
     returncode, stdout, stderr = _run_probe(argv, app, timeout)
     line = next((x for x in reversed(stdout.splitlines()) if x.startswith(_MARK)), None)
     if line is None:
-        tail = (stderr or stdout).strip().splitlines()[-3:]
+        tail = [terminal(x) for x in (stderr or stdout).strip().splitlines()[-3:]]
         raise AppError(
             f"--app {app.label}: {app.python} exited with {returncode} while importing it"
             + (": " + " | ".join(tail) if tail else "")
         )
-    found = json.loads(line[len(_MARK) :])
+    found = _probe_answer(line[len(_MARK) :])
+    if found is None:
+        raise AppError(
+            f"--app {app.label}: {app.python} printed a probe line stackrace cannot read "
+            "(the app writes to stdout while it is imported?)"
+        )
     if "error" in found:
+        error = terminal(str(found["error"]))
         hint = ""
-        if "ModuleNotFoundError" in found["error"]:
+        if "ModuleNotFoundError" in error:
             hint = (
                 " (install the app's requirements for that interpreter, activate the app's "
                 "virtualenv, or give --python PATH)"
             )
         raise AppError(
-            f"--app {app.label}: cannot import it with {app.python} in {app.app_dir}: "
-            f"{found['error']}{hint}"
+            f"--app {app.label}: cannot import it with {app.python} in {app.app_dir}: {error}{hint}"
         )
-    return Inspection(found.get("interface", ""), found.get("modules", {}), found.get("python", ""))
+    modules_found = found.get("modules", {})
+    return Inspection(
+        str(found.get("interface", "")),
+        {str(k): bool(v) for k, v in modules_found.items()}
+        if isinstance(modules_found, dict)
+        else {},
+        terminal(str(found.get("python", ""))),
+    )
+
+
+def _probe_answer(text: str) -> dict[str, object] | None:
+    """The probe's JSON line as a dict; None when it is not one: the line is the app's
+    interpreter's stdout, which the app's import can write too (nested 100,000 deep)."""
+    try:
+        found = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _run_probe(argv: list[str], app: AppSpec, timeout: float) -> tuple[int, str, str]:

@@ -278,7 +278,7 @@ def importable(python: str, modules: Iterable[str]) -> dict[str, bool]:
             import json
 
             known.update(json.loads(out.strip().splitlines()[-1]))
-        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, RecursionError):
             known.update({m: False for m in ask})
     return {m: known[m] for m in modules}
 

@@ -103,7 +103,7 @@ def stacks_files(given: str | Path | None = None) -> list[tuple[Path, str]]:
 def _read_layer(p: Path) -> tuple[dict[str, Any], str]:
     try:
         data = inputfile.read_bytes(p, limit=4 * inputfile.MiB)
-        raw = tomllib.loads(data.decode())
+        raw = inputfile.parse_toml(str(p), data.decode())
     except inputfile.InputFileError as exc:
         raise ConfigError(str(exc).replace(str(p), display_path(p), 1)) from None
     except UnicodeDecodeError as exc:

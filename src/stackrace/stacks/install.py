@@ -21,6 +21,7 @@ from pathlib import Path
 
 from stackrace.base import madeby
 from stackrace.base.errors import StackraceError
+from stackrace.base.printable import terminal
 from stackrace.stacks.availability import (
     PYPY_VENV,
     Missing,
@@ -77,7 +78,8 @@ def _run(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = 
     except FileNotFoundError:
         raise StepError(f"{argv[0]}: not found") from None
     if proc.returncode != 0:
-        tail = "\n".join(proc.stdout.strip().splitlines()[-_TAIL_LINES:])
+        # a build's own output: printable before it is shown
+        tail = "\n".join(terminal(x) for x in proc.stdout.strip().splitlines()[-_TAIL_LINES:])
         raise StepError(f"`{' '.join(argv)}` exited with {proc.returncode}\n{tail}")
     return time.monotonic() - t0
 

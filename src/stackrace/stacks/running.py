@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackrace.base.errors import StackraceError
+from stackrace.base.printable import terminal
 from stackrace.stacks.definition import Stack
 from stackrace.stacks.placeholders import HOST
 from stackrace.supervise import sweep
@@ -44,7 +45,8 @@ class LaunchError(StackraceError, RuntimeError):
     def __str__(self) -> str:
         text = super().__str__()
         if self.log_tail:
-            text += "\n--- log tail ---\n" + self.log_tail
+            # printable whoever made it (a cluster's app host sends its own tail)
+            text += "\n--- log tail ---\n" + terminal(self.log_tail, newlines=True)
         return text
 
 
@@ -113,7 +115,9 @@ class RunningStack:
                 text = f.read().decode("utf-8", "replace")
         except OSError:
             return ""
-        return "\n".join(text.splitlines()[-lines:])
+        # a server's own bytes: printable wherever the tail is shown (an `ESC]0;…BEL`
+        # in a log set the terminal's title through a launch failure's message)
+        return "\n".join(terminal(line) for line in text.splitlines()[-lines:])
 
     def last_log_line(self) -> str:
         """The last line the stack logged, printable and cut to one line ('' if none):

@@ -49,6 +49,37 @@ from stackrace.stacks.tunables import param_kind
 # userapp): stackrace.base.slug makes directory names and widget ids of either
 STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*(\[[a-z0-9._-]+\])?$")
 _MEMORY = re.compile(r"^\d+[KMG]?$")
+# a stack's name as a file that travels names it (a run file, a recording, a journal):
+# a stack (STACK_NAME), a variant of one (`gunicorn-sync:workers=4`, a path param's
+# `/usr/bin/x`), your app (`name[app]`) or a URL target's label (`url1`, `api@host`).
+# Letters, digits and `. _ - : = , / @ + [ ]` only: nothing that a terminal, markup, a
+# table or a page reads as anything but a name (an ESC, a BEL, `<script>`, `|`)
+NAME_IN_FILE = re.compile(r"^[A-Za-z0-9\[][A-Za-z0-9._:=,/@+\[\]-]{0,199}$")
+
+
+def label_in_file_problem(label: str) -> str:
+    """What is wrong with a stack's label ('' when nothing): its title in a stacks file
+    or a recording (`gunicorn (sync worker)`, `meets p99 < 50 ms`), a URL target's
+    label. Words, so only printable (no ESC, BEL, newline or bidi override) and at most
+    200 characters; a `<` or a `|` is escaped by each sink (stackrace.base.printable)."""
+    if label.isprintable() and len(label) <= 200:
+        return ""
+    return (
+        f"stack {label[:80]!r} is not a name stackrace records (printable, at most 200 "
+        "characters): edited or damaged"
+    )
+
+
+def name_in_file_problem(name: str) -> str:
+    """What is wrong with a stack's name read from a file ('' when nothing): the one
+    rule for run files, recordings and journals (NAME_IN_FILE)."""
+    if NAME_IN_FILE.match(name):
+        return ""
+    # repr: the name's control characters shown as escapes, never sent raw
+    return (
+        f"stack name {name[:80]!r} is not one stackrace writes (letters, digits and "
+        ". _ - : = , / @ + [ ], at most 200): edited or damaged"
+    )
 
 
 def display_path(path: Path) -> str:
@@ -76,6 +107,8 @@ def check_def(path: Path, name: str, spec: StackDef) -> None:
 
     if not STACK_NAME.match(name):
         raise bad("name", "use lower-case letters, digits, '.', '_' and '-'")
+    if label_in_file_problem(spec.title):  # shown in every pane, table and recording
+        raise bad("title", "printable text (no control characters), at most 200 characters")
     if not spec.command:
         raise bad("command", "must not be empty")
     if spec.family not in FAMILIES:

@@ -61,7 +61,7 @@ async def check_endpoint(port: int, endpoint: str, tls: ssl.SSLContext | None = 
         try:
             if json.loads(r.body) != json.loads(JSON_BODY):
                 problems.append(f"body {r.body[:60]!r} is not {JSON_BODY}")
-        except ValueError:
+        except (ValueError, RecursionError):  # a server's body nested 100,000 deep
             problems.append(f"body {r.body[:60]!r} is not JSON")
     elif endpoint == "io":
         problems = _common(r, "text/plain")
@@ -232,7 +232,7 @@ async def check_dbjson(port: int, db_conn: Connection, tls: ssl.SSLContext | Non
 def _row(body: bytes) -> tuple[tuple[int, float] | None, str]:
     try:
         doc = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # a server's body nested 100,000 deep
         return None, f"body {body[:60]!r} is not JSON"
     if not isinstance(doc, dict) or set(doc) != {"id", "value"}:
         return None, f"body {body[:60]!r} is not an object with exactly id and value"
@@ -267,6 +267,8 @@ async def check_facts(
             else:
                 doc = json.loads(r.body)
                 reported = doc if isinstance(doc, dict) else {}
+        except RecursionError:  # a server's body nested 100,000 deep
+            problems.append(f"GET {path}: not JSON stackrace reads (nested too deep)")
         except (OSError, TimeoutError, ValueError) as exc:
             problems.append(f"GET {path}: {exc or type(exc).__name__}")
     for key, want in expect.items():

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
+from stackrace.base.printable import terminal
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.plan import RacePlan
 from stackrace.race.live.replay import ReplayPlayer
@@ -110,7 +111,7 @@ class StackraceApp(App[int]):
         if self.session.synthetic:
             self.title = "stackrace — SYNTHETIC DEMO (no servers, no load)"
         if self.notice:  # a stacks file outside the package decides what runs: say so
-            self.notify(self.notice, title="stacks files", timeout=15, markup=False)
+            self.notify(terminal(self.notice), title="stacks files", timeout=15, markup=False)
         if self.show_picker:
             plan = self._remembered(self.plan) if self.remember else self.plan
             self.push_screen(
@@ -151,7 +152,7 @@ class StackraceApp(App[int]):
         await self.push_screen(self.race)
         if plan.note:
             # plain text: "[app]" in a stack's name is not markup (it vanished once)
-            self.notify(plan.note, timeout=12, markup=False)
+            self.notify(terminal(plan.note), timeout=12, markup=False)
 
     async def stop_everything(self) -> None:
         """Stop the load and every stack, once: a second caller (the unmount after `q`)
@@ -206,6 +207,6 @@ def exit_status(app: StackraceApp, rc: int) -> int:
         print(crashlog.one_line("stackrace", app.crash, app.crash_log), file=sys.stderr)
         return crashlog.EXIT_INTERNAL
     if app.start_error is not None:
-        print(f"stackrace: {' '.join(app.start_error.split())}", file=sys.stderr)
+        print(f"stackrace: {terminal(' '.join(app.start_error.split()))}", file=sys.stderr)
         return 1
     return rc or (app.return_code or 0)

@@ -10,10 +10,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Log, Static
 
+from stackrace.base.printable import textual_markup as escape
 from stackrace.race.live.summary import (
     SummaryContext,
     at_breaking,
@@ -44,7 +44,7 @@ class LogScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
-            yield Label(f"Log: {self.title_text}", classes="dialog-title")
+            yield Label(f"Log: {escape(self.title_text)}", classes="dialog-title")
             log = Log(id="log-view", highlight=False)
             yield log
         yield Footer()

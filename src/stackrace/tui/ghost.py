@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.markup import escape
 from textual.widgets import Static
 
+from stackrace.base.printable import textual_markup as escape
 from stackrace.base.slug import slug
 from stackrace.race.playback.ghost import GhostView
 from stackrace.tui.bignum import BigNumber

@@ -25,10 +25,10 @@ from collections import deque
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.markup import escape
 from textual.message import Message
 from textual.widgets import Static
 
+from stackrace.base.printable import textual_markup as escape
 from stackrace.base.slug import slug
 from stackrace.engine.model import WindowStats
 from stackrace.race.core.state import StackState

@@ -14,7 +14,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import (
     Button,
@@ -26,6 +25,7 @@ from textual.widgets import (
     Static,
 )
 
+from stackrace.base.printable import textual_markup as escape
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.plan import RacePlan
 from stackrace.race.core.urls import target_url

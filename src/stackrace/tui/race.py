@@ -16,10 +16,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from stackrace.base.printable import textual_markup as escape
 from stackrace.race.live.page import summary_page
 from stackrace.race.live.session import Session
 from stackrace.race.live.summary import context as summary_context

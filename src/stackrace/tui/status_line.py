@@ -8,8 +8,7 @@ for every pane. Pure functions: stackrace.tui.race puts the text in its widgets.
 
 from __future__ import annotations
 
-from textual.markup import escape
-
+from stackrace.base.printable import textual_markup as escape
 from stackrace.race.core.state import StackState
 from stackrace.race.live.view import SessionView
 

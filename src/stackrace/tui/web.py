@@ -23,6 +23,7 @@ with every outside host unreachable and checks that no request leaves the machin
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import shutil
 import sys
@@ -31,7 +32,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from stackrace.base.webgate import DEFAULT_MAX_SESSIONS, TOKEN_PARAM, WebGate, new_token
+from stackrace.base.printable import terminal
+from stackrace.base.webgate import (
+    DEFAULT_MAX_SESSIONS,
+    TOKEN_PARAM,
+    WebGate,
+    new_token,
+    redact,
+)
 
 # the font textual-serve ships (static/fonts), declared where the page asked Google
 _FONT_FACE = (
@@ -94,6 +102,15 @@ def _owned_server(gate: WebGate) -> type:
         return response
 
     class OwnedServer(Server):
+        def initialize_logging(self) -> None:
+            super().initialize_logging()
+            # every log line after the one that hands out the URL: no token (aiohttp's
+            # access log writes each request line and Referer, `?token=…` included) and
+            # no control character of a request's (its path, its User-Agent)
+            quiet = _TokenFilter(gate.token)
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(quiet)
+
         async def _make_app(self) -> web.Application:
             app = await super()._make_app()
             app.middlewares.append(guard)  # before any handler: a refused request starts nothing
@@ -122,6 +139,22 @@ def _owned_server(gate: WebGate) -> type:
             )
 
     return OwnedServer
+
+
+class _TokenFilter(logging.Filter):
+    """Takes the token out of a log record (stackrace.base.webgate.redact) and makes its
+    text printable (a request's path and headers are a client's)."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self.token = token
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        clean = terminal(redact(text, self.token))
+        if clean != text:
+            record.msg, record.args = clean, None
+        return True
 
 
 def page_url(public_url: str, token: str) -> str:

@@ -62,6 +62,7 @@ from stackrace.report.schema import (
     CapacityProbe,
     Level,
 )
+from stackrace.stacks.validate import name_in_file_problem
 
 JOURNAL_VERSION = 1
 SUFFIX = ".journal"
@@ -281,7 +282,9 @@ def read_journal(path: str) -> tuple[JournalStart, list[Entry]]:
     start: JournalStart | None = None
     for n, line in enumerate(lines, 1):
         try:
-            entry = dec.decode(line)
+            entry = inputfile.parse_json(f"{path}: line {n}", line, dec.decode, typed=True)
+        except inputfile.InputFileError as exc:
+            raise JournalError(str(exc)) from None
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise JournalError(f"{path}: line {n}: not a journal entry ({exc})") from None
         if n == 1:
@@ -311,6 +314,7 @@ def read_journal(path: str) -> tuple[JournalStart, list[Entry]]:
             f"{path}: line 1: its settings do not match the digest written with them (edited "
             "since, or written by an older stackrace): not resumed; start a new run"
         )
+    _check_names(path, start, entries)
     _check_entries(path, start, entries)
     if in_use(path):
         raise JournalError(_busy(path))
@@ -338,6 +342,20 @@ def _check_entries(path: str, start: JournalStart, entries: list[Entry]) -> None
                 f"{path}: line {n}: level {e.level.level} is not one of the run's planned "
                 f"levels ({', '.join(str(x) for x in sorted(planned))})"
             )
+
+
+def _check_names(path: str, start: JournalStart, entries: list[Entry]) -> None:
+    """Every stack name the journal holds follows the rule of a name read from a file
+    (stackrace.stacks.validate.NAME_IN_FILE): a JournalError naming the file, else."""
+    names = [st.name for st in start.run.stacks]
+    names += [
+        e.stack
+        for e in entries
+        if isinstance(e, JournalStack | JournalLevel | JournalProbe | JournalDone)
+    ]
+    bad = next((b for b in map(name_in_file_problem, names) if b), "")
+    if bad:
+        raise JournalError(f"{path}: {bad}")
 
 
 class Resumed:

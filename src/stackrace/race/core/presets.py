@@ -78,7 +78,9 @@ def preset_path(name: str) -> Path:
 def load_preset(name: str) -> Preset:
     path = preset_path(name)
     try:
-        raw: dict[str, Any] = tomllib.loads(inputfile.read_text(path, limit=inputfile.MiB))
+        raw: dict[str, Any] = inputfile.parse_toml(
+            str(path), inputfile.read_text(path, limit=inputfile.MiB)
+        )
     except inputfile.InputFileError as exc:
         if path.parent == PRESETS_DIR and not path.exists():
             known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.toml")))

@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from stackrace.base import paths
+from stackrace.base import inputfile, paths
 from stackrace.base.atomicfile import write_atomic
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.plan import RacePlan
@@ -101,7 +101,7 @@ def load_choices(path: Path | None = None) -> Choices | None:
     """The last choices, or None when there are none or they are not valid."""
     path = path or choices_file()
     try:
-        raw = msgspec.json.decode(path.read_bytes())
+        raw = inputfile.parse_json(str(path), inputfile.read_bytes(path, limit=inputfile.MiB))
         if not isinstance(raw, dict):
             return None
         settings = from_mapping({k: raw[k] for k in PICKED if k in raw}, str(path))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from stackrace.base.printable import terminal
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import EngineSnapshot, TargetSpec
 from stackrace.race.core.clock import RealClock
@@ -131,7 +132,8 @@ class ReplayMember:
         return None
 
     def log_tail(self, lines: int = 20) -> list[str]:
-        return (self.log or ["(replay: no log was recorded)"])[-lines:]
+        # a recording's lines are a file's text: printable, whoever wrote them
+        return [terminal(line) for line in (self.log or ["(replay: no log was recorded)"])[-lines:]]
 
     def sample(self) -> ResourceSample | None:
         return self.resources

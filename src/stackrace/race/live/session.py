@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from stackrace.base.printable import terminal
 from stackrace.race.core.cleanstart import CleanStart
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.members import LoadEngine
@@ -364,7 +365,8 @@ class Session:
         if m is None:
             return ""
         text = "\n".join(m.handle.log_tail(lines))
-        return f"engine refused it: {m.refused}\n{text}" if m.refused else text
+        text = f"engine refused it: {m.refused}\n{text}" if m.refused else text
+        return terminal(text, newlines=True)  # the log view (`l`) shows a server's bytes
 
     def then_now(self) -> ThenNow | None:
         """The classic experiment's claims judged on the levels measured (None: none)."""

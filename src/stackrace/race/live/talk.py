@@ -58,7 +58,9 @@ class TalkStep:
 
 def parse_talk(text: str, where: str = "talk track") -> list[TalkStep]:
     try:
-        raw = tomllib.loads(text)
+        raw = inputfile.parse_toml(where, text)
+    except inputfile.InputFileError as exc:
+        raise TalkError(str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise TalkError(f"{where}: not valid TOML: {exc}") from None
     steps_raw = raw.get("step")

@@ -51,6 +51,7 @@ from stackrace.rules.levels import LevelLog
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
+from stackrace.stacks.validate import label_in_file_problem
 
 if TYPE_CHECKING:
     from stackrace.race.live.session import Session
@@ -346,7 +347,9 @@ def _read_records(p: Path, stream: BinaryIO | gzip.GzipFile) -> Recording:
         if not line.strip():
             continue
         try:
-            record = _DECODER.decode(line)
+            record = inputfile.parse_json(f"{p}: line {n}", line, _DECODER.decode, typed=True)
+        except inputfile.InputFileError as exc:
+            raise RecordingError(str(exc)) from None
         except msgspec.DecodeError as exc:
             if n > 1 and not line.endswith(b"\n"):
                 truncated = True  # the last line of a recording cut short
@@ -354,6 +357,16 @@ def _read_records(p: Path, stream: BinaryIO | gzip.GzipFile) -> Recording:
             raise RecordingError(f"{p}: line {n}: not a stackrace recording ({exc})") from None
         if not records and not isinstance(record, Header):
             raise RecordingError(f"{p}: not a stackrace recording (no header)")
+        members = (
+            record.members
+            if isinstance(record, Header)
+            else [record.member]
+            if isinstance(record, NewMember)
+            else []
+        )
+        bad_name = next((b for b in (label_in_file_problem(m.name) for m in members) if b), "")
+        if bad_name:
+            raise RecordingError(f"{p}: line {n}: {bad_name}")
         # (JSON holds no NaN or infinity, and a number out of range is a decode error: a
         # figure is bad only when negative, so a line with no "-digit" after ':' ',' '['
         # is not walked: an hour's recording holds millions of figures)
