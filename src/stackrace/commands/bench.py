@@ -155,8 +155,8 @@ def run(args: argparse.Namespace) -> int:
         if start.capacity is not None:
             args.capacity = True
             args.budget, args.precision = start.capacity.budget_s, start.capacity.precision
-        if args.json_out is None and args.resume.endswith(".json.journal"):
-            args.json_out = args.resume.removesuffix(".journal")  # the run it was beside
+        # every file the first run wrote, written again whole
+        runguard.resume_outputs("stackrace bench", args.resume, start.outputs, args)
     outputs = {"--json": args.json_out, "--csv": args.csv_out, "--markdown": args.md_out}
     problem = check_output_paths({**outputs, "--chart": args.chart_out, "--junit": args.junit_out})
     if problem:  # before any load: a run is never thrown away for a bad path
@@ -305,6 +305,7 @@ def _run_locked(
             capacity=CapacitySpec(plan.capacity.budget_s, plan.capacity.precision)
             if plan.capacity is not None
             else None,
+            outputs=runguard.record_outputs(where, args),
         )
         plan.journal = runguard.open_journal("stackrace bench", where, start)
         if plan.journal is not None:

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from stackrace.base.errors import StackraceError
 from stackrace.race.core import runlocks
-from stackrace.race.core.journal import Journal, JournalStart, beside
+from stackrace.race.core.journal import SUFFIX, Journal, JournalStart, beside
 from stackrace.supervise import hurry
 
 EXIT_SHARED = 75  # sysexits.h EX_TEMPFAIL: another run holds these cores; try again later
@@ -110,6 +110,57 @@ class JournalInUse(StackraceError):
     """A journal is where this run's would go: an unfinished run's, never overwritten."""
 
     exit_code = 2
+
+
+# the files a bench or a tune writes, by option, and where argparse keeps each (a command
+# without one of them has no such attribute)
+OUTPUTS = {
+    "--json": "json_out",
+    "--csv": "csv_out",
+    "--markdown": "md_out",
+    "--chart": "chart_out",
+    "--junit": "junit_out",
+}
+
+
+def record_outputs(journal: Path, args: argparse.Namespace) -> dict[str, str]:
+    """The files this run writes, as its journal keeps them (JournalStart.outputs): a
+    file in the journal's directory (or below it) by its path from there, any other by
+    its absolute path."""
+    base = journal.expanduser().resolve().parent
+    out: dict[str, str] = {}
+    for option, dest in OUTPUTS.items():
+        given = getattr(args, dest, None)
+        if given:
+            full = Path(given).expanduser().resolve()
+            out[option] = str(full.relative_to(base)) if full.is_relative_to(base) else str(full)
+    return out
+
+
+def resume_outputs(prog: str, journal: str, recorded: dict[str, str], args: argparse.Namespace) -> None:
+    """`--resume`: every file the first run wrote is written again by this one, with the
+    whole run (the first one's Markdown said "Interrupted"): each option not given now
+    takes the journal's file (a journal from before they were kept, `out.json.journal`:
+    `out.json`, the file it was beside). Only files in the journal's directory or below:
+    a journal is a file someone can hand you, and its word alone writes nowhere else; a
+    line says which option to give for any other."""
+    if getattr(args, "json_out", "") is None and journal.endswith(".json" + SUFFIX):
+        args.json_out = journal.removesuffix(SUFFIX)  # the run it was beside
+    base = Path(journal).expanduser().resolve().parent
+    for option, name in sorted(recorded.items()):
+        dest = OUTPUTS.get(option)
+        if dest is None or not hasattr(args, dest) or getattr(args, dest):
+            continue  # not this command's, or given again (the command line wins)
+        rel = Path(name)
+        if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+            print(
+                f"{prog}: the first run also wrote {name!r} ({option}): not in the journal's "
+                f"directory, so not written again on the journal's word; give {option} "
+                "to write it",
+                file=sys.stderr,
+            )
+            continue
+        setattr(args, dest, str(base / rel))
 
 
 def open_journal(prog: str, path: Path, start: JournalStart) -> Journal | None:

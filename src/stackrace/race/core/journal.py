@@ -72,6 +72,10 @@ class JournalStart(msgspec.Struct, tag="start", tag_field="kind", forbid_unknown
     version: int = JOURNAL_VERSION
     capacity: CapacitySpec | None = None
     tune: TuneSpec | None = None
+    # the files the run was asked to write, by option ("--markdown": "run.md"): relative
+    # to the journal's directory when there, so `--resume` rewrites each of them
+    # (commands/runguard.py resume_outputs)
+    outputs: dict[str, str] = {}
 
 
 class JournalStack(msgspec.Struct, tag="stack", tag_field="kind", forbid_unknown_fields=True):
