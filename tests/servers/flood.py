@@ -23,7 +23,7 @@ import sys
 import threading
 
 CHUNK = 16 * 1024 * 1024
-HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000000000\r\n\r\n"
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n"  # a TB: never all sent
 STATS = {"connections": 0, "bytes": 0}
 _lock = threading.Lock()
 

@@ -137,7 +137,9 @@ def record_outputs(journal: Path, args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
-def resume_outputs(prog: str, journal: str, recorded: dict[str, str], args: argparse.Namespace) -> None:
+def resume_outputs(
+    prog: str, journal: str, recorded: dict[str, str], args: argparse.Namespace
+) -> None:
     """`--resume`: every file the first run wrote is written again by this one, with the
     whole run (the first one's Markdown said "Interrupted"): each option not given now
     takes the journal's file (a journal from before they were kept, `out.json.journal`:
