@@ -144,10 +144,16 @@ def _is_engine(pid: int) -> bool:
         return False
 
 
+# STACKRACE_CLUSTER_REPEAT=N runs the load test N times in one session (one Ray cluster
+# started), beside a burner for issue 47's tally; CI runs it once
+REPEAT = int(os.environ.get("STACKRACE_CLUSTER_REPEAT", "1"))
+
+
 @needs_ray
 @pytest.mark.cluster
 @pytest.mark.slow
-def test_load_command_on_the_cluster(ray_cluster: LocalCluster, server: TestServer):
+@pytest.mark.parametrize("run", range(REPEAT))
+def test_load_command_on_the_cluster(ray_cluster: LocalCluster, server: TestServer, run: int):
     out = subprocess.run(
         [
             *STACKRACE,
@@ -180,10 +186,12 @@ def test_load_command_on_the_cluster(ray_cluster: LocalCluster, server: TestServ
     # every request sent is answered, failed or still waiting
     said = {k: result.get(k) for k in ("errors", "lost", "interrupted")}
     assert total["requests"] + total["waiting"] + sum(total["failures"].values()) == total["sent"]
-    # the server saw every request counted sent, but perhaps the few on the wire at the
-    # stop (one per connection). A stop inside the driver's tick once dropped replies
-    # already taken (~20 % of the sent count: tests/integration/test_engine_stop.py).
-    assert served - 4 <= total["sent"] <= served, (total["sent"], served, said)
+    # the server saw every request counted sent, and no other: kept alive, every request
+    # still waiting at the stop had been written. A stop inside the driver's tick once
+    # dropped replies already taken (~20 % of the sent count:
+    # tests/integration/test_engine_stop.py).
+    print(f"cluster load {run}: sent {total['sent']:,}, served {served:,}")
+    assert total["sent"] == served, (total["sent"], served, said)
 
 
 def test_cluster_option_without_ray_says_how_to_install(tmp_path: Path):

@@ -174,19 +174,22 @@ def test_after_a_full_disk_the_closing_line_says_what_the_journal_lost(tmp_path:
 def test_a_resume_writes_every_output_the_first_run_named(tmp_path: Path) -> None:
     first = argparse.Namespace(
         json_out=None,
-        csv_out="out.csv",
+        csv_out=str(tmp_path / "out.csv"),
         md_out=str(tmp_path / "r.md"),
-        chart_out=None,
+        chart_out="/elsewhere/chart.svg",
         junit_out="-",
     )
-    named = runguard.named_outputs(first)
-    assert named == {"--csv": str(Path("out.csv").absolute()), "--markdown": str(tmp_path / "r.md")}
+    where = tmp_path / "out.journal"
+    named = runguard.record_outputs(where, first)
+    # beside the journal by their path from there; another by its whole path; "-" none
+    assert named == {"--csv": "out.csv", "--markdown": "r.md", "--chart": "/elsewhere/chart.svg"}
     path = _journal(tmp_path, outputs=named)
     start, _ = read_journal(str(path))
     again = argparse.Namespace(json_out=None, csv_out=None, md_out="mine.md", chart_out=None)
-    runguard.restore_outputs(again, start.outputs)
-    assert again.csv_out == named["--csv"]  # dropped before: the first run's --csv
+    runguard.resume_outputs("stackrace bench", str(path), start.outputs, again)
+    assert again.csv_out == str(tmp_path / "out.csv")  # dropped before: the first run's --csv
     assert again.md_out == "mine.md"  # given again: the resume's own
+    assert again.chart_out is None  # not beside the journal: not on the journal's word
 
 
 def test_an_interrupted_search_claims_no_capacity_in_its_json() -> None:

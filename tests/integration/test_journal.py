@@ -72,6 +72,7 @@ def entries(journal: Path) -> list[dict]:
 
 def test_kill_9_in_level_3_of_4_keeps_levels_1_and_2_and_resume_finishes(tmp_path: Path):
     out = tmp_path / "run.json"
+    md, csv = tmp_path / "run.md", tmp_path / "run.csv"
     journal = tmp_path / "run.json.journal"
     # a path answered 50 ms late (tests/servers/testserver.py /delay): what is journalled
     # is the same, and 16 connections send 320 req/s, not /hello's full throttle on both
@@ -79,7 +80,8 @@ def test_kill_9_in_level_3_of_4_keeps_levels_1_and_2_and_resume_finishes(tmp_pat
     proc = start(
         "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
         "--concurrency", "2,4,8,16", "--duration", "1s", "--warmup", "0.2s",
-        "--path", "/delay?ms=50", "--json", str(out),
+        "--path", "/delay?ms=50", "--json", str(out), "--markdown", str(md),
+        "--csv", str(csv),
     )  # fmt: skip
     wait_for_line(proc, "c=4 ")  # level 2 is measured: level 3 is under way
     time.sleep(0.3)
@@ -101,6 +103,11 @@ def test_kill_9_in_level_3_of_4_keeps_levels_1_and_2_and_resume_finishes(tmp_pat
     measured = [lv["concurrency"] for lv in run["stacks"][0]["levels"]]
     assert sorted(measured) == [2, 4, 8, 16] and measured[:2] == [2, 4], measured
     assert run["interrupted"] is None
+    # every file the first run was asked for, written by the resume (issue 47), though
+    # only the journal was named: each level in the CSV once
+    assert "plain" in md.read_text()
+    rows = [ln for ln in csv.read_text().splitlines()[1:] if ln.strip()]
+    assert len(rows) == 4, rows
     assert not journal.exists()  # the run ended whole: its journal's job is done
 
 
@@ -165,6 +172,16 @@ def test_ctrl_c_in_a_tune_exits_130_marked_interrupted_without_a_winner(tmp_path
     assert "Interrupted (Ctrl-C)" in md.read_text()
     journal = Path(str(out) + ".journal")
     assert journal.exists() and any(e["kind"] == "probe" for e in entries(journal))
+    # issue 47: --resume measures the rest and writes again every file the first run
+    # wrote, not only the JSON (its Markdown kept saying "Interrupted (Ctrl-C)")
+    md.write_text("the first run's")
+    r = run_cli("--stacks-file", str(stacks), "tune", "--resume", str(journal), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = json.loads(out.read_text())
+    assert run["interrupted"] is None and run["tune"]["winner"] == "fixed:workers=16", run["tune"]
+    text = md.read_text()
+    assert "Interrupted" not in text and "fixed:workers=16" in text, text
+    assert not journal.exists()  # the run ended whole
 
 
 def test_a_killed_tune_resumes_to_the_answer_of_an_uninterrupted_one(tmp_path: Path):

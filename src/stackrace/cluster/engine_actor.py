@@ -86,8 +86,17 @@ class EngineHost:
                 return
 
     def why_ended(self) -> str:
-        """Why the engine ended on its own ("" if it did not)."""
-        return self.orphaned
+        """Why the engine ended on its own ("" if it did not): the driver's silence, or
+        its exit status (a negative one: the signal that ended it), so that an engine that
+        exits at start is not a mystery (its stderr is this actor's, in Ray's logs)."""
+        if self.orphaned:
+            return self.orphaned
+        code = self._proc.returncode if self._proc is not None else None
+        if not code:  # running, or ended as asked (stdin closed, Stop)
+            return ""
+        if code > 0:
+            return f"the engine process exited with status {code}"
+        return f"the engine process was ended by signal {-code}"
 
     def pid(self) -> int | None:
         """The engine process's pid on this node (for tests and messages)."""

@@ -156,9 +156,8 @@ def run(args: argparse.Namespace) -> int:
         if start.capacity is not None:
             args.capacity = True
             args.budget, args.precision = start.capacity.budget_s, start.capacity.precision
-        runguard.restore_outputs(args, start.outputs)  # every file the first run named
-        if args.json_out is None and args.resume.endswith(".json.journal"):
-            args.json_out = args.resume.removesuffix(".journal")  # the run it was beside
+        # every file the first run wrote, written again whole
+        runguard.resume_outputs("stackrace bench", args.resume, start.outputs, args)
     outputs = {"--json": args.json_out, "--csv": args.csv_out, "--markdown": args.md_out}
     pages = {"--html": args.html_out, "--series-csv": args.series_csv_out}
     problem = check_output_paths(
@@ -317,7 +316,7 @@ def _run_locked(
             capacity=CapacitySpec(plan.capacity.budget_s, plan.capacity.precision)
             if plan.capacity is not None
             else None,
-            outputs=runguard.named_outputs(args),
+            outputs=runguard.record_outputs(where, args),
         )
         plan.journal = runguard.open_journal("stackrace bench", where, start)
         if plan.journal is not None:

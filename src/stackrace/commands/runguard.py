@@ -16,8 +16,8 @@ share its cores, its journal, and the signals that end it.
   resume it, or remove it). A run that ends whole and writes its files removes its
   journal; an interrupted one keeps it and says how to resume, truly (`kept_line`: a
   journal that stopped taking entries holds only what came before). The output files
-  asked for go into the journal's start (`named_outputs`), and a resume writes each
-  (`restore_outputs`).
+  asked for go into the journal's start (`record_outputs`), and a resume writes each
+  that lies in the journal's directory (`resume_outputs`).
 - **Signals**: `interruptible` runs a coroutine with Ctrl-C, SIGTERM and SIGHUP
   cancelling it cleanly (stacks stopped, results kept) and returns which one came;
   a second signal while the stacks stop kills them at once.
@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from stackrace.base.errors import StackraceError
 from stackrace.race.core import runlocks
-from stackrace.race.core.journal import Journal, JournalStart, beside
+from stackrace.race.core.journal import SUFFIX, Journal, JournalStart, beside
 from stackrace.supervise import hurry
 
 EXIT_SHARED = 75  # sysexits.h EX_TEMPFAIL: another run holds these cores; try again later
@@ -131,6 +131,61 @@ class JournalInUse(StackraceError):
     exit_code = 2
 
 
+# the files a bench or a tune writes, by option, and where argparse keeps each (a command
+# without one of them has no such attribute)
+OUTPUTS = {
+    "--json": "json_out",
+    "--csv": "csv_out",
+    "--markdown": "md_out",
+    "--chart": "chart_out",
+    "--junit": "junit_out",
+    "--html": "html_out",
+    "--series-csv": "series_csv_out",
+}
+
+
+def record_outputs(journal: Path, args: argparse.Namespace) -> dict[str, str]:
+    """The files this run writes, as its journal keeps them (JournalStart.outputs): a
+    file in the journal's directory (or below it) by its path from there, any other by
+    its absolute path."""
+    base = journal.expanduser().resolve().parent
+    out: dict[str, str] = {}
+    for option, dest in OUTPUTS.items():
+        given = getattr(args, dest, None)
+        if given and given != "-":  # "-" is standard output: nothing to write again
+            full = Path(given).expanduser().resolve()
+            out[option] = str(full.relative_to(base)) if full.is_relative_to(base) else str(full)
+    return out
+
+
+def resume_outputs(
+    prog: str, journal: str, recorded: dict[str, str], args: argparse.Namespace
+) -> None:
+    """`--resume`: every file the first run wrote is written again by this one, with the
+    whole run (the first one's Markdown said "Interrupted"): each option not given now
+    takes the journal's file (a journal from before they were kept, `out.json.journal`:
+    `out.json`, the file it was beside). Only files in the journal's directory or below:
+    a journal is a file someone can hand you, and its word alone writes nowhere else; a
+    line says which option to give for any other."""
+    if getattr(args, "json_out", "") is None and journal.endswith(".json" + SUFFIX):
+        args.json_out = journal.removesuffix(SUFFIX)  # the run it was beside
+    base = Path(journal).expanduser().resolve().parent
+    for option, name in sorted(recorded.items()):
+        dest = OUTPUTS.get(option)
+        if dest is None or not hasattr(args, dest) or getattr(args, dest):
+            continue  # not this command's, or given again (the command line wins)
+        rel = Path(name)
+        if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+            print(
+                f"{prog}: the first run also wrote {name!r} ({option}): not in the journal's "
+                f"directory, so not written again on the journal's word; give {option} "
+                "to write it",
+                file=sys.stderr,
+            )
+            continue
+        setattr(args, dest, str(base / rel))
+
+
 def open_journal(prog: str, path: Path, start: JournalStart) -> Journal | None:
     """A new journal; None after one line when the disk refuses it (the run goes on
     without one: its figures are still printed and written). JournalInUse when one is
@@ -153,36 +208,6 @@ def open_journal(prog: str, path: Path, start: JournalStart) -> Journal | None:
 
 # the output options a journal remembers, and their argparse names: a resume writes
 # every file the first run was asked for (`--csv` was dropped)
-OUTPUT_DESTS = {
-    "--json": "json_out",
-    "--csv": "csv_out",
-    "--markdown": "md_out",
-    "--chart": "chart_out",
-    "--junit": "junit_out",
-    "--html": "html_out",
-    "--series-csv": "series_csv_out",
-}
-
-
-def named_outputs(args: argparse.Namespace) -> dict[str, str]:
-    """The output files this run was asked for, by option, as absolute paths (a resume
-    may run in another directory)."""
-    out = {}
-    for option, dest in OUTPUT_DESTS.items():
-        value = getattr(args, dest, None)
-        if value and value != "-":
-            out[option] = str(Path(value).expanduser().absolute())
-    return out
-
-
-def restore_outputs(args: argparse.Namespace, outputs: dict[str, str]) -> None:
-    """A resume's outputs: each the first run named, unless given again."""
-    for option, path in outputs.items():
-        dest = OUTPUT_DESTS.get(option)
-        if dest is not None and hasattr(args, dest) and getattr(args, dest) is None:
-            setattr(args, dest, path)
-
-
 def kept_line(prog: str, journal: Journal | None, kept: str, what: str, head: str = "") -> str:
     """What an interrupted run says of its journal, true after a write failure too: a
     journal that stopped taking entries (a full disk) holds only what came before.

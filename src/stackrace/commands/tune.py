@@ -217,9 +217,8 @@ def run(args: argparse.Namespace) -> int:
         resumed = _resumed(args)
         if resumed is None:
             return 2
-        runguard.restore_outputs(args, resumed[0].outputs)  # every file the first run named
-        if args.json_out is None and args.resume.endswith(".json.journal"):
-            args.json_out = args.resume.removesuffix(".journal")  # the run it was beside
+        # every file the first run wrote, written again whole
+        runguard.resume_outputs(PROG, args.resume, resumed[0].outputs, args)
     problem = check_output_paths(
         {"--json": args.json_out, "--markdown": args.md_out, "--chart": args.chart_out}
     )
@@ -369,7 +368,7 @@ def _tune(
                 stacks=servers, axes=search.space.servers, seed=seed, budget_s=budget,
                 precision=precision,
             ),
-            outputs=runguard.named_outputs(args),
+            outputs=runguard.record_outputs(where, args),
         )  # fmt: skip
         journal, entries = runguard.open_journal(PROG, where, start), []
         if journal is not None:

@@ -61,10 +61,17 @@
 #define CLOSED 3
 
 #define READ_SIZE 65536
+/* Reads on one event before the loop's other work gets a turn (transport.py's
+   _PULL_READS, the same 1 MiB): a socket that a faster writer keeps full never drains,
+   and reading it until it did held the event loop, the engine's reports and timers with
+   it (tests/integration/test_engine_flood.py: reports 3.6-4.6 s apart at 0.25 s asked,
+   against a server writing without pause). What is left is read on the loop's next turn
+   (`more`, through poller.call_soon): edge-triggered, no new edge would come for it. */
+#define READ_BUDGET 16
 #define EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 #define READABLE (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 
-static PyObject *str_dispatcher, *str_call_soon,
+static PyObject *str_dispatcher, *str_call_soon, *str_more,
     *str_connected, *str_data_received, *str_connection_lost, *str_connect_failed,
     *str_on_event, *str_answer, *str_connect_done, *str_report_failure;
 
@@ -75,6 +82,7 @@ typedef struct {
     PyObject_HEAD
     int epfd;
     int dispatching; /* inside a batch: a descriptor closed now goes into `stale` */
+    int yielded; /* a transport left reads for the next turn (READ_BUDGET): no repoll */
     PyObject *handlers; /* Poller.handlers: descriptor -> handler */
     PyObject *stale;    /* Poller.stale: descriptors closed in this batch */
 } Dispatcher;
@@ -95,6 +103,7 @@ typedef struct {
     int frame; /* frame the answers of this connection's requests (_frame.h) */
     int armed; /* a request went out since the last read: the next read may be its answer */
     unsigned long connection; /* counts the connections made (recycle starts another) */
+    unsigned long more; /* the connection whose read past READ_BUDGET is due (`_more`), or 0 */
     PyObject *poller;
     Dispatcher *dispatcher; /* poller.dispatcher: its epoll, handlers and stale set */
     PyObject *protocol; /* None once told of the end, or cancelled */
@@ -680,6 +689,28 @@ static PyObject *established(Transport *self, int sent) {
                                       sent ? Py_True : Py_False, NULL);
 }
 
+/* READ_BUDGET reads done and more may wait: the rest is read on the loop's next turn,
+   `_more(connection, ev)` through poller.call_soon (once: a turn already due reads on),
+   and the dispatcher returns to the loop after this batch. Returns None, or NULL. */
+static PyObject *read_later(Transport *self, unsigned int ev) {
+    self->dispatcher->yielded = 1;
+    if (self->more == self->connection) Py_RETURN_NONE;
+    PyObject *more = PyObject_GetAttr((PyObject *)self, str_more);
+    if (more == NULL) return NULL;
+    PyObject *conn = PyLong_FromUnsignedLong(self->connection);
+    PyObject *evs = PyLong_FromUnsignedLong(ev & READABLE);
+    PyObject *r = conn && evs ? PyObject_CallMethodObjArgs(self->poller, str_call_soon, more,
+                                                           conn, evs, NULL)
+                              : NULL;
+    Py_XDECREF(conn);
+    Py_XDECREF(evs);
+    Py_DECREF(more);
+    if (r == NULL) return NULL;
+    Py_DECREF(r);
+    self->more = self->connection;
+    Py_RETURN_NONE;
+}
+
 /* One read's bytes (decrypted, on TLS) to the protocol: if they are the first after a
    request and one whole ordinary response (_frame.h), its status and size (`answer`),
    else the bytes (`data_received`). NULL with an exception set. */
@@ -764,7 +795,8 @@ static PyObject *tls_on_event(Transport *self, unsigned int ev) {
     if (!(ev & READABLE) || self->state == CLOSED) Py_RETURN_NONE;
     if (self->state == OPEN && !self->reading) Py_RETURN_NONE;
     unsigned long connection = self->connection;
-    for (;;) {
+    for (int reads = 0;; reads++) {
+        if (reads == READ_BUDGET) return read_later(self, ev);
         ssize_t n = recv(self->fd, buf, READ_SIZE, 0);
         int drained = 0, eof = n == 0;
         if (n < 0) {
@@ -804,7 +836,8 @@ static PyObject *on_event(Transport *self, unsigned int ev) {
     if (self->state == OPEN) {
         if ((ev & EPOLLOUT) && self->out != NULL && flush(self) < 0) return NULL;
         if (!(ev & READABLE) || !self->reading || self->state != OPEN) Py_RETURN_NONE;
-        for (;;) {
+        for (int reads = 0;; reads++) {
+            if (reads == READ_BUDGET) return read_later(self, ev);
             ssize_t n = recv(self->fd, buf, READ_SIZE, 0);
             if (n < 0) {
                 if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) Py_RETURN_NONE;
@@ -856,6 +889,20 @@ static PyObject *Transport_on_event(Transport *self, PyObject *arg) {
     unsigned long ev = PyLong_AsUnsignedLong(arg);
     if (ev == (unsigned long)-1 && PyErr_Occurred()) return NULL;
     return on_event(self, (unsigned int)ev);
+}
+
+/* the read left for this turn by read_later: for the same connection only (a recycled
+   transport's next one has edges of its own), and while it is open (or, TLS, in its
+   handshake) */
+static PyObject *Transport_more(Transport *self, PyObject *args) {
+    unsigned long connection;
+    unsigned int ev;
+    if (!PyArg_ParseTuple(args, "kI", &connection, &ev)) return NULL;
+    if (self->more == connection) self->more = 0;
+    if (connection != self->connection || self->fd < 0 ||
+        (self->state != OPEN && self->state != HANDSHAKE))
+        Py_RETURN_NONE;
+    return on_event(self, ev);
 }
 
 /* --- what a protocol calls ---------------------------------------------------------------- */
@@ -968,6 +1015,7 @@ static PyMethodDef Transport_methods[] = {
     {"cancel", (PyCFunction)Transport_cancel, METH_NOARGS, NULL},
     {"recycle", (PyCFunction)Transport_recycle, METH_VARARGS, NULL},
     {"_report_failure", (PyCFunction)Transport_report_failure, METH_VARARGS, NULL},
+    {"_more", (PyCFunction)Transport_more, METH_VARARGS, NULL},
     {"detach", (PyCFunction)Transport_detach, METH_O, NULL},
     {"get_write_buffer_size", (PyCFunction)Transport_get_write_buffer_size, METH_NOARGS, NULL},
     {"pause_reading", (PyCFunction)Transport_pause_reading, METH_NOARGS, NULL},
@@ -1088,8 +1136,12 @@ static int run_batch(Dispatcher *self) {
 
 static PyObject *Dispatcher_call(Dispatcher *self, PyObject *args, PyObject *kw) {
     self->dispatching = 1;
+    self->yielded = 0;
     int n = run_batch(self);
-    for (int k = 0; k < REPOLL && n > 0; k++) {
+    /* (not after a batch in which a transport left reads for later, READ_BUDGET: a
+       writer that keeps a socket full gives it a new edge at once, and repolling would
+       read it again before the loop's other work had its turn) */
+    for (int k = 0; k < REPOLL && n > 0 && !self->yielded; k++) {
         if (PySet_GET_SIZE(self->stale) && PySet_Clear(self->stale) < 0) return NULL;
         n = run_batch(self);
     }
@@ -1152,6 +1204,7 @@ PyMODINIT_FUNC PyInit__cycle(void) {
     frame_init();
     INTERN(str_dispatcher, "dispatcher");
     INTERN(str_call_soon, "call_soon");
+    INTERN(str_more, "_more");
     INTERN(str_connected, "connected");
     INTERN(str_data_received, "data_received");
     INTERN(str_connection_lost, "connection_lost");

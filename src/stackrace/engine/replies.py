@@ -94,7 +94,9 @@ class EngineProc:
                 errors.append(msg.message)
         self.exited = True
         if not self.ready.done():
-            self.ready.set_exception(failed(f"engine process {self.index} exited at start"))
+            # what its link said of the end (a remote engine's exit status), when it did
+            why = f" ({self.last_error})" if self.last_error else ""
+            self.ready.set_exception(failed(f"engine process {self.index} exited at start{why}"))
         self.reports.put_nowait(ReportMsg(seq=-1, seconds=0.0, cpu=0.0, targets=[], final=True))
 
     async def take(self, deadline: float, final: bool) -> list[ReportMsg]:

@@ -267,7 +267,9 @@ def main() -> None:
     if not stat.S_ISFIFO(os.fstat(0).st_mode) and not stat.S_ISSOCK(os.fstat(0).st_mode):
         sys.exit("stackrace engine: stdin must be the driver's pipe (see engine/channel.py)")
     if not follow_parent(signal.SIGKILL):
-        return  # the parent died before we could ask to follow it
+        # the parent died before we could ask to follow it: said, and not status 0 (a
+        # remote engine's actor reports the status: cluster/engine_actor.py)
+        sys.exit("stackrace engine: its parent ended before the engine could follow it")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     fine_timer_slack()  # rate mode's sends are due to the microsecond (timer.py)
     # Everything imported so far lives as long as the process: keep the cyclic collector

@@ -91,8 +91,9 @@ class JournalStart(msgspec.Struct, tag="start", tag_field="kind", forbid_unknown
     version: int = JOURNAL_VERSION
     capacity: CapacitySpec | None = None
     tune: TuneSpec | None = None
-    # the output files the run was asked for, by option ("--csv" → path): a resume
-    # writes each of them
+    # the files the run was asked to write, by option ("--markdown": "run.md"): relative
+    # to the journal's directory when there, so `--resume` rewrites each of them
+    # (commands/runguard.py resume_outputs)
     outputs: dict[str, str] = {}
     digest: str = ""  # settings_digest of the above, written by Journal.create
 
