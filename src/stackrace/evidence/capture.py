@@ -55,8 +55,8 @@ from stackrace.stacks.listen import listen_state
 from stackrace.stacks.logwatch import LogWatch
 from stackrace.supervise.sweep import descendants
 
-RATE = 10.0  # rounds a second, at most
-DUMPS_PER_SECOND = 24.0  # py-spy dumps a second, at most, over all processes
+RATE = 20.0  # rounds a second, at most
+DUMPS_PER_SECOND = 40.0  # py-spy dumps a second, at most, over all processes
 RESCAN_S = 0.5  # how often the process tree is found again
 MAX_COLLAPSED = 2000  # distinct stacks kept for the flame graph; the rest are "(other)"
 _EXIT_SIGNS = ("WORKER TIMEOUT", "worker respawned", "child exited")
@@ -95,6 +95,7 @@ class _Rounds:
     seen: set[int] = field(default_factory=set)  # every pid of the tree seen
     gone: set[int] = field(default_factory=set)  # … and seen no more
     not_sampled: str = ""
+    failed: str = ""  # the last dump that failed (not for lack of permission)
     rounds: int = 0
 
 
@@ -219,7 +220,13 @@ async def _round(
         try:
             text = await dump(pyspy, pid)
         except PySpyError as exc:
-            g.not_sampled = g.not_sampled or str(exc)
+            # a permission refused stops the sampling; any other failure (non-blocking
+            # reads race the worker's own writes: "Failed to get stack traces") is one
+            # lost sample, said only when no sample was taken at all
+            if exc.permanent:
+                g.not_sampled = str(exc)
+            else:
+                g.failed = str(exc)
             return
         syscalls = watch.read()  # at once after the dump: the same instant, near enough
         if text:
@@ -276,8 +283,8 @@ def _window(
         level=level,
         started=started,
         seconds=elapsed,
-        sampled=bool(serving) and not (g.not_sampled and not g.samples),
-        not_sampled=g.not_sampled if not serving else "",
+        sampled=bool(serving),
+        not_sampled="" if serving else (g.not_sampled or g.failed or "no Python thread seen"),
         samples=total,
         threads=len({(s.pid, s.thread) for s in serving}),
         states=dict(states),

@@ -40,7 +40,7 @@ from stackrace.evidence.model import (
     ThreadState,
 )
 
-MIN_SAMPLES = 60  # fewer thread samples than this: said in `confidence`
+MIN_SAMPLES = 30  # fewer thread samples: said in `confidence` (a share ±9 points)
 GC_SHARE = 0.20
 LOOP_SHARE = 0.30
 LOCK_SHARE = 0.30
@@ -70,6 +70,22 @@ def _pct(share: float) -> str:
 def _top(window: EvidenceWindow, *states: ThreadState) -> FrameShare | None:
     """The app's function with most samples in one of `states`."""
     found = [f for f in window.frames if f.state in states]
+    return max(found, key=lambda f: f.samples) if found else None
+
+
+def _top_except(
+    window: EvidenceWindow, state: ThreadState, waiters: FrameShare | None
+) -> FrameShare | None:
+    """The top function in `state` not at the waiters' own line."""
+    found = [
+        f
+        for f in window.frames
+        if f.state is state
+        and (
+            waiters is None
+            or (f.function, f.file, f.line) != (waiters.function, waiters.file, waiters.line)
+        )
+    ]
     return max(found, key=lambda f: f.samples) if found else None
 
 
@@ -247,8 +263,10 @@ def _lock(window: EvidenceWindow, n: int) -> Cause:
     site = _top_wait(window, ThreadState.LOCK_WAIT)
     if site is not None and (top is None or site.function != top.function):
         sentence += f", at {site.where()},"
-    holder = _top(window, ThreadState.BLOCKED)
-    running = _top(window, ThreadState.ON_CPU)
+    # the holder is elsewhere than the waiters: a sample at the waiters' own line in
+    # another state is a waiter caught as it got the lock or gave it back
+    holder = _top_except(window, ThreadState.BLOCKED, top)
+    running = _top_except(window, ThreadState.ON_CPU, top)
     if holder is not None and window.share(ThreadState.BLOCKED) * n >= 0.3:
         sentence += f" while its holder sleeps{_elsewhere(holder, top)}"
     elif running is not None:
