@@ -4,6 +4,7 @@ calls gc.collect() to keep its memory down does): each full collection walks the
 heap. Known answer: gc, in make_report."""
 
 import gc
+import itertools
 
 
 class Node:
@@ -14,7 +15,7 @@ class Node:
 # ~300,000 objects in cycles that live as long as the process
 HEAP = [[Node() for _ in range(100)] for _ in range(1500)]
 for group in HEAP:
-    for a, b in zip(group, group[1:]):
+    for a, b in itertools.pairwise(group):
         a.peer, b.peer = b, a
 
 
