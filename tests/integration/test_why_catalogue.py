@@ -30,6 +30,8 @@ from stackrace.evidence.capture import CaptureTarget, capture_window
 from stackrace.evidence.model import CauseKind, EvidenceWindow
 from stackrace.rules.cause import name_cause
 from stackrace.supervise.procs import die_with_parent
+from stackrace.stacks.launcher import Launcher
+from tests.conftest_stacks import real_stack
 from tests.helpers import CLI, free_port, needs_mariadb
 
 CAUSES = Path(__file__).parents[1] / "apps" / "causes"
@@ -120,11 +122,13 @@ def serving(case: Case, env: dict[str, str] | None = None) -> Iterator[tuple[int
 
 
 @contextlib.asynccontextmanager
-async def loaded(port: int, concurrency: int, seconds: float) -> AsyncIterator[None]:
+async def loaded(
+    port: int, concurrency: int, seconds: float, path: str = "/"
+) -> AsyncIterator[None]:
     """`stackrace load` on the port for `seconds`, as a user runs it; the block runs once
     the load has built its queues (WARM_S)."""
     load = await asyncio.create_subprocess_exec(
-        *CLI, "load", f"http://127.0.0.1:{port}/", "-c", str(concurrency),
+        *CLI, "load", f"http://127.0.0.1:{port}{path}", "-c", str(concurrency),
         "-d", f"{seconds:.0f}s", "--timeout", "10s",
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, preexec_fn=die_with_parent(),
@@ -178,3 +182,44 @@ async def test_a_pool_smaller_than_the_threads_is_the_db_pool(tmp_path: Path) ->
         assert "the pool holds 2 (2 in use)" in said
     finally:
         db.reset(wipe=True)
+    print(said)
+
+
+async def test_a_go_server_is_judged_from_the_kernel_alone(tmp_path: Path) -> None:
+    """Go cannot be sampled: the window says so, and the kernel's side (its threads on
+    CPU, its one core used: GOMAXPROCS=1) names cpu, with no function to name."""
+    stack = real_stack("go-nethttp:workers=1")
+    async with Launcher(tmp_path) as launcher:
+        rs = await launcher.start(stack)
+        target = CaptureTarget(root_pid=rs.root_pids[0], port=rs.port)
+        async with loaded(rs.port, 64, WARM_S + WINDOW_S + 2, path="/json"):
+            window = await capture_window(target, stack=stack.name, level=64, seconds=WINDOW_S)
+    cause = name_cause(window)
+    said = f"go: {cause.kind} — {cause.sentence} [{cause.confidence}]"
+    assert not window.sampled and window.not_sampled, said
+    assert "not a Python process" in window.not_sampled
+    assert cause.kind is CauseKind.CPU, f"{said}\n{window.processes}"
+    assert cause.function is None and "kernel" in cause.confidence
+    print(said)
+
+
+BUSY_CASES = [
+    c for c in CASES if c.id in ("blocking-io-sync", "cpu-one-process", "lock-across-wait")
+]
+
+
+async def test_causes_are_named_the_same_beside_a_cpu_burner() -> None:
+    """A busy machine (half of each core burnt by another process) must not change the
+    answer: the states come from the threads, not from how fast they ran."""
+    burner = subprocess.Popen(
+        [sys.executable, str(BURNER), "--share", "0.5", "--seconds", "90"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=die_with_parent(),
+    )  # fmt: skip
+    try:
+        for case in BUSY_CASES:
+            with serving(case) as (pid, port):
+                _, said = await judge(case, _target(pid, port))
+            print("beside the burner:", said)
+    finally:
+        burner.terminate()
+        burner.wait()

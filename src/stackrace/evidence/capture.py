@@ -96,6 +96,7 @@ class _Rounds:
     gone: set[int] = field(default_factory=set)  # … and seen no more
     not_sampled: str = ""
     failed: str = ""  # the last dump that failed (not for lack of permission)
+    python: bool = False  # a Python process was in the tree
     rounds: int = 0
 
 
@@ -139,6 +140,7 @@ async def capture_window(
     g.seen.update(tree)
     g.initial.update(tree)
     sampled = _sampled_pids(tree)
+    g.python = bool(sampled)
     overflows0 = listen_counters()
     log = LogWatch(target.log_path, from_start=False) if target.log_path else None
     log0 = _exits(log)
@@ -173,6 +175,12 @@ async def capture_window(
     if target.db_port:
         db_connections = await asyncio.to_thread(connections_to, tree, target.db_port)
     restarts = _restarts(target.root_pid, g)
+    if watches and not g.python and not g.not_sampled:
+        names = ", ".join(sorted({w.name for w in watches.values() if w.name}))
+        g.not_sampled = (
+            f"not a Python process ({names}): its stacks cannot be sampled, the kernel's "
+            "side is the evidence"
+        )
     restarts = max(restarts, target.log_exits, _exits(log) - log0)
     return _window(
         target, stack, level, started, elapsed, g, watches, is_app,
@@ -195,7 +203,9 @@ def _rescan(root: int, watches: dict[int, ProcessWatch], g: _Rounds) -> tuple[li
             watches[pid] = ProcessWatch.start(pid)
     g.gone.update(g.seen - set(tree))
     g.seen.update(tree)
-    return tree, _sampled_pids(tree)
+    sampled = _sampled_pids(tree)
+    g.python = g.python or bool(sampled)
+    return tree, sampled
 
 
 def _restarts(root: int, g: _Rounds) -> int:

@@ -15,20 +15,20 @@ its timeout: none outlives the window, nor stackrace even when it is SIGKILLed.
 
 **How a sample is classified** (`classify`), in this order:
 
-- no frame of the app's own code on the thread's stack, and not running: IDLE (the
-  server waiting for work: accept, select, a pool thread waiting for a task);
 - the innermost frame of app code is on a line that calls `gc.collect`: GC;
-- running and holding the GIL (or running without it: native code that released it):
-  ON_CPU;
-- asleep in a futex: LOCK_WAIT when the stack's innermost frame is in the threading,
-  queue or a pool's code, or on an app line that takes a lock (`acquire`, `with …lock`),
-  or when no other thread of the process holds the GIL at that instant (the futex is
-  then not the GIL's); otherwise GIL_WAIT (another thread holds the GIL and this one is
-  in plain Python code);
-- asleep in a sleep, a socket or file call: BLOCKED;
-- asleep waiting for work (epoll, accept, select) with app code on the stack: BLOCKED
-  (the app called it: a backend it polls), unless the innermost frame is an event
-  loop's own selector: IDLE.
+- runnable (on a core or waiting for one): ON_CPU when it holds the GIL, or no other
+  thread does, or it is in a call that releases the GIL (a socket write, a hash);
+  otherwise GIL_WAIT (a Python thread runnable without the GIL is taking it back);
+- asleep in a futex: when the innermost frame is in threading, queue, logging's handler
+  lock, concurrent.futures or a pool's code, or on an app line that takes a lock
+  (`acquire`, `with …lock`), or when no other thread holds the GIL (then the futex is
+  not the GIL's): LOCK_WAIT with app code on the stack, IDLE without (a server's thread
+  parked on its task queue); otherwise GIL_WAIT;
+- asleep in any other call with no app code on the stack: IDLE (the server waiting for
+  a client or for work: accept, select, a keep-alive read);
+- asleep in a sleep, a socket or file call under app code: BLOCKED; in epoll, accept or
+  select under app code: BLOCKED too (the app called it), unless the innermost frame is
+  an event loop's own selector: IDLE.
 
 The app's code is every frame whose file is under one of the target's `app_roots`, or,
 when none are given, any file outside the standard library and site-/dist-packages.

@@ -21,7 +21,8 @@ function that prove it, the knob it implies (`advice`), and when the evidence is
      dropped connections while it was near it);
    - **blocking wait**: ≥ 35 % blocked in a call (a socket, a file, a sleep).
 3. Not sampled (a Go, Node, PHP or nginx server; py-spy not allowed): from the kernel:
-   **cpu** when the processes used, or waited for, most of their cores; **accept
+   **cpu** when the processes used, or waited for, most of their cores (or one used a
+   whole core, or their threads waited half a core's time for one); **accept
    queue** as above; **blocking wait** when ≥ 35 % of thread reads sleep in a sleep or
    I/O call.
 4. Otherwise **unknown**, with what was seen.
@@ -48,6 +49,7 @@ GIL_SHARE = 0.20
 CPU_SHARE = 0.50
 BLOCKED_SHARE = 0.35
 CPU_CORES = 0.75  # kernel only: used or waited for this share of the cores
+STARVED = 0.5  # kernel only: core-seconds a second its threads waited for a core
 
 ADVICE = {
     CauseKind.BLOCKING_WAIT: "more threads or workers, or an async server: they wait, not work",
@@ -129,6 +131,9 @@ def _cpu_sentence(window: EvidenceWindow, top: FrameShare | None) -> str:
         on_cpu = f"{top.where()} {_pct(top.share)} of samples"
     if window.workers <= 1:
         head = f"the process is on CPU {_pct(min(1.0, _busiest(window)))}"
+        waited = max((p.core_wait_share for p in window.processes), default=0.0)
+        if waited >= 0.1:  # starved by other processes: it would have run more
+            head += f" and waited for a core {_pct(min(1.0, waited))}"
     else:
         head = f"{window.workers} workers on CPU, {window.cpu():.1f} cores"
     out = f"{head}: {on_cpu}"
@@ -142,7 +147,7 @@ def _confidence(window: EvidenceWindow, share: float | None) -> str:
     notes = []
     if not window.sampled:
         why = window.not_sampled or "the stacks were not sampled"
-        notes.append(f"not sampled ({why}): named from the kernel's side only")
+        notes.append(f"named from the kernel's side only: {why}")
     elif window.samples < MIN_SAMPLES:
         notes.append(f"only {window.samples} thread samples")
     if share is not None and share < 0.5:
@@ -287,7 +292,11 @@ def _from_kernel(window: EvidenceWindow) -> Cause | None:
     waited = sum(p.core_wait_share for p in window.processes)
     q = window.queue
     busiest = max(window.processes, key=lambda p: p.cpu_share, default=None)
-    if busiest is not None and (used + waited >= CPU_CORES * cores or busiest.cpu_share >= 0.9):
+    # CPU-bound: it used, or waited on a run queue for, most of its cores, or one
+    # process used a whole core, or its threads stood runnable half the time without one
+    if busiest is not None and (
+        used + waited >= CPU_CORES * cores or busiest.cpu_share >= 0.9 or waited >= STARVED
+    ):
         sentence = f"{busiest.name or 'the server'} is on CPU {used:.1f} of {cores} cores"
         if waited >= 0.1:
             sentence += f" and waited {waited:.1f} more for one"
