@@ -29,8 +29,8 @@ import pytest
 from stackrace.evidence.capture import CaptureTarget, capture_window
 from stackrace.evidence.model import CauseKind, EvidenceWindow
 from stackrace.rules.cause import name_cause
-from stackrace.supervise.procs import die_with_parent
 from stackrace.stacks.launcher import Launcher
+from stackrace.supervise.procs import die_with_parent
 from tests.conftest_stacks import real_stack
 from tests.helpers import CLI, free_port, needs_mariadb
 
