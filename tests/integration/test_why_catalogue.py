@@ -30,6 +30,7 @@ from stackrace.evidence.capture import CaptureTarget, capture_window
 from stackrace.evidence.model import CauseKind, EvidenceWindow
 from stackrace.rules.cause import name_cause
 from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.listen import listen_state
 from stackrace.supervise.procs import die_with_parent
 from tests.conftest_stacks import real_stack
 from tests.helpers import CLI, free_port, needs_mariadb
@@ -79,8 +80,8 @@ CASES = [
     Case("event-loop-blocked", "loop_app:app", ("uvicorn",), 16, CauseKind.LOOP_BLOCKED,
          "fetch_prices"),
     Case("gc-pauses", "gc_app:app", (), 8, CauseKind.GC, "make_report"),
-    Case("worker-timeout", "overrun_app:app", ("--timeout", "1"), 4,
-         CauseKind.WORKER_RESTARTS, "overrun"),
+    Case("worker-timeout", "overrun_app:app", ("--timeout", "1"), 8,
+         CauseKind.WORKER_RESTARTS, "overrun", workers=2),
     Case("slow-log-handler", "logging_app:app", GTHREAD_8, 32, CauseKind.LOCK,
          "SlowHandler.emit", threads=8),
 ]  # fmt: skip
@@ -95,15 +96,17 @@ def _listening(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def serving(case: Case, env: dict[str, str] | None = None) -> Iterator[tuple[int, int]]:
+def serving(case: Case, log: Path, env: dict[str, str] | None = None) -> Iterator[tuple[int, int]]:
     """The case's server on a free port, in a session of its own that dies with this
-    process; yields (pid, port) once it accepts."""
+    process, its output in `log` (as the launcher keeps a stack's); yields (pid, port)
+    once it accepts."""
     port = free_port()
+    out = log.open("wb")
     proc = subprocess.Popen(
         case.command(port),
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=out,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
         preexec_fn=die_with_parent(),
         env={**os.environ, **(env or {})},
@@ -111,7 +114,7 @@ def serving(case: Case, env: dict[str, str] | None = None) -> Iterator[tuple[int
     try:
         end = time.monotonic() + 20
         while not _listening(port):
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            assert proc.poll() is None, log.read_text(errors="replace")[-2000:]
             assert time.monotonic() < end, f"{case.id}: the server did not listen in 20 s"
             time.sleep(0.1)
         yield proc.pid, port
@@ -119,6 +122,7 @@ def serving(case: Case, env: dict[str, str] | None = None) -> Iterator[tuple[int
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        out.close()
 
 
 @contextlib.asynccontextmanager
@@ -134,6 +138,11 @@ async def loaded(
         stderr=asyncio.subprocess.STDOUT, preexec_fn=die_with_parent(),
     )  # fmt: skip
     try:
+        # the load has reached the server (its connections open, on a busy machine
+        # `stackrace load` takes a while to start), then its queues build
+        end = time.monotonic() + 20
+        while listen_state(port).busy < min(concurrency, 4) and time.monotonic() < end:
+            await asyncio.sleep(0.1)
         await asyncio.sleep(WARM_S)
         yield
     finally:
@@ -154,14 +163,15 @@ async def judge(case: Case, target: CaptureTarget) -> tuple[EvidenceWindow, str]
     return window, said
 
 
-def _target(pid: int, port: int, **kw: object) -> CaptureTarget:
-    return CaptureTarget(root_pid=pid, port=port, app_roots=(str(CAUSES),), **kw)  # type: ignore[arg-type]  # the fields' own types
+def _target(pid: int, port: int, log: Path, **kw: object) -> CaptureTarget:
+    return CaptureTarget(root_pid=pid, port=port, app_roots=(str(CAUSES),), log_path=str(log), **kw)  # type: ignore[arg-type]  # the fields' own types
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-async def test_each_injected_cause_is_named_with_its_function(case: Case) -> None:
-    with serving(case) as (pid, port):
-        window, said = await judge(case, _target(pid, port))
+async def test_each_injected_cause_is_named_with_its_function(case: Case, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with serving(case, log) as (pid, port):
+        window, said = await judge(case, _target(pid, port, log))
     assert window.sampled and not window.not_sampled, said
     print(said)
 
@@ -174,9 +184,10 @@ async def test_a_pool_smaller_than_the_threads_is_the_db_pool(tmp_path: Path) ->
     try:
         db.ensure_ready(rows=1000)
         env = {**db_env(db.settings, 1000), "CAUSE_POOL_SIZE": "2"}
-        with serving(DB_CASE, env) as (pid, port):
+        log = tmp_path / "server.log"
+        with serving(DB_CASE, log, env) as (pid, port):
             window, said = await judge(
-                DB_CASE, _target(pid, port, db_pool=2, db_port=db.settings.port)
+                DB_CASE, _target(pid, port, log, db_pool=2, db_port=db.settings.port)
             )
         assert window.db_connections == 2, said
         assert "the pool holds 2 (2 in use)" in said
@@ -208,7 +219,7 @@ BUSY_CASES = [
 ]
 
 
-async def test_causes_are_named_the_same_beside_a_cpu_burner() -> None:
+async def test_causes_are_named_the_same_beside_a_cpu_burner(tmp_path: Path) -> None:
     """A busy machine (half of each core burnt by another process) must not change the
     answer: the states come from the threads, not from how fast they ran."""
     burner = subprocess.Popen(
@@ -217,8 +228,9 @@ async def test_causes_are_named_the_same_beside_a_cpu_burner() -> None:
     )  # fmt: skip
     try:
         for case in BUSY_CASES:
-            with serving(case) as (pid, port):
-                _, said = await judge(case, _target(pid, port))
+            log = tmp_path / f"{case.id}.log"
+            with serving(case, log) as (pid, port):
+                _, said = await judge(case, _target(pid, port, log))
             print("beside the burner:", said)
     finally:
         burner.terminate()
