@@ -84,7 +84,7 @@ async def one_round(
         kids0, self0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
         start = time.monotonic()
         end = start + 1 + seconds
-        while time.monotonic() < end - 0.5:
+        while time.monotonic() < end - 1.0:
             await capture_window(
                 target, stack="bench", level=concurrency, seconds=min(3.0, end - time.monotonic())
             )

@@ -35,7 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from stackrace.evidence.kernel import ProcessWatch, connections_to, listen_counters
+from stackrace.evidence.kernel import (
+    ProcessWatch,
+    connections_to,
+    listen_counters,
+    threads_of,
+)
 from stackrace.evidence.model import (
     EvidenceWindow,
     FrameShare,
@@ -55,14 +60,16 @@ from stackrace.evidence.pyspy import (
     stop_record,
 )
 from stackrace.evidence.status import read_status
-from stackrace.stacks.listen import listen_state
+from stackrace.stacks.listen import listen_states
 from stackrace.stacks.logwatch import LogWatch
 from stackrace.supervise.sweep import descendants
 
-SAMPLE_RATE = 50  # py-spy samples a second of each Python process
-KERNEL_RATE = 25.0  # rounds of the threads' system calls a second
-QUEUE_EVERY = 2  # the accept queue is read every this many rounds
-RESCAN_S = 0.5  # how often the process tree is found again
+SAMPLE_RATE = 30  # py-spy samples a second of each Python process (90 in a 3 s window)
+KERNEL_RATE = 20.0  # rounds of the threads' system calls a second (~20 µs a process)
+# the accept queue is read every this many rounds (4 a second): one netlink dump of the
+# machine's sockets costs ~2.5 ms of CPU on a machine holding many
+QUEUE_EVERY = 5
+RESCAN_S = 1.0  # how often the process tree is found again (a pass over all of /proc)
 MAX_COLLAPSED = 2000  # distinct stacks kept for the flame graph; the rest are "(other)"
 _K = TypeVar("_K")
 _EXIT_SIGNS = ("WORKER TIMEOUT", "worker respawned", "child exited")
@@ -104,6 +111,7 @@ class _Rounds:
     not_sampled: str = ""
     failed: str = ""  # the last dump that failed (not for lack of permission)
     python: bool = False  # a Python process was in the tree
+    is_python: dict[int, bool] = field(default_factory=dict)  # pid → a Python process
     rounds: int = 0
 
 
@@ -113,8 +121,11 @@ def _tree(root: int) -> list[int]:
     return [root, *sorted(descendants([root]))]
 
 
-def _sampled_pids(tree: list[int]) -> list[int]:
-    python = [p for p in tree if is_python(p)]
+def _sampled_pids(tree: list[int], known: dict[int, bool]) -> list[int]:
+    for pid in tree:
+        if pid not in known:
+            known[pid] = is_python(pid)  # reads its maps: once per process
+    python = [p for p in tree if known[p]]
     # the root manages when Python children serve: it runs no app code
     if len(python) > 1 and tree and python[0] == tree[0]:
         return python[1:]
@@ -146,7 +157,7 @@ async def capture_window(
     watches = {pid: ProcessWatch.start(pid) for pid in tree}
     g.seen.update(tree)
     g.initial.update(tree)
-    sampled = _sampled_pids(tree)
+    sampled = _sampled_pids(tree, g.is_python)
     g.python = bool(sampled)
     overflows0 = listen_counters()
     log = LogWatch(target.log_path, from_start=False) if target.log_path else None
@@ -165,7 +176,7 @@ async def capture_window(
                     if not watch.gone:
                         watch.read()
                 if target.port and g.rounds % QUEUE_EVERY == 0:
-                    state = await asyncio.to_thread(listen_state, target.port)
+                    state = (await asyncio.to_thread(listen_states, [target.port]))[target.port]
                     g.depths.append(state.accept_queue)
                     if state.backlog is not None:
                         g.limit = state.backlog
@@ -215,7 +226,7 @@ def _rescan(root: int, watches: dict[int, ProcessWatch], g: _Rounds) -> tuple[li
             watches[pid] = ProcessWatch.start(pid)
     g.gone.update(g.seen - set(tree))
     g.seen.update(tree)
-    sampled = _sampled_pids(tree)
+    sampled = _sampled_pids(tree, g.is_python)
     g.python = g.python or bool(sampled)
     return tree, sampled
 
@@ -242,8 +253,10 @@ async def _record_new(
         return
     for pid in sampled:
         if pid not in records:
-            # wall-clock (every thread, idle or not) and GIL (only its holder) at once
-            for gil in (False, True):
+            # wall-clock (every thread, idle or not) and GIL (only its holder) at once;
+            # a process of one thread holds the GIL whenever it runs: no GIL record
+            threads = len(threads_of(pid))
+            for gil in (False, True) if threads > 1 else (False,):
                 out = tmp / f"{pid}{'-gil' if gil else ''}.txt"
                 proc = await start_record(pyspy, pid, SAMPLE_RATE, seconds, out, gil=gil)
                 records[-pid if gil else pid] = (proc, out)

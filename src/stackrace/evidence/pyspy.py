@@ -54,7 +54,7 @@ from stackrace.evidence.kernel import IO, LOCKS, RUNNING, SLEEPS, WAITS_FOR_WORK
 from stackrace.evidence.model import ThreadState
 from stackrace.supervise.procs import die_with_parent
 
-STOP_TIMEOUT = 3.0  # a record not gone this long after SIGINT is killed
+STOP_TIMEOUT = 1.5  # a record not gone this long after SIGINT is asked again, then killed
 
 _STDLIB = tuple(
     {p for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")) if p}
@@ -291,11 +291,12 @@ async def start_record(
     pyspy: str, pid: int, rate: int, seconds: float, out: Path, gil: bool = False
 ) -> asyncio.subprocess.Process:
     """A `py-spy record` of `pid` (wall-clock: idle threads too; non-blocking; each
-    thread's OS id; full file names) writing raw collapsed stacks to `out` when it
-    stops: at `stop_record`, or by itself a second after the window at the latest."""
+    thread's OS id; full file names; `gil`: only the GIL's holder) writing raw
+    collapsed stacks to `out` when it stops: at `stop_record`, or by itself when the
+    window's whole seconds are over."""
     return await asyncio.create_subprocess_exec(
         pyspy, "record", "--pid", str(pid), "--rate", str(rate),
-        "--duration", str(math.ceil(seconds) + 1), "--format", "raw", "--output", str(out),
+        "--duration", str(max(1, math.ceil(seconds))), "--format", "raw", "--output", str(out),
         "--gil" if gil else "--idle", "--threads", "--nonblocking", "--full-filenames",
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE, preexec_fn=die_with_parent(),
@@ -305,17 +306,22 @@ async def start_record(
 async def stop_record(proc: asyncio.subprocess.Process, pid: int, out: Path) -> str:
     """Stop a record (SIGINT: it writes what it has), and its raw output. Raises
     PySpyError when it could not sample (`permanent` when the kernel refused)."""
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGINT)
+    err = b""
     try:
-        _, err = await asyncio.wait_for(proc.communicate(), STOP_TIMEOUT)
-    except BaseException:  # too slow, or the window cancelled: py-spy goes now
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        with contextlib.suppress(Exception):
-            await asyncio.shield(proc.wait())
-        raise
+        # a SIGINT that comes while py-spy starts is lost: ask again once
+        for _ in range(2):
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGINT)
+            with contextlib.suppress(TimeoutError):
+                _, err = await asyncio.wait_for(proc.communicate(), STOP_TIMEOUT)
+                break
+    finally:  # still there (or the window cancelled): it goes now, with what it had
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(proc.wait())
     try:
         text = out.read_text("utf-8", "replace")
     except OSError:
