@@ -33,7 +33,7 @@ from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.listen import listen_state
 from stackrace.supervise.procs import die_with_parent
 from tests.conftest_stacks import real_stack
-from tests.helpers import CLI, free_port, needs_mariadb
+from tests.helpers import CLI, free_port, needs_mariadb, wait_for
 
 CAUSES = Path(__file__).parents[1] / "apps" / "causes"
 BIN = Path(sys.executable).parent
@@ -235,3 +235,52 @@ async def test_causes_are_named_the_same_beside_a_cpu_burner(tmp_path: Path) -> 
     finally:
         burner.terminate()
         burner.wait()
+
+
+_CAPTURE_ALONE = """
+import asyncio, sys
+from stackrace.evidence.capture import CaptureTarget, capture_window
+target = CaptureTarget(root_pid=int(sys.argv[1]), port=int(sys.argv[2]))
+async def main():
+    print("capturing", flush=True)
+    w = await capture_window(target, stack="s", level=1, seconds=float(sys.argv[3]))
+    print(w.not_sampled or "sampled", flush=True)
+asyncio.run(main())
+"""
+
+
+def _pyspy_sampling(pid: int) -> list[int]:
+    """Every py-spy process on the machine sampling `pid`."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{entry.name}/cmdline").read_bytes().split(b"\0")
+            if argv and argv[0].endswith(b"py-spy") and str(pid).encode() in argv:
+                found.append(int(entry.name))
+    return found
+
+
+def test_no_py_spy_outlives_a_sigkilled_capture(tmp_path: Path) -> None:
+    """stackrace SIGKILLed in the middle of a window: its py-spy processes go with it."""
+    case = CASES[3]  # gthread: a worker of 9 threads, so both records run
+    with serving(case, tmp_path / "server.log") as (pid, port):
+        worker = next(iter(sorted(descendants_of(pid))))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CAPTURE_ALONE, str(pid), str(port), "30"],
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == b"capturing"
+            assert wait_for(lambda: len(_pyspy_sampling(worker)) == 2, timeout=10)
+        finally:
+            proc.kill()
+            proc.wait()
+        assert wait_for(lambda: not _pyspy_sampling(worker), timeout=5), _pyspy_sampling(worker)
+
+
+def descendants_of(pid: int) -> set[int]:
+    from stackrace.supervise.sweep import descendants
+
+    return descendants([pid])

@@ -8,7 +8,14 @@ from collections import Counter
 from pathlib import Path
 
 from stackrace.evidence.model import ThreadState
-from stackrace.evidence.pyspy import AppCode, Frame, ThreadSample, classify_thread, parse_raw
+from stackrace.evidence.pyspy import (
+    AppCode,
+    Frame,
+    ThreadSample,
+    classify_thread,
+    parse_raw,
+    permission_fix,
+)
 from stackrace.evidence.status import parse_status
 
 Stack = tuple[Frame, ...]
@@ -97,3 +104,10 @@ def test_status_pages_give_numbers_only() -> None:
     src, fig = parse_status(b'{"listen_queue": 7, "workers": [{"status": "busy"}, {}]}')
     assert src == "uwsgi stats" and fig["busy workers"] == 1 and fig["listen_queue"] == 7
     assert parse_status(b"\x1b[31m<html>") == ("", {})
+
+
+def test_a_refused_attach_is_one_line_with_the_fix() -> None:
+    line = permission_fix(1234)
+    assert "\n" not in line
+    assert line.startswith("py-spy cannot attach to process 1234: ")
+    assert "; " in line  # why; the fix
