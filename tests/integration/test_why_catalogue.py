@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 from stackrace.evidence.capture import CaptureTarget, capture_window
@@ -281,6 +282,4 @@ def test_no_py_spy_outlives_a_sigkilled_capture(tmp_path: Path) -> None:
 
 
 def descendants_of(pid: int) -> set[int]:
-    from stackrace.supervise.sweep import descendants
-
-    return descendants([pid])
+    return {c.pid for c in psutil.Process(pid).children(recursive=True)}

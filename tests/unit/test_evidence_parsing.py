@@ -4,9 +4,12 @@ only numbers come out)."""
 
 from __future__ import annotations
 
+import os
+import threading
 from collections import Counter
 from pathlib import Path
 
+from stackrace.evidence.kernel import ProcessWatch, kernel_state
 from stackrace.evidence.model import ThreadState
 from stackrace.evidence.pyspy import (
     AppCode,
@@ -111,3 +114,16 @@ def test_a_refused_attach_is_one_line_with_the_fix() -> None:
     assert "\n" not in line
     assert line.startswith("py-spy cannot attach to process 1234: ")
     assert "; " in line  # why; the fix
+
+
+def test_the_kernel_names_what_a_thread_is_doing() -> None:
+    assert kernel_state("running") is ThreadState.ON_CPU
+    assert kernel_state("clock_nanosleep") is ThreadState.BLOCKED
+    assert kernel_state("recvfrom") is ThreadState.BLOCKED
+    assert kernel_state("epoll_wait") is ThreadState.IDLE
+    assert kernel_state("syscall 999") is ThreadState.UNKNOWN
+    watch = ProcessWatch.start(os.getpid())  # this process: reading /proc only
+    calls = watch.read()
+    # the thread reading is caught reading its own file
+    assert calls.get(threading.get_native_id()) in ("running", "read")
+    assert watch.per_thread and not watch.gone

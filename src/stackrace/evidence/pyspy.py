@@ -50,6 +50,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from stackrace.base.errors import StackraceError
 from stackrace.evidence.kernel import IO, LOCKS, RUNNING, SLEEPS, WAITS_FOR_WORK
 from stackrace.evidence.model import ThreadState
 from stackrace.supervise.procs import die_with_parent
@@ -278,7 +279,7 @@ def parse_raw(text: str) -> dict[int, dict[tuple[Frame, ...], int]]:
     return out
 
 
-class PySpyError(Exception):
+class PySpyError(StackraceError):
     """py-spy could not sample a process; the message is one line (with the fix, when
     it is `permanent`: the kernel refused, and every later dump would be refused too)."""
 
