@@ -1,34 +1,38 @@
-"""A Python worker's threads, sampled with py-spy without stopping them, each sample put
-in one `ThreadState`.
+"""A Python worker's threads, sampled with py-spy without stopping them, each thread's
+samples put in `ThreadState`s.
 
-**Why `py-spy dump --json --nonblocking` at a rate, and not `py-spy record`.** `record`
-writes counts of stacks only: whether a thread held the GIL or was running is lost
-(its `--gil` and `--idle` flags filter samples, they do not mark them). A dump gives,
-for every thread of one instant, its frames, whether the OS had it running (`active`)
-and whether it held the GIL (`owns_gil`); read at the same instant, the thread's
-system call (stackrace.evidence.kernel) says what an inactive thread sleeps in. A dump
-costs a few milliseconds of one short process (measured: under 10 ms wall, ~0 ms of
-the worker's CPU, in non-blocking mode the worker is never paused), so ten rounds a
-second over a few seconds stay well under the 3 % budget (bench/why_cost.py). Every
-py-spy process is started with the project's die-with-parent preexec and killed at
-its timeout: none outlives the window, nor stackrace even when it is SIGKILLed.
+**Two `py-spy record`s per worker for the window, not a `py-spy dump` a round.** A dump
+gives each thread's state at one instant (`active`, `owns_gil`), but it is a process
+start each time: ~9.5 ms of CPU (its symbol tables read again), so twenty a second cost
+a fifth of a core. A record starts once and samples cheaply: one in wall-clock mode
+(`--idle`: every thread, idle or not) and one in GIL mode (`--gil`: only the thread
+holding the GIL), non-blocking (the worker is never paused), each thread named by its
+OS id. The record's counts carry no state, so each thread's stacks are put in states
+with what else is known of that thread over the same window: its samples holding the
+GIL (the GIL record) and its system calls read 20 times a second
+(stackrace.evidence.kernel, `classify_thread`). A process of one thread needs no GIL
+record: it holds the GIL whenever it runs. Every py-spy is started with the project's
+die-with-parent preexec and stopped (SIGINT: it writes what it has) at the window's
+end, killed if it does not go: none outlives the window, nor stackrace even when it is
+SIGKILLed (tests/integration/test_why_catalogue.py).
 
-**How a sample is classified** (`classify`), in this order:
+**How a thread's stacks are put in states** (`classify_thread`):
 
-- the innermost frame of app code is on a line that calls `gc.collect`: GC;
-- runnable (on a core or waiting for one): ON_CPU when it holds the GIL, or no other
-  thread does, or it is in a call that releases the GIL (a socket write, a hash);
-  otherwise GIL_WAIT (a Python thread runnable without the GIL is taking it back);
-- asleep in a futex: when the innermost frame is in threading, queue, logging's handler
-  lock, concurrent.futures or a pool's code, or on an app line that takes a lock
-  (`acquire`, `with …lock`), or when no other thread holds the GIL (then the futex is
-  not the GIL's): LOCK_WAIT with app code on the stack, IDLE without (a server's thread
-  parked on its task queue); otherwise GIL_WAIT;
-- asleep in any other call with no app code on the stack: IDLE (the server waiting for
-  a client or for work: accept, select, a keep-alive read);
-- asleep in a sleep, a socket or file call under app code: BLOCKED; in epoll, accept or
-  select under app code: BLOCKED too (the app called it), unless the innermost frame is
-  an event loop's own selector: IDLE.
+- samples holding the GIL (from the GIL record): ON_CPU;
+- a stack whose innermost app line calls `gc.collect`: GC;
+- a stack waiting in threading's, queue's, logging's handler lock, concurrent.futures'
+  or a pool's code, or on an app line that takes a lock (`acquire`, `with …lock`):
+  LOCK_WAIT with app code on the stack, IDLE without (a server's thread parked on its
+  task queue);
+- a stack with no app code: the server's own: IDLE (waiting for a client or for work),
+  or waiting for the GIL when runnable while another thread holds it;
+- the app's other stacks share what is left of the thread's system calls, after the
+  stacks above took theirs (a thread waiting on a lock 88 % of its samples and asleep
+  11 % was asleep in its other stacks): runnable without the GIL while another thread
+  holds it is GIL_WAIT (ON_CPU without a GIL record: native code); a futex while
+  another thread holds the GIL half the time is GIL_WAIT, else LOCK_WAIT; a sleep, a
+  socket or file call is BLOCKED; epoll, accept or select is BLOCKED too (the app
+  called it) unless the innermost frame is an event loop's selector: IDLE.
 
 The app's code is every frame whose file is under one of the target's `app_roots`, or,
 when none are given, any file outside the standard library and site-/dist-packages.
