@@ -1,23 +1,24 @@
 """Capture one evidence window of one stack while the load goes on.
 
-`capture_window(target, stack=, level=, seconds=)` runs rounds for `seconds` (ten a
-second, fewer when the stack has many Python processes: the dumps' cost is bounded,
-bench/why_cost.py measures it). Each round:
+`capture_window(target, stack=, level=, seconds=)` runs for `seconds`:
 
-- finds the process tree again (at most twice a second): a worker that exited and was
-  replaced is a restart;
-- for every Python process, one `py-spy dump --json --nonblocking` (never pauses it) and
-  at once each of its threads' system calls (stackrace.evidence.pyspy classifies each
-  thread sample); a manager process whose children serve (gunicorn's arbiter, uvicorn's
-  supervisor) is not sampled: it runs no app code and would cost a dump a round;
-- for every other process (Go, Node, nginx, PHP-FPM, uWSGI's C core), its threads'
-  system calls and wait channel (stackrace.evidence.kernel);
-- the listening port's accept queue, from the kernel (stackrace.stacks.listen).
+- for every Python process of the stack's tree, two `py-spy record`s (wall-clock and
+  GIL, non-blocking) for the whole window (stackrace.evidence.pyspy); a manager whose
+  children serve (gunicorn's arbiter, uvicorn's supervisor) is not sampled: it runs no
+  app code; a worker born during the window is recorded from then on;
+- twenty rounds a second, for every process whatever its language, each thread's
+  system call and the wait channel (stackrace.evidence.kernel): they put a Python
+  thread's stacks in states, and they are all the evidence there is for Go, Node,
+  nginx, PHP-FPM or uWSGI's C core;
+- four times a second, the listening port's accept queue (stackrace.stacks.listen);
+- once a second, the process tree again: a worker that exited while another was born
+  is a restart.
 
 Around the window: every process's CPU and wait for a core, the machine's listen
 overflows and drops, the stack's status page, its log's worker exits, its connections
 to the database. The rounds are paced by `clock` (the caller's race clock) and asyncio's
-sleep; the blocking reads (the socket table, the status page) run in a thread.
+sleep; the blocking reads (the socket table, the status page) run in a thread. What it
+costs the stack is measured by bench/why_cost.py.
 
 Where py-spy is missing or may not attach, the window says so in one line with the fix
 (`not_sampled`), and everything the kernel knows is still there.
