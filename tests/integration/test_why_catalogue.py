@@ -283,3 +283,22 @@ def test_no_py_spy_outlives_a_sigkilled_capture(tmp_path: Path) -> None:
 
 def descendants_of(pid: int) -> set[int]:
     return {c.pid for c in psutil.Process(pid).children(recursive=True)}
+
+
+async def test_a_server_started_elsewhere_has_its_queue_and_says_why_no_more(
+    tmp_path: Path,
+) -> None:
+    """A server stackrace did not start (`--url`): no processes to read, so the window
+    says so in one line, and the accept queue (the kernel's, by port) is still there."""
+    case = CASES[0]
+    with serving(case, tmp_path / "server.log") as (_pid, port):
+        window = await capture_window(
+            CaptureTarget(root_pid=0, port=port), stack="url", level=1, seconds=1.0
+        )
+    assert not window.sampled and not window.processes
+    assert window.not_sampled == (
+        "the server was not started by stackrace (--url): its processes are unknown; "
+        "start it from stackrace to sample its workers"
+    )
+    assert window.queue is not None and window.queue.limit  # the backlog, from the kernel
+    assert name_cause(window).kind is CauseKind.UNKNOWN

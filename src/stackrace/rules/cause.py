@@ -127,7 +127,11 @@ def _busiest(window: EvidenceWindow) -> float:
 
 def _cpu_sentence(window: EvidenceWindow, top: FrameShare | None) -> str:
     on_cpu = f"{_pct(window.share(ThreadState.ON_CPU))} of samples"
-    if top is not None:
+    running = window.states.get(ThreadState.ON_CPU.value, 0)
+    if top is not None and window.threads > 1 and running:
+        # of many threads most wait: which function holds the CPU is the point
+        on_cpu = f"{top.where()} {_pct(min(1.0, top.samples / running))} of the samples on CPU"
+    elif top is not None:
         on_cpu = f"{top.where()} {_pct(top.share)} of samples"
     if window.workers <= 1:
         head = f"the process is on CPU {_pct(min(1.0, _busiest(window)))}"
