@@ -152,8 +152,10 @@ async def capture_window(
     elif pyspy is None:
         g.not_sampled = "py-spy is not installed (pip install py-spy)"
     elif target.root_pid <= 0:
-        g.not_sampled = "the server was not started by stackrace (--url): its processes are unknown; "
+        g.not_sampled = (
+            "the server was not started by stackrace (--url): its processes are unknown; "
             "start it from stackrace to sample its workers"
+        )
     is_app = AppCode(target.app_roots)
     tree = _tree(target.root_pid)
     watches = {pid: ProcessWatch.start(pid) for pid in tree}
