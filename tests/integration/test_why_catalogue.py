@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ import psutil
 import pytest
 
 from stackrace.evidence.capture import CaptureTarget, capture_window
+from stackrace.evidence.flame import flame_svg
 from stackrace.evidence.model import CauseKind, EvidenceWindow
 from stackrace.rules.cause import name_cause
 from stackrace.stacks.launcher import Launcher
@@ -174,6 +176,10 @@ async def test_each_injected_cause_is_named_with_its_function(case: Case, tmp_pa
     with serving(case, log) as (pid, port):
         window, said = await judge(case, _target(pid, port, log))
     assert window.sampled and not window.not_sampled, said
+    # its flame graph: valid XML, with the function that proves the cause in it
+    svg = flame_svg(window.collapsed, title=case.id)
+    ET.fromstring(svg)
+    assert case.function.split(".")[-1] in svg
     print(said)
 
 
@@ -241,6 +247,7 @@ async def test_causes_are_named_the_same_beside_a_cpu_burner(tmp_path: Path) -> 
 _CAPTURE_ALONE = """
 import asyncio, sys
 from stackrace.evidence.capture import CaptureTarget, capture_window
+from stackrace.evidence.flame import flame_svg
 target = CaptureTarget(root_pid=int(sys.argv[1]), port=int(sys.argv[2]))
 async def main():
     print("capturing", flush=True)
