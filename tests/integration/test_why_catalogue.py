@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -309,3 +310,52 @@ async def test_a_server_started_elsewhere_has_its_queue_and_says_why_no_more(
     )
     assert window.queue is not None and window.queue.limit  # the backlog, from the kernel
     assert name_cause(window).kind is CauseKind.UNKNOWN
+
+
+_NGINX = """daemon off;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};
+  uwsgi_temp_path {d}; scgi_temp_path {d};
+  server {{
+    listen 127.0.0.1:{port};
+    location = /status {{ stub_status; }}
+    location / {{ return 200 "ok\\n"; }}
+  }}
+}}
+"""
+
+
+async def test_a_status_page_is_read_beside_the_kernels_side(tmp_path: Path) -> None:
+    """nginx (not Python): its stub_status page's figures are in the window, named as
+    the page names them, with its processes from the kernel."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(nginx).exists():
+        pytest.skip("nginx is not installed (scripts/setup.sh installs it)")
+    port = free_port()
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(_NGINX.format(d=tmp_path, port=port))
+    proc = subprocess.Popen(
+        [nginx, "-c", str(conf), "-p", str(tmp_path), "-e", str(tmp_path / "error.log")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, preexec_fn=die_with_parent(),
+    )  # fmt: skip
+    try:
+        assert wait_for(lambda: _listening(port), timeout=10)
+        target = CaptureTarget(
+            root_pid=proc.pid, port=port, status_url=f"http://127.0.0.1:{port}/status"
+        )
+        async with loaded(port, 8, WARM_S + 3):
+            window = await capture_window(target, stack="nginx", level=8, seconds=1.0)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert window.status_source == "nginx stub_status", window.status
+    assert window.status["active"] >= 1 and window.status["requests"] >= 1
+    assert not window.sampled and "not a Python process (nginx)" in window.not_sampled
+    assert {p.name for p in window.processes} == {"nginx"}
