@@ -262,7 +262,11 @@ async def _record_new(
             threads = len(threads_of(pid))
             for gil in (False, True) if threads > 1 else (False,):
                 out = tmp / f"{pid}{'-gil' if gil else ''}.txt"
-                proc = await start_record(pyspy, pid, SAMPLE_RATE, seconds, out, gil=gil)
+                try:
+                    proc = await start_record(pyspy, pid, SAMPLE_RATE, seconds, out, gil=gil)
+                except OSError as exc:  # py-spy gone or not executable since it was found
+                    g.not_sampled = f"py-spy could not start: {exc.strerror or exc}"
+                    return
                 records[-pid if gil else pid] = (proc, out)
 
 
