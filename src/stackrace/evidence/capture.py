@@ -110,7 +110,7 @@ class _Rounds:
     seen: set[int] = field(default_factory=set)  # every pid of the tree seen
     gone: set[int] = field(default_factory=set)  # … and seen no more
     not_sampled: str = ""
-    failed: str = ""  # the last dump that failed (not for lack of permission)
+    failed: str = ""  # the last record that failed (not for lack of permission)
     python: bool = False  # a Python process was in the tree
     is_python: dict[int, bool] = field(default_factory=dict)  # pid → a Python process
     rounds: int = 0
@@ -188,12 +188,13 @@ async def capture_window(
                 pause = started + g.rounds / KERNEL_RATE - clock()
                 if pause > 0:
                     await asyncio.sleep(min(pause, max(0.0, started + seconds - clock())))
+            # the window's end: CPU and core waits read now, not after py-spy stopped
+            elapsed = max(1e-3, clock() - started)
+            tree, _ = _rescan(target.root_pid, watches, g)  # the last exits count too
+            for w in watches.values():
+                w.finish()
         finally:
             await _stop_records(records, g)
-    elapsed = max(1e-3, clock() - started)
-    tree, _ = _rescan(target.root_pid, watches, g)  # the last exits count too
-    for w in watches.values():
-        w.finish()
     overflows1 = listen_counters()
     source, figures = "", dict[str, float]()
     if target.status_url:
