@@ -222,6 +222,24 @@ async def test_a_go_server_is_judged_from_the_kernel_alone(tmp_path: Path) -> No
     print(said)
 
 
+async def test_php_fpm_asleep_in_its_children_is_a_blocking_wait(tmp_path: Path) -> None:
+    """PHP-FPM behind nginx (not Python: the kernel's side alone), its four children
+    blocked in /io's usleep past the knee: blocking wait, from their system calls."""
+    stack = real_stack("php-fpm-nginx:workers=4")
+    async with Launcher(tmp_path) as launcher:
+        rs = await launcher.start(stack)
+        roots = rs.root_pids
+        target = CaptureTarget(root_pid=roots[0], port=rs.port, other_roots=tuple(roots[1:]))
+        async with loaded(rs.port, 32, WARM_S + WINDOW_S + 2, path="/io?ms=50"):
+            window = await capture_window(target, stack=stack.name, level=32, seconds=WINDOW_S)
+    cause = name_cause(window)
+    said = f"php: {cause.kind} — {cause.sentence} [{cause.confidence}]"
+    assert not window.sampled and "not a Python process" in window.not_sampled, said
+    assert cause.kind is CauseKind.BLOCKING_WAIT, f"{said}\n{window.kernel_states}"
+    assert {p.name for p in window.processes} >= {"nginx", "php-fpm8.2"}, window.processes
+    print(said)
+
+
 BUSY_CASES = [
     c for c in CASES if c.id in ("blocking-io-sync", "cpu-one-process", "lock-across-wait")
 ]

@@ -32,6 +32,7 @@ Names (functions, files) are data: the sinks escape them.
 
 from __future__ import annotations
 
+from stackrace.evidence.kernel import IO, SLEEPS
 from stackrace.evidence.model import (
     Cause,
     CauseKind,
@@ -311,7 +312,7 @@ def _from_kernel(window: EvidenceWindow) -> Cause | None:
         return _cause(window, CauseKind.ACCEPT_QUEUE, sentence, None, None)
     blocked = window.kernel_share(ThreadState.BLOCKED)
     if blocked >= BLOCKED_SHARE:
-        calls = ", ".join(sorted({p.syscall for p in window.processes if p.syscall}))
+        calls = ", ".join(sorted({p.syscall for p in window.processes if p.syscall in SLEEPS | IO}))
         sentence = f"{_pct(blocked)} of thread reads asleep in a call"
         if calls:
             sentence += f" ({calls})"
