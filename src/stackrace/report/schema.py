@@ -7,6 +7,10 @@ stacks file and the blocks of it the run used, each stack's command line), so th
 alone can run it again (`stackrace bench --from RUN.json`). `SCHEMA_VERSION` changes
 when a field changes meaning; readers refuse a version they do not know. Fields added
 with a default (as `provenance` was) keep the version: older files still read.
+
+Long because it is one document: every struct here is a part of the one file, and the
+reader (`loads`) checks them together; split, a field's meaning and its check would
+sit in two modules, which is how a file format drifts from its reader.
 """
 
 from __future__ import annotations
@@ -482,19 +486,18 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     except msgspec.ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from None
     check_values(run.settings, f"{source}: settings")
-    for st in run.stacks:
-        problem = check(st.series, f"{source}: {st.name}") if st.series is not None else None
-        if problem:
-            raise ValueError(problem)
-    names = [st.name for st in run.stacks]
-    if run.then is not None:
-        names += [fig.stack for fig in run.then.figures]
-    bad_name = next((p for p in map(name_in_file_problem, names) if p), "")
-    if bad_name:
-        raise ValueError(f"{source}: {bad_name}")
+    names = [st.name for st in run.stacks] + [
+        f.stack for f in (run.then.figures if run.then else [])
+    ]
     bad = bad_figure(run)
-    if bad:
-        raise ValueError(f"{source}: {bad}: not a figure a run can have (edited or damaged)")
+    problems = [
+        *(f"{source}: {p}" for p in map(name_in_file_problem, names) if p),
+        *(check(st.series, f"{source}: {st.name}") for st in run.stacks if st.series is not None),
+        f"{source}: {bad}: not a figure a run can have (edited or damaged)" if bad else None,
+    ]
+    first = next((p for p in problems if p), None)
+    if first:
+        raise ValueError(first)
     return run
 
 
