@@ -75,6 +75,8 @@ the engine or the machine did: no starved engine answers 404.
 (2xx/3xx, or what a request expects), never HTTP errors. Those count as failures.
 
 No I/O and no UI: every front end builds the evidence it has and shows the judgment.
+Long because the states and their precedence are one decision, read top to bottom in
+`judge`; cut in two, each half would need the other's order.
 """
 
 from __future__ import annotations
