@@ -119,7 +119,5 @@ if __name__ == "__main__":
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(
-        main(a.port, a.workers, a.ms, a.threads, a.overhead_ms, a.cap, a.flap, a.slow_slots,
-             a.odd_extra_ms)  # fmt: skip
-    )
+    args = (a.threads, a.overhead_ms, a.cap, a.flap, a.slow_slots, a.odd_extra_ms)
+    asyncio.run(main(a.port, a.workers, a.ms, *args))
