@@ -518,9 +518,14 @@ def wall_clock_flapper(seed: int, extra_ms: float = 80.0, probe_s: float = 2.0):
         for k in range(int(probe_s / 0.25)):
             a, b = t + 0.25 * k, t + 0.25 * (k + 1)
             # the share of this interval in an odd (slow) second
-            slow_share = sum(
-                max(0.0, min(b, s + 1) - max(a, s)) for s in range(int(a) - 1, int(b) + 2) if s % 2
-            ) / 0.25
+            slow_share = (
+                sum(
+                    max(0.0, min(b, s + 1) - max(a, s))
+                    for s in range(int(a) - 1, int(b) + 2)
+                    if s % 2
+                )
+                / 0.25
+            )
             f = min(20_000.0, c / fast_ms * 1000) * 0.25 * (1 - slow_share)
             sl = c / slow_ms * 1000 * 0.25 * slow_share
             fast_n, slow_n = fast_n + f, slow_n + sl

@@ -18,11 +18,12 @@ two probes in a row share that minute. So:
   rounds' spread of log(req/s) (never below `MIN_SIGMA`), × √(2/n) (this run's error
   and the next one's), × Student's t with n − 1 degrees of freedom (two rounds: 6.3,
   wide as it should be), × √(π/2) (the figure is a median). One round is no interval,
-  and is said so ("one round: no interval"); an interval built inside one measurement (the bootstrap of probes a few
-  seconds apart this module once made) read as a reproducibility it did not have: ±3 %
-  intervals disjoint from the next run's. bench/interval_coverage.py measures the
-  claim. For ranking, a capacity's standard error is its rounds' spread (never below
-  the A/A noise) over √n: a configuration measured once is ranked with the A/A noise.
+  and is said so ("one round: no interval"); an interval built inside one measurement
+  (the bootstrap of probes a few seconds apart this module once made) read as a
+  reproducibility it did not have: ±3 % intervals disjoint from the next run's.
+  bench/interval_coverage.py measures the claim. For ranking, a capacity's standard
+  error is its rounds' spread (never below the A/A noise) over √n: a configuration
+  measured once is ranked with the A/A noise.
 - **Paired rounds** (`paired_confidence`): the candidates of a comparison are measured
   in rounds, each once per round in a shuffled order, so a drift of the machine hits a
   round's candidates alike. The per-round log ratios of two candidates are then tested
