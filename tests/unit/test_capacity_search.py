@@ -59,7 +59,10 @@ def test_finds_the_exact_concurrency_of_a_known_server() -> None:
     assert phases[-3:] == ["confirm", "confirm", "recheck"]
     assert len(result.probes) <= 15
     text = result.sentence("p99 < 50 ms")
-    assert text.startswith("meets p99 < 50 ms up to c=19 (400 req/s ± 0 %), breaks at c=20: p99")
+    assert text.startswith(
+        "meets p99 < 50 ms up to c=19 (400 req/s; 3 probes in a row within ±0 %, one round: "
+        "no interval), breaks at c=20: p99"
+    )
 
 
 def test_rate_mode_finds_the_capacity_within_the_precision() -> None:
@@ -579,7 +582,7 @@ def test_an_unsteady_probe_on_a_busy_machine_is_measured_again_and_counts_only_i
     result = search.result()
     assert result.stopped == UNSTABLE and result.unstable == (16, 16)
     assert result.sentence("p99 < 50 ms").startswith(
-        "meets p99 < 50 ms up to c=8 (800 req/s ± 0 %); unstable at c=16: it both met and "
-        "missed there (1 probe whose own seconds both met and clearly missed); its own "
+        "meets p99 < 50 ms up to c=8 (800 req/s; 2 probes in a row within ±0 %, one round: no "
+        "interval); unstable at c=16: it both met and missed there (1 probe whose own seconds both met and clearly missed); its own "
         "intervals disagree"
     )

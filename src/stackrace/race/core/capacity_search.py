@@ -163,7 +163,8 @@ class Capacity:
     thin: bool = False  # every pass at `load` had fewer answers than its percentile needs
 
     def sentence(self, slo: str, unit: str = "c") -> str:
-        """'meets p99 < 50 ms up to c=24 (1,240 req/s ± 3 %), breaks at c=26: p99 74 ms'."""
+        """'meets p99 < 50 ms up to c=24 (1,240 req/s; 3 probes in a row within ±3 %, one
+        round: no interval), breaks at c=26: p99 74 ms'."""
 
         def at(load: float) -> str:
             return f"{unit}={load:g}" if unit == "c" else f"{load:,.0f} {unit}"
@@ -184,7 +185,15 @@ class Capacity:
             first = self.probes[0] if self.probes else None
             why = f": {first.why} at {at(first.load)}" if first and first.why else ""
             return f"cannot meet {slo} at any load{why}"
-        margin = f" ± {self.margin * 100:.0f} %" if self.margin is not None else ""
+        # its repeats are probes in a row, not independent rounds: no interval, and the
+        # sentence says so (an interval comes from rounds, rules/confidence.py)
+        repeats = sum(1 for p in self.probes if p.meets and p.load == self.load)
+        margin = (
+            f"; {repeats} probes in a row within ±{self.margin * 100:.0f} %, one round: no "
+            "interval"
+            if self.margin is not None
+            else "; one round: no interval"
+        )
         rps = f" ({self.rps:,.0f} req/s{margin})" if self.rps is not None else ""
         text = f"meets {slo} up to {at(self.load)}{rps}"
         if self.thin:
