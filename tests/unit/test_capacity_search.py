@@ -583,6 +583,6 @@ def test_an_unsteady_probe_on_a_busy_machine_is_measured_again_and_counts_only_i
     assert result.stopped == UNSTABLE and result.unstable == (16, 16)
     assert result.sentence("p99 < 50 ms").startswith(
         "meets p99 < 50 ms up to c=8 (800 req/s; 2 probes in a row within ±0 %, one round: no "
-        "interval); unstable at c=16: it both met and missed there (1 probe whose own seconds both met and clearly missed); its own "
-        "intervals disagree"
+        "interval); unstable at c=16: it both met and missed there (1 probe whose own seconds "
+        "both met and clearly missed); its own intervals disagree"
     )

@@ -189,8 +189,7 @@ class Capacity:
         # sentence says so (an interval comes from rounds, rules/confidence.py)
         repeats = sum(1 for p in self.probes if p.meets and p.load == self.load)
         margin = (
-            f"; {repeats} probes in a row within ±{self.margin * 100:.0f} %, one round: no "
-            "interval"
+            f"; {repeats} probes in a row within ±{self.margin * 100:.0f} %, one round: no interval"
             if self.margin is not None
             else "; one round: no interval"
         )
