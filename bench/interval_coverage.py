@@ -103,7 +103,8 @@ def condition(label: str, runs: int, budget: str, stacks: Path, tmp: Path) -> tu
                     f"{name.split(':')[1]} {p['lo']:,.0f}–{p['hi']:,.0f} → "
                     f"{now[name]['capacity']:,.0f} {'in' if inside else 'OUT'}"
                 )
-        print(f"{label} run {k + 1}: " + ("; ".join(line) or "(first run)"), flush=True)
+        empty = "(first run)" if before is None else "(no interval the run before to check)"
+        print(f"{label} run {k + 1}: " + ("; ".join(line) or empty), flush=True)
         before = now
     print(
         f"{label}: the next run's figure inside the printed 90 % interval {hits} of "
