@@ -493,7 +493,7 @@ def test_a_queue_no_share_of_a_core_explains_is_the_servers_own():
     assert j.state == QUEUEING and j.broken, j.why
     assert j.why == (
         "100 wait ~219 ms each (~88 ms with a core to itself); one takes ~5.6 ms (its "
-        "fastest answer) (its core was also busy: it ran 40% of the time it wanted it)"
+        "fastest answer) · its core was also busy: it ran 40% of the time it wanted it"
     )
     assert kind_of_break(steps) == QUEUEING
 

@@ -64,8 +64,8 @@ busy core is not judged by its share only: a stack that got a core a share g of 
 time it wanted one serves at most g of its speed, so its requests wait up to 1/g as
 long; its waits are scaled by g (`cores.share_got`) and a queue still beyond the
 bounds (by `OWN_QUEUE_MARGIN`) is its own: "▲ QUEUEING · 100 wait ~219 ms each (~88 ms
-with a core to itself); one takes ~5.6 ms (its core was also busy: it ran 40% of the
-time it wanted it)". A queue the share explains is the core's (core-limited, not
+with a core to itself); one takes ~5.6 ms · its core was also busy: it ran 40% of the
+time it wanted it". A queue the share explains is the core's (core-limited, not
 judged), whether or not the core was full enough to call the level core-limited
 before: two stacks that waited alike get the same state. Only
 answers that are errors, refused connections and resets are the server's whatever
@@ -390,7 +390,7 @@ def judge(e: Evidence) -> Judgment:
         if not own:
             # the share of a core it got explains the whole queue: the core's, not judged
             return judged(CORE_LIMITED, f"{busy.replace(' also', '')} · {queue}")
-        return judged(QUEUEING, f"{own} ({busy})" if busy else own)
+        return judged(QUEUEING, f"{own} · {busy}" if busy else own)
     if e.slo_miss:
         return judged(SLO_MISSED, e.slo_miss)
     calm = _calm_why(service, service_from, wait)
