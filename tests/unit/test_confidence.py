@@ -45,7 +45,7 @@ def test_an_interval_comes_from_rounds_only_and_holds_the_next_runs_figure() -> 
     # two rounds: Student's t with one degree of freedom, wide as it should be
     two = estimate("x", [1000, 1100], sigma=0.01)
     assert two.lo < 800 and two.hi > 1350
-    assert two.said().endswith("over 2 rounds)") and "90 % interval" in two.said()
+    assert two.said().endswith("from 2 measurements)") and "90 % interval" in two.said()
     # the spread between rounds is in the interval: five rounds 800-1200
     wide = estimate("x", [800, 1200, 1000, 900, 1100], sigma=0.01)
     assert wide.lo < 850 and wide.hi > 1150

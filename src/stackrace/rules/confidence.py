@@ -111,13 +111,13 @@ class Estimate:
         return self.se if self.median > 0 else math.inf
 
     def said(self) -> str:
-        """'1,205 req/s (90 % interval 1,150–1,262 over 3 rounds)', or 'one round: no
-        interval'."""
+        """'1,205 req/s (90 % interval 1,150–1,262 from 3 measurements)', or 'one round:
+        no interval' (a tune's measurements: its search's answer, then one per round)."""
         if not self.interval:
             return f"{self.median:,.0f} req/s (one round: no interval)"
         return (
-            f"{self.median:,.0f} req/s (90 % interval {self.lo:,.0f}–{self.hi:,.0f} over "
-            f"{self.n} rounds)"
+            f"{self.median:,.0f} req/s (90 % interval {self.lo:,.0f}–{self.hi:,.0f} from "
+            f"{self.n} measurements)"
         )
 
 
