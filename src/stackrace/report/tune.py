@@ -22,7 +22,14 @@ from stackrace.stacks.variants import resolve
 
 MAX_DEPLOY_LINES = 3  # a tie's deploy lines shown
 
-HEADER = ["#", "configuration", "capacity under the SLO", "90 % interval", "measurements", "found in"]
+HEADER = [
+    "#",
+    "configuration",
+    "capacity under the SLO",
+    "90 % interval",
+    "measurements",
+    "found in",
+]
 
 
 def _row(n: int, p: TunePoint) -> list[str]:
