@@ -3,6 +3,7 @@
     python tests/servers/fixed_capacity.py PORT [--workers N] [--ms M]
     … --workers N --threads T --overhead-ms X --cap K     # a tune's known surface
     … --flap FAST_S,SLOW_S --slow-slots S                 # fast and slow seconds
+    … --odd-extra-ms X                                    # X ms slower in odd seconds
 
 `--threads T`: N × T requests at once (a worker's threads), at most `--cap`; each worker
 past the first adds `--overhead-ms` to every request (their contention), so more
@@ -10,7 +11,9 @@ workers are not free: the best configuration is known in advance
 (tests/integration/test_tune.py). `--flap`: the server alternates FAST_S seconds at its
 full slots and SLOW_S seconds at `--slow-slots`, by the wall clock: a load between the
 two both meets and misses a latency target, depending on when it is measured
-(tests/integration/test_capacity.py: an unstable boundary).
+(tests/integration/test_capacity.py: an unstable boundary). `--odd-extra-ms X`: every
+request served in an odd second of the wall clock takes X ms more (fast in even
+seconds, slow in odd ones, whatever the load: tests/integration/test_flapping.py).
 
 Any number of connections are accepted and read (keep-alive, asyncio), but at most N
 requests are served at once (a semaphore): each holds its worker M ms, then answers
@@ -49,7 +52,8 @@ class Gate:
 
 
 async def main(port: int, workers: int, ms: float, threads: int = 1, overhead_ms: float = 0.0,
-               cap: int = 0, flap: str = "", slow_slots: int = 0) -> None:  # fmt: skip
+               cap: int = 0, flap: str = "", slow_slots: int = 0,
+               odd_extra_ms: float = 0.0) -> None:  # fmt: skip
     slots = workers * threads
     if cap:
         slots = min(slots, cap)
@@ -82,7 +86,8 @@ async def main(port: int, workers: int, ms: float, threads: int = 1, overhead_ms
                     writer.write(HEAD)
                     continue
                 async with gate:
-                    await asyncio.sleep(hold)
+                    odd = odd_extra_ms and int(time.time()) % 2
+                    await asyncio.sleep(hold + (odd_extra_ms / 1000 if odd else 0.0))
                     writer.write(HEAD)
                     await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
@@ -106,6 +111,7 @@ if __name__ == "__main__":
     p.add_argument("--cap", type=int, default=0)
     p.add_argument("--flap", default="")
     p.add_argument("--slow-slots", type=int, default=1)
+    p.add_argument("--odd-extra-ms", type=float, default=0.0)
     a = p.parse_args()
     try:
         import uvloop
@@ -113,6 +119,5 @@ if __name__ == "__main__":
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(
-        main(a.port, a.workers, a.ms, a.threads, a.overhead_ms, a.cap, a.flap, a.slow_slots)
-    )
+    args = (a.threads, a.overhead_ms, a.cap, a.flap, a.slow_slots, a.odd_extra_ms)
+    asyncio.run(main(a.port, a.workers, a.ms, *args))

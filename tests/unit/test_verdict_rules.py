@@ -474,3 +474,57 @@ def test_unacked_reads_the_kernels_tcp_info():
     assert unacked(Info(bytes(24) + struct.pack("=I", 3))) == 3
     assert unacked(Info(bytes(20))) == 0  # a short answer
     assert unacked(None) == 0  # no socket (closed meanwhile)
+
+
+# --- a busy core still names a server's own queue ----------------------------------------
+
+
+def test_a_queue_no_share_of_a_core_explains_is_the_servers_own():
+    """The httpbin race on a busy box: one gunicorn sync worker at c=100, "100 wait ~219
+    ms each; one takes ~5.6 ms", while it ran 40 % of the time it wanted its core. With
+    the core to itself it would still wait ~88 ms, past twice the 26 ms bound: its own
+    queue, named with the busy core beside it. Before: not judged."""
+    busy = CpuShare(used=40, capacity=100, waited=60, core_full=False)
+    steps = [
+        step_result(10, window(928, 10.8, fastest_ms=5.6), share=busy),
+        step_result(100, window(456, 219, fastest_ms=5.6), share=busy),
+    ]
+    j = judge_steps(steps)[-1]
+    assert j.state == QUEUEING and j.broken, j.why
+    assert j.why == (
+        "100 wait ~219 ms each (~88 ms with a core to itself); one takes ~5.6 ms (its "
+        "fastest answer) · its core was also busy: it ran 40% of the time it wanted it"
+    )
+    assert kind_of_break(steps) == QUEUEING
+
+
+def test_a_queue_the_share_explains_is_the_cores_and_not_judged():
+    """The same worker's wait halved by a core four times as busy: ~219 ms × 10 % = 22
+    ms with the core to itself, inside the bounds: the core's, not judged."""
+    busy = CpuShare(used=10, capacity=100, waited=90, core_full=False)
+    j = judge(Evidence(step_result(100, window(456, 219, fastest_ms=5.6), share=busy)))
+    assert j.state == CORE_LIMITED and j.not_judged, j.why
+
+
+def test_near_equal_waits_on_a_busy_core_are_never_queueing_beside_keeping_up():
+    """The seed-002 preset's first seconds: gevent "▲ QUEUEING at c=10 · 10 wait ~23 ms"
+    while it got its core 24 % of the time it wanted it, beside sync's "✓ keeping up ·
+    waits ~19 ms". Scaled by its share, gevent's wait is ~6 ms: the busy core's, not a
+    queue of its own; both stacks' verdicts say nothing against the server."""
+    gevent = CpuShare(used=18, capacity=100, waited=57, core_full=False)
+    sync = CpuShare(used=12, capacity=100, waited=20, core_full=False)
+    g = judge(Evidence(step_result(10, window(430, 23, fastest_ms=1.0), share=gevent)))
+    s = judge(Evidence(step_result(10, window(520, 19, fastest_ms=9.0), share=sync)))
+    assert not g.broken and not s.broken, (g.why, s.why)
+    assert g.state == CORE_LIMITED and s.state == KEEPING_UP
+    # with its core to itself the same figures are gevent's own queue, as before
+    alone = CpuShare(used=18, capacity=100, waited=1)
+    a = judge(Evidence(step_result(10, window(430, 23, fastest_ms=1.0), share=alone)))
+    assert a.state == QUEUEING
+
+
+def test_a_stack_cpu_bound_by_itself_is_not_scaled_by_a_share():
+    """Its own CPU was the limit: the busy core explains nothing (SATURATED, as ever)."""
+    full = CpuShare(used=90, capacity=100, waited=60, core_full=False)
+    j = judge(Evidence(step_result(100, window(4000, 25, fastest_ms=0.2), share=full)))
+    assert j.state == SATURATED

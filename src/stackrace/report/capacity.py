@@ -29,13 +29,15 @@ def at(c: CapacityResult, load: float | None) -> str:
 
 
 def row(c: CapacityResult) -> list[str]:
-    """capacity (req/s ± margin), at (the load), breaks at, memory, CPU per request."""
+    """capacity (req/s, its repeats' spread in a row), at (the load), breaks at, memory,
+    CPU per request."""
     if c.stopped == CAPACITY_INTERRUPTED:
         cap = "interrupted: no capacity"
     elif c.load is None:
         cap = "cannot meet"
     else:
-        margin = f" ± {c.margin * 100:.0f} %" if c.margin is not None else ""
+        # one search is one round: its repeats in a row are no interval (issue 47)
+        margin = f" (in a row ±{c.margin * 100:.0f} %)" if c.margin is not None else ""
         cap = f"{c.capacity or 0:,.0f} req/s{margin}"
         if c.unstable:
             cap += f" (unstable {at(c, c.unstable[0])}–{at(c, c.unstable[1])})"

@@ -253,6 +253,19 @@ class ProbeNoise(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     engine_wait_percent: float = 0.0
 
 
+class ProbeSlice(msgspec.Struct, forbid_unknown_fields=True, array_like=True):
+    """One engine interval of a capacity probe (rules/steadiness.py judges the series);
+    an array in the file ([answers, p50, p90, p99, p999, max, goodput] µs, req/s)."""
+
+    answers: int
+    p50: int
+    p90: int
+    p99: int
+    p999: int
+    max: int
+    goodput: float
+
+
 class CapacityProbe(msgspec.Struct, forbid_unknown_fields=True):
     """One probe of a capacity search (race/core/capacity_search.py): the load asked, whether it met
     the SLO and why not, whether it had the answers its percentile needs, and the level
@@ -269,6 +282,8 @@ class CapacityProbe(msgspec.Struct, forbid_unknown_fields=True):
     figures: dict[str, float]  # each SLO term's value (µs, shares, req/s)
     level: Level
     noise: ProbeNoise | None = None  # the machine meanwhile (None: not measured)
+    slices: list[ProbeSlice] = []  # its own time series; the proof they disagreed:
+    unsteady: str = ""
 
 
 # a capacity search that did not end (Ctrl-C, a kill): its probes, never a capacity

@@ -27,12 +27,21 @@ from stackrace.stacks.variants import resolve
 
 MAX_DEPLOY_LINES = 3  # a tie's deploy lines shown
 
-HEADER = ["#", "configuration", "capacity under the SLO", "90 % interval", "repeats", "found in"]
+HEADER = [
+    "#",
+    "configuration",
+    "capacity under the SLO",
+    "90 % interval",
+    "measurements",
+    "found in",
+]
 
 
 def _row(n: int, p: TunePoint) -> list[str]:
     cap = "cannot meet" if p.capacity <= 0 else f"{p.capacity:,.0f} req/s"
     interval = "-" if p.capacity <= 0 else f"{p.lo:,.0f}–{p.hi:,.0f}"
+    if p.capacity > 0 and p.repeats < 2:
+        interval = "one round: no interval"  # an interval comes from rounds only
     if p.unstable:
         cap += f" (unstable c={p.unstable[0]:g}–{p.unstable[1]:g})"
     return [str(n), p.name, cap, interval, str(p.repeats), p.phase]

@@ -10,6 +10,9 @@ pane, its table row and a bench summary cannot tell two stories of one level.
 - `rules.engine`: whether the engine, not the server, limited a window's figures;
 - `rules.cores`: whether a stack used its CPU up, or only waited for a core another
   stack or another process held, and whether the cores several stacks share were full;
+- `rules.steadiness`: whether one capacity probe's own intervals agree (a server whose
+  speed follows the wall clock, not the load, is unstable whatever its neighbours say);
+- `rules.confidence`: intervals from independent rounds, and the ranking they allow;
 - `rules.summaries`: what a summary says of a stack (its break and its tail, or how far
   it kept up);
 - the evidence they read: `rules.breaking` (one level's figures), `rules.levels` (the

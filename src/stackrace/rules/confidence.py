@@ -12,10 +12,18 @@ two probes in a row share that minute. So:
 - **The A/A noise** (`noise_sigma`): repeated measurements of one configuration at one
   load, grouped; the pooled standard deviation of log(req/s) within the groups. It is
   the smallest difference the machine can tell apart, stated with every ranking.
-- **An interval per capacity** (`estimate`): a percentile bootstrap of the median over
-  its repeats (the rounds of an interleaved comparison), 90 %, never narrower than the
-  A/A noise allows for that many repeats (z·σ/√n): three repeats that happen to agree
-  do not make a figure exact, and a configuration measured once gets the A/A interval.
+- **An interval per capacity** (`estimate`), from repetition only: each sample is one
+  independent round (a fresh measurement, the candidates interleaved in a shuffled
+  order), and the interval is where the *next run's* figure falls 9 times in 10: the
+  rounds' spread of log(req/s) (never below `MIN_SIGMA`), × √(2/n) (this run's error
+  and the next one's), × Student's t with n − 1 degrees of freedom (two rounds: 6.3,
+  wide as it should be), × √(π/2) (the figure is a median). One round is no interval,
+  and is said so ("one round: no interval"); an interval built inside one measurement
+  (the bootstrap of probes a few seconds apart this module once made) read as a
+  reproducibility it did not have: ±3 % intervals disjoint from the next run's.
+  bench/interval_coverage.py measures the claim. For ranking, a capacity's standard
+  error is its rounds' spread (never below the A/A noise) over √n: a configuration
+  measured once is ranked with the A/A noise.
 - **Paired rounds** (`paired_confidence`): the candidates of a comparison are measured
   in rounds, each once per round in a shuffled order, so a drift of the machine hits a
   round's candidates alike. The per-round log ratios of two candidates are then tested
@@ -31,8 +39,8 @@ two probes in a row share that minute. So:
   Otherwise the leader and every candidate it does not beat are a tie within noise,
   and the ranking says so.
 
-The bootstrap draws from a generator seeded with a constant: the same figures give the
-same interval, so a resumed search decides as the uninterrupted one did.
+The same figures give the same interval (no random draw), so a resumed search decides
+as the uninterrupted one did.
 
 Pure arithmetic (no I/O, no clock); unit-tested on recorded noisy samples in
 tests/unit/test_confidence.py.
@@ -40,14 +48,12 @@ tests/unit/test_confidence.py.
 
 from __future__ import annotations
 
-import functools
 import math
-import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-LEVEL = 0.90  # two-sided interval of a capacity's median
+LEVEL = 0.90  # two-sided: the next run's figure inside it 9 times in 10
 Z = 1.6448536269514722  # the normal quantile of (1 + LEVEL) / 2
 CONFIDENCE = 0.95  # a winner beats each other candidate at least this surely
 # without shared rounds, two figures measured minutes apart also differ by the drift
@@ -56,8 +62,7 @@ CONFIDENCE_APART = 0.99
 MIN_PAIRS = 5  # rounds shared before the paired test may carry a winner (1 − 2⁻⁵ = 97 %)
 DEFAULT_SIGMA = 0.10  # the A/A noise assumed until repeats measure it (10 % of req/s)
 MIN_SIGMA = 0.02  # a machine never gets credit for less noise than this
-BOOTSTRAP = 2000
-_SEED = 20261127
+MEDIAN_SE = math.sqrt(math.pi / 2)  # a median's standard error over a mean's (normal)
 
 
 def noise_sigma(groups: Sequence[Sequence[float]]) -> float | None:
@@ -78,54 +83,81 @@ def noise_sigma(groups: Sequence[Sequence[float]]) -> float | None:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A capacity: the median of its repeats and a 90 % interval around it."""
+    """A capacity: the median of its rounds, and (two rounds or more) the 90 % interval
+    the next run's figure falls in; `se`: the standard error of its log, for ranking."""
 
     name: str
     median: float
     lo: float
     hi: float
-    n: int  # repeats
+    n: int  # rounds
+    se: float = math.inf
+
+    @property
+    def interval(self) -> bool:
+        """Whether `lo`–`hi` is an interval: only from two rounds or more."""
+        return self.n >= 2
 
     @property
     def half_width(self) -> float:
-        """Half the interval's width, as a share of the median."""
-        return (self.hi - self.lo) / 2 / self.median if self.median > 0 else math.inf
+        """Half the interval's width, as a share of the median (inf: no interval)."""
+        if not self.interval or self.median <= 0:
+            return math.inf
+        return (self.hi - self.lo) / 2 / self.median
 
     @property
     def log_se(self) -> float:
-        """The standard error of log(median) the interval implies."""
-        if self.median <= 0 or self.lo <= 0:
-            return math.inf
-        return (math.log(self.hi) - math.log(self.lo)) / (2 * Z)
+        """The standard error of log(median), for comparing two capacities."""
+        return self.se if self.median > 0 else math.inf
+
+    def said(self) -> str:
+        """'1,205 req/s (90 % interval 1,150–1,262 from 3 measurements)', or 'one round:
+        no interval' (a tune's measurements: its search's answer, then one per round)."""
+        if not self.interval:
+            return f"{self.median:,.0f} req/s (one round: no interval)"
+        return (
+            f"{self.median:,.0f} req/s (90 % interval {self.lo:,.0f}–{self.hi:,.0f} from "
+            f"{self.n} measurements)"
+        )
+
+
+# Student's t, one-sided 95 % (a two-sided 90 % interval), by degrees of freedom
+_T95 = {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 1.860,
+        9: 1.833, 10: 1.812, 12: 1.782, 15: 1.753, 20: 1.725, 30: 1.697}  # fmt: skip
+
+
+def t95(dof: int) -> float:
+    """Student's t quantile for `dof` degrees of freedom (the next lower tabled, so the
+    interval errs wide; the normal's beyond 30)."""
+    if dof > 30:
+        return Z
+    return _T95[max(k for k in _T95 if k <= max(1, dof))]
 
 
 def estimate(name: str, samples: Sequence[float], sigma: float | None) -> Estimate:
-    """The median of `samples` with its 90 % interval (see the module docstring). A
-    sample of 0 (the SLO not met at all in that round) counts as one."""
+    """The median of `samples` (one per independent round) with the 90 % interval the
+    next run's figure falls in (see the module docstring). A sample of 0 (the SLO not
+    met at all in that round) counts: the interval then reaches down to 0."""
     s = sorted(samples)
     n = len(s)
     if n == 0:
         return Estimate(name, 0.0, 0.0, 0.0, 0)
     med = statistics.median(s)
-    sig = max(MIN_SIGMA, sigma if sigma is not None else DEFAULT_SIGMA)
-    floor = Z * sig / math.sqrt(n)  # log half-width the noise allows for n repeats
-    if med <= 0:
-        return Estimate(name, 0.0, 0.0, max(s), n)
-    lo, hi = med * math.exp(-floor), med * math.exp(floor)
-    if n >= 2:
-        b_lo, b_hi = _bootstrap(tuple(s))
-        lo, hi = min(lo, b_lo), max(hi, b_hi)
-    return Estimate(name, med, lo, hi, n)
-
-
-@functools.lru_cache(maxsize=4096)
-def _bootstrap(s: tuple[float, ...]) -> tuple[float, float]:
-    """The percentile bootstrap interval of the median (a search asks for the same
-    samples' interval again and again: kept)."""
-    rng = random.Random(_SEED)
-    meds = sorted(statistics.median(rng.choices(s, k=len(s))) for _ in range(BOOTSTRAP))
-    tail = (1 - LEVEL) / 2
-    return meds[int(tail * (BOOTSTRAP - 1))], meds[int((1 - tail) * (BOOTSTRAP - 1))]
+    aa = max(MIN_SIGMA, sigma if sigma is not None else DEFAULT_SIGMA)
+    logs = [math.log(v) for v in s if v > 0]
+    spread = statistics.stdev(logs) if len(logs) >= 2 else 0.0
+    # for ranking: the rounds' own spread, never below the machine's A/A noise
+    se = max(spread, aa) / math.sqrt(n)
+    if med <= 0 or n < 2 or not logs:
+        return Estimate(name, med, med, med, n, se)
+    # the next run's figure (the median of its own n rounds) differs from this one's by
+    # both runs' error: √(1/n + 1/n) of one round's spread, × √(π/2) (a median varies
+    # more than a mean: on a model machine the next median fell inside 88 % of the
+    # intervals without it), t with n − 1 degrees of freedom
+    half = t95(n - 1) * max(spread, MIN_SIGMA) * math.sqrt(2 / n) * MEDIAN_SE
+    centre = statistics.fmean(logs)
+    lo = 0.0 if len(logs) < n else math.exp(centre - half)
+    return Estimate(name, med, min(lo, med), max(math.exp(centre + half), med), n, se)
 
 
 def paired_confidence(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[float, int]:

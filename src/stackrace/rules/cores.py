@@ -17,6 +17,10 @@
   was full. The race says so once, in words a room reads ("the 4 stacks share one
   core, which is full: figures compare shares"), never as summed
   percentages (four stacks waiting on one core add up to "waited 573 %").
+- **The share it got** (`share_got`): of the time it wanted a core, the share it ran.
+  A queue is scaled by it before it is called the core's (rules/level.py): a server
+  that got its core 40 % of the time it wanted one serves at most at 40 % of its speed,
+  so its requests wait up to 1 / 0.4 times as long; a queue beyond that is its own.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ CORE_WAIT = 0.25  # a core held by others when a stack waits for it this share o
 SHARED_WAIT = 0.10  # ... and this much on cores it shares with other stacks that were full
 SHARED_FULL = 0.85  # the shared cores are full when the stacks use this share of them,
 WAITED_FULL = 0.25  # ... or when they want more than the cores give and wait this much
+SHARE_WAIT = 0.10  # a wait for a core worth scaling a queue by (rules/level.py): of capacity
 
 
 def capacity(step: StepResult) -> float:
@@ -74,6 +79,29 @@ def core_share(step: StepResult) -> str:
     them = "it" if cap <= 1 else "them"
     waits = f"waited {wanted:.0f}% of the time it wanted {them}"
     return f"{cores} {shared}: it ran {ran:.0f}%, and {waits}"
+
+
+def share_got(step: StepResult) -> float | None:
+    """Of the time the stack wanted a core (it ran, or it was runnable and waited), the
+    share it got one (0-1), when it waited `SHARE_WAIT` of its capacity or more and its
+    own CPU was not the limit; None otherwise (too little wait to scale anything by)."""
+    if step.cpu_percent is None or cpu_bound(step):
+        return None
+    waited = step.cpu_wait_percent or 0.0
+    if waited < SHARE_WAIT * capacity(step):
+        return None
+    wanted = step.cpu_percent + waited
+    return step.cpu_percent / wanted if wanted > 0 else None
+
+
+def busy_too(step: StepResult) -> str:
+    """The busy core said beside a verdict that is the server's all the same: "its core
+    was also busy: it ran 40 % of the time it wanted it" ("" when it hardly waited)."""
+    got = share_got(step)
+    if got is None:
+        return ""
+    them = "it" if capacity(step) <= 100 else "them"
+    return f"its core was also busy: it ran {100 * got:.0f}% of the time it wanted {them}"
 
 
 def alone_on_a_core(cpu_us_per_request: float | None, cores: float = 1.0) -> float | None:

@@ -61,8 +61,11 @@ def engine_limit(window: WindowStats, saturated: bool = False, procs: int = 1) -
         return f"engine saturated ({window.engine_cpu:.0f}% of its core)"
     wanted = window.engine_cpu + window.engine_wait
     if window.engine_wait >= ENGINE_STARVED and wanted >= ENGINE_BUSY * 100 * max(1, procs):
+        # per engine process, a share of its time (summed over processes it reads
+        # "waited 140 %", no share of anything)
+        waited = min(100.0, window.engine_wait / max(1, procs))
         return (
-            f"its engine waited for a core {window.engine_wait:.0f}% of the time "
+            f"its engine waited for a core {waited:.0f}% of the time "
             f"({window.engine_wait_us:,.0f}µs per wake-up)"
         )
     share = engine_share(window)

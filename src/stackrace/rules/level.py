@@ -59,7 +59,15 @@ server's. One gunicorn sync worker on a 10 ms wait serves ~90 req/s: at c=2 each
 (rules/engine.py), the level is engine-limited; when the stack wanted its core and
 waited for it while other stacks or processes held it (rules/cores.py), its figures
 are a share of that core: core-limited, queue or not. Neither is a breaking point nor
-a tick, and every summary says "not judged" with the figure that shows it. Only
+a tick, and every summary says "not judged" with the figure that shows it. But a
+busy core is not judged by its share only: a stack that got a core a share g of the
+time it wanted one serves at most g of its speed, so its requests wait up to 1/g as
+long; its waits are scaled by g (`cores.share_got`) and a queue still beyond the
+bounds (by `OWN_QUEUE_MARGIN`) is its own: "▲ QUEUEING · 100 wait ~219 ms each (~88 ms
+with a core to itself); one takes ~5.6 ms · its core was also busy: it ran 40% of the
+time it wanted it". A queue the share explains is the core's (core-limited, not
+judged), whether or not the core was full enough to call the level core-limited
+before: two stacks that waited alike get the same state. Only
 answers that are errors, refused connections and resets are the server's whatever
 the engine or the machine did: no starved engine answers 404.
 
@@ -67,6 +75,8 @@ the engine or the machine did: no starved engine answers 404.
 (2xx/3xx, or what a request expects), never HTTP errors. Those count as failures.
 
 No I/O and no UI: every front end builds the evidence it has and shows the judgment.
+Long because the states and their precedence are one decision, read top to bottom in
+`judge`; cut in two, each half would need the other's order.
 """
 
 from __future__ import annotations
@@ -165,6 +175,10 @@ TAIL_FACTOR = 20.0  # or their tail (p99, the oldest waiting) this many ...
 TAIL_FLOOR_US = 200_000  # ... and this much longer
 OLDEST_FLOOR_US = 1_000_000  # the oldest waiting request: at least a second
 TAIL_MIN_ANSWERS = 100  # a p99 of fewer answers is one request's luck
+# a queue scaled by the share of a core the stack got is its own past this many times
+# the bounds: the share is a median of samples and the service time a bound, so only a
+# clear excess is named (a sync worker at c=100: ~88 ms against 26 ms)
+OWN_QUEUE_MARGIN = 2.0
 STARVED_SHARE = 0.05  # starving when one client in twenty gets nothing while others are served
 WEDGED_AFTER = 5.0  # seconds with clients waiting and no answer at all: wedged
 WARM_CLIMB = 0.05  # warming (not yet keeping up) while its req/s has climbed this much
@@ -346,6 +360,13 @@ def judge(e: Evidence) -> Judgment:
     if failing and not _timed_out_only(e.recent if recent and not step.enough else w):
         return judged(FAILING, failing)
     queue = _queue_why(step, service, service_from, wait, bound, tail)
+    # a stack that waited for a core: the queue it would have had with the core to
+    # itself (its figures scaled by the share it got), past `OWN_QUEUE_MARGIN` × the
+    # bounds, is its own whatever the core did (see the module docstring)
+    got = cores.share_got(step)
+    own = queue
+    if queue and got is not None:
+        own = _queue_why(step, service, service_from, wait, bound, tail, got, OWN_QUEUE_MARGIN)
     starving = starving_why(step) if starves(w) else ""
     core_limited = cores.core_limited(step)
     if starving and not core_limited:
@@ -355,8 +376,8 @@ def judge(e: Evidence) -> Judgment:
     symptom = failing or starving or queue
     if step.engine_limit:
         return judged(ENGINE_LIMITED, " · ".join(x for x in (step.engine_limit, symptom) if x))
-    if core_limited:
-        # its figures are a share of a core others held, queue or not: no tick, no break
+    if core_limited and not (own and not failing):
+        # its figures are a share of a core others held: no tick, no break
         return judged(CORE_LIMITED, " · ".join(x for x in (cores.core_share(step), symptom) if x))
     if failing:
         return judged(FAILING, failing)
@@ -365,7 +386,11 @@ def judge(e: Evidence) -> Judgment:
             cap = cores.capacity(step) / 100
             where = f"{cap:.0f} core" + ("s" if cap > 1 else "")
             return judged(SATURATED, f"CPU {step.cpu_percent or 0:.0f}% of {where} · {queue}")
-        return judged(QUEUEING, queue)
+        busy = cores.busy_too(step)
+        if not own:
+            # the share of a core it got explains the whole queue: the core's, not judged
+            return judged(CORE_LIMITED, f"{busy.replace(' also', '')} · {queue}")
+        return judged(QUEUEING, f"{own} · {busy}" if busy else own)
     if e.slo_miss:
         return judged(SLO_MISSED, e.slo_miss)
     calm = _calm_why(service, service_from, wait)
@@ -411,22 +436,34 @@ def _queue_why(
     wait: float | None,
     bound: float | None,
     tail: float | None,
+    share: float = 1.0,
+    margin: float = 1.0,
 ) -> str:
     """Why the level queues ("" when it does not), with the service time it is weighed
-    against and where that comes from."""
+    against and where that comes from. `share` < 1: the share of the time it wanted a
+    core that it got one; its waits are scaled by it (the wait it would have had with
+    the core to itself) and must pass `margin` × the bounds, and requests left with no
+    answer (the busy core's as much as its own) do not count."""
     w = step.window
     stale = ""
-    if step.attempts and step.stale / step.attempts > FAILURE_RATIO:
+    if share >= 1 and step.attempts and step.stale / step.attempts > FAILURE_RATIO:
         stale = f"{step.stale:,} got no answer in the level's {w.seconds:.0f} s"
     if service is None or bound is None or tail is None:
         return stale
     one = f"one takes ~{secs(service)} ({service_from})"
-    if wait is not None and wait > bound:
-        return f"{_waiters(w)} ~{secs(wait)} each; {one}"
-    if w.latency.count >= TAIL_MIN_ANSWERS and w.latency.p99 > tail:
-        return f"p99 {secs(w.latency.p99)}; {one}"
-    if w.waiting and w.oldest_wait_us > max(tail, OLDEST_FLOOR_US):
-        return f"a request has waited {secs(w.oldest_wait_us)}; {one}"
+
+    def beyond(us: float, limit: float) -> bool:
+        return us * share > limit * margin
+
+    def alone(us: float) -> str:
+        return f" (~{secs(us * share)} with a core to itself)" if share < 1 else ""
+
+    if wait is not None and beyond(wait, bound):
+        return f"{_waiters(w)} ~{secs(wait)} each{alone(wait)}; {one}"
+    if w.latency.count >= TAIL_MIN_ANSWERS and beyond(w.latency.p99, tail):
+        return f"p99 {secs(w.latency.p99)}{alone(w.latency.p99)}; {one}"
+    if w.waiting and beyond(w.oldest_wait_us, max(tail, OLDEST_FLOOR_US)):
+        return f"a request has waited {secs(w.oldest_wait_us)}{alone(w.oldest_wait_us)}; {one}"
     return stale
 
 

@@ -243,8 +243,8 @@ def memory_line(view: PaneView, projector: bool) -> Text:
 
 
 def cpu_line(view: PaneView, projector: bool) -> Text:
-    """CPU (and µs per request, unless in projector mode), and how long the stack
-    waited for a core when that was 5 % of its time or more."""
+    """CPU (and µs per request, unless in projector mode), and the share of the time
+    it wanted a core that it got one, when it waited 5 % of a core or more."""
     res = view.resources
     cpu = Text(no_wrap=True, overflow="ellipsis")
     cpu.append("CPU ", style="dim")
@@ -255,11 +255,11 @@ def cpu_line(view: PaneView, projector: bool) -> Text:
     if view.cpu_us_per_request is not None and not projector:
         cpu.append(f"  {view.cpu_us_per_request:,.0f} µs/req", style="")
     if res is not None and res.cpu_wait_percent >= 5:
-        # a share of its time, never above 100 % (a stack of four processes waiting
-        # on one core would otherwise read "waited 300 %")
-        cores = max(1.0, (view.cpu_capacity or 100.0) / 100)
-        share = min(100.0, res.cpu_wait_percent / cores)
-        cpu.append(f"  waited {share:.0f}% of the time for a core", style="bold yellow")
+        # of the time it wanted a core, the share it got one: never above 100 % (four
+        # processes waiting on one core sum to "waited 300 %", no share of anything)
+        wanted = res.cpu_percent + res.cpu_wait_percent
+        got = 100.0 * res.cpu_percent / wanted if wanted > 0 else 100.0
+        cpu.append(f"  got a core {got:.0f}% of the time it wanted one", style="bold yellow")
     return cpu
 
 

@@ -47,6 +47,7 @@ from stackrace.report.schema import (
     Level,
     LittleLaw,
     Memory,
+    ProbeSlice,
 )
 from stackrace.rules import accounting
 from stackrace.rules.engine import engine_limit, engine_share
@@ -119,9 +120,13 @@ class LevelRunner:
         self.losses_told = 0  # engine hosts lost, already in the progress
         self.fastest: dict[str, int] = {}  # per member: since its level was set
         self._seen_seq = -1  # the last snapshot read (each interval is read once)
+        # a probe's own time series, per member, while it is measured; the last probe's
+        self.slices: dict[str, list[ProbeSlice]] = {}
+        self.last_slices: dict[str, list[ProbeSlice]] = {}
 
     def _see(self) -> None:
-        """Read the latest interval's fastest answers (wherever the protocol waits)."""
+        """Read the latest interval's fastest answers, and a probe's intervals
+        (wherever the protocol waits)."""
         snap = self.core.engine.latest
         if snap is None or snap.seq == self._seen_seq:
             return
@@ -130,6 +135,11 @@ class LevelRunner:
             lat = t.interval.latency
             if lat.count and (t.id not in self.fastest or lat.min < self.fastest[t.id]):
                 self.fastest[t.id] = lat.min
+            if t.id in self.slices:  # a probe under way: its own time series
+                self.slices[t.id].append(
+                    ProbeSlice(lat.count, lat.p50, lat.p90, lat.p99, lat.p999, lat.max,
+                               t.interval.goodput)
+                )  # fmt: skip
 
     async def _sleep(self, seconds: float) -> None:
         """Wait `seconds`, reading every interval on the way."""
@@ -336,6 +346,8 @@ class LevelRunner:
         started = clock()
         await self.next_interval()
         self.core.reset_totals(0.0, ids)
+        # every interval from here to the end is the probe's own time series
+        self.slices = {i: [] for i in ids}
         t0 = clock()
         longest = max(max_s, longest_s or max_s)
         while clock() - t0 < longest:
@@ -353,6 +365,7 @@ class LevelRunner:
             if took >= max_s and (undecided is None or not any(undecided(i) for i in short)):
                 break
         await self.next_interval()  # the last interval reaches the totals
+        self.last_slices, self.slices = self.slices, {}
         watch = self.plan.database
         down = watch is not None and bool(watch.down_during(started, clock()))
         accs = {i: _Acc() for i in ids}

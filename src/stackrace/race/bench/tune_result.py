@@ -147,7 +147,7 @@ def tune_result(
     run.noise = summarize(
         cores,
         [p.noise for p in probes if p.noise is not None],
-        [p.level.cpu_wait_percent for p in probes],
+        [(p.level.cpu_percent, p.level.cpu_wait_percent) for p in probes],
         before=state.before,
         aa_sigma=out.sigma,
         aa_repeats=out.aa_repeats,

@@ -37,7 +37,12 @@ from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner
 from stackrace.race.bench.recorder import server_version
-from stackrace.race.core.capacity_run import LONGEST_PROBE_S, MIN_PROBE_S, ResumeError
+from stackrace.race.core.capacity_run import (
+    LONGEST_PROBE_S,
+    MIN_PROBE_S,
+    ResumeError,
+    unsteady_of,
+)
 from stackrace.race.core.capacity_run import probe_of as _probe_of
 from stackrace.race.core.capacity_search import Probe, needed_answers
 from stackrace.race.core.core import RaceCore
@@ -298,6 +303,8 @@ class _Driver:
             figures=judged.figures(),
             level=lv,
             noise=felt,
+            slices=(slices := runner.last_slices.get(ask.name, [])),
+            unsteady=unsteady_of(slices, self.slo),
         )
         # the search's probe is made from the record the journal keeps, as a resume
         # makes it: the same figures, the same busy flag, the same decisions

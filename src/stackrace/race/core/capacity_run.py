@@ -50,8 +50,9 @@ from stackrace.race.core.capacity_search import (
 )
 from stackrace.race.core.noise import NoiseMeter, probe_busy
 from stackrace.race.core.state import StackState
-from stackrace.report.schema import CapacityProbe, CapacityResult, Level, ProbeNoise
+from stackrace.report.schema import CapacityProbe, CapacityResult, Level, ProbeNoise, ProbeSlice
 from stackrace.report.slo import Slo
+from stackrace.rules.steadiness import Slice, unsteady
 
 if TYPE_CHECKING:
     from stackrace.race.bench.protocol import LevelRunner
@@ -59,7 +60,9 @@ if TYPE_CHECKING:
 # where a search may go when nothing else bounds it
 CONCURRENCY_CEILING = 4096
 RATE_CEILING = 1_000_000.0
-MIN_PROBE_S = 1.0
+# a probe's own seconds are judged too (rules/steadiness.py): two seconds hold both
+# halves of a server whose speed changes every second, whatever the phase
+MIN_PROBE_S = 2.0
 # how long a probe may run to get the answers its percentile needs (p99: 1,000 answers
 # take 10 s at 100 req/s); a probe that already misses is not run longer
 LONGEST_PROBE_S = 15.0
@@ -119,6 +122,22 @@ def replay(search: CapacitySearch, member: str, probes: list[CapacityProbe], uni
         search.record(probe_of(cp))
 
 
+def unsteady_of(slices: list[ProbeSlice], slo: Slo) -> str:
+    """Whether a probe's own intervals disagree beyond a percentile's noise, on the
+    SLO's first latency term (rules/steadiness.py); "" without one."""
+    term = next((t for t in slo.terms if t.latency and t.op in ("<", "<=")), None)
+    if term is None or not slices:
+        return ""
+    q = term.quantile
+    field_ = term.metric if term.metric in ("p50", "p90", "p99", "p999", "max") else None
+    if field_ is None and q is not None:
+        field_ = "p50" if q <= 0.5 else "p90" if q <= 0.9 else "p99" if q <= 0.99 else "p999"
+    if field_ is None:
+        return ""
+    series = [Slice(s.answers, float(getattr(s, field_)), s.goodput) for s in slices]
+    return unsteady(series, term.value, field_)
+
+
 def probe_of(cp: CapacityProbe) -> Probe:
     return Probe(
         load=cp.load,
@@ -130,6 +149,7 @@ def probe_of(cp: CapacityProbe) -> Probe:
         enough=cp.enough,
         seconds=cp.seconds,
         busy=probe_busy(cp.noise, cp.level.cpu_wait_percent),
+        unsteady=cp.unsteady,
     )
 
 
@@ -155,6 +175,7 @@ async def search_capacity(
     searches = {i: CapacitySearch(bounds_for(start, rate_mode, plan)) for i in ids}
     levels: dict[str, list[Level]] = {i: [] for i in ids}
     noises: dict[str, list[ProbeNoise | None]] = {i: [] for i in ids}
+    series: dict[str, list[list[ProbeSlice]]] = {i: [] for i in ids}
     what = unit(rate_mode)
     out = into if into is not None else {}
     for i, probes in (prior or {}).items():
@@ -164,7 +185,8 @@ async def search_capacity(
         searches[i].next_load()
         levels[i] = [cp.level for cp in probes]
         noises[i] = [cp.noise for cp in probes]
-        out[i] = result(searches[i], levels[i], slo, rate_mode, needed, plan, noises[i])
+        series[i] = [cp.slices for cp in probes]
+        out[i] = result(searches[i], levels[i], slo, rate_mode, needed, plan, noises[i], series[i])
 
     def undecided(i: str) -> bool:
         t = runner.core.target(i)
@@ -194,6 +216,7 @@ async def search_capacity(
                 progress(f"  {i}: no figures at {_at(load, what)} (the stack stopped)")
                 continue
             judged = slo.judge_level(lv)
+            slices = runner.last_slices.get(i, [])
             probe = Probe(
                 load=load,
                 meets=judged.meets,
@@ -204,12 +227,16 @@ async def search_capacity(
                 enough=lv.requests >= needed,
                 seconds=seconds,
                 busy=probe_busy(felt, lv.cpu_wait_percent),
+                unsteady=unsteady_of(slices, slo),
             )
             searches[i].record(probe)
             searches[i].next_load()  # asked now (it will be again): an ended search says so
             levels[i].append(lv)
             noises[i].append(felt)
-            out[i] = result(searches[i], levels[i], slo, rate_mode, needed, plan, noises[i])
+            series[i].append(slices)
+            out[i] = result(
+                searches[i], levels[i], slo, rate_mode, needed, plan, noises[i], series[i]
+            )
             if on_result is not None:
                 on_result(i, out[i].probes[-1])
             mark_ = "meets" if judged.meets else f"misses: {judged.why}"
@@ -273,10 +300,12 @@ def result(
     needed: int,
     plan: CapacityPlan,
     noises: list[ProbeNoise | None] | None = None,
+    series: list[list[ProbeSlice]] | None = None,
 ) -> CapacityResult:
     """The search's answer with its evidence, as the run file keeps it."""
     cap = search.result()
     felt = noises if noises is not None else [None] * len(levels)
+    own = series if series is not None else [[] for _ in levels]
     at_cap = [
         lv for p, lv in zip(cap.probes, levels, strict=True) if p.meets and p.load == cap.load
     ]
@@ -307,8 +336,10 @@ def result(
                 figures=p.figures,
                 level=lv,
                 noise=n,
+                slices=sl,
+                unsteady=p.unsteady,
             )
-            for p, lv, n in zip(cap.probes, levels, felt, strict=True)
+            for p, lv, n, sl in zip(cap.probes, levels, felt, own, strict=True)
         ],
         unstable=list(cap.unstable) if cap.unstable is not None else None,
         thin=cap.thin,

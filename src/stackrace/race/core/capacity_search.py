@@ -83,9 +83,11 @@ the same states, so a search is resumed by recording the probes of a journal aga
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from stackrace.report.schema import CAPACITY_INTERRUPTED
+from stackrace.rules.steadiness import PROOF as UNSTEADY_PROOF
 
 # why a search ended
 PRECISE = "precision reached"
@@ -139,6 +141,8 @@ class Probe:
     seconds: float = 0.0
     phase: str = ""  # bracket, bisect, confirm, recheck or busy (set by the search)
     busy: bool = False  # the machine disturbed it (race/core/noise.py probe_busy)
+    # its own intervals disagreed beyond a percentile's noise: the proof (rules/steadiness.py)
+    unsteady: str = ""
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,8 @@ class Capacity:
     thin: bool = False  # every pass at `load` had fewer answers than its percentile needs
 
     def sentence(self, slo: str, unit: str = "c") -> str:
-        """'meets p99 < 50 ms up to c=24 (1,240 req/s ± 3 %), breaks at c=26: p99 74 ms'."""
+        """'meets p99 < 50 ms up to c=24 (1,240 req/s; 3 probes in a row within ±3 %, one
+        round: no interval), breaks at c=26: p99 74 ms'."""
 
         def at(load: float) -> str:
             return f"{unit}={load:g}" if unit == "c" else f"{load:,.0f} {unit}"
@@ -172,28 +177,28 @@ class Capacity:
                 "no capacity claimed, the search did not end"
             )
         if self.load is None and self.unstable is not None:
-            lo, hi = self.unstable
             return (
-                f"meets {slo} at no load for sure: unstable from {at(lo)} to {at(hi)}, it "
-                f"both met and missed there; first miss: {self.breaks_why}"
+                f"meets {slo} at no load for sure: unstable {self._where(at)}, "
+                f"{self._evidence()}; {self._first()}"
             )
         if self.load is None:
             first = self.probes[0] if self.probes else None
             why = f": {first.why} at {at(first.load)}" if first and first.why else ""
             return f"cannot meet {slo} at any load{why}"
-        margin = f" ± {self.margin * 100:.0f} %" if self.margin is not None else ""
+        # its repeats are probes in a row, not independent rounds: no interval, and the
+        # sentence says so (an interval comes from rounds, rules/confidence.py)
+        repeats = sum(1 for p in self.probes if p.meets and p.load == self.load)
+        margin = (
+            f"; {repeats} probes in a row within ±{self.margin * 100:.0f} %, one round: no interval"
+            if self.margin is not None
+            else "; one round: no interval"
+        )
         rps = f" ({self.rps:,.0f} req/s{margin})" if self.rps is not None else ""
         text = f"meets {slo} up to {at(self.load)}{rps}"
         if self.thin:
             text += " [on fewer answers than the percentile needs]"
         if self.unstable is not None:
-            lo, hi = self.unstable
-            misses = sum(1 for p in self.probes if not p.meets and p.phase != BUSY and p.load <= hi)
-            return (
-                f"{text}; unstable from {at(lo)} to {at(hi)}: it both met and missed there "
-                f"({misses} misses at or below a load that met); first miss: "
-                f"{self.breaks_why}"
-            )
+            return f"{text}; unstable {self._where(at)}: {self._evidence()}; {self._first()}"
         if self.breaks_at is not None:
             text += f", breaks at {at(self.breaks_at)}: {self.breaks_why}"
         else:
@@ -201,6 +206,48 @@ class Capacity:
         if self.stopped in (BUDGET, PROBES):
             text += f" [{self.stopped}: the true capacity lies in that bracket]"
         return text
+
+    def _where(self, at: Callable[[float], str]) -> str:
+        assert self.unstable is not None
+        lo, hi = self.unstable
+        return f"at {at(lo)}" if lo == hi else f"from {at(lo)} to {at(hi)}"
+
+    def _evidence(self) -> str:
+        """What made it unstable, each count said only when there is one (never "0
+        misses … both met and missed")."""
+        assert self.unstable is not None
+        hi = self.unstable[1]
+        passes = [p.load for p in self.probes if p.meets]
+        top = max(passes) if passes else None
+        misses = sum(
+            1
+            for p in self.probes
+            if not p.meets and p.phase != BUSY and top is not None and p.load <= top
+        )
+        shaky = sum(1 for p in self.probes if p.unsteady and p.phase != BUSY and p.load <= hi)
+        forgiven = sum(
+            1
+            for p, nxt in zip(self.probes, self.probes[1:], strict=False)
+            if p.phase == BUSY and not p.meets and nxt.load == p.load and nxt.meets
+        )
+        said = []
+        if misses:
+            said.append(f"{misses} miss{'es' if misses != 1 else ''} at or below a load that met")
+        if forgiven:
+            said.append(
+                f"{forgiven} miss{'es' if forgiven != 1 else ''} its re-measure contradicted"
+            )
+        if shaky:
+            said.append(
+                f"{shaky} probe{'s' if shaky != 1 else ''} whose own seconds both met and "
+                "clearly missed"
+            )
+        return "it both met and missed there (" + "; ".join(said) + ")"
+
+    def _first(self) -> str:
+        if self.breaks_why.startswith(UNSTEADY_PROOF):  # a probe's own seconds: its proof
+            return self.breaks_why
+        return f"first miss: {self.breaks_why}" if self.breaks_why else "no miss named"
 
 
 class CapacitySearch:
@@ -313,6 +360,12 @@ class CapacitySearch:
         again = bool(self.probes) and self.probes[-1].phase == BUSY
         down = self.phase == "bracket" and self.lo is None  # a start that missed, halving
         remeasure = (self.phase in ("bisect", "confirm") or down) and not again
+        # an unsteady probe on a busy machine may be a stall's: measured again, wherever
+        if probe.unsteady and probe.busy and self._busy_left > 0 and not again:
+            self._busy_left -= 1
+            self.probes.append(Probe(**{**probe.__dict__, "phase": BUSY}))
+            self._pending = probe.load
+            return
         if not probe.meets and probe.busy and self._busy_left > 0 and remeasure:
             # the machine's, maybe: kept as evidence, not as a verdict; measured again
             self._busy_left -= 1
@@ -380,22 +433,29 @@ class CapacitySearch:
         return [
             p
             for p, nxt in zip(self.probes, self.probes[1:], strict=False)
-            if p.phase == BUSY and nxt.load == p.load and nxt.meets
+            if p.phase == BUSY and not p.meets and nxt.load == p.load and nxt.meets
         ]
+
+    def _unsteady(self) -> list[Probe]:
+        """Probes whose own intervals disagreed (not those measured again for a busy
+        machine: their repeat counts)."""
+        return [p for p in self.probes if p.unsteady and p.phase != BUSY]
 
     def unstable(self) -> tuple[float, float] | None:
         """The loads where the verdicts contradict each other (a miss at or below a
         pass, or a busy miss its re-measure contradicted), when there are at least
-        `UNSTABLE_MISSES` of them."""
+        `UNSTABLE_MISSES` of them; or any probe whose own intervals disagreed (its time
+        both met and clearly missed: whatever its neighbours say)."""
+        unsteady = [p.load for p in self._unsteady()]
         passes = [p.load for p in self.probes if p.meets]
-        if not passes:
+        if not passes and not unsteady:
             return None
-        top = max(passes)
+        top = max(passes + unsteady)
         against = [p.load for p in self._misses() if p.load <= top]
         forgiven = [p.load for p in self._forgiven() if p.load <= top]
-        if len(against) + len(forgiven) < UNSTABLE_MISSES:
+        if len(against) + len(forgiven) < UNSTABLE_MISSES and not unsteady:
             return None
-        return min(against + forgiven), top
+        return min(against + forgiven + unsteady), top
 
     def result(self) -> Capacity:
         stopped = self._stopped or (self._spent() or "")
@@ -418,14 +478,17 @@ class CapacitySearch:
             (p for p in reversed(self._misses()) if hi is not None and p.load == hi),
             None,
         )
+        why = miss.why if miss else ""
         if unstable is not None:
             miss = next((p for p in self.probes if p.load == hi and not p.meets), None)
+            shaky = next((p for p in self._unsteady() if p.load == hi), None)
+            why = shaky.unsteady if shaky is not None else (miss.why if miss else "")
         return Capacity(
             load=lo,
             rps=(sorted(rps)[len(rps) // 2] if rps else None),
             margin=margin,
             breaks_at=hi,
-            breaks_why=miss.why if miss else "",
+            breaks_why=why,
             stopped=stopped,
             probes=list(self.probes),
             unstable=unstable,

@@ -39,14 +39,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stackrace.report.schema import BenchRun, Noise, ProbeNoise
-from stackrace.rules.confidence import noise_sigma
+from stackrace.rules.confidence import MIN_SIGMA, noise_sigma
 from stackrace.supervise.procs import tree_cpu_ticks
 
 # what makes a machine "busy" in a sentence: enough to move a figure by a few percent
 BUSY_OTHERS_CORES = 0.2
 BUSY_WAIT_PERCENT = 5.0
 BUSY_SIGMA = 0.05
-# the servers waited for a core more than they ran: their figures are the machine's
+# the servers got a core half the time they wanted one or less: their figures are the machine's
 STARVED_WAIT_PERCENT = 50.0
 
 
@@ -133,21 +133,38 @@ def probe_busy(noise: ProbeNoise | None, stack_wait_percent: float) -> bool:
     )
 
 
+def got_share(used: float, waited: float) -> float | None:
+    """Of the time a process tree wanted a core (it ran or it was runnable), the share
+    it got one, in % (never above 100: several processes waiting at once add up to more
+    than one core of waiting, which is no share of anything); None when it wanted none."""
+    wanted = used + waited
+    return 100.0 * used / wanted if wanted > 0 else None
+
+
 def summarize(
     cores: int,
     probes: Sequence[ProbeNoise],
-    stack_waits: Sequence[float],
+    stack_cpu: Sequence[tuple[float, float]],
     before: float | None = None,
     aa_sigma: float | None = None,
     aa_repeats: int = 0,
     other_runs: Sequence[str] = (),
 ) -> Noise:
-    """The run's noise and its sentence."""
+    """The run's noise and its sentence. `stack_cpu`: each probe's (CPU used, waited for
+    a core), % of one core, of the stack it measured.
+
+    Every figure is said as what it is, in shares a room reads: other programs' CPU in
+    cores of the machine's; the servers' and the engine's wait as the share of the time
+    they wanted a core that they got one (a wait summed over processes reads "waited
+    814 %", which is no share of anything); the A/A spread only when repeats measured
+    it, with how many, and the difference that is noise only then."""
     others = [p.others_cores for p in probes]
-    engine = [p.engine_wait_percent for p in probes]
+    engine = [min(100.0, p.engine_wait_percent) for p in probes]
     med = statistics.median(others) if others else None
     top = max(others) if others else None
-    swait = statistics.median(stack_waits) if stack_waits else None
+    swait = statistics.median(w for _u, w in stack_cpu) if stack_cpu else None
+    shares = [g for u, w in stack_cpu if (g := got_share(u, w)) is not None]
+    got = statistics.median(shares) if shares else None
     ewait = statistics.median(engine) if engine else None
     busy = bool(
         (med is not None and med >= BUSY_OTHERS_CORES)
@@ -158,32 +175,31 @@ def summarize(
         or other_runs
     )
     parts = []
+    of = f"of the {cores} cores" if cores > 1 else "of the one core"
     if med is not None:
-        text = f"other processes used {med:.2f} of {cores} cores during the probes"
+        text = f"other programs used {med:.2f} {of} during the probes"
         extra = [f"{before:.2f} before the start" if before is not None else ""]
         extra.append(f"up to {top:.2f}" if top is not None and top > med + 0.05 else "")
         extra = [e for e in extra if e]
         parts.append(text + (f" ({', '.join(extra)})" if extra else ""))
     elif before is not None:
-        parts.append(f"other processes used {before:.2f} of {cores} cores before the start")
-    if swait is not None or ewait is not None:
-        waits = []
-        if swait is not None:
-            waits.append(f"the stacks waited {swait:.0f} % of their time for a core")
-            if swait >= STARVED_WAIT_PERCENT:
-                waits[-1] += (
-                    " (more than they ran: the figures say more of the machine than of them)"
-                )
-        if ewait is not None:
-            waits.append(f"the engine {ewait:.0f} %")
+        parts.append(f"other programs used {before:.2f} {of} before the start")
+    waits = []
+    if got is not None:
+        waits.append(f"the servers got a core {got:.0f} % of the time they wanted one")
+        if got <= 100 - STARVED_WAIT_PERCENT:
+            waits[-1] += (
+                " (half the time or less: the figures say more of the machine than of them)"
+            )
+    if ewait is not None:
+        waits.append(f"the engine waited for a core {ewait:.0f} % of the time")
+    if waits:
         parts.append(", ".join(waits))
-    if aa_sigma is not None:
+    if aa_sigma is not None and aa_repeats >= 2:
         parts.append(
-            f"A/A: the same configuration at the same load varied ±{aa_sigma * 100:.0f} % "
-            f"({aa_repeats} repeats)"
+            f"A/A measured: the same configuration at the same load, {aa_repeats} "
+            f"measurements, varied ±{aa_sigma * 100:.0f} %"
         )
-    else:
-        parts.append("A/A: no repeat measured")
     parts.append(
         "other stackrace runs on these cores: " + "; ".join(other_runs)
         if other_runs
@@ -191,10 +207,12 @@ def summarize(
     )
     sentence = "; ".join(parts)
     if busy:
-        floor = 2 * max(aa_sigma or 0.0, 0.02)
-        sentence = (
-            f"the machine was busy: {sentence}; differences within ±{floor * 100:.0f} % are noise"
-        )
+        sentence = f"the machine was busy: {sentence}"
+        if aa_sigma is not None and aa_repeats >= 2:
+            floor = 2 * max(aa_sigma, MIN_SIGMA)
+            sentence += f"; differences within ±{floor * 100:.0f} % are noise"
+        else:
+            sentence += "; no A/A was measured, so which differences are noise is not known"
     else:
         sentence = f"a quiet machine: {sentence}"
     return Noise(
@@ -225,7 +243,7 @@ def capacity_noise(result: BenchRun, before: list[float], shared: list[str]) -> 
     return summarize(
         result.machine.cores,
         [p.noise for p in probes if p.noise is not None],
-        [p.level.cpu_wait_percent for p in probes],
+        [(p.level.cpu_percent, p.level.cpu_wait_percent) for p in probes],
         before=before[0] if before else None,
         aa_sigma=noise_sigma(repeated),
         aa_repeats=sum(len(g) for g in repeated),

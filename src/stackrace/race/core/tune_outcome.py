@@ -52,8 +52,7 @@ class TuneOutcome:
 
 
 def _fmt(e: Estimate) -> str:
-    n = f"{e.n} measurement{'s' if e.n != 1 else ''}"
-    return f"{e.median:,.0f} req/s (90 % interval {e.lo:,.0f}–{e.hi:,.0f}, {n})"
+    return e.said()
 
 
 def verdict(ranking: Ranking, winner: str | None, unrefined: bool, rounds: int) -> str:

@@ -27,11 +27,17 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from stackrace.race.core.capacity_run import MIN_PROBE_S, CapacityPlan, bounds_for, unit
+from stackrace.race.core.capacity_run import (
+    MIN_PROBE_S,
+    CapacityPlan,
+    bounds_for,
+    unit,
+    unsteady_of,
+)
 from stackrace.race.core.capacity_search import CapacitySearch, Probe, needed_answers
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.state import StackState
-from stackrace.report.schema import CapacityResult
+from stackrace.report.schema import CapacityResult, ProbeSlice
 from stackrace.report.slo import Slo
 
 SETTLE_S = 0.5  # after a load changes: connections open, retired ones drain
@@ -44,6 +50,7 @@ class _Member:
     rss: dict[int, int] = field(default_factory=dict)  # probe index → RSS after it
     cpu_us: dict[int, float] = field(default_factory=dict)  # probe index → CPU per answer
     gone: bool = False  # crashed or stopped: its search ends where it got to
+    slices: list[ProbeSlice] = field(default_factory=list)  # the probe's own intervals
 
 
 class LiveCapacity:
@@ -72,6 +79,7 @@ class LiveCapacity:
         self.phase = "set"  # set → settle → measure → set … → done
         self._since = 0.0
         self.done = False
+        self._seen = -1  # the last engine snapshot whose interval a probe kept
 
     # --- driving ------------------------------------------------------------------
 
@@ -101,7 +109,12 @@ class LiveCapacity:
                 # and each member's CPU per request counts from here (level_mark)
                 self.core.reset_totals(0.0, self._probing())
                 self.phase, self._since = "measure", now
+                snap = self.core.engine.latest
+                self._seen = snap.seq if snap is not None else -1
+                for i in self._probing():
+                    self.members[i].slices = []
         elif self.phase == "measure":
+            self._keep_interval()
             took = now - self._since
             ready = all(
                 (t := self.core.target(i)) is None or t.total.requests >= self.needed
@@ -110,6 +123,22 @@ class LiveCapacity:
             if took >= self.max_s or (took >= self.min_s and ready):
                 self._judge(took)
                 self.phase = "set"
+
+    def _keep_interval(self) -> None:
+        """Each new engine interval of a probe, kept: its own time series, judged as
+        bench's and tune's are (rules/steadiness.py)."""
+        snap = self.core.engine.latest
+        if snap is None or snap.seq == self._seen:
+            return
+        self._seen = snap.seq
+        for i in self._probing():
+            t = self.core.target(i)
+            if t is not None:
+                lat = t.interval.latency
+                self.members[i].slices.append(
+                    ProbeSlice(lat.count, lat.p50, lat.p90, lat.p99, lat.p999, lat.max,
+                               t.interval.goodput)
+                )  # fmt: skip
 
     def _probing(self) -> list[str]:
         return [i for i, m in self.members.items() if m.load is not None and not m.gone]
@@ -156,6 +185,7 @@ class LiveCapacity:
                     answers=window.requests,
                     enough=window.requests >= self.needed,
                     seconds=seconds,
+                    unsteady=unsteady_of(m.slices, self.slo),
                 )
             )
 
