@@ -203,6 +203,22 @@ def test_a_server_not_sampled_is_judged_from_the_kernel_and_says_so() -> None:
     assert c.confidence == "named from the kernel's side only: not a Python process"
 
 
+def test_one_process_never_asleep_beside_a_busy_machine_is_cpu() -> None:
+    """Seen in the catalogue beside other work: a Go server held to one core used 0.64 of
+    it and stood runnable 0.49 more; below the machine's 75 % and the starved half, yet
+    it never slept: cpu, not unknown."""
+    w = window(
+        {},
+        sampled=False,
+        not_sampled="not a Python process",
+        processes=(proc(0.635, "server", wait=0.492),),
+        kernel_states={S.ON_CPU.value: 50, S.IDLE.value: 50},
+    )
+    assert name_cause(w).kind is CauseKind.CPU
+    idle = window({}, sampled=False, processes=(proc(0.3, "server", wait=0.1),))
+    assert name_cause(idle).kind is not CauseKind.CPU  # asleep most of the time
+
+
 def test_a_server_not_sampled_asleep_in_calls_is_a_blocking_wait() -> None:
     w = window(
         {},

@@ -298,9 +298,13 @@ def _from_kernel(window: EvidenceWindow) -> Cause | None:
     q = window.queue
     busiest = max(window.processes, key=lambda p: p.cpu_share, default=None)
     # CPU-bound: it used, or waited on a run queue for, most of its cores, or one
-    # process used a whole core, or its threads stood runnable half the time without one
+    # process was on a core or runnable without one nearly all the time (it never slept:
+    # a Go server with GOMAXPROCS=1 beside a busy machine used 0.64 of a core and waited
+    # 0.49 more), or its threads stood runnable half the time without one
     if busiest is not None and (
-        used + waited >= CPU_CORES * cores or busiest.cpu_share >= 0.9 or waited >= STARVED
+        used + waited >= CPU_CORES * cores
+        or busiest.cpu_share + busiest.core_wait_share >= 0.9
+        or waited >= STARVED
     ):
         sentence = f"{busiest.name or 'the server'} is on CPU {used:.1f} of {cores} cores"
         if waited >= 0.1:
