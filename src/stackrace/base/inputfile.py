@@ -14,6 +14,7 @@ into an `InputFileError` whose message starts with the path:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import stat
@@ -115,6 +116,13 @@ def bad_figure(obj: object, where: str = "") -> str:
     if isinstance(obj, msgspec.Struct):
         for name in obj.__struct_fields__:
             found = bad_figure(getattr(obj, name), f"{where}.{name}" if where else name)
+            if found:
+                return found
+        return ""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        # a run file's evidence (stackrace.evidence.model) is dataclasses inside structs
+        for f in dataclasses.fields(obj):
+            found = bad_figure(getattr(obj, f.name), f"{where}.{f.name}" if where else f.name)
             if found:
                 return found
         return ""

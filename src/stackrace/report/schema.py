@@ -18,6 +18,7 @@ import msgspec
 
 from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
+from stackrace.evidence.model import Cause, EvidenceWindow, KneePrediction
 from stackrace.settings.race_settings import RaceSettings, check_values
 from stackrace.stacks.definition import StackDef
 
@@ -96,6 +97,16 @@ class LittleLaw(msgspec.Struct, forbid_unknown_fields=True):
     reason: str = ""
 
 
+class Why(msgspec.Struct, forbid_unknown_fields=True):
+    """Why a stack broke at a level: the cause named (stackrace.rules.cause: its kind,
+    sentence, the app's function that proves it, the advice) and the evidence window it
+    was named from (stackrace.evidence.model: states, frames, processes, the accept
+    queue, the collapsed stacks a flame graph is drawn from)."""
+
+    cause: Cause
+    window: EvidenceWindow
+
+
 class Level(msgspec.Struct, forbid_unknown_fields=True):
     """One stack at one load level.
 
@@ -133,6 +144,9 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     # its fastest answer, warm-up included (a level started from idle answers its first
     # request at once): how long the server takes to serve one, for the rules (µs)
     fastest_us: int | None = None
+    # why it broke here: an evidence window captured while the load went on (issue 46);
+    # None where none was captured (not a breaking level, or no process to look at)
+    why: Why | None = None
     # derived from `window` (see the docstring)
     rps: float = 0.0
     requests: int = 0
@@ -321,6 +335,10 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     sampled: bool = True
     # `bench --capacity`, `tune`: its capacity under the SLO and the probes that found it
     capacity: CapacityResult | None = None
+    # where it had to start queueing, predicted from its pool and first levels
+    # (stackrace.rules.knee), and how far the measured knee came from it ("" close)
+    knee: KneePrediction | None = None
+    knee_miss: str = ""
 
 
 CLAIM_KINDS = (

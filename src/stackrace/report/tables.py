@@ -6,7 +6,7 @@ import csv
 import io
 from typing import TYPE_CHECKING
 
-from stackrace.report import thennow
+from stackrace.report import thennow, why
 from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
 from stackrace.rules.level import Judgment, starves
@@ -148,9 +148,17 @@ def rows(run: BenchRun) -> list[list[str]]:
     return out
 
 
-def breaking_line(stack: StackResult, run: BenchRun) -> str:
+def breaking_line(stack: StackResult, run: BenchRun, markdown: bool = False) -> str:
     started = f" (started by you: {stack.url}{'' if stack.sampled else ', not sampled'})"
-    return _breaking(stack, run) + (started if stack.url else "")
+    line = _breaking(stack, run) + (started if stack.url else "")
+    # why it broke there, with its advice clause (report/why.py); the knee predicted
+    verdict = breaking(stack, run)
+    found = why.why_at(stack, verdict.level) if verdict is not None else None
+    extra = [f"why: {why.cause_line(found)}"] if found is not None else []
+    extra += [k] if (k := why.knee_line(stack)) else []
+    for text in extra:
+        line += " · " + (why.markdown_text(text) if markdown else text)
+    return line
 
 
 def _breaking(stack: StackResult, run: BenchRun) -> str:
@@ -191,7 +199,7 @@ def markdown(run: BenchRun) -> str:
     ]
     lines += ["| " + " | ".join(r) + " |" for r in rows(run)]
     lines.append("")
-    lines += [f"- {breaking_line(st, run)}" for st in run.stacks]
+    lines += [f"- {breaking_line(st, run, markdown=True)}" for st in run.stacks]
     notes = notes_lines(run)
     if notes:
         lines.append("")

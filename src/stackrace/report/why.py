@@ -1,0 +1,118 @@
+"""Why a stack broke, in words: the cause line and the evidence, for every sink.
+
+    cause_line(why)          # "blocking wait: 1 worker: 97 % … → more threads, or async"
+    evidence_lines(why)      # top frames, states, the accept queue, each process
+    why_at(stack, level)     # a bench run's window at its breaking level (or nearest)
+    knee_line(stack)         # "predicted: 1 worker, ~11 ms each: queueing expected …"
+
+Plain text, one meaning for every front end: the pane's cause line and `w` (the TUI
+escapes it for Textual markup), the `t` and ramp summaries, bench's breaking-point
+line, the Markdown report (escaped here for Markdown: a function name or a file path
+comes from the app, hostile like any input) and the JSON (report/schema.py `Why`).
+"""
+
+from __future__ import annotations
+
+from stackrace.evidence.model import ThreadState
+from stackrace.report.schema import StackResult, Why
+
+TOP_FRAMES = 5  # the app's functions shown in the evidence
+
+
+def cause_line(why: Why, advice: bool = True) -> str:
+    """The cause named, its proof, and the knob where it implies one."""
+    c = why.cause
+    line = f"{c.kind.value}: {c.sentence}" if c.sentence else c.kind.value
+    if advice and c.advice:
+        line += f" → {c.advice}"
+    if c.confidence:
+        line += f" ({c.confidence})"
+    return line
+
+
+def evidence_lines(why: Why) -> list[str]:
+    """The window's figures as a person reads them, most telling first."""
+    w = why.window
+    out = [
+        f"{w.stack} at level {w.level:,}: {w.seconds:.1f} s of evidence",
+        f"cause: {cause_line(why)}",
+    ]
+    if not w.sampled:
+        out.append(f"workers not sampled: {w.not_sampled or 'no sampler'}")
+    else:
+        out.append(f"{w.samples:,} thread samples of {w.threads} thread(s)")
+    if w.states and w.samples:
+        states = sorted(w.states.items(), key=lambda kv: -kv[1])
+        out.append(
+            "states: " + ", ".join(f"{_state(k)} {n / w.samples:.0%}" for k, n in states if n)
+        )
+    for f in w.frames[:TOP_FRAMES]:
+        out.append(f"  {f.share:4.0%}  {f.where()}  {f.state.value}")
+    q = w.queue
+    if q is not None:
+        limit = f" (limit {q.limit:,})" if q.limit is not None else ""
+        out.append(
+            f"accept queue: up to {q.depth_max:,}, ~{q.depth_mean:,.0f} on average{limit}"
+            + (f"; {q.overflows:,} overflows, {q.drops:,} drops" if q.overflows or q.drops else "")
+        )
+    for p in w.processes:
+        where = ", ".join(x for x in (p.syscall, p.wchan) if x)
+        out.append(
+            f"pid {p.pid} {p.name}: {p.threads} thread(s), CPU {p.cpu_share:.0%}, "
+            f"waited for a core {p.core_wait_share:.0%}" + (f", in {where}" if where else "")
+        )
+    if w.status:
+        figures = ", ".join(f"{k} {v:g}" for k, v in sorted(w.status.items()))
+        out.append(f"{w.status_source or 'status page'}: {figures}")
+    if w.db_connections is not None:
+        pool = f" of a pool of {w.db_pool}" if w.db_pool is not None else ""
+        out.append(f"database connections in use: {w.db_connections}{pool}")
+    if w.restarts:
+        out.append(f"worker restarts during the window: {w.restarts}")
+    return out
+
+
+def _state(value: str) -> str:
+    try:
+        return ThreadState(value).value
+    except ValueError:
+        return value  # a state a newer capture names: shown as it is
+
+
+def why_at(stack: StackResult, level: int | None) -> Why | None:
+    """The window at `level`, else the nearest one captured above it, else any."""
+    found = [lv for lv in stack.levels if lv.why is not None]
+    if not found:
+        return None
+    if level is not None:
+        for lv in found:
+            if lv.level == level:
+                return lv.why
+        above = [lv for lv in found if lv.level > level]
+        if above:
+            return min(above, key=lambda lv: lv.level).why
+    return found[-1].why
+
+
+def knee_line(stack: StackResult) -> str:
+    """The knee predicted, and how far the measured one came from it ("" none)."""
+    if stack.knee is None:
+        return ""
+    line = f"predicted: {stack.knee.sentence()}"
+    if stack.knee_miss:
+        line += f"; {stack.knee_miss} (the evidence says why)"
+    return line
+
+
+def markdown_text(text: str) -> str:
+    """Text from outside (an app's function, a file path) as literal Markdown: every
+    character Markdown or HTML would read as syntax is escaped, a line break is a space."""
+    out = []
+    for ch in " ".join(text.splitlines()):
+        if ch in "\\`*_{}[]<>#!|~&":
+            out.append(
+                "\\" + ch if ch not in "<>&" else {"<": "&lt;", ">": "&gt;", "&": "&amp;"}[ch]
+            )
+        else:
+            out.append(ch)
+    return "".join(out)
