@@ -92,7 +92,12 @@ def summary_cells(row: SummaryRow, rate_mode: bool) -> list[str | Text]:
             style="green" if kept_up(row) else "magenta",
         ),
         Text(brk.kind, style=KIND_STYLE.get(brk.kind, "")) if brk else "",
-        Text(row.why or (brk.reason if brk else unbroken_text(row, rate_mode))),
+        Text(
+            (row.why or (brk.reason if brk else unbroken_text(row, rate_mode)))
+            # why it broke, from its evidence; the knee predicted (race/live/why_view.py)
+            + (f" · why: {row.cause}" if row.cause else "")
+            + (f" · {row.knee}" if row.knee else "")
+        ),
         there.p99() if there else "",
         fmt_mb(row.mem_before.rss) if row.mem_before else "–",
         fmt_mb(row.mem_peak) if row.mem_peak else "–",
@@ -205,7 +210,7 @@ class SummaryScreen(ModalScreen[None]):
         for row in self.rows:
             cells = summary_cells(row, self.rate_mode)
             lines = max(1, -(-len(str(cells[5])) // proof_w))
-            table.add_row(*cells, key=row.id, height=min(3, lines))
+            table.add_row(*cells, key=row.id, height=min(5, lines))
 
     def action_export(self) -> None:
         from pathlib import Path

@@ -24,6 +24,7 @@ from stackrace.race.live.summary import context as summary_context
 from stackrace.race.live.view import SessionView
 from stackrace.tui.chart import SLO_COLOR, PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import CapacityScreen, LogScreen, SummaryScreen
+from stackrace.tui.evidence import EvidenceScreen
 from stackrace.tui.layout import grid_shape
 from stackrace.tui.pane import StackPane
 from stackrace.tui.pane_grid import PaneGrid
@@ -49,6 +50,7 @@ class RaceScreen(Screen[None]):
         Binding("k", "capacity", "capacity"),
         Binding("t", "summary", "table"),
         Binding("l", "log", "log"),
+        Binding("w", "evidence", "why"),
         Binding("a", "chart_all", "chart all"),
         Binding("c", "toggle_chart", "chart"),
         Binding("b", "projector", "big"),
@@ -260,7 +262,12 @@ class RaceScreen(Screen[None]):
             elif what == "log" and arg in self.panes:
                 self.focused_id = arg
                 self._open_log()
-            elif what == "close" and isinstance(self.app.screen, SummaryScreen | LogScreen):
+            elif what == "evidence" and arg in self.panes:
+                self.focused_id = arg
+                self._open_evidence()
+            elif what == "close" and isinstance(
+                self.app.screen, SummaryScreen | LogScreen | EvidenceScreen
+            ):
                 self.app.pop_screen()
 
     # --- commands ---------------------------------------------------------------------
@@ -404,6 +411,25 @@ class RaceScreen(Screen[None]):
         name = self.panes[self.focused_id].name_text
         self.app.push_screen(
             LogScreen(str(name), self.session.log_text(self.focused_id)),
+            callback=self._dialog_closed,
+        )
+
+    def action_evidence(self) -> None:
+        """`w`: the focused stack's evidence; captured now when it has none yet (live)."""
+        if self.focused_id is None:
+            return
+        if self.player is None:
+            self.session.capture_evidence(self.focused_id)
+        self.session.note_view("evidence", self.focused_id)
+        self._open_evidence()
+
+    def _open_evidence(self) -> None:
+        mid = self.focused_id
+        if mid is None:
+            return
+        name = str(self.panes[mid].name_text)
+        self.app.push_screen(
+            EvidenceScreen(name, lambda: self.session.evidence_text(mid)),
             callback=self._dialog_closed,
         )
 
