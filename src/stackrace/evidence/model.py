@@ -116,6 +116,31 @@ class EvidenceWindow:
     restarts: int = 0  # worker processes that exited and were replaced in the window
     # collapsed stacks ("file:function;file:function" → samples) for a flame graph
     collapsed: dict[str, int] = field(default_factory=dict)
+    # what follows was added with the capture (all with defaults: older windows load)
+    workers: int = 0  # processes whose threads ran the app's code (sampled)
+    event_loop: bool = False  # those threads run an event loop (asyncio, uvloop, …)
+    # the innermost frame, of any code, of the samples waiting on a lock or blocked:
+    # where the wait is ("Handler.acquire (logging/__init__.py:917)", a pool's `get`)
+    waits: tuple[FrameShare, ...] = ()
+    pool_waits: int = 0  # lock-wait samples inside a pool's code (a database pool)
+    # every thread of every process, from its system call alone (ThreadState value →
+    # reads): the evidence for a server that cannot be sampled (Go, Node, nginx, PHP)
+    kernel_states: dict[str, int] = field(default_factory=dict)
+    cores: int = 0  # the cores the stack may run on
+    rounds: int = 0  # sampling rounds taken in the window
+
+    def mean_threads(self, state: ThreadState) -> float:
+        """How many of the sampled threads were in `state` at an instant, on average."""
+        return self.share(state) * self.threads
+
+    def kernel_share(self, state: ThreadState) -> float:
+        """The share of the kernel's thread reads in `state`, 0..1."""
+        total = sum(self.kernel_states.values())
+        return self.kernel_states.get(state.value, 0) / total if total else 0.0
+
+    def cpu(self) -> float:
+        """The CPU the stack's processes used, in cores (0..n)."""
+        return sum(p.cpu_share for p in self.processes)
 
     def share(self, state: ThreadState) -> float:
         """The share of thread samples in `state`, 0..1 (0 when nothing was sampled)."""

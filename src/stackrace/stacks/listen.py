@@ -204,7 +204,7 @@ def _listeners_from_proc() -> list[tuple[str, int, int]]:
     return out
 
 
-def _socket_inodes(pids: Iterable[int]) -> set[int]:
+def socket_inodes(pids: Iterable[int]) -> set[int]:
     inodes: set[int] = set()
     for pid in pids:
         try:
@@ -233,7 +233,7 @@ def _beyond_loopback(address: str, allowed: str) -> bool:
 def exposed(pids: Iterable[int], allowed: str = "127.0.0.1") -> list[str]:
     """The listening sockets of these processes bound beyond loopback (and beyond
     `allowed`, the address the launcher gave the stack), as "ADDRESS:PORT", sorted."""
-    inodes = _socket_inodes(pids)
+    inodes = socket_inodes(pids)
     if not inodes:
         return []
     try:

@@ -1,0 +1,379 @@
+"""Capture one evidence window of one stack while the load goes on.
+
+`capture_window(target, stack=, level=, seconds=)` runs rounds for `seconds` (ten a
+second, fewer when the stack has many Python processes: the dumps' cost is bounded,
+bench/why_cost.py measures it). Each round:
+
+- finds the process tree again (at most twice a second): a worker that exited and was
+  replaced is a restart;
+- for every Python process, one `py-spy dump --json --nonblocking` (never pauses it) and
+  at once each of its threads' system calls (stackrace.evidence.pyspy classifies each
+  thread sample); a manager process whose children serve (gunicorn's arbiter, uvicorn's
+  supervisor) is not sampled: it runs no app code and would cost a dump a round;
+- for every other process (Go, Node, nginx, PHP-FPM, uWSGI's C core), its threads'
+  system calls and wait channel (stackrace.evidence.kernel);
+- the listening port's accept queue, from the kernel (stackrace.stacks.listen).
+
+Around the window: every process's CPU and wait for a core, the machine's listen
+overflows and drops, the stack's status page, its log's worker exits, its connections
+to the database. The rounds are paced by `clock` (the caller's race clock) and asyncio's
+sleep; the blocking reads (the socket table, the status page) run in a thread.
+
+Where py-spy is missing or may not attach, the window says so in one line with the fix
+(`not_sampled`), and everything the kernel knows is still there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stackrace.evidence.kernel import ProcessWatch, connections_to, listen_counters
+from stackrace.evidence.model import (
+    EvidenceWindow,
+    FrameShare,
+    ProcessEvidence,
+    QueueEvidence,
+    ThreadState,
+)
+from stackrace.evidence.pyspy import (
+    AppCode,
+    PySpyError,
+    ThreadSample,
+    dump,
+    find_pyspy,
+    is_python,
+    parse_dump,
+)
+from stackrace.evidence.status import read_status
+from stackrace.stacks.listen import listen_state
+from stackrace.stacks.logwatch import LogWatch
+from stackrace.supervise.sweep import descendants
+
+RATE = 10.0  # rounds a second, at most
+DUMPS_PER_SECOND = 24.0  # py-spy dumps a second, at most, over all processes
+RESCAN_S = 0.5  # how often the process tree is found again
+MAX_COLLAPSED = 2000  # distinct stacks kept for the flame graph; the rest are "(other)"
+_EXIT_SIGNS = ("WORKER TIMEOUT", "worker respawned", "child exited")
+
+
+@dataclass(frozen=True)
+class CaptureTarget:
+    """What to capture: a stack's process tree and its port, and what else it has.
+
+    `root_pid` 0: the server was not started by stackrace (`--url`), so only its port
+    and status page can be read. `app_roots`: the directories of the app's own code
+    (empty: anything outside the standard library and site-packages). `log_exits`:
+    worker exits the caller already counted in the stack's log during the window
+    (added to the restarts seen; `log_path` lets the capture count them itself)."""
+
+    root_pid: int
+    port: int | None
+    app_roots: tuple[str, ...] = ()
+    status_url: str | None = None
+    db_pool: int | None = None
+    log_exits: int = 0
+    log_path: str | None = None
+    db_port: int | None = None  # the database's port: the app's connections to it
+    sample: bool = True  # False: the kernel side only (no py-spy)
+    not_sampled: str = ""  # why not, when the caller knows ("started with --url: …")
+
+
+@dataclass
+class _Rounds:
+    """What the rounds gathered."""
+
+    samples: list[ThreadSample] = field(default_factory=list)
+    depths: list[int] = field(default_factory=list)
+    limit: int | None = None
+    initial: set[int] = field(default_factory=set)  # the tree's pids when it began
+    seen: set[int] = field(default_factory=set)  # every pid of the tree seen
+    gone: set[int] = field(default_factory=set)  # … and seen no more
+    not_sampled: str = ""
+    rounds: int = 0
+
+
+def _tree(root: int) -> list[int]:
+    if root <= 0 or not os.path.exists(f"/proc/{root}"):
+        return []
+    return [root, *sorted(descendants([root]))]
+
+
+def _sampled_pids(tree: list[int]) -> list[int]:
+    python = [p for p in tree if is_python(p)]
+    # the root manages when Python children serve: it runs no app code
+    if len(python) > 1 and tree and python[0] == tree[0]:
+        return python[1:]
+    return python
+
+
+async def capture_window(
+    target: CaptureTarget,
+    *,
+    stack: str,
+    level: int,
+    seconds: float = 3.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> EvidenceWindow:
+    """Sample `target` for `seconds` while its load goes on; the evidence window."""
+    started = clock()
+    pyspy = find_pyspy() if target.sample else None
+    g = _Rounds()
+    if target.not_sampled:
+        g.not_sampled = target.not_sampled
+    elif not target.sample:
+        g.not_sampled = "sampling was turned off"
+    elif pyspy is None:
+        g.not_sampled = "py-spy is not installed (pip install py-spy)"
+    elif target.root_pid <= 0:
+        g.not_sampled = "the server was not started by stackrace: its processes are unknown"
+    is_app = AppCode(target.app_roots)
+    tree = _tree(target.root_pid)
+    watches = {pid: ProcessWatch.start(pid) for pid in tree}
+    g.seen.update(tree)
+    g.initial.update(tree)
+    sampled = _sampled_pids(tree)
+    overflows0 = listen_counters()
+    log = LogWatch(target.log_path, from_start=False) if target.log_path else None
+    log0 = _exits(log)
+    rate = min(RATE, max(2.0, DUMPS_PER_SECOND / max(1, len(sampled))))
+    last_scan = clock()
+    while True:
+        now = clock()
+        if now - started >= seconds:
+            break
+        if now - last_scan >= RESCAN_S:
+            last_scan = now
+            tree, sampled = _rescan(target.root_pid, watches, g)
+        await _round(pyspy if not g.not_sampled else None, watches, sampled, is_app, g)
+        if target.port:
+            state = await asyncio.to_thread(listen_state, target.port)
+            g.depths.append(state.accept_queue)
+            if state.backlog is not None:
+                g.limit = state.backlog
+        g.rounds += 1
+        pause = started + g.rounds / rate - clock()
+        if pause > 0:
+            await asyncio.sleep(pause)
+    elapsed = max(1e-3, clock() - started)
+    tree, _ = _rescan(target.root_pid, watches, g)  # the last exits count too
+    for w in watches.values():
+        w.finish()
+    overflows1 = listen_counters()
+    source, figures = "", dict[str, float]()
+    if target.status_url:
+        source, figures = await asyncio.to_thread(read_status, target.status_url)
+    db_connections = None
+    if target.db_port:
+        db_connections = await asyncio.to_thread(connections_to, tree, target.db_port)
+    restarts = _restarts(target.root_pid, g)
+    restarts = max(restarts, target.log_exits, _exits(log) - log0)
+    return _window(
+        target, stack, level, started, elapsed, g, watches, is_app,
+        queue=_queue(g, overflows0, overflows1) if target.port else None,
+        status=(source, figures), db_connections=db_connections, restarts=restarts,
+    )  # fmt: skip
+
+
+def _exits(log: LogWatch | None) -> int:
+    if log is None:
+        return 0
+    counts = log.poll()
+    return sum(counts.get(sign, 0) for sign in _EXIT_SIGNS)
+
+
+def _rescan(root: int, watches: dict[int, ProcessWatch], g: _Rounds) -> tuple[list[int], list[int]]:
+    tree = _tree(root)
+    for pid in tree:
+        if pid not in watches:
+            watches[pid] = ProcessWatch.start(pid)
+    g.gone.update(g.seen - set(tree))
+    g.seen.update(tree)
+    return tree, _sampled_pids(tree)
+
+
+def _restarts(root: int, g: _Rounds) -> int:
+    """Workers that exited in the window while others were born: replaced (the root is
+    the stack, not a worker: its exit is a crash, said elsewhere)."""
+    gone = g.gone - {root}
+    born = g.seen - g.initial
+    return min(len(gone), len(born))
+
+
+async def _round(
+    pyspy: str | None,
+    watches: dict[int, ProcessWatch],
+    sampled: list[int],
+    is_app: AppCode,
+    g: _Rounds,
+) -> None:
+    async def one(pid: int) -> None:
+        watch = watches.get(pid)
+        if pyspy is None or watch is None:
+            return
+        try:
+            text = await dump(pyspy, pid)
+        except PySpyError as exc:
+            g.not_sampled = g.not_sampled or str(exc)
+            return
+        syscalls = watch.read()  # at once after the dump: the same instant, near enough
+        if text:
+            g.samples.extend(parse_dump(text, syscalls, is_app, pid))
+
+    python = set(sampled) if pyspy else set()
+    for pid, watch in watches.items():
+        if pid not in python and not watch.gone:
+            watch.read()
+    await asyncio.gather(*(one(pid) for pid in python))
+
+
+def _queue(g: _Rounds, before: tuple[int, int], after: tuple[int, int]) -> QueueEvidence:
+    depths = g.depths or [0]
+    return QueueEvidence(
+        depth_max=max(depths),
+        depth_mean=sum(depths) / len(depths),
+        limit=g.limit,
+        overflows=max(0, after[0] - before[0]),
+        drops=max(0, after[1] - before[1]),
+    )
+
+
+def _serving(samples: list[ThreadSample]) -> list[ThreadSample]:
+    """The samples of the threads that ran the app's code in the window (all, when none
+    did: a server whose app code is not Python, or that was idle)."""
+    threads = {(s.pid, s.thread) for s in samples if s.app >= 0}
+    return [s for s in samples if (s.pid, s.thread) in threads] if threads else samples
+
+
+def _window(
+    target: CaptureTarget,
+    stack: str,
+    level: int,
+    started: float,
+    elapsed: float,
+    g: _Rounds,
+    watches: dict[int, ProcessWatch],
+    is_app: AppCode,
+    *,
+    queue: QueueEvidence | None,
+    status: tuple[str, dict[str, float]],
+    db_connections: int | None,
+    restarts: int,
+) -> EvidenceWindow:
+    serving = _serving(g.samples)
+    total = len(serving)
+    states = Counter(s.state.value for s in serving)
+    kernel: Counter[str] = Counter()
+    for w in watches.values():
+        kernel.update(w.states)
+    return EvidenceWindow(
+        stack=stack,
+        level=level,
+        started=started,
+        seconds=elapsed,
+        sampled=bool(serving) and not (g.not_sampled and not g.samples),
+        not_sampled=g.not_sampled if not serving else "",
+        samples=total,
+        threads=len({(s.pid, s.thread) for s in serving}),
+        states=dict(states),
+        frames=_app_frames(serving, total, is_app),
+        processes=tuple(
+            ProcessEvidence(
+                pid=w.pid,
+                name=w.name,
+                threads=w.threads,
+                cpu_share=round(w.cpu_share(elapsed), 3),
+                core_wait_share=round(w.core_wait_share(elapsed), 3),
+                wchan=ProcessWatch.most(w.wchans),
+                syscall=ProcessWatch.most(w.syscalls),
+            )
+            for w in watches.values()
+            if not w.gone
+        ),
+        queue=queue,
+        status=status[1],
+        status_source=status[0],
+        db_connections=db_connections,
+        db_pool=target.db_pool,
+        restarts=restarts,
+        collapsed=_collapsed(serving, is_app),
+        workers=len({s.pid for s in serving if s.app >= 0}),
+        event_loop=total > 0 and sum(s.event_loop for s in serving) * 2 >= total,
+        waits=_waits(serving, total, is_app),
+        pool_waits=sum(s.pool for s in serving),
+        kernel_states=dict(kernel),
+        cores=_cores(target.root_pid),
+        rounds=g.rounds,
+    )
+
+
+def _cores(root: int) -> int:
+    try:
+        return len(os.sched_getaffinity(root if root > 0 else 0))
+    except OSError:
+        return os.cpu_count() or 1
+
+
+def _app_frames(samples: list[ThreadSample], total: int, is_app: AppCode) -> tuple[FrameShare, ...]:
+    """The app's functions (the innermost app frame of each sample), by state, most
+    samples first; each at the line it was seen on most."""
+    counts: Counter[tuple[str, str, ThreadState]] = Counter()
+    lines: dict[tuple[str, str, ThreadState], Counter[int]] = {}
+    for s in samples:
+        if s.app < 0:
+            continue
+        f = s.frames[s.app]
+        key = (f.function, f.path, s.state)
+        counts[key] += 1
+        lines.setdefault(key, Counter())[f.line] += 1
+    return tuple(
+        FrameShare(
+            function=fn,
+            file=is_app.short(path),
+            line=lines[(fn, path, state)].most_common(1)[0][0],
+            samples=n,
+            share=n / total if total else 0.0,
+            state=state,
+        )
+        for (fn, path, state), n in counts.most_common(20)
+    )
+
+
+def _waits(samples: list[ThreadSample], total: int, is_app: AppCode) -> tuple[FrameShare, ...]:
+    """Where the waiting threads wait: the innermost frame of any code."""
+    counts: Counter[tuple[str, str, int, ThreadState]] = Counter()
+    for s in samples:
+        if s.state in (ThreadState.LOCK_WAIT, ThreadState.BLOCKED) and s.frames:
+            f = s.frames[0]
+            counts[(f.function, f.path, f.line, s.state)] += 1
+    return tuple(
+        FrameShare(fn, _library_short(path, is_app), line, n, n / total if total else 0.0, st)
+        for (fn, path, line, st), n in counts.most_common(8)
+    )
+
+
+def _library_short(path: str, is_app: AppCode) -> str:
+    if is_app(path):
+        return is_app.short(path)
+    parts = Path(path).parts
+    return "/".join(parts[-2:]) if parts[-1] == "__init__.py" else parts[-1] if parts else path
+
+
+def _collapsed(samples: list[ThreadSample], is_app: AppCode) -> dict[str, int]:
+    """Collapsed stacks (root first, "file:function" frames, the state as the leaf)."""
+    counts: Counter[str] = Counter()
+    for s in samples:
+        frames = ";".join(
+            f"{_library_short(f.path, is_app)}:{f.function}" for f in reversed(s.frames)
+        )
+        counts[f"{frames};[{s.state.value}]" if frames else f"[{s.state.value}]"] += 1
+    if len(counts) <= MAX_COLLAPSED:
+        return dict(counts)
+    kept = dict(counts.most_common(MAX_COLLAPSED - 1))
+    kept["(other)"] = sum(counts.values()) - sum(kept.values())
+    return kept
