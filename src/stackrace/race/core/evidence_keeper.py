@@ -26,21 +26,21 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from stackrace.evidence.capture import CaptureTarget, capture_window
 from stackrace.evidence.model import Cause, EvidenceWindow
 from stackrace.race.core.members import Member
 from stackrace.report.schema import Why
+from stackrace.rules.cause import name_cause
 
 SECONDS = 3.0  # a window's length: a few seconds of samples while the load goes on
 
 
 @dataclass(frozen=True)
 class CaptureFacts:
-    """What the capture may look at of one member."""
+    """What the capture may look at of one member, and what its cause is named with."""
 
-    pid: int | None  # the root of its process tree (None: no process known)
-    port: int | None  # its listening port on this host (the accept queue)
-    ours: bool  # stackrace started it (only then can its workers be sampled)
-    workers: int | None = None
+    target: CaptureTarget
+    workers: int | None = None  # its pool, where stackrace knows it (stacks.toml)
     threads: int | None = None
     family: str = ""
 
@@ -49,6 +49,11 @@ class CaptureFacts:
 Capture = Callable[[CaptureFacts, str, int, float], Awaitable[EvidenceWindow]]
 # (window, facts) → the cause; the real one is stackrace.rules.cause's
 Namer = Callable[[EvidenceWindow, CaptureFacts], Cause]
+
+NOT_OURS = (
+    "started with --url: stackrace did not start it, so its workers cannot be sampled "
+    "(give --pid, or race it as a stack: --app or stacks.toml); the kernel's side is shown"
+)
 
 
 def capture_facts(m: Member) -> CaptureFacts | None:
@@ -62,11 +67,15 @@ def capture_facts(m: Member) -> CaptureFacts | None:
         if rs is None or not rs.root_pids:
             return None
         st = h.stack
-        return CaptureFacts(rs.root_pids[0], rs.port, True, st.workers, st.threads, st.spec.family)
+        target = CaptureTarget(root_pid=rs.root_pids[0], port=rs.port, log_path=str(rs.log_path))
+        return CaptureFacts(target, st.workers, st.threads, st.spec.family)
     if isinstance(h, UrlHandle):
-        if h.pid is None and h.listen_port is None:
+        port = h.listen_port
+        if h.pid is None and port is None:
             return None
-        return CaptureFacts(h.pid, h.listen_port, False)
+        if h.pid is None:
+            return CaptureFacts(CaptureTarget(0, port, sample=False, not_sampled=NOT_OURS))
+        return CaptureFacts(CaptureTarget(h.pid, port))
     return None
 
 
@@ -158,20 +167,9 @@ async def real_capture(
     facts: CaptureFacts, stack: str, level: int, seconds: float
 ) -> EvidenceWindow:
     """stackrace.evidence.capture's window of this member."""
-    import importlib
-
-    capture = importlib.import_module("stackrace.evidence.capture")
-    target = capture.CaptureTarget(root_pid=facts.pid, port=facts.port)
-    window: EvidenceWindow = await capture.capture_window(
-        target, stack=stack, level=level, seconds=seconds
-    )
-    return window
+    return await capture_window(facts.target, stack=stack, level=level, seconds=seconds)
 
 
 def real_namer(window: EvidenceWindow, facts: CaptureFacts) -> Cause:
     """stackrace.rules.cause's cause of this window."""
-    import importlib
-
-    rules = importlib.import_module("stackrace.rules.cause")
-    cause: Cause = rules.name_cause(window, workers=facts.workers, threads=facts.threads)
-    return cause
+    return name_cause(window, workers=facts.workers, threads=facts.threads)
