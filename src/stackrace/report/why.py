@@ -13,8 +13,13 @@ comes from the app, hostile like any input) and the JSON (report/schema.py `Why`
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from stackrace.base.atomicfile import write_atomic
+from stackrace.base.slug import slug
+from stackrace.evidence.flame import flame_svg
 from stackrace.evidence.model import ThreadState
-from stackrace.report.schema import StackResult, Why
+from stackrace.report.schema import BenchRun, StackResult, Why
 
 TOP_FRAMES = 5  # the app's functions shown in the evidence
 
@@ -116,3 +121,33 @@ def markdown_text(text: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def flame_files(run: BenchRun, directory: str) -> list[tuple[str, str]]:
+    """Each evidence window of a run as a flame graph: (path, SVG), one per stack and
+    level with a window; the file name is a slug of the stack (never its raw name)."""
+    out = []
+    for st in run.stacks:
+        for lv in st.levels:
+            if lv.why is None or not lv.why.window.collapsed:
+                continue
+            title = f"{st.name} at level {lv.level:,}: {lv.why.cause.kind.value}"
+            name = f"flame-{slug(st.name)}-{lv.level}.svg"
+            out.append((str(Path(directory) / name), flame_svg(lv.why.window.collapsed, title)))
+    return out
+
+
+def write_flames(run: BenchRun, directory: str) -> tuple[list[str], list[str]]:
+    """Write `flame_files` (`bench --flame DIR`, `report --flame DIR`): the files
+    written, and the problems (one line each, naming the option)."""
+    if not Path(directory).is_dir():
+        return [], [f"--flame {directory}: not a directory"]
+    written, problems = [], []
+    for path, svg in flame_files(run, directory):
+        try:
+            write_atomic(path, svg)
+        except OSError as exc:
+            problems.append(f"--flame {path}: {exc.strerror or exc}")
+        else:
+            written.append(path)
+    return written, problems
