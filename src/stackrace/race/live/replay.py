@@ -26,6 +26,7 @@ from stackrace.race.core.state import StackState
 from stackrace.race.live.session import Session
 from stackrace.race.playback.recording import (
     Command,
+    EvidenceRecord,
     Hist,
     Log,
     MemberInfo,
@@ -240,6 +241,7 @@ class ReplayPlayer:
         s.levels.clear()
         s.levels._ignored.clear()
         s.keeper.clear()
+        s.core.evidence.kept.clear()
         s.ramp_steps.clear()
         s.ramp_breaking.clear()
         s.ramp_finished = False
@@ -291,6 +293,8 @@ class ReplayPlayer:
                 member.log = record.lines
         elif isinstance(record, View):
             s.view_events.append((record.what, record.arg))
+        elif isinstance(record, EvidenceRecord):
+            s.core.evidence.keep(record.member, record.why)
         elif isinstance(record, RampResult):
             s.ramp_steps = {k: list(v) for k, v in record.steps.items()}
             s.ramp_breaking = dict(record.breaking)
