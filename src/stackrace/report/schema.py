@@ -98,10 +98,8 @@ class LittleLaw(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Why(msgspec.Struct, forbid_unknown_fields=True):
-    """Why a stack broke at a level: the cause named (stackrace.rules.cause: its kind,
-    sentence, the app's function that proves it, the advice) and the evidence window it
-    was named from (stackrace.evidence.model: states, frames, processes, the accept
-    queue, the collapsed stacks a flame graph is drawn from)."""
+    """Why a stack broke at a level: the cause (stackrace.rules.cause) and the evidence
+    window it was named from (stackrace.evidence.model, collapsed stacks included)."""
 
     cause: Cause
     window: EvidenceWindow
@@ -144,9 +142,7 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     # its fastest answer, warm-up included (a level started from idle answers its first
     # request at once): how long the server takes to serve one, for the rules (µs)
     fastest_us: int | None = None
-    # why it broke here: an evidence window captured while the load went on (issue 46);
-    # None where none was captured (not a breaking level, or no process to look at)
-    why: Why | None = None
+    why: Why | None = None  # why it broke here (None: no window captured at this level)
     # derived from `window` (see the docstring)
     rps: float = 0.0
     requests: int = 0
@@ -335,8 +331,7 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     sampled: bool = True
     # `bench --capacity`, `tune`: its capacity under the SLO and the probes that found it
     capacity: CapacityResult | None = None
-    # where it had to start queueing, predicted from its pool and first levels
-    # (stackrace.rules.knee), and how far the measured knee came from it ("" close)
+    # the knee predicted (stackrace.rules.knee), and how far the measured one came from it
     knee: KneePrediction | None = None
     knee_miss: str = ""
 
