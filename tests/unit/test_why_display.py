@@ -37,7 +37,9 @@ from tests.unit.test_report import make_run
 HOSTILE = "<script>x</script>|*bold*_[link](http://e)\x1b[31m"
 
 
-def window(stack: str = "sync", level: int = 100, function: str = "wait_for_backend") -> EvidenceWindow:  # fmt: skip
+def window(
+    stack: str = "sync", level: int = 100, function: str = "wait_for_backend"
+) -> EvidenceWindow:
     f = FrameShare(function, "app.py", 31, 97, 0.97, ThreadState.BLOCKED)
     return EvidenceWindow(
         stack=stack, level=level, started=12.0, seconds=3.0, sampled=True,
@@ -50,7 +52,8 @@ def window(stack: str = "sync", level: int = 100, function: str = "wait_for_back
 def why(w: EvidenceWindow | None = None) -> Why:
     w = w or window()
     f = w.frames[0]
-    sentence = f"1 worker: 97 % of samples asleep in {f.where()}; 480 connections in the accept queue"  # fmt: skip
+    sentence = f"1 worker: 97 % of samples asleep in {f.where()}; "
+    sentence += "480 connections in the accept queue"
     return Why(Cause(CauseKind.BLOCKING_WAIT, sentence, f, "more threads, or an async server"), w)
 
 
@@ -120,7 +123,8 @@ def test_a_flame_graph_per_window_named_by_a_slug(tmp_path):
     files = flame_files(run, str(tmp_path))
     assert len(files) == 1
     path, svg = files[0]
-    assert path.startswith(str(tmp_path) + "/flame-") and "/etc/" not in path.removeprefix(str(tmp_path))  # fmt: skip
+    assert path.startswith(str(tmp_path) + "/flame-")
+    assert "/etc/" not in path.removeprefix(str(tmp_path))
     assert "<script>" not in svg and svg.startswith("<?xml")
     written, problems = write_flames(run, str(tmp_path))
     assert problems == [] and written == [path]
@@ -144,7 +148,9 @@ async def test_the_keeper_captures_one_window_a_stack_at_a_time_and_keeps_it_by_
     gate = asyncio.Event()
     calls: list[tuple[str, int]] = []
 
-    async def capture(facts: CaptureFacts, stack: str, level: int, seconds: float) -> EvidenceWindow:  # fmt: skip
+    async def capture(
+        facts: CaptureFacts, stack: str, level: int, seconds: float
+    ) -> EvidenceWindow:
         calls.append((stack, level))
         await gate.wait()
         return window(stack, level)
@@ -154,8 +160,8 @@ async def test_the_keeper_captures_one_window_a_stack_at_a_time_and_keeps_it_by_
 
     from stackrace.evidence.capture import CaptureTarget
 
-    keeper = EvidenceKeeper(capture=capture, namer=namer,
-                            facts=lambda m: CaptureFacts(CaptureTarget(1, 8000), 1, 1, "sync"))  # fmt: skip
+    facts = CaptureFacts(CaptureTarget(1, 8000), 1, 1, "sync")
+    keeper = EvidenceKeeper(capture=capture, namer=namer, facts=lambda m: facts)
     m = _member("sync")
     assert keeper.want(m, 32) is True
     assert keeper.want(m, 64) is False  # one at a time per stack
@@ -172,7 +178,9 @@ async def test_the_keeper_captures_one_window_a_stack_at_a_time_and_keeps_it_by_
 
 
 async def test_a_failed_capture_is_one_line_never_an_exception():
-    async def capture(facts: CaptureFacts, stack: str, level: int, seconds: float) -> EvidenceWindow:  # fmt: skip
+    async def capture(
+        facts: CaptureFacts, stack: str, level: int, seconds: float
+    ) -> EvidenceWindow:
         raise OSError("py-spy: Permission denied\n(a long trace)")
 
     from stackrace.evidence.capture import CaptureTarget
