@@ -99,6 +99,12 @@ def why_at(stack: StackResult, level: int | None) -> Why | None:
     return found[-1].why
 
 
+def capacity_why(stack: StackResult) -> Why | None:
+    """The window at a capacity search's boundary (its first probe that missed)."""
+    probes = stack.capacity.probes if stack.capacity is not None else []
+    return next((p.level.why for p in probes if p.level.why is not None), None)
+
+
 def knee_line(stack: StackResult) -> str:
     """The knee predicted, and how far the measured one came from it ("" none)."""
     if stack.knee is None:
