@@ -105,6 +105,21 @@ def capacity_why(stack: StackResult) -> Why | None:
     return next((p.level.why for p in probes if p.level.why is not None), None)
 
 
+def cause_removed(run: BenchRun, winner: str) -> str:
+    """What a tune's winner changed about why it breaks: the cause seen at the first
+    configuration's boundary against the winner's own ("" no window was captured)."""
+    seen = [(st.name, w) for st in run.stacks if (w := capacity_why(st)) is not None]
+    if not seen:
+        return ""
+    first_name, first = seen[0]
+    own = next((w for name, w in seen if name == winner), None)
+    kind = first.cause.kind.value
+    if winner == first_name or (own is not None and own.cause.kind == first.cause.kind):
+        return f"past its capacity it still breaks on {kind}"
+    said = f"it removes the {kind} seen at {first_name}"
+    return said + (f"; past its capacity it breaks on {own.cause.kind.value}" if own else "")
+
+
 def knee_line(stack: StackResult) -> str:
     """The knee predicted, and how far the measured one came from it ("" none)."""
     if stack.knee is None:
