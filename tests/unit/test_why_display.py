@@ -23,6 +23,7 @@ from stackrace.evidence.model import (
 from stackrace.race.core.evidence_keeper import CaptureFacts, EvidenceKeeper
 from stackrace.race.core.members import Member
 from stackrace.report import tables
+from stackrace.report.judged import breaking
 from stackrace.report.schema import Why, dumps, json_schema, loads
 from stackrace.report.why import (
     cause_line,
@@ -97,7 +98,7 @@ def test_a_run_carries_the_why_per_level_through_json_and_its_schema():
 def test_the_breaking_line_and_markdown_carry_the_cause_escaped():
     run = make_run()
     run.stacks[0].levels[1].why = why(window(function=HOSTILE))
-    broke = tables.breaking(run.stacks[0], run)
+    broke = breaking(run.stacks[0], run)
     assert broke is not None
     line = tables.breaking_line(run.stacks[0], run)
     assert " · why: blocking wait: 1 worker" in line and "→ more threads" in line
@@ -193,3 +194,21 @@ async def test_a_failed_capture_is_one_line_never_an_exception():
     # a member with nothing to look at (a model's, a replay's): nothing starts
     assert EvidenceKeeper(facts=lambda m: None).want(_member("demo"), 8) is False
     await keeper.close()
+
+
+def test_tune_measures_the_knob_the_cause_implies_first_and_still_all():
+    from stackrace.race.core.tune_search import TunePlan, TuneSearch
+    from stackrace.race.core.tune_space import Space
+
+    space = Space({"gthread": {"workers": ["1", "2", "5"], "threads": ["1", "8", "32"]}})
+    search = TuneSearch(space, TunePlan(budget_s=3600, start=4), seed=1)
+    before = sorted(search.queue)
+    said = search.steer("blocking wait")
+    assert said == (
+        "the cause seen (blocking wait): configurations with more threads are measured first"
+    )
+    threads = [space.servers["gthread"]["threads"][p[1]] for _s, p, _ph in search.queue]
+    assert threads[:3] == ["32", "32", "32"] and threads[-3:] == ["1", "1", "1"]
+    assert sorted(search.queue) == before  # every point is still measured
+    assert search.steer("cpu") == ""  # once per tune
+    assert TuneSearch(space, TunePlan(budget_s=60), seed=1).steer("lock") == ""  # no knob

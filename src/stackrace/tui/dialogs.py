@@ -173,9 +173,8 @@ class SummaryScreen(ModalScreen[None]):
                 continue
             color = self.pane_colors.get(row.id, PALETTE[i % len(PALETTE)])
             points = [(s.level, s.rps, s.p99_us) for s in row.steps]
-            out.append(
-                LevelSeries(row.name, color, points, row.breaking.level if row.breaking else None)
-            )
+            broke = row.breaking.level if row.breaking else None
+            out.append(LevelSeries(row.name, color, points, broke, row.knee_point))
         return out
 
     def _about(self) -> str:

@@ -124,6 +124,7 @@ class SummaryRow:
     judgments: tuple[Judgment, ...] = ()
     cause: str = ""  # why it broke, from its evidence window ("" none captured)
     knee: str = ""  # the knee predicted, and how far the measured one came from it
+    knee_point: tuple[float, float] | None = None  # predicted (level, req/s), for charts
 
 
 def session_view(s: Session) -> SessionView:

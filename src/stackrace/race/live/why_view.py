@@ -74,14 +74,18 @@ def pane_why(s: Session, mid: str, judgment: Judgment | None) -> dict[str, Any]:
 
 def summary_why(
     s: Session, mid: str, steps: Sequence[StepResult], breaking: LevelVerdict | None
-) -> dict[str, str]:
-    """The summary's clauses: the cause at its breaking level, and the knee."""
+) -> dict[str, Any]:
+    """The summary's clauses: the cause at its breaking level, and the knee (words, and
+    the point the level chart marks)."""
     found = s.core.evidence.nearest(mid, breaking.level) if breaking is not None else None
     knee, words = knee_of(s, mid, steps)
+    point = None
     if knee is not None:
         miss = _miss(s, knee, breaking, steps) if breaking is not None else ""
         words = f"predicted: {knee.sentence()}" + (f"; {miss}" if miss else "")
-    return {"cause": cause_line(found) if found is not None else "", "knee": words}
+        point = (knee.rate if s.rate is not None else knee.concurrency, knee.rate)
+    cause = cause_line(found) if found is not None else ""
+    return {"cause": cause, "knee": words, "knee_point": point}
 
 
 def _miss(
