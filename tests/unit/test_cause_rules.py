@@ -198,7 +198,7 @@ def test_a_server_not_sampled_is_judged_from_the_kernel_and_says_so() -> None:
     assert c.kind is CauseKind.CPU
     assert c.sentence == "go-server is on CPU 1.3 of 2 cores and waited 0.4 more for one"
     assert c.function is None
-    assert "not a Python process" in c.confidence and "kernel" in c.confidence
+    assert c.confidence == "named from the kernel's side only: not a Python process"
 
 
 def test_a_server_not_sampled_asleep_in_calls_is_a_blocking_wait() -> None:
@@ -215,10 +215,10 @@ def test_a_server_not_sampled_asleep_in_calls_is_a_blocking_wait() -> None:
 
 
 def test_thin_or_mixed_evidence_is_said() -> None:
-    w = window({S.BLOCKED: 20, S.IDLE: 18}, frames=[fn("slow", 3, 20, 38, S.BLOCKED)])
+    w = window({S.BLOCKED: 12, S.IDLE: 8}, frames=[fn("slow", 3, 12, 20, S.BLOCKED)])
     c = name_cause(w)
     assert c.kind is CauseKind.BLOCKING_WAIT
-    assert "only 38 thread samples" in c.confidence
+    assert "only 20 thread samples" in c.confidence
 
 
 def test_nothing_dominant_is_unknown_with_what_was_seen() -> None:

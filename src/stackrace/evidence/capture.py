@@ -55,8 +55,8 @@ from stackrace.stacks.listen import listen_state
 from stackrace.stacks.logwatch import LogWatch
 from stackrace.supervise.sweep import descendants
 
-RATE = 10.0  # rounds a second, at most
-DUMPS_PER_SECOND = 24.0  # py-spy dumps a second, at most, over all processes
+RATE = 20.0  # rounds a second, at most
+DUMPS_PER_SECOND = 40.0  # py-spy dumps a second, at most, over all processes
 RESCAN_S = 0.5  # how often the process tree is found again
 MAX_COLLAPSED = 2000  # distinct stacks kept for the flame graph; the rest are "(other)"
 _EXIT_SIGNS = ("WORKER TIMEOUT", "worker respawned", "child exited")
@@ -95,6 +95,8 @@ class _Rounds:
     seen: set[int] = field(default_factory=set)  # every pid of the tree seen
     gone: set[int] = field(default_factory=set)  # … and seen no more
     not_sampled: str = ""
+    failed: str = ""  # the last dump that failed (not for lack of permission)
+    python: bool = False  # a Python process was in the tree
     rounds: int = 0
 
 
@@ -138,6 +140,7 @@ async def capture_window(
     g.seen.update(tree)
     g.initial.update(tree)
     sampled = _sampled_pids(tree)
+    g.python = bool(sampled)
     overflows0 = listen_counters()
     log = LogWatch(target.log_path, from_start=False) if target.log_path else None
     log0 = _exits(log)
@@ -172,6 +175,12 @@ async def capture_window(
     if target.db_port:
         db_connections = await asyncio.to_thread(connections_to, tree, target.db_port)
     restarts = _restarts(target.root_pid, g)
+    if watches and not g.python and not g.not_sampled:
+        names = ", ".join(sorted({w.name for w in watches.values() if w.name}))
+        g.not_sampled = (
+            f"not a Python process ({names}): its stacks cannot be sampled, the kernel's "
+            "side is the evidence"
+        )
     restarts = max(restarts, target.log_exits, _exits(log) - log0)
     return _window(
         target, stack, level, started, elapsed, g, watches, is_app,
@@ -194,7 +203,9 @@ def _rescan(root: int, watches: dict[int, ProcessWatch], g: _Rounds) -> tuple[li
             watches[pid] = ProcessWatch.start(pid)
     g.gone.update(g.seen - set(tree))
     g.seen.update(tree)
-    return tree, _sampled_pids(tree)
+    sampled = _sampled_pids(tree)
+    g.python = g.python or bool(sampled)
+    return tree, sampled
 
 
 def _restarts(root: int, g: _Rounds) -> int:
@@ -219,7 +230,13 @@ async def _round(
         try:
             text = await dump(pyspy, pid)
         except PySpyError as exc:
-            g.not_sampled = g.not_sampled or str(exc)
+            # a permission refused stops the sampling; any other failure (non-blocking
+            # reads race the worker's own writes: "Failed to get stack traces") is one
+            # lost sample, said only when no sample was taken at all
+            if exc.permanent:
+                g.not_sampled = str(exc)
+            else:
+                g.failed = str(exc)
             return
         syscalls = watch.read()  # at once after the dump: the same instant, near enough
         if text:
@@ -276,8 +293,8 @@ def _window(
         level=level,
         started=started,
         seconds=elapsed,
-        sampled=bool(serving) and not (g.not_sampled and not g.samples),
-        not_sampled=g.not_sampled if not serving else "",
+        sampled=bool(serving),
+        not_sampled="" if serving else (g.not_sampled or g.failed or "no Python thread seen"),
         samples=total,
         threads=len({(s.pid, s.thread) for s in serving}),
         states=dict(states),

@@ -15,20 +15,20 @@ its timeout: none outlives the window, nor stackrace even when it is SIGKILLed.
 
 **How a sample is classified** (`classify`), in this order:
 
-- no frame of the app's own code on the thread's stack, and not running: IDLE (the
-  server waiting for work: accept, select, a pool thread waiting for a task);
 - the innermost frame of app code is on a line that calls `gc.collect`: GC;
-- running and holding the GIL (or running without it: native code that released it):
-  ON_CPU;
-- asleep in a futex: LOCK_WAIT when the stack's innermost frame is in the threading,
-  queue or a pool's code, or on an app line that takes a lock (`acquire`, `with …lock`),
-  or when no other thread of the process holds the GIL at that instant (the futex is
-  then not the GIL's); otherwise GIL_WAIT (another thread holds the GIL and this one is
-  in plain Python code);
-- asleep in a sleep, a socket or file call: BLOCKED;
-- asleep waiting for work (epoll, accept, select) with app code on the stack: BLOCKED
-  (the app called it: a backend it polls), unless the innermost frame is an event
-  loop's own selector: IDLE.
+- runnable (on a core or waiting for one): ON_CPU when it holds the GIL, or no other
+  thread does, or it is in a call that releases the GIL (a socket write, a hash);
+  otherwise GIL_WAIT (a Python thread runnable without the GIL is taking it back);
+- asleep in a futex: when the innermost frame is in threading, queue, logging's handler
+  lock, concurrent.futures or a pool's code, or on an app line that takes a lock
+  (`acquire`, `with …lock`), or when no other thread holds the GIL (then the futex is
+  not the GIL's): LOCK_WAIT with app code on the stack, IDLE without (a server's thread
+  parked on its task queue); otherwise GIL_WAIT;
+- asleep in any other call with no app code on the stack: IDLE (the server waiting for
+  a client or for work: accept, select, a keep-alive read);
+- asleep in a sleep, a socket or file call under app code: BLOCKED; in epoll, accept or
+  select under app code: BLOCKED too (the app called it), unless the innermost frame is
+  an event loop's own selector: IDLE.
 
 The app's code is every frame whose file is under one of the target's `app_roots`, or,
 when none are given, any file outside the standard library and site-/dist-packages.
@@ -59,10 +59,19 @@ _STDLIB = tuple(
     {p for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")) if p}
 )
 _LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib_pypy/", "<frozen ", "<string>")
-_LOCKISH_FILES = ("threading.py", "queue.py", "/asyncio/locks.py", "/concurrent/futures/")
+_LOCKISH_FILES = (
+    "threading.py", "queue.py", "/asyncio/locks.py", "/concurrent/futures/",
+    "/logging/__init__.py",  # Handler.acquire: the handler's lock around emit
+)  # fmt: skip
 _LOCK_LINE = re.compile(r"\.acquire\(|\bwith\b.*\b(lock|mutex|sem|semaphore|cond)\w*\b", re.I)
 _GC_LINE = re.compile(r"\bgc\.collect\(|\bcollect\(\s*\)")
 _POOL = re.compile(r"pool", re.I)
+# calls that release the GIL while they work: a thread found running in one without the
+# GIL is working, not waiting for it
+_RELEASING = frozenset({
+    "write", "send", "sendall", "sendto", "recv", "recv_into", "read", "readinto",
+    "accept", "connect", "select", "poll", "sleep", "digest", "update", "compress",
+})  # fmt: skip
 _LOOP_FILES = ("/asyncio/", "/uvloop/", "/anyio/", "/trio/", "/tornado/ioloop")
 
 
@@ -156,14 +165,16 @@ def classify(
     """One thread's state at one instant (the module docstring gives the rules), and the
     index of its innermost app frame (-1 none)."""
     app = next((i for i, f in enumerate(frames) if is_app(f.path)), -1)
-    running = syscall == RUNNING or (active and syscall == "")
+    inner = frames[0] if frames else None
     if app >= 0 and _GC_LINE.search(_source_line(frames[app].path, frames[app].line)):
         return ThreadState.GC, app
-    if app < 0 and not (running and owns_gil):
-        return ThreadState.IDLE, app
-    if running or (active and owns_gil):
-        return ThreadState.ON_CPU, app
-    inner = frames[0] if frames else None
+    if syscall == RUNNING or (syscall == "" and active):
+        # runnable: on a core, or waiting for one. Without the GIL while another thread
+        # holds it, a Python thread can only be taking the GIL back, unless it is in a
+        # call that released it (a socket write, a hash)
+        if owns_gil or not other_holds_gil or (inner and inner.function in _RELEASING):
+            return ThreadState.ON_CPU, app
+        return ThreadState.GIL_WAIT, app
     if syscall in LOCKS:
         lockish = inner is not None and (
             any(part in inner.path for part in _LOCKISH_FILES)
@@ -171,8 +182,11 @@ def classify(
             or (app == 0 and _LOCK_LINE.search(_source_line(inner.path, inner.line)) is not None)
         )
         if lockish or not other_holds_gil:
-            return ThreadState.LOCK_WAIT, app
+            # the server's own threads parked on a queue or lock wait for a task
+            return (ThreadState.LOCK_WAIT if app >= 0 else ThreadState.IDLE), app
         return ThreadState.GIL_WAIT, app
+    if app < 0:  # the server's code asleep in a call: waiting for a client or for work
+        return ThreadState.IDLE, app
     if syscall in SLEEPS or syscall in IO:
         return ThreadState.BLOCKED, app
     if syscall in WAITS_FOR_WORK:
@@ -226,7 +240,12 @@ def parse_dump(
 
 
 class PySpyError(Exception):
-    """py-spy could not sample a process; the message is one line with the fix."""
+    """py-spy could not sample a process; the message is one line (with the fix, when
+    it is `permanent`: the kernel refused, and every later dump would be refused too)."""
+
+    def __init__(self, message: str, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 async def dump(pyspy: str, pid: int) -> bytes:
@@ -259,7 +278,7 @@ async def dump(pyspy: str, pid: int) -> bytes:
         return out
     message = err.decode("utf-8", "replace")
     if "Permission denied" in message or "Operation not permitted" in message:
-        raise PySpyError(permission_fix(pid))
+        raise PySpyError(permission_fix(pid), permanent=True)
     if not os.path.exists(f"/proc/{pid}"):
         return b""
     raise PySpyError(f"py-spy cannot read process {pid}: {_one_line(message)}")

@@ -21,7 +21,8 @@ function that prove it, the knob it implies (`advice`), and when the evidence is
      dropped connections while it was near it);
    - **blocking wait**: ≥ 35 % blocked in a call (a socket, a file, a sleep).
 3. Not sampled (a Go, Node, PHP or nginx server; py-spy not allowed): from the kernel:
-   **cpu** when the processes used, or waited for, most of their cores; **accept
+   **cpu** when the processes used, or waited for, most of their cores (or one used a
+   whole core, or their threads waited half a core's time for one); **accept
    queue** as above; **blocking wait** when ≥ 35 % of thread reads sleep in a sleep or
    I/O call.
 4. Otherwise **unknown**, with what was seen.
@@ -40,7 +41,7 @@ from stackrace.evidence.model import (
     ThreadState,
 )
 
-MIN_SAMPLES = 60  # fewer thread samples than this: said in `confidence`
+MIN_SAMPLES = 30  # fewer thread samples: said in `confidence` (a share ±9 points)
 GC_SHARE = 0.20
 LOOP_SHARE = 0.30
 LOCK_SHARE = 0.30
@@ -48,6 +49,7 @@ GIL_SHARE = 0.20
 CPU_SHARE = 0.50
 BLOCKED_SHARE = 0.35
 CPU_CORES = 0.75  # kernel only: used or waited for this share of the cores
+STARVED = 0.5  # kernel only: core-seconds a second its threads waited for a core
 
 ADVICE = {
     CauseKind.BLOCKING_WAIT: "more threads or workers, or an async server: they wait, not work",
@@ -70,6 +72,22 @@ def _pct(share: float) -> str:
 def _top(window: EvidenceWindow, *states: ThreadState) -> FrameShare | None:
     """The app's function with most samples in one of `states`."""
     found = [f for f in window.frames if f.state in states]
+    return max(found, key=lambda f: f.samples) if found else None
+
+
+def _top_except(
+    window: EvidenceWindow, state: ThreadState, waiters: FrameShare | None
+) -> FrameShare | None:
+    """The top function in `state` not at the waiters' own line."""
+    found = [
+        f
+        for f in window.frames
+        if f.state is state
+        and (
+            waiters is None
+            or (f.function, f.file, f.line) != (waiters.function, waiters.file, waiters.line)
+        )
+    ]
     return max(found, key=lambda f: f.samples) if found else None
 
 
@@ -113,6 +131,9 @@ def _cpu_sentence(window: EvidenceWindow, top: FrameShare | None) -> str:
         on_cpu = f"{top.where()} {_pct(top.share)} of samples"
     if window.workers <= 1:
         head = f"the process is on CPU {_pct(min(1.0, _busiest(window)))}"
+        waited = max((p.core_wait_share for p in window.processes), default=0.0)
+        if waited >= 0.1:  # starved by other processes: it would have run more
+            head += f" and waited for a core {_pct(min(1.0, waited))}"
     else:
         head = f"{window.workers} workers on CPU, {window.cpu():.1f} cores"
     out = f"{head}: {on_cpu}"
@@ -126,7 +147,7 @@ def _confidence(window: EvidenceWindow, share: float | None) -> str:
     notes = []
     if not window.sampled:
         why = window.not_sampled or "the stacks were not sampled"
-        notes.append(f"not sampled ({why}): named from the kernel's side only")
+        notes.append(f"named from the kernel's side only: {why}")
     elif window.samples < MIN_SAMPLES:
         notes.append(f"only {window.samples} thread samples")
     if share is not None and share < 0.5:
@@ -247,8 +268,10 @@ def _lock(window: EvidenceWindow, n: int) -> Cause:
     site = _top_wait(window, ThreadState.LOCK_WAIT)
     if site is not None and (top is None or site.function != top.function):
         sentence += f", at {site.where()},"
-    holder = _top(window, ThreadState.BLOCKED)
-    running = _top(window, ThreadState.ON_CPU)
+    # the holder is elsewhere than the waiters: a sample at the waiters' own line in
+    # another state is a waiter caught as it got the lock or gave it back
+    holder = _top_except(window, ThreadState.BLOCKED, top)
+    running = _top_except(window, ThreadState.ON_CPU, top)
     if holder is not None and window.share(ThreadState.BLOCKED) * n >= 0.3:
         sentence += f" while its holder sleeps{_elsewhere(holder, top)}"
     elif running is not None:
@@ -269,7 +292,11 @@ def _from_kernel(window: EvidenceWindow) -> Cause | None:
     waited = sum(p.core_wait_share for p in window.processes)
     q = window.queue
     busiest = max(window.processes, key=lambda p: p.cpu_share, default=None)
-    if busiest is not None and (used + waited >= CPU_CORES * cores or busiest.cpu_share >= 0.9):
+    # CPU-bound: it used, or waited on a run queue for, most of its cores, or one
+    # process used a whole core, or its threads stood runnable half the time without one
+    if busiest is not None and (
+        used + waited >= CPU_CORES * cores or busiest.cpu_share >= 0.9 or waited >= STARVED
+    ):
         sentence = f"{busiest.name or 'the server'} is on CPU {used:.1f} of {cores} cores"
         if waited >= 0.1:
             sentence += f" and waited {waited:.1f} more for one"

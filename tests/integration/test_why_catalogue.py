@@ -1,0 +1,225 @@
+"""The catalogue of injected causes: each a small app with a known answer
+(tests/apps/causes), served by a real server on 127.0.0.1, loaded past its knee by the
+real engine (`stackrace load`, a subprocess, as a user runs it), captured with
+`capture_window` while the load goes on and judged by `name_cause`: the cause and the
+app's function must be named, every time.
+
+One test per cause (parametrized), one for a server that cannot be sampled (Go: the
+kernel's side alone), and a few causes again beside a CPU burner at 50 % of each core
+(a busy machine must not change the answer). Windows are short (2 s) and loads small,
+so the file stays within a couple of minutes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from stackrace.evidence.capture import CaptureTarget, capture_window
+from stackrace.evidence.model import CauseKind, EvidenceWindow
+from stackrace.rules.cause import name_cause
+from stackrace.stacks.launcher import Launcher
+from stackrace.supervise.procs import die_with_parent
+from tests.conftest_stacks import real_stack
+from tests.helpers import CLI, free_port, needs_mariadb
+
+CAUSES = Path(__file__).parents[1] / "apps" / "causes"
+BIN = Path(sys.executable).parent
+GUNICORN = str(BIN / "gunicorn")
+UVICORN = str(BIN / "uvicorn")
+BURNER = Path(__file__).parents[1] / "servers" / "burner.py"
+WINDOW_S = 2.0
+WARM_S = 1.2  # the load runs this long before the window: past the knee, queues built
+
+
+@dataclass(frozen=True)
+class Case:
+    """One injected cause: how to serve it, how hard to load it, what must be named."""
+
+    id: str
+    app: str  # module:attr under tests/apps/causes
+    server: tuple[str, ...]  # "gunicorn" args after the app's own, or ("uvicorn",)
+    concurrency: int
+    kind: CauseKind
+    function: str  # the app's function the sentence must name
+    workers: int = 1
+    threads: int = 1
+
+    def command(self, port: int) -> list[str]:
+        if self.server[:1] == ("uvicorn",):
+            return [UVICORN, "--host", "127.0.0.1", "--port", str(port), "--app-dir",
+                    str(CAUSES), "--no-access-log", "--log-level", "warning", self.app]  # fmt: skip
+        return [GUNICORN, "--bind", f"127.0.0.1:{port}", "--workers", str(self.workers),
+                "--no-control-socket", "--chdir", str(CAUSES), "--log-level", "warning",
+                *self.server, self.app]  # fmt: skip
+
+
+GTHREAD_8 = ("--worker-class", "gthread", "--threads", "8")
+CASES = [
+    Case("blocking-io-sync", "blocking_app:app", (), 24, CauseKind.BLOCKING_WAIT,
+         "wait_for_backend"),
+    Case("cpu-one-process", "cpu_app:app", (), 8, CauseKind.CPU, "crunch_numbers"),
+    Case("gil-threads", "cpu_app:app", GTHREAD_8, 16, CauseKind.GIL, "crunch_numbers",
+         threads=8),
+    Case("lock-across-wait", "lock_app:app", GTHREAD_8, 32, CauseKind.LOCK, "hold_the_lock",
+         threads=8),
+    Case("accept-queue-full", "blocking_app:app", ("--backlog", "8"), 64,
+         CauseKind.ACCEPT_QUEUE, "wait_for_backend"),
+    Case("event-loop-blocked", "loop_app:app", ("uvicorn",), 16, CauseKind.LOOP_BLOCKED,
+         "fetch_prices"),
+    Case("gc-pauses", "gc_app:app", (), 8, CauseKind.GC, "make_report"),
+    Case("worker-timeout", "overrun_app:app", ("--timeout", "1"), 4,
+         CauseKind.WORKER_RESTARTS, "overrun"),
+    Case("slow-log-handler", "logging_app:app", GTHREAD_8, 32, CauseKind.LOCK,
+         "SlowHandler.emit", threads=8),
+]  # fmt: skip
+DB_CASE = Case("db-pool", "db_app:app", GTHREAD_8, 32, CauseKind.DB_POOL,
+               "ConnectionPool.get", threads=8)  # fmt: skip
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def serving(case: Case, env: dict[str, str] | None = None) -> Iterator[tuple[int, int]]:
+    """The case's server on a free port, in a session of its own that dies with this
+    process; yields (pid, port) once it accepts."""
+    port = free_port()
+    proc = subprocess.Popen(
+        case.command(port),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=die_with_parent(),
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        end = time.monotonic() + 20
+        while not _listening(port):
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            assert time.monotonic() < end, f"{case.id}: the server did not listen in 20 s"
+            time.sleep(0.1)
+        yield proc.pid, port
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def loaded(
+    port: int, concurrency: int, seconds: float, path: str = "/"
+) -> AsyncIterator[None]:
+    """`stackrace load` on the port for `seconds`, as a user runs it; the block runs once
+    the load has built its queues (WARM_S)."""
+    load = await asyncio.create_subprocess_exec(
+        *CLI, "load", f"http://127.0.0.1:{port}{path}", "-c", str(concurrency),
+        "-d", f"{seconds:.0f}s", "--timeout", "10s",
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, preexec_fn=die_with_parent(),
+    )  # fmt: skip
+    try:
+        await asyncio.sleep(WARM_S)
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            load.terminate()
+        await load.communicate()
+
+
+async def judge(case: Case, target: CaptureTarget) -> tuple[EvidenceWindow, str]:
+    async with loaded(target.port or 0, case.concurrency, WARM_S + WINDOW_S + 2):
+        window = await capture_window(target, stack=case.id, level=case.concurrency,
+                                      seconds=WINDOW_S)  # fmt: skip
+    cause = name_cause(window, workers=case.workers, threads=case.threads)
+    said = f"{case.id}: {cause.kind} — {cause.sentence} [{cause.confidence}]"
+    assert cause.kind is case.kind, f"{said}\nstates {window.states}, {window.samples} samples"
+    assert cause.function is not None, said
+    assert case.function in cause.sentence, said
+    return window, said
+
+
+def _target(pid: int, port: int, **kw: object) -> CaptureTarget:
+    return CaptureTarget(root_pid=pid, port=port, app_roots=(str(CAUSES),), **kw)  # type: ignore[arg-type]  # the fields' own types
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+async def test_each_injected_cause_is_named_with_its_function(case: Case) -> None:
+    with serving(case) as (pid, port):
+        window, said = await judge(case, _target(pid, port))
+    assert window.sampled and not window.not_sampled, said
+    print(said)
+
+
+@needs_mariadb
+async def test_a_pool_smaller_than_the_threads_is_the_db_pool(tmp_path: Path) -> None:
+    from stackrace.db import ManagedMariaDB, db_env
+
+    db = ManagedMariaDB(tmp_path / "mariadb", free_port(), scoped=True)
+    try:
+        db.ensure_ready(rows=1000)
+        env = {**db_env(db.settings, 1000), "CAUSE_POOL_SIZE": "2"}
+        with serving(DB_CASE, env) as (pid, port):
+            window, said = await judge(
+                DB_CASE, _target(pid, port, db_pool=2, db_port=db.settings.port)
+            )
+        assert window.db_connections == 2, said
+        assert "the pool holds 2 (2 in use)" in said
+    finally:
+        db.reset(wipe=True)
+    print(said)
+
+
+async def test_a_go_server_is_judged_from_the_kernel_alone(tmp_path: Path) -> None:
+    """Go cannot be sampled: the window says so, and the kernel's side (its threads on
+    CPU, its one core used: GOMAXPROCS=1) names cpu, with no function to name."""
+    stack = real_stack("go-nethttp:workers=1")
+    async with Launcher(tmp_path) as launcher:
+        rs = await launcher.start(stack)
+        target = CaptureTarget(root_pid=rs.root_pids[0], port=rs.port)
+        async with loaded(rs.port, 64, WARM_S + WINDOW_S + 2, path="/json"):
+            window = await capture_window(target, stack=stack.name, level=64, seconds=WINDOW_S)
+    cause = name_cause(window)
+    said = f"go: {cause.kind} — {cause.sentence} [{cause.confidence}]"
+    assert not window.sampled and window.not_sampled, said
+    assert "not a Python process" in window.not_sampled
+    assert cause.kind is CauseKind.CPU, f"{said}\n{window.processes}"
+    assert cause.function is None and "kernel" in cause.confidence
+    print(said)
+
+
+BUSY_CASES = [
+    c for c in CASES if c.id in ("blocking-io-sync", "cpu-one-process", "lock-across-wait")
+]
+
+
+async def test_causes_are_named_the_same_beside_a_cpu_burner() -> None:
+    """A busy machine (half of each core burnt by another process) must not change the
+    answer: the states come from the threads, not from how fast they ran."""
+    burner = subprocess.Popen(
+        [sys.executable, str(BURNER), "--share", "0.5", "--seconds", "90"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=die_with_parent(),
+    )  # fmt: skip
+    try:
+        for case in BUSY_CASES:
+            with serving(case) as (pid, port):
+                _, said = await judge(case, _target(pid, port))
+            print("beside the burner:", said)
+    finally:
+        burner.terminate()
+        burner.wait()
