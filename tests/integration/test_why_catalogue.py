@@ -24,15 +24,17 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 from stackrace.evidence.capture import CaptureTarget, capture_window
 from stackrace.evidence.model import CauseKind, EvidenceWindow
 from stackrace.rules.cause import name_cause
 from stackrace.stacks.launcher import Launcher
+from stackrace.stacks.listen import listen_state
 from stackrace.supervise.procs import die_with_parent
 from tests.conftest_stacks import real_stack
-from tests.helpers import CLI, free_port, needs_mariadb
+from tests.helpers import CLI, free_port, needs_mariadb, wait_for
 
 CAUSES = Path(__file__).parents[1] / "apps" / "causes"
 BIN = Path(sys.executable).parent
@@ -79,8 +81,8 @@ CASES = [
     Case("event-loop-blocked", "loop_app:app", ("uvicorn",), 16, CauseKind.LOOP_BLOCKED,
          "fetch_prices"),
     Case("gc-pauses", "gc_app:app", (), 8, CauseKind.GC, "make_report"),
-    Case("worker-timeout", "overrun_app:app", ("--timeout", "1"), 4,
-         CauseKind.WORKER_RESTARTS, "overrun"),
+    Case("worker-timeout", "overrun_app:app", ("--timeout", "1"), 8,
+         CauseKind.WORKER_RESTARTS, "overrun", workers=2),
     Case("slow-log-handler", "logging_app:app", GTHREAD_8, 32, CauseKind.LOCK,
          "SlowHandler.emit", threads=8),
 ]  # fmt: skip
@@ -95,15 +97,17 @@ def _listening(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def serving(case: Case, env: dict[str, str] | None = None) -> Iterator[tuple[int, int]]:
+def serving(case: Case, log: Path, env: dict[str, str] | None = None) -> Iterator[tuple[int, int]]:
     """The case's server on a free port, in a session of its own that dies with this
-    process; yields (pid, port) once it accepts."""
+    process, its output in `log` (as the launcher keeps a stack's); yields (pid, port)
+    once it accepts."""
     port = free_port()
+    out = log.open("wb")
     proc = subprocess.Popen(
         case.command(port),
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=out,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
         preexec_fn=die_with_parent(),
         env={**os.environ, **(env or {})},
@@ -111,7 +115,7 @@ def serving(case: Case, env: dict[str, str] | None = None) -> Iterator[tuple[int
     try:
         end = time.monotonic() + 20
         while not _listening(port):
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            assert proc.poll() is None, log.read_text(errors="replace")[-2000:]
             assert time.monotonic() < end, f"{case.id}: the server did not listen in 20 s"
             time.sleep(0.1)
         yield proc.pid, port
@@ -119,6 +123,7 @@ def serving(case: Case, env: dict[str, str] | None = None) -> Iterator[tuple[int
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        out.close()
 
 
 @contextlib.asynccontextmanager
@@ -134,6 +139,11 @@ async def loaded(
         stderr=asyncio.subprocess.STDOUT, preexec_fn=die_with_parent(),
     )  # fmt: skip
     try:
+        # the load has reached the server (its connections open, on a busy machine
+        # `stackrace load` takes a while to start), then its queues build
+        end = time.monotonic() + 20
+        while listen_state(port).busy < min(concurrency, 4) and time.monotonic() < end:
+            await asyncio.sleep(0.1)
         await asyncio.sleep(WARM_S)
         yield
     finally:
@@ -154,14 +164,15 @@ async def judge(case: Case, target: CaptureTarget) -> tuple[EvidenceWindow, str]
     return window, said
 
 
-def _target(pid: int, port: int, **kw: object) -> CaptureTarget:
-    return CaptureTarget(root_pid=pid, port=port, app_roots=(str(CAUSES),), **kw)  # type: ignore[arg-type]  # the fields' own types
+def _target(pid: int, port: int, log: Path, **kw: object) -> CaptureTarget:
+    return CaptureTarget(root_pid=pid, port=port, app_roots=(str(CAUSES),), log_path=str(log), **kw)  # type: ignore[arg-type]  # the fields' own types
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-async def test_each_injected_cause_is_named_with_its_function(case: Case) -> None:
-    with serving(case) as (pid, port):
-        window, said = await judge(case, _target(pid, port))
+async def test_each_injected_cause_is_named_with_its_function(case: Case, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with serving(case, log) as (pid, port):
+        window, said = await judge(case, _target(pid, port, log))
     assert window.sampled and not window.not_sampled, said
     print(said)
 
@@ -174,9 +185,10 @@ async def test_a_pool_smaller_than_the_threads_is_the_db_pool(tmp_path: Path) ->
     try:
         db.ensure_ready(rows=1000)
         env = {**db_env(db.settings, 1000), "CAUSE_POOL_SIZE": "2"}
-        with serving(DB_CASE, env) as (pid, port):
+        log = tmp_path / "server.log"
+        with serving(DB_CASE, log, env) as (pid, port):
             window, said = await judge(
-                DB_CASE, _target(pid, port, db_pool=2, db_port=db.settings.port)
+                DB_CASE, _target(pid, port, log, db_pool=2, db_port=db.settings.port)
             )
         assert window.db_connections == 2, said
         assert "the pool holds 2 (2 in use)" in said
@@ -208,7 +220,7 @@ BUSY_CASES = [
 ]
 
 
-async def test_causes_are_named_the_same_beside_a_cpu_burner() -> None:
+async def test_causes_are_named_the_same_beside_a_cpu_burner(tmp_path: Path) -> None:
     """A busy machine (half of each core burnt by another process) must not change the
     answer: the states come from the threads, not from how fast they ran."""
     burner = subprocess.Popen(
@@ -217,9 +229,57 @@ async def test_causes_are_named_the_same_beside_a_cpu_burner() -> None:
     )  # fmt: skip
     try:
         for case in BUSY_CASES:
-            with serving(case) as (pid, port):
-                _, said = await judge(case, _target(pid, port))
+            log = tmp_path / f"{case.id}.log"
+            with serving(case, log) as (pid, port):
+                _, said = await judge(case, _target(pid, port, log))
             print("beside the burner:", said)
     finally:
         burner.terminate()
         burner.wait()
+
+
+_CAPTURE_ALONE = """
+import asyncio, sys
+from stackrace.evidence.capture import CaptureTarget, capture_window
+target = CaptureTarget(root_pid=int(sys.argv[1]), port=int(sys.argv[2]))
+async def main():
+    print("capturing", flush=True)
+    w = await capture_window(target, stack="s", level=1, seconds=float(sys.argv[3]))
+    print(w.not_sampled or "sampled", flush=True)
+asyncio.run(main())
+"""
+
+
+def _pyspy_sampling(pid: int) -> list[int]:
+    """Every py-spy process on the machine sampling `pid`."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{entry.name}/cmdline").read_bytes().split(b"\0")
+            if argv and argv[0].endswith(b"py-spy") and str(pid).encode() in argv:
+                found.append(int(entry.name))
+    return found
+
+
+def test_no_py_spy_outlives_a_sigkilled_capture(tmp_path: Path) -> None:
+    """stackrace SIGKILLed in the middle of a window: its py-spy processes go with it."""
+    case = CASES[3]  # gthread: a worker of 9 threads, so both records run
+    with serving(case, tmp_path / "server.log") as (pid, port):
+        worker = next(iter(sorted(descendants_of(pid))))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CAPTURE_ALONE, str(pid), str(port), "30"],
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == b"capturing"
+            assert wait_for(lambda: len(_pyspy_sampling(worker)) == 2, timeout=10)
+        finally:
+            proc.kill()
+            proc.wait()
+        assert wait_for(lambda: not _pyspy_sampling(worker), timeout=5), _pyspy_sampling(worker)
+
+
+def descendants_of(pid: int) -> set[int]:
+    return {c.pid for c in psutil.Process(pid).children(recursive=True)}

@@ -1,23 +1,24 @@
 """Capture one evidence window of one stack while the load goes on.
 
-`capture_window(target, stack=, level=, seconds=)` runs rounds for `seconds` (ten a
-second, fewer when the stack has many Python processes: the dumps' cost is bounded,
-bench/why_cost.py measures it). Each round:
+`capture_window(target, stack=, level=, seconds=)` runs for `seconds`:
 
-- finds the process tree again (at most twice a second): a worker that exited and was
-  replaced is a restart;
-- for every Python process, one `py-spy dump --json --nonblocking` (never pauses it) and
-  at once each of its threads' system calls (stackrace.evidence.pyspy classifies each
-  thread sample); a manager process whose children serve (gunicorn's arbiter, uvicorn's
-  supervisor) is not sampled: it runs no app code and would cost a dump a round;
-- for every other process (Go, Node, nginx, PHP-FPM, uWSGI's C core), its threads'
-  system calls and wait channel (stackrace.evidence.kernel);
-- the listening port's accept queue, from the kernel (stackrace.stacks.listen).
+- for every Python process of the stack's tree, two `py-spy record`s (wall-clock and
+  GIL, non-blocking) for the whole window (stackrace.evidence.pyspy); a manager whose
+  children serve (gunicorn's arbiter, uvicorn's supervisor) is not sampled: it runs no
+  app code; a worker born during the window is recorded from then on;
+- twenty rounds a second, for every process whatever its language, each thread's
+  system call and the wait channel (stackrace.evidence.kernel): they put a Python
+  thread's stacks in states, and they are all the evidence there is for Go, Node,
+  nginx, PHP-FPM or uWSGI's C core;
+- four times a second, the listening port's accept queue (stackrace.stacks.listen);
+- once a second, the process tree again: a worker that exited while another was born
+  is a restart.
 
 Around the window: every process's CPU and wait for a core, the machine's listen
 overflows and drops, the stack's status page, its log's worker exits, its connections
 to the database. The rounds are paced by `clock` (the caller's race clock) and asyncio's
-sleep; the blocking reads (the socket table, the status page) run in a thread.
+sleep; the blocking reads (the socket table, the status page) run in a thread. What it
+costs the stack is measured by bench/why_cost.py.
 
 Where py-spy is missing or may not attach, the window says so in one line with the fix
 (`not_sampled`), and everything the kernel knows is still there.
@@ -27,13 +28,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-from stackrace.evidence.kernel import ProcessWatch, connections_to, listen_counters
+from stackrace.evidence.kernel import (
+    ProcessWatch,
+    connections_to,
+    listen_counters,
+    threads_of,
+)
 from stackrace.evidence.model import (
     EvidenceWindow,
     FrameShare,
@@ -45,20 +53,26 @@ from stackrace.evidence.pyspy import (
     AppCode,
     PySpyError,
     ThreadSample,
-    dump,
+    classify_thread,
     find_pyspy,
     is_python,
-    parse_dump,
+    parse_raw,
+    start_record,
+    stop_record,
 )
 from stackrace.evidence.status import read_status
-from stackrace.stacks.listen import listen_state
+from stackrace.stacks.listen import listen_states
 from stackrace.stacks.logwatch import LogWatch
 from stackrace.supervise.sweep import descendants
 
-RATE = 20.0  # rounds a second, at most
-DUMPS_PER_SECOND = 40.0  # py-spy dumps a second, at most, over all processes
-RESCAN_S = 0.5  # how often the process tree is found again
+SAMPLE_RATE = 30  # py-spy samples a second of each Python process (90 in a 3 s window)
+KERNEL_RATE = 20.0  # rounds of the threads' system calls a second (~20 µs a process)
+# the accept queue is read every this many rounds (4 a second): one netlink dump of the
+# machine's sockets costs ~2.5 ms of CPU on a machine holding many
+QUEUE_EVERY = 5
+RESCAN_S = 1.0  # how often the process tree is found again (a pass over all of /proc)
 MAX_COLLAPSED = 2000  # distinct stacks kept for the flame graph; the rest are "(other)"
+_K = TypeVar("_K")
 _EXIT_SIGNS = ("WORKER TIMEOUT", "worker respawned", "child exited")
 
 
@@ -88,7 +102,8 @@ class CaptureTarget:
 class _Rounds:
     """What the rounds gathered."""
 
-    samples: list[ThreadSample] = field(default_factory=list)
+    # pid → py-spy's raw output, wall-clock; -pid → the GIL's
+    raw: dict[int, str] = field(default_factory=dict)
     depths: list[int] = field(default_factory=list)
     limit: int | None = None
     initial: set[int] = field(default_factory=set)  # the tree's pids when it began
@@ -97,6 +112,7 @@ class _Rounds:
     not_sampled: str = ""
     failed: str = ""  # the last dump that failed (not for lack of permission)
     python: bool = False  # a Python process was in the tree
+    is_python: dict[int, bool] = field(default_factory=dict)  # pid → a Python process
     rounds: int = 0
 
 
@@ -106,8 +122,11 @@ def _tree(root: int) -> list[int]:
     return [root, *sorted(descendants([root]))]
 
 
-def _sampled_pids(tree: list[int]) -> list[int]:
-    python = [p for p in tree if is_python(p)]
+def _sampled_pids(tree: list[int], known: dict[int, bool]) -> list[int]:
+    for pid in tree:
+        if pid not in known:
+            known[pid] = is_python(pid)  # reads its maps: once per process
+    python = [p for p in tree if known[p]]
     # the root manages when Python children serve: it runs no app code
     if len(python) > 1 and tree and python[0] == tree[0]:
         return python[1:]
@@ -139,30 +158,35 @@ async def capture_window(
     watches = {pid: ProcessWatch.start(pid) for pid in tree}
     g.seen.update(tree)
     g.initial.update(tree)
-    sampled = _sampled_pids(tree)
+    sampled = _sampled_pids(tree, g.is_python)
     g.python = bool(sampled)
     overflows0 = listen_counters()
     log = LogWatch(target.log_path, from_start=False) if target.log_path else None
     log0 = _exits(log)
-    rate = min(RATE, max(2.0, DUMPS_PER_SECOND / max(1, len(sampled))))
-    last_scan = clock()
-    while True:
-        now = clock()
-        if now - started >= seconds:
-            break
-        if now - last_scan >= RESCAN_S:
-            last_scan = now
-            tree, sampled = _rescan(target.root_pid, watches, g)
-        await _round(pyspy if not g.not_sampled else None, watches, sampled, is_app, g)
-        if target.port:
-            state = await asyncio.to_thread(listen_state, target.port)
-            g.depths.append(state.accept_queue)
-            if state.backlog is not None:
-                g.limit = state.backlog
-        g.rounds += 1
-        pause = started + g.rounds / rate - clock()
-        if pause > 0:
-            await asyncio.sleep(pause)
+    with tempfile.TemporaryDirectory(prefix="stackrace-why-") as tmp:
+        records: dict[int, tuple[asyncio.subprocess.Process, Path]] = {}
+        try:
+            await _record_new(pyspy, sampled, records, Path(tmp), seconds, g)
+            last_scan = clock()
+            while clock() - started < seconds:
+                if clock() - last_scan >= RESCAN_S:
+                    last_scan = clock()
+                    tree, sampled = _rescan(target.root_pid, watches, g)
+                    await _record_new(pyspy, sampled, records, Path(tmp), seconds, g)
+                for watch in watches.values():
+                    if not watch.gone:
+                        watch.read()
+                if target.port and g.rounds % QUEUE_EVERY == 0:
+                    state = (await asyncio.to_thread(listen_states, [target.port]))[target.port]
+                    g.depths.append(state.accept_queue)
+                    if state.backlog is not None:
+                        g.limit = state.backlog
+                g.rounds += 1
+                pause = started + g.rounds / KERNEL_RATE - clock()
+                if pause > 0:
+                    await asyncio.sleep(min(pause, max(0.0, started + seconds - clock())))
+        finally:
+            await _stop_records(records, g)
     elapsed = max(1e-3, clock() - started)
     tree, _ = _rescan(target.root_pid, watches, g)  # the last exits count too
     for w in watches.values():
@@ -203,7 +227,7 @@ def _rescan(root: int, watches: dict[int, ProcessWatch], g: _Rounds) -> tuple[li
             watches[pid] = ProcessWatch.start(pid)
     g.gone.update(g.seen - set(tree))
     g.seen.update(tree)
-    sampled = _sampled_pids(tree)
+    sampled = _sampled_pids(tree, g.is_python)
     g.python = g.python or bool(sampled)
     return tree, sampled
 
@@ -216,37 +240,67 @@ def _restarts(root: int, g: _Rounds) -> int:
     return min(len(gone), len(born))
 
 
-async def _round(
+async def _record_new(
     pyspy: str | None,
-    watches: dict[int, ProcessWatch],
     sampled: list[int],
-    is_app: AppCode,
+    records: dict[int, tuple[asyncio.subprocess.Process, Path]],
+    tmp: Path,
+    seconds: float,
     g: _Rounds,
 ) -> None:
-    async def one(pid: int) -> None:
-        watch = watches.get(pid)
-        if pyspy is None or watch is None:
-            return
+    """A py-spy record for each Python process not recorded yet (a worker born in the
+    window is recorded from then on)."""
+    if pyspy is None or g.not_sampled:
+        return
+    for pid in sampled:
+        if pid not in records:
+            # wall-clock (every thread, idle or not) and GIL (only its holder) at once;
+            # a process of one thread holds the GIL whenever it runs: no GIL record
+            threads = len(threads_of(pid))
+            for gil in (False, True) if threads > 1 else (False,):
+                out = tmp / f"{pid}{'-gil' if gil else ''}.txt"
+                proc = await start_record(pyspy, pid, SAMPLE_RATE, seconds, out, gil=gil)
+                records[-pid if gil else pid] = (proc, out)
+
+
+async def _stop_records(
+    records: dict[int, tuple[asyncio.subprocess.Process, Path]], g: _Rounds
+) -> None:
+    async def one(pid: int, proc: asyncio.subprocess.Process, out: Path) -> None:
         try:
-            text = await dump(pyspy, pid)
+            g.raw[pid] = await stop_record(proc, abs(pid), out)
         except PySpyError as exc:
-            # a permission refused stops the sampling; any other failure (non-blocking
-            # reads race the worker's own writes: "Failed to get stack traces") is one
-            # lost sample, said only when no sample was taken at all
+            # a permission refused says so with its fix; any other failure (a worker
+            # killed mid-window) is a process without samples, said only when no
+            # process had any
             if exc.permanent:
                 g.not_sampled = str(exc)
             else:
                 g.failed = str(exc)
-            return
-        syscalls = watch.read()  # at once after the dump: the same instant, near enough
-        if text:
-            g.samples.extend(parse_dump(text, syscalls, is_app, pid))
 
-    python = set(sampled) if pyspy else set()
-    for pid, watch in watches.items():
-        if pid not in python and not watch.gone:
-            watch.read()
-    await asyncio.gather(*(one(pid) for pid in python))
+    await asyncio.gather(*(one(pid, proc, out) for pid, (proc, out) in records.items()))
+
+
+def _samples(g: _Rounds, watches: dict[int, ProcessWatch], is_app: AppCode) -> list[ThreadSample]:
+    """Every thread's stacks, put in states with its own system calls and the GIL."""
+    out: list[ThreadSample] = []
+    for pid, text in g.raw.items():
+        watch = watches.get(pid)
+        if pid < 0 or watch is None:
+            continue
+        wall = parse_raw(text)
+        gil = parse_raw(g.raw[-pid]) if g.raw.get(-pid) else None
+        rounds = max((sum(stacks.values()) for stacks in wall.values()), default=1)
+        held = {tid: sum(stacks.values()) for tid, stacks in (gil or {}).items()}
+        for tid, stacks in wall.items():
+            calls = watch.per_thread.get(tid, Counter())
+            if gil is not None:
+                others = (sum(held.values()) - held.get(tid, 0)) / rounds
+            else:  # without the GIL sampled: another thread running holds it, likely
+                others = watch.others_running.get(tid, 0) / max(1, sum(calls.values()))
+            mine = gil.get(tid, {}) if gil is not None else None
+            out.extend(classify_thread(pid, tid, stacks, calls, mine, others, is_app))
+    return out
 
 
 def _queue(g: _Rounds, before: tuple[int, int], after: tuple[int, int]) -> QueueEvidence:
@@ -282,9 +336,11 @@ def _window(
     db_connections: int | None,
     restarts: int,
 ) -> EvidenceWindow:
-    serving = _serving(g.samples)
-    total = len(serving)
-    states = Counter(s.state.value for s in serving)
+    serving = _serving(_samples(g, watches, is_app))
+    total = round(sum(s.weight for s in serving))
+    states: dict[str, float] = defaultdict(float)
+    for sample in serving:
+        states[sample.state.value] += sample.weight
     kernel: Counter[str] = Counter()
     for w in watches.values():
         kernel.update(w.states)
@@ -297,7 +353,7 @@ def _window(
         not_sampled="" if serving else (g.not_sampled or g.failed or "no Python thread seen"),
         samples=total,
         threads=len({(s.pid, s.thread) for s in serving}),
-        states=dict(states),
+        states={k: round(v) for k, v in states.items() if round(v) > 0},
         frames=_app_frames(serving, total, is_app),
         processes=tuple(
             ProcessEvidence(
@@ -320,13 +376,21 @@ def _window(
         restarts=restarts,
         collapsed=_collapsed(serving, is_app),
         workers=len({s.pid for s in serving if s.app >= 0}),
-        event_loop=total > 0 and sum(s.event_loop for s in serving) * 2 >= total,
+        event_loop=total > 0 and sum(s.weight for s in serving if s.event_loop) * 2 >= total,
         waits=_waits(serving, total, is_app),
-        pool_waits=sum(s.pool for s in serving),
+        pool_waits=round(sum(s.weight for s in serving if s.pool)),
         kernel_states=dict(kernel),
         cores=_cores(target.root_pid),
         rounds=g.rounds,
     )
+
+
+def _most(weights: dict[int, float]) -> int:
+    return max(weights.items(), key=lambda kv: kv[1])[0]
+
+
+def _top_items(weights: dict[_K, float], n: int) -> list[tuple[_K, float]]:
+    return sorted(weights.items(), key=lambda kv: -kv[1])[:n]
 
 
 def _cores(root: int) -> int:
@@ -339,38 +403,43 @@ def _cores(root: int) -> int:
 def _app_frames(samples: list[ThreadSample], total: int, is_app: AppCode) -> tuple[FrameShare, ...]:
     """The app's functions (the innermost app frame of each sample), by state, most
     samples first; each at the line it was seen on most."""
-    counts: Counter[tuple[str, str, ThreadState]] = Counter()
-    lines: dict[tuple[str, str, ThreadState], Counter[int]] = {}
+    counts: dict[tuple[str, str, ThreadState], float] = defaultdict(float)
+    lines: dict[tuple[str, str, ThreadState], dict[int, float]] = {}
     for s in samples:
         if s.app < 0:
             continue
         f = s.frames[s.app]
         key = (f.function, f.path, s.state)
-        counts[key] += 1
-        lines.setdefault(key, Counter())[f.line] += 1
+        counts[key] += s.weight
+        at = lines.setdefault(key, defaultdict(float))
+        at[f.line] += s.weight
     return tuple(
         FrameShare(
             function=fn,
             file=is_app.short(path),
-            line=lines[(fn, path, state)].most_common(1)[0][0],
-            samples=n,
+            line=_most(lines[(fn, path, state)]),
+            samples=round(n),
             share=n / total if total else 0.0,
             state=state,
         )
-        for (fn, path, state), n in counts.most_common(20)
+        for (fn, path, state), n in _top_items(counts, 20)
+        if round(n) > 0
     )
 
 
 def _waits(samples: list[ThreadSample], total: int, is_app: AppCode) -> tuple[FrameShare, ...]:
     """Where the waiting threads wait: the innermost frame of any code."""
-    counts: Counter[tuple[str, str, int, ThreadState]] = Counter()
+    counts: dict[tuple[str, str, int, ThreadState], float] = defaultdict(float)
     for s in samples:
         if s.state in (ThreadState.LOCK_WAIT, ThreadState.BLOCKED) and s.frames:
             f = s.frames[0]
-            counts[(f.function, f.path, f.line, s.state)] += 1
+            counts[(f.function, f.path, f.line, s.state)] += s.weight
     return tuple(
-        FrameShare(fn, _library_short(path, is_app), line, n, n / total if total else 0.0, st)
-        for (fn, path, line, st), n in counts.most_common(8)
+        FrameShare(
+            fn, _library_short(path, is_app), line, round(n), n / total if total else 0.0, st
+        )
+        for (fn, path, line, st), n in _top_items(counts, 8)
+        if round(n) > 0
     )
 
 
@@ -383,12 +452,13 @@ def _library_short(path: str, is_app: AppCode) -> str:
 
 def _collapsed(samples: list[ThreadSample], is_app: AppCode) -> dict[str, int]:
     """Collapsed stacks (root first, "file:function" frames, the state as the leaf)."""
-    counts: Counter[str] = Counter()
+    weights: dict[str, float] = defaultdict(float)
     for s in samples:
         frames = ";".join(
             f"{_library_short(f.path, is_app)}:{f.function}" for f in reversed(s.frames)
         )
-        counts[f"{frames};[{s.state.value}]" if frames else f"[{s.state.value}]"] += 1
+        weights[f"{frames};[{s.state.value}]" if frames else f"[{s.state.value}]"] += s.weight
+    counts = Counter({k: round(v) for k, v in weights.items() if round(v) > 0})
     if len(counts) <= MAX_COLLAPSED:
         return dict(counts)
     kept = dict(counts.most_common(MAX_COLLAPSED - 1))

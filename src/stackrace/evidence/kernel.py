@@ -170,6 +170,10 @@ class ProcessWatch:
     syscalls: Counter[str] = field(default_factory=Counter)
     wchans: Counter[str] = field(default_factory=Counter)
     states: Counter[str] = field(default_factory=Counter)  # ThreadState value → reads
+    # each thread's system calls over the rounds (tid → name → reads), and the rounds
+    # in which another thread of the process was running (the GIL's likely holder)
+    per_thread: dict[int, Counter[str]] = field(default_factory=dict)
+    others_running: Counter[int] = field(default_factory=Counter)
     gone: bool = False
 
     @classmethod
@@ -192,6 +196,11 @@ class ProcessWatch:
             out[tid] = call
             self.syscalls["" if call == RUNNING else call] += 1
             self.states[kernel_state(call).value] += 1
+            self.per_thread.setdefault(tid, Counter())[call] += 1
+        running = [tid for tid, call in out.items() if call == RUNNING]
+        for tid in out:
+            if len(running) > (tid in running):
+                self.others_running[tid] += 1
         self.wchans[wchan_of(self.pid)] += 1
         return out
 

@@ -1,34 +1,38 @@
-"""A Python worker's threads, sampled with py-spy without stopping them, each sample put
-in one `ThreadState`.
+"""A Python worker's threads, sampled with py-spy without stopping them, each thread's
+samples put in `ThreadState`s.
 
-**Why `py-spy dump --json --nonblocking` at a rate, and not `py-spy record`.** `record`
-writes counts of stacks only: whether a thread held the GIL or was running is lost
-(its `--gil` and `--idle` flags filter samples, they do not mark them). A dump gives,
-for every thread of one instant, its frames, whether the OS had it running (`active`)
-and whether it held the GIL (`owns_gil`); read at the same instant, the thread's
-system call (stackrace.evidence.kernel) says what an inactive thread sleeps in. A dump
-costs a few milliseconds of one short process (measured: under 10 ms wall, ~0 ms of
-the worker's CPU, in non-blocking mode the worker is never paused), so ten rounds a
-second over a few seconds stay well under the 3 % budget (bench/why_cost.py). Every
-py-spy process is started with the project's die-with-parent preexec and killed at
-its timeout: none outlives the window, nor stackrace even when it is SIGKILLed.
+**Two `py-spy record`s per worker for the window, not a `py-spy dump` a round.** A dump
+gives each thread's state at one instant (`active`, `owns_gil`), but it is a process
+start each time: ~9.5 ms of CPU (its symbol tables read again), so twenty a second cost
+a fifth of a core. A record starts once and samples cheaply: one in wall-clock mode
+(`--idle`: every thread, idle or not) and one in GIL mode (`--gil`: only the thread
+holding the GIL), non-blocking (the worker is never paused), each thread named by its
+OS id. The record's counts carry no state, so each thread's stacks are put in states
+with what else is known of that thread over the same window: its samples holding the
+GIL (the GIL record) and its system calls read 20 times a second
+(stackrace.evidence.kernel, `classify_thread`). A process of one thread needs no GIL
+record: it holds the GIL whenever it runs. Every py-spy is started with the project's
+die-with-parent preexec and stopped (SIGINT: it writes what it has) at the window's
+end, killed if it does not go: none outlives the window, nor stackrace even when it is
+SIGKILLed (tests/integration/test_why_catalogue.py).
 
-**How a sample is classified** (`classify`), in this order:
+**How a thread's stacks are put in states** (`classify_thread`):
 
-- the innermost frame of app code is on a line that calls `gc.collect`: GC;
-- runnable (on a core or waiting for one): ON_CPU when it holds the GIL, or no other
-  thread does, or it is in a call that releases the GIL (a socket write, a hash);
-  otherwise GIL_WAIT (a Python thread runnable without the GIL is taking it back);
-- asleep in a futex: when the innermost frame is in threading, queue, logging's handler
-  lock, concurrent.futures or a pool's code, or on an app line that takes a lock
-  (`acquire`, `with …lock`), or when no other thread holds the GIL (then the futex is
-  not the GIL's): LOCK_WAIT with app code on the stack, IDLE without (a server's thread
-  parked on its task queue); otherwise GIL_WAIT;
-- asleep in any other call with no app code on the stack: IDLE (the server waiting for
-  a client or for work: accept, select, a keep-alive read);
-- asleep in a sleep, a socket or file call under app code: BLOCKED; in epoll, accept or
-  select under app code: BLOCKED too (the app called it), unless the innermost frame is
-  an event loop's own selector: IDLE.
+- samples holding the GIL (from the GIL record): ON_CPU;
+- a stack whose innermost app line calls `gc.collect`: GC;
+- a stack waiting in threading's, queue's, logging's handler lock, concurrent.futures'
+  or a pool's code, or on an app line that takes a lock (`acquire`, `with …lock`):
+  LOCK_WAIT with app code on the stack, IDLE without (a server's thread parked on its
+  task queue);
+- a stack with no app code: the server's own: IDLE (waiting for a client or for work),
+  or waiting for the GIL when runnable while another thread holds it;
+- the app's other stacks share what is left of the thread's system calls, after the
+  stacks above took theirs (a thread waiting on a lock 88 % of its samples and asleep
+  11 % was asleep in its other stacks): runnable without the GIL while another thread
+  holds it is GIL_WAIT (ON_CPU without a GIL record: native code); a futex while
+  another thread holds the GIL half the time is GIL_WAIT, else LOCK_WAIT; a sleep, a
+  socket or file call is BLOCKED; epoll, accept or select is BLOCKED too (the app
+  called it) unless the innermost frame is an event loop's selector: IDLE.
 
 The app's code is every frame whose file is under one of the target's `app_roots`, or,
 when none are given, any file outside the standard library and site-/dist-packages.
@@ -38,22 +42,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import linecache
+import math
 import os
 import re
 import shutil
+import signal
 import sys
 import sysconfig
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from stackrace.base.errors import StackraceError
 from stackrace.evidence.kernel import IO, LOCKS, RUNNING, SLEEPS, WAITS_FOR_WORK
 from stackrace.evidence.model import ThreadState
 from stackrace.supervise.procs import die_with_parent
 
-DUMP_TIMEOUT = 2.0  # a dump that takes longer is killed: the round goes without it
+STOP_TIMEOUT = 1.5  # a record not gone this long after SIGINT is asked again, then killed
 
 _STDLIB = tuple(
     {p for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")) if p}
@@ -66,12 +72,6 @@ _LOCKISH_FILES = (
 _LOCK_LINE = re.compile(r"\.acquire\(|\bwith\b.*\b(lock|mutex|sem|semaphore|cond)\w*\b", re.I)
 _GC_LINE = re.compile(r"\bgc\.collect\(|\bcollect\(\s*\)")
 _POOL = re.compile(r"pool", re.I)
-# calls that release the GIL while they work: a thread found running in one without the
-# GIL is working, not waiting for it
-_RELEASING = frozenset({
-    "write", "send", "sendall", "sendto", "recv", "recv_into", "read", "readinto",
-    "accept", "connect", "select", "poll", "sleep", "digest", "update", "compress",
-})  # fmt: skip
 _LOOP_FILES = ("/asyncio/", "/uvloop/", "/anyio/", "/trio/", "/tornado/ioloop")
 
 
@@ -92,15 +92,18 @@ class Frame:
 
 @dataclass(frozen=True)
 class ThreadSample:
-    """One thread at one instant, classified."""
+    """A share of one thread's samples: one stack, in one state (`weight` samples: a
+    stack's samples are split among states by the thread's system calls, see
+    `classify_thread`)."""
 
     pid: int
-    thread: int  # py-spy's thread id (stable over the window)
+    thread: int  # the OS thread id
     state: ThreadState
     frames: tuple[Frame, ...]  # innermost first
     app: int  # index of the innermost frame of app code, -1 none
+    weight: float
     event_loop: bool  # the stack runs an event loop (asyncio, uvloop, anyio, tornado)
-    pool: bool  # a lock wait inside a pool's code (or an app function named for one)
+    pool: bool  # inside a pool's code (or an app function named for one)
 
 
 class AppCode:
@@ -143,103 +146,144 @@ def _source_line(path: str, line: int) -> str:
         return ""
 
 
-def _parse_frames(raw: Any) -> tuple[Frame, ...]:
-    out = []
-    for f in raw if isinstance(raw, list) else ():
-        if not isinstance(f, dict):
-            continue
-        name, path, line = f.get("name"), f.get("filename"), f.get("line")
-        if isinstance(name, str) and isinstance(path, str):
-            out.append(Frame(name[:200], path[:500], line if isinstance(line, int) else 0))
-    return tuple(out)
-
-
-def classify(
-    frames: tuple[Frame, ...],
-    active: bool,
-    owns_gil: bool,
-    syscall: str,
-    other_holds_gil: bool,
-    is_app: AppCode,
-) -> tuple[ThreadState, int]:
-    """One thread's state at one instant (the module docstring gives the rules), and the
-    index of its innermost app frame (-1 none)."""
+def _kind(frames: tuple[Frame, ...], is_app: AppCode) -> str:
+    """What a stack alone says: "gc", "lock" (waiting in a lock's, a queue's, a pool's
+    code, or on an app line taking a lock), "server" (no app code: the server's own
+    work or wait), or "app" (the app's code, in a state its thread's system calls say)."""
     app = next((i for i, f in enumerate(frames) if is_app(f.path)), -1)
-    inner = frames[0] if frames else None
     if app >= 0 and _GC_LINE.search(_source_line(frames[app].path, frames[app].line)):
-        return ThreadState.GC, app
-    if syscall == RUNNING or (syscall == "" and active):
-        # runnable: on a core, or waiting for one. Without the GIL while another thread
-        # holds it, a Python thread can only be taking the GIL back, unless it is in a
-        # call that released it (a socket write, a hash)
-        if owns_gil or not other_holds_gil or (inner and inner.function in _RELEASING):
-            return ThreadState.ON_CPU, app
-        return ThreadState.GIL_WAIT, app
-    if syscall in LOCKS:
-        lockish = inner is not None and (
-            any(part in inner.path for part in _LOCKISH_FILES)
-            or _POOL.search(inner.path + inner.function) is not None
-            or (app == 0 and _LOCK_LINE.search(_source_line(inner.path, inner.line)) is not None)
-        )
-        if lockish or not other_holds_gil:
-            # the server's own threads parked on a queue or lock wait for a task
-            return (ThreadState.LOCK_WAIT if app >= 0 else ThreadState.IDLE), app
-        return ThreadState.GIL_WAIT, app
-    if app < 0:  # the server's code asleep in a call: waiting for a client or for work
-        return ThreadState.IDLE, app
-    if syscall in SLEEPS or syscall in IO:
-        return ThreadState.BLOCKED, app
-    if syscall in WAITS_FOR_WORK:
-        if inner is not None and not is_app(inner.path) and "selectors.py" in inner.path:
-            return ThreadState.IDLE, app
-        return ThreadState.BLOCKED, app
-    # unreadable or another call: py-spy's own word
-    return (ThreadState.ON_CPU if active else ThreadState.BLOCKED), app
+        return "gc"
+    inner = frames[0] if frames else None
+    if inner is not None and (
+        any(part in inner.path for part in _LOCKISH_FILES)
+        or _POOL.search(inner.function) is not None
+        or (app == 0 and _LOCK_LINE.search(_source_line(inner.path, inner.line)) is not None)
+    ):
+        return "lock" if app >= 0 else "server"
+    return "app" if app >= 0 else "server"
 
 
-def parse_dump(
-    text: bytes, syscalls: dict[int, str], is_app: AppCode, pid: int
+def classify_thread(
+    pid: int,
+    tid: int,
+    stacks: dict[tuple[Frame, ...], int],
+    calls: Counter[str],
+    held: dict[tuple[Frame, ...], int] | None,
+    others_held: float,
+    is_app: AppCode,
 ) -> list[ThreadSample]:
-    """The threads of one `py-spy dump --json` of process `pid`, classified with the
-    system calls read at that instant (os thread id → name)."""
-    try:
-        data = json.loads(text)
-    except (ValueError, UnicodeDecodeError):
-        return []
-    if not isinstance(data, list):
-        return []
-    threads = [t for t in data if isinstance(t, dict)]
-    holders = {t.get("thread_id") for t in threads if t.get("owns_gil") is True}
+    """One thread's samples over the window, each stack put in states (the module
+    docstring gives the rules). `stacks`: its wall-clock samples; `calls`: its system
+    calls over the rounds ("running" included); `held`: its samples holding the GIL,
+    by stack (None: the GIL was not sampled); `others_held`: the share of samples in
+    which another thread of its process held the GIL."""
+    reads = sum(calls.values()) or 1
+    total = sum(stacks.values()) or 1
+    # the thread's reads as sample budgets, per kind of call
+    budget: dict[str, float] = {
+        "run": calls.get(RUNNING, 0),
+        "futex": sum(n for c, n in calls.items() if c in LOCKS),
+        "blocked": sum(n for c, n in calls.items() if c in SLEEPS or c in IO),
+        "waiting": sum(n for c, n in calls.items() if c in WAITS_FOR_WORK),
+    }
+    budget["run"] += reads - sum(budget.values())  # unreadable or other calls: running
+    budget = {k: v * total / reads for k, v in budget.items()}
+    on_cpu = {frames: min(n, (held or {}).get(frames, 0)) for frames, n in stacks.items()}
+    budget["run"] = max(0.0, budget["run"] - sum(on_cpu.values()))
+    kinds = {frames: _kind(frames, is_app) for frames in stacks}
+    # what the stacks alone account for uses up its kind of call first, so the app's
+    # other stacks share what is left: a thread waiting on a lock 88 % of its samples
+    # and asleep 11 % was asleep in its other stacks, not waiting there too
+    for frames, n in stacks.items():
+        rest: float = n - on_cpu[frames]
+        for key in {"lock": ("futex",), "server": ("waiting", "blocked", "futex")}.get(
+            kinds[frames], ()
+        ):
+            used = min(rest, budget[key])
+            budget[key] -= used
+            rest -= used
+    left = sum(budget.values())
+    shares = {k: v / left for k, v in budget.items()} if left > 0 else {"run": 1.0}
+    # runnable without the GIL while another thread holds it: waiting to take it back
+    # (without the GIL sampled: running is on CPU); asleep in a futex while another
+    # thread holds it: the GIL's futex
+    runnable = (
+        ThreadState.GIL_WAIT if held is not None and others_held >= 0.3 else ThreadState.ON_CPU
+    )
+    futex = ThreadState.GIL_WAIT if others_held >= 0.5 else ThreadState.LOCK_WAIT
     out = []
-    for t in threads:
-        frames = _parse_frames(t.get("frames"))
-        tid = t.get("os_thread_id")
-        syscall = syscalls.get(tid, "") if isinstance(tid, int) else ""
-        state, app = classify(
-            frames,
-            bool(t.get("active")),
-            bool(t.get("owns_gil")),
-            syscall,
-            bool(holders - {t.get("thread_id")}),
-            is_app,
-        )
-        thread = t.get("thread_id")
-        out.append(
-            ThreadSample(
-                pid=pid,
-                thread=thread if isinstance(thread, int) else 0,
-                state=state,
-                frames=frames,
-                app=app,
-                event_loop=any(any(p in f.path for p in _LOOP_FILES) for f in frames),
-                pool=state is ThreadState.LOCK_WAIT
-                and any(_POOL.search(f.function) or _POOL.search(f.path) for f in frames),
-            )
-        )
+    for frames, n in stacks.items():
+        kind = kinds[frames]
+        app = next((i for i, f in enumerate(frames) if is_app(f.path)), -1)
+        loop = any(any(p in f.path for p in _LOOP_FILES) for f in frames)
+        pool = any(_POOL.search(f.function) or _POOL.search(f.path) for f in frames)
+        split: dict[ThreadState, float]
+        if kind == "gc":
+            split = {ThreadState.GC: 1.0}
+        else:
+            rest = (n - on_cpu[frames]) / n if n else 0.0  # of this stack's samples
+            split = {ThreadState.ON_CPU: 1.0 - rest}
+            if kind == "lock":
+                split[ThreadState.LOCK_WAIT] = rest
+            elif kind == "server":
+                split[runnable] = split.get(runnable, 0.0) + rest * shares.get("run", 0.0)
+                split[ThreadState.IDLE] = rest * (1.0 - shares.get("run", 0.0))
+            else:
+                inner = frames[0]
+                in_selector = not is_app(inner.path) and "selectors.py" in inner.path
+                waiting = shares.get("waiting", 0.0)
+                for state, share in (
+                    (runnable, shares.get("run", 0.0)),
+                    (futex, shares.get("futex", 0.0)),
+                    (ThreadState.BLOCKED, shares.get("blocked", 0.0)),
+                    (ThreadState.IDLE if in_selector else ThreadState.BLOCKED, waiting),
+                ):
+                    split[state] = split.get(state, 0.0) + rest * share
+        for state, share in split.items():
+            if share > 0:
+                out.append(
+                    ThreadSample(pid, tid, state, frames, app, n * share, loop, pool and
+                                 state is ThreadState.LOCK_WAIT)
+                )  # fmt: skip
     return out
 
 
-class PySpyError(Exception):
+def budget_share(calls: Counter[str], call: str) -> float:
+    """The share of a thread's reads in `call`."""
+    return calls.get(call, 0) / (sum(calls.values()) or 1)
+
+
+_FRAME = re.compile(r"^(.*) \((.*?)(?::(\d+))?\)$")
+_THREAD = re.compile(r"^thread \((\d+)\)")
+
+
+def parse_raw(text: str) -> dict[int, dict[tuple[Frame, ...], int]]:
+    """`py-spy record --format raw --threads --full-filenames` output: for each OS
+    thread id, its stacks (innermost frame first) and their samples. Lines it cannot
+    read are skipped (the output is a worker's names: data, never trusted)."""
+    out: dict[int, dict[tuple[Frame, ...], int]] = {}
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit() or not stack:
+            continue
+        parts = stack.split(";")
+        m = _THREAD.match(parts[0])
+        if m is None:
+            continue
+        frames = []
+        for part in reversed(parts[1:]):
+            f = _FRAME.match(part)
+            if f is not None:
+                frames.append(Frame(f[1][:200], f[2][:500], int(f[3] or 0)))
+            else:
+                frames.append(Frame(part[:200], "", 0))
+        by_stack = out.setdefault(int(m[1]), {})
+        key = tuple(frames)
+        by_stack[key] = by_stack.get(key, 0) + int(count)
+    return out
+
+
+class PySpyError(StackraceError):
     """py-spy could not sample a process; the message is one line (with the fix, when
     it is `permanent`: the kernel refused, and every later dump would be refused too)."""
 
@@ -248,39 +292,52 @@ class PySpyError(Exception):
         self.permanent = permanent
 
 
-async def dump(pyspy: str, pid: int) -> bytes:
-    """One non-blocking dump of `pid` as JSON. Raises PySpyError with one line (and the
-    fix) when py-spy cannot attach; returns b"" when the process is gone or py-spy
-    took too long."""
-    proc = await asyncio.create_subprocess_exec(
-        pyspy,
-        "dump",
-        "--json",
-        "--nonblocking",
-        "--pid",
-        str(pid),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        preexec_fn=die_with_parent(),
-    )
+async def start_record(
+    pyspy: str, pid: int, rate: int, seconds: float, out: Path, gil: bool = False
+) -> asyncio.subprocess.Process:
+    """A `py-spy record` of `pid` (wall-clock: idle threads too; non-blocking; each
+    thread's OS id; full file names; `gil`: only the GIL's holder) writing raw
+    collapsed stacks to `out` when it stops: at `stop_record`, or by itself when the
+    window's whole seconds are over."""
+    return await asyncio.create_subprocess_exec(
+        pyspy, "record", "--pid", str(pid), "--rate", str(rate),
+        "--duration", str(max(1, math.ceil(seconds))), "--format", "raw", "--output", str(out),
+        "--gil" if gil else "--idle", "--threads", "--nonblocking", "--full-filenames",
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE, preexec_fn=die_with_parent(),
+    )  # fmt: skip
+
+
+async def stop_record(proc: asyncio.subprocess.Process, pid: int, out: Path) -> str:
+    """Stop a record (SIGINT: it writes what it has), and its raw output. Raises
+    PySpyError when it could not sample (`permanent` when the kernel refused)."""
+    err = b""
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), DUMP_TIMEOUT)
-    except BaseException as exc:  # a timeout, or the window cancelled: py-spy goes now
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        with contextlib.suppress(Exception):
-            await asyncio.shield(proc.wait())
-        if isinstance(exc, TimeoutError):
-            return b""
-        raise
-    if proc.returncode == 0:
-        return out
+        # a SIGINT that comes while py-spy starts is lost: ask again once
+        for _ in range(2):
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGINT)
+            with contextlib.suppress(TimeoutError):
+                _, err = await asyncio.wait_for(proc.communicate(), STOP_TIMEOUT)
+                break
+    finally:  # still there (or the window cancelled): it goes now, with what it had
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(proc.wait())
+    try:
+        text = out.read_text("utf-8", "replace")
+    except OSError:
+        text = ""
+    if text:
+        return text
     message = err.decode("utf-8", "replace")
     if "Permission denied" in message or "Operation not permitted" in message:
         raise PySpyError(permission_fix(pid), permanent=True)
     if not os.path.exists(f"/proc/{pid}"):
-        return b""
+        return ""
     raise PySpyError(f"py-spy cannot read process {pid}: {_one_line(message)}")
 
 
