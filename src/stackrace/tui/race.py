@@ -50,12 +50,13 @@ class RaceScreen(Screen[None]):
         Binding("k", "capacity", "capacity"),
         Binding("t", "summary", "table"),
         Binding("l", "log", "log"),
-        Binding("w", "evidence", "why"),
         Binding("a", "chart_all", "chart all"),
         Binding("c", "toggle_chart", "chart"),
         Binding("b", "projector", "big"),
         Binding("n", "then_now", "then/now", show=False),
         Binding("q", "app.quit", "quit"),
+        # after quit: a narrow footer drops it before it drops quit
+        Binding("w", "evidence", "why"),
         # a replay's controls (only while replaying: the footer shows these instead of
         # the load's keys, which a replay does not take)
         Binding("space", "replay_pause", "pause"),
