@@ -212,3 +212,31 @@ def test_tune_measures_the_knob_the_cause_implies_first_and_still_all():
     assert sorted(search.queue) == before  # every point is still measured
     assert search.steer("cpu") == ""  # once per tune
     assert TuneSearch(space, TunePlan(budget_s=60), seed=1).steer("lock") == ""  # no knob
+
+
+def test_the_deploy_line_says_which_cause_the_winner_removed():
+    from stackrace.report.schema import CapacityProbe, CapacityResult
+    from stackrace.report.why import cause_removed
+
+    run = make_run()
+
+    def searched(st_index: int, found: Why | None) -> None:
+        lv = run.stacks[st_index].levels[1]
+        lv.why = found
+        probe = CapacityProbe(load=100, meets=False, why="p99", phase="bracket", answers=500,
+                              enough=True, seconds=2.0, figures={}, level=lv)  # fmt: skip
+        run.stacks[st_index].capacity = CapacityResult(
+            slo="p99<50ms", mode="concurrency", load=10, capacity=900.0, margin=None,
+            breaks_at=100, breaks_why="", stopped="", sentence="", needed_answers=100,
+            precision=0.1, probes=[probe],
+        )  # fmt: skip
+
+    assert cause_removed(run, "async") == ""  # no window: nothing said
+    searched(0, why())
+    cpu = why(window("async"))
+    cpu = Why(Cause(CauseKind.CPU, "on CPU 99 %", None, "more processes"), cpu.window)
+    searched(1, cpu)
+    assert cause_removed(run, "async") == (
+        "it removes the blocking wait seen at sync; past its capacity it breaks on cpu"
+    )
+    assert cause_removed(run, "sync") == "past its capacity it still breaks on blocking wait"
