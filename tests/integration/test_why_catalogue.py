@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,7 @@ import psutil
 import pytest
 
 from stackrace.evidence.capture import CaptureTarget, capture_window
+from stackrace.evidence.flame import flame_svg
 from stackrace.evidence.model import CauseKind, EvidenceWindow
 from stackrace.rules.cause import name_cause
 from stackrace.stacks.launcher import Launcher
@@ -174,6 +177,10 @@ async def test_each_injected_cause_is_named_with_its_function(case: Case, tmp_pa
     with serving(case, log) as (pid, port):
         window, said = await judge(case, _target(pid, port, log))
     assert window.sampled and not window.not_sampled, said
+    # its flame graph: valid XML, with the function that proves the cause in it
+    svg = flame_svg(window.collapsed, title=case.id)
+    ET.fromstring(svg)
+    assert case.function.split(".")[-1] in svg
     print(said)
 
 
@@ -215,6 +222,24 @@ async def test_a_go_server_is_judged_from_the_kernel_alone(tmp_path: Path) -> No
     print(said)
 
 
+async def test_php_fpm_asleep_in_its_children_is_a_blocking_wait(tmp_path: Path) -> None:
+    """PHP-FPM behind nginx (not Python: the kernel's side alone), its four children
+    blocked in /io's usleep past the knee: blocking wait, from their system calls."""
+    stack = real_stack("php-fpm-nginx:workers=4")
+    async with Launcher(tmp_path) as launcher:
+        rs = await launcher.start(stack)
+        roots = rs.root_pids
+        target = CaptureTarget(root_pid=roots[0], port=rs.port, other_roots=tuple(roots[1:]))
+        async with loaded(rs.port, 32, WARM_S + WINDOW_S + 2, path="/io?ms=50"):
+            window = await capture_window(target, stack=stack.name, level=32, seconds=WINDOW_S)
+    cause = name_cause(window)
+    said = f"php: {cause.kind} — {cause.sentence} [{cause.confidence}]"
+    assert not window.sampled and "not a Python process" in window.not_sampled, said
+    assert cause.kind is CauseKind.BLOCKING_WAIT, f"{said}\n{window.kernel_states}"
+    assert {p.name for p in window.processes} >= {"nginx", "php-fpm8.2"}, window.processes
+    print(said)
+
+
 BUSY_CASES = [
     c for c in CASES if c.id in ("blocking-io-sync", "cpu-one-process", "lock-across-wait")
 ]
@@ -241,6 +266,7 @@ async def test_causes_are_named_the_same_beside_a_cpu_burner(tmp_path: Path) -> 
 _CAPTURE_ALONE = """
 import asyncio, sys
 from stackrace.evidence.capture import CaptureTarget, capture_window
+from stackrace.evidence.flame import flame_svg
 target = CaptureTarget(root_pid=int(sys.argv[1]), port=int(sys.argv[2]))
 async def main():
     print("capturing", flush=True)
@@ -283,3 +309,71 @@ def test_no_py_spy_outlives_a_sigkilled_capture(tmp_path: Path) -> None:
 
 def descendants_of(pid: int) -> set[int]:
     return {c.pid for c in psutil.Process(pid).children(recursive=True)}
+
+
+async def test_a_server_started_elsewhere_has_its_queue_and_says_why_no_more(
+    tmp_path: Path,
+) -> None:
+    """A server stackrace did not start (`--url`): no processes to read, so the window
+    says so in one line, and the accept queue (the kernel's, by port) is still there."""
+    case = CASES[0]
+    with serving(case, tmp_path / "server.log") as (_pid, port):
+        window = await capture_window(
+            CaptureTarget(root_pid=0, port=port), stack="url", level=1, seconds=1.0
+        )
+    assert not window.sampled and not window.processes
+    assert window.not_sampled == (
+        "the server was not started by stackrace (--url): its processes are unknown; "
+        "start it from stackrace to sample its workers"
+    )
+    assert window.queue is not None and window.queue.limit  # the backlog, from the kernel
+    assert name_cause(window).kind is CauseKind.UNKNOWN
+
+
+_NGINX = """daemon off;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};
+  uwsgi_temp_path {d}; scgi_temp_path {d};
+  server {{
+    listen 127.0.0.1:{port};
+    location = /status {{ stub_status; }}
+    location / {{ return 200 "ok\\n"; }}
+  }}
+}}
+"""
+
+
+async def test_a_status_page_is_read_beside_the_kernels_side(tmp_path: Path) -> None:
+    """nginx (not Python): its stub_status page's figures are in the window, named as
+    the page names them, with its processes from the kernel."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(nginx).exists():
+        pytest.skip("nginx is not installed (scripts/setup.sh installs it)")
+    port = free_port()
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(_NGINX.format(d=tmp_path, port=port))
+    proc = subprocess.Popen(
+        [nginx, "-c", str(conf), "-p", str(tmp_path), "-e", str(tmp_path / "error.log")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, preexec_fn=die_with_parent(),
+    )  # fmt: skip
+    try:
+        assert wait_for(lambda: _listening(port), timeout=10)
+        target = CaptureTarget(
+            root_pid=proc.pid, port=port, status_url=f"http://127.0.0.1:{port}/status"
+        )
+        async with loaded(port, 8, WARM_S + 3):
+            window = await capture_window(target, stack="nginx", level=8, seconds=1.0)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert window.status_source == "nginx stub_status", window.status
+    assert window.status["active"] >= 1 and window.status["requests"] >= 1
+    assert not window.sampled and "not a Python process (nginx)" in window.not_sampled
+    assert {p.name for p in window.processes} == {"nginx"}

@@ -94,8 +94,14 @@ class CaptureTarget:
     log_exits: int = 0
     log_path: str | None = None
     db_port: int | None = None  # the database's port: the app's connections to it
+    # a stack started as several processes (PHP-FPM beside nginx): the others' pids
+    other_roots: tuple[int, ...] = ()
     sample: bool = True  # False: the kernel side only (no py-spy)
     not_sampled: str = ""  # why not, when the caller knows ("started with --url: …")
+
+    @property
+    def roots(self) -> tuple[int, ...]:
+        return (self.root_pid, *self.other_roots)
 
 
 @dataclass
@@ -110,16 +116,18 @@ class _Rounds:
     seen: set[int] = field(default_factory=set)  # every pid of the tree seen
     gone: set[int] = field(default_factory=set)  # … and seen no more
     not_sampled: str = ""
-    failed: str = ""  # the last dump that failed (not for lack of permission)
+    failed: str = ""  # the last record that failed (not for lack of permission)
     python: bool = False  # a Python process was in the tree
     is_python: dict[int, bool] = field(default_factory=dict)  # pid → a Python process
     rounds: int = 0
 
 
-def _tree(root: int) -> list[int]:
-    if root <= 0 or not os.path.exists(f"/proc/{root}"):
+def _tree(roots: tuple[int, ...]) -> list[int]:
+    """The roots that live (the first first), then all their descendants."""
+    live = [r for r in roots if r > 0 and os.path.exists(f"/proc/{r}")]
+    if not live:
         return []
-    return [root, *sorted(descendants([root]))]
+    return [*live, *sorted(descendants(live) - set(live))]
 
 
 def _sampled_pids(tree: list[int], known: dict[int, bool]) -> list[int]:
@@ -152,9 +160,12 @@ async def capture_window(
     elif pyspy is None:
         g.not_sampled = "py-spy is not installed (pip install py-spy)"
     elif target.root_pid <= 0:
-        g.not_sampled = "the server was not started by stackrace: its processes are unknown"
+        g.not_sampled = (
+            "the server was not started by stackrace (--url): its processes are unknown; "
+            "start it from stackrace to sample its workers"
+        )
     is_app = AppCode(target.app_roots)
-    tree = _tree(target.root_pid)
+    tree = _tree(target.roots)
     watches = {pid: ProcessWatch.start(pid) for pid in tree}
     g.seen.update(tree)
     g.initial.update(tree)
@@ -171,7 +182,7 @@ async def capture_window(
             while clock() - started < seconds:
                 if clock() - last_scan >= RESCAN_S:
                     last_scan = clock()
-                    tree, sampled = _rescan(target.root_pid, watches, g)
+                    tree, sampled = _rescan(target.roots, watches, g)
                     await _record_new(pyspy, sampled, records, Path(tmp), seconds, g)
                 for watch in watches.values():
                     if not watch.gone:
@@ -185,12 +196,13 @@ async def capture_window(
                 pause = started + g.rounds / KERNEL_RATE - clock()
                 if pause > 0:
                     await asyncio.sleep(min(pause, max(0.0, started + seconds - clock())))
+            # the window's end: CPU and core waits read now, not after py-spy stopped
+            elapsed = max(1e-3, clock() - started)
+            tree, _ = _rescan(target.roots, watches, g)  # the last exits count too
+            for w in watches.values():
+                w.finish()
         finally:
             await _stop_records(records, g)
-    elapsed = max(1e-3, clock() - started)
-    tree, _ = _rescan(target.root_pid, watches, g)  # the last exits count too
-    for w in watches.values():
-        w.finish()
     overflows1 = listen_counters()
     source, figures = "", dict[str, float]()
     if target.status_url:
@@ -198,13 +210,10 @@ async def capture_window(
     db_connections = None
     if target.db_port:
         db_connections = await asyncio.to_thread(connections_to, tree, target.db_port)
-    restarts = _restarts(target.root_pid, g)
+    restarts = _restarts(target.roots, g)
     if watches and not g.python and not g.not_sampled:
         names = ", ".join(sorted({w.name for w in watches.values() if w.name}))
-        g.not_sampled = (
-            f"not a Python process ({names}): its stacks cannot be sampled, the kernel's "
-            "side is the evidence"
-        )
+        g.not_sampled = f"not a Python process ({names}): its stacks cannot be sampled"
     restarts = max(restarts, target.log_exits, _exits(log) - log0)
     return _window(
         target, stack, level, started, elapsed, g, watches, is_app,
@@ -220,8 +229,10 @@ def _exits(log: LogWatch | None) -> int:
     return sum(counts.get(sign, 0) for sign in _EXIT_SIGNS)
 
 
-def _rescan(root: int, watches: dict[int, ProcessWatch], g: _Rounds) -> tuple[list[int], list[int]]:
-    tree = _tree(root)
+def _rescan(
+    roots: tuple[int, ...], watches: dict[int, ProcessWatch], g: _Rounds
+) -> tuple[list[int], list[int]]:
+    tree = _tree(roots)
     for pid in tree:
         if pid not in watches:
             watches[pid] = ProcessWatch.start(pid)
@@ -232,10 +243,10 @@ def _rescan(root: int, watches: dict[int, ProcessWatch], g: _Rounds) -> tuple[li
     return tree, sampled
 
 
-def _restarts(root: int, g: _Rounds) -> int:
-    """Workers that exited in the window while others were born: replaced (the root is
+def _restarts(roots: tuple[int, ...], g: _Rounds) -> int:
+    """Workers that exited in the window while others were born: replaced (a root is
     the stack, not a worker: its exit is a crash, said elsewhere)."""
-    gone = g.gone - {root}
+    gone = g.gone - set(roots)
     born = g.seen - g.initial
     return min(len(gone), len(born))
 
@@ -259,7 +270,11 @@ async def _record_new(
             threads = len(threads_of(pid))
             for gil in (False, True) if threads > 1 else (False,):
                 out = tmp / f"{pid}{'-gil' if gil else ''}.txt"
-                proc = await start_record(pyspy, pid, SAMPLE_RATE, seconds, out, gil=gil)
+                try:
+                    proc = await start_record(pyspy, pid, SAMPLE_RATE, seconds, out, gil=gil)
+                except OSError as exc:  # py-spy gone or not executable since it was found
+                    g.not_sampled = f"py-spy could not start: {exc.strerror or exc}"
+                    return
                 records[-pid if gil else pid] = (proc, out)
 
 

@@ -30,7 +30,7 @@ _X86_64 = {
     0: "read", 1: "write", 7: "poll", 17: "pread64", 18: "pwrite64", 19: "readv",
     20: "writev", 23: "select", 24: "sched_yield", 34: "pause", 35: "nanosleep",
     42: "connect", 43: "accept", 44: "sendto", 45: "recvfrom", 46: "sendmsg",
-    47: "recvmsg", 61: "wait4", 128: "rt_sigtimedwait", 202: "futex",
+    47: "recvmsg", 61: "wait4", 128: "rt_sigtimedwait", 130: "rt_sigsuspend", 202: "futex",
     230: "clock_nanosleep", 232: "epoll_wait", 247: "waitid", 270: "pselect6",
     271: "ppoll", 281: "epoll_pwait", 288: "accept4", 441: "epoll_pwait2",
     449: "futex_waitv",
@@ -38,7 +38,8 @@ _X86_64 = {
 _AARCH64 = {
     22: "epoll_pwait", 63: "read", 64: "write", 65: "readv", 66: "writev", 67: "pread64",
     68: "pwrite64", 72: "pselect6", 73: "ppoll", 98: "futex", 101: "nanosleep",
-    115: "clock_nanosleep", 124: "sched_yield", 137: "rt_sigtimedwait", 202: "accept",
+    115: "clock_nanosleep", 124: "sched_yield", 133: "rt_sigsuspend", 137: "rt_sigtimedwait",
+    202: "accept",
     203: "connect", 206: "sendto", 207: "recvfrom", 211: "sendmsg", 212: "recvmsg",
     242: "accept4", 260: "wait4", 441: "epoll_pwait2", 449: "futex_waitv",
 }  # fmt: skip
@@ -52,7 +53,7 @@ IO = frozenset({
 })  # fmt: skip
 WAITS_FOR_WORK = frozenset({
     "accept", "accept4", "epoll_wait", "epoll_pwait", "epoll_pwait2", "select",
-    "pselect6", "wait4", "waitid", "rt_sigtimedwait",
+    "pselect6", "wait4", "waitid", "rt_sigtimedwait", "rt_sigsuspend",
 })  # fmt: skip
 LOCKS = frozenset({"futex", "futex_waitv"})
 RUNNING = "running"  # what /proc/…/syscall says of a thread on a CPU

@@ -357,8 +357,10 @@ def permission_fix(pid: int) -> str:
         why = f"kernel.yama.ptrace_scope is {scope} (only an administrator may trace)"
         fix = "run stackrace where ptrace_scope is 0 or 1, or as root"
     elif scope == "1":
-        why = "kernel.yama.ptrace_scope is 1 and the worker does not name stackrace its tracer"
-        fix = "start the stack from stackrace (not --url), or run with ptrace_scope 0"
+        # the launcher names stackrace the tracer of a stack's first process; a
+        # preforking server's workers are not named (Yama keeps it per process)
+        why = "kernel.yama.ptrace_scope is 1 and this worker does not name stackrace its tracer"
+        fix = "run with kernel.yama.ptrace_scope=0, or as root"
     else:
         why = "ptrace is not permitted here (a container without CAP_SYS_PTRACE?)"
         fix = "run the container with --cap-add SYS_PTRACE"

@@ -32,6 +32,7 @@ Names (functions, files) are data: the sinks escape them.
 
 from __future__ import annotations
 
+from stackrace.evidence.kernel import IO, SLEEPS
 from stackrace.evidence.model import (
     Cause,
     CauseKind,
@@ -127,7 +128,11 @@ def _busiest(window: EvidenceWindow) -> float:
 
 def _cpu_sentence(window: EvidenceWindow, top: FrameShare | None) -> str:
     on_cpu = f"{_pct(window.share(ThreadState.ON_CPU))} of samples"
-    if top is not None:
+    running = window.states.get(ThreadState.ON_CPU.value, 0)
+    if top is not None and window.threads > 1 and running:
+        # of many threads most wait: which function holds the CPU is the point
+        on_cpu = f"{top.where()} {_pct(min(1.0, top.samples / running))} of the samples on CPU"
+    elif top is not None:
         on_cpu = f"{top.where()} {_pct(top.share)} of samples"
     if window.workers <= 1:
         head = f"the process is on CPU {_pct(min(1.0, _busiest(window)))}"
@@ -307,7 +312,7 @@ def _from_kernel(window: EvidenceWindow) -> Cause | None:
         return _cause(window, CauseKind.ACCEPT_QUEUE, sentence, None, None)
     blocked = window.kernel_share(ThreadState.BLOCKED)
     if blocked >= BLOCKED_SHARE:
-        calls = ", ".join(sorted({p.syscall for p in window.processes if p.syscall}))
+        calls = ", ".join(sorted({p.syscall for p in window.processes if p.syscall in SLEEPS | IO}))
         sentence = f"{_pct(blocked)} of thread reads asleep in a call"
         if calls:
             sentence += f" ({calls})"

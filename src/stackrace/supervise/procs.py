@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_PTRACER = 0x59616D61  # Yama's: name the one process (and its children) that may trace
 _libc: ctypes.CDLL | None = None
 
 
@@ -35,6 +36,23 @@ def follow_parent(sig: int = signal.SIGKILL) -> bool:
     return os.getppid() == parent and parent != 1
 
 
+def allow_tracing_by(pid: int) -> None:
+    """Let `pid` and its descendants trace this process where Yama's ptrace_scope is 1
+    (a process may otherwise trace only its own descendants): stackrace names itself in
+    a stack's preexec so that its sampler (py-spy, a child of stackrace, not an
+    ancestor of the stack) may read the stack's stacks. It loosens nothing else: the
+    machine's policy stays, and only stackrace's own tree is named. Yama keeps the name
+    for this process alone (not its forks: a preforking server's workers are not
+    covered) and ignores it at scope 2 and 3; without Yama the call fails, harmlessly."""
+    global _libc
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.prctl(_PR_SET_PTRACER, pid, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+
+
 def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None]:
     """A preexec_fn: the child gets `sig` when the forking thread ends, and exits at
     once when its parent died between the fork and the request."""
@@ -55,9 +73,11 @@ def child_setup(
     (`must_enter=False`: where the kernel lets it; a cgroup that only tracks)."""
     follow = die_with_parent(signal.SIGKILL)
     procs_file = str(cgroup / "cgroup.procs") if cgroup else None
+    stackrace = os.getpid()
 
     def setup() -> None:
         follow()
+        allow_tracing_by(stackrace)  # its evidence sampler (stackrace.evidence)
         if cpus:
             os.sched_setaffinity(0, cpus)
         if procs_file:
