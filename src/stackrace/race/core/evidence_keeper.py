@@ -67,7 +67,11 @@ def capture_facts(m: Member) -> CaptureFacts | None:
         if rs is None or not rs.root_pids:
             return None
         st = h.stack
-        target = CaptureTarget(root_pid=rs.root_pids[0], port=rs.port, log_path=str(rs.log_path))
+        # every process it started (php-fpm beside nginx): each one's tree is looked at
+        first, *others = rs.root_pids
+        target = CaptureTarget(
+            root_pid=first, port=rs.port, log_path=str(rs.log_path), other_roots=tuple(others)
+        )
         return CaptureFacts(target, st.workers, st.threads, st.spec.family)
     if isinstance(h, UrlHandle):
         port = h.listen_port
