@@ -36,6 +36,7 @@ async def _capture(facts: CaptureFacts, stack: str, level: int, seconds: float) 
         stack=stack, level=level, started=0.0, seconds=seconds, sampled=True, samples=100,
         threads=1, states={ThreadState.BLOCKED.value: 97, ThreadState.ON_CPU.value: 3},
         frames=(f,), queue=QueueEvidence(90, 60.0, 2048),
+        collapsed={f"app.py:{HOSTILE}": 97, "app.py:<module>": 3},
     )  # fmt: skip
 
 
@@ -59,7 +60,7 @@ async def _broken(race: Race, mid: str, steps: int = 60) -> None:
     raise AssertionError(f"{mid}: no cause shown: {pane.judgment}, {pane.cause!r}")
 
 
-async def test_the_cause_shows_under_the_verdict_and_w_opens_the_evidence():
+async def test_the_cause_shows_under_the_verdict_and_w_opens_the_evidence(tmp_path):
     session = synthetic_session()
     session.core.evidence = EvidenceKeeper(capture=_capture, namer=_namer, facts=_facts)
     async for race in open_race(plan(("gunicorn-sync", "uvicorn"), concurrency=1), session):
@@ -88,6 +89,13 @@ async def test_the_cause_shows_under_the_verdict_and_w_opens_the_evidence():
         assert "cause: blocking wait" in text
         assert f"97%  {HOSTILE} (app.py:31)  blocked in a call" in text
         assert "accept queue: up to 90" in text
+        # e: its flame graph, into the screenshot directory, the names escaped for SVG
+        race.app.screenshot_dir = tmp_path
+        await race.pilot.press("e")
+        await race.pilot.pause()
+        assert screen.exported == tmp_path / "flame-gunicorn-sync-200.svg"
+        svg = screen.exported.read_text()
+        assert svg.startswith("<?xml") and "&lt;module&gt;" in svg and "<module>" not in svg
         await race.pilot.press("escape")
         await race.pilot.pause()
         assert race.app.screen is race.screen

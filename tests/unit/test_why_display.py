@@ -240,3 +240,18 @@ def test_the_deploy_line_says_which_cause_the_winner_removed():
         "it removes the blocking wait seen at sync; past its capacity it breaks on cpu"
     )
     assert cause_removed(run, "sync") == "past its capacity it still breaks on blocking wait"
+
+
+def test_a_url_server_gets_the_kernels_side_and_says_why_it_is_not_sampled():
+    from stackrace.race.core.evidence_keeper import capture_facts
+    from stackrace.race.core.urls import UrlHandle, UrlTarget
+
+    here = capture_facts(Member(UrlHandle(UrlTarget("http://127.0.0.1:8123/"), 1)))
+    assert here is not None
+    t = here.target
+    assert (t.root_pid, t.port, t.sample) == (0, 8123, False)
+    assert t.not_sampled.startswith("started with --url: stackrace did not start it")
+    with_pid = capture_facts(Member(UrlHandle(UrlTarget("http://127.0.0.1:8123/", pid=4242), 1)))
+    assert with_pid is not None and with_pid.target.root_pid == 4242 and with_pid.target.sample
+    # another host: no port here, no pid: nothing to look at
+    assert capture_facts(Member(UrlHandle(UrlTarget("http://10.0.0.9:80/"), 1))) is None

@@ -5,12 +5,15 @@ The lines are the session's (race/live/why_view.py `evidence_text`, the same wor
 bench's and the report's); this screen only shows them, and asks for them again once
 a second while a window is being captured, so the evidence appears when it is ready
 without the user pressing anything. Every line is plain `Text` (no markup is parsed):
-a function name or a file path from the app cannot style or break the screen.
+a function name or a file path from the app cannot style or break the screen. `e`
+exports the window's flame graph (stackrace.evidence.flame, names escaped for SVG) into
+the screenshot directory, as `bench --flame` does for a run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -20,6 +23,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, Static
 
+from stackrace.base.atomicfile import write_atomic
 from stackrace.tui.dialogs import SCREENSHOT
 
 REFRESH_S = 1.0
@@ -28,13 +32,37 @@ REFRESH_S = 1.0
 class EvidenceScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,w,q", "dismiss", "close"),
+        Binding("e", "export", "export flame graph (.svg)"),
         SCREENSHOT,
     ]
 
-    def __init__(self, title: str, lines: Callable[[], list[str]]) -> None:
+    def __init__(
+        self,
+        title: str,
+        lines: Callable[[], list[str]],
+        flame: Callable[[], tuple[str, str] | None] = lambda: None,
+    ) -> None:
         super().__init__(classes="dialog")
         self.title_text = title
         self.lines = lines
+        self.flame = flame
+        self.exported: Path | None = None
+
+    def action_export(self) -> None:
+        """`e`: the window's flame graph into the screenshot directory."""
+        got = self.flame()
+        if got is None:
+            self.notify("no flame graph: no window with samples yet", severity="warning")
+            return
+        name, svg = got
+        path = Path(getattr(self.app, "screenshot_dir", ".")) / name
+        try:
+            write_atomic(path, svg)
+        except OSError as exc:  # a full disk, a read-only directory: say which file, and why
+            self.notify(f"flame graph not saved: {path}: {exc.strerror or exc}", severity="error")
+            return
+        self.exported = path
+        self.notify(f"saved {path}")
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box", id="evidence-box"):

@@ -430,7 +430,9 @@ class RaceScreen(Screen[None]):
             return
         name = str(self.panes[mid].name_text)
         self.app.push_screen(
-            EvidenceScreen(name, lambda: self.session.evidence_text(mid)),
+            EvidenceScreen(
+                name, lambda: self.session.evidence_text(mid), lambda: self.session.flame(mid)
+            ),
             callback=self._dialog_closed,
         )
 

@@ -36,7 +36,7 @@ from stackrace.race.live.view import (
     summary_rows,
     then_now_of,
 )
-from stackrace.race.live.why_view import capture_now, evidence_text
+from stackrace.race.live.why_view import capture_now, evidence_text, flame_of
 from stackrace.race.playback.ghost import Ghost
 from stackrace.report.schema import Then
 from stackrace.report.slo import Slo
@@ -381,6 +381,10 @@ class Session:
     def evidence_text(self, pane_id: str) -> list[str]:
         """What `w` shows of a member (race/live/why_view.py)."""
         return evidence_text(self, pane_id)
+
+    def flame(self, pane_id: str) -> tuple[str, str] | None:
+        """The latest window's flame graph: (file name, SVG) (race/live/why_view.py)."""
+        return flame_of(self, pane_id)
 
     def capture_evidence(self, pane_id: str) -> bool:
         """`w` on a member with no window at the level running now: capture one."""

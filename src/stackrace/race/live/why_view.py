@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from stackrace.base.slug import slug
+from stackrace.evidence.flame import flame_svg
 from stackrace.evidence.model import KneePrediction
 from stackrace.report.why import cause_line, evidence_lines
 from stackrace.rules.breaking import LevelVerdict, StepResult
@@ -130,3 +132,14 @@ def capture_now(s: Session, mid: str) -> bool:
     if m is None or s.stopping:
         return False
     return s.core.evidence.want(m, s.level)
+
+
+def flame_of(s: Session, mid: str) -> tuple[str, str] | None:
+    """`e` on the evidence: the latest window's flame graph, (file name, SVG); None
+    when there is no window or it holds no samples."""
+    found = s.core.evidence.latest(mid)
+    if found is None or not found.window.collapsed:
+        return None
+    w = found.window
+    title = f"{w.stack} at level {w.level:,}: {found.cause.kind.value}"
+    return f"flame-{slug(w.stack)}-{w.level}.svg", flame_svg(w.collapsed, title)
