@@ -94,7 +94,7 @@ async def test_the_cause_shows_under_the_verdict_and_w_opens_the_evidence(tmp_pa
         await race.pilot.press("e")
         await race.pilot.pause()
         assert screen.exported == tmp_path / "flame-gunicorn-sync-200.svg"
-        svg = screen.exported.read_text()
+        svg = (tmp_path / "flame-gunicorn-sync-200.svg").read_text()
         assert svg.startswith("<?xml") and "&lt;module&gt;" in svg and "<module>" not in svg
         await race.pilot.press("escape")
         await race.pilot.pause()

@@ -91,6 +91,9 @@ class EvidenceKeeper:
     namer: Namer | None = None  # None: stackrace.rules.cause's
     seconds: float = SECONDS
     facts: Callable[[Member], CaptureFacts | None] = capture_facts
+    # per member: (family, workers, threads) where it is not a stack launched here (a
+    # replay's members, from the recording): what the knee is predicted from
+    pools: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     kept: dict[str, dict[int, Why]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     _tasks: dict[str, tuple[int, asyncio.Task[None]]] = field(default_factory=dict)
@@ -108,6 +111,19 @@ class EvidenceKeeper:
         task = asyncio.ensure_future(self._run(mid, facts, level))
         self._tasks[mid] = (level, task)
         return True
+
+    def pool(self, m: Member) -> tuple[str, int, int] | None:
+        """The member's (family, workers, threads): its definition's for a stack
+        launched here, else what a recording said (None: not known)."""
+        from stackrace.race.core.stack_source import LaunchedStack
+
+        h = m.handle
+        if isinstance(h, LaunchedStack):
+            return h.stack.spec.family, h.stack.workers, h.stack.threads
+        facts = self.facts(m)
+        if facts is not None and facts.workers is not None and facts.threads is not None:
+            return facts.family, facts.workers, facts.threads
+        return self.pools.get(m.id)
 
     def capturing(self, mid: str) -> int | None:
         """The level a window of `mid` is being captured at, or None."""

@@ -190,6 +190,9 @@ class ReplayPlayer:
         )
         self.session = Session(core)
         self.plan = RacePlan(stacks=tuple(self.source.members), settings=recording.header.settings)
+        for m in recording.members:  # the knee is predicted from the pool recorded
+            if m.workers is not None and m.threads is not None:
+                core.evidence.pools[m.id] = (m.family, m.workers, m.threads)
 
     def clock(self) -> float:
         return self.position

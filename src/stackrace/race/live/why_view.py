@@ -33,10 +33,10 @@ def knee_of(s: Session, mid: str, steps: Sequence[StepResult]) -> tuple[KneePred
     """The member's knee predicted from its pool and `steps`, or why there is none
     ("" when nothing can be said: a model's member, a server stackrace did not start)."""
     m = s.core.members.get(mid)
-    facts = s.core.evidence.facts(m) if m is not None else None
-    if facts is None or facts.workers is None or facts.threads is None:
+    known = s.core.evidence.pool(m) if m is not None else None
+    if known is None:
         return None, ""
-    pool = stack_pool(facts.family, facts.workers, facts.threads)
+    pool = stack_pool(*known)
     if pool.servers <= 0:
         return None, pool.words
     # its CPU per request at the first calm level: fewer cores than the pool cap it

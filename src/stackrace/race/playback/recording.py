@@ -74,6 +74,9 @@ class MemberInfo(msgspec.Struct):
     name: str
     family: str
     external: bool = False
+    # its pool, where known (a replay predicts the same knee): stacks.toml's
+    workers: int | None = None
+    threads: int | None = None
 
 
 class MemberTick(msgspec.Struct):
@@ -243,7 +246,10 @@ class Recorder:
             if mid not in self._members:
                 self._members.add(mid)
                 h = m.handle
-                self._write(NewMember(self._t(), MemberInfo(mid, h.name, h.family, h.external)))
+                pool = core.evidence.pool(m)
+                workers, threads = (pool[1], pool[2]) if pool is not None else (None, None)
+                info = MemberInfo(mid, h.name, h.family, h.external, workers, threads)
+                self._write(NewMember(self._t(), info))
         if seq == self._last_seq:
             return
         self._last_seq = seq
