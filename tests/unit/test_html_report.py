@@ -23,9 +23,10 @@ from stackrace.race.bench.run import run_bench
 from stackrace.race.live.demo import StackModel, synthetic_parts
 from stackrace.report import html, series
 from stackrace.report.html_chart import lttb
-from stackrace.report.schema import BenchRun, Level, dumps, loads
+from stackrace.report.schema import BenchRun, dumps, loads
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.definition import Stack, StackDef
+from tests.unit.test_why_display import why, window
 
 HOSTILE = "<script>alert(1)</script>"
 # a run file's stack *name* follows the name rule (stacks/validate.py NAME_IN_FILE), its
@@ -247,32 +248,26 @@ def test_a_stack_titled_with_html_shows_as_text(run: BenchRun):
     assert any(HOSTILE in t for t in page.text)  # shown, as text
 
 
-class Why(msgspec.Struct):
-    cause: str
-    frames: list[str]
-
-
-class LevelWithWhy(Level):
-    """A level as a run with issue 46's evidence has it (`levels[].why`)."""
-
-    why: Why | None = None
-
-
 def test_each_breaking_point_is_marked_and_its_why_shown_when_the_run_has_one(run: BenchRun):
     text = html.page(run)
     assert text.count('class="mark"') >= 7  # eight's, on each of its charts
     assert "broke: failing" in text
     assert "<h3>Why</h3>" not in text  # never required
-    stacks = []
-    for st in run.stacks:
-        levels = [
-            LevelWithWhy(**msgspec.structs.asdict(lv), why=Why("accept queue full", ["<frame>"]))
-            for lv in st.levels
-        ]
-        stacks.append(msgspec.structs.replace(st, levels=levels))
+    # a window as bench keeps it (tests/unit/test_why_display.py), its function named
+    # with markup: shown as text
+    found = why(window(function="<frame>"))
+    stacks = [
+        msgspec.structs.replace(
+            st, levels=[msgspec.structs.replace(lv, why=found) for lv in st.levels]
+        )
+        for st in run.stacks
+    ]
     evidence = html.page(msgspec.structs.replace(run, stacks=stacks))
     assert "<h3>Why</h3>" in evidence
-    assert "accept queue full" in evidence and "&lt;frame&gt;" in evidence
+    assert "97 % of samples asleep in &lt;frame&gt; (app.py:31)" in evidence
+        "blocking wait: 1 worker: 97 % of samples asleep in &lt;frame&gt; (app.py:31)" in evidence
+    )
+    assert "accept queue: up to 480" in evidence and "<frame>" not in evidence
 
 
 def test_two_runs_are_drawn_together_with_the_gates_verdicts(run: BenchRun):

@@ -23,6 +23,7 @@ line. Nothing stackrace writes or reads nests deeper than ten.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -139,6 +140,13 @@ def bad_figure(obj: object, where: str = "") -> str:
     if isinstance(obj, msgspec.Struct):
         for name in obj.__struct_fields__:
             found = bad_figure(getattr(obj, name), f"{where}.{name}" if where else name)
+            if found:
+                return found
+        return ""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        # a run file's evidence (stackrace.evidence.model) is dataclasses inside structs
+        for f in dataclasses.fields(obj):
+            found = bad_figure(getattr(obj, f.name), f"{where}.{f.name}" if where else f.name)
             if found:
                 return found
         return ""

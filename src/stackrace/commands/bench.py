@@ -69,6 +69,7 @@ from stackrace.report.junit import junit_xml
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun, StackResult
 from stackrace.report.slo import Slo
+from stackrace.report.why import write_flames
 from stackrace.report.write import (
     EXIT_NOT_WRITTEN,
     check_output_paths,
@@ -163,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
     problem = check_output_paths(
         {**outputs, "--chart": args.chart_out, "--junit": args.junit_out, **pages}
     )
+    if not problem and args.flame_dir and not os.path.isdir(args.flame_dir):
+        problem = f"--flame {args.flame_dir}: not a directory"
     if problem:  # before any load: a run is never thrown away for a bad path
         print(f"stackrace bench: {problem}", file=sys.stderr)
         return 2
@@ -393,6 +396,8 @@ def _run_locked(
         result, args.json_out, args.csv_out, args.md_out, args.chart_out,
         args.html_out, args.series_csv_out, baseline,
     )  # fmt: skip
+    if args.flame_dir:  # a flame graph per evidence window (report/why.py)
+        problems += write_flames(result, args.flame_dir)[1]
     problems += write_files(
         [("--junit", args.junit_out, lambda: junit_xml(result, verdict, args.baseline))]
     )

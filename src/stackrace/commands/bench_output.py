@@ -10,6 +10,7 @@ from stackrace.report import gate
 from stackrace.report.capacity import table_lines as capacity_table
 from stackrace.report.schema import BenchRun
 from stackrace.report.slo import Slo
+from stackrace.report.why import capacity_why, cause_line
 from stackrace.report.write import print_run
 
 
@@ -30,6 +31,9 @@ def tell(
         for st in result.stacks:
             if st.capacity is not None:
                 print(f"  {st.name}: {st.capacity.sentence}")
+                found = capacity_why(st)  # why it missed the SLO there (report/why.py)
+                if found is not None:
+                    print(f"    why: {cause_line(found)}")
         if result.noise is not None and result.noise.sentence:
             print(f"  noise: {result.noise.sentence}")
     else:

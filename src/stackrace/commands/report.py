@@ -21,6 +21,7 @@ from stackrace.commands.parser import examples
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
 from stackrace.report.schema import BenchRun, StackResult
+from stackrace.report.why import write_flames
 from stackrace.report.write import (
     EXIT_NOT_WRITTEN,
     check_output_paths,
@@ -64,6 +65,13 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
     add_page_arguments(out)
+    out.add_argument(
+        "--flame",
+        dest="flame_dir",
+        metavar="DIR",
+        help="write a flame graph (SVG) of each evidence window here, one file per stack "
+        'and breaking level (docs/bench.md, "Why it broke")',
+    )
     gate = p.add_argument_group("pass or fail")
     gate.add_argument(
         "--junit",
@@ -121,6 +129,12 @@ def run(args: argparse.Namespace) -> int:
         return capacity_report(runs, args) or (EXIT_NOT_WRITTEN if problems else 0)
     if len(runs) == 1:
         problems += write_outputs(runs[0], None, args.csv_out, args.md_out, args.chart_out)
+    if args.flame_dir:  # every run's evidence windows, as flame graphs (report/why.py)
+        for r in runs:
+            written, bad = write_flames(r, args.flame_dir)
+            problems += bad
+            if not written and not bad:
+                problems.append("--flame: the run holds no evidence window (no stack broke)")
     problems += write_files(
         [("--junit", args.junit_out, lambda: junit_xml(runs[-1], verdict, args.baseline))]
     )

@@ -40,6 +40,7 @@ def _panel(
     value: Callable[[Level], float | None],  # None: the level has no such figure
     fmt: Callable[[float], str],
     waiting: bool = False,  # mark the levels that ended with clients still waiting
+    knee: bool = False,  # mark each stack's knee predicted (rules/knee.py): ◇
 ) -> list[str]:
     out = [f'<g transform="translate({x0},0)">']
     out.append(f'<text x="{W / 2}" y="20" text-anchor="middle" class="t">{escape(title)}</text>')
@@ -89,6 +90,13 @@ def _panel(
                     f'<text x="{x:.1f}" y="{y - 11:.1f}" text-anchor="middle" fill="{color}">'
                     f"{fmt_count(lv.window.stale)} waiting</text>"
                 )
+        k = st.knee if knee else None
+        if k is not None:  # where a fixed pool must start queueing, predicted
+            x, y = px(max(min(xs), min(max(xs), round(k.concurrency)))), py(k.rate)
+            out.append(
+                f'<path d="M{x:.1f},{y - 7:.1f} l7,7 l-7,7 l-7,-7 z" fill="none" '
+                f'stroke="{color}" stroke-width="2"><title>{escape(k.sentence())}</title></path>'
+            )
     out.append("</g>")
     return out
 
@@ -112,6 +120,7 @@ def svg(run: BenchRun) -> str:
         xs,
         lambda lv: lv.rps,
         fmt_count,
+        knee=run.settings.rate is None,
     )
     parts += _panel(
         W,

@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from stackrace.report import gate, tables
+from stackrace.report import gate, tables, why
 from stackrace.report.html_chart import Band, Chart, Line, esc, share_axes, svg
 from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import BenchRun, StackResult
@@ -379,11 +379,14 @@ def _evidence(run: BenchRun) -> str:
         broke = breaking(st, run)
         if broke is None:
             continue
-        lv = next((x for x in st.levels if x.level == broke.level), None)
-        why = getattr(lv, "why", None) if lv is not None else None
+        found = why.why_at(st, broke.level)
         body = _dl([("kind", broke.kind), ("reason", broke.reason)])
-        if why is not None:
-            body += "<h3>Why</h3>" + _value(msgspec.to_builtins(why))
+        if found is not None:  # what the workers were doing (report/why.py, as bench says it)
+            lines = [why.cause_line(found), *why.evidence_lines(found)]
+            body += "<h3>Why</h3><ul>" + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul>"
+        if knee := why.knee_line(st):
+            body += f'<p class="mute">{esc(knee)}</p>'
+
         level = _level_label(broke.level, rate_mode(run))
         out.append(f"<section><h3>{esc(st.name)} at {esc(level)}</h3>{body}</section>")
     return "".join(out) or '<p class="mute">No stack broke in this run.</p>'

@@ -23,6 +23,7 @@ import msgspec
 from stackrace.base import inputfile
 from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
+from stackrace.evidence.model import Cause, EvidenceWindow, KneePrediction
 from stackrace.report.series import StackSeries, check, one_line_columns
 from stackrace.settings.race_settings import RaceSettings, check_values
 from stackrace.stacks.definition import StackDef
@@ -103,6 +104,14 @@ class LittleLaw(msgspec.Struct, forbid_unknown_fields=True):
     reason: str = ""
 
 
+class Why(msgspec.Struct, forbid_unknown_fields=True):
+    """Why a stack broke at a level: the cause (stackrace.rules.cause) and the evidence
+    window it was named from (stackrace.evidence.model, collapsed stacks included)."""
+
+    cause: Cause
+    window: EvidenceWindow
+
+
 class Level(msgspec.Struct, forbid_unknown_fields=True):
     """One stack at one load level.
 
@@ -140,6 +149,7 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     # its fastest answer, warm-up included (a level started from idle answers its first
     # request at once): how long the server takes to serve one, for the rules (µs)
     fastest_us: int | None = None
+    why: Why | None = None  # why it broke here (None: no window captured at this level)
     # derived from `window` (see the docstring)
     rps: float = 0.0
     requests: int = 0
@@ -345,6 +355,9 @@ class StackResult(msgspec.Struct, forbid_unknown_fields=True):
     capacity: CapacityResult | None = None
     # one row a second over the whole run, latency histograms included (report/series.py)
     series: StackSeries | None = None
+    # the knee predicted (stackrace.rules.knee), and how far the measured one came from it
+    knee: KneePrediction | None = None
+    knee_miss: str = ""
 
 
 CLAIM_KINDS = (

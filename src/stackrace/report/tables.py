@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from stackrace.base import printable
 from stackrace.base.printable import markdown as md
 from stackrace.base.printable import markdown_code as code
-from stackrace.report import thennow
+from stackrace.report import thennow, why
 from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
 from stackrace.rules.level import Judgment, starves
@@ -153,7 +153,13 @@ def rows(run: BenchRun) -> list[list[str]]:
 
 def breaking_line(stack: StackResult, run: BenchRun) -> str:
     started = f" (started by you: {stack.url}{'' if stack.sampled else ', not sampled'})"
-    return _breaking(stack, run) + (started if stack.url else "")
+    line = _breaking(stack, run) + (started if stack.url else "")
+    # why it broke there, with its advice clause (report/why.py); the knee predicted
+    verdict = breaking(stack, run)
+    found = why.why_at(stack, verdict.level) if verdict is not None else None
+    extra = [f"why: {why.cause_line(found)}"] if found is not None else []
+    extra += [k] if (k := why.knee_line(stack)) else []
+    return " · ".join([line, *extra])
 
 
 def _breaking(stack: StackResult, run: BenchRun) -> str:

@@ -19,6 +19,7 @@ from stackrace.base import printable
 from stackrace.base.printable import markdown as md
 from stackrace.base.printable import markdown_code as code
 from stackrace.report.schema import BenchRun, TunePoint, TuneResult
+from stackrace.report.why import cause_removed
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.definition import Stack
@@ -169,9 +170,10 @@ def add_deploy(result: BenchRun, stacks: StackFile) -> None:
         return
     if t.winner:
         name, prod = lines[0]
+        removed = cause_removed(result, name)  # the cause the winner removed (report/why.py)
         if prod.command:
             t.deploy = prod.command
-            t.deploy_note = "; ".join(x for x in (prod.app, prod.requires, prod.note) if x)
+            t.deploy_note = "; ".join(x for x in (prod.app, prod.requires, prod.note, removed) if x)
         else:
             t.deploy_note = f"no production command line: {prod.note}"
         return

@@ -93,7 +93,12 @@ def summary_cells(row: SummaryRow, rate_mode: bool) -> list[str | Text]:
             style="green" if kept_up(row) else "magenta",
         ),
         Text(brk.kind, style=KIND_STYLE.get(brk.kind, "")) if brk else "",
-        Text(row.why or (brk.reason if brk else unbroken_text(row, rate_mode))),
+        Text(
+            (row.why or (brk.reason if brk else unbroken_text(row, rate_mode)))
+            # why it broke, from its evidence; the knee predicted (race/live/why_view.py)
+            + (f" · why: {row.cause}" if row.cause else "")
+            + (f" · {row.knee}" if row.knee else "")
+        ),
         there.p99() if there else "",
         fmt_mb(row.mem_before.rss) if row.mem_before else "–",
         fmt_mb(row.mem_peak) if row.mem_peak else "–",
@@ -171,9 +176,8 @@ class SummaryScreen(ModalScreen[None]):
                 continue
             color = self.pane_colors.get(row.id, PALETTE[i % len(PALETTE)])
             points = [(s.level, s.rps, s.p99_us) for s in row.steps]
-            out.append(
-                LevelSeries(row.name, color, points, row.breaking.level if row.breaking else None)
-            )
+            broke = row.breaking.level if row.breaking else None
+            out.append(LevelSeries(row.name, color, points, broke, row.knee_point))
         return out
 
     def _about(self) -> str:
@@ -208,7 +212,7 @@ class SummaryScreen(ModalScreen[None]):
         for row in self.rows:
             cells = summary_cells(row, self.rate_mode)
             lines = max(1, -(-len(str(cells[5])) // proof_w))
-            table.add_row(*cells, key=row.id, height=min(3, lines))
+            table.add_row(*cells, key=row.id, height=min(5, lines))
 
     def _page(self) -> Callable[[], str] | None:
         make, title = self.page, self.title_text

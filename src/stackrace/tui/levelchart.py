@@ -3,7 +3,9 @@
 After a ramp this is the story in one picture: the left half shows where each stack's
 req/s stops growing, the right half (log scale) where its p99 takes off. The x axis is
 the level on a log scale (1, 10, 100, 1k…), the same for both halves, and each stack
-keeps its pane's colour; a breaking point is marked with ▲ on its req/s line.
+keeps its pane's colour; a breaking point is marked with ▲ on its req/s line, and the
+knee predicted before the load reached it (rules/knee.py) with ◇ where the prediction put
+it: the load and the req/s a fixed pool must start queueing at.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class LevelSeries:
     color: str
     points: list[tuple[int, float, int]]  # (level, req/s, p99 µs), ascending level
     broke_at: int | None = None
+    knee: tuple[float, float] | None = None  # predicted (level, req/s) it queues from
 
 
 def _x(level: int, lo: int, hi: int, dots: int) -> int:
@@ -95,11 +98,17 @@ class LevelChart(Widget):
                         col = _x(lv, lo, hi, canvas.dots_x) // 2
                         row = plot_h - 1 - y_of(r) // 4
                         marks.append((max(0, min(plot_h - 1, row)), col, s.color))
+            if rps and s.knee is not None:
+                level, rate = s.knee
+                col = _x(max(lo, min(hi, round(level))), lo, hi, canvas.dots_x) // 2
+                row = plot_h - 1 - min(canvas.dots_y - 1, y_of(rate)) // 4
+                marks.append((max(0, min(plot_h - 1, row)), col, f"◇{s.color}"))
         rows = canvas.rows()
         for row, col, color in marks:
             t = rows[row]
+            glyph, color = ("◇", color[1:]) if color.startswith("◇") else ("▲", color)
             if col < len(t.plain):
-                rows[row] = t[:col] + Text("▲", style=f"bold {color}") + t[col + 1 :]
+                rows[row] = t[:col] + Text(glyph, style=f"bold {color}") + t[col + 1 :]
         labels = [""] * plot_h
         if rps:
             for i in range(0, plot_h, max(1, plot_h // 3)):

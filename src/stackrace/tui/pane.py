@@ -381,7 +381,13 @@ class StackPane(Vertical, can_focus=True):
             path = view.loads or (f"GET {path_of(view.url)}" if view.url else "")
             self._set("head", f"{self._family}  {level}" + (f"  {path}" if path else ""))
             self._show_verdict(view, rate_mode)
-            self._set("annotation", Text(view.annotation, style="italic", overflow="ellipsis"))
+            # why it broke (its evidence's cause) before any other sentence; the knee
+            # predicted while nothing else needs saying (race/live/why_view.py)
+            said = view.cause or view.annotation or view.knee_text
+            self._set("annotation", Text(said, style="italic", overflow="ellipsis"))
+            if self._proj.get("why", "") != view.cause_kind:
+                self._proj["why"] = view.cause_kind
+                self._show_proj()
         res = view.resources
         if res is not None and new_interval:
             spark = self.query_one("#mem-spark", ScaledSparkline)

@@ -328,6 +328,8 @@ def projector_lines(p: dict[str, str], rows: int, width: int) -> Text:
     width, so that a figure is dropped whole (memory first) rather than cut."""
     first = f"failed {p['failed']}  waiting {p['waiting']}"
     second = f"CPU {p['cpu']}  RSS {p['rss']}"
+    if p.get("why"):  # the cause a room reads, in place of the resources
+        second = f"why: {p['why']}"
     if rows > 1:
         text = f"{first}\n{second}"
     else:

@@ -26,6 +26,7 @@ from stackrace.race.live.summary import context as summary_context
 from stackrace.race.live.view import SessionView
 from stackrace.tui.chart import SLO_COLOR, PercentileChart, Series, curve_points
 from stackrace.tui.dialogs import CapacityScreen, LogScreen, SummaryScreen
+from stackrace.tui.evidence import EvidenceScreen
 from stackrace.tui.layout import grid_shape
 from stackrace.tui.pane import StackPane
 from stackrace.tui.pane_grid import PaneGrid
@@ -56,6 +57,8 @@ class RaceScreen(Screen[None]):
         Binding("b", "projector", "big"),
         Binding("n", "then_now", "then/now", show=False),
         Binding("q", "app.quit", "quit"),
+        # after quit: a narrow footer drops it before it drops quit
+        Binding("w", "evidence", "why"),
         # a replay's controls (only while replaying: the footer shows these instead of
         # the load's keys, which a replay does not take)
         Binding("space", "replay_pause", "pause"),
@@ -262,7 +265,12 @@ class RaceScreen(Screen[None]):
             elif what == "log" and arg in self.panes:
                 self.focused_id = arg
                 self._open_log()
-            elif what == "close" and isinstance(self.app.screen, SummaryScreen | LogScreen):
+            elif what == "evidence" and arg in self.panes:
+                self.focused_id = arg
+                self._open_evidence()
+            elif what == "close" and isinstance(
+                self.app.screen, SummaryScreen | LogScreen | EvidenceScreen
+            ):
                 self.app.pop_screen()
 
     # --- commands ---------------------------------------------------------------------
@@ -408,6 +416,27 @@ class RaceScreen(Screen[None]):
         name = self.panes[self.focused_id].name_text
         self.app.push_screen(
             LogScreen(str(name), self.session.log_text(self.focused_id)),
+            callback=self._dialog_closed,
+        )
+
+    def action_evidence(self) -> None:
+        """`w`: the focused stack's evidence; captured now when it has none yet (live)."""
+        if self.focused_id is None:
+            return
+        if self.player is None:
+            self.session.capture_evidence(self.focused_id)
+        self.session.note_view("evidence", self.focused_id)
+        self._open_evidence()
+
+    def _open_evidence(self) -> None:
+        mid = self.focused_id
+        if mid is None:
+            return
+        name = str(self.panes[mid].name_text)
+        self.app.push_screen(
+            EvidenceScreen(
+                name, lambda: self.session.evidence_text(mid), lambda: self.session.flame(mid)
+            ),
             callback=self._dialog_closed,
         )
 

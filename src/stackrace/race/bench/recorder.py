@@ -25,7 +25,8 @@ from stackrace.race.core.machine import machine_info
 from stackrace.race.core.placement import CorePlacement
 from stackrace.race.core.urls import UrlTarget
 from stackrace.report.failures import path_results
-from stackrace.report.judged import breaking
+from stackrace.report.judged import breaking, rate_mode
+from stackrace.report.judged import steps as judged_steps
 from stackrace.report.schema import (
     SCHEMA_VERSION,
     BenchRun,
@@ -33,6 +34,7 @@ from stackrace.report.schema import (
     Settings,
     StackResult,
 )
+from stackrace.rules.knee import ServerPool, knee_miss, predict_knee, stack_pool
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.definition import Stack
 from stackrace.stacks.placeholders import placeholders, render
@@ -88,6 +90,8 @@ class BenchRecorder:
         self.run = new_run(plan, placement.note, why)
         self.run.settings.isolation = placement.isolation
         self.by_name: dict[str, StackResult] = {}
+        # per stack: how many requests it serves at once (rules/knee.py), for the knee
+        self.pools: dict[str, ServerPool] = {}
 
     def stack(self, stack: Stack, cpus: list[int] | None) -> StackResult:
         result = StackResult(
@@ -99,6 +103,7 @@ class BenchRecorder:
             cpus=cpus,
         )
         self.by_name[stack.name] = result
+        self.pools[stack.name] = stack_pool(stack.spec.family, stack.workers, stack.threads)
         self.run.stacks.append(result)
         return result
 
@@ -118,7 +123,10 @@ class BenchRecorder:
         return result
 
     def finish(self, interrupted: str | None = None) -> BenchRun:
-        self.run.stacks = [judge(st, self.run) for st in self.run.stacks]
+        self.run.stacks = [
+            with_knee(judge(st, self.run), self.run, self.pools.get(st.name))
+            for st in self.run.stacks
+        ]
         self.run.interrupted = interrupted
         return self.run
 
@@ -133,6 +141,27 @@ def judge(result: StackResult, run: BenchRun) -> StackResult:
     return msgspec.structs.replace(
         result, breaking_point=bp.level, breaking_kind=bp.kind, breaking_reason=bp.reason
     )
+
+
+def with_knee(result: StackResult, run: BenchRun, pool: ServerPool | None) -> StackResult:
+    """The knee predicted from its pool and first levels (rules/knee.py), and how far
+    the measured one came from it."""
+    if pool is None or not result.levels:
+        return result
+    steps = judged_steps(result, run)
+    cpus = len(result.cpus) if result.cpus else run.machine.cores
+    calm = [lv for lv in result.levels if lv.level <= max(1, pool.servers)]
+    cpu_us = calm[0].cpu_us_per_request if calm and result.sampled else None
+    pred = predict_knee(pool, steps, cpu_us_per_request=cpu_us, cores=cpus)
+    if pred is None:
+        return result
+    bp = result.breaking_point
+    below = max(
+        (lv.level for lv in result.levels if bp is not None and lv.level < bp), default=None
+    )
+    peak = max((lv.rps for lv in result.levels), default=None)
+    miss = knee_miss(pred, broke_at=bp, below=below, peak_rps=peak, rate_mode=rate_mode(run))
+    return msgspec.structs.replace(result, knee=pred, knee_miss=miss)
 
 
 def describe(name: str, lv: Level, rate_mode: bool) -> str:

@@ -46,13 +46,47 @@ from stackrace.race.core.series import SeriesRecorder
 from stackrace.race.core.stack_source import StacksFileSource
 from stackrace.race.core.state import StackState
 from stackrace.race.core.urls import UrlHandle
+from stackrace.report.judged import breaking
 from stackrace.report.schema import (
     BenchRun,
     CapacityProbe,
     CapacityResult,
 )
+from stackrace.report.why import cause_line
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.listen import exposure_line
+
+
+async def capture_at_breaking(
+    core: RaceCore, rec: BenchRecorder, ids: list[str], level: int, progress: Progress
+) -> None:
+    """Each stack whose breaking point (by the rules, on its levels so far) is this
+    level gets one evidence window, captured with the level's load still on; the window
+    and its cause go with the level (`Level.why`) and onto the breaking-point line."""
+    started = []
+    for i in ids:
+        res = rec.by_name[i]
+        m = core.members.get(i)
+        if m is None or not res.levels or res.levels[-1].level != level:
+            continue
+        if m.handle.state in (StackState.CRASHED, StackState.STOPPED):
+            continue
+        bp = breaking(res, rec.run)
+        first = not any(lv.why for lv in res.levels)
+        if bp is not None and bp.level == level and first and core.evidence.want(m, level):
+            started.append(i)
+    if not started:
+        return
+    secs = core.evidence.seconds
+    progress(f"  evidence: {', '.join(started)} broke at {level:,}; {secs:g} s of samples")
+    await core.evidence.settle(timeout=core.evidence.seconds + 20)
+    for i in started:
+        got = core.evidence.at(i, level)
+        if got is not None:
+            rec.by_name[i].levels[-1].why = got
+            progress(f"  {i}: why: {cause_line(got)}")
+        elif i in core.evidence.failed:
+            progress(f"  {i}: {core.evidence.failed[i]}")
 
 
 def plan_placement(
@@ -216,8 +250,13 @@ async def run_bench(
                     lv = got.get(i)
                     if lv is not None:
                         rec.by_name[i].levels.append(lv)
-                        log.level(i, lv)
                         progress(describe(i, lv, s.rate is not None))
+                # a stack that broke at this level: its evidence, while the load goes on
+                await capture_at_breaking(core, rec, todo, level, progress)
+                for i in list(todo):
+                    lv = got.get(i)
+                    if lv is not None:
+                        log.level(i, lv)
                     if core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
                         tail = "\n".join(core.members[i].handle.log_tail(12))
                         rec.by_name[i].error = f"crashed during level {level}"

@@ -56,6 +56,7 @@ from stackrace.race.core.tune_search import Ask, TuneSearch
 from stackrace.race.core.urls import UrlHandle, UrlTarget
 from stackrace.report.schema import CapacityProbe, Level, ProbeNoise
 from stackrace.report.slo import Slo
+from stackrace.report.why import cause_line
 from stackrace.stacks.definition import Stack
 
 # configurations up at once (idle ones hold memory, not CPU; one stopped and asked for
@@ -157,6 +158,8 @@ class _Driver:
                 continue
             search.record(ask, _probe_of(e.probe))
             self._measured(e.stack).probes.append(e.probe)
+            if e.probe.level.why is not None:  # as the run steered, the replay does
+                search.steer(e.probe.level.why.cause.kind.value)
         if self.plan.resume:
             last = max((e.t for e in self.plan.resume), default=0.0)
             self.state.started = time.monotonic() - last
@@ -189,6 +192,11 @@ class _Driver:
                 self._log(JournalDone(stack=ask.name, error=why, t=t_ask))
                 continue
             search.record(ask, probe)
+            if cp.level.why is not None:  # the cause seen orders what is measured next
+                said = search.steer(cp.level.why.cause.kind.value)
+                self.progress(f"  {ask.name}: why: {cause_line(cp.level.why)}")
+                if said:
+                    self.progress(f"  {said}")
             if ask.phase != "round":
                 cand = search.cands[ask.name]
                 assert cand.search is not None
@@ -292,6 +300,12 @@ class _Driver:
         if lv is None:
             return None, None
         judged = self.slo.judge_level(lv)
+        m = core.members.get(ask.name)
+        first_miss = not judged.meets and core.evidence.latest(ask.name) is None
+        # its first miss: why, from an evidence window with the probe's load still on
+        if first_miss and m is not None and core.evidence.want(m, round(ask.load)):
+            await core.evidence.settle(timeout=core.evidence.seconds + 20)
+            lv.why = core.evidence.at(ask.name, round(ask.load))
         cp = CapacityProbe(
             load=ask.load,
             meets=judged.meets,

@@ -210,6 +210,7 @@ async def search_capacity(
         got = await runner.probe(loads, needed, min_s, s.duration, LONGEST_PROBE_S, undecided)
         seconds = time.monotonic() - t0
         felt = noise.since(mark) if noise is not None and mark is not None else None
+        await _evidence_at_boundary(runner, got, slo, loads)
         for i, load in loads.items():
             lv = got.get(i)
             if lv is None:  # crashed: its search ends where it got to
@@ -248,6 +249,27 @@ async def search_capacity(
             if on_probe is not None:
                 on_probe(i, load, "meets" if judged.meets else "misses")
     return {i: out[i] for i in ids if i in out}
+
+
+async def _evidence_at_boundary(
+    runner: LevelRunner, got: dict[str, Level], slo: Slo, loads: dict[str, float]
+) -> None:
+    """A member's first probe that misses the SLO is its boundary: one evidence window
+    there (race/core/evidence_keeper.py), captured with the probe's load still on, goes
+    with the probe's level (`Level.why`), so the capacity line can say why."""
+    keeper = runner.core.evidence
+    started = []
+    for i, load in loads.items():
+        lv, m = got.get(i), runner.core.members.get(i)
+        if lv is None or m is None or slo.judge_level(lv).meets or keeper.latest(i):
+            continue
+        if keeper.want(m, round(load)):
+            started.append((i, lv, round(load)))
+    if not started:
+        return
+    await keeper.settle(timeout=keeper.seconds + 20)
+    for i, lv, level in started:
+        lv.why = keeper.at(i, level)
 
 
 def interrupted(c: CapacityResult) -> CapacityResult:

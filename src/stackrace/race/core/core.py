@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from stackrace.engine.model import BodyCheck, TargetSnapshot, TargetSpec
 from stackrace.race.core.clock import RaceClock, RealClock
+from stackrace.race.core.evidence_keeper import EvidenceKeeper
 from stackrace.race.core.members import (
     LoadEngine,
     Member,
@@ -69,6 +70,8 @@ class RaceCore:
     # closed loop: the requests each member is sent in all, from its first (`load -n`,
     # as ab -n); set with the target, so not one more goes out. None: no limit
     budget: int | None = None
+    # evidence windows started at breaking points, kept by level (race/core/evidence_keeper.py)
+    evidence: EvidenceKeeper = field(default_factory=EvidenceKeeper)
     _engine_started: bool = False
     _cores: int = 1
     _kinds: list[RequestKind] | None = None
@@ -170,6 +173,7 @@ class RaceCore:
     async def stop(self) -> None:
         import asyncio
 
+        await self.evidence.close()  # no sampler outlives the race
         if self._engine_started:
             await self.engine.stop()
             self._engine_started = False

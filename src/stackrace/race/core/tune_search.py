@@ -78,6 +78,16 @@ BUDGET = "budget spent"
 NOTHING = "nothing measurable"
 
 
+# the axis a cause implies (stackrace.rules.cause's kinds; docs/tune.md)
+STEER = {
+    "blocking wait": "threads",
+    "cpu": "workers",
+    "gil": "workers",
+    "event loop blocked": "workers",
+    "accept queue": "workers",
+}
+
+
 @dataclass(frozen=True)
 class TunePlan:
     budget_s: float = 180.0
@@ -124,6 +134,27 @@ class TuneSearch:
         self.stopped = ""
         self.probe_s: list[float] = []
         self._pending: Ask | None = None
+        self.steered = ""  # the cause the coarse pass was ordered by ("" not yet)
+
+    def steer(self, cause: str) -> str:
+        """Order the coarse points still to measure by the cause seen at the first
+        configuration's boundary (stackrace.rules.cause): more of the knob it implies
+        first (`STEER`: threads for a blocking wait, workers for cpu or gil …); every
+        point is still measured. Once per tune; the sentence that says so ("" none)."""
+        axis = STEER.get(cause)
+        if self.steered or axis is None:
+            return ""
+        self.steered = cause
+
+        def more(item: tuple[str, Point, str]) -> int:
+            server, point, _ = item
+            axes = list(self.space.servers[server])
+            if axis not in axes or not self.space.numeric(server, axis):
+                return 0
+            return -int(self.space.servers[server][axis][point[axes.index(axis)]])
+
+        self.queue.sort(key=more)  # stable: the rest keep their order
+        return f"the cause seen ({cause}): configurations with more {axis} are measured first"
 
     # --- what next ----------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from stackrace.race.core.state import StackState
 from stackrace.race.live.session import Session
 from stackrace.race.playback.recording import (
     Command,
+    EvidenceRecord,
     Hist,
     Log,
     MemberInfo,
@@ -199,6 +200,9 @@ class ReplayPlayer:
         )
         self.session = Session(core)
         self.plan = RacePlan(stacks=tuple(self.source.members), settings=recording.header.settings)
+        for m in recording.members:  # the knee is predicted from the pool recorded
+            if m.workers is not None and m.threads is not None:
+                core.evidence.pools[m.id] = (m.family, m.workers, m.threads)
 
     def clock(self) -> float:
         return self.position
@@ -250,6 +254,7 @@ class ReplayPlayer:
         s.levels.clear()
         s.levels._ignored.clear()
         s.keeper.clear()
+        s.core.evidence.kept.clear()
         s.ramp_steps.clear()
         s.ramp_breaking.clear()
         s.ramp_finished = False
@@ -301,6 +306,8 @@ class ReplayPlayer:
                 member.log = record.lines
         elif isinstance(record, View):
             s.view_events.append((record.what, record.arg))
+        elif isinstance(record, EvidenceRecord):
+            s.core.evidence.keep(record.member, record.why)
         elif isinstance(record, RampResult):
             s.ramp_steps = {k: list(v) for k, v in record.steps.items()}
             s.ramp_breaking = dict(record.breaking)

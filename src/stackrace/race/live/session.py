@@ -38,6 +38,7 @@ from stackrace.race.live.view import (
     summary_rows,
     then_now_of,
 )
+from stackrace.race.live.why_view import capture_now, evidence_text, flame_of
 from stackrace.race.playback.ghost import Ghost
 from stackrace.report.schema import Then
 from stackrace.report.slo import Slo
@@ -91,6 +92,9 @@ class Session:
         # the race second by second, from its start (race/core/series.py): the HTML page
         # `e` writes in the summary (race/live/page.py)
         self.series: SecondsAdder = SecondsAdder()
+        # per member: whether its verdict was a breaking state at the last tick (a turn
+        # to one starts an evidence window: race/core/evidence_keeper.py)
+        self._broken: dict[str, bool] = {}
 
     @property
     def engine(self) -> LoadEngine:
@@ -257,9 +261,22 @@ class Session:
         await self._advance_ramp()
         await self.ranking.advance()
         view = self.view()
+        self._evidence_at_breaking(view)
         for listener in self.listeners:
             listener.tick(self, view)
         return view
+
+    def _evidence_at_breaking(self, view: SessionView) -> None:
+        """A verdict that turned to a breaking state (the slider, a ramp, a talk step,
+        a capacity probe) starts one evidence window of that stack, captured while the
+        load goes on; the tick does not wait for it."""
+        for pane in view.panes:
+            broken = pane.judgment is not None and pane.judgment.broken
+            was = self._broken.get(pane.id, False)
+            self._broken[pane.id] = broken
+            m = self.core.members.get(pane.id)
+            if broken and not was and m is not None and pane.judgment is not None:
+                self.core.evidence.want(m, pane.judgment.level)
 
     def play_talk(self, steps: Sequence[TalkStep]) -> None:
         """Play a talk track from the next poll on (race/live/talk.py)."""
@@ -367,6 +384,20 @@ class Session:
         text = "\n".join(m.handle.log_tail(lines))
         text = f"engine refused it: {m.refused}\n{text}" if m.refused else text
         return terminal(text, newlines=True)  # the log view (`l`) shows a server's bytes
+
+    def evidence_text(self, pane_id: str) -> list[str]:
+        """What `w` shows of a member (race/live/why_view.py)."""
+        return evidence_text(self, pane_id)
+
+    def flame(self, pane_id: str) -> tuple[str, str] | None:
+        """The latest window's flame graph: (file name, SVG) (race/live/why_view.py)."""
+        return flame_of(self, pane_id)
+
+    def capture_evidence(self, pane_id: str) -> bool:
+        """`w` on a member with no window at the level running now: capture one."""
+        if self.core.evidence.at(pane_id, self.level) is not None:
+            return False
+        return capture_now(self, pane_id)
 
     def then_now(self) -> ThenNow | None:
         """The classic experiment's claims judged on the levels measured (None: none)."""

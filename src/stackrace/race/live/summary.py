@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from stackrace import __version__
+from stackrace.base import printable
 from stackrace.base.atomicfile import WriteError, write_atomic
 from stackrace.race.live.session import Session
 from stackrace.race.live.view import SummaryRow
@@ -202,7 +203,7 @@ def to_markdown(
                     _level(peak.level, rate_mode) if peak else "–",
                     _level(b.level, rate_mode) if b else unbroken_text(r, rate_mode, True),
                     b.kind if b else "",
-                    r.why if b else unbroken_text(r, rate_mode),
+                    (r.why if b else unbroken_text(r, rate_mode)) + _why_md(r),
                     there.p99() if there else "",
                     f"{there.failed_pct:.1f}%" if there else "",
                     _mib(r.mem_before.rss if r.mem_before else None),
@@ -241,6 +242,7 @@ def to_dict(
             "kind": b.kind,
             "reason": b.reason,
             "why": r.why,
+            "cause": r.cause,  # why it broke, from its evidence window ("" none)
             "p99_us": there.p99_us if there else None,
             "failed_pct": there.failed_pct if there else None,
             "rps": b.rps,
@@ -261,6 +263,7 @@ def to_dict(
                 # without a break: the highest level it kept up at, its p99 and bound,
                 # and the levels not judged (the engine or a busy core was the limit)
                 "unbroken": unbroken_text(r, rate_mode) if r.breaking is None else None,
+                "knee": r.knee,  # the knee predicted (rules/knee.py), "" none
                 "rss_before": r.mem_before.rss if r.mem_before else None,
                 "rss_peak": r.mem_peak or None,
                 "levels": [
@@ -278,6 +281,12 @@ def to_dict(
             for r in rows
         ],
     }
+
+
+def _why_md(r: SummaryRow) -> str:
+    """The cause and the knee, for a Markdown cell (text from the app: escaped)."""
+    extra = ([f"why: {r.cause}"] if r.cause else []) + ([r.knee] if r.knee else [])
+    return "".join(" · " + printable.markdown(x) for x in extra)
 
 
 def _judged(row: SummaryRow, level: int) -> dict[str, object]:

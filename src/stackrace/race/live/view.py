@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from stackrace.engine.model import TargetSnapshot
+from stackrace.evidence.model import KneePrediction
 from stackrace.race.core.state import StackState
 from stackrace.race.live import explain
 from stackrace.race.live.slo_flag import slo_flag
 from stackrace.race.live.thennow import ThenNow, judge_live
+from stackrace.race.live.why_view import pane_why, summary_why
 from stackrace.race.playback.ghost import GhostView
 from stackrace.rules import accounting, wedge
 from stackrace.rules.breaking import LevelVerdict, StepResult, peak
@@ -67,6 +69,12 @@ class PaneView:
     slo_meets: bool | None = None
     slo_text: str = ""
     capacity_load: float | None = None  # `k`: the load of its capacity probe running now
+    # why it broke (race/live/why_view.py): the cause named from its evidence window,
+    # "capturing evidence…" meanwhile, or why none could be captured; "" not broken
+    cause: str = ""
+    cause_kind: str = ""  # its kind alone ("blocking wait"), for projector mode
+    knee: KneePrediction | None = None  # where it must start queueing (rules/knee.py)
+    knee_text: str = ""  # the prediction in words, or how far the knee came from it
 
 
 @dataclass
@@ -114,6 +122,9 @@ class SummaryRow:
     # each level of `steps` measured long enough, judged on its own (ascending): what
     # the summary says of the levels below the break, or of every level when none
     judgments: tuple[Judgment, ...] = ()
+    cause: str = ""  # why it broke, from its evidence window ("" none captured)
+    knee: str = ""  # the knee predicted, and how far the measured one came from it
+    knee_point: tuple[float, float] | None = None  # predicted (level, req/s), for charts
 
 
 def session_view(s: Session) -> SessionView:
@@ -206,6 +217,7 @@ def session_view(s: Session) -> SessionView:
                 slo_meets=flag.meets if flag is not None else None,
                 slo_text=flag.text if flag is not None else "",
                 capacity_load=probing.get(mid),
+                **pane_why(s, mid, judgment),
             )
         )
     ramp = s.replay_ramp
@@ -317,6 +329,7 @@ def summary_rows(s: Session) -> list[SummaryRow]:
                 steps=tuple(steps),
                 why=breaking.reason if breaking else "",
                 judgments=tuple(judge_steps(steps, s.rate is not None)),
+                **summary_why(s, mid, steps, breaking),
             )
         )
     return rows

@@ -17,7 +17,8 @@ with `type` and `t` (seconds since the race started):
   exact);
 - `command`: every command the session carried out — a slider move (`concurrency`),
   `rate`, `ramp` (start), `ramp_stop`, `ramp_done`;
-- `log`: a member's log tail when it crashed.
+- `log`: a member's log tail when it crashed;
+- `evidence`: an evidence window and its cause, once captured (issue 46's "why").
 
 **Playback** is race/live/replay.py's (this module imports no Session at run time, so the
 ghost, which reads recordings, and the session, which shows a ghost, need no cycle):
@@ -46,6 +47,7 @@ from stackrace.base import inputfile
 from stackrace.base.errors import StackraceError
 from stackrace.engine.model import EngineSnapshot
 from stackrace.race.core.state import StackState
+from stackrace.report.schema import Why
 from stackrace.rules.breaking import LevelVerdict, StepResult
 from stackrace.rules.levels import LevelLog
 from stackrace.settings.race_settings import RaceSettings
@@ -73,6 +75,9 @@ class MemberInfo(msgspec.Struct):
     name: str
     family: str
     external: bool = False
+    # its pool, where known (a replay predicts the same knee): stacks.toml's
+    workers: int | None = None
+    threads: int | None = None
 
 
 class MemberTick(msgspec.Struct):
@@ -145,7 +150,16 @@ class RampResult(msgspec.Struct, tag="ramp_result"):
     notes: list[str] = []
 
 
-Record = Header | Tick | Hist | Command | Log | NewMember | View | RampResult
+class EvidenceRecord(msgspec.Struct, tag="evidence"):
+    """An evidence window captured live and the cause named from it (report/schema.py
+    `Why`): a replay shows the same cause under the verdict, and `w` the same evidence."""
+
+    t: float
+    member: str
+    why: Why
+
+
+Record = Header | Tick | Hist | Command | Log | NewMember | View | RampResult | EvidenceRecord
 _ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(Record)
 
@@ -172,6 +186,7 @@ class Recorder:
         self._members: set[str] = set()
         self._crashed: set[str] = set()
         self._baselines: set[str] = set()
+        self._evidence: set[tuple[str, int]] = set()  # (member, level) windows written
         self.records = 0
 
     def _t(self) -> float:
@@ -232,7 +247,10 @@ class Recorder:
             if mid not in self._members:
                 self._members.add(mid)
                 h = m.handle
-                self._write(NewMember(self._t(), MemberInfo(mid, h.name, h.family, h.external)))
+                pool = core.evidence.pool(m)
+                workers, threads = (pool[1], pool[2]) if pool is not None else (None, None)
+                info = MemberInfo(mid, h.name, h.family, h.external, workers, threads)
+                self._write(NewMember(self._t(), info))
         if seq == self._last_seq:
             return
         self._last_seq = seq
@@ -249,6 +267,11 @@ class Recorder:
                 self._crashed.add(pv.id)
                 self._write(Log(t, pv.id, list(m.handle.log_tail(40))))
         self._write(Tick(t, snap, members, view.ramp, view.caption))
+        for mid, by_level in core.evidence.kept.items():
+            for level, why in by_level.items():
+                if (mid, level) not in self._evidence:
+                    self._evidence.add((mid, level))
+                    self._write(EvidenceRecord(t, mid, why))
         for tid in core.attached():
             if t - self._hist_at.get(tid, -HIST_EVERY) >= HIST_EVERY:
                 self._hist_at[tid] = t
