@@ -265,8 +265,6 @@ def test_each_breaking_point_is_marked_and_its_why_shown_when_the_run_has_one(ru
     evidence = html.page(msgspec.structs.replace(run, stacks=stacks))
     assert "<h3>Why</h3>" in evidence
     assert "97 % of samples asleep in &lt;frame&gt; (app.py:31)" in evidence
-        "blocking wait: 1 worker: 97 % of samples asleep in &lt;frame&gt; (app.py:31)" in evidence
-    )
     assert "accept queue: up to 480" in evidence and "<frame>" not in evidence
 
 
