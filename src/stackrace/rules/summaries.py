@@ -2,6 +2,7 @@
 
     breaking_sentence(verdict)     # "queueing at c=100: 100 wait ~1.1 s each; …; p99 there 1.2 s"
     unbroken_sentence(judgments)   # "no breaking point up to c=100: p99 26 ms there, within …"
+    every_level(levels, judgments) # "c=1 keeping up, c=100 QUEUEING, c=1,000 WEDGED"
 
 The words bench's closing lines, the app's summary, its exports and `stackrace report`
 share, from the rules' judgments (stackrace.rules.level): a break names its p99 there,
@@ -64,6 +65,20 @@ def unbroken_sentence(judgments: Sequence[Judgment], rate_mode: bool = False) ->
         levels = ", ".join(level_text(j.level, rate_mode) for j in missed)
         parts.append(f"missed the SLO at {levels} ({missed[-1].why})")
     return "; ".join(parts)
+
+
+def every_level(
+    levels: Sequence[int], judgments: Sequence[Judgment], rate_mode: bool = False
+) -> str:
+    """Each level measured and what the rules said of it, in order ("c=1 keeping up,
+    c=100 QUEUEING, c=1,000 WEDGED"): a summary names every level, the ones after the
+    break included (a ramp to c=1,000 that said only "queueing at c=100" left the room
+    to guess what c=1,000 did); a level too short to judge says so."""
+    by = {j.level: j for j in judgments}
+    return ", ".join(
+        f"{level_text(n, rate_mode)} {by[n].label if n in by else 'too short to judge'}"
+        for n in levels
+    )
 
 
 def not_judged_note(j: Judgment) -> str:

@@ -9,8 +9,9 @@ handed over in the view), and every figure under it — the big req/s (goodput: 
 that count), the latency table, the failures and the waiting clients — is read from
 the same window the judgment was made on: the level's running totals (the last
 interval only while the level is too young to judge). Only the sparklines follow the
-intervals. A tick, "keeping up" or a green "none" shows only when the judgment is
-green.
+intervals, and the big req/s of a WEDGED pane: what it serves now (0), not the level's
+average of what it served before it stopped. A tick, "keeping up" or a green "none"
+shows only when the judgment is green.
 
 What it shows fits its size (`fit`, on each resize, by stackrace.tui.layout's plans);
 what each line says is stackrace.tui.pane_text's. In projector mode (`b`) the pane shows
@@ -33,8 +34,9 @@ from stackrace.base.slug import slug
 from stackrace.engine.model import WindowStats
 from stackrace.race.core.state import StackState
 from stackrace.race.live.view import PaneView
-from stackrace.rules.level import KEEPING_UP, MEASURING, STATES, Judgment
+from stackrace.rules.level import KEEPING_UP, MEASURING, STATES, WEDGED, Judgment
 from stackrace.tui.bignum import REFERENCE, BigNumber, rows_needed, scale_for
+from stackrace.tui.fit import fit_words
 from stackrace.tui.format import fmt_level, fmt_mb, fmt_rate
 from stackrace.tui.layout import P99_LABEL, P99_REFERENCE, plan_projector, plan_rows
 from stackrace.tui.pane_text import (
@@ -381,7 +383,10 @@ class StackPane(Vertical, can_focus=True):
             path = view.loads or (f"GET {path_of(view.url)}" if view.url else "")
             self._set("head", f"{self._family}  {level}" + (f"  {path}" if path else ""))
             self._show_verdict(view, rate_mode)
-            self._set("annotation", Text(view.annotation, style="italic", overflow="ellipsis"))
+            # in shorter words rather than cut at a figure (tui/fit.py)
+            rows = self._rows.get("annotation", 1) or 1
+            said = fit_words(view.annotation, self.content_size.width or 40, rows)
+            self._set("annotation", Text(said, style="italic", overflow="ellipsis"))
         res = view.resources
         if res is not None and new_interval:
             spark = self.query_one("#mem-spark", ScaledSparkline)
@@ -391,7 +396,7 @@ class StackPane(Vertical, can_focus=True):
         self._res_shown = res
         mem = memory_line(view, self.projector)
         self._lines["memory"] = mem
-        cpu = cpu_line(view, self.projector)
+        cpu = cpu_line(view, self.projector, self.content_size.width)
         self._lines["cpu"] = cpu
         self._set("memory", two_lines(mem, cpu))
         self._proj["rss"] = fmt_mb(res.rss) if res is not None else "–"
@@ -453,7 +458,10 @@ class StackPane(Vertical, can_focus=True):
         # what a re-layout or a unit change redraws: the figures on screen, never a newer
         # window's (a layout settling between two redraws changed the p99 figure it showed)
         self._shown_window = w
-        qps = f"{three_figures(w.goodput):,}"
+        # a wedged server serves nothing now: its big figure is now's (0), never the
+        # level's average of what it served before it stopped (24 req/s under "WEDGED")
+        wedged = judgment is not None and judgment.state == WEDGED
+        qps = f"{three_figures(good if wedged else w.goodput):,}"
         errors = w.requests - w.ok
         # an inline colour, not a CSS class: a class change restyles the whole pane
         self.errors = errors > 0.01 * max(1, w.requests)

@@ -242,9 +242,18 @@ def memory_line(view: PaneView, projector: bool) -> Text:
     return mem
 
 
-def cpu_line(view: PaneView, projector: bool) -> Text:
+def cpu_line(view: PaneView, projector: bool, width: int = 0) -> Text:
     """CPU (and µs per request, unless in projector mode), and how long the stack
-    waited for a core when that was 5 % of its time or more."""
+    waited for a core when that was 5 % of its time or more: in shorter words when the
+    line is wider than `width` (0: any width), never with its last figure cut."""
+    for wait_words in ("waited {}% of the time for a core", "waited {}% for a core", "wait {}%"):
+        line = _cpu_line(view, projector, wait_words)
+        if not width or line.cell_len <= width:
+            break
+    return line
+
+
+def _cpu_line(view: PaneView, projector: bool, wait_words: str) -> Text:
     res = view.resources
     cpu = Text(no_wrap=True, overflow="ellipsis")
     cpu.append("CPU ", style="dim")
@@ -259,7 +268,7 @@ def cpu_line(view: PaneView, projector: bool) -> Text:
         # on one core would otherwise read "waited 300 %")
         cores = max(1.0, (view.cpu_capacity or 100.0) / 100)
         share = min(100.0, res.cpu_wait_percent / cores)
-        cpu.append(f"  waited {share:.0f}% of the time for a core", style="bold yellow")
+        cpu.append("  " + wait_words.format(f"{share:.0f}"), style="bold yellow")
     return cpu
 
 

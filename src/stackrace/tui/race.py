@@ -23,7 +23,7 @@ from stackrace.race.live.session import Session
 from stackrace.race.live.summary import context as summary_context
 from stackrace.race.live.view import SessionView
 from stackrace.tui.chart import SLO_COLOR, PercentileChart, Series, curve_points
-from stackrace.tui.dialogs import CapacityScreen, LogScreen, SummaryScreen
+from stackrace.tui.dialogs import CapacityScreen, LogScreen, SloScreen, SummaryScreen
 from stackrace.tui.layout import grid_shape
 from stackrace.tui.pane import StackPane
 from stackrace.tui.pane_grid import PaneGrid
@@ -103,6 +103,8 @@ class RaceScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.set_class(self.projector, "-projector")
+        # a replay: the recording sets the load, so the slider's keys leave the footer
+        self.query_one("#level", ConcurrencySlider).set_read_only(self.player is not None)
         if self.projector:  # (--big): a recording starts with it
             self.session.note_view("projector", "on")
         banner = self._banner()
@@ -346,6 +348,17 @@ class RaceScreen(Screen[None]):
             self.notify("capacity search stopped")
             self._open_capacity()
             return
+        if self.session.slo is None:
+            # no --slo: ask for one here rather than for a restart
+            self.app.push_screen(SloScreen(self.session.set_slo), callback=self._slo_given)
+            return
+        self._start_capacity()
+
+    def _slo_given(self, text: str | None) -> None:
+        if text:  # (Escape: None, the race goes on as it was)
+            self._start_capacity()
+
+    def _start_capacity(self) -> None:
         why = self.session.ranking.start()
         if why:
             self.notify(f"no capacity search: {why}", severity="warning")

@@ -188,6 +188,8 @@ class ReplayPlayer:
             signs_every=0.0,
         )
         self.session = Session(core)
+        # a preset's classic experiment: the strip beside the panes, as it was live
+        self.session.then = recording.header.then
         self.plan = RacePlan(stacks=tuple(self.source.members), settings=recording.header.settings)
 
     def clock(self) -> float:
