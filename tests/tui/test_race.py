@@ -148,6 +148,14 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     rps = lambda cell: float(str(cell).removesuffix(" req/s").replace(",", ""))  # noqa: E731
     assert rps(uvi[1]) > rps(sync[1])
     # the combined chart: every stack's levels, req/s and p99
+    # every level of every stack named with its state, those after a break too (a
+    # 4-stack ramp's summary never said what happened at its top level)
+    about = str(summary.query_one("#summary-about").render())
+    top = max(s.level for r in summary.rows for s in r.steps)
+    for row in summary.rows:
+        line = next(x for x in about.splitlines() if x.startswith(f"{row.name}: "))
+        assert f"c={top:,} " in line, line
+        assert len(line.split(", ")) == len(row.steps), line
     chart = summary.query_one("#level-chart", LevelChart)
     assert len(chart.series) == 4
     assert "req/s" in str(chart.render()) and "p99" in str(chart.render())
@@ -168,6 +176,7 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     js = list(tmp_path.glob("stackrace-summary-*.json"))
     assert len(md) == len(js) == 1
     assert "gunicorn sync" in md[0].read_text() and '"kind": "queueing"' in js[0].read_text()
+    assert "- gunicorn sync, every level: c=1 " in md[0].read_text()
     await race.pilot.press("escape")
 
 

@@ -64,23 +64,20 @@ HISTORY = 60  # sparkline points: one minute, one per second
 PER_POINT = 4  # intervals (of 250 ms) averaged into one sparkline point
 QPS_EVERY = 2  # intervals averaged into the big QPS figure
 
-_STATE_LABELS = {
-    StackState.STARTING: "starting…",
-    StackState.WARMING: "warming",
-    StackState.READY: "ready",
-    StackState.CRASHED: "CRASHED",
-    StackState.STOPPED: "stopped",
-}
+# each state's word in the border: its own, a crash in capitals, a start under way
+_STATE_LABELS = {s: s.value for s in StackState} | {StackState.STARTING: "starting…"}
+_STATE_LABELS[StackState.CRASHED] = "CRASHED"
 
 
 class StackPane(Vertical, can_focus=True):
     """Figures for one stack (or URL target); focus it to chart its latency."""
 
-    def __init__(self, view: PaneView) -> None:
+    def __init__(self, view: PaneView, color: str = "") -> None:
         # the id is a slug of the member's id: a variant's name is user text
         # (`gunicorn-sync:workers=2` is no valid id); the name is only the label
         super().__init__(id=pane_widget_id(view.id), classes="stack-pane")
         self.pane_id = view.id
+        self.color = color  # the name in large type, in the pane's colour
         self.name_text = view.name  # the stack's name as text; the title is markup: escaped
         self.border_title = escape(view.name)
         self.rps_history: deque[float] = deque(maxlen=HISTORY)
@@ -120,7 +117,9 @@ class StackPane(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         # projector mode only: the stack's name in large type
-        yield BigNumber(self.label, "", id="name-big", classes="fig proj")
+        name = BigNumber(self.label, "", id="name-big", classes="fig proj")
+        name.styles.color = self.color or None
+        yield name
         yield Static("", id="head", classes="head")
         yield Static("", id="breaking", classes="breaking")
         yield Static("", id="log", classes="log")
@@ -146,6 +145,8 @@ class StackPane(Vertical, can_focus=True):
         share one size)."""
 
     def on_resize(self) -> None:
+        if not self.is_attached:  # the app is closing: its parts may be gone
+            return
         self.fit_title()
         self.fit()
         self.post_message(self.Resized())
@@ -458,8 +459,7 @@ class StackPane(Vertical, can_focus=True):
         # what a re-layout or a unit change redraws: the figures on screen, never a newer
         # window's (a layout settling between two redraws changed the p99 figure it showed)
         self._shown_window = w
-        # a wedged server serves nothing now: its big figure is now's (0), never the
-        # level's average of what it served before it stopped (24 req/s under "WEDGED")
+        # wedged: what it serves now (0), not the level's average before it stopped
         wedged = judgment is not None and judgment.state == WEDGED
         qps = f"{three_figures(good if wedged else w.goodput):,}"
         errors = w.requests - w.ok

@@ -150,12 +150,16 @@ class RaceScreen(Screen[None]):
     async def tick(self) -> None:
         """Poll the session and redraw every pane; called by the 4 Hz timer (and tests)."""
         view = await self.session.poll()
+        if not self.is_attached:
+            return  # the app closed during the poll (a web page closed): nothing to draw
         new_interval = view.seq != self._last_seq
         self._last_seq = view.seq
         self._ticks += 1
         with self.app.batch_update():
             if await self.grid.sync(view):
                 self._relayout()
+            if not self.is_attached:
+                return
                 if self.focused_id is None and view.panes:
                     self.focused_id = view.panes[0].id
             self.grid.show(view, new_interval)
