@@ -154,8 +154,8 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     top = max(s.level for r in summary.rows for s in r.steps)
     for row in summary.rows:
         line = next(x for x in about.splitlines() if x.startswith(f"{row.name}: "))
-        assert f"c={top:,} " in line, line
-        assert len(line.split(", ")) == len(row.steps), line
+        assert f"{top:,} " in line, line  # the top level, on its own or ending a run
+        assert line.split(": ", 1)[1].startswith("c=1"), line  # from the first
     chart = summary.query_one("#level-chart", LevelChart)
     assert len(chart.series) == 4
     assert "req/s" in str(chart.render()) and "p99" in str(chart.render())
@@ -176,7 +176,7 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     js = list(tmp_path.glob("stackrace-summary-*.json"))
     assert len(md) == len(js) == 1
     assert "gunicorn sync" in md[0].read_text() and '"kind": "queueing"' in js[0].read_text()
-    assert "- gunicorn sync, every level: c=1 " in md[0].read_text()
+    assert "- gunicorn sync, every level: c=1" in md[0].read_text()
     await race.pilot.press("escape")
 
 

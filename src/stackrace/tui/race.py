@@ -156,10 +156,11 @@ class RaceScreen(Screen[None]):
         self._last_seq = view.seq
         self._ticks += 1
         with self.app.batch_update():
-            if await self.grid.sync(view):
-                self._relayout()
+            added = await self.grid.sync(view)
             if not self.is_attached:
-                return
+                return  # the app closed while panes were mounted (a web page closed)
+            if added:
+                self._relayout()
                 if self.focused_id is None and view.panes:
                     self.focused_id = view.panes[0].id
             self.grid.show(view, new_interval)
