@@ -145,7 +145,7 @@ class StackPane(Vertical, can_focus=True):
         share one size)."""
 
     def on_resize(self) -> None:
-        if not self.is_attached:  # the app is closing: its parts may be gone
+        if not self.app.is_running or not self.is_attached:  # closing: parts may be gone
             return
         self.fit_title()
         self.fit()

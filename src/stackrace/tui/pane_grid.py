@@ -8,8 +8,8 @@ S" never beside "157 MS"), and names shortened alike for large type (tui/names.p
 race screen (stackrace.tui.race) sizes the grid and hands it each tick's view.
 
 The app may close at any await (a web page closed during start-up, a race or big mode:
-`stackrace web` ends the app with the page): after each mount the grid checks it is
-still attached, and queries nothing of a pane that may be gone.
+`stackrace web` ends the app with the page): after each mount the grid checks that the
+app still runs (`closing`), and queries nothing of a pane that may be gone.
 """
 
 from __future__ import annotations
@@ -37,6 +37,14 @@ class PaneGrid(Grid):
         self.pane_colors: dict[str, str] = {}
         self._tops = (0.0, 0.0)
 
+    @property
+    def closing(self) -> bool:
+        """The app is shutting down (or this grid left it): its panes may have lost
+        their parts already (a page closed in `stackrace web` ends the app at once,
+        while a tick is between two awaits; Textual stops running the app, then
+        removes every widget)."""
+        return not self.app.is_running or not self.is_attached
+
     async def sync(self, view: SessionView) -> bool:
         """A pane for every member and ghost of `view` that has none yet; whether any
         was added (the screen then lays the grid out again)."""
@@ -58,7 +66,7 @@ class PaneGrid(Grid):
             # live panes in order, each before the ghosts of other stacks
             first_ghost = next(iter(self.ghost_panes.values()), None)
             await self.mount(pane, before=first_ghost)
-            if not self.is_attached:
+            if self.closing:
                 return False  # the app closed during the mount: nothing more to lay out
         for gv in ghosts:
             # a ghost sits beside its live twin (the same stack), else after them all
@@ -70,7 +78,7 @@ class PaneGrid(Grid):
             )
             self.ghost_panes[gv.id] = ghost
             await self.mount(ghost, after=after) if after is not None else await self.mount(ghost)
-            if not self.is_attached:
+            if self.closing:
                 return False
         self._label_panes()
         return True
@@ -105,7 +113,7 @@ class PaneGrid(Grid):
     def share_scale(self) -> None:
         """One digit size in every pane: the largest scale every pane's box allows (a
         pane a row shorter than its neighbours would otherwise draw smaller digits)."""
-        if not self.panes or not self.is_attached:
+        if not self.panes or self.closing:
             return  # (called after a refresh: the app may have closed meanwhile)
         sizes = [p.content_size for p in self.panes.values() if p.content_size.height > 0]
         box = (min(s.width for s in sizes), min(s.height for s in sizes)) if sizes else None

@@ -150,14 +150,14 @@ class RaceScreen(Screen[None]):
     async def tick(self) -> None:
         """Poll the session and redraw every pane; called by the 4 Hz timer (and tests)."""
         view = await self.session.poll()
-        if not self.is_attached:
+        if self.grid.closing:
             return  # the app closed during the poll (a web page closed): nothing to draw
         new_interval = view.seq != self._last_seq
         self._last_seq = view.seq
         self._ticks += 1
         with self.app.batch_update():
             added = await self.grid.sync(view)
-            if not self.is_attached:
+            if self.grid.closing:
                 return  # the app closed while panes were mounted (a web page closed)
             if added:
                 self._relayout()
