@@ -76,6 +76,23 @@ async def test_a_narrow_panes_sentence_keeps_its_figures_whole():
         assert said.startswith("1,200 timed out"), said
 
 
+async def test_a_wide_pane_shows_every_figure_a_narrow_one_whole_ones():
+    """The waiting line, memory and failures: every figure in a wide pane; in a narrow
+    one each figure shown is whole, and those left out are said with "…"."""
+    async for race in open_race(plan(stacks=("uvicorn",)), settle=8):
+        pane = race.screen.query_one(f"#{pane_widget_id('uvicorn')}", StackPane)
+        assert "timeout 10s" in pane.line("waiting")
+        assert "before" in pane.line("memory")
+    async for race in open_race(plan(), size=(100, 40), settle=8):
+        await race.advance(QPS_EVERY)  # a redraw once the panes have their width
+        for pane in race.screen.query(StackPane):
+            width = pane.content_size.width
+            for name in ("waiting", "memory", "failures"):
+                said = pane.line(name)
+                assert len(said) <= width, (name, said, width)
+                assert not said.endswith("timeout …") and "timeout 1…" not in said, said
+
+
 async def _record_a_preset_race(path: Path) -> None:
     from stackrace.race.core.presets import load_preset
 

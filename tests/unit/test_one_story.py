@@ -11,6 +11,7 @@ import io
 
 import pytest
 from rich.console import Console
+from rich.text import Text
 
 from stackrace.cli import build_parser
 from stackrace.engine.model import LatencySummary, WindowStats
@@ -18,7 +19,7 @@ from stackrace.report import tables
 from stackrace.rules.breaking import step_result
 from stackrace.rules.level import MEASURING, QUEUEING, WEDGED, Evidence, Judgment, judge
 from stackrace.rules.summaries import every_level
-from stackrace.tui.fit import fit_words, fits
+from stackrace.tui.fit import fit_parts, fit_words, fits
 from tests.unit.test_report import make_run
 
 TIMEOUTS = (
@@ -49,6 +50,23 @@ def test_words_go_before_figures():
     assert fit_words(TIMEOUTS, len(TIMEOUTS)) == TIMEOUTS
     # too narrow for the queue's figures: cut before them, said with "…"
     assert fit_words(TIMEOUTS, 30) == "1,200 timed out after 10 s…"
+
+
+def test_figures_side_by_side_are_left_out_whole():
+    """The waiting line read "waiting 200 · 2.18s old · timeout …" at 36 columns: a
+    figure left out is left out whole, and said to be."""
+    parts = [Text("waiting 200"), Text("2.18s old"), Text("timeout 10s")]
+    assert fit_parts(parts, 0).plain == "waiting 200 · 2.18s old · timeout 10s"
+    assert fit_parts(parts, 37).plain == "waiting 200 · 2.18s old · timeout 10s"
+    assert fit_parts(parts, 36).plain == "waiting 200 · 2.18s old …"
+    assert fit_parts(parts, 12).plain == "waiting 200"  # the first always
+    # a part's shorter form before the part goes: what is new, then the total
+    failed = [Text("failed"), (Text("timeout 91 (+3)"), Text("timeout 91"))]
+    assert fit_parts(failed, 30, sep=" ").plain == "failed timeout 91 (+3)"
+    assert fit_parts(failed, 20, sep=" ").plain == "failed timeout 91"
+    assert fit_parts(failed, 12, sep=" ").plain == "failed …"
+    mem = [Text("RSS 44.0 MiB"), Text("USS 35.2 MiB"), Text("before 43.1 MiB")]
+    assert fit_parts(mem, 36, sep="  ").plain == "RSS 44.0 MiB  USS 35.2 MiB …"
 
 
 def _judgment(level: int, state: str) -> Judgment:

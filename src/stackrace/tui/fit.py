@@ -14,14 +14,20 @@ rows (wrapped at spaces, as the widget wraps it):
 3. cut at a clause, then at a word, never inside a figure or a bracket that holds one,
    and said with "…".
 
-Pure text (no widget), so a unit test holds every form; the panes (stackrace.tui.pane)
-call it with their width on each redraw.
+A line of figures side by side (`fit_parts`: the waiting clients and the timeout, RSS,
+USS and RSS before) keeps each figure whole and leaves out the last that do not fit.
+
+Pure text (Rich text, no widget), so a unit test holds every form; the panes
+(stackrace.tui.pane) call it with their width on each redraw.
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Sequence
+
+from rich.text import Text
 
 # what the rules write, and a shorter way to say it; longest first where one holds another
 SHORTER: tuple[tuple[str, str], ...] = (
@@ -107,3 +113,24 @@ def _cut(text: str, room: int) -> str:
         kept.pop()
     out = " ".join(kept).rstrip(" ,:;·—")
     return out + ELLIPSIS if out else text[: max(0, room - 1)] + ELLIPSIS
+
+
+def fit_parts(parts: Sequence[Text | tuple[Text, ...]], width: int, sep: str = " · ") -> Text:
+    """Figures side by side (`parts`: "waiting 200", "2.2 s old", "timeout 10s") in
+    `width` columns: the first always, each next one only whole, in the first of its
+    forms that fits (a tuple: longest first, "timeout 91 (+3)" then "timeout 91") — a
+    part that does not fit is left out with those after it, said by "…", never cut to
+    "timeout …" (0: any width)."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for i, part in enumerate(parts):
+        forms = part if isinstance(part, tuple) else (part,)
+        room = width - out.cell_len - (len(sep) if i else 0)
+        form = next((f for f in forms if not width or not i or f.cell_len <= room), None)
+        if form is None:
+            if out.cell_len + 2 <= width:
+                out.append(" " + ELLIPSIS, style="dim")  # more was left out
+            break
+        if i:
+            out.append(sep, style="dim")
+        out.append_text(form)
+    return out

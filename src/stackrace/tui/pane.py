@@ -395,7 +395,7 @@ class StackPane(Vertical, can_focus=True):
         if res is not None and res is self._res_shown:
             return  # memory and CPU change with a new sample only (once a second)
         self._res_shown = res
-        mem = memory_line(view, self.projector)
+        mem = memory_line(view, self.projector, self.content_size.width)
         self._lines["memory"] = mem
         cpu = cpu_line(view, self.projector, self.content_size.width)
         self._lines["cpu"] = cpu
@@ -478,9 +478,9 @@ class StackPane(Vertical, can_focus=True):
         """The window's failures by kind, what is new since the last redraw, and the
         clients still waiting; "none" is green only when the judgment is."""
         self.failures_seen = {k: n for k, n in w.failures.items() if n}
-        line, self.rising = failures_line(w, new, judgment)
+        line, self.rising = failures_line(w, new, judgment, self.content_size.width)
         self._lines["failures"] = line
-        wait = waiting_line(w, self._timeout)
+        wait = waiting_line(w, self._timeout, self.content_size.width)
         self._lines["waiting"] = wait
         self._set("failures", two_lines(line, wait))
         self._proj["failed"] = f"{sum(self.failures_seen.values()):,}"

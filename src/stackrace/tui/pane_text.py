@@ -25,6 +25,7 @@ from stackrace.rules.level import (
     WARMING,
     Judgment,
 )
+from stackrace.tui.fit import fit_parts
 from stackrace.tui.format import FAILURE_LABELS, fmt_clock, fmt_lat, fmt_level, fmt_mb
 
 _PERCENTILES = ("p50", "p90", "p99", "p99.9", "max")
@@ -224,22 +225,23 @@ def path_of(url: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
-def memory_line(view: PaneView, projector: bool) -> Text:
-    """RSS (and USS, and RSS before the load, unless in projector mode), or why there is
-    no figure: a server started by hand without --pid is not sampled."""
+def memory_line(view: PaneView, projector: bool, width: int = 0) -> Text:
+    """RSS (and USS, and RSS before the load, unless in projector mode), each whole in
+    `width` (the last left out rather than cut), or why there is no figure: a server
+    started by hand without --pid is not sampled."""
     res = view.resources
-    mem = Text(no_wrap=True, overflow="ellipsis")
+    parts = []
     if res is not None:
-        mem.append("RSS ", style="dim").append(f"{fmt_mb(res.rss)}", style="bold")
+        parts.append(Text("RSS ", style="dim").append(f"{fmt_mb(res.rss)}", style="bold"))
         if not projector:
-            mem.append("  USS ", style="dim").append(fmt_mb(res.uss))
+            parts.append(Text("USS ", style="dim").append(fmt_mb(res.uss)))
     elif view.external:  # a server started by hand, without --pid: nothing to sample
-        mem.append("RSS not sampled", style="dim")
+        parts.append(Text("RSS not sampled", style="dim"))
     else:
-        mem.append("RSS –", style="dim")
+        parts.append(Text("RSS –", style="dim"))
     if view.baseline is not None and not projector:
-        mem.append("  before ", style="dim").append(fmt_mb(view.baseline.rss))
-    return mem
+        parts.append(Text("before ", style="dim").append(fmt_mb(view.baseline.rss)))
+    return fit_parts(parts, width, sep="  ")
 
 
 def cpu_line(view: PaneView, projector: bool, width: int = 0) -> Text:
@@ -273,14 +275,13 @@ def _cpu_line(view: PaneView, projector: bool, wait_words: str) -> Text:
 
 
 def failures_line(
-    w: WindowStats, new: dict[str, int], judgment: Judgment | None = None
+    w: WindowStats, new: dict[str, int], judgment: Judgment | None = None, width: int = 0
 ) -> tuple[Text, bool]:
-    """The window's failures by kind and what is new since the last redraw (`new`), and
-    whether any rose (then the line is in alarm colours); "none" is green only when the
-    judgment is."""
+    """The window's failures by kind and what is new since the last redraw (`new`), each
+    kind whole in `width` (tui/fit.py), and whether any rose (then the line is in alarm
+    colours); "none" is green only when the judgment is."""
     rising = False
-    line = Text(no_wrap=True, overflow="ellipsis")
-    line.append("failed ", style="dim")
+    parts: list[Text | tuple[Text, ...]] = [Text("failed", style="dim")]
     for kind in FAILURE_KINDS:
         total = w.failures.get(kind, 0)
         if not total:
@@ -292,40 +293,42 @@ def failures_line(
             label = f"HTTP {codes}" if codes else label
         if now:
             rising = True
-            line.append(f"{label} {total:,} (+{now:,}) ", style="bold")
+            # what is new goes before the total does, in a narrow pane
+            parts.append(
+                (Text(f"{label} {total:,} (+{now:,})", style="bold"), Text(f"{label} {total:,}"))
+            )
         else:
-            line.append(f"{label} {total:,} ", style="")
+            parts.append(Text(f"{label} {total:,}"))
     if not any(w.failures.values()):
         # nothing failed *yet*: with clients waiting past the bound that is not
         # health, and the timeout says how long they may wait before they fail
         green = judgment is not None and judgment.green
-        line.append(
-            "none" if green or not w.waiting else "none yet", style="green" if green else ""
-        )
+        said = "none" if green or not w.waiting else "none yet"
+        parts.append(Text(said, style="green" if green else ""))
+    line = fit_parts(parts, width, sep=" ")
     if rising:
         line.stylize(_RISING)
     return line, rising
 
 
-def waiting_line(w: WindowStats, timeout: float) -> Text:
+def waiting_line(w: WindowStats, timeout: float, width: int = 0) -> Text:
     """The clients still waiting, the oldest wait, those still connecting, and the
-    timeout that bounds them; in warning colours while some wait longer than the
-    window."""
-    wait = Text(no_wrap=True, overflow="ellipsis")
+    timeout that bounds them, each whole in `width` (tui/fit.py: the timeout goes
+    before it is cut to "timeout …"); in warning colours while some wait longer than
+    the window."""
+    parts = []
     if w.waiting:
-        wait.append("waiting ", style="dim")
-        wait.append(f"{w.waiting:,}", style="bold")
+        parts.append(Text("waiting ", style="dim").append(f"{w.waiting:,}", style="bold"))
         if w.oldest_wait_us:
-            wait.append(" · ", style="dim")
-            wait.append(fmt_lat(w.oldest_wait_us), style="bold" if w.stale else "")
-            wait.append(" old", style="dim")
+            old = Text(fmt_lat(w.oldest_wait_us), style="bold" if w.stale else "")
+            parts.append(old.append(" old", style="dim"))
         if w.connecting:
             # the server's accept queue is full: these never got a byte out
-            wait.append(" · ", style="dim")
-            wait.append(f"{w.connecting:,} connecting", style="bold")
+            parts.append(Text(f"{w.connecting:,} connecting", style="bold"))
     else:
-        wait.append("waiting 0", style="dim")
-    wait.append(f" · timeout {timeout:g}s", style="dim")
+        parts.append(Text("waiting 0", style="dim"))
+    parts.append(Text(f"timeout {timeout:g}s", style="dim"))
+    wait = fit_parts(parts, width)
     if w.stale:
         wait.stylize(_QUEUED)
     return wait
