@@ -141,3 +141,20 @@ def test_stack_is_hinted_toward_stacks(capsys):
     # a command mistyped is still a command mistyped
     err = _error(["lod", "http://127.0.0.1:9/"], capsys)
     assert err.startswith("stackrace: argument COMMAND: invalid choice: 'lod'")
+
+
+def test_a_demo_of_a_seed_preset_carries_its_experiment():
+    """`stackrace --preset seed-002-… --demo --go` showed no then-beside-now strip, and so
+    its recording and replay had none: the demo's session carries the experiment too."""
+    from stackrace.commands.app_args import app_options
+    from stackrace.race.live.setup import build_session
+
+    args = build_parser().parse_args(
+        ["--demo", "--preset", "seed-002-concurrency-ceilings", "--go"]
+    )
+    session, _plan, _catalog, _picker = build_session(app_options(args))
+    assert session.then is not None and session.then.experiment == "002"
+    plain, *_ = build_session(
+        app_options(build_parser().parse_args(["--demo", "--stacks", "uvicorn", "--go"]))
+    )
+    assert plain.then is None
