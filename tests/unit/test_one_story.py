@@ -61,7 +61,10 @@ def test_figures_side_by_side_are_left_out_whole():
     assert fit_parts(parts, 36).plain == "waiting 200 · 2.18s old …"
     assert fit_parts(parts, 12).plain == "waiting 200"  # the first always
     # a part's shorter form before the part goes: what is new, then the total
-    failed = [Text("failed"), (Text("timeout 91 (+3)"), Text("timeout 91"))]
+    failed: list[Text | tuple[Text, ...]] = [
+        Text("failed"),
+        (Text("timeout 91 (+3)"), Text("timeout 91")),
+    ]
     assert fit_parts(failed, 30, sep=" ").plain == "failed timeout 91 (+3)"
     assert fit_parts(failed, 20, sep=" ").plain == "failed timeout 91"
     assert fit_parts(failed, 12, sep=" ").plain == "failed …"
