@@ -9,11 +9,12 @@ wall clock."""
 from __future__ import annotations
 
 import pytest
+from textual.widgets import Input
 
 from stackrace.race.core.plan import RacePlan
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.tui.chart import PercentileChart
-from stackrace.tui.dialogs import CapacityScreen
+from stackrace.tui.dialogs import CapacityScreen, SloScreen
 from stackrace.tui.pane import StackPane, pane_widget_id
 
 from .conftest import open_race
@@ -53,9 +54,44 @@ async def test_no_slo_no_line():
         pane = race.screen.query_one(f"#{pane_widget_id('uvicorn')}", StackPane)
         assert pane.slo_text == "" and pane.slo_meets is None
         assert race.screen.query_one("#chart", PercentileChart).slo_us is None
-        await race.pilot.press("k")  # says why it cannot search, starts nothing
+        await race.pilot.press("k")  # asks for the SLO; Escape leaves the race as it was
+        await race.pilot.pause()
+        assert isinstance(race.app.screen, SloScreen)
+        await race.pilot.press("escape")
         await race.advance(1)
-        assert race.session.ranking.search is None
+        assert race.session.ranking.search is None and race.session.slo is None
+        assert race.app.screen is race.screen
+
+
+async def test_k_without_slo_asks_for_it_in_the_app_and_searches_under_it():
+    """`k` on a race started without --slo: a small dialog asks for the objective
+    (checked as --slo is: a bad one is said there, with the term), and Enter starts the
+    search under it — no restart."""
+    async for race in open_race(slo_plan("")):
+        await race.advance(8)
+        await race.pilot.press("k")
+        await race.pilot.pause()
+        dialog = race.app.screen
+        assert isinstance(dialog, SloScreen)
+        await race.pilot.press(*"speed<5ms")  # no such figure: refused, the dialog stays
+        await race.pilot.press("enter")
+        await race.pilot.pause()
+        assert race.app.screen is dialog and race.session.slo is None
+        said = str(dialog.query_one("#slo-error").render())
+        assert "speed" in said, said
+        field = dialog.query_one("#slo-input", Input)
+        field.value = ""
+        await race.pilot.press(*"p99<50ms")
+        await race.pilot.press("enter")
+        await race.advance(1)
+        assert race.app.screen is race.screen
+        assert race.session.slo is not None and race.session.slo.text.startswith("p99 < 50 ms")
+        assert race.session.ranking.search is not None
+        assert "capacity under p99 < 50 ms" in race.text("#status-line")
+        # the panes hold every level to it from now on, as under --slo
+        await race.advance(12)
+        fast = race.screen.query_one(f"#{pane_widget_id('uvicorn')}", StackPane)
+        assert fast.slo_text.startswith("SLO p99 < 50 ms")
 
 
 @pytest.mark.slow  # ~15 s: a few hundred engine steps, each drawn

@@ -40,9 +40,14 @@ async def test_pane_shows_qps_latency_failures_memory_cpu(race: Race):
     p = race.screen.query_one(pane, StackPane)
     assert p.line("failures") == "failed none"
     assert p.line("waiting").startswith("waiting 10 ")
-    assert "timeout 10s" in p.line("waiting")
+    # a figure whole in the pane's width, or left out and said to be (never "timeout 1…")
+    width = p.content_size.width
+    waiting = p.line("waiting")
+    assert "timeout 10s" in waiting or waiting.endswith(" …"), waiting
     memory = p.line("memory")
-    assert "RSS" in memory and "USS" in memory and "before" in memory and "MiB" in memory
+    assert "RSS" in memory and "USS" in memory and "MiB" in memory
+    assert "before" in memory or memory.endswith(" …"), memory
+    assert len(waiting) <= width and len(memory) <= width
     assert p.line("cpu").startswith("CPU ") and "%" in p.line("cpu")
     # both lines of each pair are on screen
     assert race.text(f"{pane} #failures").split("\n") == [p.line("failures"), p.line("waiting")]
@@ -148,6 +153,14 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     rps = lambda cell: float(str(cell).removesuffix(" req/s").replace(",", ""))  # noqa: E731
     assert rps(uvi[1]) > rps(sync[1])
     # the combined chart: every stack's levels, req/s and p99
+    # every level of every stack named with its state, those after a break too (a
+    # 4-stack ramp's summary never said what happened at its top level)
+    about = str(summary.query_one("#summary-about").render())
+    top = max(s.level for r in summary.rows for s in r.steps)
+    for row in summary.rows:
+        line = next(x for x in about.splitlines() if x.startswith(f"{row.name}: "))
+        assert f"{top:,} " in line, line  # the top level, on its own or ending a run
+        assert line.split(": ", 1)[1].startswith("c=1"), line  # from the first
     chart = summary.query_one("#level-chart", LevelChart)
     assert len(chart.series) == 4
     assert "req/s" in str(chart.render()) and "p99" in str(chart.render())
@@ -168,6 +181,7 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     js = list(tmp_path.glob("stackrace-summary-*.json"))
     assert len(md) == len(js) == 1
     assert "gunicorn sync" in md[0].read_text() and '"kind": "queueing"' in js[0].read_text()
+    assert "- gunicorn sync, every level: c=1" in md[0].read_text()
     # and the race as one offline page: every stack over time, the ramp's verdicts
     (page,) = tmp_path.glob("stackrace-summary-*.html")
     text = page.read_text()

@@ -72,9 +72,10 @@ def test_a_stack_waiting_for_a_full_shared_core_has_no_verdict_of_its_own():
     broke"). Now: not judged, limited by a busy core; the race's verdict is the core."""
     full = shared_core([(25, 70), (24, 71), (26, 69), (23, 72)], cores=1)
     assert full.full and full.headline() == (
-        "the 4 stacks share one core, which is full: figures compare shares"
+        "the 4 stacks share one core, full of their own work (they ran 98% of it): "
+        "figures compare shares"
     )
-    assert "%" not in full.headline()  # never "waited 573 %"
+    assert "573" not in full.headline() and "282" not in full.headline()  # no summed waits
     share = CpuShare(used=25, capacity=100, waited=70, core_full=full.full)
     steps = [
         step_result(10, window(4000, 2.5, fastest_ms=0.2), share=share),
@@ -87,6 +88,21 @@ def test_a_stack_waiting_for_a_full_shared_core_has_no_verdict_of_its_own():
     old = CpuShare(used=95, capacity=100)
     again = [step_result(s.level, s.window, share=old) for s in steps]
     assert kind_of_break(again) == SATURATED
+
+
+def test_a_full_core_names_what_filled_it():
+    """Four stacks whose CPU adds to 63 % of the one core they share, each waiting for
+    it: the core is full, and what filled it is other programs, said so (the header
+    once said "which is full" and named nothing)."""
+    others = shared_core([(16, 40), (15, 41), (17, 39), (15, 40)], cores=1)
+    assert others.full
+    said = others.headline()
+    assert said == (
+        "the 4 stacks share one core, full: they ran 63% of it, other programs took the "
+        "rest: figures compare shares"
+    )
+    two = shared_core([(90, 10), (85, 12)], cores=2)
+    assert two.full and "they ran 88% of them" in two.headline()
 
 
 def test_a_stack_cpu_bound_by_itself_stays_saturated_and_a_blocked_one_queues():

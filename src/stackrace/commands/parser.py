@@ -108,6 +108,9 @@ class OneLineArgumentParser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]  # argparse's own signature
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
+        # the words given, for a hint about an unknown option that argparse reports as
+        # something else (`stackrace --stack uvicorn`: "invalid choice: 'uvicorn'")
+        self._given = list(sys.argv[1:] if args is None else args)
         parsed, extras = super().parse_known_args(args, namespace)
         if extras and " " in self.prog:
             # a subcommand's (`stackrace load`): said here, under its name
@@ -130,7 +133,21 @@ class OneLineArgumentParser(argparse.ArgumentParser):
             raise argparse.ArgumentError(action, str(exc)) from None
 
     def error(self, message: str) -> NoReturn:
+        message = self._unknown_option_first(message)
         self.exit(2, f"{self.prog}: {message}{self.hint(message)}\n")
+
+    def _unknown_option_first(self, message: str) -> str:
+        """An unknown option before the word argparse took for a command is the error
+        (`stackrace --stack uvicorn` is `--stack`, not a command named `uvicorn`)."""
+        choice = re.match(r"argument \S+: invalid choice: '([^']*)'", message)
+        given = getattr(self, "_given", [])
+        if choice is None or choice.group(1) not in given:
+            return message
+        i = given.index(choice.group(1))
+        flag = given[i - 1] if i > 0 else ""
+        if flag.startswith("-") and flag.split("=")[0] not in self._option_string_actions:
+            return f"unrecognized arguments: {flag} {given[i]}"
+        return message
 
     def hint(self, message: str) -> str:
         """What the user may have meant ("" when nothing is near)."""

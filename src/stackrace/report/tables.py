@@ -210,8 +210,7 @@ def markdown(run: BenchRun) -> str:
         lines += [f"- † {md(n)}" for n in notes]
     lines.append("")
     lines.append(
-        "✗ marks each stack's breaking point (the rules: stackrace's docs/verdicts.md); † "
-        "a level whose figures come with a note. *req/s*: answers that count (2xx/3xx or "
+        " ".join(legend(run, markdown=True)) + " *req/s*: answers that count (2xx/3xx or "
         "the expected statuses); the others are in *failures*. *waiting*: requests sent "
         "and not answered when the level ended (the oldest's age in brackets)."
     )
@@ -229,6 +228,27 @@ def markdown(run: BenchRun) -> str:
     if then_now:
         lines += ["", then_now]
     return "\n".join(lines) + "\n"
+
+
+MARKS = {
+    "✗": "marks each stack's breaking point (the rules: stackrace's docs/verdicts.md)",
+    "†": "a level whose figures come with a note (its † line says which)",
+}
+
+
+def legend(run: BenchRun, markdown: bool = False) -> list[str]:
+    """What every mark and word of the table that is not a figure means, one sentence
+    each, for the marks and words the table holds (a table says what its ✗ is)."""
+    cells = [c for r in rows(run) for c in r[1:]]
+    out = [f"{mark} {meaning}." for mark, meaning in MARKS.items() if any(mark in c for c in cells)]
+    if not markdown:  # (the Markdown says what its columns hold after the legend)
+        if any(c == NO_ANSWERS for c in cells):
+            out.append(f"{NO_ANSWERS}: nothing came back at that level, so no latency.")
+        if any(c == NOT_SAMPLED for c in cells):
+            out.append(f"{NOT_SAMPLED}: a server started by you without --pid.")
+        if any(c.endswith(")") and "(" in c for r in rows(run) for c in (r[2], r[7])):
+            out.append("In brackets: the lowest–highest repeat (req/s); the oldest wait (waiting).")
+    return out
 
 
 def notes_lines(run: BenchRun) -> list[str]:
@@ -329,8 +349,15 @@ def to_csv(run: BenchRun) -> str:
 def rich_table(run: BenchRun, title: str | None = None) -> Table:
     from rich.table import Table
 
-    # names are user text (`gunicorn-sync[app]`): never rich markup, never a control byte
-    table = Table(title=printable.markup(title) if title else None, header_style="bold")
+    # names are user text (`gunicorn-sync[app]`): never rich markup, never a control byte;
+    # every mark in the table is said under it (a ✗ nothing explained read as an error)
+    caption = "\n".join(legend(run)) or None
+    table = Table(
+        title=printable.markup(title) if title else None,
+        header_style="bold",
+        caption=printable.markup(caption, newlines=True) if caption else None,
+        caption_justify="left",
+    )
     for i, col in enumerate(COLUMNS):
         table.add_column(col, justify="left" if i == 0 else "right")
     previous = None
@@ -338,7 +365,7 @@ def rich_table(run: BenchRun, title: str | None = None) -> Table:
         if previous is not None and r[0] != previous:
             table.add_section()
         previous = r[0]
-        style = "red" if r[1].endswith("✗") else None
+        style = "red" if "✗" in r[1] else None  # (" ✗ †": a break with a note)
         table.add_row(*(printable.markup(c) for c in r), style=style)
     return table
 

@@ -14,9 +14,10 @@
 - **The shared cores** (`SharedCore`): when stacks share cores (two cores: the engines
   get one, the stacks share the other), each gets a share and waits the rest; judged
   one by one every pane would read "uvicorn broke" when what happened is that the core
-  was full. The race says so once, in words a room reads ("the 4 stacks share one
-  core, which is full: figures compare shares"), never as summed
-  percentages (four stacks waiting on one core add up to "waited 573 %").
+  was full. The race says so once, in words a room reads, naming what filled it ("the 4
+  stacks share one core, full: they ran 63% of it, other programs took the rest:
+  figures compare shares"), never as summed waits (four stacks waiting on one core
+  add up to "waited 573 %").
 - **The share it got** (`share_got`): of the time it wanted a core, the share it ran.
   A queue is scaled by it before it is called the core's (rules/level.py): a server
   that got its core 40 % of the time it wanted one serves at most at 40 % of its speed,
@@ -134,9 +135,18 @@ class SharedCore:
         )
 
     def headline(self) -> str:
-        """The race's verdict, for the header, in words (no summed percentages)."""
-        where = "one core, which is" if self.cores == 1 else f"{self.cores} cores, which are"
-        return f"the {self.stacks} stacks share {where} full: figures compare shares"
+        """The race's verdict, for the header, in words, naming what filled the cores:
+        the stacks' own work, or other programs beside it (their CPU added to 63 % of
+        one core while they waited for it). One share of the cores, never summed waits
+        ("waited 573 %")."""
+        where = "one core" if self.cores == 1 else f"{self.cores} cores"
+        it = "it" if self.cores == 1 else "them"
+        ran = min(100.0, self.used / self.cores)
+        if self.used >= SHARED_FULL * 100.0 * self.cores:
+            filled = f"full of their own work (they ran {ran:.0f}% of {it})"
+        else:
+            filled = f"full: they ran {ran:.0f}% of {it}, other programs took the rest"
+        return f"the {self.stacks} stacks share {where}, {filled}: figures compare shares"
 
 
 def shared_core(cpu: list[tuple[float, float]], cores: int) -> SharedCore:

@@ -350,7 +350,10 @@ def judge(e: Evidence) -> Judgment:
     recent = _recent_failure(e.recent)
     if not step.enough and not recent:
         n = w.requests
-        return judged(MEASURING, f"{n:,} answer{'s' if n != 1 else ''} in {w.seconds:.1f} s")
+        # timed as req/s is (`-n`: first send to last answer): one duration per report
+        timed = w.span_seconds or w.seconds
+        took = f"{timed:.2f}" if timed < 10 else f"{timed:.1f}"
+        return judged(MEASURING, f"{n:,} answer{'s' if n != 1 else ''} in {took} s")
     failing = ""
     if step.enough and share > FAILURE_RATIO:
         failing = f"{100 * share:.1f}% failed ({failure_words(w)})"

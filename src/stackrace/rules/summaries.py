@@ -2,6 +2,7 @@
 
     breaking_sentence(verdict)     # "queueing at c=100: 100 wait ~1.1 s each; …; p99 there 1.2 s"
     unbroken_sentence(judgments)   # "no breaking point up to c=100: p99 26 ms there, within …"
+    every_level(levels, judgments) # "c=1–50 keeping up, c=100 QUEUEING, c=1,000 WEDGED"
 
 The words bench's closing lines, the app's summary, its exports and `stackrace report`
 share, from the rules' judgments (stackrace.rules.level): a break names its p99 there,
@@ -64,6 +65,32 @@ def unbroken_sentence(judgments: Sequence[Judgment], rate_mode: bool = False) ->
         levels = ", ".join(level_text(j.level, rate_mode) for j in missed)
         parts.append(f"missed the SLO at {levels} ({missed[-1].why})")
     return "; ".join(parts)
+
+
+def every_level(
+    levels: Sequence[int], judgments: Sequence[Judgment], rate_mode: bool = False
+) -> str:
+    """Each level measured and what the rules said of it, in order, levels in a row with
+    one state said once ("c=1–2 keeping up, c=5–500 QUEUEING, c=1,000 FAILING"): a
+    summary names every level, the ones after the break included (a ramp to c=1,000
+    that said only "queueing at c=5" left the room to guess what c=1,000 did); a level
+    too short to judge says so."""
+    by = {j.level: j.label for j in judgments}
+    runs: list[tuple[int, int, str]] = []  # first level, last level, state
+    for n in levels:
+        said = by.get(n, "too short to judge")
+        if runs and runs[-1][2] == said:
+            runs[-1] = (runs[-1][0], n, said)
+        else:
+            runs.append((n, n, said))
+    return ", ".join(f"{_span(a, b, rate_mode)} {said}" for a, b, said in runs)
+
+
+def _span(first: int, last: int, rate_mode: bool) -> str:
+    """ "c=5–500", "c=1,000", "100–500 req/s": levels in a row."""
+    if first == last:
+        return level_text(first, rate_mode)
+    return f"{first:,}–{last:,} req/s" if rate_mode else f"c={first:,}–{last:,}"
 
 
 def not_judged_note(j: Judgment) -> str:

@@ -1,5 +1,6 @@
-"""Modal screens over the race: a stack's log (`l`), the summary table (`t`) and the
-capacity ranking (`k`)."""
+"""Modal screens over the race: a stack's log (`l`), the summary table (`t`), the
+capacity ranking (`k`) and the SLO it searches under, asked in the app when the race
+started without --slo (a restart would lose the race in front of the room)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Label, Log, Static
+from textual.widgets import DataTable, Footer, Input, Label, Log, Static
 
 from stackrace.base.printable import textual_markup as escape
 from stackrace.race.live.summary import (
     SummaryContext,
     at_breaking,
     kept_up,
+    levels_text,
     peak_text,
     unbroken_text,
 )
@@ -180,16 +182,22 @@ class SummaryScreen(ModalScreen[None]):
             out.append(LevelSeries(row.name, color, points, broke, row.knee_point))
         return out
 
-    def _about(self) -> str:
-        """Why the ramp ended and what its clean start did (the summary's first lines)."""
+    def _about(self) -> Text:
+        """Why the ramp ended and what its clean start did (the summary's first lines),
+        and every level of every stack with its state, the levels after a break too."""
+        out = Text()
         c = self.context
-        if c is None:
-            return ""
-        out = []
-        if c.ended:
-            out.append(f"The ramp {c.ended}.")
-        out += [f"Clean start: {note}." for note in c.notes]
-        return "\n".join(out)
+        if c is not None:
+            if c.ended:
+                out.append(f"The ramp {c.ended}.\n")
+            for note in c.notes:
+                out.append(f"Clean start: {note}.\n")
+        for row in self.rows:
+            if row.steps:
+                out.append(f"{row.name}: ", style="bold")
+                out.append(f"{levels_text(row, self.rate_mode)}\n")
+        out.rstrip()
+        return out
 
     def on_mount(self) -> None:
         if not self.query("#summary-about"):
@@ -318,3 +326,43 @@ class CapacityScreen(ModalScreen[None]):
             cells = row(c)
             style = "bold green" if n == 1 and c.load is not None else ""
             table.add_row(str(n), Text(name, style="bold"), Text(cells[0], style=style), *cells[1:])
+
+
+class SloScreen(ModalScreen[str | None]):
+    """`k` without --slo: the objective to search under, typed in the app and checked
+    as --slo is (`check` returns why it is refused, "" when taken); Enter starts the
+    search, Escape leaves the race as it was."""
+
+    # no `s` here: the field takes letters ("failures")
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "cancel")]
+
+    def __init__(self, check: Callable[[str], str]) -> None:
+        super().__init__(classes="dialog")
+        self.check = check
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box", id="slo-box"):
+            yield Label("Capacity under which SLO?", classes="dialog-title")
+            yield Static(
+                "Each stack's highest load that meets it, searched at once (as "
+                "--slo: a percentile, mean, max, failures, waiting; e.g. p99<50ms or "
+                "p99<100ms,failures<0.1%).",
+                id="slo-about",
+                markup=False,
+            )
+            yield Input(placeholder="p99<50ms", id="slo-input")
+            yield Static("", id="slo-error")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        why = self.check(text) if text else "type an objective, e.g. p99<50ms"
+        if why:
+            # the user's text comes back in the reason: plain text, never markup
+            self.query_one("#slo-error", Static).update(Text(why, style="bold red"))
+            return
+        self.dismiss(text)

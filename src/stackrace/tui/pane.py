@@ -9,8 +9,9 @@ handed over in the view), and every figure under it — the big req/s (goodput: 
 that count), the latency table, the failures and the waiting clients — is read from
 the same window the judgment was made on: the level's running totals (the last
 interval only while the level is too young to judge). Only the sparklines follow the
-intervals. A tick, "keeping up" or a green "none" shows only when the judgment is
-green.
+intervals, and the big req/s of a WEDGED pane: what it serves now (0), not the level's
+average of what it served before it stopped. A tick, "keeping up" or a green "none"
+shows only when the judgment is green.
 
 What it shows fits its size (`fit`, on each resize, by stackrace.tui.layout's plans);
 what each line says is stackrace.tui.pane_text's. In projector mode (`b`) the pane shows
@@ -33,11 +34,12 @@ from stackrace.base.slug import slug
 from stackrace.engine.model import WindowStats
 from stackrace.race.core.state import StackState
 from stackrace.race.live.view import PaneView
-from stackrace.rules.level import KEEPING_UP, MEASURING, STATES, Judgment
+from stackrace.rules.level import KEEPING_UP, MEASURING, STATES, WEDGED, Judgment
 from stackrace.tui.bignum import REFERENCE, BigNumber, rows_needed, scale_for
 from stackrace.tui.format import fmt_level, fmt_mb, fmt_rate
 from stackrace.tui.layout import P99_LABEL, P99_REFERENCE, plan_projector, plan_rows
 from stackrace.tui.pane_text import (
+    annotation_text,
     cpu_line,
     failures_line,
     latency_lines,
@@ -53,7 +55,7 @@ from stackrace.tui.pane_text import (
     three_figures,
     title_for,
     two_lines,
-    verdict_line,
+    verdict_row,
     waiting_line,
 )
 from stackrace.tui.spark import ScaledSparkline
@@ -62,23 +64,20 @@ HISTORY = 60  # sparkline points: one minute, one per second
 PER_POINT = 4  # intervals (of 250 ms) averaged into one sparkline point
 QPS_EVERY = 2  # intervals averaged into the big QPS figure
 
-_STATE_LABELS = {
-    StackState.STARTING: "starting…",
-    StackState.WARMING: "warming",
-    StackState.READY: "ready",
-    StackState.CRASHED: "CRASHED",
-    StackState.STOPPED: "stopped",
-}
+# each state's word in the border: its own, a crash in capitals, a start under way
+_STATE_LABELS = {s: s.value for s in StackState} | {StackState.STARTING: "starting…"}
+_STATE_LABELS[StackState.CRASHED] = "CRASHED"
 
 
 class StackPane(Vertical, can_focus=True):
     """Figures for one stack (or URL target); focus it to chart its latency."""
 
-    def __init__(self, view: PaneView) -> None:
+    def __init__(self, view: PaneView, color: str = "") -> None:
         # the id is a slug of the member's id: a variant's name is user text
         # (`gunicorn-sync:workers=2` is no valid id); the name is only the label
         super().__init__(id=pane_widget_id(view.id), classes="stack-pane")
         self.pane_id = view.id
+        self.color = color  # the name in large type, in the pane's colour
         self.name_text = view.name  # the stack's name as text; the title is markup: escaped
         self.border_title = escape(view.name)
         self.rps_history: deque[float] = deque(maxlen=HISTORY)
@@ -118,7 +117,9 @@ class StackPane(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         # projector mode only: the stack's name in large type
-        yield BigNumber(self.label, "", id="name-big", classes="fig proj")
+        name = BigNumber(self.label, "", id="name-big", classes="fig proj")
+        name.styles.color = self.color or None
+        yield name
         yield Static("", id="head", classes="head")
         yield Static("", id="breaking", classes="breaking")
         yield Static("", id="log", classes="log")
@@ -144,6 +145,8 @@ class StackPane(Vertical, can_focus=True):
         share one size)."""
 
     def on_resize(self) -> None:
+        if not self.app.is_running or not self.is_attached:  # closing: parts may be gone
+            return
         self.fit_title()
         self.fit()
         self.post_message(self.Resized())
@@ -381,9 +384,8 @@ class StackPane(Vertical, can_focus=True):
             path = view.loads or (f"GET {path_of(view.url)}" if view.url else "")
             self._set("head", f"{self._family}  {level}" + (f"  {path}" if path else ""))
             self._show_verdict(view, rate_mode)
-            # why it broke (its evidence's cause) before any other sentence; the knee
-            # predicted while nothing else needs saying (race/live/why_view.py)
-            said = view.cause or view.annotation or view.knee_text
+            rows = self._rows.get("annotation", 1) or 1
+            said = annotation_text(view, self.content_size.width or 40, rows)
             self._set("annotation", Text(said, style="italic", overflow="ellipsis"))
             if self._proj.get("why", "") != view.cause_kind:
                 self._proj["why"] = view.cause_kind
@@ -395,9 +397,9 @@ class StackPane(Vertical, can_focus=True):
         if res is not None and res is self._res_shown:
             return  # memory and CPU change with a new sample only (once a second)
         self._res_shown = res
-        mem = memory_line(view, self.projector)
+        mem = memory_line(view, self.projector, self.content_size.width)
         self._lines["memory"] = mem
-        cpu = cpu_line(view, self.projector)
+        cpu = cpu_line(view, self.projector, self.content_size.width)
         self._lines["cpu"] = cpu
         self._set("memory", two_lines(mem, cpu))
         self._proj["rss"] = fmt_mb(res.rss) if res is not None else "–"
@@ -405,15 +407,8 @@ class StackPane(Vertical, can_focus=True):
         self._show_proj()
 
     def _show_verdict(self, view: PaneView, rate_mode: bool) -> None:
-        line = Text(no_wrap=True, overflow="ellipsis")
         width = self.content_size.width or 40
-        live = view.state in (StackState.READY, StackState.WARMING)
-        if view.judgment is not None and view.target is not None and live:
-            line = verdict_line(view, rate_mode, width, self._rows.get("verdict", 1))
-        elif view.behind:
-            line.append(f"▼ {view.behind.upper()[:16]}", style="bold")
-            line.append(view.behind[16:])
-        self._set("breaking", line)
+        self._set("breaking", verdict_row(view, rate_mode, width, self._rows.get("verdict", 1)))
 
     def _show_latency(self, w: WindowStats) -> None:
         width = self.content_size.width or 36  # 0 before the first layout
@@ -459,7 +454,9 @@ class StackPane(Vertical, can_focus=True):
         # what a re-layout or a unit change redraws: the figures on screen, never a newer
         # window's (a layout settling between two redraws changed the p99 figure it showed)
         self._shown_window = w
-        qps = f"{three_figures(w.goodput):,}"
+        # wedged: what it serves now (0), not the level's average before it stopped
+        wedged = judgment is not None and judgment.state == WEDGED
+        qps = f"{three_figures(good if wedged else w.goodput):,}"
         errors = w.requests - w.ok
         # an inline colour, not a CSS class: a class change restyles the whole pane
         self.errors = errors > 0.01 * max(1, w.requests)
@@ -476,9 +473,9 @@ class StackPane(Vertical, can_focus=True):
         """The window's failures by kind, what is new since the last redraw, and the
         clients still waiting; "none" is green only when the judgment is."""
         self.failures_seen = {k: n for k, n in w.failures.items() if n}
-        line, self.rising = failures_line(w, new, judgment)
+        line, self.rising = failures_line(w, new, judgment, self.content_size.width)
         self._lines["failures"] = line
-        wait = waiting_line(w, self._timeout)
+        wait = waiting_line(w, self._timeout, self.content_size.width)
         self._lines["waiting"] = wait
         self._set("failures", two_lines(line, wait))
         self._proj["failed"] = f"{sum(self.failures_seen.values()):,}"

@@ -6,6 +6,10 @@ pane's box allows, so a pane a row shorter does not draw smaller figures), one s
 the sparklines (heights compare across panes), one unit for p99 in projector mode ("2.5
 S" never beside "157 MS"), and names shortened alike for large type (tui/names.py). The
 race screen (stackrace.tui.race) sizes the grid and hands it each tick's view.
+
+The app may close at any await (a web page closed during start-up, a race or big mode:
+`stackrace web` ends the app with the page): after each mount the grid checks that the
+app still runs (`closing`), and queries nothing of a pane that may be gone.
 """
 
 from __future__ import annotations
@@ -33,6 +37,14 @@ class PaneGrid(Grid):
         self.pane_colors: dict[str, str] = {}
         self._tops = (0.0, 0.0)
 
+    @property
+    def closing(self) -> bool:
+        """The app is shutting down (or this grid left it): its panes may have lost
+        their parts already (a page closed in `stackrace web` ends the app at once,
+        while a tick is between two awaits; Textual stops running the app, then
+        removes every widget)."""
+        return not self.app.is_running or not self.is_attached
+
     async def sync(self, view: SessionView) -> bool:
         """A pane for every member and ghost of `view` that has none yet; whether any
         was added (the screen then lays the grid out again)."""
@@ -41,10 +53,12 @@ class PaneGrid(Grid):
         if not new and not ghosts:
             return False
         for pv in new:
-            pane = StackPane(pv)
+            color = PALETTE[len(self.pane_colors) % len(PALETTE)]
+            # the colour is the pane's before it is mounted: a query after the mount
+            # found no '#name-big' when the page closed meanwhile (the app crashed)
+            pane = StackPane(pv, color=color)
             pane.projector = self.projector
             pane.set_class(self.projector, "-projector")
-            color = PALETTE[len(self.pane_colors) % len(PALETTE)]
             self.pane_colors[pv.id] = color
             pane.styles.border_title_color = color
             self.panes[pv.id] = pane
@@ -52,7 +66,8 @@ class PaneGrid(Grid):
             # live panes in order, each before the ghosts of other stacks
             first_ghost = next(iter(self.ghost_panes.values()), None)
             await self.mount(pane, before=first_ghost)
-            pane.query_one("#name-big").styles.color = color
+            if self.closing:
+                return False  # the app closed during the mount: nothing more to lay out
         for gv in ghosts:
             # a ghost sits beside its live twin (the same stack), else after them all
             ghost = GhostPane(gv)
@@ -63,6 +78,8 @@ class PaneGrid(Grid):
             )
             self.ghost_panes[gv.id] = ghost
             await self.mount(ghost, after=after) if after is not None else await self.mount(ghost)
+            if self.closing:
+                return False
         self._label_panes()
         return True
 
@@ -96,8 +113,8 @@ class PaneGrid(Grid):
     def share_scale(self) -> None:
         """One digit size in every pane: the largest scale every pane's box allows (a
         pane a row shorter than its neighbours would otherwise draw smaller digits)."""
-        if not self.panes:
-            return
+        if not self.panes or self.closing:
+            return  # (called after a refresh: the app may have closed meanwhile)
         sizes = [p.content_size for p in self.panes.values() if p.content_size.height > 0]
         box = (min(s.width for s in sizes), min(s.height for s in sizes)) if sizes else None
         for pane in self.panes.values():

@@ -14,6 +14,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
+from stackrace.race.core.state import StackState
 from stackrace.race.live.view import PaneView
 from stackrace.rules.level import (
     AT_FULL_CPU,
@@ -25,6 +26,7 @@ from stackrace.rules.level import (
     WARMING,
     Judgment,
 )
+from stackrace.tui.fit import fit_parts, fit_words
 from stackrace.tui.format import FAILURE_LABELS, fmt_clock, fmt_lat, fmt_level, fmt_mb
 
 _PERCENTILES = ("p50", "p90", "p99", "p99.9", "max")
@@ -107,6 +109,26 @@ def state_class(state: str) -> str:
     """The pane's CSS class for a judgment's state ("-queueing", "-keeping-up"); a
     JIT's "warming" is not the stack's state of starting up (`-warming`)."""
     return "-" + ("warming-up" if state == WARMING else state.replace(" ", "-"))
+
+
+def verdict_row(view: PaneView, rate_mode: bool, width: int, rows: int = 1) -> Text:
+    """The verdict's row: the level's judgment while the stack is live, else that a
+    rate-mode stack fell behind ("▼ BEHIND SCHEDULE …"), else nothing."""
+    live = view.state in (StackState.READY, StackState.WARMING)
+    if view.judgment is not None and view.target is not None and live:
+        return verdict_line(view, rate_mode, width, rows)
+    line = Text(no_wrap=True, overflow="ellipsis")
+    if view.behind:
+        line.append(f"▼ {view.behind.upper()[:16]}", style="bold")
+        line.append(view.behind[16:])
+    return line
+
+
+def annotation_text(view: PaneView, width: int, rows: int) -> str:
+    """The plain-language row: why it broke (its evidence's cause) before any other
+    sentence, the knee predicted while nothing else needs saying (race/live/
+    why_view.py); in shorter words rather than cut at a figure (tui/fit.py)."""
+    return fit_words(view.cause or view.annotation or view.knee_text, width, rows)
 
 
 def verdict_line(view: PaneView, rate_mode: bool, width: int, rows: int = 1) -> Text:
@@ -224,27 +246,38 @@ def path_of(url: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
-def memory_line(view: PaneView, projector: bool) -> Text:
-    """RSS (and USS, and RSS before the load, unless in projector mode), or why there is
-    no figure: a server started by hand without --pid is not sampled."""
+def memory_line(view: PaneView, projector: bool, width: int = 0) -> Text:
+    """RSS (and USS, and RSS before the load, unless in projector mode), each whole in
+    `width` (the last left out rather than cut), or why there is no figure: a server
+    started by hand without --pid is not sampled."""
     res = view.resources
-    mem = Text(no_wrap=True, overflow="ellipsis")
+    parts = []
     if res is not None:
-        mem.append("RSS ", style="dim").append(f"{fmt_mb(res.rss)}", style="bold")
+        parts.append(Text("RSS ", style="dim").append(f"{fmt_mb(res.rss)}", style="bold"))
         if not projector:
-            mem.append("  USS ", style="dim").append(fmt_mb(res.uss))
+            parts.append(Text("USS ", style="dim").append(fmt_mb(res.uss)))
     elif view.external:  # a server started by hand, without --pid: nothing to sample
-        mem.append("RSS not sampled", style="dim")
+        parts.append(Text("RSS not sampled", style="dim"))
     else:
-        mem.append("RSS –", style="dim")
+        parts.append(Text("RSS –", style="dim"))
     if view.baseline is not None and not projector:
-        mem.append("  before ", style="dim").append(fmt_mb(view.baseline.rss))
-    return mem
+        parts.append(Text("before ", style="dim").append(fmt_mb(view.baseline.rss)))
+    return fit_parts(parts, width, sep="  ")
 
 
-def cpu_line(view: PaneView, projector: bool) -> Text:
-    """CPU (and µs per request, unless in projector mode), and the share of the time
-    it wanted a core that it got one, when it waited 5 % of a core or more."""
+def cpu_line(view: PaneView, projector: bool, width: int = 0) -> Text:
+    """CPU (and µs per request, unless in projector mode), and the share of the time it
+    wanted a core that it got one, when it waited 5 % of a core or more: in shorter
+    words when the line is wider than `width` (0: any width), never with its last
+    figure cut."""
+    for got_words in ("got a core {}% of the time it wanted one", "got a core {}%", "core {}%"):
+        line = _cpu_line(view, projector, got_words)
+        if not width or line.cell_len <= width:
+            break
+    return line
+
+
+def _cpu_line(view: PaneView, projector: bool, got_words: str) -> Text:
     res = view.resources
     cpu = Text(no_wrap=True, overflow="ellipsis")
     cpu.append("CPU ", style="dim")
@@ -259,19 +292,18 @@ def cpu_line(view: PaneView, projector: bool) -> Text:
         # processes waiting on one core sum to "waited 300 %", no share of anything)
         wanted = res.cpu_percent + res.cpu_wait_percent
         got = 100.0 * res.cpu_percent / wanted if wanted > 0 else 100.0
-        cpu.append(f"  got a core {got:.0f}% of the time it wanted one", style="bold yellow")
+        cpu.append("  " + got_words.format(f"{got:.0f}"), style="bold yellow")
     return cpu
 
 
 def failures_line(
-    w: WindowStats, new: dict[str, int], judgment: Judgment | None = None
+    w: WindowStats, new: dict[str, int], judgment: Judgment | None = None, width: int = 0
 ) -> tuple[Text, bool]:
-    """The window's failures by kind and what is new since the last redraw (`new`), and
-    whether any rose (then the line is in alarm colours); "none" is green only when the
-    judgment is."""
+    """The window's failures by kind and what is new since the last redraw (`new`), each
+    kind whole in `width` (tui/fit.py), and whether any rose (then the line is in alarm
+    colours); "none" is green only when the judgment is."""
     rising = False
-    line = Text(no_wrap=True, overflow="ellipsis")
-    line.append("failed ", style="dim")
+    parts: list[Text | tuple[Text, ...]] = [Text("failed", style="dim")]
     for kind in FAILURE_KINDS:
         total = w.failures.get(kind, 0)
         if not total:
@@ -283,40 +315,42 @@ def failures_line(
             label = f"HTTP {codes}" if codes else label
         if now:
             rising = True
-            line.append(f"{label} {total:,} (+{now:,}) ", style="bold")
+            # what is new goes before the total does, in a narrow pane
+            parts.append(
+                (Text(f"{label} {total:,} (+{now:,})", style="bold"), Text(f"{label} {total:,}"))
+            )
         else:
-            line.append(f"{label} {total:,} ", style="")
+            parts.append(Text(f"{label} {total:,}"))
     if not any(w.failures.values()):
         # nothing failed *yet*: with clients waiting past the bound that is not
         # health, and the timeout says how long they may wait before they fail
         green = judgment is not None and judgment.green
-        line.append(
-            "none" if green or not w.waiting else "none yet", style="green" if green else ""
-        )
+        said = "none" if green or not w.waiting else "none yet"
+        parts.append(Text(said, style="green" if green else ""))
+    line = fit_parts(parts, width, sep=" ")
     if rising:
         line.stylize(_RISING)
     return line, rising
 
 
-def waiting_line(w: WindowStats, timeout: float) -> Text:
+def waiting_line(w: WindowStats, timeout: float, width: int = 0) -> Text:
     """The clients still waiting, the oldest wait, those still connecting, and the
-    timeout that bounds them; in warning colours while some wait longer than the
-    window."""
-    wait = Text(no_wrap=True, overflow="ellipsis")
+    timeout that bounds them, each whole in `width` (tui/fit.py: the timeout goes
+    before it is cut to "timeout …"); in warning colours while some wait longer than
+    the window."""
+    parts = []
     if w.waiting:
-        wait.append("waiting ", style="dim")
-        wait.append(f"{w.waiting:,}", style="bold")
+        parts.append(Text("waiting ", style="dim").append(f"{w.waiting:,}", style="bold"))
         if w.oldest_wait_us:
-            wait.append(" · ", style="dim")
-            wait.append(fmt_lat(w.oldest_wait_us), style="bold" if w.stale else "")
-            wait.append(" old", style="dim")
+            old = Text(fmt_lat(w.oldest_wait_us), style="bold" if w.stale else "")
+            parts.append(old.append(" old", style="dim"))
         if w.connecting:
             # the server's accept queue is full: these never got a byte out
-            wait.append(" · ", style="dim")
-            wait.append(f"{w.connecting:,} connecting", style="bold")
+            parts.append(Text(f"{w.connecting:,} connecting", style="bold"))
     else:
-        wait.append("waiting 0", style="dim")
-    wait.append(f" · timeout {timeout:g}s", style="dim")
+        parts.append(Text("waiting 0", style="dim"))
+    parts.append(Text(f"timeout {timeout:g}s", style="dim"))
+    wait = fit_parts(parts, width)
     if w.stale:
         wait.stylize(_QUEUED)
     return wait

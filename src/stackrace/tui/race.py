@@ -25,7 +25,7 @@ from stackrace.race.live.session import Session
 from stackrace.race.live.summary import context as summary_context
 from stackrace.race.live.view import SessionView
 from stackrace.tui.chart import SLO_COLOR, PercentileChart, Series, curve_points
-from stackrace.tui.dialogs import CapacityScreen, LogScreen, SummaryScreen
+from stackrace.tui.dialogs import CapacityScreen, LogScreen, SloScreen, SummaryScreen
 from stackrace.tui.evidence import EvidenceScreen
 from stackrace.tui.layout import grid_shape
 from stackrace.tui.pane import StackPane
@@ -108,6 +108,8 @@ class RaceScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.set_class(self.projector, "-projector")
+        # a replay: the recording sets the load, so the slider's keys leave the footer
+        self.query_one("#level", ConcurrencySlider).set_read_only(self.player is not None)
         if self.projector:  # (--big): a recording starts with it
             self.session.note_view("projector", "on")
         banner = self._banner()
@@ -153,11 +155,16 @@ class RaceScreen(Screen[None]):
     async def tick(self) -> None:
         """Poll the session and redraw every pane; called by the 4 Hz timer (and tests)."""
         view = await self.session.poll()
+        if self.grid.closing:
+            return  # the app closed during the poll (a web page closed): nothing to draw
         new_interval = view.seq != self._last_seq
         self._last_seq = view.seq
         self._ticks += 1
         with self.app.batch_update():
-            if await self.grid.sync(view):
+            added = await self.grid.sync(view)
+            if self.grid.closing:
+                return  # the app closed while panes were mounted (a web page closed)
+            if added:
                 self._relayout()
                 if self.focused_id is None and view.panes:
                     self.focused_id = view.panes[0].id
@@ -356,6 +363,17 @@ class RaceScreen(Screen[None]):
             self.notify("capacity search stopped")
             self._open_capacity()
             return
+        if self.session.slo is None:
+            # no --slo: ask for one here rather than for a restart
+            self.app.push_screen(SloScreen(self.session.set_slo), callback=self._slo_given)
+            return
+        self._start_capacity()
+
+    def _slo_given(self, text: str | None) -> None:
+        if text:  # (Escape: None, the race goes on as it was)
+            self._start_capacity()
+
+    def _start_capacity(self) -> None:
         why = self.session.ranking.start()
         if why:
             self.notify(f"no capacity search: {why}", severity="warning")
@@ -405,10 +423,9 @@ class RaceScreen(Screen[None]):
         )
 
     def action_log(self) -> None:
-        if self.focused_id is None:
-            return
-        self.session.note_view("log", self.focused_id)
-        self._open_log()
+        if self.focused_id is not None:
+            self.session.note_view("log", self.focused_id)
+            self._open_log()
 
     def _open_log(self) -> None:
         if self.focused_id is None:
@@ -429,14 +446,11 @@ class RaceScreen(Screen[None]):
         self._open_evidence()
 
     def _open_evidence(self) -> None:
-        mid = self.focused_id
-        if mid is None:
+        if (mid := self.focused_id) is None:
             return
-        name = str(self.panes[mid].name_text)
+        lines, flame = partial(self.session.evidence_text, mid), partial(self.session.flame, mid)
         self.app.push_screen(
-            EvidenceScreen(
-                name, lambda: self.session.evidence_text(mid), lambda: self.session.flame(mid)
-            ),
+            EvidenceScreen(str(self.panes[mid].name_text), lines, flame),
             callback=self._dialog_closed,
         )
 

@@ -2,7 +2,9 @@
 
 Textual has no slider and the third-party one is GPL, so this is our own: a reactive
 `value` snapped to the nearest step, arrow keys and +/- to move one step, Home/End, a
-mouse click or drag to jump, and a `Changed` message whenever the value changes.
+mouse click or drag to jump, and a `Changed` message whenever the value changes;
+`set_read_only` makes it show a level it does not take (a replay's: its keys leave
+the footer).
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ class ConcurrencySlider(Widget, can_focus=True):
         self.steps = tuple(steps)
         self.unit = unit
         self._dragging = False
+        # a replay's slider shows the recorded level and takes no hand: its keys leave
+        # the footer (a replay's shows the replay's keys, never "+ more load")
+        self.read_only = False
         self.set_reactive(ConcurrencySlider.value, nearest_step(self.steps, value))
 
     # --- the value ------------------------------------------------------------------
@@ -109,6 +114,14 @@ class ConcurrencySlider(Widget, can_focus=True):
     @property
     def index(self) -> int:
         return self.steps.index(self.value)
+
+    def set_read_only(self, on: bool = True) -> None:
+        """Show the level without taking keys or the mouse (a replay's)."""
+        self.read_only = on
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (self.read_only and action in ("step", "jump"))
 
     def action_step(self, delta: int) -> None:
         i = max(0, min(len(self.steps) - 1, self.index + delta))
@@ -140,6 +153,8 @@ class ConcurrencySlider(Widget, can_focus=True):
     # --- mouse ----------------------------------------------------------------------
 
     def on_mouse_down(self, event: events.MouseDown) -> None:
+        if self.read_only:
+            return
         self._dragging = True
         self.capture_mouse()
         self.value = self.steps[self._index_at(event.x)]

@@ -199,6 +199,8 @@ class ReplayPlayer:
             signs_every=0.0,
         )
         self.session = Session(core)
+        # a preset's classic experiment: the strip beside the panes, as it was live
+        self.session.then = recording.header.then
         self.plan = RacePlan(stacks=tuple(self.source.members), settings=recording.header.settings)
         for m in recording.members:  # the knee is predicted from the pool recorded
             if m.workers is not None and m.threads is not None:

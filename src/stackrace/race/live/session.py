@@ -399,6 +399,24 @@ class Session:
             return False
         return capture_now(self, pane_id)
 
+    def set_slo(self, text: str) -> str:
+        """The SLO given in the app (`k` started without --slo): parsed and checked as
+        --slo is (settings/race_parsers.py), held to every level from now on; why it
+        is refused ("" when set)."""
+        import msgspec
+
+        from stackrace.settings.race_parsers import slo_terms
+
+        try:
+            checked = slo_terms(text)
+            slo = Slo.parse(checked)
+        except ValueError as exc:  # (OptionValueError, TermError: the term and why)
+            return str(exc)
+        self.slo = slo
+        self.keeper.slo = slo  # a missed SLO is never "keeping up"
+        self.core.settings = msgspec.structs.replace(self.core.settings, slo=checked)
+        return ""
+
     def then_now(self) -> ThenNow | None:
         """The classic experiment's claims judged on the levels measured (None: none)."""
         return then_now_of(self)

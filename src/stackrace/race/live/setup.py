@@ -229,7 +229,9 @@ def build_session(
     if o.demo:
         from stackrace.race.live.demo import CATALOG, demo_session
 
-        return demo_session(), plan, list(CATALOG), not go
+        demo = demo_session()
+        demo.then = _then_of(o.preset)  # a preset's experiment beside the demo's panes too
+        return demo, plan, list(CATALOG), not go
 
     from stackrace.engine.client import Engine
     from stackrace.engine.model import EngineSettings

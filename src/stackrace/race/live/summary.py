@@ -6,7 +6,8 @@ the levels explored). Each figure comes from one `StepResult` by one function
 (`level_figures`), so the summary's line for a stack and the per-level table below it
 cannot disagree: the breaking point's "failed" and "p99 there" are the per-level
 table's cells at that level; req/s is goodput (answers that count). Each level's state
-and proof are the rules' (stackrace.rules.level, the pane's own judgment): a stack
+and proof are the rules' (stackrace.rules.level, the pane's own judgment), and every
+level is named with its state, the levels after a break included: a stack
 that never broke is said to have kept up to a level with its p99 there and the bound
 it met, and a level the engine or a busy core limited is "not judged". "failed" is
 the share of attempts that failed (the rules' figure, and the proof's); clients that
@@ -33,7 +34,7 @@ from stackrace.race.live.session import Session
 from stackrace.race.live.view import SummaryRow
 from stackrace.rules.breaking import StepResult
 from stackrace.rules.level import KEPT
-from stackrace.rules.summaries import unbroken_sentence
+from stackrace.rules.summaries import every_level, unbroken_sentence
 from stackrace.settings.units import fmt_us
 
 
@@ -91,6 +92,11 @@ def unbroken_text(row: SummaryRow, rate_mode: bool = False, short: bool = False)
     if kept:
         return f"none up to {_level(kept[-1].level, rate_mode)}"
     return "not reached"
+
+
+def levels_text(row: SummaryRow, rate_mode: bool = False) -> str:
+    """Every level of the row and its state, the levels after its break included."""
+    return every_level([s.level for s in row.steps], row.judgments, rate_mode)
 
 
 def kept_up(row: SummaryRow) -> bool:
@@ -212,6 +218,8 @@ def to_markdown(
             )
             + " |"
         )
+    # every level named, those after the break too (what did c=1,000 do?)
+    out += [""] + [f"- {r.name}, every level: {levels_text(r, rate_mode)}" for r in rows if r.steps]
     out += ["", "Per level (req/s · p99 · failed, and clients with no answer):", ""]
     levels = sorted({s.level for r in rows for s in r.steps})
     if levels:

@@ -8,7 +8,8 @@ A talk must never fail on stage: record the race at home, replay it in the room.
 **The file** is JSON lines (gzip'd when the name ends in `.gz`), one record a line, each
 with `type` and `t` (seconds since the race started):
 - `header` (first): the format version, when, the race settings, whether the figures
-  were synthetic, and each member (id, name, family, external);
+  were synthetic, each member (id, name, family, external), and the classic
+  experiment a preset replays (its figures and claims: a replay's then-beside-now strip);
 - `tick`: every new engine interval: the whole `EngineSnapshot` (each target's last
   interval and running totals, as the engine published them), each member's state and
   resource sample, the ramp's progress label and the talk track's caption;
@@ -47,7 +48,7 @@ from stackrace.base import inputfile
 from stackrace.base.errors import StackraceError
 from stackrace.engine.model import EngineSnapshot
 from stackrace.race.core.state import StackState
-from stackrace.report.schema import Why
+from stackrace.report.schema import Then, Why
 from stackrace.rules.breaking import LevelVerdict, StepResult
 from stackrace.rules.levels import LevelLog
 from stackrace.settings.race_settings import RaceSettings
@@ -96,6 +97,9 @@ class Header(msgspec.Struct, tag="header"):
     t: float = 0.0
     concurrency: int = 10  # the level the race started at
     rate: float | None = None
+    # the classic experiment a preset's race replays: a replay shows its then-beside-now
+    # strip as the room saw it live (None: no preset, or a recording made before it)
+    then: Then | None = None
 
 
 class Tick(msgspec.Struct, tag="tick"):
@@ -213,6 +217,7 @@ class Recorder:
                 t=self._t(),
                 concurrency=session.core.concurrency,
                 rate=session.core.rate,
+                then=session.then,
             )
         )
 
