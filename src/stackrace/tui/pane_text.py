@@ -128,7 +128,17 @@ def annotation_text(view: PaneView, width: int, rows: int) -> str:
     """The plain-language row: why it broke (its evidence's cause) before any other
     sentence, the knee predicted while nothing else needs saying (race/live/
     why_view.py); in shorter words rather than cut at a figure (tui/fit.py)."""
-    return fit_words(view.cause or view.annotation or view.knee_text, width, rows)
+    if view.cause:
+        # "why: KIND: proof → knob": the kind is the point, and a clause without a figure
+        # to fit_words (it dropped "blocking wait"): kept whole, the proof fitted after it
+        why, _, rest = view.cause.partition(": ")
+        kind, sep, proof = rest.partition(": ")
+        head = f"{why}: {kind}: "
+        room = width * rows - len(head) - rows  # a wrapped line may end a word short
+        if sep and room > 10:
+            return head + fit_words(proof, room, 1)
+        return fit_words(view.cause, width, rows)
+    return fit_words(view.annotation or view.knee_text, width, rows)
 
 
 def verdict_line(view: PaneView, rate_mode: bool, width: int, rows: int = 1) -> Text:
@@ -361,12 +371,14 @@ def projector_lines(p: dict[str, str], rows: int, width: int) -> Text:
     figures as text); on one line when the pane has one, in the form that fits its
     width, so that a figure is dropped whole (memory first) rather than cut."""
     first = f"failed {p['failed']}  waiting {p['waiting']}"
-    second = f"CPU {p['cpu']}  RSS {p['rss']}"
-    if p.get("why"):  # the cause a room reads, in place of the resources
-        second = f"why: {p['why']}"
+    cpu, rss = f"CPU {p['cpu']}", f"  RSS {p['rss']}"
+    why = f"  why: {p['why']}" if p.get("why") else ""  # the cause a room reads
+    # memory goes first, then the cause, never the CPU figure
+    seconds = [cpu + rss + why, cpu + why, cpu + rss, cpu]
     if rows > 1:
+        second = next((f for f in seconds if len(f) <= width), seconds[-1])
         text = f"{first}\n{second}"
     else:
-        forms = [f"{first}  {second}", f"{first}  CPU {p['cpu']}", first]
+        forms = [f"{first}  {f}" for f in seconds[1:2] + seconds[3:]] + [first]
         text = next((f for f in forms if len(f) <= width), forms[-1])
     return Text(text, style="bold", no_wrap=True, overflow="ellipsis")

@@ -310,12 +310,12 @@ def read_journal(path: str) -> tuple[JournalStart, list[Entry]]:
         raise JournalError(str(exc)) from None
     if start.command not in ("bench", "tune"):
         raise JournalError(f"{path}: a journal of {start.command!r}, not of bench or tune")
+    _check_names(path, start, entries)  # first: a name no run writes, said as such
     if start.digest != settings_digest(start):
         raise JournalError(
             f"{path}: line 1: its settings do not match the digest written with them (edited "
             "since, or written by an older stackrace): not resumed; start a new run"
         )
-    _check_names(path, start, entries)
     _check_entries(path, start, entries)
     if in_use(path):
         raise JournalError(_busy(path))
