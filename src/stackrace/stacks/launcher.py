@@ -261,13 +261,24 @@ class Launcher:
             up_dir = rs.run_dir / "upstream"
             up_dir.mkdir()
             up_tls = self._certificate(rs) if up.spec.tls else None
+            # its status page (if any) binds a loopback port of its own (never {host}: a
+            # cluster's app node serves the load beyond loopback); the front's is read
+            up_status = free_port(HOST) if up.spec.status is not None else 0
             await self._spawn_processes(
-                rs, up, placeholders(up, upstream_port, up_dir, rs.host, tls=up_tls)
+                rs,
+                up,
+                placeholders(up, upstream_port, up_dir, rs.host, tls=up_tls, status_port=up_status),
             )
             await readiness.wait_http(
                 rs, upstream_port, up.spec.health, up.spec.ready_timeout, tls=up.spec.tls
             )
-        values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host, upstream_port, tls_files)
+        status = rs.stack.spec.status
+        status_port = free_port(HOST) if status is not None else 0
+        values = placeholders(
+            rs.stack, rs.port, rs.run_dir, rs.host, upstream_port, tls_files, status_port
+        )
+        if status is not None:
+            rs.status_url = render(status, values)
         await self._spawn_processes(rs, rs.stack, values)
 
     def _certificate(self, rs: RunningStack) -> tuple[Path, Path]:

@@ -2,7 +2,8 @@
 
 Placeholders: {host} (always 127.0.0.1), {port}, {workers}, {threads}, {apps}, {root},
 {run_dir}, {venv_bin}, {python}, {pypy_bin}, {name}, {upstream_port} (stacks with an
-upstream), {tls_cert} and {tls_key} (stacks with `tls = true`), and any key of
+upstream), {status_port} (stacks with a `status` page: a loopback port of its own),
+{tls_cert} and {tls_key} (stacks with `tls = true`), and any key of
 [stacks.NAME.params] (string values users may override in a variant, e.g.
 `worker_class`; a param may not reuse a built-in name). Every {word} in a
 templated key — and in the files a [[stacks.NAME.files]] template names — must be one of
@@ -52,6 +53,8 @@ def templated(spec: StackDef) -> Iterator[tuple[str, str]]:
     for i, arg in enumerate(spec.command):
         yield f"command[{i}]", arg
     yield "cwd", spec.cwd
+    if spec.status is not None:
+        yield "status", spec.status
     for k, v in spec.env.items():
         yield f"env.{k}", v
     for i, arg in enumerate(spec.version or []):
@@ -97,9 +100,11 @@ def placeholders(
     host: str = HOST,
     upstream_port: int = 0,
     tls: tuple[Path, Path] | None = None,
+    status_port: int = 0,
 ) -> dict[str, Any]:
     """The values of a stack's placeholders; `tls`: the (certificate, key) files of a
-    stack with `tls = true` (the launcher makes them, stacks.certificate)."""
+    stack with `tls = true` (the launcher makes them, stacks.certificate); `status_port`:
+    the port of its status page, for a stack with `status`."""
     own = stack.spec.python  # an app's interpreter: its directory, not resolved (a venv's
     # bin/python is a link to the system's, and the venv is what has the packages)
     values: dict[str, Any] = {
@@ -122,6 +127,9 @@ def placeholders(
         # only where declared: elsewhere {tls_cert} is an unknown placeholder
         cert, key = tls if tls is not None else ("", "")
         values["tls_cert"], values["tls_key"] = cert, key
+    if stack.spec.status is not None:
+        # only where declared: elsewhere {status_port} is an unknown placeholder
+        values["status_port"] = status_port
     values.update(stack.params)
     return values
 
