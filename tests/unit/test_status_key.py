@@ -79,8 +79,22 @@ def test_the_shipped_stacks_that_show_a_status_page() -> None:
 
 
 def test_status_line_puts_who_is_busy_and_the_queue_first() -> None:
-    fpm = {"accepted conn": 90, "listen queue": 14, "idle processes": 0, "active processes": 2}
+    fpm = {
+        "accepted conn": 90.0,
+        "listen queue": 14.0,
+        "idle processes": 0.0,
+        "active processes": 2.0,
+    }
     assert status_line("php-fpm status", fpm) == (
         "php-fpm status: active processes 2, idle processes 0, listen queue 14, accepted conn 90"
     )
     assert status_line("", {"zz": 1.5}) == "status page: zz 1.5"
+
+
+def test_the_deploy_line_leaves_the_status_page_out() -> None:
+    """uWSGI's stats server is stackrace's reading, not the configuration measured."""
+    from stackrace.stacks.production import production_command
+
+    line = production_command(resolve("uwsgi:workers=2", load_stacks())).command
+    assert line is not None and "--processes 2" in line
+    assert "stats" not in line and "STATUS_PORT" not in line, line

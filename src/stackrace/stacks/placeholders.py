@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from stackrace.base import paths
+from stackrace.base.ports import free_port
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
 
 HOST = "127.0.0.1"
@@ -44,6 +45,7 @@ PLACEHOLDERS = (
     "pypy_bin",
     "name",
 )
+PICK = None  # placeholders(…, status_port=PICK): a free loopback port for the status page
 # The placeholders an app template (`[stacks.NAME.app]`) may use besides a block's own.
 APP_PLACEHOLDERS = ("app_target", "app_dir")
 
@@ -100,11 +102,12 @@ def placeholders(
     host: str = HOST,
     upstream_port: int = 0,
     tls: tuple[Path, Path] | None = None,
-    status_port: int = 0,
+    status_port: int | None = 0,
 ) -> dict[str, Any]:
     """The values of a stack's placeholders; `tls`: the (certificate, key) files of a
     stack with `tls = true` (the launcher makes them, stacks.certificate); `status_port`:
-    the port of its status page, for a stack with `status`."""
+    the port of its status page, for a stack with `status` (`PICK`: a free one, chosen
+    here when the stack is started)."""
     own = stack.spec.python  # an app's interpreter: its directory, not resolved (a venv's
     # bin/python is a link to the system's, and the venv is what has the packages)
     values: dict[str, Any] = {
@@ -129,7 +132,8 @@ def placeholders(
         values["tls_cert"], values["tls_key"] = cert, key
     if stack.spec.status is not None:
         # only where declared: elsewhere {status_port} is an unknown placeholder
-        values["status_port"] = status_port
+        # always on loopback, never {host}: a cluster's app node serves the load beyond it
+        values["status_port"] = free_port(HOST) if status_port is PICK else status_port
     values.update(stack.params)
     return values
 

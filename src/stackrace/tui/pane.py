@@ -386,10 +386,8 @@ class StackPane(Vertical, can_focus=True):
             path = view.loads or (f"GET {path_of(view.url)}" if view.url else "")
             self._set("head", f"{self._family}  {level}" + (f"  {path}" if path else ""))
             self._show_verdict(view, rate_mode)
-            # the knee predicted, on the req/s chart before the load reaches it (a redraw
-            # only when it changes: once a level, when a new level's service time is in)
-            knee = round(view.knee.rate) if view.knee is not None else None
-            self.query_one("#qps-spark", ScaledSparkline).set_mark(knee)
+            spark = self.query_one("#qps-spark", ScaledSparkline)  # the knee, before it comes
+            spark.set_mark(view.knee.rate if view.knee is not None else None)
             rows = self._rows.get("annotation", 1) or 1
             said = annotation_text(view, self.content_size.width or 40, rows)
             self._set("annotation", Text(said, style="italic", overflow="ellipsis"))

@@ -103,7 +103,9 @@ class ScaledSparkline(Widget):
         self.mark_label = mark_label or (lambda v: f"{v:,.0f}")  # 90 -> "90"
 
     def set_mark(self, mark: float | None) -> None:
-        """The knee predicted (None: none); redrawn only when it changes."""
+        """The knee predicted (None: none); redrawn only when it changes, in whole units
+        (a prediction changes once a level, when a new level's service time is in)."""
+        mark = round(mark) if mark is not None else None
         if mark != self.mark:
             self.mark = mark
             self.refresh()
