@@ -91,11 +91,12 @@ def _bench(tmp_path: Path, stack: str, path: str, out: Path) -> str:
 
 
 def _said(stdout: str, stack: str) -> str:
-    """The stack's breaking-point line and the lines under it, joined (a line wraps)."""
-    text = stdout.replace("\n", " ")
-    at = text.find(f"{stack}: ")
-    assert at >= 0, stdout
-    return re.sub(r"\s+", " ", text[at:])
+    """The stack's breaking-point line ("gunicorn-sync[app]: queueing at c=32 …") and
+    what follows it, joined (a long line wraps)."""
+    text = re.sub(r"\s+", " ", stdout)
+    m = re.search(rf"{re.escape(stack)}: [a-z]+ at c=\d+", text)
+    assert m is not None, stdout
+    return text[m.start() :]
 
 
 def test_a_lock_in_the_team_s_own_function_is_named_under_gthread(tmp_path: Path) -> None:
