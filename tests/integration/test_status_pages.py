@@ -83,6 +83,7 @@ async def test_php_fpm_status_page_figures_are_in_the_window(tmp_path: Path) -> 
     assert "listen queue" in w.status and "idle processes" in w.status, w.status
     line = next(x for x in evidence_lines(why) if x.startswith("php-fpm status:"))
     assert "active processes" in line and "listen queue" in line, line
+    print(line)
 
 
 async def test_uwsgi_stats_figures_are_in_the_window(tmp_path: Path) -> None:
@@ -99,3 +100,4 @@ async def test_uwsgi_stats_figures_are_in_the_window(tmp_path: Path) -> None:
     assert w.status["workers"] == 1 and "listen_queue" in w.status, w.status
     line = next(x for x in evidence_lines(why) if x.startswith("uwsgi stats:"))
     assert "busy workers" in line and "listen_queue" in line, line
+    print(line)
