@@ -69,8 +69,9 @@ def _lines_of(function: str) -> range:
 
 
 def _named(function: str, text: str) -> str:
-    """`function (app.py:N)` in `text`, N a line of that function: what was named."""
-    m = re.search(rf"{function} \(app\.py:(\d+)\)", text)
+    """`function (shop/app.py:N)` in `text` (the file as short as still unique, under
+    the team's directory), N a line of that function: what was named."""
+    m = re.search(rf"{function} \((?:shop/)?app\.py:(\d+)\)", text)
     assert m is not None, text
     assert int(m.group(1)) in _lines_of(function), (m.group(0), text)
     return m.group(0)
