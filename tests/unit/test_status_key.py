@@ -98,3 +98,21 @@ def test_the_deploy_line_leaves_the_status_page_out() -> None:
     line = production_command(resolve("uwsgi:workers=2", load_stacks())).command
     assert line is not None and "--processes 2" in line
     assert "stats" not in line and "STATUS_PORT" not in line, line
+
+
+def test_your_app_under_uwsgi_shows_its_stats_page_too() -> None:
+    """`--app` under uWSGI: the block's status page comes with the app's stack, and
+    a server whose app template has no page gets none."""
+    from stackrace.stacks.app_spec import AppSpec
+    from stackrace.stacks.userapp import app_stacks
+    from tests.helpers import ROOT
+
+    app = AppSpec("flask_app:app", ROOT / "examples", "/usr/bin/python3", "wsgi")
+    made = app_stacks(load_stacks(), app)
+    uwsgi = made["uwsgi[app]"]
+    assert uwsgi.status == "http://127.0.0.1:{status_port}"
+    assert "--stats=127.0.0.1:{status_port}" in uwsgi.command
+    assert made["gunicorn-sync[app]"].status is None
+    stack = resolve("uwsgi[app]", {**load_stacks(), **made})
+    # a run file's recipe keeps the page's port to each start, as it keeps {port}
+    assert "--stats=127.0.0.1:{status_port}" in recipe(stack).command

@@ -230,6 +230,8 @@ def _check_app(spec: StackDef, bad: Any) -> None:
     if not app.command:
         raise bad("app.command", "must not be empty")
     known = {*PLACEHOLDERS, *spec.params, *APP_PLACEHOLDERS}
+    if spec.status is not None:
+        known.add("status_port")  # your app's server shows the block's status page too
     texts = [(f"app.command[{i}]", a) for i, a in enumerate(app.command)]
     texts += [(f"app.env.{k}", v) for k, v in app.env.items()]
     texts += [(f"app.version[{i}]", a) for i, a in enumerate(app.version or [])]
