@@ -17,7 +17,9 @@ from stackrace.evidence.model import (
 from stackrace.race.core.evidence_keeper import CaptureFacts, EvidenceKeeper
 from stackrace.race.core.members import Member
 from stackrace.tui.evidence import EvidenceScreen
+from stackrace.tui.format import fmt_rate
 from stackrace.tui.pane import StackPane
+from stackrace.tui.spark import ScaledSparkline
 from tests.tui.conftest import Race, open_race, plan, synthetic_session
 
 HOSTILE = "wait[bold]_for[/bold]_backend"  # markup in an app's function name: shown as is
@@ -69,11 +71,21 @@ async def test_the_cause_shows_under_the_verdict_and_w_opens_the_evidence(tmp_pa
         sync = next(p for p in race.session.view().panes if p.id == "gunicorn-sync")
         assert sync.knee is not None and sync.knee.servers == 1
         assert "queueing expected from" in sync.knee_text and "(c≈1)" in sync.knee_text
+        # …and on the pane's own req/s chart, before the slider gets there
+        await race.advance(4)
+        spark = race.screen.query_one("#pane-gunicorn-sync #qps-spark", ScaledSparkline)
+        assert spark.mark == round(sync.knee.rate)
+        assert f"◇ knee ~{fmt_rate(sync.knee.rate)}" in race.text("#pane-gunicorn-sync #qps-spark")
+        assert race.screen.query_one("#pane-uvicorn #qps-spark", ScaledSparkline).mark is None
         await race.session.set_level(200)
         await _broken(race, "gunicorn-sync")
         await race.advance(2)
         shown = race.text("#pane-gunicorn-sync #annotation")
-        assert shown.startswith("why: blocking wait: 1 worker: 97 % of samples asleep in ")
+        # the row fits the cause to the pane's width (tui/fit.py: a clause without a
+        # figure, the kind's name, goes first); the whole line is the pane's cause
+        assert shown.startswith("why: ") and "1 worker: 97 % of samples asleep in " in shown
+        full = next(p for p in race.session.view().panes if p.id == "gunicorn-sync").cause
+        assert full.startswith("why: blocking wait: 1 worker: 97 % of samples asleep in ")
         assert HOSTILE in shown  # plain text: the markup in the name is not applied
         # a stack with nothing to look at shows no cause, and no knee
         uv = next(p for p in race.session.view().panes if p.id == "uvicorn")

@@ -36,6 +36,8 @@ def recipe(stack: Stack) -> StackRecipe:
     values["port"] = "{port}"
     if stack.upstream is not None:
         values["upstream_port"] = "{upstream_port}"
+    if stack.spec.status is not None:
+        values["status_port"] = "{status_port}"
     return StackRecipe(
         name=stack.name,
         block=stack.base,

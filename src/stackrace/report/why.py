@@ -1,7 +1,8 @@
 """Why a stack broke, in words: the cause line and the evidence, for every sink.
 
     cause_line(why)          # "blocking wait: 1 worker: 97 % … → more threads, or async"
-    evidence_lines(why)      # top frames, states, the accept queue, each process
+    evidence_lines(why)      # top frames, states, the accept queue, each process,
+                             # the stack's own status page (status_line)
     why_at(stack, level)     # a bench run's window at its breaking level (or nearest)
     knee_line(stack)         # "predicted: 1 worker, ~11 ms each: queueing expected …"
 
@@ -71,14 +72,32 @@ def evidence_lines(why: Why) -> list[str]:
             f"waited for a core {p.core_wait_share:.0%}" + (f", in {where}" if where else "")
         )
     if w.status:
-        figures = ", ".join(f"{k} {v:g}" for k, v in sorted(w.status.items()))
-        out.append(f"{w.status_source or 'status page'}: {figures}")
+        out.append(status_line(w.status_source, w.status))
     if w.db_connections is not None:
         pool = f" of a pool of {w.db_pool}" if w.db_pool is not None else ""
         out.append(f"database connections in use: {w.db_connections}{pool}")
     if w.restarts:
         out.append(f"worker restarts during the window: {w.restarts}")
     return [printable.terminal(x) for x in out]
+
+
+# the figures of a status page a tuner reads first (who is busy, who waits), in order;
+# the rest follow by name
+_TELLING = (
+    "active processes", "idle processes", "total processes", "listen queue",
+    "max listen queue", "listen queue len", "max children reached",  # PHP-FPM
+    "busy workers", "idle workers", "workers", "listen_queue", "listen_queue_errors",  # uWSGI
+    "active", "reading", "writing", "waiting",  # nginx
+)  # fmt: skip
+
+
+def status_line(source: str, figures: dict[str, float]) -> str:
+    """ "php-fpm status: active processes 2, idle processes 0, listen queue 14, …": the
+    page's figures named as the page names them, the telling ones first."""
+    first = [k for k in _TELLING if k in figures]
+    rest = sorted(k for k in figures if k not in _TELLING)
+    said = ", ".join(f"{k} {figures[k]:g}" for k in (*first, *rest))
+    return f"{source or 'status page'}: {said}"
 
 
 def _state(value: str) -> str:

@@ -63,6 +63,18 @@ A stack that serves HTTPS:
                                      # exactly that certificate. An upstream behind it
                                      # (nginx terminating TLS) stays plain HTTP.
 
+A stack with a status page of its own (read once in each evidence window, `w`):
+
+    status = "http://{host}:{status_port}/fpm-status?json"
+                                     # where its server says what it is doing: PHP-FPM's
+                                     # `status?json`, nginx's `stub_status`, uWSGI's stats
+                                     # (`--stats {host}:{status_port} --stats-http`, or a
+                                     # `tcp://` stats socket). {status_port} is a loopback
+                                     # port of its own the launcher picks, known only in a
+                                     # block that sets `status`: the page is never on the
+                                     # load's port, so no workload reaches it. On {port}, its
+                                     # path may not be a workload's. Loopback only.
+
 A stack in front of another (nginx as a reverse proxy):
 
     upstream = "{backend}"           # a stack (or variant) started first, on a port of its
@@ -181,6 +193,8 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     # (the command line may name any executable: see `resolve`)
     executables: dict[str, list[str]] = {}
     upstream: str | None = None  # a stack started first that this one forwards to
+    # its own status page's URL (placeholders allowed; loopback), read in evidence windows
+    status: str | None = None
     tls: bool = False  # serves HTTPS with {tls_cert}/{tls_key} (stacks.certificate)
     facts: str | None = None  # path of a JSON object of facts the app reports on itself
     expect: dict[str, str] = {}  # facts `stackrace verify` must find (placeholders allowed)

@@ -56,7 +56,7 @@ from stackrace.base.slug import slug
 from stackrace.settings import statuses
 from stackrace.stacks import certificate, cgroup, listen, readiness
 from stackrace.stacks.definition import ConfigError, Stack
-from stackrace.stacks.placeholders import HOST, placeholders, render
+from stackrace.stacks.placeholders import HOST, PICK, placeholders, render
 from stackrace.stacks.run_roots import new_run_root
 from stackrace.stacks.running import (
     CRASHED,
@@ -251,7 +251,7 @@ class Launcher:
                     f"stackrace use ({', '.join(map(str, sorted(usable)))})"
                 )
         upstream_port = 0
-        tls_files = self._certificate(rs) if rs.stack.spec.tls else None
+        tls = self._certificate(rs) if rs.stack.spec.tls else None
         if rs.stack.upstream is not None:
             # the stack behind this one first, on a port of its own, in a directory of its
             # own (two nginx.conf must not meet), ready before the front starts: a proxy
@@ -261,13 +261,13 @@ class Launcher:
             up_dir = rs.run_dir / "upstream"
             up_dir.mkdir()
             up_tls = self._certificate(rs) if up.spec.tls else None
-            await self._spawn_processes(
-                rs, up, placeholders(up, upstream_port, up_dir, rs.host, tls=up_tls)
-            )
+            up_values = placeholders(up, upstream_port, up_dir, rs.host, 0, up_tls, PICK)
+            await self._spawn_processes(rs, up, up_values)
             await readiness.wait_http(
                 rs, upstream_port, up.spec.health, up.spec.ready_timeout, tls=up.spec.tls
             )
-        values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host, upstream_port, tls_files)
+        values = placeholders(rs.stack, rs.port, rs.run_dir, rs.host, upstream_port, tls, PICK)
+        rs.status_url = render(spec.status, values) if spec.status is not None else None
         await self._spawn_processes(rs, rs.stack, values)
 
     def _certificate(self, rs: RunningStack) -> tuple[Path, Path]:

@@ -2,7 +2,8 @@
 
 Placeholders: {host} (always 127.0.0.1), {port}, {workers}, {threads}, {apps}, {root},
 {run_dir}, {venv_bin}, {python}, {pypy_bin}, {name}, {upstream_port} (stacks with an
-upstream), {tls_cert} and {tls_key} (stacks with `tls = true`), and any key of
+upstream), {status_port} (stacks with a `status` page: a loopback port of its own),
+{tls_cert} and {tls_key} (stacks with `tls = true`), and any key of
 [stacks.NAME.params] (string values users may override in a variant, e.g.
 `worker_class`; a param may not reuse a built-in name). Every {word} in a
 templated key — and in the files a [[stacks.NAME.files]] template names — must be one of
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from stackrace.base import paths
+from stackrace.base.ports import free_port
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
 
 HOST = "127.0.0.1"
@@ -43,6 +45,7 @@ PLACEHOLDERS = (
     "pypy_bin",
     "name",
 )
+PICK = None  # placeholders(…, status_port=PICK): a free loopback port for the status page
 # The placeholders an app template (`[stacks.NAME.app]`) may use besides a block's own.
 APP_PLACEHOLDERS = ("app_target", "app_dir")
 
@@ -52,6 +55,8 @@ def templated(spec: StackDef) -> Iterator[tuple[str, str]]:
     for i, arg in enumerate(spec.command):
         yield f"command[{i}]", arg
     yield "cwd", spec.cwd
+    if spec.status is not None:
+        yield "status", spec.status
     for k, v in spec.env.items():
         yield f"env.{k}", v
     for i, arg in enumerate(spec.version or []):
@@ -97,9 +102,12 @@ def placeholders(
     host: str = HOST,
     upstream_port: int = 0,
     tls: tuple[Path, Path] | None = None,
+    status_port: int | None = 0,
 ) -> dict[str, Any]:
     """The values of a stack's placeholders; `tls`: the (certificate, key) files of a
-    stack with `tls = true` (the launcher makes them, stacks.certificate)."""
+    stack with `tls = true` (the launcher makes them, stacks.certificate); `status_port`:
+    the port of its status page, for a stack with `status` (`PICK`: a free one, chosen
+    here when the stack is started)."""
     own = stack.spec.python  # an app's interpreter: its directory, not resolved (a venv's
     # bin/python is a link to the system's, and the venv is what has the packages)
     values: dict[str, Any] = {
@@ -122,6 +130,10 @@ def placeholders(
         # only where declared: elsewhere {tls_cert} is an unknown placeholder
         cert, key = tls if tls is not None else ("", "")
         values["tls_cert"], values["tls_key"] = cert, key
+    if stack.spec.status is not None:
+        # only where declared: elsewhere {status_port} is an unknown placeholder
+        # always on loopback, never {host}: a cluster's app node serves the load beyond it
+        values["status_port"] = free_port(HOST) if status_port is PICK else status_port
     values.update(stack.params)
     return values
 

@@ -102,6 +102,9 @@ def production_command(
         "python": "python",
         "name": stack.base,
         "app_dir": ".",
+        # the status page stackrace reads in evidence windows: its flags are the block's
+        # `production.harness` (uWSGI's --stats=…), left out of the line
+        "status_port": "STATUS_PORT",
         **{k: str(v) for k, v in stack.params.items()},
     }
     app_dir = spec.cwd or ""

@@ -79,6 +79,9 @@ class RunningStack:
     # a stack with `tls = true`: the certificate it serves (stacks.certificate), which
     # its probes and the engine trust
     cert: Path | None = None
+    # a stack with `status`: its status page's URL, rendered at start (on loopback, a port
+    # of its own): what an evidence window reads (stackrace.evidence.status)
+    status_url: str | None = None
 
     @property
     def name(self) -> str:

@@ -97,6 +97,8 @@ def app_stacks(
             db=False,
             python=app.python,
             production=spec.production,
+            # the block's status page, where its app template turns it on too (uWSGI)
+            status=spec.status if "status_port" in used else None,
         )
         out[app_stack_name(name)] = gen
     return out

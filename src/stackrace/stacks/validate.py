@@ -5,10 +5,11 @@ the stack and the key, in one line:
 
 Checked here: types and unknown keys (msgspec), names, family, workers/threads ≥ 1,
 ready_timeout/stop_timeout > 0 and at most an hour (`MAX_TIMEOUT_S`), cpus non-empty
-without negatives or repeats, health headers, placeholders (in the block and in the
-template files it renders), optional workloads, and each param's choices, kind and
-executables. What depends on the machine rather than the file (the CPUs in `cpus`, the
-ceilings of workers and threads) is checked when a stack is chosen
+without negatives or repeats, health headers, the status page (`_status_problem`:
+loopback, http or tcp, never a workload's path on the load's port), placeholders (in
+the block and in the template files it renders), optional workloads, and each param's
+choices, kind and executables. What depends on the machine rather than the file (the
+CPUs in `cpus`, the ceilings of workers and threads) is checked when a stack is chosen
 (stackrace.stacks.variants).
 """
 
@@ -28,6 +29,7 @@ from stackrace.settings import statuses
 
 # MAX_TIMEOUT_S: ready_timeout and stop_timeout too
 from stackrace.settings.options import MAX_TIMEOUT_S
+from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.definition import (
     DB_WORKLOADS,
     FAMILIES,
@@ -155,7 +157,12 @@ def check_def(path: Path, name: str, spec: StackDef) -> None:
         if len(set(spec.cpus)) != len(spec.cpus):
             raise bad("cpus", "a CPU is listed twice")
     for param in spec.params:
-        builtin = param in PLACEHOLDERS or param in ("upstream_port", "tls_cert", "tls_key")
+        builtin = param in PLACEHOLDERS or param in (
+            "upstream_port",
+            "tls_cert",
+            "tls_key",
+            "status_port",
+        )
         if builtin or not re.fullmatch(r"\w+", param):
             why = "is a built-in placeholder" if builtin else "use letters, digits, _"
             raise bad(f"params.{param}", f"cannot be a param name: {why}")
@@ -164,6 +171,11 @@ def check_def(path: Path, name: str, spec: StackDef) -> None:
         known.add("upstream_port")  # the port of the stack behind this one
     if spec.tls:
         known |= {"tls_cert", "tls_key"}  # the machine's certificate (stacks.certificate)
+    if spec.status is not None:
+        known.add("status_port")  # the status page's own loopback port
+        problem = _status_problem(spec.status)
+        if problem:
+            raise bad("status", problem)
     for key, text in templated(spec):
         unknown = unknown_placeholder(text, known)
         if unknown:
@@ -218,6 +230,8 @@ def _check_app(spec: StackDef, bad: Any) -> None:
     if not app.command:
         raise bad("app.command", "must not be empty")
     known = {*PLACEHOLDERS, *spec.params, *APP_PLACEHOLDERS}
+    if spec.status is not None:
+        known.add("status_port")  # your app's server shows the block's status page too
     texts = [(f"app.command[{i}]", a) for i, a in enumerate(app.command)]
     texts += [(f"app.env.{k}", v) for k, v in app.env.items()]
     texts += [(f"app.version[{i}]", a) for i, a in enumerate(app.version or [])]
@@ -230,6 +244,30 @@ def _check_app(spec: StackDef, bad: Any) -> None:
     for module in app.modules:
         if not re.fullmatch(r"[A-Za-z_][\w.]*", module):
             raise bad("app.modules", f"{module!r} is not a module name")
+
+
+# a status page's URL: http or tcp (uWSGI's stats socket), on loopback, on the stack's
+# own port or the status page's own; a path (and a query) of printable characters only
+_STATUS_URL = re.compile(
+    r"^(http|tcp)://(\{host\}|127\.0\.0\.1|localhost):(\{port\}|\{status_port\})"
+    r"(/[!-~]*)?$"
+)
+
+
+def _status_problem(url: str) -> str:
+    """What is wrong with a block's `status` URL ('' when nothing). On the load's own
+    port its path must not be a workload's: the load would count the page's answers as
+    its own (and a status page is the server's, not the app's)."""
+    m = _STATUS_URL.match(url)
+    if m is None:
+        return (
+            "a loopback URL: http://{host}:{status_port}/PATH (or {port}), or "
+            f"tcp://{{host}}:{{status_port}} for a stats socket; got {url[:80]!r}"
+        )
+    path = (m.group(4) or "/").split("?")[0]
+    if m.group(3) == "{port}" and path.strip("/") in WORKLOADS:
+        return f"the path {path} is a workload's: the load would reach the status page"
+    return ""
 
 
 def _known_list(spec: StackDef) -> str:

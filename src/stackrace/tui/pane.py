@@ -126,7 +126,9 @@ class StackPane(Vertical, can_focus=True):
         # the figures sit directly in the pane (no container: every widget costs a frame
         # a little, and a frame passes over every widget in the box it redraws)
         yield BigNumber("0", "req/s", id="qps", classes="fig")
-        yield ScaledSparkline(lambda top: f"{fmt_rate(top)} req/s", id="qps-spark", classes="fig")
+        yield ScaledSparkline(
+            lambda top: f"{fmt_rate(top)} req/s", fmt_rate, id="qps-spark", classes="fig"
+        )
         yield Static("", id="gap", classes="fig proj")
         yield BigNumber("–", "ms p99", id="p99big", classes="fig")
         yield Static("", id="latency", classes="fig")
@@ -384,6 +386,8 @@ class StackPane(Vertical, can_focus=True):
             path = view.loads or (f"GET {path_of(view.url)}" if view.url else "")
             self._set("head", f"{self._family}  {level}" + (f"  {path}" if path else ""))
             self._show_verdict(view, rate_mode)
+            spark = self.query_one("#qps-spark", ScaledSparkline)  # the knee, before it comes
+            spark.set_mark(view.knee.rate if view.knee is not None else None)
             rows = self._rows.get("annotation", 1) or 1
             said = annotation_text(view, self.content_size.width or 40, rows)
             self._set("annotation", Text(said, style="italic", overflow="ellipsis"))

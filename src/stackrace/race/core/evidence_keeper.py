@@ -15,8 +15,9 @@ nor a level's measurement waits for the sampler. A failed capture is one line in
 `failed` (what a pane shows instead), never an exception into the race.
 
 What a member offers the capture is decided here (`capture_facts`): a stack stackrace
-launched gives its root pid and port; a --url server its port (kernel-side evidence)
-and the --pid given, if any; a demo or a replay's member has no process to look at.
+launched gives its root pid, its port and its status page's URL (stacks.toml
+`status`); a --url server its port (kernel-side evidence) and the --pid given, if any;
+a demo or a replay's member has no process to look at.
 """
 
 from __future__ import annotations
@@ -70,7 +71,11 @@ def capture_facts(m: Member) -> CaptureFacts | None:
         # every process it started (php-fpm beside nginx): each one's tree is looked at
         first, *others = rs.root_pids
         target = CaptureTarget(
-            root_pid=first, port=rs.port, log_path=str(rs.log_path), other_roots=tuple(others)
+            root_pid=first,
+            port=rs.port,
+            log_path=str(rs.log_path),
+            other_roots=tuple(others),
+            status_url=rs.status_url,  # the page its definition turns on (`status`)
         )
         return CaptureFacts(target, st.workers, st.threads, st.spec.family)
     if isinstance(h, UrlHandle):
