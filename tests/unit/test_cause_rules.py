@@ -119,6 +119,23 @@ def test_one_process_on_cpu_is_cpu_with_its_function() -> None:
     assert "processes" in c.advice
 
 
+def test_samples_on_cpu_the_kernel_contradicts_are_not_cpu() -> None:
+    """Seen under pyuwsgi: every sample "on CPU" while the kernel counted 0.0 cores, and
+    the cause read "2 workers on CPU, 0.0 cores". The kernel's CPU time wins: no cpu,
+    the kernel's side names what it can (here its threads asleep in calls)."""
+    w = window(
+        {S.ON_CPU: 100},
+        threads=2,
+        workers=2,
+        frames=[fn("<module>", 6, 56, 100, S.ON_CPU)],
+        processes=(proc(0.0, "uwsgi"), proc(0.01, "uwsgi")),
+        kernel_states={S.BLOCKED.value: 80, S.IDLE.value: 20},
+    )
+    c = name_cause(w)
+    assert c.kind is not CauseKind.CPU and c.kind is not CauseKind.GIL
+    assert c.kind is CauseKind.BLOCKING_WAIT, c
+
+
 def test_threads_waiting_for_the_gil_is_the_gil() -> None:
     w = window(
         {S.ON_CPU: 100, S.GIL_WAIT: 700},

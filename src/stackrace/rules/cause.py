@@ -16,7 +16,9 @@ function that prove it, the knob it implies (`advice`), and when the evidence is
      waits are inside a pool's code or the database connections in use reached the
      app's pool;
    - **gil**: ≥ 20 % waiting for the GIL, with more than one thread;
-   - **cpu**: ≥ 50 % on CPU;
+   - **cpu**: ≥ 50 % on CPU; neither gil nor cpu when the kernel's CPU time
+     contradicts the samples' (a quarter of what the threads sampled running would
+     use, or less): then the kernel's side names it, as in 3;
    - **accept queue**: the listening socket's queue reached its limit (or the machine
      dropped connections while it was near it);
    - **blocking wait**: ≥ 35 % blocked in a call (a socket, a file, a sleep).
@@ -187,11 +189,21 @@ def name_cause(
         cause = _from_samples(window, workers, threads)
         if cause is not None:
             return cause
-    else:
+    if not window.sampled or window.samples <= 0 or _cpu_contradicted(window):
         cause = _from_kernel(window)
         if cause is not None:
             return cause
     return _unknown(window)
+
+
+def _cpu_contradicted(window: EvidenceWindow) -> bool:
+    """The samples say threads ran, the kernel says the processes hardly did: under
+    pyuwsgi py-spy read every sample "on CPU" while the kernel counted 0.0 cores, and
+    "2 workers on CPU, 0.0 cores" contradicts its own figure. The kernel's CPU time is
+    the measurement; the samples' running flag is then not used (cpu and gil)."""
+    running = window.mean_threads(ThreadState.ON_CPU)
+    used = window.cpu() + sum(p.core_wait_share for p in window.processes)
+    return bool(window.processes) and running >= 0.5 and used < 0.25 * running
 
 
 def _restarts(window: EvidenceWindow) -> Cause:
@@ -221,12 +233,14 @@ def _from_samples(window: EvidenceWindow, workers: int | None, threads: int | No
         return _cause(window, CauseKind.LOOP_BLOCKED, sentence, top, share(ThreadState.BLOCKED))
     if share(ThreadState.LOCK_WAIT) >= LOCK_SHARE:
         return _lock(window, n)
-    if window.threads > 1 and share(ThreadState.GIL_WAIT) >= GIL_SHARE:
+    if _cpu_contradicted(window):
+        pass  # neither gil nor cpu on samples the kernel's CPU time contradicts
+    elif window.threads > 1 and share(ThreadState.GIL_WAIT) >= GIL_SHARE:
         top = _top(window, ThreadState.ON_CPU, ThreadState.GIL_WAIT)
         sentence = _cpu_sentence(window, _top(window, ThreadState.ON_CPU) or top)
         busy = share(ThreadState.GIL_WAIT) + share(ThreadState.ON_CPU)
         return _cause(window, CauseKind.GIL, sentence, top, busy)
-    if share(ThreadState.ON_CPU) >= CPU_SHARE:
+    elif share(ThreadState.ON_CPU) >= CPU_SHARE:
         top = _top(window, ThreadState.ON_CPU)
         sentence = _cpu_sentence(window, top) + _queue_clause(q)
         return _cause(window, CauseKind.CPU, sentence, top, share(ThreadState.ON_CPU))
