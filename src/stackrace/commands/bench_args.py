@@ -114,13 +114,6 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
     add_page_arguments(out)
     out.add_argument(
-        "--flame",
-        dest="flame_dir",
-        metavar="DIR",
-        help="write a flame graph (SVG) of each evidence window here, one file per stack "
-        'and breaking level (docs/bench.md, "Why it broke")',
-    )
-    out.add_argument(
         "--junit",
         dest="junit_out",
         metavar="FILE",
@@ -187,7 +180,8 @@ def add_search_arguments(
 
 
 def add_page_arguments(group: argparse._ArgumentGroup) -> None:
-    """--html and --series-csv: the run over time (bench, report)."""
+    """--html, --series-csv and --flame: the run over time, and why it broke (bench,
+    report)."""
     group.add_argument(
         "--html",
         dest="html_out",
@@ -200,4 +194,11 @@ def add_page_arguments(group: argparse._ArgumentGroup) -> None:
         dest="series_csv_out",
         metavar="FILE",
         help="write the run second by second here: one row per stack per second",
+    )
+    group.add_argument(
+        "--flame",
+        dest="flame_dir",
+        metavar="DIR",
+        help="write a flame graph (SVG) of each evidence window here, one file per stack "
+        'and breaking level (docs/bench.md, "Why it broke")',
     )

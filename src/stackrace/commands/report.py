@@ -65,13 +65,6 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
     add_page_arguments(out)
-    out.add_argument(
-        "--flame",
-        dest="flame_dir",
-        metavar="DIR",
-        help="write a flame graph (SVG) of each evidence window here, one file per stack "
-        'and breaking level (docs/bench.md, "Why it broke")',
-    )
     gate = p.add_argument_group("pass or fail")
     gate.add_argument(
         "--junit",
