@@ -539,6 +539,18 @@ def test_near_equal_waits_on_a_busy_core_are_never_queueing_beside_keeping_up():
     assert a.state == QUEUEING
 
 
+def test_a_worker_asleep_in_io_is_scaled_by_the_time_it_lost_not_its_share():
+    """One sync worker on 10 ms waits beside other work (the CI run of
+    test_bench_stacks): it ran 5 % and waited 12 %, so it got its core 29 % of the time
+    it wanted one, yet lost only 12 % of its time. Scaled by 0.29 its 115 ms queue at
+    c=10 read as the core's and it was never judged broken; scaled by the time it lost
+    (~101 ms with a core to itself) it is its own queue."""
+    io = CpuShare(used=5, capacity=100, waited=12, core_full=False)
+    j = judge(Evidence(step_result(10, window(85, 115, fastest_ms=11), share=io)))
+    assert j.state == QUEUEING and j.broken, j.why
+    assert "(~101 ms with a core to itself)" in j.why
+
+
 def test_a_stack_cpu_bound_by_itself_is_not_scaled_by_a_share():
     """Its own CPU was the limit: the busy core explains nothing (SATURATED, as ever)."""
     full = CpuShare(used=90, capacity=100, waited=60, core_full=False)

@@ -95,6 +95,28 @@ def share_got(step: StepResult) -> float | None:
     return step.cpu_percent / wanted if wanted > 0 else None
 
 
+def time_lost(step: StepResult) -> float | None:
+    """What its waits would be with a core to itself, as a factor (0-1): 1 less the
+    share of its serving time it spent runnable without a core (Little's law: with N
+    clients, R = N / X, and X rises by 1 / (1 - f) when the wait f is given back).
+    For a stack that wanted its core the whole time this is `share_got`; for one that
+    mostly sleeps in I/O it is near 1: one sync worker on 10 ms waits that ran 5 % and
+    waited 12 % got its core 29 % of the time it wanted one, yet lost only 12 % of its
+    time, and its 115 ms queue at c=10 is its own (scaled by 0.29 it read as the core's,
+    and the one sync worker of a test beside other work was never judged broken).
+    A stack that wanted its core(s) nearly all the time (ran or waited 80 % of them or
+    more) is held to `share_got`, the smaller: its speed is the share it got, and a
+    recorded uvicorn beside a starved engine (ran 20 %, waited 75 %) stays the core's.
+    None when `share_got` is (too little wait to scale anything by)."""
+    got = share_got(step)
+    if got is None:
+        return None
+    waited = step.cpu_wait_percent or 0.0
+    if (step.cpu_percent or 0.0) + waited >= 0.8 * capacity(step):
+        return got
+    return max(got, 1.0 - min(1.0, waited / capacity(step)))
+
+
 def busy_too(step: StepResult) -> str:
     """The busy core said beside a verdict that is the server's all the same: "its core
     was also busy: it ran 40 % of the time it wanted it" ("" when it hardly waited)."""

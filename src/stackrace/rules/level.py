@@ -60,14 +60,15 @@ server's. One gunicorn sync worker on a 10 ms wait serves ~90 req/s: at c=2 each
 waited for it while other stacks or processes held it (rules/cores.py), its figures
 are a share of that core: core-limited, queue or not. Neither is a breaking point nor
 a tick, and every summary says "not judged" with the figure that shows it. But a
-busy core is not judged by its share only: a stack that got a core a share g of the
-time it wanted one serves at most g of its speed, so its requests wait up to 1/g as
-long; its waits are scaled by g (`cores.share_got`) and a queue still beyond the
-bounds (by `OWN_QUEUE_MARGIN`) is its own: "▲ QUEUEING · 100 wait ~219 ms each (~88 ms
-with a core to itself); one takes ~5.6 ms · its core was also busy: it ran 40% of the
-time it wanted it". A queue the share explains is the core's (core-limited, not
-judged), whether or not the core was full enough to call the level core-limited
-before: two stacks that waited alike get the same state. Only
+busy core is not judged by its share only: a stack that spent a share f of its time
+runnable without a core serves at most 1 − f of its speed, so its requests wait up to
+1/(1 − f) as long (for one that wanted its core the whole time, 1 − f is the share g
+of that time it got one); its waits are scaled by 1 − f (`cores.time_lost`) and a
+queue still beyond the bounds (by `OWN_QUEUE_MARGIN`) is its own: "▲ QUEUEING · 100
+wait ~219 ms each (~88 ms with a core to itself); one takes ~5.6 ms · its core was
+also busy: it ran 40% of the time it wanted it". A queue the share explains is the
+core's (core-limited, not judged), whether or not the core was full enough to call
+the level core-limited before: two stacks that waited alike get the same state. Only
 answers that are errors, refused connections and resets are the server's whatever
 the engine or the machine did: no starved engine answers 404.
 
@@ -366,7 +367,7 @@ def judge(e: Evidence) -> Judgment:
     # a stack that waited for a core: the queue it would have had with the core to
     # itself (its figures scaled by the share it got), past `OWN_QUEUE_MARGIN` × the
     # bounds, is its own whatever the core did (see the module docstring)
-    got = cores.share_got(step)
+    got = cores.time_lost(step)
     own = queue
     if queue and got is not None:
         own = _queue_why(step, service, service_from, wait, bound, tail, got, OWN_QUEUE_MARGIN)
