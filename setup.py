@@ -57,8 +57,13 @@ CYCLE = Extension(
     "stackrace.engine._cycle",
     ["src/stackrace/engine/_cycle.c"],
     # included: its response framer, and its TLS context and OpenSSL helpers
-    depends=["src/stackrace/engine/_frame.h", "src/stackrace/engine/_tls.h"],
-    libraries=["ssl", "crypto"],
+    # and its HTTP/2 (libnghttp2, h2load's own framing: libnghttp2-dev)
+    depends=[
+        "src/stackrace/engine/_frame.h",
+        "src/stackrace/engine/_tls.h",
+        "src/stackrace/engine/_h2.h",
+    ],
+    libraries=["ssl", "crypto", "nghttp2"],
     extra_compile_args=["-O2"],
 )
 

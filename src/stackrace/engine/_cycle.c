@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "_frame.h"
+#include "_h2.h"
 #include "_tls.h"
 
 /* transport.py's states */
@@ -71,8 +72,8 @@
 #define EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 #define READABLE (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 
-static PyObject *str_dispatcher, *str_call_soon, *str_more,
-    *str_connected, *str_data_received, *str_connection_lost, *str_connect_failed,
+static PyObject *str_dispatcher, *str_call_soon, *str_more, *str_stream_failed, *str_on_body,
+    *str_goaway, *str_settings, *str_connected, *str_data_received, *str_connection_lost, *str_connect_failed,
     *str_on_event, *str_answer, *str_connect_done, *str_report_failure;
 
 /* The reader the event loop calls when the engine's epoll is ready (Poller.dispatcher):
@@ -115,6 +116,17 @@ typedef struct {
     SSL *ssl;
     long long tcp_ns;
     PyObject *request;
+    /* HTTP/2 (_h2.h): the session (NULL: HTTP/1.1), its open streams, inside a read
+       (what to send waits for the read's end), the last stream id of a GOAWAY received
+       (-1: none), the SETTINGS_MAX_CONCURRENT_STREAMS told to the protocol, and why
+       nghttp2 ended the session when the server broke the protocol ("" : it did not) */
+    nghttp2_session *h2;
+    H2Open *streams;
+    int h2_reading;
+    int32_t goaway_last;
+    uint32_t max_streams;
+    int h2_python_error;
+    char fault[160];
 } Transport;
 
 static PyTypeObject TransportType;
@@ -208,11 +220,15 @@ static void free_ssl(Transport *self) {
 
 /* the descriptor closes, and with it the connection's TLS state (a next connection of
    the same transport, `recycle`, starts its own) */
+static void h2_free(Transport *self);
+
 static void close_fd(Transport *self) {
     if (self->fd >= 0) {
         close(self->fd);
         self->fd = -1;
     }
+    /* inside nghttp2's read the session is still in use: freed once the read returns */
+    if (!self->h2_reading) h2_free(self);
     free_ssl(self);
     Py_CLEAR(self->request);
 }
@@ -257,6 +273,8 @@ static int fail_later(Transport *self, int err) {
 }
 
 static int tls_begin(Transport *self);
+static int h2_new(Transport *self);
+static PyObject *h2_deliver(Transport *self, const char *buf, Py_ssize_t n);
 
 /* socket, connect, and the first bytes with it. Returns the state reached: OPEN (what
    of `first` the kernel did not take waits in `out` for the next writability edge),
@@ -328,13 +346,13 @@ static int start(Transport *self, PyObject *first_obj) {
 
 static int Transport_init(Transport *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"poller", "protocol", "opener", "family", "addr", "now",
-                             "first", "nodelay", "rcvbuf", "frame", "tls", NULL};
+                             "first", "nodelay", "rcvbuf", "frame", "tls", "h2", NULL};
     PyObject *poller, *protocol, *opener, *addr, *first = Py_None, *tls = Py_None;
-    int family, nodelay = 0, rcvbuf = 0, frame = 0;
+    int family, nodelay = 0, rcvbuf = 0, frame = 0, h2 = 0;
     long long now;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOL|OpipO", kwlist, &poller, &protocol,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOL|OpipOp", kwlist, &poller, &protocol,
                                      &opener, &family, &addr, &now, &first, &nodelay, &rcvbuf,
-                                     &frame, &tls))
+                                     &frame, &tls, &h2))
         return -1;
     if (self->dispatcher != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "a Transport is made once");
@@ -352,6 +370,14 @@ static int Transport_init(Transport *self, PyObject *args, PyObject *kw) {
         self->tls = (TlsContext *)Py_NewRef(tls);
     }
     self->fd = -1;
+    self->goaway_last = -1;
+    if (h2) {
+        if (first != Py_None || frame) {
+            PyErr_SetString(PyExc_ValueError, "h2: no first request, no framing");
+            return -1;
+        }
+        if (h2_new(self) < 0) return -1;
+    }
     self->frame = frame;
     self->family = family;
     self->nodelay = nodelay;
@@ -400,6 +426,7 @@ static int Transport_clear(Transport *self) {
     Py_CLEAR(self->request);
     free_ssl(self); /* before its context */
     Py_CLEAR(self->tls);
+    if (!self->h2_reading) h2_free(self);
     return 0;
 }
 
@@ -492,6 +519,13 @@ static int tls_step(Transport *self) {
     if (err < 0) return -1;
     if (err > 0) return tls_failed(self, strerror(err));
     if (e == SSL_ERROR_WANT_READ) return HANDSHAKE;
+    if (self->h2 != NULL) {
+        const unsigned char *alpn = NULL;
+        unsigned int alpn_len = 0;
+        SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
+        if (alpn_len != 2 || memcmp(alpn, "h2", 2) != 0)
+            return tls_failed(self, "the server did not choose h2 by ALPN (HTTP/1.1 only?)");
+    }
     long long done = now_ns();
     int resumed = SSL_session_reused(ssl);
     unsigned long connection = self->connection;
@@ -659,6 +693,326 @@ static PyObject *Transport_recycle(Transport *self, PyObject *args) {
     return PyLong_FromLong(state);
 }
 
+/* --- HTTP/2 (_h2.h: why, and what each callback tells) ------------------------------------ */
+
+static nghttp2_session_callbacks *h2_callbacks;
+
+/* the bytes go out: through TLS's records, or straight to the socket; what the kernel
+   does not take waits in `out`. 0, or -1 with an exception set; a failed send loses the
+   connection (state CLOSED) */
+static int send_raw(Transport *self, const char *data, Py_ssize_t len) {
+    PyObject *r = NULL;
+    if (self->tls != NULL) {
+        ERR_clear_error();
+        if (SSL_write(self->ssl, data, (int)len) <= 0) {
+            char why[256];
+            r = lost_why(self, tls_why(self->ssl, "the request could not be encrypted", why,
+                                       sizeof why));
+        } else {
+            int err = send_records(self);
+            if (err < 0) return -1;
+            if (err == 0) return 0;
+            r = lost(self, err);
+        }
+    } else if (self->out != NULL) {
+        return append_out(self, data, len);
+    } else {
+        ssize_t n = send(self->fd, data, (size_t)len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                r = lost(self, errno);
+                goto done;
+            }
+            n = 0;
+        }
+        if (n < len) return append_out(self, data + n, len - n);
+        return 0;
+    }
+done:
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* what nghttp2 has to send, gathered into one send() (or one TLS write) per 64 KiB */
+static int h2_send(Transport *self) {
+    static char chunk[READ_SIZE];
+    size_t have = 0;
+    while (self->state == OPEN && self->h2 != NULL) {
+        const uint8_t *data;
+        ssize_t n = nghttp2_session_mem_send(self->h2, &data);
+        if (n < 0) {
+            snprintf(self->fault, sizeof self->fault, "HTTP/2: %s", nghttp2_strerror((int)n));
+            break;
+        }
+        if (n == 0) break;
+        if (have + (size_t)n > sizeof chunk) {
+            if (have && send_raw(self, chunk, (Py_ssize_t)have) < 0) return -1;
+            have = 0;
+            if ((size_t)n > sizeof chunk) {
+                if (send_raw(self, (const char *)data, n) < 0) return -1;
+                continue;
+            }
+        }
+        memcpy(chunk + have, data, (size_t)n);
+        have += (size_t)n;
+    }
+    if (have && self->state == OPEN && send_raw(self, chunk, (Py_ssize_t)have) < 0) return -1;
+    return 0;
+}
+
+static void h2_free(Transport *self) {
+    H2Open *o = self->streams;
+    self->streams = NULL;
+    while (o != NULL) {
+        H2Open *next = o->next;
+        Py_XDECREF(o->slot);
+        Py_XDECREF((PyObject *)o->request);
+        PyMem_Free(o);
+        o = next;
+    }
+    if (self->h2 != NULL) {
+        nghttp2_session_del(self->h2);
+        self->h2 = NULL;
+    }
+}
+
+static void h2_unlink(Transport *self, H2Open *o) {
+    if (o->prev) o->prev->next = o->next;
+    else self->streams = o->next;
+    if (o->next) o->next->prev = o->prev;
+    o->prev = o->next = NULL;
+}
+
+/* a Python call from a callback failed, or closed the connection: nghttp2 stops reading */
+static int h2_after_call(Transport *self, PyObject *r) {
+    if (r == NULL) {
+        self->h2_python_error = 1;
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    Py_DECREF(r);
+    return self->state == OPEN ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+static int h2_on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
+                        size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                        void *user) {
+    if (frame->hd.type != NGHTTP2_HEADERS || namelen != 7 || memcmp(name, ":status", 7))
+        return 0;
+    H2Open *o = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
+    /* nghttp2's HTTP checks hold it to three digits */
+    if (o == NULL || valuelen != 3) return 0;
+    int status = (value[0] - '0') * 100 + (value[1] - '0') * 10 + (value[2] - '0');
+    if (status >= 200 && o->status == 0) o->status = status; /* 1xx: the answer is to come */
+    return 0;
+}
+
+static int h2_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data,
+                      size_t len, void *user) {
+    H2Open *o = nghttp2_session_get_stream_user_data(s, id);
+    if (o == NULL) return 0;
+    o->size += (long long)len;
+    if (!o->body || o->slot == NULL) return 0;
+    PyObject *chunk = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
+    PyObject *r = chunk ? PyObject_CallMethodOneArg(o->slot, str_on_body, chunk) : NULL;
+    Py_XDECREF(chunk);
+    return h2_after_call((Transport *)user, r);
+}
+
+static int h2_on_frame(nghttp2_session *s, const nghttp2_frame *frame, void *user) {
+    Transport *self = user;
+    PyObject *r;
+    switch (frame->hd.type) {
+    case NGHTTP2_RST_STREAM: {
+        H2Open *o = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
+        if (o != NULL) o->rst = 1;
+        return 0;
+    }
+    case NGHTTP2_GOAWAY: {
+        self->goaway_last = frame->goaway.last_stream_id;
+        PyObject *last = PyLong_FromLong(frame->goaway.last_stream_id);
+        PyObject *code = PyLong_FromUnsignedLong(frame->goaway.error_code);
+        r = last && code ? PyObject_CallMethodObjArgs(self->protocol, str_goaway, last, code, NULL)
+                         : NULL;
+        Py_XDECREF(last);
+        Py_XDECREF(code);
+        return h2_after_call(self, r);
+    }
+    case NGHTTP2_SETTINGS: {
+        if (frame->hd.flags & NGHTTP2_FLAG_ACK) return 0;
+        uint32_t m = nghttp2_session_get_remote_settings(s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+        if (m == self->max_streams) return 0;
+        self->max_streams = m;
+        PyObject *v = PyLong_FromUnsignedLong(m);
+        r = v ? PyObject_CallMethodOneArg(self->protocol, str_settings, v) : NULL;
+        Py_XDECREF(v);
+        return h2_after_call(self, r);
+    }
+    }
+    return 0;
+}
+
+static int h2_on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user) {
+    Transport *self = user;
+    H2Open *o = nghttp2_session_get_stream_user_data(s, id);
+    if (o == NULL) return 0;
+    h2_unlink(self, o);
+    PyObject *slot = o->slot, *r = NULL;
+    int status = o->status;
+    long long size = o->size;
+    int how = o->rst ? H2_RESET
+                     : (self->goaway_last >= 0 && id > self->goaway_last ? H2_UNPROCESSED : H2_LOCAL);
+    Py_XDECREF((PyObject *)o->request);
+    PyMem_Free(o);
+    if (slot == NULL) return 0; /* cancelled: the slot let it go */
+    if (code == NGHTTP2_NO_ERROR && status) {
+        PyObject *st = PyLong_FromLong(status), *sz = PyLong_FromLongLong(size);
+        PyObject *argv[4] = {slot, st, sz, Py_True};
+        r = st && sz ? PyObject_VectorcallMethod(str_answer, argv,
+                                                 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL)
+                     : NULL;
+        Py_XDECREF(st);
+        Py_XDECREF(sz);
+    } else {
+        /* ended with no error but no answer: a malformed end, nghttp2's to judge */
+        PyObject *c = PyLong_FromUnsignedLong(code ? code : NGHTTP2_PROTOCOL_ERROR);
+        PyObject *h = PyLong_FromLong(how);
+        r = c && h ? PyObject_CallMethodObjArgs(slot, str_stream_failed, c, h, NULL) : NULL;
+        Py_XDECREF(c);
+        Py_XDECREF(h);
+    }
+    Py_DECREF(slot);
+    return h2_after_call(self, r);
+}
+
+/* the reason nghttp2 gives for a connection error it found; kept for the GOAWAY we send */
+static char h2_last_error[120];
+
+static int h2_on_error(nghttp2_session *s, int code, const char *msg, size_t len, void *user) {
+    snprintf(h2_last_error, sizeof h2_last_error, "%.*s", (int)len, msg);
+    return 0;
+}
+
+static int h2_on_sent(nghttp2_session *s, const nghttp2_frame *frame, void *user) {
+    Transport *self = user;
+    if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR)
+        snprintf(self->fault, sizeof self->fault, "HTTP/2 protocol error: %s (%s)",
+                 nghttp2_http2_strerror(frame->goaway.error_code),
+                 h2_last_error[0] ? h2_last_error : "the server broke the protocol");
+    return 0;
+}
+
+static int h2_init_callbacks(void) {
+    if (nghttp2_session_callbacks_new(&h2_callbacks) != 0) return -1;
+    nghttp2_session_callbacks_set_on_header_callback(h2_callbacks, h2_on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(h2_callbacks, h2_on_data);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(h2_callbacks, h2_on_frame);
+    nghttp2_session_callbacks_set_on_stream_close_callback(h2_callbacks, h2_on_close);
+    nghttp2_session_callbacks_set_error_callback2(h2_callbacks, h2_on_error);
+    nghttp2_session_callbacks_set_on_frame_send_callback(h2_callbacks, h2_on_sent);
+    return 0;
+}
+
+/* the client's session, its SETTINGS queued (sent with the preface once connected): no
+   server push, and windows of 2^30-1 for each stream and the connection, as h2load's
+   defaults (-w 30 -W 30), so the engine's reads never wait for its own flow control */
+static int h2_new(Transport *self) {
+    if (nghttp2_session_client_new(&self->h2, h2_callbacks, self) != 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (1U << 30) - 1},
+    };
+    if (nghttp2_submit_settings(self->h2, NGHTTP2_FLAG_NONE, iv, 2) != 0 ||
+        nghttp2_session_set_local_window_size(self->h2, NGHTTP2_FLAG_NONE, 0, (1 << 30) - 1) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "nghttp2 refused the client's settings");
+        return -1;
+    }
+    return 0;
+}
+
+/* one read's bytes to nghttp2; then what it has to send goes out; a session that wants
+   neither to read nor to write is over (_h2.h) */
+static PyObject *h2_deliver(Transport *self, const char *buf, Py_ssize_t n) {
+    self->h2_reading = 1;
+    ssize_t r = nghttp2_session_mem_recv(self->h2, (const uint8_t *)buf, (size_t)n);
+    self->h2_reading = 0;
+    if (self->state != OPEN) {
+        h2_free(self); /* closed during the read: its session could not be freed then */
+        if (self->h2_python_error) return NULL;
+        Py_RETURN_NONE;
+    }
+    if (self->h2_python_error) return NULL;
+    if (r < 0 && self->fault[0] == 0)
+        snprintf(self->fault, sizeof self->fault, "HTTP/2 protocol error: %s",
+                 nghttp2_strerror((int)r));
+    if (h2_send(self) < 0) return NULL;
+    if (self->state != OPEN) Py_RETURN_NONE;
+    if (r < 0 || (!nghttp2_session_want_read(self->h2) && !nghttp2_session_want_write(self->h2))) {
+        if (self->fault[0]) return lost_why(self, self->fault);
+        return lost(self, 0);
+    }
+    Py_RETURN_NONE;
+}
+
+/* submit(slot, request, keep=False) -> the stream's id, or a negative nghttp2 error (no
+   stream: the session is ending, or out of ids); `keep`: the slot hears each DATA frame
+   (on_body) */
+static PyObject *Transport_submit(Transport *self, PyObject *args) {
+    PyObject *slot;
+    H2Request *req;
+    int keep = 0;
+    if (!PyArg_ParseTuple(args, "OO!|p", &slot, &H2RequestType, &req, &keep)) return NULL;
+    if (self->h2 == NULL || self->state != OPEN) return PyLong_FromLong(NGHTTP2_ERR_INVALID_STATE);
+    H2Open *o = PyMem_Calloc(1, sizeof *o);
+    if (o == NULL) return PyErr_NoMemory();
+    o->body = keep;
+    nghttp2_data_provider prd = {.source.ptr = o, .read_callback = h2_read_body};
+    int32_t id = nghttp2_submit_request(self->h2, NULL, req->nva, req->nvlen,
+                                        req->body ? &prd : NULL, o);
+    if (id < 0) {
+        PyMem_Free(o);
+        return PyLong_FromLong(id);
+    }
+    o->id = id;
+    o->slot = Py_NewRef(slot);
+    o->request = (H2Request *)Py_NewRef((PyObject *)req);
+    o->next = self->streams;
+    if (o->next) o->next->prev = o;
+    self->streams = o;
+    if (!self->h2_reading && h2_send(self) < 0) return NULL;
+    return PyLong_FromLong(id);
+}
+
+/* the slot gives its stream up (a timeout, a retired slot): RST_STREAM(CANCEL), and the
+   stream's end will call no one */
+static PyObject *Transport_cancel_stream(Transport *self, PyObject *arg) {
+    long id = PyLong_AsLong(arg);
+    if (id == -1 && PyErr_Occurred()) return NULL;
+    if (self->h2 == NULL || self->state != OPEN) Py_RETURN_NONE;
+    H2Open *o = nghttp2_session_get_stream_user_data(self->h2, (int32_t)id);
+    if (o == NULL) Py_RETURN_NONE;
+    Py_CLEAR(o->slot);
+    nghttp2_submit_rst_stream(self->h2, NGHTTP2_FLAG_NONE, (int32_t)id, NGHTTP2_CANCEL);
+    if (!self->h2_reading && h2_send(self) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* stalled(id): the stream still has request body to send and the server's flow-control
+   window (the stream's or the connection's) is closed */
+static PyObject *Transport_stalled(Transport *self, PyObject *arg) {
+    long id = PyLong_AsLong(arg);
+    if (id == -1 && PyErr_Occurred()) return NULL;
+    if (self->h2 == NULL) Py_RETURN_FALSE;
+    H2Open *o = nghttp2_session_get_stream_user_data(self->h2, (int32_t)id);
+    if (o == NULL || o->request->body == NULL || o->sent >= PyBytes_GET_SIZE(o->request->body))
+        Py_RETURN_FALSE;
+    int32_t w = nghttp2_session_get_stream_remote_window_size(self->h2, (int32_t)id);
+    return PyBool_FromLong(w <= 0 || nghttp2_session_get_remote_window_size(self->h2) <= 0);
+}
+
 /* --- events ------------------------------------------------------------------------------ */
 
 static int flush(Transport *self) {
@@ -715,6 +1069,7 @@ static PyObject *read_later(Transport *self, unsigned int ev) {
    request and one whole ordinary response (_frame.h), its status and size (`answer`),
    else the bytes (`data_received`). NULL with an exception set. */
 static PyObject *deliver(Transport *self, const char *buf, Py_ssize_t n) {
+    if (self->h2 != NULL) return h2_deliver(self, buf, n);
     PyObject *protocol = Py_NewRef(self->protocol);
     PyObject *r;
     int status = 0;
@@ -1014,6 +1369,9 @@ static PyMethodDef Transport_methods[] = {
     {"release", (PyCFunction)Transport_release, METH_NOARGS, NULL},
     {"cancel", (PyCFunction)Transport_cancel, METH_NOARGS, NULL},
     {"recycle", (PyCFunction)Transport_recycle, METH_VARARGS, NULL},
+    {"submit", (PyCFunction)Transport_submit, METH_VARARGS, NULL},
+    {"cancel_stream", (PyCFunction)Transport_cancel_stream, METH_O, NULL},
+    {"stalled", (PyCFunction)Transport_stalled, METH_O, NULL},
     {"_report_failure", (PyCFunction)Transport_report_failure, METH_VARARGS, NULL},
     {"_more", (PyCFunction)Transport_more, METH_VARARGS, NULL},
     {"detach", (PyCFunction)Transport_detach, METH_O, NULL},
@@ -1034,6 +1392,7 @@ static PyMemberDef Transport_members[] = {
     {"frame", T_INT, offsetof(Transport, frame), READONLY, NULL},
     {"protocol", T_OBJECT, offsetof(Transport, protocol), READONLY, NULL},
     {"tls", T_OBJECT, offsetof(Transport, tls), READONLY, NULL},
+    {"max_streams", T_UINT, offsetof(Transport, max_streams), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -1202,6 +1561,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__cycle(void) {
     frame_init();
+    if (h2_init_callbacks() < 0) return PyErr_NoMemory();
     INTERN(str_dispatcher, "dispatcher");
     INTERN(str_call_soon, "call_soon");
     INTERN(str_more, "_more");
@@ -1213,21 +1573,29 @@ PyMODINIT_FUNC PyInit__cycle(void) {
     INTERN(str_answer, "answer");
     INTERN(str_connect_done, "connect_done");
     INTERN(str_report_failure, "_report_failure");
+    INTERN(str_stream_failed, "stream_failed");
+    INTERN(str_on_body, "on_body");
+    INTERN(str_goaway, "goaway");
+    INTERN(str_settings, "settings");
     if (PyType_Ready(&TransportType) < 0 || PyType_Ready(&DispatcherType) < 0 ||
-        PyType_Ready(&TlsContextType) < 0)
+        PyType_Ready(&TlsContextType) < 0 || PyType_Ready(&H2RequestType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Transport", (PyObject *)&TransportType) < 0 ||
         PyModule_AddObjectRef(m, "Dispatcher", (PyObject *)&DispatcherType) < 0 ||
-        PyModule_AddObjectRef(m, "TlsContext", (PyObject *)&TlsContextType) < 0) {
+        PyModule_AddObjectRef(m, "TlsContext", (PyObject *)&TlsContextType) < 0 ||
+        PyModule_AddObjectRef(m, "H2Request", (PyObject *)&H2RequestType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
     if (PyModule_AddIntConstant(m, "CONNECTING", CONNECTING) < 0 ||
         PyModule_AddIntConstant(m, "OPEN", OPEN) < 0 ||
         PyModule_AddIntConstant(m, "HANDSHAKE", HANDSHAKE) < 0 ||
-        PyModule_AddIntConstant(m, "CLOSED", CLOSED) < 0) {
+        PyModule_AddIntConstant(m, "CLOSED", CLOSED) < 0 ||
+        PyModule_AddIntConstant(m, "H2_RESET", H2_RESET) < 0 ||
+        PyModule_AddIntConstant(m, "H2_UNPROCESSED", H2_UNPROCESSED) < 0 ||
+        PyModule_AddIntConstant(m, "H2_LOCAL", H2_LOCAL) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -6,6 +6,20 @@ CONNECTING: int
 OPEN: int
 HANDSHAKE: int
 CLOSED: int
+H2_RESET: int
+H2_UNPROCESSED: int
+H2_LOCAL: int
+
+class H2Request:
+    def __init__(
+        self,
+        method: str,
+        scheme: str,
+        authority: str,
+        path: str,
+        headers: list[tuple[str, str]],
+        body: bytes | None = None,
+    ) -> None: ...
 
 class TlsContext:
     has_session: bool
@@ -28,6 +42,7 @@ class Transport:
     frame: int
     protocol: Any
     tls: TlsContext | None
+    max_streams: int
     def __init__(
         self,
         poller: Any,
@@ -41,7 +56,11 @@ class Transport:
         rcvbuf: int = 0,
         frame: bool = False,
         tls: TlsContext | None = None,
+        h2: bool = False,
     ) -> None: ...
+    def submit(self, slot: Any, request: H2Request, keep: bool = False) -> int: ...
+    def cancel_stream(self, stream_id: int) -> None: ...
+    def stalled(self, stream_id: int) -> bool: ...
     def on_event(self, events: int) -> None: ...
     def _more(self, connection: int, events: int) -> None: ...
     def write(self, data: bytes) -> None: ...

@@ -65,6 +65,11 @@ def copy_kinds(kinds: list[KindStats] | None) -> list[KindStats] | None:
     ]
 
 
+def _smallest(a: int, b: int) -> int:
+    """The smaller of two SETTINGS_MAX_CONCURRENT_STREAMS, 0 meaning none seen."""
+    return min(a, b) if a and b else a or b
+
+
 class WindowAccumulator:
     """Counts and histograms over a window; `stats()` turns them into WindowStats."""
 
@@ -80,19 +85,24 @@ class WindowAccumulator:
         "errors",
         "failures",
         "first_byte",
+        "goaways",
         "handshakes",
         "handshaking",
         "hist",
         "hist_unc",
+        "http",
         "inflight_n",
         "inflight_sum",
         "kinds",
         "lag",
         "last_done",
         "late",
+        "max_streams",
         "ok",
         "opened",
+        "refused",
         "requests",
+        "resets",
         "resumed",
         "seconds",
         "send_lateness",
@@ -100,6 +110,7 @@ class WindowAccumulator:
         "starved_max",
         "starved_us",
         "status",
+        "streams_open",
         "tls",
         "unacked",
         "unsent",
@@ -149,6 +160,12 @@ class WindowAccumulator:
         self.unsolicited = 0
         self.handshakes = 0
         self.resumed = 0
+        self.http = "1.1"
+        self.streams_open = 0  # a gauge, as `waiting`
+        self.goaways = 0
+        self.resets = 0
+        self.refused = 0
+        self.max_streams = 0
         self.starved_us = 0.0  # clients × µs waiting past the starved limit (sampled)
         self.starved_max = 0  # the oldest such wait seen
         self.hist.clear()
@@ -175,6 +192,7 @@ class WindowAccumulator:
             self.connecting += r.connecting
             self.handshaking += r.handshaking
             self.unacked += r.unacked
+            self.streams_open += r.streams_open
             self.waiting_ages.add_sparse(r.waiting_ages)
         self.inflight_sum += r.inflight_sum
         self.inflight_n = max(self.inflight_n, r.inflight_samples)
@@ -187,6 +205,11 @@ class WindowAccumulator:
         self.unsolicited += r.unsolicited
         self.handshakes += r.handshakes
         self.resumed += r.resumed
+        self.http = r.http
+        self.goaways += r.goaways
+        self.resets += r.resets
+        self.refused += r.refused
+        self.max_streams = _smallest(self.max_streams, r.max_streams)
         if r.connect_times:
             self.connect.add_sparse(r.connect_times)
         if r.tls_times:
@@ -233,6 +256,11 @@ class WindowAccumulator:
         self.starved_max = max(self.starved_max, other.starved_max)
         self.handshakes += other.handshakes
         self.resumed += other.resumed
+        self.http = other.http
+        self.goaways += other.goaways
+        self.resets += other.resets
+        self.refused += other.refused
+        self.max_streams = _smallest(self.max_streams, other.max_streams)
         self.connect.add(other.connect)
         self.tls.add(other.tls)
         self.first_byte.add(other.first_byte)
@@ -246,6 +274,7 @@ class WindowAccumulator:
         self.connecting = other.connecting
         self.handshaking = other.handshaking
         self.unacked = other.unacked
+        self.streams_open = other.streams_open
         self.waiting_ages.counts = dict(other.waiting_ages.counts)
         if other.budget_t0:
             self.budget_t0 = min(self.budget_t0 or other.budget_t0, other.budget_t0)
@@ -330,6 +359,12 @@ class WindowAccumulator:
             send_lateness=self.send_lateness.summary() if self.send_lateness.counts else None,
             handshakes=self.handshakes,
             resumed=self.resumed,
+            http=self.http,
+            streams_open=self.streams_open,
+            goaways=self.goaways,
+            resets=self.resets,
+            refused=self.refused,
+            max_streams=self.max_streams,
         )
 
 

@@ -135,6 +135,15 @@ class TargetReport(msgspec.Struct):
     # rate mode: how late the scheduler sent each request it had a connection for
     # (sparse histogram pairs, µs)
     send_lateness: list[int] = msgspec.field(default_factory=list)
+    # HTTP/2 (see WindowStats): streams in flight now (a gauge), GOAWAYs, RST_STREAMs,
+    # refused or unprocessed streams in the interval, the smallest
+    # SETTINGS_MAX_CONCURRENT_STREAMS seen (0: none)
+    http: str = "1.1"
+    streams_open: int = 0
+    goaways: int = 0
+    resets: int = 0
+    refused: int = 0
+    max_streams: int = 0
 
 
 class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):

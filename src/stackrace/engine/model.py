@@ -76,6 +76,18 @@ DROPPED = (
 # server's failure, so the breaking-point rule leaves it out; it is still shown.
 ABANDONED = "abandoned"
 OTHER = "other"  # any other socket error (kept so nothing is silently lost)
+# HTTP/2, per stream (engine/h2.py): the server's RST_STREAM (its error code in `errors`,
+# "RST_STREAM <CODE>"), a stream refused (RST_STREAM REFUSED_STREAM: the server did not
+# process it), one above a GOAWAY's last-stream-id (never processed; its request is sent
+# again on a new connection, as a new request), and one whose request body waited on the
+# server's flow-control window until the request timeout ended it
+STREAM_RESET = "stream_reset"
+STREAM_REFUSED = "stream_refused"
+GOAWAY_UNPROCESSED = "goaway_unprocessed"
+FLOW_STALL = "flow_stall"
+# (kept apart from FAILURE_KINDS until the UI labels them: tui/format.py holds a label for
+# each of those; reports list kinds they do not know after the known ones)
+H2_FAILURE_KINDS: tuple[str, ...] = (STREAM_RESET, STREAM_REFUSED, GOAWAY_UNPROCESSED, FLOW_STALL)
 
 FAILURE_KINDS: tuple[str, ...] = (
     REFUSED,
@@ -171,6 +183,11 @@ class TargetSpec(msgspec.Struct, forbid_unknown_fields=True):
     # `load -n`); set with the target, so not one more is sent before it applies.
     # None: no limit (a budget set later: SetBudget)
     budget: int | None = None
+    # "1.1", or "2": HTTP/2, over TLS negotiated by ALPN (https) or h2c with prior
+    # knowledge (http); `streams` per connection (h2load's -m), `concurrency` staying the
+    # number of connections (engine/h2.py)
+    http: str = "1.1"
+    streams: int = 1
 
 
 class EngineSettings(msgspec.Struct, forbid_unknown_fields=True):
@@ -277,6 +294,15 @@ class WindowStats(msgspec.Struct):
     # connection for (due time to write): the engine's own share of every corrected
     # latency. Requests that waited for a busy connection are `late` instead.
     send_lateness: LatencySummary | None = None
+    # HTTP/2 (engine/h2.py): the protocol spoken; streams in flight at the window's end
+    # (a gauge); GOAWAYs and RST_STREAMs received; streams refused or left unprocessed by
+    # a GOAWAY; the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced (0: none)
+    http: str = "1.1"
+    streams_open: int = 0
+    goaways: int = 0
+    resets: int = 0
+    refused: int = 0
+    max_streams: int = 0
 
     @property
     def failed(self) -> int:

@@ -57,6 +57,7 @@ from stackrace.engine._cycle import Transport as CTransport
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
 from stackrace.engine.clients import ClientProfile, SlowClient, is_slow
+from stackrace.engine.h2 import CheckedH2Stream, H2Pool, H2Stream, build_h2_request
 from stackrace.engine.connection import (
     BUSY,
     CLOSED,
@@ -136,9 +137,14 @@ class Target:
         self.tls: ssl.SSLContext | None = (
             client_context(spec.tls_verify, spec.cacert) if u.tls else None
         )
+        # HTTP/2 (engine/h2.py): stream slots, `streams` to a connection, always on the
+        # C transport (its framing is libnghttp2's, driven from there)
+        self.http2 = spec.http == "2"
+        self.streams = max(1, spec.streams) if self.http2 else 1
+        self.h2: H2Pool | None = H2Pool(self, self.streams) if self.http2 else None
         self.tls_c: TlsContext | None = (
-            c_context(u.host, spec.tls_verify, spec.cacert, spec.tls_resume)
-            if u.tls and not _PY_TRANSPORT
+            c_context(u.host, spec.tls_verify, spec.cacert, spec.tls_resume, http2=self.http2)
+            if u.tls and (self.http2 or not _PY_TRANSPORT)
             else None
         )
         self.tls_name = u.host if u.tls else None
@@ -154,14 +160,20 @@ class Target:
         self.nodelay = self.keepalive or self.tls is not None
         # the request goes out with the connect (SocketTransport.connect), or on the C
         # transport with TLS's last handshake flight (a mix picks it later: mix.setup)
-        self.presend = self.tls is None or self.tls_c is not None
+        self.presend = (self.tls is None or self.tls_c is not None) and not self.http2
         self._adopting: dict[Connection, asyncio.Task[None]] = {}
         headers = list(spec.headers)
         if not spec.keepalive and not any(k.lower() == "connection" for k, _ in headers):
             headers.append(("Connection", "close"))
         self.request = build_request(spec.url, spec.method, headers, spec.body)
         self.check: Callable[[bytes], bool] | None = compile_check(spec.check)
-        self.conn_class = CheckedConnection if self.check is not None else Connection
+        self.conn_class: type[Connection] = (
+            CheckedConnection if self.check is not None else Connection
+        )
+        if self.http2:
+            # (what `request` holds for HTTP/2: the fields nghttp2 sends, built once)
+            self.request = build_h2_request(spec.url, spec.method, list(spec.headers), spec.body)  # type: ignore[assignment]  # written only by H2Stream
+            self.conn_class = CheckedH2Stream if self.check is not None else H2Stream
         # several kinds of request, counted per kind (engine/mix.py); None: one request
         self.mix = mix.setup(self, spec, [] if spec.keepalive else [("Connection", "close")])
         # The C transport frames the answers itself (engine/_frame.h) where an answer is
@@ -178,6 +190,7 @@ class Target:
         # clients stay on the Python transports (their pacing).
         self.frames = (
             not _NO_FRAMER
+            and not self.http2
             and self.keepalive
             and self.conn_class is Connection
             and spec.method.upper() not in ("HEAD", "CONNECT")
@@ -211,6 +224,12 @@ class Target:
         self.first_byte_times: dict[int, int] = {}
         self.handshakes = 0
         self.resumed = 0
+        # HTTP/2: GOAWAYs and RST_STREAMs received, streams refused or unprocessed, in
+        # the interval; the smallest SETTINGS_MAX_CONCURRENT_STREAMS announced (0: none)
+        self.goaways = 0
+        self.resets = 0
+        self.refused = 0
+        self.max_streams = 0
 
         self.conns: set[Connection] = set()
         self.idle: list[Connection] = []
@@ -311,10 +330,17 @@ class Target:
             handshakes=self.handshakes,
             resumed=self.resumed,
             send_lateness=_sparse(self.send_lateness),
+            http="2" if self.http2 else "1.1",
+            streams_open=sum(1 for c in self.conns if c.state == BUSY) if self.http2 else 0,
+            goaways=self.goaways,
+            resets=self.resets,
+            refused=self.refused,
+            max_streams=self.max_streams,
         )
         self.inflight_sum = self.inflight_samples = 0
         self.sent = self.requests = self.bytes = self.late = 0
         self.unsolicited = self.handshakes = self.resumed = 0
+        self.goaways = self.resets = self.refused = 0
         self.failures = {}
         self.status = {}
         self.errors = {}
@@ -385,7 +411,8 @@ class Target:
         return self.rate is None and not self.paused and not self.budget
 
     def set_concurrency(self, n: int) -> None:
-        n = max(0, n)
+        """`n` connections (HTTP/2: of `streams` slots each, so `want` is n × streams)."""
+        n = max(0, n) * self.streams
         live = [c for c in self.conns if not c.retiring]
         self.want = n
         if n > len(live):
@@ -422,7 +449,8 @@ class Target:
         self.conns.discard(conn)
         if conn in self.idle:
             self.idle.remove(conn)
-        if conn.pending is not None and conn.state == CONNECTING:
+        if conn.pending is not None and conn.state == CONNECTING and self.h2 is None:
+            # (an HTTP/2 slot's pending connect is its link's, shared: close() leaves it)
             conn.pending.cancel()  # closes the socket; nothing more is counted
         # A connection being handed over (hand_over) is left to finish: cancelling the
         # adoption raced uvloop, which closes the descriptor itself when cancelled, and
@@ -700,7 +728,9 @@ class Target:
         # `now`: a replacement's caller read the clock a few µs ago (its response's end)
         now = conn.connect_ns = now or perf_counter_ns()
         slow = conn.slow
-        if slow is not None:
+        if self.h2 is not None:
+            self.h2.attach(conn, now)  # type: ignore[arg-type]  # conn_class: H2Stream
+        elif slow is not None:
             self._connect_slow(conn, slow, now)
         elif self.tls_c is not None:
             # the C transport speaks TLS itself: the handshake, then the request with its

@@ -11,7 +11,10 @@ same libssl. Verification is on by default with the system's CAs, as curl does;
 makes for its TLS stacks, see stackrace.stacks.certificate), and `verify=False` is
 curl's `-k` (encrypted, nobody's identity checked).
 
-HTTP/1.1 only: ALPN offers `http/1.1`, so a server that would pick h2 does not.
+ALPN offers `http/1.1` to an HTTP/1.1 target, so a server that would pick h2 does not,
+and only `h2` to an HTTP/2 one (`http2`): a server that cannot speak it fails the
+handshake's check in one line (engine/_cycle.c) rather than being loaded in HTTP/1.1
+under an h2 label.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from stackrace.engine._cycle import TlsContext
 # what both contexts ask of the server
 MIN_VERSION = ssl.TLSVersion.TLSv1_2
 ALPN = ("http/1.1",)
+ALPN_H2 = ("h2",)
 
 
 class TlsConfigError(StackraceError, ValueError):
@@ -57,14 +61,17 @@ def c_context(
     cacert: str | None = None,
     resume: bool = False,
     max_version: ssl.TLSVersion | None = None,
+    http2: bool = False,
 ) -> TlsContext:
     """The C transport's context: client_context's settings, for connections to `host`
     (its SNI, and the name checked when verifying). `resume`: keep the newest session the
     server gives and offer it to the next connection (--tls-resume); without it every
-    connection is a full handshake. `max_version`: a cap, for benchmarks only."""
+    connection is a full handshake. `max_version`: a cap, for benchmarks only. `http2`:
+    ALPN offers h2 alone."""
     if cacert is not None:
         check_cacert(cacert)
-    alpn = b"".join(bytes([len(p)]) + p.encode() for p in ALPN)  # ALPN's wire format
+    alpn = b"".join(bytes([len(p)]) + p.encode() for p in (ALPN_H2 if http2 else ALPN))
+    # (ALPN's wire format: each name after its length)
     return TlsContext(
         verify=verify,
         cafile=cacert,

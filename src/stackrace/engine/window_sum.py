@@ -64,6 +64,13 @@ WINDOW_RULES: dict[str, str] = {
     "handshakes": SUM,
     "resumed": SUM,
     "send_lateness": LAST,
+    "http": LAST,
+    "streams_open": LAST,
+    "goaways": SUM,
+    "resets": SUM,
+    "refused": SUM,
+    # the smallest a server announced: a later part's is as true as an earlier one's
+    "max_streams": LAST,
 }
 
 

@@ -1,0 +1,3 @@
+module stackrace.test/h2go
+
+go 1.24
