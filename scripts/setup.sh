@@ -42,5 +42,5 @@ stacks() {
 }
 
 step apt-base scripts/apt-base.txt -- apt_base
-step venv pyproject.toml setup.py src/stackrace/engine/_cycle.c src/stackrace/engine/_frame.h src/stackrace/engine/_tls.h -- venv
+step venv pyproject.toml setup.py src/stackrace/engine/_cycle.c src/stackrace/engine/_frame.h src/stackrace/engine/_tls.h src/stackrace/engine/_h2.h -- venv
 step stacks stacks.toml pyproject.toml $(find apps -type f -not -path '*/node_modules/*' -not -path '*/bin/*' 2>/dev/null | sort) -- stacks

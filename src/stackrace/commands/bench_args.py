@@ -28,8 +28,8 @@ LEVELS = (
     "requests", "repeat", "isolation",
 )  # fmt: skip
 HOW = (
-    "keepalive", "timeout", "tls_verify", "cacert", "tls_resume", "clients", "slow_share", "cpus",
-    "memory_max",
+    "keepalive", "timeout", "tls_verify", "cacert", "tls_resume", "http2", "streams", "clients",
+    "slow_share", "cpus", "memory_max",
 )  # fmt: skip
 REQUESTS = ("paths", "method", "header", "body", "body_file", "scenario", "expect_status")
 SLO_HELP = (

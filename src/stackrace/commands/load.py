@@ -197,6 +197,14 @@ class _Load:
             raise ValueError("--slow-share needs --clients (which profile is slow)")
         if args.cacert:
             check_cacert(args.cacert)
+        if args.streams is not None and not args.http2:
+            raise ValueError("--streams is HTTP/2's streams per connection: give --http2 too")
+        if args.http2 and not args.keepalive:
+            raise ValueError(
+                "--http2 keeps its connections (every stream rides on one): drop --no-keepalive"
+            )
+        if args.http2 and args.clients is not None:
+            raise ValueError("--clients: slow clients speak HTTP/1.1 only (drop --http2)")
         requests = RaceSettings(**{k: v for k, v in given(args).items() if k in REQUEST_FIELDS})
         self.target = load_target(args.urls, requests)
         # the URL, method and headers are checked here, before anything starts: a space
@@ -220,6 +228,8 @@ class _Load:
             tls_resume=args.tls_resume,
             clients=clients.describe() if clients is not None else None,
             slow_share=1.0 if args.slow_share is None else args.slow_share,
+            http2=args.http2,
+            streams=args.streams or 1,
         )
         self.plan = LoadPlan(
             duration=self.duration,
@@ -244,6 +254,8 @@ class _Load:
             slo=a.slo,
             clients=s.clients,
             slow_share=s.slow_share,
+            http2=s.http2,
+            streams=s.streams,
         )
 
 

@@ -121,6 +121,17 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
         help="the share of connections that are slow clients, e.g. 20%% (default: all, "
         "with --clients)",
     )  # fmt: skip
+    h2 = p.add_argument_group("HTTP/2")
+    h2.add_argument(
+        "--http2", action="store_true",
+        help="speak HTTP/2: h2 negotiated by ALPN for https://, h2c with prior knowledge "
+        "for http:// (default: HTTP/1.1)",
+    )  # fmt: skip
+    h2.add_argument(
+        "--streams", type=options.positive_int, default=None, metavar="N",
+        help="with --http2: streams in flight on each connection, as h2load's -m and oha's "
+        "-p (-m is --method here); -c stays the number of connections (default 1)",
+    )  # fmt: skip
     what = p.add_argument_group("what each request is (as in bench and the app)")
     add_options(what, only=REQUEST_FIELDS, helps=REQUEST_HELP)
     what.add_argument(

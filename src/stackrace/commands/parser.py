@@ -73,13 +73,13 @@ OTHER_TOOLS: dict[str, tuple[str, str]] = {
     "-D": ("hey's and oha's -D (a body file) is --body-file here", "--body-file"),
     "-T": ("hey's and oha's -T (a content type) is -H 'Content-Type: …' here", "--header"),
     "-A": ("hey's -A (accept) is -H 'Accept: …' here", "--header"),
-    "-p": ("ab's -p (a POST body file) is -m POST --body-file FILE here", "--body-file"),
     "-s": ("wrk's -s (a Lua script): --scenario FILE is a TOML file of requests", "--scenario"),
     "-o": ("hey's -o (an output format) is --json here", "--hdr-out"),
     "--latency": ("wrk's --latency: the latency distribution is always printed here", "--hdr-out"),
     "--disable-keepalive": ("oha's --disable-keepalive is --no-keepalive here", "--no-keepalive"),
     "-disable-keepalive": ("hey's -disable-keepalive is --no-keepalive here", "--no-keepalive"),
-    "--http2": ("HTTP/2 is not loaded here: stackrace speaks HTTP/1.1", "--timeout"),
+    "-p": ("ab's -p (a POST body file) is -m POST --body-file FILE here; oha's -p "
+           "(HTTP/2 streams per connection) is --streams", "--body-file"),
 }
 
 

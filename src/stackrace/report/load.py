@@ -176,6 +176,10 @@ class LoadResult(msgspec.Struct):
     # what makes the figures doubtful, one sentence each (the summary's "!" lines):
     # clients starved or left waiting, Little's law not adding up, a budget cut short
     doubts: list[str] = []
+    # the protocol spoken: "1.1", "h2" (TLS, ALPN) or "h2c" (prior knowledge), and HTTP/2's
+    # streams per connection (`concurrency` stays the connections)
+    http: str = "1.1"
+    streams: int = 1
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,8 @@ class LoadFacts:
     slo: str | None = None
     clients: str | None = None
     slow_share: float = 1.0
+    http2: bool = False
+    streams: int = 1  # HTTP/2: streams per connection
 
 
 def schema() -> dict[str, object]:
@@ -225,9 +231,11 @@ def load_result(
     w = t.total
     saturated = run.mostly_saturated
     limit = engine_limit(w, saturated, facts.procs)
-    little = accounting.little_check(w, facts.concurrency) if facts.rate is None else None
+    # in flight at most: each connection's streams (HTTP/1.1: one)
+    slots = facts.concurrency * facts.streams
+    little = accounting.little_check(w, slots) if facts.rate is None else None
     per_request, unassigned = _per_request(facts.kinds, w)
-    level = round(facts.rate) if facts.rate is not None else facts.concurrency
+    level = round(facts.rate) if facts.rate is not None else slots
     step = step_result(level, w, fastest_us=run.fastest_us, engine_limit=limit)
     judged = judge(Evidence(step, rate_mode=facts.rate is not None))
     timed = w.span_seconds or w.seconds
@@ -237,6 +245,8 @@ def load_result(
         loaded=facts.loaded,
         method=facts.kinds[0].method,
         concurrency=facts.concurrency,
+        http=("h2" if facts.url.startswith("https") else "h2c") if facts.http2 else "1.1",
+        streams=facts.streams if facts.http2 else 1,
         rate=facts.rate,
         keepalive=facts.keepalive,
         duration=facts.duration,

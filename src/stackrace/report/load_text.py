@@ -32,6 +32,7 @@ def summary_lines(doc: LoadResult) -> list[str]:
     out += _where(doc)
     out += _doubts(doc)
     out += _failures(w)
+    out += h2_lines(doc)
     out.append("  " + _engine(doc))
     out += [f"  engine: {e}" for e in doc.errors]
     if len(doc.requests) > 1:
@@ -50,7 +51,10 @@ def _how(doc: LoadResult) -> str:
     asked = f", {doc.requests_asked:,} requests asked" if doc.requests_asked else ""
     end = " (stopped early)" if doc.interrupted else ""
     timed = w.span_seconds or w.seconds
-    return f"{doc.concurrency} connections, {mode}, {procs}{asked}, {timed:.2f}s measured{end}"
+    conns = f"{doc.concurrency} connections"
+    if doc.http != "1.1":
+        conns = f"{doc.http}, {doc.concurrency} connections × {doc.streams} streams"
+    return f"{conns}, {mode}, {procs}{asked}, {timed:.2f}s measured{end}"
 
 
 def _success(doc: LoadResult) -> list[str]:
@@ -110,6 +114,26 @@ def _row(name: str, s: LatencySummary) -> str:
         return f"  {name:<22}{'no answers':>10}"
     vals = [s.p50, s.p90, s.p99, s.p999, s.max, s.mean]
     return f"  {name:<22}" + "".join(f"{fmt_us(v):>10}" for v in vals)
+
+
+def h2_lines(doc: LoadResult) -> list[str]:
+    """HTTP/2: what the server's connections and streams did (engine/h2.py)."""
+    if doc.http == "1.1":
+        return []
+    w = doc.total
+    said = [
+        f"{w.goaways} GOAWAY" + ("s" if w.goaways != 1 else "") + " (each: a new connection)",
+        f"{w.resets} streams reset (RST_STREAM)",
+        f"{w.refused} refused or left unprocessed",
+    ]
+    out = ["  HTTP/2: " + ", ".join(said)]
+    if w.max_streams and w.max_streams < doc.streams:
+        out.append(
+            f"  ! the server allows {w.max_streams} streams per connection "
+            f"(SETTINGS_MAX_CONCURRENT_STREAMS), fewer than --streams {doc.streams}: the "
+            "others waited in the client's queue, their time counted"
+        )
+    return out
 
 
 def tls_lines(w: WindowStats) -> list[str]:

@@ -236,6 +236,27 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             negate_help="https: a full handshake on every new connection, as distinct clients make",
         ),
     ] = False
+    http2: Annotated[
+        bool,
+        opt(
+            "--http2",
+            "speak HTTP/2: h2 by ALPN for https, h2c with prior knowledge for http "
+            "(engine/h2.py); connections carry --streams streams each",
+            parse.on_off,
+            negate="--http1.1",
+            negate_help="speak HTTP/1.1 (the default)",
+        ),
+    ] = False
+    streams: Annotated[
+        int,
+        opt(
+            "--streams",
+            "HTTP/2: streams in flight per connection, as h2load's -m and oha's -p "
+            "(-c stays the number of connections)",
+            positive_int,
+            metavar="N",
+        ),
+    ] = 1
     clients: Annotated[
         str | None,
         opt(

@@ -307,6 +307,10 @@ class RaceCore:
         spec.tls_verify = s.tls_verify or m.handle.cacert is not None
         spec.cacert = m.handle.cacert or s.cacert
         spec.tls_resume = s.tls_resume
+        # HTTP/2 as the settings say (--http2, --streams: engine/h2.py); a stack's
+        # variant that serves only h2 may set it for its member
+        spec.http = "2" if s.http2 else "1.1"
+        spec.streams = s.streams if s.http2 else 1
         spec.clients = s.client_profile
         spec.slow_share = s.slow_share
         spec.budget = self.budget if not rate_mode else None
