@@ -857,6 +857,7 @@ static int h2_on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user
     H2Open *o = nghttp2_session_get_stream_user_data(s, id);
     if (o == NULL) return 0;
     h2_unlink(self, o);
+    nghttp2_session_set_stream_user_data(s, id, NULL); /* nothing points at it now */
     PyObject *slot = o->slot, *r = NULL;
     int status = o->status;
     long long size = o->size;
@@ -917,7 +918,17 @@ static int h2_init_callbacks(void) {
    server push, and windows of 2^30-1 for each stream and the connection, as h2load's
    defaults (-w 30 -W 30), so the engine's reads never wait for its own flow control */
 static int h2_new(Transport *self) {
-    if (nghttp2_session_client_new(&self->h2, h2_callbacks, self) != 0) {
+    /* closed streams are not kept (nghttp2 keeps some for priorities a client never
+       sends): a stream ended is gone, with its user data */
+    nghttp2_option *opt;
+    if (nghttp2_option_new(&opt) != 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    nghttp2_option_set_no_closed_streams(opt, 1);
+    int r = nghttp2_session_client_new2(&self->h2, h2_callbacks, self, opt);
+    nghttp2_option_del(opt);
+    if (r != 0) {
         PyErr_NoMemory();
         return -1;
     }

@@ -25,8 +25,10 @@ How a stream can fail, each counted once, as its kind (engine/model.py):
   `stream_refused` for REFUSED_STREAM (the server did not process it);
 - above a GOAWAY's last-stream-id: `goaway_unprocessed` (never processed);
 - ended by nghttp2 for a malformed response: `protocol`; the connection itself ended
-  for a protocol error of the server's (a bad HPACK block, DATA after END_STREAM):
-  `protocol` for every stream open on it, the reason in `errors`;
+  for a protocol error of the server's (a bad HPACK block): `protocol` for every stream
+  open on it, the reason in `errors`. (A DATA frame after a stream's END_STREAM, once
+  the stream is closed, nghttp2 ignores, as RFC 9113 §5.1 allows: the answer was
+  counted once, and nothing else is.)
 - the connection lost: `reset`; no answer within the request timeout: `timeout`, or
   `flow_stall` when its body was still held by a closed flow-control window.
 A failed slot is replaced as an HTTP/1.1 connection is (Target.replace): in the closed
