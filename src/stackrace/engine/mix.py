@@ -31,9 +31,11 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from stackrace.engine._cycle import H2Request
 from stackrace.engine.connection import BUSY, PLAIN, CheckedConnection, Connection
+from stackrace.engine.h2 import CheckedH2Stream, H2Stream, build_h2_request
 from stackrace.engine.model import HTTP_STATUS, KindStats, TargetSpec
 from stackrace.engine.request import build_request, parse_url
 from stackrace.engine.transport import SocketTransport
@@ -81,10 +83,17 @@ class Mix:
     def __init__(self, spec: TargetSpec, extra_headers: list[tuple[str, str]]) -> None:
         u = parse_url(spec.url)
         base = f"http://{u.host_header}"
-        self.requests = [
+        self.requests: list[bytes] | list[H2Request] = [
             build_request(base + e.target, e.method, [*e.headers, *extra_headers], e.body)
             for e in spec.mix
         ]
+        if spec.http == "2":
+            # HTTP/2's kinds: the fields nghttp2 sends, with the URL's own scheme
+            base = f"{'https' if u.tls else 'http'}://{u.host_header}"
+            self.requests = [
+                build_h2_request(base + e.target, e.method, list(e.headers), e.body)
+                for e in spec.mix
+            ]
         self.expect = [frozenset(e.expect) if e.expect is not None else None for e in spec.mix]
         self.seq = sequence([max(1, e.weight) for e in spec.mix])
         self.n = len(self.seq)
@@ -97,6 +106,26 @@ class Mix:
         self.status: list[dict[int, int]] = [{} for _ in range(k)]
         self.taken = [KindStats() for _ in range(k)]
         self.failed_before = [0] * k
+
+    def count_answer(self, t: Target, k: int, status: int) -> None:
+        """An answer of kind `k`: counted for its kind, and judged by its expected
+        statuses (the target's `http_status` failures corrected to match)."""
+        self.answered[k] += 1
+        counts = self.status[k]
+        counts[status] = counts.get(status, 0) + 1
+        expect = self.expect[k]
+        if expect is None:
+            if status >= 400:
+                self.errors[k] += 1
+        elif status in expect:
+            if status >= 400:  # Connection counts it as a failure: it is not one here
+                t.failures[HTTP_STATUS] = t.failures.get(HTTP_STATUS, 0) - 1
+        else:
+            self.errors[k] += 1
+            if status < 400:  # Connection would not count it: it is one here
+                t.fail_count(HTTP_STATUS)
+                if status < 300:
+                    t.status[status] = t.status.get(status, 0) + 1
 
     def take(self, conns: Iterable[Connection]) -> list[KindStats]:
         """Each kind's figures since the last report (waiting: now)."""
@@ -172,23 +201,7 @@ class MixedConnection(Connection):
             return
         t = self.target
         m: Mix = t.mix  # type: ignore[assignment]  # as in _pick: no None check per answer
-        k = self.kind
-        m.answered[k] += 1
-        counts = m.status[k]
-        counts[status] = counts.get(status, 0) + 1
-        expect = m.expect[k]
-        if expect is None:
-            if status >= 400:
-                m.errors[k] += 1
-        elif status in expect:
-            if status >= 400:  # Connection counts it as a failure: it is not one here
-                t.failures[HTTP_STATUS] = t.failures.get(HTTP_STATUS, 0) - 1
-        else:
-            m.errors[k] += 1
-            if status < 400:  # Connection would not count it: it is one here
-                t.fail_count(HTTP_STATUS)
-                if status < 300:
-                    t.status[status] = t.status.get(status, 0) + 1
+        m.count_answer(t, self.kind, status)
         if (
             self.fast
             and t.keepalive
@@ -199,6 +212,51 @@ class MixedConnection(Connection):
             # (a connection handed over to the loop's transport writes nothing now: its
             # next request is picked in `send`, once the loop's transport is up)
         Connection.on_message_complete(self)
+
+
+class MixedH2Stream(H2Stream):
+    """An HTTP/2 stream slot of a target with a mix: every request it writes goes
+    through `write_request` (a connect's, a send's, the closed loop's next), so the kind
+    is picked there; the answer is counted for its kind before H2Stream's accounting."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, target: Target) -> None:
+        self.kind = 0
+        super().__init__(target)
+
+    def write_request(self, transport: Any) -> None:
+        MixedConnection._pick(self)  # type: ignore[arg-type]  # the same two attributes
+        H2Stream.write_request(self, transport)
+
+    def move(self) -> None:
+        if self.start_ns:
+            # the same request goes to another connection: picked (and counted) again there
+            self.target.mix.sent[self.kind] -= 1  # type: ignore[union-attr]  # a mixed slot's target has one
+        H2Stream.move(self)
+
+    def answer(self, status: int, size: int, keep: bool) -> None:
+        self.target.mix.count_answer(self.target, self.kind, status)  # type: ignore[union-attr]  # as above
+        H2Stream.answer(self, status, size, keep)
+
+
+class MixedCheckedH2Stream(MixedH2Stream):
+    """A mixed stream slot that keeps the body for a check."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self, target: Target) -> None:
+        self.chunks: list[bytes] = []
+        super().__init__(target)
+        self.keep = True
+
+    def on_body(self, body: bytes) -> None:  # type: ignore[override]  # a method here
+        self.chunks.append(body)
+
+    def take_body(self) -> bytes:
+        body = b"".join(self.chunks)
+        self.chunks.clear()
+        return body
 
 
 class MixedCheckedConnection(MixedConnection):
@@ -225,9 +283,14 @@ def setup(target: Target, spec: TargetSpec, extra_headers: list[tuple[str, str]]
     if not spec.mix:
         return None
     mix = Mix(spec, extra_headers)
-    target.conn_class = (
-        MixedCheckedConnection if target.conn_class is CheckedConnection else MixedConnection
-    )
+    if target.http2:
+        target.conn_class = (
+            MixedCheckedH2Stream if target.conn_class is CheckedH2Stream else MixedH2Stream
+        )
+    else:
+        target.conn_class = (
+            MixedCheckedConnection if target.conn_class is CheckedConnection else MixedConnection
+        )
     target.request = mix.requests[mix.seq[0]]
     # the request a connect writes with it (transport.SocketTransport's `first`) is
     # taken before the connection could pick its kind: a mix picks in `connected`
