@@ -862,7 +862,9 @@ static int h2_on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user
     int status = o->status;
     long long size = o->size;
     int how = o->rst ? H2_RESET
-                     : (self->goaway_last >= 0 && id > self->goaway_last ? H2_UNPROCESSED : H2_LOCAL);
+                     : (self->goaway_last >= 0 && id > self->goaway_last ? H2_UNPROCESSED
+                        : self->fault[0]                                  ? H2_FAULT
+                                                                          : H2_LOCAL);
     Py_XDECREF((PyObject *)o->request);
     PyMem_Free(o);
     if (slot == NULL) return 0; /* cancelled: the slot let it go */
@@ -926,6 +928,12 @@ static int h2_new(Transport *self) {
         return -1;
     }
     nghttp2_option_set_no_closed_streams(opt, 1);
+    /* one stream until the server's SETTINGS say how many it takes (nghttp2 assumes 100):
+       a server allowing fewer than --streams would otherwise refuse the ones above its
+       limit that left with the preface (Go's net/http does: REFUSED_STREAM), and the
+       load would count failures that are the client's haste. One round trip per
+       connection, at its start. */
+    nghttp2_option_set_peer_max_concurrent_streams(opt, 1);
     int r = nghttp2_session_client_new2(&self->h2, h2_callbacks, self, opt);
     nghttp2_option_del(opt);
     if (r != 0) {
@@ -977,6 +985,10 @@ static PyObject *Transport_submit(Transport *self, PyObject *args) {
     int keep = 0;
     if (!PyArg_ParseTuple(args, "OO!|p", &slot, &H2RequestType, &req, &keep)) return NULL;
     if (self->h2 == NULL || self->state != OPEN) return PyLong_FromLong(NGHTTP2_ERR_INVALID_STATE);
+    /* a GOAWAY sent or received, or the ids spent: no new stream here (a stream queued
+       on a session that is ending would be closed at once, inside this call) */
+    if (!nghttp2_session_check_request_allowed(self->h2))
+        return PyLong_FromLong(NGHTTP2_ERR_START_STREAM_NOT_ALLOWED);
     H2Open *o = PyMem_Calloc(1, sizeof *o);
     if (o == NULL) return PyErr_NoMemory();
     o->body = keep;
@@ -1606,7 +1618,8 @@ PyMODINIT_FUNC PyInit__cycle(void) {
         PyModule_AddIntConstant(m, "CLOSED", CLOSED) < 0 ||
         PyModule_AddIntConstant(m, "H2_RESET", H2_RESET) < 0 ||
         PyModule_AddIntConstant(m, "H2_UNPROCESSED", H2_UNPROCESSED) < 0 ||
-        PyModule_AddIntConstant(m, "H2_LOCAL", H2_LOCAL) < 0) {
+        PyModule_AddIntConstant(m, "H2_LOCAL", H2_LOCAL) < 0 ||
+        PyModule_AddIntConstant(m, "H2_FAULT", H2_FAULT) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -9,6 +9,7 @@ CLOSED: int
 H2_RESET: int
 H2_UNPROCESSED: int
 H2_LOCAL: int
+H2_FAULT: int
 
 class H2Request:
     def __init__(

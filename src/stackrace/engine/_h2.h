@@ -17,8 +17,9 @@
      what an HTTP/1.1 connection's framer calls (engine/connection.py);
    - `slot.stream_failed(code, how)`: the stream ended without one; `code` the HTTP/2
      error code, `how` H2_RESET (the server's RST_STREAM), H2_UNPROCESSED (above a
-     GOAWAY's last-stream-id: the server never saw it) or H2_LOCAL (nghttp2 ended it: a
-     malformed response).
+     GOAWAY's last-stream-id: the server never saw it), H2_LOCAL (nghttp2 ended it: a
+     malformed response) or H2_FAULT (it ended with the connection, for the server's
+     protocol error: its reason is the connection's, said once).
    The connection's own events go to the transport's protocol (engine/h2.py H2Link):
    `goaway(last_stream_id, code)` and `settings(max_concurrent_streams)`.
 
@@ -43,6 +44,7 @@
 #define H2_RESET 1
 #define H2_UNPROCESSED 2
 #define H2_LOCAL 3
+#define H2_FAULT 4
 
 /* the request of one kind, built once: its header fields for nghttp2 and its body */
 typedef struct {

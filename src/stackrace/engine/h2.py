@@ -45,7 +45,7 @@ from __future__ import annotations
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
-from stackrace.engine._cycle import H2_RESET, H2_UNPROCESSED, H2Request
+from stackrace.engine._cycle import H2_FAULT, H2_RESET, H2_UNPROCESSED, H2Request
 from stackrace.engine._cycle import Transport as CTransport
 from stackrace.engine.connection import BUSY, CLOSED, CONNECTING, IDLE, Connection
 from stackrace.engine.model import (
@@ -368,6 +368,8 @@ class H2Stream(Connection):
             t.resets += 1
             why = f"RST_STREAM {name}"
             t.errors[why] = t.errors.get(why, 0) + 1
+        elif how == H2_FAULT:
+            kind = PROTOCOL  # the connection's protocol error: its reason counted with it
         else:
             kind = PROTOCOL
             why = f"stream ended by the client: {name}"
