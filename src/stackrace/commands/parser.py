@@ -78,8 +78,11 @@ OTHER_TOOLS: dict[str, tuple[str, str]] = {
     "--latency": ("wrk's --latency: the latency distribution is always printed here", "--hdr-out"),
     "--disable-keepalive": ("oha's --disable-keepalive is --no-keepalive here", "--no-keepalive"),
     "-disable-keepalive": ("hey's -disable-keepalive is --no-keepalive here", "--no-keepalive"),
-    "-p": ("ab's -p (a POST body file) is -m POST --body-file FILE here; oha's -p "
-           "(HTTP/2 streams per connection) is --streams", "--body-file"),
+    "-p": (
+        "ab's -p (a POST body file) is -m POST --body-file FILE here; oha's -p "
+        "(HTTP/2 streams per connection) is --streams",
+        "--body-file",
+    ),
 }
 
 

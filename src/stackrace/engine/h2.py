@@ -243,13 +243,9 @@ class H2Pool:
             slot.pending = link  # type: ignore[assignment]  # the sweep's view of a connect
 
     def forget(self, link: H2Link) -> None:
-        try:
+        """`link` takes no new slot (draining, lost, given up, empty)."""
+        if link in self.links:
             self.links.remove(link)
-        except ValueError:
-            pass
-
-    def close(self) -> None:
-        self.links.clear()
 
 
 class H2Stream(Connection):
@@ -413,11 +409,11 @@ class H2Stream(Connection):
     def fail(self, kind: str) -> None:
         """The target gives up the request in flight (the sweep's timeout): its stream
         is cancelled, not its connection."""
-        tr = self.transport
-        if tr is not None and self.stream_id:
-            if kind == TIMEOUT and tr.stalled(self.stream_id):
+        link = self.link
+        if link is not None and self.stream_id:
+            if kind == TIMEOUT and link.transport.stalled(self.stream_id):
                 kind = FLOW_STALL
-            tr.cancel_stream(self.stream_id)
+            link.transport.cancel_stream(self.stream_id)
         self.stream_id = 0
         self._end(kind)
 
@@ -425,19 +421,15 @@ class H2Stream(Connection):
         self.abort()
 
     def abort(self) -> None:
-        tr = self.transport
-        if tr is not None and self.stream_id:
-            tr.cancel_stream(self.stream_id)
+        link = self.link
+        if link is not None and self.stream_id:
+            link.transport.cancel_stream(self.stream_id)
         self.stream_id = 0
         self.state = CLOSED
-        link = self.link
         if link is not None:
             link.detach(self)
         self.transport = None
         self.pending = None
-
-    def connection_lost(self, exc: Exception | None) -> None:  # pragma: no cover - never its transport's protocol
-        self.lost(RESET)
 
 
 class CheckedH2Stream(H2Stream):
@@ -450,7 +442,7 @@ class CheckedH2Stream(H2Stream):
         self.chunks: list[bytes] = []
         self.keep = True
 
-    def on_body(self, body: bytes) -> None:  # type: ignore[override]  # a method here
+    def on_body(self, body: bytes) -> None:
         self.chunks.append(body)
 
     def take_body(self) -> bytes:

@@ -175,7 +175,7 @@ class MixedConnection(Connection):
         m.pos = 0 if pos == m.n else pos
         m.sent[k] += 1
         self.kind = k
-        t.request = m.requests[k]
+        t.request = m.requests[k]  # type: ignore[assignment]  # HTTP/2's: an H2Request (h2.py)
 
     def connected(self, transport: asyncio.BaseTransport | SocketTransport, sent: bool) -> None:
         # (a mixed target never has its request written with the connect: `setup` turns
@@ -250,7 +250,7 @@ class MixedCheckedH2Stream(MixedH2Stream):
         super().__init__(target)
         self.keep = True
 
-    def on_body(self, body: bytes) -> None:  # type: ignore[override]  # a method here
+    def on_body(self, body: bytes) -> None:
         self.chunks.append(body)
 
     def take_body(self) -> bytes:
@@ -291,7 +291,7 @@ def setup(target: Target, spec: TargetSpec, extra_headers: list[tuple[str, str]]
         target.conn_class = (
             MixedCheckedConnection if target.conn_class is CheckedConnection else MixedConnection
         )
-    target.request = mix.requests[mix.seq[0]]
+    target.request = mix.requests[mix.seq[0]]  # type: ignore[assignment]  # as in _pick
     # the request a connect writes with it (transport.SocketTransport's `first`) is
     # taken before the connection could pick its kind: a mix picks in `connected`
     target.presend = False

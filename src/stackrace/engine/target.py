@@ -57,7 +57,6 @@ from stackrace.engine._cycle import Transport as CTransport
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
 from stackrace.engine.clients import ClientProfile, SlowClient, is_slow
-from stackrace.engine.h2 import CheckedH2Stream, H2Pool, H2Stream, build_h2_request
 from stackrace.engine.connection import (
     BUSY,
     CLOSED,
@@ -66,6 +65,7 @@ from stackrace.engine.connection import (
     CheckedConnection,
     Connection,
 )
+from stackrace.engine.h2 import CheckedH2Stream, H2Pool, H2Stream, build_h2_request
 from stackrace.engine.histogram import LatencyHistogram, index_of
 from stackrace.engine.model import (
     ABANDONED,

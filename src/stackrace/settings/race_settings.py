@@ -240,23 +240,13 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         bool,
         opt(
             "--http2",
-            "speak HTTP/2: h2 by ALPN for https, h2c with prior knowledge for http "
-            "(engine/h2.py); connections carry --streams streams each",
+            "speak HTTP/2 (engine/h2.py): h2 by ALPN for https, h2c for http",
             parse.on_off,
-            negate="--http1.1",
-            negate_help="speak HTTP/1.1 (the default)",
+            negate="--http1",
+            negate_help="speak HTTP/1.1",
         ),
     ] = False
-    streams: Annotated[
-        int,
-        opt(
-            "--streams",
-            "HTTP/2: streams in flight per connection, as h2load's -m and oha's -p "
-            "(-c stays the number of connections)",
-            positive_int,
-            metavar="N",
-        ),
-    ] = 1
+    streams: Annotated[int, opt("--streams", "HTTP/2: streams per connection", positive_int)] = 1
     clients: Annotated[
         str | None,
         opt(
