@@ -556,3 +556,15 @@ def test_a_stack_cpu_bound_by_itself_is_not_scaled_by_a_share():
     full = CpuShare(used=90, capacity=100, waited=60, core_full=False)
     j = judge(Evidence(step_result(100, window(4000, 25, fastest_ms=0.2), share=full)))
     assert j.state == SATURATED
+
+
+def test_an_http2_engine_limit_says_its_cpu_per_answer_framing_included():
+    from stackrace.rules.engine import engine_limit
+
+    w = WindowStats(seconds=2.0, requests=100_000, engine_cpu=98.0, http="2")
+    why = engine_limit(w, saturated=True)
+    assert why.startswith("engine saturated (98% of its core)")
+    assert "HTTP/2, 19.6µs of engine CPU per answer, framing included" in why
+    w.http = "1.1"
+    assert "HTTP/2" not in engine_limit(w, saturated=True)
+    assert engine_limit(WindowStats(seconds=2.0, requests=10, http="2")) == ""

@@ -18,6 +18,12 @@ growing. Two ways the engine limits a window, each from what it measured of itse
   worker's engine at 88 req/s: 4 % CPU, a few % waiting) limits nothing: the wait a
   request sees there, seconds, is the server's.
 
+HTTP/2's framing (libnghttp2, engine/_h2.h) runs in the engine's own process, so its
+cost is in these same measures: the engine's CPU, its loop's lag (a read carrying many
+streams' answers is one long turn, which the 5 ms lag timer waits out) and its waits
+for a core. What HTTP/2 adds is said: a limit names the engine's CPU per answer, the
+cost of an answer with its framing, to read beside the server's.
+
 Apart from the level's judgment (rules/level.py), which weighs this limit against the
 other evidence; shared with every bench report and `load`, so each says the same.
 """
@@ -54,9 +60,24 @@ def engine_limited(window: WindowStats, saturated: bool = False, procs: int = 1)
     return bool(engine_limit(window, saturated, procs))
 
 
+def cpu_per_answer_us(window: WindowStats) -> float:
+    """The engine's CPU per answer, µs (0: nothing answered): HTTP/2's framing included."""
+    if not window.requests or window.seconds <= 0:
+        return 0.0
+    return window.engine_cpu / 100 * window.seconds * 1e6 / window.requests
+
+
 def engine_limit(window: WindowStats, saturated: bool = False, procs: int = 1) -> str:
     """Why the engine limited this window's figures, and by how much ("" if it did not);
     `procs`: the engine processes that carried the window (each has a core to want)."""
+    why = _engine_limit(window, saturated, procs)
+    if why and window.http == "2" and window.requests:
+        per = cpu_per_answer_us(window)
+        why += f"; HTTP/2, {per:.1f}µs of engine CPU per answer, framing included"
+    return why
+
+
+def _engine_limit(window: WindowStats, saturated: bool, procs: int) -> str:
     if saturated:
         return f"engine saturated ({window.engine_cpu:.0f}% of its core)"
     wanted = window.engine_cpu + window.engine_wait
