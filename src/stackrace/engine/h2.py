@@ -42,6 +42,7 @@ streams above it wait in its queue, their clocks running: a client waiting) and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
@@ -241,6 +242,18 @@ class H2Pool:
             slot.link_up(link.transport)
         else:
             slot.pending = link  # type: ignore[assignment]  # the sweep's view of a connect
+
+    def retire_order(self) -> Callable[[Connection], tuple[int, bool]]:
+        """A sort key for retiring slots: those with no link (or a draining one) first,
+        then by their link, the newest first (lowering the concurrency closes whole
+        connections), busy ones last."""
+        age = {id(link): i for i, link in enumerate(self.links)}
+        gone = len(self.links)
+
+        def key(slot: Connection) -> tuple[int, bool]:
+            return (-age.get(id(getattr(slot, "link", None)), gone), slot.state == BUSY)
+
+        return key
 
     def forget(self, link: H2Link) -> None:
         """`link` takes no new slot (draining, lost, given up, empty)."""

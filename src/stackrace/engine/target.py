@@ -411,17 +411,23 @@ class Target:
         return self.rate is None and not self.paused and not self.budget
 
     def set_concurrency(self, n: int) -> None:
-        """`n` connections (HTTP/2: of `streams` slots each, so `want` is n × streams)."""
-        n = max(0, n) * self.streams
+        """`n` connections (HTTP/2: of `streams` stream slots each; `want` stays the
+        connections, what a report calls the concurrency)."""
+        self.want = max(0, n)
+        n = self.want * self.streams
         live = [c for c in self.conns if not c.retiring]
-        self.want = n
         if n > len(live):
             now = perf_counter_ns()
             for _ in range(n - len(live)):
                 self._new_connection(now if self._fast() else 0, quota=0 if self.budget else None)
         elif n < len(live):
             # retire idle and still-connecting connections first, busy ones last
-            live.sort(key=lambda c: c.state == BUSY)
+            # (HTTP/2: whole connections, the newest first, so C connections remain)
+            h2 = self.h2
+            if h2 is not None:
+                live.sort(key=h2.retire_order())
+            else:
+                live.sort(key=lambda c: c.state == BUSY)
             for conn in live[: len(live) - n]:
                 self._retire(conn)
         if self.budget:
@@ -521,7 +527,7 @@ class Target:
             conn.fast = False
         self._pool = budget
         live = [c for c in self.conns if not c.retiring]
-        while len(live) < self.want:
+        while len(live) < self.want * self.streams:
             conn = self.conn_class(self)
             conn.slow = self._next_slot()
             conn.state = CLOSED
