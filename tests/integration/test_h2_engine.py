@@ -9,14 +9,17 @@ streams as on HTTP/1.1 connections. The misbehaving servers are in test_h2_hosti
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from stackrace.engine.client import Engine
+from stackrace.engine.model import EngineSettings, TargetSpec
 from tests.h2servers import GoH2, build_h2go
-from tests.helpers import TestServer, run_cli
+from tests.helpers import TestServer, run_cli, until
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +130,35 @@ def test_http2_options_that_cannot_apply_are_refused_in_one_line(server: TestSer
     assert r.returncode != 0 and "give --http2 too" in r.stderr, r.stderr
     r = run_cli("load", server.url("/hello"), "--http2", "--no-keepalive")
     assert r.returncode != 0 and "drop --no-keepalive" in r.stderr, r.stderr
+
+
+async def test_the_concurrency_counts_connections_and_lowering_it_closes_whole_ones(
+    h2go: Path,
+) -> None:
+    server = GoH2(h2go)
+    try:
+        async with Engine(EngineSettings(timeout=5.0)) as engine:
+            spec = TargetSpec(id="h", url=server.url("/hello"), concurrency=4, http="2",
+                              streams=8)  # fmt: skip
+            await engine.add_target(spec)
+            latest: list[Any] = []
+
+            async def collect() -> None:
+                async for s in engine.snapshots():
+                    latest[:] = [s.targets[0]]
+
+            task = asyncio.create_task(collect())
+            assert await until(lambda: latest and latest[0].connections == 4, 10.0)
+            assert latest[0].concurrency == 4 and latest[0].interval.streams_open <= 32
+            await engine.set_concurrency(1)
+            assert await until(lambda: latest and latest[0].connections == 1, 10.0)
+            assert latest[0].interval.streams_open <= 8
+            task.cancel()
+            final = await engine.stop()
+        assert final is not None
+        total = final.targets[0].total
+        assert total.sent == total.requests + total.lost + total.waiting
+        assert set(total.failures) <= {"abandoned"}, total.failures
+        assert total.http == "2"
+    finally:
+        server.kill()
