@@ -64,8 +64,10 @@ class Started:
 class GoH2(Started):
     """Go's net/http: h2c (http://) or h2 by ALPN (https://, self-signed: verify off)."""
 
-    def __init__(self, binary: Path, tls: bool = False, max_streams: int = 0) -> None:
-        argv = [str(binary), *(["-tls"] if tls else [])]
+    def __init__(
+        self, binary: Path, tls: bool = False, max_streams: int = 0, h1only: bool = False
+    ) -> None:
+        argv = [str(binary), *(["-tls"] if tls else []), *(["-h1only"] if h1only else [])]
         if max_streams:
             argv.append(f"-max-streams={max_streams}")
         super().__init__(argv)

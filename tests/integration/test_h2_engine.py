@@ -125,6 +125,17 @@ def test_a_server_without_http2_is_a_protocol_failure_said_in_one_line(
     assert balanced(out)
 
 
+def test_a_tls_server_that_does_not_choose_h2_fails_its_handshake_saying_so(h2go: Path) -> None:
+    server = GoH2(h2go, tls=True, h1only=True)
+    try:
+        out = load(server.url("/hello"), "-c", "1", "--streams", "2", "-d", "1s", "-k")
+        total = out["total"]
+        assert total["requests"] == 0 and set(total["failures"]) == {"tls"}, total["failures"]
+        assert any("did not choose h2 by ALPN" in k for k in total["errors"]), total["errors"]
+    finally:
+        server.kill()
+
+
 def test_http2_options_that_cannot_apply_are_refused_in_one_line(server: TestServer) -> None:
     r = run_cli("load", server.url("/hello"), "--streams", "4")
     assert r.returncode != 0 and "give --http2 too" in r.stderr, r.stderr

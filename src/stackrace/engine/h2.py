@@ -174,6 +174,9 @@ class H2Link:
 
     def connect_failed(self, protocol: Any, err: int, tls: str | None = None) -> None:
         self.pool.forget(self)
+        if tls is not None and "no application protocol" in tls:
+            # the server refused ALPN's h2 with an alert (Go's does): said in h2's words
+            tls = f"the server did not choose h2 by ALPN ({tls})"
         t = self.pool.target
         slots, self.slots = self.slots, set()
         for slot in slots:

@@ -50,6 +50,7 @@ func selfSigned() tls.Certificate {
 func main() {
 	useTLS := flag.Bool("tls", false, "h2 over TLS (ALPN) instead of h2c")
 	maxStreams := flag.Int("max-streams", 0, "SETTINGS_MAX_CONCURRENT_STREAMS (0: Go's default)")
+	h1only := flag.Bool("h1only", false, "HTTP/1.1 alone (ALPN offers no h2)")
 	flag.Parse()
 
 	mux := http.NewServeMux()
@@ -72,7 +73,9 @@ func main() {
 
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
-	if *useTLS {
+	if *h1only {
+		// HTTP/1.1 alone: a client asking for h2 by ALPN finds none
+	} else if *useTLS {
 		protocols.SetHTTP2(true)
 	} else {
 		protocols.SetUnencryptedHTTP2(true)
