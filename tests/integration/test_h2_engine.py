@@ -173,3 +173,20 @@ async def test_the_concurrency_counts_connections_and_lowering_it_closes_whole_o
         assert total.http == "2"
     finally:
         server.kill()
+
+
+def test_bench_races_a_url_over_http2_with_the_same_options(h2go: Path, tmp_path: Path) -> None:
+    server = GoH2(h2go)
+    try:
+        run = tmp_path / "run.json"
+        r = run_cli("bench", "--url", f"go={server.url('/hello')}", "--http2", "--streams", "4",
+                    "--concurrency", "2", "--duration", "1s", "--warmup", "0s",
+                    "--share-cores", "--json", str(run))  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(run.read_text())
+        assert doc["settings"]["http2"] is True and doc["settings"]["streams"] == 4
+        window = doc["stacks"][0]["levels"][0]["window"]
+        assert window["http"] == "2" and window["requests"] > 100, window
+        assert window["streams_open"] <= 8
+    finally:
+        server.kill()
