@@ -75,7 +75,7 @@ def asan_sources(tmp: Path) -> tuple[Path, dict[str, str]]:
     subprocess.run(
         ["cc", "-shared", "-fPIC", "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer",
          f"-I{include}", "-o", str(engine / f"_cycle{suffix}"), str(engine / "_cycle.c"),
-         "-lssl", "-lcrypto"],
+         "-lssl", "-lcrypto", "-lnghttp2"],
         check=True,
     )  # fmt: skip
     libasan = subprocess.run(
