@@ -1,0 +1,73 @@
+"""Which HTTP a stack serves: the variant key `http` ("1.1", "2", "h2c").
+
+`hypercorn:http=2` is hypercorn serving h2 over TLS (negotiated by ALPN, the machine's
+certificate); `hypercorn:http=h2c` is cleartext h2 with prior knowledge; "1.1", the
+default, is the block as written. A block says which modes it serves in a table of its
+own (`[stacks.NAME.http."2"]`, `[stacks.NAME.http.h2c]`, stackrace.stacks.definition's
+`HttpMode`): a command that replaces the block's, files that replace the block's of the
+same path, env added to it. The mode is applied once, when a variant is chosen
+(stackrace.stacks.variants), into the Stack's own `spec`: everything downstream — the
+launcher's placeholders and certificate, the stack's URL scheme, readiness, verify —
+reads one spec and needs no second rule about protocols. "2" implies `tls = true` and
+"h2c" `tls = false`: a mode's TLS is its meaning, so no block can declare a contradiction.
+
+A stack without the mode refuses the variant in one line naming the stack and the key
+(`refusal`): nothing starts. What the load engine must speak is `engine_http`: "2" for
+both h2 modes (the URL's scheme says whether TLS carries it), the agreed TargetSpec.http.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from stackrace.stacks.definition import FileTemplate, Stack, StackDef
+
+HTTP_KEY = "http"  # the variant key
+DEFAULT = "1.1"
+MODES = ("2", "h2c")  # what a block's `http` table may declare
+VALUES = (DEFAULT, *MODES)  # what a variant may say
+LABELS = {DEFAULT: "HTTP/1.1", "2": "h2 (TLS)", "h2c": "h2c (cleartext)"}
+
+
+def refusal(spec: StackDef, base: str, value: str) -> str | None:
+    """Why `base:http=value` cannot be (None: it can): an unknown value, or a mode the
+    stack's block does not declare."""
+    if value not in VALUES:
+        return f"{value!r} is not one of {', '.join(VALUES)}"
+    if value == DEFAULT or value in spec.http:
+        return None
+    served = ", ".join([DEFAULT, *sorted(spec.http)])
+    return f"{base} does not serve {LABELS[value]} (it serves {served})"
+
+
+def apply(spec: StackDef, value: str) -> StackDef:
+    """The block as it runs in mode `value` (the block itself for "1.1")."""
+    if value == DEFAULT:
+        return spec
+    mode = spec.http[value]
+    files = list(spec.files)
+    for f in mode.files:  # same path: the mode's file instead of the block's
+        files = [g for g in files if g.path != f.path]
+        files.append(FileTemplate(path=f.path, template=f.template))
+    return msgspec.structs.replace(
+        spec,
+        command=list(mode.command) if mode.command is not None else list(spec.command),
+        files=files,
+        env={**spec.env, **mode.env},
+        tls=value == "2",
+    )
+
+
+def engine_http(stack: Stack) -> str:
+    """What the engine speaks to this stack: TargetSpec.http ("1.1" or "2")."""
+    return DEFAULT if stack.http == DEFAULT else "2"
+
+
+def served(spec: StackDef) -> list[str]:
+    """The http values a block serves, "1.1" first (the listing and the picker)."""
+    return [DEFAULT, *(m for m in MODES if m in spec.http)]
+
+
+def label(http: str) -> str:
+    """How a pane or a table says a protocol: "h1", "h2", "h2c"."""
+    return {"1.1": "h1", "2": "h2", "h2c": "h2c"}.get(http, http)
