@@ -243,7 +243,7 @@ def _check_http(spec: StackDef, known: set[str], bad: Any) -> None:
             if unknown:
                 raise bad(f"http.{value}.{key}", f"unknown placeholder {{{unknown}}}")
         run = protocols.apply(spec, value)  # every file the mode renders, as it runs
-        for i, tmpl in enumerate(run.files):
+        for tmpl in run.files:
             unknown, where = _unknown_in_template(tmpl.template, run, mine)
             if unknown:
                 raise bad(f"http.{value}.files", f"{where}: unknown placeholder {{{unknown}}}")

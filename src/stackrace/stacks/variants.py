@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 
 from stackrace.settings.options import COMMAND_LINE
-from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks import protocols
+from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
 from stackrace.stacks.placeholders import render
 from stackrace.stacks.tunables import check_value, param_kind

@@ -83,6 +83,10 @@ class LaunchedStack:
         return self.running.url if self.running is not None else ""
 
     @property
+    def http(self) -> str:
+        return self.stack.http
+
+    @property
     def cacert(self) -> str | None:
         rs = self.running
         return str(rs.cert) if rs is not None and rs.cert is not None else None

@@ -132,6 +132,10 @@ class ReplayMember:
     def cacert(self) -> str | None:
         return None
 
+    @property
+    def http(self) -> str:
+        return "1.1"  # a recording's members are not loaded again: the pane reads its stats
+
     def log_tail(self, lines: int = 20) -> list[str]:
         # a recording's lines are a file's text: printable, whoever wrote them
         return [terminal(line) for line in (self.log or ["(replay: no log was recorded)"])[-lines:]]
