@@ -90,3 +90,33 @@ def header_line(level: int, streams: int, https: list[str]) -> str:
         parts.append(f"h1: {split_words(level, streams, H1)}")
     parts.append(f"h2: {split_words(level, streams, '2')}")
     return " · ".join(parts)
+
+
+def h2_counts(w: object) -> tuple[int, int, int, int]:
+    """(streams open, GOAWAYs, resets, refused) of an engine window, the agreed
+    WindowStats fields of issue 51. Read by name with 0 for a field this engine does not
+    have yet: until h2engine's WindowStats is merged every h2 member is refused
+    (`with_protocol`), so no figure here is ever a 0 standing for an unknown."""
+    return (
+        int(getattr(w, "streams_open", 0)),
+        int(getattr(w, "goaways", 0)),
+        int(getattr(w, "resets", 0)),
+        int(getattr(w, "refused", 0)),
+    )
+
+
+def pane_words(http: str, level: int, streams: int, window: object | None, mixed: bool) -> str:
+    """What a pane's head says of its protocol: "h2 4×25 · 97 streams · 0 GOAWAY · 0 RST"
+    (connections × streams per connection, the streams open at the window's end, the
+    GOAWAYs and RST_STREAMs received in it); "h1" beside h2 panes (`mixed`), else "":
+    a race of HTTP/1.1 stacks alone reads as it always did."""
+    if not is_h2(http):
+        return "h1" if mixed else ""
+    conns, per = split(level, streams, http)
+    words = f"{'h2c' if http == 'h2c' else 'h2'} {conns:,}×{per:,}"
+    if window is not None:
+        open_, goaways, resets, refused = h2_counts(window)
+        words += f" · {open_:,} streams · {goaways:,} GOAWAY · {resets:,} RST"
+        if refused:
+            words += f" · {refused:,} refused"
+    return words

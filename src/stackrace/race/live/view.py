@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from stackrace.engine.model import TargetSnapshot
 from stackrace.evidence.model import KneePrediction
+from stackrace.race.core import streams
 from stackrace.race.core.state import StackState
 from stackrace.race.live import explain
 from stackrace.race.live.slo_flag import slo_flag
@@ -75,6 +76,9 @@ class PaneView:
     cause_kind: str = ""  # its kind alone ("blocking wait"), for projector mode
     knee: KneePrediction | None = None  # where it must start queueing (rules/knee.py)
     knee_text: str = ""  # the prediction in words, or how far the knee came from it
+    # its protocol and how its level is carried: "h2 4×25 · 97 streams · 0 GOAWAY · 0
+    # RST", "h1" beside h2 panes, "" in a race of HTTP/1.1 alone (race/core/streams.py)
+    protocol: str = ""
 
 
 @dataclass
@@ -107,6 +111,9 @@ class SessionView:
     slo: str = ""  # the objective as shown ("p99 < 50 ms"), "" without --slo
     capacity: str | None = None  # `k`: the search's progress while it runs
     capacity_done: bool = False  # a capacity search has just ended: show its ranking
+    # how a level is split when h2 stacks race: "h1: 100 connections · h2: 4 connections
+    # x 25 streams" ("" when every stack is HTTP/1.1)
+    load_split: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,8 @@ def session_view(s: Session) -> SessionView:
     snap = s.core.engine.latest
     panes = []
     rate_mode = s.rate is not None
+    # h2 stacks in the race: every pane says its protocol (race/core/streams.py)
+    mixed = any(streams.is_h2(m.handle.http) for m in s.core.members.values())
     probing = s.ranking.loads()
     for mid, m in s.core.members.items():
         target = s.core.target(mid)
@@ -217,6 +226,15 @@ def session_view(s: Session) -> SessionView:
                 slo_meets=flag.meets if flag is not None else None,
                 slo_text=flag.text if flag is not None else "",
                 capacity_load=probing.get(mid),
+                protocol=streams.pane_words(
+                    m.handle.http,
+                    s.core.settings.rate_connections
+                    if rate_mode
+                    else round(probing.get(mid) or s.concurrency),
+                    s.core.settings.streams,
+                    target.interval if target is not None else None,
+                    mixed,
+                ),
                 **pane_why(s, mid, judgment),
             )
         )
@@ -252,6 +270,11 @@ def session_view(s: Session) -> SessionView:
         ramp=ramp,
         ramp_done=s.ramp_finished,
         errors=[*s.core.errors, *s.core.engine.errors],
+        load_split=streams.header_line(
+            concurrency, s.core.settings.streams, [m.handle.http for m in s.core.members.values()]
+        )
+        if rate is None
+        else "",
         placement=placement.note if placement else "",
         shared_cores=placement.shared if placement else False,
         timeout=s.core.settings.timeout,
