@@ -26,6 +26,7 @@ from stackrace.race.playback.ghost import GhostView
 from stackrace.rules import accounting, wedge
 from stackrace.rules.breaking import LevelVerdict, StepResult, peak
 from stackrace.rules.cores import SharedCore
+from stackrace.rules.head_of_line import StreamLoad as HeadOfLine
 from stackrace.rules.level import ENGINE_LIMITED, Judgment, judge_steps
 from stackrace.stacks.sampler import ResourceSample
 
@@ -159,6 +160,13 @@ def session_view(s: Session) -> SessionView:
         if warming:
             state = StackState.WARMING
         annotation = behind = ""
+        # the requests in flight its level asks, and how they are carried (h2: streams)
+        level = (
+            s.core.settings.rate_connections
+            if rate_mode
+            else round(probing.get(mid) or s.concurrency)
+        )
+        carried = streams.split(level, s.core.settings.streams, m.handle.http)
         if target is not None:
             if not rate_mode:
                 little = accounting.little_check(target.total, target.concurrency)
@@ -177,6 +185,7 @@ def session_view(s: Session) -> SessionView:
                 cpu_us_per_request=cpu_us,
                 timeout_cause=wedge.timeout_cause(m.signs),
                 climb=warm.climb() if warm is not None else None,
+                load=HeadOfLine(m.handle.http, *carried),
             )
             slow = s.core.settings.client_profile
             held = explain.held_by_slow_clients(
@@ -228,9 +237,7 @@ def session_view(s: Session) -> SessionView:
                 capacity_load=probing.get(mid),
                 protocol=streams.pane_words(
                     m.handle.http,
-                    s.core.settings.rate_connections
-                    if rate_mode
-                    else round(probing.get(mid) or s.concurrency),
+                    level,
                     s.core.settings.streams,
                     target.interval if target is not None else None,
                     mixed,
