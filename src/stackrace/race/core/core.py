@@ -389,6 +389,14 @@ class RaceCore:
             if rate is None:
                 await self.engine.set_concurrency(self.connections(i, self.concurrency), i)
 
+    def level_of(self, t: TargetSnapshot) -> int:
+        """A target's level as the race counts it: the requests in flight it was asked
+        (an h2 member's connections × its streams per connection), or its rate."""
+        m = self.members.get(t.id)
+        if t.rate or m is None or not streams.is_h2(m.handle.http):
+            return t.level
+        return t.concurrency * streams.split(self.concurrency, self.settings.streams, "2")[1]
+
     def connections(self, member_id: str, level: int) -> int:
         """The connections that carry `level` requests in flight for this member: the
         level itself over HTTP/1.1, level / --streams over h2 (race/core/streams.py)."""

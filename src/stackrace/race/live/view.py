@@ -169,7 +169,7 @@ def session_view(s: Session) -> SessionView:
         carried = streams.split(level, s.core.settings.streams, m.handle.http)
         if target is not None:
             if not rate_mode:
-                little = accounting.little_check(target.total, target.concurrency)
+                little = accounting.little_check(target.total, s.core.level_of(target))
             cpu_us = s.core.cpu_per_request_us(mid, target.total.requests)
             behind = explain.behind_schedule(s.rate, target.total)
             res = m.resources
