@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import msgspec
 
+from stackrace.engine.model import TargetSpec
 from stackrace.stacks.definition import FileTemplate, Stack, StackDef
 
 HTTP_KEY = "http"  # the variant key
@@ -27,6 +28,15 @@ DEFAULT = "1.1"
 MODES = ("2", "h2c")  # what a block's `http` table may declare
 VALUES = (DEFAULT, *MODES)  # what a variant may say
 LABELS = {DEFAULT: "HTTP/1.1", "2": "h2 (TLS)", "h2c": "h2c (cleartext)"}
+# why an h2 variant is not loaded or verified by an engine without HTTP/2
+NEEDS_ENGINE = "needs the engine's HTTP/2 (issue 51, h2engine)"
+
+
+def engine_speaks_h2() -> bool:
+    """Whether this engine takes HTTP/2 targets: the agreed TargetSpec.http and
+    .streams of issue 51 (h2engine's work; until it is merged, it does not)."""
+    fields = TargetSpec.__struct_fields__
+    return "http" in fields and "streams" in fields
 
 
 def refusal(spec: StackDef, base: str, value: str) -> str | None:

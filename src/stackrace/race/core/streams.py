@@ -13,8 +13,8 @@ split the header shows is the one loaded, rounded to whole connections (level 30
 What the engine speaks comes from the stack (`MemberHandle.http`) into the agreed
 `TargetSpec.http` ("1.1" or "2": the URL's scheme says TLS or h2c) and
 `TargetSpec.streams`. Until the engine of issue 51 (h2engine) is merged, TargetSpec has
-no such fields: `speaks_h2()` says so and the core refuses an h2 member in one line
-rather than load it over HTTP/1.1 under an h2 label.
+no such fields: `engine_speaks_h2()` (stacks.protocols) says so, and the core refuses an
+h2 member in one line rather than load it over HTTP/1.1 under an h2 label.
 """
 
 from __future__ import annotations
@@ -22,20 +22,14 @@ from __future__ import annotations
 import msgspec
 
 from stackrace.engine.model import TargetSpec
+from stackrace.stacks.protocols import NEEDS_ENGINE, engine_speaks_h2
 
 H1 = "1.1"
-NEEDS_ENGINE = "needs the engine's HTTP/2 (issue 51, h2engine)"
 
 
 def is_h2(http: str) -> bool:
     """Whether a stack's `http` ("1.1", "2", "h2c") is loaded over HTTP/2."""
     return http != H1
-
-
-def speaks_h2() -> bool:
-    """Whether this engine takes HTTP/2 targets (the agreed TargetSpec.http/.streams)."""
-    fields = TargetSpec.__struct_fields__
-    return "http" in fields and "streams" in fields
 
 
 def split(level: int, streams: int, http: str) -> tuple[int, int]:
@@ -61,7 +55,7 @@ def with_protocol(spec: TargetSpec, http: str, streams: int) -> TargetSpec:
     RuntimeError (NEEDS_ENGINE) when the engine cannot speak h2."""
     if not is_h2(http):
         return spec
-    if not speaks_h2():
+    if not engine_speaks_h2():
         raise RuntimeError(NEEDS_ENGINE)
     conns, per = split(spec.concurrency, streams, http)
     return msgspec.structs.replace(spec, http="2", streams=per, concurrency=conns)
