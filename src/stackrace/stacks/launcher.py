@@ -384,7 +384,6 @@ class Launcher:
             statuses.parse(spec.health_status),
             tls=spec.tls,
             headers=spec.health_headers,
-            h2=rs.stack.http != "1.1",  # an h2 variant is ready when it answers over h2
         )
         self.check_exposure(rs)
         self._set_state(rs, READY)

@@ -56,7 +56,6 @@ async def wait_http(
     ready: frozenset[int] = frozenset({200}),
     tls: bool = False,
     headers: dict[str, str] | None = None,
-    h2: bool = False,
 ) -> None:
     """Until `health` on `port` answers a status of `ready` (200), over TLS trusting
     the stack's own certificate with `tls`, asked with `headers` (the user's: an app
@@ -65,8 +64,10 @@ async def wait_http(
     is definite: a status that is neither ready nor a 5xx (a 404 will not become a
     200 by waiting; a 502 of a proxy whose backend is still starting may), said in
     one line with the body's first line of text and the likely cause
-    (stacks/refusal.py). `h2`: asked over HTTP/2 (a stack's h2 variant: ready is
-    answering over h2, stacks.probe_h2), by ALPN with `tls`, else with prior knowledge."""
+    (stacks/refusal.py). An h2 variant's own port is asked over HTTP/2 (ready is
+    answering over h2, stacks.probe_h2), by ALPN with `tls`, else with prior knowledge;
+    an upstream behind it (another port) speaks HTTP/1.1."""
+    h2 = port == rs.port and rs.stack.http != "1.1"
     sent = dict(headers or {})
     deadline = time.monotonic() + timeout
     context = None
