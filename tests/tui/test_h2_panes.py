@@ -35,7 +35,7 @@ def _with_h2_side(session, https: dict[str, str]) -> None:
         split = streams.header_line(100, STREAMS, list(https.values()))
         return replace(view, panes=panes, load_split=split)
 
-    session.poll = poll  # type: ignore[method-assign]  # a test's view of an h2 race
+    session.poll = poll  # a test's view of an h2 race
 
 
 async def test_h1_and_h2_panes_say_their_protocol_and_the_header_the_split():
