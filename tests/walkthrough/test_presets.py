@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from stackrace.race.core import streams
 from stackrace.race.core.presets import PRESETS_DIR, load_preset
 from stackrace.race.live.replay import ReplayPlayer
 from stackrace.race.live.summary import to_dict
 from stackrace.race.live.view import SessionView
-from stackrace.race.core import streams
 from stackrace.race.playback.recording import load_recording
 from stackrace.stacks.protocols import NEEDS_ENGINE, engine_speaks_h2
 from stackrace.tui.app import StackraceApp
