@@ -20,9 +20,9 @@ from stackrace.stacks.protocols import NEEDS_ENGINE, engine_speaks_h2
         (100, 25, "2", (4, 25)),  # the example: 4 connections x 25 streams
         (100, 25, "h2c", (4, 25)),
         (100, 1, "2", (100, 1)),  # --streams 1: as many connections as HTTP/1.1
-        (10, 25, "2", (1, 10)),  # fewer in flight than streams: one connection of 10
+        (10, 25, "2", (1, 25)),  # fewer in flight than streams: one whole connection
         (30, 25, "2", (1, 25)),  # whole connections: the nearest, said as it is
-        (0, 25, "2", (1, 1)),  # never no connection
+        (0, 25, "2", (1, 25)),  # never no connection
     ],
 )
 def test_a_level_is_split_into_connections_and_streams(level, per, http, split):
@@ -38,7 +38,8 @@ def test_the_header_says_how_the_load_is_split():
     assert streams.header_line(100, 25, ["1.1", "1.1"]) == ""
     line = streams.header_line(100, 25, ["1.1", "2"])
     assert line == "h1: 100 connections · h2: 4 connections x 25 streams"
-    assert streams.header_line(1, 25, ["h2c"]) == "h2: 1 connection x 1 stream"
+    assert streams.header_line(1, 25, ["h2c"]) == "h2: 1 connection x 25 streams"
+    assert streams.header_line(1, 1, ["h2c"]) == "h2: 1 connection x 1 stream"
 
 
 def test_a_pane_says_its_protocol_only_beside_h2_panes():

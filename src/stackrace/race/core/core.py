@@ -395,7 +395,7 @@ class RaceCore:
         m = self.members.get(t.id)
         if t.rate or m is None or not streams.is_h2(m.handle.http):
             return t.level
-        return t.concurrency * streams.split(self.concurrency, self.settings.streams, "2")[1]
+        return t.concurrency * streams.split(t.concurrency, self.settings.streams, "2")[1]
 
     def connections(self, member_id: str, level: int) -> int:
         """The connections that carry `level` requests in flight for this member: the

@@ -8,7 +8,7 @@ move the same total for every pane, and `hypercorn,hypercorn:http=2` compares 10
 connections with 4 connections × 25 streams, not 100 with 2,500. Streams per connection
 stay what `--streams` says (as h2load's -m): the level moves connections, and the
 split the header shows is the one loaded, rounded to whole connections (level 30 at
-25 streams is 1 connection × 25: said as it is, never as 30).
+25 streams is 1 connection × 25, and so is level 10: said as it is, never as 30 or 10).
 
 What the engine speaks comes from the stack (`MemberHandle.http`) into the agreed
 `TargetSpec.http` ("1.1" or "2": the URL's scheme says TLS or h2c) and
@@ -35,12 +35,14 @@ def is_h2(http: str) -> bool:
 def split(level: int, streams: int, http: str) -> tuple[int, int]:
     """(connections, streams per connection) that carry `level` requests in flight:
     `level` connections of one request each over HTTP/1.1; over h2, `streams` per
-    connection (at most `level`) on the nearest whole number of connections, at least one."""
+    connection on the nearest whole number of connections, at least one. Streams per
+    connection never follow the level: the engine is given them once, when the target
+    is added (the agreed TargetSpec.streams has no live command), so a level below
+    `streams` is one connection of `streams`, and the pane and the header say so."""
     level = max(1, int(level))
     if not is_h2(http) or streams <= 1:
         return level, 1
-    per = min(streams, level)
-    return max(1, round(level / per)), per
+    return max(1, round(level / streams)), streams
 
 
 def in_flight(level: int, streams: int, http: str) -> int:
