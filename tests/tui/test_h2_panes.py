@@ -10,9 +10,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from textual.widgets import Select
+
 from stackrace.race.core import streams
+from stackrace.race.core.members import StackChoice
+from stackrace.race.core.plan import RacePlan
+from stackrace.stacks import protocols
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane, pane_widget_id
-from tests.tui.conftest import open_race, plan
+from stackrace.tui.stack_list import StackList, TuneScreen
+from tests.tui.conftest import SIZE, open_race, plan, synthetic_session
 
 STREAMS = 25
 
@@ -61,3 +69,27 @@ async def test_a_race_of_http_1_1_alone_reads_as_it_always_did():
             assert " · h1" not in head and " · h2" not in head
         assert "connections" in race.text("#mode-label")
         assert "h2:" not in race.text("#status-line")
+
+
+async def test_the_pickers_settings_offer_the_protocols_a_stack_serves():
+    """`p` on a stack with h2 variants: its `http` is a choice of what its block serves
+    (stacks.protocols.choice, from the real stacks file); h2c makes the row its variant."""
+    spec = load_stacks()["hypercorn"]
+    hyper = StackChoice("hypercorn", "Hypercorn", "async", tunables=tuple(protocols.choice(spec)))
+    assert [t.choices for t in hyper.tunables] == [("1.1", "2", "h2c")]
+    assert protocols.choice(load_stacks()["gunicorn-sync"]) == []
+    app = StackraceApp(synthetic_session(), RacePlan(), [hyper], tick_interval=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        stacks = app.screen.query_one("#stacks", StackList)
+        stacks.focus()
+        stacks.highlighted = 0
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, TuneScreen)
+        select: Select[str] = app.screen.query_one("#tune-http", Select)
+        assert select.value == "1.1"
+        select.value = "h2c"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert stacks.selected == ["hypercorn:http=h2c"]

@@ -22,6 +22,7 @@ import msgspec
 
 from stackrace.engine.model import TargetSpec
 from stackrace.stacks.definition import FileTemplate, Stack, StackDef
+from stackrace.stacks.tunables import Tunable
 
 HTTP_KEY = "http"  # the variant key
 DEFAULT = "1.1"
@@ -78,6 +79,12 @@ def served(spec: StackDef) -> list[str]:
     return [DEFAULT, *(m for m in MODES if m in spec.http)]
 
 
-def label(http: str) -> str:
-    """How a pane or a table says a protocol: "h1", "h2", "h2c"."""
-    return {"1.1": "h1", "2": "h2", "h2c": "h2c"}.get(http, http)
+def choice(spec: StackDef) -> list[Tunable]:
+    """The picker's setting for the protocol (its `p` dialog): a choice of the values
+    the block serves, "1.1" the default; none for a stack that serves HTTP/1.1 only.
+    Not one of stacks.tunables' (what `tune` sweeps): a sweep across protocols would
+    change the client, not the server's configuration."""
+    if not spec.http:
+        return []
+    return [Tunable(HTTP_KEY, DEFAULT, tuple(served(spec)), kind="choice")]
+
