@@ -124,3 +124,13 @@ def test_a_stacks_files_modes_are_checked_when_it_is_read(tmp_path: Path):
         _read(tmp_path, BLOCK + '[stacks.mine.http."2"]\ncommand = []\n')
     with pytest.raises(ConfigError, match=r"key 'params.http': cannot be a param name"):
         _read(tmp_path, BLOCK + 'params = { http = "2" }\n')
+
+
+def test_a_recorded_members_protocol_is_read_back_from_its_name():
+    """A replay's members are names: the pane says the protocol the race spoke."""
+    assert protocols.named_http("hypercorn:http=2") == "2"
+    assert protocols.named_http("hypercorn:workers=2,http=h2c") == "h2c"
+    assert protocols.named_http("hypercorn") == "1.1"
+    # a backend's variant is the backend's, not the front's
+    assert protocols.named_http("nginx-proxy:backend=hypercorn:http=2") == "1.1"
+    assert protocols.named_http("x:http=9") == "1.1"

@@ -79,6 +79,17 @@ def served(spec: StackDef) -> list[str]:
     return [DEFAULT, *(m for m in MODES if m in spec.http)]
 
 
+def named_http(name: str) -> str:
+    """The `http` a stack's name says (`hypercorn:http=2` → "2"; "1.1" when it says
+    none): what a recording's member was raced over, read back from its name."""
+    _base, _, rest = name.partition(":")
+    for item in rest.split(","):
+        key, _, value = item.partition("=")
+        if key.strip() == HTTP_KEY and value.strip() in VALUES:
+            return value.strip()
+    return DEFAULT
+
+
 def choice(spec: StackDef) -> list[Tunable]:
     """The picker's setting for the protocol (its `p` dialog): a choice of the values
     the block serves, "1.1" the default; none for a stack that serves HTTP/1.1 only.
@@ -87,4 +98,3 @@ def choice(spec: StackDef) -> list[Tunable]:
     if not spec.http:
         return []
     return [Tunable(HTTP_KEY, DEFAULT, tuple(served(spec)), kind="choice")]
-
