@@ -55,9 +55,9 @@ def test_a_pipe_gets_one_tab_separated_line_per_stack_name_first() -> None:
     text = rendered(rows, 80, terminal=False)
     lines = text.splitlines()
     assert lines[0].split("\t") == ["stack", "title", "family", "language", "workloads",
-                                    "available"]  # fmt: skip
+                                    "available", "h2"]  # fmt: skip
     assert [line.split("\t")[0] for line in lines[1:]] == [r.name for r in rows]
-    assert all(line.count("\t") == 5 for line in lines)
+    assert all(line.count("\t") == 6 for line in lines)
     assert lines[1].split("\t")[5] == "yes"
     assert lines[2].split("\t")[5] == f"no: {rows[1].why}"
 
@@ -66,4 +66,4 @@ def test_a_field_never_carries_a_tab_or_a_line_break() -> None:
     row = StackRow("mine", "two\tcolumns\nand lines", "sync", "python", "all", False, "x\ty")
     (_header, line) = tsv_lines([row])
     assert line.split("\t") == ["mine", "two columns and lines", "sync", "python", "all",
-                                "no: x y"]  # fmt: skip
+                                "no: x y", "-"]  # fmt: skip

@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from stackrace.race.core import streams
 from stackrace.race.core.presets import PRESETS_DIR, load_preset
 from stackrace.race.live.replay import ReplayPlayer
 from stackrace.race.live.summary import to_dict
 from stackrace.race.live.view import SessionView
 from stackrace.race.playback.recording import load_recording
+from stackrace.stacks.protocols import NEEDS_ENGINE, engine_speaks_h2
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.race import RaceScreen
@@ -32,7 +34,14 @@ from tests.walkthrough.realapp import (
     why_not,
 )
 
-PRESETS = sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+H2 = "h1-vs-h2"  # h2 stacks: raced once the engine speaks HTTP/2 (issue 51)
+PRESETS = [
+    pytest.param(
+        name,
+        marks=pytest.mark.skipif(not engine_speaks_h2(), reason=NEEDS_ENGINE) if name == H2 else (),
+    )
+    for name in sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+]
 PROJECTOR = "seed-002-concurrency-ceilings"  # four stacks: 2×2 at 100×30
 RECORDED = "sync-ceiling"
 HELD = "slow-clients"
@@ -71,8 +80,22 @@ async def test_every_preset_opens_and_races(name: str, tmp_path: Path):
             live = await record_a_little(app, pilot)
         if name == HELD:
             await check_held(app, pilot)
+        if name == H2:
+            check_h2(race)
     if name == RECORDED:
         await check_replay(record, live)
+
+
+def check_h2(race: RaceScreen) -> None:
+    """h1-vs-h2: each pane says its protocol, the status line how the level's requests
+    in flight are split (at 100: 100 connections, or 4 connections x 25 streams)."""
+    view = race.last_view
+    assert view is not None
+    protocols = {p.id: p.protocol for p in view.panes}
+    assert protocols["go-nethttp"] == "h1" and protocols["hypercorn"] == "h1"
+    conns, per = streams.split(view.concurrency, 25, "h2c")
+    assert protocols["go-nethttp:http=h2c"].startswith(f"h2c {conns}×{per} · ")
+    assert view.load_split == streams.header_line(view.concurrency, 25, ["1.1", "h2c"])
 
 
 def check_projector(race: RaceScreen) -> None:

@@ -1,6 +1,12 @@
 // Go's net/http server with the same endpoints as every other stack.
 //
 //	bin/server -addr 127.0.0.1:8080
+//	bin/server -addr 127.0.0.1:8443 -http 2 -cert cert.pem -key key.pem   (h2 over TLS, ALPN)
+//	bin/server -addr 127.0.0.1:8080 -http h2c                             (h2 prior knowledge)
+//
+// -http 2 serves TLS and lets net/http offer h2 and http/1.1 by ALPN (its default with
+// a certificate); -http h2c serves HTTP/1.1 and cleartext HTTP/2 with prior knowledge on
+// one port (http.Protocols, Go 1.24+), no Upgrade dance, as h2load -p h2c speaks it.
 //
 // /io waits with time.Sleep, which parks only the goroutine, the way a Go handler waits
 // for a backend; /db and /dbjson query MariaDB through database/sql (apps/go/dbquery). GOMAXPROCS (set by stacks.toml from `workers`) bounds the cores it uses.
@@ -76,6 +82,9 @@ func dbJSONHandler(w http.ResponseWriter, r *http.Request) {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	version := flag.Bool("version", false, "print the Go version and exit")
+	proto := flag.String("http", "1.1", "1.1, 2 (h2 over TLS: -cert, -key) or h2c")
+	cert := flag.String("cert", "", "TLS certificate (PEM), for -http 2")
+	key := flag.String("key", "", "TLS key (PEM), for -http 2")
 	flag.Parse()
 	if *version {
 		fmt.Println("net/http", runtime.Version())
@@ -88,5 +97,21 @@ func main() {
 	mux.HandleFunc("GET /db", dbHandler)
 	mux.HandleFunc("GET /dbjson", dbJSONHandler)
 	server := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	log.Fatal(server.ListenAndServe())
+	switch *proto {
+	case "1.1":
+		log.Fatal(server.ListenAndServe())
+	case "2":
+		if *cert == "" || *key == "" {
+			log.Fatal("-http 2 needs -cert and -key")
+		}
+		log.Fatal(server.ListenAndServeTLS(*cert, *key))
+	case "h2c":
+		var protocols http.Protocols
+		protocols.SetHTTP1(true)
+		protocols.SetUnencryptedHTTP2(true)
+		server.Protocols = &protocols
+		log.Fatal(server.ListenAndServe())
+	default:
+		log.Fatalf("-http %q: not one of 1.1, 2, h2c", *proto)
+	}
 }

@@ -2,6 +2,12 @@
 // (package.json), the only dependency.
 //
 //   node server.js --host 127.0.0.1 --port 8080
+//   node server.js --host 127.0.0.1 --port 8443 --http 2 --cert cert.pem --key key.pem
+//   node server.js --host 127.0.0.1 --port 8080 --http h2c
+//
+// --http 2: node:http2's secure server (h2 by ALPN, HTTP/1.1 too: allowHTTP1);
+// --http h2c: node:http2's cleartext server, h2 with prior knowledge only (Node has no
+// h1 on that server). Both use http2's compatibility API, so `handle` is the same code.
 //
 // One process, one event loop: /io waits with setTimeout, the way Node waits for a backend;
 // /db and /dbjson await a mysql2 pool.
@@ -135,9 +141,28 @@ function handle(req, res) {
 }
 
 const { values } = parseArgs({
-  options: { host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8080' } },
+  options: {
+    host: { type: 'string', default: '127.0.0.1' },
+    port: { type: 'string', default: '8080' },
+    http: { type: 'string', default: '1.1' },
+    cert: { type: 'string' },
+    key: { type: 'string' },
+  },
 });
-const server = http.createServer(handle);
+
+function makeServer() {
+  if (values.http === '1.1') return http.createServer(handle);
+  const http2 = require('node:http2');
+  if (values.http === 'h2c') return http2.createServer(handle);
+  if (values.http === '2') {
+    const fs = require('node:fs');
+    const tls = { cert: fs.readFileSync(values.cert), key: fs.readFileSync(values.key), allowHTTP1: true };
+    return http2.createSecureServer(tls, handle);
+  }
+  throw new Error(`--http ${values.http}: not one of 1.1, 2, h2c`);
+}
+
+const server = makeServer();
 // Node closes an idle keep-alive connection after 5 s by default; load tools pause longer
 server.keepAliveTimeout = 65000;
 server.listen(Number(values.port), values.host);

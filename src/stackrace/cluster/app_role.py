@@ -268,6 +268,10 @@ class RemoteMember:
         return self._rs.url if self._rs is not None else ""
 
     @property
+    def http(self) -> str:
+        return self.stack.http
+
+    @property
     def cacert(self) -> str | None:
         # the certificate is on the app host, not beside the load hosts' engines: a TLS
         # stack in a cluster race is verified as --cacert / --insecure say

@@ -21,6 +21,7 @@ from stackrace.commands._common import load
 from stackrace.commands.parser import examples
 from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
 from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks import protocols
 from stackrace.stacks.availability import Availability, availability
 from stackrace.stacks.catalogue import (
     HERE,
@@ -99,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
                 "description": spec.description,
                 # the workloads it serves (the contract's, and optional ones it lists)
                 "workloads": served,
+                # the protocols it serves: the `http` variant values (stacks.protocols)
+                "http": protocols.served(spec),
             }
         )
     if args.json:
@@ -112,11 +115,17 @@ def run(args: argparse.Namespace) -> int:
             "all" if r["workloads"] == every else " ".join(r["workloads"]),
             r["available"],
             "" if r["available"] else f"{r['reason']} — {r['fix']}",
+            ",".join(r["http"][1:]) or "-",
         )
         for r in rows
     ]  # fmt: skip
     # a table on a terminal; in a pipe, tab-separated rows on stdout, the notes on stderr
     print_rows(listing)
+    if any(len(r["http"]) > 1 for r in rows):
+        print(
+            "h2: HTTP/2 variants, e.g. `hypercorn:http=2` (over TLS) or `:http=h2c` (cleartext)",
+            file=out,
+        )
     ceilings = tunable_ceilings()
     print(
         f"variants on this machine: workers <= {ceilings.workers}, threads <= "

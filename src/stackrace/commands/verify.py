@@ -33,6 +33,7 @@ from stackrace.stacks.verify import (
     check_facts,
     verify_port,
 )
+from stackrace.stacks.verify_h2 import verify_h2
 
 EXAMPLES = examples(
     ("stackrace verify gunicorn-sync", "start it and check every endpoint's answers"),
@@ -151,8 +152,14 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
                 continue
             ready = time.monotonic() - t0
             tls = probe.trusting(rs.cert) if rs.cert is not None else None
-            checks = await verify_port(rs.port, tls=tls)
-            extra = await _extra_checks(stack, rs, db_conn, tls)
+            if stack.http != "1.1":  # an h2 variant: its contract read over h2 by the engine
+                cert = str(rs.cert) if rs.cert is not None else None
+                checks = await verify_h2(rs.url, cert)
+                # /db, /dbjson and facts are the h1 stack's: the variant changes its protocol only
+                extra: dict[str, Check | None] = dict.fromkeys(("db", "dbjson", "facts"))
+            else:
+                checks = await verify_port(rs.port, tls=tls)
+                extra = await _extra_checks(stack, rs, db_conn, tls)
             checks += [c for c in extra.values() if c is not None]
             marks = ["-" if c is None else "✓" if c.ok else "✗" for c in extra.values()]
             mem = TreeSampler(rs.root_pids).sample()

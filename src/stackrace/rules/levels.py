@@ -53,6 +53,9 @@ class _Current:
 
 # A target id's CpuShare (the driver knows the stacks' processes and cores).
 CpuOf = Callable[[str], CpuShare]
+# A target's level as the race counts it (the driver knows its protocol): the requests
+# in flight it was asked, which for an h2 target is its connections × streams
+LevelOf = Callable[[TargetSnapshot], int]
 
 
 @dataclass
@@ -67,6 +70,8 @@ class LevelLog:
     steps: dict[str, dict[int, StepResult]] = field(default_factory=dict)
     _current: dict[str, _Current] = field(default_factory=dict)
     cpu_of: CpuOf | None = None
+    # None: the engine's own `TargetSnapshot.level` (connections, or req/s)
+    level_of: LevelOf | None = None
     # levels running when the log was cleared: their totals started before the clear,
     # so they are not recorded until the level changes. Keyed with the mode too: 100
     # connections and 100 req/s are different levels (a switch of mode clears the log)
@@ -74,7 +79,7 @@ class LevelLog:
 
     def feed(self, snap: EngineSnapshot) -> None:
         for t in snap.targets:
-            level = t.level
+            level = self.level_of(t) if self.level_of is not None else t.level
             if self._ignored.get(t.id) == (level, bool(t.rate)):
                 continue
             self._ignored.pop(t.id, None)

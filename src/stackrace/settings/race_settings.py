@@ -173,6 +173,16 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             bench_only=True,
         ),
     ] = None
+    streams: Annotated[
+        int,
+        opt(
+            "--streams",
+            "HTTP/2 streams per connection for a stack's h2 variant (hypercorn:http=2), as "
+            "h2load's -m: the level is the requests in flight, on level / N connections",
+            positive_int,
+            metavar="N",
+        ),
+    ] = 1
     keepalive: Annotated[
         bool,
         opt(

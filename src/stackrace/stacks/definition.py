@@ -63,6 +63,15 @@ A stack that serves HTTPS:
                                      # exactly that certificate. An upstream behind it
                                      # (nginx terminating TLS) stays plain HTTP.
 
+A stack that serves HTTP/2 too (the variant key `http`: stackrace.stacks.protocols):
+
+    [stacks.NAME.http."2"]           # `NAME:http=2`: h2 over TLS, negotiated by ALPN; the
+    command = [...]                  # mode's command replaces the block's (optional), its
+    files = [...]                    # files replace the block's of the same `path`, its env
+    env = { KEY = "value" }          # adds to the block's; {tls_cert}/{tls_key} are known
+    [stacks.NAME.http.h2c]           # `NAME:http=h2c`: cleartext h2, prior knowledge
+    command = [...]
+
 A stack with a status page of its own (read once in each evidence window, `w`):
 
     status = "http://{host}:{status_port}/fpm-status?json"
@@ -164,6 +173,16 @@ class ProductionSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     harness: list[str] = []
 
 
+class HttpMode(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """What changes when a stack serves HTTP/2 (`[stacks.NAME.http."2"]`, `.h2c`):
+    stackrace.stacks.protocols applies it. Whether the mode is TLS is the mode's own
+    meaning ("2" over TLS, "h2c" in the clear), never a key of its own."""
+
+    command: list[str] | None = None  # replaces the block's command
+    files: list[FileTemplate] = []  # replace the block's files of the same path (or add)
+    env: dict[str, str] = {}  # added to the block's env
+
+
 class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     command: list[str]
     # descriptive: a block of a user's file may leave them out (title: the block's name)
@@ -209,6 +228,8 @@ class StackDef(msgspec.Struct, forbid_unknown_fields=True):
     python: str | None = None
     app: AppTemplate | None = None  # how this server serves a user's app (--app)
     production: ProductionSpec = msgspec.field(default_factory=ProductionSpec)
+    # the HTTP/2 modes it serves, "2" (over TLS) and "h2c": stackrace.stacks.protocols
+    http: dict[str, HttpMode] = {}
 
 
 @dataclass(frozen=True)
@@ -228,6 +249,11 @@ class Stack:
     @property
     def threads(self) -> int:
         return int(self.overrides.get("threads", self.spec.threads))
+
+    @property
+    def http(self) -> str:
+        """The protocol it serves in this variant: "1.1", "2" (h2 over TLS) or "h2c"."""
+        return self.overrides.get("http", "1.1")
 
     @property
     def params(self) -> dict[str, str]:

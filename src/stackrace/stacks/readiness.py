@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from stackrace.stacks import probe
+from stackrace.stacks import probe, probe_h2
 from stackrace.stacks.refusal import refusal_line
 from stackrace.stacks.running import POLL_S, LaunchError, RunningStack, program_of
 
@@ -64,10 +64,15 @@ async def wait_http(
     is definite: a status that is neither ready nor a 5xx (a 404 will not become a
     200 by waiting; a 502 of a proxy whose backend is still starting may), said in
     one line with the body's first line of text and the likely cause
-    (stacks/refusal.py)."""
+    (stacks/refusal.py). An h2 variant's own port is asked over HTTP/2 (ready is
+    answering over h2, stacks.probe_h2), by ALPN with `tls`, else with prior knowledge;
+    an upstream behind it (another port) speaks HTTP/1.1."""
+    h2 = port == rs.port and rs.stack.http != "1.1"
     sent = dict(headers or {})
     deadline = time.monotonic() + timeout
-    context = probe.trusting(rs.cert) if tls and rs.cert is not None else None
+    context = None
+    if tls and rs.cert is not None:
+        context = probe_h2.h2_context(str(rs.cert)) if h2 else probe.trusting(rs.cert)
     last = "no answer yet"
     what = "" if port == rs.port else f" (its upstream on port {port})"
     while True:
@@ -82,7 +87,8 @@ async def wait_http(
                 f"{dead.returncode} before it was ready" + (f": {said}" if said else "")
             )
         try:
-            resp = await probe.get(
+            ask = probe_h2.get if h2 else probe.get
+            resp = await ask(
                 rs.host, port, health, timeout=2.0, headers=tuple(sent.items()), tls=context
             )
             if resp.status in ready:

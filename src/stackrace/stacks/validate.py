@@ -30,6 +30,7 @@ from stackrace.settings import statuses
 # MAX_TIMEOUT_S: ready_timeout and stop_timeout too
 from stackrace.settings.options import MAX_TIMEOUT_S
 from stackrace.settings.workloads import WORKLOADS
+from stackrace.stacks import protocols
 from stackrace.stacks.definition import (
     DB_WORKLOADS,
     FAMILIES,
@@ -162,6 +163,7 @@ def check_def(path: Path, name: str, spec: StackDef) -> None:
             "tls_cert",
             "tls_key",
             "status_port",
+            "http",  # the variant key of the protocol (stacks.protocols)
         )
         if builtin or not re.fullmatch(r"\w+", param):
             why = "is a built-in placeholder" if builtin else "use letters, digits, _"
@@ -187,6 +189,7 @@ def check_def(path: Path, name: str, spec: StackDef) -> None:
                 f"files[{i}].template",
                 f"{where}: unknown placeholder {{{unknown}}} ({_known_list(spec)})",
             )
+    _check_http(spec, known - {"tls_cert", "tls_key"}, bad)
     for w in spec.workloads:
         if w not in OPTIONAL_WORKLOADS:
             optional = ", ".join(OPTIONAL_WORKLOADS)
@@ -220,6 +223,30 @@ def check_def(path: Path, name: str, spec: StackDef) -> None:
             raise bad(f"params.{key}", f"a count must be a whole number, got {default!r}")
     if spec.facts is not None and not spec.facts.startswith("/"):
         raise bad("facts", "must be a path starting with '/'")
+
+
+def _check_http(spec: StackDef, known: set[str], bad: Any) -> None:
+    """The HTTP/2 modes (`[stacks.NAME.http."2"]`, `.h2c`): known names, and the
+    placeholders of each as the mode runs ("2" knows {tls_cert} and {tls_key})."""
+    for value, mode in spec.http.items():
+        if value not in protocols.MODES:
+            raise bad(f"http.{value}", f"not an HTTP mode ({', '.join(protocols.MODES)})")
+        if mode.command is not None and not mode.command:
+            raise bad(f"http.{value}.command", "must not be empty")
+        mine = known | ({"tls_cert", "tls_key"} if value == "2" else set())
+        texts = [(f"command[{i}]", a) for i, a in enumerate(mode.command or [])]
+        texts += [(f"env.{k}", v) for k, v in mode.env.items()]
+        texts += [(f"files[{i}].path", f.path) for i, f in enumerate(mode.files)]
+        texts += [(f"files[{i}].template", f.template) for i, f in enumerate(mode.files)]
+        for key, text in texts:
+            unknown = unknown_placeholder(text, mine)
+            if unknown:
+                raise bad(f"http.{value}.{key}", f"unknown placeholder {{{unknown}}}")
+        run = protocols.apply(spec, value)  # every file the mode renders, as it runs
+        for tmpl in run.files:
+            unknown, where = _unknown_in_template(tmpl.template, run, mine)
+            if unknown:
+                raise bad(f"http.{value}.files", f"{where}: unknown placeholder {{{unknown}}}")
 
 
 def _check_app(spec: StackDef, bad: Any) -> None:

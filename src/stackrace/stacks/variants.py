@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 
 from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks import protocols
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
 from stackrace.stacks.placeholders import render
@@ -62,8 +63,15 @@ def resolve(
         key, value = key.strip(), value.strip()
         if not eq or not value:
             raise ConfigError(f"{source}: stack '{ref}': variant '{item}' is not KEY=VALUE")
+        if key == protocols.HTTP_KEY:  # the protocol (stacks.protocols), not a param
+            problem = protocols.refusal(spec, base, value)
+            if problem:
+                raise ConfigError(f"{source}: stack '{ref}': key 'http': {problem}")
+            if value != protocols.DEFAULT:  # the default is the stack as named
+                overrides[key] = value
+            continue
         if key not in ("workers", "threads") and key not in spec.params:
-            allowed = ", ".join(["workers", "threads", *spec.params])
+            allowed = ", ".join(["workers", "threads", protocols.HTTP_KEY, *spec.params])
             raise ConfigError(f"{source}: stack '{ref}': key '{key}': not tunable ({allowed})")
         problem = check_value(spec, key, value)
         if problem:
@@ -89,6 +97,8 @@ def resolve(
     name = (
         base if not overrides else f"{base}:" + ",".join(f"{k}={v}" for k, v in overrides.items())
     )
+    # the mode's command, files and TLS, applied once: every reader of the spec agrees
+    spec = protocols.apply(spec, overrides.get(protocols.HTTP_KEY, protocols.DEFAULT))
     stack = Stack(name=name, base=base, spec=spec, overrides=overrides)
     if spec.upstream is not None:
         stack = _with_upstream(stack, ref, stacks, source)

@@ -383,6 +383,7 @@ class StackPane(Vertical, can_focus=True):
             if t is not None:
                 level = fmt_level(t.level, rate_mode)
                 level += f" · {t.connections:,} open"
+                level += f" · {view.protocol}" if view.protocol else ""  # beside h2 panes
             path = view.loads or (f"GET {path_of(view.url)}" if view.url else "")
             self._set("head", f"{self._family}  {level}" + (f"  {path}" if path else ""))
             self._show_verdict(view, rate_mode)

@@ -203,7 +203,8 @@ class RaceScreen(Screen[None]):
 
     def _show_controls(self, view: SessionView) -> None:
         rate_mode = view.rate is not None
-        mode = "rate req/s" if rate_mode else "connections"
+        # beside h2 stacks a level is requests in flight: connections, or streams on fewer
+        mode = "rate req/s" if rate_mode else "in flight" if view.load_split else "connections"
         workload = self.session.plan.settings.label()
         self._put("mode-label", f"[b]{workload}[/b]\n[dim]{mode}[/]")
         slider = self.query_one("#level", ConcurrencySlider)

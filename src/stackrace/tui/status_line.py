@@ -42,6 +42,8 @@ def status_line(view: SessionView) -> str:
         status.append(f"[yellow]{view.placement}[/]")
     if not view.keepalive:
         status.append("a new connection per request")
+    if view.load_split:  # h1 and h2 carry the same requests in flight, split so
+        status.append(f"[b]{escape(view.load_split)}[/]")
     status.append(f"[dim]timeout {view.timeout:g}s[/]")
     if view.ramp:
         status.append(f"[b reverse] {view.ramp} [/]")

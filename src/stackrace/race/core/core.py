@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from stackrace.engine.model import BodyCheck, TargetSnapshot, TargetSpec
+from stackrace.race.core import streams
 from stackrace.race.core.clock import RaceClock, RealClock
 from stackrace.race.core.evidence_keeper import EvidenceKeeper
 from stackrace.race.core.members import (
@@ -314,10 +315,16 @@ class RaceCore:
         spec.clients = s.client_profile
         spec.slow_share = s.slow_share
         spec.budget = self.budget if not rate_mode else None
-        return spec
+        # an h2 variant: the same requests in flight as streams (race/core/streams.py)
+        return streams.with_protocol(spec, m.handle.http, s.streams)
 
     async def _attach(self, m: Member) -> None:
-        spec = self.spec(m)
+        try:
+            spec = self.spec(m)
+        except RuntimeError as exc:  # an h2 member and an engine without HTTP/2
+            m.refused = str(exc)
+            self.errors.append(f"{m.handle.name}: {exc}")
+            return
         m.url = spec.url
         m.check = spec.check
         try:
@@ -371,7 +378,7 @@ class RaceCore:
         """Connections per member (closed loop); members attached later get it too."""
         self.concurrency = n
         for i in self.attached(ids):
-            await self.engine.set_concurrency(n, i)
+            await self.engine.set_concurrency(self.connections(i, n), i)
 
     async def set_rate(self, rate: float | None, ids: Sequence[str] | None = None) -> None:
         """Constant rate per member in req/s, or None for closed loop."""
@@ -379,10 +386,27 @@ class RaceCore:
         self.rate = rate
         for i in self.attached(ids):
             if rate is not None and was_closed:
-                await self.engine.set_concurrency(self.settings.rate_connections, i)
+                await self.engine.set_concurrency(
+                    self.connections(i, self.settings.rate_connections), i
+                )
             await self.engine.set_rate(rate, i)
             if rate is None:
-                await self.engine.set_concurrency(self.concurrency, i)
+                await self.engine.set_concurrency(self.connections(i, self.concurrency), i)
+
+    def level_of(self, t: TargetSnapshot) -> int:
+        """A target's level as the race counts it: the requests in flight it was asked
+        (an h2 member's connections × its streams per connection), or its rate."""
+        m = self.members.get(t.id)
+        if t.rate or m is None or not streams.is_h2(m.handle.http):
+            return t.level
+        return t.concurrency * streams.split(t.concurrency, self.settings.streams, "2")[1]
+
+    def connections(self, member_id: str, level: int) -> int:
+        """The connections that carry `level` requests in flight for this member: the
+        level itself over HTTP/1.1, level / --streams over h2 (race/core/streams.py)."""
+        m = self.members.get(member_id)
+        http = m.handle.http if m is not None else streams.H1
+        return streams.split(level, self.settings.streams, http)[0]
 
     async def set_budget(self, n: int | None, ids: Sequence[str] | None = None) -> None:
         for i in self.attached(ids):

@@ -18,6 +18,7 @@ from stackrace.db.watch import DbWatch
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.state import StackState
 from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks import protocols
 from stackrace.stacks.availability import availability
 from stackrace.stacks.catalogue import load_stacks
 from stackrace.stacks.definition import Stack, StackDef
@@ -81,6 +82,10 @@ class LaunchedStack:
     @property
     def base_url(self) -> str:
         return self.running.url if self.running is not None else ""
+
+    @property
+    def http(self) -> str:
+        return self.stack.http
 
     @property
     def cacert(self) -> str | None:
@@ -180,7 +185,8 @@ class StacksFileSource:
                     description=spec.description,
                     workers=spec.workers,
                     threads=spec.threads,
-                    tunables=tuple(tunables(spec)),
+                    # and its protocol where it serves HTTP/2: the picker's `p` offers it
+                    tunables=(*tunables(spec), *protocols.choice(spec)),
                 )
             )
         return out

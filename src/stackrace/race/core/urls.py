@@ -215,6 +215,10 @@ class UrlHandle:
     def cacert(self) -> str | None:
         return None  # not stackrace's server: --cacert / --insecure decide
 
+    @property
+    def http(self) -> str:
+        return "1.1"  # a URL's own server: HTTP/1.1 (`load --http2` is the engine's)
+
     def log_tail(self, lines: int = 20) -> list[str]:
         if self._gone:
             return [f"process {self.pid} (--pid) has exited"]

@@ -266,6 +266,10 @@ class SyntheticStack:
     def cacert(self) -> str | None:
         return None
 
+    @property
+    def http(self) -> str:
+        return "1.1"  # a model of a server: no protocol of its own
+
     def log_tail(self, lines: int = 20) -> list[str]:
         out = [f"[{self.name}] (synthetic) listening on {self.base_url}"]
         if self.state == StackState.CRASHED:

@@ -28,6 +28,7 @@ from stackrace.engine.model import (
     WindowStats,
 )
 from stackrace.rules import cores
+from stackrace.rules.head_of_line import StreamLoad, head_of_line
 from stackrace.rules.level import (
     CORE_LIMITED,
     ENGINE_LIMITED,
@@ -93,14 +94,21 @@ def annotate(
     cpu_us_per_request: float | None = None,
     timeout_cause: str = "",
     climb: float | None = None,
+    load: StreamLoad | None = None,
 ) -> str:
     """One plain-language sentence about this pane's judgment, or "" when nothing needs
     saying; its figures are the judgment's own (the level's window). `interval` only
     says where starved clients are stuck now; `timeout_cause` (race/wedge.py) whether
-    timeouts came from a full accept queue."""
+    timeouts came from a full accept queue; `load`, how its level is carried (an h2
+    pane's streams per connection: head-of-line blocking on a TCP connection is named
+    before starving or a wedge, stackrace.rules.head_of_line)."""
     j = judgment
     if j is None or total is None:
         return ""
+    if load is not None and j.state in (STARVING, WEDGED, FAILING):
+        blocked = head_of_line(interval, total, load)
+        if blocked:
+            return blocked
     if j.state == STARVING:
         return starving_sentence(interval, total)
     if j.state == ENGINE_LIMITED:

@@ -38,6 +38,7 @@ from stackrace.race.playback.recording import (
     Tick,
     View,
 )
+from stackrace.stacks import protocols
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
@@ -131,6 +132,11 @@ class ReplayMember:
     @property
     def cacert(self) -> str | None:
         return None
+
+    @property
+    def http(self) -> str:
+        # its id is the stack as it was named (`hypercorn:http=2`): the pane says it again
+        return protocols.named_http(self.info.id) if not self.info.external else "1.1"
 
     def log_tail(self, lines: int = 20) -> list[str]:
         # a recording's lines are a file's text: printable, whoever wrote them

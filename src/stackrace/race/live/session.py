@@ -56,7 +56,8 @@ class Session:
     def __init__(self, core: RaceCore) -> None:
         self.core = core
         self.plan = RacePlan()
-        self.levels = LevelLog(cpu_of=lambda mid: self.keeper.cpu_of(mid))
+        # an h2 member's level is its requests in flight, as every other's (core.level_of)
+        self.levels = LevelLog(cpu_of=lambda mid: self.keeper.cpu_of(mid), level_of=core.level_of)
         self.ramp: Ramp | None = None
         self.ramp_finished = False
         # what the last ramp found, per member: kept when the load is explored afterwards

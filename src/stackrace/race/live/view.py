@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from stackrace.engine.model import TargetSnapshot
 from stackrace.evidence.model import KneePrediction
+from stackrace.race.core import streams
 from stackrace.race.core.state import StackState
 from stackrace.race.live import explain
 from stackrace.race.live.slo_flag import slo_flag
@@ -25,6 +26,7 @@ from stackrace.race.playback.ghost import GhostView
 from stackrace.rules import accounting, wedge
 from stackrace.rules.breaking import LevelVerdict, StepResult, peak
 from stackrace.rules.cores import SharedCore
+from stackrace.rules.head_of_line import StreamLoad as HeadOfLine
 from stackrace.rules.level import ENGINE_LIMITED, Judgment, judge_steps
 from stackrace.stacks.sampler import ResourceSample
 
@@ -75,6 +77,9 @@ class PaneView:
     cause_kind: str = ""  # its kind alone ("blocking wait"), for projector mode
     knee: KneePrediction | None = None  # where it must start queueing (rules/knee.py)
     knee_text: str = ""  # the prediction in words, or how far the knee came from it
+    # its protocol and how its level is carried: "h2 4×25 · 97 streams · 0 GOAWAY · 0
+    # RST", "h1" beside h2 panes, "" in a race of HTTP/1.1 alone (race/core/streams.py)
+    protocol: str = ""
 
 
 @dataclass
@@ -107,6 +112,9 @@ class SessionView:
     slo: str = ""  # the objective as shown ("p99 < 50 ms"), "" without --slo
     capacity: str | None = None  # `k`: the search's progress while it runs
     capacity_done: bool = False  # a capacity search has just ended: show its ranking
+    # how a level is split when h2 stacks race: "h1: 100 connections · h2: 4 connections
+    # x 25 streams" ("" when every stack is HTTP/1.1)
+    load_split: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,8 @@ def session_view(s: Session) -> SessionView:
     snap = s.core.engine.latest
     panes = []
     rate_mode = s.rate is not None
+    # h2 stacks in the race: every pane says its protocol (race/core/streams.py)
+    mixed = any(streams.is_h2(m.handle.http) for m in s.core.members.values())
     probing = s.ranking.loads()
     for mid, m in s.core.members.items():
         target = s.core.target(mid)
@@ -150,9 +160,16 @@ def session_view(s: Session) -> SessionView:
         if warming:
             state = StackState.WARMING
         annotation = behind = ""
+        # the requests in flight its level asks, and how they are carried (h2: streams)
+        level = (
+            s.core.settings.rate_connections
+            if rate_mode
+            else round(probing.get(mid) or s.concurrency)
+        )
+        carried = streams.split(level, s.core.settings.streams, m.handle.http)
         if target is not None:
             if not rate_mode:
-                little = accounting.little_check(target.total, target.concurrency)
+                little = accounting.little_check(target.total, s.core.level_of(target))
             cpu_us = s.core.cpu_per_request_us(mid, target.total.requests)
             behind = explain.behind_schedule(s.rate, target.total)
             res = m.resources
@@ -168,6 +185,7 @@ def session_view(s: Session) -> SessionView:
                 cpu_us_per_request=cpu_us,
                 timeout_cause=wedge.timeout_cause(m.signs),
                 climb=warm.climb() if warm is not None else None,
+                load=HeadOfLine(m.handle.http, *carried),
             )
             slow = s.core.settings.client_profile
             held = explain.held_by_slow_clients(
@@ -217,6 +235,13 @@ def session_view(s: Session) -> SessionView:
                 slo_meets=flag.meets if flag is not None else None,
                 slo_text=flag.text if flag is not None else "",
                 capacity_load=probing.get(mid),
+                protocol=streams.pane_words(
+                    m.handle.http,
+                    level,
+                    s.core.settings.streams,
+                    target.interval if target is not None else None,
+                    mixed,
+                ),
                 **pane_why(s, mid, judgment),
             )
         )
@@ -252,6 +277,11 @@ def session_view(s: Session) -> SessionView:
         ramp=ramp,
         ramp_done=s.ramp_finished,
         errors=[*s.core.errors, *s.core.engine.errors],
+        load_split=streams.header_line(
+            concurrency, s.core.settings.streams, [m.handle.http for m in s.core.members.values()]
+        )
+        if rate is None
+        else "",
         placement=placement.note if placement else "",
         shared_cores=placement.shared if placement else False,
         timeout=s.core.settings.timeout,

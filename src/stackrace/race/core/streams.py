@@ -1,0 +1,118 @@
+"""How a race's load is split between connections and HTTP/2 streams, fairly.
+
+A race's level (the slider, a ramp, bench's levels) is the requests each stack has in
+flight. An HTTP/1.1 stack carries them on as many connections; a stack's h2 variant
+(`hypercorn:http=2`, stackrace.stacks.protocols) carries them as streams, `--streams`
+per connection (h2load's -m, oha's -p), on level / streams connections. So `+` and `-`
+move the same total for every pane, and `hypercorn,hypercorn:http=2` compares 100
+connections with 4 connections × 25 streams, not 100 with 2,500. Streams per connection
+stay what `--streams` says (as h2load's -m): the level moves connections, and the
+split the header shows is the one loaded, rounded to whole connections (level 30 at
+25 streams is 1 connection × 25, and so is level 10: said as it is, never as 30 or 10).
+
+What the engine speaks comes from the stack (`MemberHandle.http`) into the agreed
+`TargetSpec.http` ("1.1" or "2": the URL's scheme says TLS or h2c) and
+`TargetSpec.streams`. Until the engine of issue 51 (h2engine) is merged, TargetSpec has
+no such fields: `engine_speaks_h2()` (stacks.protocols) says so, and the core refuses an
+h2 member in one line rather than load it over HTTP/1.1 under an h2 label.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from stackrace.engine.model import TargetSpec
+from stackrace.stacks.protocols import NEEDS_ENGINE, engine_speaks_h2
+
+H1 = "1.1"
+
+
+def is_h2(http: str) -> bool:
+    """Whether a stack's `http` ("1.1", "2", "h2c") is loaded over HTTP/2."""
+    return http != H1
+
+
+def split(level: int, streams: int, http: str) -> tuple[int, int]:
+    """(connections, streams per connection) that carry `level` requests in flight:
+    `level` connections of one request each over HTTP/1.1; over h2, `streams` per
+    connection on the nearest whole number of connections, at least one. Streams per
+    connection never follow the level: the engine is given them once, when the target
+    is added (the agreed TargetSpec.streams has no live command), so a level below
+    `streams` is one connection of `streams`, and the pane and the header say so."""
+    level = max(1, int(level))
+    if not is_h2(http) or streams <= 1:
+        return level, 1
+    return max(1, round(level / streams)), streams
+
+
+def in_flight(level: int, streams: int, http: str) -> int:
+    """The requests in flight the split carries (connections × streams)."""
+    conns, per = split(level, streams, http)
+    return conns * per
+
+
+def with_protocol(spec: TargetSpec, http: str, streams: int) -> TargetSpec:
+    """`spec` speaking the stack's protocol: for h2, TargetSpec.http = "2" and its
+    streams per connection, its connections the level's share (`split`). Raises
+    RuntimeError (NEEDS_ENGINE) when the engine cannot speak h2."""
+    if not is_h2(http):
+        return spec
+    if not engine_speaks_h2():
+        raise RuntimeError(NEEDS_ENGINE)
+    conns, per = split(spec.concurrency, streams, http)
+    return msgspec.structs.replace(spec, http="2", streams=per, concurrency=conns)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def split_words(level: int, streams: int, http: str) -> str:
+    """`100 connections` or `4 connections x 25 streams`: one pane's share of a level."""
+    conns, per = split(level, streams, http)
+    if not is_h2(http):
+        return _plural(conns, "connection")
+    return f"{_plural(conns, 'connection')} x {_plural(per, 'stream')}"
+
+
+def header_line(level: int, streams: int, https: list[str]) -> str:
+    """How the header says the load is split, one part per protocol raced: "h1: 100
+    connections · h2: 4 connections x 25 streams" ("" when every stack is HTTP/1.1:
+    the level says it all)."""
+    if not any(is_h2(h) for h in https):
+        return ""
+    parts = []
+    if any(not is_h2(h) for h in https):
+        parts.append(f"h1: {split_words(level, streams, H1)}")
+    parts.append(f"h2: {split_words(level, streams, '2')}")
+    return " · ".join(parts)
+
+
+def h2_counts(w: object) -> tuple[int, int, int, int]:
+    """(streams open, GOAWAYs, resets, refused) of an engine window, the agreed
+    WindowStats fields of issue 51. Read by name with 0 for a field this engine does not
+    have yet: until h2engine's WindowStats is merged every h2 member is refused
+    (`with_protocol`), so no figure here is ever a 0 standing for an unknown."""
+    return (
+        int(getattr(w, "streams_open", 0)),
+        int(getattr(w, "goaways", 0)),
+        int(getattr(w, "resets", 0)),
+        int(getattr(w, "refused", 0)),
+    )
+
+
+def pane_words(http: str, level: int, streams: int, window: object | None, mixed: bool) -> str:
+    """What a pane's head says of its protocol: "h2 4×25 · 97 streams · 0 GOAWAY · 0 RST"
+    (connections × streams per connection, the streams open at the window's end, the
+    GOAWAYs and RST_STREAMs received in it); "h1" beside h2 panes (`mixed`), else "":
+    a race of HTTP/1.1 stacks alone reads as it always did."""
+    if not is_h2(http):
+        return "h1" if mixed else ""
+    conns, per = split(level, streams, http)
+    words = f"{'h2c' if http == 'h2c' else 'h2'} {conns:,}×{per:,}"
+    if window is not None:
+        open_, goaways, resets, refused = h2_counts(window)
+        words += f" · {open_:,} streams · {goaways:,} GOAWAY · {resets:,} RST"
+        if refused:
+            words += f" · {refused:,} refused"
+    return words
