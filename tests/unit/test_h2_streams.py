@@ -52,7 +52,7 @@ def test_a_pane_says_its_protocol_only_beside_h2_panes():
 def test_a_pane_reads_streams_goaways_and_resets_from_the_engines_window():
     if "streams_open" not in WindowStats.__struct_fields__:
         pytest.skip(f"WindowStats has no HTTP/2 fields yet: {NEEDS_ENGINE}")
-    w = WindowStats(streams_open=97, goaways=1, resets=2, refused=3)  # type: ignore[call-arg]  # issue 51's fields
+    w = WindowStats(streams_open=97, goaways=1, resets=2, refused=3)
     words = streams.pane_words("2", 100, 25, w, mixed=True)
     assert words == "h2 4×25 · 97 streams · 1 GOAWAY · 2 RST · 3 refused"
 
@@ -62,7 +62,7 @@ def test_an_h2_member_is_refused_in_one_line_while_the_engine_has_no_http2():
     assert streams.with_protocol(spec, "1.1", 25) is spec
     if engine_speaks_h2():
         h2 = streams.with_protocol(spec, "2", 25)
-        assert (h2.http, h2.streams, h2.concurrency) == ("2", 25, 4)  # type: ignore[attr-defined]
+        assert (h2.http, h2.streams, h2.concurrency) == ("2", 25, 4)
     else:
         with pytest.raises(
             RuntimeError, match="needs the engine's HTTP/2 \\(issue 51, h2engine\\)"

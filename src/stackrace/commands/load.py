@@ -217,12 +217,15 @@ class _Load:
         if self.duration is None and not args.requests:
             self.duration = RaceSettings().duration
         clients: ClientProfile | None = args.clients
+        # the requests in flight the core splits (race/core/streams.py): -c connections,
+        # of --streams streams each with --http2 (as h2load's -c and -m)
+        self.level: int = args.concurrency * (args.streams or 1) if args.http2 else args.concurrency
         # what the race core loads the member with (race/core/core.py RaceCore.spec)
         self.settings = RaceSettings(
             timeout=args.timeout,
             keepalive=args.keepalive,
             rate=args.rate,
-            rate_connections=args.concurrency,
+            rate_connections=self.level,
             tls_verify=not args.insecure,
             cacert=str(Path(args.cacert).resolve()) if args.cacert else None,
             tls_resume=args.tls_resume,
@@ -310,7 +313,7 @@ async def _load(
         engine,
         None,
         load.settings,
-        concurrency=args.concurrency,
+        concurrency=load.level,
         rate=args.rate,
         requests=load.target.kinds,
         expect_body=args.expect_body,

@@ -246,17 +246,7 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             negate_help="https: a full handshake on every new connection, as distinct clients make",
         ),
     ] = False
-    http2: Annotated[
-        bool,
-        opt(
-            "--http2",
-            "speak HTTP/2 (engine/h2.py): h2 by ALPN for https, h2c for http",
-            parse.on_off,
-            negate="--http1",
-            negate_help="speak HTTP/1.1",
-        ),
-    ] = False
-    streams: Annotated[int, opt("--streams", "HTTP/2: streams per connection", positive_int)] = 1
+    http2: Annotated[bool, opt("--http2", "speak HTTP/2", parse.on_off, negate="--http1")] = False
     clients: Annotated[
         str | None,
         opt(

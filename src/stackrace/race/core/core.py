@@ -308,15 +308,16 @@ class RaceCore:
         spec.tls_verify = s.tls_verify or m.handle.cacert is not None
         spec.cacert = m.handle.cacert or s.cacert
         spec.tls_resume = s.tls_resume
-        # HTTP/2 as the settings say (--http2, --streams: engine/h2.py); a stack's
-        # variant that serves only h2 may set it for its member
-        spec.http = "2" if s.http2 else "1.1"
-        spec.streams = s.streams if s.http2 else 1
         spec.clients = s.client_profile
         spec.slow_share = s.slow_share
         spec.budget = self.budget if not rate_mode else None
-        # an h2 variant: the same requests in flight as streams (race/core/streams.py)
-        return streams.with_protocol(spec, m.handle.http, s.streams)
+        # an h2 variant (`hypercorn:http=2`), or every member with --http2 (a --url
+        # target, `load`): the same requests in flight as streams (race/core/streams.py;
+        # the URL's scheme says h2 by ALPN or h2c, engine/h2.py)
+        http = m.handle.http
+        if s.http2 and not streams.is_h2(http):
+            http = "2"
+        return streams.with_protocol(spec, http, s.streams)
 
     async def _attach(self, m: Member) -> None:
         try:
