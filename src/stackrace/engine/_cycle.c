@@ -72,7 +72,7 @@
 #define EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 #define READABLE (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 
-static PyObject *str_dispatcher, *str_call_soon, *str_more, *str_stream_failed, *str_on_body,
+static PyObject *str_dispatcher, *str_call_soon, *str_more, *str_stream_failed, *str_on_body, *str_move,
     *str_goaway, *str_settings, *str_connected, *str_data_received, *str_connection_lost, *str_connect_failed,
     *str_on_event, *str_answer, *str_connect_done, *str_report_failure;
 
@@ -852,6 +852,31 @@ static int h2_on_frame(nghttp2_session *s, const nghttp2_frame *frame, void *use
     return 0;
 }
 
+/* a stream for `slot` with `req` (both referenced): its id, or a negative nghttp2 error */
+static int32_t h2_open(Transport *self, PyObject *slot, H2Request *req, int keep) {
+    /* a GOAWAY sent or received, or the ids spent: no new stream here (a stream queued
+       on a session that is ending would be closed at once, inside this call) */
+    if (self->h2 == NULL || self->state != OPEN) return NGHTTP2_ERR_INVALID_STATE;
+    if (!nghttp2_session_check_request_allowed(self->h2)) return NGHTTP2_ERR_START_STREAM_NOT_ALLOWED;
+    H2Open *o = PyMem_Calloc(1, sizeof *o);
+    if (o == NULL) return NGHTTP2_ERR_NOMEM;
+    o->body = keep;
+    nghttp2_data_provider prd = {.source.ptr = o, .read_callback = h2_read_body};
+    int32_t id = nghttp2_submit_request(self->h2, NULL, req->nva, req->nvlen,
+                                        req->body ? &prd : NULL, o);
+    if (id < 0) {
+        PyMem_Free(o);
+        return id;
+    }
+    o->id = id;
+    o->slot = Py_NewRef(slot);
+    o->request = (H2Request *)Py_NewRef((PyObject *)req);
+    o->next = self->streams;
+    if (o->next) o->next->prev = o;
+    self->streams = o;
+    return id;
+}
+
 static int h2_on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user) {
     Transport *self = user;
     H2Open *o = nghttp2_session_get_stream_user_data(s, id);
@@ -859,7 +884,7 @@ static int h2_on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user
     h2_unlink(self, o);
     nghttp2_session_set_stream_user_data(s, id, NULL); /* nothing points at it now */
     PyObject *slot = o->slot, *r = NULL;
-    int status = o->status;
+    int status = o->status, keep = o->body;
     long long size = o->size;
     int how = o->rst ? H2_RESET
                      : (self->goaway_last >= 0 && id > self->goaway_last ? H2_UNPROCESSED
@@ -876,6 +901,15 @@ static int h2_on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user
                      : NULL;
         Py_XDECREF(st);
         Py_XDECREF(sz);
+        if (r != NULL && Py_IS_TYPE(r, &H2RequestType)) {
+            /* the closed loop's next request of this slot (H2Stream.answer returns it):
+               its stream opened here, without a Python call for it; where none can be
+               opened the slot moves to another connection (`move`) */
+            if (h2_open(self, slot, (H2Request *)r, keep) < 0) {
+                Py_DECREF(r);
+                r = PyObject_CallMethodNoArgs(slot, str_move);
+            }
+        }
     } else {
         /* ended with no error but no answer: a malformed end, nghttp2's to judge */
         PyObject *c = PyLong_FromUnsignedLong(code ? code : NGHTTP2_PROTOCOL_ERROR);
@@ -984,55 +1018,39 @@ static PyObject *Transport_submit(Transport *self, PyObject *args) {
     H2Request *req;
     int keep = 0;
     if (!PyArg_ParseTuple(args, "OO!|p", &slot, &H2RequestType, &req, &keep)) return NULL;
-    if (self->h2 == NULL || self->state != OPEN) return PyLong_FromLong(NGHTTP2_ERR_INVALID_STATE);
-    /* a GOAWAY sent or received, or the ids spent: no new stream here (a stream queued
-       on a session that is ending would be closed at once, inside this call) */
-    if (!nghttp2_session_check_request_allowed(self->h2))
-        return PyLong_FromLong(NGHTTP2_ERR_START_STREAM_NOT_ALLOWED);
-    H2Open *o = PyMem_Calloc(1, sizeof *o);
-    if (o == NULL) return PyErr_NoMemory();
-    o->body = keep;
-    nghttp2_data_provider prd = {.source.ptr = o, .read_callback = h2_read_body};
-    int32_t id = nghttp2_submit_request(self->h2, NULL, req->nva, req->nvlen,
-                                        req->body ? &prd : NULL, o);
-    if (id < 0) {
-        PyMem_Free(o);
-        return PyLong_FromLong(id);
-    }
-    o->id = id;
-    o->slot = Py_NewRef(slot);
-    o->request = (H2Request *)Py_NewRef((PyObject *)req);
-    o->next = self->streams;
-    if (o->next) o->next->prev = o;
-    self->streams = o;
-    if (!self->h2_reading && h2_send(self) < 0) return NULL;
+    int32_t id = h2_open(self, slot, req, keep);
+    if (id == NGHTTP2_ERR_NOMEM) return PyErr_NoMemory();
+    if (id > 0 && !self->h2_reading && h2_send(self) < 0) return NULL;
     return PyLong_FromLong(id);
 }
 
-/* the slot gives its stream up (a timeout, a retired slot): RST_STREAM(CANCEL), and the
-   stream's end will call no one */
-static PyObject *Transport_cancel_stream(Transport *self, PyObject *arg) {
-    long id = PyLong_AsLong(arg);
-    if (id == -1 && PyErr_Occurred()) return NULL;
+/* the open stream of `slot` (NULL: none) */
+static H2Open *h2_stream_of(Transport *self, PyObject *slot) {
+    for (H2Open *o = self->streams; o != NULL; o = o->next)
+        if (o->slot == slot) return o;
+    return NULL;
+}
+
+/* cancel_stream(slot): the slot gives its stream up (a timeout, a retired slot):
+   RST_STREAM(CANCEL), and the stream's end will call no one */
+static PyObject *Transport_cancel_stream(Transport *self, PyObject *slot) {
     if (self->h2 == NULL || self->state != OPEN) Py_RETURN_NONE;
-    H2Open *o = nghttp2_session_get_stream_user_data(self->h2, (int32_t)id);
+    H2Open *o = h2_stream_of(self, slot);
     if (o == NULL) Py_RETURN_NONE;
     Py_CLEAR(o->slot);
-    nghttp2_submit_rst_stream(self->h2, NGHTTP2_FLAG_NONE, (int32_t)id, NGHTTP2_CANCEL);
+    nghttp2_submit_rst_stream(self->h2, NGHTTP2_FLAG_NONE, o->id, NGHTTP2_CANCEL);
     if (!self->h2_reading && h2_send(self) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
-/* stalled(id): the stream still has request body to send and the server's flow-control
-   window (the stream's or the connection's) is closed */
-static PyObject *Transport_stalled(Transport *self, PyObject *arg) {
-    long id = PyLong_AsLong(arg);
-    if (id == -1 && PyErr_Occurred()) return NULL;
+/* stalled(slot): the slot's stream still has request body to send and the server's
+   flow-control window (the stream's or the connection's) is closed */
+static PyObject *Transport_stalled(Transport *self, PyObject *slot) {
     if (self->h2 == NULL) Py_RETURN_FALSE;
-    H2Open *o = nghttp2_session_get_stream_user_data(self->h2, (int32_t)id);
+    H2Open *o = h2_stream_of(self, slot);
     if (o == NULL || o->request->body == NULL || o->sent >= PyBytes_GET_SIZE(o->request->body))
         Py_RETURN_FALSE;
-    int32_t w = nghttp2_session_get_stream_remote_window_size(self->h2, (int32_t)id);
+    int32_t w = nghttp2_session_get_stream_remote_window_size(self->h2, o->id);
     return PyBool_FromLong(w <= 0 || nghttp2_session_get_remote_window_size(self->h2) <= 0);
 }
 
@@ -1598,6 +1616,7 @@ PyMODINIT_FUNC PyInit__cycle(void) {
     INTERN(str_report_failure, "_report_failure");
     INTERN(str_stream_failed, "stream_failed");
     INTERN(str_on_body, "on_body");
+    INTERN(str_move, "move");
     INTERN(str_goaway, "goaway");
     INTERN(str_settings, "settings");
     if (PyType_Ready(&TransportType) < 0 || PyType_Ready(&DispatcherType) < 0 ||

@@ -267,12 +267,14 @@ class H2Pool:
 class H2Stream(Connection):
     """A stream slot: one request at a time on its link's connection (see above)."""
 
-    __slots__ = ("keep", "link", "stream_id")
+    __slots__ = ("keep", "link")
+    # the closed loop's next request may be returned from `answer` for the C transport
+    # to open at once (a mix picks each request's kind in write_request: it may not)
+    returns_next = True
 
     def __init__(self, target: Target) -> None:
         super().__init__(target)
         self.link: H2Link | None = None
-        self.stream_id = 0
         self.keep = False  # the body is read for the workload's check (CheckedH2Stream)
 
     def link_up(self, transport: CTransport) -> None:
@@ -295,10 +297,7 @@ class H2Stream(Connection):
             t.on_idle(self)
 
     def write_request(self, transport: Any) -> None:
-        sid = transport.submit(self, self.target.request, self.keep)
-        if sid > 0:
-            self.stream_id = sid
-        else:
+        if transport.submit(self, self.target.request, self.keep) <= 0:
             # no stream on this connection any more (a GOAWAY, out of ids, closing): the
             # request goes to another one, its clock still running
             self.move()
@@ -311,7 +310,6 @@ class H2Stream(Connection):
             link.pool.forget(link)
             link.detach(self)
         self.transport = None
-        self.stream_id = 0
         t = self.target
         if self.start_ns:
             t._connect(self)
@@ -319,15 +317,16 @@ class H2Stream(Connection):
             self.state = CLOSED
             t.on_idle(self)
 
-    def answer(self, status: int, size: int, keep: bool) -> None:
+    def answer(self, status: int, size: int, keep: bool) -> H2Request | None:  # type: ignore[override]  # the next request, for the C transport
         """The stream's whole response (from the C transport: one call a request), the
-        accounting as Connection.answer's, inlined the same way."""
+        accounting as Connection.answer's, inlined the same way. Returns the closed
+        loop's next request for the C transport to open on this slot's connection (one
+        Python call a request in all), or None."""
         now = perf_counter_ns()
         t = self.target
         t.bytes += size
         t.requests += 1
         t.last_done = now
-        self.stream_id = 0
         lat = (now - (self.intended_ns or self.start_ns)) // 1000
         if lat > _HIGHEST:
             lat = _HIGHEST
@@ -359,11 +358,14 @@ class H2Stream(Connection):
         elif self.fast:
             self.start_ns = now
             t.sent += 1
+            if self.returns_next:
+                return t.request  # type: ignore[return-value]  # an H2Request (Target, HTTP/2)
             self.write_request(self.transport)
         else:
             self.start_ns = 0
             self.state = IDLE
             t.on_idle(self)
+        return None
 
     def stream_failed(self, code: int, how: int) -> None:
         """The stream ended without a response (from the C transport: engine/_h2.h)."""
@@ -386,7 +388,6 @@ class H2Stream(Connection):
             kind = PROTOCOL
             why = f"stream ended by the client: {name}"
             t.errors[why] = t.errors.get(why, 0) + 1
-        self.stream_id = 0
         self._end(kind)
 
     def _end(self, kind: str) -> None:
@@ -410,7 +411,6 @@ class H2Stream(Connection):
         state = self.state
         self.link = None
         self.transport = None
-        self.stream_id = 0
         self.state = CLOSED
         t = self.target
         if state == BUSY:
@@ -426,11 +426,10 @@ class H2Stream(Connection):
         """The target gives up the request in flight (the sweep's timeout): its stream
         is cancelled, not its connection."""
         link = self.link
-        if link is not None and self.stream_id:
-            if kind == TIMEOUT and link.transport.stalled(self.stream_id):
+        if link is not None and self.state == BUSY:
+            if kind == TIMEOUT and link.transport.stalled(self):
                 kind = FLOW_STALL
-            link.transport.cancel_stream(self.stream_id)
-        self.stream_id = 0
+            link.transport.cancel_stream(self)
         self._end(kind)
 
     def close(self) -> None:
@@ -438,9 +437,8 @@ class H2Stream(Connection):
 
     def abort(self) -> None:
         link = self.link
-        if link is not None and self.stream_id:
-            link.transport.cancel_stream(self.stream_id)
-        self.stream_id = 0
+        if link is not None and self.state == BUSY:
+            link.transport.cancel_stream(self)
         self.state = CLOSED
         if link is not None:
             link.detach(self)

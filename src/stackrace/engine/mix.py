@@ -220,6 +220,7 @@ class MixedH2Stream(H2Stream):
     is picked there; the answer is counted for its kind before H2Stream's accounting."""
 
     __slots__ = ("kind",)
+    returns_next = False  # each request's kind is picked in write_request
 
     def __init__(self, target: Target) -> None:
         self.kind = 0
@@ -235,9 +236,9 @@ class MixedH2Stream(H2Stream):
             self.target.mix.sent[self.kind] -= 1  # type: ignore[union-attr]  # a mixed slot's target has one
         H2Stream.move(self)
 
-    def answer(self, status: int, size: int, keep: bool) -> None:
+    def answer(self, status: int, size: int, keep: bool) -> H2Request | None:  # type: ignore[override]  # as H2Stream.answer
         self.target.mix.count_answer(self.target, self.kind, status)  # type: ignore[union-attr]  # as above
-        H2Stream.answer(self, status, size, keep)
+        return H2Stream.answer(self, status, size, keep)
 
 
 class MixedCheckedH2Stream(MixedH2Stream):
