@@ -12,9 +12,13 @@
    One transport is one TCP connection (plain: h2c with prior knowledge; TLS: h2 by
    ALPN). Each stream is one request: `submit(slot, request)` opens it with an
    `H2Request` (the headers and body built once per kind of request) and returns its
-   stream id; the stream's end calls the slot's Python object once:
+   stream id (a slot has one stream at a time: `cancel_stream(slot)` and `stalled(slot)`
+   find it); the stream's end calls the slot's Python object once:
    - `slot.answer(status, size, True)`: a whole response (its status, its body's size),
-     what an HTTP/1.1 connection's framer calls (engine/connection.py);
+     what an HTTP/1.1 connection's framer calls (engine/connection.py); in the closed
+     loop it returns the slot's next request (an H2Request), whose stream the transport
+     opens at once (`move` on the slot when this connection takes no new stream), so a
+     request costs one Python call in all;
    - `slot.stream_failed(code, how)`: the stream ended without one; `code` the HTTP/2
      error code, `how` H2_RESET (the server's RST_STREAM), H2_UNPROCESSED (above a
      GOAWAY's last-stream-id: the server never saw it), H2_LOCAL (nghttp2 ended it: a

@@ -16,9 +16,9 @@ its accounting. The cost: `set_concurrency(c)` makes c × streams slots, and the
 (`H2Pool.attach`) packs them `streams` to a link, so the server sees c connections.
 
 A stream ends in one Python call (the C transport calls the slot's `answer` or
-`stream_failed` from nghttp2's stream-close callback); a closed-loop answer opens the
-slot's next stream in the same call (`submit`), and every stream a read's answers open
-leaves in one send() at the read's end.
+`stream_failed` from nghttp2's stream-close callback); a closed-loop answer returns the
+slot's next request and the transport opens its stream (no second call), and every
+stream a read's answers open leaves in one send() at the read's end.
 
 How a stream can fail, each counted once, as its kind (engine/model.py):
 - the server's RST_STREAM: `stream_reset` (its error code in `errors`), or
