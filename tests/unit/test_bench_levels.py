@@ -76,24 +76,30 @@ def test_a_budgeted_level_starts_drained_and_sends_exactly_its_budget():
         assert w.sent == 1000 and w.requests == 1000 and w.waiting == 0 and w.lost == 0
 
 
-def test_repeats_are_one_window_and_the_warm_up_comes_once_per_level():
+def test_rounds_measure_every_level_again_shuffled_each_warmed_up_afresh():
+    """--repeat 3: rounds 2 and 3 measure every level round 1 measured again, each round
+    in its own shuffled order, each level drained and warmed up in full first (a fresh
+    measurement); a level's rounds are one window and carry the interval."""
     once, steps_once, _ = bench(
-        {"eight": EIGHT}, concurrency_levels=[4], warmup=10.0, duration=2.0, repeat=1
+        {"eight": EIGHT}, concurrency_levels=[2, 8, 64], warmup=3.0, duration=2.0, repeat=1
     )
-    thrice, steps_thrice, _ = bench(
-        {"eight": EIGHT}, concurrency_levels=[4], warmup=10.0, duration=2.0, repeat=3
+    thrice, steps_thrice, lines = bench(
+        {"eight": EIGHT}, concurrency_levels=[2, 8, 64], warmup=3.0, duration=2.0, repeat=3
     )
-    (lv,) = thrice.stacks[0].levels
-    (lv1,) = once.stacks[0].levels
-    assert len(lv.samples) == 3 and len(lv1.samples) == 1
-    # the three repeats added into one window: three times the time and the answers
-    assert lv.window.seconds == 3 * lv1.window.seconds
-    assert abs(lv.window.requests - 3 * lv1.window.requests) <= 3
-    assert lv.window.sent == lv.window.requests + lv.window.lost + lv.window.waiting
-    # carried in: what was in flight when the level's first repeat began
-    assert lv.window.carried_in == lv1.window.carried_in == 4
-    # two more repeats cost their measuring, not another 10 s warm-up each
-    assert (steps_thrice - steps_once) * TICK < 10.0
+    levels, levels1 = thrice.stacks[0].levels, once.stacks[0].levels
+    assert [lv.level for lv in levels] == [2, 8, 64]
+    orders = [ln.split(": ", 1)[1].split() for ln in lines if ln.startswith("round ")]
+    assert len(orders) == 2 and all(sorted(int(x) for x in o) == [2, 8, 64] for o in orders)
+    for lv, lv1 in zip(levels, levels1, strict=True):
+        assert len(lv.samples) == 3 and len(lv1.samples) == 1
+        # the three rounds added into one window: three times the time and the answers
+        assert lv.window.seconds == 3 * lv1.window.seconds
+        assert abs(lv.window.requests - 3 * lv1.window.requests) <= 3 * lv.level
+        assert lv.window.sent == lv.window.requests + lv.window.lost + lv.window.waiting
+    # each later round of each level had its full warm-up (3 s) besides its measuring
+    assert (steps_thrice - steps_once) * TICK >= 2 * 3 * (3.0 + 2.0)
+    # the progress says each level's interval once its rounds are in
+    assert sum("90 % interval" in ln and "from 3 rounds" in ln for ln in lines) == 3
 
 
 def test_the_breaking_point_is_where_requests_wait_four_times_what_one_takes():

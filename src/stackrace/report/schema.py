@@ -82,6 +82,10 @@ class Settings(RaceSettings, forbid_unknown_fields=True, kw_only=True):
     isolation_reason: str = ""
     placement: str = ""  # where the stacks and the engines ran
     preset: str | None = None
+    # `--repeat N` measured as independent rounds, interleaved in a shuffled order (runs
+    # since issue 47: their spread is an interval); False: repeats in a row, whose
+    # spread is only a range (runs before it, still read as they were measured)
+    rounds: bool = False
 
     def race_settings(self) -> RaceSettings:
         """The race settings alone, as run (`isolation` is the one chosen, not `auto`)."""

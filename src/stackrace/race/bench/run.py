@@ -239,6 +239,7 @@ async def run_bench(
                         rec.by_name[i].error = "crashed during its capacity search"
                     log.done(i, rec.by_name[i].error)
             done_before = resumed_levels(plan, rec, running)
+            measured: dict[int, list[str]] = {}  # round 1's levels, for the rounds after it
             for level in [] if plan.capacity is not None else s.levels:
                 if not running:
                     break
@@ -250,12 +251,13 @@ async def run_bench(
                     lv = got.get(i)
                     if lv is not None:
                         rec.by_name[i].levels.append(lv)
+                        measured.setdefault(level, []).append(i)
                         progress(describe(i, lv, s.rate is not None))
                 # a stack that broke at this level: its evidence, while the load goes on
                 await capture_at_breaking(core, rec, todo, level, progress)
                 for i in list(todo):
                     lv = got.get(i)
-                    if lv is not None:
+                    if lv is not None and s.repeat == 1:  # with rounds: once they are all in
                         log.level(i, lv)
                     if core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
                         tail = "\n".join(core.members[i].handle.log_tail(12))
@@ -265,6 +267,9 @@ async def run_bench(
                     elif lv is not None and lv.requests == 0 and level != s.levels[-1]:
                         progress(f"  {i}: no responses at {level}; skipping higher levels")
                         running.remove(i)
+            if s.repeat > 1 and measured:
+                await _more_rounds(runner, rec, log, measured, progress)
+                running = [i for i in running if not rec.by_name[i].error]
             if s.own_requests and running:
                 # your app's requests: nothing may be in flight when it stops, so that
                 # what it was sent and what it answered are both known, per request
@@ -296,6 +301,32 @@ async def run_bench(
                     "not judged)"
                 )
     return rec.finish()
+
+
+async def _more_rounds(
+    runner: LevelRunner,
+    rec: BenchRecorder,
+    log: RunLog,
+    measured: dict[int, list[str]],
+    progress: Progress,
+) -> None:
+    """`--repeat N`: rounds 2 … N of the levels round 1 measured, interleaved in a
+    shuffled order (race/bench/protocol.py); each level then holds all its rounds, its
+    evidence from round 1, and goes to the journal."""
+    merged = await runner.more_rounds(measured, seed=int.from_bytes(os.urandom(4), "big"))
+    for level, got in merged.items():
+        for i, lv in got.items():
+            levels = rec.by_name[i].levels
+            for k, old in enumerate(levels):
+                if old.level == level and not old.samples[1:]:
+                    lv.why = old.why
+                    levels[k] = lv
+            log.level(i, lv)
+            progress(describe(i, lv, runner.s.rate is not None))
+    for i in {i for ids in measured.values() for i in ids}:
+        if runner.core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
+            rec.by_name[i].error = rec.by_name[i].error or "crashed during its rounds"
+            progress(f"✗ {i}: crashed during its rounds")
 
 
 def _start_group(
