@@ -13,6 +13,7 @@ from typing import Any
 
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.run import run_bench
+from stackrace.race.core.capacity_run import CapacityPlan
 from stackrace.race.live.demo import TICK, StackModel, synthetic_parts
 from stackrace.report.schema import BenchRun
 from stackrace.rules.level import FAILING, QUEUEING
@@ -141,3 +142,47 @@ def test_a_crash_ends_that_stack_s_levels_and_the_others_go_on():
     assert crashed.error is not None and crashed.error.startswith("crashed during level")
     assert len(crashed.levels) < 3
     assert any(line.startswith("✗ crashes: crashed during level") for line in lines)
+
+
+def test_capacity_rounds_start_each_stack_afresh_in_a_shuffled_order():
+    """--capacity --repeat 3: after the searches, two more rounds, each starting every
+    stack again and probing it at its answer's load, the stacks in an order shuffled each
+    round; the capacity is the rounds' median with their 90 % interval, said."""
+    four = StackModel("four", "sync", 4, 10.0, 0.1)
+    parts, _ = synthetic_parts({"eight": EIGHT, "four": four})
+    lines: list[str] = []
+    plan = BenchPlan(
+        [_stack("eight"), _stack("four")],
+        RaceSettings(
+            slo="p99<50ms", concurrency_levels=[4], warmup=1.0, duration=3.0, repeat=3,
+            isolation="rotate",
+        ),
+        capacity=CapacityPlan("p99<50ms", budget_s=120),
+    )  # fmt: skip
+    run = asyncio.run(run_bench(plan, progress=lines.append, parts=parts))
+    orders = [ln.split(": ", 1)[1].split(" | ") for ln in lines if ln.startswith("capacity round")]
+    assert len(orders) == 2 and all(sorted(o) == ["eight", "four"] for o in orders)
+    # a fresh start for each stack in each later round
+    assert sum("a fresh start for its round" in ln for ln in lines) == 4
+    for st, rps in zip(run.stacks, (800, 400), strict=True):
+        c = st.capacity
+        assert c is not None and c.load is not None and len(c.rounds) == 3
+        assert [p.phase for p in c.probes].count("round") == 2
+        assert all(p.load == c.load for p in c.probes if p.phase == "round")
+        assert c.lo is not None and c.hi is not None and c.lo <= (c.capacity or 0) <= c.hi
+        assert 0.95 * rps <= (c.capacity or 0) <= 1.01 * rps
+        assert "90 % interval" in c.sentence and "from 3 rounds" in c.sentence
+        assert "one round: no interval" not in c.sentence
+
+
+def test_one_capacity_round_says_it_has_no_interval():
+    parts, _ = synthetic_parts({"eight": EIGHT})
+    plan = BenchPlan(
+        [_stack("eight")],
+        RaceSettings(slo="p99<50ms", concurrency_levels=[4], warmup=1.0, duration=3.0),
+        capacity=CapacityPlan("p99<50ms", budget_s=60),
+    )
+    run = asyncio.run(run_bench(plan, parts=parts))
+    c = run.stacks[0].capacity
+    assert c is not None and c.rounds == [] and c.lo is None
+    assert "one round: no interval" in c.sentence
