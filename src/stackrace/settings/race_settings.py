@@ -205,7 +205,15 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = "auto"
     repeat: Annotated[
         int,
-        opt("--repeat", "measure each level N times", positive_int, metavar="N", bench_only=True),
+        opt(
+            "--repeat",
+            "N independent rounds, interleaved in a shuffled order, their spread the 90 %% "
+            "interval: each level again (or, with --capacity, each capacity, its stack "
+            "started afresh)",
+            positive_int,
+            metavar="N",
+            bench_only=True,
+        ),
     ] = 1
     timeout: Annotated[
         float,
