@@ -15,6 +15,8 @@ up (race/live/view.py):
   full);
 - the levels measured before (their fastest answers: how long it takes to serve one);
 - the last `RECENT_S` seconds of intervals (failing as soon as most of what ends fails);
+- its accept queue at the level (the kernel's, from its signs: the server's own evidence
+  that every worker was busy, whoever else held its core: rules/level.py);
 - each member's stall clock and what the kernel, its log and its processes show
   (rules/wedge.py), its warm-up (rules/warmup.py) and, with --slo, whether the level
   meets it (race/live/slo_flag.py);
@@ -26,6 +28,7 @@ and the state shown changes toward worse at once, toward better once it has held
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections import deque
 from dataclasses import dataclass
 
@@ -43,6 +46,7 @@ from stackrace.rules.levels import LevelLog
 from stackrace.rules.warmup import WarmupTracker
 from stackrace.rules.wedge import Wedge, WedgeWatch
 from stackrace.stacks.sampler import ResourceSample
+from stackrace.stacks.signs import ServerSigns
 
 RECENT_S = 2.0  # seconds of intervals that show failing at once
 
@@ -56,6 +60,10 @@ class _LevelCpu:
     used: float = 0.0
     waited: float = 0.0
     n: int = 0
+    # its accept queue at the level (the kernel's, from its signs: gathered once a
+    # second while requests wait on a busy core), and the last signs' time counted
+    queue: list[int] = dataclasses.field(default_factory=list)
+    signs_t: float | None = None
 
 
 class VerdictKeeper:
@@ -115,6 +123,23 @@ class VerdictKeeper:
             acc.waited += r.cpu_wait_percent
             acc.n += 1
 
+    def _see_queue(self, mid: str, signs: ServerSigns | None) -> None:
+        """Its accept queue at the level running now, each gathering counted once."""
+        acc = self.cpu_at_level.get(mid)
+        if acc is None or signs is None or signs.listen is None or acc.signs_t == signs.t:
+            return
+        acc.signs_t = signs.t
+        if signs.listen.listening:
+            acc.queue.append(signs.listen.accept_queue)
+
+    def accept_queue(self, mid: str) -> int | None:
+        """The median of its accept queue's looks at the level running now (a line
+        that held, not one moment's); None when not looked at there."""
+        acc = self.cpu_at_level.get(mid)
+        if acc is None or not acc.queue or acc.level != self.levels.current_level(mid):
+            return None
+        return round(statistics.median(acc.queue))
+
     def shared_core(self) -> SharedCore | None:
         """The cores the stacks share, from every running stack's CPU (None when each
         stack has cores of its own: then every verdict is the stack's)."""
@@ -132,6 +157,7 @@ class VerdictKeeper:
             tracker = self.warmups.setdefault(t.id, WarmupTracker())
             tracker.feed(t.level, t.interval.requests, t.interval.seconds)
             self._see_cpu(t.id, t.level, m.resources)
+            self._see_queue(t.id, m.signs)
             watch = self.wedges.setdefault(t.id, WedgeWatch())
             self.wedged[t.id] = watch.feed(now, t.interval, m.signs)
             recent = self.recent.setdefault(t.id, deque())
@@ -167,6 +193,9 @@ class VerdictKeeper:
             flag = slo_flag(self.slo, target.total)
             if flag.meets is False:
                 slo_miss = f"SLO {self.slo.text}: {flag.why}"
+        queue = self.accept_queue(mid)
+        if queue is not None and step.accept_queue is None:
+            step = dataclasses.replace(step, accept_queue=queue)
         return Evidence(
             step=step,
             others=self.levels.others(mid),
