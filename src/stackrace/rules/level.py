@@ -64,11 +64,15 @@ busy core is not judged by its share only: a stack that spent a share f of its t
 runnable without a core serves at most 1 − f of its speed, so its requests wait up to
 1/(1 − f) as long (for one that wanted its core the whole time, 1 − f is the share g
 of that time it got one); its waits are scaled by 1 − f (`cores.time_lost`) and a
-queue still beyond the bounds (by `OWN_QUEUE_MARGIN`) is its own: "▲ QUEUEING · 100
-wait ~219 ms each (~88 ms with a core to itself); one takes ~5.6 ms · its core was
-also busy: it ran 40% of the time it wanted it". A queue the share explains is the
-core's (core-limited, not judged), whether or not the core was full enough to call
-the level core-limited before: two stacks that waited alike get the same state. Only
+queue still beyond the bounds by a margin (`own_margin`: none when nothing was lost,
+`OWN_QUEUE_MARGIN` from 60 % lost) is its own: "▲ QUEUEING · 100 wait ~219 ms each
+(~88 ms with a core to itself); one takes ~5.6 ms · its core was also busy: it ran 40%
+of the time it wanted it". So is one its accept queue held (`held_at_the_door`: half
+its clients or more waited there for a worker, every worker busy: the server's own
+evidence). A queue the share explains is the core's (core-limited, not judged),
+whether or not the core was full enough to call the level core-limited before: two
+stacks that waited alike get the same state, and the scaling and its margin grow with
+the wait from nothing, so a few points more wait for a core never flip the state. Only
 answers that are errors, refused connections and resets are the server's whatever
 the engine or the machine did: no starved engine answers 404.
 
