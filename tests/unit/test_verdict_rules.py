@@ -617,3 +617,55 @@ def test_the_state_never_flips_on_a_small_difference_in_the_wait_for_a_core():
     # one flip, where the scaled wait meets the margin (~17 % lost: 38 ms × 0.83 = 32 ms
     # against 25 ms × 1.28), and the neighbours either side of it differ by one point
     assert 11 < changes[0] < 40, changes
+
+
+def test_the_app_judges_with_the_accept_queue_its_signs_saw_at_the_level():
+    """The live path: the keeper takes each member's accept queue from its signs (the
+    kernel's look, once a second) at the level running now, and the pane's judgment
+    weighs it: the same worker as above is QUEUEING with its accept queue said; with
+    no look at it, or a look from before the level, the core's."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from stackrace.engine.model import EngineSnapshot, TargetSnapshot
+    from stackrace.race.core.core import RaceCore
+    from stackrace.race.live.verdict_keeper import VerdictKeeper
+    from stackrace.rules.levels import LevelLog
+    from stackrace.stacks.sampler import ResourceSample
+
+    def snapshot(seq: int, level: int) -> EngineSnapshot:
+        w = window(456, 219, fastest_ms=5.6)
+        t = TargetSnapshot("sync", "http://127.0.0.1:1/", level, level, None, w, w)
+        return EngineSnapshot(seq, 3.0, False, False, 1, 10.0, 10.0, False, [t])
+
+    def keeper_with(queue: int | None, level: int = 100) -> tuple[VerdictKeeper, LevelLog]:
+        listen = ListenState(port=1, listening=True, accept_queue=queue or 0, backlog=2048)
+        member = SimpleNamespace(
+            resources=ResourceSample(t=1.0, rss=0, uss=0, pss=0, cpu_percent=10.0,
+                                     processes=2, threads=2, cpu_wait_percent=90.0),
+            signs=ServerSigns(t=1.0, listen=listen) if queue is not None else None,
+            stack_cpus=None, handle=SimpleNamespace(external=False),
+        )  # fmt: skip
+        core = SimpleNamespace(
+            members={"sync": member}, engine=SimpleNamespace(synthetic=False),
+            placement=None, capacity=lambda mid: 100.0, target=lambda mid: None,
+        )  # fmt: skip
+        log = LevelLog()
+        keeper = VerdictKeeper(cast(RaceCore, core), log)
+        log.cpu_of = keeper.cpu_of
+        log.feed(snapshot(1, level))
+        keeper.feed(snapshot(1, level), 1.0)
+        return keeper, log
+
+    keeper, _ = keeper_with(97)
+    j, _since = keeper.judgment("sync", 1.0, 0.0)
+    assert j is not None and j.state == QUEUEING, j
+    assert "97 of 100 clients in its accept queue: every worker busy" in j.why
+    for queue in (None, 0):
+        keeper, _ = keeper_with(queue)
+        k, _since = keeper.judgment("sync", 1.0, 0.0)
+        assert k is not None and k.state == CORE_LIMITED, (queue, k)
+    # a look taken at another level does not count at this one
+    keeper, log = keeper_with(97, level=50)
+    log.feed(snapshot(2, 100))
+    assert keeper.accept_queue("sync") is None
