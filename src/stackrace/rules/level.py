@@ -226,6 +226,9 @@ class Evidence:
     # `WARM_CLIMB` (a CPython stack is "warming" a few seconds too, and climbs nothing)
     warm_climb: float | None = None
     slo_miss: str = ""  # the SLO's terms missed, with their figures ("" met or none)
+    # live: the stack is sampled, but not yet at this level (its first second): its wait
+    # for a core here is not known, so a queue a busy core could explain is not named yet
+    cpu_pending: bool = False
 
 
 @dataclass(frozen=True)
@@ -394,6 +397,13 @@ def judge(e: Evidence) -> Judgment:
     symptom = failing or starving or queue
     if step.engine_limit:
         return judged(ENGINE_LIMITED, " · ".join(x for x in (step.engine_limit, symptom) if x))
+    if queue and e.cpu_pending and not failing and not held:
+        # a level's first second, its CPU there not sampled yet: a queue past the
+        # bounds by less than the most a busy core is held to (`OWN_QUEUE_MARGIN`)
+        # could be the core's; one further past is the server's whatever the share
+        clear = _queue_why(step, service, service_from, wait, bound, tail, 1.0, OWN_QUEUE_MARGIN)
+        if not clear:
+            return judged(MEASURING, f"{queue} · its CPU at this level not sampled yet")
     if core_limited and not ((own or held) and not failing):
         # its figures are a share of a core others held: no tick, no break
         return judged(CORE_LIMITED, " · ".join(x for x in (cores.core_share(step), symptom) if x))

@@ -111,26 +111,40 @@ class VerdictKeeper:
             return latest.cpu_percent, latest.cpu_wait_percent
         return acc.used / acc.n, acc.waited / acc.n
 
-    def _see_cpu(self, mid: str, level: int, r: ResourceSample | None) -> None:
-        """One more sample at `level`, counted once (by its time: live and in a replay
-        alike, whenever the view is drawn)."""
+    def _see_level(
+        self, mid: str, level: int, r: ResourceSample | None, signs: ServerSigns | None
+    ) -> None:
+        """One more CPU sample and accept-queue look at `level`, each counted once (by
+        its time: live and in a replay alike, whenever the view is drawn). The ones in
+        hand when the level begins were taken before it (a sample covers the second
+        before it): they are not the level's, and a level's first seconds judged on an
+        idle second's CPU read a busy core's queue as the server's (issue 47: gevent
+        "QUEUEING at c=10" for seconds while it waited 76 % for its core)."""
         acc = self.cpu_at_level.get(mid)
         if acc is None or acc.level != level:
             acc = self.cpu_at_level[mid] = _LevelCpu(level)
+            acc.last_t = r.t if r is not None else None
+            acc.signs_t = signs.t if signs is not None else None
+            return
         if r is not None and acc.last_t != r.t:
             acc.last_t = r.t
             acc.used += r.cpu_percent
             acc.waited += r.cpu_wait_percent
             acc.n += 1
+        if signs is not None and signs.listen is not None and acc.signs_t != signs.t:
+            acc.signs_t = signs.t
+            if signs.listen.listening:
+                acc.queue.append(signs.listen.accept_queue)
 
-    def _see_queue(self, mid: str, signs: ServerSigns | None) -> None:
-        """Its accept queue at the level running now, each gathering counted once."""
+    def cpu_pending(self, mid: str) -> bool:
+        """The stack is sampled, but no sample of its own at the level running now yet:
+        its wait for a core there is not known (rules/level.py holds back a queue that
+        a busy core could explain)."""
+        m = self.core.members.get(mid)
+        if m is None or m.resources is None or self.synthetic:
+            return False
         acc = self.cpu_at_level.get(mid)
-        if acc is None or signs is None or signs.listen is None or acc.signs_t == signs.t:
-            return
-        acc.signs_t = signs.t
-        if signs.listen.listening:
-            acc.queue.append(signs.listen.accept_queue)
+        return acc is None or acc.level != self.levels.current_level(mid) or not acc.n
 
     def accept_queue(self, mid: str) -> int | None:
         """The median of its accept queue's looks at the level running now (a line
@@ -156,8 +170,7 @@ class VerdictKeeper:
                 continue
             tracker = self.warmups.setdefault(t.id, WarmupTracker())
             tracker.feed(t.level, t.interval.requests, t.interval.seconds)
-            self._see_cpu(t.id, t.level, m.resources)
-            self._see_queue(t.id, m.signs)
+            self._see_level(t.id, t.level, m.resources, m.signs)
             watch = self.wedges.setdefault(t.id, WedgeWatch())
             self.wedged[t.id] = watch.feed(now, t.interval, m.signs)
             recent = self.recent.setdefault(t.id, deque())
@@ -206,6 +219,7 @@ class VerdictKeeper:
             warming=warm is not None and warm.warming,
             warm_climb=warm.climb() if warm is not None else None,
             slo_miss=slo_miss,
+            cpu_pending=self.cpu_pending(mid),
         )
 
     def judgment(self, mid: str, now: float, started_at: float) -> tuple[Judgment | None, float]:
