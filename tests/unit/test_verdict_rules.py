@@ -570,9 +570,9 @@ def test_a_queue_held_in_its_accept_queue_is_the_servers_whatever_the_share():
     j = judge(Evidence(step_result(100, w, share=busy, accept_queue=97)))
     assert j.state == QUEUEING and j.broken, j.why
     assert j.why == (
-        "100 wait ~219 ms each; one takes ~5.6 ms (its fastest answer) · 97 of 100 clients "
-        "in its accept queue: every worker busy · its core was also busy: it ran 10% of the "
-        "time it wanted it"
+        "100 wait ~219 ms each (~22 ms with a core to itself); one takes ~5.6 ms (its "
+        "fastest answer) · 97 of 100 clients in its accept queue: every worker busy · its "
+        "core was also busy: it ran 10% of the time it wanted it"
     )
     # the same figures without the kernel's look, or with an empty accept queue (a
     # server that takes every connection at once and queues inside): the core's
@@ -585,6 +585,23 @@ def test_a_queue_held_in_its_accept_queue_is_the_servers_whatever_the_share():
     assert judge(Evidence(step_result(100, w, share=limited))).state == CORE_LIMITED
     m = judge(Evidence(step_result(100, w, share=limited, accept_queue=97)))
     assert m.state == QUEUEING and "its core was also busy: it ran 16%" in m.why, m.why
+
+
+def test_a_short_line_at_its_door_is_the_servers_its_length_partly_the_cores():
+    """One sync worker at c=5 on a core it got 20 % of the time it wanted: 5 wait ~50
+    ms, past the ~22 ms bound; with the core to itself ~10 ms, inside it (by Little's
+    law alone the core's). Four of its five clients sat in its accept queue: the line
+    is the server's (one worker), and the verdict says how long it would be without
+    the busy core beside the wait measured."""
+    busy = CpuShare(used=20, capacity=100, waited=80, core_full=False)
+    step = step_result(5, window(100, 50, fastest_ms=2.0), share=busy, accept_queue=4)
+    j = judge(Evidence(step))
+    assert j.state == QUEUEING, j.why
+    assert j.why.startswith("5 wait ~50 ms each (~10 ms with a core to itself); one takes")
+    assert "4 of 5 clients in its accept queue" in j.why
+    assert judge(Evidence(step_result(5, window(100, 50, fastest_ms=2.0), share=busy))).state == (
+        CORE_LIMITED
+    )
 
 
 def test_an_accept_queue_names_no_queue_the_wait_does_not_show():

@@ -420,11 +420,12 @@ def judge(e: Evidence) -> Judgment:
             why = f"{busy.replace(' also', '')} · {queue}" if busy else queue
             return judged(CORE_LIMITED, why)
         if not own:
-            # its accept queue says so: the wait it would have had with the core to
-            # itself (what the core does not explain), or the whole wait when even that
-            # is within the bounds (the line at its door is there however fast the core)
+            # its accept queue says so: the line at its door is there however fast the
+            # core, and the wait it would have had with the core to itself is said
+            # beside the one measured (what the core does not explain), even when that
+            # is within the bounds: the line is the server's, its length partly the core's
             scaled = got if got is not None else 1.0
-            own = _queue_why(step, service, service_from, wait, bound, tail, scaled) or queue
+            own = _queue_why(step, service, service_from, wait, bound, tail, scaled, 0.0) or queue
         return judged(QUEUEING, " · ".join(x for x in (own, held, busy) if x))
     if e.slo_miss:
         return judged(SLO_MISSED, e.slo_miss)
