@@ -518,6 +518,16 @@ class Target:
             for conn in idle:
                 self.on_idle(conn)
 
+    def in_handshake(self) -> list[int]:
+        """When each request now in its TLS handshake began connecting: the server took
+        the connection, nothing of the request is written yet (the stop waits for them:
+        worker.py)."""
+        return [
+            conn.connect_ns
+            for conn in self.conns
+            if conn.state == CONNECTING and (p := conn.pending) is not None and p.state == HANDSHAKE
+        ]
+
     def pause(self) -> None:
         self._stop_schedule()
         self.paused = True

@@ -154,6 +154,9 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     # request at once): how long the server takes to serve one, for the rules (µs)
     fastest_us: int | None = None
     why: Why | None = None  # why it broke here (None: no window captured at this level)
+    # connections its accept queue held while measured (the kernel's; the median of one
+    # look a second), None: not looked at (not on this host, an older file)
+    accept_queue: int | None = None
     # derived from `window` (see the docstring)
     rps: float = 0.0
     requests: int = 0

@@ -68,6 +68,9 @@ from stackrace.stacks.definition import Stack
 from stackrace.stacks.sampler import ResourceSample
 
 Progress = Callable[[str], None]
+# seconds between looks at the stacks' accept queues while a level is measured (one dump
+# of the machine's sockets each, off the event loop: ~1 ms, ~30 ms with 30,000 sockets)
+_QUEUE_EVERY = 1.0
 
 
 @dataclass
@@ -119,6 +122,7 @@ class _Acc:
         self.procs = 1  # engine processes carrying it
         self.db_down = False
         self.fastest_us: int | None = None  # its fastest answer, warm-up included
+        self.queue: list[int] = []  # its accept queue, once a second while measured
 
 
 class LevelRunner:
@@ -137,6 +141,8 @@ class LevelRunner:
         self.last_slices: dict[str, list[ProbeSlice]] = {}
         # each level's rounds so far (its members' accumulators, memory before it)
         self.rounds: dict[int, tuple[dict[str, _Acc], dict[str, ResourceSample | None]]] = {}
+        # per member: its accept queue, seen once a second while a level is measured
+        self.queues: dict[str, list[int]] = {}
 
     def _see(self) -> None:
         """Read the latest interval's fastest answers, and a probe's intervals
@@ -237,9 +243,15 @@ class LevelRunner:
         await self.next_interval()
         self.core.reset_totals(0.0, ids)
         end = self.core.clock() + self.s.duration
+        looked = float("-inf")
         while self.core.clock() < end:
             await self.core.clock.sleep(min(self.core.interval, max(0.0, end - self.core.clock())))
             self._see()
+            if self.core.clock() - looked >= _QUEUE_EVERY:
+                # the server's own evidence of a queue (rules/level.py held_at_the_door)
+                looked = self.core.clock()
+                for i, n in (await self.core.accept_queues(ids)).items():
+                    self.queues.setdefault(i, []).append(n)
             self.tell_losses()
             if self._crashed(ids):
                 break
@@ -340,6 +352,7 @@ class LevelRunner:
         seen = (self.fastest.get(i), lat.min if lat.count else None, a.fastest_us)
         a.fastest_us = min((f for f in seen if f is not None), default=None)
         a.db_down |= down
+        a.queue.extend(self.queues.pop(i, []))
 
     def _levels(
         self,
@@ -458,4 +471,6 @@ class LevelRunner:
             db_down=a.db_down,
             keepalive=s.keepalive,
             fastest_us=a.fastest_us,
+            # the median second's: a line that held, not one moment's
+            accept_queue=round(statistics.median(a.queue)) if a.queue else None,
         )
