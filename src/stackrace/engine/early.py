@@ -23,11 +23,14 @@ before (pinning is applied to the adopted one when it is adopted).
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import subprocess
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 ENGINE_ARGV = (sys.executable, "-m", "stackrace.engine.worker")
 
@@ -79,6 +82,8 @@ class AdoptedEngine:
         return self._child.poll()
 
     async def wait(self) -> int:
+        import asyncio  # loaded by then; not at the top, where it would delay start()
+
         # polled: the event loop's child watcher knows only the children it started
         while (code := self._child.poll()) is None:
             await asyncio.sleep(0.005)
@@ -91,6 +96,8 @@ class AdoptedEngine:
 async def adopt(limit: int | None = None) -> AdoptedEngine | None:
     """The early engine process on this loop's pipes (once), or None when none was
     started or it has already ended (the link then starts one of its own)."""
+    import asyncio  # loaded by then; not at the top, where it would delay start()
+
     global _early
     child, _early = _early, None
     if child is None or child.poll() is not None or child.stdin is None or child.stdout is None:
