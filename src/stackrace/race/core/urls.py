@@ -24,8 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-import psutil
-
 from stackrace.base.errors import StackraceError
 from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.engine.request import RequestError, parse_url
