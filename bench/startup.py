@@ -19,6 +19,11 @@ rounds are printed with the spread (min–max); a round is one sample, never an 
   wrk -t1 -c1 -d1s URL       wrk has no request count: its shortest run is one second, so
                              its wall time is that by design; its CPU is the comparison
 
+`--load SECONDS`: also a load of that long at c=50, `stackrace load` against `wrk -t1`,
+interleaved: each one's whole-process CPU per request the server answered (the target
+counts them: /_count), and their ratio in the same round (the goal: <= 1.1 for 5 s).
+engine_vs_wrk.py measures the marginal cost, pinned; this is what a user's `time` sees.
+
 `--picker`: also the app's start, the command to its picker drawn: `stackrace` in a
 pseudo-terminal of 120x40, timed until the picker's title is on the screen (goal: <= 1 s).
 
@@ -29,6 +34,7 @@ median; the spread says how much the machine moved meanwhile. Needs: go (the tar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pty
 import random
@@ -122,19 +128,14 @@ def picker_drawn(timeout: float = 20.0) -> tuple[float, float, int]:
     cpu = _cpu_of(pid)
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        with_status = os.waitpid(pid, os.WNOHANG)
-        if with_status[0]:
+    while not os.waitpid(pid, os.WNOHANG)[0]:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
             break
-        with_select = select.select([fd], [], [], 0.05)[0]
-        if with_select:
-            try:
+        if select.select([fd], [], [], 0.05)[0]:  # drain the screen: the app may block on it
+            with contextlib.suppress(OSError):
                 os.read(fd, 65536)
-            except OSError:
-                pass
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
     os.close(fd)
     return (drawn if drawn is not None else timeout), cpu, 0 if drawn is not None else 1
 
@@ -146,6 +147,37 @@ def _cpu_of(pid: int) -> float:
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def answered(url: str) -> int:
+    """Requests the target answered since the last call (bench/target's /_count)."""
+    with urllib.request.urlopen(url.replace("/hello", "/_count"), timeout=5) as r:
+        return int(r.read())
+
+
+def load_ratio(url: str, seconds: float, rounds: int) -> None:
+    """Whole-process CPU per answered request, stackrace load vs wrk, at c=50."""
+    cmds = {
+        "stackrace": [STACKRACE, "load", url, "-c", "50", "-d", f"{seconds:g}s"],
+        "wrk": [shutil.which("wrk") or "wrk", "-t1", "-c50", f"-d{seconds:g}s", url],
+    }
+    per: dict[str, list[float]] = {k: [] for k in cmds}
+    ratios = []
+    for _ in range(rounds):
+        got = {}
+        for label in random.sample(list(cmds), len(cmds)):
+            answered(url)
+            _, cpu, _ = timed(cmds[label])
+            got[label] = cpu / max(1, answered(url))
+            per[label].append(got[label] * 1e6)
+        ratios.append(got["stackrace"] / got["wrk"])
+    print(
+        f"\n{seconds:g} s at c=50, {rounds} interleaved rounds: whole-process CPU µs per "
+        "answered request, median (min–max)"
+    )
+    for label, xs in per.items():
+        print(f"  {label:10} {_spread(xs)}")
+    print(f"  ratio stackrace/wrk, round by round: {_spread(ratios)}")
 
 
 def commands(url: str) -> dict[str, list[str]]:
@@ -171,6 +203,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default 10)")
     ap.add_argument("--picker", action="store_true", help="also the app's picker drawn")
+    ap.add_argument("--load", type=float, metavar="SECONDS", help="also a load at c=50 vs wrk")
     opts = ap.parse_args()
     server, url = start_target()
     try:
@@ -202,6 +235,8 @@ def main() -> int:
             cpus = [c for _, c in samples[label]]
             note = f"  ({failed[label]} failed)" if failed[label] else ""
             print(f"{label:40} {_spread(walls):>22} {_spread(cpus):>22}{note}")
+        if opts.load:
+            load_ratio(url, opts.load, opts.rounds)
     finally:
         server.kill()
         server.wait()
