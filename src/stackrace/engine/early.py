@@ -70,7 +70,10 @@ class AdoptedEngine:
     `kill()`."""
 
     def __init__(
-        self, child: subprocess.Popen[bytes], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        child: subprocess.Popen[bytes],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
     ) -> None:
         self._child = child
         self.pid = child.pid
