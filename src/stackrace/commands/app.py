@@ -58,7 +58,7 @@ def _run(
 
     if wants_cluster(args):  # checked before the TUI is imported
         return _run_on_cluster(args, exporter, run_stacks)
-    return run_app(args, exporter=exporter, run_stacks=run_stacks)
+    return run_app(args, run_stacks, exporter=exporter)
 
 
 def make_app(
@@ -67,7 +67,8 @@ def make_app(
     run_stacks: ResolvedRun | None = None,
 ) -> StackraceApp:
     """The app for these command-line arguments, ready to run: what `stackrace` runs,
-    and what the walkthrough tests open with Pilot. A bad argument is an AppSetupError."""
+    and what the walkthrough tests open with Pilot; `run_stacks`: the catalogue read
+    (None: read once, by the race's set-up). A bad argument is an AppSetupError."""
     from stackrace.commands.app_args import app_options
     from stackrace.race.live.setup import app_race
     from stackrace.tui.app import StackraceApp
@@ -77,19 +78,15 @@ def make_app(
 
 def run_app(
     args: argparse.Namespace,
+    run_stacks: ResolvedRun,
     parts: RaceParts | None = None,
     exporter: MetricsExporter | None = None,
-    run_stacks: ResolvedRun | None = None,
 ) -> int:
-    """Open the app and run it to its end; `exporter` (--metrics) follows its race;
-    `run_stacks`: the catalogue `run` read (None: read once, here)."""
+    """Open the app and run it to its end; `run_stacks`: the catalogue `run` read (once);
+    `exporter` (--metrics) follows its race."""
     from stackrace.race.live.setup import AppSetupError
     from stackrace.tui.app import exit_status
 
-    if run_stacks is None and not getattr(args, "demo", False):
-        from stackrace.stacks.resolved import resolve_run
-
-        run_stacks = resolve_run(args.stacks_file)
     try:
         app = make_app(args, parts, run_stacks)
     except AppSetupError as exc:
@@ -113,10 +110,10 @@ def run_app(
     return exit_status(app, rc)
 
 
-def _announce(args: argparse.Namespace, run_stacks: ResolvedRun | None) -> None:
+def _announce(args: argparse.Namespace, run_stacks: ResolvedRun) -> None:
     """The stacks files read, on the terminal the app returns to (and in the app when one
     is not the package's own: race/setup.py)."""
-    if getattr(args, "demo", False) or run_stacks is None or run_stacks.catalogue is None:
+    if getattr(args, "demo", False) or run_stacks.catalogue is None:
         return  # (no catalogue: only --url targets, no stacks file is used)
     from stackrace.commands._common import announce
 
@@ -138,7 +135,7 @@ def _run_on_cluster(
         return 2
     try:
         parts = app_parts(cluster, run_stacks.stacks())
-        return run_app(args, parts, exporter=exporter, run_stacks=run_stacks)
+        return run_app(args, run_stacks, parts, exporter=exporter)
     except (ClusterError, ConfigError) as exc:
         print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
