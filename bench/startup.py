@@ -24,6 +24,9 @@ interleaved: each one's whole-process CPU per request the server answered (the t
 counts them: /_count), and their ratio in the same round (the goal: <= 1.1 for 5 s).
 engine_vs_wrk.py measures the marginal cost, pinned; this is what a user's `time` sees.
 
+`--baseline-src DIR`: stackrace's rows again on the sources in DIR/src (main's, say:
+`git worktree add /tmp/main main`), in the same rounds, as `(baseline)` rows.
+
 `--picker`: also the app's start, the command to its picker drawn: `stackrace` in a
 pseudo-terminal of 120x40, timed until the picker's title is on the screen (goal: <= 1 s).
 
@@ -87,12 +90,28 @@ def start_target() -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("bench/target did not start")
 
 
-def timed(argv: list[str]) -> tuple[float, float, int]:
+# --baseline-src DIR: the same stackrace commands on the sources in DIR (its `src`, e.g.
+# `git worktree add /tmp/main main`), as rows of their own in the same rounds
+BASELINE = "(baseline) "
+
+
+def env_for(label: str, baseline_src: str | None) -> dict[str, str] | None:
+    """The environment of a row: a baseline row imports stackrace from DIR/src."""
+    if baseline_src is None or not label.startswith(BASELINE):
+        return None
+    return {**os.environ, "PYTHONPATH": str(Path(baseline_src).resolve() / "src")}
+
+
+def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds (the process and its waited-for children) and the exit
     status of one run, its output thrown away."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
     )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -204,21 +223,27 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default 10)")
     ap.add_argument("--picker", action="store_true", help="also the app's picker drawn")
     ap.add_argument("--load", type=float, metavar="SECONDS", help="also a load at c=50 vs wrk")
+    ap.add_argument(
+        "--baseline-src", metavar="DIR", help="also stackrace's rows on DIR/src, same rounds"
+    )
     opts = ap.parse_args()
     server, url = start_target()
     try:
         cmds = commands(url)
+        if opts.baseline_src:
+            for label in [k for k in cmds if k.startswith("stackrace")]:
+                cmds[BASELINE + label] = cmds[label]
         labels = list(cmds) + (["stackrace (the picker drawn)"] if opts.picker else [])
         samples: dict[str, list[tuple[float, float]]] = {k: [] for k in labels}
         failed: dict[str, int] = dict.fromkeys(labels, 0)
         for label in cmds:  # one warm-up each: the page cache, .pyc files
-            timed(cmds[label])
+            timed(cmds[label], env_for(label, opts.baseline_src))
         for r in range(opts.rounds):
             order = labels[:]
             random.shuffle(order)  # a fresh order each round: no command always first
             for label in order:
                 if label in cmds:
-                    wall, cpu, rc = timed(cmds[label])
+                    wall, cpu, rc = timed(cmds[label], env_for(label, opts.baseline_src))
                 else:
                     wall, cpu, rc = picker_drawn()
                 samples[label].append((wall, cpu))
