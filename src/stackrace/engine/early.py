@@ -14,8 +14,8 @@ but `subprocess` (bench/startup.py measures it against hey and wrk).
 The child is the one `engine/link.py` would start (`spawn_engine`: the same command, its
 own session, its parent's death followed by the worker itself); it waits on its pipe,
 sending nothing but its `Ready` line, until the first `LocalLink` adopts it. A command
-that never loads (a usage error, `--help`) leaves it unadopted: at exit its stdin is
-closed and it ends on its own (worker.py), as it would also if the parent died.
+that never loads (a usage error) leaves it unadopted: at exit it is killed, silently (it
+has done nothing yet); were the parent killed first, it would follow (worker.py).
 
 Only one, the first local process: a second or a pinned one is started when asked, as
 before (pinning is applied to the adopted one when it is adopted).
@@ -56,12 +56,14 @@ def start() -> None:
 
 
 def _discard() -> None:
-    """Never adopted: close its pipe, so it ends on its own (and is not waited for)."""
+    """Never adopted (a usage error, say): killed, not asked to end. It may still be
+    importing, and a worker that finds its parent gone says so on the terminal the
+    command shares with it (worker.py): a line after the command's one-line error."""
     global _early
     child, _early = _early, None
-    if child is not None and child.stdin is not None:
+    if child is not None and child.poll() is None:
         with contextlib.suppress(OSError):
-            child.stdin.close()
+            child.kill()
 
 
 class AdoptedEngine:
