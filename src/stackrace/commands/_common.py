@@ -32,7 +32,7 @@ def load(
     and one per --cmd (stackrace.stacks.userapp), ready on the first of the run's
     requests; or None after one error line. `check_trust=False`: an untrusted
     ./stacks.toml is read too (to be listed, never run: stacks.catalogue.load_stacks)."""
-    from stackrace.stacks.resolved import resolve_run
+    from stackrace.stacks.resolved import resolve_run  # here: keeps start-up fast
 
     run_stacks = resolve_run(args.stacks_file, check_trust=check_trust)  # the one read
     if run_stacks.error is not None:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stackrace.stacks.resolved import resolve_run
+    from stackrace.stacks.resolved import resolve_run  # here: keeps `--help` fast
 
     # the run's catalogue, read once here and handed down (stacks/resolved.py)
     run_stacks = resolve_run(args.stacks_file)

@@ -49,6 +49,8 @@ class ResolvedRun:
         """The catalogue with the stacks made for this run (`SERVER[app]` for --app, one
         per --cmd): stackrace.stacks.userapp's, on the catalogue already read. Raises
         ConfigError, AppError or ScenarioError."""
+        # here: your app's probes (its interpreter, its module) are for --app alone, and
+        # it keeps start-up fast
         from stackrace.stacks import userapp
 
         return userapp.with_run_stacks(self.stacks(), your_app, settings)

@@ -206,6 +206,8 @@ def build_session(
     go = o.go
     concurrency = o.concurrency or 10
     if run_stacks is None and not o.demo:
+        # the catalogue's readers are imported where it is read: a demo reads none,
+        # and it keeps start-up fast (as every import of this module's functions)
         from stackrace.stacks.resolved import resolve_run
 
         run_stacks = resolve_run(o.stacks_file)
