@@ -12,7 +12,6 @@ from stackrace.stacks.catalogue import (
     SHIPPED,
     StackFile,
     announcement,
-    load_stacks,
     skipped_line,
 )
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
@@ -33,18 +32,18 @@ def load(
     and one per --cmd (stackrace.stacks.userapp), ready on the first of the run's
     requests; or None after one error line. `check_trust=False`: an untrusted
     ./stacks.toml is read too (to be listed, never run: stacks.catalogue.load_stacks)."""
-    try:
-        stacks = load_stacks(args.stacks_file, check_trust=check_trust)
-    except ConfigError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+    from stackrace.stacks.resolved import resolve_run  # here: keeps start-up fast
+
+    run_stacks = resolve_run(args.stacks_file, check_trust=check_trust)  # the one read
+    if run_stacks.error is not None:
+        print(f"{prog}: {run_stacks.error}", file=sys.stderr)
         return None
     from stackrace.commands.target_args import your_app
     from stackrace.settings import scenario
-    from stackrace.stacks import userapp
     from stackrace.stacks.app_spec import AppError
 
     try:
-        return userapp.with_run_stacks(stacks, your_app(args), settings)
+        return run_stacks.with_your_app(your_app(args), settings)
     except (AppError, scenario.ScenarioError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None

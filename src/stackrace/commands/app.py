@@ -18,19 +18,18 @@ from stackrace.base import printable
 if TYPE_CHECKING:
     from stackrace.metrics.exporter import MetricsExporter
     from stackrace.race.core.members import RaceParts
+    from stackrace.stacks.resolved import ResolvedRun
     from stackrace.tui.app import StackraceApp
 
 
 def run(args: argparse.Namespace) -> int:
-    from stackrace.stacks.catalogue import load_stacks
-    from stackrace.stacks.definition import ConfigError
+    from stackrace.stacks.resolved import resolve_run  # here: keeps `--help` fast
 
-    try:
-        load_stacks(args.stacks_file)
-    except ConfigError as exc:
-        if not getattr(args, "url", None):
-            print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
-            return 2
+    # the run's catalogue, read once here and handed down (stacks/resolved.py)
+    run_stacks = resolve_run(args.stacks_file)
+    if run_stacks.error is not None and not getattr(args, "url", None):
+        print(f"stackrace: {printable.terminal(str(run_stacks.error))}", file=sys.stderr)
+        return 2
     if not getattr(args, "demo", False) and not getattr(args, "cluster", None):
         # before the screen opens: a read-only home is one line here, not a crash later
         from stackrace.base.paths import writable_dir
@@ -46,45 +45,54 @@ def run(args: argparse.Namespace) -> int:
         print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     try:
-        return _run(args, exporter)
+        return _run(args, exporter, run_stacks)
     finally:
         if exporter is not None:
             exporter.close()
 
 
-def _run(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:
+def _run(
+    args: argparse.Namespace, exporter: MetricsExporter | None, run_stacks: ResolvedRun
+) -> int:
     from stackrace.commands.cluster_args import wants_cluster
 
     if wants_cluster(args):  # checked before the TUI is imported
-        return _run_on_cluster(args, exporter)
-    return run_app(args, exporter=exporter)
+        return _run_on_cluster(args, exporter, run_stacks)
+    return run_app(args, run_stacks, exporter=exporter)
 
 
-def make_app(args: argparse.Namespace, parts: RaceParts | None = None) -> StackraceApp:
+def make_app(
+    args: argparse.Namespace,
+    parts: RaceParts | None = None,
+    run_stacks: ResolvedRun | None = None,
+) -> StackraceApp:
     """The app for these command-line arguments, ready to run: what `stackrace` runs,
-    and what the walkthrough tests open with Pilot. A bad argument is an AppSetupError."""
+    and what the walkthrough tests open with Pilot; `run_stacks`: the catalogue read
+    (None: read once, by the race's set-up). A bad argument is an AppSetupError."""
     from stackrace.commands.app_args import app_options
     from stackrace.race.live.setup import app_race
     from stackrace.tui.app import StackraceApp
 
-    return StackraceApp.for_race(app_race(app_options(args), parts))
+    return StackraceApp.for_race(app_race(app_options(args), parts, run_stacks))
 
 
 def run_app(
     args: argparse.Namespace,
+    run_stacks: ResolvedRun,
     parts: RaceParts | None = None,
     exporter: MetricsExporter | None = None,
 ) -> int:
-    """Open the app and run it to its end; `exporter` (--metrics) follows its race."""
+    """Open the app and run it to its end; `run_stacks`: the catalogue `run` read (once);
+    `exporter` (--metrics) follows its race."""
     from stackrace.race.live.setup import AppSetupError
     from stackrace.tui.app import exit_status
 
     try:
-        app = make_app(args, parts)
+        app = make_app(args, parts, run_stacks)
     except AppSetupError as exc:
         print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
-    _announce(args)
+    _announce(args, run_stacks)
     from stackrace.race.core.runlocks import RunLock
 
     # other runs (bench, tune: race/core/runlocks.py) see this one on their cores; a demo
@@ -102,36 +110,33 @@ def run_app(
     return exit_status(app, rc)
 
 
-def _announce(args: argparse.Namespace) -> None:
+def _announce(args: argparse.Namespace, run_stacks: ResolvedRun) -> None:
     """The stacks files read, on the terminal the app returns to (and in the app when one
     is not the package's own: race/setup.py)."""
-    if getattr(args, "demo", False):
-        return
-    import contextlib
-
+    if getattr(args, "demo", False) or run_stacks.catalogue is None:
+        return  # (no catalogue: only --url targets, no stacks file is used)
     from stackrace.commands._common import announce
-    from stackrace.stacks.catalogue import load_stacks
-    from stackrace.stacks.definition import ConfigError
 
-    with contextlib.suppress(ConfigError):  # only --url targets: no stacks file is used
-        announce(load_stacks(args.stacks_file))
+    announce(run_stacks.catalogue)
 
 
-def _run_on_cluster(args: argparse.Namespace, exporter: MetricsExporter | None) -> int:
+def _run_on_cluster(
+    args: argparse.Namespace, exporter: MetricsExporter | None, run_stacks: ResolvedRun
+) -> int:
     """`stackrace --cluster ADDRESS`: the same app, its stacks on the cluster's app node
     and each stack's engine processes on its load nodes (stackrace.cluster)."""
     from stackrace.cluster.errors import ClusterError
     from stackrace.cluster.frontends import app_parts
     from stackrace.commands.cluster_args import connect_from_args
-    from stackrace.stacks.catalogue import load_stacks
+    from stackrace.stacks.definition import ConfigError
 
     cluster = connect_from_args(args, "stackrace")
     if cluster is None:
         return 2
     try:
-        parts = app_parts(cluster, load_stacks(args.stacks_file))
-        return run_app(args, parts, exporter=exporter)
-    except ClusterError as exc:
+        parts = app_parts(cluster, run_stacks.stacks())
+        return run_app(args, run_stacks, parts, exporter=exporter)
+    except (ClusterError, ConfigError) as exc:
         print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
     finally:

@@ -175,11 +175,11 @@ def run(args: argparse.Namespace) -> int:
         )
     if not getattr(args, "demo", False):  # the pages' stacks come from these files
         from stackrace.commands._common import announce
-        from stackrace.stacks.catalogue import load_stacks
         from stackrace.stacks.definition import ConfigError
+        from stackrace.stacks.resolved import resolve_run
 
         try:
-            announce(load_stacks(args.stacks_file), "stackrace web")
+            announce(resolve_run(args.stacks_file).stacks(), "stackrace web")
         except ConfigError as exc:
             if not getattr(args, "url", None):
                 print(f"stackrace web: {printable.terminal(str(exc))}", file=sys.stderr)

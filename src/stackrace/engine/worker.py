@@ -35,6 +35,7 @@ from stackrace.engine.channel import (
     SetBudget,
     SetConcurrency,
     SetRate,
+    Spent,
     Stop,
     command_decoder,
 )
@@ -196,6 +197,7 @@ class EngineProcess:
             self.error(f"target {spec.id!r}: {exc}")
             return
         self.targets[spec.id] = t
+        t.spent_hook = lambda tid: self.send(Spent(id=tid))
         t.set_rate(spec.rate)
         if spec.budget is not None:
             # before any connection opens: on loopback the first requests go out inside

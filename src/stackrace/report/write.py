@@ -15,13 +15,16 @@ from pathlib import Path
 
 from stackrace.base import inputfile, printable
 from stackrace.base.atomicfile import write_atomic
-from stackrace.report import chart, tables, thennow
 from stackrace.report.schema import RUN_FILE_LIMIT, BenchRun, dumps, loads
 from stackrace.report.series import StackSeries
 
 
 def print_run(run: BenchRun, title: str | None = None) -> None:
+    # the writers are imported where a run is written: `load` reads this module for its
+    # output checks alone, and the tables bring the charts, flames and claims (start-up)
     from rich.console import Console
+
+    from stackrace.report import tables, thennow
 
     console = Console()
     if not console.is_terminal:
@@ -82,7 +85,7 @@ def run_outputs(
 ) -> list[Output]:
     """A run's files, as (option, path, content) for `write_files`; `baseline`: the run
     the HTML page draws beside it (report/html.py)."""
-    from stackrace.report import html, series
+    from stackrace.report import chart, html, series, tables  # see print_run
 
     return [
         ("--json", json_out, lambda: dumps(run)),
@@ -102,6 +105,8 @@ def series_of(run: BenchRun) -> list[tuple[str, StackSeries]]:
 def _markdown(run: BenchRun) -> str:
     """A run's Markdown: its levels, or (`bench --capacity`) its capacities, each
     sentence, and the machine's noise."""
+    from stackrace.report import tables  # see print_run
+
     if not any(st.capacity is not None for st in run.stacks):
         return tables.markdown(run)
     from stackrace.report import capacity
