@@ -1,4 +1,5 @@
-"""What several commands share: loading stacks.toml and resolving names, with clean errors."""
+"""What several commands share: loading stacks.toml and resolving names, with clean errors,
+and the private database's flags of the commands that start stacks (serve, verify)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,14 @@ def load(
     except (AppError, scenario.ScenarioError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None
+
+
+def add_private_db_arguments(p: argparse.ArgumentParser, help: str) -> None:
+    """--db: the private MariaDB started for the command, so that /db answers (serve,
+    verify; `db`'s own --db is another server's DSN)."""
+    p.add_argument("--db", action="store_true", help=help)
+    # the default since --db: kept so that scripts written for the old default still run
+    p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
 
 
 def announce(stacks: StackFile, prog: str = "stackrace", quiet: bool = False) -> None:

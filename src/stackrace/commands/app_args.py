@@ -9,6 +9,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.commands.output_args import add_allow_remote_argument
+from stackrace.commands.settings_args import add_preset_argument
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.settings.options import positive_int
 
@@ -26,10 +28,8 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     add_your_app_arguments(parser.add_argument_group("your app on every server (docs/your-app.md)"))
     servers = parser.add_argument_group("servers you started (docs/your-app.md)")
     add_url_arguments(servers)  # --url [NAME=]URL, --pid: as in bench
-    servers.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a --url host that is not on this machine (default: loopback only)",
+    add_allow_remote_argument(
+        servers, "allow a --url host that is not on this machine (default: loopback only)"
     )
     add_metrics_arguments(parser.add_argument_group("watching from elsewhere"))
 
@@ -51,10 +51,8 @@ def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     from stackrace.settings.race_settings import BENCH_ONLY
 
     start = parser.add_argument_group("what to race (the picker's choices; with --go, no picker)")
-    start.add_argument(
-        "--preset",
-        metavar="NAME",
-        help="settings and stacks of a stored scenario (presets/NAME.toml); options override",
+    add_preset_argument(
+        start, "settings and stacks of a stored scenario (presets/NAME.toml); options override"
     )
     start.add_argument(
         "--go",
@@ -78,10 +76,8 @@ def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     how = parser.add_argument_group("how each stack is loaded")
     add_options(how, skip=(*BENCH_ONLY, "stacks", "workload", "io_ms", "queries"), helps=APP_HELP)
     show = parser.add_argument_group("presenting")
-    show.add_argument(
-        "--big",
-        action="store_true",
-        help="projector mode: only req/s, p99, waiting, failures, RSS and CPU, large (key b)",
+    add_big_argument(
+        show, "projector mode: only req/s, p99, waiting, failures, RSS and CPU, large (key b)"
     )
     show.add_argument(
         "--talk",
@@ -101,6 +97,11 @@ def add_race_arguments(parser: argparse.ArgumentParser) -> None:
         help="overlay a saved bench run (.json) or a recording beside the live panes, "
         "at the same level (repeatable)",
     )
+
+
+def add_big_argument(group: argparse._ArgumentGroup | argparse.ArgumentParser, help: str) -> None:
+    """--big: projector mode (the app, replay)."""
+    group.add_argument("--big", action="store_true", help=help)
 
 
 def app_options(args: argparse.Namespace) -> AppOptions:

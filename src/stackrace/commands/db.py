@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import msgspec
 
+from stackrace.commands.output_args import add_allow_remote_argument
 from stackrace.commands.parser import examples
 from stackrace.db import (
     DEFAULT_MAX_CONNECTIONS,
@@ -57,10 +58,8 @@ def register(p: argparse.ArgumentParser) -> None:
         help="use an existing server instead: mysql://user:password@host:port/database "
         "(default: the private one)",
     )
-    common.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a --db host that is not loopback (default: loopback only)",
+    add_allow_remote_argument(
+        common, "allow a --db host that is not loopback (default: loopback only)"
     )
     sub = p.add_subparsers(dest="db_action", metavar="ACTION", required=True)
     more = EXAMPLES + "\n\nMore: docs/db.md"

@@ -16,6 +16,7 @@ import argparse
 
 from stackrace.commands.cluster_args import add_cluster_arguments
 from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.commands.output_args import add_allow_remote_argument, add_no_progress_argument
 from stackrace.commands.parser import examples
 from stackrace.commands.settings_args import add_options
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
@@ -141,10 +142,9 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     out = p.add_argument_group("what it prints and writes")
     out.add_argument("--json", action="store_true", help="print the result as JSON "
                      "(its schema: report/load.schema.json, docs/load.md)")  # fmt: skip
-    out.add_argument(
-        "--no-progress", action="store_true",
-        help="no live progress line on stderr (it is shown only on a terminal anyway)",
-    )  # fmt: skip
+    add_no_progress_argument(
+        out, "no live progress line on stderr (it is shown only on a terminal anyway)"
+    )
     out.add_argument(
         "--hdr-out", default=None, metavar="FILE",
         help="write the latency histogram to FILE, an HdrHistogram interval log (.hlog, "
@@ -153,10 +153,9 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     add_options(out, only=("slo",), helps={"slo": SLO_HELP})
     add_metrics_arguments(out)
     where = p.add_argument_group("where it may load")
-    where.add_argument(
-        "--allow-remote", action="store_true",
-        help="allow a URL that is not on this machine (default: loopback only)",
-    )  # fmt: skip
+    add_allow_remote_argument(
+        where, "allow a URL that is not on this machine (default: loopback only)"
+    )
     add_cluster_arguments(p)
 
 

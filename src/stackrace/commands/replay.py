@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from stackrace.base import printable
+from stackrace.commands.app_args import add_big_argument
 from stackrace.commands.parser import examples
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--paused", action="store_true", help="start paused, space plays (default: playing)"
     )
-    parser.add_argument("--big", action="store_true", help="projector mode (key b)")
+    add_big_argument(parser, "projector mode (key b)")
     parser.add_argument(
         "--html",
         dest="html_out",

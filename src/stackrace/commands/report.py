@@ -17,6 +17,11 @@ from pathlib import Path
 
 from stackrace.base import printable
 from stackrace.commands.bench_args import add_page_arguments
+from stackrace.commands.output_args import (
+    add_gate_arguments,
+    add_junit_argument,
+    add_table_arguments,
+)
 from stackrace.commands.parser import examples
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
@@ -31,10 +36,6 @@ from stackrace.report.write import (
     write_outputs,
 )
 from stackrace.settings.units import fmt_us
-
-# argparse formats a help string with %: the default rules' own % are doubled
-_DEFAULT_RULES = gate.DEFAULT_RULES.replace("%", "%%")
-
 
 EXAMPLES = examples(
     ("stackrace report run.json", "render a saved run again"),
@@ -59,29 +60,16 @@ def register(p: argparse.ArgumentParser) -> None:
         "runs", nargs="+", metavar="RUN.json", help="run files written by `stackrace bench --json`"
     )
     out = p.add_argument_group("what it writes")
-    out.add_argument("--csv", dest="csv_out", metavar="FILE", help="write a CSV table here")
-    out.add_argument(
-        "--markdown", dest="md_out", metavar="FILE", help="write a Markdown table here"
-    )
-    out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
+    add_table_arguments(out)
     add_page_arguments(out)
     gate = p.add_argument_group("pass or fail")
-    gate.add_argument(
-        "--junit",
-        dest="junit_out",
-        metavar="FILE",
-        help="write JUnit XML of the (last) run here, judged against --baseline if given",
+    add_junit_argument(
+        gate, "write JUnit XML of the (last) run here, judged against --baseline if given"
     )
-    gate.add_argument(
-        "--baseline", metavar="RUN.json", help="judge the (single) run against this one"
-    )
-    gate.add_argument(
-        "--fail-on",
-        default=None,
-        metavar="RULES",
-        help="fail when a level of the (last) run crosses one of these rules: absolute "
-        "ones (p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) "
-        f"compare with --baseline (default with a baseline: {_DEFAULT_RULES})",
+    add_gate_arguments(
+        gate,
+        baseline="judge the (single) run against this one",
+        what="when a level of the (last) run",
     )
     p.set_defaults(func=run)
 

@@ -12,7 +12,7 @@ import contextlib
 import signal
 import sys
 
-from stackrace.commands._common import announce, load, resolve_all
+from stackrace.commands._common import add_private_db_arguments, announce, load, resolve_all
 from stackrace.commands.parser import examples
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.definition import DB_WORKLOADS, Stack
@@ -39,14 +39,11 @@ def register(p: argparse.ArgumentParser) -> None:
         "names", nargs="*", metavar="STACK",
         help="stacks, or variants like gunicorn-sync:workers=4 (`stackrace stacks` lists them)",
     )  # fmt: skip
-    p.add_argument(
-        "--db",
-        action="store_true",
-        help="also start (and seed) the private MariaDB, so that /db answers (only when a "
-        "chosen stack serves the db workload; stopped with the stacks)",
+    add_private_db_arguments(
+        p,
+        "also start (and seed) the private MariaDB, so that /db answers (only when a chosen "
+        "stack serves the db workload; stopped with the stacks)",
     )
-    # the default since --db: kept so that scripts written for the old default still run
-    p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
     from stackrace.commands.target_args import add_your_app_arguments
 
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))

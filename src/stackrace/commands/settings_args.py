@@ -58,6 +58,14 @@ def add_options(
         )
 
 
+def add_preset_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, help: str
+) -> None:
+    """--preset NAME: a stored scenario's settings and stacks, under the options given
+    (the app, bench)."""
+    parser.add_argument("--preset", metavar="NAME", help=help)
+
+
 _DURATIONS = (positive_duration, non_negative_duration, timeout_duration)
 
 

@@ -61,6 +61,12 @@ from stackrace.commands.bench import skeleton
 from stackrace.commands.bench_args import add_search_arguments
 from stackrace.commands.bench_plan import build_plan
 from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.output_args import (
+    add_allow_remote_argument,
+    add_json_file_argument,
+    add_no_progress_argument,
+    add_table_arguments,
+)
 from stackrace.commands.parser import examples
 from stackrace.commands.settings_args import add_options, given
 from stackrace.commands.target_args import add_url_arguments
@@ -156,17 +162,14 @@ def register(p: argparse.ArgumentParser) -> None:
                 only=REQUEST_FIELDS)  # fmt: skip
     servers = p.add_argument_group("a server you started: the capacity search alone")
     add_url_arguments(servers)
-    servers.add_argument("--allow-remote", action="store_true", help=argparse.SUPPRESS)
+    add_allow_remote_argument(servers, argparse.SUPPRESS)
     from stackrace.commands.target_args import add_your_app_arguments
 
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     out = p.add_argument_group("what it writes")
-    out.add_argument("--json", dest="json_out", metavar="FILE",
-                     help="write every configuration and probe here")  # fmt: skip
-    out.add_argument("--markdown", dest="md_out", metavar="FILE",
-                     help="write the answer and its table here")  # fmt: skip
-    out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
-    out.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    add_json_file_argument(out, "write every configuration and probe here")
+    add_table_arguments(out, csv=False, markdown="write the answer and its table here")
+    add_no_progress_argument(out)
     runguard.add_run_arguments(p.add_argument_group("journal, resume, other runs (docs/tune.md)"))
     add_cluster_arguments(p)
     p.set_defaults(func=run, preset=None)

@@ -14,7 +14,13 @@ import sys
 import time
 
 from stackrace.base import printable
-from stackrace.commands._common import announce, load, resolve_all, trusted_names
+from stackrace.commands._common import (
+    add_private_db_arguments,
+    announce,
+    load,
+    resolve_all,
+    trusted_names,
+)
 from stackrace.commands.parser import examples
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.settings.units import fmt_bytes
@@ -54,14 +60,11 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--include-unavailable", action="store_true", help="try stacks that look unavailable too"
     )
-    p.add_argument(
-        "--db",
-        action="store_true",
-        help="check /db and /dbjson too, against a private MariaDB of the command's own "
-        "(started and seeded for it, on a free port, removed at the end)",
+    add_private_db_arguments(
+        p,
+        "check /db and /dbjson too, against a private MariaDB of the command's own (started "
+        "and seeded for it, on a free port, removed at the end)",
     )
-    # the default since --db: kept so that scripts written for the old default still run
-    p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
     from stackrace.commands.settings_args import add_options
     from stackrace.commands.target_args import add_your_app_arguments
     from stackrace.settings.race_settings import options
