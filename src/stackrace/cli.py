@@ -200,8 +200,11 @@ def _main(argv: list[str] | None) -> int:
         from stackrace.commands import app
 
         return app.run(args)
+    # each command reads the parsed line into its own frozen options struct, and runs on
+    # that alone (commands/*: `read_options`): nothing past it knows argparse
+    read = getattr(args, "read_options", None)
     try:
-        rc = args.func(args)
+        rc = args.func(read(args) if read is not None else args)
     except KeyboardInterrupt:
         # Ctrl-C in a blocking step (a database start, an install): the usual exit
         # status, not a traceback; commands that handle it themselves never get here

@@ -57,7 +57,7 @@ def _declarations() -> Iterator[dict[str, set[tuple[str, int]]]]:
     sites: dict[str, set[tuple[str, int]]] = defaultdict(set)
     add = argparse._ActionsContainer.add_argument
 
-    def recording(self, *flags, **kwargs):  # type: ignore[no-untyped-def]
+    def recording(self, *flags, **kwargs):
         caller = sys._getframe(1)
         for flag in flags:
             if isinstance(flag, str) and flag.startswith("-"):

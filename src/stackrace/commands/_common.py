@@ -21,10 +21,12 @@ from stackrace.stacks.variants import resolve
 
 if TYPE_CHECKING:
     from stackrace.settings.race_settings import RaceSettings
+    from stackrace.stacks.app_spec import YourApp
 
 
 def load(
-    args: argparse.Namespace,
+    stacks_file: str | None,
+    your_app: YourApp | None = None,
     settings: RaceSettings | None = None,
     prog: str = "stackrace",
     *,
@@ -32,20 +34,20 @@ def load(
 ) -> StackFile | None:
     """The stacks files' stacks, plus those made for this run: `SERVER[app]` for --app
     and one per --cmd (stackrace.stacks.userapp), ready on the first of the run's
-    requests; or None after one error line. `check_trust=False`: an untrusted
+    requests; or None after one error line. `stacks_file`: --stacks-file (None: the
+    shipped file with the user's on top). `check_trust=False`: an untrusted
     ./stacks.toml is read too (to be listed, never run: stacks.catalogue.load_stacks)."""
     try:
-        stacks = load_stacks(args.stacks_file, check_trust=check_trust)
+        stacks = load_stacks(stacks_file, check_trust=check_trust)
     except ConfigError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None
-    from stackrace.commands.target_args import your_app
     from stackrace.settings import scenario
     from stackrace.stacks import userapp
     from stackrace.stacks.app_spec import AppError
 
     try:
-        return userapp.with_run_stacks(stacks, your_app(args), settings)
+        return userapp.with_run_stacks(stacks, your_app or _no_app(), settings)
     except (AppError, scenario.ScenarioError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None
@@ -57,6 +59,12 @@ def add_private_db_arguments(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--db", action="store_true", help=help)
     # the default since --db: kept so that scripts written for the old default still run
     p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
+
+
+def _no_app() -> YourApp:
+    from stackrace.stacks.app_spec import YourApp
+
+    return YourApp()
 
 
 def announce(stacks: StackFile, prog: str = "stackrace", quiet: bool = False) -> None:

@@ -107,7 +107,7 @@ def add_big_argument(group: argparse._ArgumentGroup | argparse.ArgumentParser, h
 def app_options(args: argparse.Namespace) -> AppOptions:
     """The app's command line, typed: what race/live/setup.py builds the race from."""
     from stackrace.commands.settings_args import given
-    from stackrace.commands.target_args import your_app
+    from stackrace.commands.target_args import your_app_options
     from stackrace.race.live.setup import AppOptions
     from stackrace.settings.race_settings import BENCH_ONLY
 
@@ -121,7 +121,7 @@ def app_options(args: argparse.Namespace) -> AppOptions:
         pids=tuple(args.pid or ()),
         allow_remote=bool(args.allow_remote),
         stacks_file=getattr(args, "stacks_file", None),
-        your_app=your_app(args),
+        your_app=your_app_options(args),
         talk=args.talk,
         ghosts=tuple(args.ghost or ()),
         record=args.record,

@@ -1,27 +1,38 @@
 """`stackrace bench`'s options and help: the race settings grouped by what a person
 wants to do (each declared once, with its default, in settings/race_settings.py), the
-capacity search's and the outputs' own options, and the Examples."""
+capacity search's and the outputs' own options, and the Examples; and the command line
+read into its frozen `BenchOptions` (with `RaceOptions`, what to race, which tune's
+plan shares), so that nothing past this module knows argparse."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from stackrace.cluster.options import ClusterOptions
 from stackrace.commands import runguard
-from stackrace.commands.cluster_args import add_cluster_arguments
-from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.commands.cluster_args import add_cluster_arguments, cluster_options
+from stackrace.commands.metrics_args import add_metrics_arguments, metrics_options
 from stackrace.commands.output_args import (
+    OutputFiles,
     add_allow_remote_argument,
     add_gate_arguments,
     add_json_file_argument,
     add_junit_argument,
     add_no_progress_argument,
     add_table_arguments,
+    output_options,
 )
 from stackrace.commands.parser import examples
-from stackrace.commands.settings_args import add_options, add_preset_argument
-from stackrace.commands.target_args import add_url_arguments
+from stackrace.commands.settings_args import add_options, add_preset_argument, given
+from stackrace.commands.target_args import TargetOptions, add_url_arguments, target_options
 from stackrace.settings.options import positive_duration
 from stackrace.settings.options import precision as precision_share
+
+if TYPE_CHECKING:
+    from stackrace.metrics.exporter import MetricsOptions
 
 # the race settings by what a person wants to do (each declared once, with its default:
 # settings/race_settings.py); every one of them is in exactly one group
@@ -186,4 +197,62 @@ def add_page_arguments(group: argparse._ArgumentGroup) -> None:
         metavar="DIR",
         help="write a flame graph (SVG) of each evidence window here, one file per stack "
         'and breaking level (docs/bench.md, "Why it broke")',
+    )
+
+
+@dataclass(frozen=True)
+class RaceOptions:
+    """What to race, as given: the settings options (by field; unset ones absent), a
+    preset or a run to run again, the stacks file, the servers and app given, the
+    cluster. Bench's and tune's plans are built from it (commands/bench_plan.py)."""
+
+    given: Mapping[str, Any] = field(default_factory=dict)
+    preset: str | None = None
+    from_run: str | None = None  # --from RUN.json, or the journal resumed
+    accept_definition_changes: bool = False
+    stacks_file: str | None = None
+    target: TargetOptions = field(default_factory=TargetOptions)
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
+
+
+def race_options(args: argparse.Namespace) -> RaceOptions:
+    return RaceOptions(
+        given=given(args),
+        preset=getattr(args, "preset", None),
+        from_run=args.from_run,
+        accept_definition_changes=bool(getattr(args, "accept_definition_changes", False)),
+        stacks_file=args.stacks_file,
+        target=target_options(args),
+        cluster=cluster_options(args),
+    )
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """`stackrace bench`'s command line, typed."""
+
+    race: RaceOptions
+    files: OutputFiles = field(default_factory=OutputFiles)
+    baseline: str | None = None
+    fail_on: str | None = None
+    capacity: bool = False
+    budget: float | None = None  # seconds
+    precision: float | None = None
+    no_progress: bool = False
+    guard: runguard.RunGuardOptions = field(default_factory=runguard.RunGuardOptions)
+    metrics: MetricsOptions | None = None
+
+
+def bench_options(args: argparse.Namespace) -> BenchOptions:
+    return BenchOptions(
+        race=race_options(args),
+        files=output_options(args),
+        baseline=args.baseline,
+        fail_on=args.fail_on,
+        capacity=bool(args.capacity),
+        budget=args.budget,
+        precision=args.precision,
+        no_progress=bool(args.no_progress),
+        guard=runguard.run_guard_options(args),
+        metrics=metrics_options(args),
     )

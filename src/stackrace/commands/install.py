@@ -17,6 +17,7 @@ from pathlib import Path
 
 from stackrace.commands._common import announce, load, resolve_all, trusted_names
 from stackrace.commands.parser import examples
+from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.install import Installer, InstallOutcome
@@ -77,7 +78,7 @@ def _summary(r: InstallOutcome) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    stacks = load(args)
+    stacks = load(args.stacks_file, your_app_options(args))
     if stacks is None:
         return 2
     if args.into is not None:

@@ -6,12 +6,14 @@ and `--allow-remote`.
 Each function adds its flags with the same name, dest and parser everywhere; what may
 differ between commands is only the words of a help (a command says what the file holds
 for it), passed in. tests/unit/test_options_declared_once.py holds that no other module
-adds these flags.
+adds these flags. The files asked for are read into `OutputFiles`, the typed group every
+command that writes them carries in its options struct.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
 
 Group = argparse.ArgumentParser | argparse._ArgumentGroup
 
@@ -63,3 +65,32 @@ def add_allow_remote_argument(group: Group, help: str) -> None:
     """--allow-remote: a target (a URL, a --db host) off this machine is refused without
     it (base/netguard.py)."""
     group.add_argument("--allow-remote", action="store_true", help=help)
+
+
+# each file option's dest: the names OutputFiles' fields take
+FILE_DESTS = (
+    "json_out", "csv_out", "md_out", "chart_out", "junit_out", "html_out", "series_csv_out",
+    "flame_dir",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OutputFiles:
+    """The files a run writes, as given (None: not asked for); `offered`: the file
+    options the command has at all (tune has no --csv), by dest."""
+
+    json_out: str | None = None
+    csv_out: str | None = None
+    md_out: str | None = None
+    chart_out: str | None = None
+    junit_out: str | None = None
+    html_out: str | None = None
+    series_csv_out: str | None = None
+    flame_dir: str | None = None
+    offered: frozenset[str] = field(default=frozenset(FILE_DESTS))
+
+
+def output_options(args: argparse.Namespace) -> OutputFiles:
+    """The file options this command has, as given."""
+    offered = frozenset(d for d in FILE_DESTS if hasattr(args, d))
+    return OutputFiles(**{d: getattr(args, d) for d in offered}, offered=offered)

@@ -14,6 +14,7 @@ import sys
 
 from stackrace.commands._common import add_private_db_arguments, announce, load, resolve_all
 from stackrace.commands.parser import examples
+from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.definition import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher
@@ -51,7 +52,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stacks = load(args, prog="stackrace serve")
+    stacks = load(args.stacks_file, your_app_options(args), prog="stackrace serve")
     if stacks is None:
         return 2
     names = args.names

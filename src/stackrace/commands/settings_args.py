@@ -9,6 +9,7 @@ picker fill the same settings from files and keys).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -98,16 +99,15 @@ def given(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> dict[str, Any
     return out
 
 
-def with_given(
-    base: RaceSettings, args: argparse.Namespace, skip: tuple[str, ...] = ()
-) -> RaceSettings:
-    """`base` with the options given on this command line (race_settings.with_options:
-    the one rule bench, tune and the app merge a preset with options by)."""
-    return with_options(base, given(args, skip), app_given=bool(getattr(args, "app", None)))
+def with_given(base: RaceSettings, given: Mapping[str, Any], app_given: bool) -> RaceSettings:
+    """`base` with the settings given on this command line (race_settings.with_options:
+    the one rule bench, tune and the app merge a preset with options by); `app_given`:
+    --app was given."""
+    return with_options(base, dict(given), app_given=app_given)
 
 
 def stacks_written_in(
-    args: argparse.Namespace, preset_file: Path | None, run_file: str | None
+    given: Mapping[str, Any], preset_file: Path | None, run_file: str | None
 ) -> str:
     """Where the race's stacks were written (race_settings.stacks_named_in)."""
-    return stacks_named_in(getattr(args, "stacks", None) is not None, preset_file, run_file)
+    return stacks_named_in("stacks" in given, preset_file, run_file)

@@ -20,6 +20,7 @@ import msgspec
 from stackrace.commands._common import load
 from stackrace.commands.parser import examples
 from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
+from stackrace.commands.target_args import your_app_options
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.availability import Availability, availability
 from stackrace.stacks.catalogue import (
@@ -63,7 +64,7 @@ def register(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.trust:
         return _trust(args.trust)
-    stacks = load(args, check_trust=False)
+    stacks = load(args.stacks_file, your_app_options(args), check_trust=False)
     if stacks is None:
         return 2
     # on stderr with --json or in a pipe, so that stdout stays one JSON document or rows

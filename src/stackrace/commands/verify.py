@@ -22,6 +22,7 @@ from stackrace.commands._common import (
     trusted_names,
 )
 from stackrace.commands.parser import examples
+from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
@@ -83,7 +84,7 @@ _REQUEST_FIELDS = ("paths", "method", "header", "body", "body_file", "scenario",
 def run(args: argparse.Namespace) -> int:
     if args.app or args.cmd:
         return _run_own(args)
-    stacks = load(args)
+    stacks = load(args.stacks_file, your_app_options(args))
     if stacks is None:
         return 2
     chosen = resolve_all(
@@ -229,7 +230,7 @@ def _run_own(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         print(f"stackrace verify: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
-    stacks = load(args, settings, "stackrace verify")
+    stacks = load(args.stacks_file, your_app_options(args), settings, "stackrace verify")
     if stacks is None:
         return 2
     names = args.names or (
