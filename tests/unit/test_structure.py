@@ -268,7 +268,7 @@ def _namespace_takers(tree: ast.AST) -> list[str]:
 NAMESPACE_NOT_YET = {
     f"stackrace.commands.{m}"
     for m in ("app", "clean", "cluster_args", "completion", "db", "install", "load",
-              "metrics_args", "replay", "report", "serve", "stacks", "verify", "web")
+              "metrics_args", "replay", "serve", "stacks", "verify", "web")
 }  # fmt: skip
 
 
