@@ -267,8 +267,8 @@ def _namespace_takers(tree: ast.AST) -> list[str]:
 # commands whose run() still takes the Namespace (issue 50): to be read into a struct
 NAMESPACE_NOT_YET = {
     f"stackrace.commands.{m}"
-    for m in ("app", "clean", "cluster_args", "completion", "db", "install", "load",
-              "metrics_args", "replay", "serve", "stacks", "verify", "web")
+    for m in ("app", "cluster_args", "completion", "db", "load",
+              "metrics_args", "serve", "verify", "web")
 }  # fmt: skip
 
 
