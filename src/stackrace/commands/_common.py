@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from stackrace.settings.race_parsers import split_stacks
@@ -97,7 +98,7 @@ def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
 
 
 def resolve_all(
-    names: list[str],
+    names: Sequence[str],
     stacks: dict[str, StackDef],
     source: str | None = None,
     *,

@@ -11,11 +11,13 @@ import asyncio
 import contextlib
 import signal
 import sys
+from dataclasses import dataclass
 
 from stackrace.commands._common import add_private_db_arguments, announce, load, resolve_all
 from stackrace.commands.parser import examples
 from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.definition import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.running import LaunchError, RunningStack
@@ -48,14 +50,35 @@ def register(p: argparse.ArgumentParser) -> None:
     from stackrace.commands.target_args import add_your_app_arguments
 
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=serve_options)
 
 
-def run(args: argparse.Namespace) -> int:
-    stacks = load(args.stacks_file, your_app_options(args), prog="stackrace serve")
+@dataclass(frozen=True)
+class ServeOptions:
+    """`stackrace serve`'s command line, typed."""
+
+    names: tuple[str, ...]
+    db: bool
+    no_db: bool
+    stacks_file: str | None
+    your_app: YourApp
+
+
+def serve_options(args: argparse.Namespace) -> ServeOptions:
+    return ServeOptions(
+        names=tuple(args.names),
+        db=bool(args.db),
+        no_db=bool(args.no_db),
+        stacks_file=args.stacks_file,
+        your_app=your_app_options(args),
+    )
+
+
+def run(o: ServeOptions) -> int:
+    stacks = load(o.stacks_file, o.your_app, prog="stackrace serve")
     if stacks is None:
         return 2
-    names = args.names
+    names = list(o.names)
     if not names:
         from stackrace.stacks.userapp import default_app_stacks, generated_names
 
@@ -71,14 +94,14 @@ def run(args: argparse.Namespace) -> int:
     announce(stacks, "stackrace serve")
     db = None
     env: dict[str, str] = {}
-    if args.db and args.no_db:
+    if o.db and o.no_db:
         print("stackrace serve: --db and --no-db exclude each other", file=sys.stderr)
         return 2
     # the database only when asked for, and only for a stack that can use it: a
     # newcomer serving /hello needs no MariaDB (nor mariadb-server installed)
-    if args.db and not any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
+    if o.db and not any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
         print("stackrace serve: note: no chosen stack serves /db: no database started")
-    elif args.db:
+    elif o.db:
         from stackrace.commands.db_hook import open_for_workload
 
         opened = open_for_workload()
