@@ -267,7 +267,7 @@ def _namespace_takers(tree: ast.AST) -> list[str]:
 # commands whose run() still takes the Namespace (issue 50): to be read into a struct
 NAMESPACE_NOT_YET = {
     f"stackrace.commands.{m}"
-    for m in ("app", "cluster_args", "load", "metrics_args", "web")
+    for m in ("cluster_args", "load", "metrics_args")
 }  # fmt: skip
 
 

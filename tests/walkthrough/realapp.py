@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 
 from stackrace.cli import build_parser
 from stackrace.commands.app import make_app
+from stackrace.commands.app_args import app_options
 from stackrace.race.core.state import StackState
 from stackrace.race.live.view import PaneView, SessionView
 from stackrace.tui.app import StackraceApp
@@ -35,7 +36,7 @@ async def real_app(
     try:
         args = build_parser().parse_args(argv)
         args.argv = list(argv)
-        app = make_app(args)
+        app = make_app(app_options(args))
         if screenshots is not None:
             app.screenshot_dir = screenshots
         async with app.run_test(size=size) as pilot:

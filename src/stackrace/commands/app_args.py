@@ -6,6 +6,7 @@ No Textual import here: cli.py may call `add_app_arguments(parser)` cheaply.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stackrace.commands.metrics_args import add_metrics_arguments
@@ -15,6 +16,8 @@ from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.settings.options import positive_int
 
 if TYPE_CHECKING:
+    from stackrace.cluster.options import ClusterOptions
+    from stackrace.metrics.exporter import MetricsOptions
     from stackrace.race.live.setup import AppOptions
 
 
@@ -128,3 +131,20 @@ def app_options(args: argparse.Namespace) -> AppOptions:
         big=bool(args.big),
         argv=tuple(getattr(args, "argv", None) or ()),
     )
+
+
+@dataclass(frozen=True)
+class AppCommandOptions:
+    """`stackrace [OPTIONS]`, typed: the race the app opens (`AppOptions`, what
+    race/live/setup.py builds it from), and what the command binds around it."""
+
+    app: AppOptions
+    metrics: MetricsOptions | None
+    cluster: ClusterOptions
+
+
+def app_command_options(args: argparse.Namespace) -> AppCommandOptions:
+    from stackrace.commands.cluster_args import cluster_options
+    from stackrace.commands.metrics_args import metrics_options
+
+    return AppCommandOptions(app_options(args), metrics_options(args), cluster_options(args))
