@@ -264,13 +264,6 @@ def _namespace_takers(tree: ast.AST) -> list[str]:
     return found
 
 
-# commands whose run() still takes the Namespace (issue 50): to be read into a struct
-NAMESPACE_NOT_YET = {
-    f"stackrace.commands.{m}"
-    for m in ("cluster_args", "load", "metrics_args")
-}  # fmt: skip
-
-
 def test_no_function_below_commands_takes_a_namespace():
     """Options end at the command layer: below it, functions take typed structs, never
     the argparse Namespace (docs/development.md)."""
@@ -291,7 +284,7 @@ def test_in_commands_only_the_builders_take_the_namespace():
     calls take the struct (an argparse Action's __call__ is argparse's own hook)."""
     found = []
     for name, path in _modules().items():
-        if not name.startswith("stackrace.commands") or name in NAMESPACE_NOT_YET:
+        if not name.startswith("stackrace.commands"):
             continue
         for fn in _namespace_takers(ast.parse(path.read_text())):
             # argparse's and argcomplete's hooks: an Action, OneLineArgumentParser's

@@ -13,17 +13,24 @@ named in the usage error (settings/options.py `OTHER_TOOLS`).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from stackrace.commands.cluster_args import add_cluster_arguments
-from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.cluster.options import ClusterOptions
+from stackrace.commands.cluster_args import add_cluster_arguments, cluster_options
+from stackrace.commands.metrics_args import add_metrics_arguments, metrics_options
 from stackrace.commands.output_args import add_allow_remote_argument, add_no_progress_argument
 from stackrace.commands.parser import examples
-from stackrace.commands.settings_args import add_options
+from stackrace.commands.settings_args import add_options, given
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.settings import options
 from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings
 from stackrace.settings.race_settings import options as options_of
+
+if TYPE_CHECKING:
+    from stackrace.metrics.exporter import MetricsOptions
 
 # `warmup` means the same in load and bench: load this long before the figures count.
 # Only its default differs, on purpose: `load` is one measurement of one target, read
@@ -204,3 +211,65 @@ def add_tls_arguments(p: argparse.ArgumentParser) -> None:
         help="offer the last TLS session when connecting, so the server can resume it "
         "(default: a full handshake on every connection, as distinct clients make)",
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """`stackrace load`'s command line, typed (the request options by field, as the
+    race settings name them: `requests_given`)."""
+
+    urls: tuple[str, ...]
+    concurrency: int
+    requests: int | None
+    duration: float | None
+    rate: float | None
+    warmup: float
+    timeout: float
+    connect_timeout: float
+    keepalive: bool
+    clients: ClientProfile | None
+    slow_share: float | None
+    requests_given: Mapping[str, Any]
+    expect_body: str | None
+    insecure: bool
+    cacert: str | None
+    tls_resume: bool
+    procs: options.Procs
+    engine_cpus: list[int] | None
+    json: bool
+    no_progress: bool
+    hdr_out: str | None
+    slo: str | None
+    allow_remote: bool
+    metrics: MetricsOptions | None
+    cluster: ClusterOptions
+
+
+def load_options(args: argparse.Namespace) -> LoadOptions:
+    return LoadOptions(
+        urls=tuple(args.urls),
+        concurrency=args.concurrency,
+        requests=args.requests,
+        duration=args.duration,
+        rate=args.rate,
+        warmup=args.warmup,
+        timeout=args.timeout,
+        connect_timeout=args.connect_timeout,
+        keepalive=bool(args.keepalive),
+        clients=args.clients,
+        slow_share=args.slow_share,
+        requests_given={k: v for k, v in given(args).items() if k in REQUEST_FIELDS},
+        expect_body=args.expect_body,
+        insecure=bool(args.insecure),
+        cacert=args.cacert,
+        tls_resume=bool(args.tls_resume),
+        procs=args.procs,
+        engine_cpus=args.engine_cpus,
+        json=bool(args.json),
+        no_progress=bool(args.no_progress),
+        hdr_out=args.hdr_out,
+        slo=args.slo,
+        allow_remote=bool(args.allow_remote),
+        metrics=metrics_options(args),
+        cluster=cluster_options(args),
+    )
