@@ -29,29 +29,20 @@ def load(
     stacks_file: str | None,
     your_app: YourApp | None = None,
     settings: RaceSettings | None = None,
-    prog: str = "stackrace",
     *,
     check_trust: bool = True,
-) -> StackFile | None:
+) -> StackFile:
     """The stacks files' stacks, plus those made for this run: `SERVER[app]` for --app
     and one per --cmd (stackrace.stacks.userapp), ready on the first of the run's
-    requests; or None after one error line. `stacks_file`: --stacks-file (None: the
-    shipped file with the user's on top). `check_trust=False`: an untrusted
-    ./stacks.toml is read too (to be listed, never run: stacks.catalogue.load_stacks)."""
-    try:
-        stacks = load_stacks(stacks_file, check_trust=check_trust)
-    except ConfigError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return None
-    from stackrace.settings import scenario
+    requests. A file, an app or requests that cannot be used is a ConfigError, AppError
+    or ScenarioError (exit 2: said by cli.py, in one line naming the command).
+    `stacks_file`: --stacks-file (None: the shipped file with the user's on top).
+    `check_trust=False`: an untrusted ./stacks.toml is read too (to be listed, never
+    run: stacks.catalogue.load_stacks)."""
+    stacks = load_stacks(stacks_file, check_trust=check_trust)
     from stackrace.stacks import userapp
-    from stackrace.stacks.app_spec import AppError
 
-    try:
-        return userapp.with_run_stacks(stacks, your_app or _no_app(), settings)
-    except (AppError, scenario.ScenarioError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return None
+    return userapp.with_run_stacks(stacks, your_app or _no_app(), settings)
 
 
 def add_private_db_arguments(p: argparse.ArgumentParser, help: str) -> None:

@@ -39,13 +39,10 @@ def run(o: AppCommandOptions) -> int:
         from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir
 
         writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
-    from stackrace.metrics.exporter import MetricsError, open_exporter
+    from stackrace.metrics.exporter import open_exporter
 
-    try:  # bound before anything starts: a port in use is one line, not a broken screen
-        exporter = open_exporter(o.metrics, "stackrace")
-    except MetricsError as exc:
-        print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 2
+    # bound before anything starts: a port in use is one line, not a broken screen
+    exporter = open_exporter(o.metrics, "stackrace")
     try:
         return _run(o, exporter)
     finally:
@@ -74,14 +71,9 @@ def run_app(
     exporter: MetricsExporter | None = None,
 ) -> int:
     """Open the app and run it to its end; `exporter` (--metrics) follows its race."""
-    from stackrace.race.live.setup import AppSetupError
     from stackrace.tui.app import exit_status
 
-    try:
-        app = make_app(o, parts)
-    except AppSetupError as exc:
-        print(f"stackrace: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 2
+    app = make_app(o, parts)  # an AppSetupError is said by cli.py, before any screen
     _announce(o)
     from stackrace.race.core.runlocks import RunLock
 

@@ -45,14 +45,13 @@ from stackrace.commands._common import (
 from stackrace.commands.bench_args import BenchOptions, add_bench_arguments, bench_options
 from stackrace.commands.bench_output import tell
 from stackrace.commands.bench_plan import build_plan, capacity_plan, fail
-from stackrace.metrics.exporter import MetricsError, MetricsExporter, open_exporter
+from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
 from stackrace.race.bench.run import plan_placement, run_bench
 from stackrace.race.core.capacity_run import ResumeError
 from stackrace.race.core.journal import (
     CapacitySpec,
-    JournalError,
     JournalStart,
     Resumed,
     read_journal,
@@ -133,11 +132,7 @@ def _resume(o: BenchOptions) -> tuple[JournalStart, Resumed] | None:
         return None
     resume = o.guard.resume
     assert resume is not None  # called for --resume
-    try:
-        start, entries = read_journal(resume)
-    except JournalError as exc:
-        fail(str(exc))
-        return None
+    start, entries = read_journal(resume)
     if start.command != "bench":
         fail(
             f"{resume}: the journal of `stackrace {start.command}`: continue it with "
@@ -187,11 +182,7 @@ def run(o: BenchOptions) -> int:
         if o.race.preset:
             fail("--from and --preset both give the settings: give one of them")
             return 2
-        try:
-            rerun = read_run(o.race.from_run)
-        except ValueError as exc:
-            fail(str(exc))
-            return 2
+        rerun = read_run(o.race.from_run)
     built = build_plan(o.race, rerun)
     if built is None:
         return 2
@@ -207,11 +198,7 @@ def run(o: BenchOptions) -> int:
     preset = load_preset(o.race.preset) if o.race.preset else None
     baseline: BenchRun | None = None
     if o.baseline:
-        try:
-            baseline = read_run(o.baseline)
-        except ValueError as exc:
-            fail(str(exc))
-            return 2
+        baseline = read_run(o.baseline)
     notes: list[str] = []
     lock = runguard.claim_cores(
         "stackrace bench", o.guard.share_cores, notes, cluster=o.race.cluster.wanted
@@ -255,11 +242,7 @@ def _run_locked(
     resumed: Resumed | None,
     lock: runguard.runlocks.RunLock,
 ) -> int:
-    try:
-        metrics = open_exporter(o.metrics, "stackrace bench")
-    except MetricsError as exc:
-        fail(str(exc))
-        return 2
+    metrics = open_exporter(o.metrics, "stackrace bench")
     if metrics is not None:
         plan.on_core = metrics.follow_core
     # the cluster first: a refusal (no Ray, a node missing) is one line, before any

@@ -23,14 +23,12 @@ from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.core.capacity_run import CapacityPlan
 from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.presets import load_preset, preset_path
-from stackrace.race.core.urls import UrlError, check_paths, url_targets
+from stackrace.race.core.urls import check_paths, url_targets
 from stackrace.report.provenance import definition_changes, recorded_stacks
 from stackrace.report.schema import BenchRun
 from stackrace.settings.options import usable_cpus
 from stackrace.settings.race_settings import RaceSettings
-from stackrace.settings.scenario import ScenarioError
 from stackrace.stacks.catalogue import StackFile
-from stackrace.stacks.definition import ConfigError
 
 if TYPE_CHECKING:
     from stackrace.commands.bench_args import RaceOptions
@@ -59,11 +57,7 @@ def fail(message: str) -> None:
 def build_settings(o: RaceOptions, rerun: BenchRun | None = None) -> RaceSettings | None:
     base = rerun.settings.race_settings() if rerun is not None else RaceSettings()
     if o.preset:
-        try:
-            base = load_preset(o.preset).settings
-        except ConfigError as exc:
-            fail(str(exc))
-            return None
+        base = load_preset(o.preset).settings
     return with_given(base, o.given, app_given=bool(o.target.your_app.app))
 
 
@@ -103,11 +97,7 @@ def build_plan(
             fail(problem)
             return None
     if settings.own_requests:
-        try:
-            settings.request_kinds()  # read and checked before anything starts
-        except ScenarioError as exc:
-            fail(str(exc))
-            return None
+        settings.request_kinds()  # read and checked before anything starts
     preset_file = preset_path(o.preset) if o.preset else None
     if named_in is None:
         named_in = stacks_written_in(
@@ -130,13 +120,9 @@ def build_plan(
         chosen, settings.workload, "stackrace bench"
     ):
         return None
-    try:
-        t = o.target
-        urls = url_targets(t.urls, t.pids, t.allow_remote, [s.name for s in chosen])
-        check_paths(urls, settings.own_requests)
-    except UrlError as exc:
-        fail(str(exc))
-        return None
+    t = o.target
+    urls = url_targets(t.urls, t.pids, t.allow_remote, [s.name for s in chosen])
+    check_paths(urls, settings.own_requests)
     if urls and o.cluster.wanted:
         fail("--url and --cluster: a cluster run loads only the stacks it starts on its app node")
         return None
@@ -164,14 +150,10 @@ def _stacks(o: RaceOptions, rerun: BenchRun | None, settings: RaceSettings) -> S
         if refused:
             fail(f"{o.from_run} {refused}")
             return None
-    stacks = load(o.stacks_file, o.target.your_app, settings, "stackrace bench")
-    if stacks is None or rerun is None:
+    stacks = load(o.stacks_file, o.target.your_app, settings)
+    if rerun is None:
         return stacks
-    try:
-        recorded_stacks(rerun, str(o.from_run))  # a malformed record is an error, not ignored
-    except ConfigError as exc:
-        fail(str(exc))
-        return None
+    recorded_stacks(rerun, str(o.from_run))  # a malformed record is an error, not ignored
     runs, described = definition_changes(rerun, stacks)
     if runs and not o.accept_definition_changes:
         fail(

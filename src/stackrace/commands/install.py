@@ -104,8 +104,6 @@ def install_options(args: argparse.Namespace) -> InstallOptions:
 
 def run(o: InstallOptions) -> int:
     stacks = load(o.stacks_file, o.your_app)
-    if stacks is None:
-        return 2
     if o.into is not None:
         return install_into(o, stacks)
     if o.all == bool(o.names):
@@ -186,7 +184,7 @@ def install_into(o: InstallOptions, stacks: StackFile) -> int:
     """`install --into PYTHON SERVER…`: the app templates' pip packages, with that
     interpreter's own pip, then a check that each server imports there. Nothing goes
     into the environment stackrace runs in unless PYTHON is its interpreter."""
-    from stackrace.stacks.app_spec import AppError, choose_python
+    from stackrace.stacks.app_spec import choose_python
     from stackrace.stacks.availability import forget_importable, importable
     from stackrace.stacks.install import StepError, _run
     from stackrace.stacks.userapp import APP_TAG
@@ -198,11 +196,7 @@ def install_into(o: InstallOptions, stacks: StackFile) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        python = choose_python(o.into)
-    except AppError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
+    python = choose_python(o.into)
     problem = python_problem(python)
     if problem:
         print(f"{prog}: --into {o.into}: {problem}", file=sys.stderr)

@@ -64,7 +64,7 @@ from stackrace.engine.model import (
 )
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.tls import TlsConfigError, check_cacert
-from stackrace.metrics.exporter import MetricsError, MetricsExporter, open_exporter
+from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.core.core import RaceCore
 from stackrace.race.load.driver import LoadPlan, LoadRun, Phase, drive, member
 from stackrace.report.load import HostCount, LoadFacts, failed_lines, load_result
@@ -258,11 +258,7 @@ def _run(o: LoadOptions) -> int:
         return 2
     if load.cpus and not o.cluster.wanted:
         keep_off(load.cpus)  # the engines' cores are theirs: the driver's reports wait elsewhere
-    try:
-        metrics = open_exporter(o.metrics, "stackrace load")
-    except MetricsError as exc:
-        print(f"stackrace load: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 2
+    metrics = open_exporter(o.metrics, "stackrace load")
     cluster = None
     if o.cluster.wanted:  # --cluster: the engine processes run on the load nodes
         cluster = connect(o.cluster, "stackrace load")

@@ -80,18 +80,14 @@ def replay_options(args: argparse.Namespace) -> ReplayOptions:
 
 def run(o: ReplayOptions) -> int:
     from stackrace.race.live.replay import SPEEDS, ReplayPlayer
-    from stackrace.race.playback.recording import RecordingError, load_recording
+    from stackrace.race.playback.recording import load_recording
     from stackrace.report.write import check_output_paths
 
     problem = check_output_paths({"--html": o.html_out})
     if problem:  # before the file is read: a long recording is not played for nothing
         print(f"stackrace replay: {problem}", file=sys.stderr)
         return 2
-    try:
-        recording = load_recording(o.file)
-    except RecordingError as exc:
-        print(f"stackrace replay: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 2
+    recording = load_recording(o.file)
     if not recording.members:
         print(
             f"stackrace replay: {printable.terminal(str(o.file))}: no stacks were recorded",

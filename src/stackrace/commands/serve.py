@@ -75,9 +75,7 @@ def serve_options(args: argparse.Namespace) -> ServeOptions:
 
 
 def run(o: ServeOptions) -> int:
-    stacks = load(o.stacks_file, o.your_app, prog="stackrace serve")
-    if stacks is None:
-        return 2
+    stacks = load(o.stacks_file, o.your_app)
     names = list(o.names)
     if not names:
         from stackrace.stacks.userapp import default_app_stacks, generated_names
@@ -88,7 +86,7 @@ def run(o: ServeOptions) -> int:
     if not names:
         print("stackrace serve: name the stacks (or give --app)", file=sys.stderr)
         return 2
-    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE, prog="stackrace serve")
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     if chosen is None:
         return 2
     announce(stacks, "stackrace serve")

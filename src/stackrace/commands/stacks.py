@@ -86,8 +86,6 @@ def run(o: StacksOptions) -> int:
     if o.trust:
         return _trust(o.trust)
     stacks = load(o.stacks_file, o.your_app, check_trust=False)
-    if stacks is None:
-        return 2
     # on stderr with --json or in a pipe, so that stdout stays one JSON document or rows
     out = sys.stderr if o.json or not on_terminal() else None
     for line in announcement(stacks):  # every file read, lowest first

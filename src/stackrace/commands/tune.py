@@ -78,7 +78,7 @@ from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.race.bench.tune_result import tune_result
 from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_tune
 from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
-from stackrace.race.core.journal import Entry, JournalError, JournalStart, TuneSpec, read_journal
+from stackrace.race.core.journal import Entry, JournalStart, TuneSpec, read_journal
 from stackrace.race.core.tune_search import Space, TunePlan, TuneSearch
 from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
@@ -203,11 +203,7 @@ def _resumed(o: TuneOptions) -> tuple[JournalStart, list[Entry]] | None:
         )
         return None
     resume = str(o.guard.resume)
-    try:
-        start, entries = read_journal(resume)
-    except JournalError as exc:
-        _fail(str(exc))
-        return None
+    start, entries = read_journal(resume)
     if start.command != "tune" or start.tune is None:
         _fail(
             f"{resume}: the journal of `stackrace {start.command}`: continue it with "
@@ -233,10 +229,7 @@ def run(o: TuneOptions) -> int:
     if problem:
         return _fail(problem)
     if o.race.from_run:
-        try:
-            result = read_run(o.race.from_run)
-        except ValueError as exc:
-            return _fail(str(exc))
+        result = read_run(o.race.from_run)
         if result.tune is None and not any(st.capacity for st in result.stacks):
             return _fail(f"{o.race.from_run}: not a tune or capacity run (no capacity in it)")
         return show(result)
@@ -267,9 +260,7 @@ def run(o: TuneOptions) -> int:
     elif urls:
         servers, space = [], Space({})
     else:
-        stacks = load(o.race.stacks_file, o.race.target.your_app, None, PROG)
-        if stacks is None:
-            return 2
+        stacks = load(o.race.stacks_file, o.race.target.your_app, None)
         found = servers_to_tune(o.named, stacks)  # (named on the command line)
         if isinstance(found, str):
             return _fail(found)

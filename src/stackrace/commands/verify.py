@@ -115,8 +115,6 @@ def run(o: VerifyOptions) -> int:
     if o.your_app.app or o.your_app.cmds:
         return _run_own(o)
     stacks = load(o.stacks_file, o.your_app)
-    if stacks is None:
-        return 2
     chosen = resolve_all(
         o.names or trusted_names(stacks, "stackrace verify"),
         stacks,
@@ -246,20 +244,13 @@ def _run_own(o: VerifyOptions) -> int:
     import msgspec
 
     from stackrace.settings.race_settings import RaceSettings, merge
-    from stackrace.settings.scenario import ScenarioError
     from stackrace.stacks.userapp import default_app_stacks, generated_names
 
     settings = merge(RaceSettings(), dict(o.given))  # given: by field name
     if not settings.own_requests:
         settings = msgspec.structs.replace(settings, paths=["/"])
-    try:
-        kinds = settings.request_kinds() or []
-    except ScenarioError as exc:
-        print(f"stackrace verify: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 2
-    stacks = load(o.stacks_file, o.your_app, settings, "stackrace verify")
-    if stacks is None:
-        return 2
+    kinds = settings.request_kinds() or []
+    stacks = load(o.stacks_file, o.your_app, settings)
     names = o.names or (
         generated_names(stacks)
         if o.include_unavailable
