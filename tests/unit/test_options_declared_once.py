@@ -42,12 +42,16 @@ DIFFERENT: dict[str, int] = {
     # bench runs a saved run again; tune renders a saved tune
     "--from": 2,
 }
-# `load` declares the race settings it shares with bench again, with its own defaults
-# (no warm-up, a timeout said), dests (--insecure) and words: to be read from the one
-# settings declaration with load's defaults (issue 50), then removed from here
+# `load` declares these race settings again, each as another option than the setting:
+# --rate is one target's rate (positive_rate: no per-stack ceiling), --no-keepalive and
+# -k/--insecure are one-way switches (no --keepalive, no --tls-verify) with dests of their
+# own, --cacert is checked as a file by load itself, --clients and --slow-share parse to
+# the engine's ClientProfile and share, --tls-resume is a switch without its negation.
+# Each is to be read from the one settings declaration with load's words (issue 50);
+# `test_loads_own_settings_are_loads_alone` keeps the list from spreading
 LOAD_OWN_SETTINGS = (
-    "--cacert", "--clients", "--duration", "--insecure", "--no-keepalive", "--rate",
-    "--requests", "--slow-share", "--timeout", "--tls-resume", "--warmup",
+    "--cacert", "--clients", "--insecure", "--no-keepalive", "--rate", "--slow-share",
+    "--tls-resume",
 )  # fmt: skip
 
 

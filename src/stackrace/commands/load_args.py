@@ -78,21 +78,14 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
         "-c", "--concurrency", type=options.positive_int, default=10, metavar="N",
         help="connections (default 10)",
     )  # fmt: skip
-    how.add_argument(
-        "-n", "--requests", type=options.positive_int, default=None, metavar="N",
-        help="send exactly N requests, each answered or failed, then stop (as ab -n and "
-        "hey -n; closed loop); with -d as well, whichever ends first",
-    )  # fmt: skip
-    # duration, warm-up and timeout are the race settings' (settings/race_settings.py): the same
-    # parser and meaning, and the same defaults but for the warm-up's (LOAD_WARMUP)
+    # requests, duration, warm-up and timeout are the race settings' (settings/
+    # race_settings.py), declared there once: the same parser and meaning, ab's and wrk's
+    # short flags, and the same defaults but for the warm-up's (LOAD_WARMUP)
     settings, race = options_of(), RaceSettings()
-    duration, warmup, timeout = (settings[k].parse for k in ("duration", "warmup", "timeout"))
-    assert duration and warmup and timeout  # each has a parser (settings/race_settings.py)
-    how.add_argument(
-        "-d", "--duration", type=duration, default=None, metavar="DURATION",
-        help=f"how long to load, e.g. 500ms, 10s, 2m (default {race.duration:g}s; -z DURATION "
-        "too, as in hey and oha)",
-    )  # fmt: skip
+    duration = settings["duration"].parse
+    assert duration  # it has a parser (settings/race_settings.py)
+    add_options(how, only=("requests",), helps=LOAD_HELP, shorts={"requests": "-n"})
+    add_options(how, only=("duration",), helps=LOAD_HELP, shorts={"duration": "-d"})
     # hey's and oha's name for it; said in -d's help rather than in the usage line
     how.add_argument("-z", dest="duration", type=duration, help=argparse.SUPPRESS)
     how.add_argument(
@@ -102,14 +95,9 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
         "process (--procs) (default: closed loop, each connection sends its next request "
         "when the last one is answered)",
     )  # fmt: skip
-    how.add_argument(
-        "--warmup", type=warmup, default=LOAD_WARMUP, metavar="DURATION",
-        help=f"load this long first, not counted (default {LOAD_WARMUP:g}s)",
-    )  # fmt: skip
-    how.add_argument(
-        "--timeout", type=timeout, default=race.timeout, metavar="DURATION",
-        help=f"{settings['timeout'].help} (default {race.timeout:g}s)",
-    )  # fmt: skip
+    load_defaults = {"warmup": LOAD_WARMUP, "timeout": race.timeout}
+    add_options(how, only=("warmup",), helps=LOAD_HELP, defaults=load_defaults)
+    add_options(how, only=("timeout",), defaults=load_defaults)
     how.add_argument(
         "--connect-timeout", type=options.timeout_duration, default="5s", metavar="DURATION",
         help="a connect that takes longer fails (default 5s)",
@@ -164,6 +152,16 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
         where, "allow a URL that is not on this machine (default: loopback only)"
     )
     add_cluster_arguments(p)
+
+
+# the settings' help in load's words: one target, no levels
+LOAD_HELP = {
+    "requests": "send exactly N requests, each answered or failed, then stop (as ab -n and "
+    "hey -n; closed loop); with -d as well, whichever ends first",
+    "duration": f"how long to load, e.g. 500ms, 10s, 2m (default {RaceSettings().duration:g}s; "
+    "-z DURATION too, as in hey and oha)",
+    "warmup": f"load this long first, not counted (default {LOAD_WARMUP:g}s)",
+}
 
 
 # the request options' help, in load's words (a URL's path is what --path would be)

@@ -28,17 +28,21 @@ def add_options(
     skip: tuple[str, ...] = (),
     only: tuple[str, ...] | None = None,
     helps: dict[str, str] | None = None,
+    defaults: dict[str, Any] | None = None,
+    shorts: dict[str, str] | None = None,
 ) -> None:
     """Add every setting (or `only` these) as an option; unset options stay None (so
     presets can fill in), and each help says the setting's default. `helps`: a
     command's own words for a setting, by field (what --slo does in `load` is not what
-    it does in bench)."""
-    defaults = RaceSettings()
+    it does in bench); `defaults`: a command's own default, by field, where it has no
+    preset to fill in (`load`'s warm-up); `shorts`: a command's short flag for a
+    setting (`load -n`, `-d`, as ab and wrk name them)."""
+    declared = RaceSettings()
     for name, o in options().items():
         if name in skip or (only is not None and name not in only):
             continue
         text = (helps or {}).get(name, o.help)
-        value = getattr(defaults, name)
+        value = getattr(declared, name)
         if o.negate:
             group = parser.add_mutually_exclusive_group()
             on = f"{text} (the default)" if value else text
@@ -46,11 +50,12 @@ def add_options(
             group.add_argument(o.flag, dest=name, action="store_true", default=None, help=on)
             group.add_argument(o.negate, dest=name, action="store_false", default=None, help=off)
             continue
-        flags = [o.short, o.flag] if o.short else [o.flag]
+        short = (shorts or {}).get(name, o.short)
+        flags = [short, o.flag] if short else [o.flag]
         parser.add_argument(
             *flags,
             dest=name,
-            default=None,
+            default=(defaults or {}).get(name),
             metavar=o.metavar,
             # our parsers raise ValueError with the reason: OneLineArgumentParser shows it
             type=o.parse or str,  # str: the text as given (argparse's default)
