@@ -205,9 +205,9 @@ def _main(argv: list[str] | None) -> int:
         return app.run(app_command_options(args))
     # each command reads the parsed line into its own frozen options struct, and runs on
     # that alone (commands/*: `read_options`): nothing past it knows argparse
-    read = getattr(args, "read_options", None)
+    options = args.read_options(args)
     try:
-        rc = args.func(read(args) if read is not None else args)
+        rc = args.func(options)
     except KeyboardInterrupt:
         # Ctrl-C in a blocking step (a database start, an install): the usual exit
         # status, not a traceback; commands that handle it themselves never get here

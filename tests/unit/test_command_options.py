@@ -5,6 +5,7 @@ settings: new structs, never the parsed Namespace changed in place)."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 import pytest
@@ -55,3 +56,13 @@ def test_tune_offers_only_its_own_files_and_measures_probes_its_way():
     }  # fmt: skip
     assert "stacks" not in probe_settings(o.race.given, [])  # a server by URL: no stack
     assert "isolation" not in o.race.given  # what was given is left as given
+
+
+@pytest.mark.parametrize("name", [n for n, _, _ in cli.COMMANDS])
+def test_every_command_reads_its_line_into_options(name: str):
+    """cli.py hands each command the struct its `read_options` builds, never the parse."""
+    parser = cli.build_parser(only=name)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    defaults = sub.choices[name]._defaults
+    assert callable(defaults.get("read_options")) and callable(defaults.get("func")), name
+    assert defaults["read_options"].__name__.endswith("_options")
