@@ -195,7 +195,7 @@ def _resumed(o: TuneOptions) -> tuple[JournalStart, list[Entry]] | None:
         or o.budget
         or o.precision
         or o.workers
-        or (o.threads)
+        or o.threads
     ):
         _fail(
             "--resume continues a tune with the journal's stacks, settings and space: "
