@@ -55,7 +55,7 @@ from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.cluster.options import connect
 from stackrace.commands.load_args import LoadOptions, add_load_arguments, load_options
 from stackrace.commands.parser import note
-from stackrace.engine.client import Engine, EngineError
+from stackrace.engine.client import Engine
 from stackrace.engine.clients import ClientProfile
 from stackrace.engine.model import (
     EngineSettings,
@@ -266,12 +266,9 @@ def _run(o: LoadOptions) -> int:
             if metrics is not None:
                 metrics.close()
             return 2
-    try:
+    try:  # an EngineError (exit 1) is said by cli.py, after the cluster and --metrics close
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             return runner.run(_load(load, cluster, metrics))
-    except EngineError as exc:
-        print(f"stackrace load: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 1
     finally:
         if cluster is not None:
             cluster.close()
