@@ -94,10 +94,9 @@ def resolve_all(
     source: str | None = None,
     *,
     named_in: str,
-    prog: str = "stackrace",
-) -> list[Stack] | None:
-    """Resolve stack names and variants; print one error line and return None on the
-    first bad one. Errors name `source`, by default the file the stacks came from;
+) -> list[Stack]:
+    """Resolve stack names and variants; a ConfigError (exit 2, one line) on the first
+    bad one. Errors name `source`, by default the file the stacks came from;
     `named_in`: where the names were written (options.COMMAND_LINE, or the preset or run
     file they came from: a file may not name an executable, see stacks.variants.resolve).
 
@@ -108,18 +107,12 @@ def resolve_all(
     out: list[Stack] = []
     for ref in names:
         for part in split_stacks(ref):
-            try:
-                stack = resolve(part, stacks, source, named_in=named_in)
-            except ConfigError as exc:
-                print(f"{prog}: {exc}", file=sys.stderr)
-                return None
+            stack = resolve(part, stacks, source, named_in=named_in)
             if any(s.name == stack.name for s in out):
-                print(
-                    f"{prog}: stack '{stack.name}' is named twice; name each stack once "
-                    "(variants such as NAME:workers=4 count as different stacks)",
-                    file=sys.stderr,
+                raise ConfigError(
+                    f"stack '{stack.name}' is named twice; name each stack once "
+                    "(variants such as NAME:workers=4 count as different stacks)"
                 )
-                return None
             out.append(stack)
     return out
 

@@ -104,12 +104,10 @@ def build_plan(
             o.given, preset_file, o.from_run if rerun is not None else None
         )
     chosen = (
-        resolve_all([",".join(settings.stacks)], stacks, named_in=named_in, prog="stackrace bench")
+        resolve_all([",".join(settings.stacks)], stacks, named_in=named_in)
         if settings.stacks
         else []
     )
-    if chosen is None:
-        return None
     from stackrace.stacks.userapp import missing_servers
 
     missing = missing_servers(settings.stacks, stacks)

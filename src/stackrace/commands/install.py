@@ -113,10 +113,7 @@ def run(o: InstallOptions) -> int:
         trusted_names(stacks, "stackrace install") if o.all else list(o.names),
         stacks,
         named_in=COMMAND_LINE,
-        prog="stackrace install",
     )
-    if chosen is None:
-        return 2
     announce(stacks, "stackrace install")
     t0 = time.monotonic()
     print(f"stackrace install: checking {len(chosen)} stack{'s' * (len(chosen) != 1)}")

@@ -87,8 +87,6 @@ def run(o: ServeOptions) -> int:
         print("stackrace serve: name the stacks (or give --app)", file=sys.stderr)
         return 2
     chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
-    if chosen is None:
-        return 2
     announce(stacks, "stackrace serve")
     db = None
     env: dict[str, str] = {}

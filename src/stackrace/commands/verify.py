@@ -119,10 +119,7 @@ def run(o: VerifyOptions) -> int:
         o.names or trusted_names(stacks, "stackrace verify"),
         stacks,
         named_in=COMMAND_LINE,
-        prog="stackrace verify",
     )
-    if chosen is None:
-        return 2
     announce(stacks, "stackrace verify")
     db = None
     env: dict[str, str] = {}
@@ -257,9 +254,7 @@ def _run_own(o: VerifyOptions) -> int:
         else [*default_app_stacks(stacks)[0], *default_app_stacks(stacks)[1]]
         + [n for n in generated_names(stacks) if "[app]" not in n]
     )
-    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE, prog="stackrace verify")
-    if chosen is None:
-        return 2
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     announce(stacks, "stackrace verify")
     return asyncio.run(_verify_own(chosen, kinds, explicit=bool(o.names)))
 
