@@ -41,8 +41,9 @@ FOUR = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 
 def app_for(argv: list[str]) -> StackraceApp:
     """The app for a command line, as `stackrace ARGV` opens it (commands.app.make_app)."""
-    args = build_parser().parse_args(argv)
-    args.argv = argv
+    parser = build_parser()
+    parser.set_defaults(argv=list(argv))  # as cli.py does: the line, for a crash log
+    args = parser.parse_args(argv)
     return make_app(app_options(args))
 
 

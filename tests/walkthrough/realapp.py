@@ -34,8 +34,9 @@ async def real_app(
     saved = os.environ.get(MARK)
     os.environ[MARK] = mark
     try:
-        args = build_parser().parse_args(argv)
-        args.argv = list(argv)
+        parser = build_parser()
+        parser.set_defaults(argv=list(argv))  # as cli.py does: the line, for a crash log
+        args = parser.parse_args(argv)
         app = make_app(app_options(args))
         if screenshots is not None:
             app.screenshot_dir = screenshots
