@@ -5,10 +5,11 @@ another default, a type that parses another way), and a reader cannot tell which
 a command has.
 
 Found by building the whole parser (`stackrace.cli.build_parser`, every subcommand)
-while recording where each `add_argument` call is made: a flag added from two places in
-the source is declared twice. A flag that names different options in different commands
-(`--json` to a file in bench, to stdout in `db status`) is listed in `DIFFERENT` with how
-many different options carry it and why.
+while recording which function makes each `add_argument` call: a flag added by two
+functions is declared twice (one function may add it two ways, as the settings'
+declaration adds a switch with its negation or one way alone). A flag that names
+different options in different commands (`--json` to a file in bench, to stdout in `db
+status`) is listed in `DIFFERENT` with how many different options carry it and why.
 """
 
 from __future__ import annotations
@@ -43,21 +44,18 @@ DIFFERENT: dict[str, int] = {
     "--from": 2,
 }
 # `load` declares these race settings again, each as another option than the setting:
-# --rate is one target's rate (positive_rate: no per-stack ceiling), --no-keepalive and
-# -k/--insecure are one-way switches (no --keepalive, no --tls-verify) with dests of their
-# own, --cacert is checked as a file by load itself, --clients and --slow-share parse to
-# the engine's ClientProfile and share, --tls-resume is a switch without its negation.
-# Each is to be read from the one settings declaration with load's words (issue 50);
-# `test_loads_own_settings_are_loads_alone` keeps the list from spreading
-LOAD_OWN_SETTINGS = (
-    "--cacert", "--clients", "--insecure", "--no-keepalive", "--rate", "--slow-share",
-    "--tls-resume",
-)  # fmt: skip
+# --rate is one target's rate (positive_rate: no per-stack ceiling), --cacert is checked
+# as a file by load itself (its message, after the parse), --clients and --slow-share
+# parse to the engine's ClientProfile and share. Each is to be read from the one settings
+# declaration with load's parser (issue 50); `test_loads_own_settings_are_loads_alone`
+# keeps the list from spreading
+LOAD_OWN_SETTINGS = ("--cacert", "--clients", "--rate", "--slow-share")
 
 
 @contextmanager
 def _declarations() -> Iterator[dict[str, set[tuple[str, int]]]]:
-    """Every option flag added while inside, with the source lines that added it."""
+    """Every option flag added while inside, with the functions that added it (their
+    file and first line)."""
     sites: dict[str, set[tuple[str, int]]] = defaultdict(set)
     add = argparse._ActionsContainer.add_argument
 
@@ -65,7 +63,8 @@ def _declarations() -> Iterator[dict[str, set[tuple[str, int]]]]:
         caller = sys._getframe(1)
         for flag in flags:
             if isinstance(flag, str) and flag.startswith("-"):
-                sites[flag].add((caller.f_code.co_filename, caller.f_lineno))
+                code = caller.f_code  # the declaring function, wherever in it
+                sites[flag].add((code.co_filename, code.co_firstlineno))
         return add(self, *flags, **kwargs)
 
     argparse._ActionsContainer.add_argument = recording  # type: ignore[method-assign]
@@ -98,11 +97,19 @@ def test_every_flag_is_declared_once():
 def test_a_flag_added_in_two_places_is_found():
     with _declarations() as sites:
         one, two = argparse.ArgumentParser(), argparse.ArgumentParser()
-        one.add_argument("--same", help="one")
-        two.add_argument("--same", help="the other")
+        add_same_here(one)
+        add_same_there(two)
         for p in (one, two):
             add_once(p)
     assert list(declared_twice(sites)) == ["--same"]
+
+
+def add_same_here(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--same", help="one")
+
+
+def add_same_there(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--same", help="the other")
 
 
 def add_once(p: argparse.ArgumentParser) -> None:

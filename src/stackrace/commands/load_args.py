@@ -102,11 +102,7 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
         "--connect-timeout", type=options.timeout_duration, default="5s", metavar="DURATION",
         help="a connect that takes longer fails (default 5s)",
     )  # fmt: skip
-    how.add_argument(
-        "--no-keepalive", dest="keepalive", action="store_false",
-        help="every request on a new connection (Connection: close), as ab without -k "
-        "(default: keep connections open)",
-    )  # fmt: skip
+    add_options(how, only=("keepalive",), helps=LOAD_HELP, one_way={"keepalive": False})
     how.add_argument(
         "--clients", type=client_profile, default=None, metavar="PROFILE",
         help="slow clients: 'slow', 'mobile', 'wan', or NAME:upload=20ms,read=64KB/s (each "
@@ -161,6 +157,12 @@ LOAD_HELP = {
     "duration": f"how long to load, e.g. 500ms, 10s, 2m (default {RaceSettings().duration:g}s; "
     "-z DURATION too, as in hey and oha)",
     "warmup": f"load this long first, not counted (default {LOAD_WARMUP:g}s)",
+    "keepalive": "every request on a new connection (Connection: close), as ab without -k "
+    "(default: keep connections open)",
+    "tls_verify": "do not check the server's certificate or name, as curl -k (default: check "
+    "them against the system's CAs)",
+    "tls_resume": "offer the last TLS session when connecting, so the server can resume it "
+    "(default: a full handshake on every connection, as distinct clients make)",
 }
 
 
@@ -194,21 +196,16 @@ def slow_share(text: str) -> float:
 def add_tls_arguments(p: argparse.ArgumentParser) -> None:
     """--insecure, --cacert and --tls-resume (https:// URLs)."""
     tls = p.add_argument_group("https")
-    tls.add_argument(
-        "-k", "--insecure", action="store_true",
-        help="do not check the server's certificate or name, as curl -k (default: check "
-        "them against the system's CAs)",
+    add_options(
+        tls, only=("tls_verify",), helps=LOAD_HELP, shorts={"tls_verify": "-k"},
+        one_way={"tls_verify": False},
     )  # fmt: skip
     tls.add_argument(
         "--cacert", default=None, metavar="FILE",
         help="trust the certificates in this PEM file instead of the system's (a "
         "self-signed server's own certificate)",
     )  # fmt: skip
-    tls.add_argument(
-        "--tls-resume", action="store_true",
-        help="offer the last TLS session when connecting, so the server can resume it "
-        "(default: a full handshake on every connection, as distinct clients make)",
-    )  # fmt: skip
+    add_options(tls, only=("tls_resume",), helps=LOAD_HELP, one_way={"tls_resume": True})
 
 
 @dataclass(frozen=True)
@@ -258,7 +255,7 @@ def load_options(args: argparse.Namespace) -> LoadOptions:
         slow_share=args.slow_share,
         requests_given={k: v for k, v in given(args).items() if k in REQUEST_FIELDS},
         expect_body=args.expect_body,
-        insecure=bool(args.insecure),
+        insecure=not args.tls_verify,
         cacert=args.cacert,
         tls_resume=bool(args.tls_resume),
         procs=args.procs,

@@ -30,19 +30,34 @@ def add_options(
     helps: dict[str, str] | None = None,
     defaults: dict[str, Any] | None = None,
     shorts: dict[str, str] | None = None,
+    one_way: dict[str, bool] | None = None,
 ) -> None:
     """Add every setting (or `only` these) as an option; unset options stay None (so
     presets can fill in), and each help says the setting's default. `helps`: a
     command's own words for a setting, by field (what --slo does in `load` is not what
     it does in bench); `defaults`: a command's own default, by field, where it has no
     preset to fill in (`load`'s warm-up); `shorts`: a command's short flag for a
-    setting (`load -n`, `-d`, as ab and wrk name them)."""
+    setting (`load -n`, `-d`, as ab and wrk name them); `one_way`: a switch a command
+    offers one way only, by field, True for its flag and False for its negation (`load
+    --no-keepalive`, `-k/--insecure`: wrk's and curl's, their other way the default)."""
     declared = RaceSettings()
     for name, o in options().items():
         if name in skip or (only is not None and name not in only):
             continue
         text = (helps or {}).get(name, o.help)
         value = getattr(declared, name)
+        way = (one_way or {}).get(name)
+        if o.negate and way is not None:
+            short = (shorts or {}).get(name)
+            one = o.flag if way else o.negate
+            parser.add_argument(
+                *((short, one) if short else (one,)),
+                dest=name,
+                action="store_true" if way else "store_false",
+                default=(defaults or {}).get(name, value),
+                help=text if name in (helps or {}) else (o.help if way else o.negate_help),
+            )
+            continue
         if o.negate:
             group = parser.add_mutually_exclusive_group()
             on = f"{text} (the default)" if value else text
