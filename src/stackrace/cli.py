@@ -204,18 +204,24 @@ def _main(argv: list[str] | None) -> int:
 
         early.start()
     parser = build_parser(only=APP if first is None else first)
+    # the line as given, a default of the parse (`web` passes the app's options on to
+    # each page; a crash log names it)
+    parser.set_defaults(argv=list(argv))
     args = parser.parse_args(argv)
-    args.argv = list(argv)  # as given: `web` passes the app's options on to each page
     if args.no_tunable_limits:
         from stackrace.stacks.ceilings import lift_limits
 
         lift_limits()
     if args.command is None:
         from stackrace.commands import app
+        from stackrace.commands.app_args import app_command_options
 
-        return app.run(args)
+        return app.run(app_command_options(args))
+    # each command reads the parsed line into its own frozen options struct, and runs on
+    # that alone (commands/*: `read_options`): nothing past it knows argparse
+    options = args.read_options(args)
     try:
-        rc = args.func(args)
+        rc = args.func(options)
     except KeyboardInterrupt:
         # Ctrl-C in a blocking step (a database start, an install): the usual exit
         # status, not a traceback; commands that handle it themselves never get here

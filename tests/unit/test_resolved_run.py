@@ -43,19 +43,21 @@ def test_one_app_start_up_reads_the_catalogue_once(
 
     monkeypatch.setattr(StackraceApp, "run", opened)
     args = build_parser(only=APP).parse_args(["--stacks", "uvicorn,gunicorn-sync"])
-    args.argv = []
-    assert app.run(args) == 0
+    from stackrace.commands.app_args import app_command_options
+
+    assert app.run(app_command_options(args)) == 0
     assert len(made) == 1
     assert len(reads) == 1, reads
 
 
 def test_one_bench_plan_reads_the_catalogue_once(reads: list[str]) -> None:
+    from stackrace.commands.bench_args import race_options
     from stackrace.commands.bench_plan import build_plan
 
     args = build_parser(only="bench").parse_args(
         ["bench", "--stacks", "uvicorn,gunicorn-sync", "--concurrency", "1,5"]
     )
-    built = build_plan(args, None)
+    built = build_plan(race_options(args), None)
     assert built is not None
     assert len(reads) == 1, reads
 

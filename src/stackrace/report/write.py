@@ -15,6 +15,7 @@ from pathlib import Path
 
 from stackrace.base import inputfile, printable
 from stackrace.base.atomicfile import write_atomic
+from stackrace.base.errors import StackraceError
 from stackrace.report.schema import RUN_FILE_LIMIT, BenchRun, dumps, loads
 from stackrace.report.series import StackSeries
 
@@ -207,15 +208,21 @@ def _try_open(path: Path) -> str | None:
     return None
 
 
+class RunFileError(StackraceError, ValueError):
+    """A run file that cannot be read; the message starts with the file name."""
+
+    exit_code = 2  # input that cannot be used: refused before anything starts
+
+
 def read_run(path: str) -> BenchRun:
     """A saved run; every problem (missing, unreadable, truncated, not a run, another
-    schema version) is a ValueError whose message starts with the file name."""
+    schema version) is a RunFileError whose message starts with the file name."""
     try:
         data = inputfile.read_bytes(path, limit=RUN_FILE_LIMIT)
     except inputfile.InputFileError as exc:
-        raise ValueError(str(exc)) from None
+        raise RunFileError(str(exc)) from None
     try:
         return loads(data, path)
     except ValueError as exc:
         text = str(exc)
-        raise ValueError(text if text.startswith(path) else f"{path}: {text}") from None
+        raise RunFileError(text if text.startswith(path) else f"{path}: {text}") from None

@@ -41,6 +41,8 @@ _NAME = re.compile(r"^[A-Za-z0-9\[][A-Za-z0-9._:@+\[\]-]{0,59}$")
 class UrlError(StackraceError, ValueError):
     """A --url or --pid that cannot be raced; the message names the option."""
 
+    exit_code = 2  # input that cannot be used: refused before anything starts
+
 
 @dataclass(frozen=True)
 class UrlTarget:
