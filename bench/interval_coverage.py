@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -84,7 +85,9 @@ def tune(stacks: Path, out: Path, budget: str) -> dict[str, dict]:
 
 
 def condition(label: str, runs: int, budget: str, stacks: Path, tmp: Path) -> tuple[int, int]:
-    """Hits and checks over `runs` tunes in a row."""
+    """Hits and checks over `runs` tunes in a row (the load average before and after:
+    other people's work on the box is part of the conditions, and is said)."""
+    print(f"{label}: load average {os.getloadavg()[0]:.1f} at the start", flush=True)
     hits = checks = single = 0
     before: dict[str, dict] | None = None
     for k in range(runs):
@@ -109,7 +112,7 @@ def condition(label: str, runs: int, budget: str, stacks: Path, tmp: Path) -> tu
     print(
         f"{label}: the next run's figure inside the printed 90 % interval {hits} of "
         f"{checks} times ({100 * hits / max(1, checks):.0f} %); {single} figures of one "
-        "round had no interval",
+        f"round had no interval; load average {os.getloadavg()[0]:.1f} at the end",
         flush=True,
     )
     return hits, checks

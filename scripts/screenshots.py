@@ -29,6 +29,7 @@ from textual.widgets import DataTable  # noqa: E402
 
 from stackrace.cli import build_parser  # noqa: E402
 from stackrace.commands.app import make_app  # noqa: E402
+from stackrace.commands.app_args import app_options  # noqa: E402
 from stackrace.tui.app import StackraceApp  # noqa: E402
 from stackrace.tui.dialogs import SummaryScreen  # noqa: E402
 from stackrace.tui.slider import ConcurrencySlider  # noqa: E402
@@ -40,9 +41,10 @@ FOUR = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 
 def app_for(argv: list[str]) -> StackraceApp:
     """The app for a command line, as `stackrace ARGV` opens it (commands.app.make_app)."""
-    args = build_parser().parse_args(argv)
-    args.argv = argv
-    return make_app(args)
+    parser = build_parser()
+    parser.set_defaults(argv=list(argv))  # as cli.py does: the line, for a crash log
+    args = parser.parse_args(argv)
+    return make_app(app_options(args))
 
 
 async def picker() -> None:
@@ -136,10 +138,26 @@ async def html_report() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "r.html"
         subprocess.run(
-            [sys.executable, "-m", "stackrace", "bench", "--stacks", "gunicorn-sync,uvicorn",
-             "--workload", "io", "--concurrency", "10,100,500", "--duration", "10s",
-             "--no-progress", "--html", str(page)],
-            check=False, cwd=ROOT, stdout=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "stackrace",
+                "bench",
+                "--stacks",
+                "gunicorn-sync,uvicorn",
+                "--workload",
+                "io",
+                "--concurrency",
+                "10,100,500",
+                "--duration",
+                "10s",
+                "--no-progress",
+                "--html",
+                str(page),
+            ],
+            check=False,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
         )  # fmt: skip (exit 1: a stack broke, as gunicorn sync does)
         if not page.exists():
             raise SystemExit("html_report: bench wrote no page (its error is above)")

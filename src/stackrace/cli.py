@@ -55,7 +55,15 @@ COMMANDS: list[tuple[str, str, str]] = [
 ]
 
 
+# build_parser(only=APP): the app's options and each command's name, no command's module
+APP = ""
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command's options (`only=None`: completion, the
+    help tests), one command's (`only=NAME`), or the app's alone (`only=APP`). A command
+    not asked for is a name and its help line: its module (and what it imports) is never
+    imported, which keeps `stackrace --help` and `stackrace load` fast to start."""
     # one-line usage errors ("stackrace load: argument --rate: must be ..."), for every
     # subcommand too: add_parser() makes subparsers of the same class
     parser = OneLineArgumentParser(
@@ -82,7 +90,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="allow workers and threads above this machine's ceilings (from its cores "
         "and memory; see `stackrace stacks`)",
     )
-    if only is None:
+    if not only:
+        # only for the app, or every command: not imported for a command's own line
         from stackrace.commands.app_args import add_app_arguments
         from stackrace.commands.cluster_args import add_cluster_arguments
 
@@ -189,19 +198,30 @@ def _main(argv: list[str] | None) -> int:
         print(f"stackrace {__version__}")
         return 0
     first = next((a for a in argv if a in {n for n, _, _ in COMMANDS}), None)
-    parser = build_parser(only=first)
+    if first == "load" and not {"-h", "--help", "--cluster"} & set(argv):
+        # the engine process imports while `load` does, on another core (engine/early.py)
+        from stackrace.engine import early
+
+        early.start()
+    parser = build_parser(only=APP if first is None else first)
+    # the line as given, a default of the parse (`web` passes the app's options on to
+    # each page; a crash log names it)
+    parser.set_defaults(argv=list(argv))
     args = parser.parse_args(argv)
-    args.argv = list(argv)  # as given: `web` passes the app's options on to each page
     if args.no_tunable_limits:
         from stackrace.stacks.ceilings import lift_limits
 
         lift_limits()
     if args.command is None:
         from stackrace.commands import app
+        from stackrace.commands.app_args import app_command_options
 
-        return app.run(args)
+        return app.run(app_command_options(args))
+    # each command reads the parsed line into its own frozen options struct, and runs on
+    # that alone (commands/*: `read_options`): nothing past it knows argparse
+    options = args.read_options(args)
     try:
-        rc = args.func(args)
+        rc = args.func(options)
     except KeyboardInterrupt:
         # Ctrl-C in a blocking step (a database start, an install): the usual exit
         # status, not a traceback; commands that handle it themselves never get here

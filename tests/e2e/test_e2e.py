@@ -26,6 +26,7 @@ from stackrace.race.core.stack_source import StacksFileSource
 from stackrace.race.core.urls import UrlTarget
 from stackrace.race.live.session import Session
 from stackrace.settings.race_settings import RaceSettings
+from stackrace.stacks.resolved import resolve_run
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.pane import StackPane
 from stackrace.tui.race import RaceScreen
@@ -104,7 +105,7 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
 
 async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
     """The real launcher: gunicorn sync (1 worker) and uvicorn on /io?ms=10."""
-    launcher = StacksFileSource()
+    launcher = StacksFileSource(defs=resolve_run(None).stacks())
     choices = {c.id: c for c in launcher.catalog()}
     for needed in ("gunicorn-sync", "uvicorn"):
         if needed not in choices or not choices[needed].available:

@@ -9,7 +9,6 @@ tests/integration/test_journal.py and tests/hardening/test_journal_resume.py."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ import pytest
 
 from stackrace.base import madeby
 from stackrace.commands import runguard
+from stackrace.commands.output_args import OutputFiles
 from stackrace.race.core import runlocks
 from stackrace.race.core.capacity_run import interrupted
 from stackrace.race.core.journal import (
@@ -172,7 +172,7 @@ def test_after_a_full_disk_the_closing_line_says_what_the_journal_lost(tmp_path:
 
 
 def test_a_resume_writes_every_output_the_first_run_named(tmp_path: Path) -> None:
-    first = argparse.Namespace(
+    first = OutputFiles(
         json_out=None,
         csv_out=str(tmp_path / "out.csv"),
         md_out=str(tmp_path / "r.md"),
@@ -185,8 +185,8 @@ def test_a_resume_writes_every_output_the_first_run_named(tmp_path: Path) -> Non
     assert named == {"--csv": "out.csv", "--markdown": "r.md", "--chart": "/elsewhere/chart.svg"}
     path = _journal(tmp_path, outputs=named)
     start, _ = read_journal(str(path))
-    again = argparse.Namespace(json_out=None, csv_out=None, md_out="mine.md", chart_out=None)
-    runguard.resume_outputs("stackrace bench", str(path), start.outputs, again)
+    again = OutputFiles(md_out="mine.md")
+    again = runguard.resume_outputs("stackrace bench", str(path), start.outputs, again)
     assert again.csv_out == str(tmp_path / "out.csv")  # dropped before: the first run's --csv
     assert again.md_out == "mine.md"  # given again: the resume's own
     assert again.chart_out is None  # not beside the journal: not on the journal's word

@@ -9,12 +9,10 @@ starts."""
 
 from __future__ import annotations
 
-import argparse
-
 import msgspec
 import pytest
 
-from stackrace.commands import tune as tune_command
+from stackrace.commands import tune_output
 from stackrace.report.schema import (
     SCHEMA_VERSION,
     BenchRun,
@@ -133,7 +131,7 @@ def test_tune_with_no_configuration_meeting_the_slo_prints_no_deploy_line_and_ex
     add_deploy(run, load_stacks(check_trust=False))
     assert run.tune is not None and run.tune.deploy is None and run.tune.deploy_note == ""
     assert not any("production" in x for x in text_lines(run))
-    assert tune_command._show(argparse.Namespace(), run) == 1
+    assert tune_output.show(run) == 1
     assert "production" not in capsys.readouterr().out
     # one that met it: its deploy line, and 0 (the same tie)
     met = _tune_run(
@@ -141,4 +139,4 @@ def test_tune_with_no_configuration_meeting_the_slo_prints_no_deploy_line_and_ex
     )
     add_deploy(met, load_stacks(check_trust=False))
     assert met.tune is not None and "any of these will do" in met.tune.deploy_note
-    assert tune_command._show(argparse.Namespace(), met) == 0
+    assert tune_output.show(met) == 0

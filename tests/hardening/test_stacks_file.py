@@ -144,4 +144,4 @@ def test_a_stack_named_twice_is_refused(tmp_path: Path) -> None:
         assert_one_line_error(r, "stack 'ok' is named twice")
     # two variants of one stack are two stacks
     chosen = resolve_all(["ok:workers=1", "ok:workers=2"], load_stacks(path), named_in=COMMAND_LINE)
-    assert chosen is not None and [s.name for s in chosen] == ["ok:workers=1", "ok:workers=2"]
+    assert [s.name for s in chosen] == ["ok:workers=1", "ok:workers=2"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 
 from stackrace.report.schema import json_schema, loads
+from stackrace.rules.confidence import estimate
 from tests.helpers import STACKS_FIXTURE, blocking, run_cli
 
 _OUTPUT_FLAGS = {"json": "--json", "md": "--markdown", "csv": "--csv", "svg": "--chart"}
@@ -126,9 +127,9 @@ def test_bad_bench_arguments(tmp_path):
     assert r.returncode == 2 and "no preset" in r.stderr
 
 
-def test_repeats_pool_every_answer_and_show_their_range(tmp_path):
-    """--repeat 3 with a budget: every repeat sends exactly N, the level holds all 3N,
-    one req/s sample per repeat, and the tables show the range."""
+def test_rounds_pool_every_answer_and_show_their_interval(tmp_path):
+    """--repeat 3 with a budget: every round sends exactly N, the level holds all 3N,
+    one req/s sample per round, and the tables show the rounds' 90 % interval."""
     r, out = bench_to_files(
         tmp_path,
         ("json", "md", "csv"),
@@ -144,8 +145,12 @@ def test_repeats_pool_every_answer_and_show_their_range(tmp_path):
     # pooled: every answer over all measured time, which lies within the repeats' range
     assert min(lv.samples) * 0.999 <= lv.rps <= max(lv.samples) * 1.001
     row = next(line for line in out["md"].read_text().splitlines() if line.startswith("| plain"))
-    assert f"({min(lv.samples):,.0f}–{max(lv.samples):,.0f})" in row
-    assert "measured up to 3 times" in out["md"].read_text()
+    est = estimate("", lv.samples, None)
+    assert est.lo <= min(lv.samples) and max(lv.samples) <= est.hi  # wider than the range
+    assert f"({est.lo:,.0f}–{est.hi:,.0f})" in row
+    assert "measured in up to 3 rounds" in out["md"].read_text()
+    said = r.stdout + r.stderr
+    assert "90 % interval" in said and "from 3 rounds" in said
     header, line = out["csv"].read_text().strip().splitlines()
     fields = dict(zip(header.split(","), line.split(","), strict=True))
     assert fields["repeats"] == "3" and float(fields["rps_min"]) == round(min(lv.samples), 1)

@@ -118,6 +118,27 @@ def test_closed_loop_p99_finds_the_worker_count(stacks: Path, tmp_path: Path) ->
     assert 0.72 * 1000 <= cap["capacity"] <= 1050
 
 
+def test_rounds_start_the_server_afresh_and_carry_the_interval(
+    stacks: Path, tmp_path: Path
+) -> None:
+    """--repeat 3: after the search, two more rounds each start the server again and
+    probe it at its answer; the capacity is the rounds' median with their 90 % interval
+    (never a search's repeats in a row), and the A/A says how it was measured."""
+    cap, said = search(
+        stacks, tmp_path, "--slo", "p99<75ms", "--concurrency", START, "--precision", "20%",
+        "--repeat", "3",
+    )  # fmt: skip
+    if cap["load"] is None:  # nothing met on a very busy box: no round to measure
+        assert "cannot meet" in said or "unstable" in said, said
+        return
+    assert said.count("a fresh start for its round") == 2, said
+    rounds = [p for p in cap["probes"] if p["phase"] == "round"]
+    assert len(rounds) == 2 and all(p["load"] == cap["load"] for p in rounds), cap["probes"]
+    assert len(cap["rounds"]) == 3 and cap["lo"] <= cap["capacity"] <= cap["hi"], cap
+    assert "from 3 rounds" in cap["sentence"] and "one round: no interval" not in cap["sentence"]
+    assert "in rounds of their own" in said, said  # the noise line's A/A, and how
+
+
 def test_closed_loop_mean_finds_its_concurrency(stacks: Path, tmp_path: Path) -> None:
     """mean = C / throughput: under 75 ms up to C = 74 at 1,000 req/s (the server's own
     overhead lowers its throughput, and so the answer, by a few percent on a loaded

@@ -135,6 +135,8 @@ async def test_k_searches_every_stack_at_once_and_ranks_them(tmp_path):
         assert table.row_count == 2
         about = str(screen.query_one("#capacity-about").render())
         assert "meets p99 < 50 ms, failures < 1 % up to c=" in about
+        # one search a stack is one round: its repeats in a row are no interval, said
+        assert about.count("one round: no interval") == 2, about
         # e: the race and this ranking as one offline page
         race.app.screenshot_dir = tmp_path
         await race.pilot.press("e")

@@ -268,8 +268,8 @@ async def test_replay_shows_what_the_room_saw_summary_view_keys_and_footer(tmp_p
 async def test_replay_html_writes_the_recorded_race_as_a_page(tmp_path):
     """`replay FILE --html OUT`: the whole recording played with no app, its page
     written: both stacks over time, their latency from the recorded histograms."""
-    import argparse
     import asyncio
+    import dataclasses
     import re
 
     from stackrace.commands import replay
@@ -277,7 +277,7 @@ async def test_replay_html_writes_the_recorded_race_as_a_page(tmp_path):
     path = tmp_path / "race.jsonl.gz"
     await record_race(path)
     out = tmp_path / "race.html"
-    args = argparse.Namespace(file=str(path), html_out=str(out), speed=1.0, paused=False, big=False)
+    args = replay.ReplayOptions(str(path), speed=1.0, paused=False, big=False, html_out=str(out))
     assert await asyncio.to_thread(replay.run, args) == 0
     text = out.read_text()
     for stack in ("gunicorn sync", "uvicorn"):  # as the app names them
@@ -302,5 +302,5 @@ async def test_replay_html_writes_the_recorded_race_as_a_page(tmp_path):
     assert [lv.level for lv in run.stacks[0].levels] == [s.level for s in rows[0].steps]
     assert all(st.series is not None and st.series.p99 for st in run.stacks)
     missing = tmp_path / "no" / "x.html"
-    args.html_out = str(missing)
+    args = dataclasses.replace(args, html_out=str(missing))
     assert await asyncio.to_thread(replay.run, args) == 2 and not missing.exists()

@@ -315,9 +315,9 @@ def test_the_app_race_is_made_headless_with_what_rides_along(tmp_path: Path) -> 
     from stackrace.race.playback.recording import Recorder
 
     argv = ["--demo", "--go", "--stacks", "uvicorn", "--record", str(tmp_path / "r.rec"), "--big"]
-    args = build_parser().parse_args(argv)
-    args.argv = argv
-    race = app_race(app_options(args))
+    parser = build_parser()
+    parser.set_defaults(argv=argv)  # as cli.py gives it
+    race = app_race(app_options(parser.parse_args(argv)))
     engine = race.session.engine
     assert isinstance(engine, SyntheticEngine) and race.drive == engine.step
     assert [type(x) for x in race.session.listeners].count(Recorder) == 1

@@ -13,6 +13,7 @@ from typing import Any
 
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.run import run_bench
+from stackrace.race.core.capacity_run import CapacityPlan
 from stackrace.race.live.demo import TICK, StackModel, synthetic_parts
 from stackrace.report.schema import BenchRun
 from stackrace.rules.level import FAILING, QUEUEING
@@ -76,24 +77,30 @@ def test_a_budgeted_level_starts_drained_and_sends_exactly_its_budget():
         assert w.sent == 1000 and w.requests == 1000 and w.waiting == 0 and w.lost == 0
 
 
-def test_repeats_are_one_window_and_the_warm_up_comes_once_per_level():
+def test_rounds_measure_every_level_again_shuffled_each_warmed_up_afresh():
+    """--repeat 3: rounds 2 and 3 measure every level round 1 measured again, each round
+    in its own shuffled order, each level drained and warmed up in full first (a fresh
+    measurement); a level's rounds are one window and carry the interval."""
     once, steps_once, _ = bench(
-        {"eight": EIGHT}, concurrency_levels=[4], warmup=10.0, duration=2.0, repeat=1
+        {"eight": EIGHT}, concurrency_levels=[2, 8, 64], warmup=3.0, duration=2.0, repeat=1
     )
-    thrice, steps_thrice, _ = bench(
-        {"eight": EIGHT}, concurrency_levels=[4], warmup=10.0, duration=2.0, repeat=3
+    thrice, steps_thrice, lines = bench(
+        {"eight": EIGHT}, concurrency_levels=[2, 8, 64], warmup=3.0, duration=2.0, repeat=3
     )
-    (lv,) = thrice.stacks[0].levels
-    (lv1,) = once.stacks[0].levels
-    assert len(lv.samples) == 3 and len(lv1.samples) == 1
-    # the three repeats added into one window: three times the time and the answers
-    assert lv.window.seconds == 3 * lv1.window.seconds
-    assert abs(lv.window.requests - 3 * lv1.window.requests) <= 3
-    assert lv.window.sent == lv.window.requests + lv.window.lost + lv.window.waiting
-    # carried in: what was in flight when the level's first repeat began
-    assert lv.window.carried_in == lv1.window.carried_in == 4
-    # two more repeats cost their measuring, not another 10 s warm-up each
-    assert (steps_thrice - steps_once) * TICK < 10.0
+    levels, levels1 = thrice.stacks[0].levels, once.stacks[0].levels
+    assert [lv.level for lv in levels] == [2, 8, 64]
+    orders = [ln.split(": ", 1)[1].split() for ln in lines if ln.startswith("round ")]
+    assert len(orders) == 2 and all(sorted(int(x) for x in o) == [2, 8, 64] for o in orders)
+    for lv, lv1 in zip(levels, levels1, strict=True):
+        assert len(lv.samples) == 3 and len(lv1.samples) == 1
+        # the three rounds added into one window: three times the time and the answers
+        assert lv.window.seconds == 3 * lv1.window.seconds
+        assert abs(lv.window.requests - 3 * lv1.window.requests) <= 3 * lv.level
+        assert lv.window.sent == lv.window.requests + lv.window.lost + lv.window.waiting
+    # each later round of each level had its full warm-up (3 s) besides its measuring
+    assert (steps_thrice - steps_once) * TICK >= 2 * 3 * (3.0 + 2.0)
+    # the progress says each level's interval once its rounds are in
+    assert sum("90 % interval" in ln and "from 3 rounds" in ln for ln in lines) == 3
 
 
 def test_the_breaking_point_is_where_requests_wait_four_times_what_one_takes():
@@ -135,3 +142,47 @@ def test_a_crash_ends_that_stack_s_levels_and_the_others_go_on():
     assert crashed.error is not None and crashed.error.startswith("crashed during level")
     assert len(crashed.levels) < 3
     assert any(line.startswith("✗ crashes: crashed during level") for line in lines)
+
+
+def test_capacity_rounds_start_each_stack_afresh_in_a_shuffled_order():
+    """--capacity --repeat 3: after the searches, two more rounds, each starting every
+    stack again and probing it at its answer's load, the stacks in an order shuffled each
+    round; the capacity is the rounds' median with their 90 % interval, said."""
+    four = StackModel("four", "sync", 4, 10.0, 0.1)
+    parts, _ = synthetic_parts({"eight": EIGHT, "four": four})
+    lines: list[str] = []
+    plan = BenchPlan(
+        [_stack("eight"), _stack("four")],
+        RaceSettings(
+            slo="p99<50ms", concurrency_levels=[4], warmup=1.0, duration=3.0, repeat=3,
+            isolation="rotate",
+        ),
+        capacity=CapacityPlan("p99<50ms", budget_s=120),
+    )  # fmt: skip
+    run = asyncio.run(run_bench(plan, progress=lines.append, parts=parts))
+    orders = [ln.split(": ", 1)[1].split(" | ") for ln in lines if ln.startswith("capacity round")]
+    assert len(orders) == 2 and all(sorted(o) == ["eight", "four"] for o in orders)
+    # a fresh start for each stack in each later round
+    assert sum("a fresh start for its round" in ln for ln in lines) == 4
+    for st, rps in zip(run.stacks, (800, 400), strict=True):
+        c = st.capacity
+        assert c is not None and c.load is not None and len(c.rounds) == 3
+        assert [p.phase for p in c.probes].count("round") == 2
+        assert all(p.load == c.load for p in c.probes if p.phase == "round")
+        assert c.lo is not None and c.hi is not None and c.lo <= (c.capacity or 0) <= c.hi
+        assert 0.95 * rps <= (c.capacity or 0) <= 1.01 * rps
+        assert "90 % interval" in c.sentence and "from 3 rounds" in c.sentence
+        assert "one round: no interval" not in c.sentence
+
+
+def test_one_capacity_round_says_it_has_no_interval():
+    parts, _ = synthetic_parts({"eight": EIGHT})
+    plan = BenchPlan(
+        [_stack("eight")],
+        RaceSettings(slo="p99<50ms", concurrency_levels=[4], warmup=1.0, duration=3.0),
+        capacity=CapacityPlan("p99<50ms", budget_s=60),
+    )
+    run = asyncio.run(run_bench(plan, parts=parts))
+    c = run.stacks[0].capacity
+    assert c is not None and c.rounds == [] and c.lo is None
+    assert "one round: no interval" in c.sentence

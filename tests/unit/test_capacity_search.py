@@ -18,6 +18,7 @@ from stackrace.race.core.capacity_search import (
     PROBES,
     UNSTABLE,
     Bounds,
+    Capacity,
     CapacitySearch,
     Probe,
     needed_answers,
@@ -586,3 +587,16 @@ def test_an_unsteady_probe_on_a_busy_machine_is_measured_again_and_counts_only_i
         "interval); unstable at c=16: it both met and missed there (1 probe whose own seconds "
         "both met and clearly missed); its own intervals disagree"
     )
+
+
+def test_an_unstable_sentence_never_says_a_count_it_does_not_have() -> None:
+    """Unstable on a miss the machine was measured busy for and nothing else: the
+    sentence says "both met and missed" with no empty count ("()", "0 misses")."""
+    cap = Capacity(
+        load=10.0, rps=500.0, margin=None, breaks_at=10.0, breaks_why="p99 74 ms ≥ 50 ms",
+        stopped=UNSTABLE, unstable=(10.0, 10.0),
+        probes=[Probe(10.0, True, 500.0, phase="bisect"), Probe(10.0, False, 300.0, phase=BUSY)],
+    )  # fmt: skip
+    said = cap.sentence("p99 < 50 ms")
+    assert "unstable at c=10: it both met and missed there;" in said, said
+    assert "()" not in said and "0 miss" not in said and "from c=10 to c=10" not in said

@@ -1,9 +1,9 @@
 """The front door holds: the README stays a user's guide, and the docs stay true to the tree.
 
 - README.md has at most 300 lines, no dates and no issue numbers (a reader cannot see
-  the tracker; history belongs in bench/README.md, beside the scripts that measured it);
-- every relative link of the README, docs/*.md and bench/README.md resolves, its
-  #anchor included;
+  the tracker; history belongs in bench/results/, beside the scripts that measured it);
+- every relative link of the README, docs/*.md, bench/README.md and bench/results/*.md
+  resolves, its #anchor included;
 - every file a page names in code (`src/…`, `tests/…`, `bench/…`, `results/…`, …)
   exists, and every test it names (`tests/x.py::test_y`, `::test_z`) is defined there;
 - every results table in the pages is its file of results/ (scripts/doc_tables.py), and
@@ -28,7 +28,12 @@ from stackrace.report.write import read_run
 from tests.helpers import ROOT
 
 README = ROOT / "README.md"
-PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
+PAGES = [
+    README,
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "bench" / "README.md",
+    *sorted((ROOT / "bench" / "results").glob("*.md")),  # the history, moved whole
+]
 ids = [p.relative_to(ROOT).as_posix() for p in PAGES]
 
 
@@ -73,7 +78,7 @@ def test_the_readme_is_a_users_guide() -> None:
     lines = text.splitlines()
     assert len(lines) <= 300, f"README.md has {len(lines)} lines: at most 300 (the rest: docs/)"
     dated = [f"{n}: {x}" for n, x in enumerate(lines, 1) if re.search(r"20\d\d-\d\d-\d\d|2026-", x)]
-    assert not dated, "dates in README.md (history goes to bench/README.md):\n" + "\n".join(dated)
+    assert not dated, "dates in README.md (history goes to bench/results/):\n" + "\n".join(dated)
     numbered = [
         f"{n}: {x}" for n, x in enumerate(lines, 1) if re.search(r"\bissues? \d+|#\d+\b", x)
     ]

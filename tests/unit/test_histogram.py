@@ -121,3 +121,12 @@ def test_sparse_histogram_matches_dense():
         dense.value_at_percentile(50),
         dense.value_at_percentile(99),
     ]
+
+
+def test_the_median_table_is_median_equivalent_of_every_slot() -> None:
+    # built a bucket at a time for start-up's sake: it must be the per-slot formula
+    from stackrace.engine import histogram
+
+    table = histogram._median_table()
+    assert len(table) == histogram.COUNTS_LEN
+    assert table == [histogram.median_equivalent(i) for i in range(histogram.COUNTS_LEN)]

@@ -184,6 +184,11 @@ def test_the_engine_is_said_once_from_its_judgment() -> None:
     calm = summary_lines(load_result(_facts(), _run(w), _hist()))
     (line,) = [x for x in calm if x.lstrip().startswith("Engine")]
     assert line.strip() == "Engine CPU: 32% of one core: not the limit"
+    # two engine processes' CPU summed: said in cores, never "190% of one core"
+    w = _window(sent=10, requests=10, ok=10, engine_cpu=190.0)
+    two = summary_lines(load_result(_facts(), _run(w), _hist()))
+    (line,) = [x for x in two if x.lstrip().startswith("Engine")]
+    assert line.strip().startswith("Engine CPU: 1.9 cores") and "190" not in line
 
 
 def test_the_histogram_buckets_are_round_and_add_up() -> None:

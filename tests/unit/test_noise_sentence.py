@@ -7,6 +7,7 @@ quiet, with the same figures."""
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
@@ -17,6 +18,7 @@ from stackrace.race.core.noise import (
     BUSY_SIGMA,
     BUSY_WAIT_PERCENT,
     STARVED_WAIT_PERCENT,
+    aa_how,
     got_share,
     summarize,
 )
@@ -57,7 +59,11 @@ def test_a_quiet_machine_is_said_quiet_with_its_figures() -> None:
             "the servers got a core 95 % of the time they wanted one",
         ),
         ("engine", {"probes": probes(0.0, engine=BUSY_WAIT_PERCENT)}, "for a core 5 % of"),
-        ("A/A", {"aa_sigma": BUSY_SIGMA, "aa_repeats": 3}, "3 measurements, varied ±5 %"),
+        (
+            "A/A",
+            {"aa_sigma": BUSY_SIGMA, "aa_repeats": 3},
+            "3 measurements (probes in a row: a floor, not the spread between runs), varied ±5 %",
+        ),
         ("runs", {"other_runs": ["bench (pid 42)"]}, "on these cores: bench (pid 42)"),
     ],
 )
@@ -116,3 +122,60 @@ def test_waits_summed_over_processes_never_read_above_100_percent() -> None:
 )
 def test_got_share_is_a_share(used: float, waited: float, got: float | None) -> None:
     assert got_share(used, waited) == got
+
+
+def test_the_a_a_says_how_it_was_measured() -> None:
+    """Rounds apart or probes in a row: the reader must know which spread it is."""
+    assert aa_how(6, 6) == "each in a round of its own"
+    assert aa_how(9, 6) == "6 in rounds of their own, 3 probes in a row"
+    assert aa_how(3, 0).startswith("probes in a row")
+    noise = summarize(2, probes(0.5), [(50.0, 0.0)], aa_sigma=0.06, aa_repeats=9, aa_rounds=6)
+    assert "9 measurements (6 in rounds of their own, 3 probes in a row), varied ±6 %" in (
+        noise.sentence
+    )
+
+
+def test_other_programs_never_use_more_cores_than_the_machine_has() -> None:
+    """/proc/stat's ticks and our own tree's, read a moment apart, can add up to a hair
+    more than the machine: never said as "2.04 of the 2 cores"."""
+    noise = summarize(2, probes(2.04, 2.1), [(50.0, 10.0)], before=2.3)
+    assert "other programs used 2.00 of the 2 cores during the probes" in noise.sentence
+    assert "2.30" not in noise.sentence and "2.04" not in noise.sentence
+
+
+def test_no_sentence_says_a_share_above_100_percent_or_more_cores_than_there_are() -> None:
+    """Whatever the figures (a seeded sweep over busy, starved and summed-up inputs),
+    every percentage is a share (≤ 100) and other programs' cores fit the machine."""
+    rng = random.Random(47)
+    for _ in range(500):
+        cores = rng.choice([1, 2, 4])
+        noise = summarize(
+            cores,
+            probes(*(rng.uniform(0, cores * 1.2) for _ in range(3)), engine=rng.uniform(0, 300)),
+            [(rng.uniform(0, 400), rng.uniform(0, 900)) for _ in range(3)],
+            before=rng.choice([None, rng.uniform(0, cores * 1.3)]),
+            aa_sigma=rng.choice([None, rng.uniform(0, 0.5)]),
+            aa_repeats=rng.randint(0, 9),
+            aa_rounds=rng.randint(0, 9),
+        )
+        assert all(x <= 100 for x in percents(noise.sentence)), noise.sentence
+        used = [float(x) for x in re.findall(r"(\d+\.\d+) (?:of the|before)", noise.sentence)]
+        assert all(u <= cores for u in used), noise.sentence
+        # the A/A and the noise floor only when measured
+        measured = noise.aa_sigma is not None and noise.aa_repeats >= 2
+        assert ("A/A measured" in noise.sentence) == measured, noise.sentence
+        assert ("are noise" in noise.sentence and "not known" not in noise.sentence) == (
+            measured and noise.busy
+        ), noise.sentence
+
+
+def test_an_engine_saturated_says_a_share_of_its_core() -> None:
+    """Two engine processes' CPU summed (190 %), or one read a tick late (104 %): the
+    sentence says each process's share of its core, never above 100."""
+    from stackrace.engine.model import WindowStats
+    from stackrace.rules.engine import engine_limit
+
+    assert engine_limit(WindowStats(seconds=1.0, engine_cpu=190.0), True, procs=2) == (
+        "engine saturated (95% of its core)"
+    )
+    assert "(100% of its core)" in engine_limit(WindowStats(seconds=1.0, engine_cpu=104.0), True)

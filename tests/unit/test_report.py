@@ -183,20 +183,30 @@ def test_a_run_with_http_status_codes_reads_back():
     assert again.stacks[0].levels[0].window.status == {503: 7, 200: 10}
 
 
-def test_repeats_show_their_range_and_a_wide_one_is_marked():
+def test_rounds_show_their_interval_and_a_wide_one_is_marked():
+    """Three rounds: the 90 % interval of the next run's figure in brackets (t with 2
+    degrees of freedom over the rounds' spread: far wider than their range when they
+    differ by 40 %; never narrower than the 2 % floor when they agree)."""
     run = make_run()
+    run.settings.rounds = True
     sync_low, sync_high = run.stacks[0].levels
     sync_low.samples = [900.0, 1000.0, 1300.0]  # 40 % apart: a range, not a point
     sync_high.samples = [990.0, 1000.0, 1010.0]  # 2 %: quiet
     assert sync_low.spread == pytest.approx(0.4) and sync_high.spread == pytest.approx(0.02)
     md = tables.markdown(run)
-    assert "| sync | 10 † | 1,000 (900–1,300) |" in md
-    assert "| sync | 100 ✗ | 1,000 (990–1,010) |" in md  # no † of its own
-    assert "sync @ 10: its 3 repeats differ by 40% (900–1,300 req/s)" in md
-    assert "measured up to 3 times" in md
+    assert "| sync | 10 † | 1,000 (598–1,856) |" in md
+    assert "| sync | 100 ✗ | 1,000 (942–1,062) |" in md  # no † of its own
+    assert "sync @ 10: its 3 rounds differ by 40% (900–1,300 req/s)" in md
+    assert "measured in up to 3 rounds" in md and "90 % interval" in md
     header, first = tables.to_csv(run).splitlines()[:2]
     fields = dict(zip(header.split(","), first.split(","), strict=True))
     assert (fields["repeats"], fields["rps_min"], fields["rps_max"]) == ("3", "900.0", "1300.0")
+    # a run from before rounds (repeats in a row) shows its repeats' range, no interval
+    run.settings.rounds = False
+    md = tables.markdown(run)
+    assert "| sync | 10 † | 1,000 (900–1,300) |" in md and "90 % interval" not in md
+    assert "sync @ 10: its 3 repeats differ by 40% (900–1,300 req/s)" in md
+    assert "3 times in a row (a run from before rounds)" in md
     assert run.stacks[1].levels[0].spread == 0.0  # measured once: no spread
 
 

@@ -248,3 +248,53 @@ def test_no_test_is_rerun():
     assert marked == [], f"tests marked flaky: {marked}"
     pyproject = (tests.parent / "pyproject.toml").read_text()
     assert "rerunfailures" not in pyproject
+
+
+def _namespace_takers(tree: ast.AST) -> list[str]:
+    """The functions of a module with a parameter annotated as argparse's Namespace."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = node.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+        if any(p is not None and "Namespace" in ast.unparse(p.annotation or ast.Constant(""))
+               for p in params):  # fmt: skip
+            found.append(node.name)
+    return found
+
+
+def test_no_function_below_commands_takes_a_namespace():
+    """Options end at the command layer: below it, functions take typed structs, never
+    the argparse Namespace (docs/development.md)."""
+    found = []
+    for name, path in _modules().items():
+        if name == "stackrace.cli" or name.startswith("stackrace.commands"):
+            continue
+        text = path.read_text()
+        takers = _namespace_takers(ast.parse(text))
+        if takers or "argparse.Namespace" in text:
+            found.append((name, takers))
+    assert found == [], f"a Namespace below the command layer: {found}"
+
+
+def test_in_commands_only_the_builders_take_the_namespace():
+    """In commands/, the parsed line is read once, by a builder (`*_options`, or
+    settings_args' `given`) into the command's frozen options struct; run() and all it
+    calls take the struct (an argparse Action's __call__ is argparse's own hook)."""
+    found = []
+    for name, path in _modules().items():
+        if not name.startswith("stackrace.commands"):
+            continue
+        for fn in _namespace_takers(ast.parse(path.read_text())):
+            # argparse's and argcomplete's hooks: an Action, OneLineArgumentParser's
+            # override, the completer of stack names
+            hooks = {"__call__", "parse_known_args", "stack_names"}
+            if not (fn.endswith("_options") or fn == "given" or fn in hooks):
+                found.append(f"{name}.{fn}")
+    assert found == [], f"functions of commands/ that take the Namespace: {found}"
+
+
+def test_the_namespace_finder_finds_one():
+    tree = ast.parse("def run(args: argparse.Namespace) -> int: ...\ndef f(o: X): ...")
+    assert _namespace_takers(tree) == ["run"]

@@ -29,6 +29,7 @@ from stackrace.report.why import (
     cause_line,
     evidence_lines,
     flame_files,
+    process_cpu,
     why_at,
     write_flames,
 )
@@ -254,3 +255,12 @@ def test_a_url_server_gets_the_kernels_side_and_says_why_it_is_not_sampled():
     assert with_pid is not None and with_pid.target.root_pid == 4242 and with_pid.target.sample
     # another host: no port here, no pid: nothing to look at
     assert capture_facts(Member(UrlHandle(UrlTarget("http://10.0.0.9:80/"), 1))) is None
+
+
+def test_a_process_s_cpu_and_wait_are_shares_a_room_reads():
+    """Threads' CPU and waits add up past one core: said in cores, and the wait as the
+    share of the time it wanted a core that it got one (never "waited 140%")."""
+    assert process_cpu(0.45, 0.12) == "CPU 45%, waited for a core 12%"
+    said = process_cpu(1.8, 1.2)
+    assert said == "CPU 1.8 cores, got a core 60% of the time it wanted one"
+    assert "140" not in process_cpu(0.6, 1.4) and "180" not in said

@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 
 from stackrace.cli import build_parser
 from stackrace.commands.app import make_app
+from stackrace.commands.app_args import app_options
 from stackrace.race.core.state import StackState
 from stackrace.race.live.view import PaneView, SessionView
 from stackrace.tui.app import StackraceApp
@@ -33,9 +34,10 @@ async def real_app(
     saved = os.environ.get(MARK)
     os.environ[MARK] = mark
     try:
-        args = build_parser().parse_args(argv)
-        args.argv = list(argv)
-        app = make_app(args)
+        parser = build_parser()
+        parser.set_defaults(argv=list(argv))  # as cli.py does: the line, for a crash log
+        args = parser.parse_args(argv)
+        app = make_app(app_options(args))
         if screenshots is not None:
             app.screenshot_dir = screenshots
         async with app.run_test(size=size) as pilot:

@@ -41,7 +41,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from stackrace.base import madeby
 from stackrace.base.errors import StackraceError
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # base/paths.py → the stackrace package
@@ -111,6 +110,10 @@ def writable_dir(
     what `clean` may remove)."""
     try:
         if made_for is not None:
+            # imported here, as in sync_apps: madeby's msgspec and uuid stay out of the
+            # start-up of every command that only asks where a file lives
+            from stackrace.base import madeby
+
             madeby.make_dir(path, made_for)
         else:
             path.mkdir(parents=True, exist_ok=True)
@@ -225,6 +228,9 @@ def sync_apps(src: Path, dst: Path) -> None:
     then rebuilds exactly what an upgrade changed. Files no longer shipped are removed,
     except inside build-output directories (bin/, node_modules/).
     """
+    # imported here: see writable_dir
+    from stackrace.base import madeby
+
     stamp = dst / APPS_STAMP
     manifest = _manifest(src)
     if stamp.is_file() and stamp.read_text() == manifest:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stackrace.cluster.errors import ClusterError
-from stackrace.cluster.placement import NodePlacement, load_placement, with_flags
 from stackrace.settings.units import parse_duration
 
 if TYPE_CHECKING:
+    from stackrace.cluster.placement import NodePlacement
     from stackrace.cluster.run import ClusterRun
 
 
@@ -37,6 +37,10 @@ class ClusterOptions:
 
 
 def placement_of(o: ClusterOptions) -> NodePlacement:
+    # the placement file's reader (tomllib, msgspec) is imported when a cluster is asked
+    # for: every command reads these options, and it keeps start-up fast without one
+    from stackrace.cluster.placement import NodePlacement, load_placement, with_flags
+
     base = load_placement(o.placement_file) if o.placement_file else NodePlacement()
     try:
         timeout = parse_duration(o.timeout) if o.timeout else None

@@ -1,9 +1,11 @@
-"""What several commands share: loading stacks.toml and resolving names, with clean errors."""
+"""What several commands share: loading stacks.toml and resolving names, with clean errors,
+and the private database's flags of the commands that start stacks (serve, verify)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from stackrace.settings.race_parsers import split_stacks
@@ -12,7 +14,6 @@ from stackrace.stacks.catalogue import (
     SHIPPED,
     StackFile,
     announcement,
-    load_stacks,
     skipped_line,
 )
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
@@ -20,34 +21,41 @@ from stackrace.stacks.variants import resolve
 
 if TYPE_CHECKING:
     from stackrace.settings.race_settings import RaceSettings
+    from stackrace.stacks.app_spec import YourApp
 
 
 def load(
-    args: argparse.Namespace,
+    stacks_file: str | None,
+    your_app: YourApp | None = None,
     settings: RaceSettings | None = None,
-    prog: str = "stackrace",
     *,
     check_trust: bool = True,
-) -> StackFile | None:
+) -> StackFile:
     """The stacks files' stacks, plus those made for this run: `SERVER[app]` for --app
     and one per --cmd (stackrace.stacks.userapp), ready on the first of the run's
-    requests; or None after one error line. `check_trust=False`: an untrusted
-    ./stacks.toml is read too (to be listed, never run: stacks.catalogue.load_stacks)."""
-    try:
-        stacks = load_stacks(args.stacks_file, check_trust=check_trust)
-    except ConfigError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return None
-    from stackrace.commands.target_args import your_app
-    from stackrace.settings import scenario
-    from stackrace.stacks import userapp
-    from stackrace.stacks.app_spec import AppError
+    requests. A file, an app or requests that cannot be used is a ConfigError, AppError
+    or ScenarioError (exit 2: said by cli.py, in one line naming the command).
+    `stacks_file`: --stacks-file (None: the shipped file with the user's on top).
+    `check_trust=False`: an untrusted ./stacks.toml is read too (to be listed, never
+    run: stacks.catalogue.load_stacks)."""
+    from stackrace.stacks.resolved import resolve_run  # here: keeps start-up fast
 
-    try:
-        return userapp.with_run_stacks(stacks, your_app(args), settings)
-    except (AppError, scenario.ScenarioError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return None
+    run_stacks = resolve_run(stacks_file, check_trust=check_trust)  # the one read
+    return run_stacks.with_your_app(your_app or _no_app(), settings)
+
+
+def add_private_db_arguments(p: argparse.ArgumentParser, help: str) -> None:
+    """--db: the private MariaDB started for the command, so that /db answers (serve,
+    verify; `db`'s own --db is another server's DSN)."""
+    p.add_argument("--db", action="store_true", help=help)
+    # the default since --db: kept so that scripts written for the old default still run
+    p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
+
+
+def _no_app() -> YourApp:
+    from stackrace.stacks.app_spec import YourApp
+
+    return YourApp()
 
 
 def announce(stacks: StackFile, prog: str = "stackrace", quiet: bool = False) -> None:
@@ -80,15 +88,14 @@ def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
 
 
 def resolve_all(
-    names: list[str],
+    names: Sequence[str],
     stacks: dict[str, StackDef],
     source: str | None = None,
     *,
     named_in: str,
-    prog: str = "stackrace",
-) -> list[Stack] | None:
-    """Resolve stack names and variants; print one error line and return None on the
-    first bad one. Errors name `source`, by default the file the stacks came from;
+) -> list[Stack]:
+    """Resolve stack names and variants; a ConfigError (exit 2, one line) on the first
+    bad one. Errors name `source`, by default the file the stacks came from;
     `named_in`: where the names were written (options.COMMAND_LINE, or the preset or run
     file they came from: a file may not name an executable, see stacks.variants.resolve).
 
@@ -99,18 +106,12 @@ def resolve_all(
     out: list[Stack] = []
     for ref in names:
         for part in split_stacks(ref):
-            try:
-                stack = resolve(part, stacks, source, named_in=named_in)
-            except ConfigError as exc:
-                print(f"{prog}: {exc}", file=sys.stderr)
-                return None
+            stack = resolve(part, stacks, source, named_in=named_in)
             if any(s.name == stack.name for s in out):
-                print(
-                    f"{prog}: stack '{stack.name}' is named twice; name each stack once "
-                    "(variants such as NAME:workers=4 count as different stacks)",
-                    file=sys.stderr,
+                raise ConfigError(
+                    f"stack '{stack.name}' is named twice; name each stack once "
+                    "(variants such as NAME:workers=4 count as different stacks)"
                 )
-                return None
             out.append(stack)
     return out
 

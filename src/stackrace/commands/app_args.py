@@ -6,13 +6,18 @@ No Textual import here: cli.py may call `add_app_arguments(parser)` cheaply.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.commands.output_args import add_allow_remote_argument
+from stackrace.commands.settings_args import add_preset_argument
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.settings.options import positive_int
 
 if TYPE_CHECKING:
+    from stackrace.cluster.options import ClusterOptions
+    from stackrace.metrics.exporter import MetricsOptions
     from stackrace.race.live.setup import AppOptions
 
 
@@ -26,10 +31,8 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     add_your_app_arguments(parser.add_argument_group("your app on every server (docs/your-app.md)"))
     servers = parser.add_argument_group("servers you started (docs/your-app.md)")
     add_url_arguments(servers)  # --url [NAME=]URL, --pid: as in bench
-    servers.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a --url host that is not on this machine (default: loopback only)",
+    add_allow_remote_argument(
+        servers, "allow a --url host that is not on this machine (default: loopback only)"
     )
     add_metrics_arguments(parser.add_argument_group("watching from elsewhere"))
 
@@ -51,10 +54,8 @@ def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     from stackrace.settings.race_settings import BENCH_ONLY
 
     start = parser.add_argument_group("what to race (the picker's choices; with --go, no picker)")
-    start.add_argument(
-        "--preset",
-        metavar="NAME",
-        help="settings and stacks of a stored scenario (presets/NAME.toml); options override",
+    add_preset_argument(
+        start, "settings and stacks of a stored scenario (presets/NAME.toml); options override"
     )
     start.add_argument(
         "--go",
@@ -78,10 +79,8 @@ def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     how = parser.add_argument_group("how each stack is loaded")
     add_options(how, skip=(*BENCH_ONLY, "stacks", "workload", "io_ms", "queries"), helps=APP_HELP)
     show = parser.add_argument_group("presenting")
-    show.add_argument(
-        "--big",
-        action="store_true",
-        help="projector mode: only req/s, p99, waiting, failures, RSS and CPU, large (key b)",
+    add_big_argument(
+        show, "projector mode: only req/s, p99, waiting, failures, RSS and CPU, large (key b)"
     )
     show.add_argument(
         "--talk",
@@ -103,10 +102,15 @@ def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_big_argument(group: argparse._ArgumentGroup | argparse.ArgumentParser, help: str) -> None:
+    """--big: projector mode (the app, replay)."""
+    group.add_argument("--big", action="store_true", help=help)
+
+
 def app_options(args: argparse.Namespace) -> AppOptions:
     """The app's command line, typed: what race/live/setup.py builds the race from."""
     from stackrace.commands.settings_args import given
-    from stackrace.commands.target_args import your_app
+    from stackrace.commands.target_args import your_app_options
     from stackrace.race.live.setup import AppOptions
     from stackrace.settings.race_settings import BENCH_ONLY
 
@@ -120,10 +124,27 @@ def app_options(args: argparse.Namespace) -> AppOptions:
         pids=tuple(args.pid or ()),
         allow_remote=bool(args.allow_remote),
         stacks_file=getattr(args, "stacks_file", None),
-        your_app=your_app(args),
+        your_app=your_app_options(args),
         talk=args.talk,
         ghosts=tuple(args.ghost or ()),
         record=args.record,
         big=bool(args.big),
         argv=tuple(getattr(args, "argv", None) or ()),
     )
+
+
+@dataclass(frozen=True)
+class AppCommandOptions:
+    """`stackrace [OPTIONS]`, typed: the race the app opens (`AppOptions`, what
+    race/live/setup.py builds it from), and what the command binds around it."""
+
+    app: AppOptions
+    metrics: MetricsOptions | None
+    cluster: ClusterOptions
+
+
+def app_command_options(args: argparse.Namespace) -> AppCommandOptions:
+    from stackrace.commands.cluster_args import cluster_options
+    from stackrace.commands.metrics_args import metrics_options
+
+    return AppCommandOptions(app_options(args), metrics_options(args), cluster_options(args))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -36,24 +37,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from stackrace.cluster.options import connect
 from stackrace.commands import runguard
 from stackrace.commands._common import (
     announce,
 )
-from stackrace.commands.bench_args import add_bench_arguments
+from stackrace.commands.bench_args import BenchOptions, add_bench_arguments, bench_options
 from stackrace.commands.bench_output import tell
 from stackrace.commands.bench_plan import build_plan, capacity_plan, fail
-from stackrace.commands.cluster_args import connect_from_args, wants_cluster
-from stackrace.commands.metrics_args import open_metrics
-from stackrace.commands.settings_args import given
-from stackrace.metrics.exporter import MetricsError, MetricsExporter
+from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
 from stackrace.race.bench.run import plan_placement, run_bench
 from stackrace.race.core.capacity_run import ResumeError
 from stackrace.race.core.journal import (
     CapacitySpec,
-    JournalError,
     JournalStart,
     Resumed,
     read_journal,
@@ -86,7 +84,7 @@ if TYPE_CHECKING:
 
 def register(p: argparse.ArgumentParser) -> None:
     add_bench_arguments(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=bench_options)
 
 
 def _progress(line: str) -> None:
@@ -111,18 +109,18 @@ async def _served(metrics: MetricsExporter | None, work: Coroutine[Any, Any, T])
         return await work
 
 
-def _resume(args: argparse.Namespace) -> tuple[JournalStart, Resumed] | None:
+def _resume(o: BenchOptions) -> tuple[JournalStart, Resumed] | None:
     """`--resume J`: the journal read and checked; None after one line. Options that
     change what is measured are refused: the rest is measured as the start was."""
-    if args.from_run or args.preset:
+    if o.race.from_run or o.race.preset:
         fail("--resume continues a journal with its own settings: --from and --preset do not apply")
         return None
-    changed = sorted(given(args)) + [
+    changed = sorted(o.race.given) + [
         f
         for f, v in (
-            ("--capacity", args.capacity),
-            ("--budget", args.budget),
-            ("--precision", args.precision),
+            ("--capacity", o.capacity),
+            ("--budget", o.budget),
+            ("--precision", o.precision),
         )
         if v
     ]
@@ -132,62 +130,57 @@ def _resume(args: argparse.Namespace) -> tuple[JournalStart, Resumed] | None:
             f"{', '.join(changed)} would change them (start a new run instead)"
         )
         return None
-    try:
-        start, entries = read_journal(args.resume)
-    except JournalError as exc:
-        fail(str(exc))
-        return None
+    resume = o.guard.resume
+    assert resume is not None  # called for --resume
+    start, entries = read_journal(resume)
     if start.command != "bench":
         fail(
-            f"{args.resume}: the journal of `stackrace {start.command}`: continue it with "
-            f"`stackrace {start.command} --resume {args.resume}`"
+            f"{resume}: the journal of `stackrace {start.command}`: continue it with "
+            f"`stackrace {start.command} --resume {resume}`"
         )
         return None
     return start, Resumed(entries)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(o: BenchOptions) -> int:
     resumed: Resumed | None = None
     start: JournalStart | None = None
-    if args.resume:
-        got = _resume(args)
+    if o.guard.resume:
+        got = _resume(o)
         if got is None:
             return 2
         start, resumed = got
-        if start.capacity is not None:
-            args.capacity = True
-            args.budget, args.precision = start.capacity.budget_s, start.capacity.precision
-        # every file the first run wrote, written again whole
-        runguard.resume_outputs("stackrace bench", args.resume, start.outputs, args)
-    outputs = {"--json": args.json_out, "--csv": args.csv_out, "--markdown": args.md_out}
-    pages = {"--html": args.html_out, "--series-csv": args.series_csv_out}
+        if start.capacity is not None:  # the search the journal started
+            c = start.capacity
+            o = dataclasses.replace(o, capacity=True, budget=c.budget_s, precision=c.precision)
+        # every file the first run wrote, written again whole; its stacks are checked as
+        # a run file's are
+        journal = str(o.guard.resume)
+        files = runguard.resume_outputs("stackrace bench", journal, start.outputs, o.files)
+        race = dataclasses.replace(o.race, from_run=journal)
+        o = dataclasses.replace(o, files=files, race=race)
+    f = o.files
+    outputs = {"--json": f.json_out, "--csv": f.csv_out, "--markdown": f.md_out}
+    pages = {"--html": f.html_out, "--series-csv": f.series_csv_out}
     problem = check_output_paths(
-        {**outputs, "--chart": args.chart_out, "--junit": args.junit_out, **pages}
+        {**outputs, "--chart": f.chart_out, "--junit": f.junit_out, **pages}
     )
-    if not problem and args.flame_dir and not os.path.isdir(args.flame_dir):
-        problem = f"--flame {args.flame_dir}: not a directory"
+    if not problem and f.flame_dir and not os.path.isdir(f.flame_dir):
+        problem = f"--flame {f.flame_dir}: not a directory"
     if problem:  # before any load: a run is never thrown away for a bad path
         print(f"stackrace bench: {problem}", file=sys.stderr)
         return 2
-    try:  # before any load: a rule that cannot be judged is refused, never ignored
-        rules = gate.check_rules(args.fail_on, args.baseline)
-    except ValueError as exc:
-        fail(str(exc))
-        return 2
+    # before any load: a rule that cannot be judged is refused (TermError), never ignored
+    rules = gate.check_rules(o.fail_on, o.baseline)
     rerun: BenchRun | None = None
     if start is not None:
         rerun = start.run
-        args.from_run = args.resume  # its stacks are checked as a run file's are
-    elif args.from_run:
-        if args.preset:
+    elif o.race.from_run:
+        if o.race.preset:
             fail("--from and --preset both give the settings: give one of them")
             return 2
-        try:
-            rerun = read_run(args.from_run)
-        except ValueError as exc:
-            fail(str(exc))
-            return 2
-    built = build_plan(args, rerun)
+        rerun = read_run(o.race.from_run)
+    built = build_plan(o.race, rerun)
     if built is None:
         return 2
     plan, stacks_file = built
@@ -195,25 +188,23 @@ def run(args: argparse.Namespace) -> int:
     if problem:  # a server not sampled has no memory or CPU figure to meet them with
         fail(problem)
         return 2
-    if args.capacity:
-        plan.capacity = capacity_plan(args, plan.settings)
+    if o.capacity:
+        plan.capacity = capacity_plan(o.budget, o.precision, plan.settings)
         if plan.capacity is None:
             return 2
-    preset = load_preset(args.preset) if args.preset else None
+    preset = load_preset(o.race.preset) if o.race.preset else None
     baseline: BenchRun | None = None
-    if args.baseline:
-        try:
-            baseline = read_run(args.baseline)
-        except ValueError as exc:
-            fail(str(exc))
-            return 2
+    if o.baseline:
+        baseline = read_run(o.baseline)
     notes: list[str] = []
-    lock = runguard.claim_cores("stackrace bench", args, notes, cluster=wants_cluster(args))
+    lock = runguard.claim_cores(
+        "stackrace bench", o.guard.share_cores, notes, cluster=o.race.cluster.wanted
+    )
     if lock is None:
         return runguard.EXIT_SHARED
     try:
         return _run_locked(
-            args, plan, stacks_file, rerun, preset, baseline, rules, notes, resumed, lock
+            o, plan, stacks_file, rerun, preset, baseline, rules, notes, resumed, lock
         )
     finally:
         lock.release()
@@ -237,7 +228,7 @@ def skeleton(plan: BenchPlan, origin: Any) -> BenchRun:
 
 
 def _run_locked(
-    args: argparse.Namespace,
+    o: BenchOptions,
     plan: BenchPlan,
     stacks_file: StackFile,
     rerun: BenchRun | None,
@@ -248,22 +239,18 @@ def _run_locked(
     resumed: Resumed | None,
     lock: runguard.runlocks.RunLock,
 ) -> int:
-    try:
-        metrics = open_metrics(args, "stackrace bench")
-    except MetricsError as exc:
-        fail(str(exc))
-        return 2
+    metrics = open_exporter(o.metrics, "stackrace bench")
     if metrics is not None:
         plan.on_core = metrics.follow_core
     # the cluster first: a refusal (no Ray, a node missing) is one line, before any
     # announcement or journal
     cluster = None
     parts: RaceParts | None = None
-    if wants_cluster(args):  # the stacks on the app node, the engines on the load nodes
+    if o.race.cluster.wanted:  # the stacks on the app node, the engines on the load nodes
         from stackrace.cluster.errors import ClusterError
         from stackrace.cluster.frontends import bench_parts
 
-        cluster = connect_from_args(args, "stackrace bench")
+        cluster = connect(o.race.cluster, "stackrace bench")
         if cluster is None:
             if metrics is not None:
                 metrics.close()
@@ -283,31 +270,32 @@ def _run_locked(
         from stackrace.base.paths import writable_dir
         from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir
 
-        if not wants_cluster(args):  # (a cluster's stacks run on its app node)
+        if not o.race.cluster.wanted:  # (a cluster's stacks run on its app node)
             # a read-only or full home: one line now, not after the first progress lines
             writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
-        announce(stacks_file, "stackrace bench", quiet=args.no_progress)
-    progress: Callable[[str], None] = _quiet if args.no_progress else _progress
+        announce(stacks_file, "stackrace bench", quiet=o.no_progress)
+    progress: Callable[[str], None] = _quiet if o.no_progress else _progress
     # where the run came from: what `bench --from` needs to run it again
-    origin = provenance(plan.stacks, stacks_file, rerun_of=args.from_run)
+    origin = provenance(plan.stacks, stacks_file, rerun_of=o.race.from_run)
+    f = o.files
     if resumed is not None:
         from stackrace.race.core.journal import Journal
 
         plan.resume = resumed
         try:
-            plan.journal = Journal.reopen(Path(args.resume))
+            plan.journal = Journal.reopen(Path(str(o.guard.resume)))
         except OSError as exc:
-            fail(f"{args.resume}: cannot append to it: {exc.strerror or exc}")
+            fail(f"{o.guard.resume}: cannot append to it: {exc.strerror or exc}")
             _close(cluster, metrics)
             return 2
         progress(
-            f"resuming {args.resume}: {resumed.work} levels and probes measured before, "
+            f"resuming {o.guard.resume}: {resumed.work} levels and probes measured before, "
             f"{len(resumed.done)} stacks done"
         )
     else:
         try:
             where = runguard.journal_path(
-                args.journal, [args.json_out, args.csv_out, args.md_out, args.html_out], "bench"
+                o.guard.journal, [f.json_out, f.csv_out, f.md_out, f.html_out], "bench"
             )
         except OSError as exc:
             fail(str(exc))
@@ -319,7 +307,7 @@ def _run_locked(
             capacity=CapacitySpec(plan.capacity.budget_s, plan.capacity.precision)
             if plan.capacity is not None
             else None,
-            outputs=runguard.record_outputs(where, args),
+            outputs=runguard.record_outputs(where, f),
         )
         plan.journal = runguard.open_journal("stackrace bench", where, start)
         if plan.journal is not None:
@@ -352,7 +340,7 @@ def _run_locked(
                 )
             )
         except ResumeError as exc:
-            fail(f"{args.resume}: {exc}")
+            fail(f"{o.guard.resume}: {exc}")
             return 2
         result = recorder.finish(interrupted)
         # a run that started on these cores after this one: in this run's record too
@@ -393,20 +381,20 @@ def _run_locked(
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
     result.journal = str(plan.journal.path) if plan.journal is not None and interrupted else ""
     problems = write_outputs(
-        result, args.json_out, args.csv_out, args.md_out, args.chart_out,
-        args.html_out, args.series_csv_out, baseline,
+        result, f.json_out, f.csv_out, f.md_out, f.chart_out, f.html_out, f.series_csv_out,
+        baseline,
     )  # fmt: skip
-    if args.flame_dir:  # a flame graph per evidence window (report/why.py)
-        problems += write_flames(result, args.flame_dir)[1]
+    if f.flame_dir:  # a flame graph per evidence window (report/why.py)
+        problems += write_flames(result, f.flame_dir)[1]
     problems += write_files(
-        [("--junit", args.junit_out, lambda: junit_xml(result, verdict, args.baseline))]
+        [("--junit", f.junit_out, lambda: junit_xml(result, verdict, o.baseline))]
     )
     kept = runguard.finish_journal(plan.journal, interrupted, keep=bool(problems))
     failed = bench_failures(result)
     # a lost app host ended the run: not the user's interruption (exit 1, named)
     app_lost = cluster.app_lost if interrupted and cluster is not None else None
     try:
-        tell(result, verdict, args.baseline, interrupted, failed, problems, app_lost)
+        tell(result, verdict, o.baseline, interrupted, failed, problems, app_lost)
         if kept and interrupted:
             line = runguard.kept_line("stackrace bench", plan.journal, kept, "level and probe")
             print(line, file=sys.stderr)

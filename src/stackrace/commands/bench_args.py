@@ -1,24 +1,38 @@
 """`stackrace bench`'s options and help: the race settings grouped by what a person
 wants to do (each declared once, with its default, in settings/race_settings.py), the
-capacity search's and the outputs' own options, and the Examples."""
+capacity search's and the outputs' own options, and the Examples; and the command line
+read into its frozen `BenchOptions` (with `RaceOptions`, what to race, which tune's
+plan shares), so that nothing past this module knows argparse."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from stackrace.cluster.options import ClusterOptions
 from stackrace.commands import runguard
-from stackrace.commands.cluster_args import add_cluster_arguments
-from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.commands.cluster_args import add_cluster_arguments, cluster_options
+from stackrace.commands.metrics_args import add_metrics_arguments, metrics_options
+from stackrace.commands.output_args import (
+    OutputFiles,
+    add_allow_remote_argument,
+    add_gate_arguments,
+    add_json_file_argument,
+    add_junit_argument,
+    add_no_progress_argument,
+    add_table_arguments,
+    output_options,
+)
 from stackrace.commands.parser import examples
-from stackrace.commands.settings_args import add_options
-from stackrace.commands.target_args import add_url_arguments
-from stackrace.report import gate
+from stackrace.commands.settings_args import add_options, add_preset_argument, given
+from stackrace.commands.target_args import TargetOptions, add_url_arguments, target_options
 from stackrace.settings.options import positive_duration
 from stackrace.settings.options import precision as precision_share
 
-# argparse formats a help string with %: the default rules' own % are doubled
-_DEFAULT_RULES = gate.DEFAULT_RULES.replace("%", "%%")
-
+if TYPE_CHECKING:
+    from stackrace.metrics.exporter import MetricsOptions
 
 # the race settings by what a person wants to do (each declared once, with its default:
 # settings/race_settings.py); every one of them is in exactly one group
@@ -67,11 +81,10 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EXAMPLES + "\n\nMore: docs/bench.md, docs/tune.md"
     what = p.add_argument_group("what to race")
     add_options(what, only=WHAT)
-    what.add_argument(
-        "--preset",
-        metavar="NAME",
-        help="a stored scenario from presets/ (its settings are the defaults; options given "
-        "here override them)",
+    add_preset_argument(
+        what,
+        "a stored scenario from presets/ (its settings are the defaults; options given here "
+        "override them)",
     )
     what.add_argument(
         "--from",
@@ -92,48 +105,31 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     add_options(p.add_argument_group("your requests (instead of the workload's)"), only=REQUESTS)
     servers = p.add_argument_group("servers you started (docs/your-app.md)")
     add_url_arguments(servers)  # --url [NAME=]URL, --pid: as in the app
-    servers.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a --url host that is not on this machine (default: loopback only)",
+    add_allow_remote_argument(
+        servers, "allow a --url host that is not on this machine (default: loopback only)"
     )
     from stackrace.commands.target_args import add_your_app_arguments
 
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     out = p.add_argument_group("what it writes")
-    out.add_argument(
-        "--json",
-        dest="json_out",
-        metavar="FILE",
-        help="write the run here (versioned schema; `stackrace report` reads it)",
+    add_json_file_argument(
+        out, "write the run here (versioned schema; `stackrace report` reads it)"
     )
-    out.add_argument("--csv", dest="csv_out", metavar="FILE", help="write a CSV table here")
-    out.add_argument(
-        "--markdown", dest="md_out", metavar="FILE", help="write a Markdown table here"
-    )
-    out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
+    add_table_arguments(out)
     add_page_arguments(out)
-    out.add_argument(
-        "--junit",
-        dest="junit_out",
-        metavar="FILE",
-        help="write JUnit XML here: a test case per stack and level, the gate's "
-        "crossed rules as failures",
+    add_junit_argument(
+        out,
+        "write JUnit XML here: a test case per stack and level, the gate's crossed rules as "
+        "failures",
     )
-    out.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    add_no_progress_argument(out)
     add_metrics_arguments(out)
     verdicts = p.add_argument_group("pass or fail (docs/bench.md)")
     add_options(verdicts, only=("slo",), helps={"slo": SLO_HELP})
-    verdicts.add_argument(
-        "--baseline", metavar="RUN.json", help="a saved run to compare against (with --fail-on)"
-    )
-    verdicts.add_argument(
-        "--fail-on",
-        default=None,
-        metavar="RULES",
-        help="fail the run when a level crosses one of these rules: absolute ones "
-        "(p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) compare "
-        f"with --baseline (default with a baseline: {_DEFAULT_RULES})",
+    add_gate_arguments(
+        verdicts,
+        baseline="a saved run to compare against (with --fail-on)",
+        what="the run when a level",
     )
     add_capacity_arguments(p.add_argument_group("capacity under the SLO (docs/tune.md)"))
     runguard.add_run_arguments(p.add_argument_group("journal, resume, other runs (docs/tune.md)"))
@@ -201,4 +197,62 @@ def add_page_arguments(group: argparse._ArgumentGroup) -> None:
         metavar="DIR",
         help="write a flame graph (SVG) of each evidence window here, one file per stack "
         'and breaking level (docs/bench.md, "Why it broke")',
+    )
+
+
+@dataclass(frozen=True)
+class RaceOptions:
+    """What to race, as given: the settings options (by field; unset ones absent), a
+    preset or a run to run again, the stacks file, the servers and app given, the
+    cluster. Bench's and tune's plans are built from it (commands/bench_plan.py)."""
+
+    given: Mapping[str, Any] = field(default_factory=dict)
+    preset: str | None = None
+    from_run: str | None = None  # --from RUN.json, or the journal resumed
+    accept_definition_changes: bool = False
+    stacks_file: str | None = None
+    target: TargetOptions = field(default_factory=TargetOptions)
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
+
+
+def race_options(args: argparse.Namespace) -> RaceOptions:
+    return RaceOptions(
+        given=given(args),
+        preset=getattr(args, "preset", None),
+        from_run=args.from_run,
+        accept_definition_changes=bool(getattr(args, "accept_definition_changes", False)),
+        stacks_file=args.stacks_file,
+        target=target_options(args),
+        cluster=cluster_options(args),
+    )
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """`stackrace bench`'s command line, typed."""
+
+    race: RaceOptions
+    files: OutputFiles = field(default_factory=OutputFiles)
+    baseline: str | None = None
+    fail_on: str | None = None
+    capacity: bool = False
+    budget: float | None = None  # seconds
+    precision: float | None = None
+    no_progress: bool = False
+    guard: runguard.RunGuardOptions = field(default_factory=runguard.RunGuardOptions)
+    metrics: MetricsOptions | None = None
+
+
+def bench_options(args: argparse.Namespace) -> BenchOptions:
+    return BenchOptions(
+        race=race_options(args),
+        files=output_options(args),
+        baseline=args.baseline,
+        fail_on=args.fail_on,
+        capacity=bool(args.capacity),
+        budget=args.budget,
+        precision=args.precision,
+        no_progress=bool(args.no_progress),
+        guard=runguard.run_guard_options(args),
+        metrics=metrics_options(args),
     )

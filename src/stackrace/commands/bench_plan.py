@@ -1,12 +1,13 @@
 """`stackrace bench`'s plan from its command line (and tune's): the settings (defaults,
 a --preset or a --from run, the options over them), the stacks file and the stacks
 chosen in it, the servers given by --url, each checked before anything starts; a
-refusal is one line naming the option, file or stack."""
+refusal is one line naming the option, file or stack. It takes the typed `RaceOptions`
+(commands/bench_args.py), never the command line's Namespace."""
 
 from __future__ import annotations
 
-import argparse
 import sys
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -17,24 +18,27 @@ from stackrace.commands._common import (
     resolve_all,
     serves_workload,
 )
-from stackrace.commands.cluster_args import wants_cluster
 from stackrace.commands.settings_args import stacks_written_in, with_given
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.core.capacity_run import CapacityPlan
 from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.presets import load_preset, preset_path
-from stackrace.race.core.urls import UrlError, check_paths, url_targets
+from stackrace.race.core.urls import check_paths, url_targets
 from stackrace.report.provenance import definition_changes, recorded_stacks
 from stackrace.report.schema import BenchRun
 from stackrace.settings.options import usable_cpus
 from stackrace.settings.race_settings import RaceSettings
-from stackrace.settings.scenario import ScenarioError
 from stackrace.stacks.catalogue import StackFile
-from stackrace.stacks.definition import ConfigError
+
+if TYPE_CHECKING:
+    from stackrace.commands.bench_args import RaceOptions
 
 
-def capacity_plan(args: argparse.Namespace, settings: RaceSettings) -> CapacityPlan | None:
-    """The search asked for, checked: it needs an objective, and a timed level."""
+def capacity_plan(
+    budget: float | None, precision: float | None, settings: RaceSettings
+) -> CapacityPlan | None:
+    """The search asked for (--budget, --precision), checked: it needs an objective,
+    and a timed level."""
     if not settings.slo:
         fail("--capacity searches under an objective: give --slo, e.g. --slo 'p99<50ms'")
         return None
@@ -42,7 +46,7 @@ def capacity_plan(args: argparse.Namespace, settings: RaceSettings) -> CapacityP
         fail("--capacity times each probe: --requests (a level of N requests) does not apply")
         return None
     return CapacityPlan(
-        settings.slo, budget_s=args.budget, precision=args.precision or CapacityPlan.precision
+        settings.slo, budget_s=budget, precision=precision or CapacityPlan.precision
     )
 
 
@@ -50,26 +54,22 @@ def fail(message: str) -> None:
     print(f"stackrace bench: {printable.terminal(str(message))}", file=sys.stderr)
 
 
-def build_settings(args: argparse.Namespace, rerun: BenchRun | None = None) -> RaceSettings | None:
+def build_settings(o: RaceOptions, rerun: BenchRun | None = None) -> RaceSettings | None:
     base = rerun.settings.race_settings() if rerun is not None else RaceSettings()
-    if args.preset:
-        try:
-            base = load_preset(args.preset).settings
-        except ConfigError as exc:
-            fail(str(exc))
-            return None
-    return with_given(base, args)
+    if o.preset:
+        base = load_preset(o.preset).settings
+    return with_given(base, o.given, app_given=bool(o.target.your_app.app))
 
 
 def build_plan(
-    args: argparse.Namespace, rerun: BenchRun | None = None, named_in: str | None = None
+    o: RaceOptions, rerun: BenchRun | None = None, named_in: str | None = None
 ) -> tuple[BenchPlan, StackFile] | None:
     """The plan of a bench run (or of tune's); `named_in`: where the stacks were written
     when the caller knows better than the options (tune --resume: its journal)."""
-    settings = build_settings(args, rerun)
+    settings = build_settings(o, rerun)
     if settings is None:
         return None
-    stacks = _stacks(args, rerun, settings)
+    stacks = _stacks(o, rerun, settings)
     if stacks is None:
         return None
     if not settings.stacks and stacks.generated:
@@ -88,32 +88,26 @@ def build_plan(
 
             print(f"stackrace bench: {left_out_note(chosen_names, others)}", file=sys.stderr)
         settings = msgspec.structs.replace(settings, stacks=chosen_names)
-    if not settings.stacks and not args.url:
+    if not settings.stacks and not o.target.urls:
         fail("name the stacks (--stacks A,B), a --preset, or servers you started (--url)")
         return None
-    if not wants_cluster(args):  # (a cluster's app node is checked once it is known)
+    if not o.cluster.wanted:  # (a cluster's app node is checked once it is known)
         problem = cpus_problem(settings.cpus, usable_cpus())
         if problem:
             fail(problem)
             return None
     if settings.own_requests:
-        try:
-            settings.request_kinds()  # read and checked before anything starts
-        except ScenarioError as exc:
-            fail(str(exc))
-            return None
-    preset_file = preset_path(args.preset) if args.preset else None
+        settings.request_kinds()  # read and checked before anything starts
+    preset_file = preset_path(o.preset) if o.preset else None
     if named_in is None:
         named_in = stacks_written_in(
-            args, preset_file, args.from_run if rerun is not None else None
+            o.given, preset_file, o.from_run if rerun is not None else None
         )
     chosen = (
-        resolve_all([",".join(settings.stacks)], stacks, named_in=named_in, prog="stackrace bench")
+        resolve_all([",".join(settings.stacks)], stacks, named_in=named_in)
         if settings.stacks
         else []
     )
-    if chosen is None:
-        return None
     from stackrace.stacks.userapp import missing_servers
 
     missing = missing_servers(settings.stacks, stacks)
@@ -124,30 +118,25 @@ def build_plan(
         chosen, settings.workload, "stackrace bench"
     ):
         return None
-    try:
-        urls = url_targets(args.url, args.pid, args.allow_remote, [s.name for s in chosen])
-        check_paths(urls, settings.own_requests)
-    except UrlError as exc:
-        fail(str(exc))
-        return None
-    if urls and wants_cluster(args):
+    t = o.target
+    urls = url_targets(t.urls, t.pids, t.allow_remote, [s.name for s in chosen])
+    check_paths(urls, settings.own_requests)
+    if urls and o.cluster.wanted:
         fail("--url and --cluster: a cluster run loads only the stacks it starts on its app node")
         return None
-    preset = rerun.settings.preset if rerun is not None else args.preset
+    preset = rerun.settings.preset if rerun is not None else o.preset
     plan = BenchPlan(
         stacks=chosen,
         settings=settings,
         preset=preset,
-        stacks_file=args.stacks_file,
+        stacks_file=o.stacks_file,
         urls=urls,
-        allow_remote=args.allow_remote,
+        allow_remote=o.target.allow_remote,
     )
     return plan, stacks
 
 
-def _stacks(
-    args: argparse.Namespace, rerun: BenchRun | None, settings: RaceSettings
-) -> StackFile | None:
+def _stacks(o: RaceOptions, rerun: BenchRun | None, settings: RaceSettings) -> StackFile | None:
     """The stacks file in use. With --from, the run's recorded blocks are compared with
     it and never started (report/provenance.py says why): a difference in what runs is
     refused unless --accept-definition-changes. A run of your app, or of --cmd stacks,
@@ -155,50 +144,46 @@ def _stacks(
     file's interpreter, directory or command line is never taken from it; nor is a
     file it read its requests from."""
     if rerun is not None:
-        refused = _needs_again(args, rerun)
+        refused = _needs_again(o, rerun)
         if refused:
-            fail(f"{args.from_run} {refused}")
+            fail(f"{o.from_run} {refused}")
             return None
-    stacks = load(args, settings, "stackrace bench")
-    if stacks is None or rerun is None:
+    stacks = load(o.stacks_file, o.target.your_app, settings)
+    if rerun is None:
         return stacks
-    try:
-        recorded_stacks(rerun, args.from_run)  # a malformed record is an error, not ignored
-    except ConfigError as exc:
-        fail(str(exc))
-        return None
+    recorded_stacks(rerun, str(o.from_run))  # a malformed record is an error, not ignored
     runs, described = definition_changes(rerun, stacks)
-    if runs and not args.accept_definition_changes:
+    if runs and not o.accept_definition_changes:
         fail(
-            f"{args.from_run} ran stacks defined differently from {stacks.source} now "
+            f"{o.from_run} ran stacks defined differently from {stacks.source} now "
             f"({'; '.join(runs)}): give --accept-definition-changes to run them as "
             "defined now, or --stacks-file with the file it ran"
         )
         return None
     for line in runs + described:
         print(
-            f"stackrace bench: note: {line} differs from {args.from_run}; "
+            f"stackrace bench: note: {line} differs from {o.from_run}; "
             f"run as defined in {stacks.source}",
             file=sys.stderr,
         )
     return stacks
 
 
-def _needs_again(args: argparse.Namespace, rerun: BenchRun) -> str:
+def _needs_again(o: RaceOptions, rerun: BenchRun) -> str:
     """What a rerun needs from the command line rather than from the run file."""
     names = [s.name for s in rerun.stacks]
-    if any("[app]" in n for n in names) and not getattr(args, "app", None):
+    if any("[app]" in n for n in names) and not o.target.your_app.app:
         return "raced your app: give --app (and --python, --app-dir, --env) again to run it again"
     # (a --cmd stack is resolved by name like any other: without --cmd, "no stack" says so)
     by_hand = [st.name for st in rerun.stacks if st.url]
-    if by_hand and not args.url:
+    if by_hand and not o.target.urls:
         return (
             f"raced servers you started ({', '.join(by_hand)}): give --url NAME=URL "
             "(and --pid) again to race them again"
         )
     s = rerun.settings
-    if s.scenario and getattr(args, "scenario", None) is None:
+    if s.scenario and o.given.get("scenario") is None:
         return f"read its requests from {s.scenario}: give --scenario FILE again"
-    if s.body_file and getattr(args, "body_file", None) is None:
+    if s.body_file and o.given.get("body_file") is None:
         return f"read its request body from {s.body_file}: give --body-file FILE again"
     return ""

@@ -104,7 +104,7 @@ def register(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="list what would be stopped and removed, and its size; change nothing",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=clean_options)
 
 
 @dataclass(frozen=True)
@@ -115,19 +115,32 @@ class Item:
     keep: str = ""  # why it is left alone ("" : it is removed)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class CleanOptions:
+    """`stackrace clean`'s command line, typed."""
+
+    dry_run: bool
+
+
+def clean_options(args: argparse.Namespace) -> CleanOptions:
+    return CleanOptions(
+        dry_run=bool(args.dry_run),
+    )
+
+
+def run(o: CleanOptions) -> int:
     db_root = default_dir()
     items, db, db_pid, problems = survey(db_root)
     print("stackrace clean: what stackrace made on this machine")
     if db_pid is not None:
-        verb = "would stop" if args.dry_run else "stop"
+        verb = "would stop" if o.dry_run else "stop"
         print(f"  {verb:<12} the private MariaDB (pid {db_pid}, {db_root})")
     width = max((len(str(it.path)) for it in items), default=0)
     for it in items:
         if it.keep:
             print(f"  {'keep':<12} {it.path!s:<{width}}  {'':>9}  {it.keep}")
         else:
-            verb = "would remove" if args.dry_run else "remove"
+            verb = "would remove" if o.dry_run else "remove"
             print(f"  {verb:<12} {it.path!s:<{width}}  {fmt_bytes(it.size):>9}  {it.what}")
     total = sum(it.size for it in items if not it.keep)
     removable = [it for it in items if not it.keep]
@@ -135,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         print("  nothing to remove")
     for line in problems:
         print(f"stackrace clean: {line}", file=sys.stderr)
-    if args.dry_run:
+    if o.dry_run:
         print(f"{fmt_bytes(total)} in all; nothing changed (--dry-run)")
         return 1 if problems else 0
     if db is not None and db_pid is not None:

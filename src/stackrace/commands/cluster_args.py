@@ -4,13 +4,9 @@ flags), read into the cluster package's typed `ClusterOptions`."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from stackrace.base import paths
-from stackrace.cluster.options import ClusterOptions, connect
-
-if TYPE_CHECKING:
-    from stackrace.cluster.run import ClusterRun
+from stackrace.cluster.options import ClusterOptions
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
@@ -124,12 +120,3 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
         timeout=args.cluster_timeout,
         lost_after=args.cluster_lost_after,
     )
-
-
-def wants_cluster(args: argparse.Namespace) -> bool:
-    return cluster_options(args).wanted
-
-
-def connect_from_args(args: argparse.Namespace, prog: str) -> ClusterRun | None:
-    """The run these flags ask for, or None after one line on stderr saying why not."""
-    return connect(cluster_options(args), prog)

@@ -39,13 +39,18 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     p.epilog = EXAMPLES
     p.add_argument("shell", choices=SHELLS, help="the shell to print the script for")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=completion_options)
 
 
-def run(args: argparse.Namespace) -> int:
+def completion_options(args: argparse.Namespace) -> str:
+    """The one option: the shell the script is for."""
+    return str(args.shell)
+
+
+def run(shell: str) -> int:
     import argcomplete
 
-    sys.stdout.write(argcomplete.shellcode(["stackrace"], shell=args.shell))
+    sys.stdout.write(argcomplete.shellcode(["stackrace"], shell=shell))
     return 0
 
 

@@ -7,9 +7,11 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 
+from stackrace.commands.output_args import add_allow_remote_argument
 from stackrace.commands.parser import examples
 from stackrace.db import (
     DEFAULT_MAX_CONNECTIONS,
@@ -57,10 +59,8 @@ def register(p: argparse.ArgumentParser) -> None:
         help="use an existing server instead: mysql://user:password@host:port/database "
         "(default: the private one)",
     )
-    common.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a --db host that is not loopback (default: loopback only)",
+    add_allow_remote_argument(
+        common, "allow a --db host that is not loopback (default: loopback only)"
     )
     sub = p.add_subparsers(dest="db_action", metavar="ACTION", required=True)
     more = EXAMPLES + "\n\nMore: docs/db.md"
@@ -95,9 +95,8 @@ def register(p: argparse.ArgumentParser) -> None:
         help="extra mariadbd option, repeatable "
         "(e.g. --mariadbd-arg=--thread-handling=pool-of-threads)",
     )
-    up.set_defaults(db_func=_up)
 
-    down = sub.add_parser(
+    sub.add_parser(
         "down",
         parents=[common],
         epilog=more,
@@ -107,7 +106,6 @@ def register(p: argparse.ArgumentParser) -> None:
             "for the next `db up`."
         ),
     )
-    down.set_defaults(db_func=_down)
 
     status = sub.add_parser(
         "status",
@@ -120,7 +118,6 @@ def register(p: argparse.ArgumentParser) -> None:
         ),
     )
     status.add_argument("--json", action="store_true", help="print the status as JSON")
-    status.set_defaults(db_func=_status)
 
     seed = sub.add_parser(
         "seed",
@@ -139,7 +136,6 @@ def register(p: argparse.ArgumentParser) -> None:
         "--engine", default="myisam", choices=ENGINES, help="storage engine (default myisam)"
     )
     seed.add_argument("--force", action="store_true", help="seed again even if already done")
-    seed.set_defaults(db_func=_seed)
 
     reset = sub.add_parser(
         "reset",
@@ -156,9 +152,8 @@ def register(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="stop the private server and delete its whole directory instead",
     )
-    reset.set_defaults(db_func=_reset)
 
-    env = sub.add_parser(
+    sub.add_parser(
         "env",
         parents=[common],
         epilog=more,
@@ -168,42 +163,75 @@ def register(p: argparse.ArgumentParser) -> None:
             "(`eval` them to use the database by hand)."
         ),
     )
-    env.set_defaults(db_func=_env)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=db_options)
 
 
-def run(args: argparse.Namespace) -> int:
-    return int(args.db_func(args))
+@dataclass(frozen=True)
+class DbOptions:
+    """`stackrace db ACTION`'s command line, typed (an option another action has not
+    keeps its default)."""
+
+    action: str
+    dir: str | None = None
+    db: str | None = None  # an existing server's DSN
+    allow_remote: bool = False
+    port: int | None = None
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    mariadbd_args: tuple[str, ...] = ()
+    json: bool = False
+    rows: int = DEFAULT_ROWS
+    engine: str = "myisam"
+    force: bool = False
+    wipe: bool = False
 
 
-def _open(args: argparse.Namespace) -> Database:
-    if args.db and args.dir:
-        raise DbError("--db and --dir exclude each other (--dir is for the private instance)")
-    db = open_database(
-        args.db, allow_remote=args.allow_remote, root=args.dir, port=getattr(args, "port", None)
+def db_options(args: argparse.Namespace) -> DbOptions:
+    return DbOptions(
+        action=args.db_action,
+        dir=args.dir,
+        db=args.db,
+        allow_remote=bool(args.allow_remote),
+        port=getattr(args, "port", None),
+        max_connections=getattr(args, "max_connections", DEFAULT_MAX_CONNECTIONS),
+        mariadbd_args=tuple(getattr(args, "mariadbd_arg", ())),
+        json=bool(getattr(args, "json", False)),
+        rows=getattr(args, "rows", DEFAULT_ROWS),
+        engine=getattr(args, "engine", "myisam"),
+        force=bool(getattr(args, "force", False)),
+        wipe=bool(getattr(args, "wipe", False)),
     )
+
+
+def run(o: DbOptions) -> int:
+    return ACTIONS[o.action](o)
+
+
+def _open(o: DbOptions) -> Database:
+    if o.db and o.dir:
+        raise DbError("--db and --dir exclude each other (--dir is for the private instance)")
+    db = open_database(o.db, allow_remote=o.allow_remote, root=o.dir, port=o.port)
     if isinstance(db, ManagedMariaDB):
-        db.max_connections = getattr(args, "max_connections", DEFAULT_MAX_CONNECTIONS)
-        db.extra_args = getattr(args, "mariadbd_arg", [])
+        db.max_connections = o.max_connections
+        db.extra_args = list(o.mariadbd_args)
     return db
 
 
 def _guard(
-    action: Callable[[argparse.Namespace, Database], int],
-) -> Callable[[argparse.Namespace], int]:
+    action: Callable[[DbOptions, Database], int],
+) -> Callable[[DbOptions], int]:
     """One line on stderr and exit status 1 for a DbError (2 for a usage error)."""
 
-    def wrapper(args: argparse.Namespace) -> int:
+    def wrapper(o: DbOptions) -> int:
         try:
-            return action(args, _open(args))
+            return action(o, _open(o))
         except SeedInterrupted as exc:  # Ctrl-C: stopped on the server too, said in one line
-            print(f"stackrace db {args.db_action}: {exc}", file=sys.stderr)
+            print(f"stackrace db {o.action}: {exc}", file=sys.stderr)
             return 130
         except DbError as exc:
-            print(f"stackrace db {args.db_action}: {exc}", file=sys.stderr)
+            print(f"stackrace db {o.action}: {exc}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
-            print(f"stackrace db {args.db_action}: interrupted", file=sys.stderr)
+            print(f"stackrace db {o.action}: interrupted", file=sys.stderr)
             return 130
 
     return wrapper
@@ -213,7 +241,7 @@ _SAY_ESTIMATE_FROM = 10_000_000  # rows: a seed that takes long enough to be tol
 
 
 @_guard
-def _up(args: argparse.Namespace, db: Database) -> int:
+def _up(o: DbOptions, db: Database) -> int:
     if not isinstance(db, ManagedMariaDB):
         db.up()
         print(f"using the existing server at {db.settings.redacted()} (nothing to start)")
@@ -234,7 +262,7 @@ def _up(args: argparse.Namespace, db: Database) -> int:
 
 
 @_guard
-def _down(args: argparse.Namespace, db: Database) -> int:
+def _down(o: DbOptions, db: Database) -> int:
     if not isinstance(db, ManagedMariaDB):
         raise DbError("--db points at an existing server: stackrace never stops it")
     print("stopped" if db.down() else "not running")
@@ -242,9 +270,9 @@ def _down(args: argparse.Namespace, db: Database) -> int:
 
 
 @_guard
-def _status(args: argparse.Namespace, db: Database) -> int:
+def _status(o: DbOptions, db: Database) -> int:
     st = db.status()
-    if args.json:
+    if o.json:
         sys.stdout.write(msgspec.json.encode(st).decode() + "\n")
     else:
         for label, value in status_lines(st):
@@ -253,15 +281,15 @@ def _status(args: argparse.Namespace, db: Database) -> int:
 
 
 @_guard
-def _seed(args: argparse.Namespace, db: Database) -> int:
-    if args.rows >= _SAY_ESTIMATE_FROM:
-        need = estimate_bytes(args.rows, args.engine)
+def _seed(o: DbOptions, db: Database) -> int:
+    if o.rows >= _SAY_ESTIMATE_FROM:
+        need = estimate_bytes(o.rows, o.engine)
         print(
-            f"seeding {args.rows:,} rows ({args.engine}): about {need / 1e9:,.1f} GB on the "
+            f"seeding {o.rows:,} rows ({o.engine}): about {need / 1e9:,.1f} GB on the "
             "server's disk; Ctrl-C stops it (on the server too)",
             flush=True,
         )
-    result = db.seed(args.rows, args.engine, force=args.force)
+    result = db.seed(o.rows, o.engine, force=o.force)
     if result.skipped:
         print(f"already seeded: {result.rows:,} rows, {result.engine} (use --force to redo)")
     else:
@@ -274,9 +302,9 @@ def _seed(args: argparse.Namespace, db: Database) -> int:
 
 
 @_guard
-def _reset(args: argparse.Namespace, db: Database) -> int:
-    db.reset(wipe=args.wipe)
-    if args.wipe:
+def _reset(o: DbOptions, db: Database) -> int:
+    db.reset(wipe=o.wipe)
+    if o.wipe:
         assert isinstance(db, ManagedMariaDB)
         print(f"stopped and deleted {db.paths.root}")
     else:
@@ -285,7 +313,7 @@ def _reset(args: argparse.Namespace, db: Database) -> int:
 
 
 @_guard
-def _env(args: argparse.Namespace, db: Database) -> int:
+def _env(o: DbOptions, db: Database) -> int:
     rows = None
     if db.is_running():
         state = db.seed_state()
@@ -293,6 +321,12 @@ def _env(args: argparse.Namespace, db: Database) -> int:
     for key, value in db_env(db.settings, rows).items():
         print(f"export {key}={shlex.quote(value)}")
     return 0
+
+
+# each action's function, by its name on the command line
+ACTIONS: dict[str, Callable[[DbOptions], int]] = {
+    "up": _up, "down": _down, "status": _status, "seed": _seed, "reset": _reset, "env": _env,
+}  # fmt: skip
 
 
 def status_lines(st: DbStatus) -> list[tuple[str, str]]:

@@ -13,11 +13,14 @@ import argparse
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from stackrace.commands._common import announce, load, resolve_all, trusted_names
 from stackrace.commands.parser import examples
+from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.install import Installer, InstallOutcome
 
@@ -54,7 +57,7 @@ def register(p: argparse.ArgumentParser) -> None:
         help="install the named servers for your app (`stackrace --app …`) into this interpreter's "
         "environment (PYTHON -m pip install …), not stackrace's",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=install_options)
 
 
 def _summary(r: InstallOutcome) -> str:
@@ -76,37 +79,53 @@ def _summary(r: InstallOutcome) -> str:
     return "installed: " + "; ".join(what)
 
 
-def run(args: argparse.Namespace) -> int:
-    stacks = load(args)
-    if stacks is None:
-        return 2
-    if args.into is not None:
-        return install_into(args, stacks)
-    if args.all == bool(args.names):
+@dataclass(frozen=True)
+class InstallOptions:
+    """`stackrace install`'s command line, typed."""
+
+    names: tuple[str, ...]
+    all: bool
+    dry_run: bool
+    into: str | None
+    stacks_file: str | None
+    your_app: YourApp
+
+
+def install_options(args: argparse.Namespace) -> InstallOptions:
+    return InstallOptions(
+        names=tuple(args.names),
+        all=bool(args.all),
+        dry_run=bool(args.dry_run),
+        into=args.into,
+        stacks_file=args.stacks_file,
+        your_app=your_app_options(args),
+    )
+
+
+def run(o: InstallOptions) -> int:
+    stacks = load(o.stacks_file, o.your_app)
+    if o.into is not None:
+        return install_into(o, stacks)
+    if o.all == bool(o.names):
         print("stackrace install: name one or more stacks, or --all", file=sys.stderr)
         return 2
     chosen = resolve_all(
-        trusted_names(stacks, "stackrace install") if args.all else args.names,
+        trusted_names(stacks, "stackrace install") if o.all else list(o.names),
         stacks,
         named_in=COMMAND_LINE,
-        prog="stackrace install",
     )
-    if chosen is None:
-        return 2
     announce(stacks, "stackrace install")
     t0 = time.monotonic()
     print(f"stackrace install: checking {len(chosen)} stack{'s' * (len(chosen) != 1)}")
-    results = Installer(
-        chosen, log=lambda line: print(line, flush=True), dry_run=args.dry_run
-    ).run()
+    results = Installer(chosen, log=lambda line: print(line, flush=True), dry_run=o.dry_run).run()
     width = max((len(r.stack.base) for r in results), default=0)
     for r in results:
-        print(f"  {r.stack.base:<{width}}  {_summary(r) if not args.dry_run else _plan(r)}")
+        print(f"  {r.stack.base:<{width}}  {_summary(r) if not o.dry_run else _plan(r)}")
     failed = [r for r in results if r.error is not None]
     changed = sum(bool(r.before) for r in results) - len(failed)
     # a dry run installed nothing: it says what it would do, never "installed"
     done, broke = (
-        ("would be installed", "cannot be installed") if args.dry_run else ("installed", "failed")
+        ("would be installed", "cannot be installed") if o.dry_run else ("installed", "failed")
     )
     print(
         f"{changed} {done}, {len(results) - changed - len(failed)} already complete, "
@@ -158,35 +177,31 @@ def python_problem(python: str) -> str | None:
     return None
 
 
-def install_into(args: argparse.Namespace, stacks: StackFile) -> int:
+def install_into(o: InstallOptions, stacks: StackFile) -> int:
     """`install --into PYTHON SERVER…`: the app templates' pip packages, with that
     interpreter's own pip, then a check that each server imports there. Nothing goes
     into the environment stackrace runs in unless PYTHON is its interpreter."""
-    from stackrace.stacks.app_spec import AppError, choose_python
+    from stackrace.stacks.app_spec import choose_python
     from stackrace.stacks.availability import forget_importable, importable
     from stackrace.stacks.install import StepError, _run
     from stackrace.stacks.userapp import APP_TAG
 
     prog = "stackrace install"
-    if args.all or not args.names:
+    if o.all or not o.names:
         print(
             f"{prog}: --into needs the servers by name (e.g. gunicorn-sync uvicorn)",
             file=sys.stderr,
         )
         return 2
-    try:
-        python = choose_python(args.into)
-    except AppError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
+    python = choose_python(o.into)
     problem = python_problem(python)
     if problem:
-        print(f"{prog}: --into {args.into}: {problem}", file=sys.stderr)
+        print(f"{prog}: --into {o.into}: {problem}", file=sys.stderr)
         return 2
     plain: list[str] = []
     no_deps: list[str] = []
     modules: list[str] = []
-    for name in args.names:
+    for name in o.names:
         base = name.removesuffix(APP_TAG).partition(":")[0]
         if base in stacks.untrusted:  # its pip packages are a stranger's choice too
             print(f"{prog}: {stacks.untrusted[base]}", file=sys.stderr)
@@ -216,7 +231,7 @@ def install_into(args: argparse.Namespace, stacks: StackFile) -> int:
         if not reqs:
             continue
         argv = [*base_argv, *extra, *reqs]
-        if args.dry_run:
+        if o.dry_run:
             print(f"  $ {' '.join(argv)}")
             continue
         try:
@@ -225,12 +240,12 @@ def install_into(args: argparse.Namespace, stacks: StackFile) -> int:
             print(f"{prog}: {exc}", file=sys.stderr)
             return 1
         print(f"  pip install {' '.join(extra + reqs)}: done in {seconds:.1f}s", flush=True)
-    if args.dry_run:
+    if o.dry_run:
         return 0
     forget_importable(python)
     absent = [m for m, ok in importable(python, modules).items() if not ok]
     if absent:
         print(f"{prog}: still not importable by {python}: {', '.join(absent)}", file=sys.stderr)
         return 1
-    print(f"installed for {python}: {', '.join(args.names)}")
+    print(f"installed for {python}: {', '.join(o.names)}")
     return 0

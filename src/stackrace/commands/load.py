@@ -52,12 +52,10 @@ import uvloop
 from stackrace.base import printable
 from stackrace.base.atomicfile import write_atomic
 from stackrace.base.netguard import RemoteTargetError, require_loopback
-from stackrace.commands.cluster_args import connect_from_args, wants_cluster
-from stackrace.commands.load_args import add_load_arguments
-from stackrace.commands.metrics_args import open_metrics
+from stackrace.cluster.options import connect
+from stackrace.commands.load_args import LoadOptions, add_load_arguments, load_options
 from stackrace.commands.parser import note
-from stackrace.commands.settings_args import given
-from stackrace.engine.client import Engine, EngineError
+from stackrace.engine.client import Engine
 from stackrace.engine.clients import ClientProfile
 from stackrace.engine.model import (
     EngineSettings,
@@ -66,7 +64,7 @@ from stackrace.engine.model import (
 )
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.tls import TlsConfigError, check_cacert
-from stackrace.metrics.exporter import MetricsError, MetricsExporter
+from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.core.core import RaceCore
 from stackrace.race.load.driver import LoadPlan, LoadRun, Phase, drive, member
 from stackrace.report.load import HostCount, LoadFacts, failed_lines, load_result
@@ -74,7 +72,7 @@ from stackrace.report.load_histogram import hdr_log
 from stackrace.report.load_text import summary_lines
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
 from stackrace.settings import options, scenario
-from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings
+from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.terms import unsampled_terms
 from stackrace.settings.units import fmt_count, fmt_us
 from stackrace.supervise.procs import keep_off
@@ -85,7 +83,7 @@ if TYPE_CHECKING:
 
 def register(p: argparse.ArgumentParser) -> None:
     add_load_arguments(p)  # commands/load_args.py: every option, grouped, with its help
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=load_options)
 
 
 class LoadTarget:
@@ -141,18 +139,18 @@ def load_target(urls: list[str], settings: RaceSettings) -> LoadTarget:
     return LoadTarget(base, urls[0] if len(urls) == 1 else base, kinds)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(o: LoadOptions) -> int:
     """`load`, holding a run lock (race/core/runlocks.py): a bench or a tune started meanwhile
     sees this load on its cores; one already running is named here."""
     from stackrace.race.core.runlocks import RunLock, other_runs
 
-    if not wants_cluster(args):
+    if not o.cluster.wanted:
         for other in other_runs():
             print(f"stackrace load: note: another stackrace run shares the cores: {other}",
                   file=sys.stderr)  # fmt: skip
-    lock = None if wants_cluster(args) else RunLock.take("load")
+    lock = None if o.cluster.wanted else RunLock.take("load")
     try:
-        return _run(args)
+        return _run(o)
     finally:
         if lock is not None:
             lock.release()
@@ -161,88 +159,88 @@ def run(args: argparse.Namespace) -> int:
 class _Load:
     """One load as checked from the command line: what to load, how, and on what."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, o: LoadOptions) -> None:
         """ValueError, OSError, RequestError, RemoteTargetError or TlsConfigError: one
         line naming what is wrong, before anything starts."""
-        self.args = args
-        cpus: list[int] | None = args.engine_cpus
+        self.o = o
+        cpus: list[int] | None = o.engine_cpus
         self.cpus = cpus
-        procs, capped = options.cap_procs(args.procs, cpus)
+        procs, capped = options.cap_procs(o.procs, cpus)
         if capped:
             note("stackrace load", capped)
         self.procs = procs
-        problem = rate_problem(args.rate, procs)
+        problem = rate_problem(o.rate, procs)
         if problem:
-            raise ValueError(f"--rate {args.rate:g}: {problem}")
-        if args.requests and args.rate is not None:
+            raise ValueError(f"--rate {o.rate:g}: {problem}")
+        if o.requests and o.rate is not None:
             raise ValueError(
                 f"-n/--requests counts a closed loop's requests: with --rate give -d "
-                f"instead ({args.requests:,} requests at {args.rate:g} req/s take "
-                f"{args.requests / args.rate:g}s)"
+                f"instead ({o.requests:,} requests at {o.rate:g} req/s take "
+                f"{o.requests / o.rate:g}s)"
             )
-        unsampled = unsampled_terms(args.slo)
+        unsampled = unsampled_terms(o.slo)
         if unsampled:  # zeros of a server never sampled would meet any target
             raise ValueError(
-                f"--slo {args.slo!r}: `load` samples no server's memory or CPU, so "
+                f"--slo {o.slo!r}: `load` samples no server's memory or CPU, so "
                 f"{', '.join(repr(t) for t in unsampled)} would never be measured (hold a "
                 "server to it with `stackrace bench --stacks NAME --slo …`, or `bench --url "
                 "URL --pid PID`)"
             )
-        if args.requests and args.duration is not None:
+        if o.requests and o.duration is not None:
             raise ValueError(
                 f"-n/--requests and -d/--duration both say how long to load: give one "
-                f"(-n {args.requests:,}: exactly that many requests; -d: that long)"
+                f"(-n {o.requests:,}: exactly that many requests; -d: that long)"
             )
-        if args.slow_share is not None and args.clients is None:
+        if o.slow_share is not None and o.clients is None:
             raise ValueError("--slow-share needs --clients (which profile is slow)")
-        if args.cacert:
-            check_cacert(args.cacert)
-        if args.streams is not None and not args.http2:
+        if o.cacert:
+            check_cacert(o.cacert)
+        if o.streams is not None and not o.http2:
             raise ValueError("--streams is HTTP/2's streams per connection: give --http2 too")
-        if args.http2 and not args.keepalive:
+        if o.http2 and not o.keepalive:
             raise ValueError(
                 "--http2 keeps its connections (every stream rides on one): drop --no-keepalive"
             )
-        if args.http2 and args.clients is not None:
+        if o.http2 and o.clients is not None:
             raise ValueError("--clients: slow clients speak HTTP/1.1 only (drop --http2)")
-        requests = RaceSettings(**{k: v for k, v in given(args).items() if k in REQUEST_FIELDS})
-        self.target = load_target(args.urls, requests)
+        requests = RaceSettings(**o.requests_given)
+        self.target = load_target(list(o.urls), requests)
         # the URL, method and headers are checked here, before anything starts: a space
         # or CR/LF would otherwise reach the request line (stackrace.engine.request)
         for k in self.target.kinds:
             build_request(f"{self.target.base}{k.target}", k.method, list(k.headers), k.body)
-        if not wants_cluster(args):  # a cluster run checks against its nodes instead
-            require_loopback(parse_url(self.target.base).host, args.allow_remote)
-        self.duration: float | None = args.duration
-        if self.duration is None and not args.requests:
+        if not o.cluster.wanted:  # a cluster run checks against its nodes instead
+            require_loopback(parse_url(self.target.base).host, o.allow_remote)
+        self.duration: float | None = o.duration
+        if self.duration is None and not o.requests:
             self.duration = RaceSettings().duration
-        clients: ClientProfile | None = args.clients
+        clients: ClientProfile | None = o.clients
         # the requests in flight the core splits (race/core/streams.py): -c connections,
         # of --streams streams each with --http2 (as h2load's -c and -m)
-        self.level: int = args.concurrency * (args.streams or 1) if args.http2 else args.concurrency
+        self.level: int = o.concurrency * (o.streams or 1) if o.http2 else o.concurrency
         # what the race core loads the member with (race/core/core.py RaceCore.spec)
         self.settings = RaceSettings(
-            timeout=args.timeout,
-            keepalive=args.keepalive,
-            rate=args.rate,
+            timeout=o.timeout,
+            keepalive=o.keepalive,
+            rate=o.rate,
             rate_connections=self.level,
-            tls_verify=not args.insecure,
-            cacert=str(Path(args.cacert).resolve()) if args.cacert else None,
-            tls_resume=args.tls_resume,
+            tls_verify=not o.insecure,
+            cacert=str(Path(o.cacert).resolve()) if o.cacert else None,
+            tls_resume=o.tls_resume,
             clients=clients.describe() if clients is not None else None,
-            slow_share=1.0 if args.slow_share is None else args.slow_share,
-            http2=args.http2,
-            streams=args.streams or 1,
+            slow_share=1.0 if o.slow_share is None else o.slow_share,
+            http2=o.http2,
+            streams=o.streams or 1,
         )
         self.plan = LoadPlan(
             duration=self.duration,
-            warmup=args.warmup,
-            requests=args.requests,
-            timeout=args.timeout,
+            warmup=o.warmup,
+            requests=o.requests,
+            timeout=o.timeout,
         )
 
     def facts(self, procs: int) -> LoadFacts:
-        s, a = self.settings, self.args
+        s, a = self.settings, self.o
         return LoadFacts(
             url=self.target.url,
             loaded=self.target.describe(),
@@ -262,37 +260,30 @@ class _Load:
         )
 
 
-def _run(args: argparse.Namespace) -> int:
-    problem = check_output_paths({"--hdr-out": args.hdr_out})
+def _run(o: LoadOptions) -> int:
+    problem = check_output_paths({"--hdr-out": o.hdr_out})
     if problem:
         print(f"stackrace load: {problem}", file=sys.stderr)
         return 2
     try:
-        load = _Load(args)
+        load = _Load(o)
     except (ValueError, OSError, RequestError, RemoteTargetError, TlsConfigError) as exc:
         # (ScenarioError is a ValueError)
         print(f"stackrace load: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
-    if load.cpus and not wants_cluster(args):
+    if load.cpus and not o.cluster.wanted:
         keep_off(load.cpus)  # the engines' cores are theirs: the driver's reports wait elsewhere
-    try:
-        metrics = open_metrics(args, "stackrace load")
-    except MetricsError as exc:
-        print(f"stackrace load: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 2
+    metrics = open_exporter(o.metrics, "stackrace load")
     cluster = None
-    if wants_cluster(args):  # --cluster: the engine processes run on the load nodes
-        cluster = connect_from_args(args, "stackrace load")
+    if o.cluster.wanted:  # --cluster: the engine processes run on the load nodes
+        cluster = connect(o.cluster, "stackrace load")
         if cluster is None:
             if metrics is not None:
                 metrics.close()
             return 2
-    try:
+    try:  # an EngineError (exit 1) is said by cli.py, after the cluster and --metrics close
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             return runner.run(_load(load, cluster, metrics))
-    except EngineError as exc:
-        print(f"stackrace load: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 1
     finally:
         if cluster is not None:
             cluster.close()
@@ -303,20 +294,20 @@ def _run(args: argparse.Namespace) -> int:
 async def _load(
     load: _Load, cluster: ClusterRun | None = None, metrics: MetricsExporter | None = None
 ) -> int:
-    args = load.args
-    settings = EngineSettings(timeout=args.timeout, connect_timeout=args.connect_timeout)
+    o = load.o
+    settings = EngineSettings(timeout=o.timeout, connect_timeout=o.connect_timeout)
     if cluster is not None:
         engine: Engine = cluster.engine(settings)
     else:
-        engine = Engine(settings, procs=load.procs, cpus=load.cpus, allow_remote=args.allow_remote)
+        engine = Engine(settings, procs=load.procs, cpus=load.cpus, allow_remote=o.allow_remote)
     core = RaceCore(
         engine,
         None,
         load.settings,
         concurrency=load.level,
-        rate=args.rate,
+        rate=o.rate,
         requests=load.target.kinds,
-        expect_body=args.expect_body,
+        expect_body=o.expect_body,
     )
     if metrics is None:
         return await _drive(load, core, engine)
@@ -326,14 +317,14 @@ async def _load(
 
 
 async def _drive(load: _Load, core: RaceCore, engine: Engine) -> int:
-    args = load.args
+    o = load.o
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     # SIGHUP (the terminal closed) ends the load as SIGTERM does: what was measured is
     # still reported and written, not lost to the signal's default action
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
-    progress = sys.stderr.isatty() and not args.no_progress
+    progress = sys.stderr.isatty() and not o.no_progress
     handle = member(load.target.base, load.target.url)
     try:
         run = await drive(core, handle, load.plan, stop, _progress if progress else _quiet)
@@ -345,7 +336,7 @@ async def _drive(load: _Load, core: RaceCore, engine: Engine) -> int:
 
 
 def _report(load: _Load, run: LoadRun, engine: Engine) -> int:
-    args = load.args
+    o = load.o
     if run.refused:
         line = f"stackrace load: {run.refused}"
         _say(lambda: print(line, file=sys.stderr))
@@ -362,7 +353,7 @@ def _report(load: _Load, run: LoadRun, engine: Engine) -> int:
         elapsed = run.snapshot.elapsed if run.snapshot is not None else 0.0
         line = (
             f"stackrace load: interrupted during the warm-up ({elapsed:.1f} of "
-            f"{args.warmup:g}s): {said}; no figures were counted (they start after the warm-up)"
+            f"{o.warmup:g}s): {said}; no figures were counted (they start after the warm-up)"
         )
         _say(lambda: print(line, file=sys.stderr))
         return 130
@@ -370,7 +361,7 @@ def _report(load: _Load, run: LoadRun, engine: Engine) -> int:
     hist = engine.total_histogram(tid)
     hosts = {h: HostCount(**vars(s)) for h, s in engine.by_host(tid).items()}
     doc = load_result(load.facts(engine.nprocs), run, hist, hosts)
-    if args.json:
+    if o.json:
         _say(lambda: sys.stdout.write(msgspec.json.encode(doc).decode() + "\n"))
         if doc.slo is not None:
             s = doc.slo
@@ -380,14 +371,13 @@ def _report(load: _Load, run: LoadRun, engine: Engine) -> int:
         lines = summary_lines(doc)
         if run.warmup is not None:
             lines.append(
-                f"  Warm-up ({args.warmup:g}s, not counted above): "
-                f"{run.warmup.describe(carried=True)}"
+                f"  Warm-up ({o.warmup:g}s, not counted above): {run.warmup.describe(carried=True)}"
             )
         _say(lambda: print("\n".join(lines)))
     # the file after the figures: a file that cannot be written must not cost the summary
-    if args.hdr_out:
+    if o.hdr_out:
         try:
-            write_atomic(Path(args.hdr_out), hdr_log(doc, hist, run.measured_from))
+            write_atomic(Path(o.hdr_out), hdr_log(doc, hist, run.measured_from))
         except OSError as exc:
             line = f"stackrace load: --hdr-out {exc} (the figures are above)"
             _say(lambda: print(line, file=sys.stderr))

@@ -13,16 +13,24 @@ named in the usage error (settings/options.py `OTHER_TOOLS`).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from stackrace.commands.cluster_args import add_cluster_arguments
-from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.cluster.options import ClusterOptions
+from stackrace.commands.cluster_args import add_cluster_arguments, cluster_options
+from stackrace.commands.metrics_args import add_metrics_arguments, metrics_options
+from stackrace.commands.output_args import add_allow_remote_argument, add_no_progress_argument
 from stackrace.commands.parser import examples
-from stackrace.commands.settings_args import add_options
+from stackrace.commands.settings_args import add_options, given
 from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.settings import options
 from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings
 from stackrace.settings.race_settings import options as options_of
+
+if TYPE_CHECKING:
+    from stackrace.metrics.exporter import MetricsOptions
 
 # `warmup` means the same in load and bench: load this long before the figures count.
 # Only its default differs, on purpose: `load` is one measurement of one target, read
@@ -70,21 +78,14 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
         "-c", "--concurrency", type=options.positive_int, default=10, metavar="N",
         help="connections (default 10)",
     )  # fmt: skip
-    how.add_argument(
-        "-n", "--requests", type=options.positive_int, default=None, metavar="N",
-        help="send exactly N requests, each answered or failed, then stop (as ab -n and "
-        "hey -n; closed loop); with -d as well, whichever ends first",
-    )  # fmt: skip
-    # duration, warm-up and timeout are the race settings' (settings/race_settings.py): the same
-    # parser and meaning, and the same defaults but for the warm-up's (LOAD_WARMUP)
+    # requests, duration, warm-up and timeout are the race settings' (settings/
+    # race_settings.py), declared there once: the same parser and meaning, ab's and wrk's
+    # short flags, and the same defaults but for the warm-up's (LOAD_WARMUP)
     settings, race = options_of(), RaceSettings()
-    duration, warmup, timeout = (settings[k].parse for k in ("duration", "warmup", "timeout"))
-    assert duration and warmup and timeout  # each has a parser (settings/race_settings.py)
-    how.add_argument(
-        "-d", "--duration", type=duration, default=None, metavar="DURATION",
-        help=f"how long to load, e.g. 500ms, 10s, 2m (default {race.duration:g}s; -z DURATION "
-        "too, as in hey and oha)",
-    )  # fmt: skip
+    duration = settings["duration"].parse
+    assert duration  # it has a parser (settings/race_settings.py)
+    add_options(how, only=("requests",), helps=LOAD_HELP, shorts={"requests": "-n"})
+    add_options(how, only=("duration",), helps=LOAD_HELP, shorts={"duration": "-d"})
     # hey's and oha's name for it; said in -d's help rather than in the usage line
     how.add_argument("-z", dest="duration", type=duration, help=argparse.SUPPRESS)
     how.add_argument(
@@ -94,23 +95,14 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
         "process (--procs) (default: closed loop, each connection sends its next request "
         "when the last one is answered)",
     )  # fmt: skip
-    how.add_argument(
-        "--warmup", type=warmup, default=LOAD_WARMUP, metavar="DURATION",
-        help=f"load this long first, not counted (default {LOAD_WARMUP:g}s)",
-    )  # fmt: skip
-    how.add_argument(
-        "--timeout", type=timeout, default=race.timeout, metavar="DURATION",
-        help=f"{settings['timeout'].help} (default {race.timeout:g}s)",
-    )  # fmt: skip
+    load_defaults = {"warmup": LOAD_WARMUP, "timeout": race.timeout}
+    add_options(how, only=("warmup",), helps=LOAD_HELP, defaults=load_defaults)
+    add_options(how, only=("timeout",), defaults=load_defaults)
     how.add_argument(
         "--connect-timeout", type=options.timeout_duration, default="5s", metavar="DURATION",
         help="a connect that takes longer fails (default 5s)",
     )  # fmt: skip
-    how.add_argument(
-        "--no-keepalive", dest="keepalive", action="store_false",
-        help="every request on a new connection (Connection: close), as ab without -k "
-        "(default: keep connections open)",
-    )  # fmt: skip
+    add_options(how, only=("keepalive",), helps=LOAD_HELP, one_way={"keepalive": False})
     how.add_argument(
         "--clients", type=client_profile, default=None, metavar="PROFILE",
         help="slow clients: 'slow', 'mobile', 'wan', or NAME:upload=20ms,read=64KB/s (each "
@@ -152,10 +144,9 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     out = p.add_argument_group("what it prints and writes")
     out.add_argument("--json", action="store_true", help="print the result as JSON "
                      "(its schema: report/load.schema.json, docs/load.md)")  # fmt: skip
-    out.add_argument(
-        "--no-progress", action="store_true",
-        help="no live progress line on stderr (it is shown only on a terminal anyway)",
-    )  # fmt: skip
+    add_no_progress_argument(
+        out, "no live progress line on stderr (it is shown only on a terminal anyway)"
+    )
     out.add_argument(
         "--hdr-out", default=None, metavar="FILE",
         help="write the latency histogram to FILE, an HdrHistogram interval log (.hlog, "
@@ -164,11 +155,26 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     add_options(out, only=("slo",), helps={"slo": SLO_HELP})
     add_metrics_arguments(out)
     where = p.add_argument_group("where it may load")
-    where.add_argument(
-        "--allow-remote", action="store_true",
-        help="allow a URL that is not on this machine (default: loopback only)",
-    )  # fmt: skip
+    add_allow_remote_argument(
+        where, "allow a URL that is not on this machine (default: loopback only)"
+    )
     add_cluster_arguments(p)
+
+
+# the settings' help in load's words: one target, no levels
+LOAD_HELP = {
+    "requests": "send exactly N requests, each answered or failed, then stop (as ab -n and "
+    "hey -n; closed loop); with -d as well, whichever ends first",
+    "duration": f"how long to load, e.g. 500ms, 10s, 2m (default {RaceSettings().duration:g}s; "
+    "-z DURATION too, as in hey and oha)",
+    "warmup": f"load this long first, not counted (default {LOAD_WARMUP:g}s)",
+    "keepalive": "every request on a new connection (Connection: close), as ab without -k "
+    "(default: keep connections open)",
+    "tls_verify": "do not check the server's certificate or name, as curl -k (default: check "
+    "them against the system's CAs)",
+    "tls_resume": "offer the last TLS session when connecting, so the server can resume it "
+    "(default: a full handshake on every connection, as distinct clients make)",
+}
 
 
 # the request options' help, in load's words (a URL's path is what --path would be)
@@ -201,18 +207,79 @@ def slow_share(text: str) -> float:
 def add_tls_arguments(p: argparse.ArgumentParser) -> None:
     """--insecure, --cacert and --tls-resume (https:// URLs)."""
     tls = p.add_argument_group("https")
-    tls.add_argument(
-        "-k", "--insecure", action="store_true",
-        help="do not check the server's certificate or name, as curl -k (default: check "
-        "them against the system's CAs)",
+    add_options(
+        tls, only=("tls_verify",), helps=LOAD_HELP, shorts={"tls_verify": "-k"},
+        one_way={"tls_verify": False},
     )  # fmt: skip
     tls.add_argument(
         "--cacert", default=None, metavar="FILE",
         help="trust the certificates in this PEM file instead of the system's (a "
         "self-signed server's own certificate)",
     )  # fmt: skip
-    tls.add_argument(
-        "--tls-resume", action="store_true",
-        help="offer the last TLS session when connecting, so the server can resume it "
-        "(default: a full handshake on every connection, as distinct clients make)",
-    )  # fmt: skip
+    add_options(tls, only=("tls_resume",), helps=LOAD_HELP, one_way={"tls_resume": True})
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """`stackrace load`'s command line, typed (the request options by field, as the
+    race settings name them: `requests_given`)."""
+
+    urls: tuple[str, ...]
+    concurrency: int
+    requests: int | None
+    duration: float | None
+    rate: float | None
+    warmup: float
+    timeout: float
+    connect_timeout: float
+    keepalive: bool
+    clients: ClientProfile | None
+    slow_share: float | None
+    requests_given: Mapping[str, Any]
+    expect_body: str | None
+    insecure: bool
+    cacert: str | None
+    tls_resume: bool
+    http2: bool
+    streams: int | None  # with http2: streams per connection (None: not given)
+    procs: options.Procs
+    engine_cpus: list[int] | None
+    json: bool
+    no_progress: bool
+    hdr_out: str | None
+    slo: str | None
+    allow_remote: bool
+    metrics: MetricsOptions | None
+    cluster: ClusterOptions
+
+
+def load_options(args: argparse.Namespace) -> LoadOptions:
+    return LoadOptions(
+        urls=tuple(args.urls),
+        concurrency=args.concurrency,
+        requests=args.requests,
+        duration=args.duration,
+        rate=args.rate,
+        warmup=args.warmup,
+        timeout=args.timeout,
+        connect_timeout=args.connect_timeout,
+        keepalive=bool(args.keepalive),
+        clients=args.clients,
+        slow_share=args.slow_share,
+        requests_given={k: v for k, v in given(args).items() if k in REQUEST_FIELDS},
+        expect_body=args.expect_body,
+        insecure=not args.tls_verify,
+        cacert=args.cacert,
+        tls_resume=bool(args.tls_resume),
+        http2=bool(args.http2),
+        streams=args.streams,
+        procs=args.procs,
+        engine_cpus=args.engine_cpus,
+        json=bool(args.json),
+        no_progress=bool(args.no_progress),
+        hdr_out=args.hdr_out,
+        slo=args.slo,
+        allow_remote=bool(args.allow_remote),
+        metrics=metrics_options(args),
+        cluster=cluster_options(args),
+    )

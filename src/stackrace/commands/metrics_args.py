@@ -12,7 +12,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from stackrace.metrics.exporter import MetricsExporter, MetricsOptions
+    from stackrace.metrics.exporter import MetricsOptions
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -60,10 +60,3 @@ def metrics_options(args: argparse.Namespace) -> MetricsOptions | None:
         return None
     host, port = address
     return MetricsOptions(host, port, remote=bool(getattr(args, "metrics_remote", False)))
-
-
-def open_metrics(args: argparse.Namespace, prog: str) -> MetricsExporter | None:
-    """The exporter these flags ask for, bound now (errors before any load); None without."""
-    from stackrace.metrics.exporter import open_exporter
-
-    return open_exporter(metrics_options(args), prog)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stackrace.base import printable
+from stackrace.commands.app_args import add_big_argument
 from stackrace.commands.parser import examples
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--paused", action="store_true", help="start paused, space plays (default: playing)"
     )
-    parser.add_argument("--big", action="store_true", help="projector mode (key b)")
+    add_big_argument(parser, "projector mode (key b)")
     parser.add_argument(
         "--html",
         dest="html_out",
@@ -50,34 +52,53 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="write the recorded race as one self-contained HTML page here and exit "
         "(every stack over time, its levels and verdicts; no app is opened)",
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, read_options=replay_options)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class ReplayOptions:
+    """`stackrace replay`'s command line, typed."""
+
+    file: str
+    speed: float
+    paused: bool
+    big: bool
+    html_out: str | None
+    argv: tuple[str, ...] = ()
+
+
+def replay_options(args: argparse.Namespace) -> ReplayOptions:
+    return ReplayOptions(
+        file=args.file,
+        speed=args.speed,
+        paused=bool(args.paused),
+        big=bool(args.big),
+        html_out=args.html_out,
+        argv=tuple(getattr(args, "argv", None) or ()),
+    )
+
+
+def run(o: ReplayOptions) -> int:
     from stackrace.race.live.replay import SPEEDS, ReplayPlayer
-    from stackrace.race.playback.recording import RecordingError, load_recording
+    from stackrace.race.playback.recording import load_recording
     from stackrace.report.write import check_output_paths
 
-    problem = check_output_paths({"--html": args.html_out})
+    problem = check_output_paths({"--html": o.html_out})
     if problem:  # before the file is read: a long recording is not played for nothing
         print(f"stackrace replay: {problem}", file=sys.stderr)
         return 2
-    try:
-        recording = load_recording(args.file)
-    except RecordingError as exc:
-        print(f"stackrace replay: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 2
+    recording = load_recording(o.file)
     if not recording.members:
         print(
-            f"stackrace replay: {printable.terminal(str(args.file))}: no stacks were recorded",
+            f"stackrace replay: {printable.terminal(str(o.file))}: no stacks were recorded",
             file=sys.stderr,
         )
         return 2
     player = ReplayPlayer(recording)
-    if args.html_out:
-        return _page(player, args.html_out)
-    player.speed = min(SPEEDS, key=lambda s: abs(s - args.speed))
-    player.paused = args.paused
+    if o.html_out:
+        return _page(player, o.html_out)
+    player.speed = min(SPEEDS, key=lambda s: abs(s - o.speed))
+    player.paused = o.paused
     from stackrace.tui.app import StackraceApp, exit_status
 
     app = StackraceApp(
@@ -86,10 +107,10 @@ def run(args: argparse.Namespace) -> int:
         [],
         show_picker=False,
         drive=lambda: player.advance(0.25),
-        projector=args.big,
+        projector=o.big,
         player=player,
     )
-    app.argv = list(getattr(args, "argv", []) or [])
+    app.argv = list(getattr(o, "argv", []) or [])
     return exit_status(app, app.run() or 0)
 
 

@@ -13,10 +13,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackrace.base import printable
 from stackrace.commands.bench_args import add_page_arguments
+from stackrace.commands.output_args import (
+    OutputFiles,
+    add_gate_arguments,
+    add_junit_argument,
+    add_table_arguments,
+    output_options,
+)
 from stackrace.commands.parser import examples
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
@@ -31,10 +39,6 @@ from stackrace.report.write import (
     write_outputs,
 )
 from stackrace.settings.units import fmt_us
-
-# argparse formats a help string with %: the default rules' own % are doubled
-_DEFAULT_RULES = gate.DEFAULT_RULES.replace("%", "%%")
-
 
 EXAMPLES = examples(
     ("stackrace report run.json", "render a saved run again"),
@@ -59,84 +63,86 @@ def register(p: argparse.ArgumentParser) -> None:
         "runs", nargs="+", metavar="RUN.json", help="run files written by `stackrace bench --json`"
     )
     out = p.add_argument_group("what it writes")
-    out.add_argument("--csv", dest="csv_out", metavar="FILE", help="write a CSV table here")
-    out.add_argument(
-        "--markdown", dest="md_out", metavar="FILE", help="write a Markdown table here"
-    )
-    out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
+    add_table_arguments(out)
     add_page_arguments(out)
     gate = p.add_argument_group("pass or fail")
-    gate.add_argument(
-        "--junit",
-        dest="junit_out",
-        metavar="FILE",
-        help="write JUnit XML of the (last) run here, judged against --baseline if given",
+    add_junit_argument(
+        gate, "write JUnit XML of the (last) run here, judged against --baseline if given"
     )
-    gate.add_argument(
-        "--baseline", metavar="RUN.json", help="judge the (single) run against this one"
+    add_gate_arguments(
+        gate,
+        baseline="judge the (single) run against this one",
+        what="when a level of the (last) run",
     )
-    gate.add_argument(
-        "--fail-on",
-        default=None,
-        metavar="RULES",
-        help="fail when a level of the (last) run crosses one of these rules: absolute "
-        "ones (p99>50ms, failures>0.1%%) need no baseline, relative ones (qps<-10%%) "
-        f"compare with --baseline (default with a baseline: {_DEFAULT_RULES})",
-    )
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=report_options)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class ReportOptions:
+    """`stackrace report`'s command line, typed."""
+
+    runs: tuple[str, ...]
+    files: OutputFiles = field(default_factory=OutputFiles)
+    baseline: str | None = None
+    fail_on: str | None = None
+
+
+def report_options(args: argparse.Namespace) -> ReportOptions:
+    return ReportOptions(tuple(args.runs), output_options(args), args.baseline, args.fail_on)
+
+
+def run(o: ReportOptions) -> int:
+    f = o.files
     problem = check_output_paths(
         {
-            "--csv": args.csv_out,
-            "--markdown": args.md_out,
-            "--chart": args.chart_out,
-            "--junit": args.junit_out,
-            "--html": args.html_out,
-            "--series-csv": args.series_csv_out,
+            "--csv": f.csv_out,
+            "--markdown": f.md_out,
+            "--chart": f.chart_out,
+            "--junit": f.junit_out,
+            "--html": f.html_out,
+            "--series-csv": f.series_csv_out,
         }
     )
-    if problem is None and len(args.runs) > 2 and (args.html_out or args.series_csv_out):
+    if problem is None and len(o.runs) > 2 and (f.html_out or f.series_csv_out):
         problem = "--html and --series-csv take one run, or two to compare"
     if problem:
         print(f"stackrace report: {problem}", file=sys.stderr)
         return 2
-    try:
-        rules = gate.check_rules(args.fail_on, args.baseline)
-        runs = [read_run(r) for r in args.runs]
-        base = read_run(args.baseline) if args.baseline else None
-    except ValueError as exc:  # read_run names the file in every message
-        print(f"stackrace report: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 2
+    # a TermError names the rule, a RunFileError the file (both exit 2, said by cli.py)
+    rules = gate.check_rules(o.fail_on, o.baseline)
+    runs = [read_run(r) for r in o.runs]
+    base = read_run(o.baseline) if o.baseline else None
     verdict = gate.judge(runs[-1], base, rules) if rules else None
     # the page and the series: one run (beside --baseline), or `report old.json new.json`,
     # the later run drawn over the earlier one
     page_base = runs[0] if len(runs) == 2 else base
     problems = write_outputs(
-        runs[-1], html_out=args.html_out, series_csv_out=args.series_csv_out, baseline=page_base
+        runs[-1],
+        html_out=f.html_out,
+        series_csv_out=f.series_csv_out,
+        baseline=page_base,
     )
     if all(is_capacity_run(r) for r in runs) and not rules:
         for line in problems:
             print(f"stackrace report: {line}", file=sys.stderr)
-        return capacity_report(runs, args) or (EXIT_NOT_WRITTEN if problems else 0)
+        return capacity_report(runs, o) or (EXIT_NOT_WRITTEN if problems else 0)
     if len(runs) == 1:
-        problems += write_outputs(runs[0], None, args.csv_out, args.md_out, args.chart_out)
-    if args.flame_dir:  # every run's evidence windows, as flame graphs (report/why.py)
+        problems += write_outputs(runs[0], None, f.csv_out, f.md_out, f.chart_out)
+    if f.flame_dir:  # every run's evidence windows, as flame graphs (report/why.py)
         for r in runs:
-            written, bad = write_flames(r, args.flame_dir)
+            written, bad = write_flames(r, f.flame_dir)
             problems += bad
             if not written and not bad:
                 problems.append("--flame: the run holds no evidence window (no stack broke)")
     problems += write_files(
-        [("--junit", args.junit_out, lambda: junit_xml(runs[-1], verdict, args.baseline))]
+        [("--junit", f.junit_out, lambda: junit_xml(runs[-1], verdict, o.baseline))]
     )
     if len(runs) == 1:
-        print_run(runs[0], title=args.runs[0])
+        print_run(runs[0], title=o.runs[0])
     else:
-        compare(runs, args.runs)
+        compare(runs, list(o.runs))
     if verdict is not None:
-        print("\n".join(gate.verdict_lines(verdict, args.baseline)))
+        print("\n".join(gate.verdict_lines(verdict, o.baseline)))
     for line in problems:
         print(f"stackrace report: {line}", file=sys.stderr)
     if problems:
@@ -186,27 +192,27 @@ def is_capacity_run(run: BenchRun) -> bool:
     )
 
 
-def capacity_report(runs: list[BenchRun], args: argparse.Namespace) -> int:
+def capacity_report(runs: list[BenchRun], o: ReportOptions) -> int:
     from stackrace.base.atomicfile import write_atomic
     from stackrace.report import capacity as captable
 
     if len(runs) == 1:
         run = runs[0]
         slo = run.settings.slo or ""
-        print(f"{args.runs[0]}: capacity under the SLO ({slo}), best first:")
+        print(f"{o.runs[0]}: capacity under the SLO ({slo}), best first:")
         for line in captable.table_lines(run.stacks):
             print("  " + line)
         for line in winner_lines(run):
             print(line)
         outputs = [
-            (args.md_out, lambda: captable.markdown(run.stacks, slo).encode()),
-            (args.chart_out, lambda: captable.svg(run.stacks, slo).encode()),
+            (o.files.md_out, lambda: captable.markdown(run.stacks, slo).encode()),
+            (o.files.chart_out, lambda: captable.svg(run.stacks, slo).encode()),
         ]
     else:
-        lines = compare_capacity(runs, args.runs)
+        lines = compare_capacity(runs, list(o.runs))
         for line in lines:
             print(line)
-        outputs = [(args.md_out, lambda: ("\n".join(lines) + "\n").encode())]
+        outputs = [(o.files.md_out, lambda: ("\n".join(lines) + "\n").encode())]
     for path, make in outputs:
         if path:
             try:
@@ -214,7 +220,7 @@ def capacity_report(runs: list[BenchRun], args: argparse.Namespace) -> int:
             except OSError as exc:
                 print(f"stackrace report: {path}: {printable.terminal(str(exc))}", file=sys.stderr)
                 return EXIT_NOT_WRITTEN
-    if args.csv_out or (len(runs) > 1 and args.chart_out):
+    if o.files.csv_out or (len(runs) > 1 and o.files.chart_out):
         print("stackrace report: tune runs are compared as text and Markdown", file=sys.stderr)
     return 0
 

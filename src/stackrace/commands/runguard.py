@@ -2,7 +2,8 @@
 share its cores, its journal, and the signals that end it.
 
     group = add_run_arguments(parser)                # --journal, --resume, --share-cores
-    lock = claim_cores("stackrace bench", args, notes)   # None: refused (printed)
+    guard = run_guard_options(args)                  # RunGuardOptions, in the command's
+    lock = claim_cores("stackrace bench", guard.share_cores, notes)  # None: refused
     journal = open_journal("stackrace bench", path, start)
 
 - **Other runs** (race/core/runlocks.py): a run that would share its cores with a live
@@ -33,8 +34,9 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from stackrace.base.errors import StackraceError
 from stackrace.race.core import runlocks
@@ -43,7 +45,23 @@ from stackrace.supervise import hurry
 
 EXIT_SHARED = 75  # sysexits.h EX_TEMPFAIL: another run holds these cores; try again later
 
+if TYPE_CHECKING:
+    from stackrace.commands.output_args import OutputFiles
+
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunGuardOptions:
+    """--journal, --resume and --share-cores, as given."""
+
+    journal: str | None = None
+    resume: str | None = None
+    share_cores: bool = False
+
+
+def run_guard_options(args: argparse.Namespace) -> RunGuardOptions:
+    return RunGuardOptions(args.journal, args.resume, bool(args.share_cores))
 
 
 def add_run_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -82,16 +100,16 @@ def late_sharers(lock: runlocks.RunLock, shared: list[str]) -> list[str]:
 
 
 def claim_cores(
-    prog: str, args: argparse.Namespace, shared: list[str], cluster: bool = False
+    prog: str, share_cores: bool, shared: list[str], cluster: bool = False
 ) -> runlocks.RunLock | None:
     """This run's lock, after looking for other runs on its cores (each goes into
-    `shared`): None (and one line printed) when one is found and --share-cores was not
-    given. A run whose servers and engines run on other hosts (--cluster) loads no core
-    here, and only registers."""
+    `shared`): None (and one line printed) when one is found and --share-cores
+    (`share_cores`) was not given. A run whose servers and engines run on other hosts
+    (--cluster) loads no core here, and only registers."""
     cores = sorted(os.sched_getaffinity(0))
     command = prog.removeprefix("stackrace ")
     others = [] if cluster else runlocks.other_runs(cores)
-    if others and not getattr(args, "share_cores", False):
+    if others and not share_cores:
         print(
             f"{prog}: another stackrace run uses these cores ({'; '.join(others)}): its load "
             "would be measured as the servers' slowness. Run it when that one has ended, "
@@ -131,8 +149,8 @@ class JournalInUse(StackraceError):
     exit_code = 2
 
 
-# the files a bench or a tune writes, by option, and where argparse keeps each (a command
-# without one of them has no such attribute)
+# the files a bench or a tune writes, by option, and their fields in OutputFiles (a
+# command without one of them does not offer it)
 OUTPUTS = {
     "--json": "json_out",
     "--csv": "csv_out",
@@ -144,14 +162,14 @@ OUTPUTS = {
 }
 
 
-def record_outputs(journal: Path, args: argparse.Namespace) -> dict[str, str]:
+def record_outputs(journal: Path, files: OutputFiles) -> dict[str, str]:
     """The files this run writes, as its journal keeps them (JournalStart.outputs): a
     file in the journal's directory (or below it) by its path from there, any other by
     its absolute path."""
     base = journal.expanduser().resolve().parent
     out: dict[str, str] = {}
     for option, dest in OUTPUTS.items():
-        given = getattr(args, dest, None)
+        given = getattr(files, dest)
         if given and given != "-":  # "-" is standard output: nothing to write again
             full = Path(given).expanduser().resolve()
             out[option] = str(full.relative_to(base)) if full.is_relative_to(base) else str(full)
@@ -159,20 +177,22 @@ def record_outputs(journal: Path, args: argparse.Namespace) -> dict[str, str]:
 
 
 def resume_outputs(
-    prog: str, journal: str, recorded: dict[str, str], args: argparse.Namespace
-) -> None:
-    """`--resume`: every file the first run wrote is written again by this one, with the
-    whole run (the first one's Markdown said "Interrupted"): each option not given now
-    takes the journal's file (a journal from before they were kept, `out.json.journal`:
-    `out.json`, the file it was beside). Only files in the journal's directory or below:
-    a journal is a file someone can hand you, and its word alone writes nowhere else; a
-    line says which option to give for any other."""
-    if getattr(args, "json_out", "") is None and journal.endswith(".json" + SUFFIX):
-        args.json_out = journal.removesuffix(SUFFIX)  # the run it was beside
+    prog: str, journal: str, recorded: dict[str, str], files: OutputFiles
+) -> OutputFiles:
+    """`--resume`: the files this run writes. Every file the first run wrote is written
+    again by this one, with the whole run (the first one's Markdown said "Interrupted"):
+    each option not given now takes the journal's file (a journal from before they were
+    kept, `out.json.journal`: `out.json`, the file it was beside). Only files in the
+    journal's directory or below: a journal is a file someone can hand you, and its word
+    alone writes nowhere else; a line says which option to give for any other."""
+    taken: dict[str, str] = {}
+    offered = files.offered
+    if "json_out" in offered and files.json_out is None and journal.endswith(".json" + SUFFIX):
+        taken["json_out"] = journal.removesuffix(SUFFIX)  # the run it was beside
     base = Path(journal).expanduser().resolve().parent
     for option, name in sorted(recorded.items()):
         dest = OUTPUTS.get(option)
-        if dest is None or not hasattr(args, dest) or getattr(args, dest):
+        if dest is None or dest not in offered or getattr(files, dest) or dest in taken:
             continue  # not this command's, or given again (the command line wins)
         rel = Path(name)
         if rel.is_absolute() or ".." in rel.parts or not rel.parts:
@@ -183,7 +203,8 @@ def resume_outputs(
                 file=sys.stderr,
             )
             continue
-        setattr(args, dest, str(base / rel))
+        taken[dest] = str(base / rel)
+    return replace(files, **taken)  # type: ignore[arg-type]  # each a file's field, a str
 
 
 def open_journal(prog: str, path: Path, start: JournalStart) -> Journal | None:

@@ -11,10 +11,13 @@ import asyncio
 import contextlib
 import signal
 import sys
+from dataclasses import dataclass
 
-from stackrace.commands._common import announce, load, resolve_all
+from stackrace.commands._common import add_private_db_arguments, announce, load, resolve_all
 from stackrace.commands.parser import examples
+from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
+from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.definition import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.running import LaunchError, RunningStack
@@ -39,25 +42,41 @@ def register(p: argparse.ArgumentParser) -> None:
         "names", nargs="*", metavar="STACK",
         help="stacks, or variants like gunicorn-sync:workers=4 (`stackrace stacks` lists them)",
     )  # fmt: skip
-    p.add_argument(
-        "--db",
-        action="store_true",
-        help="also start (and seed) the private MariaDB, so that /db answers (only when a "
-        "chosen stack serves the db workload; stopped with the stacks)",
+    add_private_db_arguments(
+        p,
+        "also start (and seed) the private MariaDB, so that /db answers (only when a chosen "
+        "stack serves the db workload; stopped with the stacks)",
     )
-    # the default since --db: kept so that scripts written for the old default still run
-    p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
     from stackrace.commands.target_args import add_your_app_arguments
 
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=serve_options)
 
 
-def run(args: argparse.Namespace) -> int:
-    stacks = load(args, prog="stackrace serve")
-    if stacks is None:
-        return 2
-    names = args.names
+@dataclass(frozen=True)
+class ServeOptions:
+    """`stackrace serve`'s command line, typed."""
+
+    names: tuple[str, ...]
+    db: bool
+    no_db: bool
+    stacks_file: str | None
+    your_app: YourApp
+
+
+def serve_options(args: argparse.Namespace) -> ServeOptions:
+    return ServeOptions(
+        names=tuple(args.names),
+        db=bool(args.db),
+        no_db=bool(args.no_db),
+        stacks_file=args.stacks_file,
+        your_app=your_app_options(args),
+    )
+
+
+def run(o: ServeOptions) -> int:
+    stacks = load(o.stacks_file, o.your_app)
+    names = list(o.names)
     if not names:
         from stackrace.stacks.userapp import default_app_stacks, generated_names
 
@@ -67,20 +86,18 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         print("stackrace serve: name the stacks (or give --app)", file=sys.stderr)
         return 2
-    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE, prog="stackrace serve")
-    if chosen is None:
-        return 2
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     announce(stacks, "stackrace serve")
     db = None
     env: dict[str, str] = {}
-    if args.db and args.no_db:
+    if o.db and o.no_db:
         print("stackrace serve: --db and --no-db exclude each other", file=sys.stderr)
         return 2
     # the database only when asked for, and only for a stack that can use it: a
     # newcomer serving /hello needs no MariaDB (nor mariadb-server installed)
-    if args.db and not any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
+    if o.db and not any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
         print("stackrace serve: note: no chosen stack serves /db: no database started")
-    elif args.db:
+    elif o.db:
         from stackrace.commands.db_hook import open_for_workload
 
         opened = open_for_workload()

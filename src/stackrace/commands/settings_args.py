@@ -9,6 +9,7 @@ picker fill the same settings from files and keys).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +28,36 @@ def add_options(
     skip: tuple[str, ...] = (),
     only: tuple[str, ...] | None = None,
     helps: dict[str, str] | None = None,
+    defaults: dict[str, Any] | None = None,
+    shorts: dict[str, str] | None = None,
+    one_way: dict[str, bool] | None = None,
 ) -> None:
     """Add every setting (or `only` these) as an option; unset options stay None (so
     presets can fill in), and each help says the setting's default. `helps`: a
     command's own words for a setting, by field (what --slo does in `load` is not what
-    it does in bench)."""
-    defaults = RaceSettings()
+    it does in bench); `defaults`: a command's own default, by field, where it has no
+    preset to fill in (`load`'s warm-up); `shorts`: a command's short flag for a
+    setting (`load -n`, `-d`, as ab and wrk name them); `one_way`: a switch a command
+    offers one way only, by field, True for its flag and False for its negation (`load
+    --no-keepalive`, `-k/--insecure`: wrk's and curl's, their other way the default)."""
+    declared = RaceSettings()
     for name, o in options().items():
         if name in skip or (only is not None and name not in only):
             continue
         text = (helps or {}).get(name, o.help)
-        value = getattr(defaults, name)
+        value = getattr(declared, name)
+        way = (one_way or {}).get(name)
+        if o.negate and way is not None:
+            short = (shorts or {}).get(name)
+            one = o.flag if way else o.negate
+            parser.add_argument(
+                *((short, one) if short else (one,)),
+                dest=name,
+                action="store_true" if way else "store_false",
+                default=(defaults or {}).get(name, value),
+                help=text if name in (helps or {}) else (o.help if way else o.negate_help),
+            )
+            continue
         if o.negate:
             group = parser.add_mutually_exclusive_group()
             on = f"{text} (the default)" if value else text
@@ -45,17 +65,26 @@ def add_options(
             group.add_argument(o.flag, dest=name, action="store_true", default=None, help=on)
             group.add_argument(o.negate, dest=name, action="store_false", default=None, help=off)
             continue
-        flags = [o.short, o.flag] if o.short else [o.flag]
+        short = (shorts or {}).get(name, o.short)
+        flags = [short, o.flag] if short else [o.flag]
         parser.add_argument(
             *flags,
             dest=name,
-            default=None,
+            default=(defaults or {}).get(name),
             metavar=o.metavar,
             # our parsers raise ValueError with the reason: OneLineArgumentParser shows it
             type=o.parse or str,  # str: the text as given (argparse's default)
             help=_with_default(text, o, value),
             action="append" if o.repeat else "store",
         )
+
+
+def add_preset_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, help: str
+) -> None:
+    """--preset NAME: a stored scenario's settings and stacks, under the options given
+    (the app, bench)."""
+    parser.add_argument("--preset", metavar="NAME", help=help)
 
 
 _DURATIONS = (positive_duration, non_negative_duration, timeout_duration)
@@ -90,16 +119,15 @@ def given(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> dict[str, Any
     return out
 
 
-def with_given(
-    base: RaceSettings, args: argparse.Namespace, skip: tuple[str, ...] = ()
-) -> RaceSettings:
-    """`base` with the options given on this command line (race_settings.with_options:
-    the one rule bench, tune and the app merge a preset with options by)."""
-    return with_options(base, given(args, skip), app_given=bool(getattr(args, "app", None)))
+def with_given(base: RaceSettings, given: Mapping[str, Any], app_given: bool) -> RaceSettings:
+    """`base` with the settings given on this command line (race_settings.with_options:
+    the one rule bench, tune and the app merge a preset with options by); `app_given`:
+    --app was given."""
+    return with_options(base, dict(given), app_given=app_given)
 
 
 def stacks_written_in(
-    args: argparse.Namespace, preset_file: Path | None, run_file: str | None
+    given: Mapping[str, Any], preset_file: Path | None, run_file: str | None
 ) -> str:
     """Where the race's stacks were written (race_settings.stacks_named_in)."""
-    return stacks_named_in(getattr(args, "stacks", None) is not None, preset_file, run_file)
+    return stacks_named_in("stacks" in given, preset_file, run_file)

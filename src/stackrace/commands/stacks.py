@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ import msgspec
 from stackrace.commands._common import load
 from stackrace.commands.parser import examples
 from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
+from stackrace.commands.target_args import your_app_options
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks import protocols
+from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.availability import Availability, availability
 from stackrace.stacks.catalogue import (
     HERE,
@@ -58,17 +61,34 @@ def register(p: argparse.ArgumentParser) -> None:
         help="trust this stacks file (./stacks.toml) to replace shipped stacks, as long "
         "as its content stays as it is now",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=stacks_options)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.trust:
-        return _trust(args.trust)
-    stacks = load(args, check_trust=False)
-    if stacks is None:
-        return 2
+@dataclass(frozen=True)
+class StacksOptions:
+    """`stackrace stacks`'s command line, typed."""
+
+    trust: str | None
+    json: bool
+    stacks_file: str | None
+    your_app: YourApp
+
+
+def stacks_options(args: argparse.Namespace) -> StacksOptions:
+    return StacksOptions(
+        trust=args.trust,
+        json=bool(args.json),
+        stacks_file=args.stacks_file,
+        your_app=your_app_options(args),
+    )
+
+
+def run(o: StacksOptions) -> int:
+    if o.trust:
+        return _trust(o.trust)
+    stacks = load(o.stacks_file, o.your_app, check_trust=False)
     # on stderr with --json or in a pipe, so that stdout stays one JSON document or rows
-    out = sys.stderr if args.json or not on_terminal() else None
+    out = sys.stderr if o.json or not on_terminal() else None
     for line in announcement(stacks):  # every file read, lowest first
         print(line, file=out)
     for line in _untrusted(stacks):
@@ -104,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
                 "http": protocols.served(spec),
             }
         )
-    if args.json:
+    if o.json:
         print(msgspec.json.encode(rows).decode())
         return 0
     every = list(WORKLOADS)

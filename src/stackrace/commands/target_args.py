@@ -1,12 +1,13 @@
 """What is raced besides the catalogue's stacks, on a command line: your app (`--app` and
 its interpreter, directory, environment), your commands (`--cmd`) and servers stackrace
 did not start (`--url`, `--pid`), read into the typed `YourApp` (stacks/app_spec.py) and
-URL lists (race/core/urls.py `url_targets`).
+URL lists (race/core/urls.py `url_targets`); `TargetOptions` is the typed group.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
 
 from stackrace.settings.options import positive_int
 from stackrace.stacks.app_spec import YourApp
@@ -83,7 +84,28 @@ def add_your_app_arguments(parser: argparse.ArgumentParser | argparse._ArgumentG
     )
 
 
-def your_app(args: argparse.Namespace) -> YourApp:
+@dataclass(frozen=True)
+class TargetOptions:
+    """What is raced besides the catalogue's stacks: servers given by URL (each with
+    its process, when given) and your app or commands."""
+
+    urls: tuple[str, ...] = ()  # --url [NAME=]URL
+    pids: tuple[int, ...] = ()  # --pid, the Nth with the Nth --url
+    allow_remote: bool = False
+    your_app: YourApp = field(default_factory=YourApp)
+
+
+def target_options(args: argparse.Namespace) -> TargetOptions:
+    """The target flags as given (a command without one of them: its default)."""
+    return TargetOptions(
+        urls=tuple(getattr(args, "url", None) or ()),
+        pids=tuple(getattr(args, "pid", None) or ()),
+        allow_remote=bool(getattr(args, "allow_remote", False)),
+        your_app=your_app_options(args),
+    )
+
+
+def your_app_options(args: argparse.Namespace) -> YourApp:
     """The app and commands these flags ask for (none: an empty `YourApp`)."""
     return YourApp(
         app=getattr(args, "app", None),

@@ -46,7 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
+import dataclasses
 import secrets
 import signal
 import sys
@@ -55,27 +55,35 @@ from pathlib import Path
 
 import msgspec
 
+from stackrace.cluster.options import connect
 from stackrace.commands import runguard
 from stackrace.commands._common import announce, load
 from stackrace.commands.bench import skeleton
 from stackrace.commands.bench_args import add_search_arguments
 from stackrace.commands.bench_plan import build_plan
-from stackrace.commands.cluster_args import add_cluster_arguments, connect_from_args, wants_cluster
+from stackrace.commands.cluster_args import add_cluster_arguments
+from stackrace.commands.output_args import (
+    add_allow_remote_argument,
+    add_json_file_argument,
+    add_no_progress_argument,
+    add_table_arguments,
+)
 from stackrace.commands.parser import examples
-from stackrace.commands.settings_args import add_options, given
+from stackrace.commands.settings_args import add_options
 from stackrace.commands.target_args import add_url_arguments
+from stackrace.commands.tune_args import TuneOptions, probe_settings, tune_options
+from stackrace.commands.tune_output import show, write
 from stackrace.commands.tune_space import servers_to_tune, space_of
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.race.bench.tune_result import tune_result
 from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_tune
 from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
-from stackrace.race.core.journal import Entry, JournalError, JournalStart, TuneSpec, read_journal
+from stackrace.race.core.journal import Entry, JournalStart, TuneSpec, read_journal
 from stackrace.race.core.tune_search import Space, TunePlan, TuneSearch
-from stackrace.report import capacity as captable
 from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun
-from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths, read_run, write_files
+from stackrace.report.write import check_output_paths, read_run
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.settings.race_settings import REQUEST_FIELDS
 from stackrace.settings.workloads import WORKLOADS
@@ -156,20 +164,17 @@ def register(p: argparse.ArgumentParser) -> None:
                 only=REQUEST_FIELDS)  # fmt: skip
     servers = p.add_argument_group("a server you started: the capacity search alone")
     add_url_arguments(servers)
-    servers.add_argument("--allow-remote", action="store_true", help=argparse.SUPPRESS)
+    add_allow_remote_argument(servers, argparse.SUPPRESS)
     from stackrace.commands.target_args import add_your_app_arguments
 
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     out = p.add_argument_group("what it writes")
-    out.add_argument("--json", dest="json_out", metavar="FILE",
-                     help="write every configuration and probe here")  # fmt: skip
-    out.add_argument("--markdown", dest="md_out", metavar="FILE",
-                     help="write the answer and its table here")  # fmt: skip
-    out.add_argument("--chart", dest="chart_out", metavar="FILE", help="write an SVG chart here")
-    out.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    add_json_file_argument(out, "write every configuration and probe here")
+    add_table_arguments(out, csv=False, markdown="write the answer and its table here")
+    add_no_progress_argument(out)
     runguard.add_run_arguments(p.add_argument_group("journal, resume, other runs (docs/tune.md)"))
     add_cluster_arguments(p)
-    p.set_defaults(func=run, preset=None)
+    p.set_defaults(func=run, read_options=tune_options)
 
 
 def _fail(message: str) -> int:
@@ -182,112 +187,105 @@ def _progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def _resumed(args: argparse.Namespace) -> tuple[JournalStart, list[Entry]] | None:
+def _resumed(o: TuneOptions) -> tuple[JournalStart, list[Entry]] | None:
     if (
-        args.stack
-        or args.from_run
-        or given(args)
-        or args.budget
-        or args.precision
-        or args.tune_workers
-        or args.tune_threads
+        o.named
+        or o.race.from_run
+        or o.race.given
+        or o.budget
+        or o.precision
+        or o.workers
+        or o.threads
     ):
         _fail(
             "--resume continues a tune with the journal's stacks, settings and space: "
             "give no stack and no option that would change them"
         )
         return None
-    try:
-        start, entries = read_journal(args.resume)
-    except JournalError as exc:
-        _fail(str(exc))
-        return None
+    resume = str(o.guard.resume)
+    start, entries = read_journal(resume)
     if start.command != "tune" or start.tune is None:
         _fail(
-            f"{args.resume}: the journal of `stackrace {start.command}`: continue it with "
-            f"`stackrace {start.command} --resume {args.resume}`"
+            f"{resume}: the journal of `stackrace {start.command}`: continue it with "
+            f"`stackrace {start.command} --resume {resume}`"
         )
         return None
     return start, entries
 
 
-def run(args: argparse.Namespace) -> int:
+def run(o: TuneOptions) -> int:
     resumed = None
-    if args.resume:
-        resumed = _resumed(args)
+    if o.guard.resume:
+        resumed = _resumed(o)
         if resumed is None:
             return 2
         # every file the first run wrote, written again whole
-        runguard.resume_outputs(PROG, args.resume, resumed[0].outputs, args)
+        files = runguard.resume_outputs(PROG, o.guard.resume, resumed[0].outputs, o.files)
+        o = dataclasses.replace(o, files=files)
+    f = o.files
     problem = check_output_paths(
-        {"--json": args.json_out, "--markdown": args.md_out, "--chart": args.chart_out}
+        {"--json": f.json_out, "--markdown": f.md_out, "--chart": f.chart_out}
     )
     if problem:
         return _fail(problem)
-    if args.from_run:
-        try:
-            result = read_run(args.from_run)
-        except ValueError as exc:
-            return _fail(str(exc))
+    if o.race.from_run:
+        result = read_run(o.race.from_run)
         if result.tune is None and not any(st.capacity for st in result.stacks):
-            return _fail(f"{args.from_run}: not a tune or capacity run (no capacity in it)")
-        return _show(args, result)
+            return _fail(f"{o.race.from_run}: not a tune or capacity run (no capacity in it)")
+        return show(result)
     rerun: BenchRun | None = None
     spec: TuneSpec | None = None
+    urls, app = o.race.target.urls, o.race.target.your_app.app
     if resumed is not None:
         start, _ = resumed
         rerun, spec = start.run, start.tune
-        args.from_run = args.resume  # its stacks are checked as a run file's are
-    elif not args.slo:
+        # its stacks are checked as a run file's are
+        o = dataclasses.replace(o, race=dataclasses.replace(o.race, from_run=o.guard.resume))
+    elif not o.race.given.get("slo"):
         return _fail("give the objective to tune for: --slo 'p99<50ms'")
-    elif args.stack and args.url:
+    elif o.named and urls:
         return _fail("name stacks to tune, or a server you started (--url URL): not both")
-    elif not (args.stack or args.url or args.app):
+    elif not (o.named or urls or app):
         return _fail("name a stack to tune, or a server you started (--url URL)")
-    elif args.url and (args.tune_workers or args.tune_threads):
+    elif urls and (o.workers or o.threads):
         return _fail(
             "--workers and --threads sweep a stack's settings: a server you started (--url) "
             "is measured as it runs (the capacity search alone)"
         )
-    progress: Callable[[str], None] = (lambda s: None) if args.no_progress else _progress
-    args.isolation = "rotate"  # one configuration at a time, on cores of its own
-    if args.duration is None:
-        args.duration = 2.0  # a probe's longest; it ends as soon as it has its answers
-    if args.warmup is None:
-        args.warmup = 0.0
+    progress: Callable[[str], None] = (lambda s: None) if o.no_progress else _progress
     stacks: StackFile | None = None
     if spec is not None:
         servers = spec.stacks
         space = Space(spec.axes)
-    elif args.url:
+    elif urls:
         servers, space = [], Space({})
     else:
-        stacks = load(args, None, PROG)
-        if stacks is None:
-            return 2
-        found = servers_to_tune(args, stacks)  # (named on the command line)
+        stacks = load(o.race.stacks_file, o.race.target.your_app, None)
+        found = servers_to_tune(o.named, stacks)  # (named on the command line)
         if isinstance(found, str):
             return _fail(found)
         servers = found
-        made = space_of(args, servers, stacks)
+        made = space_of(o.workers, o.threads, servers, stacks)
         if isinstance(made, str):
             return _fail(made)
         space = made
-    args.stacks = servers or None
-    built = build_plan(args, rerun, _named_in(args, spec))
+    o = dataclasses.replace(
+        o, race=dataclasses.replace(o.race, given=probe_settings(o.race.given, servers))
+    )
+    built = build_plan(o.race, rerun, _named_in(o, spec))
     if built is None:
         return 2
     plan, stacks = built
     if plan.stacks:  # before anything of the stacks files runs
-        announce(stacks, PROG, quiet=args.no_progress)
-    if args.url:
+        announce(stacks, PROG, quiet=o.no_progress)
+    if urls:
         space = Space({u.label(): {} for u in plan.urls})
         servers = list(space.servers)
     settings = plan.settings
     if not settings.slo:
         return _fail("give the objective to tune for: --slo 'p99<50ms'")
-    budget = spec.budget_s if spec else (args.budget or DEFAULT_BUDGET_S)
-    precision = spec.precision if spec else (args.precision or DEFAULT_PRECISION)
+    budget = spec.budget_s if spec else (o.budget or DEFAULT_BUDGET_S)
+    precision = spec.precision if spec else (o.precision or DEFAULT_PRECISION)
     plan.capacity = CapacityPlan(settings.slo, precision=precision)
     seed = spec.seed if spec else secrets.randbelow(2**31)
     rate = settings.rate
@@ -314,24 +312,24 @@ def run(args: argparse.Namespace) -> int:
         f"and interleaved rounds; budget {budget:.0f}s"
     )
     shared: list[str] = []
-    lock = runguard.claim_cores(PROG, args, shared, cluster=wants_cluster(args))
+    lock = runguard.claim_cores(PROG, o.guard.share_cores, shared, cluster=o.race.cluster.wanted)
     if lock is None:
         return runguard.EXIT_SHARED
     try:
-        return _tune(args, plan, stacks, rerun, spec, search, servers, budget, precision,
+        return _tune(o, plan, stacks, rerun, spec, search, servers, budget, precision,
                      seed, shared, resumed, progress, lock)  # fmt: skip
     finally:
         lock.release()
 
 
-def _named_in(args: argparse.Namespace, spec: TuneSpec | None) -> str:
+def _named_in(o: TuneOptions, spec: TuneSpec | None) -> str:
     """Where the servers were named: the command line, or the journal resumed (a file
     may not name an executable: stacks.variants.resolve)."""
-    return COMMAND_LINE if spec is None else f"the journal {args.resume}"
+    return COMMAND_LINE if spec is None else f"the journal {o.guard.resume}"
 
 
 def _tune(
-    args: argparse.Namespace,
+    o: TuneOptions,
     plan: object,
     stacks: StackFile,
     rerun: BenchRun | None,
@@ -350,17 +348,17 @@ def _tune(
     from stackrace.race.core.journal import Journal
 
     assert isinstance(plan, BenchPlan)
-    origin = provenance(plan.stacks, stacks, rerun_of=args.from_run)
+    origin = provenance(plan.stacks, stacks, rerun_of=o.race.from_run)
     journal: Journal | None
     if resumed is not None:
         try:
-            journal = Journal.reopen(Path(args.resume))
+            journal = Journal.reopen(Path(str(o.guard.resume)))
         except OSError as exc:
-            return _fail(f"{args.resume}: cannot append to it: {exc.strerror or exc}")
+            return _fail(f"{o.guard.resume}: cannot append to it: {exc.strerror or exc}")
         entries = resumed[1]
-        progress(f"resuming {args.resume}: {len(entries)} entries measured before")
+        progress(f"resuming {o.guard.resume}: {len(entries)} entries measured before")
     else:
-        where = runguard.journal_path(args.journal, [args.json_out, args.md_out], "tune")
+        where = runguard.journal_path(o.guard.journal, [o.files.json_out, o.files.md_out], "tune")
         start = JournalStart(
             command="tune",
             run=skeleton(plan, origin),
@@ -368,25 +366,25 @@ def _tune(
                 stacks=servers, axes=search.space.servers, seed=seed, budget_s=budget,
                 precision=precision,
             ),
-            outputs=runguard.record_outputs(where, args),
+            outputs=runguard.record_outputs(where, o.files),
         )  # fmt: skip
         journal, entries = runguard.open_journal(PROG, where, start), []
         if journal is not None:
             progress(f"journal: {where} (every probe as it ends; --resume continues it)")
     job = TuneJob(
         bench=plan,
-        resolve=lambda name: resolve(name, stacks, named_in=_named_in(args, spec)),
+        resolve=lambda name: resolve(name, stacks, named_in=_named_in(o, spec)),
         urls={u.label(): u for u in plan.urls},
         journal=journal,
         resume=entries,
     )
     cluster = None
     parts = None
-    if wants_cluster(args):
+    if o.race.cluster.wanted:
         from stackrace.cluster.errors import ClusterError
         from stackrace.cluster.frontends import bench_parts
 
-        cluster = connect_from_args(args, PROG)
+        cluster = connect(o.race.cluster, PROG)
         if cluster is None:
             if journal is not None:
                 journal.close()
@@ -431,7 +429,7 @@ def _tune(
         except ResumeError as exc:
             if journal is not None:
                 journal.close()
-            return _fail(f"{args.resume}: {exc}")
+            return _fail(f"{o.guard.resume}: {exc}")
     finally:
         if db is not None:
             db.close()
@@ -445,9 +443,9 @@ def _tune(
     result = msgspec.structs.replace(result, provenance=origin)
     tunereport.add_deploy(result, stacks)
     result.journal = str(journal.path) if interrupted and journal is not None else ""
-    problems = _write(args, result)
+    problems = write(o.files, result)
     kept = runguard.finish_journal(journal, interrupted, keep=bool(problems))
-    status = _show(args, result, problems)
+    status = show(result, problems)
     if interrupted:
         with contextlib.suppress(OSError):
             head = f"interrupted ({interrupted}); "
@@ -460,39 +458,3 @@ def _took(state: TuneState) -> float:
     import time
 
     return time.monotonic() - state.started
-
-
-def _write(args: argparse.Namespace, result: BenchRun) -> list[str]:
-    from stackrace.report.schema import dumps
-
-    slo = result.settings.slo or ""
-    return write_files(
-        [
-            ("--json", args.json_out, lambda: dumps(result)),
-            ("--markdown", args.md_out, lambda: tunereport.markdown(result).encode()),
-            ("--chart", args.chart_out, lambda: captable.svg(result.stacks, slo).encode()),
-        ]
-    )
-
-
-def _show(args: argparse.Namespace, result: BenchRun, problems: list[str] | None = None) -> int:
-    """Print the answer; the exit status (see the module docstring)."""
-    try:
-        if result.tune is not None:
-            for line in tunereport.text_lines(result):
-                print(line)
-        else:  # a capacity run of `bench --capacity`: its table
-            print(f"Capacity under the SLO ({result.settings.slo}), best first:")
-            for line in captable.table_lines(result.stacks):
-                print("  " + line)
-        for line in problems or []:
-            print(f"{PROG}: {line} (the figures are above)", file=sys.stderr)
-    except OSError:  # the terminal was closed: the files hold it
-        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the exit flush)
-    if problems:
-        return EXIT_NOT_WRITTEN
-    t = result.tune
-    if t is None:
-        return 0 if any(st.capacity and st.capacity.claimed for st in result.stacks) else 1
-    # 1 when no configuration met the SLO (nothing to deploy), or none was named
-    return 0 if tunereport.met_any(t) and (t.winner or len(t.tied) > 1) else 1

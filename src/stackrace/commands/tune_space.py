@@ -6,9 +6,9 @@ lists), `--workers` and `--threads` to choose, a variant's own values fixed."""
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
+from collections.abc import Sequence
 
 from stackrace.race.core.tune_space import Space
 from stackrace.settings.options import COMMAND_LINE
@@ -104,11 +104,11 @@ def stack_to_tune(name: str | None, stacks: StackFile) -> tuple[str | None, str]
     return name, ""
 
 
-def servers_to_tune(args: argparse.Namespace, stacks: StackFile) -> list[str] | str:
+def servers_to_tune(named: Sequence[str], stacks: StackFile) -> list[str] | str:
     """The servers to tune (base names, as the stacks file has them), or why not."""
     from stackrace.stacks.userapp import default_app_stacks
 
-    names = list(args.stack)
+    names = list(named)
     if not names and getattr(stacks, "app", None) is not None:
         chosen, _ = default_app_stacks(stacks)
         if not chosen:
@@ -127,13 +127,17 @@ def servers_to_tune(args: argparse.Namespace, stacks: StackFile) -> list[str] | 
     return out
 
 
-def space_of(args: argparse.Namespace, servers: list[str], stacks: StackFile) -> Space | str:
+def space_of(
+    workers: str | None, threads: str | None, servers: list[str], stacks: StackFile
+) -> Space | str:
+    """The configurations to try of each server; `workers`, `threads`: --workers and
+    --threads as given (None: the server's own range)."""
     cores = len(os.sched_getaffinity(0))
     space: dict[str, dict[str, list[str]]] = {}
     for name in servers:
         try:
             spec = resolve(name, stacks, named_in=COMMAND_LINE)  # tune's own arguments
-            grid = axes(spec, cores, args.tune_workers, args.tune_threads)
+            grid = axes(spec, cores, workers, threads)
         except (ConfigError, ValueError) as exc:
             return str(exc)
         base = name.partition(":")[0]

@@ -12,13 +12,25 @@ import asyncio
 import ssl
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from stackrace.base import printable
-from stackrace.commands._common import announce, load, resolve_all, trusted_names
+from stackrace.commands._common import (
+    add_private_db_arguments,
+    announce,
+    load,
+    resolve_all,
+    trusted_names,
+)
 from stackrace.commands.parser import examples
+from stackrace.commands.settings_args import given
+from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
+from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.availability import availability
 from stackrace.stacks.definition import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher
@@ -55,14 +67,11 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--include-unavailable", action="store_true", help="try stacks that look unavailable too"
     )
-    p.add_argument(
-        "--db",
-        action="store_true",
-        help="check /db and /dbjson too, against a private MariaDB of the command's own "
-        "(started and seeded for it, on a free port, removed at the end)",
+    add_private_db_arguments(
+        p,
+        "check /db and /dbjson too, against a private MariaDB of the command's own (started "
+        "and seeded for it, on a free port, removed at the end)",
     )
-    # the default since --db: kept so that scripts written for the old default still run
-    p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
     from stackrace.commands.settings_args import add_options
     from stackrace.commands.target_args import add_your_app_arguments
     from stackrace.settings.race_settings import options
@@ -71,35 +80,55 @@ def register(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("your app: check your requests on every server, nothing else")
     own(group)
     add_options(group, skip=tuple(k for k in options() if k not in _REQUEST_FIELDS))
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_options=verify_options)
 
 
 # the settings that describe your requests (--path, --scenario, and their shape)
 _REQUEST_FIELDS = ("paths", "method", "header", "body", "body_file", "scenario", "expect_status")
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.app or args.cmd:
-        return _run_own(args)
-    stacks = load(args)
-    if stacks is None:
-        return 2
+@dataclass(frozen=True)
+class VerifyOptions:
+    """`stackrace verify`'s command line, typed."""
+
+    names: tuple[str, ...]
+    include_unavailable: bool
+    db: bool
+    no_db: bool
+    given: Mapping[str, Any]
+    stacks_file: str | None
+    your_app: YourApp
+
+
+def verify_options(args: argparse.Namespace) -> VerifyOptions:
+    return VerifyOptions(
+        names=tuple(args.names),
+        include_unavailable=bool(args.include_unavailable),
+        db=bool(args.db),
+        no_db=bool(args.no_db),
+        given=given(args),
+        stacks_file=args.stacks_file,
+        your_app=your_app_options(args),
+    )
+
+
+def run(o: VerifyOptions) -> int:
+    if o.your_app.app or o.your_app.cmds:
+        return _run_own(o)
+    stacks = load(o.stacks_file, o.your_app)
     chosen = resolve_all(
-        args.names or trusted_names(stacks, "stackrace verify"),
+        o.names or trusted_names(stacks, "stackrace verify"),
         stacks,
         named_in=COMMAND_LINE,
-        prog="stackrace verify",
     )
-    if chosen is None:
-        return 2
     announce(stacks, "stackrace verify")
     db = None
     env: dict[str, str] = {}
-    if args.db and args.no_db:
+    if o.db and o.no_db:
         print("stackrace verify: --db and --no-db exclude each other", file=sys.stderr)
         return 2
     # the database only when asked for (--db), and only for stacks that can use it
-    if args.db and any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
+    if o.db and any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
         from stackrace.commands.db_hook import open_for_workload
 
         opened = open_for_workload(private=True)
@@ -108,9 +137,7 @@ def run(args: argparse.Namespace) -> int:
         db, env = opened
     try:
         return asyncio.run(
-            _verify(
-                chosen, explicit=bool(args.names), force=args.include_unavailable, db=db, env=env
-            )
+            _verify(chosen, explicit=bool(o.names), force=o.include_unavailable, db=db, env=env)
         )
     finally:
         if db is not None:
@@ -215,38 +242,28 @@ async def _extra_checks(
     return out
 
 
-def _run_own(args: argparse.Namespace) -> int:
+def _run_own(o: VerifyOptions) -> int:
     """`verify --app` (or --cmd): each server of your app answers each of your requests
     with its expected status (2xx unless told), once; nothing of the shipped contract."""
     import msgspec
 
-    from stackrace.commands.settings_args import given
     from stackrace.settings.race_settings import RaceSettings, merge
-    from stackrace.settings.scenario import ScenarioError
     from stackrace.stacks.userapp import default_app_stacks, generated_names
 
-    settings = merge(RaceSettings(), given(args))  # given: by field name
+    settings = merge(RaceSettings(), dict(o.given))  # given: by field name
     if not settings.own_requests:
         settings = msgspec.structs.replace(settings, paths=["/"])
-    try:
-        kinds = settings.request_kinds() or []
-    except ScenarioError as exc:
-        print(f"stackrace verify: {printable.terminal(str(exc))}", file=sys.stderr)
-        return 2
-    stacks = load(args, settings, "stackrace verify")
-    if stacks is None:
-        return 2
-    names = args.names or (
+    kinds = settings.request_kinds() or []
+    stacks = load(o.stacks_file, o.your_app, settings)
+    names = o.names or (
         generated_names(stacks)
-        if args.include_unavailable
+        if o.include_unavailable
         else [*default_app_stacks(stacks)[0], *default_app_stacks(stacks)[1]]
         + [n for n in generated_names(stacks) if "[app]" not in n]
     )
-    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE, prog="stackrace verify")
-    if chosen is None:
-        return 2
+    chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     announce(stacks, "stackrace verify")
-    return asyncio.run(_verify_own(chosen, kinds, explicit=bool(args.names)))
+    return asyncio.run(_verify_own(chosen, kinds, explicit=bool(o.names)))
 
 
 async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from dataclasses import dataclass
 
 from stackrace.base import printable
 from stackrace.base.webgate import (
@@ -93,7 +94,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         f"at most {MAX_SESSIONS_CAP})",
     )
     add_app_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, read_options=web_options)
 
 
 def _port(text: str) -> int:
@@ -155,43 +156,72 @@ def check_address(host: str, port: int, remote: bool) -> str | None:
     return None
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class WebOptions:
+    """`stackrace web`'s command line, typed (the app's options ride along in `argv`)."""
+
+    host: str
+    port: int
+    public_url: str | None
+    max_sessions: int
+    web_remote: bool
+    demo: bool
+    urls: tuple[str, ...]
+    stacks_file: str | None
+    argv: tuple[str, ...]
+
+
+def web_options(args: argparse.Namespace) -> WebOptions:
+    return WebOptions(
+        host=args.host,
+        port=args.port,
+        public_url=args.public_url,
+        max_sessions=args.max_sessions,
+        web_remote=bool(args.web_remote),
+        demo=bool(args.demo),
+        urls=tuple(args.url or ()),
+        stacks_file=args.stacks_file,
+        argv=tuple(getattr(args, "argv", None) or ()),
+    )
+
+
+def run(o: WebOptions) -> int:
     from stackrace.tui.web import serve
 
     problem = (
-        (public_url_problem(args.public_url) if args.public_url is not None else None)
-        or max_sessions_problem(args.max_sessions)
-        or check_address(args.host, args.port, args.web_remote)
+        (public_url_problem(o.public_url) if o.public_url is not None else None)
+        or max_sessions_problem(o.max_sessions)
+        or check_address(o.host, o.port, o.web_remote)
     )
     if problem:
         print(f"stackrace web: {problem}", file=sys.stderr)
         return 2
-    if args.web_remote:
+    if o.web_remote:
         print(
-            f"stackrace web: warning: listening on {args.host}:{args.port}, reachable from "
+            f"stackrace web: warning: listening on {o.host}:{o.port}, reachable from "
             "other hosts: anyone who opens the page can start servers and send load from "
             "this machine",
             file=sys.stderr,
         )
-    if not getattr(args, "demo", False):  # the pages' stacks come from these files
+    if not o.demo:  # the pages' stacks come from these files
         from stackrace.commands._common import announce
-        from stackrace.stacks.catalogue import load_stacks
         from stackrace.stacks.definition import ConfigError
+        from stackrace.stacks.resolved import resolve_run
 
         try:
-            announce(load_stacks(args.stacks_file), "stackrace web")
+            announce(resolve_run(o.stacks_file).stacks(), "stackrace web")
         except ConfigError as exc:
-            if not getattr(args, "url", None):
+            if not o.urls:
                 print(f"stackrace web: {printable.terminal(str(exc))}", file=sys.stderr)
                 return 2
-    argv = getattr(args, "argv", None) or sys.argv[1:]
+    argv = list(o.argv) or sys.argv[1:]
     return serve(
         app_command(argv),
-        args.host,
-        args.port,
-        args.public_url,
-        loopback=_loopback(args.host),
-        max_sessions=args.max_sessions,
+        o.host,
+        o.port,
+        o.public_url,
+        loopback=_loopback(o.host),
+        max_sessions=o.max_sessions,
     )
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import pymysql
 
 from stackrace.db.errors import DbError
 from stackrace.db.settings import DbSettings
+
+if TYPE_CHECKING:
+    import pymysql
 
 # The server variables `stackrace db status` shows.
 REPORTED_VARIABLES = (
@@ -42,6 +44,10 @@ def connect(
     ssl_disabled: PyMySQL otherwise spends 30-50 ms per connect building a TLS context.
     autocommit: every admin statement stands alone.
     """
+    # the driver is imported at the first connection: every race imports this package
+    # (the app's picker, `load`), most never connect, and it keeps start-up fast
+    import pymysql
+
     use_socket = bool(settings.socket) if via_socket is None else via_socket
     try:
         return pymysql.connect(
@@ -81,6 +87,8 @@ def _mysql_msg(exc: BaseException) -> str:
 
 def query(conn: pymysql.connections.Connection, sql: str, args: Any = None) -> list[tuple]:
     """Run one statement and return all rows; MySQL errors become DbError."""
+    import pymysql  # loaded by then (a connection was made): see connect
+
     try:
         with conn.cursor() as cur:
             cur.execute(sql, args)

@@ -7,11 +7,14 @@ requests × N SELECTs; it checks each response's sum against `plausible_sum_rang
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import msgspec
-import pymysql
 
 from stackrace.db.admin import query
+
+if TYPE_CHECKING:  # a hint: the driver is imported where a connection is made (admin.py)
+    import pymysql
 
 
 class QueryCounters(msgspec.Struct, frozen=True):

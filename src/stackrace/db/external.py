@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Literal
-
-import pymysql
+from typing import TYPE_CHECKING, Literal
 
 from stackrace.db import admin
 from stackrace.db import seed as seeding
@@ -18,6 +16,9 @@ from stackrace.db.admin import query
 from stackrace.db.errors import DbError
 from stackrace.db.settings import DbSettings, parse_dsn
 from stackrace.db.status import DbStatus
+
+if TYPE_CHECKING:  # a hint: the driver is imported where a connection is made (admin.py)
+    import pymysql
 
 
 class ExternalDatabase:

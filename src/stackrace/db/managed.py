@@ -34,12 +34,13 @@ import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Literal
-
-import pymysql
+from typing import TYPE_CHECKING, Literal
 
 from stackrace.db import admin, provision, server_user
 from stackrace.db import seed as seeding
+
+if TYPE_CHECKING:  # a hint: the driver is imported where it is used (admin.connect)
+    import pymysql
 from stackrace.db.errors import DbError
 from stackrace.db.instance import (
     DB_NAME,

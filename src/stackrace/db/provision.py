@@ -23,11 +23,13 @@ from __future__ import annotations
 import hashlib
 import subprocess
 from pathlib import Path
-
-import pymysql
+from typing import TYPE_CHECKING
 
 from stackrace.db import admin
 from stackrace.db.errors import DbError
+
+if TYPE_CHECKING:  # a hint: the driver is imported where it is used (admin.connect)
+    import pymysql
 from stackrace.db.server_user import ServerUser
 
 # Accounts MariaDB itself needs, kept as they are: the socket root (whose password is

@@ -31,13 +31,15 @@ import contextlib
 import random
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
-import pymysql
 
 from stackrace.db.admin import query
 from stackrace.db.errors import DbError, SeedInterrupted
+
+if TYPE_CHECKING:  # a hint: the driver is imported where it is used (admin.connect)
+    import pymysql
 
 Engine = Literal["myisam", "innodb"]
 ENGINES: tuple[Engine, ...] = ("myisam", "innodb")
@@ -296,6 +298,8 @@ def _create_meta(conn: pymysql.connections.Connection) -> None:
 
 
 def _has_sequence_engine(conn: pymysql.connections.Connection) -> bool:
+    import pymysql  # loaded by then (the connection is one): see admin.connect
+
     try:
         with conn.cursor() as cur:
             cur.execute("SELECT seq FROM seq_1_to_1")
@@ -306,6 +310,8 @@ def _has_sequence_engine(conn: pymysql.connections.Connection) -> bool:
 
 
 def _fill(conn: pymysql.connections.Connection, rows: int, random_seed: int) -> str:
+    import pymysql  # loaded by then (the connection is one): see admin.connect
+
     if _has_sequence_engine(conn):
         # RAND(N) with a constant seed: the same values on every machine and run
         query(

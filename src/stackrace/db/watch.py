@@ -50,11 +50,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
-
-import pymysql
+from typing import TYPE_CHECKING, Literal
 
 from stackrace.db.settings import DbSettings
+
+if TYPE_CHECKING:  # a hint: the driver is imported where it is used (admin.connect)
+    import pymysql
 
 DbState = Literal["unknown", "up", "down", "restarted", "damaged"]
 
@@ -231,6 +232,10 @@ class DbWatch:
     # ---- the poll, in the watch's thread --------------------------------------------
 
     def _connect(self) -> pymysql.connections.Connection:
+        # imported at the first poll, in the watch's thread: the app imports this module
+        # with every race, most never watch a database, and it keeps start-up fast
+        import pymysql
+
         s = self.settings
         return pymysql.connect(
             host=s.host,
@@ -257,6 +262,8 @@ class DbWatch:
         question cannot be asked (no database named) or the server refuses it."""
         if not self.settings.database:
             return None
+        import pymysql  # loaded by then (the connection is one): see _connect
+
         try:
             with conn.cursor() as cur:
                 cur.execute("SHOW TABLE STATUS LIKE %s", (TABLE,))
@@ -274,6 +281,8 @@ class DbWatch:
         return str(created) if created is not None else "?"
 
     def _ask(self) -> _Answer:
+        import pymysql  # for its errors; loaded at the first connect: see _connect
+
         reconnected = False
         uptime: int | None = None
         try:

@@ -20,11 +20,14 @@ Messages (engine -> driver), tagged by "type":
   {"type": "ready", "pid": P, "nofile": N}             the process can send load
   {"type": "report", "seq": S, "seconds": T, "cpu": C, "targets": [TargetReport…]}
   {"type": "error", "message": "…"}                    a command was refused; the engine goes on
+  {"type": "spent", "id": ID}                          a target's budget is spent: every request
+                                                       of it ended (once per budget)
 
 A report carries counts for the interval since the previous one, not running totals, and
 the interval's latency histogram as sparse [index, count, …] pairs in HdrHistogram's
 layout (see histogram.py), so the driver can merge several engine processes exactly.
-The driver asks for a report every 250 ms, which keeps all engine processes on one clock.
+The driver asks for a report every 250 ms, which keeps all engine processes on one clock;
+`spent` lets it ask at once when a budget ends (`load -n 1` need not wait for the tick).
 The engine exits when its stdin closes or its parent dies.
 """
 
@@ -163,7 +166,11 @@ class ErrorMsg(msgspec.Struct, tag_field="type", tag="error"):
     message: str
 
 
-Message = Ready | ReportMsg | ErrorMsg
+class Spent(msgspec.Struct, tag_field="type", tag="spent"):
+    id: str
+
+
+Message = Ready | ReportMsg | ErrorMsg | Spent
 
 command_encoder = msgspec.json.Encoder()
 command_decoder = msgspec.json.Decoder(Command)

@@ -140,6 +140,9 @@ class Engine:
         self._seq = 0
         self._stopped = False
         self._halt = asyncio.Event()  # stop(): the ticker ends after its current tick
+        # the ticker's wait ends early: a stop, or a budget spent (a tick now, not at the
+        # interval's end: `load -n 1` answered in a millisecond need not wait 250 ms)
+        self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self.latest: EngineSnapshot | None = None
         self.errors: list[str] = []
@@ -171,6 +174,7 @@ class Engine:
                 link = self._links(i, pin)
                 await link.open()
                 p = EngineProc(i, link)
+                p.on_spent = self._spent
                 p.reader = asyncio.create_task(p.read(self.errors, EngineError))
                 new.append(p)
                 self._procs.append(p)
@@ -211,6 +215,7 @@ class Engine:
             # the processes that answered first (`load --cluster`, replies tens of ms late
             # over Ray, counted ~20 % fewer sent than served). It ends within TICK_WAIT.
             self._halt.set()
+            self._wake.set()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
         async with self._lock:
@@ -288,6 +293,7 @@ class Engine:
                 strict=True,
             ):
                 p.targets.add(spec.id)
+                p.spent.discard(spec.id)
                 part = msgspec.structs.replace(spec, concurrency=c, rate=r, budget=b)
                 p.send(Add(target=part))
 
@@ -349,7 +355,15 @@ class Engine:
             procs = self._target_procs[tid]
             parts = [None] * len(procs) if n is None else split(n, len(procs))
             for p, part in zip(procs, parts, strict=True):
+                p.spent.discard(tid)
                 p.send(SetBudget(n=part, id=tid))
+
+    def _spent(self, proc: EngineProc, target_id: str) -> None:
+        """A process said its share of a target's budget is spent: once every process
+        carrying the target has, the next tick comes now."""
+        procs = self._target_procs.get(target_id, [])
+        if procs and all(target_id in p.spent for p in procs):
+            self._wake.set()
 
     async def pause(self) -> None:
         self._paused = True
@@ -416,9 +430,12 @@ class Engine:
         next_at = time.monotonic() + interval
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._halt.wait(), max(0.0, next_at - time.monotonic()))
+                await asyncio.wait_for(self._wake.wait(), max(0.0, next_at - time.monotonic()))
             if self._halt.is_set():
                 return
+            if self._wake.is_set():  # a budget spent: this interval ends now, a short one
+                self._wake.clear()
+                next_at = time.monotonic()
             next_at += interval
             async with self._lock:
                 live = [p for p in self._procs if p.ready.done()]

@@ -33,14 +33,16 @@ a slow request's latency includes its upload and its slow read, as the client li
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from stackrace.base.errors import StackraceError
+
+if TYPE_CHECKING:  # for the hints alone: `stackrace --help` reads this module's profiles
+    import asyncio
 
 
 class ClientProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

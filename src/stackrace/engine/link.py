@@ -20,13 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Protocol
 
 import msgspec
 
 from stackrace.base.errors import StackraceError
+from stackrace.engine import early
 from stackrace.engine.channel import Command, Message, command_encoder, message_decoder
 
 
@@ -59,7 +59,7 @@ async def spawn_engine(
     stdout reader's line limit (a report with a wide histogram can be long). OSError
     when it cannot be started.
     """
-    argv = (sys.executable, "-m", "stackrace.engine.worker")
+    argv = early.ENGINE_ARGV
     pipe = asyncio.subprocess.PIPE
     if limit:  # the stream reader's buffer, for reports larger than its default
         proc = await asyncio.create_subprocess_exec(
@@ -75,7 +75,9 @@ async def spawn_engine(
     return proc
 
 
-async def end_engine(proc: asyncio.subprocess.Process, grace: float = 2.0) -> int | None:
+async def end_engine(
+    proc: asyncio.subprocess.Process | early.AdoptedEngine, grace: float = 2.0
+) -> int | None:
     """End an engine process: stdin closed (it exits on its own), killed after `grace`
     seconds if it has not. Its exit code. The one way an engine process is closed."""
     if proc.stdin is not None:
@@ -101,13 +103,20 @@ class LocalLink:
         self.cpus = list(cpus) if cpus else None
         self.description = "local"
         self.host = "local"
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: asyncio.subprocess.Process | early.AdoptedEngine | None = None
 
     async def open(self) -> None:
-        try:
-            self._proc = await spawn_engine(self.cpus)
-        except OSError as exc:
-            raise LinkError(f"cannot start an engine process: {exc}") from None
+        # the one started while the command imported (engine/early.py), when there is one
+        self._proc = await early.adopt()
+        if self._proc is not None:
+            if self.cpus:
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(self._proc.pid, set(self.cpus))
+        else:
+            try:
+                self._proc = await spawn_engine(self.cpus)
+            except OSError as exc:
+                raise LinkError(f"cannot start an engine process: {exc}") from None
         self.description = f"local pid {self._proc.pid}"
 
     @property

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from stackrace.engine.aggregate import TargetAggregate
@@ -24,6 +25,7 @@ from stackrace.engine.channel import (
     ErrorMsg,
     Ready,
     ReportMsg,
+    Spent,
     Stop,
     TargetReport,
 )
@@ -67,6 +69,8 @@ class EngineProc:
         # per target: [sent, answered, ok, failed] it reported (its host's share)
         self.counts: dict[str, list[int]] = {}
         self.lost = False
+        self.spent: set[str] = set()  # targets whose budget it said spent (`Spent`)
+        self.on_spent: Callable[[EngineProc, str], None] = lambda p, target_id: None
 
     def send(self, cmd: Command) -> None:
         self.link.send(cmd)
@@ -92,6 +96,9 @@ class EngineProc:
             elif isinstance(msg, ErrorMsg):
                 self.errors.append(msg.message)
                 errors.append(msg.message)
+            elif isinstance(msg, Spent):
+                self.spent.add(msg.id)
+                self.on_spent(self, msg.id)
         self.exited = True
         if not self.ready.done():
             # what its link said of the end (a remote engine's exit status), when it did

@@ -242,6 +242,10 @@ class Target:
         self.budget = False
         self.budget_t0 = 0
         self._pool = 0  # budget not yet shared out (no connection to take it)
+        # called once a budget is spent, every request of it ended (the worker tells the
+        # driver at once: engine/channel.py `Spent`), and whether it was called already
+        self.spent_hook: Callable[[str], None] | None = None
+        self._spent_said = False
         self._rate_this_interval = False  # the uncorrected histogram may hold values
         self._t0 = 0
         self._sent = 0  # rate mode: due requests written (or dropped) so far
@@ -520,6 +524,7 @@ class Target:
                 self._kick_idle()
             return
         self.budget = True
+        self._spent_said = False
         self.budget_t0 = perf_counter_ns() if budget > 0 else 0
         self.last_done = 0
         for conn in self.conns:
@@ -551,6 +556,16 @@ class Target:
             idle, self.idle = self.idle, []
             for conn in idle:
                 self.on_idle(conn)
+
+    def in_handshake(self) -> list[int]:
+        """When each request now in its TLS handshake began connecting: the server took
+        the connection, nothing of the request is written yet (the stop waits for them:
+        worker.py)."""
+        return [
+            conn.connect_ns
+            for conn in self.conns
+            if conn.state == CONNECTING and (p := conn.pending) is not None and p.state == HANDSHAKE
+        ]
 
     def pause(self) -> None:
         self._stop_schedule()
@@ -619,6 +634,14 @@ class Target:
         conn.state = CLOSED
         if conn not in self.idle:
             self.idle.append(conn)
+        if self.spent_hook is not None and not self._spent_said and self._spent():
+            self._spent_said = True
+            self.spent_hook(self.spec.id)
+
+    def _spent(self) -> bool:
+        """The budget is spent: nothing left to share out and every slot closed with no
+        share left (so no request of it is still in flight)."""
+        return self._pool == 0 and all(c.state == CLOSED and not c.quota for c in self.conns)
 
     def replace(self, conn: Connection, now: int) -> None:
         """`conn` is finished (closed by either side): put a fresh one in its slot."""

@@ -35,6 +35,7 @@ from stackrace.engine.channel import (
     SetBudget,
     SetConcurrency,
     SetRate,
+    Spent,
     Stop,
     command_decoder,
 )
@@ -51,6 +52,11 @@ _SWEEP_S = 0.1
 # what a response that has just arrived waits before the engine can act on it.
 _LAG_PROBE_S = 0.005
 _INFLIGHT_EVERY = 10  # probes between samples of the requests in flight (every 50 ms)
+# The stop waits at most this long (and never past a target's connect timeout) for the
+# TLS handshakes under way to end and write their requests; asked again this often.
+_HANDSHAKE_GRACE_S = 2.0
+_HANDSHAKE_POLL_S = 0.002
+_SWEEP_MARGIN_NS = 20_000_000  # the wait ends this long before a connect timeout's sweep
 
 
 def runq_wait() -> tuple[float, int]:
@@ -94,6 +100,7 @@ class EngineProcess:
         self.loop_lag: dict[int, int] = {}  # lag samples since the last report (µs, sparse)
         self._probe_at = 0
         self._probes = 0
+        self._stopping = False
 
     def send(self, msg: Message) -> None:
         data = self.encoder.encode(msg) + b"\n"
@@ -190,6 +197,7 @@ class EngineProcess:
             self.error(f"target {spec.id!r}: {exc}")
             return
         self.targets[spec.id] = t
+        t.spent_hook = lambda tid: self.send(Spent(id=tid))
         t.set_rate(spec.rate)
         if spec.budget is not None:
             # before any connection opens: on loopback the first requests go out inside
@@ -222,6 +230,38 @@ class EngineProcess:
         self.last_runs = runs
 
     def stop(self) -> None:
+        """End the load: the closed-loop targets start nothing more, the TLS handshakes
+        under way end and write their requests, then the final report and the close.
+
+        A request is counted `sent` when it starts, and with a connection per request over
+        HTTPS most of the 50 in flight at a c=50 stop are in their handshake: closed then,
+        they were counted sent and no server ever read them (issue 47: sent exceeded the
+        server's count by `connecting`). The server has taken each of those connections
+        (TCP is up), so its handshake ends within milliseconds; waiting for it (at most
+        _HANDSHAKE_GRACE_S, and never into a handshake's connect timeout) makes every
+        request counted sent one the server read, as on plain TCP, where a loopback
+        connect writes the request inside connect(). A connect the server's kernel has
+        not completed (a full accept queue) is not waited for: it stays `connecting` in
+        the final report, the server's own doing. Rate-mode targets are not paused
+        (pausing abandons their schedule): they go on sending during the wait, and
+        nothing of theirs is waited for."""
+        if self._stopping:
+            return
+        self._stopping = True
+        held = [t for t in self.targets.values() if t.rate is None]
+        for t in held:
+            t.pause()
+        # A stalled handshake is not waited into its connect timeout: the sweep would
+        # fail it during the wait, and it was waiting, not failed, when the load stopped.
+        now = perf_counter_ns()
+        ends = [start + t.connect_timeout_ns for t in held for start in t.in_handshake()]
+        deadline = min([now + int(_HANDSHAKE_GRACE_S * 1e9), *ends]) - _SWEEP_MARGIN_NS
+        self._finish_handshakes(held, deadline)
+
+    def _finish_handshakes(self, held: list[Target], deadline: int) -> None:
+        if perf_counter_ns() < deadline and any(t.in_handshake() for t in held):
+            self.loop.call_later(_HANDSHAKE_POLL_S, self._finish_handshakes, held, deadline)
+            return
         # The last report comes first: what is still in flight when the load stops is
         # reported as waiting (with its age), then the connections close.
         self.report(final=True)

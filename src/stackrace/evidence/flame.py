@@ -15,7 +15,8 @@ and a viewer runs nothing it did not write (`<script>` stays text). Pure: return
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from xml.sax.saxutils import escape, quoteattr
+
+from stackrace.base.printable import xml  # the one XML escaping (base/printable.py)
 
 WIDTH = 1200
 ROW = 17
@@ -73,7 +74,7 @@ def flame_svg(collapsed: dict[str, int], title: str = "") -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" font-family="monospace" font-size="{FONT}">',
         f'<rect width="{WIDTH}" height="{height}" fill="#ffffff"/>',
-        f'<text x="4" y="{ROW - 4}">{escape(clean(title))} ({root.samples:,} samples)</text>',
+        f'<text x="4" y="{ROW - 4}">{xml(clean(title))} ({root.samples:,} samples)</text>',
     ]
     if root.samples:
         _draw(out, root, 0.0, WIDTH / root.samples, height - ROW, root.samples)
@@ -88,13 +89,13 @@ def _draw(out: list[str], node: _Node, x: float, per: float, y: float, total: in
     name = clean(node.name)
     tip = f"{name} — {node.samples:,} samples, {100 * node.samples / total:.1f} %"
     out.append(
-        f'<g><title>{escape(tip)}</title><rect x="{x:.1f}" y="{y - ROW:.0f}" '
-        f'width="{max(0.0, w - 0.5):.1f}" height="{ROW - 1}" fill={quoteattr(_colour(name))}/>'
+        f'<g><title>{xml(tip)}</title><rect x="{x:.1f}" y="{y - ROW:.0f}" '
+        f'width="{max(0.0, w - 0.5):.1f}" height="{ROW - 1}" fill="{xml(_colour(name))}"/>'
     )
     chars = int((w - 4) / CHAR_PX)
     if chars >= 3:
         label = name if len(name) <= chars else name[: chars - 1] + "…"
-        out.append(f'<text x="{x + 2:.1f}" y="{y - 5:.0f}">{escape(label)}</text>')
+        out.append(f'<text x="{x + 2:.1f}" y="{y - 5:.0f}">{xml(label)}</text>')
     out.append("</g>")
     child_x = x
     for child in sorted(node.children.values(), key=lambda c: c.name):

@@ -42,6 +42,8 @@ T = TypeVar("T")
 class MetricsError(StackraceError, ValueError):
     """--metrics cannot be served as asked; the message says why."""
 
+    exit_code = 2  # input that cannot be used: refused before anything starts
+
 
 DEFAULT_HOST = "127.0.0.1"
 

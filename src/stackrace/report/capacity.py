@@ -29,12 +29,14 @@ def at(c: CapacityResult, load: float | None) -> str:
 
 
 def row(c: CapacityResult) -> list[str]:
-    """capacity (req/s, its repeats' spread in a row), at (the load), breaks at, memory,
-    CPU per request."""
+    """capacity (req/s: with rounds, their 90 % interval; one round, its repeats' spread
+    in a row, which is no interval), at (the load), breaks at, memory, CPU per request."""
     if c.stopped == CAPACITY_INTERRUPTED:
         cap = "interrupted: no capacity"
     elif c.load is None:
         cap = "cannot meet"
+    elif len(c.rounds) >= 2 and c.lo is not None and c.hi is not None:
+        cap = f"{c.capacity or 0:,.0f} req/s ({c.lo:,.0f}–{c.hi:,.0f}, {len(c.rounds)} rounds)"
     else:
         # one search is one round: its repeats in a row are no interval (issue 47)
         margin = f" (in a row ±{c.margin * 100:.0f} %)" if c.margin is not None else ""

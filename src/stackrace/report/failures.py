@@ -16,9 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stackrace.engine.model import KindStats
-from stackrace.report.gate import level_name
 from stackrace.report.schema import BenchRun, Level, PathResult, StackResult
-from stackrace.report.tables import no_success
 
 
 def path_results(
@@ -46,6 +44,10 @@ def level_failed(lv: Level) -> str:
     database's failure rather than the stack."""
     if not lv.failed_entirely or lv.db_down:
         return ""
+    # the tables (and the gate, below) are imported where a bench run's failures are
+    # said: `load` reads this module for its own lines, and it keeps start-up fast
+    from stackrace.report.tables import no_success
+
     return no_success(lv)
 
 
@@ -68,6 +70,8 @@ def requests_failed(paths: list[PathResult]) -> list[tuple[str, str]]:
 
 def run_failures(run: BenchRun) -> list[str]:
     """One line per level or request that failed entirely (empty: none)."""
+    from stackrace.report.gate import level_name  # see level_failed: keeps start-up fast
+
     lines = []
     for st in run.stacks:
         for lv in st.levels:
@@ -81,6 +85,8 @@ def run_failures(run: BenchRun) -> list[str]:
 def bench_failures(result: BenchRun) -> list[str]:
     """What makes the run fail without any rule: a stack not measured, a level where
     nothing succeeded, a database that failed during the run. One line each."""
+    from stackrace.report.gate import level_name  # see level_failed: keeps start-up fast
+
     out = [f"{st.name}: not measured ({st.error})" for st in result.stacks if st.error]
     out += run_failures(result)  # every request of a level, or one of yours, failed
     db_levels = [level_name(st.name, lv) for st in result.stacks for lv in st.levels if lv.db_down]

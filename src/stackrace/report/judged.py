@@ -29,6 +29,7 @@ def step_of(level: Level, stack: StackResult, cores: int) -> StepResult:
         cpu_wait_percent=level.cpu_wait_percent if stack.sampled else None,
         fastest_us=level.fastest_us,
         engine_limit=level.engine_limit,
+        accept_queue=level.accept_queue,
     )
 
 

@@ -236,7 +236,14 @@ def _engine(doc: LoadResult) -> str:
     """The engine, said once: its CPU, and whether it limited the figures (rules/engine.py)."""
     e = doc.engine
     sat = f", saturated in {e.saturated_intervals} of {e.intervals} intervals"
-    cpu = f"Engine CPU: {e.cpu_percent:.0f}% of one core" + (sat if e.saturated_intervals else "")
+    # summed over engine processes it can pass one core: then said in cores, never
+    # "190% of one core"
+    used = (
+        f"{e.cpu_percent:.0f}% of one core"
+        if e.cpu_percent <= 100
+        else f"{e.cpu_percent / 100:.1f} cores"
+    )
+    cpu = f"Engine CPU: {used}" + (sat if e.saturated_intervals else "")
     if not doc.engine_limited:
         return f"{cpu}: not the limit"
     w = doc.total

@@ -82,6 +82,10 @@ class Settings(RaceSettings, forbid_unknown_fields=True, kw_only=True):
     isolation_reason: str = ""
     placement: str = ""  # where the stacks and the engines ran
     preset: str | None = None
+    # `--repeat N` measured as independent rounds, interleaved in a shuffled order (runs
+    # since issue 47: their spread is an interval); False: repeats in a row, whose
+    # spread is only a range (runs before it, still read as they were measured)
+    rounds: bool = False
 
     def race_settings(self) -> RaceSettings:
         """The race settings alone, as run (`isolation` is the one chosen, not `auto`)."""
@@ -150,6 +154,9 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     # request at once): how long the server takes to serve one, for the rules (µs)
     fastest_us: int | None = None
     why: Why | None = None  # why it broke here (None: no window captured at this level)
+    # connections its accept queue held while measured (the kernel's; the median of one
+    # look a second), None: not looked at (not on this host, an older file)
+    accept_queue: int | None = None
     # derived from `window` (see the docstring)
     rps: float = 0.0
     requests: int = 0
@@ -315,7 +322,7 @@ class CapacityResult(msgspec.Struct, forbid_unknown_fields=True):
     breaks_at: float | None
     breaks_why: str
     stopped: str
-    sentence: str  # "meets p99 < 50 ms up to c=24 (1,240 req/s ± 3 %), breaks at …"
+    sentence: str  # "meets p99 < 50 ms up to c=24 (1,240 req/s; …), breaks at c=26: …"
     needed_answers: int  # what a probe needs for its percentile
     precision: float
     rss: int = 0  # memory at the capacity (bytes, the stack's tree after the probe)
@@ -325,6 +332,13 @@ class CapacityResult(msgspec.Struct, forbid_unknown_fields=True):
     # an unstable boundary; `load` is then the highest pass below every miss)
     unstable: list[float] | None = None
     thin: bool = False  # the passes at `load` had fewer answers than the percentile needs
+    # `bench --capacity --repeat N`: req/s at `load` in each independent round (the
+    # search's answer first; 0: it missed the SLO there that round), and the 90 %
+    # interval of the next run's figure from their spread (rules/confidence.estimate);
+    # `capacity` is then their median. Empty and None: one round, no interval.
+    rounds: list[float] = msgspec.field(default_factory=list)
+    lo: float | None = None
+    hi: float | None = None
 
     @property
     def claimed(self) -> bool:

@@ -12,6 +12,7 @@ from stackrace.base.printable import markdown_code as code
 from stackrace.report import thennow, why
 from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
+from stackrace.rules.confidence import estimate
 from stackrace.rules.level import Judgment, starves
 from stackrace.rules.summaries import breaking_sentence, not_judged_note, unbroken_sentence
 from stackrace.settings.units import fmt_bytes, fmt_us
@@ -46,15 +47,21 @@ def _waiting(level: Level) -> str:
     return f"{w.waiting:,} ({fmt_us(w.oldest_wait_us)})"
 
 
-def _rps(level: Level) -> str:
-    """req/s of all repeats pooled; with repeats, the lowest and highest in brackets."""
+def _rps(level: Level, rounds: bool) -> str:
+    """req/s of all rounds pooled; with rounds, the 90 % interval of the next run's
+    figure in brackets (from the rounds' spread: rules/confidence.estimate). A run from
+    before rounds (repeats in a row: `rounds` False) shows its repeats' range, which is
+    no interval."""
     if len(level.samples) < 2:
         return f"{level.rps:,.0f}"
-    low, high = level.rps_range
-    return f"{level.rps:,.0f} ({low:,.0f}–{high:,.0f})"
+    if not rounds:
+        low, high = level.rps_range
+        return f"{level.rps:,.0f} ({low:,.0f}–{high:,.0f})"
+    est = estimate("", level.samples, None)
+    return f"{level.rps:,.0f} ({est.lo:,.0f}–{est.hi:,.0f})"
 
 
-def flags(level: Level, judgment: Judgment | None = None) -> list[str]:
+def flags(level: Level, judgment: Judgment | None = None, rounds: bool = True) -> list[str]:
     """What a reader must know before trusting a level's figures (and, with its
     judgment, whether the rules would judge it at all)."""
     out = []
@@ -64,7 +71,8 @@ def flags(level: Level, judgment: Judgment | None = None) -> list[str]:
     if level.spread > NOISY_SPREAD:
         low, high = level.rps_range
         out.append(
-            f"its {len(level.samples)} repeats differ by {level.spread:.0%} "
+            f"its {len(level.samples)} {'rounds' if rounds else 'repeats'} differ by "
+            f"{level.spread:.0%} "
             f"({low:,.0f}–{high:,.0f} req/s)"
         )
     if level.db_down:
@@ -135,12 +143,12 @@ def rows(run: BenchRun) -> list[list[str]]:
         broke = breaking(stack, run)  # by today's rules, whatever the file recorded
         for level in stack.levels:
             mark = " ✗" if broke is not None and broke.level == level.level else ""
-            mark += " †" if flags(level, judged.get(level.level)) else ""
+            mark += " †" if flags(level, judged.get(level.level), run.settings.rounds) else ""
             out.append(
                 [
                     stack.name,
                     f"{level.concurrency}{mark}" if level.rate is None else f"{level.rate:g}/s",
-                    _rps(level),
+                    _rps(level, run.settings.rounds),
                     *_latencies(level),
                     _failures(level),
                     _waiting(level),
@@ -215,12 +223,20 @@ def markdown(run: BenchRun) -> str:
         "and not answered when the level ended (the oldest's age in brackets)."
     )
     repeats = max((len(lv.samples) for st in run.stacks for lv in st.levels), default=1)
-    if repeats > 1:
+    if repeats > 1 and not run.settings.rounds:
         lines.append(
-            f"Levels were measured up to {repeats} times: *req/s* is every repeat pooled "
-            "(all answers over all measured time), the lowest and highest repeat in "
-            "brackets; latencies, failures and waiting are of all repeats together, cpu the "
-            "median repeat's."
+            f"Levels were measured up to {repeats} times in a row (a run from before rounds): "
+            "*req/s* is every repeat pooled (all answers over all measured time), the lowest "
+            "and highest repeat in brackets (a range, no interval); latencies, failures and "
+            "waiting are of all repeats together, cpu the median repeat's."
+        )
+    elif repeats > 1:
+        lines.append(
+            f"Levels were measured in up to {repeats} rounds (each round every level again, "
+            "in a shuffled order, each a fresh measurement): *req/s* is every round pooled "
+            "(all answers over all measured time), in brackets the 90 % interval the next "
+            "run's figure falls in, from the spread between rounds; latencies, failures and "
+            "waiting are of all rounds together, cpu the median round's."
         )
     if run.interrupted:
         lines.append(f"The run was interrupted ({md(run.interrupted)}): later levels are missing.")
@@ -247,7 +263,12 @@ def legend(run: BenchRun, markdown: bool = False) -> list[str]:
         if any(c == NOT_SAMPLED for c in cells):
             out.append(f"{NOT_SAMPLED}: a server started by you without --pid.")
         if any(c.endswith(")") and "(" in c for r in rows(run) for c in (r[2], r[7])):
-            out.append("In brackets: the lowest–highest repeat (req/s); the oldest wait (waiting).")
+            said = (
+                "the 90 % interval from the rounds"
+                if run.settings.rounds
+                else "the lowest–highest repeat"
+            )
+            out.append(f"In brackets: {said} (req/s); the oldest wait (waiting).")
     return out
 
 
@@ -256,7 +277,7 @@ def notes_lines(run: BenchRun) -> list[str]:
     for st in run.stacks:
         judged = judgments(st, run)
         for lv in st.levels:
-            for f in flags(lv, judged.get(lv.level)):
+            for f in flags(lv, judged.get(lv.level), run.settings.rounds):
                 out.append(f"{st.name} @ {lv.level:,}: {f}")
     return out
 

@@ -26,6 +26,16 @@ from stackrace.report.schema import BenchRun, StackResult, Why
 TOP_FRAMES = 5  # the app's functions shown in the evidence
 
 
+def process_cpu(cpu: float, wait: float) -> str:
+    """A process's CPU and wait for a core in shares a room reads (never above 100 %:
+    its threads' CPU and waits add up to more than one core): "CPU 45 %, waited for a
+    core 12 %"; "CPU 1.8 cores, got a core 60 % of the time it wanted one"."""
+    if cpu <= 1 and wait <= 1:
+        return f"CPU {cpu:.0%}, waited for a core {wait:.0%}"
+    got = f", got a core {cpu / (cpu + wait):.0%} of the time it wanted one" if wait > 0 else ""
+    return f"CPU {cpu:.1f} cores{got}"
+
+
 def cause_line(why: Why, advice: bool = True) -> str:
     """The cause named, its proof, and the knob where it implies one; printable (an app's
     function name is outside text: no control character leaves here, whatever the sink
@@ -68,8 +78,9 @@ def evidence_lines(why: Why) -> list[str]:
     for p in w.processes:
         where = ", ".join(x for x in (p.syscall, p.wchan) if x)
         out.append(
-            f"pid {p.pid} {p.name}: {p.threads} thread(s), CPU {p.cpu_share:.0%}, "
-            f"waited for a core {p.core_wait_share:.0%}" + (f", in {where}" if where else "")
+            f"pid {p.pid} {p.name}: {p.threads} thread(s), "
+            + process_cpu(p.cpu_share, p.core_wait_share)
+            + (f", in {where}" if where else "")
         )
     if w.status:
         out.append(status_line(w.status_source, w.status))

@@ -15,13 +15,17 @@ from pathlib import Path
 
 from stackrace.base import inputfile, printable
 from stackrace.base.atomicfile import write_atomic
-from stackrace.report import chart, tables, thennow
+from stackrace.base.errors import StackraceError
 from stackrace.report.schema import RUN_FILE_LIMIT, BenchRun, dumps, loads
 from stackrace.report.series import StackSeries
 
 
 def print_run(run: BenchRun, title: str | None = None) -> None:
+    # the writers are imported where a run is written: `load` reads this module for its
+    # output checks alone, and the tables bring the charts, flames and claims (start-up)
     from rich.console import Console
+
+    from stackrace.report import tables, thennow
 
     console = Console()
     if not console.is_terminal:
@@ -82,7 +86,7 @@ def run_outputs(
 ) -> list[Output]:
     """A run's files, as (option, path, content) for `write_files`; `baseline`: the run
     the HTML page draws beside it (report/html.py)."""
-    from stackrace.report import html, series
+    from stackrace.report import chart, html, series, tables  # see print_run
 
     return [
         ("--json", json_out, lambda: dumps(run)),
@@ -102,6 +106,8 @@ def series_of(run: BenchRun) -> list[tuple[str, StackSeries]]:
 def _markdown(run: BenchRun) -> str:
     """A run's Markdown: its levels, or (`bench --capacity`) its capacities, each
     sentence, and the machine's noise."""
+    from stackrace.report import tables  # see print_run
+
     if not any(st.capacity is not None for st in run.stacks):
         return tables.markdown(run)
     from stackrace.report import capacity
@@ -202,15 +208,21 @@ def _try_open(path: Path) -> str | None:
     return None
 
 
+class RunFileError(StackraceError, ValueError):
+    """A run file that cannot be read; the message starts with the file name."""
+
+    exit_code = 2  # input that cannot be used: refused before anything starts
+
+
 def read_run(path: str) -> BenchRun:
     """A saved run; every problem (missing, unreadable, truncated, not a run, another
-    schema version) is a ValueError whose message starts with the file name."""
+    schema version) is a RunFileError whose message starts with the file name."""
     try:
         data = inputfile.read_bytes(path, limit=RUN_FILE_LIMIT)
     except inputfile.InputFileError as exc:
-        raise ValueError(str(exc)) from None
+        raise RunFileError(str(exc)) from None
     try:
         return loads(data, path)
     except ValueError as exc:
         text = str(exc)
-        raise ValueError(text if text.startswith(path) else f"{path}: {text}") from None
+        raise RunFileError(text if text.startswith(path) else f"{path}: {text}") from None

@@ -42,6 +42,10 @@ class StepResult:
     # included: a level started from idle answers its first request at once), µs
     fastest_us: int | None = None
     engine_limit: str = ""  # why the engine limited its figures ("" it did not)
+    # connections its listening socket's accept queue held (the kernel's: handshakes
+    # done, no worker has taken them yet), the most seen at the level; None: not looked
+    # at. The server's own evidence that every worker was busy (rules/level.py)
+    accept_queue: int | None = None
 
     @property
     def seconds(self) -> float:
@@ -126,6 +130,7 @@ def step_result(
     share: CpuShare | None = None,
     fastest_us: int | None = None,
     engine_limit: str = "",
+    accept_queue: int | None = None,
 ) -> StepResult:
     if share is not None:
         cpu_percent, cpu_capacity = share.used, share.capacity
@@ -138,9 +143,16 @@ def step_result(
             share.core_full,
             fastest_us,
             engine_limit,
+            accept_queue,
         )
     return StepResult(
-        level, window, cpu_percent, cpu_capacity, fastest_us=fastest_us, engine_limit=engine_limit
+        level,
+        window,
+        cpu_percent,
+        cpu_capacity,
+        fastest_us=fastest_us,
+        engine_limit=engine_limit,
+        accept_queue=accept_queue,
     )
 
 

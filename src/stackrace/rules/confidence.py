@@ -160,6 +160,15 @@ def estimate(name: str, samples: Sequence[float], sigma: float | None) -> Estima
     return Estimate(name, med, min(lo, med), max(math.exp(centre + half), med), n, se)
 
 
+def rounds_interval(samples: Sequence[float]) -> str:
+    """A figure's interval from its rounds, in words: '90 % interval 807–961 req/s from
+    3 rounds', or 'one round: no interval' (bench's levels, `--capacity`)."""
+    est = estimate("", samples, None)
+    if not est.interval:
+        return "one round: no interval"
+    return f"90 % interval {est.lo:,.0f}–{est.hi:,.0f} req/s from {est.n} rounds"
+
+
 def paired_confidence(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[float, int]:
     """How surely A beats B over the rounds both were measured in (round → req/s): the
     exact one-sided Wilcoxon signed-rank test on log(a/b), 1 − p; and the number of

@@ -19,9 +19,11 @@
   figures compare shares"), never as summed waits (four stacks waiting on one core
   add up to "waited 573 %").
 - **The share it got** (`share_got`): of the time it wanted a core, the share it ran.
-  A queue is scaled by it before it is called the core's (rules/level.py): a server
-  that got its core 40 % of the time it wanted one serves at most at 40 % of its speed,
-  so its requests wait up to 1 / 0.4 times as long; a queue beyond that is its own.
+  A queue is scaled by the time it lost (`time_lost`) before it is called the core's
+  (rules/level.py): a server that got its core 40 % of the time it wanted one serves
+  at most at 40 % of its speed, so its requests wait up to 1 / 0.4 times as long; a
+  queue beyond that is its own, and so is one the server's own evidence shows (its
+  accept queue holding the clients: every worker busy).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ CORE_WAIT = 0.25  # a core held by others when a stack waits for it this share o
 SHARED_WAIT = 0.10  # ... and this much on cores it shares with other stacks that were full
 SHARED_FULL = 0.85  # the shared cores are full when the stacks use this share of them,
 WAITED_FULL = 0.25  # ... or when they want more than the cores give and wait this much
-SHARE_WAIT = 0.10  # a wait for a core worth scaling a queue by (rules/level.py): of capacity
+SHARE_WAIT = 0.10  # a wait for a core worth saying beside a verdict (busy_too): of capacity
 
 
 def capacity(step: StepResult) -> float:
@@ -99,20 +101,29 @@ def time_lost(step: StepResult) -> float | None:
     """What its waits would be with a core to itself, as a factor (0-1): 1 less the
     share of its serving time it spent runnable without a core (Little's law: with N
     clients, R = N / X, and X rises by 1 / (1 - f) when the wait f is given back).
-    For a stack that wanted its core the whole time this is `share_got`; for one that
+    For a stack that wanted its core the whole time this is the share it got; for one that
     mostly sleeps in I/O it is near 1: one sync worker on 10 ms waits that ran 5 % and
     waited 12 % got its core 29 % of the time it wanted one, yet lost only 12 % of its
     time, and its 115 ms queue at c=10 is its own (scaled by 0.29 it read as the core's,
     and the one sync worker of a test beside other work was never judged broken).
     A stack that wanted its core(s) nearly all the time (ran or waited 80 % of them or
-    more) is held to `share_got`, the smaller: its speed is the share it got, and a
+    more) is held to the share it got, the smaller: its speed is that share, and a
     recorded uvicorn beside a starved engine (ran 20 %, waited 75 %) stays the core's.
-    None when `share_got` is (too little wait to scale anything by)."""
-    got = share_got(step)
-    if got is None:
+
+    Any wait scales, however small (1.0 when it never waited): a threshold below which
+    nothing is scaled made the state flip on a small difference — a wait of 9 % of its
+    capacity judged the raw queue, one of 11 % a queue scaled and held to a margin —
+    so two stacks that waited nearly alike could read QUEUEING and not judged side by
+    side (issue 47). None when its CPU is not known, or was the limit itself."""
+    if step.cpu_percent is None or cpu_bound(step):
         return None
+    used = step.cpu_percent
     waited = step.cpu_wait_percent or 0.0
-    if (step.cpu_percent or 0.0) + waited >= 0.8 * capacity(step):
+    wanted = used + waited
+    if wanted <= 0 or waited <= 0:
+        return 1.0
+    got = used / wanted
+    if wanted >= 0.8 * capacity(step):
         return got
     return max(got, 1.0 - min(1.0, waited / capacity(step)))
 

@@ -79,7 +79,10 @@ def engine_limit(window: WindowStats, saturated: bool = False, procs: int = 1) -
 
 def _engine_limit(window: WindowStats, saturated: bool, procs: int) -> str:
     if saturated:
-        return f"engine saturated ({window.engine_cpu:.0f}% of its core)"
+        # per engine process, a share of its core (summed over processes, or read a tick
+        # late, it can say "112 % of its core")
+        busy = min(100.0, window.engine_cpu / max(1, procs))
+        return f"engine saturated ({busy:.0f}% of its core)"
     wanted = window.engine_cpu + window.engine_wait
     if window.engine_wait >= ENGINE_STARVED and wanted >= ENGINE_BUSY * 100 * max(1, procs):
         # per engine process, a share of its time (summed over processes it reads

@@ -20,6 +20,10 @@ Durations are seconds (floats); the CLI and TOML accept "500ms", "10s", "2m". Ev
 value goes through the same parser (stackrace.settings.options for numbers and durations,
 stackrace.settings.race_parsers for the rest) from the command line and from a preset, so
 a value is valid or not the same way everywhere.
+
+Long because every setting of a race is one field here with its flag, help and parser:
+the point of the file is that they are declared in one place; cut in two, a new setting
+would have two homes to choose from.
 """
 
 from __future__ import annotations
@@ -205,7 +209,15 @@ class RaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = "auto"
     repeat: Annotated[
         int,
-        opt("--repeat", "measure each level N times", positive_int, metavar="N", bench_only=True),
+        opt(
+            "--repeat",
+            "N independent rounds, interleaved in a shuffled order, their spread the 90 %% "
+            "interval: each level again (or, with --capacity, each capacity, its stack "
+            "started afresh)",
+            positive_int,
+            metavar="N",
+            bench_only=True,
+        ),
     ] = 1
     timeout: Annotated[
         float,

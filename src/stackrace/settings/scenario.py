@@ -51,6 +51,8 @@ _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 class ScenarioError(StackraceError, ValueError):
     """Requests that cannot be sent; the message names the option or file."""
 
+    exit_code = 2  # input that cannot be used: refused before anything starts
+
 
 @dataclass(frozen=True)
 class RequestKind:

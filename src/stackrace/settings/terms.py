@@ -59,6 +59,8 @@ _BYTES_PER = {
 class TermError(StackraceError, ValueError):
     """A term that cannot be read; str() names the option and the term."""
 
+    exit_code = 2  # input that cannot be used: refused before anything starts
+
 
 @dataclass(frozen=True)
 class Term:

@@ -36,6 +36,8 @@ _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class AppError(StackraceError, ValueError):
     """A user's app, interpreter, directory or environment that cannot be used."""
 
+    exit_code = 2  # input that cannot be used: refused before anything starts
+
 
 @dataclass(frozen=True)
 class AppSpec:

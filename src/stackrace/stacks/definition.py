@@ -117,6 +117,8 @@ INTERFACES = ("wsgi", "asgi")  # what an app template (`[stacks.NAME.app]`) may 
 class ConfigError(StackraceError, ValueError):
     """A stacks file or a stack reference that cannot be used; the message says where."""
 
+    exit_code = 2  # input that cannot be used: refused before anything starts
+
 
 class Needs(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     pip: list[str] = []

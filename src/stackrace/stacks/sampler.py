@@ -17,10 +17,12 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-
-import psutil
+from typing import TYPE_CHECKING
 
 from stackrace.supervise.procs import parent_map
+
+if TYPE_CHECKING:
+    import psutil
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,10 @@ class TreeSampler:
         self.latest: ResourceSample | None = None
 
     def _tree(self, now: float) -> list[psutil.Process]:
+        # psutil is imported where a tree is sampled: `load` and `--help` never sample one,
+        # and its import (~30 ms) would be paid at every start-up
+        import psutil
+
         fresh = self._scanned_at is not None and now - self._scanned_at < self.rescan_s
         if fresh and all(p.is_running() for p in self._procs.values()):
             return list(self._procs.values())
@@ -108,6 +114,8 @@ class TreeSampler:
         return list(found.values())
 
     def sample(self) -> ResourceSample:
+        import psutil  # here, not at the top: it keeps start-up fast (see _tree)
+
         now = time.monotonic()
         rss = uss = pss = threads = 0
         cpu_total = 0.0

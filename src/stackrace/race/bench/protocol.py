@@ -10,8 +10,19 @@
   (each is bounded by the request timeout, never by `duration`); req/s is timed from the
   first send to the last answer;
 - `--rate R`: one level at R req/s per stack;
-- `--repeat N`: the level measured N times with the load going on between them (the
-  warm-up comes once), the repeats added into one window (engine/window_sum.py).
+- `--repeat N`: N independent rounds. Round 1 is the ladder (levels in order, the
+  breaking point's evidence captured there); rounds 2 … N measure the levels round 1
+  measured again, each round in its own shuffled order (c=10 c=50 c=20, then c=50 c=10
+  c=20: `more_rounds`), each a fresh measurement: nothing left in flight, the level
+  set, the full warm-up. A level's rounds are added into one window
+  (engine/window_sum.py) and each round's req/s is a sample, whose spread is the
+  level's interval (rules/confidence.estimate, the function tune uses). Repeats in a
+  row with the load going on (what `--repeat` once did) share one minute of the
+  machine, and their range read as a reproducibility they did not have; rounds a
+  whole ladder apart carry the machine's drift between them, which the next run meets.
+  A fresh warm-up rather than a fresh server start per round: the server's warm state
+  (its pools, caches, a JIT) is what a deploy runs with, a start-up costs seconds per
+  stack and round, and a cold start's first seconds are a different measurement.
 
 Each level keeps the engine's complete accounting (answered, failed by kind, waiting),
 the Little's-law check, the engine's share of the latency, the stack's CPU (and CPU
@@ -28,6 +39,7 @@ it fills, race/bench/recorder.py.
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,6 +68,9 @@ from stackrace.stacks.definition import Stack
 from stackrace.stacks.sampler import ResourceSample
 
 Progress = Callable[[str], None]
+# seconds between looks at the stacks' accept queues while a level is measured (one dump
+# of the machine's sockets each, off the event loop: ~1 ms, ~30 ms with 30,000 sockets)
+_QUEUE_EVERY = 1.0
 
 
 @dataclass
@@ -92,11 +107,11 @@ class BenchPlan:
 
 
 class _Acc:
-    """One level of one stack across repeats."""
+    """One level of one stack across its rounds."""
 
     def __init__(self) -> None:
-        self.windows: list[WindowStats] = []  # each repeat's (its rps is a sample)
-        self.sum = WindowSum()  # the repeats as one window (engine/window_sum.py)
+        self.windows: list[WindowStats] = []  # each round's (its rps is a sample)
+        self.sum = WindowSum()  # the rounds as one window (engine/window_sum.py)
         self.hist: LatencyHistogram | None = None
         self.hist_unc: LatencyHistogram | None = None
         self.cpu: list[float] = []
@@ -107,6 +122,7 @@ class _Acc:
         self.procs = 1  # engine processes carrying it
         self.db_down = False
         self.fastest_us: int | None = None  # its fastest answer, warm-up included
+        self.queue: list[int] = []  # its accept queue, once a second while measured
 
 
 class LevelRunner:
@@ -123,6 +139,10 @@ class LevelRunner:
         # a probe's own time series, per member, while it is measured; the last probe's
         self.slices: dict[str, list[ProbeSlice]] = {}
         self.last_slices: dict[str, list[ProbeSlice]] = {}
+        # each level's rounds so far (its members' accumulators, memory before it)
+        self.rounds: dict[int, tuple[dict[str, _Acc], dict[str, ResourceSample | None]]] = {}
+        # per member: its accept queue, seen once a second while a level is measured
+        self.queues: dict[str, list[int]] = {}
 
     def _see(self) -> None:
         """Read the latest interval's fastest answers, and a probe's intervals
@@ -223,35 +243,72 @@ class LevelRunner:
         await self.next_interval()
         self.core.reset_totals(0.0, ids)
         end = self.core.clock() + self.s.duration
+        looked = float("-inf")
         while self.core.clock() < end:
             await self.core.clock.sleep(min(self.core.interval, max(0.0, end - self.core.clock())))
             self._see()
+            if self.core.clock() - looked >= _QUEUE_EVERY:
+                # the server's own evidence of a queue (rules/level.py held_at_the_door)
+                looked = self.core.clock()
+                for i, n in (await self.core.accept_queues(ids)).items():
+                    self.queues.setdefault(i, []).append(n)
             self.tell_losses()
             if self._crashed(ids):
                 break
         await self.next_interval()  # the last interval reaches the totals
 
     async def level(self, ids: list[str], level: int) -> dict[str, Level]:
+        """A level's first round (its only one without `--repeat`): set, warm up,
+        measure. What it measured is kept for `more_rounds`."""
         accs = {i: _Acc() for i in ids}
         before = {i: self.core.sample_now(i) for i in ids}
-        for k in range(self.s.repeat):
-            live = [i for i in ids if i not in self._crashed(ids)]
-            if not live:
-                break
+        live = [i for i in ids if i not in self._crashed(ids)]
+        if live:
             await self._set_level(live, level)
-            # the load goes on between repeats, so the stacks stay warm: the warm-up
-            # (seconds, requests) comes once per level, before its first repeat
-            await self._warm(live, full=k == 0)
-            started = self.core.clock()
-            if self.s.requests and self.s.rate is None:
-                await self._measure_budget(live)
-            else:
-                await self._measure_time(live)
-            watch = self.plan.database
-            down = watch is not None and bool(watch.down_during(started, self.core.clock()))
-            for i in live:
-                self._take(i, accs[i], down)
+            await self._warm(live)
+            await self._measure_round(live, accs)
+        self.rounds[level] = (accs, before)
         return self._levels(ids, level, accs, before)
+
+    async def more_rounds(
+        self, measured: dict[int, list[str]], seed: int
+    ) -> dict[int, dict[str, Level]]:
+        """Rounds 2 … `repeat` of the levels round 1 measured (level → the members
+        measured there), the levels in an order shuffled each round (from `seed`), each
+        a fresh measurement (module docstring); each level's rounds as one Level."""
+        rng = random.Random(seed)
+        levels = sorted(measured)
+        for r in range(2, self.s.repeat + 1):
+            order = list(levels)
+            rng.shuffle(order)
+            self.progress(f"round {r} of {self.s.repeat}: " + " ".join(f"{lv:,}" for lv in order))
+            for level in order:
+                ids = measured[level]
+                live = [i for i in ids if i not in self._crashed(ids)]
+                if not live:
+                    continue
+                # fresh: nothing of the level before in flight, then set and warmed up
+                await self.drain(live)
+                await self.core.set_budget(None, live)
+                await self._set_level(live, level)
+                await self._warm(live)
+                await self._measure_round(live, self.rounds[level][0])
+        out = {}
+        for level in levels:
+            accs, before = self.rounds[level]
+            out[level] = self._levels(measured[level], level, accs, before)
+        return out
+
+    async def _measure_round(self, live: list[str], accs: dict[str, _Acc]) -> None:
+        started = self.core.clock()
+        if self.s.requests and self.s.rate is None:
+            await self._measure_budget(live)
+        else:
+            await self._measure_time(live)
+        watch = self.plan.database
+        down = watch is not None and bool(watch.down_during(started, self.core.clock()))
+        for i in live:
+            self._take(i, accs[i], down)
 
     def _take(self, i: str, a: _Acc, down: bool) -> None:
         """Add the measured window of member `i` (its totals, histograms, CPU) to `a`."""
@@ -271,7 +328,7 @@ class LevelRunner:
                 a.hist_unc = hu
             else:
                 a.hist_unc.add(hu)
-        # from the second repeat on, the latencies are the merged histograms'
+        # from the second round on, the latencies are the merged histograms'
         merged = a.sum.parts > 0
         a.sum.add(
             t.total,
@@ -295,6 +352,7 @@ class LevelRunner:
         seen = (self.fastest.get(i), lat.min if lat.count else None, a.fastest_us)
         a.fastest_us = min((f for f in seen if f is not None), default=None)
         a.db_down |= down
+        a.queue.extend(self.queues.pop(i, []))
 
     def _levels(
         self,
@@ -413,4 +471,6 @@ class LevelRunner:
             db_down=a.db_down,
             keepalive=s.keepalive,
             fastest_us=a.fastest_us,
+            # the median second's: a line that held, not one moment's
+            accept_queue=round(statistics.median(a.queue)) if a.queue else None,
         )

@@ -34,6 +34,7 @@ from stackrace.report.schema import (
     Settings,
     StackResult,
 )
+from stackrace.rules.confidence import rounds_interval
 from stackrace.rules.knee import ServerPool, knee_miss, predict_knee, stack_pool
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.definition import Stack
@@ -78,6 +79,7 @@ def new_run(plan: BenchPlan, placement: str = "", why: str = "") -> BenchRun:
             isolation_reason=why,
             placement=placement,
             preset=plan.preset,
+            rounds=True,
         ),
         stacks=[],
     )
@@ -177,6 +179,8 @@ def describe(name: str, lv: Level, rate_mode: bool) -> str:
     )
     if fails:
         line += f"  failures {fails:,}"
+    if len(lv.samples) >= 2:  # rounds: the interval of the next run's req/s
+        line += f"  [{rounds_interval(lv.samples)}]"
     if lv.little is not None and not lv.little.ok:
         line += f"  [Little: {lv.little.reason}]"
     if lv.engine_limited:

@@ -38,7 +38,7 @@ from stackrace.engine.model import EngineSettings
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner, Progress
 from stackrace.race.bench.recorder import BenchRecorder, describe, record_paths
 from stackrace.race.bench.resume import RunLog, resume_finished, resumed_levels
-from stackrace.race.core.capacity_run import interrupted, search_capacity
+from stackrace.race.core.capacity_run import capacity_rounds, interrupted, search_capacity
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.members import LoadEngine, RaceParts, StackStarter
 from stackrace.race.core.placement import CorePlacement, choose_isolation, place
@@ -160,6 +160,7 @@ async def run_bench(
             if placement.isolation == "rotate"
             else [list(range(plan.members))]
         )
+        searched: list[list[str]] = []  # each group's members that a search measured
         for group in groups:
             if watch is not None and watch.faulty:  # down, or its tables gone
                 for k in group:
@@ -232,6 +233,7 @@ async def run_bench(
                         if c is not None and not ended and not c.stopped:
                             c = interrupted(c)
                         rec.by_name[i].capacity = c
+                searched.append([i for i in running if i in found])
                 for i in running:
                     if i in found:
                         progress(f"{i}: {found[i].sentence}")
@@ -239,6 +241,7 @@ async def run_bench(
                         rec.by_name[i].error = "crashed during its capacity search"
                     log.done(i, rec.by_name[i].error)
             done_before = resumed_levels(plan, rec, running)
+            measured: dict[int, list[str]] = {}  # round 1's levels, for the rounds after it
             for level in [] if plan.capacity is not None else s.levels:
                 if not running:
                     break
@@ -250,12 +253,13 @@ async def run_bench(
                     lv = got.get(i)
                     if lv is not None:
                         rec.by_name[i].levels.append(lv)
+                        measured.setdefault(level, []).append(i)
                         progress(describe(i, lv, s.rate is not None))
                 # a stack that broke at this level: its evidence, while the load goes on
                 await capture_at_breaking(core, rec, todo, level, progress)
                 for i in list(todo):
                     lv = got.get(i)
-                    if lv is not None:
+                    if lv is not None and s.repeat == 1:  # with rounds: once they are all in
                         log.level(i, lv)
                     if core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
                         tail = "\n".join(core.members[i].handle.log_tail(12))
@@ -265,6 +269,9 @@ async def run_bench(
                     elif lv is not None and lv.requests == 0 and level != s.levels[-1]:
                         progress(f"  {i}: no responses at {level}; skipping higher levels")
                         running.remove(i)
+            if s.repeat > 1 and measured:
+                await _more_rounds(runner, rec, log, measured, progress)
+                running = [i for i in running if not rec.by_name[i].error]
             if s.own_requests and running:
                 # your app's requests: nothing may be in flight when it stops, so that
                 # what it was sent and what it answered are both known, per request
@@ -275,6 +282,8 @@ async def run_bench(
                     log.done(i, rec.by_name[i].error)
             for i in ids:
                 await core.stop_member(i)
+        if plan.capacity is not None and s.repeat > 1 and searched:
+            await _capacity_rounds(core, source, runner, rec, plan, placement, searched, progress)
     finally:
         await core.stop()
         series.flush()
@@ -296,6 +305,75 @@ async def run_bench(
                     "not judged)"
                 )
     return rec.finish()
+
+
+async def _more_rounds(
+    runner: LevelRunner,
+    rec: BenchRecorder,
+    log: RunLog,
+    measured: dict[int, list[str]],
+    progress: Progress,
+) -> None:
+    """`--repeat N`: rounds 2 … N of the levels round 1 measured, interleaved in a
+    shuffled order (race/bench/protocol.py); each level then holds all its rounds, its
+    evidence from round 1, and goes to the journal."""
+    merged = await runner.more_rounds(measured, seed=int.from_bytes(os.urandom(4), "big"))
+    for level, got in merged.items():
+        for i, lv in got.items():
+            levels = rec.by_name[i].levels
+            for k, old in enumerate(levels):
+                if old.level == level and not old.samples[1:]:
+                    lv.why = old.why
+                    levels[k] = lv
+            log.level(i, lv)
+            progress(describe(i, lv, runner.s.rate is not None))
+    for i in {i for ids in measured.values() for i in ids}:
+        if runner.core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED):
+            rec.by_name[i].error = rec.by_name[i].error or "crashed during its rounds"
+            progress(f"✗ {i}: crashed during its rounds")
+
+
+async def _capacity_rounds(
+    core: RaceCore,
+    source: StackStarter,
+    runner: LevelRunner,
+    rec: BenchRecorder,
+    plan: BenchPlan,
+    placement: CorePlacement,
+    searched: list[list[str]],
+    progress: Progress,
+) -> None:
+    """`--capacity --repeat N`: rounds 2 … N of every capacity found, the groups in a
+    shuffled order, each started afresh (race/core/capacity_run.py capacity_rounds)."""
+    assert plan.capacity is not None
+    index = {st.name: k for k, st in enumerate(plan.stacks)}
+    urls = {u.label(): k for k, u in enumerate(plan.urls)}
+
+    async def start(ids: list[str]) -> list[str]:
+        for i in ids:
+            if i in index:
+                k = index[i]
+                cpus = placement.stack_cpus[k]
+                progress(f"{i}: starting (a fresh start for its round)")
+                core.add_member(source.start_stack(plan.stacks[k], cpus), cpus)
+            elif i in urls:  # not ours to start: joined again as it is
+                core.add_member(UrlHandle(plan.urls[urls[i]], len(plan.stacks) + urls[i], id=i))
+        await core.wait_ready(ids, timeout=120.0)
+        return [i for i in ids if i in core.members and core.members[i].attached]
+
+    async def stop(ids: list[str]) -> None:
+        for i in ids:
+            await core.stop_member(i)
+
+    found = {i: c for i, res in rec.by_name.items() if (c := res.capacity) is not None}
+    await capacity_rounds(
+        runner, plan.capacity, searched, found, int.from_bytes(os.urandom(4), "big"),
+        start, stop, progress, noise=plan.noise,
+    )  # fmt: skip
+    for i, c in found.items():
+        if c.rounds:
+            rec.by_name[i].capacity = c
+            progress(f"{i}: {c.sentence}")
 
 
 def _start_group(

@@ -151,6 +151,7 @@ def tune_result(
         before=state.before,
         aa_sigma=out.sigma,
         aa_repeats=out.aa_repeats,
+        aa_rounds=out.aa_rounds,
         other_runs=shared,
     )
     run.interrupted = interrupted

@@ -30,13 +30,26 @@ machine was meanwhile (race/core/noise.py) when a `NoiseMeter` is given.
 
 The same function serves `bench --capacity`, `tune` (one candidate at a time) and the
 app's `k` key (race/live/session.py): one search driver, three front ends.
+
+A search is one round: its confirming probes come seconds apart, in one minute of the
+machine, and say nothing of the next run (the sentence says "one round: no interval").
+`bench --capacity --repeat N` adds rounds 2 … N (`capacity_rounds`): every group of
+stacks is started afresh and probed again at the load its search answered, the groups
+in an order shuffled each round (A B C, then C A B), so that a round is minutes from
+the one before and the machine's drift between them is in their spread; the capacity is
+then the rounds' median with the interval rules/confidence.estimate gives (as `tune`'s).
+A fresh start rather than only a fresh warm-up: the groups are stopped between their
+turns anyway (rotating isolation puts one on the cores at a time), and a start is a few
+seconds beside a search of a minute. A round that misses the SLO at that load counts as
+0 req/s: the next run may not hold it either, and the interval says so.
 """
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -52,6 +65,7 @@ from stackrace.race.core.noise import NoiseMeter, probe_busy
 from stackrace.race.core.state import StackState
 from stackrace.report.schema import CapacityProbe, CapacityResult, Level, ProbeNoise, ProbeSlice
 from stackrace.report.slo import Slo
+from stackrace.rules.confidence import estimate, rounds_interval
 from stackrace.rules.steadiness import Slice, unsteady
 
 if TYPE_CHECKING:
@@ -249,6 +263,89 @@ async def search_capacity(
             if on_probe is not None:
                 on_probe(i, load, "meets" if judged.meets else "misses")
     return {i: out[i] for i in ids if i in out}
+
+
+async def capacity_rounds(
+    runner: LevelRunner,
+    plan: CapacityPlan,
+    groups: list[list[str]],
+    found: dict[str, CapacityResult],
+    seed: int,
+    start: Callable[[list[str]], Awaitable[list[str]]],
+    stop: Callable[[list[str]], Awaitable[None]],
+    progress: Callable[[str], None] = lambda s: None,
+    noise: NoiseMeter | None = None,
+) -> None:
+    """Rounds 2 … `repeat` of the capacities `found` (module docstring): each round, the
+    groups in a shuffled order (from `seed`), each started afresh (`start` gives the
+    members ready), probed at their answers' loads at once, stopped (`stop`). `found`
+    then holds each capacity with its rounds and interval."""
+    s = runner.s
+    slo = Slo.parse(plan.slo)
+    needed = needed_answers(slo.quantile)
+    what = unit(s.rate is not None)
+    rng = random.Random(seed)
+    todo = [[i for i in g if i in found and found[i].claimed] for g in groups]
+    todo = [g for g in todo if g]
+    more: dict[str, list[CapacityProbe]] = {i: [] for g in todo for i in g}
+    for r in range(2, s.repeat + 1):
+        rng.shuffle(todo)
+        progress(f"capacity round {r} of {s.repeat}: " + " | ".join(", ".join(g) for g in todo))
+        for group in todo:
+            live = await start(group)
+            loads = {i: load for i in live if (load := found[i].load) is not None}
+            if loads:
+                mark = noise.mark(_engine_pids(runner, list(loads))) if noise else None
+                t0 = time.monotonic()
+                got = await runner.probe(loads, needed, min(MIN_PROBE_S, s.duration), s.duration)
+                felt = noise.since(mark) if noise is not None and mark is not None else None
+                for i, load in loads.items():
+                    lv = got.get(i)
+                    if lv is None:
+                        continue
+                    judged = slo.judge_level(lv)
+                    more[i].append(
+                        CapacityProbe(
+                            load=load, meets=judged.meets, why=judged.why, phase="round",
+                            answers=lv.requests, enough=lv.requests >= needed,
+                            seconds=round(time.monotonic() - t0, 3), figures=judged.figures(),
+                            level=lv, noise=felt, slices=runner.last_slices.get(i, []),
+                        )
+                    )  # fmt: skip
+                    said = "meets" if judged.meets else f"misses: {judged.why}"
+                    progress(
+                        f"  {i:<28} round {r:<3} {_at(load, what):>12}  {lv.rps:>9,.0f} req/s  "
+                        + said
+                    )
+            await stop(group)
+    for i, probes in more.items():
+        found[i] = with_rounds(found[i], probes)
+
+
+def with_rounds(c: CapacityResult, more: list[CapacityProbe]) -> CapacityResult:
+    """A capacity with its later rounds (the search's answer is round 1; a round that
+    missed the SLO at the load is 0 req/s): their median, their interval, said."""
+    import msgspec
+
+    if not more or c.capacity is None:
+        return c
+    samples = [c.capacity, *(p.level.rps if p.meets else 0.0 for p in more)]
+    est = estimate("", samples, None)
+    missed = sum(1 for p in more if not p.meets)
+    note = f", missed the SLO there in {missed} of {len(samples)} rounds" if missed else ""
+    before = c.sentence.split(" (", 1)
+    head = before[0]
+    tail = before[1].split(")", 1)[1] if len(before) > 1 and ")" in before[1] else ""
+    sentence = f"{head} ({est.median:,.0f} req/s; {rounds_interval(samples)}{note}){tail}"
+    return msgspec.structs.replace(
+        c,
+        capacity=est.median,
+        rounds=[round(x, 1) for x in samples],
+        lo=round(est.lo, 1),
+        hi=round(est.hi, 1),
+        sentence=sentence,
+        probes=c.probes + more,
+    )
 
 
 async def _evidence_at_boundary(

@@ -242,6 +242,8 @@ class Capacity:
                 f"{shaky} probe{'s' if shaky != 1 else ''} whose own seconds both met and "
                 "clearly missed"
             )
+        if not said:  # (never "… both met and missed there ()", a claim without its count)
+            return "it both met and missed there"
         return "it both met and missed there (" + "; ".join(said) + ")"
 
     def _first(self) -> str:

@@ -17,6 +17,7 @@ processes, placed by `placement.py`). Time and waits are the core's clock's
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from stackrace.race.core.members import (
 )
 from stackrace.race.core.placement import CorePlacement
 from stackrace.race.core.state import StackState
+from stackrace.rules import cores
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.scenario import RequestKind, target_spec
 from stackrace.settings.workloads import WORKLOADS
@@ -219,8 +221,6 @@ class RaceCore:
         only for members with something to explain (clients stuck in connect, waiting
         with no answer, timeouts): the dump walks every socket the kernel holds, ~1 ms
         on a quiet machine but ~30 ms on one holding 30,000 (bench/listen_cost.py)."""
-        import asyncio
-
         from stackrace.stacks.listen import listen_states
 
         running = [
@@ -249,7 +249,31 @@ class RaceCore:
             return False
         w = t.interval
         stalled = w.requests == 0 and w.waiting > 0
-        return bool(w.connecting or stalled or w.failures.get("timeout"))
+        # requests wait while its core is busy: whose queue it is, the server's accept
+        # queue says (rules/level.py `held_at_the_door`)
+        r = m.resources
+        busy = r is not None and r.cpu_wait_percent >= 100.0 * cores.SHARE_WAIT and w.waiting > 1
+        return bool(w.connecting or stalled or w.failures.get("timeout") or busy)
+
+    async def accept_queues(self, member_ids: list[str]) -> dict[str, int]:
+        """The connections each member's accept queue holds now (the kernel's view of
+        its port, one dump of the machine's sockets, off the event loop); members not on
+        this host or without a known port are left out."""
+        from stackrace.stacks.listen import listen_states
+
+        ports = {i: self.members[i].handle.listen_port for i in member_ids if i in self.members}
+        wanted = sorted({p for p in ports.values() if p})
+        if not wanted:
+            return {}
+        try:
+            states = await asyncio.to_thread(listen_states, wanted)
+        except OSError:
+            return {}
+        return {
+            i: states[p].accept_queue
+            for i, p in ports.items()
+            if p and p in states and states[p].listening
+        }
 
     def _sample(self, m: Member, now: float) -> None:
         s = m.handle.sample()

@@ -26,12 +26,14 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from stackrace.evidence.capture import CaptureTarget, capture_window
 from stackrace.evidence.model import Cause, EvidenceWindow
 from stackrace.race.core.members import Member
 from stackrace.report.schema import Why
-from stackrace.rules.cause import name_cause
+
+if TYPE_CHECKING:
+    from stackrace.evidence.capture import CaptureTarget
 
 SECONDS = 3.0  # a window's length: a few seconds of samples while the load goes on
 
@@ -59,6 +61,7 @@ NOT_OURS = (
 
 def capture_facts(m: Member) -> CaptureFacts | None:
     """What can be looked at of this member (None: nothing — a model's, a replay's)."""
+    from stackrace.evidence.capture import CaptureTarget  # see real_capture
     from stackrace.race.core.stack_source import LaunchedStack
     from stackrace.race.core.urls import UrlHandle
 
@@ -192,9 +195,15 @@ async def real_capture(
     facts: CaptureFacts, stack: str, level: int, seconds: float
 ) -> EvidenceWindow:
     """stackrace.evidence.capture's window of this member."""
+    # imported at the first window, not with the core: capture brings py-spy's reader,
+    # /proc's and a status page's (urllib), and it keeps start-up fast (`load` has none)
+    from stackrace.evidence.capture import capture_window
+
     return await capture_window(facts.target, stack=stack, level=level, seconds=seconds)
 
 
 def real_namer(window: EvidenceWindow, facts: CaptureFacts) -> Cause:
     """stackrace.rules.cause's cause of this window."""
+    from stackrace.rules.cause import name_cause  # see real_capture: it keeps start-up fast
+
     return name_cause(window, workers=facts.workers, threads=facts.threads)

@@ -149,6 +149,7 @@ def summarize(
     aa_sigma: float | None = None,
     aa_repeats: int = 0,
     other_runs: Sequence[str] = (),
+    aa_rounds: int = 0,
 ) -> Noise:
     """The run's noise and its sentence. `stack_cpu`: each probe's (CPU used, waited for
     a core), % of one core, of the stack it measured.
@@ -156,9 +157,14 @@ def summarize(
     Every figure is said as what it is, in shares a room reads: other programs' CPU in
     cores of the machine's; the servers' and the engine's wait as the share of the time
     they wanted a core that they got one (a wait summed over processes reads "waited
-    814 %", which is no share of anything); the A/A spread only when repeats measured
-    it, with how many, and the difference that is noise only then."""
-    others = [p.others_cores for p in probes]
+    814 %", which is no share of anything); other programs' CPU never above the
+    machine's cores (ticks read a moment apart can say 2.04 of 2); the A/A spread only
+    when repeats measured it, with how many and how (`aa_rounds` of them in separate
+    rounds, the rest probes in a row, whose spread is a floor and not the spread between
+    runs), and the difference that is noise only then."""
+    top_cores = float(max(1, cores))
+    others = [min(top_cores, p.others_cores) for p in probes]
+    before = min(top_cores, before) if before is not None else None
     engine = [min(100.0, p.engine_wait_percent) for p in probes]
     med = statistics.median(others) if others else None
     top = max(others) if others else None
@@ -198,7 +204,7 @@ def summarize(
     if aa_sigma is not None and aa_repeats >= 2:
         parts.append(
             f"A/A measured: the same configuration at the same load, {aa_repeats} "
-            f"measurements, varied ±{aa_sigma * 100:.0f} %"
+            f"measurements ({aa_how(aa_repeats, aa_rounds)}), varied ±{aa_sigma * 100:.0f} %"
         )
     parts.append(
         "other stackrace runs on these cores: " + "; ".join(other_runs)
@@ -230,15 +236,27 @@ def summarize(
     )
 
 
+def aa_how(repeats: int, in_rounds: int) -> str:
+    """How an A/A spread was measured, in words: rounds apart, or probes in a row."""
+    in_rounds = max(0, min(repeats, in_rounds))
+    if in_rounds == 0:
+        return "probes in a row: a floor, not the spread between runs"
+    if in_rounds == repeats:
+        return "each in a round of its own"
+    return f"{in_rounds} in rounds of their own, {repeats - in_rounds} probes in a row"
+
+
 def capacity_noise(result: BenchRun, before: list[float], shared: list[str]) -> Noise:
     """A capacity run's noise: the machine before and during the probes, the stacks'
     and engine's wait, the repeats of one load (its confirmations) as the A/A."""
     probes = [p for st in result.stacks if st.capacity for p in st.capacity.probes]
     groups: dict[tuple[str, float], list[float]] = {}
+    rounds: dict[tuple[str, float], int] = {}  # of each group, the probes in a round
     for st in result.stacks:
         for p in st.capacity.probes if st.capacity else []:
             if p.meets:
                 groups.setdefault((st.name, p.load), []).append(p.level.rps)
+                rounds[(st.name, p.load)] = rounds.get((st.name, p.load), 0) + (p.phase == "round")
     repeated = [g for g in groups.values() if len(g) >= 2]
     return summarize(
         result.machine.cores,
@@ -248,4 +266,5 @@ def capacity_noise(result: BenchRun, before: list[float], shared: list[str]) -> 
         aa_sigma=noise_sigma(repeated),
         aa_repeats=sum(len(g) for g in repeated),
         other_runs=shared,
+        aa_rounds=sum(rounds[k] for k, g in groups.items() if len(g) >= 2),
     )

@@ -20,7 +20,6 @@ from stackrace.race.core.state import StackState
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks import protocols
 from stackrace.stacks.availability import availability
-from stackrace.stacks.catalogue import load_stacks
 from stackrace.stacks.definition import Stack, StackDef
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.listen import ListenState
@@ -146,14 +145,16 @@ class StacksFileSource:
     def __init__(
         self,
         stacks_file: str | None = None,
-        defs: dict[str, StackDef] | None = None,
+        *,
+        defs: dict[str, StackDef],
         memory_max: str | None = None,
         env: dict[str, str] | None = None,
         offer: list[str] | None = None,
         defaults: tuple[str, ...] | list[str] = DEFAULT_STACKS,
     ) -> None:
         self.stacks_file = stacks_file
-        self.defs = defs if defs is not None else load_stacks(stacks_file)
+        # the run's stacks as resolved once (stacks/resolved.py): never read again here
+        self.defs = defs
         # the stacks the picker offers (None: all), and those it preselects: with --app,
         # your app's servers, the common four of its kind chosen
         self.offer = offer

@@ -45,6 +45,7 @@ class TuneOutcome:
     sigma: float | None
     aa_repeats: int
     verdict: str  # one sentence: the winner and its confidence, or the tie, or neither
+    aa_rounds: int = 0  # of the A/A's measurements, those in a round of their own
 
     @property
     def winner(self) -> str | None:
@@ -53,6 +54,12 @@ class TuneOutcome:
 
 def _fmt(e: Estimate) -> str:
     return e.said()
+
+
+def sure(confidence: float) -> str:
+    """A confidence in words: "97 %", but "over 99 %" where rounding would say "100 %"
+    (no ranking of two noisy figures is certain)."""
+    return "over 99 %" if confidence >= 0.995 else f"{confidence * 100:.0f} %"
 
 
 def verdict(ranking: Ranking, winner: str | None, unrefined: bool, rounds: int) -> str:
@@ -70,7 +77,7 @@ def verdict(ranking: Ranking, winner: str | None, unrefined: bool, rounds: int) 
         how = f"over {b.rounds} interleaved rounds" if b.how == "paired" else "by their intervals"
         return (
             f"winner: {winner}: {_fmt(lead)}; it beats the runner-up {runner.name} "
-            f"({runner.median:,.0f} req/s) with {b.confidence * 100:.0f} % confidence ({how})"
+            f"({runner.median:,.0f} req/s) with {sure(b.confidence)} confidence ({how})"
         )
     if unrefined:
         return (

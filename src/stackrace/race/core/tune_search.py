@@ -347,20 +347,25 @@ class TuneSearch:
             # the machine stalled twice), and the next round measures it lower still
             c.load = self._lower(c)
 
-    def _sigma(self) -> tuple[float | None, int]:
-        """The A/A noise: repeats of one configuration at one load that met."""
-        groups: dict[tuple[str, float], list[float]] = {}
+    def _sigma(self) -> tuple[float | None, int, int]:
+        """The A/A noise: repeats of one configuration at one load that met; how many,
+        and how many of them in a round of their own (the rest: probes in a row)."""
+        groups: dict[tuple[str, float], list[tuple[float, bool]]] = {}
         for c in self.cands.values():
-            probes = list(c.capacity.probes if c.capacity else [])
-            probes += [p for _, p in c.rounds]
-            for p in probes:
+            probes = [(p, False) for p in (c.capacity.probes if c.capacity else [])]
+            probes += [(p, True) for _, p in c.rounds]
+            for p, in_round in probes:
                 if p.meets and p.rps > 0:
-                    groups.setdefault((c.name, p.load), []).append(p.rps)
+                    groups.setdefault((c.name, p.load), []).append((p.rps, in_round))
         repeated = [g for g in groups.values() if len(g) >= 2]
-        return noise_sigma(repeated), sum(len(g) for g in repeated)
+        return (
+            noise_sigma([[rps for rps, _ in g] for g in repeated]),
+            sum(len(g) for g in repeated),
+            sum(1 for g in repeated for _, in_round in g if in_round),
+        )
 
     def estimates(self) -> dict[str, Estimate]:
-        sigma, _ = self._sigma()
+        sigma, _, _ = self._sigma()
         return {
             c.name: estimate(c.name, list(c.samples.values()), sigma)
             for c in self.cands.values()
@@ -381,7 +386,7 @@ class TuneSearch:
 
     def outcome(self) -> TuneOutcome:
         ranking = self.ranking()
-        sigma, repeats = self._sigma()
+        sigma, repeats, in_rounds = self._sigma()
         lead = self._leader()
         edges = self.space.edges(lead.server, lead.point) if lead is not None else []
         every = [self.space.name(s, p) for s in self.space.servers for p in self.space.points(s)]
@@ -407,6 +412,7 @@ class TuneSearch:
             sigma=sigma,
             aa_repeats=repeats,
             verdict=text,
+            aa_rounds=in_rounds,
         )
 
     def _leader_unrefined(self) -> bool:

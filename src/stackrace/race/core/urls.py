@@ -24,8 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-import psutil
-
 from stackrace.base.errors import StackraceError
 from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.engine.request import RequestError, parse_url
@@ -42,6 +40,8 @@ _NAME = re.compile(r"^[A-Za-z0-9\[][A-Za-z0-9._:@+\[\]-]{0,59}$")
 
 class UrlError(StackraceError, ValueError):
     """A --url or --pid that cannot be raced; the message names the option."""
+
+    exit_code = 2  # input that cannot be used: refused before anything starts
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,8 @@ def pid_problem(pid: int, port: int) -> str:
     server's master does; a shell or supervisor above it does not), and it may not be
     stackrace or a process above it, whose tree holds stackrace's own engines. Anything
     else (`--pid 1`: the whole machine) would be measured in the server's place."""
+    import psutil  # only with --pid: its import (~30 ms) kept out of every start-up
+
     if pid == os.getpid() or pid in {p.pid for p in psutil.Process().parents()}:
         return "that is stackrace or a process above it: its tree holds stackrace's own load"
     try:

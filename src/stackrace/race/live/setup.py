@@ -35,6 +35,7 @@ from stackrace.stacks.app_spec import YourApp
 if TYPE_CHECKING:
     from stackrace.report.schema import Then
     from stackrace.stacks.catalogue import StackFile
+    from stackrace.stacks.resolved import ResolvedRun
 
 
 class AppSetupError(StackraceError):
@@ -81,10 +82,13 @@ class AppRace:
     notice: str = ""
 
 
-def app_race(o: AppOptions, parts: RaceParts | None = None) -> AppRace:
+def app_race(
+    o: AppOptions, parts: RaceParts | None = None, run_stacks: ResolvedRun | None = None
+) -> AppRace:
     """The race `stackrace ARGS` opens; `parts`: the engine and the stacks' source made
-    elsewhere (`stackrace --cluster`). Raises AppSetupError."""
-    session, plan, catalog, show_picker = build_session(o, parts)
+    elsewhere (`stackrace --cluster`); `run_stacks`: the catalogue the command read
+    (stacks/resolved.py; None: read here, once). Raises AppSetupError."""
+    session, plan, catalog, show_picker = build_session(o, parts, run_stacks)
     notice = _stacks_files_notice(session)
     if o.talk:
         from stackrace.race.live.talk import TalkError, load_talk
@@ -175,10 +179,11 @@ def race_settings(o: AppOptions) -> RaceSettings:
 
 
 def build_session(
-    o: AppOptions, parts: RaceParts | None = None
+    o: AppOptions, parts: RaceParts | None = None, run_stacks: ResolvedRun | None = None
 ) -> tuple[Session, RacePlan, list[StackChoice], bool]:
     """The session, first plan and picker catalog for these command-line arguments,
-    and whether the picker opens first."""
+    and whether the picker opens first. The catalogue is read once (`run_stacks`, or
+    here when None) and handed to your app's stacks and the race's source."""
     from stackrace.race.core.urls import UrlError, check_paths, unsampled_slo, url_targets
 
     settings = race_settings(o)
@@ -200,7 +205,13 @@ def build_session(
         raise AppSetupError(problem)
     go = o.go
     concurrency = o.concurrency or 10
-    own = _own_stacks(o, settings) if not o.demo else None
+    if run_stacks is None and not o.demo:
+        # the catalogue's readers are imported where it is read: a demo reads none,
+        # and it keeps start-up fast (as every import of this module's functions)
+        from stackrace.stacks.resolved import resolve_run
+
+        run_stacks = resolve_run(o.stacks_file)
+    own = _own_stacks(o, settings, run_stacks) if run_stacks is not None else None
     note = ""
     if own is not None and not settings.stacks:
         from stackrace.stacks.userapp import default_app_stacks, generated_names, left_out_note
@@ -243,7 +254,8 @@ def build_session(
         engine = parts.engine(engine_settings)
         source = parts.source
     else:
-        source = _stacks_source(o, plan, own)
+        assert run_stacks is not None  # read above: not a demo
+        source = _stacks_source(o, plan, own, run_stacks)
         engine = Engine(engine_settings, per_target=True, allow_remote=o.allow_remote)
     catalog = source.catalog() if source is not None else []
     if go and source is not None:
@@ -299,7 +311,9 @@ def _check_named_in_file(o: AppOptions, plan: RacePlan, source: StackSource | No
             raise AppSetupError(str(exc)) from None
 
 
-def _stacks_source(o: AppOptions, plan: RacePlan, own: StackFile | None) -> StackSource | None:
+def _stacks_source(
+    o: AppOptions, plan: RacePlan, own: StackFile | None, run_stacks: ResolvedRun
+) -> StackSource | None:
     """The stacks file's stacks, or your app's servers (--app) and --cmd stacks offered
     alone; None when the file cannot be read and only --url targets are raced."""
     from stackrace.race.core.stack_source import StacksFileSource
@@ -318,27 +332,25 @@ def _stacks_source(o: AppOptions, plan: RacePlan, own: StackFile | None) -> Stac
                 offer=generated_names(own),
                 defaults=plan.stacks or default_app_stacks(own)[0],
             )
-        return StacksFileSource(stacks_file, memory_max=memory_max)
+        return StacksFileSource(stacks_file, defs=run_stacks.stacks(), memory_max=memory_max)
     except ConfigError:
         # only reached with --url targets (commands/app.py refuses a broken file otherwise)
         return None
 
 
-def _own_stacks(o: AppOptions, settings: RaceSettings) -> StackFile | None:
+def _own_stacks(o: AppOptions, settings: RaceSettings, run_stacks: ResolvedRun) -> StackFile | None:
     """The stacks files' stacks with those made for this race (--app, --cmd), or None
     when there are none; AppSetupError (one line) when the app or a command is not usable."""
     if not o.your_app.given:
         return None
     from stackrace.settings import scenario
-    from stackrace.stacks import userapp
     from stackrace.stacks.app_spec import AppError
-    from stackrace.stacks.catalogue import load_stacks
     from stackrace.stacks.definition import ConfigError
 
     try:
         if settings.own_requests:
             settings.request_kinds()  # checked before anything starts
-        return userapp.with_run_stacks(load_stacks(o.stacks_file), o.your_app, settings)
+        return run_stacks.with_your_app(o.your_app, settings)
     except (AppError, scenario.ScenarioError, ConfigError) as exc:
         raise AppSetupError(str(exc)) from None
 

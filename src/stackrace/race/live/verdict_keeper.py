@@ -15,6 +15,8 @@ up (race/live/view.py):
   full);
 - the levels measured before (their fastest answers: how long it takes to serve one);
 - the last `RECENT_S` seconds of intervals (failing as soon as most of what ends fails);
+- its accept queue at the level (the kernel's, from its signs: the server's own evidence
+  that every worker was busy, whoever else held its core: rules/level.py);
 - each member's stall clock and what the kernel, its log and its processes show
   (rules/wedge.py), its warm-up (rules/warmup.py) and, with --slo, whether the level
   meets it (race/live/slo_flag.py);
@@ -26,6 +28,7 @@ and the state shown changes toward worse at once, toward better once it has held
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections import deque
 from dataclasses import dataclass
 
@@ -43,6 +46,7 @@ from stackrace.rules.levels import LevelLog
 from stackrace.rules.warmup import WarmupTracker
 from stackrace.rules.wedge import Wedge, WedgeWatch
 from stackrace.stacks.sampler import ResourceSample
+from stackrace.stacks.signs import ServerSigns
 
 RECENT_S = 2.0  # seconds of intervals that show failing at once
 
@@ -56,6 +60,10 @@ class _LevelCpu:
     used: float = 0.0
     waited: float = 0.0
     n: int = 0
+    # its accept queue at the level (the kernel's, from its signs: gathered once a
+    # second while requests wait on a busy core), and the last signs' time counted
+    queue: list[int] = dataclasses.field(default_factory=list)
+    signs_t: float | None = None
 
 
 class VerdictKeeper:
@@ -103,17 +111,48 @@ class VerdictKeeper:
             return latest.cpu_percent, latest.cpu_wait_percent
         return acc.used / acc.n, acc.waited / acc.n
 
-    def _see_cpu(self, mid: str, level: int, r: ResourceSample | None) -> None:
-        """One more sample at `level`, counted once (by its time: live and in a replay
-        alike, whenever the view is drawn)."""
+    def _see_level(
+        self, mid: str, level: int, r: ResourceSample | None, signs: ServerSigns | None
+    ) -> None:
+        """One more CPU sample and accept-queue look at `level`, each counted once (by
+        its time: live and in a replay alike, whenever the view is drawn). The ones in
+        hand when the level begins were taken before it (a sample covers the second
+        before it): they are not the level's, and a level's first seconds judged on an
+        idle second's CPU read a busy core's queue as the server's (issue 47: gevent
+        "QUEUEING at c=10" for seconds while it waited 76 % for its core)."""
         acc = self.cpu_at_level.get(mid)
         if acc is None or acc.level != level:
             acc = self.cpu_at_level[mid] = _LevelCpu(level)
+            acc.last_t = r.t if r is not None else None
+            acc.signs_t = signs.t if signs is not None else None
+            return
         if r is not None and acc.last_t != r.t:
             acc.last_t = r.t
             acc.used += r.cpu_percent
             acc.waited += r.cpu_wait_percent
             acc.n += 1
+        if signs is not None and signs.listen is not None and acc.signs_t != signs.t:
+            acc.signs_t = signs.t
+            if signs.listen.listening:
+                acc.queue.append(signs.listen.accept_queue)
+
+    def cpu_pending(self, mid: str) -> bool:
+        """The stack is sampled, but no sample of its own at the level running now yet:
+        its wait for a core there is not known (rules/level.py holds back a queue that
+        a busy core could explain)."""
+        m = self.core.members.get(mid)
+        if m is None or m.resources is None or self.synthetic:
+            return False
+        acc = self.cpu_at_level.get(mid)
+        return acc is None or acc.level != self.levels.current_level(mid) or not acc.n
+
+    def accept_queue(self, mid: str) -> int | None:
+        """The median of its accept queue's looks at the level running now (a line
+        that held, not one moment's); None when not looked at there."""
+        acc = self.cpu_at_level.get(mid)
+        if acc is None or not acc.queue or acc.level != self.levels.current_level(mid):
+            return None
+        return round(statistics.median(acc.queue))
 
     def shared_core(self) -> SharedCore | None:
         """The cores the stacks share, from every running stack's CPU (None when each
@@ -131,7 +170,7 @@ class VerdictKeeper:
                 continue
             tracker = self.warmups.setdefault(t.id, WarmupTracker())
             tracker.feed(t.level, t.interval.requests, t.interval.seconds)
-            self._see_cpu(t.id, t.level, m.resources)
+            self._see_level(t.id, t.level, m.resources, m.signs)
             watch = self.wedges.setdefault(t.id, WedgeWatch())
             self.wedged[t.id] = watch.feed(now, t.interval, m.signs)
             recent = self.recent.setdefault(t.id, deque())
@@ -167,6 +206,9 @@ class VerdictKeeper:
             flag = slo_flag(self.slo, target.total)
             if flag.meets is False:
                 slo_miss = f"SLO {self.slo.text}: {flag.why}"
+        queue = self.accept_queue(mid)
+        if queue is not None and step.accept_queue is None:
+            step = dataclasses.replace(step, accept_queue=queue)
         return Evidence(
             step=step,
             others=self.levels.others(mid),
@@ -177,6 +219,7 @@ class VerdictKeeper:
             warming=warm is not None and warm.warming,
             warm_climb=warm.climb() if warm is not None else None,
             slo_miss=slo_miss,
+            cpu_pending=self.cpu_pending(mid),
         )
 
     def judgment(self, mid: str, now: float, started_at: float) -> tuple[Judgment | None, float]:

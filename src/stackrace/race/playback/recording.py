@@ -65,7 +65,9 @@ HIST_EVERY = 1.0  # seconds between histogram records of one target
 
 
 class RecordingError(StackraceError, ValueError):
-    pass
+    """A recording that cannot be played; the message names the file."""
+
+    exit_code = 2  # input that cannot be used: refused before anything starts
 
 
 # --- the records ------------------------------------------------------------------------

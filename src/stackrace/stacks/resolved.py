@@ -1,0 +1,66 @@
+"""A run's stacks, resolved once: the catalogue read, your app's stacks added, handed down.
+
+    run = resolve_run(stacks_file)                  # commands/: the one read
+    stacks = run.stacks()                           # the StackFile, or its ConfigError
+    own = run.with_your_app(your_app, settings)     # + --app's servers and each --cmd
+    StacksFileSource(stacks_file, defs=own, ...)    # below: handed, never read again
+
+Before, the app's start-up read the stacks files three times (the command's check, the
+race's source, the announcement after the screen) and each reader applied the trust of
+./stacks.toml again; a file edited between two reads could make them disagree. Now the
+command resolves the run once and every part below takes the result: the race's stack
+source (race/core/stack_source.py), your app's stacks (stacks/userapp.py), the line
+naming the files read (commands/_common.py `announce`). tests/unit/test_resolved_run.py
+counts the reads of one app start-up and of one bench plan.
+
+What the catalogue is (shipped, the user's, ./stacks.toml with its trust, --stacks-file
+alone) is stackrace.stacks.catalogue's; a name or variant is chosen from the result by
+stackrace.stacks.variants.resolve. An unreadable catalogue is kept as its error, not
+raised: a race of --url targets alone needs no stacks file, and the command decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from stackrace.stacks.catalogue import StackFile, load_stacks
+from stackrace.stacks.definition import ConfigError
+
+if TYPE_CHECKING:
+    from stackrace.settings.race_settings import RaceSettings
+    from stackrace.stacks.app_spec import YourApp
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """The catalogue of one run, read once (`error`: why it could not be)."""
+
+    catalogue: StackFile | None
+    error: ConfigError | None = None
+
+    def stacks(self) -> StackFile:
+        """The catalogue; its ConfigError (one line naming file, stack and key) if none."""
+        if self.catalogue is None:
+            raise self.error or ConfigError("no stacks file was read")
+        return self.catalogue
+
+    def with_your_app(self, your_app: YourApp, settings: RaceSettings | None) -> StackFile:
+        """The catalogue with the stacks made for this run (`SERVER[app]` for --app, one
+        per --cmd): stackrace.stacks.userapp's, on the catalogue already read. Raises
+        ConfigError, AppError or ScenarioError."""
+        # here: your app's probes (its interpreter, its module) are for --app alone, and
+        # it keeps start-up fast
+        from stackrace.stacks import userapp
+
+        return userapp.with_run_stacks(self.stacks(), your_app, settings)
+
+
+def resolve_run(stacks_file: str | None, *, check_trust: bool = True) -> ResolvedRun:
+    """Read the catalogue once for a run (`stacks_file`: --stacks-file, alone; None: the
+    shipped file, the user's and ./stacks.toml with its trust). `check_trust=False`: an
+    untrusted ./stacks.toml is read too, to be listed (never run)."""
+    try:
+        return ResolvedRun(load_stacks(stacks_file, check_trust=check_trust))
+    except ConfigError as exc:
+        return ResolvedRun(None, exc)
