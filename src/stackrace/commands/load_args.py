@@ -114,16 +114,7 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
         "with --clients)",
     )  # fmt: skip
     h2 = p.add_argument_group("HTTP/2")
-    h2.add_argument(
-        "--http2", action="store_true",
-        help="speak HTTP/2: h2 negotiated by ALPN for https://, h2c with prior knowledge "
-        "for http:// (default: HTTP/1.1)",
-    )  # fmt: skip
-    h2.add_argument(
-        "--streams", type=options.positive_int, default=None, metavar="N",
-        help="with --http2: streams in flight on each connection, as h2load's -m and oha's "
-        "-p (-m is --method here); -c stays the number of connections (default 1)",
-    )  # fmt: skip
+    add_options(h2, only=("http2", "streams"), helps=LOAD_HELP, one_way={"http2": True})
     what = p.add_argument_group("what each request is (as in bench and the app)")
     add_options(what, only=REQUEST_FIELDS, helps=REQUEST_HELP)
     what.add_argument(
@@ -163,6 +154,10 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
 
 # the settings' help in load's words: one target, no levels
 LOAD_HELP = {
+    "http2": "speak HTTP/2: h2 negotiated by ALPN for https://, h2c with prior knowledge "
+    "for http:// (default: HTTP/1.1)",
+    "streams": "with --http2: streams in flight on each connection, as h2load's -m and oha's "
+    "-p (-m is --method here); -c stays the number of connections",
     "requests": "send exactly N requests, each answered or failed, then stop (as ab -n and "
     "hey -n; closed loop); with -d as well, whichever ends first",
     "duration": f"how long to load, e.g. 500ms, 10s, 2m (default {RaceSettings().duration:g}s; "
