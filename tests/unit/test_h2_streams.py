@@ -138,3 +138,45 @@ def test_the_pane_names_head_of_line_before_starving_for_an_h2_stack():
         load=StreamLoad("1.1", 100, 1),
     )  # fmt: skip
     assert "head-of-line" not in h1 and "clients' time unanswered" in h1
+
+
+def test_the_pane_says_each_h2_failure_kind_with_the_resets_codes():
+    """Every kind the engine counts has a label in the pane (tui/format.py), the h2 ones
+    among them; a reset says the server's error codes as HTTP says its statuses."""
+    from stackrace.engine.model import FAILURE_KINDS, H2_FAILURE_KINDS
+    from stackrace.tui.format import FAILURE_LABELS
+    from stackrace.tui.pane_text import failures_line
+
+    assert set(H2_FAILURE_KINDS) <= set(FAILURE_KINDS)
+    w = WindowStats(
+        seconds=1.0,
+        failures={"stream_reset": 7, "stream_refused": 3, "goaway_unprocessed": 2, "flow_stall": 1},
+        errors={"RST_STREAM INTERNAL_ERROR": 5, "RST_STREAM CANCEL": 2},
+    )
+    line, rising = failures_line(w, {"stream_reset": 2}, width=0)
+    text = line.plain
+    assert "RST_STREAM CANCEL,INTERNAL_ERROR 7 (+2)" in text
+    assert "refused stream 3" in text and "GOAWAY unprocessed 2" in text
+    assert "flow stall 1" in text and rising
+    assert all(FAILURE_LABELS[k] for k in H2_FAILURE_KINDS)
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("stream_reset", "the server resets streams (40/s, INTERNAL_ERROR)"),
+        ("stream_refused", "refuses streams unprocessed (40/s)"),
+        ("goaway_unprocessed", "unprocessed by the server's GOAWAY (40/s)"),
+        ("flow_stall", "40 requests/s waited on the server's flow-control window past the 10 s"),
+    ],
+)
+def test_a_failing_h2_pane_says_what_its_streams_failed_of(kind, words):
+    from stackrace.race.live.explain import annotate
+    from stackrace.rules.level import FAILING, Judgment
+
+    j = Judgment(level=100, state=FAILING, why="failures", goodput=0.0, p99_us=0, failed=400)
+    total = WindowStats(
+        seconds=10.0, failures={kind: 400}, errors={"RST_STREAM INTERNAL_ERROR": 400}
+    )
+    said = annotate(judgment=j, interval=None, total=total, rate=None, timeout=10.0)
+    assert words in said

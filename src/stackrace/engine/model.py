@@ -85,8 +85,7 @@ STREAM_RESET = "stream_reset"
 STREAM_REFUSED = "stream_refused"
 GOAWAY_UNPROCESSED = "goaway_unprocessed"
 FLOW_STALL = "flow_stall"
-# (kept apart from FAILURE_KINDS until the UI labels them: tui/format.py holds a label for
-# each of those; reports list kinds they do not know after the known ones)
+# (a connection's protocol error is PROTOCOL, as in HTTP/1.1, its reason in `errors`)
 H2_FAILURE_KINDS: tuple[str, ...] = (STREAM_RESET, STREAM_REFUSED, GOAWAY_UNPROCESSED, FLOW_STALL)
 
 FAILURE_KINDS: tuple[str, ...] = (
@@ -98,6 +97,7 @@ FAILURE_KINDS: tuple[str, ...] = (
     HTTP_STATUS,
     INVALID_BODY,
     PROTOCOL,
+    *H2_FAILURE_KINDS,
     DROPPED,
     ABANDONED,
     OTHER,

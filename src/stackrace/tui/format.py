@@ -31,6 +31,11 @@ FAILURE_LABELS: dict[str, str] = {
     "http_status": "HTTP",
     "invalid_body": "bad body",
     "protocol": "protocol",
+    # HTTP/2's, per stream: the reset's error codes are added from `errors` (pane_text.py)
+    "stream_reset": "RST_STREAM",
+    "stream_refused": "refused stream",
+    "goaway_unprocessed": "GOAWAY unprocessed",
+    "flow_stall": "flow stall",
     "dropped": "dropped",
     "abandoned": "abandoned",
     "other": "other",

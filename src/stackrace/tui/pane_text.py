@@ -323,6 +323,11 @@ def failures_line(
         if kind == "http_status":
             codes = ",".join(str(c) for c in sorted(w.status) if c >= 400)
             label = f"HTTP {codes}" if codes else label
+        elif kind == "stream_reset":
+            # the server's error codes, as HTTP's statuses are said (engine/h2.py counts
+            # each reset's "RST_STREAM <CODE>" in `errors`)
+            codes = ",".join(sorted(e[11:] for e in w.errors if e.startswith("RST_STREAM ")))
+            label = f"RST_STREAM {codes}" if codes else label
         if now:
             rising = True
             # what is new goes before the total does, in a narrow pane

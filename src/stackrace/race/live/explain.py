@@ -20,10 +20,14 @@ from stackrace.engine.model import (
     ABANDONED,
     CONNECT_TIMEOUT,
     DROPPED,
+    FLOW_STALL,
+    GOAWAY_UNPROCESSED,
     HTTP_STATUS,
     INVALID_BODY,
     REFUSED,
     RESET,
+    STREAM_REFUSED,
+    STREAM_RESET,
     TIMEOUT,
     WindowStats,
 )
@@ -187,6 +191,18 @@ def _failure_sentence(kind: str, w: WindowStats, timeout: float) -> str:
         return "connections are not accepted in time: its accept queue is full"
     if kind == DROPPED:
         return f"{_n(per_s)} requests/s dropped: they were due longer than the timeout"
+    if kind == STREAM_RESET:
+        codes = ", ".join(sorted(e[11:] for e in w.errors if e.startswith("RST_STREAM ")))
+        return f"the server resets streams ({_n(per_s)}/s" + (f", {codes})" if codes else ")")
+    if kind == STREAM_REFUSED:
+        return f"the server refuses streams unprocessed ({_n(per_s)}/s): it takes no more now"
+    if kind == GOAWAY_UNPROCESSED:
+        return f"streams left unprocessed by the server's GOAWAY ({_n(per_s)}/s)"
+    if kind == FLOW_STALL:
+        return (
+            f"{_n(per_s)} requests/s waited on the server's flow-control window "
+            f"past the {timeout:g} s timeout"
+        )
     return f"{kind.replace('_', ' ')} failures: {_n(per_s)}/s"
 
 
