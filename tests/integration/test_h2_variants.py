@@ -85,3 +85,37 @@ def test_verify_reads_an_h2_variants_contract_over_h2_with_the_engine() -> None:
         out = run_cli("verify", ref, timeout=120)
         assert out.returncode == 0, out.stdout + out.stderr
         assert "1 of 1 stacks verified" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "stack"),
+    [
+        (("bench", "--stacks", "hypercorn,hypercorn:http=2", "--no-keepalive"), "--no-keepalive",
+         "hypercorn:http=2"),
+        (("bench", "--stacks", "hypercorn:http=2", "--clients", "slow"), "--clients",
+         "hypercorn:http=2"),
+        (("bench", "--preset", "h1-vs-h2", "--no-keepalive"), "--no-keepalive", ":http="),
+        (("--stacks", "hypercorn,hypercorn:http=2", "--no-keepalive", "--go"), "--no-keepalive",
+         "hypercorn:http=2"),
+        (("--preset", "h1-vs-h2", "--clients", "wan", "--go"), "--clients", ":http="),
+        (("bench", "--url", "http://127.0.0.1:9/", "--http2", "--clients", "slow"), "--clients",
+         "--http2"),
+    ],
+)  # fmt: skip
+def test_options_h2_cannot_honour_are_refused_before_anything_starts(
+    args: tuple[str, ...], option: str, stack: str, tmp_path: Path
+) -> None:
+    """bench and the app refuse --no-keepalive and --clients with an h2 variant or
+    --http2 (as `load` does, one rule: race/core/streams.py's h2_conflict), in one line
+    naming the option and the stack, exit 2, and start no stack (no run directory)."""
+    runs = tmp_path / "runs"
+    r = run_cli(*args, timeout=60, env={"STACKRACE_RUNS_DIR": str(runs)})
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2, r.stderr
+    assert len(lines) == 1 and lines[0].split(": ", 1)[1].startswith(option), r.stderr
+    assert stack in lines[0], r.stderr
+    # (the app checks the directory is writable first: its marker is not a run)
+    started = (
+        [p.name for p in runs.iterdir() if not p.name.startswith(".")] if runs.exists() else []
+    )
+    assert started == [], started

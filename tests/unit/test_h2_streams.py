@@ -180,3 +180,25 @@ def test_a_failing_h2_pane_says_what_its_streams_failed_of(kind, words):
     )
     said = annotate(judgment=j, interval=None, total=total, rate=None, timeout=10.0)
     assert words in said
+
+
+def test_one_rule_refuses_what_h2_cannot_honour_naming_the_option_and_the_stack():
+    """h2_conflict: the rule load, bench, the app and the race core share."""
+    h2 = streams.h2_speakers(["hypercorn", "hypercorn:http=2"], http2=False)
+    assert h2 == ["hypercorn:http=2"]
+    assert streams.h2_speakers(["hypercorn"], http2=True) == ["--http2"]
+    assert streams.h2_speakers(["hypercorn", "granian-asgi"], http2=False) == []
+    said = streams.h2_conflict(h2, keepalive=False, clients=None)
+    assert said.startswith("--no-keepalive: hypercorn:http=2 (HTTP/2) keeps its connections")
+    said = streams.h2_conflict(h2, keepalive=True, clients="slow")
+    assert said.startswith("--clients:") and "hypercorn:http=2" in said
+    assert streams.h2_conflict(h2, keepalive=True, clients=None) == ""
+    assert streams.h2_conflict([], keepalive=False, clients="slow") == ""
+
+
+def test_the_race_core_refuses_an_h2_member_the_settings_cannot_load():
+    """A stack the picker adds later meets the same rule where its spec is made."""
+    spec = TargetSpec(id="hypercorn:http=2", url="http://127.0.0.1:1/", concurrency=100)
+    spec.keepalive = False
+    with pytest.raises(RuntimeError, match=r"^--no-keepalive: HTTP/2 keeps its connections"):
+        streams.with_protocol(spec, "2", 25)

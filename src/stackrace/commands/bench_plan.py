@@ -20,6 +20,7 @@ from stackrace.commands._common import (
 )
 from stackrace.commands.settings_args import stacks_written_in, with_given
 from stackrace.race.bench.protocol import BenchPlan
+from stackrace.race.core import streams
 from stackrace.race.core.capacity_run import CapacityPlan
 from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.presets import load_preset, preset_path
@@ -90,6 +91,11 @@ def build_plan(
         settings = msgspec.structs.replace(settings, stacks=chosen_names)
     if not settings.stacks and not o.target.urls:
         fail("name the stacks (--stacks A,B), a --preset, or servers you started (--url)")
+        return None
+    h2 = streams.h2_speakers(settings.stacks, settings.http2)
+    conflict = streams.h2_conflict(h2, settings.keepalive, settings.clients)
+    if conflict:  # the one rule of every front end, before anything starts
+        fail(conflict)
         return None
     if not o.cluster.wanted:  # (a cluster's app node is checked once it is known)
         problem = cpus_problem(settings.cpus, usable_cpus())

@@ -66,6 +66,7 @@ from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.core.core import RaceCore
+from stackrace.race.core.streams import h2_conflict, h2_speakers
 from stackrace.race.load.driver import LoadPlan, LoadRun, Phase, drive, member
 from stackrace.report.load import HostCount, LoadFacts, failed_lines, load_result
 from stackrace.report.load_histogram import hdr_log
@@ -197,12 +198,9 @@ class _Load:
             check_cacert(o.cacert)
         if o.streams is not None and not o.http2:
             raise ValueError("--streams is HTTP/2's streams per connection: give --http2 too")
-        if o.http2 and not o.keepalive:
-            raise ValueError(
-                "--http2 keeps its connections (every stream rides on one): drop --no-keepalive"
-            )
-        if o.http2 and o.clients is not None:
-            raise ValueError("--clients: slow clients speak HTTP/1.1 only (drop --http2)")
+        conflict = h2_conflict(h2_speakers([], o.http2), o.keepalive, o.clients)
+        if conflict:  # the one rule of every front end (race/core/streams.py)
+            raise ValueError(conflict)
         requests = RaceSettings(**o.requests_given)
         self.target = load_target(list(o.urls), requests)
         # the URL, method and headers are checked here, before anything starts: a space

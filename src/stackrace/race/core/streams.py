@@ -19,12 +19,15 @@ h2 member in one line rather than load it over HTTP/1.1 under an h2 label.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from stackrace.engine.model import TargetSpec
-from stackrace.stacks.protocols import NEEDS_ENGINE, engine_speaks_h2
+from stackrace.stacks.protocols import NEEDS_ENGINE, engine_speaks_h2, named_http
 
 H1 = "1.1"
+H2_WORD = "HTTP/2"
 
 
 def is_h2(http: str) -> bool:
@@ -51,14 +54,49 @@ def in_flight(level: int, streams: int, http: str) -> int:
     return conns * per
 
 
+def h2_speakers(names: Sequence[str], http2: bool) -> list[str]:
+    """What a race loads over HTTP/2: ["--http2"] when the option says every target,
+    else the stacks whose variant does (`hypercorn:http=2`)."""
+    if http2:
+        return ["--http2"]
+    return [n for n in names if is_h2(named_http(n))]
+
+
+def h2_conflict(speakers: Sequence[str], keepalive: bool, clients: object | None) -> str:
+    """Why these settings cannot load `speakers` (h2_speakers) over HTTP/2, in one line
+    naming the option and the stack, or "". The one rule for `load`, `bench`, the app
+    (before anything starts) and the race core (a stack the picker adds): over h2 a
+    connection carries every stream, so closing it after each answer would measure a
+    new connection per stream, and slow clients (--clients) pace an HTTP/1.1 request's
+    bytes, which the engine's h2 framing does not; loading either as if it had been
+    honoured would label HTTP/1.1-like figures h2."""
+    if not speakers:
+        return ""
+    first = speakers[0]
+    # the option, or the protocol (the race core, whose refusal its stack's name heads)
+    who = first if first in ("--http2", H2_WORD) else f"{first} (HTTP/2)"
+    if not keepalive:
+        return (
+            f"--no-keepalive: {who} keeps its connections, every stream rides on one "
+            "(drop --no-keepalive)"
+        )
+    if clients is not None:
+        return f"--clients: slow clients speak HTTP/1.1 only, not {who} (drop --clients)"
+    return ""
+
+
 def with_protocol(spec: TargetSpec, http: str, streams: int) -> TargetSpec:
     """`spec` speaking the stack's protocol: for h2, TargetSpec.http = "2" and its
     streams per connection, its connections the level's share (`split`). Raises
-    RuntimeError (NEEDS_ENGINE) when the engine cannot speak h2."""
+    RuntimeError (NEEDS_ENGINE) when the engine cannot speak h2, or when the spec's
+    keep-alive or slow clients cannot be honoured over it (`h2_conflict`)."""
     if not is_h2(http):
         return spec
     if not engine_speaks_h2():
         raise RuntimeError(NEEDS_ENGINE)
+    conflict = h2_conflict([H2_WORD], spec.keepalive, spec.clients)
+    if conflict:
+        raise RuntimeError(conflict)
     conns, per = split(spec.concurrency, streams, http)
     return msgspec.structs.replace(spec, http="2", streams=per, concurrency=conns)
 

@@ -231,6 +231,12 @@ def build_session(
     )
     if go and not plan.stacks and not urls:
         raise AppSetupError("--go needs stacks: --stacks A,B, a --preset, or --url")
+    from stackrace.race.core import streams
+
+    h2 = streams.h2_speakers(plan.stacks, settings.http2)
+    conflict = streams.h2_conflict(h2, settings.keepalive, settings.clients)
+    if conflict:  # the one rule of every front end, before the screen opens
+        raise AppSetupError(conflict)
     if go and own is not None:  # (the picker shows what is missing, and its fix)
         from stackrace.stacks.userapp import missing_servers
 
