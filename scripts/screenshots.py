@@ -9,7 +9,8 @@ opens it), the real engine and real servers on loopback: gunicorn sync, gunicorn
 gevent, uvicorn and aiohttp on the one core the engines leave, at 200 connections on
 /io (10 ms) and on /hello; gunicorn sync wedged at c=1 after c=1000; a ramp right after
 an overload, from a clean start, ending in its summary; projector mode at 100×30; a
-seed preset with the classic experiment's figures and claims beside the panes; the
+seed preset with the classic experiment's figures and claims beside the panes; Go and
+Hypercorn over HTTP/1.1 and h2c side by side (h1-vs-h2); the
 Flask example (examples/flask_app) under the four common WSGI servers ("Your app"). The
 browser view is `stackrace web` opened in headless Chromium; `html_report.png` is a real
 `bench --html` page drawn by it.
@@ -206,6 +207,10 @@ SHOTS = {
         "seed_then_now", ["--preset", "seed-002-concurrency-ceilings", "--go"],
         [(10, 6.0), (100, 8.0)], size=(200, 55),
     ),
+    # HTTP/1.1 beside HTTP/2 on the same servers: each pane says its protocol, the
+    # status line how the 100 in flight are split (h1-vs-h2's level)
+    "h1_vs_h2": lambda: race("h1_vs_h2", ["--preset", "h1-vs-h2", "--go"], [(100, 10.0)],
+                             size=(200, 50)),
     "web": lambda: web(),
     # `bench --html`: the page a team hands on, drawn by headless Chromium
     "html_report": lambda: html_report(),

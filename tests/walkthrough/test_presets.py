@@ -8,12 +8,13 @@ slow-clients naming the sync worker its slow clients hold (and not the proxied o
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Static
 
-from stackrace.race.core import streams
 from stackrace.race.core.presets import PRESETS_DIR, load_preset
 from stackrace.race.live.replay import ReplayPlayer
 from stackrace.race.live.summary import to_dict
@@ -81,21 +82,49 @@ async def test_every_preset_opens_and_races(name: str, tmp_path: Path):
         if name == HELD:
             await check_held(app, pilot)
         if name == H2:
-            check_h2(race)
+            await check_h2(app, pilot)
     if name == RECORDED:
         await check_replay(record, live)
 
 
-def check_h2(race: RaceScreen) -> None:
-    """h1-vs-h2: each pane says its protocol, the status line how the level's requests
-    in flight are split (at 100: 100 connections, or 4 connections x 25 streams)."""
+async def check_h2(app: StackraceApp, pilot: Pilot[int]) -> None:
+    """h1-vs-h2, with the engine's own figures: it opens at its level (100 in flight),
+    the status line says how they are split, each h1 pane says "h1" and each h2c pane
+    heads with its 4×25 and the streams open and GOAWAYs its window counted (the head's
+    figures are the engine's: h2 streams in flight, never more than the level), and
+    the experiment's claims are judged at 100, none left "cannot be tested"."""
+    race = race_of(app)
     view = race.last_view
-    assert view is not None
-    protocols = {p.id: p.protocol for p in view.panes}
-    assert protocols["go-nethttp"] == "h1" and protocols["hypercorn"] == "h1"
-    conns, per = streams.split(view.concurrency, 25, "h2c")
-    assert protocols["go-nethttp:http=h2c"].startswith(f"h2c {conns}×{per} · ")
-    assert view.load_split == streams.header_line(view.concurrency, 25, ["1.1", "h2c"])
+    assert view is not None and view.concurrency == 100, "a one-level preset opens there"
+    assert view.load_split == "h1: 100 connections · h2: 4 connections x 25 streams"
+    assert view.load_split in str(race.query_one("#status-line", Static).content)
+    for p in view.panes:
+        head = str(p.protocol)
+        shown = str(race.panes[p.id].query_one("#head", Static).content)
+        assert p.target is not None
+        total = p.target.total
+        if ":http=h2c" not in p.id:
+            assert head == "h1" and total.http == "1.1" and total.streams_open == 0, p.id
+            assert " · h1" in shown, shown
+            continue
+        assert total.http == "2" and total.requests > 0, (p.id, total.http)
+        assert 0 < total.streams_open <= 100, (p.id, total.streams_open)
+        said = f"h2c 4×25 · {total.streams_open:,} streams · {total.goaways:,} GOAWAY"
+        assert head.startswith(said), (head, said)
+        # a quarter of 160 columns: the GOAWAYs kept, the streams left to the waiting line
+        # (drawn from this view or the one before: the level's count only grows)
+        goaways = re.search(r" · ([\d,]+) GOAWAY", shown)
+        assert shown.startswith("h2c 4×25 · ") and goaways is not None, shown
+        assert int(goaways.group(1).replace(",", "")) <= total.goaways, (shown, total.goaways)
+    strip = race.query_one("#thennow", ThenNowStrip)
+
+    def judged(_view: SessionView) -> bool:
+        said = str(strip.content)
+        return "claims:" in said and "cannot be tested" not in said and "not yet" not in said
+
+    assert await wait_for(app, pilot, judged, timeout=30), str(strip.content)
+    said = str(strip.content)
+    assert said.count("✓") + said.count("✗") == 3, said
 
 
 def check_projector(race: RaceScreen) -> None:

@@ -142,7 +142,8 @@ def h2_counts(w: object) -> tuple[int, int, int, int]:
 def pane_words(http: str, level: int, streams: int, window: object | None, mixed: bool) -> str:
     """What a pane's head says of its protocol: "h2 4×25 · 97 streams · 0 GOAWAY · 0 RST"
     (connections × streams per connection, the streams open at the window's end, the
-    GOAWAYs and RST_STREAMs received in it); "h1" beside h2 panes (`mixed`), else "":
+    GOAWAYs and RST_STREAMs received in it: the level's window, in the app); "h1"
+    beside h2 panes (`mixed`), else "":
     a race of HTTP/1.1 stacks alone reads as it always did."""
     if not is_h2(http):
         return "h1" if mixed else ""

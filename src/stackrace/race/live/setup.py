@@ -204,7 +204,9 @@ def build_session(
     if problem:
         raise AppSetupError(problem)
     go = o.go
-    concurrency = o.concurrency or 10
+    # a preset of one level (h1-vs-h2's 100: its split and claims are at 100) opens there
+    one = settings.concurrency_levels if o.preset and settings.rate is None else []
+    concurrency = o.concurrency or (one[0] if len(one) == 1 else 10)
     if run_stacks is None and not o.demo:
         # the catalogue's readers are imported where it is read: a demo reads none,
         # and it keeps start-up fast (as every import of this module's functions)

@@ -239,7 +239,8 @@ def session_view(s: Session) -> SessionView:
                     m.handle.http,
                     level,
                     s.core.settings.streams,
-                    target.interval if target is not None else None,
+                    # the level's: a GOAWAY a second is 0 in most quarter-second windows
+                    target.total if target is not None else None,
                     mixed,
                 ),
                 **pane_why(s, mid, judgment),
