@@ -5,7 +5,8 @@ kind, and the server's own count agrees with what the engine says was answered.
 Held as the HTTP/1.1 ones are (test_engine_lost.py, test_accounting.py): a RST_STREAM,
 a refused stream, GOAWAY with last-stream-id 0 and GOAWAY mid-run (nginx's
 keepalive_requests), a zero flow-control window, a bad HPACK block, DATA after
-END_STREAM.
+END_STREAM; and a server that stops answering one connection, which the engine counts
+per connection (`stalled_connections`: head-of-line blocking seen, not inferred).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def test_a_refused_stream_is_counted_as_refused(hostile: HostileH2) -> None:
     refused = total["failures"].get("stream_refused", 0)
     assert set(total["failures"]) == {"stream_refused"} and 150 <= refused <= 250, total
     assert total["refused"] == refused
+    assert total["stalled_connections"] == 0  # refused at once: no connection waits
     assert hostile.counts()["answered"] == total["requests"]
 
 
@@ -102,3 +104,20 @@ def test_data_after_end_stream_is_no_second_answer(hostile: HostileH2) -> None:
     total = load(hostile.url("/hello"), "-c", "2", "--streams", "4", "-n", "300")["total"]
     assert total["requests"] == 300 and not total["failures"], total["failures"]
     assert hostile.counts()["answered"] == 300
+
+
+@pytest.mark.parametrize("hostile", ["silent_first"], indirect=True)
+def test_a_connection_whose_every_stream_waits_is_counted_as_stalled(hostile: HostileH2) -> None:
+    """The first connection's 4 streams are never answered, the other two connections'
+    are: at the end, one connection stalled (every open stream waited past a second),
+    its 4 streams still waiting, and the rule names head-of-line blocking on it."""
+    from stackrace.engine.model import WindowStats
+    from stackrace.rules.head_of_line import StreamLoad, head_of_line
+
+    out = load(hostile.url("/hello"), "-c", "3", "--streams", "4", "-d", "2500ms")
+    total = out["total"]
+    assert total["stalled_connections"] == 1, total
+    assert total["requests"] > 100 and out["accounting"]["waiting"] >= 4, out["accounting"]
+    w = WindowStats(**{k: total[k] for k in ("requests", "stalled_connections", "seconds")})
+    said = head_of_line(None, w, StreamLoad("h2c", 3, 4))
+    assert said is not None and said.startswith("head-of-line blocking on one TCP connection")

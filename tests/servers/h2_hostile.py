@@ -13,7 +13,9 @@ written beside h2's. Modes (argv[1]):
   that one's) and the connection closes once written (nginx's keepalive_requests);
 - `zerowindow`: SETTINGS_INITIAL_WINDOW_SIZE 0: a request body can never be sent;
 - `badhpack`: each answer's HEADERS block is not HPACK;
-- `data_after_end`: each answer complete, then one more DATA frame on its stream.
+- `data_after_end`: each answer complete, then one more DATA frame on its stream;
+- `silent_first`: the first connection's requests are read and never answered (a
+  server that stopped serving one connection), every other connection's answered.
 A second port speaks plain HTTP/1.1: `GET /_count` answers JSON {"answered": n,
 "streams": n}, the requests answered and the streams opened (whatever became of them).
 Prints "READY <h2 port> <control port>".
@@ -34,6 +36,7 @@ from hyperframe.frame import DataFrame, HeadersFrame
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 counts = {"answered": 0, "streams": 0}
+connections = [0]  # made so far (silent_first: the first is never answered)
 
 
 class H2Server(asyncio.Protocol):
@@ -42,6 +45,8 @@ class H2Server(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.requests = 0  # on this connection
         self.done = False
+        connections[0] += 1
+        self.silent = MODE == "silent_first" and connections[0] == 1
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -68,8 +73,8 @@ class H2Server(asyncio.Protocol):
             if isinstance(ev, RequestReceived):
                 counts["streams"] += 1
                 self.requests += 1
-                if MODE == "zerowindow":
-                    continue  # its body never comes: the window is shut
+                if MODE == "zerowindow" or self.silent:
+                    continue  # its body never comes: the window is shut (or: held)
                 if MODE == "goaway0":
                     self.conn.close_connection(last_stream_id=0)
                     self.flush()

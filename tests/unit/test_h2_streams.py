@@ -5,6 +5,7 @@ TCP connection is named from real WindowStats values (rules/head_of_line.py)."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from stackrace.engine.model import TargetSpec, WindowStats
@@ -98,6 +99,18 @@ def test_one_connections_streams_all_waiting_while_others_are_answered_is_named(
 def test_two_connections_worth_are_said_as_two():
     said = head_of_line(None, _level(stale=50, answered=9000), FOUR_BY_25)
     assert said is not None and "on 2 TCP connections" in said and "other 2 connections" in said
+
+
+def test_the_engines_count_of_stalled_connections_is_said_as_it_is():
+    """Two connections the engine saw stalled (every stream waiting past a second) are
+    two, even where the totals alone (20 stuck, under one connection's 25) say none."""
+    total = msgspec.structs.replace(_level(stale=20, answered=9000), stalled_connections=2)
+    said = head_of_line(None, total, FOUR_BY_25)
+    assert said is not None and said.startswith("head-of-line blocking on 2 TCP connections")
+    assert "its other 2 connections are answered" in said
+    now = msgspec.structs.replace(_interval(0), stalled_connections=1)
+    said = head_of_line(now, _level(stale=0, answered=9000), FOUR_BY_25)
+    assert said is not None and said.startswith("head-of-line blocking on one TCP connection")
 
 
 def test_fewer_stuck_than_one_connection_carries_is_not_head_of_line():
@@ -202,3 +215,22 @@ def test_the_race_core_refuses_an_h2_member_the_settings_cannot_load():
     spec.keepalive = False
     with pytest.raises(RuntimeError, match=r"^--no-keepalive: HTTP/2 keeps its connections"):
         streams.with_protocol(spec, "2", 25)
+
+
+@pytest.mark.parametrize(
+    ("width", "head"),
+    [
+        (80, "h2c 4×25 · 100 streams · 3 GOAWAY · 0 RST · async · GET /hello"),
+        (36, "h2c 4×25 · 100 streams · 3 GOAWAY …"),  # "…": more was left out
+        (30, "h2c 4×25 · 100 open · 3 GOAWAY"),  # the GOAWAYs kept
+        (24, "h2c 4×25 · 3 GOAWAY …"),  # the streams: the waiting line's figure
+    ],
+)
+def test_an_h2_panes_head_keeps_its_protocol_and_goaways_whole(width, head):
+    from stackrace.tui.pane_text import head_line
+
+    words = "h2c 4×25 · 100 streams · 3 GOAWAY · 0 RST"
+    said = head_line("async", "c=4 · 4 open", words, "GET /hello", width)
+    assert not isinstance(said, str) and said.plain == head and said.cell_len <= width
+    h1 = head_line("async", "c=100 · 100 open", "h1", "GET /hello", 40)
+    assert h1 == "async  c=100 · 100 open · h1  GET /hello"

@@ -107,6 +107,7 @@ class WindowAccumulator:
         "seconds",
         "send_lateness",
         "sent",
+        "stalled_connections",
         "starved_max",
         "starved_us",
         "status",
@@ -162,6 +163,7 @@ class WindowAccumulator:
         self.resumed = 0
         self.http = "1.1"
         self.streams_open = 0  # a gauge, as `waiting`
+        self.stalled_connections = 0  # a gauge
         self.goaways = 0
         self.resets = 0
         self.refused = 0
@@ -193,6 +195,7 @@ class WindowAccumulator:
             self.handshaking += r.handshaking
             self.unacked += r.unacked
             self.streams_open += r.streams_open
+            self.stalled_connections += r.stalled_connections
             self.waiting_ages.add_sparse(r.waiting_ages)
         self.inflight_sum += r.inflight_sum
         self.inflight_n = max(self.inflight_n, r.inflight_samples)
@@ -275,6 +278,7 @@ class WindowAccumulator:
         self.handshaking = other.handshaking
         self.unacked = other.unacked
         self.streams_open = other.streams_open
+        self.stalled_connections = other.stalled_connections
         self.waiting_ages.counts = dict(other.waiting_ages.counts)
         if other.budget_t0:
             self.budget_t0 = min(self.budget_t0 or other.budget_t0, other.budget_t0)
@@ -361,6 +365,7 @@ class WindowAccumulator:
             resumed=self.resumed,
             http=self.http,
             streams_open=self.streams_open,
+            stalled_connections=self.stalled_connections,
             goaways=self.goaways,
             resets=self.resets,
             refused=self.refused,

@@ -143,6 +143,8 @@ class TargetReport(msgspec.Struct):
     # SETTINGS_MAX_CONCURRENT_STREAMS seen (0: none)
     http: str = "1.1"
     streams_open: int = 0
+    # connections of two or more open streams, every one waiting past STALLED_US: a gauge
+    stalled_connections: int = 0
     goaways: int = 0
     resets: int = 0
     refused: int = 0

@@ -52,6 +52,12 @@ STARVED_FACTOR = 10
 STARVED_MIN_US = 1_000_000
 
 
+# an h2 connection is stalled when every stream open on it (two or more) has waited this
+# long: the starved limit's floor, a wait a person sees, whatever the level's p99 (the
+# engine counts it where it knows each stream's connection, before any p99 is known)
+STALLED_US = STARVED_MIN_US
+
+
 def starved_limit_us(answered_p99_us: int) -> int:
     """The age past which a waiting request is starved, given the p99 of the answered."""
     return max(STARVED_MIN_US, STARVED_FACTOR * answered_p99_us)
@@ -299,6 +305,10 @@ class WindowStats(msgspec.Struct):
     # a GOAWAY; the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced (0: none)
     http: str = "1.1"
     streams_open: int = 0
+    # head-of-line blocking, seen per connection (a gauge at the window's end): the
+    # connections carrying two or more open streams whose every one has waited past
+    # STALLED_US (rules/head_of_line.py)
+    stalled_connections: int = 0
     goaways: int = 0
     resets: int = 0
     refused: int = 0

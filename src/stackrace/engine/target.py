@@ -76,6 +76,7 @@ from stackrace.engine.model import (
     INVALID_BODY,
     OTHER,
     REFUSED,
+    STALLED_US,
     STARVED_MIN_US,
     TIMEOUT,
     TLS,
@@ -296,6 +297,7 @@ class Target:
         now = perf_counter_ns()
         unsent = self._settle_due(now)
         waiting, connecting, handshaking, ages, unacked_ = self._waiting(now, unsent)
+        streams_open, stalled = self._h2_streams(now) if self.http2 else (0, 0)
         lag = self.lag
         for i, c in (loop_lag or {}).items():
             lag[i] = lag.get(i, 0) + c
@@ -335,7 +337,8 @@ class Target:
             resumed=self.resumed,
             send_lateness=_sparse(self.send_lateness),
             http="2" if self.http2 else "1.1",
-            streams_open=sum(1 for c in self.conns if c.state == BUSY) if self.http2 else 0,
+            streams_open=streams_open,
+            stalled_connections=stalled,
             goaways=self.goaways,
             resets=self.resets,
             refused=self.refused,
@@ -354,6 +357,27 @@ class Target:
         self.first_byte_times = {}
         self.send_lateness = {}
         return report
+
+    def _h2_streams(self, now: int) -> tuple[int, int]:
+        """HTTP/2: the streams open, and the connections whose every open stream (two or
+        more) has waited past STALLED_US since it was sent: head-of-line blocking seen
+        per connection, which the totals can only infer. Each slot knows its connection
+        (engine/h2.py's `link`): one pass over the slots, 4 times a second."""
+        old = now - STALLED_US * 1000
+        busy = 0
+        streams: dict[int, int] = {}  # connection -> its open streams, -1 once one is young
+        for c in self.conns:
+            if c.state != BUSY:
+                continue
+            busy += 1
+            link = getattr(c, "link", None)
+            if link is None:
+                continue
+            k = id(link)
+            if streams.get(k, 0) < 0:
+                continue
+            streams[k] = streams.get(k, 0) + 1 if 0 < c.start_ns < old else -1
+        return busy, sum(1 for n in streams.values() if n >= 2)
 
     def _waiting(self, now: int, unsent: int) -> tuple[int, int, int, dict[int, int], int]:
         """Requests sent and not answered (plus unsent due ones), how many of them are

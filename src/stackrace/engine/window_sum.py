@@ -66,6 +66,7 @@ WINDOW_RULES: dict[str, str] = {
     "send_lateness": LAST,
     "http": LAST,
     "streams_open": LAST,
+    "stalled_connections": LAST,
     "goaways": SUM,
     "resets": SUM,
     "refused": SUM,

@@ -13,13 +13,16 @@ blocking on the TCP connection, and it has its own name because its fix is its o
 (more connections, fewer streams on each; or a server that reads every connection),
 unlike a worker's queue.
 
-From the client the sign is whole connections' worth of streams left unanswered: at
-least `streams` (one connection's) requests starved in the last interval
-(`starved_share × in_flight`) or stale over the level while others were answered. The
-engine reports no per-connection figures (none are agreed), so the count is inferred
-from the totals, and the sentence says "one connection's worth" when it cannot be more
-exact. With one connection, or nothing answered, a blocked connection and a stopped
-server look alike from the client: the sentence says so rather than guess.
+The engine sees it per connection: `WindowStats.stalled_connections` counts the
+connections whose every open stream (two or more) has waited past `STALLED_US` (a
+second), from each stream's own connection (engine/target.py), so the sentence names
+that many. Where the gauge says none (a window from an engine without it, or streams
+that stall on several connections without emptying any one), the sign is inferred
+from the totals: whole connections' worth of streams left unanswered, at least
+`streams` (one connection's) starved in the last interval (`starved_share ×
+in_flight`) or stale over the level while others were answered. With one connection,
+or nothing answered, a blocked connection and a stopped server look alike from the
+client: the sentence says so rather than guess.
 
 Pure: no I/O. The app's explanations (race/live/explain.py) use it before the starving
 sentence of stackrace.rules.starving.
@@ -61,10 +64,14 @@ def head_of_line(w: WindowStats | None, total: WindowStats, load: StreamLoad) ->
     if not load.h2 or load.streams < 2:
         return None
     stuck = stuck_streams(w, total)
-    if stuck < load.streams:
+    # the engine's count of connections whose every stream waits, else the inference
+    seen = max(w.stalled_connections if w is not None else 0, total.stalled_connections)
+    if seen:  # (each such connection holds two streams or more)
+        stuck = max(stuck, seen * 2)
+    elif stuck < load.streams:
         return None
     oldest = secs(max(total.starved_wait_us, total.oldest_wait_us))
-    blocked = min(load.connections, stuck // load.streams)
+    blocked = min(load.connections, seen or stuck // load.streams)
     if total.requests > 0 and load.connections > blocked:
         where = "one TCP connection" if blocked == 1 else f"{blocked:,} TCP connections"
         others = load.connections - blocked

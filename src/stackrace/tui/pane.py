@@ -36,13 +36,13 @@ from stackrace.race.core.state import StackState
 from stackrace.race.live.view import PaneView
 from stackrace.rules.level import KEEPING_UP, MEASURING, STATES, WEDGED, Judgment
 from stackrace.tui.bignum import REFERENCE, BigNumber, rows_needed, scale_for
-from stackrace.tui.fit import fit_parts
 from stackrace.tui.format import fmt_level, fmt_mb, fmt_rate
 from stackrace.tui.layout import P99_LABEL, P99_REFERENCE, plan_projector, plan_rows
 from stackrace.tui.pane_text import (
     annotation_text,
     cpu_line,
     failures_line,
+    head_line,
     latency_lines,
     memory_line,
     p99_figure,
@@ -380,16 +380,10 @@ class StackPane(Vertical, can_focus=True):
         verdict_changed = shown != self._verdict_shown
         self._verdict_shown = shown
         if due or changed or verdict_changed or "head" not in self._texts:
-            level = ""
+            level = f"{fmt_level(t.level, rate_mode)} · {t.connections:,} open" if t else ""
             path = view.loads or (f"GET {path_of(view.url)}" if view.url else "")
-            if t is not None and view.protocol.startswith("h2"):
-                self._set("head", self._h2_head(view.protocol, path))
-            else:
-                if t is not None:
-                    level = fmt_level(t.level, rate_mode)
-                    level += f" · {t.connections:,} open"
-                    level += f" · {view.protocol}" if view.protocol else ""  # beside h2 panes
-                self._set("head", f"{self._family}  {level}" + (f"  {path}" if path else ""))
+            width = self.content_size.width or 40
+            self._set("head", head_line(self._family, level, view.protocol, path, width))
             self._show_verdict(view, rate_mode)
             spark = self.query_one("#qps-spark", ScaledSparkline)  # the knee, before it comes
             spark.set_mark(view.knee.rate if view.knee is not None else None)
@@ -414,24 +408,6 @@ class StackPane(Vertical, can_focus=True):
         self._proj["rss"] = fmt_mb(res.rss) if res is not None else "–"
         self._proj["cpu"] = f"{res.cpu_percent:.0f}%" if res is not None else "–"
         self._show_proj()
-
-    def _h2_head(self, protocol: str, path: str) -> Text:
-        """An h2 pane's head: its connections × streams, streams open, GOAWAYs and
-        resets first (race/core/streams.py's pane_words), each whole, then the family
-        and the path as the width allows. `c=1 · 1 open` would count connections where
-        the level counts streams, and a quarter pane cut the GOAWAYs off behind them;
-        a reset is also in the failures line, by its code."""
-        width = self.content_size.width or 40
-        said = protocol.split(" · ")
-        if len(" · ".join(said[:3])) > width:  # "100 open" keeps the GOAWAYs in
-            said = [p.replace(" streams", " open") for p in said]
-        if len(" · ".join(said[:3])) > width and len(said) > 2:
-            # narrower still: the GOAWAYs are said nowhere else, the streams in flight
-            # are the waiting line's figure (a stream waiting is a client waiting)
-            said = [said[0], *said[2:]]
-        parts = [Text(p) for p in said]
-        parts += [Text(self._family, style="dim")] + ([Text(path)] if path else [])
-        return fit_parts(parts, width)
 
     def _show_verdict(self, view: PaneView, rate_mode: bool) -> None:
         width = self.content_size.width or 40

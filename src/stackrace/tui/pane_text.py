@@ -306,6 +306,26 @@ def _cpu_line(view: PaneView, projector: bool, got_words: str) -> Text:
     return cpu
 
 
+def head_line(family: str, level: str, protocol: str, path: str, width: int) -> str | Text:
+    """A pane's head: "async  c=100 · 100 open · h1  GET /hello" (`protocol` beside h2
+    panes: race/core/streams.py's pane_words), or an h2 pane's, its protocol first:
+    "h2c 4×25 · 100 streams · 0 GOAWAY · 0 RST · async · GET /hello", each figure whole
+    (tui/fit.py), the family and the path as the width allows. `c=1 · 1 open` would
+    count connections where the level counts streams, and a quarter pane cut the
+    GOAWAYs off behind them; narrower, "100 open", then the streams left to the waiting
+    line (a stream waiting is a client waiting) and the RSTs to the failures line."""
+    if not (level and protocol.startswith("h2")):
+        level += f" · {protocol}" if level and protocol else ""
+        return f"{family}  {level}" + (f"  {path}" if path else "")
+    said = protocol.split(" · ")
+    if len(" · ".join(said[:3])) > width:
+        said = [p.replace(" streams", " open") for p in said]
+    if len(" · ".join(said[:3])) > width and len(said) > 2:
+        said = [said[0], *said[2:]]
+    parts = [Text(p) for p in said] + [Text(family, style="dim")]
+    return fit_parts([*parts, Text(path)] if path else parts, width)
+
+
 def failures_line(
     w: WindowStats, new: dict[str, int], judgment: Judgment | None = None, width: int = 0
 ) -> tuple[Text, bool]:
