@@ -10,11 +10,12 @@ stay what `--streams` says (as h2load's -m): the level moves connections, and th
 split the header shows is the one loaded, rounded to whole connections (level 30 at
 25 streams is 1 connection × 25, and so is level 10: said as it is, never as 30 or 10).
 
-What the engine speaks comes from the stack (`MemberHandle.http`) into the agreed
+What the engine speaks comes from the stack (`MemberHandle.http`) into
 `TargetSpec.http` ("1.1" or "2": the URL's scheme says TLS or h2c) and
-`TargetSpec.streams`. Until the engine of issue 51 (h2engine) is merged, TargetSpec has
-no such fields: `engine_speaks_h2()` (stacks.protocols) says so, and the core refuses an
-h2 member in one line rather than load it over HTTP/1.1 under an h2 label.
+`TargetSpec.streams`. An engine without HTTP/2 (`engine_speaks_h2()`,
+stacks.protocols) refuses an h2 member in one line rather than load it over HTTP/1.1
+under an h2 label; so do settings h2 cannot honour (`h2_conflict`: --no-keepalive,
+--clients), the one rule `load`, `bench` and the app check before anything starts.
 """
 
 from __future__ import annotations
@@ -127,10 +128,8 @@ def header_line(level: int, streams: int, https: list[str]) -> str:
 
 
 def h2_counts(w: object) -> tuple[int, int, int, int]:
-    """(streams open, GOAWAYs, resets, refused) of an engine window, the agreed
-    WindowStats fields of issue 51. Read by name with 0 for a field this engine does not
-    have yet: until h2engine's WindowStats is merged every h2 member is refused
-    (`with_protocol`), so no figure here is ever a 0 standing for an unknown."""
+    """(streams open, GOAWAYs, resets, refused) of an engine window (WindowStats' HTTP/2
+    fields; read by name, 0 for a window recorded before they were)."""
     return (
         int(getattr(w, "streams_open", 0)),
         int(getattr(w, "goaways", 0)),
