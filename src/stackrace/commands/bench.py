@@ -49,7 +49,7 @@ from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
 from stackrace.race.bench.run import plan_placement, run_bench
-from stackrace.race.core.capacity_run import ResumeError
+from stackrace.race.core.capacity_plan import ResumeError
 from stackrace.race.core.journal import (
     CapacitySpec,
     JournalStart,

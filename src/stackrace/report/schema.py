@@ -455,7 +455,7 @@ class TunePoint(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class TuneResult(msgspec.Struct, forbid_unknown_fields=True):
-    """A tune's answer (race/core/tune_search.py): the winner with its confidence, or the
+    """A tune's answer (race/bench/tune_search.py): the winner with its confidence, or the
     leaders tied within noise; the deploy line; every point tried and the points of the
     space not measured; the leader's place on the edges of the range; the placement it
     was measured with and what that means for a deploy."""

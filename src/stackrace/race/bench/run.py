@@ -35,10 +35,11 @@ import os
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
+from stackrace.race.bench.capacity_driver import capacity_rounds, search_capacity
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner, Progress
 from stackrace.race.bench.recorder import BenchRecorder, describe, record_paths
 from stackrace.race.bench.resume import RunLog, resume_finished, resumed_levels
-from stackrace.race.core.capacity_run import capacity_rounds, interrupted, search_capacity
+from stackrace.race.core.capacity_plan import interrupted
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.members import LoadEngine, RaceParts, StackStarter
 from stackrace.race.core.placement import CorePlacement, choose_isolation, place
@@ -344,7 +345,7 @@ async def _capacity_rounds(
     progress: Progress,
 ) -> None:
     """`--capacity --repeat N`: rounds 2 … N of every capacity found, the groups in a
-    shuffled order, each started afresh (race/core/capacity_run.py capacity_rounds)."""
+    shuffled order, each started afresh (race/bench/capacity_driver.py capacity_rounds)."""
     assert plan.capacity is not None
     index = {st.name: k for k, st in enumerate(plan.stacks)}
     urls = {u.label(): k for k, u in enumerate(plan.urls)}

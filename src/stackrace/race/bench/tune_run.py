@@ -1,4 +1,4 @@
-"""`stackrace tune` on real servers: race/core/tune_search.py's decisions carried out on the
+"""`stackrace tune` on real servers: race/bench/tune_search.py's decisions carried out on the
 race core, one configuration loaded at a time.
 
     state = TuneState(search)
@@ -16,7 +16,7 @@ race core, one configuration loaded at a time.
   again if asked for).
 - **Each probe** is race/bench/protocol.py's `LevelRunner.probe` on the one configuration asked
   (the others idle): warmed, measured until its percentile has its answers (run longer
-  if need be, race/core/capacity_run.py), judged against the SLO with complete accounting;
+  if need be, race/bench/capacity_driver.py), judged against the SLO with complete accounting;
   the machine's noise around it is read (race/core/noise.py).
 - **Nothing finished is lost**: each probe, each configuration started and each one
   that could not be measured is journalled as it ends (race/core/journal.py), with the
@@ -37,13 +37,14 @@ from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner
 from stackrace.race.bench.recorder import server_version
-from stackrace.race.core.capacity_run import (
+from stackrace.race.bench.tune_search import Ask, TuneSearch
+from stackrace.race.core.capacity_plan import (
     LONGEST_PROBE_S,
     MIN_PROBE_S,
     ResumeError,
     unsteady_of,
 )
-from stackrace.race.core.capacity_run import probe_of as _probe_of
+from stackrace.race.core.capacity_plan import probe_of as _probe_of
 from stackrace.race.core.capacity_search import Probe, needed_answers
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.journal import Entry, Journal, JournalDone, JournalProbe, JournalStack
@@ -52,7 +53,6 @@ from stackrace.race.core.noise import NoiseMeter
 from stackrace.race.core.placement import CorePlacement, place
 from stackrace.race.core.stack_source import StacksFileSource
 from stackrace.race.core.state import StackState
-from stackrace.race.core.tune_search import Ask, TuneSearch
 from stackrace.race.core.urls import UrlHandle, UrlTarget
 from stackrace.report.schema import CapacityProbe, Level, ProbeNoise
 from stackrace.report.slo import Slo

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.core.capacity_plan import CapacityPlan
 from stackrace.race.live.capacity import LiveCapacity
 from stackrace.report.schema import CapacityResult
 
