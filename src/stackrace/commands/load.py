@@ -70,8 +70,7 @@ from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.race.core.core import RaceCore
 from stackrace.race.load.driver import LoadPlan, LoadRun, Phase, drive, member
 from stackrace.report.load import HostCount, LoadFacts, failed_lines, load_result
-from stackrace.report.load_histogram import hdr_log
-from stackrace.report.load_text import summary_lines
+from stackrace.report.load_text import hdr_log, summary_lines
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
 from stackrace.settings import options, scenario
 from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings

@@ -148,16 +148,16 @@ class Session:
 
     async def set_level(self, n: int) -> None:
         """The level the user sets (the slider, a ramp, a talk step): req/s per stack in
-        rate mode, connections per stack otherwise (RaceCore.set_level decides the
-        same way for bench)."""
+        rate mode, connections per stack otherwise, as RaceCore.set_level decides for
+        every driver; recorded as the command it was (`rate` or `concurrency`)."""
         if self.stopping:
             return
-        if self.rate is not None:
-            await self.set_rate(float(n))
-            return
-        await self.core.set_concurrency(n)
+        await self.core.set_level(n)
         self._new_level()
-        self._tell("concurrency", n)
+        if self.rate is not None:
+            self._tell("rate", float(n))
+        else:
+            self._tell("concurrency", n)
 
     async def set_rate(self, rate: float | None) -> None:
         """Constant rate per stack in req/s, or None for closed loop."""
