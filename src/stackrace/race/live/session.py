@@ -153,11 +153,11 @@ class Session:
         if self.stopping:
             return
         await self.core.set_level(n)
-        self._new_level()
+        self.new_level()
         if self.rate is not None:
-            self._tell("rate", float(n))
+            self.tell("rate", float(n))
         else:
-            self._tell("concurrency", n)
+            self.tell("concurrency", n)
 
     async def set_rate(self, rate: float | None) -> None:
         """Constant rate per stack in req/s, or None for closed loop."""
@@ -168,10 +168,10 @@ class Session:
         if switching:
             # closed-loop levels and rates are different scales: never judge one by the other
             self.levels.clear()
-        self._new_level()
-        self._tell("rate", rate)
+        self.new_level()
+        self.tell("rate", rate)
 
-    def _new_level(self) -> None:
+    def new_level(self) -> None:
         # The running totals become the new level's figures; the first half second is
         # left out so connections opening (or retiring) do not blur the level.
         self.core.reset_totals(warmup=0.5)
@@ -201,13 +201,13 @@ class Session:
             if self.prep is not None:
                 self.prep = None
                 self.core.hold_attach = False  # the stacks are loaded again as they were
-            self._tell("ramp_stop", None)
+            self.tell("ramp_stop", None)
         if self.ramp is not None:
             level = self.ramp.level
             if level is not None:
                 self.ramp_end = f"stopped by hand at {self._level_text(level)}"
                 self._keep_ramp_findings()
-            self._tell("ramp_stop", level)
+            self.tell("ramp_stop", level)
         self.ramp = None
 
     def _level_text(self, level: int) -> str:
@@ -218,7 +218,7 @@ class Session:
             self.ramp_steps[i] = self.levels.results(i)
             self.ramp_breaking[i] = self.levels.breaking_point(i)
 
-    def _tell(self, what: str, value: object) -> None:
+    def tell(self, what: str, value: object) -> None:
         for listener in self.listeners:
             listener.command(self, what, value)
 
@@ -311,7 +311,7 @@ class Session:
         if self._ramp_wanted is not None and self.prep is None:
             # the clean start: targets removed, every stack idle or restarted first
             self.prep = await CleanStart.begin(self.core, now)
-            self._tell("ramp_prep", self._ramp_wanted[0])
+            self.tell("ramp_prep", self._ramp_wanted[0])
         if self.prep is not None and self._ramp_wanted is not None:
             top, dwell = self._ramp_wanted
             first = Ramp.from_level(1, top=top, dwell=dwell, restore=self._restore)
@@ -336,7 +336,7 @@ class Session:
             self.levels.clear()
             self.levels.counting_again()
             self.ramp = first
-            self._tell("ramp", top)
+            self.tell("ramp", top)
         if self.ramp is None:
             return
         if not self.ramp.done and self._ramp_ends():
@@ -354,7 +354,7 @@ class Session:
         if self.ramp.done:
             self.ramp = None
             self.ramp_finished = True
-            self._tell("ramp_done", None)
+            self.tell("ramp_done", None)
 
     def _ramp_ends(self) -> bool:
         r = self.ramp

@@ -29,7 +29,7 @@ from stackrace.rules.level import ENGINE_LIMITED, Judgment, judge_steps
 from stackrace.stacks.sampler import ResourceSample
 
 if TYPE_CHECKING:
-    from stackrace.race.live.session import Session
+    from stackrace.race.live.session_state import SessionState
 
 
 @dataclass
@@ -127,7 +127,7 @@ class SummaryRow:
     knee_point: tuple[float, float] | None = None  # predicted (level, req/s), for charts
 
 
-def session_view(s: Session) -> SessionView:
+def session_view(s: SessionState) -> SessionView:
     """The race as it stands: every member's pane, the ramp, the race's own lines."""
     snap = s.core.engine.latest
     panes = []
@@ -271,7 +271,7 @@ def session_view(s: Session) -> SessionView:
     )
 
 
-def _loads(s: Session) -> str:
+def _loads(s: SessionState) -> str:
     """Your requests as a pane's header names them (empty: the workload's path)."""
     kinds = s.core.request_kinds() if s.core.settings.own_requests else None
     if not kinds:
@@ -281,7 +281,7 @@ def _loads(s: Session) -> str:
     return ("" if kinds[0].method != "GET" or len(kinds) > 1 else "GET ") + describe(kinds)
 
 
-def _lost_host_of(s: Session, member_id: str) -> str:
+def _lost_host_of(s: SessionState, member_id: str) -> str:
     """The latest loss of an engine host that carried this member's load, in words."""
     snap = s.core.engine.latest
     if snap is None:
@@ -292,7 +292,7 @@ def _lost_host_of(s: Session, member_id: str) -> str:
     return ""
 
 
-def then_now_of(s: Session) -> ThenNow | None:
+def then_now_of(s: SessionState) -> ThenNow | None:
     """The classic experiment's claims judged on every level measured so far (the
     last ramp's and those explored since); None when the race replays none."""
     if s.then is None or s.rate is not None:
@@ -306,7 +306,7 @@ def then_now_of(s: Session) -> ThenNow | None:
     return judge_live(s.then, steps, names)
 
 
-def summary_rows(s: Session) -> list[SummaryRow]:
+def summary_rows(s: SessionState) -> list[SummaryRow]:
     """Per member: the last finished ramp's levels if there was one (its findings
     survive the exploring that follows), else the levels measured so far."""
     rows = []
@@ -335,7 +335,9 @@ def summary_rows(s: Session) -> list[SummaryRow]:
     return rows
 
 
-def percentile_curve(s: Session, pane_id: str, points: Sequence[float]) -> list[tuple[float, int]]:
+def percentile_curve(
+    s: SessionState, pane_id: str, points: Sequence[float]
+) -> list[tuple[float, int]]:
     """Latency at each percentile, at the current level (empty before any data)."""
     if pane_id not in s.core.attached():
         return []
