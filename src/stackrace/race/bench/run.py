@@ -199,7 +199,7 @@ async def run_bench(
                 state = m.handle.state
                 why = (
                     m.refused
-                    or getattr(m.handle, "error", None)
+                    or m.handle.error
                     or (
                         f"{state} before its load began"
                         if state in (StackState.CRASHED, StackState.STOPPED)

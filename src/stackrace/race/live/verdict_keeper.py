@@ -76,7 +76,7 @@ class VerdictKeeper:
     @property
     def synthetic(self) -> bool:
         """A model's figures (--demo, a replay of one), not a measurement."""
-        return bool(getattr(self.core.engine, "synthetic", False))
+        return self.core.engine.synthetic
 
     def cpu_of(self, member_id: str) -> CpuShare:
         """The stack's CPU for the judgment: what it used, what it can use, how long it

@@ -227,9 +227,8 @@ def session_view(s: SessionState) -> SessionView:
         ramp = f"ramp {s.ramp.progress()} → {s.ramp.level}"
     placement = s.core.placement
     database = ""
-    state_of = getattr(s.core.source, "database_state", None)
-    if state_of is not None:
-        database = state_of()
+    if s.core.source is not None:
+        database = s.core.source.database_state()
         if database:
             for pane in panes:
                 pane.verdict = pane.judgment = None
