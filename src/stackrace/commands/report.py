@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # read_run names the file in every message
         print(f"stackrace report: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
-    verdict = gate.judge(runs[-1], base, rules) if rules else None
+    verdict = gate.gate_verdict(runs[-1], base, rules) if rules else None
     # the page and the series: one run (beside --baseline), or `report old.json new.json`,
     # the later run drawn over the earlier one
     page_base = runs[0] if len(runs) == 2 else base

@@ -426,7 +426,7 @@ def _noise(run: BenchRun, otherwise: str) -> str:
 def _compare(run: BenchRun, baseline: BenchRun) -> str:
     """The gate's verdict of the run against the baseline, in its own words: beyond the
     rules (a regression), within the measured spread (noise), within the rules."""
-    v = gate.judge(run, baseline, gate.parse_rules(gate.DEFAULT_RULES))
+    v = gate.gate_verdict(run, baseline, gate.parse_rules(gate.DEFAULT_RULES))
     items = [f'<li class="beyond">{esc(x)}</li>' for x in v.problems + v.failed]
     spread = "within the measured spread"
     items += [f'<li class="noise">noise: {esc(x)}</li>' for x in v.passed if spread in x]
