@@ -28,7 +28,6 @@ object keys, so strings ("404").
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -208,7 +207,8 @@ class LoadResult(LoadAsked, frozen=True, kw_only=True):
 
 
 class WarmupFigures(Protocol):
-    """What a warm-up sent, got back and lost (race/load/driver.py `WarmupCount`)."""
+    """What a warm-up sent, got back and lost (race/load/driver.py `WarmupCount`, frozen:
+    read-only here)."""
 
     @property
     def sent(self) -> int: ...
@@ -222,24 +222,17 @@ class MeasuredLoad(Protocol):
     """What a driver measured of one load, as the document reads it (race/load/driver.py
     `LoadRun`): declared here, so the report, below the race, names no type of it."""
 
-    @property
-    def target(self) -> TargetSnapshot | None: ...
-    @property
-    def snapshot(self) -> EngineSnapshot | None: ...
+    target: TargetSnapshot | None
+    snapshot: EngineSnapshot | None
+    stopped: bool
+    stalled: bool
+    engine_cpu: list[float]
+    saturated: int
+    fastest_us: int | None
+    errors: list[str]
+
     @property
     def warmup(self) -> WarmupFigures | None: ...
-    @property
-    def stopped(self) -> bool: ...
-    @property
-    def stalled(self) -> bool: ...
-    @property
-    def engine_cpu(self) -> Sequence[float]: ...
-    @property
-    def saturated(self) -> int: ...
-    @property
-    def fastest_us(self) -> int | None: ...
-    @property
-    def errors(self) -> Sequence[str]: ...
     @property
     def mostly_saturated(self) -> bool: ...
 

@@ -29,16 +29,10 @@ class RankedSession(Protocol):
     load, a ramp to stop, and a way to say what it did. Declared here, so the session
     that holds a ranking is above it and no type name points back up."""
 
-    @property
-    def core(self) -> RaceCore: ...
-    @property
-    def slo(self) -> Slo | None: ...
-    @property
-    def stopping(self) -> bool: ...
-    @property
-    def rate(self) -> float | None: ...
-    @property
-    def concurrency(self) -> int: ...
+    core: RaceCore
+    slo: Slo | None
+    stopping: bool
+
     @property
     def level(self) -> int: ...
     def stop_ramp(self) -> None: ...
@@ -69,13 +63,13 @@ class CapacityRanking:
         self.finished = False
         self.results = {}
         self.end = ""
-        self._restore = float(s.rate) if s.rate is not None else s.concurrency
+        self._restore = float(s.core.rate) if s.core.rate is not None else s.core.concurrency
         self.search = LiveCapacity(
             s.core,
             CapacityPlan(s.slo.text, budget_s=budget_s),
             ids,
             start=float(s.level),
-            rate_mode=s.rate is not None,
+            rate_mode=s.core.rate is not None,
             max_probe_s=s.core.settings.duration,
         )
         s.tell("capacity", s.slo.text)

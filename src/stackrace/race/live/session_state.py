@@ -8,7 +8,7 @@ views read the session: declared as `Session`, that made a circle of four module
 (session -> view -> session) with nothing in it but type names. The views declare here
 what they read, and `Session` fits it (mypy checks that where the session hands itself
 over), so the session sits above its views and nothing in race/live points back up.
-Read-only properties, so a field and a property of the session fit alike.
+(A field of the session is declared as a field, a property of it as a property.)
 """
 
 from __future__ import annotations
@@ -31,14 +31,28 @@ if TYPE_CHECKING:
 class SessionState(Protocol):
     """A live race as its views read it (race/live/session.py `Session` is the one)."""
 
-    @property
-    def core(self) -> RaceCore: ...
-    @property
-    def levels(self) -> LevelLog: ...
-    @property
-    def keeper(self) -> VerdictKeeper: ...
-    @property
-    def ranking(self) -> CapacityRanking: ...
+    core: RaceCore
+    levels: LevelLog
+    keeper: VerdictKeeper
+    ranking: CapacityRanking
+    slo: Slo | None
+    then: Then | None
+    started_at: float
+    stopping: bool
+    ended: str
+    caption: str
+    ghosts: list[Ghost]
+    # the ramp: running (`ramp`, after its clean start `prep`), or what the last found
+    ramp: Ramp | None
+    prep: CleanStart | None
+    ramp_top: int
+    ramp_finished: bool
+    ramp_steps: dict[str, list[StepResult]]
+    ramp_breaking: dict[str, LevelVerdict | None]
+    # a replay's position and its recorded ramp label
+    replay_status: str
+    replay_ramp: str | None
+
     @property
     def concurrency(self) -> int: ...
     @property
@@ -46,39 +60,7 @@ class SessionState(Protocol):
     @property
     def level(self) -> int: ...
     @property
-    def slo(self) -> Slo | None: ...
-    @property
-    def then(self) -> Then | None: ...
-    @property
     def synthetic(self) -> bool: ...
     @property
-    def started_at(self) -> float: ...
-    @property
-    def stopping(self) -> bool: ...
-    @property
-    def ended(self) -> str: ...
-    @property
-    def caption(self) -> str: ...
-    @property
-    def ghosts(self) -> list[Ghost]: ...
-    # the ramp: running (`ramp`, after its clean start `prep`), or what the last found
-    @property
-    def ramp(self) -> Ramp | None: ...
-    @property
-    def prep(self) -> CleanStart | None: ...
-    @property
-    def ramp_top(self) -> int: ...
-    @property
-    def ramp_finished(self) -> bool: ...
-    @property
-    def ramp_steps(self) -> dict[str, list[StepResult]]: ...
-    @property
-    def ramp_breaking(self) -> dict[str, LevelVerdict | None]: ...
-    @property
     def summary_from_ramp(self) -> bool: ...
-    # a replay's position and its recorded ramp label
-    @property
-    def replay_status(self) -> str: ...
-    @property
-    def replay_ramp(self) -> str | None: ...
     def shared_core(self) -> SharedCore | None: ...
