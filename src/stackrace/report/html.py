@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from stackrace.report import gate, tables, why
+from stackrace.report import capacity, gate, tables, why
 from stackrace.report.html_chart import Band, Chart, Line, esc, share_axes, svg
 from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import BenchRun, StackResult
@@ -352,7 +352,6 @@ def _summary(run: BenchRun) -> str:
 def _capacity(run: BenchRun) -> str:
     """`bench --capacity`, `tune`, `k` in the app: each stack's capacity under the SLO,
     best first, as report/capacity.py ranks and words it (the terminal's table)."""
-    from stackrace.report import capacity
 
     best = capacity.ranked(run.stacks)
     if not best:

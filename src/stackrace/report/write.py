@@ -15,7 +15,7 @@ from pathlib import Path
 
 from stackrace.base import inputfile, printable
 from stackrace.base.atomicfile import write_atomic
-from stackrace.report import chart, tables, thennow
+from stackrace.report import capacity, chart, tables, thennow
 from stackrace.report.schema import RUN_FILE_LIMIT, BenchRun, dumps, loads
 from stackrace.report.series import StackSeries
 
@@ -82,6 +82,7 @@ def run_outputs(
 ) -> list[Output]:
     """A run's files, as (option, path, content) for `write_files`; `baseline`: the run
     the HTML page draws beside it (report/html.py)."""
+    # lazy for start-up: the page writer (its templates) only when a file is asked for
     from stackrace.report import html, series
 
     return [
@@ -104,7 +105,6 @@ def _markdown(run: BenchRun) -> str:
     sentence, and the machine's noise."""
     if not any(st.capacity is not None for st in run.stacks):
         return tables.markdown(run)
-    from stackrace.report import capacity
 
     lines = [capacity.markdown(run.stacks, run.settings.slo or "")]
     lines += [f"- {st.name}: {st.capacity.sentence}" for st in run.stacks if st.capacity]

@@ -36,6 +36,7 @@ from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.settings import race_parsers as parse
 from stackrace.settings import scenario
 from stackrace.settings.options import (
+    COMMAND_LINE,
     non_negative_duration,
     non_negative_int,
     positive_duration,
@@ -478,7 +479,6 @@ def stacks_named_in(stacks_given: bool, preset_file: Path | None, run_file: str 
     """Where the race's stacks were written, for stacks.variants.resolve: the command
     line when --stacks was given there, else the preset's file or the run file they came
     from (a file may not name an executable)."""
-    from stackrace.settings.options import COMMAND_LINE
 
     if stacks_given:
         return COMMAND_LINE

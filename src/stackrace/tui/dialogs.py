@@ -14,18 +14,21 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, Log, Static
 
+from stackrace.base.atomicfile import write_atomic
 from stackrace.base.printable import textual_markup as escape
 from stackrace.race.live.summary import (
     SummaryContext,
     at_breaking,
+    export,
     kept_up,
     levels_text,
     peak_text,
     unbroken_text,
 )
 from stackrace.race.live.view import SummaryRow
+from stackrace.report import capacity as capacity_table
 from stackrace.report.schema import CapacityResult
-from stackrace.tui.format import fmt_level, fmt_mb
+from stackrace.tui.format import PALETTE, fmt_level, fmt_mb
 from stackrace.tui.levelchart import LevelChart, LevelSeries
 
 # A modal screen cuts the app's bindings off (Textual's modal binding chain), so each
@@ -170,8 +173,6 @@ class SummaryScreen(ModalScreen[None]):
         yield Footer()
 
     def _series(self) -> list[LevelSeries]:
-        from stackrace.tui.format import PALETTE
-
         out = []
         for i, row in enumerate(self.rows):
             if not row.steps:
@@ -228,8 +229,6 @@ class SummaryScreen(ModalScreen[None]):
 
     def action_export(self) -> None:
         from pathlib import Path
-
-        from stackrace.race.live.summary import export
 
         directory = Path(getattr(self.app, "screenshot_dir", "."))
         try:
@@ -291,8 +290,6 @@ class CapacityScreen(ModalScreen[None]):
         import time
         from pathlib import Path
 
-        from stackrace.base.atomicfile import write_atomic
-
         if self.page is None:
             return
         directory = Path(getattr(self.app, "screenshot_dir", "."))
@@ -317,13 +314,11 @@ class CapacityScreen(ModalScreen[None]):
         return out
 
     def on_mount(self) -> None:
-        from stackrace.report.capacity import HEADER, row
-
         table = self.query_one(DataTable)
-        for name in HEADER:
+        for name in capacity_table.HEADER:
             table.add_column(name, key=name)
         for n, (name, c) in enumerate(self.ranked, 1):
-            cells = row(c)
+            cells = capacity_table.row(c)
             style = "bold green" if n == 1 and c.load is not None else ""
             table.add_row(str(n), Text(name, style="bold"), Text(cells[0], style=style), *cells[1:])
 

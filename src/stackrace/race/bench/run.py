@@ -28,6 +28,7 @@ import os
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
+from stackrace.engine.request import parse_url
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner, Progress
 from stackrace.race.bench.recorder import BenchRecorder, describe, record_paths
 from stackrace.race.bench.resume import RunLog, resume_finished, resumed_levels
@@ -347,7 +348,6 @@ async def _join_urls(
 
 async def _unreachable(url: str, timeout: float = 5.0) -> str:
     """Why a TCP connection to the URL's server cannot be made ("": it can)."""
-    from stackrace.engine.request import parse_url
 
     u = parse_url(url)
     try:

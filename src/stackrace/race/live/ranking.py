@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from stackrace.race.core.capacity_run import CapacityPlan
 from stackrace.race.live.capacity import LiveCapacity
+from stackrace.report.capacity import rank_key
 from stackrace.report.schema import CapacityResult
 
 if TYPE_CHECKING:
@@ -104,7 +105,6 @@ class CapacityRanking:
     def ranked(self) -> list[tuple[str, CapacityResult]]:
         """The last search's findings by stack name, best first (report/capacity.py's
         order: the one ranking bench, tune and the app share)."""
-        from stackrace.report.capacity import rank_key
 
         members = self.session.core.members
         rows = [(members[i].handle.name if i in members else i, c) for i, c in self.results.items()]

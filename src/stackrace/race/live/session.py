@@ -45,6 +45,7 @@ from stackrace.report.slo import Slo
 from stackrace.rules.breaking import LevelVerdict, StepResult
 from stackrace.rules.cores import SharedCore
 from stackrace.rules.levels import LevelLog, Ramp
+from stackrace.settings.race_parsers import slo_terms
 
 RAMP_TOP = 2000  # `r` ramps from 1 to here
 RAMP_DWELL = 3.0  # seconds a level
@@ -404,8 +405,6 @@ class Session:
         --slo is (settings/race_parsers.py), held to every level from now on; why it
         is refused ("" when set)."""
         import msgspec
-
-        from stackrace.settings.race_parsers import slo_terms
 
         try:
             checked = slo_terms(text)

@@ -26,6 +26,7 @@ from stackrace.rules import accounting, wedge
 from stackrace.rules.breaking import LevelVerdict, StepResult, peak
 from stackrace.rules.cores import SharedCore
 from stackrace.rules.level import ENGINE_LIMITED, Judgment, judge_steps
+from stackrace.settings.scenario import describe
 from stackrace.stacks.sampler import ResourceSample
 
 if TYPE_CHECKING:
@@ -275,7 +276,6 @@ def _loads(s: SessionState) -> str:
     kinds = s.core.request_kinds() if s.core.settings.own_requests else None
     if not kinds:
         return ""
-    from stackrace.settings.scenario import describe
 
     return ("" if kinds[0].method != "GET" or len(kinds) > 1 else "GET ") + describe(kinds)
 
