@@ -36,11 +36,18 @@ from stackrace.tui.levelchart import LevelChart, LevelSeries
 SCREENSHOT = Binding("s", "app.screenshot", "screenshot")
 
 
+def dialog_keys(key: str, export: str = "") -> list[BindingType]:
+    """A dialog's keys, the same on each: escape, the key that opened it and `q` close
+    it; `e` exports (where it has something to export: `export` says what); `s` takes
+    a screenshot."""
+    keys: list[BindingType] = [Binding(f"escape,{key},q", "dismiss", "close")]
+    if export:
+        keys.append(Binding("e", "export", export))
+    return [*keys, SCREENSHOT]
+
+
 class LogScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,l,q", "dismiss", "close"),
-        SCREENSHOT,
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = dialog_keys("l")
 
     def __init__(self, title: str, text: str) -> None:
         super().__init__(classes="dialog")
@@ -135,11 +142,7 @@ class SummaryScreen(ModalScreen[None]):
     """Side by side: peak req/s and where, the breaking point, its proof, memory; the
     levels of every stack on one chart; `e` exports Markdown and JSON."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,t,q", "dismiss", "close"),
-        Binding("e", "export", "export .md .json .html"),
-        SCREENSHOT,
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = dialog_keys("t", "export .md .json .html")
 
     def __init__(
         self,
@@ -253,11 +256,7 @@ class CapacityScreen(ModalScreen[None]):
     held, where it broke and why, its memory and its CPU per request there (the rows
     and their order are report/capacity.py's, the same as bench's and tune's)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,k,q", "dismiss", "close"),
-        Binding("e", "export", "export .html"),
-        SCREENSHOT,
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = dialog_keys("k", "export .html")
 
     def __init__(
         self,
