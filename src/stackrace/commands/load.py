@@ -58,13 +58,13 @@ from stackrace.commands.metrics_args import open_metrics
 from stackrace.commands.parser import note
 from stackrace.commands.settings_args import given
 from stackrace.engine.client import Engine, EngineError
-from stackrace.engine.clients import ClientProfile
 from stackrace.engine.model import (
     EngineSettings,
     EngineSnapshot,
     rate_problem,
 )
 from stackrace.engine.request import RequestError, build_request, parse_url
+from stackrace.engine.slow_clients import ClientProfile
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.metrics.exporter import MetricsError, MetricsExporter
 from stackrace.race.core.core import RaceCore

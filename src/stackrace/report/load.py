@@ -145,7 +145,7 @@ class LoadAsked(msgspec.Struct, frozen=True, kw_only=True):
     warmup: float
     procs: int  # engine processes
     requests_asked: int | None = None  # -n N: the requests to send, then stop
-    clients: str | None = None  # slow clients' profile (engine/clients.py)
+    clients: str | None = None  # slow clients' profile (engine/slow_clients.py)
     slow_share: float = 1.0  # of the connections, with `clients`
 
 

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from stackrace.engine.clients import ProfileError, parse_profile, parse_share
 from stackrace.engine.model import rate_problem
 from stackrace.engine.request import RequestError, check_method
+from stackrace.engine.slow_clients import ProfileError, parse_profile, parse_share
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.settings import scenario, statuses, terms
 from stackrace.settings.options import OptionValueError, positive_rate
@@ -68,7 +68,7 @@ def cacert_file(text: str) -> str:
 
 
 def client_profile(text: str) -> str:
-    """A slow-client profile (engine.clients), kept as its canonical text."""
+    """A slow-client profile (engine.slow_clients), kept as its canonical text."""
     with _reason(ProfileError):
         return parse_profile(text).describe()
 

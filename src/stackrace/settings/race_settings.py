@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
-from stackrace.engine.clients import ClientProfile, parse_profile
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
+from stackrace.engine.slow_clients import ClientProfile, parse_profile
 from stackrace.settings import race_parsers as parse
 from stackrace.settings import scenario
 from stackrace.settings.options import (
