@@ -9,7 +9,7 @@
 
 `poll()` returns a `SessionView` (race/live/view.py): a `PaneView` per stack or URL
 target. Decisions live here (commands: levels, rate, ramps, a talk track; ticks), in the
-core, race/live/verdict_keeper.py, `stackrace.rules` and `stackrace.rules.levels`; the UI
+core, race/live/verdict_keeper.py, `stackrace.rules` and `stackrace.rules.level_log`; the UI
 only draws views and forwards commands.
 """
 
@@ -44,7 +44,7 @@ from stackrace.report.schema import Then
 from stackrace.report.slo import Slo
 from stackrace.rules.breaking import LevelVerdict, StepResult
 from stackrace.rules.cores import SharedCore
-from stackrace.rules.levels import LevelLog, Ramp
+from stackrace.rules.level_log import LevelLog, Ramp
 from stackrace.settings.race_parsers import slo_terms
 
 RAMP_TOP = 2000  # `r` ramps from 1 to here

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from stackrace.report.slo import Slo
     from stackrace.rules.breaking import LevelVerdict, StepResult
     from stackrace.rules.cores import SharedCore
-    from stackrace.rules.levels import LevelLog, Ramp
+    from stackrace.rules.level_log import LevelLog, Ramp
 
 
 class SessionState(Protocol):

@@ -48,7 +48,7 @@ from stackrace.base.errors import StackraceError
 from stackrace.engine.model import EngineSnapshot
 from stackrace.report.schema import Then, Why
 from stackrace.rules.breaking import LevelVerdict, StepResult
-from stackrace.rules.levels import LevelLog
+from stackrace.rules.level_log import LevelLog
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.sampler import ResourceSample
 from stackrace.stacks.signs import ServerSigns
