@@ -354,12 +354,12 @@ def _run_locked(
             result = msgspec.structs.replace(result, then=rerun.then)
         verdict = None
         if rules and interrupted is None:
-            verdict = gate.judge(result, baseline, rules)
+            verdict = gate.gate_verdict(result, baseline, rules)
             if verdict.uncertain:
                 result = asyncio.run(
                     _served(metrics, _remeasure(plan, result, verdict.uncertain, parts, progress))
                 )
-                verdict = gate.judge(result, baseline, rules)
+                verdict = gate.gate_verdict(result, baseline, rules)
         if plan.settings.slo and interrupted is None:  # held to it, baseline or not
             verdict = gate.judge_slo(result, Slo.parse(plan.settings.slo), verdict)
             for st in result.stacks:  # a capacity search that found no load meeting it

@@ -18,9 +18,12 @@ import time
 
 from stackrace.race.bench.protocol import BenchPlan, Progress
 from stackrace.race.bench.recorder import BenchRecorder
+from stackrace.race.core.capacity_plan import bounds_for, replay, result, unit
+from stackrace.race.core.capacity_search import CapacitySearch, needed_answers
 from stackrace.race.core.journal import JournalDone, JournalLevel, JournalProbe, JournalStack
 from stackrace.race.core.placement import CorePlacement
 from stackrace.report.schema import CapacityProbe, Level, StackResult
+from stackrace.report.slo import Slo
 
 
 class RunLog:
@@ -93,10 +96,6 @@ def _restore(plan: BenchPlan, res: StackResult) -> None:
         res.version = meta.version or res.version
     probes = r.probes.get(res.name)
     if probes and plan.capacity is not None:
-        from stackrace.race.core.capacity_plan import bounds_for, replay, result, unit
-        from stackrace.race.core.capacity_search import CapacitySearch, needed_answers
-        from stackrace.report.slo import Slo
-
         s = plan.settings
         slo = Slo.parse(plan.capacity.slo)
         rate_mode = s.rate is not None

@@ -227,7 +227,7 @@ class _Driver:
             await core.attach(name)
             return "" if core.members[name].attached else (m.refused or "not loadable")
         if m is not None:  # it died since it was last measured
-            return f"exited: {getattr(m.handle, 'error', None) or m.handle.state}"
+            return f"exited: {m.handle.error or m.handle.state}"
         while len(self.used) >= MAX_RUNNING:
             oldest = min(self.used, key=lambda k: self.used[k])
             del self.used[oldest]
@@ -259,7 +259,7 @@ class _Driver:
                     return ""
                 return core.members[name].refused or "refused by the engine"
             if state in (StackState.CRASHED, StackState.STOPPED):
-                error = getattr(core.members[name].handle, "error", None)
+                error = core.members[name].handle.error
                 return (error or f"{state} before it was ready").split("\n")[0]
             await asyncio.sleep(0.05)
         await core.stop_member(name)

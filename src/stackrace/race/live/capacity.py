@@ -98,10 +98,8 @@ class LiveCapacity:
             self.round += 1
             for i, load in loads.items():
                 self.members[i].load = load
-                if self.rate_mode:
-                    await self.core.set_rate(load, [i])
-                else:
-                    await self.core.set_concurrency(round(load), [i])
+                # in the race's own unit (the search runs in the mode the race is in)
+                await self.core.set_level(load, [i])
             self.phase, self._since = "settle", now
         elif self.phase == "settle":
             if now - self._since >= SETTLE_S + self.core.settings.warmup:
