@@ -9,7 +9,7 @@ import sys
 def test_session_ramp_and_synthetic_do_not_import_textual():
     code = (
         "import sys, stackrace.race.live.session, stackrace.rules.breaking, "
-        "stackrace.rules.levels, stackrace.race.live.demo, "
+        "stackrace.rules.level_log, stackrace.race.live.demo, "
         "stackrace.race.playback.recording, stackrace.race.playback.ghost, "
         "stackrace.race.live.talk, "
         "stackrace.race.live.explain, stackrace.rules.warmup, stackrace.race.live.summary, "

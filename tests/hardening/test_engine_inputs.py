@@ -119,7 +119,7 @@ def test_a_rate_beyond_the_engine_is_refused_by_bench():
 def test_a_client_profile_is_checked_before_anything_starts(
     idle_server: TestServer, args: list[str], words: str
 ):
-    # every rule of a profile: tests/unit/test_clients.py
+    # every rule of a profile: tests/unit/test_slow_clients_profile.py
     r = run_forked("load", idle_server.url("/hello"), "-d", "1s", *args)
     assert_one_line_error(r, words, rc=2)
     assert idle_server.stats()["requests"] == 0

@@ -24,7 +24,7 @@ from stackrace.base import madeby
 from stackrace.commands import runguard
 from stackrace.commands.output_args import OutputFiles
 from stackrace.race.core import runlocks
-from stackrace.race.core.capacity_run import interrupted
+from stackrace.race.core.capacity_plan import interrupted
 from stackrace.race.core.journal import (
     Journal,
     JournalDone,

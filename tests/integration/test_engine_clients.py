@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 
 from stackrace.engine.client import Engine
-from stackrace.engine.clients import parse_profile
 from stackrace.engine.model import TargetSpec, WindowStats
+from stackrace.engine.slow_clients import parse_profile
 from tests.helpers import TestServer
 
 

@@ -3,7 +3,7 @@
 speaks h2c), a stack that cannot serve it refused in one line before anything starts,
 and `verify` reading an h2 variant's contract with the engine over h2 (skipped, with
 its reason, until the engine speaks h2: issue 51's h2engine). Resolution and refusal
-without a process: tests/unit/test_h2_variants.py."""
+without a process: tests/unit/test_h2_variant_keys.py."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from stackrace.race.core.presets import all_presets
-from stackrace.report.claims import judge
+from stackrace.report.claims import claim_verdicts
 from stackrace.report.schema import loads
 from tests.conftest_stacks import real_stack
 from tests.helpers import CLI, ROOT
@@ -64,7 +64,7 @@ def test_seed_preset_runs_and_judges_its_claims(name: str, tmp_path: Path) -> No
         assert st.error is None and st.levels, (st.name, st.error)
     assert run.then is not None and run.then.experiment == preset.experiment
     assert [c.id for c in run.then.claims] == [c.id for c in preset.claims]
-    verdicts = judge(run)
+    verdicts = claim_verdicts(run)
     assert len(verdicts) == len(preset.claims)
     assert f"Claims of experiment {preset.experiment}" in r.stdout
     assert "### Then beside now" in md.read_text()

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from stackrace.engine.client import Engine
-from stackrace.engine.clients import parse_profile
 from stackrace.engine.model import EngineSettings, TargetSpec, WindowStats
+from stackrace.engine.slow_clients import parse_profile
 from stackrace.race.live import explain
 from stackrace.stacks.launcher import Launcher
 from tests.conftest_stacks import real_stack

@@ -14,7 +14,8 @@ import msgspec
 from textual.widgets import Static
 
 from stackrace.race.live.replay import ReplayPlayer
-from stackrace.race.playback.recording import Recorder, load_recording
+from stackrace.race.live.session_recorder import Recorder
+from stackrace.race.playback.recording import load_recording
 from stackrace.rules.level import WEDGED, Judgment
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber

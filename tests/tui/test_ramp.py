@@ -11,7 +11,7 @@ from stackrace.engine.model import (
 )
 from stackrace.rules.breaking import StepResult, peak, step_result
 from stackrace.rules.level import breaking_point
-from stackrace.rules.levels import LEVELS, LevelLog, Ramp
+from stackrace.rules.level_log import LEVELS, LevelLog, Ramp
 
 
 def step(

@@ -9,12 +9,12 @@ from pathlib import Path
 from textual.widgets import Static
 
 from stackrace.race.live.replay import ReplayPlayer
+from stackrace.race.live.session_recorder import Recorder
 from stackrace.race.live.view import SummaryRow
 from stackrace.race.playback.ghost import load_ghost
 from stackrace.race.playback.recording import (
     Command,
     Hist,
-    Recorder,
     Tick,
     load_recording,
 )

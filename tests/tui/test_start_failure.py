@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from stackrace.race.live.demo import CATALOG
-from stackrace.race.playback.recording import Recorder
+from stackrace.race.live.session_recorder import Recorder
 from stackrace.tui.app import StackraceApp, exit_status
 from tests.tui.conftest import SIZE, plan, synthetic_session
 

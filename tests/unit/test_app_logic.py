@@ -311,8 +311,8 @@ def test_the_app_race_is_made_headless_with_what_rides_along(tmp_path: Path) -> 
     from stackrace.cli import build_parser
     from stackrace.commands.app_args import app_options
     from stackrace.race.live.demo import SyntheticEngine
+    from stackrace.race.live.session_recorder import Recorder
     from stackrace.race.live.setup import app_race
-    from stackrace.race.playback.recording import Recorder
 
     argv = ["--demo", "--go", "--stacks", "uvicorn", "--record", str(tmp_path / "r.rec"), "--big"]
     parser = build_parser()

@@ -13,7 +13,7 @@ from typing import Any
 
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.run import run_bench
-from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.core.capacity_plan import CapacityPlan
 from stackrace.race.live.demo import TICK, StackModel, synthetic_parts
 from stackrace.report.schema import BenchRun
 from stackrace.rules.level import FAILING, QUEUEING

@@ -9,7 +9,7 @@ import csv
 import io
 
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race.bench.recorder import judge
+from stackrace.race.bench.recorder import with_breaking_point
 from stackrace.report import tables
 from stackrace.report.schema import (
     SCHEMA_VERSION,
@@ -78,7 +78,7 @@ def run_of(*stacks: StackResult) -> BenchRun:
         settings=Settings(workload="io"),
         stacks=list(stacks),
     )
-    run.stacks = [judge(st, run) for st in run.stacks]
+    run.stacks = [with_breaking_point(st, run) for st in run.stacks]
     return run
 
 

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from stackrace.report import claims, tables, thennow
-from stackrace.report.claims import FAILS, HOLDS, UNTESTABLE, judge, judge_claim
+from stackrace.report.claims import FAILS, HOLDS, UNTESTABLE, claim_verdicts, judge_claim
 from stackrace.report.schema import BenchRun, Claim, Figure, StackResult, Then, dumps, loads
 from tests.unit.test_report import level, make_run
 
@@ -223,7 +223,7 @@ def test_untestable_and_unknown_kinds():
 
 
 def test_a_run_without_an_experiment_has_no_verdicts():
-    assert judge(make_run()) == []
+    assert claim_verdicts(make_run()) == []
     assert thennow.markdown(make_run()) == ""
 
 
@@ -258,7 +258,7 @@ def test_then_now_in_markdown_and_in_the_saved_run():
     assert "| a | 10 | 7,663 | #1 | 1,200 | #1 |" in md
     again = loads(dumps(run))
     assert again.then == run.then  # stored in the run, judged again by `stackrace report`
-    assert [v.status for v in judge(again)] == [HOLDS, UNTESTABLE]
+    assert [v.status for v in claim_verdicts(again)] == [HOLDS, UNTESTABLE]
 
 
 def test_a_run_file_without_then_still_loads():

@@ -157,11 +157,11 @@ def test_gate_rules_parse():
 def test_gate_passes_identical_and_fails_regression():
     rules = gate.parse_rules("qps<-10%,p99>+25%,failures>0.1%")
     base = make_run()
-    assert gate.judge(make_run(), base, rules).ok
-    slower = gate.judge(make_run(sync_rps=700.0), base, rules)
+    assert gate.gate_verdict(make_run(), base, rules).ok
+    slower = gate.gate_verdict(make_run(sync_rps=700.0), base, rules)
     assert not slower.ok
     assert any("sync @ c=10: qps" in f and "-30.0%" in f for f in slower.failed)
-    failing = gate.judge(make_run(sync_fail={"timeout": 50}), base, rules)
+    failing = gate.gate_verdict(make_run(sync_fail={"timeout": 50}), base, rules)
     assert any("failures" in f for f in failing.failed)
 
 
@@ -171,7 +171,7 @@ def test_gate_within_spread_is_uncertain_not_failed():
     for st in base.stacks:
         for lv in st.levels:
             lv.samples = [lv.rps * 0.8, lv.rps, lv.rps * 1.2]
-    v = gate.judge(make_run(sync_rps=880.0), base, rules)
+    v = gate.gate_verdict(make_run(sync_rps=880.0), base, rules)
     assert v.ok and ("sync", 10) in v.uncertain
 
 
@@ -255,7 +255,7 @@ def test_a_level_without_answers_has_no_latency_and_never_passes_on_it():
     assert thresholds.evaluate(lv, thresholds.parse_term("failures>0.1%")).holds is True
     run = make_run()
     run.stacks[0].levels[0] = unanswered()
-    verdict = gate.judge(run, None, gate.parse_rules("p99>50ms"))
+    verdict = gate.gate_verdict(run, None, gate.parse_rules("p99>50ms"))
     assert not verdict.ok and not verdict.baseline
     assert "sync @ c=10: p99 unknown (no answers) (rule p99>50ms)" in verdict.failed
     assert lv.failed_entirely and not lv.answered
@@ -274,7 +274,7 @@ def test_rules_without_a_baseline_must_be_absolute():
     assert [r.text for r in gate.check_rules("p99>50ms", None)] == ["p99>50ms"]
     with pytest.raises(ValueError, match=r"--fail-on qps<-10%: a relative rule"):
         gate.check_rules("qps<-10%,p99>50ms", None)
-    passed = gate.judge(make_run(), None, gate.parse_rules("p99>1s"))
+    passed = gate.gate_verdict(make_run(), None, gate.parse_rules("p99>1s"))
     assert passed.ok and passed.levels == 4 and passed.compared == 0
     assert gate.verdict_lines(passed, None) == [
         "gate passed: 4 checks on 4 levels (absolute rules, no baseline)"

@@ -5,10 +5,19 @@ the source as text (ast), nothing is imported.
 - Folders: every module lives in the package of its layer (pyproject.toml's layers
   contract names folders); only the entry points sit at the top.
 
-- Cycles: the imports a module runs (at its top or lazily in a function), not those
-  under `if TYPE_CHECKING:`, which never run. Two modules that import each other are
-  one job split badly, or a shared name in the wrong place (race/core/state.py, the
-  recording's file format apart from its player were both such).
+- Cycles: every import a module names, at its top, lazily in a function, or under
+  `if TYPE_CHECKING:` (a type name is an arrow a reader follows too: the recording's
+  format once named the live Session only for its types, and the playback and live
+  folders read as one knot). Two modules that import each other are one job split
+  badly, a shared name in the wrong place (race/core/state.py, the recording's file
+  format apart from its recorder were both such), or a lower module that should declare
+  the Protocol it reads (race/live/session_state.py, report/load.py `MeasuredLoad`).
+  One circle is inherent: the engine's connection and its target (see
+  INHERENT_CIRCLES).
+- Arrows back up: no module names a module of a layer above its own, by any import
+  (type-only ones too, which import-linter leaves out), by the layers the folder tree
+  and pyproject.toml's layers contracts give; nor a sibling of its own layer that the
+  contract keeps independent (bench, live and load).
 - Size: a module over the limit does more than one job, unless its docstring says why it
   is one job that long (a paragraph starting "Long because": the engine's hot path); and
   every module's docstring names its job.
@@ -19,6 +28,7 @@ the source as text (ast), nothing is imported.
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections import defaultdict
 from pathlib import Path
 
@@ -65,12 +75,19 @@ def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+def _every_import(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+def import_graph(type_only_too: bool = False) -> dict[str, set[str]]:
+    """Module -> the project's modules it imports (`type_only_too`: with those under
+    `if TYPE_CHECKING:`)."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
+    read = _every_import if type_only_too else _runtime_imports
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _runtime_imports(ast.parse(path.read_text(), str(path))):
+        for node in read(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
@@ -121,8 +138,97 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+# The engine's connection and its target are one state machine in two classes: the
+# target opens, hands over and retires its connections (and mix.py sets a mix's requests
+# up on a target), and a connection updates its target's counters inline on every
+# answer (the hot path inlines Target's bookkeeping, two calls fewer an answer:
+# engine/connection.py), so each must know the other's fields. Only the connection's and
+# the mix's names of Target are type-only; a Protocol would restate Target's fields.
+# HTTP/2's stream slots (engine/h2.py) are connections of the same machine, packed
+# `--streams` to a socket: they join it for the same reason.
+INHERENT_CIRCLES = [
+    [
+        "stackrace.engine.connection",
+        "stackrace.engine.h2",
+        "stackrace.engine.mix",
+        "stackrace.engine.target",
+    ],
+]
+# none left: a circle or an arrow back up is a fault to fix, not a list to grow
+KNOWN_CIRCLES: list[list[str]] = []
+KNOWN_ARROWS_UP: set[tuple[str, str]] = set()
+
+
 def test_no_import_cycle_between_modules():
+    found = cycles(import_graph(type_only_too=True))
+    assert [c for c in found if c not in INHERENT_CIRCLES + KNOWN_CIRCLES] == []
+
+
+def test_no_cycle_runs_even_the_inherent_one():
+    # what runs is stricter still: the engine's circle is closed by type names only
     assert cycles(import_graph()) == []
+
+
+def layers() -> list[list[list[str]]]:
+    """pyproject.toml's layers contracts, each top to bottom: a layer is its
+    independent siblings ("a | b")."""
+    config = tomllib.loads((SRC.parent / "pyproject.toml").read_text())
+    return [
+        [[m.strip() for m in layer.split("|")] for layer in contract["layers"]]
+        for contract in config["tool"]["importlinter"]["contracts"]
+        if contract["type"] == "layers"
+    ]
+
+
+def _place(module: str, contract: list[list[str]]) -> tuple[int, int] | None:
+    """(layer, sibling) of `module` in a contract, the deepest that holds it."""
+    best = None
+    for i, layer in enumerate(contract):
+        for j, name in enumerate(layer):
+            holds = module == name or module.startswith(name + ".")
+            if holds and (best is None or len(name) > best[2]):
+                best = (i, j, len(name))
+    return None if best is None else (best[0], best[1])
+
+
+def arrows_back_up(
+    graph: dict[str, set[str]], contracts: list[list[list[str]]]
+) -> list[tuple[str, str]]:
+    """Imports from a lower layer to a higher one, or across independent siblings."""
+    out = []
+    for contract in contracts:
+        for a, targets in graph.items():
+            pa = _place(a, contract)
+            for b in targets:
+                pb = _place(b, contract)
+                if pa is None or pb is None:
+                    continue
+                if pa[0] > pb[0] or (pa[0] == pb[0] and pa[1] != pb[1]):
+                    out.append((a, b))
+    return sorted(set(out))
+
+
+def test_no_arrow_runs_back_up():
+    """import-linter holds the layers for what runs; a type-only import is an arrow a
+    reader follows too (report/load.py once named race/load/driver.py's LoadRun), so
+    the layers hold for every import here."""
+    up = arrows_back_up(import_graph(type_only_too=True), layers())
+    assert [a for a in up if a not in KNOWN_ARROWS_UP] == []
+
+
+def test_the_layer_check_finds_an_arrow_back_up():
+    contracts = [[["p.top"], ["p.mid.a", "p.mid.b"], ["p.low"]]]
+    graph = {
+        "p.top.x": {"p.low.y"},  # down: fine
+        "p.low.y": {"p.mid.a.z"},  # back up
+        "p.mid.a.z": {"p.mid.b.w"},  # across independent siblings
+        "p.mid.b.w": {"p.low.y"},
+    }
+    assert arrows_back_up(graph, contracts) == [
+        ("p.low.y", "p.mid.a.z"),
+        ("p.mid.a.z", "p.mid.b.w"),
+    ]
+    assert layers(), "the check must read the project's contracts"
 
 
 def test_the_cycle_finder_finds_a_cycle():

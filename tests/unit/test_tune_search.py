@@ -1,4 +1,4 @@
-"""The search of `stackrace tune` (race/core/tune_search.py) against servers of known capacity
+"""The search of `stackrace tune` (race/bench/tune_search.py) against servers of known capacity
 (formulas, with the noise of a busy machine): coarse pass, refinement around the
 leader, interleaved rounds, the confidence rule, the budget, and a resumed search that
 decides as the uninterrupted one did."""
@@ -10,14 +10,14 @@ import random
 
 import pytest
 
-from stackrace.race.core.capacity_search import Probe
-from stackrace.race.core.tune_search import (
+from stackrace.race.bench.tune_search import (
     MIN_ROUNDS,
     Ask,
     Space,
     TunePlan,
     TuneSearch,
 )
+from stackrace.race.core.capacity_search import Probe
 
 WORKERS = ["1", "2", "3", "5"]
 THREADS = ["1", "2", "4", "8", "16", "32"]

@@ -648,7 +648,7 @@ def test_the_app_judges_with_the_accept_queue_its_signs_saw_at_the_level():
     from stackrace.engine.model import EngineSnapshot, TargetSnapshot
     from stackrace.race.core.core import RaceCore
     from stackrace.race.live.verdict_keeper import VerdictKeeper
-    from stackrace.rules.levels import LevelLog
+    from stackrace.rules.level_log import LevelLog
     from stackrace.stacks.sampler import ResourceSample
 
     def snapshot(seq: int, level: int, w: WindowStats) -> EngineSnapshot:

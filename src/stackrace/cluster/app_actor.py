@@ -193,6 +193,7 @@ class DbHost:
 
     async def start(self, rows: int) -> dict[str, str]:
         """Start and seed it (if needed); the environment the stacks connect with."""
+        # lazy for start-up: the database (pymysql) only on an app node that serves it
         from stackrace.db import ManagedMariaDB, db_env
 
         normal_priority()  # MariaDB inherits it

@@ -64,6 +64,7 @@ def connect(o: ClusterOptions, prog: str) -> ClusterRun | None:
     """The run for these options, or None after one line on stderr saying why not."""
     try:
         placement = placement_of(o)
+        # lazy for start-up: the cluster's run imports Ray, paid only with --cluster
         from stackrace.cluster.run import ClusterRun
 
         return ClusterRun.connect(o.address, placement)

@@ -49,7 +49,7 @@ from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
 from stackrace.race.bench.run import plan_placement, run_bench
-from stackrace.race.core.capacity_run import ResumeError
+from stackrace.race.core.capacity_plan import ResumeError
 from stackrace.race.core.journal import (
     CapacitySpec,
     JournalStart,
@@ -354,12 +354,12 @@ def _run_locked(
             result = msgspec.structs.replace(result, then=rerun.then)
         verdict = None
         if rules and interrupted is None:
-            verdict = gate.judge(result, baseline, rules)
+            verdict = gate.gate_verdict(result, baseline, rules)
             if verdict.uncertain:
                 result = asyncio.run(
                     _served(metrics, _remeasure(plan, result, verdict.uncertain, parts, progress))
                 )
-                verdict = gate.judge(result, baseline, rules)
+                verdict = gate.gate_verdict(result, baseline, rules)
         if plan.settings.slo and interrupted is None:  # held to it, baseline or not
             verdict = gate.judge_slo(result, Slo.parse(plan.settings.slo), verdict)
             for st in result.stacks:  # a capacity search that found no load meeting it

@@ -21,7 +21,7 @@ from stackrace.commands._common import (
 from stackrace.commands.settings_args import stacks_written_in, with_given
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.core import streams
-from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.core.capacity_plan import CapacityPlan
 from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.presets import load_preset, preset_path
 from stackrace.race.core.urls import check_paths, url_targets

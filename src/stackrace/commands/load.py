@@ -56,21 +56,20 @@ from stackrace.cluster.options import connect
 from stackrace.commands.load_args import LoadOptions, add_load_arguments, load_options
 from stackrace.commands.parser import note
 from stackrace.engine.client import Engine
-from stackrace.engine.clients import ClientProfile
 from stackrace.engine.model import (
     EngineSettings,
     EngineSnapshot,
     rate_problem,
 )
 from stackrace.engine.request import RequestError, build_request, parse_url
+from stackrace.engine.slow_clients import ClientProfile
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.streams import h2_conflict, h2_speakers
 from stackrace.race.load.driver import LoadPlan, LoadRun, Phase, drive, member
 from stackrace.report.load import HostCount, LoadFacts, failed_lines, load_result
-from stackrace.report.load_histogram import hdr_log
-from stackrace.report.load_text import summary_lines
+from stackrace.report.load_text import hdr_log, summary_lines
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
 from stackrace.settings import options, scenario
 from stackrace.settings.race_settings import RaceSettings
@@ -254,7 +253,7 @@ class _Load:
             clients=s.clients,
             slow_share=s.slow_share,
             http2=s.http2,
-            streams=s.streams,
+            streams=s.streams if s.http2 else 1,
         )
 
 

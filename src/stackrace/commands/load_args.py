@@ -23,8 +23,8 @@ from stackrace.commands.metrics_args import add_metrics_arguments, metrics_optio
 from stackrace.commands.output_args import add_allow_remote_argument, add_no_progress_argument
 from stackrace.commands.parser import examples
 from stackrace.commands.settings_args import add_options, given
-from stackrace.engine.clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
+from stackrace.engine.slow_clients import ClientProfile, ProfileError, parse_profile, parse_share
 from stackrace.settings import options
 from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings
 from stackrace.settings.race_settings import options as options_of

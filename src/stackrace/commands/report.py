@@ -112,7 +112,7 @@ def run(o: ReportOptions) -> int:
     rules = gate.check_rules(o.fail_on, o.baseline)
     runs = [read_run(r) for r in o.runs]
     base = read_run(o.baseline) if o.baseline else None
-    verdict = gate.judge(runs[-1], base, rules) if rules else None
+    verdict = gate.gate_verdict(runs[-1], base, rules) if rules else None
     # the page and the series: one run (beside --baseline), or `report old.json new.json`,
     # the later run drawn over the earlier one
     page_base = runs[0] if len(runs) == 2 else base

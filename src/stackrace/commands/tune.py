@@ -12,7 +12,7 @@ runs it.
 The space: each server's tunables (stacks.tunables) over values bounded by the machine
 — workers 1 … 2 × cores + 1, threads 1 … 32 on a log scale, at most the ceilings from
 cores and memory (config.tunable_ceilings), every choice a param lists. The search is
-race/core/tune_search.py (a coarse log-spaced pass over the whole space, refinement around
+race/bench/tune_search.py (a coarse log-spaced pass over the whole space, refinement around
 the leader until its neighbours on every axis are measured, then interleaved rounds of
 the leaders in a shuffled order until the ranking is decided with 95 % confidence or
 the budget ends); race/bench/tune_run.py carries it out on the race core, one configuration
@@ -77,9 +77,9 @@ from stackrace.commands.tune_space import servers_to_tune, space_of
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.race.bench.tune_result import tune_result
 from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_tune
-from stackrace.race.core.capacity_run import CapacityPlan, ResumeError
+from stackrace.race.bench.tune_search import Space, TunePlan, TuneSearch
+from stackrace.race.core.capacity_plan import CapacityPlan, ResumeError
 from stackrace.race.core.journal import Entry, JournalStart, TuneSpec, read_journal
-from stackrace.race.core.tune_search import Space, TunePlan, TuneSearch
 from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun

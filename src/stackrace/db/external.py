@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # a hint: the driver is imported where a connection is made (
     import pymysql
 
 
-class ExternalDatabase:
+class ExternalDatabase(seeding.SeededDatabase):
     kind: Literal["external"] = "external"
 
     def __init__(self, dsn: str, allow_remote: bool = False) -> None:
@@ -63,28 +63,8 @@ class ExternalDatabase:
             kind="external", state="running", settings=self.settings, facts=facts, seed=state
         )
 
-    def seed(
-        self,
-        rows: int = seeding.DEFAULT_ROWS,
-        engine: str = "myisam",
-        *,
-        force: bool = False,
-        random_seed: int = seeding.DEFAULT_SEED,
-    ) -> seeding.SeedResult:
-        with admin.closing(self.connection()) as conn:
-            return seeding.seed(
-                conn,
-                rows,
-                engine,
-                force=force,
-                random_seed=random_seed,
-                connect=self.connection,
-                free_bytes=_local_free_space(conn),
-            )
-
-    def seed_state(self) -> seeding.SeedState | None:
-        with self.connection() as conn:
-            return seeding.seed_state(conn)
+    def _free_space(self, conn: pymysql.connections.Connection) -> tuple[str, int] | None:
+        return _local_free_space(conn)
 
     def reset(self, wipe: bool = False) -> None:
         if wipe:

@@ -72,7 +72,7 @@ DEFAULT_MAX_CONNECTIONS = 4000
 _WATCHDOG_GRACE_S = 30.0
 
 
-class ManagedMariaDB:
+class ManagedMariaDB(seeding.SeededDatabase):
     """A private MariaDB under `root` (default: the user's cache dir), on its own port."""
 
     kind: Literal["managed"] = "managed"
@@ -241,34 +241,10 @@ class ManagedMariaDB:
             state="running", settings=self.settings, pid=pid, facts=facts, seed=state, **base
         )
 
-    def seed(
-        self,
-        rows: int = seeding.DEFAULT_ROWS,
-        engine: str = "myisam",
-        *,
-        force: bool = False,
-        random_seed: int = seeding.DEFAULT_SEED,
-    ) -> seeding.SeedResult:
-        """Fill table `test` (skipped when a completed seed with these parameters exists);
-        refused when its data directory lacks the space, stopped on the server on Ctrl-C."""
-        self._require_running()
+    def _free_space(self, conn: pymysql.connections.Connection) -> tuple[str, int] | None:
         datadir = self.paths.datadir
         st = os.statvfs(datadir)
-        with admin.closing(self.connection()) as conn:
-            return seeding.seed(
-                conn,
-                rows,
-                engine,
-                force=force,
-                random_seed=random_seed,
-                connect=self.connection,
-                free_bytes=(str(datadir), st.f_bavail * st.f_frsize),
-            )
-
-    def seed_state(self) -> seeding.SeedState | None:
-        self._require_running()
-        with self.connection() as conn:
-            return seeding.seed_state(conn)
+        return str(datadir), st.f_bavail * st.f_frsize
 
     def reset(self, wipe: bool = False) -> None:
         """Drop the seeded tables; with `wipe`, stop the server and delete the whole instance."""

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from stackrace.db.admin import query
+from stackrace.db.admin import closing, query
 from stackrace.db.errors import DbError, SeedInterrupted
 
 if TYPE_CHECKING:  # a hint: the driver is imported where it is used (admin.connect)
@@ -347,3 +347,47 @@ __all__ = [
     "seed",
     "seed_state",
 ]
+
+
+class SeededDatabase:
+    """What every database of ours does the same way: seed table `test` and read its
+    seed over the database's own connection. A database says where its data lies
+    (`_free_space`, so a seed too big for the disk is refused) and whether it must be
+    running first (`_require_running`); db/external.py and db/managed.py are the two."""
+
+    def connection(self) -> pymysql.connections.Connection:
+        raise NotImplementedError
+
+    def _require_running(self) -> None:
+        """Nothing to check by default: a server we did not start is up or unreachable."""
+
+    def _free_space(self, conn: pymysql.connections.Connection) -> tuple[str, int] | None:
+        """(data directory, bytes free there), or None when it is not ours to measure."""
+        return None
+
+    def seed(
+        self,
+        rows: int = DEFAULT_ROWS,
+        engine: str = "myisam",
+        *,
+        force: bool = False,
+        random_seed: int = DEFAULT_SEED,
+    ) -> SeedResult:
+        """Fill table `test` (skipped when a completed seed with these parameters exists);
+        refused when its data directory lacks the space, stopped on the server on Ctrl-C."""
+        self._require_running()
+        with closing(self.connection()) as conn:
+            return seed(
+                conn,
+                rows,
+                engine,
+                force=force,
+                random_seed=random_seed,
+                connect=self.connection,
+                free_bytes=self._free_space(conn),
+            )
+
+    def seed_state(self) -> SeedState | None:
+        self._require_running()
+        with self.connection() as conn:
+            return seed_state(conn)

@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING
 from httptools import HttpParserError, HttpResponseParser
 
 from stackrace.engine._cycle import Transport as CTransport
-from stackrace.engine.clients import ClientProfile
 from stackrace.engine.framing import close_delimited
 from stackrace.engine.model import HTTP_STATUS, INVALID_BODY, PROTOCOL, RESET
+from stackrace.engine.slow_clients import ClientProfile
 from stackrace.engine.transport import OPEN, SocketTransport
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class Connection(asyncio.Protocol):
         # target's sweep gives it up after the connect timeout
         self.pending: SocketTransport | CTransport | None = None
         self.retiring = False
-        # a slow client's slot (engine.clients): its profile, kept when it reconnects
+        # a slow client's slot (engine.slow_clients): its profile, kept when it reconnects
         self.slow: ClientProfile | None = None
         # fast: closed loop, keep-alive, no budget, not paused, not retiring: send the
         # next request at once from the response callback.

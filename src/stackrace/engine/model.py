@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import msgspec
 
-from stackrace.engine.clients import ClientProfile
+from stackrace.engine.slow_clients import ClientProfile
 
 # The most requests a second one engine process is asked to schedule in rate mode. One
 # process on one core sends at most ~60,000 keep-alive requests a second to the fastest
@@ -181,7 +181,7 @@ class TargetSpec(msgspec.Struct, forbid_unknown_fields=True):
     tls_verify: bool = True
     cacert: str | None = None
     tls_resume: bool = False
-    # slow clients (engine.clients): this share of the connections sends each request
+    # slow clients (engine.slow_clients): this share of the connections sends each request
     # in pieces over `clients.upload` and reads at `clients.read`; None: all fast
     clients: ClientProfile | None = None
     slow_share: float = 1.0

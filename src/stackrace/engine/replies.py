@@ -203,7 +203,7 @@ def by_host(procs: list[EngineProc], target_id: str) -> dict[str, HostShare]:
         c = p.counts.get(target_id)
         if c is None:
             continue
-        host = getattr(p.link, "host", "local")
+        host = p.link.host
         share = out.setdefault(host, HostShare())
         share.sent += c[0]
         share.requests += c[1]
@@ -277,7 +277,7 @@ def abandon(p: EngineProc, targets: dict[str, TargetAggregate], why: str, at: fl
         abandoned[tid] = n
         p.counts.setdefault(tid, [0, 0, 0, 0])[3] += n
     return LostEngine(
-        host=getattr(p.link, "host", "local"),
+        host=p.link.host,
         where=p.link.description,
         at=at,
         wall=time.time(),

@@ -12,7 +12,7 @@ connection cannot take it all while the others wait unseen.
 
 Rate mode's due requests are sent by a timerfd armed for the next one (timer.py), and
 how late each left is kept (`send_lateness`). Connections are the engine's own sockets
-(transport.py); a slow client's go through a SlowClient (clients.py); https ones carry
+(transport.py); a slow client's go through a SlowClient (slow_clients.py); https ones carry
 TLS (on the C transport, engine/_cycle.c, OpenSSL driven from C), with their connect and
 handshake timed apart. A handshake that stalls is `connecting` (nothing written yet) and
 `handshaking` (TCP is up: the accept queue is not where it waits), and when the connect
@@ -56,7 +56,6 @@ from stackrace.engine._cycle import TlsContext
 from stackrace.engine._cycle import Transport as CTransport
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
-from stackrace.engine.clients import ClientProfile, SlowClient, is_slow
 from stackrace.engine.connection import (
     BUSY,
     CLOSED,
@@ -85,6 +84,7 @@ from stackrace.engine.model import (
 )
 from stackrace.engine.poller import Poller
 from stackrace.engine.request import build_request, parse_url
+from stackrace.engine.slow_clients import ClientProfile, SlowClient, is_slow
 from stackrace.engine.spread import split
 from stackrace.engine.timer import DueTimer
 from stackrace.engine.tls import c_context, client_context
@@ -151,7 +151,7 @@ class Target:
         self.tls_name = u.host if u.tls else None
         self.tls_resume = spec.tls_resume
         self.tls_session: ssl.SSLSession | None = None
-        # slow clients: this share of the connection slots (engine.clients)
+        # slow clients: this share of the connection slots (engine.slow_clients)
         self.clients = spec.clients
         self.slow_share = spec.slow_share
         self._slots = 0  # connection slots made so far (which are slow: is_slow)
@@ -831,7 +831,7 @@ class Target:
 
     def _connect_slow(self, conn: Connection, profile: ClientProfile, now: int) -> None:
         """A slow client's connection: a SlowClient between the connection and its
-        transport sends the request in pieces and paces the reads (engine.clients)."""
+        transport sends the request in pieces and paces the reads (engine.slow_clients)."""
         proxy = SlowClient(conn, profile, self.loop)
         rcvbuf = profile.rcvbuf if profile.read else 0
         if self.tls is not None:

@@ -170,7 +170,7 @@ class SocketTransport:
         connect when it completes there, and the protocol is told so
         (`connected(transport, sent=True)`): the write doubles as the test of whether
         the handshake is done, where a zero-length send() would cost a system call.
-        `rcvbuf`: a receive buffer of this size (a slow reader, engine.clients), set
+        `rcvbuf`: a receive buffer of this size (a slow reader, engine.slow_clients), set
         before the connect so the window the server sees is small from the start.
         """
         self.poller = poller

@@ -24,7 +24,7 @@ protobuf format, which a text exporter without a dependency cannot write.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -238,108 +238,128 @@ class RaceFigures:
             "latency of answered requests (rate mode: from when each was due)",
             [({"target": tid}, f) for tid, f in every],
         )
-        fam.add(
-            "stackrace_requests_waiting",
-            "gauge",
-            "requests sent and not yet answered",
-            [({"target": tid}, t.interval.waiting) for tid, _, t in live],
-        )
-        fam.add(
-            "stackrace_requests_connecting",
-            "gauge",
-            "of the waiting requests: still in the connect (the server's accept queue full)",
-            [({"target": tid}, t.interval.connecting) for tid, _, t in live],
-        )
-        fam.add(
-            "stackrace_requests_unacked",
-            "gauge",
-            "of the waiting requests: over a second old and not acknowledged by the "
-            "server's kernel (a handshake its full listen backlog dropped)",
-            [({"target": tid}, t.interval.unacked) for tid, _, t in live],
-        )
-        fam.add(
-            "stackrace_requests_oldest_wait_seconds",
-            "gauge",
-            "age of the oldest waiting request",
-            [({"target": tid}, t.interval.oldest_wait_us / 1e6) for tid, _, t in live],
-            unit="seconds",
-        )
-        fam.add(
-            "stackrace_clients_starved_ratio",
-            "gauge",
-            "share of the clients' time over the last interval spent without an answer "
-            "far past the answered requests' p99 (engine/model.py starved_share): "
-            "some clients starve while others are served",
-            [({"target": tid}, t.interval.starved_share) for tid, _, t in live],
-            unit="ratio",
-        )
-        fam.add(
-            "stackrace_requests_in_flight",
-            "gauge",
-            "requests in flight, time-averaged over the last interval",
-            [({"target": tid}, t.interval.in_flight) for tid, _, t in live],
-        )
-        fam.add(
-            "stackrace_connections",
-            "gauge",
-            "connections open",
-            [({"target": tid}, t.connections) for tid, _, t in live],
-        )
-        fam.add(
-            "stackrace_connections_wanted",
-            "gauge",
-            "connections asked for",
-            [({"target": tid}, t.concurrency) for tid, _, t in live],
-        )
-        fam.add(
-            "stackrace_rate_wanted_requests_per_second",
-            "gauge",
-            "the constant rate asked for (rate mode only)",
-            [({"target": tid}, t.rate) for tid, _, t in live if t.rate is not None],
-        )
-        fam.add(
-            "stackrace_engine_cpu_ratio",
-            "gauge",
-            "CPU of the target's engine processes over the last interval, in cores",
-            [({"target": tid}, t.interval.engine_cpu / 100) for tid, _, t in live],
-            unit="ratio",
-        )
-        fam.add(
-            "stackrace_engine_saturated",
-            "gauge",
-            "1 when an engine process of the target ran near 100 % of its core",
-            [({"target": tid}, int(t.saturated)) for tid, _, t in live],
-        )
-        res = sorted(self.resources.items())
-        fam.add(
-            "stackrace_stack_resident_memory_bytes",
-            "gauge",
-            "resident memory (RSS) of the stack's process tree",
-            [({"target": k}, r.rss) for k, r in res],
-            unit="bytes",
-        )
-        fam.add(
-            "stackrace_stack_unique_memory_bytes",
-            "gauge",
-            "unique memory (USS) of the stack's process tree: pages no other process shares",
-            [({"target": k}, r.uss) for k, r in res],
-            unit="bytes",
-        )
-        fam.add(
-            "stackrace_stack_cpu_ratio",
-            "gauge",
-            "CPU of the stack's process tree at the last sample, in cores",
-            [({"target": k}, r.cpu_percent / 100) for k, r in res],
-            unit="ratio",
-        )
-        fam.add(
-            "stackrace_stack_processes",
-            "gauge",
-            "processes in the stack's tree",
-            [({"target": k}, r.processes) for k, r in res],
-        )
+        for name, help_text, value, unit in _TARGET_GAUGES:
+            fam.add(
+                name,
+                "gauge",
+                help_text,
+                [({"target": tid}, v) for tid, _, t in live if (v := value(t)) is not None],
+                unit=unit,
+            )
+        for name, help_text, of, unit in _STACK_GAUGES:
+            fam.add(
+                name,
+                "gauge",
+                help_text,
+                [({"target": k}, of(r)) for k, r in sorted(self.resources.items())],
+                unit=unit,
+            )
         out.append("# EOF\n")
         return "".join(out)
+
+
+# The gauges of each target loaded now, from its last interval (None: not given, as the
+# rate in closed loop), and of each stack's process tree, from its last sample: (name,
+# help, value, unit), written in this order.
+_TARGET_GAUGES: list[
+    tuple[str, str, Callable[[TargetSnapshot], float | int | None], str | None]
+] = [
+    (
+        "stackrace_requests_waiting",
+        "requests sent and not yet answered",
+        lambda t: t.interval.waiting,
+        None,
+    ),
+    (
+        "stackrace_requests_connecting",
+        "of the waiting requests: still in the connect (the server's accept queue full)",
+        lambda t: t.interval.connecting,
+        None,
+    ),
+    (
+        "stackrace_requests_unacked",
+        "of the waiting requests: over a second old and not acknowledged by the "
+        "server's kernel (a handshake its full listen backlog dropped)",
+        lambda t: t.interval.unacked,
+        None,
+    ),
+    (
+        "stackrace_requests_oldest_wait_seconds",
+        "age of the oldest waiting request",
+        lambda t: t.interval.oldest_wait_us / 1e6,
+        "seconds",
+    ),
+    (
+        "stackrace_clients_starved_ratio",
+        "share of the clients' time over the last interval spent without an answer "
+        "far past the answered requests' p99 (engine/model.py starved_share): "
+        "some clients starve while others are served",
+        lambda t: t.interval.starved_share,
+        "ratio",
+    ),
+    (
+        "stackrace_requests_in_flight",
+        "requests in flight, time-averaged over the last interval",
+        lambda t: t.interval.in_flight,
+        None,
+    ),
+    (
+        "stackrace_connections",
+        "connections open",
+        lambda t: t.connections,
+        None,
+    ),
+    (
+        "stackrace_connections_wanted",
+        "connections asked for",
+        lambda t: t.concurrency,
+        None,
+    ),
+    (
+        "stackrace_rate_wanted_requests_per_second",
+        "the constant rate asked for (rate mode only)",
+        lambda t: t.rate,
+        None,
+    ),
+    (
+        "stackrace_engine_cpu_ratio",
+        "CPU of the target's engine processes over the last interval, in cores",
+        lambda t: t.interval.engine_cpu / 100,
+        "ratio",
+    ),
+    (
+        "stackrace_engine_saturated",
+        "1 when an engine process of the target ran near 100 % of its core",
+        lambda t: int(t.saturated),
+        None,
+    ),
+]
+_STACK_GAUGES: list[tuple[str, str, Callable[[ResourceSample], float | int], str | None]] = [
+    (
+        "stackrace_stack_resident_memory_bytes",
+        "resident memory (RSS) of the stack's process tree",
+        lambda r: r.rss,
+        "bytes",
+    ),
+    (
+        "stackrace_stack_unique_memory_bytes",
+        "unique memory (USS) of the stack's process tree: pages no other process shares",
+        lambda r: r.uss,
+        "bytes",
+    ),
+    (
+        "stackrace_stack_cpu_ratio",
+        "CPU of the stack's process tree at the last sample, in cores",
+        lambda r: r.cpu_percent / 100,
+        "ratio",
+    ),
+    (
+        "stackrace_stack_processes",
+        "processes in the stack's tree",
+        lambda r: r.processes,
+        None,
+    ),
+]
 
 
 def _kinds(failures: Mapping[str, int]) -> list[str]:

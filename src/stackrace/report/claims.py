@@ -52,7 +52,7 @@ class _Missing(Exception):
     """A figure the claim needs is not in the run: the claim cannot be tested."""
 
 
-def judge(run: BenchRun) -> list[ClaimVerdict]:
+def claim_verdicts(run: BenchRun) -> list[ClaimVerdict]:
     """Every claim of the run's experiment, judged; [] when the run replays none."""
     if run.then is None:
         return []

@@ -138,7 +138,7 @@ def level_name(stack: str, level: Level) -> str:
     return f"{stack} @ c={level.concurrency}"
 
 
-def judge(run: BenchRun, baseline: BenchRun | None, rules: list[Rule]) -> GateVerdict:
+def gate_verdict(run: BenchRun, baseline: BenchRun | None, rules: list[Rule]) -> GateVerdict:
     """The run against the rules: relative rules against the baseline's level with the
     same stack and level, absolute ones against each level's own figures. Without a
     baseline only absolute rules are given (check_rules) and every level is held to them."""

@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from stackrace.report import gate, tables, why
+from stackrace.report import capacity, gate, tables, why
 from stackrace.report.html_chart import Band, Chart, Line, esc, share_axes, svg
 from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import BenchRun, StackResult
@@ -352,7 +352,6 @@ def _summary(run: BenchRun) -> str:
 def _capacity(run: BenchRun) -> str:
     """`bench --capacity`, `tune`, `k` in the app: each stack's capacity under the SLO,
     best first, as report/capacity.py ranks and words it (the terminal's table)."""
-    from stackrace.report import capacity
 
     best = capacity.ranked(run.stacks)
     if not best:
@@ -426,7 +425,7 @@ def _noise(run: BenchRun, otherwise: str) -> str:
 def _compare(run: BenchRun, baseline: BenchRun) -> str:
     """The gate's verdict of the run against the baseline, in its own words: beyond the
     rules (a regression), within the measured spread (noise), within the rules."""
-    v = gate.judge(run, baseline, gate.parse_rules(gate.DEFAULT_RULES))
+    v = gate.gate_verdict(run, baseline, gate.parse_rules(gate.DEFAULT_RULES))
     items = [f'<li class="beyond">{esc(x)}</li>' for x in v.problems + v.failed]
     spread = "within the measured spread"
     items += [f'<li class="noise">noise: {esc(x)}</li>' for x in v.passed if spread in x]

@@ -3,11 +3,19 @@
     doc = load_result(LoadFacts(...), run, hist)   # a LoadResult
     msgspec.json.encode(doc)                        # --json, as load.schema.json says
     summary_lines(doc)                              # the text (report/load_text.py)
-    hdr_log(doc, hist, start)                       # --hdr-out (report/load_histogram.py)
+    hdr_log(doc, hist, start)                       # --hdr-out (report/load_text.py)
 
 Every figure of the summary is a field here, so the text and the JSON never disagree,
 and both come from the one count of the race core (race/load/driver.py) and the one
 judgment of a level (rules/level.py, rules/engine.py), as bench's and the app's do.
+
+**What was asked is declared once**: `LoadAsked` holds the figures of the command line
+that the document repeats (connections, rate, duration, …); `LoadFacts`, what the
+command hands down, is a `LoadAsked` with what only the building needs (the base URL,
+the requests, the SLO's text), and `LoadResult` is a `LoadAsked` with what came back,
+so its JSON keeps its flat fields and no field is copied by hand. The driver's run is
+read through `MeasuredLoad`, a Protocol declared here: the report sits below the race
+and names no type of it (race/load/driver.py `LoadRun` is the one that fits).
 
 **The JSON is a contract.** Its fields are these structs' (`LoadResult` and what it
 holds); `load.schema.json`, shipped beside this module, is the JSON Schema generated
@@ -20,14 +28,20 @@ object keys, so strings ("404").
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
 from stackrace.engine.histogram import LatencyHistogram
-from stackrace.engine.model import ABANDONED, HTTP_STATUS, LostEngine, WindowStats
+from stackrace.engine.model import (
+    ABANDONED,
+    HTTP_STATUS,
+    EngineSnapshot,
+    LostEngine,
+    TargetSnapshot,
+    WindowStats,
+)
 from stackrace.report.failures import path_results, requests_failed
 from stackrace.report.load_histogram import LatencyBucket, buckets
 from stackrace.report.schema import LittleLaw, PathResult
@@ -40,7 +54,6 @@ from stackrace.rules.starving import starved_sentence
 from stackrace.settings.units import fmt_us
 
 if TYPE_CHECKING:
-    from stackrace.race.load.driver import LoadRun
     from stackrace.settings.scenario import RequestKind
 
 SCHEMA_FILE = Path(__file__).with_name("load.schema.json")
@@ -120,18 +133,38 @@ class LoadVerdict(msgspec.Struct):
     why: str
 
 
-class LoadResult(msgspec.Struct):
-    """One `stackrace load`: what was loaded, how, and what came back."""
+class LoadAsked(msgspec.Struct, frozen=True, kw_only=True):
+    """What was asked of the load (the command line's, checked), as the document says
+    it: declared once, for the command's facts and the result alike."""
 
-    url: str
     loaded: str  # what was loaded, one line: `GET http://…/x` or `http://… /a ×3, /b ×1`
-    method: str
     concurrency: int  # connections
     rate: float | None  # req/s asked (open loop), or None: closed loop
     keepalive: bool
     duration: float | None  # seconds asked; None: until `requests_asked` ended
     warmup: float
     procs: int  # engine processes
+    requests_asked: int | None = None  # -n N: the requests to send, then stop
+    clients: str | None = None  # slow clients' profile (engine/slow_clients.py)
+    slow_share: float = 1.0  # of the connections, with `clients`
+    streams: int = 1  # HTTP/2: streams per connection (`concurrency` stays the connections)
+
+
+class LoadFacts(LoadAsked, frozen=True, kw_only=True):
+    """What the command hands down: what was asked, the base URL and the requests, and
+    the SLO's text (the document holds its judgment instead)."""
+
+    url: str
+    kinds: list[RequestKind]
+    slo: str | None = None
+    http2: bool = False
+
+
+class LoadResult(LoadAsked, frozen=True, kw_only=True):
+    """One `stackrace load`: what was loaded, how, and what came back."""
+
+    url: str
+    method: str
     # the measured window (engine/model.py WindowStats): sent == requests + lost + waiting
     total: WindowStats
     # answers that count, a second (2xx/3xx, or the statuses expected): the figure of
@@ -153,7 +186,6 @@ class LoadResult(msgspec.Struct):
     hdr: str  # the latency histogram, HdrHistogram V2, base64
     # since version 1 of the schema
     version: int = VERSION
-    requests_asked: int | None = None  # -n N: the requests to send, then stop
     # failures the server answers for (abandoned ones left out) over the requests that
     # ended (answered or failed), as the judgment counts them
     failed: int = 0
@@ -164,8 +196,6 @@ class LoadResult(msgspec.Struct):
     interrupted: bool = False  # ended early (Ctrl-C, SIGTERM, SIGHUP): the figures so far
     # -n: nothing ended for longer than the request timeout, the rest still waiting
     stalled: bool = False
-    clients: str | None = None  # slow clients' profile (engine/clients.py)
-    slow_share: float = 1.0  # of the connections, with `clients`
     engine_advice: str = ""  # what to change when the engine was the limit
     # requests that ended (answered, or failed without an answer, or waited the whole
     # window): what `failed_share` is a share of
@@ -176,31 +206,45 @@ class LoadResult(msgspec.Struct):
     # what makes the figures doubtful, one sentence each (the summary's "!" lines):
     # clients starved or left waiting, Little's law not adding up, a budget cut short
     doubts: list[str] = []
-    # the protocol spoken: "1.1", "h2" (TLS, ALPN) or "h2c" (prior knowledge), and HTTP/2's
-    # streams per connection (`concurrency` stays the connections)
+    # the protocol spoken: "1.1", "h2" (TLS, ALPN) or "h2c" (prior knowledge); HTTP/2's
+    # streams per connection are LoadAsked's `streams`
     http: str = "1.1"
-    streams: int = 1
 
 
-@dataclass(frozen=True)
-class LoadFacts:
-    """What was asked of the load (the command line's, checked)."""
+class WarmupFigures(Protocol):
+    """What a warm-up sent, got back and lost (race/load/driver.py `WarmupCount`, frozen:
+    read-only here)."""
 
-    url: str
-    loaded: str
-    kinds: list[RequestKind]
-    concurrency: int
-    rate: float | None
-    keepalive: bool
-    duration: float | None
-    warmup: float
-    requests_asked: int | None
-    procs: int
-    slo: str | None = None
-    clients: str | None = None
-    slow_share: float = 1.0
-    http2: bool = False
-    streams: int = 1  # HTTP/2: streams per connection
+    @property
+    def sent(self) -> int: ...
+    @property
+    def answered(self) -> int: ...
+    @property
+    def lost(self) -> int: ...
+
+
+class MeasuredLoad(Protocol):
+    """What a driver measured of one load, as the document reads it (race/load/driver.py
+    `LoadRun`): declared here, so the report, below the race, names no type of it."""
+
+    target: TargetSnapshot | None
+    snapshot: EngineSnapshot | None
+    stopped: bool
+    stalled: bool
+    engine_cpu: list[float]
+    saturated: int
+    fastest_us: int | None
+    errors: list[str]
+
+    @property
+    def warmup(self) -> WarmupFigures | None: ...
+    @property
+    def mostly_saturated(self) -> bool: ...
+
+
+def _asked(facts: LoadFacts) -> dict[str, object]:
+    """The fields of `facts` that the document repeats, by name (LoadAsked's)."""
+    return {name: getattr(facts, name) for name in LoadAsked.__struct_fields__}
 
 
 def schema() -> dict[str, object]:
@@ -221,7 +265,7 @@ def schema_text() -> str:
 
 def load_result(
     facts: LoadFacts,
-    run: LoadRun,
+    run: MeasuredLoad,
     hist: LatencyHistogram,
     hosts: dict[str, HostCount] | None = None,
 ) -> LoadResult:
@@ -241,17 +285,10 @@ def load_result(
     timed = w.span_seconds or w.seconds
     warm = run.warmup
     return LoadResult(
+        **_asked(facts),  # type: ignore[arg-type]  # LoadAsked's fields, typed there
         url=_first_url(facts),
-        loaded=facts.loaded,
         method=facts.kinds[0].method,
-        concurrency=facts.concurrency,
         http=("h2" if facts.url.startswith("https") else "h2c") if facts.http2 else "1.1",
-        streams=facts.streams if facts.http2 else 1,
-        rate=facts.rate,
-        keepalive=facts.keepalive,
-        duration=facts.duration,
-        warmup=facts.warmup,
-        procs=facts.procs,
         total=w,
         goodput=w.goodput,
         accounting=LoadAccounting(
@@ -301,7 +338,6 @@ def load_result(
         hosts=hosts or {},
         slo=_slo(facts.slo, w, hist),
         hdr=hist.encode_base64(),
-        requests_asked=facts.requests_asked,
         failed=judged.failed,
         failed_share=judged.failed_share,
         transfer_per_sec=w.bytes / timed if timed > 0 else 0.0,
@@ -309,8 +345,6 @@ def load_result(
         histogram=buckets(hist),
         interrupted=run.stopped,
         stalled=run.stalled,
-        clients=facts.clients,
-        slow_share=facts.slow_share,
         engine_advice=engine_advice(w, limit, saturated),
         ended=step.attempts,
         status_codes=status_codes(w),
@@ -326,7 +360,7 @@ def status_codes(w: WindowStats) -> dict[str, int]:
     return out | {str(c): n for c, n in sorted(w.status.items())}
 
 
-def doubts(facts: LoadFacts, run: LoadRun, little: accounting.LittleCheck | None) -> list[str]:
+def doubts(facts: LoadFacts, run: MeasuredLoad, little: accounting.LittleCheck | None) -> list[str]:
     """What makes the figures doubtful, one sentence each (empty: nothing)."""
     assert run.target is not None
     t = run.target

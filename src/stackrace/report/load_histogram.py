@@ -1,26 +1,21 @@
 """`stackrace load`'s latency histogram, as a person reads it and as HdrHistogram does.
 
     buckets(hist)                  # a few round bounds, 1-2-5 per decade, and their counts
-    hdr_log(doc, hist, start)      # the .hlog interval log that --hdr-out writes
 
 A summary's histogram has round bounds from the fastest answer to the slowest, so a
 wide tail shows as rows of its own rather than as one long last bar (oha's linear
 buckets put a 2 s tail and a 200 µs body in eleven equal slices, ten of them empty).
-The log is HdrHistogram's own interval format, so its readers and plotters take it.
+(The whole histogram, as HdrHistogram's interval log, is report/load_text.py's `hdr_log`:
+a text made of the document, beside the summary.)
 """
 
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from stackrace.engine.histogram import LatencyHistogram, median_equivalent
-
-if TYPE_CHECKING:
-    from stackrace.report.load import LoadResult
 
 
 class LatencyBucket(msgspec.Struct):
@@ -68,23 +63,3 @@ def _bounds(lo: int, hi: int, steps: tuple[int, ...]) -> list[int]:
                 break
         decade *= 10
     return out
-
-
-def hdr_log(doc: LoadResult, hist: LatencyHistogram, start: float) -> str:
-    """The latency histogram as an HdrHistogram interval log (the `.hlog` format that
-    HdrHistogram's own log readers and plotters take): comment lines say what was
-    loaded, then one interval, the measured window. Latencies are in microseconds; the
-    interval's max column is in milliseconds."""
-    w = doc.total
-    mode = f"{doc.rate:g} req/s" if doc.rate else "closed loop"
-    when = datetime.fromtimestamp(start, UTC).isoformat(timespec="seconds")
-    lines = [
-        f"#stackrace load {doc.loaded}",
-        f"#{doc.concurrency} connections, {mode}, {w.seconds:.3f}s measured, "
-        f"{w.requests} answers; latency in microseconds",
-        f"#[StartTime: {start:.3f} (seconds since epoch), {when}]",
-        f"#[BaseTime: {start:.3f} (seconds since epoch)]",
-        '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"',
-        f"0.000,{w.seconds:.3f},{w.latency.max / 1000:.3f},{hist.encode_base64()}",
-    ]
-    return "\n".join(lines) + "\n"

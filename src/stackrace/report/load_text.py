@@ -1,6 +1,8 @@
-"""`stackrace load`'s summary, as a person reads it: success first, then latency.
+"""`stackrace load`'s texts: the summary, as a person reads it (success first, then
+latency), and the latency histogram as HdrHistogram's interval log (--hdr-out).
 
     for line in summary_lines(doc): print(line)      # doc: report/load.py LoadResult
+    hdr_log(doc, hist, start)                         # the .hlog that --hdr-out writes
 
 The order is what a reader asks first: did it work, and how much of it (answers that
 counted a second, the share that failed, the verdict on the load), then how fast
@@ -9,11 +11,15 @@ counted a second, the share that failed, the verdict on the load), then how fast
 starving client, Little's law, the engine's own limit, said once from rules/engine.py).
 The wrk lines stay where a wrk reader looks for them ("Requests/sec:", "Transfer/sec:",
 "N requests in Xs, Y read"), with wrk's number format, so a script that reads wrk's
-output reads these too. Nothing is computed here that the JSON lacks.
+output reads these too. Nothing is computed here that the JSON lacks. The log is
+HdrHistogram's own interval format, so its readers and plotters take it.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import HTTP_STATUS, LatencySummary, WindowStats
 from stackrace.report.load import LoadResult, abandoned
 from stackrace.rules.level import ENGINE_LIMITED, MEASURING
@@ -272,3 +278,23 @@ def _per_request(doc: LoadResult) -> list[str]:
             f"    {doc.unassigned} more never had a connection to be sent on (failed connects)"
         )
     return out
+
+
+def hdr_log(doc: LoadResult, hist: LatencyHistogram, start: float) -> str:
+    """The latency histogram as an HdrHistogram interval log (the `.hlog` format that
+    HdrHistogram's own log readers and plotters take): comment lines say what was
+    loaded, then one interval, the measured window. Latencies are in microseconds; the
+    interval's max column is in milliseconds."""
+    w = doc.total
+    mode = f"{doc.rate:g} req/s" if doc.rate else "closed loop"
+    when = datetime.fromtimestamp(start, UTC).isoformat(timespec="seconds")
+    lines = [
+        f"#stackrace load {doc.loaded}",
+        f"#{doc.concurrency} connections, {mode}, {w.seconds:.3f}s measured, "
+        f"{w.requests} answers; latency in microseconds",
+        f"#[StartTime: {start:.3f} (seconds since epoch), {when}]",
+        f"#[BaseTime: {start:.3f} (seconds since epoch)]",
+        '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"',
+        f"0.000,{w.seconds:.3f},{w.latency.max / 1000:.3f},{hist.encode_base64()}",
+    ]
+    return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ from stackrace.base.inputfile import bad_figure
 from stackrace.engine.model import LatencySummary, WindowStats
 from stackrace.evidence.model import Cause, EvidenceWindow, KneePrediction
 from stackrace.report.series import StackSeries, check, one_line_columns
+from stackrace.rules.breaking import attempts, step_result
 from stackrace.settings.race_settings import RaceSettings, check_values
 from stackrace.stacks.definition import StackDef
 from stackrace.stacks.validate import name_in_file_problem
@@ -232,7 +233,6 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     @property
     def failure_rate(self) -> float:
         """Failed (or stale: waiting longer than the level) among attempts (rules/breaking.py)."""
-        from stackrace.rules.breaking import step_result
 
         return step_result(self.level, self.window).failure_ratio
 
@@ -240,7 +240,6 @@ class Level(msgspec.Struct, forbid_unknown_fields=True):
     def error_rate(self) -> float:
         """Failed among the requests that ended (answered or failed): the share that
         matches the failure count; stale waiting clients are reported apart."""
-        from stackrace.rules.breaking import attempts, step_result
 
         ended = attempts(self.window)
         return step_result(self.level, self.window).errors / ended if ended else 0.0
@@ -455,7 +454,7 @@ class TunePoint(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class TuneResult(msgspec.Struct, forbid_unknown_fields=True):
-    """A tune's answer (race/core/tune_search.py): the winner with its confidence, or the
+    """A tune's answer (race/bench/tune_search.py): the winner with its confidence, or the
     leaders tied within noise; the deploy line; every point tried and the points of the
     space not measured; the leader's place on the edges of the range; the placement it
     was measured with and what that means for a deploy."""

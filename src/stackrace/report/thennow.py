@@ -67,7 +67,7 @@ def markdown(run: BenchRun) -> str:
     """The then/now section for a Markdown report; "" when the run replays nothing."""
     if run.then is None:
         return ""
-    verdicts = claims.judge(run)
+    verdicts = claims.claim_verdicts(run)
     lines = [f"### {printable.markdown(_title(run))}", ""]
     figures = figure_cells(run)
     if figures:
@@ -104,7 +104,7 @@ def print_then_now(run: BenchRun, console: Console) -> None:
         for r in figures:
             table.add_row(*(printable.markup(c) for c in r))
         console.print(table)
-    verdicts = claims.judge(run)
+    verdicts = claims.claim_verdicts(run)
     if not verdicts:
         return
     table = Table(

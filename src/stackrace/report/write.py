@@ -106,12 +106,10 @@ def series_of(run: BenchRun) -> list[tuple[str, StackSeries]]:
 def _markdown(run: BenchRun) -> str:
     """A run's Markdown: its levels, or (`bench --capacity`) its capacities, each
     sentence, and the machine's noise."""
-    from stackrace.report import tables  # see print_run
+    from stackrace.report import capacity, tables  # see print_run
 
     if not any(st.capacity is not None for st in run.stacks):
         return tables.markdown(run)
-    from stackrace.report import capacity
-
     lines = [capacity.markdown(run.stacks, run.settings.slo or "")]
     lines += [f"- {st.name}: {st.capacity.sentence}" for st in run.stacks if st.capacity]
     if run.noise is not None and run.noise.sentence:

@@ -15,7 +15,7 @@ pane, its table row and a bench summary cannot tell two stories of one level.
 - `rules.confidence`: intervals from independent rounds, and the ranking they allow;
 - `rules.summaries`: what a summary says of a stack (its break and its tail, or how far
   it kept up);
-- the evidence they read: `rules.breaking` (one level's figures), `rules.levels` (the
+- the evidence they read: `rules.breaking` (one level's figures), `rules.level_log` (the
   level log and the ramp), `rules.accounting` (Little's law), `rules.warmup` (a JIT
   still climbing), `rules.wedge` (a stall and what the kernel saw).
 """

@@ -14,17 +14,28 @@ stackrace.settings.options'.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from stackrace.engine.clients import ProfileError, parse_profile, parse_share
 from stackrace.engine.model import rate_problem
 from stackrace.engine.request import RequestError, check_method
+from stackrace.engine.slow_clients import ProfileError, parse_profile, parse_share
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.settings import scenario, statuses, terms
 from stackrace.settings.options import OptionValueError, positive_rate
 from stackrace.settings.workloads import WORKLOADS
 
 ISOLATIONS = ("auto", "rotate", "parallel")
+
+
+@contextmanager
+def _reason(error: type[Exception]) -> Iterator[None]:
+    """The owning module's `error` becomes the option's: its reason, said once."""
+    try:
+        yield
+    except error as exc:
+        raise OptionValueError(str(exc)) from None
 
 
 def memory_size(text: str) -> str:
@@ -57,54 +68,46 @@ def cacert_file(text: str) -> str:
 
 
 def client_profile(text: str) -> str:
-    """A slow-client profile (engine.clients), kept as its canonical text."""
-    try:
+    """A slow-client profile (engine.slow_clients), kept as its canonical text."""
+    with _reason(ProfileError):
         return parse_profile(text).describe()
-    except ProfileError as exc:
-        raise OptionValueError(str(exc)) from None
 
 
 def slow_share(text: str) -> float:
-    try:
+    with _reason(ProfileError):
         return parse_share(text)
-    except ProfileError as exc:
-        raise OptionValueError(str(exc)) from None
 
 
-def workload_name(text: str) -> str:
-    if text not in WORKLOADS:
-        raise OptionValueError(f"must be one of {', '.join(sorted(WORKLOADS))}, got {text!r}")
+def _one_of(text: str, choices: list[str] | tuple[str, ...]) -> str:
+    if text not in choices:
+        raise OptionValueError(f"must be one of {', '.join(choices)}, got {text!r}")
     return text
 
 
+def workload_name(text: str) -> str:
+    return _one_of(text, sorted(WORKLOADS))
+
+
 def path_item(text: str) -> str:
-    try:
+    with _reason(scenario.ScenarioError):
         scenario.parse_path_item(text)
-    except scenario.ScenarioError as exc:
-        raise OptionValueError(str(exc)) from None
     return text
 
 
 def http_method(text: str) -> str:
-    try:
+    with _reason(RequestError):
         return check_method(text)
-    except RequestError as exc:
-        raise OptionValueError(str(exc)) from None
 
 
 def header_line(text: str) -> str:
-    try:
+    with _reason(scenario.ScenarioError):
         scenario.parse_header(text)
-    except scenario.ScenarioError as exc:
-        raise OptionValueError(str(exc)) from None
     return text
 
 
 def status_codes(text: str) -> str:
-    try:
+    with _reason(statuses.StatusError):
         return statuses.check(text)
-    except statuses.StatusError as exc:
-        raise OptionValueError(str(exc)) from None
 
 
 def file_name(text: str) -> str:
@@ -114,17 +117,13 @@ def file_name(text: str) -> str:
 
 
 def slo_terms(text: str) -> str:
-    try:
+    with _reason(terms.TermError):
         terms.check_objective(text)
-    except terms.TermError as exc:
-        raise OptionValueError(str(exc)) from None
     return text.strip()
 
 
 def isolation(text: str) -> str:
-    if text not in ISOLATIONS:
-        raise OptionValueError(f"must be one of {', '.join(ISOLATIONS)}, got {text!r}")
-    return text
+    return _one_of(text, ISOLATIONS)
 
 
 def split_stacks(ref: str) -> list[str]:

@@ -35,11 +35,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
-from stackrace.engine.clients import ClientProfile, parse_profile
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
+from stackrace.engine.slow_clients import ClientProfile, parse_profile
 from stackrace.settings import race_parsers as parse
 from stackrace.settings import scenario
 from stackrace.settings.options import (
+    COMMAND_LINE,
     non_negative_duration,
     non_negative_int,
     positive_duration,
@@ -501,7 +502,6 @@ def stacks_named_in(stacks_given: bool, preset_file: Path | None, run_file: str 
     """Where the race's stacks were written, for stacks.variants.resolve: the command
     line when --stacks was given there, else the preset's file or the run file they came
     from (a file may not name an executable)."""
-    from stackrace.settings.options import COMMAND_LINE
 
     if stacks_given:
         return COMMAND_LINE

@@ -111,25 +111,31 @@ def _dump(family: int) -> list[tuple[int, int, int, int, int]]:
     ]
 
 
-def _from_proc() -> list[tuple[int, int, int, int, int]]:
-    """The same from /proc/net/tcp{,6}: a LISTEN socket's rx_queue is its accept
-    queue; its limit is not there (tx_queue is 0 for a listener)."""
-    out = []
-    for name in ("tcp", "tcp6"):
+def _proc_tcp(min_fields: int) -> Iterator[tuple[int, list[str]]]:
+    """(family, fields) of each socket line of /proc/net/tcp{,6} that has at least
+    `min_fields` fields: the kernel's text, where the netlink dump is refused."""
+    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
         try:
             lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
         except OSError:
             continue
         for line in lines:
             f = line.split()
-            if len(f) < 5:
-                continue
-            sport = int(f[1].rsplit(":", 1)[1], 16)
-            dport = int(f[2].rsplit(":", 1)[1], 16)
-            rx = int(f[4].split(":")[1], 16)
-            state = int(f[3], 16)
-            if (1 << state) & _STATES:
-                out.append((state, sport, dport, rx, -1))
+            if len(f) >= min_fields:
+                yield family, f
+
+
+def _from_proc() -> list[tuple[int, int, int, int, int]]:
+    """The same from /proc/net/tcp{,6}: a LISTEN socket's rx_queue is its accept
+    queue; its limit is not there (tx_queue is 0 for a listener)."""
+    out = []
+    for _family, f in _proc_tcp(5):
+        sport = int(f[1].rsplit(":", 1)[1], 16)
+        dport = int(f[2].rsplit(":", 1)[1], 16)
+        rx = int(f[4].split(":")[1], 16)
+        state = int(f[3], 16)
+        if (1 << state) & _STATES:
+            out.append((state, sport, dport, rx, -1))
     return out
 
 
@@ -187,15 +193,8 @@ def _listeners(family: int) -> list[tuple[str, int, int]]:
 def _listeners_from_proc() -> list[tuple[str, int, int]]:
     """The same from /proc/net/tcp{,6}."""
     out = []
-    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
-        try:
-            lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            f = line.split()
-            if len(f) < 10 or int(f[3], 16) != LISTEN:
-                continue
+    for family, f in _proc_tcp(10):
+        if int(f[3], 16) == LISTEN:
             hex_addr, hex_port = f[1].rsplit(":", 1)
             raw = bytes.fromhex(hex_addr)
             # the kernel prints each 32-bit word in host order

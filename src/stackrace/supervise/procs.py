@@ -113,18 +113,25 @@ def keep_off(cpus: Iterable[int]) -> None:
             os.sched_setaffinity(0, rest)
 
 
-def _stat_fields() -> Iterator[tuple[int, list[bytes]]]:
-    """(pid, fields after the command name) of every process, from /proc/PID/stat."""
+def proc_files(name: str) -> Iterator[tuple[int, bytes]]:
+    """(pid, the bytes of /proc/PID/`name`) of every live process this user may read
+    (a process gone meanwhile, or not ours to read, is passed over)."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read()
+            with open(f"/proc/{entry.name}/{name}", "rb") as f:
+                data = f.read()
         except OSError:
             continue
+        yield int(entry.name), data
+
+
+def _stat_fields() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, fields after the command name) of every process, from /proc/PID/stat."""
+    for pid, stat in proc_files("stat"):
         # the command name may hold spaces and parentheses: fields start after the last ')'
-        yield int(entry.name), stat[stat.rfind(b")") + 2 :].split()
+        yield pid, stat[stat.rfind(b")") + 2 :].split()
 
 
 def parent_map() -> dict[int, int]:

@@ -34,7 +34,7 @@ import signal
 from collections.abc import Iterable
 from pathlib import Path
 
-from stackrace.supervise.procs import parent_map, pids_in_sessions
+from stackrace.supervise.procs import parent_map, pids_in_sessions, proc_files
 
 TOKEN_VAR = "STACKRACE_STACK"
 _PR_SET_CHILD_SUBREAPER = 36
@@ -55,18 +55,11 @@ def pids_with_token(tokens: Iterable[str]) -> list[int]:
     if not wanted:
         return []
     me = os.getpid()
-    out = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                env = f.read()
-        except OSError:
-            continue
-        if any(var in env.split(b"\0") for var in wanted):
-            out.append(int(entry.name))
-    return out
+    return [
+        pid
+        for pid, env in proc_files("environ")
+        if pid != me and any(var in env.split(b"\0") for var in wanted)
+    ]
 
 
 # --- descendants and the subreaper ----------------------------------------------------

@@ -14,18 +14,21 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, Log, Static
 
+from stackrace.base.atomicfile import write_atomic
 from stackrace.base.printable import textual_markup as escape
 from stackrace.race.live.summary import (
     SummaryContext,
     at_breaking,
+    export,
     kept_up,
     levels_text,
     peak_text,
     unbroken_text,
 )
 from stackrace.race.live.view import SummaryRow
+from stackrace.report import capacity as capacity_table
 from stackrace.report.schema import CapacityResult
-from stackrace.tui.format import fmt_level, fmt_mb
+from stackrace.tui.format import PALETTE, fmt_level, fmt_mb
 from stackrace.tui.levelchart import LevelChart, LevelSeries
 
 # A modal screen cuts the app's bindings off (Textual's modal binding chain), so each
@@ -33,11 +36,18 @@ from stackrace.tui.levelchart import LevelChart, LevelSeries
 SCREENSHOT = Binding("s", "app.screenshot", "screenshot")
 
 
+def dialog_keys(key: str, export: str = "") -> list[BindingType]:
+    """A dialog's keys, the same on each: escape, the key that opened it and `q` close
+    it; `e` exports (where it has something to export: `export` says what); `s` takes
+    a screenshot."""
+    keys: list[BindingType] = [Binding(f"escape,{key},q", "dismiss", "close")]
+    if export:
+        keys.append(Binding("e", "export", export))
+    return [*keys, SCREENSHOT]
+
+
 class LogScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,l,q", "dismiss", "close"),
-        SCREENSHOT,
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = dialog_keys("l")
 
     def __init__(self, title: str, text: str) -> None:
         super().__init__(classes="dialog")
@@ -132,11 +142,7 @@ class SummaryScreen(ModalScreen[None]):
     """Side by side: peak req/s and where, the breaking point, its proof, memory; the
     levels of every stack on one chart; `e` exports Markdown and JSON."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,t,q", "dismiss", "close"),
-        Binding("e", "export", "export .md .json .html"),
-        SCREENSHOT,
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = dialog_keys("t", "export .md .json .html")
 
     def __init__(
         self,
@@ -170,8 +176,6 @@ class SummaryScreen(ModalScreen[None]):
         yield Footer()
 
     def _series(self) -> list[LevelSeries]:
-        from stackrace.tui.format import PALETTE
-
         out = []
         for i, row in enumerate(self.rows):
             if not row.steps:
@@ -229,8 +233,6 @@ class SummaryScreen(ModalScreen[None]):
     def action_export(self) -> None:
         from pathlib import Path
 
-        from stackrace.race.live.summary import export
-
         directory = Path(getattr(self.app, "screenshot_dir", "."))
         try:
             md, js = export(
@@ -254,11 +256,7 @@ class CapacityScreen(ModalScreen[None]):
     held, where it broke and why, its memory and its CPU per request there (the rows
     and their order are report/capacity.py's, the same as bench's and tune's)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,k,q", "dismiss", "close"),
-        Binding("e", "export", "export .html"),
-        SCREENSHOT,
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = dialog_keys("k", "export .html")
 
     def __init__(
         self,
@@ -291,8 +289,6 @@ class CapacityScreen(ModalScreen[None]):
         import time
         from pathlib import Path
 
-        from stackrace.base.atomicfile import write_atomic
-
         if self.page is None:
             return
         directory = Path(getattr(self.app, "screenshot_dir", "."))
@@ -317,13 +313,11 @@ class CapacityScreen(ModalScreen[None]):
         return out
 
     def on_mount(self) -> None:
-        from stackrace.report.capacity import HEADER, row
-
         table = self.query_one(DataTable)
-        for name in HEADER:
+        for name in capacity_table.HEADER:
             table.add_column(name, key=name)
         for n, (name, c) in enumerate(self.ranked, 1):
-            cells = row(c)
+            cells = capacity_table.row(c)
             style = "bold green" if n == 1 and c.load is not None else ""
             table.add_row(str(n), Text(name, style="bold"), Text(cells[0], style=style), *cells[1:])
 

@@ -18,23 +18,19 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, Static
 
 from stackrace.base.atomicfile import write_atomic
-from stackrace.tui.dialogs import SCREENSHOT
+from stackrace.tui.dialogs import dialog_keys
 
 REFRESH_S = 1.0
 
 
 class EvidenceScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,w,q", "dismiss", "close"),
-        Binding("e", "export", "export flame graph (.svg)"),
-        SCREENSHOT,
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = dialog_keys("w", "export flame graph (.svg)")
 
     def __init__(
         self,

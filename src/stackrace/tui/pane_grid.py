@@ -21,6 +21,7 @@ from textual.containers import Grid
 from stackrace.race.live.view import SessionView
 from stackrace.tui.format import PALETTE
 from stackrace.tui.ghost import GhostPane
+from stackrace.tui.names import short_labels
 from stackrace.tui.pane import StackPane
 from stackrace.tui.pane_text import shown_window
 from stackrace.tui.spark import nice_top
@@ -131,7 +132,6 @@ class PaneGrid(Grid):
 
     def _label_panes(self) -> None:
         """Short, distinct names for large type (tui/names.py)."""
-        from stackrace.tui.names import short_labels
 
         ids = [pid for pid, p in self.panes.items() if not p.external]
         labels = short_labels(ids)

@@ -30,6 +30,7 @@ from stackrace.race.core.members import StackChoice
 from stackrace.race.core.plan import RacePlan
 from stackrace.race.core.urls import target_url
 from stackrace.settings.race_settings import RaceSettings
+from stackrace.settings.scenario import ScenarioError, describe
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.tui.slider import ConcurrencySlider
 from stackrace.tui.stack_list import StackList, build_rows
@@ -47,7 +48,6 @@ _WORKLOAD_HELP = {
 
 def _own_requests(settings: RaceSettings) -> str:
     """`GET / ×3, /slow ×1`: what --path / --scenario load, in one line."""
-    from stackrace.settings.scenario import ScenarioError, describe
 
     try:
         kinds = settings.request_kinds() or []

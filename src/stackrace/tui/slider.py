@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from stackrace.rules.levels import LEVELS
+from stackrace.rules.level_log import LEVELS
 
 _HANDLE = "◆"
 _TRACK = "━"

@@ -49,7 +49,7 @@ from stackrace.engine.histogram import LatencyHistogram
 from stackrace.engine.model import WindowStats
 from stackrace.engine.window_sum import WindowSum
 from stackrace.race.core import budget
-from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.core.capacity_plan import CapacityPlan
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.journal import Journal, Resumed
 from stackrace.race.core.noise import NoiseMeter
@@ -91,7 +91,7 @@ class BenchPlan:
     urls: list[UrlTarget] = field(default_factory=list)
     allow_remote: bool = False  # --url off loopback (checked again by the engine)
     # `bench --capacity`: instead of the levels, search each stack's capacity under the
-    # SLO (race/core/capacity_run.py); the result goes to StackResult.capacity
+    # SLO (race/bench/capacity_driver.py); the result goes to StackResult.capacity
     capacity: CapacityPlan | None = None
     # every finished level and probe is appended here as it ends (race/core/journal.py)
     journal: Journal | None = None
@@ -381,7 +381,7 @@ class LevelRunner:
         longest_s: float | None = None,
         undecided: Callable[[str], bool] | None = None,
     ) -> dict[str, Level]:
-        """One probe of a capacity search (race/core/capacity_run.py) for each member at its
+        """One probe of a capacity search (race/bench/capacity_driver.py) for each member at its
         own load, all at once: set each load, warm up, then measure until every member
         has `needed` answers (and at least `min_s`), or `max_s` has passed. A member
         that is then still `undecided` (too few answers for its percentile, and nothing

@@ -2,7 +2,7 @@
 
 - `BenchRecorder`: the `BenchRun` (report/schema.py) with the machine's facts, the
   settings and each stack's result, filled level by level (an interrupted run keeps
-  every finished level) and judged at the end by the rules (`judge`: report/judged.py,
+  every finished level) and judged at the end by the rules (`with_breaking_point`: report/judged.py,
   stackrace.rules.level, the app's judgment too);
 - `describe`: a level's progress line, its accounting in full;
 - `record_paths`: your requests' figures per stack over the whole run.
@@ -126,14 +126,14 @@ class BenchRecorder:
 
     def finish(self, interrupted: str | None = None) -> BenchRun:
         self.run.stacks = [
-            with_knee(judge(st, self.run), self.run, self.pools.get(st.name))
+            with_knee(with_breaking_point(st, self.run), self.run, self.pools.get(st.name))
             for st in self.run.stacks
         ]
         self.run.interrupted = interrupted
         return self.run
 
 
-def judge(result: StackResult, run: BenchRun) -> StackResult:
+def with_breaking_point(result: StackResult, run: BenchRun) -> StackResult:
     """Where the stack broke, by the rules (stackrace.rules.level, the app's too)."""
     bp = breaking(result, run)
     if bp is None:

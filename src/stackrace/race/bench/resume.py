@@ -9,7 +9,7 @@ work it holds into the report so that it is not measured again.
   are not started;
 - `resumed_levels`: a stack cut off in the middle keeps its journalled levels and is
   measured at the others only; a capacity search cut off is replayed from its probes
-  (race/core/capacity_run.py, `prior`) and goes on.
+  (race/bench/capacity_driver.py, `prior`) and goes on.
 """
 
 from __future__ import annotations
@@ -18,9 +18,12 @@ import time
 
 from stackrace.race.bench.protocol import BenchPlan, Progress
 from stackrace.race.bench.recorder import BenchRecorder
+from stackrace.race.core.capacity_plan import bounds_for, replay, result, unit
+from stackrace.race.core.capacity_search import CapacitySearch, needed_answers
 from stackrace.race.core.journal import JournalDone, JournalLevel, JournalProbe, JournalStack
 from stackrace.race.core.placement import CorePlacement
 from stackrace.report.schema import CapacityProbe, Level, StackResult
+from stackrace.report.slo import Slo
 
 
 class RunLog:
@@ -93,10 +96,6 @@ def _restore(plan: BenchPlan, res: StackResult) -> None:
         res.version = meta.version or res.version
     probes = r.probes.get(res.name)
     if probes and plan.capacity is not None:
-        from stackrace.race.core.capacity_run import bounds_for, replay, result, unit
-        from stackrace.race.core.capacity_search import CapacitySearch, needed_answers
-        from stackrace.report.slo import Slo
-
         s = plan.settings
         slo = Slo.parse(plan.capacity.slo)
         rate_mode = s.rate is not None

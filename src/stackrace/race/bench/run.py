@@ -4,15 +4,9 @@
     run = await run_bench(plan, parts=synthetic_parts()[0])   # the models, no servers
 
 The stacks are raced exactly as the app races them (race/core/core.py: per-stack engine
-processes, the same placement), level by level:
-
-- closed loop: set the concurrency, warm up (time, then optionally a number of answered
-  requests), restart the totals on an interval boundary, measure `duration`;
-- `--requests N` (as ab -n): warm up, drain until nothing is in flight, then send
-  exactly N spread over the connections and wait until every one was answered or failed
-  (each is bounded by the request timeout, never by `duration`); req/s is timed from the
-  first send to the last answer;
-- `--rate R`: one level at R req/s per stack.
+processes, the same placement), level by level, each level measured as
+race/bench/protocol.py's `LevelRunner` says (closed loop, `--requests N`, `--rate R`,
+`--repeat N`: its docstring is the one description).
 
 Servers the user started (`--url`, race/core/urls.py) are members like the stacks: placed
 (they count when bench decides whether every member gets cores of its own), grouped and
@@ -25,7 +19,6 @@ the Little's-law check, the engine's share of the latency, the stack's CPU (and 
 time per request), memory before and after, and whether the database was down. A stack
 that crashes ends its levels at once. Results are collected as they are measured, so
 an interrupted run keeps every finished level (`BenchRecorder`, race/bench/recorder.py).
-How a level is measured is race/bench/protocol.py (`LevelRunner`).
 """
 
 from __future__ import annotations
@@ -35,10 +28,12 @@ import os
 
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
+from stackrace.engine.request import parse_url
+from stackrace.race.bench.capacity_driver import capacity_rounds, search_capacity
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner, Progress
 from stackrace.race.bench.recorder import BenchRecorder, describe, record_paths
 from stackrace.race.bench.resume import RunLog, resume_finished, resumed_levels
-from stackrace.race.core.capacity_run import capacity_rounds, interrupted, search_capacity
+from stackrace.race.core.capacity_plan import interrupted
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.members import LoadEngine, RaceParts, StackStarter
 from stackrace.race.core.placement import CorePlacement, choose_isolation, place
@@ -200,7 +195,7 @@ async def run_bench(
                 state = m.handle.state
                 why = (
                     m.refused
-                    or getattr(m.handle, "error", None)
+                    or m.handle.error
                     or (
                         f"{state} before its load began"
                         if state in (StackState.CRASHED, StackState.STOPPED)
@@ -344,7 +339,7 @@ async def _capacity_rounds(
     progress: Progress,
 ) -> None:
     """`--capacity --repeat N`: rounds 2 … N of every capacity found, the groups in a
-    shuffled order, each started afresh (race/core/capacity_run.py capacity_rounds)."""
+    shuffled order, each started afresh (race/bench/capacity_driver.py capacity_rounds)."""
     assert plan.capacity is not None
     index = {st.name: k for k, st in enumerate(plan.stacks)}
     urls = {u.label(): k for k, u in enumerate(plan.urls)}
@@ -432,7 +427,6 @@ async def _join_urls(
 
 async def _unreachable(url: str, timeout: float = 5.0) -> str:
     """Why a TCP connection to the URL's server cannot be made ("": it can)."""
-    from stackrace.engine.request import parse_url
 
     u = parse_url(url)
     try:

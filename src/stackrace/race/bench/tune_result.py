@@ -22,11 +22,11 @@ import msgspec
 
 from stackrace.race.bench.recorder import new_run
 from stackrace.race.bench.tune_run import TuneJob, TuneState
-from stackrace.race.core.capacity_run import result as capacity_result
+from stackrace.race.bench.tune_search import TuneOutcome
+from stackrace.race.core.capacity_plan import result as capacity_result
 from stackrace.race.core.capacity_search import CapacitySearch, needed_answers
 from stackrace.race.core.noise import summarize
 from stackrace.race.core.placement import CorePlacement
-from stackrace.race.core.tune_search import TuneOutcome
 from stackrace.report.schema import (
     BenchRun,
     CapacityProbe,

@@ -1,4 +1,4 @@
-"""`stackrace tune` on real servers: race/core/tune_search.py's decisions carried out on the
+"""`stackrace tune` on real servers: race/bench/tune_search.py's decisions carried out on the
 race core, one configuration loaded at a time.
 
     state = TuneState(search)
@@ -16,7 +16,7 @@ race core, one configuration loaded at a time.
   again if asked for).
 - **Each probe** is race/bench/protocol.py's `LevelRunner.probe` on the one configuration asked
   (the others idle): warmed, measured until its percentile has its answers (run longer
-  if need be, race/core/capacity_run.py), judged against the SLO with complete accounting;
+  if need be, race/bench/capacity_driver.py), judged against the SLO with complete accounting;
   the machine's noise around it is read (race/core/noise.py).
 - **Nothing finished is lost**: each probe, each configuration started and each one
   that could not be measured is journalled as it ends (race/core/journal.py), with the
@@ -37,13 +37,14 @@ from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner
 from stackrace.race.bench.recorder import server_version
-from stackrace.race.core.capacity_run import (
+from stackrace.race.bench.tune_search import Ask, TuneSearch
+from stackrace.race.core.capacity_plan import (
     LONGEST_PROBE_S,
     MIN_PROBE_S,
     ResumeError,
     unsteady_of,
 )
-from stackrace.race.core.capacity_run import probe_of as _probe_of
+from stackrace.race.core.capacity_plan import probe_of as _probe_of
 from stackrace.race.core.capacity_search import Probe, needed_answers
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.journal import Entry, Journal, JournalDone, JournalProbe, JournalStack
@@ -52,7 +53,6 @@ from stackrace.race.core.noise import NoiseMeter
 from stackrace.race.core.placement import CorePlacement, place
 from stackrace.race.core.stack_source import StacksFileSource
 from stackrace.race.core.state import StackState
-from stackrace.race.core.tune_search import Ask, TuneSearch
 from stackrace.race.core.urls import UrlHandle, UrlTarget
 from stackrace.report.schema import CapacityProbe, Level, ProbeNoise
 from stackrace.report.slo import Slo
@@ -227,7 +227,7 @@ class _Driver:
             await core.attach(name)
             return "" if core.members[name].attached else (m.refused or "not loadable")
         if m is not None:  # it died since it was last measured
-            return f"exited: {getattr(m.handle, 'error', None) or m.handle.state}"
+            return f"exited: {m.handle.error or m.handle.state}"
         while len(self.used) >= MAX_RUNNING:
             oldest = min(self.used, key=lambda k: self.used[k])
             del self.used[oldest]
@@ -259,7 +259,7 @@ class _Driver:
                     return ""
                 return core.members[name].refused or "refused by the engine"
             if state in (StackState.CRASHED, StackState.STOPPED):
-                error = getattr(core.members[name].handle, "error", None)
+                error = core.members[name].handle.error
                 return (error or f"{state} before it was ready").split("\n")[0]
             await asyncio.sleep(0.05)
         await core.stop_member(name)

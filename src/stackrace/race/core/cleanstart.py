@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.members import Member
 from stackrace.race.core.state import StackState
+from stackrace.stacks import probe
+from stackrace.stacks.listen import listen_state
 
 IDLE_WAIT = 3.0  # seconds a stack has to prove itself idle before it is restarted
 READY_WAIT = 60.0  # seconds restarted stacks have to be ready again
@@ -130,8 +132,6 @@ async def member_idle(m: Member) -> tuple[bool, str]:
     and an empty accept queue, and it answers the race's URL within a second. A
     member whose port cannot be seen here (a model, another host) counts as idle.
     Else False, with what was seen."""
-    from stackrace.stacks import probe
-    from stackrace.stacks.listen import listen_state
 
     state = m.handle.state
     if state not in (StackState.READY, StackState.WARMING):

@@ -34,11 +34,12 @@ from stackrace.race.core.members import (
 )
 from stackrace.race.core.placement import CorePlacement
 from stackrace.race.core.state import StackState
+from stackrace.race.core.urls import target_url
 from stackrace.rules import cores
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.scenario import RequestKind, target_spec
 from stackrace.settings.workloads import WORKLOADS
-from stackrace.stacks.listen import exposure_line
+from stackrace.stacks.listen import exposure_line, listen_states
 from stackrace.stacks.sampler import ResourceSample
 
 SAMPLE_EVERY = 1.0  # seconds between resource samples of one member (smaps reads cost)
@@ -221,7 +222,6 @@ class RaceCore:
         only for members with something to explain (clients stuck in connect, waiting
         with no answer, timeouts): the dump walks every socket the kernel holds, ~1 ms
         on a quiet machine but ~30 ms on one holding 30,000 (bench/listen_cost.py)."""
-        from stackrace.stacks.listen import listen_states
 
         running = [
             m
@@ -490,6 +490,4 @@ class RaceCore:
 
 
 def url_for(base: str, settings: RaceSettings) -> str:
-    from stackrace.race.core.urls import target_url
-
     return target_url(base, settings.workload, settings.io_ms, settings.queries)

@@ -7,7 +7,7 @@
 
 Every front end starts windows here — the app's live verdicts and its ramp
 (race/live/session.py), bench at its breaking point (race/bench/run.py), the capacity
-search at its boundary (race/core/capacity_run.py) — so "at most one window per stack at
+search at its boundary (race/bench/capacity_driver.py) — so "at most one window per stack at
 a time, kept with its level" is decided once. A window is an asyncio task that captures
 for a few seconds while the load goes on (stackrace.evidence.capture) and names its
 cause (stackrace.rules.cause); nothing awaits it but `settle`, so neither the UI's tick
@@ -62,6 +62,10 @@ NOT_OURS = (
 def capture_facts(m: Member) -> CaptureFacts | None:
     """What can be looked at of this member (None: nothing — a model's, a replay's)."""
     from stackrace.evidence.capture import CaptureTarget  # see real_capture
+
+    # lazy for start-up: stack_source brings the launcher and the database with it,
+    # which `load` and a replay never use (isinstance needs the class, not an import
+    # at the top)
     from stackrace.race.core.stack_source import LaunchedStack
     from stackrace.race.core.urls import UrlHandle
 
@@ -123,7 +127,7 @@ class EvidenceKeeper:
     def pool(self, m: Member) -> tuple[str, int, int] | None:
         """The member's (family, workers, threads): its definition's for a stack
         launched here, else what a recording said (None: not known)."""
-        from stackrace.race.core.stack_source import LaunchedStack
+        from stackrace.race.core.stack_source import LaunchedStack  # start-up: as above
 
         h = m.handle
         if isinstance(h, LaunchedStack):

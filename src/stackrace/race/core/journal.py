@@ -62,6 +62,7 @@ from stackrace.report.schema import (
     CapacityProbe,
     Level,
 )
+from stackrace.settings.race_settings import check_values
 from stackrace.stacks.validate import name_in_file_problem
 
 JOURNAL_VERSION = 1
@@ -302,7 +303,6 @@ def read_journal(path: str) -> tuple[JournalStart, list[Entry]]:
             f"{path}: journal version {start.version} (run schema {start.run.schema}); this "
             f"stackrace reads {JOURNAL_VERSION} ({SCHEMA_VERSION})"
         )
-    from stackrace.settings.race_settings import check_values
 
     try:
         check_values(start.run.settings, f"{path}: settings")

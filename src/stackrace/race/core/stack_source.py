@@ -222,6 +222,7 @@ class StacksFileSource:
         the user's own `stackrace db up` instance) and give every stack its settings."""
         if self.db is not None:
             return
+        # lazy for start-up: the database (pymysql) only for the db workload
         from stackrace.db.watch import DbWatch
         from stackrace.db.workload import open_for_workload_async
 

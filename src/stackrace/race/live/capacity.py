@@ -10,7 +10,7 @@ complete accounting, and a probe needs what `bench --capacity` needs (`needed_an
 at least MIN_PROBE_S, at most the settings' `duration`): the same search as bench and
 tune, with the same meaning of "meets".
 
-Why a second driver and not race/core/capacity_run.py's `search_capacity`: that one runs as
+Why a second driver and not race/bench/capacity_driver.py's `search_capacity`: that one runs as
 a coroutine that sleeps on the wall clock (LevelRunner), which is right for a headless
 run that owns its loop. The app's race is driven by one 4 Hz poll (Session.poll) that
 also draws the panes, and its tests run on the synthetic engine stepped by hand; a
@@ -27,7 +27,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from stackrace.race.core.capacity_run import (
+from stackrace.race.core.capacity_plan import (
     MIN_PROBE_S,
     CapacityPlan,
     bounds_for,
@@ -98,10 +98,8 @@ class LiveCapacity:
             self.round += 1
             for i, load in loads.items():
                 self.members[i].load = load
-                if self.rate_mode:
-                    await self.core.set_rate(load, [i])
-                else:
-                    await self.core.set_concurrency(round(load), [i])
+                # in the race's own unit (the search runs in the mode the race is in)
+                await self.core.set_level(load, [i])
             self.phase, self._since = "settle", now
         elif self.phase == "settle":
             if now - self._since >= SETTLE_S + self.core.settings.warmup:

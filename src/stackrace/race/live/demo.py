@@ -32,9 +32,11 @@ from stackrace.engine.model import (
     WindowStats,
 )
 from stackrace.engine.window_sum import WindowSum
+from stackrace.race.core.core import RaceCore
 from stackrace.race.core.members import LoadEngine, RaceParts, StackChoice
 from stackrace.race.core.state import StackState
 from stackrace.race.live.demo_model import MODELS, TICK, ModelTarget, StackModel, describe
+from stackrace.race.live.session import Session
 from stackrace.stacks.definition import Stack
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.sampler import ResourceSample
@@ -343,8 +345,6 @@ class DemoSource:
 
 def demo_session(models: dict[str, StackModel] | None = None) -> Session:
     """A Session over the synthetic engine, clocked by the engine's steps."""
-    from stackrace.race.core.core import RaceCore
-    from stackrace.race.live.session import Session
 
     engine = SyntheticEngine(models)
     # resources once a simulated second, as a live race samples them

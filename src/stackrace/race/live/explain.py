@@ -219,7 +219,7 @@ def held_by_slow_clients(
     busy_percent: float | None = None,
     capacity: float = 100.0,
 ) -> str:
-    """Slow clients (engine.clients): "" unless they hold this stack's workers.
+    """Slow clients (engine.slow_clients): "" unless they hold this stack's workers.
 
     The sign, measured: with at most half the clients slow, the median request — a fast
     one — took at least half an upload, so fast requests waited for slow ones to arrive.

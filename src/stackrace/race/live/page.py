@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 
 import msgspec
 
+from stackrace.race.core.machine import machine_info
 from stackrace.race.live.session import Session
-from stackrace.race.live.summary import SummaryContext
+from stackrace.race.live.summary import SummaryContext, context
 from stackrace.race.live.view import SummaryRow
 from stackrace.report import html
 from stackrace.report.schema import (
@@ -28,6 +29,7 @@ from stackrace.report.schema import (
     Machine,
     Memory,
     Settings,
+    StackResult,
 )
 from stackrace.report.series import StackSeries, build
 from stackrace.rules.breaking import StepResult
@@ -59,7 +61,6 @@ def session_run(
     machine: Machine,
 ) -> BenchRun:
     """The race as a run: its settings, each stack's judged levels and its series."""
-    from stackrace.report.schema import StackResult
 
     rate_mode = session.rate is not None
     stacks = []
@@ -121,8 +122,6 @@ def summary_page(
 ) -> str:
     """The race as the summary stands (`e`): its rows, its series, this machine; with
     `capacities` (`k`'s ranking, by stack name) each stack's capacity under the SLO."""
-    from stackrace.race.core.machine import machine_info
-    from stackrace.race.live.summary import context
 
     adder = session.series
     # the seconds closed so far (the open one stays open: the race goes on)

@@ -13,18 +13,36 @@ ticks) and this feature is read in one place.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from stackrace.race.core.capacity_run import CapacityPlan
+from stackrace.race.core.capacity_plan import CapacityPlan
 from stackrace.race.live.capacity import LiveCapacity
+from stackrace.report.capacity import rank_key
 from stackrace.report.schema import CapacityResult
 
 if TYPE_CHECKING:
-    from stackrace.race.live.session import Session
+    from stackrace.race.core.core import RaceCore
+    from stackrace.report.slo import Slo
+
+
+class RankedSession(Protocol):
+    """What the ranking needs of its session (race/live/session.py `Session` fits): its
+    load, a ramp to stop, and a way to say what it did. Declared here, so the session
+    that holds a ranking is above it and no type name points back up."""
+
+    core: RaceCore
+    slo: Slo | None
+    stopping: bool
+
+    @property
+    def level(self) -> int: ...
+    def stop_ramp(self) -> None: ...
+    def new_level(self) -> None: ...
+    def tell(self, what: str, value: object) -> None: ...
 
 
 class CapacityRanking:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: RankedSession) -> None:
         self.session = session
         self.search: LiveCapacity | None = None  # the search running now
         self.results: dict[str, CapacityResult] = {}  # what the last one found
@@ -46,16 +64,16 @@ class CapacityRanking:
         self.finished = False
         self.results = {}
         self.end = ""
-        self._restore = float(s.rate) if s.rate is not None else s.concurrency
+        self._restore = float(s.core.rate) if s.core.rate is not None else s.core.concurrency
         self.search = LiveCapacity(
             s.core,
             CapacityPlan(s.slo.text, budget_s=budget_s),
             ids,
             start=float(s.level),
-            rate_mode=s.rate is not None,
+            rate_mode=s.core.rate is not None,
             max_probe_s=s.core.settings.duration,
         )
-        s._tell("capacity", s.slo.text)
+        s.tell("capacity", s.slo.text)
         return ""
 
     def stop(self) -> None:
@@ -66,7 +84,7 @@ class CapacityRanking:
         self.results = self.search.results()
         self.end = f"was stopped by hand at probe {self.search.round}"
         self.search = None
-        self.session._tell("capacity_stop", None)
+        self.session.tell("capacity_stop", None)
 
     async def advance(self) -> None:
         search, s = self.search, self.session
@@ -80,17 +98,13 @@ class CapacityRanking:
         self.search = None
         self.finished = True
         # back to the level it started from, every stack at one load again
-        if s.rate is not None:
-            await s.core.set_rate(self._restore)
-        else:
-            await s.core.set_concurrency(round(self._restore))
-        s._new_level()
-        s._tell("capacity_done", None)
+        await s.core.set_level(self._restore)
+        s.new_level()
+        s.tell("capacity_done", None)
 
     def ranked(self) -> list[tuple[str, CapacityResult]]:
         """The last search's findings by stack name, best first (report/capacity.py's
         order: the one ranking bench, tune and the app share)."""
-        from stackrace.report.capacity import rank_key
 
         members = self.session.core.members
         rows = [(members[i].handle.name if i in members else i, c) for i, c in self.results.items()]

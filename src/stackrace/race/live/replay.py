@@ -326,7 +326,7 @@ class ReplayPlayer:
         s = self.session
         if c.what == "concurrency" and c.value is not None:
             await s.core.set_concurrency(int(c.value))
-            s._new_level()
+            s.new_level()
         elif c.what == "rate":
             await s.set_rate(None if c.value is None else float(c.value))
         elif c.what == "ramp":

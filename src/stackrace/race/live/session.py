@@ -9,7 +9,7 @@
 
 `poll()` returns a `SessionView` (race/live/view.py): a `PaneView` per stack or URL
 target. Decisions live here (commands: levels, rate, ramps, a talk track; ticks), in the
-core, race/live/verdict_keeper.py, `stackrace.rules` and `stackrace.rules.levels`; the UI
+core, race/live/verdict_keeper.py, `stackrace.rules` and `stackrace.rules.level_log`; the UI
 only draws views and forwards commands.
 """
 
@@ -44,7 +44,8 @@ from stackrace.report.schema import Then
 from stackrace.report.slo import Slo
 from stackrace.rules.breaking import LevelVerdict, StepResult
 from stackrace.rules.cores import SharedCore
-from stackrace.rules.levels import LevelLog, Ramp
+from stackrace.rules.level_log import LevelLog, Ramp
+from stackrace.settings.race_parsers import slo_terms
 
 RAMP_TOP = 2000  # `r` ramps from 1 to here
 RAMP_DWELL = 3.0  # seconds a level
@@ -149,16 +150,16 @@ class Session:
 
     async def set_level(self, n: int) -> None:
         """The level the user sets (the slider, a ramp, a talk step): req/s per stack in
-        rate mode, connections per stack otherwise (RaceCore.set_level decides the
-        same way for bench)."""
+        rate mode, connections per stack otherwise, as RaceCore.set_level decides for
+        every driver; recorded as the command it was (`rate` or `concurrency`)."""
         if self.stopping:
             return
+        await self.core.set_level(n)
+        self.new_level()
         if self.rate is not None:
-            await self.set_rate(float(n))
-            return
-        await self.core.set_concurrency(n)
-        self._new_level()
-        self._tell("concurrency", n)
+            self.tell("rate", float(n))
+        else:
+            self.tell("concurrency", n)
 
     async def set_rate(self, rate: float | None) -> None:
         """Constant rate per stack in req/s, or None for closed loop."""
@@ -169,10 +170,10 @@ class Session:
         if switching:
             # closed-loop levels and rates are different scales: never judge one by the other
             self.levels.clear()
-        self._new_level()
-        self._tell("rate", rate)
+        self.new_level()
+        self.tell("rate", rate)
 
-    def _new_level(self) -> None:
+    def new_level(self) -> None:
         # The running totals become the new level's figures; the first half second is
         # left out so connections opening (or retiring) do not blur the level.
         self.core.reset_totals(warmup=0.5)
@@ -202,13 +203,13 @@ class Session:
             if self.prep is not None:
                 self.prep = None
                 self.core.hold_attach = False  # the stacks are loaded again as they were
-            self._tell("ramp_stop", None)
+            self.tell("ramp_stop", None)
         if self.ramp is not None:
             level = self.ramp.level
             if level is not None:
                 self.ramp_end = f"stopped by hand at {self._level_text(level)}"
                 self._keep_ramp_findings()
-            self._tell("ramp_stop", level)
+            self.tell("ramp_stop", level)
         self.ramp = None
 
     def _level_text(self, level: int) -> str:
@@ -219,7 +220,7 @@ class Session:
             self.ramp_steps[i] = self.levels.results(i)
             self.ramp_breaking[i] = self.levels.breaking_point(i)
 
-    def _tell(self, what: str, value: object) -> None:
+    def tell(self, what: str, value: object) -> None:
         for listener in self.listeners:
             listener.command(self, what, value)
 
@@ -312,7 +313,7 @@ class Session:
         if self._ramp_wanted is not None and self.prep is None:
             # the clean start: targets removed, every stack idle or restarted first
             self.prep = await CleanStart.begin(self.core, now)
-            self._tell("ramp_prep", self._ramp_wanted[0])
+            self.tell("ramp_prep", self._ramp_wanted[0])
         if self.prep is not None and self._ramp_wanted is not None:
             top, dwell = self._ramp_wanted
             first = Ramp.from_level(1, top=top, dwell=dwell, restore=self._restore)
@@ -337,7 +338,7 @@ class Session:
             self.levels.clear()
             self.levels.counting_again()
             self.ramp = first
-            self._tell("ramp", top)
+            self.tell("ramp", top)
         if self.ramp is None:
             return
         if not self.ramp.done and self._ramp_ends():
@@ -355,7 +356,7 @@ class Session:
         if self.ramp.done:
             self.ramp = None
             self.ramp_finished = True
-            self._tell("ramp_done", None)
+            self.tell("ramp_done", None)
 
     def _ramp_ends(self) -> bool:
         r = self.ramp
@@ -405,8 +406,6 @@ class Session:
         --slo is (settings/race_parsers.py), held to every level from now on; why it
         is refused ("" when set)."""
         import msgspec
-
-        from stackrace.settings.race_parsers import slo_terms
 
         try:
             checked = slo_terms(text)

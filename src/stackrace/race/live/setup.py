@@ -105,7 +105,7 @@ def app_race(
         except GhostError as exc:
             raise AppSetupError(str(exc)) from None
     if o.record:
-        from stackrace.race.playback.recording import Recorder
+        from stackrace.race.live.session_recorder import Recorder
 
         problem = _record_problem(o.record)
         if problem:  # before the screen opens: one line, not a toast over a blank screen

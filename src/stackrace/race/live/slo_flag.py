@@ -6,7 +6,7 @@
 Judged by report/slo.py's rules (complete accounting: requests still waiting past the
 target and timeouts count against a latency) on the level's running totals, not on one
 250 ms interval: a p99 read off a quarter second of answers is noise, and the totals
-restart with each level (Session._new_level), so they are "the current level". Until
+restart with each level (Session.new_level), so they are "the current level". Until
 the level has the answers its percentile needs (`needed_answers`: p99 rests on 1,000)
 the flag says it is still measuring instead of guessing — unless a term already misses
 on what is in (a request older than the target proves a miss however few answered).

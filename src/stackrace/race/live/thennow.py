@@ -93,4 +93,4 @@ def judge_live(then: Then, steps: dict[str, list[StepResult]], names: dict[str, 
     title = f"Then beside now: experiment {then.experiment}"
     if then.source:
         title += f" ({then.source})"
-    return ThenNow(title, claims.figure_rows(run), claims.judge(run))
+    return ThenNow(title, claims.figure_rows(run), claims.claim_verdicts(run))

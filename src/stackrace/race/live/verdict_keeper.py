@@ -8,7 +8,7 @@ A pane's judgment is the rules' (stackrace.rules.level) on the evidence gathered
 apart from the session's commands (race/live/session.py) and from how a view is drawn
 up (race/live/view.py):
 
-- the level running now, as the level log has it (stackrace.rules.levels: its totals,
+- the level running now, as the level log has it (stackrace.rules.level_log: its totals,
   its fastest answer, the engine's limit) and the CPU it weighs (`cpu_of`: what the
   stack used, could use and waited for over the level's samples so far — one second's
   sample would make a judgment flip with it — and whether the cores it shares were
@@ -42,7 +42,7 @@ from stackrace.rules import wedge
 from stackrace.rules.breaking import CpuShare, StepResult
 from stackrace.rules.cores import SharedCore
 from stackrace.rules.level import BROKEN, Evidence, Judgment, judge
-from stackrace.rules.levels import LevelLog
+from stackrace.rules.level_log import LevelLog
 from stackrace.rules.warmup import WarmupTracker
 from stackrace.rules.wedge import Wedge, WedgeWatch
 from stackrace.stacks.sampler import ResourceSample
@@ -84,7 +84,7 @@ class VerdictKeeper:
     @property
     def synthetic(self) -> bool:
         """A model's figures (--demo, a replay of one), not a measurement."""
-        return bool(getattr(self.core.engine, "synthetic", False))
+        return self.core.engine.synthetic
 
     def cpu_of(self, member_id: str) -> CpuShare:
         """The stack's CPU for the judgment: what it used, what it can use, how long it

@@ -28,10 +28,11 @@ from stackrace.rules.breaking import LevelVerdict, StepResult, peak
 from stackrace.rules.cores import SharedCore
 from stackrace.rules.head_of_line import StreamLoad as HeadOfLine
 from stackrace.rules.level import ENGINE_LIMITED, Judgment, judge_steps
+from stackrace.settings.scenario import describe
 from stackrace.stacks.sampler import ResourceSample
 
 if TYPE_CHECKING:
-    from stackrace.race.live.session import Session
+    from stackrace.race.live.session_state import SessionState
 
 
 @dataclass
@@ -135,7 +136,7 @@ class SummaryRow:
     knee_point: tuple[float, float] | None = None  # predicted (level, req/s), for charts
 
 
-def session_view(s: Session) -> SessionView:
+def session_view(s: SessionState) -> SessionView:
     """The race as it stands: every member's pane, the ramp, the race's own lines."""
     snap = s.core.engine.latest
     panes = []
@@ -253,9 +254,8 @@ def session_view(s: Session) -> SessionView:
         ramp = f"ramp {s.ramp.progress()} → {s.ramp.level}"
     placement = s.core.placement
     database = ""
-    state_of = getattr(s.core.source, "database_state", None)
-    if state_of is not None:
-        database = state_of()
+    if s.core.source is not None:
+        database = s.core.source.database_state()
         if database:
             for pane in panes:
                 pane.verdict = pane.judgment = None
@@ -302,17 +302,16 @@ def session_view(s: Session) -> SessionView:
     )
 
 
-def _loads(s: Session) -> str:
+def _loads(s: SessionState) -> str:
     """Your requests as a pane's header names them (empty: the workload's path)."""
     kinds = s.core.request_kinds() if s.core.settings.own_requests else None
     if not kinds:
         return ""
-    from stackrace.settings.scenario import describe
 
     return ("" if kinds[0].method != "GET" or len(kinds) > 1 else "GET ") + describe(kinds)
 
 
-def _lost_host_of(s: Session, member_id: str) -> str:
+def _lost_host_of(s: SessionState, member_id: str) -> str:
     """The latest loss of an engine host that carried this member's load, in words."""
     snap = s.core.engine.latest
     if snap is None:
@@ -323,7 +322,7 @@ def _lost_host_of(s: Session, member_id: str) -> str:
     return ""
 
 
-def then_now_of(s: Session) -> ThenNow | None:
+def then_now_of(s: SessionState) -> ThenNow | None:
     """The classic experiment's claims judged on every level measured so far (the
     last ramp's and those explored since); None when the race replays none."""
     if s.then is None or s.rate is not None:
@@ -337,7 +336,7 @@ def then_now_of(s: Session) -> ThenNow | None:
     return judge_live(s.then, steps, names)
 
 
-def summary_rows(s: Session) -> list[SummaryRow]:
+def summary_rows(s: SessionState) -> list[SummaryRow]:
     """Per member: the last finished ramp's levels if there was one (its findings
     survive the exploring that follows), else the levels measured so far."""
     rows = []
@@ -366,7 +365,9 @@ def summary_rows(s: Session) -> list[SummaryRow]:
     return rows
 
 
-def percentile_curve(s: Session, pane_id: str, points: Sequence[float]) -> list[tuple[float, int]]:
+def percentile_curve(
+    s: SessionState, pane_id: str, points: Sequence[float]
+) -> list[tuple[float, int]]:
     """Latency at each percentile, at the current level (empty before any data)."""
     if pane_id not in s.core.attached():
         return []

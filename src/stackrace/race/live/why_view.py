@@ -26,10 +26,12 @@ from stackrace.rules.knee import knee_miss, predict_knee, stack_pool
 from stackrace.rules.level import Judgment
 
 if TYPE_CHECKING:
-    from stackrace.race.live.session import Session
+    from stackrace.race.live.session_state import SessionState
 
 
-def knee_of(s: Session, mid: str, steps: Sequence[StepResult]) -> tuple[KneePrediction | None, str]:
+def knee_of(
+    s: SessionState, mid: str, steps: Sequence[StepResult]
+) -> tuple[KneePrediction | None, str]:
     """The member's knee predicted from its pool and `steps`, or why there is none
     ("" when nothing can be said: a model's member, a server stackrace did not start)."""
     m = s.core.members.get(mid)
@@ -51,7 +53,7 @@ def knee_of(s: Session, mid: str, steps: Sequence[StepResult]) -> tuple[KneePred
     return pred, pred.sentence()
 
 
-def pane_why(s: Session, mid: str, judgment: Judgment | None) -> dict[str, Any]:
+def pane_why(s: SessionState, mid: str, judgment: Judgment | None) -> dict[str, Any]:
     """The pane's cause line (broken only) and its knee line."""
     steps = s.levels.results(mid)
     knee, knee_text = knee_of(s, mid, steps)
@@ -75,7 +77,7 @@ def pane_why(s: Session, mid: str, judgment: Judgment | None) -> dict[str, Any]:
 
 
 def summary_why(
-    s: Session, mid: str, steps: Sequence[StepResult], breaking: LevelVerdict | None
+    s: SessionState, mid: str, steps: Sequence[StepResult], breaking: LevelVerdict | None
 ) -> dict[str, Any]:
     """The summary's clauses: the cause at its breaking level, and the knee (words, and
     the point the level chart marks)."""
@@ -91,7 +93,7 @@ def summary_why(
 
 
 def _miss(
-    s: Session, knee: KneePrediction, bp: LevelVerdict | None, steps: Sequence[StepResult]
+    s: SessionState, knee: KneePrediction, bp: LevelVerdict | None, steps: Sequence[StepResult]
 ) -> str:
     if bp is None:
         return ""
@@ -102,11 +104,11 @@ def _miss(
     )
 
 
-def _level(s: Session, level: int) -> str:
+def _level(s: SessionState, level: int) -> str:
     return f"{level:,} req/s" if s.rate is not None else f"c={level:,}"
 
 
-def evidence_text(s: Session, mid: str) -> list[str]:
+def evidence_text(s: SessionState, mid: str) -> list[str]:
     """What `w` shows of one member: its latest window's figures, or what is going on."""
     ev = s.core.evidence
     found = ev.latest(mid)
@@ -126,7 +128,7 @@ def evidence_text(s: Session, mid: str) -> list[str]:
     return lines
 
 
-def capture_now(s: Session, mid: str) -> bool:
+def capture_now(s: SessionState, mid: str) -> bool:
     """`w` on a stack with no window: capture one at the level running now."""
     m = s.core.members.get(mid)
     if m is None or s.stopping:
@@ -134,7 +136,7 @@ def capture_now(s: Session, mid: str) -> bool:
     return s.core.evidence.want(m, s.level)
 
 
-def flame_of(s: Session, mid: str) -> tuple[str, str] | None:
+def flame_of(s: SessionState, mid: str) -> tuple[str, str] | None:
     """`e` on the evidence: the latest window's flame graph, (file name, SVG); None
     when there is no window or it holds no samples."""
     found = s.core.evidence.latest(mid)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from stackrace.base import inputfile
 from stackrace.base.errors import StackraceError
+from stackrace.report.schema import RUN_FILE_LIMIT, loads
 
 
 class GhostError(StackraceError, ValueError):
@@ -85,7 +86,6 @@ def load_ghost(path: str | Path) -> Ghost:
     """A bench run (.json) or a recording (.jsonl / .jsonl.gz) as a ghost; GhostError
     names the file. A run file is read to the run files' bound (report.schema), a
     recording line by line (race/playback/recording.py): a damaged file is refused early."""
-    from stackrace.report.schema import RUN_FILE_LIMIT
 
     p = Path(path)
     if p.suffix == ".json":
@@ -99,8 +99,6 @@ def load_ghost(path: str | Path) -> Ghost:
 
 
 def _from_bench(p: Path, data: bytes) -> Ghost:
-    from stackrace.report.schema import loads
-
     try:
         run = loads(data, str(p))
     except ValueError as exc:
@@ -128,6 +126,8 @@ def _from_bench(p: Path, data: bytes) -> Ghost:
 
 
 def _from_recording(p: Path) -> Ghost:
+    # lazy for start-up: the recording's decoder is built at its import, and only a
+    # --ghost of a recording needs it
     from stackrace.race.playback.recording import RecordingError, load_recording, recorded_levels
 
     try:

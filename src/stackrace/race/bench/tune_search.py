@@ -50,9 +50,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from stackrace.race.bench.tune_outcome import MIN_ROUNDS, Candidate, TuneOutcome, verdict
+from stackrace.race.bench.tune_space import Point, Space
 from stackrace.race.core.capacity_search import Bounds, CapacitySearch, Probe
-from stackrace.race.core.tune_outcome import MIN_ROUNDS, Candidate, TuneOutcome, verdict
-from stackrace.race.core.tune_space import Point, Space
 from stackrace.rules.confidence import (
     Estimate,
     Ranking,

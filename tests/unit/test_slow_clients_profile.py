@@ -1,10 +1,10 @@
-"""Slow-client profiles (engine.clients): named ones, changes, the checks, the share."""
+"""Slow-client profiles (engine.slow_clients): named ones, changes, the checks, the share."""
 
 import itertools
 
 import pytest
 
-from stackrace.engine.clients import (
+from stackrace.engine.slow_clients import (
     NAMED,
     ClientProfile,
     ProfileError,

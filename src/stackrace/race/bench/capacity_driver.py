@@ -1,5 +1,6 @@
 """The capacity search run on real levels: race/core/capacity_search.py's state machine, driven by
-the race core for every member at once.
+bench and tune on the race core for every member at once (what a plan and a result are:
+race/core/capacity_plan.py).
 
     results = await search_capacity(runner, ids, CapacityPlan("p99<50ms"), progress)
 
@@ -47,16 +48,25 @@ seconds beside a search of a minute. A round that misses the SLO at that load co
 from __future__ import annotations
 
 import random
-import statistics
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stackrace.base.errors import StackraceError
+from stackrace.race.core.capacity_plan import (
+    LONGEST_PROBE_S,
+    MIN_PROBE_S,
+    CapacityPlan,
+    OnProbe,
+    OnResult,
+    at_load,
+    bounds_for,
+    replay,
+    result,
+    unit,
+    unsteady_of,
+    with_rounds,
+)
 from stackrace.race.core.capacity_search import (
-    INTERRUPTED,
-    Bounds,
     CapacitySearch,
     Probe,
     needed_answers,
@@ -65,106 +75,9 @@ from stackrace.race.core.noise import NoiseMeter, probe_busy
 from stackrace.race.core.state import StackState
 from stackrace.report.schema import CapacityProbe, CapacityResult, Level, ProbeNoise, ProbeSlice
 from stackrace.report.slo import Slo
-from stackrace.rules.confidence import estimate, rounds_interval
-from stackrace.rules.steadiness import Slice, unsteady
 
 if TYPE_CHECKING:
     from stackrace.race.bench.protocol import LevelRunner
-
-# where a search may go when nothing else bounds it
-CONCURRENCY_CEILING = 4096
-RATE_CEILING = 1_000_000.0
-# a probe's own seconds are judged too (rules/steadiness.py): two seconds hold both
-# halves of a server whose speed changes every second, whatever the phase
-MIN_PROBE_S = 2.0
-# how long a probe may run to get the answers its percentile needs (p99: 1,000 answers
-# take 10 s at 100 req/s); a probe that already misses is not run longer
-LONGEST_PROBE_S = 15.0
-
-
-class ResumeError(StackraceError, ValueError):
-    """A journal's probes that this search would not have asked for (another version
-    of stackrace, other settings): continuing from them would be a different search."""
-
-    exit_code = 2
-
-
-@dataclass(frozen=True)
-class CapacityPlan:
-    """What a search looks for and how far it may go."""
-
-    slo: str
-    budget_s: float | None = None  # per member: probes' seconds, warm-ups included
-    precision: float = 0.05
-    confirm: int = 2
-    ceiling: float | None = None
-    max_probes: int = 40
-
-
-def bounds_for(start: float, rate_mode: bool, plan: CapacityPlan) -> Bounds:
-    ceiling = plan.ceiling or (RATE_CEILING if rate_mode else CONCURRENCY_CEILING)
-    return Bounds(
-        start=max(1.0, min(start, ceiling)),
-        ceiling=ceiling,
-        integer=not rate_mode,
-        precision=plan.precision,
-        confirm=plan.confirm,
-        max_probes=plan.max_probes,
-        budget_s=plan.budget_s,
-    )
-
-
-def unit(rate_mode: bool) -> str:
-    return "req/s" if rate_mode else "c"
-
-
-OnProbe = Callable[[str, float, str], None]  # member, load, what happened ("" before)
-OnResult = Callable[[str, CapacityProbe], None]  # member, the probe as it ended
-
-
-def replay(search: CapacitySearch, member: str, probes: list[CapacityProbe], unit_: str) -> None:
-    """Record a journal's probes into a fresh search, checking that each is the load the
-    search asks for (ResumeError otherwise)."""
-    for n, cp in enumerate(probes, 1):
-        asked = search.next_load()
-        if asked is None or abs(asked - cp.load) > 1e-9 * max(1.0, cp.load):
-            wanted = "nothing more" if asked is None else _at(asked, unit_)
-            raise ResumeError(
-                f"{member}: probe {n} of the journal is at {_at(cp.load, unit_)} where this "
-                f"search asks for {wanted} (made by another version or other settings)"
-            )
-        search.record(probe_of(cp))
-
-
-def unsteady_of(slices: list[ProbeSlice], slo: Slo) -> str:
-    """Whether a probe's own intervals disagree beyond a percentile's noise, on the
-    SLO's first latency term (rules/steadiness.py); "" without one."""
-    term = next((t for t in slo.terms if t.latency and t.op in ("<", "<=")), None)
-    if term is None or not slices:
-        return ""
-    q = term.quantile
-    field_ = term.metric if term.metric in ("p50", "p90", "p99", "p999", "max") else None
-    if field_ is None and q is not None:
-        field_ = "p50" if q <= 0.5 else "p90" if q <= 0.9 else "p99" if q <= 0.99 else "p999"
-    if field_ is None:
-        return ""
-    series = [Slice(s.answers, float(getattr(s, field_)), s.goodput) for s in slices]
-    return unsteady(series, term.value, field_)
-
-
-def probe_of(cp: CapacityProbe) -> Probe:
-    return Probe(
-        load=cp.load,
-        meets=cp.meets,
-        rps=cp.level.rps,
-        why=cp.why,
-        figures=dict(cp.figures),
-        answers=cp.answers,
-        enough=cp.enough,
-        seconds=cp.seconds,
-        busy=probe_busy(cp.noise, cp.level.cpu_wait_percent),
-        unsteady=cp.unsteady,
-    )
 
 
 async def search_capacity(
@@ -228,7 +141,7 @@ async def search_capacity(
         for i, load in loads.items():
             lv = got.get(i)
             if lv is None:  # crashed: its search ends where it got to
-                progress(f"  {i}: no figures at {_at(load, what)} (the stack stopped)")
+                progress(f"  {i}: no figures at {at_load(load, what)} (the stack stopped)")
                 continue
             judged = slo.judge_level(lv)
             slices = runner.last_slices.get(i, [])
@@ -257,7 +170,7 @@ async def search_capacity(
             mark_ = "meets" if judged.meets else f"misses: {judged.why}"
             short = "" if probe.enough else f" (only {lv.requests:,} answers of {needed:,})"
             progress(
-                f"  {i:<28} {searches[i].probes[-1].phase:<8} {_at(load, what):>12}  "
+                f"  {i:<28} {searches[i].probes[-1].phase:<8} {at_load(load, what):>12}  "
                 f"{lv.rps:>9,.0f} req/s  {mark_}{short}"
             )
             if on_probe is not None:
@@ -314,38 +227,12 @@ async def capacity_rounds(
                     )  # fmt: skip
                     said = "meets" if judged.meets else f"misses: {judged.why}"
                     progress(
-                        f"  {i:<28} round {r:<3} {_at(load, what):>12}  {lv.rps:>9,.0f} req/s  "
+                        f"  {i:<28} round {r:<3} {at_load(load, what):>12}  {lv.rps:>9,.0f} req/s  "
                         + said
                     )
             await stop(group)
     for i, probes in more.items():
         found[i] = with_rounds(found[i], probes)
-
-
-def with_rounds(c: CapacityResult, more: list[CapacityProbe]) -> CapacityResult:
-    """A capacity with its later rounds (the search's answer is round 1; a round that
-    missed the SLO at the load is 0 req/s): their median, their interval, said."""
-    import msgspec
-
-    if not more or c.capacity is None:
-        return c
-    samples = [c.capacity, *(p.level.rps if p.meets else 0.0 for p in more)]
-    est = estimate("", samples, None)
-    missed = sum(1 for p in more if not p.meets)
-    note = f", missed the SLO there in {missed} of {len(samples)} rounds" if missed else ""
-    before = c.sentence.split(" (", 1)
-    head = before[0]
-    tail = before[1].split(")", 1)[1] if len(before) > 1 and ")" in before[1] else ""
-    sentence = f"{head} ({est.median:,.0f} req/s; {rounds_interval(samples)}{note}){tail}"
-    return msgspec.structs.replace(
-        c,
-        capacity=est.median,
-        rounds=[round(x, 1) for x in samples],
-        lo=round(est.lo, 1),
-        hi=round(est.hi, 1),
-        sentence=sentence,
-        probes=c.probes + more,
-    )
 
 
 async def _evidence_at_boundary(
@@ -369,97 +256,9 @@ async def _evidence_at_boundary(
         lv.why = keeper.at(i, level)
 
 
-def interrupted(c: CapacityResult) -> CapacityResult:
-    """A search that did not end: its probes kept, no capacity claimed."""
-    import msgspec
-
-    from stackrace.race.core.capacity_search import Capacity
-
-    stub = Capacity(
-        load=c.load,
-        rps=c.capacity,
-        margin=c.margin,
-        breaks_at=c.breaks_at,
-        breaks_why=c.breaks_why,
-        stopped=INTERRUPTED,
-        probes=[probe_of(p) for p in c.probes],
-    )
-    what = "req/s" if c.mode == "rate" else "c"
-    # the JSON claims no capacity either: `load` stays (the highest load seen meeting the
-    # SLO, as the sentence says), the req/s figure at it and its margin go
-    return msgspec.structs.replace(
-        c,
-        stopped=INTERRUPTED,
-        sentence=stub.sentence(c.slo, what),
-        unstable=None,
-        capacity=None,
-        margin=None,
-        rss=0,
-        cpu_us_per_request=None,
-    )
-
-
 def _engine_pids(runner: LevelRunner, ids: list[str]) -> list[int]:
     return [pid for i in ids for pid in runner.core.engine.engine_pids(i)]
 
 
 def _gone(runner: LevelRunner, i: str) -> bool:
     return runner.core.members[i].handle.state in (StackState.CRASHED, StackState.STOPPED)
-
-
-def _at(load: float, what: str) -> str:
-    return f"c={load:g}" if what == "c" else f"{load:,.0f} req/s"
-
-
-def result(
-    search: CapacitySearch,
-    levels: list[Level],
-    slo: Slo,
-    rate_mode: bool,
-    needed: int,
-    plan: CapacityPlan,
-    noises: list[ProbeNoise | None] | None = None,
-    series: list[list[ProbeSlice]] | None = None,
-) -> CapacityResult:
-    """The search's answer with its evidence, as the run file keeps it."""
-    cap = search.result()
-    felt = noises if noises is not None else [None] * len(levels)
-    own = series if series is not None else [[] for _ in levels]
-    at_cap = [
-        lv for p, lv in zip(cap.probes, levels, strict=True) if p.meets and p.load == cap.load
-    ]
-    cpu = [lv.cpu_us_per_request for lv in at_cap if lv.cpu_us_per_request is not None]
-    return CapacityResult(
-        slo=slo.text,
-        mode="rate" if rate_mode else "concurrency",
-        load=cap.load,
-        capacity=cap.rps,
-        margin=cap.margin,
-        breaks_at=cap.breaks_at,
-        breaks_why=cap.breaks_why,
-        stopped=cap.stopped,
-        sentence=cap.sentence(slo.text, unit(rate_mode)),
-        needed_answers=needed,
-        precision=plan.precision,
-        rss=max((lv.memory_after.rss for lv in at_cap), default=0),
-        cpu_us_per_request=statistics.median(cpu) if cpu else None,
-        probes=[
-            CapacityProbe(
-                load=p.load,
-                meets=p.meets,
-                why=p.why,
-                phase=p.phase,
-                answers=p.answers,
-                enough=p.enough,
-                seconds=round(p.seconds, 3),
-                figures=p.figures,
-                level=lv,
-                noise=n,
-                slices=sl,
-                unsteady=p.unsteady,
-            )
-            for p, lv, n, sl in zip(cap.probes, levels, felt, own, strict=True)
-        ],
-        unstable=list(cap.unstable) if cap.unstable is not None else None,
-        thin=cap.thin,
-    )

@@ -1,4 +1,4 @@
-"""The space a tune searches (race/core/tune_search.py): each server with its axes, the
+"""The space a tune searches (race/bench/tune_search.py): each server with its axes, the
 configurations' names, the coarse pass's points, a point's neighbours and edges.
 
     space = Space({"gunicorn-gthread": {"workers": ["1", "2", "3", "5"],

@@ -1,4 +1,4 @@
-"""What a tune found (race/core/tune_search.py): each configuration's evidence, the outcome
+"""What a tune found (race/bench/tune_search.py): each configuration's evidence, the outcome
 with its ranking, and the verdict in one sentence: a winner only with the confidence
 it beats the runner-up with (rules/confidence.py), else a tie within noise, or "not
 decided" when the budget ended before the leader's neighbours or its rounds.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from stackrace.race.bench.tune_space import Point
 from stackrace.race.core.capacity_search import Capacity, CapacitySearch, Probe
-from stackrace.race.core.tune_space import Point
 from stackrace.rules.confidence import CONFIDENCE, Estimate, Ranking
 
 MIN_ROUNDS = 2  # interleaved rounds before a winner is named
