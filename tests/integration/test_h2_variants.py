@@ -17,7 +17,7 @@ from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.protocols import NEEDS_ENGINE, engine_speaks_h2
 from tests.conftest_stacks import real_stack
 from tests.helpers import run_cli
-from tests.unit.test_h2_variants import H2_STACKS
+from tests.unit.test_h2_variant_keys import H2_STACKS
 
 VARIANTS = [f"{name}:http={mode}" for name, modes in sorted(H2_STACKS.items()) for mode in modes]
 
