@@ -61,7 +61,7 @@ def test_the_first_of_two_runs_sharing_cores_records_the_second(tmp_path: Path):
     first_out = tmp_path / "first.json"
     first = start(
         "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
-        "--concurrency", "2,4,8", "--duration", "1s", "--warmup", "0.2s",
+        "--concurrency", "2,4,8", "--duration", "3s", "--warmup", "0.2s",
         "--path", "/delay?ms=50", "--json", str(first_out),
     )  # fmt: skip
     try:

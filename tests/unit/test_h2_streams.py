@@ -179,7 +179,6 @@ def test_the_pane_says_each_h2_failure_kind_with_the_resets_codes():
     [
         ("stream_reset", "the server resets streams (40/s, INTERNAL_ERROR)"),
         ("stream_refused", "refuses streams unprocessed (40/s)"),
-        ("goaway_unprocessed", "unprocessed by the server's GOAWAY (40/s)"),
         ("flow_stall", "40 requests/s waited on the server's flow-control window past the 10 s"),
     ],
 )
@@ -193,6 +192,19 @@ def test_a_failing_h2_pane_says_what_its_streams_failed_of(kind, words):
     )
     said = annotate(judgment=j, interval=None, total=total, rate=None, timeout=10.0)
     assert words in said
+
+
+def test_a_goaway_s_unprocessed_streams_are_not_held_against_the_server():
+    """RFC 9113 6.8: a stream above a GOAWAY's last-stream-id was never processed and may
+    be sent again (the engine does): a connection's graceful end, as nginx's every 1,000
+    requests, counted and shown but never a failure the server answers for; a reset is."""
+    from stackrace.rules.accounting import no_answer_failures
+    from stackrace.rules.breaking import attempts
+
+    graceful = WindowStats(seconds=10.0, requests=1_000, failures={"goaway_unprocessed": 400})
+    reset = WindowStats(seconds=10.0, requests=1_000, failures={"stream_reset": 400})
+    assert no_answer_failures(graceful) == 0 and attempts(graceful) == 1_000
+    assert no_answer_failures(reset) == 400 and attempts(reset) == 1_400
 
 
 def test_one_rule_refuses_what_h2_cannot_honour_naming_the_option_and_the_stack():

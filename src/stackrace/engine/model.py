@@ -94,6 +94,14 @@ FLOW_STALL = "flow_stall"
 # (a connection's protocol error is PROTOCOL, as in HTTP/1.1, its reason in `errors`)
 H2_FAILURE_KINDS: tuple[str, ...] = (STREAM_RESET, STREAM_REFUSED, GOAWAY_UNPROCESSED, FLOW_STALL)
 
+# Ended without an answer, and not the server's failure: the engine gave the request up
+# (`abandoned`), or the server closed its connection gracefully before it read the
+# stream (GOAWAY: RFC 9113 6.8 says such a stream may be sent again, and the engine does,
+# as a client would). Counted and shown all the same; never held against the server
+# (rules/breaking.py, rules/level.py): nginx's GOAWAY every 1,000 requests is its
+# connections' lifecycle, as an HTTP/1.1 `Connection: close` is, not a breaking point.
+NOT_THE_SERVERS: frozenset[str] = frozenset({ABANDONED, GOAWAY_UNPROCESSED})
+
 FAILURE_KINDS: tuple[str, ...] = (
     REFUSED,
     CONNECT_TIMEOUT,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from stackrace.base import printable
 from stackrace.base.printable import markdown as md
 from stackrace.base.printable import markdown_code as code
+from stackrace.engine.model import NOT_THE_SERVERS
 from stackrace.report import thennow, why
 from stackrace.report.judged import breaking, judgments, rate_mode
 from stackrace.report.schema import NOISY_SPREAD, BenchRun, Level, StackResult
@@ -128,9 +129,15 @@ def _mem(level: Level) -> str:
 
 
 def _failures(level: Level) -> str:
+    """The share and count the server answers for; beside them, what ended unanswered
+    but is not its failure (abandoned by the engine, a GOAWAY's streams sent again:
+    engine/model.py NOT_THE_SERVERS), so the two figures never disagree."""
     if not level.failures:
         return "0"
-    return f"{level.error_rate * 100:.1f}% ({sum(level.failures.values())})"
+    theirs = sum(n for k, n in level.failures.items() if k not in NOT_THE_SERVERS)
+    other = sum(level.failures.values()) - theirs
+    said = f"{level.error_rate * 100:.1f}% ({theirs})"
+    return f"{said}; {other} not the server's" if other else said
 
 
 def rows(run: BenchRun) -> list[list[str]]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stackrace.engine.model import ABANDONED, RESPONSE_FAILURES, WindowStats
+from stackrace.engine.model import ABANDONED, NOT_THE_SERVERS, RESPONSE_FAILURES, WindowStats
 from stackrace.rules.engine import ENGINE_LIMITED, engine_share
 from stackrace.settings.units import fmt_us
 
@@ -59,7 +59,9 @@ class LittleCheck:
 def no_answer_failures(window: WindowStats) -> int:
     """Failures without a response that the server is to blame for (not `abandoned`)."""
     return sum(
-        n for k, n in window.failures.items() if k not in RESPONSE_FAILURES and k != ABANDONED
+        n
+        for k, n in window.failures.items()
+        if k not in RESPONSE_FAILURES and k not in NOT_THE_SERVERS
     )
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stackrace.engine.model import ABANDONED, RESPONSE_FAILURES, WindowStats
+from stackrace.engine.model import NOT_THE_SERVERS, RESPONSE_FAILURES, WindowStats
 
 MIN_SECONDS = 1.0  # a level needs this much measured time to count
 MIN_ATTEMPTS = 20  # and this many requests (a level at c=1 on a slow stack still counts)
@@ -87,7 +87,7 @@ class StepResult:
     def failed(self) -> int:
         """Failures the server answers for, plus the stale waiting requests."""
         w = self.window
-        return sum(n for k, n in w.failures.items() if k != ABANDONED) + w.stale
+        return sum(n for k, n in w.failures.items() if k not in NOT_THE_SERVERS) + w.stale
 
     @property
     def errors(self) -> int:
@@ -117,7 +117,9 @@ def attempts(window: WindowStats) -> int:
     """Requests that ended one way or another: responses plus failures that got none
     (`abandoned` ones excluded: the engine ended those, not the server)."""
     no_response = sum(
-        n for k, n in window.failures.items() if k not in RESPONSE_FAILURES and k != ABANDONED
+        n
+        for k, n in window.failures.items()
+        if k not in RESPONSE_FAILURES and k not in NOT_THE_SERVERS
     )
     return window.requests + no_response
 

@@ -90,11 +90,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stackrace.engine.model import (
-    ABANDONED,
     CONNECT_TIMEOUT,
     DROPPED,
     HTTP_STATUS,
     INVALID_BODY,
+    NOT_THE_SERVERS,
     REFUSED,
     RESET,
     TIMEOUT,
@@ -474,7 +474,7 @@ def _timed_out_only(w: WindowStats | None) -> bool:
     mode): what an engine or a core starved of CPU can cause too."""
     if w is None:
         return False
-    kinds = {k for k, n in w.failures.items() if n and k != ABANDONED}
+    kinds = {k for k, n in w.failures.items() if n and k not in NOT_THE_SERVERS}
     return bool(kinds) and kinds <= {TIMEOUT, DROPPED}
 
 
@@ -483,7 +483,7 @@ def _recent_failure(recent: WindowStats | None) -> str:
     if recent is None:
         return ""
     ended = attempts(recent)
-    bad = sum(n for k, n in recent.failures.items() if k != ABANDONED)
+    bad = sum(n for k, n in recent.failures.items() if k not in NOT_THE_SERVERS)
     if ended < RECENT_MIN or bad <= RECENT_FAILED * ended:
         return ""
     return f"{bad:,} of the last {ended:,} failed ({failure_words(recent)})"
@@ -546,7 +546,7 @@ def _calm_why(service: float | None, service_from: str, wait: float | None) -> s
 
 def failure_words(w: WindowStats) -> str:
     """The dominant failure kind in words ("timed out", "HTTP 404")."""
-    kinds = [(n, k) for k, n in w.failures.items() if k != ABANDONED and n > 0]
+    kinds = [(n, k) for k, n in w.failures.items() if k not in NOT_THE_SERVERS and n > 0]
     if not kinds:
         return "no answer in the level"
     _n, kind = max(kinds)

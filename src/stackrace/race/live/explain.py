@@ -17,13 +17,13 @@ tells one story:
 from __future__ import annotations
 
 from stackrace.engine.model import (
-    ABANDONED,
     CONNECT_TIMEOUT,
     DROPPED,
     FLOW_STALL,
     GOAWAY_UNPROCESSED,
     HTTP_STATUS,
     INVALID_BODY,
+    NOT_THE_SERVERS,
     REFUSED,
     RESET,
     STREAM_REFUSED,
@@ -60,7 +60,7 @@ _secs = secs
 
 def dominant_failure(window: WindowStats) -> tuple[str, int]:
     """The failure kind with the most counts (abandoned left out), and its count."""
-    kinds = [(n, k) for k, n in window.failures.items() if k != ABANDONED and n > 0]
+    kinds = [(n, k) for k, n in window.failures.items() if k not in NOT_THE_SERVERS and n > 0]
     if not kinds:
         return "", 0
     n, k = max(kinds)
@@ -84,7 +84,11 @@ def behind_schedule(rate: float | None, total: WindowStats) -> str:
 
 
 def _no_answer(w: WindowStats) -> int:
-    return sum(n for k, n in w.failures.items() if k not in (HTTP_STATUS, INVALID_BODY, ABANDONED))
+    return sum(
+        n
+        for k, n in w.failures.items()
+        if k not in (HTTP_STATUS, INVALID_BODY) and k not in NOT_THE_SERVERS
+    )
 
 
 def annotate(
