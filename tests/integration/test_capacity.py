@@ -136,7 +136,8 @@ def test_rounds_start_the_server_afresh_and_carry_the_interval(
     assert len(rounds) == 2 and all(p["load"] == cap["load"] for p in rounds), cap["probes"]
     assert len(cap["rounds"]) == 3 and cap["lo"] <= cap["capacity"] <= cap["hi"], cap
     assert "from 3 rounds" in cap["sentence"] and "one round: no interval" not in cap["sentence"]
-    assert "in rounds of their own" in said, said  # the noise line's A/A, and how
+    # the noise line's A/A, and how it was measured; a box too busy for one says that
+    assert "in rounds of their own" in said or "the machine was busy" in said, said
 
 
 def test_closed_loop_mean_finds_its_concurrency(stacks: Path, tmp_path: Path) -> None:

@@ -279,3 +279,31 @@ def test_rules_without_a_baseline_must_be_absolute():
     assert gate.verdict_lines(passed, None) == [
         "gate passed: 4 checks on 4 levels (absolute rules, no baseline)"
     ]
+
+
+def test_a_capacity_most_rounds_missed_is_said_not_to_hold() -> None:
+    """bench --capacity --repeat 3 on a busy box: the search met at c=32, rounds 2 and 3
+    missed there. The median is 0 req/s, and the sentence must not say "meets … up to
+    c=32 (0 req/s …)" as if it held: it says it did not hold across rounds."""
+    from stackrace.race.core.capacity_plan import with_rounds
+    from stackrace.report.schema import CapacityProbe, CapacityResult
+
+    def probe(meets: bool) -> CapacityProbe:
+        return CapacityProbe(
+            load=32, meets=meets, why="" if meets else "p99 99ms ≥ 75 ms", phase="round",
+            answers=3_000, enough=True, seconds=5.0, figures={}, level=level(32, 550.0, 99_000),
+        )  # fmt: skip
+
+    found = CapacityResult(
+        slo="p99<75ms", mode="concurrency", load=32, capacity=603.0, margin=None,
+        breaks_at=45, breaks_why="p99", stopped="precise", needed_answers=1_000,
+        precision=0.2,
+        sentence="fixed: meets p99 < 75 ms up to c=32 (603 req/s; one round: no interval)",
+    )  # fmt: skip
+    missed = with_rounds(found, [probe(False), probe(False)])
+    assert missed.capacity == 0 and "not across rounds" in missed.sentence
+    assert "no capacity that holds" in missed.sentence and "(0 req/s" not in missed.sentence
+    assert "missed the SLO there in 2 of 3 rounds" in missed.sentence
+    held = with_rounds(found, [probe(True), probe(False)])
+    assert held.capacity == 550.0 and "(550 req/s; " in held.sentence
+    assert "not across rounds" not in held.sentence

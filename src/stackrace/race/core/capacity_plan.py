@@ -137,7 +137,13 @@ def with_rounds(c: CapacityResult, more: list[CapacityProbe]) -> CapacityResult:
     before = c.sentence.split(" (", 1)
     head = before[0]
     tail = before[1].split(")", 1)[1] if len(before) > 1 and ")" in before[1] else ""
-    sentence = f"{head} ({est.median:,.0f} req/s; {rounds_interval(samples)}{note}){tail}"
+    if est.median > 0:
+        sentence = f"{head} ({est.median:,.0f} req/s; {rounds_interval(samples)}{note}){tail}"
+    else:  # most rounds missed at the search's answer: it did not hold, said so
+        sentence = (
+            f"{head} in its search, but not across rounds ({rounds_interval(samples)}{note}):"
+            f" no capacity that holds{tail}"
+        )
     return msgspec.structs.replace(
         c,
         capacity=est.median,
