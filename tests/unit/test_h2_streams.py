@@ -23,7 +23,8 @@ from stackrace.stacks.protocols import NEEDS_ENGINE, engine_speaks_h2
         (100, 1, "2", (100, 1)),  # --streams 1: as many connections as HTTP/1.1
         (10, 25, "2", (1, 25)),  # fewer in flight than streams: one whole connection
         (30, 25, "2", (1, 25)),  # whole connections: the nearest, said as it is
-        (0, 25, "2", (1, 25)),  # never no connection
+        (0, 25, "2", (0, 25)),  # level 0: the load drained, no connection (as over 1.1)
+        (0, 25, "1.1", (0, 1)),
     ],
 )
 def test_a_level_is_split_into_connections_and_streams(level, per, http, split):

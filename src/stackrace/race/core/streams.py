@@ -42,8 +42,11 @@ def split(level: int, streams: int, http: str) -> tuple[int, int]:
     connection on the nearest whole number of connections, at least one. Streams per
     connection never follow the level: the engine is given them once, when the target
     is added (the agreed TargetSpec.streams has no live command), so a level below
-    `streams` is one connection of `streams`, and the pane and the header say so."""
-    level = max(1, int(level))
+    `streams` is one connection of `streams`, and the pane and the header say so. Level
+    0 is no connection at all: the load drained (a paused race, a drain before a count)."""
+    level = int(level)
+    if level <= 0:
+        return 0, max(1, streams) if is_h2(http) else 1
     if not is_h2(http) or streams <= 1:
         return level, 1
     return max(1, round(level / streams)), streams
