@@ -280,15 +280,15 @@ def test_two_runs_are_drawn_together_with_the_gates_verdicts(run: BenchRun):
 
 
 def test_bench_and_report_write_the_page(run: BenchRun, tmp_path: Path):
-    from stackrace.report.write import write_outputs
+    from stackrace.report.write import run_outputs, write_files
 
     out = tmp_path / "r.html"
     csv_out = tmp_path / "s.csv"
-    assert write_outputs(run, html_out=str(out), series_csv_out=str(csv_out)) == []
+    assert write_files(run_outputs(run, html_out=str(out), series_csv_out=str(csv_out))) == []
     assert out.read_text().startswith("<!doctype html>")
     assert csv_out.read_text().startswith("stack,t,level")
     # bench --baseline OLD.json --html: the page compares
-    assert write_outputs(run, html_out=str(out), baseline=run) == []
+    assert write_files(run_outputs(run, html_out=str(out), baseline=run)) == []
     assert "Against the baseline" in out.read_text()
 
 

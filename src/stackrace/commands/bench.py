@@ -72,8 +72,8 @@ from stackrace.report.write import (
     EXIT_NOT_WRITTEN,
     check_output_paths,
     read_run,
+    run_outputs,
     write_files,
-    write_outputs,
 )
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import StackFile
@@ -380,9 +380,11 @@ def _run_locked(
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
     result.journal = str(plan.journal.path) if plan.journal is not None and interrupted else ""
-    problems = write_outputs(
-        result, f.json_out, f.csv_out, f.md_out, f.chart_out, f.html_out, f.series_csv_out,
-        baseline,
+    problems = write_files(
+        run_outputs(
+            result, f.json_out, f.csv_out, f.md_out, f.chart_out, f.html_out, f.series_csv_out,
+            baseline,
+        )
     )  # fmt: skip
     if f.flame_dir:  # a flame graph per evidence window (report/why.py)
         problems += write_flames(result, f.flame_dir)[1]

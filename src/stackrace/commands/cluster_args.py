@@ -51,12 +51,39 @@ class _HelpCluster(argparse.Action):
         parser.exit(0, full.format_help())
 
 
+# The options --help-cluster shows (hidden in a command's own help): flag, metavar, whether
+# it repeats, help. One table so that a new node or time flag is one row, not one more
+# add_argument written out again.
+_DETAIL_OPTIONS: tuple[tuple[str, str, bool, str], ...] = (
+    ("--placement", "FILE", False, "cluster.toml: which node takes which role"),
+    (
+        "--load-node",
+        "NODE",
+        True,
+        "a node for engine processes (KEY=VALUE label, id:HEX or address); repeat it "
+        "for more (default: label stackrace-role=load)",
+    ),
+    ("--app-node", "NODE", False, "the node for the stacks (default: label stackrace-role=app)"),
+    ("--db-node", "NODE", False, "the node for MariaDB (default: the app node)"),
+    (
+        "--cluster-timeout",
+        "DURATION",
+        False,
+        "how long a role may take to come up before the run fails (default 30s)",
+    ),
+    (
+        "--cluster-lost-after",
+        "DURATION",
+        False,
+        "a load or app host silent this long is lost: the race goes on without a load "
+        "host (its requests in flight count abandoned) and ends without the app host "
+        "(default 10s)",
+    ),
+)
+
+
 def _cluster_options(g: argparse._ArgumentGroup, shown: bool) -> None:
     """The cluster options; all but --cluster hidden unless `shown`."""
-
-    def h(text: str) -> str:
-        return text if shown else argparse.SUPPRESS
-
     g.add_argument(
         "--cluster",
         metavar="ADDRESS",
@@ -64,50 +91,14 @@ def _cluster_options(g: argparse._ArgumentGroup, shown: bool) -> None:
         help="the Ray cluster's head (host:port, or auto): engine processes run on its load "
         "nodes, stacks on its app node (default: this machine alone)",
     )
-    g.add_argument(
-        "--placement",
-        metavar="FILE",
-        default=None,
-        help=h("cluster.toml: which node takes which role"),
-    )
-    g.add_argument(
-        "--load-node",
-        action="append",
-        metavar="NODE",
-        default=None,
-        help=h(
-            "a node for engine processes (KEY=VALUE label, id:HEX or address); repeat it "
-            "for more (default: label stackrace-role=load)"
-        ),
-    )
-    g.add_argument(
-        "--app-node",
-        metavar="NODE",
-        default=None,
-        help=h("the node for the stacks (default: label stackrace-role=app)"),
-    )
-    g.add_argument(
-        "--db-node",
-        metavar="NODE",
-        default=None,
-        help=h("the node for MariaDB (default: the app node)"),
-    )
-    g.add_argument(
-        "--cluster-timeout",
-        metavar="DURATION",
-        default=None,
-        help=h("how long a role may take to come up before the run fails (default 30s)"),
-    )
-    g.add_argument(
-        "--cluster-lost-after",
-        metavar="DURATION",
-        default=None,
-        help=h(
-            "a load or app host silent this long is lost: the race goes on without a load "
-            "host (its requests in flight count abandoned) and ends without the app host "
-            "(default 10s)"
-        ),
-    )
+    for flag, metavar, repeats, text in _DETAIL_OPTIONS:
+        g.add_argument(
+            flag,
+            action="append" if repeats else "store",
+            metavar=metavar,
+            default=None,
+            help=text if shown else argparse.SUPPRESS,
+        )
 
 
 def cluster_options(args: argparse.Namespace) -> ClusterOptions:

@@ -39,6 +39,47 @@ EXAMPLES = examples(
 )
 
 
+# `stackrace db ACTION`: the actions, each with its one-line help and its description
+_ACTIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "up",
+        "install if needed and start the server",
+        "Install the private MariaDB if needed (about a second, the first time)"
+        " and start it; it keeps running until `stackrace db down`.",
+    ),
+    (
+        "down",
+        "stop the private server",
+        "Stop the private MariaDB (SIGTERM, a clean shutdown); its data stays "
+        "for the next `db up`.",
+    ),
+    (
+        "status",
+        "state and server settings",
+        "The database's state and its connection, version, table, query cache, "
+        "limits and counters.",
+    ),
+    (
+        "seed",
+        "fill table test with random values (skipped if done)",
+        "Fill table test with random values for the /db workload (skipped when "
+        "done, unless --force).",
+    ),
+    (
+        "reset",
+        "drop the seeded tables",
+        "Drop the seeded tables (test, seed_meta), or with --wipe stop the "
+        "server and delete its whole directory.",
+    ),
+    (
+        "env",
+        "print the STACKRACE_DB_* variables the apps get",
+        "Print the STACKRACE_DB_* variables the apps get, as shell exports "
+        "(`eval` them to use the database by hand).",
+    ),
+)
+
+
 def register(p: argparse.ArgumentParser) -> None:
     p.description = (
         "The private MariaDB the /db workload queries: start, seed, check, reset and stop "
@@ -64,17 +105,15 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     sub = p.add_subparsers(dest="db_action", metavar="ACTION", required=True)
     more = EXAMPLES + "\n\nMore: docs/db.md"
-
-    up = sub.add_parser(
-        "up",
-        parents=[common],
-        epilog=more,
-        help="install if needed and start the server",
-        description=(
-            "Install the private MariaDB if needed (about a second, the first time)"
-            " and start it; it keeps running until `stackrace db down`."
-        ),
-    )
+    # one parser per action, from one table (name, help, description): each differs only
+    # in its words and its own options
+    parsers = {
+        name: sub.add_parser(
+            name, parents=[common], epilog=more, help=short, description=description
+        )
+        for name, short, description in _ACTIONS
+    }
+    up = parsers["up"]
     up.add_argument(
         "--port",
         type=port_number,
@@ -96,39 +135,10 @@ def register(p: argparse.ArgumentParser) -> None:
         "(e.g. --mariadbd-arg=--thread-handling=pool-of-threads)",
     )
 
-    sub.add_parser(
-        "down",
-        parents=[common],
-        epilog=more,
-        help="stop the private server",
-        description=(
-            "Stop the private MariaDB (SIGTERM, a clean shutdown); its data stays "
-            "for the next `db up`."
-        ),
-    )
-
-    status = sub.add_parser(
-        "status",
-        parents=[common],
-        epilog=more,
-        help="state and server settings",
-        description=(
-            "The database's state and its connection, version, table, query cache, "
-            "limits and counters."
-        ),
-    )
+    status = parsers["status"]
     status.add_argument("--json", action="store_true", help="print the status as JSON")
 
-    seed = sub.add_parser(
-        "seed",
-        parents=[common],
-        epilog=more,
-        help="fill table test with random values (skipped if done)",
-        description=(
-            "Fill table test with random values for the /db workload (skipped when "
-            "done, unless --force)."
-        ),
-    )
+    seed = parsers["seed"]
     seed.add_argument(
         "--rows", type=int, default=DEFAULT_ROWS, help=f"rows (default {DEFAULT_ROWS:,})"
     )
@@ -137,32 +147,13 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     seed.add_argument("--force", action="store_true", help="seed again even if already done")
 
-    reset = sub.add_parser(
-        "reset",
-        parents=[common],
-        epilog=more,
-        help="drop the seeded tables",
-        description=(
-            "Drop the seeded tables (test, seed_meta), or with --wipe stop the "
-            "server and delete its whole directory."
-        ),
-    )
+    reset = parsers["reset"]
     reset.add_argument(
         "--wipe",
         action="store_true",
         help="stop the private server and delete its whole directory instead",
     )
 
-    sub.add_parser(
-        "env",
-        parents=[common],
-        epilog=more,
-        help="print the STACKRACE_DB_* variables the apps get",
-        description=(
-            "Print the STACKRACE_DB_* variables the apps get, as shell exports "
-            "(`eval` them to use the database by hand)."
-        ),
-    )
     p.set_defaults(func=run, read_options=db_options)
 
 

@@ -35,8 +35,8 @@ from stackrace.report.write import (
     check_output_paths,
     print_run,
     read_run,
+    run_outputs,
     write_files,
-    write_outputs,
 )
 from stackrace.settings.units import fmt_us
 
@@ -116,18 +116,17 @@ def run(o: ReportOptions) -> int:
     # the page and the series: one run (beside --baseline), or `report old.json new.json`,
     # the later run drawn over the earlier one
     page_base = runs[0] if len(runs) == 2 else base
-    problems = write_outputs(
-        runs[-1],
-        html_out=f.html_out,
-        series_csv_out=f.series_csv_out,
-        baseline=page_base,
+    problems = write_files(
+        run_outputs(
+            runs[-1], html_out=f.html_out, series_csv_out=f.series_csv_out, baseline=page_base
+        )
     )
     if all(is_capacity_run(r) for r in runs) and not rules:
         for line in problems:
             print(f"stackrace report: {line}", file=sys.stderr)
         return capacity_report(runs, o) or (EXIT_NOT_WRITTEN if problems else 0)
     if len(runs) == 1:
-        problems += write_outputs(runs[0], None, f.csv_out, f.md_out, f.chart_out)
+        problems += write_files(run_outputs(runs[0], None, f.csv_out, f.md_out, f.chart_out))
     if f.flame_dir:  # every run's evidence windows, as flame graphs (report/why.py)
         for r in runs:
             written, bad = write_flames(r, f.flame_dir)

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stackrace.base import printable
 from stackrace.commands._common import (
@@ -31,7 +31,7 @@ from stackrace.settings.options import COMMAND_LINE
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
 from stackrace.stacks.app_spec import YourApp
-from stackrace.stacks.availability import availability
+from stackrace.stacks.availability import Availability, availability
 from stackrace.stacks.definition import DB_WORKLOADS, Stack
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.placeholders import placeholders, render
@@ -46,6 +46,9 @@ from stackrace.stacks.verify import (
     verify_port,
 )
 from stackrace.stacks.verify_h2 import verify_h2
+
+if TYPE_CHECKING:  # type-only: rich is imported where a table is drawn (keeps start-up fast)
+    from rich.table import Table
 
 EXAMPLES = examples(
     ("stackrace verify gunicorn-sync", "start it and check every endpoint's answers"),
@@ -164,20 +167,13 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
             if not a.available and not force:
                 if explicit:
                     bad += 1
-                table.add_row(printable.markup(stack.name), *["-"] * 8, "unavailable", style="dim")
-                details.append((stack.name, [f"unavailable: {a.reason}", f"fix: {a.fix}"]))
+                _unavailable_row(table, details, stack, a, blanks=8)
                 continue
-            t0 = time.monotonic()
-            try:
-                rs = await launcher.start(stack)
-            except LaunchError as exc:
+            started = await _start_or_row(launcher, stack, table, details, crosses=6, dashes=2)
+            if started is None:
                 bad += 1
-                table.add_row(
-                    printable.markup(stack.name), *["✗"] * 6, "-", "-", "did not start", style="red"
-                )
-                details.append((stack.name, str(exc).splitlines()))
                 continue
-            ready = time.monotonic() - t0
+            rs, ready = started
             tls = probe.trusting(rs.cert) if rs.cert is not None else None
             if stack.http != "1.1":  # an h2 variant: its contract read over h2 by the engine
                 cert = str(rs.cert) if rs.cert is not None else None
@@ -215,6 +211,42 @@ async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int
         print("/db and /dbjson were not checked: add --db (starts a private MariaDB)")
     print(f"{len(chosen) - bad} of {len(chosen)} stacks verified", file=sys.stderr)
     return 1 if bad else 0
+
+
+def _unavailable_row(
+    table: Table, details: list[tuple[str, list[str]]], stack: Stack, a: Availability, blanks: int
+) -> None:
+    """The row of a stack not verified because it is not installed (`blanks` cells of
+    "-" before the result), and why with the fix under the table."""
+    table.add_row(printable.markup(stack.name), *["-"] * blanks, "unavailable", style="dim")
+    details.append((stack.name, [f"unavailable: {a.reason}", f"fix: {a.fix}"]))
+
+
+async def _start_or_row(
+    launcher: Launcher,
+    stack: Stack,
+    table: Table,
+    details: list[tuple[str, list[str]]],
+    crosses: int,
+    dashes: int,
+) -> tuple[RunningStack, float] | None:
+    """Start `stack`: the running stack and how long it took to be ready, or None when it
+    did not start, its row written (`crosses` cells of ✗, then `dashes` of "-") and the
+    launcher's reason under the table. Both verify tables start a stack this one way."""
+    t0 = time.monotonic()
+    try:
+        rs = await launcher.start(stack)
+    except LaunchError as exc:
+        table.add_row(
+            printable.markup(stack.name),
+            *["✗"] * crosses,
+            *["-"] * dashes,
+            "did not start",
+            style="red",
+        )
+        details.append((stack.name, str(exc).splitlines()))
+        return None
+    return rs, time.monotonic() - t0
 
 
 async def _extra_checks(
@@ -286,22 +318,15 @@ async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
             if not a.available:
                 bad += explicit
                 skipped += not explicit
-                table.add_row(
-                    escape(stack.name), *["-"] * (len(kinds) + 1), "unavailable", style="dim"
-                )
-                details.append((stack.name, [f"unavailable: {a.reason}", f"fix: {a.fix}"]))
+                _unavailable_row(table, details, stack, a, blanks=len(kinds) + 1)
                 continue
-            t0 = time.monotonic()
-            try:
-                rs = await launcher.start(stack)
-            except LaunchError as exc:
+            started = await _start_or_row(
+                launcher, stack, table, details, crosses=len(kinds), dashes=1
+            )
+            if started is None:
                 bad += 1
-                table.add_row(
-                    escape(stack.name), *["✗"] * len(kinds), "-", "did not start", style="red"
-                )
-                details.append((stack.name, str(exc).splitlines()))
                 continue
-            ready = time.monotonic() - t0
+            rs, ready = started
             marks, problems = [], []
             for k in kinds:
                 want = statuses.parse(k.expect or "2xx")

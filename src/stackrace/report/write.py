@@ -140,23 +140,6 @@ def write_files(outputs: Iterable[Output]) -> list[str]:
     return problems
 
 
-def write_outputs(
-    run: BenchRun,
-    json_out: str | None = None,
-    csv_out: str | None = None,
-    md_out: str | None = None,
-    chart_out: str | None = None,
-    html_out: str | None = None,
-    series_csv_out: str | None = None,
-    baseline: BenchRun | None = None,
-) -> list[str]:
-    """Write the run's files (see `write_files`); the problems, one line each."""
-    outputs = run_outputs(
-        run, json_out, csv_out, md_out, chart_out, html_out, series_csv_out, baseline
-    )
-    return write_files(outputs)
-
-
 def check_output_paths(paths: Mapping[str, str | None]) -> str | None:
     """Whether each output file can be written, checked before a run starts: None when
     all can, else one line naming the option and the problem.

@@ -25,7 +25,8 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from typing import Literal
+from collections.abc import Callable
+from typing import Literal, TypeVar
 
 from stackrace.base.errors import StackraceError
 from stackrace.settings.units import parse_duration
@@ -46,6 +47,7 @@ __all__ = [
     "usable_cpus",
 ]
 
+N = TypeVar("N", int, float)  # what a number parser returns
 Procs = int | Literal["auto"]  # what `procs` returns: a count, or "auto"
 
 
@@ -57,6 +59,21 @@ class OptionValueError(StackraceError, ValueError):
 
 def _bad(what: str, text: str) -> OptionValueError:
     return OptionValueError(f"must be {what}, got {text!r}")
+
+
+def _checked(
+    text: str, convert: Callable[[str], N], ok: Callable[[N], bool], want: str, given: str = ""
+) -> N:
+    """`convert(text)` when it converts and is `ok`; else one error saying `want` and what
+    was `given` (default: `text`). One rule for every number parser: a value that does not
+    parse and one out of range read the same to the user."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise _bad(want, given or text) from None
+    if not ok(value):
+        raise _bad(want, given or text)
+    return value
 
 
 MAX_DURATION_S = 24 * 3600.0  # a run (or level) longer than a day is a typo
@@ -114,24 +131,12 @@ def precision(text: str) -> float:
 
 def positive_rate(text: str) -> float:
     """A request rate: a finite number above zero (0, negatives, nan and inf are errors)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise _bad("a positive finite number", text) from None
-    if not math.isfinite(value) or value <= 0:
-        raise _bad("a positive finite number", text)
-    return value
+    return _checked(text, float, lambda v: math.isfinite(v) and v > 0, "a positive finite number")
 
 
 def positive_int(text: str) -> int:
     """A whole number ≥ 1 (connections, requests, repeats, workers)."""
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise _bad("a whole number >= 1", text) from None
-    if value < 1:
-        raise _bad("a whole number >= 1", text)
-    return value
+    return _checked(text.strip(), int, lambda v: v >= 1, "a whole number >= 1", given=text)
 
 
 def non_negative_int(text: str) -> int:
@@ -147,13 +152,9 @@ def non_negative_int(text: str) -> int:
 
 def port_number(text: str) -> int:
     """A TCP port to listen on: 1..65535 (0, "any port", would silently mean another)."""
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise _bad("a TCP port from 1 to 65535", text) from None
-    if not 1 <= value <= 65535:
-        raise _bad("a TCP port from 1 to 65535", text)
-    return value
+    return _checked(
+        text.strip(), int, lambda v: 1 <= v <= 65535, "a TCP port from 1 to 65535", given=text
+    )
 
 
 def positive_int_list(text: str) -> list[int]:

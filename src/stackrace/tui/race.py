@@ -75,8 +75,7 @@ class RaceScreen(Screen[None]):
         self.projector = projector
         self.chart_wanted: bool | None = None  # the user's c: None = when there is room
         self.then_now_wanted = True  # n: the classic experiment's strip, when there is one
-        self._ramp_done_seen = False
-        self._capacity_done_seen = False
+        self._done_seen: dict[str, bool] = {}  # what has ended, as last seen (_ended)
         self.session = session
         self.tick_interval = tick_interval
         self.grid = PaneGrid(projector, id="panes")
@@ -177,20 +176,21 @@ class RaceScreen(Screen[None]):
         self.last_view = view  # (once drawn: what a reader of it sees on the screen)
         if self.player is not None:
             self._replay_view()
-        if view.ramp_done and not self._ramp_done_seen:
+        if self._ended("ramp", view.ramp_done):
             # a ramp ended: its findings, at once (a silent end tells the room nothing)
-            self._ramp_done_seen = True
             self.notify("ramp done: every stack's levels and breaking points")
             self.action_summary()
-        elif not view.ramp_done:
-            self._ramp_done_seen = False
-        if view.capacity_done and not self._capacity_done_seen:
+        if self._ended("capacity", view.capacity_done):
             # the capacity search ended: its ranking at once
-            self._capacity_done_seen = True
             self.notify("capacity search done: every stack ranked under the SLO")
             self._open_capacity()
-        elif not view.capacity_done:
-            self._capacity_done_seen = False
+
+    def _ended(self, what: str, done: bool) -> bool:
+        """True on the one view where `what` (a ramp, a capacity search) turns done: its
+        end is announced once, and again after the next one has started and ended."""
+        was = self._done_seen.get(what, False)
+        self._done_seen[what] = done
+        return done and not was
 
     def _put(self, widget_id: str, content: str) -> None:
         """Update a top-bar Static only when its text changed (an update redraws it)."""

@@ -18,6 +18,7 @@ from stackrace.base.errors import StackraceError
 from stackrace.race.core.capacity_search import (
     INTERRUPTED,
     Bounds,
+    Capacity,
     CapacitySearch,
     Probe,
 )
@@ -189,6 +190,44 @@ def at_load(load: float, what: str) -> str:
     return f"c={load:g}" if what == "c" else f"{load:,.0f} req/s"
 
 
+def found(
+    cap: Capacity,
+    slo: Slo,
+    rate_mode: bool,
+    needed: int,
+    plan: CapacityPlan,
+    *,
+    stopped: str,
+    rss: int,
+    cpu: list[float],
+    probes: list[CapacityProbe] | None = None,
+    unstable: list[float] | None = None,
+    thin: bool = False,
+) -> CapacityResult:
+    """What a search found, as every driver keeps it: the search's answer, the memory
+    (`rss`) and the median CPU per answer (`cpu`) at its capacity. Bench and tune add
+    each probe with its evidence (`result`); the app's `k` keeps the figures only
+    (race/live/capacity.py). One builder, so the two cannot say a capacity differently."""
+    return CapacityResult(
+        slo=slo.text,
+        mode="rate" if rate_mode else "concurrency",
+        load=cap.load,
+        capacity=cap.rps,
+        margin=cap.margin,
+        breaks_at=cap.breaks_at,
+        breaks_why=cap.breaks_why,
+        stopped=stopped,
+        sentence=cap.sentence(slo.text, unit(rate_mode)),
+        needed_answers=needed,
+        precision=plan.precision,
+        rss=rss,
+        cpu_us_per_request=statistics.median(cpu) if cpu else None,
+        probes=probes if probes is not None else [],
+        unstable=unstable,
+        thin=thin,
+    )
+
+
 def result(
     search: CapacitySearch,
     levels: list[Level],
@@ -207,20 +246,15 @@ def result(
         lv for p, lv in zip(cap.probes, levels, strict=True) if p.meets and p.load == cap.load
     ]
     cpu = [lv.cpu_us_per_request for lv in at_cap if lv.cpu_us_per_request is not None]
-    return CapacityResult(
-        slo=slo.text,
-        mode="rate" if rate_mode else "concurrency",
-        load=cap.load,
-        capacity=cap.rps,
-        margin=cap.margin,
-        breaks_at=cap.breaks_at,
-        breaks_why=cap.breaks_why,
+    return found(
+        cap,
+        slo,
+        rate_mode,
+        needed,
+        plan,
         stopped=cap.stopped,
-        sentence=cap.sentence(slo.text, unit(rate_mode)),
-        needed_answers=needed,
-        precision=plan.precision,
         rss=max((lv.memory_after.rss for lv in at_cap), default=0),
-        cpu_us_per_request=statistics.median(cpu) if cpu else None,
+        cpu=cpu,
         probes=[
             CapacityProbe(
                 load=p.load,

@@ -24,13 +24,14 @@ its CPU per request (the same figures bench keeps for a capacity).
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 
 from stackrace.race.core.capacity_plan import (
     MIN_PROBE_S,
     CapacityPlan,
+    at_load,
     bounds_for,
+    found,
     unit,
     unsteady_of,
 )
@@ -201,7 +202,9 @@ class LiveCapacity:
         """The status line's words: the round and each member's probe."""
         what = unit(self.rate_mode)
         each = " · ".join(
-            f"{i} {_at(m.load, what)} {m.search.phase}" for i, m in self.members.items() if m.load
+            f"{i} {at_load(m.load, what)} {m.search.phase}"
+            for i, m in self.members.items()
+            if m.load
         )
         stage = "settling" if self.phase == "settle" else "measuring"
         return f"capacity under {self.slo.text}: probe {self.round} {stage} · {each}"
@@ -216,27 +219,14 @@ class LiveCapacity:
                 continue
             cap = search.result()
             at_cap = [n for n, p in enumerate(cap.probes) if p.meets and p.load == cap.load]
-            cpu = [m.cpu_us[n] for n in at_cap if n in m.cpu_us]
-            stopped = cap.stopped or ("the stack stopped" if m.gone else "")
-            out[i] = CapacityResult(
-                slo=self.slo.text,
-                mode="rate" if self.rate_mode else "concurrency",
-                load=cap.load,
-                capacity=cap.rps,
-                margin=cap.margin,
-                breaks_at=cap.breaks_at,
-                breaks_why=cap.breaks_why,
-                stopped=stopped,
-                sentence=cap.sentence(self.slo.text, unit(self.rate_mode)),
-                needed_answers=self.needed,
-                precision=self.plan.precision,
+            out[i] = found(
+                cap,
+                self.slo,
+                self.rate_mode,
+                self.needed,
+                self.plan,
+                stopped=cap.stopped or ("the stack stopped" if m.gone else ""),
                 rss=max((m.rss.get(n, 0) for n in at_cap), default=0),
-                cpu_us_per_request=statistics.median(cpu) if cpu else None,
+                cpu=[m.cpu_us[n] for n in at_cap if n in m.cpu_us],
             )
         return out
-
-
-def _at(load: float | None, what: str) -> str:
-    if load is None:
-        return "-"
-    return f"c={load:g}" if what == "c" else f"{load:,.0f} req/s"
