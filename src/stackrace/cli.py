@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import gc
 import importlib
 import os
 import select
@@ -17,7 +16,7 @@ import sys
 from pathlib import Path
 
 from stackrace import __version__
-from stackrace.base import paths, printable
+from stackrace.base import paths, printable, startgc
 from stackrace.base.errors import StackraceError
 from stackrace.commands.parser import OneLineArgumentParser, examples
 from stackrace.supervise import sweep
@@ -126,14 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         # launcher (a cluster's app host, whose watchdog detaches by forking away) is
         # not made one behind its back
         sweep.become_subreaper()
-        # the start's imports make tens of thousands of objects that live as long as
-        # the process, and the cyclic collector walked them again and again while they
-        # were made (~5 % of `load -n 1`'s CPU): it waits until the command's options
-        # are read (_collect_from_now), which keeps start-up fast. Only as the program:
-        # a caller's collector (a test's) is its own
-        global _paused
-        _paused = gc.isenabled()
-        gc.disable()
+        # the cyclic collector waits while the command imports (base/startgc.py): it
+        # keeps start-up fast. Only as the program: a caller's collector is its own
+        startgc.pause()
     try:
         rc = _main(argv)
         sys.stdout.flush()  # here, where a reader gone away is still ours to handle
@@ -166,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return crashlog.report("stackrace", exc, given)
     finally:
-        _collect_from_now()  # on again however the command ended (a usage error, say)
+        startgc.resume()  # on again however the command ended (a usage error, say)
 
 
 def storage_line(exc: OSError) -> str:
@@ -198,21 +192,6 @@ def _stdout_reader_gone() -> bool:
         return False
 
 
-# main() paused the cyclic collector for the start (run as the program, with it on)
-_paused = False
-
-
-def _collect_from_now() -> None:
-    """The cyclic collector on again once the start's imports are done, when main()
-    paused it: what they made (modules, classes, functions) lives as long as the
-    process, so it is frozen out of every later collection's walk (gc.freeze)."""
-    global _paused
-    if _paused:
-        _paused = False
-        gc.freeze()
-        gc.enable()
-
-
 def _main(argv: list[str] | None) -> int:
     if argv is None and "_ARGCOMPLETE" in os.environ:
         # a Tab in a shell that sourced `stackrace completion SHELL`: answer and exit
@@ -242,13 +221,12 @@ def _main(argv: list[str] | None) -> int:
         from stackrace.commands import app
         from stackrace.commands.app_args import app_command_options
 
-        options = app_command_options(args)
-        _collect_from_now()
-        return app.run(options)
+        # the collector stays paused until the app's first frame (tui/app.py on_mount)
+        return app.run(app_command_options(args))
     # each command reads the parsed line into its own frozen options struct, and runs on
     # that alone (commands/*: `read_options`): nothing past it knows argparse
     options = args.read_options(args)
-    _collect_from_now()
+    startgc.resume()  # the command's modules are imported: base/startgc.py
     try:
         rc = args.func(options)
     except KeyboardInterrupt:
