@@ -25,7 +25,8 @@ counts them: /_count), and their ratio in the same round (the goal: <= 1.1 for 5
 engine_vs_wrk.py measures the marginal cost, pinned; this is what a user's `time` sees.
 
 `--baseline-src DIR`: stackrace's rows again on the sources in DIR/src (main's, say:
-`git worktree add /tmp/main main`), in the same rounds, as `(baseline)` rows.
+`git worktree add /tmp/main main`), in the same rounds, as `(baseline)` rows: the
+commands, the picker and the load's ratio.
 
 `--picker`: also the app's start, the command to its picker drawn: `stackrace` in a
 pseudo-terminal of 120x40, timed until the picker's title is on the screen (goal: <= 1 s).
@@ -55,6 +56,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STACKRACE = str(Path(sys.executable).with_name("stackrace"))
 PICKER_TITLE = b"race web-server stacks side by side"
+PICKER = "stackrace (the picker drawn)"
 
 
 def _free_port() -> int:
@@ -119,12 +121,17 @@ def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, fl
     return wall, usage.ru_utime + usage.ru_stime, proc.returncode
 
 
-def picker_drawn(timeout: float = 20.0) -> tuple[float, float, int]:
+def picker_drawn(
+    timeout: float = 20.0, env: dict[str, str] | None = None
+) -> tuple[float, float, int]:
     """`stackrace` in a pseudo-terminal: seconds until the picker's title is drawn, the
-    CPU seconds it had used by then (from /proc), and 0 (or 1: never drawn)."""
+    CPU seconds it had used by then (from /proc), and 0 (or 1: never drawn). `env`: the
+    environment of a baseline row."""
     t0 = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:  # the child: the app, as a person starts it
+        if env is not None:
+            os.environ.update(env)
         os.environ.update(TERM="xterm-256color", COLUMNS="120", LINES="40")
         os.execv(STACKRACE, [STACKRACE])
     import fcntl
@@ -174,22 +181,28 @@ def answered(url: str) -> int:
         return int(r.read())
 
 
-def load_ratio(url: str, seconds: float, rounds: int) -> None:
-    """Whole-process CPU per answered request, stackrace load vs wrk, at c=50."""
+def load_ratio(url: str, seconds: float, rounds: int, baseline_src: str | None = None) -> None:
+    """Whole-process CPU per answered request, stackrace load vs wrk, at c=50 (and the
+    baseline's stackrace, in the same rounds, when given)."""
     cmds = {
         "stackrace": [STACKRACE, "load", url, "-c", "50", "-d", f"{seconds:g}s"],
         "wrk": [shutil.which("wrk") or "wrk", "-t1", "-c50", f"-d{seconds:g}s", url],
     }
+    if baseline_src:
+        cmds[BASELINE + "stackrace"] = cmds["stackrace"]
     per: dict[str, list[float]] = {k: [] for k in cmds}
-    ratios = []
+    ratios: list[float] = []
+    base_ratios: list[float] = []
     for _ in range(rounds):
         got = {}
         for label in random.sample(list(cmds), len(cmds)):
             answered(url)
-            _, cpu, _ = timed(cmds[label])
+            _, cpu, _ = timed(cmds[label], env_for(label, baseline_src))
             got[label] = cpu / max(1, answered(url))
             per[label].append(got[label] * 1e6)
         ratios.append(got["stackrace"] / got["wrk"])
+        if baseline_src:
+            base_ratios.append(got[BASELINE + "stackrace"] / got["wrk"])
     print(
         f"\n{seconds:g} s at c=50, {rounds} interleaved rounds: whole-process CPU µs per "
         "answered request, median (min–max)"
@@ -197,6 +210,8 @@ def load_ratio(url: str, seconds: float, rounds: int) -> None:
     for label, xs in per.items():
         print(f"  {label:10} {_spread(xs)}")
     print(f"  ratio stackrace/wrk, round by round: {_spread(ratios)}")
+    if base_ratios:
+        print(f"  ratio (baseline) stackrace/wrk, round by round: {_spread(base_ratios)}")
 
 
 def commands(url: str) -> dict[str, list[str]]:
@@ -233,7 +248,8 @@ def main() -> int:
         if opts.baseline_src:
             for label in [k for k in cmds if k.startswith("stackrace")]:
                 cmds[BASELINE + label] = cmds[label]
-        labels = list(cmds) + (["stackrace (the picker drawn)"] if opts.picker else [])
+        pickers = [PICKER] + ([BASELINE + PICKER] if opts.baseline_src else [])
+        labels = list(cmds) + (pickers if opts.picker else [])
         samples: dict[str, list[tuple[float, float]]] = {k: [] for k in labels}
         failed: dict[str, int] = dict.fromkeys(labels, 0)
         for label in cmds:  # one warm-up each: the page cache, .pyc files
@@ -245,7 +261,7 @@ def main() -> int:
                 if label in cmds:
                     wall, cpu, rc = timed(cmds[label], env_for(label, opts.baseline_src))
                 else:
-                    wall, cpu, rc = picker_drawn()
+                    wall, cpu, rc = picker_drawn(env=env_for(label, opts.baseline_src))
                 samples[label].append((wall, cpu))
                 failed[label] += rc != 0
             print(f"round {r + 1}/{opts.rounds} done", file=sys.stderr)
@@ -261,7 +277,7 @@ def main() -> int:
             note = f"  ({failed[label]} failed)" if failed[label] else ""
             print(f"{label:40} {_spread(walls):>22} {_spread(cpus):>22}{note}")
         if opts.load:
-            load_ratio(url, opts.load, opts.rounds)
+            load_ratio(url, opts.load, opts.rounds, opts.baseline_src)
     finally:
         server.kill()
         server.wait()

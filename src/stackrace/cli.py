@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from stackrace import __version__
-from stackrace.base import paths, printable
+from stackrace.base import paths, printable, startgc
 from stackrace.base.errors import StackraceError
 from stackrace.commands.parser import OneLineArgumentParser, examples
 from stackrace.supervise import sweep
@@ -125,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         # launcher (a cluster's app host, whose watchdog detaches by forking away) is
         # not made one behind its back
         sweep.become_subreaper()
+        # the cyclic collector waits while the command imports (base/startgc.py): it
+        # keeps start-up fast. Only as the program: a caller's collector is its own
+        startgc.pause()
     try:
         rc = _main(argv)
         sys.stdout.flush()  # here, where a reader gone away is still ours to handle
@@ -156,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         from stackrace.base import crashlog
 
         return crashlog.report("stackrace", exc, given)
+    finally:
+        startgc.resume()  # on again however the command ended (a usage error, say)
 
 
 def storage_line(exc: OSError) -> str:
@@ -216,10 +221,12 @@ def _main(argv: list[str] | None) -> int:
         from stackrace.commands import app
         from stackrace.commands.app_args import app_command_options
 
+        # the collector stays paused until the app's first frame (tui/app.py on_mount)
         return app.run(app_command_options(args))
     # each command reads the parsed line into its own frozen options struct, and runs on
     # that alone (commands/*: `read_options`): nothing past it knows argparse
     options = args.read_options(args)
+    startgc.resume()  # the command's modules are imported: base/startgc.py
     try:
         rc = args.func(options)
     except KeyboardInterrupt:

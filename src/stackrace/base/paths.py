@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -202,6 +201,8 @@ def _shipped_files(src: Path) -> Iterator[Path]:
 
 
 def _manifest(src: Path) -> str:
+    import hashlib  # here, where it is used: every command imports paths; keeps start-up fast
+
     h = hashlib.sha256()
     for f in _shipped_files(src):
         st = f.stat()

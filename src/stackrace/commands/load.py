@@ -64,7 +64,6 @@ from stackrace.engine.model import (
 from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.slow_clients import ClientProfile
 from stackrace.engine.tls import TlsConfigError, check_cacert
-from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.core.core import RaceCore
 from stackrace.race.core.streams import h2_conflict, h2_speakers
 from stackrace.race.load.driver import LoadPlan, LoadRun, Phase, drive, member
@@ -79,6 +78,7 @@ from stackrace.supervise.procs import keep_off
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
+    from stackrace.metrics.exporter import MetricsExporter
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -270,7 +270,13 @@ def _run(o: LoadOptions) -> int:
         return 2
     if load.cpus and not o.cluster.wanted:
         keep_off(load.cpus)  # the engines' cores are theirs: the driver's reports wait elsewhere
-    metrics = open_exporter(o.metrics, "stackrace load")
+    metrics = None
+    if o.metrics is not None:
+        # the exporter (its figures, the sampler's types: ~3 ms of imports) only with
+        # --metrics: imported here, it keeps start-up fast
+        from stackrace.metrics.exporter import open_exporter
+
+        metrics = open_exporter(o.metrics, "stackrace load")
     cluster = None
     if o.cluster.wanted:  # --cluster: the engine processes run on the load nodes
         cluster = connect(o.cluster, "stackrace load")

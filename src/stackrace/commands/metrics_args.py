@@ -53,10 +53,11 @@ def add_metrics_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
 
 def metrics_options(args: argparse.Namespace) -> MetricsOptions | None:
     """What --metrics asks for; None without it."""
-    from stackrace.metrics.exporter import MetricsOptions
-
     address = getattr(args, "metrics", None)
     if address is None:
         return None
+    # the exporter's module only when --metrics is given: it keeps start-up fast
+    from stackrace.metrics.exporter import MetricsOptions
+
     host, port = address
     return MetricsOptions(host, port, remote=bool(getattr(args, "metrics_remote", False)))

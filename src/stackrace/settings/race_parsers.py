@@ -21,7 +21,6 @@ from pathlib import Path
 from stackrace.engine.model import rate_problem
 from stackrace.engine.request import RequestError, check_method
 from stackrace.engine.slow_clients import ProfileError, parse_profile, parse_share
-from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.settings import scenario, statuses, terms
 from stackrace.settings.options import OptionValueError, positive_rate
 from stackrace.settings.workloads import WORKLOADS
@@ -60,6 +59,10 @@ def stack_rate(text: str) -> float:
 
 def cacert_file(text: str) -> str:
     """A PEM file of CA certificates, checked now, kept as an absolute path."""
+    # engine/tls.py (and Python's ssl, ~5 ms) only when --cacert is given: every parser
+    # that offers the option is built from here, so this keeps start-up (--help) fast
+    from stackrace.engine.tls import TlsConfigError, check_cacert
+
     try:
         check_cacert(text)
     except TlsConfigError as exc:

@@ -31,7 +31,6 @@ the engine honours by chunking the body, never both). The engine gets them as
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 
 import msgspec
@@ -150,6 +149,10 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
 
 def load_scenario(path: str) -> list[RequestKind]:
     """The requests of a scenario file, each checked; ScenarioError naming the file."""
+    # TOML's parser (~2 ms) only when a file is read: every command's parser imports this
+    # module (the request options), so this keeps start-up fast
+    import tomllib
+
     try:
         raw = inputfile.parse_toml(path, inputfile.read_text(path, limit=BODY_LIMIT))
         data = msgspec.convert(raw, _File)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
+from stackrace.base import startgc
 from stackrace.base.printable import terminal
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.plan import RacePlan
@@ -105,6 +106,9 @@ class StackraceApp(App[int]):
         self._return_code = crashlog.EXIT_INTERNAL
 
     async def on_mount(self) -> None:
+        # the cyclic collector, paused for the start (cli.py), on again after the first
+        # frame: Textual's start makes objects that live as long as the app too
+        self.call_after_refresh(startgc.resume)
         self.theme = "textual-dark"
         if self.drive is not None:
             self.set_interval(0.25, self.drive, name="drive")

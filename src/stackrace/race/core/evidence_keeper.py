@@ -28,12 +28,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from stackrace.evidence.model import Cause, EvidenceWindow
 from stackrace.race.core.members import Member
-from stackrace.report.schema import Why
 
 if TYPE_CHECKING:
+    # names for the hints alone: the evidence's model and the report's schema (~10 ms of
+    # imports) are imported at the first window kept (_run), which keeps start-up fast
+    # (`load` keeps none)
     from stackrace.evidence.capture import CaptureTarget
+    from stackrace.evidence.model import Cause, EvidenceWindow
+    from stackrace.report.schema import Why
 
 SECONDS = 3.0  # a window's length: a few seconds of samples while the load goes on
 
@@ -49,9 +52,9 @@ class CaptureFacts:
 
 
 # (facts, stack, level, seconds) → the window; the real one is stackrace.evidence.capture's
-Capture = Callable[[CaptureFacts, str, int, float], Awaitable[EvidenceWindow]]
+Capture = Callable[[CaptureFacts, str, int, float], Awaitable["EvidenceWindow"]]
 # (window, facts) → the cause; the real one is stackrace.rules.cause's
-Namer = Callable[[EvidenceWindow, CaptureFacts], Cause]
+Namer = Callable[["EvidenceWindow", CaptureFacts], "Cause"]
 
 NOT_OURS = (
     "started with --url: stackrace did not start it, so its workers cannot be sampled "
@@ -192,6 +195,8 @@ class EvidenceKeeper:
             first = (str(exc) or type(exc).__name__).splitlines()[0]
             self.failed[mid] = f"no evidence captured: {first}"
             return
+        from stackrace.report.schema import Why  # at the first window: keeps start-up fast
+
         self.kept.setdefault(mid, {})[level] = Why(cause=cause, window=window)
 
 
