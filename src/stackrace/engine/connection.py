@@ -434,14 +434,15 @@ class Connection(asyncio.Protocol):
             self.parser = _DISCARD  # type: ignore[assignment]  # _Discard reads nothing
 
 
-class CheckedConnection(Connection):
-    """A connection that keeps the body so the workload's check can read it."""
+class KeepsBody(Connection):
+    """The body kept for the workload's check, for every checked kind of connection
+    (HTTP/1.1, mixed, an HTTP/2 stream slot): put first among a checked class's bases.
+    No slots of its own, so it combines with any Connection subclass (two bases with
+    slots of their own cannot be combined); each class puts `chunks` in its own
+    __slots__ and sets it in its __init__."""
 
-    __slots__ = ("chunks",)
-
-    def __init__(self, target: Target) -> None:
-        self.chunks: list[bytes] = []
-        super().__init__(target)
+    __slots__ = ()
+    chunks: list[bytes]
 
     def on_body(self, body: bytes) -> None:
         self.chunks.append(body)
@@ -450,3 +451,13 @@ class CheckedConnection(Connection):
         body = b"".join(self.chunks)
         self.chunks.clear()
         return body
+
+
+class CheckedConnection(KeepsBody):
+    """A connection that keeps the body so the workload's check can read it."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self, target: Target) -> None:
+        self.chunks = []
+        super().__init__(target)

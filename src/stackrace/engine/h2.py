@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from stackrace.engine._cycle import H2_FAULT, H2_RESET, H2_UNPROCESSED, H2Request
 from stackrace.engine._cycle import Transport as CTransport
-from stackrace.engine.connection import BUSY, CLOSED, CONNECTING, IDLE, Connection
+from stackrace.engine.connection import BUSY, CLOSED, CONNECTING, IDLE, Connection, KeepsBody
 from stackrace.engine.model import (
     FLOW_STALL,
     GOAWAY_UNPROCESSED,
@@ -446,23 +446,15 @@ class H2Stream(Connection):
         self.pending = None
 
 
-class CheckedH2Stream(H2Stream):
+class CheckedH2Stream(KeepsBody, H2Stream):
     """A stream slot that keeps the body so the workload's check can read it."""
 
     __slots__ = ("chunks",)
 
     def __init__(self, target: Target) -> None:
         super().__init__(target)
-        self.chunks: list[bytes] = []
+        self.chunks = []
         self.keep = True
-
-    def on_body(self, body: bytes) -> None:
-        self.chunks.append(body)
-
-    def take_body(self) -> bytes:
-        body = b"".join(self.chunks)
-        self.chunks.clear()
-        return body
 
 
 __all__ = ["CONNECTING", "CheckedH2Stream", "H2Link", "H2Pool", "H2Stream", "build_h2_request"]

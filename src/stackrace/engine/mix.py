@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from stackrace.engine._cycle import H2Request
-from stackrace.engine.connection import BUSY, PLAIN, CheckedConnection, Connection
+from stackrace.engine.connection import BUSY, PLAIN, CheckedConnection, Connection, KeepsBody
 from stackrace.engine.h2 import CheckedH2Stream, H2Stream, build_h2_request
 from stackrace.engine.model import HTTP_STATUS, KindStats, TargetSpec
 from stackrace.engine.request import build_request, parse_url
@@ -241,42 +241,25 @@ class MixedH2Stream(H2Stream):
         return H2Stream.answer(self, status, size, keep)
 
 
-class MixedCheckedH2Stream(MixedH2Stream):
+class MixedCheckedH2Stream(KeepsBody, MixedH2Stream):
     """A mixed stream slot that keeps the body for a check."""
 
     __slots__ = ("chunks",)
 
     def __init__(self, target: Target) -> None:
-        self.chunks: list[bytes] = []
+        self.chunks = []
         super().__init__(target)
         self.keep = True
 
-    def on_body(self, body: bytes) -> None:
-        self.chunks.append(body)
 
-    def take_body(self) -> bytes:
-        body = b"".join(self.chunks)
-        self.chunks.clear()
-        return body
-
-
-class MixedCheckedConnection(MixedConnection):
-    """A mixed connection that keeps the body for a check (as CheckedConnection; two
-    bases with slots of their own cannot be combined)."""
+class MixedCheckedConnection(KeepsBody, MixedConnection):
+    """A mixed connection that keeps the body for a check (as CheckedConnection)."""
 
     __slots__ = ("chunks",)
 
     def __init__(self, target: Target) -> None:
-        self.chunks: list[bytes] = []
+        self.chunks = []
         super().__init__(target)
-
-    def on_body(self, body: bytes) -> None:
-        self.chunks.append(body)
-
-    def take_body(self) -> bytes:
-        body = b"".join(self.chunks)
-        self.chunks.clear()
-        return body
 
 
 def setup(target: Target, spec: TargetSpec, extra_headers: list[tuple[str, str]]) -> Mix | None:
