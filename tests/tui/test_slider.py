@@ -72,3 +72,16 @@ async def test_set_quietly_posts_nothing():
         slider.set_quietly(200)
         await pilot.pause()
         assert slider.value == 200 and app.changes == []
+
+
+def test_a_level_off_the_steps_is_the_slider_s_own() -> None:
+    """`stackrace -c 300 --go`: the race runs 300 connections; the slider once said 200
+    (the nearest step) beside panes saying c=300. The given level is a step of its own,
+    and +/- go on from it to the steps around it."""
+    from stackrace.tui.slider import ConcurrencySlider
+
+    slider = ConcurrencySlider(300)
+    assert slider.value == 300
+    i = slider.steps.index(300)
+    assert slider.steps[i - 1] == 200 and slider.steps[i + 1] == 500
+    assert ConcurrencySlider(100).steps == ConcurrencySlider(50).steps  # on the steps: as ever

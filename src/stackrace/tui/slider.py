@@ -89,7 +89,11 @@ class ConcurrencySlider(Widget, can_focus=True):
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self.steps = tuple(steps)
+        # a level given off the steps (`-c 300`, a preset's 64) is one of them: the slider
+        # says the level the race runs, not the step nearest it; +/- go on from there
+        given = int(value)
+        fits = steps[0] <= given <= steps[-1]
+        self.steps = tuple(sorted({*steps, given})) if fits else tuple(steps)
         self.unit = unit
         self._dragging = False
         # a replay's slider shows the recorded level and takes no hand: its keys leave
