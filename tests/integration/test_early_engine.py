@@ -1,28 +1,68 @@
-"""The engine's start-up shortcuts, on real processes: the engine process started early
-(engine/early.py) is adopted once, and a spent request budget is said at once (the
-`spent` message, engine/channel.py), so `load -n N` need not wait for the next tick."""
+"""The engine's start-up shortcuts, on real processes: `load`'s engine process, forked
+from the driver once its imports are done (engine/early.py), is adopted once, and a spent
+request budget is said at once (the `spent` message, engine/channel.py), so `load -n N`
+need not wait for the next tick."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 from stackrace.engine import early
-from stackrace.engine.channel import Ready, message_decoder
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings, TargetSpec
 from tests.helpers import TestServer
 
+# the fork happens in a process of its own, as `stackrace load` makes it: before any
+# event loop or thread (the test process has both)
+_FORKED = """
+import asyncio, sys, threading
+from stackrace.engine import early
+from stackrace.engine.channel import Ready, message_decoder
 
-async def test_the_early_engine_is_adopted_once_and_ends_when_its_pipe_closes() -> None:
-    early.start()
+async def main():
     child = await early.adopt()
-    assert child is not None
+    assert child is not None, "nothing forked"
     assert await early.adopt() is None  # once: a second link starts its own
     line = await asyncio.wait_for(child.stdout.readline(), 20)
     assert isinstance(message_decoder.decode(line), Ready)
     assert child.returncode is None
     child.stdin.close()
-    assert await asyncio.wait_for(child.wait(), 20) == 0
+    print(await asyncio.wait_for(child.wait(), 20))
+
+if sys.argv[1] == "unasked":  # start() never called: nothing is forked
+    early.fork()
+    print(asyncio.run(early.adopt()))
+elif sys.argv[1] == "thread":  # another thread runs: no fork (the link starts its own)
+    done = threading.Event()
+    threading.Thread(target=done.wait).start()
+    early.start()
+    early.fork()
+    done.set()
+    print(asyncio.run(early.adopt()))
+else:
+    early.start()
+    early.fork()
+    asyncio.run(main())
+"""
+
+
+def _forked(case: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", _FORKED, case], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_the_forked_engine_is_adopted_once_and_ends_when_its_pipe_closes() -> None:
+    assert _forked("adopt") == "0"  # its exit status: ended on its own, cleanly
+
+
+def test_no_engine_is_forked_unless_asked_or_beside_another_thread() -> None:
+    assert _forked("unasked") == "None"
+    assert _forked("thread") == "None"
 
 
 async def test_an_engine_without_an_early_one_starts_its_own(server: TestServer) -> None:

@@ -55,6 +55,7 @@ from stackrace.base.netguard import RemoteTargetError, require_loopback
 from stackrace.cluster.options import connect
 from stackrace.commands.load_args import LoadOptions, add_load_arguments, load_options
 from stackrace.commands.parser import note
+from stackrace.engine import early
 from stackrace.engine.client import Engine
 from stackrace.engine.model import (
     EngineSettings,
@@ -268,6 +269,10 @@ def _run(o: LoadOptions) -> int:
         # (ScenarioError is a ValueError)
         print(f"stackrace load: {printable.terminal(str(exc))}", file=sys.stderr)
         return 2
+    if not o.cluster.wanted:
+        # the engine process, a fork of this one now that its imports are done (before
+        # any loop or thread: engine/early.py); none when cli.py did not ask for it
+        early.fork()
     if load.cpus and not o.cluster.wanted:
         keep_off(load.cpus)  # the engines' cores are theirs: the driver's reports wait elsewhere
     metrics = None

@@ -1,21 +1,31 @@
-"""An engine process started early: while the command that will use it is still importing.
+"""`load`'s engine process: forked from the driver once the command's imports are done.
 
-    early.start()                  # cli.py, before `load` imports its driver
+    early.start()                  # cli.py, before `load` imports its driver: wanted
+    early.fork()                   # commands/load.py, its options checked, no loop yet
     ...
     child = await early.adopt()    # engine/link.py's LocalLink.open: the child, or None
 
-An engine process is a fresh interpreter that imports asyncio, uvloop and msgspec
-(~0.2 s of a core); `load` imports its driver, the race core and the report writers
-(~0.15 s) before it asks for one. Done one after the other, `stackrace load URL -n 1`
-spent most of its wall time in the two start-ups; on a machine of two cores or more they
-run side by side when the child is started first, from a module that imports nothing
-but `subprocess` (bench/startup.py measures it against hey and wrk).
+An engine process started as a fresh interpreter (`python -m stackrace.engine.worker`,
+engine/link.py `spawn_engine`) imports asyncio, uvloop, msgspec and the engine (~0.11
+CPU-s) while the driver imports them too; `load` imports its driver, the race core and
+the report writers (~0.19 CPU-s) before it asks for one. Started first and side by side
+(the round before this one) the two start-ups overlapped on two cores, but the CPU was
+paid twice: a third of `stackrace load URL -n 1`'s and ~5 % of a 5-second load's
+(bench/startup.py). A fork of the driver once its imports are done has every module the
+worker needs loaded already: its start is the fork and a new event loop (milliseconds),
+and the wall time stays the driver's own import, which was the longer of the two anyway.
 
-The child is the one `engine/link.py` would start (`spawn_engine`: the same command, its
-own session, its parent's death followed by the worker itself); it waits on its pipe,
-sending nothing but its `Ready` line, until the first `LocalLink` adopts it. A command
-that never loads (a usage error) leaves it unadopted: at exit it is killed, silently (it
-has done nothing yet); were the parent killed first, it would follow (worker.py).
+So `start()` only says that the command wants one (cli.py calls it for `load`, before
+the parser is built); `fork()` makes it, from the command, before any event loop or
+thread exists (a fork copies only the calling thread: with another one running it would
+copy locks held by nobody, so then nothing is forked and the link starts one of its own,
+as it does for every other command). The child is what `spawn_engine` starts: its own
+session, its descriptors those of a new process (the pipes on 0 and 1, stderr shared,
+every other one of the driver's closed, as exec closes them), the worker's `main()`, and
+`os._exit`: none of the driver's exit handlers or buffered output is run twice. It waits
+on its pipe, sending nothing but its `Ready` line, until the first `LocalLink` adopts it.
+A command that never loads leaves it unadopted: at exit it is killed, silently (it has
+done nothing yet); were the parent killed first, it would follow (worker.py).
 
 Only one, the first local process: a second or a pinned one is started when asked, as
 before (pinning is applied to the adopted one when it is adopted).
@@ -25,55 +35,135 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import subprocess
+import os
+import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     import asyncio
 
 ENGINE_ARGV = (sys.executable, "-m", "stackrace.engine.worker")
 
-_early: subprocess.Popen[bytes] | None = None
+
+class ForkedEngine:
+    """The forked child as much of `subprocess.Popen` as this module and AdoptedEngine
+    use: `pid`, its pipes `stdin` and `stdout`, `poll()` and `kill()`."""
+
+    def __init__(self, pid: int, stdin: BinaryIO, stdout: BinaryIO) -> None:
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: gone, its status unknown
+                self.returncode = -1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+_wanted = False
+_early: ForkedEngine | None = None
 
 
 def start() -> None:
-    """Start the engine process now, to be adopted later; once per process. An OSError is
-    left for the link to meet (and say) when it starts its own."""
-    global _early
-    if _early is not None:
+    """Say that this command will load: `fork()` then makes its engine process."""
+    global _wanted
+    _wanted = True
+
+
+def fork() -> None:
+    """Fork the engine process now, when `start()` asked for one and none was made yet:
+    to be called with the command's imports done and before any event loop or thread
+    starts. Nothing happens otherwise (the link then starts its own), nor on an OSError
+    (the link meets it, and says it, when it starts its own)."""
+    global _early, _wanted
+    if not _wanted or _early is not None:
         return
+    _wanted = False
+    import threading  # lazy: loaded by then (asyncio's); the check needs no more
+
+    if threading.active_count() > 1:
+        return  # a fork would copy locks held by threads that do not exist in the child
+    # lazy: keeps `stackrace --help`'s start fast (cli.py imports this module for `load`
+    # before the parser; the worker is needed only now, with the driver's imports done)
+    from stackrace.engine import worker
+
     try:
-        _early = subprocess.Popen(
-            ENGINE_ARGV,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            start_new_session=True,  # Ctrl-C in the terminal reaches only the driver
-        )
+        down_r, down_w = os.pipe()  # commands: driver -> engine
+        up_r, up_w = os.pipe()  # messages: engine -> driver
     except OSError:
         return
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (down_r, down_w, up_r, up_w):
+            os.close(fd)
+        return
+    if pid == 0:  # the child: the engine, never back in the driver's code
+        _run_child(worker.main, down_r, up_w)
+    os.close(down_r)
+    os.close(up_w)
+    _early = ForkedEngine(
+        pid, os.fdopen(down_w, "wb", buffering=0), os.fdopen(up_r, "rb", buffering=0)
+    )
     atexit.register(_discard)
 
 
+def _run_child(main: object, stdin: int, stdout: int) -> None:
+    """The forked engine: a process of its own, as `spawn_engine` starts one, then the
+    worker's main(); it ends in os._exit, whatever happens."""
+    code = 1
+    try:
+        os.setsid()  # Ctrl-C in the terminal reaches only the driver
+        os.dup2(stdin, 0)
+        os.dup2(stdout, 1)
+        os.closerange(3, 1 << 20)  # the driver's descriptors, as exec would close them
+        sys.stdin = open(0, "rb", buffering=0, closefd=False)  # noqa: SIM115 (the process's)
+        main()  # type: ignore[operator]  # worker.main
+        code = 0
+    except SystemExit as exc:  # the worker's one-line refusals
+        if isinstance(exc.code, int):
+            code = exc.code
+        elif exc.code is not None:
+            with contextlib.suppress(OSError):
+                os.write(2, f"{exc.code}\n".encode())
+    except BaseException:  # the child says it, then ends: it never returns
+        with contextlib.suppress(BaseException):
+            import traceback  # lazy: only for a crash
+
+            traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
 def _discard() -> None:
-    """Never adopted (a usage error, say): killed, not asked to end. It may still be
-    importing, and a worker that finds its parent gone says so on the terminal the
-    command shares with it (worker.py): a line after the command's one-line error."""
+    """Never adopted (a usage error, say): killed, not asked to end."""
     global _early
     child, _early = _early, None
-    if child is not None and child.poll() is None:
-        with contextlib.suppress(OSError):
-            child.kill()
+    if child is not None:
+        child.kill()
 
 
 class AdoptedEngine:
-    """An early child as `asyncio.subprocess.Process` is used by the link: `pid`,
+    """The forked child as `asyncio.subprocess.Process` is used by the link: `pid`,
     `stdin` (a StreamWriter), `stdout` (a StreamReader), `returncode`, `wait()`,
     `kill()`."""
 
     def __init__(
         self,
-        child: subprocess.Popen[bytes],
+        child: ForkedEngine,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
@@ -99,13 +189,13 @@ class AdoptedEngine:
 
 
 async def adopt(limit: int | None = None) -> AdoptedEngine | None:
-    """The early engine process on this loop's pipes (once), or None when none was
-    started or it has already ended (the link then starts one of its own)."""
+    """The forked engine process on this loop's pipes (once), or None when none was
+    forked or it has already ended (the link then starts one of its own)."""
     import asyncio  # loaded by then; not at the top, where it would delay start()
 
     global _early
     child, _early = _early, None
-    if child is None or child.poll() is not None or child.stdin is None or child.stdout is None:
+    if child is None or child.poll() is not None:
         return None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=limit or 2**16, loop=loop)
