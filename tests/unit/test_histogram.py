@@ -3,6 +3,7 @@ import random
 import pytest
 from hdrh.histogram import HdrHistogram
 
+from stackrace.engine._cycle import slot, tally
 from stackrace.engine.histogram import (
     COUNTS_LEN,
     HIGHEST,
@@ -54,6 +55,24 @@ def test_relative_error_within_a_tenth_of_a_percent(value):
     # microsecond resolution below 2 ms
     if value < 2048:
         assert lo == hi == value
+
+
+def test_the_hot_paths_c_slot_and_tally_are_index_of():
+    # engine/_cycle.c records every answer's latency (connection.py count_answer): the
+    # same slot as index_of(ns // 1000), clamps included, on every bucket's edges
+    edges = [(1 << b) + d for b in range(40) for d in (-1, 0, 1)]
+    times_ns = [0, -5, 1, 999, 1000, 2_047_999, 2_048_000, HIGHEST * 1000, HIGHEST * 1000 + 1]
+    times_ns += [e * 1000 + r for e in edges for r in (0, 999)] + [10**18]
+    rnd = random.Random(3)
+    times_ns += [rnd.randrange(10**13) for _ in range(20_000)]
+    for ns in times_ns:
+        assert slot(ns) == index_of(ns // 1000), ns
+    counts = [0] * COUNTS_LEN
+    for ns in (5_000, 5_999, 5_000_000):
+        tally(counts, ns)
+    assert counts[index_of(5)] == 2 and counts[index_of(5_000)] == 1 and sum(counts) == 3
+    with pytest.raises(IndexError):
+        tally([0] * 10, HIGHEST * 1000)
 
 
 def test_values_beyond_an_hour_are_clamped_not_lost():

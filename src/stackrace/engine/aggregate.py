@@ -65,6 +65,35 @@ def copy_kinds(kinds: list[KindStats] | None) -> list[KindStats] | None:
     ]
 
 
+# A window's figures by how they add up, named once for every way they are added (a
+# process's report into an interval, an interval into the running totals, a silent
+# process's last gauges carried): counts add up across processes and across intervals;
+# gauges describe the window's end, so they add up across processes (each holds its
+# share of what is in flight) and an interval's replace the totals' (the latest is the
+# present); the first five are the requests in flight, which a process that sent no
+# report still holds (TargetAggregate.carry).
+_COUNTS = (
+    "requests",
+    "ok",
+    "bytes",
+    "late",
+    "unsolicited",
+    "handshakes",
+    "resumed",
+    "goaways",
+    "resets",
+    "refused",
+)
+_IN_FLIGHT = ("waiting", "unsent", "connecting", "handshaking", "unacked")
+_GAUGES = (*_IN_FLIGHT, "streams_open", "stalled_connections")
+
+
+def _add(into: object, more: object, names: tuple[str, ...]) -> None:
+    """`more`'s figures of `names` added to `into`'s."""
+    for name in names:
+        setattr(into, name, getattr(into, name) + getattr(more, name))
+
+
 def _smallest(a: int, b: int) -> int:
     """The smaller of two SETTINGS_MAX_CONCURRENT_STREAMS, 0 meaning none seen."""
     return min(a, b) if a and b else a or b
@@ -120,6 +149,24 @@ class WindowAccumulator:
         "waiting",
         "waiting_ages",
     )
+    # set by reset(), added up by the tables above
+    requests: int
+    ok: int
+    bytes: int
+    late: int
+    unsolicited: int
+    handshakes: int
+    resumed: int
+    goaways: int
+    resets: int
+    refused: int
+    waiting: int
+    unsent: int
+    connecting: int
+    handshaking: int
+    unacked: int
+    streams_open: int
+    stalled_connections: int
 
     def __init__(self) -> None:
         self.hist = SparseHistogram()
@@ -138,17 +185,11 @@ class WindowAccumulator:
         self.cpu = 0.0  # engine CPU seconds of the processes carrying the target
         self.cpu_wait = 0.0  # seconds they were runnable but waited for a CPU
         self.cpu_runs = 0  # times they were put on a CPU
+        for name in (*_COUNTS, *_GAUGES):
+            setattr(self, name, 0)
         self.sent = carried_in
         self.carried_in = carried_in
         self.waiting = carried_in
-        self.unsent = 0
-        self.connecting = 0
-        self.handshaking = 0
-        self.unacked = 0
-        self.requests = 0
-        self.ok = 0
-        self.bytes = 0
-        self.late = 0
         self.budget_t0 = 0
         self.last_done = 0
         self.inflight_sum = 0
@@ -158,15 +199,7 @@ class WindowAccumulator:
         self.errors: dict[str, int] = {}
         self.kinds: list[KindStats] | None = None
         self.uses_rate = False
-        self.unsolicited = 0
-        self.handshakes = 0
-        self.resumed = 0
         self.http = "1.1"
-        self.streams_open = 0  # a gauge, as `waiting`
-        self.stalled_connections = 0  # a gauge
-        self.goaways = 0
-        self.resets = 0
-        self.refused = 0
         self.max_streams = 0
         self.starved_us = 0.0  # clients × µs waiting past the starved limit (sampled)
         self.starved_max = 0  # the oldest such wait seen
@@ -184,18 +217,9 @@ class WindowAccumulator:
         processes; `gauges=False` for a process's earlier reports when several arrive
         at once (only its latest describes the present)."""
         self.sent += r.sent
-        self.requests += r.requests
-        self.ok += r.ok
-        self.bytes += r.bytes
-        self.late += r.late
+        _add(self, r, _COUNTS)
         if gauges:
-            self.waiting += r.waiting
-            self.unsent += r.unsent
-            self.connecting += r.connecting
-            self.handshaking += r.handshaking
-            self.unacked += r.unacked
-            self.streams_open += r.streams_open
-            self.stalled_connections += r.stalled_connections
+            _add(self, r, _GAUGES)
             self.waiting_ages.add_sparse(r.waiting_ages)
         self.inflight_sum += r.inflight_sum
         self.inflight_n = max(self.inflight_n, r.inflight_samples)
@@ -205,13 +229,7 @@ class WindowAccumulator:
         self.kinds = add_kinds(self.kinds, r.kinds, gauges)
         self.hist.add_sparse(r.hist)
         self.lag.add_sparse(r.lag)
-        self.unsolicited += r.unsolicited
-        self.handshakes += r.handshakes
-        self.resumed += r.resumed
         self.http = r.http
-        self.goaways += r.goaways
-        self.resets += r.resets
-        self.refused += r.refused
         self.max_streams = _smallest(self.max_streams, r.max_streams)
         if r.connect_times:
             self.connect.add_sparse(r.connect_times)
@@ -239,10 +257,7 @@ class WindowAccumulator:
         self.cpu_wait += other.cpu_wait
         self.cpu_runs += other.cpu_runs
         self.sent += other.sent - other.carried_in
-        self.requests += other.requests
-        self.ok += other.ok
-        self.bytes += other.bytes
-        self.late += other.late
+        _add(self, other, _COUNTS)
         self.inflight_sum += other.inflight_sum
         self.inflight_n += other.inflight_n
         _add_counts(self.failures, other.failures)
@@ -254,15 +269,9 @@ class WindowAccumulator:
                 mine.waiting = latest.waiting  # a gauge: the latest interval's
         self.hist.add(other.hist)
         self.lag.add(other.lag)
-        self.unsolicited += other.unsolicited
         self.starved_us += other.starved_us
         self.starved_max = max(self.starved_max, other.starved_max)
-        self.handshakes += other.handshakes
-        self.resumed += other.resumed
         self.http = other.http
-        self.goaways += other.goaways
-        self.resets += other.resets
-        self.refused += other.refused
         self.max_streams = _smallest(self.max_streams, other.max_streams)
         self.connect.add(other.connect)
         self.tls.add(other.tls)
@@ -271,14 +280,8 @@ class WindowAccumulator:
         if other.uses_rate:
             self.uses_rate = True
             self.hist_unc.add(other.hist_unc)
-        # gauges: the latest interval's
-        self.waiting = other.waiting
-        self.unsent = other.unsent
-        self.connecting = other.connecting
-        self.handshaking = other.handshaking
-        self.unacked = other.unacked
-        self.streams_open = other.streams_open
-        self.stalled_connections = other.stalled_connections
+        for name in _GAUGES:  # the latest interval's
+            setattr(self, name, getattr(other, name))
         self.waiting_ages.counts = dict(other.waiting_ages.counts)
         if other.budget_t0:
             self.budget_t0 = min(self.budget_t0 or other.budget_t0, other.budget_t0)
@@ -404,11 +407,7 @@ class TargetAggregate:
         """A process that sent no report this interval (late: its host is slow or
         silent): what it had in flight is still in flight, as of its last report, so
         the window keeps sent == answered + lost + waiting."""
-        self.interval.waiting += last.waiting
-        self.interval.unsent += last.unsent
-        self.interval.connecting += last.connecting
-        self.interval.handshaking += last.handshaking
-        self.interval.unacked += last.unacked
+        _add(self.interval, last, _IN_FLIGHT)
         self.interval.waiting_ages.add_sparse(last.waiting_ages)
         self.open += last.open
         self.carried += 1

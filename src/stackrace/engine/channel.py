@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import msgspec
 
-from stackrace.engine.model import EngineSettings, KindStats, TargetSpec
+from stackrace.engine.model import EngineSettings, H2Counts, KindStats, TargetSpec
 
 
 class Configure(msgspec.Struct, tag_field="op", tag="configure"):
@@ -91,7 +91,7 @@ class Ready(msgspec.Struct, tag_field="type", tag="ready"):
     nofile: int
 
 
-class TargetReport(msgspec.Struct):
+class TargetReport(H2Counts, kw_only=True):
     id: str
     sent: int  # requests started in the interval (rate mode: became due)
     requests: int  # complete responses
@@ -138,17 +138,7 @@ class TargetReport(msgspec.Struct):
     # rate mode: how late the scheduler sent each request it had a connection for
     # (sparse histogram pairs, µs)
     send_lateness: list[int] = msgspec.field(default_factory=list)
-    # HTTP/2 (see WindowStats): streams in flight now (a gauge), GOAWAYs, RST_STREAMs,
-    # refused or unprocessed streams in the interval, the smallest
-    # SETTINGS_MAX_CONCURRENT_STREAMS seen (0: none)
-    http: str = "1.1"
-    streams_open: int = 0
-    # connections of two or more open streams, every one waiting past STALLED_US: a gauge
-    stalled_connections: int = 0
-    goaways: int = 0
-    resets: int = 0
-    refused: int = 0
-    max_streams: int = 0
+    # HTTP/2's figures of the interval (streams in flight now, a gauge): H2Counts
 
 
 class ReportMsg(msgspec.Struct, tag_field="type", tag="report"):

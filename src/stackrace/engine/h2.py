@@ -52,8 +52,6 @@ from stackrace.engine.connection import BUSY, CLOSED, CONNECTING, IDLE, Connecti
 from stackrace.engine.model import (
     FLOW_STALL,
     GOAWAY_UNPROCESSED,
-    HTTP_STATUS,
-    INVALID_BODY,
     PROTOCOL,
     RESET,
     STREAM_REFUSED,
@@ -64,12 +62,6 @@ from stackrace.engine.request import build_request, check_method, parse_url
 
 if TYPE_CHECKING:
     from stackrace.engine.target import Target
-
-# Histogram layout constants, inlined below (see histogram.index_of, connection.py).
-_HIGHEST = 3_600_000_000
-_MASK = 2047
-_MAG = 11
-_HALF_MAG = 10
 
 # RFC 9113 §7 error codes, by number, for the failures' reasons
 ERROR_NAMES = (
@@ -319,33 +311,13 @@ class H2Stream(Connection):
 
     def answer(self, status: int, size: int, keep: bool) -> H2Request | None:  # type: ignore[override]  # the next request, for the C transport
         """The stream's whole response (from the C transport: one call a request), the
-        accounting as Connection.answer's, inlined the same way. Returns the closed
+        accounting Connection.answer's (`count_answer`). Returns the closed
         loop's next request for the C transport to open on this slot's connection (one
         Python call a request in all), or None."""
         now = perf_counter_ns()
         t = self.target
         t.bytes += size
-        t.requests += 1
-        t.last_done = now
-        lat = (now - (self.intended_ns or self.start_ns)) // 1000
-        if lat > _HIGHEST:
-            lat = _HIGHEST
-        b = (lat | _MASK).bit_length() - _MAG
-        t.counts[(b << _HALF_MAG) + (lat >> b)] += 1
-        if self.intended_ns:
-            lat = (now - self.start_ns) // 1000
-            if lat > _HIGHEST:
-                lat = _HIGHEST
-            b = (lat | _MASK).bit_length() - _MAG
-            t.counts_unc[(b << _HALF_MAG) + (lat >> b)] += 1
-            self.intended_ns = 0
-        if status >= 300:
-            t.status[status] = t.status.get(status, 0) + 1
-            if status >= 400:
-                t.fail_count(HTTP_STATUS)
-            self.take_body()
-        elif t.check is not None and not t.check(self.take_body()):
-            t.fail_count(INVALID_BODY)
+        self.count_answer(t, now, status)
         link = self.link
         if link is None or link.draining:
             # its connection takes no new stream: the slot starts over on another

@@ -6,8 +6,9 @@ Values are integer microseconds from 1 µs to one hour with three significant di
 lowest=1, highest=3,600,000,000, significant digits=3, so a run can be exported in the
 standard V2 compressed encoding ("HISTFAAA…") and read by any HdrHistogram tool.
 
-The recording step is inlined by the engine's hot path (see `protocol.py`); keep
-`index_of` and that copy in step.
+The engine's hot path records with engine/_cycle.c's `tally` and `slot`, the same
+arithmetic in C (connection.py `count_answer`); tests/unit/test_histogram.py holds them
+equal to `index_of`.
 """
 
 from __future__ import annotations

@@ -227,7 +227,28 @@ class LatencySummary(msgspec.Struct):
     min: int = 0
 
 
-class WindowStats(msgspec.Struct):
+class H2Counts(msgspec.Struct):
+    """HTTP/2's figures of a window (engine/h2.py), declared once for the two places that
+    carry them: a process's report of an interval (channel.py TargetReport) and the
+    window's stats (WindowStats). The protocol spoken; streams in flight at the window's
+    end (a gauge); GOAWAYs and RST_STREAMs received; streams refused or left unprocessed
+    by a GOAWAY; the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced (0:
+    none). (A base's fields come first in the JSON a struct encodes: readers find every
+    field by its name.)"""
+
+    http: str = "1.1"
+    streams_open: int = 0
+    # head-of-line blocking, seen per connection (a gauge at the window's end): the
+    # connections carrying two or more open streams whose every one has waited past
+    # STALLED_US (rules/head_of_line.py)
+    stalled_connections: int = 0
+    goaways: int = 0
+    resets: int = 0
+    refused: int = 0
+    max_streams: int = 0
+
+
+class WindowStats(H2Counts, kw_only=True):
     """Counts for one window of time (one interval, or everything since the start).
 
     sent == requests + lost + waiting, always (see the module docstring)."""
@@ -308,19 +329,7 @@ class WindowStats(msgspec.Struct):
     # connection for (due time to write): the engine's own share of every corrected
     # latency. Requests that waited for a busy connection are `late` instead.
     send_lateness: LatencySummary | None = None
-    # HTTP/2 (engine/h2.py): the protocol spoken; streams in flight at the window's end
-    # (a gauge); GOAWAYs and RST_STREAMs received; streams refused or left unprocessed by
-    # a GOAWAY; the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced (0: none)
-    http: str = "1.1"
-    streams_open: int = 0
-    # head-of-line blocking, seen per connection (a gauge at the window's end): the
-    # connections carrying two or more open streams whose every one has waited past
-    # STALLED_US (rules/head_of_line.py)
-    stalled_connections: int = 0
-    goaways: int = 0
-    resets: int = 0
-    refused: int = 0
-    max_streams: int = 0
+    # HTTP/2's figures: H2Counts (the base)
 
     @property
     def failed(self) -> int:

@@ -802,19 +802,7 @@ class Target:
                 tls=self.tls_c,
             )
         elif self.tls is not None:
-            session = self.tls_session if self.tls_resume else None
-            conn.pending = TlsTransport(
-                self.poller,
-                conn,
-                self,
-                self.family,
-                self.addr,
-                now,
-                self.tls,
-                self.tls_name,
-                session,
-                self.tls_resume,
-            )
+            conn.pending = self._tls_transport(conn, now)
         else:
             # TCP_NODELAY where a connection writes more than once (keep-alive: Nagle
             # would hold a request behind an unacknowledged segment). The C transport
@@ -835,24 +823,32 @@ class Target:
         proxy = SlowClient(conn, profile, self.loop)
         rcvbuf = profile.rcvbuf if profile.read else 0
         if self.tls is not None:
-            session = self.tls_session if self.tls_resume else None
-            conn.pending = TlsTransport(
-                self.poller,
-                proxy,
-                self,
-                self.family,
-                self.addr,
-                now,
-                self.tls,
-                self.tls_name,
-                session,
-                self.tls_resume,
-                rcvbuf,
-            )
+            conn.pending = self._tls_transport(proxy, now, rcvbuf)
         else:
             conn.pending = SocketTransport(
                 self.poller, proxy, self, self.family, self.addr, now, None, True, rcvbuf
             )
+
+    def _tls_transport(
+        self, protocol: Connection | SlowClient, now: int, rcvbuf: int = 0
+    ) -> TlsTransport:
+        """The Python TLS transport (slow clients, STACKRACE_PY_TRANSPORT) for `protocol`,
+        offering the last session when --tls-resume asks for it."""
+        assert self.tls is not None
+        session = self.tls_session if self.tls_resume else None
+        return TlsTransport(
+            self.poller,
+            protocol,
+            self,
+            self.family,
+            self.addr,
+            now,
+            self.tls,
+            self.tls_name,
+            session,
+            self.tls_resume,
+            rcvbuf,
+        )
 
     def hand_over(self, conn: Connection, tr: SocketTransport | CTransport, now: int) -> None:
         """Move a kept-alive connection from the engine's epoll to the event loop's own

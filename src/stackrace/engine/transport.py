@@ -338,14 +338,8 @@ class SocketTransport:
         engine's protocols end a connection only after they are done with it."""
         if self.state == CLOSED:
             return
-        self.state = CLOSED
-        self.out = None
-        poller = self.poller
-        del poller.handlers[self.fd]
-        if poller.dispatcher.dispatching:
-            poller.stale.add(self.fd)
-        self.sock.close()  # type: ignore[union-attr]  # open; our FIN leaves now
-        protocol, self.protocol = self.protocol, None
+        protocol = self.protocol
+        self.release()
         if protocol is not None:
             protocol.connection_lost(None)
 
