@@ -103,7 +103,7 @@ def use_tls(version: str = "1.3", cert_kind: str = "ecdsa", resume: bool = False
     TLS `version` at most, session tickets only with `resume` (see the docstring)."""
     global SCHEME, TLS_FILES, RESUME
     sys.path.insert(0, str(ROOT / "src"))
-    from stackrace.stacks.certificate import ensure
+    from stackrace.stacks.certificate import ensure  # here: after src is on sys.path
 
     if cert_kind == "rsa":
         TLS_FILES = rsa_certificate()
@@ -298,7 +298,7 @@ def fidelity(rounds: int, secs: int, conc: int) -> list[dict[str, float]]:
 
 def startup(samples: int = 7) -> list[float]:
     sys.path.insert(0, str(ROOT / "src"))
-    from stackrace.engine.client import Engine
+    from stackrace.engine.client import Engine  # here: after src is on sys.path
 
     async def once() -> float:
         t0 = time.perf_counter()

@@ -66,6 +66,7 @@ from stackrace.engine.request import RequestError, build_request, parse_url
 from stackrace.engine.slow_clients import ClientProfile
 from stackrace.engine.tls import TlsConfigError, check_cacert
 from stackrace.race.core.core import RaceCore
+from stackrace.race.core.runlocks import RunLock, other_runs
 from stackrace.race.core.streams import h2_conflict, h2_speakers
 from stackrace.race.load.driver import LoadPlan, LoadRun, Phase, drive, member
 from stackrace.report.load import HostCount, LoadFacts, failed_lines, load_result
@@ -143,8 +144,6 @@ def load_target(urls: list[str], settings: RaceSettings) -> LoadTarget:
 def run(o: LoadOptions) -> int:
     """`load`, holding a run lock (race/core/runlocks.py): a bench or a tune started meanwhile
     sees this load on its cores; one already running is named here."""
-    from stackrace.race.core.runlocks import RunLock, other_runs
-
     if not o.cluster.wanted:
         for other in other_runs():
             print(f"stackrace load: note: another stackrace run shares the cores: {other}",
@@ -278,8 +277,8 @@ def _run(o: LoadOptions) -> int:
     metrics = None
     if o.metrics is not None:
         # the exporter (its figures, the sampler's types: ~3 ms of imports) only with
-        # --metrics: imported here, it keeps start-up fast
-        from stackrace.metrics.exporter import open_exporter
+        # --metrics
+        from stackrace.metrics.exporter import open_exporter  # lazy: keeps load's start-up fast
 
         metrics = open_exporter(o.metrics, "stackrace load")
     cluster = None

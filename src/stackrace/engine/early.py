@@ -96,9 +96,9 @@ def fork() -> None:
 
     if threading.active_count() > 1:
         return  # a fork would copy locks held by threads that do not exist in the child
-    # lazy: keeps `stackrace --help`'s start fast (cli.py imports this module for `load`
-    # before the parser; the worker is needed only now, with the driver's imports done)
-    from stackrace.engine import worker
+    # the worker (and the engine under it) is needed only here: link.py imports this
+    # module for every command that loads, bench's and the app's too
+    from stackrace.engine import worker  # lazy: keeps the app's and bench's start-up fast
 
     try:
         down_r, down_w = os.pipe()  # commands: driver -> engine
