@@ -31,7 +31,7 @@ their outcomes and timeouts all read and write the same state (its connections, 
 idle ones, how many due requests went out and from when, the interval's counters)
 inside the same callbacks (`on_idle`, `replace`, `_on_due`, `_connect`), and each
 Connection (engine/connection.py) calls back into it and writes its counters directly
-(`t.requests += 1`, `t.counts[i] += 1`: "inlined, two calls fewer an answer"). Cut by
+(`t.requests += 1`, `tally(t.counts, ns)`: connection.py `count_answer`). Cut by
 part — a scheduler, an opener, a counters object, each a module — every part would reach
 the others' state through one more attribute (`t.sched._sent`, `t.counters.requests`)
 on every request and answer: the lookups this file and connection.py were written to
