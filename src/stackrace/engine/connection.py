@@ -179,8 +179,15 @@ class Connection(asyncio.Protocol):
         tr: AnyTransport = transport  # type: ignore[assignment]  # see above
         self.transport = tr
         self.parser = HttpResponseParser(self)
+        self.target.open += 1
+        self.begin(tr, sent)
+
+    def begin(self, tr: AnyTransport, sent: bool) -> None:
+        """Up, on a connection of its own (`connected`) or an HTTP/2 link's stream
+        (h2.py H2Stream.link_up): the request waiting for it goes out (unless `sent`
+        with the connect), or the slot is idle; a slot retired or a target removed
+        meanwhile is let go instead."""
         t = self.target
-        t.open += 1
         if self.retiring or t.removed:
             # (also one dropped while the loop's transport was being made: Target._drop
             # is only ever called on a retiring connection or a removed target)

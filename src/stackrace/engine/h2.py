@@ -274,19 +274,7 @@ class H2Stream(Connection):
         of its own does: the link counts itself open)."""
         self.transport = transport
         self.pending = None
-        t = self.target
-        if self.retiring or t.removed:
-            t.abandon(self)
-            self.close()
-            return
-        if self.start_ns:
-            self.state = BUSY
-            if t.timed:
-                self.wrote_ns = perf_counter_ns()
-            self.write_request(transport)
-        else:
-            self.state = IDLE
-            t.on_idle(self)
+        self.begin(transport, False)
 
     def write_request(self, transport: Any) -> None:
         if transport.submit(self, self.target.request, self.keep) <= 0:
