@@ -12,8 +12,11 @@ the report writers (~0.19 CPU-s) before it asks for one. Started first and side 
 (the round before this one) the two start-ups overlapped on two cores, but the CPU was
 paid twice: a third of `stackrace load URL -n 1`'s and ~5 % of a 5-second load's
 (bench/startup.py). A fork of the driver once its imports are done has every module the
-worker needs loaded already: its start is the fork and a new event loop (milliseconds),
-and the wall time stays the driver's own import, which was the longer of the two anyway.
+worker needs loaded already: its start is the fork and a new event loop (~0.01 CPU-s).
+The engine now starts after the driver's imports instead of beside them: on a quiet
+machine `load -n 1` takes ~10 ms more wall time for ~0.08 CPU-s less; on a busy one,
+where the second core was not free anyway, it is shorter in both (docs/development.md
+"Start-up").
 
 So `start()` only says that the command wants one (cli.py calls it for `load`, before
 the parser is built); `fork()` makes it, from the command, before any event loop or
