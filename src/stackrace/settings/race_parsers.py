@@ -60,8 +60,11 @@ def stack_rate(text: str) -> float:
 def cacert_file(text: str) -> str:
     """A PEM file of CA certificates, checked now, kept as an absolute path."""
     # engine/tls.py (and Python's ssl, ~5 ms) only when --cacert is given: every parser
-    # that offers the option is built from here, so this keeps start-up (--help) fast
-    from stackrace.engine.tls import TlsConfigError, check_cacert
+    # that offers the option is built from here
+    from stackrace.engine.tls import (  # lazy: keeps --help's start-up fast
+        TlsConfigError,
+        check_cacert,
+    )
 
     try:
         check_cacert(text)

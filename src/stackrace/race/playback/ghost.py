@@ -126,9 +126,13 @@ def _from_bench(p: Path, data: bytes) -> Ghost:
 
 
 def _from_recording(p: Path) -> Ghost:
-    # lazy for start-up: the recording's decoder is built at its import, and only a
-    # --ghost of a recording needs it
-    from stackrace.race.playback.recording import RecordingError, load_recording, recorded_levels
+    # the recording's decoder is built at its import, and only a --ghost of a recording
+    # needs it
+    from stackrace.race.playback.recording import (  # lazy: keeps the app's start-up fast
+        RecordingError,
+        load_recording,
+        recorded_levels,
+    )
 
     try:
         rec = load_recording(p)
