@@ -10,7 +10,7 @@ import math
 import os
 from collections.abc import Sequence
 
-from stackrace.race.bench.tune_space import Space
+from stackrace.race.bench.tune_search import Space
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.ceilings import tunable_ceilings
