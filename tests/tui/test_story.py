@@ -13,7 +13,7 @@ from stackrace.engine.model import HTTP_STATUS, WindowStats
 from stackrace.race.live.demo import MODELS, SyntheticEngine
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.pane import StackPane
-from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.slider import LevelSlider
 from tests.tui.conftest import Race, open_race, plan, subtitle
 
 
@@ -224,4 +224,4 @@ async def test_a_talk_track_moves_the_load_and_captions_it():
         await race.advance(14)
         assert race.session.concurrency == 50
         assert "fifty clients" in race.text("#status-line")
-        assert race.screen.query_one("#level", ConcurrencySlider).value == 50
+        assert race.screen.query_one("#level", LevelSlider).value == 50
