@@ -46,9 +46,9 @@ from stackrace.commands.bench_args import BenchOptions, add_bench_arguments, ben
 from stackrace.commands.bench_output import tell
 from stackrace.commands.bench_plan import build_plan, capacity_plan, fail
 from stackrace.metrics.exporter import MetricsExporter, open_exporter
+from stackrace.race.bench.driver import plan_placement, run_bench
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
-from stackrace.race.bench.run import plan_placement, run_bench
 from stackrace.race.core.capacity_plan import ResumeError
 from stackrace.race.core.journal import (
     CapacitySpec,

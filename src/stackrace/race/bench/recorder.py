@@ -7,7 +7,7 @@
 - `describe`: a level's progress line, its accounting in full;
 - `record_paths`: your requests' figures per stack over the whole run.
 
-Apart from the level protocol (race/bench/protocol.py) and the run (race/bench/run.py): what is
+Apart from the level protocol (race/bench/protocol.py) and the run (race/bench/driver.py): what is
 measured and what is reported change for different reasons.
 """
 

@@ -1,4 +1,4 @@
-"""A bench run's journal and its resumption: what race/bench/run.py writes as each
+"""A bench run's journal and its resumption: what race/bench/driver.py writes as each
 level, probe and stack ends, and how a journal read back (`bench --resume`) puts the
 work it holds into the report so that it is not measured again.
 

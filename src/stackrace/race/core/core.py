@@ -7,7 +7,7 @@
     core.target("uvicorn")                   # the engine's latest TargetSnapshot
     await core.stop()
 
-Bench is the core driven by a plan (race/bench/run.py; its levels, race/bench/protocol.py); the
+Bench is the core driven by a plan (race/bench/driver.py; its levels, race/bench/protocol.py); the
 app's `Session` is the core driven by the user (race/live/session.py). Each member is a stack
 stackrace launched, or a URL it did not: both are a `MemberHandle` (race/core/members.py),
 and both get an engine target of their own once they are ready (per-target engine

@@ -6,7 +6,7 @@
     await keeper.settle()                    # bench: every window started has ended
 
 Every front end starts windows here — the app's live verdicts and its ramp
-(race/live/session.py), bench at its breaking point (race/bench/run.py), the capacity
+(race/live/session.py), bench at its breaking point (race/bench/driver.py), the capacity
 search at its boundary (race/bench/capacity_driver.py) — so "at most one window per stack at
 a time, kept with its level" is decided once. A window is an asyncio task that captures
 for a few seconds while the load goes on (stackrace.evidence.capture) and names its

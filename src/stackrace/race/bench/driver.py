@@ -1,4 +1,5 @@
-"""`stackrace bench` without the printing: the race core driven by a plan.
+"""Bench's driver: `stackrace bench` without the printing, the race core driven by a plan
+(as race/load/driver.py is `load`'s).
 
     run = await run_bench(BenchPlan(stacks, settings), progress=print)
     run = await run_bench(plan, parts=synthetic_parts()[0])   # the models, no servers
