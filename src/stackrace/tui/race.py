@@ -208,7 +208,7 @@ class RaceScreen(Screen[None]):
         workload = self.session.plan.settings.label()
         self._put("mode-label", f"[b]{workload}[/b]\n[dim]{mode}[/]")
         slider = self.query_one("#level", LevelSlider)
-        level = round(view.rate) if view.rate is not None else view.concurrency
+        level = view.level
         if level != self._level_shown:
             # the session moved the level (a ramp): show it without echoing a command
             self._level_shown = level
