@@ -179,7 +179,7 @@ async def run_bench(
             if not group:
                 continue
             ids = _start_group(core, source, rec, plan, placement, group, progress)
-            ids += await _join_urls(core, rec, plan, placement, group, progress)
+            ids += await _join_urls(core, rec, plan, group, progress)
             timeout = max(
                 [
                     120.0,
@@ -400,12 +400,7 @@ def _start_group(
 
 
 async def _join_urls(
-    core: RaceCore,
-    rec: BenchRecorder,
-    plan: BenchPlan,
-    placement: CorePlacement,
-    group: list[int],
-    progress: Progress,
+    core: RaceCore, rec: BenchRecorder, plan: BenchPlan, group: list[int], progress: Progress
 ) -> list[str]:
     """The group's servers started by hand, as members keyed by their names: reachable
     ones only (one that refuses the connection is an error, not a level of failures)."""
