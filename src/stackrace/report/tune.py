@@ -148,7 +148,7 @@ def add_deploy(result: BenchRun, stacks: StackFile) -> None:
     if t is None or not met_any(t):
         return
     names = [t.winner] if t.winner else t.tied[:MAX_DEPLOY_LINES]
-    app = getattr(stacks, "app", None)
+    app = stacks.app
     versions = {st.name: st.version for st in result.stacks}
     lines = []
     for name in names:

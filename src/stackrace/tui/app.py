@@ -148,7 +148,9 @@ class StackraceApp(App[int]):
             await self.stop_everything()
             self.exit(1)
             return
-        self.race = RaceScreen(self.session, self.tick_interval, projector=self.projector)
+        self.race = RaceScreen(
+            self.session, self.tick_interval, projector=self.projector, player=self.player
+        )
         await self.push_screen(self.race)
         if plan.note:
             # plain text: "[app]" in a stack's name is not markup (it vanished once)

@@ -69,9 +69,14 @@ class RaceScreen(Screen[None]):
     ]
 
     def __init__(
-        self, session: Session, tick_interval: float | None = 0.25, projector: bool = False
+        self,
+        session: Session,
+        tick_interval: float | None = 0.25,
+        projector: bool = False,
+        player: ReplayPlayer | None = None,
     ) -> None:
         super().__init__(id="race")
+        self.player = player  # a replay: the recording sets the load, not the keys
         self.projector = projector
         self.chart_wanted: bool | None = None  # the user's c: None = when there is room
         self.then_now_wanted = True  # n: the classic experiment's strip, when there is one
@@ -282,10 +287,6 @@ class RaceScreen(Screen[None]):
                 self.app.pop_screen()
 
     # --- commands ---------------------------------------------------------------------
-
-    @property
-    def player(self) -> ReplayPlayer | None:
-        return getattr(self.app, "player", None)
 
     def _replaying(self) -> bool:
         if self.player is not None:
