@@ -30,8 +30,8 @@ as one long last bar (oha's linear buckets put a 2 s tail and a 200 µs body in 
 equal slices, ten of them empty); the whole histogram is the document's `hdr`.
 
 Long because the document is one job: each struct of the JSON contract beside the code
-that fills it from the run. The bucketing was once a module of its own, split off to
-pass the line cap, and the two imported each other.
+that fills it from the run. The bucketing was a module of its own, split off to pass
+the line cap (at first the two imported each other): the field and its filling apart.
 """
 
 from __future__ import annotations

@@ -52,8 +52,8 @@ with the confidence it beats the runner-up with, else a tie within noise, or "no
 decided") are the search's own terms, here with it.
 
 Long because the search, the space it moves in and the outcome it decides are one job:
-they were cut into three modules to pass a line cap, and each half imported the others
-for nothing but these names.
+they were cut into three modules to pass a line cap, and the search imported both
+others (the outcome the space) for nothing but these names.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ BUDGET = "budget spent"
 NOTHING = "nothing measurable"
 
 
-# --- the space: servers, axes, points ------------------------------------------------
+# --- the space: servers, axes, points -------------------------------------------------
 
 COARSE_PER_AXIS = 3
 
