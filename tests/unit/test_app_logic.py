@@ -112,6 +112,8 @@ def test_talk_track_times_and_steps():
     ("text", "error"),
     [
         ("[[step]]\nconcurrency = 0", "step 1: key 'concurrency'"),
+        ("[[step]]\nconcurrency = true", "step 1: key 'concurrency'"),
+        ("[[step]]\nconcurrency = 10\nrate = 500", "step 1: give `concurrency`"),
         ("[[step]]\nbogus = 1", "step 1: unknown key 'bogus'"),
         ("[[step]]\nat = '1s'\nafter = '2s'", "`at` or `after`"),
         ("[[step]]\nrate = 'fast'", "key 'rate'"),

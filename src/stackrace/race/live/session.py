@@ -298,6 +298,9 @@ class Session:
                 await self.set_rate(step.rate)
             if step.concurrency is not None:
                 self.stop_ramp()
+                if self.rate is not None:
+                    # connections are a closed loop's level: never read as req/s
+                    await self.set_rate(None)
                 await self.set_level(step.concurrency)
             if step.ramp:
                 self.start_ramp()
