@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import Any
 
-from stackrace.commands.parser import examples
+from stackrace.commands.parser import describe, examples
 
 SHELLS = ("bash", "zsh", "fish")
 # arguments whose values are stack names: positional NAMEs, and bench's --stacks A,B
@@ -34,10 +34,11 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
-        "Print the shell completion script: Tab then completes commands, options and stacks."
+    describe(
+        p,
+        "Print the shell completion script: Tab then completes commands, options and stacks.",
+        EXAMPLES,
     )
-    p.epilog = EXAMPLES
     p.add_argument("shell", choices=SHELLS, help="the shell to print the script for")
     p.set_defaults(func=run, read_options=completion_options)
 

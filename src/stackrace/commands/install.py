@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stackrace.commands._common import announce, load, resolve_all, trusted_names
-from stackrace.commands.parser import examples
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
 from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.app_spec import YourApp
@@ -39,11 +40,13 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Install what the chosen stacks need: Python packages into stackrace's environment, "
-        "system packages with apt, Go and Node builds. Nothing is installed unasked."
+        "system packages with apt, Go and Node builds. Nothing is installed unasked.",
+        EXAMPLES,
+        "docs/stacks.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument(
         "names", nargs="*", metavar="NAME", help="stacks to install (see `stackrace stacks`)"
     )
@@ -92,14 +95,7 @@ class InstallOptions:
 
 
 def install_options(args: argparse.Namespace) -> InstallOptions:
-    return InstallOptions(
-        names=tuple(args.names),
-        all=bool(args.all),
-        dry_run=bool(args.dry_run),
-        into=args.into,
-        stacks_file=args.stacks_file,
-        your_app=your_app_options(args),
-    )
+    return typed_options(InstallOptions, args, your_app=your_app_options(args))
 
 
 def run(o: InstallOptions) -> int:

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from stackrace.cluster.options import ClusterOptions
 from stackrace.commands.cluster_args import add_cluster_arguments, cluster_options
 from stackrace.commands.metrics_args import add_metrics_arguments, metrics_options
+from stackrace.commands.namespace import typed_options
 from stackrace.commands.output_args import add_allow_remote_argument, add_no_progress_argument
-from stackrace.commands.parser import examples
+from stackrace.commands.parser import describe, examples
 from stackrace.commands.settings_args import add_options, given
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.engine.slow_clients import ClientProfile, ProfileError, parse_profile, parse_share
@@ -58,12 +59,14 @@ EXAMPLES = examples(
 
 def add_load_arguments(p: argparse.ArgumentParser) -> None:
     # every value is checked by its parser before anything starts (stackrace.settings.options)
-    p.description = (
+    describe(
+        p,
         "Load one server and print what came back, as wrk, hey and oha do: answers that "
         "counted a second and the share that failed first, then latency. One URL, several "
-        "URLs of one server (a mix), or a base URL with your paths."
+        "URLs of one server (a mix), or a base URL with your paths.",
+        EXAMPLES,
+        "docs/load.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/load.md"
     p.add_argument(
         "urls",
         nargs="+",
@@ -249,32 +252,11 @@ class LoadOptions:
 
 
 def load_options(args: argparse.Namespace) -> LoadOptions:
-    return LoadOptions(
-        urls=tuple(args.urls),
-        concurrency=args.concurrency,
-        requests=args.requests,
-        duration=args.duration,
-        rate=args.rate,
-        warmup=args.warmup,
-        timeout=args.timeout,
-        connect_timeout=args.connect_timeout,
-        keepalive=bool(args.keepalive),
-        clients=args.clients,
-        slow_share=args.slow_share,
+    return typed_options(
+        LoadOptions,
+        args,
         requests_given={k: v for k, v in given(args).items() if k in REQUEST_FIELDS},
-        expect_body=args.expect_body,
         insecure=not args.tls_verify,
-        cacert=args.cacert,
-        tls_resume=bool(args.tls_resume),
-        http2=bool(args.http2),
-        streams=args.streams,
-        procs=args.procs,
-        engine_cpus=args.engine_cpus,
-        json=bool(args.json),
-        no_progress=bool(args.no_progress),
-        hdr_out=args.hdr_out,
-        slo=args.slo,
-        allow_remote=bool(args.allow_remote),
-        metrics=metrics_options(args),
+        metrics=metrics_options(args),  # (args.metrics is the address; this, the group)
         cluster=cluster_options(args),
     )

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from stackrace.base import printable
 from stackrace.commands.app_args import add_big_argument
-from stackrace.commands.parser import examples
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
 
 if TYPE_CHECKING:
     from stackrace.race.live.replay import ReplayPlayer
@@ -27,11 +28,13 @@ EXAMPLES = examples(
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.description = (
+    describe(
+        parser,
         "Play a recorded race in the app, as it was: every interval's figures and each "
-        "slider move, with no servers and no engine, so a demo cannot fail on stage."
+        "slider move, with no servers and no engine, so a demo cannot fail on stage.",
+        EXAMPLES,
+        "docs/tui.md",
     )
-    parser.epilog = EXAMPLES + "\n\nMore: docs/tui.md"
     parser.add_argument(
         "file", metavar="FILE", help="a recording made with `stackrace --record FILE`"
     )
@@ -68,14 +71,7 @@ class ReplayOptions:
 
 
 def replay_options(args: argparse.Namespace) -> ReplayOptions:
-    return ReplayOptions(
-        file=args.file,
-        speed=args.speed,
-        paused=bool(args.paused),
-        big=bool(args.big),
-        html_out=args.html_out,
-        argv=tuple(getattr(args, "argv", None) or ()),
-    )
+    return typed_options(ReplayOptions, args)
 
 
 def run(o: ReplayOptions) -> int:

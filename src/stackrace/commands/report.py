@@ -18,6 +18,7 @@ from pathlib import Path
 
 from stackrace.base import printable
 from stackrace.commands.bench_args import add_page_arguments
+from stackrace.commands.namespace import typed_options
 from stackrace.commands.output_args import (
     OutputFiles,
     add_gate_arguments,
@@ -25,7 +26,7 @@ from stackrace.commands.output_args import (
     add_table_arguments,
     output_options,
 )
-from stackrace.commands.parser import examples
+from stackrace.commands.parser import describe, examples
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
 from stackrace.report.schema import BenchRun, StackResult
@@ -54,11 +55,13 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Render saved bench runs again, or compare them: tables, files, and the regression "
-        "gate, with no load."
+        "gate, with no load.",
+        EXAMPLES,
+        "docs/bench.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/bench.md"
     p.add_argument(
         "runs", nargs="+", metavar="RUN.json", help="run files written by `stackrace bench --json`"
     )
@@ -88,7 +91,7 @@ class ReportOptions:
 
 
 def report_options(args: argparse.Namespace) -> ReportOptions:
-    return ReportOptions(tuple(args.runs), output_options(args), args.baseline, args.fail_on)
+    return typed_options(ReportOptions, args, files=output_options(args))
 
 
 def run(o: ReportOptions) -> int:

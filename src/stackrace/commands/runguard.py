@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from stackrace.base.errors import StackraceError
+from stackrace.commands.namespace import typed_options
 from stackrace.race.core import runlocks
 from stackrace.race.core.journal import SUFFIX, Journal, JournalStart, beside
 from stackrace.supervise import hurry
@@ -61,7 +62,7 @@ class RunGuardOptions:
 
 
 def run_guard_options(args: argparse.Namespace) -> RunGuardOptions:
-    return RunGuardOptions(args.journal, args.resume, bool(args.share_cores))
+    return typed_options(RunGuardOptions, args)
 
 
 def add_run_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

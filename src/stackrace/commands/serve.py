@@ -14,7 +14,8 @@ import sys
 from dataclasses import dataclass
 
 from stackrace.commands._common import add_private_db_arguments, announce, load, resolve_all
-from stackrace.commands.parser import examples
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
 from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.app_spec import YourApp
@@ -33,11 +34,13 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Start stacks and print their URLs, to load them with anything (stackrace load, wrk, "
-        "a browser); Ctrl-C stops everything it started."
+        "a browser); Ctrl-C stops everything it started.",
+        EXAMPLES,
+        "docs/stacks.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument(
         "names", nargs="*", metavar="STACK",
         help="stacks, or variants like gunicorn-sync:workers=4 (`stackrace stacks` lists them)",
@@ -65,13 +68,7 @@ class ServeOptions:
 
 
 def serve_options(args: argparse.Namespace) -> ServeOptions:
-    return ServeOptions(
-        names=tuple(args.names),
-        db=bool(args.db),
-        no_db=bool(args.no_db),
-        stacks_file=args.stacks_file,
-        your_app=your_app_options(args),
-    )
+    return typed_options(ServeOptions, args, your_app=your_app_options(args))
 
 
 def run(o: ServeOptions) -> int:

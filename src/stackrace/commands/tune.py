@@ -68,7 +68,7 @@ from stackrace.commands.output_args import (
     add_no_progress_argument,
     add_table_arguments,
 )
-from stackrace.commands.parser import examples
+from stackrace.commands.parser import describe, examples
 from stackrace.commands.settings_args import add_options
 from stackrace.commands.target_args import add_url_arguments
 from stackrace.commands.tune_args import TuneOptions, probe_settings, tune_options
@@ -128,12 +128,14 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Find the best configuration of one or more servers for this machine under an SLO, "
         "by measuring: every configuration tried, how sure the answer is, and the command "
-        "line that runs the winner."
+        "line that runs the winner.",
+        EXAMPLES,
+        "docs/tune.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/tune.md"
     p.add_argument(
         "stack", nargs="*", help="the stacks to tune (names from stacks.toml), ranked together"
     )

@@ -24,7 +24,8 @@ from stackrace.commands._common import (
     resolve_all,
     trusted_names,
 )
-from stackrace.commands.parser import examples
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
 from stackrace.commands.settings_args import given
 from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
@@ -59,11 +60,13 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Start stacks and check every endpoint against the contract (docs/stacks.md): the "
-        "answers a race would count, before a race counts them."
+        "answers a race would count, before a race counts them.",
+        EXAMPLES,
+        "docs/stacks.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument(
         "names", nargs="*", metavar="STACK", help="stacks to verify (default: all available)"
     )
@@ -104,15 +107,7 @@ class VerifyOptions:
 
 
 def verify_options(args: argparse.Namespace) -> VerifyOptions:
-    return VerifyOptions(
-        names=tuple(args.names),
-        include_unavailable=bool(args.include_unavailable),
-        db=bool(args.db),
-        no_db=bool(args.no_db),
-        given=given(args),
-        stacks_file=args.stacks_file,
-        your_app=your_app_options(args),
-    )
+    return typed_options(VerifyOptions, args, given=given(args), your_app=your_app_options(args))
 
 
 def run(o: VerifyOptions) -> int:

@@ -34,7 +34,8 @@ from stackrace.base.webgate import (
     max_sessions_problem,
     public_url_problem,
 )
-from stackrace.commands.parser import examples
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
 from stackrace.settings.options import positive_int
 
 # web's own options, and whether each takes a value: not passed on to the pages' app
@@ -60,11 +61,13 @@ EXAMPLES = examples(
 def register(parser: argparse.ArgumentParser) -> None:
     from stackrace.commands.app_args import add_app_arguments
 
-    parser.description = (
+    describe(
+        parser,
         "Serve the app in a browser (textual-serve), on 127.0.0.1 by default; the app's "
-        "options below are passed on to each page's app."
+        "options below are passed on to each page's app.",
+        EXAMPLES,
+        "docs/tui.md",
     )
-    parser.epilog = EXAMPLES + "\n\nMore: docs/tui.md"
     web = parser.add_argument_group("where it listens")
     web.add_argument(
         "--host",
@@ -168,21 +171,11 @@ class WebOptions:
     demo: bool
     urls: tuple[str, ...]
     stacks_file: str | None
-    argv: tuple[str, ...]
+    argv: tuple[str, ...] = ()
 
 
 def web_options(args: argparse.Namespace) -> WebOptions:
-    return WebOptions(
-        host=args.host,
-        port=args.port,
-        public_url=args.public_url,
-        max_sessions=args.max_sessions,
-        web_remote=bool(args.web_remote),
-        demo=bool(args.demo),
-        urls=tuple(args.url or ()),
-        stacks_file=args.stacks_file,
-        argv=tuple(getattr(args, "argv", None) or ()),
-    )
+    return typed_options(WebOptions, args, urls=tuple(args.url or ()))
 
 
 def run(o: WebOptions) -> int:
