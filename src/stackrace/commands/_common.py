@@ -47,9 +47,11 @@ def load(
 def add_private_db_arguments(p: argparse.ArgumentParser, help: str) -> None:
     """--db: the private MariaDB started for the command, so that /db answers (serve,
     verify; `db`'s own --db is another server's DSN)."""
-    p.add_argument("--db", action="store_true", help=help)
+    # the two exclude each other: argparse refuses both at once, before anything starts
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--db", action="store_true", help=help)
     # the default since --db: kept so that scripts written for the old default still run
-    p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
+    group.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
 
 
 def _no_app() -> YourApp:

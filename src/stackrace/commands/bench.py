@@ -37,14 +37,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from stackrace.cluster.options import connect
 from stackrace.commands import runguard
 from stackrace.commands._common import (
     announce,
 )
 from stackrace.commands.bench_args import BenchOptions, add_bench_arguments, bench_options
 from stackrace.commands.bench_output import tell
-from stackrace.commands.bench_plan import build_plan, capacity_plan, fail
+from stackrace.commands.bench_plan import build_plan, capacity_plan, cluster_parts, fail
 from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.recorder import BenchRecorder
@@ -58,7 +57,6 @@ from stackrace.race.core.journal import (
 )
 from stackrace.race.core.members import RaceParts
 from stackrace.race.core.noise import capacity_noise
-from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.presets import load_preset
 from stackrace.race.core.urls import unsampled_slo
 from stackrace.report import gate
@@ -247,25 +245,12 @@ def _run_locked(
     cluster = None
     parts: RaceParts | None = None
     if o.race.cluster.wanted:  # the stacks on the app node, the engines on the load nodes
-        from stackrace.cluster.errors import ClusterError
-        from stackrace.cluster.frontends import bench_parts
-
-        cluster = connect(o.race.cluster, "stackrace bench")
-        if cluster is None:
+        joined = cluster_parts(o.race.cluster, "stackrace bench", plan.settings.cpus)
+        if joined is None:
             if metrics is not None:
                 metrics.close()
             return 2
-        try:
-            parts = bench_parts(cluster)
-            problem = cpus_problem(plan.settings.cpus, parts.cores, engine_here=False)
-            if problem:
-                raise ClusterError(f"{problem} (the app node)")
-        except ClusterError as exc:
-            cluster.close()
-            if metrics is not None:
-                metrics.close()
-            fail(str(exc))
-            return 2
+        cluster, parts = joined
     if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
         from stackrace.base.paths import writable_dir
         from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir

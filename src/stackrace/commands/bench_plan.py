@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from stackrace.base import printable
+from stackrace.cluster.errors import ClusterError
+from stackrace.cluster.options import connect
 from stackrace.commands._common import (
     default_app_stacks,
     load,
@@ -32,7 +34,10 @@ from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.catalogue import StackFile
 
 if TYPE_CHECKING:
+    from stackrace.cluster.options import ClusterOptions
+    from stackrace.cluster.run import ClusterRun
     from stackrace.commands.bench_args import RaceOptions
+    from stackrace.race.core.members import RaceParts
 
 
 def capacity_plan(
@@ -53,6 +58,30 @@ def capacity_plan(
 
 def fail(message: str) -> None:
     print(f"stackrace bench: {printable.terminal(str(message))}", file=sys.stderr)
+
+
+def cluster_parts(
+    o: ClusterOptions, prog: str, cpus: int | None = None
+) -> tuple[ClusterRun, RaceParts] | None:
+    """bench's and tune's --cluster: the cluster's run and its race parts (the stacks on
+    the app node, the engines on the load nodes, `--cpus` checked against the app
+    node's cores), or None after one line saying why not, the run closed again."""
+    cluster = connect(o, prog)
+    if cluster is None:
+        return None
+    # lazy: the cluster's parts import its roles, paid only with --cluster
+    from stackrace.cluster.frontends import bench_parts
+
+    try:
+        parts = bench_parts(cluster)
+        problem = cpus_problem(cpus, parts.cores, engine_here=False)
+        if problem:
+            raise ClusterError(f"{problem} (the app node)")
+    except ClusterError as exc:
+        cluster.close()
+        print(f"{prog}: {printable.terminal(str(exc))}", file=sys.stderr)
+        return None
+    return cluster, parts
 
 
 def build_settings(o: RaceOptions, rerun: BenchRun | None = None) -> RaceSettings | None:

@@ -19,7 +19,7 @@ from stackrace.commands.parser import describe, examples
 from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.app_spec import YourApp
-from stackrace.stacks.definition import DB_WORKLOADS, Stack
+from stackrace.stacks.definition import Stack
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.running import LaunchError, RunningStack
 from stackrace.supervise import hurry
@@ -62,7 +62,6 @@ class ServeOptions:
 
     names: tuple[str, ...]
     db: bool
-    no_db: bool
     stacks_file: str | None
     your_app: YourApp
 
@@ -85,22 +84,15 @@ def run(o: ServeOptions) -> int:
         return 2
     chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     announce(stacks, "stackrace serve")
-    db = None
-    env: dict[str, str] = {}
-    if o.db and o.no_db:
-        print("stackrace serve: --db and --no-db exclude each other", file=sys.stderr)
-        return 2
-    # the database only when asked for, and only for a stack that can use it: a
-    # newcomer serving /hello needs no MariaDB (nor mariadb-server installed)
-    if o.db and not any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
-        print("stackrace serve: note: no chosen stack serves /db: no database started")
-    elif o.db:
-        from stackrace.commands.db_hook import open_for_workload
+    # lazy: the database layer (its driver), paid only when --db is given
+    from stackrace.commands.db_hook import open_for_stacks
 
-        opened = open_for_workload()
-        if opened is None:
-            return 2
-        db, env = opened
+    opened = open_for_stacks(o.db, chosen)
+    if opened is None:
+        return 2
+    db, env = opened
+    if o.db and db is None:
+        print("stackrace serve: note: no chosen stack serves /db: no database started")
     try:
         return asyncio.run(_serve(chosen, env))
     finally:

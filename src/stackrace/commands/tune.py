@@ -55,12 +55,11 @@ from pathlib import Path
 
 import msgspec
 
-from stackrace.cluster.options import connect
 from stackrace.commands import runguard
 from stackrace.commands._common import announce, load
 from stackrace.commands.bench import skeleton
 from stackrace.commands.bench_args import add_search_arguments
-from stackrace.commands.bench_plan import build_plan
+from stackrace.commands.bench_plan import build_plan, cluster_parts
 from stackrace.commands.cluster_args import add_cluster_arguments
 from stackrace.commands.output_args import (
     add_allow_remote_argument,
@@ -383,21 +382,12 @@ def _tune(
     cluster = None
     parts = None
     if o.race.cluster.wanted:
-        from stackrace.cluster.errors import ClusterError
-        from stackrace.cluster.frontends import bench_parts
-
-        cluster = connect(o.race.cluster, PROG)
-        if cluster is None:
+        joined = cluster_parts(o.race.cluster, PROG)
+        if joined is None:
             if journal is not None:
                 journal.close()
             return 2
-        try:
-            parts = bench_parts(cluster)
-        except ClusterError as exc:
-            cluster.close()
-            if journal is not None:
-                journal.close()
-            return _fail(str(exc))
+        cluster, parts = joined
     plan.noise = noise_meter(parts)
     state = TuneState(search)
     db = None

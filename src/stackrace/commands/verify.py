@@ -100,7 +100,6 @@ class VerifyOptions:
     names: tuple[str, ...]
     include_unavailable: bool
     db: bool
-    no_db: bool
     given: Mapping[str, Any]
     stacks_file: str | None
     your_app: YourApp
@@ -120,19 +119,13 @@ def run(o: VerifyOptions) -> int:
         named_in=COMMAND_LINE,
     )
     announce(stacks, "stackrace verify")
-    db = None
-    env: dict[str, str] = {}
-    if o.db and o.no_db:
-        print("stackrace verify: --db and --no-db exclude each other", file=sys.stderr)
-        return 2
-    # the database only when asked for (--db), and only for stacks that can use it
-    if o.db and any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
-        from stackrace.commands.db_hook import open_for_workload
+    # lazy: the database layer (its driver), paid only when --db is given
+    from stackrace.commands.db_hook import open_for_stacks
 
-        opened = open_for_workload(private=True)
-        if opened is None:
-            return 2
-        db, env = opened
+    opened = open_for_stacks(o.db, chosen, private=True)
+    if opened is None:
+        return 2
+    db, env = opened
     try:
         return asyncio.run(
             _verify(chosen, explicit=bool(o.names), force=o.include_unavailable, db=db, env=env)
