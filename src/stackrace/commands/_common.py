@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from stackrace.settings.race_parsers import split_stacks
+from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.catalogue import (
     GIVEN,
     SHIPPED,
@@ -55,8 +56,6 @@ def add_private_db_arguments(p: argparse.ArgumentParser, help: str) -> None:
 
 
 def _no_app() -> YourApp:
-    from stackrace.stacks.app_spec import YourApp
-
     return YourApp()
 
 
@@ -81,12 +80,6 @@ def trusted_names(stacks: StackFile, prog: str) -> list[str]:
     if line:
         print(f"{prog}: {line}", file=sys.stderr)
     return [n for n in stacks if n not in stacks.untrusted]
-
-
-def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
-    from stackrace.stacks.userapp import default_app_stacks as defaults
-
-    return defaults(stacks)
 
 
 def resolve_all(

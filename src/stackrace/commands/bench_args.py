@@ -28,7 +28,12 @@ from stackrace.commands.output_args import (
 )
 from stackrace.commands.parser import describe, examples
 from stackrace.commands.settings_args import add_options, add_preset_argument, given
-from stackrace.commands.target_args import TargetOptions, add_url_arguments, target_options
+from stackrace.commands.target_args import (
+    TargetOptions,
+    add_url_arguments,
+    add_your_app_arguments,
+    target_options,
+)
 from stackrace.settings.options import positive_duration
 from stackrace.settings.options import precision as precision_share
 
@@ -111,8 +116,6 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     add_allow_remote_argument(
         servers, "allow a --url host that is not on this machine (default: loopback only)"
     )
-    from stackrace.commands.target_args import add_your_app_arguments
-
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     out = p.add_argument_group("what it writes")
     add_json_file_argument(

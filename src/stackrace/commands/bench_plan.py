@@ -15,7 +15,6 @@ from stackrace.base import printable
 from stackrace.cluster.errors import ClusterError
 from stackrace.cluster.options import connect
 from stackrace.commands._common import (
-    default_app_stacks,
     load,
     resolve_all,
     serves_workload,
@@ -32,6 +31,12 @@ from stackrace.report.schema import BenchRun
 from stackrace.settings.options import usable_cpus
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.catalogue import StackFile
+from stackrace.stacks.userapp import (
+    default_app_stacks,
+    install_hint,
+    left_out_note,
+    missing_servers,
+)
 
 if TYPE_CHECKING:
     from stackrace.cluster.options import ClusterOptions
@@ -69,8 +74,7 @@ def cluster_parts(
     cluster = connect(o, prog)
     if cluster is None:
         return None
-    # lazy: the cluster's parts import its roles, paid only with --cluster
-    from stackrace.cluster.frontends import bench_parts
+    from stackrace.cluster.frontends import bench_parts  # lazy: only with --cluster
 
     try:
         parts = bench_parts(cluster)
@@ -106,16 +110,12 @@ def build_plan(
         chosen_names, others = default_app_stacks(stacks)
         chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]
         if not chosen_names:
-            from stackrace.stacks.userapp import install_hint
-
             fail(
                 f"no server that runs your app is installed where it runs ({', '.join(others)}"
                 f" can): `{install_hint(stacks)}` installs the common ones there"
             )
             return None
         if others:
-            from stackrace.stacks.userapp import left_out_note
-
             print(f"stackrace bench: {left_out_note(chosen_names, others)}", file=sys.stderr)
         settings = msgspec.structs.replace(settings, stacks=chosen_names)
     if not settings.stacks and not o.target.urls:
@@ -143,8 +143,6 @@ def build_plan(
         if settings.stacks
         else []
     )
-    from stackrace.stacks.userapp import missing_servers
-
     missing = missing_servers(settings.stacks, stacks)
     if missing:
         fail(missing)

@@ -17,6 +17,8 @@ import sys
 from typing import Any
 
 from stackrace.commands.parser import describe, examples
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import ConfigError
 
 SHELLS = ("bash", "zsh", "fish")
 # arguments whose values are stack names: positional NAMEs, and bench's --stacks A,B
@@ -58,9 +60,6 @@ def run(shell: str) -> int:
 def stack_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
     """The stacks of the file the command would read; after a comma (`--stacks a,b`),
     the rest of the list."""
-    from stackrace.stacks.catalogue import load_stacks
-    from stackrace.stacks.definition import ConfigError
-
     try:
         names = list(load_stacks(getattr(parsed_args, "stacks_file", None), check_trust=False))
     except ConfigError:

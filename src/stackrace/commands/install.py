@@ -21,9 +21,11 @@ from stackrace.commands.namespace import typed_options
 from stackrace.commands.parser import describe, examples
 from stackrace.commands.target_args import your_app_options
 from stackrace.settings.options import COMMAND_LINE
-from stackrace.stacks.app_spec import YourApp
+from stackrace.stacks.app_spec import YourApp, choose_python
+from stackrace.stacks.availability import forget_importable, importable
 from stackrace.stacks.catalogue import StackFile
-from stackrace.stacks.install import Installer, InstallOutcome
+from stackrace.stacks.install import Installer, InstallOutcome, StepError, _run
+from stackrace.stacks.userapp import APP_TAG
 
 EXAMPLES = examples(
     (
@@ -177,11 +179,6 @@ def install_into(o: InstallOptions, stacks: StackFile) -> int:
     """`install --into PYTHON SERVER…`: the app templates' pip packages, with that
     interpreter's own pip, then a check that each server imports there. Nothing goes
     into the environment stackrace runs in unless PYTHON is its interpreter."""
-    from stackrace.stacks.app_spec import choose_python
-    from stackrace.stacks.availability import forget_importable, importable
-    from stackrace.stacks.install import StepError, _run
-    from stackrace.stacks.userapp import APP_TAG
-
     prog = "stackrace install"
     if o.all or not o.names:
         print(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackrace.base import printable
+from stackrace.base.atomicfile import write_atomic
 from stackrace.commands.bench_args import add_page_arguments
 from stackrace.commands.namespace import typed_options
 from stackrace.commands.output_args import (
@@ -27,6 +28,7 @@ from stackrace.commands.output_args import (
     output_options,
 )
 from stackrace.commands.parser import describe, examples
+from stackrace.report import capacity as captable
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
 from stackrace.report.schema import BenchRun, StackResult
@@ -195,9 +197,6 @@ def is_capacity_run(run: BenchRun) -> bool:
 
 
 def capacity_report(runs: list[BenchRun], o: ReportOptions) -> int:
-    from stackrace.base.atomicfile import write_atomic
-    from stackrace.report import capacity as captable
-
     if len(runs) == 1:
         run = runs[0]
         slo = run.settings.slo or ""
@@ -229,8 +228,6 @@ def capacity_report(runs: list[BenchRun], o: ReportOptions) -> int:
 
 def winner(run: BenchRun) -> StackResult | None:
     """The candidate with the highest capacity under the SLO (None: none meets it)."""
-    from stackrace.report import capacity as captable
-
     return next(
         (st for st in captable.ranked(run.stacks) if st.capacity and st.capacity.load is not None),
         None,
@@ -247,8 +244,6 @@ def winner_lines(run: BenchRun) -> list[str]:
 def compare_capacity(runs: list[BenchRun], names: list[str]) -> list[str]:
     """Candidate by candidate: each run's capacity under its SLO (req/s ± margin, at
     the load it held) and the change against the first run; then each run's winner."""
-    from stackrace.report import capacity as captable
-
     labels = [Path(n).name for n in names]
     slos = [r.settings.slo or "" for r in runs]
     out = [f"Capacity under the SLO per candidate; change against {labels[0]}:"]

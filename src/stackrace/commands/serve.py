@@ -14,14 +14,16 @@ import sys
 from dataclasses import dataclass
 
 from stackrace.commands._common import add_private_db_arguments, announce, load, resolve_all
+from stackrace.commands.db_hook import open_for_stacks
 from stackrace.commands.namespace import typed_options
 from stackrace.commands.parser import describe, examples
-from stackrace.commands.target_args import your_app_options
+from stackrace.commands.target_args import add_your_app_arguments, your_app_options
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.definition import Stack
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.running import LaunchError, RunningStack
+from stackrace.stacks.userapp import default_app_stacks, generated_names
 from stackrace.supervise import hurry
 
 EXAMPLES = examples(
@@ -50,8 +52,6 @@ def register(p: argparse.ArgumentParser) -> None:
         "also start (and seed) the private MariaDB, so that /db answers (only when a chosen "
         "stack serves the db workload; stopped with the stacks)",
     )
-    from stackrace.commands.target_args import add_your_app_arguments
-
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     p.set_defaults(func=run, read_options=serve_options)
 
@@ -74,8 +74,6 @@ def run(o: ServeOptions) -> int:
     stacks = load(o.stacks_file, o.your_app)
     names = list(o.names)
     if not names:
-        from stackrace.stacks.userapp import default_app_stacks, generated_names
-
         names = default_app_stacks(stacks)[0] + [
             n for n in generated_names(stacks) if "[app]" not in n
         ]
@@ -84,9 +82,6 @@ def run(o: ServeOptions) -> int:
         return 2
     chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     announce(stacks, "stackrace serve")
-    # lazy: the database layer (its driver), paid only when --db is given
-    from stackrace.commands.db_hook import open_for_stacks
-
     opened = open_for_stacks(o.db, chosen)
     if opened is None:
         return 2

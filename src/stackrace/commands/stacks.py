@@ -24,7 +24,7 @@ from stackrace.commands.parser import describe, examples
 from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
 from stackrace.commands.target_args import your_app_options
 from stackrace.settings.workloads import WORKLOADS
-from stackrace.stacks import protocols
+from stackrace.stacks import protocols, trust
 from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.availability import Availability, availability
 from stackrace.stacks.catalogue import (
@@ -163,8 +163,6 @@ def run(o: StacksOptions) -> int:
 def _untrusted(stacks: StackFile) -> list[str]:
     """A line for a ./stacks.toml read here that replaces stacks below it and is not
     trusted: every other command refuses it (stacks.stacks.catalogue.load_stacks)."""
-    from stackrace.stacks import trust
-
     out = []
     below: dict[str, StackDef] = {}
     for path, origin, sha in stacks.files:
@@ -184,8 +182,6 @@ def _untrusted(stacks: StackFile) -> list[str]:
 
 def _trust(given: str) -> int:
     """`stackrace stacks --trust FILE`: remember FILE's content as trusted."""
-    from stackrace.stacks import trust
-
     path = Path(given)
     try:
         _defs, _replace, sha = read_stacks_file(path)  # one that cannot be used: said now

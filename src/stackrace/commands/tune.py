@@ -61,6 +61,7 @@ from stackrace.commands.bench import skeleton
 from stackrace.commands.bench_args import add_search_arguments
 from stackrace.commands.bench_plan import build_plan, cluster_parts
 from stackrace.commands.cluster_args import add_cluster_arguments
+from stackrace.commands.db_hook import open_for_workload
 from stackrace.commands.output_args import (
     add_allow_remote_argument,
     add_json_file_argument,
@@ -69,16 +70,18 @@ from stackrace.commands.output_args import (
 )
 from stackrace.commands.parser import describe, examples
 from stackrace.commands.settings_args import add_options
-from stackrace.commands.target_args import add_url_arguments
+from stackrace.commands.target_args import add_url_arguments, add_your_app_arguments
 from stackrace.commands.tune_args import TuneOptions, probe_settings, tune_options
 from stackrace.commands.tune_output import show, write
 from stackrace.commands.tune_space import servers_to_tune, space_of
+from stackrace.db.watch import DbWatch
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
+from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.tune_result import tune_result
 from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_tune
 from stackrace.race.bench.tune_search import Space, TunePlan, TuneSearch
 from stackrace.race.core.capacity_plan import CapacityPlan, ResumeError
-from stackrace.race.core.journal import Entry, JournalStart, TuneSpec, read_journal
+from stackrace.race.core.journal import Entry, Journal, JournalStart, TuneSpec, read_journal
 from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun
@@ -166,8 +169,6 @@ def register(p: argparse.ArgumentParser) -> None:
     servers = p.add_argument_group("a server you started: the capacity search alone")
     add_url_arguments(servers)
     add_allow_remote_argument(servers, argparse.SUPPRESS)
-    from stackrace.commands.target_args import add_your_app_arguments
-
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     out = p.add_argument_group("what it writes")
     add_json_file_argument(out, "write every configuration and probe here")
@@ -345,9 +346,6 @@ def _tune(
     progress: Callable[[str], None],
     lock: runguard.runlocks.RunLock,
 ) -> int:
-    from stackrace.race.bench.protocol import BenchPlan
-    from stackrace.race.core.journal import Journal
-
     assert isinstance(plan, BenchPlan)
     origin = provenance(plan.stacks, stacks, rerun_of=o.race.from_run)
     journal: Journal | None
@@ -394,15 +392,12 @@ def _tune(
     interrupted: str | None = None
     try:
         if WORKLOADS[plan.settings.workload].needs_db and cluster is None:
-            from stackrace.commands.db_hook import open_for_workload
-
             opened_db = open_for_workload()
             if opened_db is None:
                 if journal is not None:
                     journal.close()
                 return 2
             db, plan.db_env = opened_db
-            from stackrace.db.watch import DbWatch
 
             plan.database = DbWatch(db.settings)
 

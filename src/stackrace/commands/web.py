@@ -28,15 +28,20 @@ import sys
 from dataclasses import dataclass
 
 from stackrace.base import printable
+from stackrace.base.netguard import RemoteTargetError, is_loopback
 from stackrace.base.webgate import (
     DEFAULT_MAX_SESSIONS,
     MAX_SESSIONS_CAP,
     max_sessions_problem,
     public_url_problem,
 )
+from stackrace.commands._common import announce
+from stackrace.commands.app_args import add_app_arguments
 from stackrace.commands.namespace import typed_options
 from stackrace.commands.parser import describe, examples
 from stackrace.settings.options import positive_int
+from stackrace.stacks.definition import ConfigError
+from stackrace.stacks.resolved import resolve_run
 
 # web's own options, and whether each takes a value: not passed on to the pages' app
 WEB_ONLY = {
@@ -59,8 +64,6 @@ EXAMPLES = examples(
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    from stackrace.commands.app_args import add_app_arguments
-
     describe(
         parser,
         "Serve the app in a browser (textual-serve), on 127.0.0.1 by default; the app's "
@@ -134,8 +137,6 @@ def check_address(host: str, port: int, remote: bool) -> str | None:
     import errno
     import socket
 
-    from stackrace.base.netguard import RemoteTargetError, is_loopback
-
     try:
         local = is_loopback(host)
     except RemoteTargetError as exc:
@@ -179,7 +180,7 @@ def web_options(args: argparse.Namespace) -> WebOptions:
 
 
 def run(o: WebOptions) -> int:
-    from stackrace.tui.web import serve
+    from stackrace.tui.web import serve  # lazy: textual-serve, only when serving
 
     problem = (
         (public_url_problem(o.public_url) if o.public_url is not None else None)
@@ -197,10 +198,6 @@ def run(o: WebOptions) -> int:
             file=sys.stderr,
         )
     if not o.demo:  # the pages' stacks come from these files
-        from stackrace.commands._common import announce
-        from stackrace.stacks.definition import ConfigError
-        from stackrace.stacks.resolved import resolve_run
-
         try:
             announce(resolve_run(o.stacks_file).stacks(), "stackrace web")
         except ConfigError as exc:
@@ -219,8 +216,6 @@ def run(o: WebOptions) -> int:
 
 
 def _loopback(host: str) -> bool:
-    from stackrace.base.netguard import RemoteTargetError, is_loopback
-
     try:
         return is_loopback(host)
     except RemoteTargetError:
