@@ -24,7 +24,7 @@ from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.app_spec import YourApp, choose_python
 from stackrace.stacks.availability import forget_importable, importable
 from stackrace.stacks.catalogue import StackFile
-from stackrace.stacks.install import Installer, InstallOutcome, StepError, _run
+from stackrace.stacks.install import Installer, InstallOutcome, _run
 from stackrace.stacks.userapp import APP_TAG
 
 EXAMPLES = examples(
@@ -227,11 +227,8 @@ def install_into(o: InstallOptions, stacks: StackFile) -> int:
         if o.dry_run:
             print(f"  $ {' '.join(argv)}")
             continue
-        try:
-            seconds = _run(argv, cwd=Path("/"))
-        except StepError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
-            return 1
+        # a StepError (pip failed: its command and its output's end) is said by cli.py
+        seconds = _run(argv, cwd=Path("/"))
         print(f"  pip install {' '.join(extra + reqs)}: done in {seconds:.1f}s", flush=True)
     if o.dry_run:
         return 0

@@ -27,7 +27,6 @@ import shlex
 import sys
 from dataclasses import dataclass
 
-from stackrace.base import printable
 from stackrace.base.netguard import RemoteTargetError, is_loopback
 from stackrace.base.webgate import (
     DEFAULT_MAX_SESSIONS,
@@ -200,10 +199,9 @@ def run(o: WebOptions) -> int:
     if not o.demo:  # the pages' stacks come from these files
         try:
             announce(resolve_run(o.stacks_file).stacks(), "stackrace web")
-        except ConfigError as exc:
-            if not o.urls:
-                print(f"stackrace web: {printable.terminal(str(exc))}", file=sys.stderr)
-                return 2
+        except ConfigError:
+            if not o.urls:  # servers given by URL need no stacks file (cli.py says why)
+                raise
     argv = list(o.argv) or sys.argv[1:]
     return serve(
         app_command(argv),
