@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -111,3 +112,12 @@ def test_real_lines_read_as_the_builders_once_spelled_them_out():
     assert (web.urls, web.demo, web.argv) == (("http://127.0.0.1:1/",), True, ())  # type: ignore[attr-defined]
     serve = options_of("serve", "uvicorn", "--app", "x:app", "--env", "A=1")
     assert serve.names == ("uvicorn",) and serve.your_app.env == ("A=1",)  # type: ignore[attr-defined]
+
+
+def test_a_struct_annotated_with_types_not_text_converts_alike():
+    """Without `from __future__ import annotations` a field's annotation is the type."""
+    from stackrace.commands.namespace import typed_options
+
+    typed = dataclasses.make_dataclass("Typed", [("names", tuple[str, ...]), ("on", bool)])
+    o: Any = typed_options(typed, argparse.Namespace(names=None, on=1))
+    assert (o.names, o.on) == ((), True)

@@ -11,8 +11,8 @@ field added to the struct reaches the command with no second edit.
 A field the parser does not have (a `db` action's option another action lacks, the
 `argv` only cli.py sets) keeps the struct's default; a field with neither is a bug of
 ours, and the struct's own TypeError says which. The conversions follow the field's
-annotation as written (the structs use `from __future__ import annotations`, so it is
-the text `tuple[str, ...]`, `bool`): nothing is evaluated or imported to read it.
+annotation as written (the text `tuple[str, ...]` or `bool` that `from __future__ import
+annotations` leaves, or the type itself): nothing is evaluated or imported to read it.
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ def typed_options(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # a dataclass, by contract
         if f.name in values or not hasattr(args, f.name):
             continue
-        values[f.name] = _as_annotated(str(f.type), getattr(args, f.name))
+        values[f.name] = _as_annotated(f.type, getattr(args, f.name))
     return cls(**values)
 
 
-def _as_annotated(annotation: str, value: Any) -> Any:
-    if annotation.startswith("tuple"):
+def _as_annotated(annotation: object, value: Any) -> Any:
+    # the text `from __future__ import annotations` leaves, or the type itself without it
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    if text.startswith("tuple"):
         return tuple(value or ())
-    if annotation == "bool":
+    if text == "bool":
         return bool(value)
     return value
