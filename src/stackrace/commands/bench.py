@@ -37,28 +37,30 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from stackrace.cluster.options import connect
+from stackrace.base.paths import writable_dir
 from stackrace.commands import runguard
 from stackrace.commands._common import (
     announce,
 )
 from stackrace.commands.bench_args import BenchOptions, add_bench_arguments, bench_options
 from stackrace.commands.bench_output import tell
-from stackrace.commands.bench_plan import build_plan, capacity_plan, fail
+from stackrace.commands.bench_plan import build_plan, capacity_plan, cluster_parts, fail
+from stackrace.commands.db_hook import open_for_workload
+from stackrace.db.watch import DbWatch
 from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.bench.driver import plan_placement, run_bench
 from stackrace.race.bench.protocol import BenchPlan
-from stackrace.race.bench.recorder import BenchRecorder
+from stackrace.race.bench.recorder import BenchRecorder, new_run
 from stackrace.race.core.capacity_plan import ResumeError
 from stackrace.race.core.journal import (
     CapacitySpec,
+    Journal,
     JournalStart,
     Resumed,
     read_journal,
 )
 from stackrace.race.core.members import RaceParts
-from stackrace.race.core.noise import capacity_noise
-from stackrace.race.core.placement import cpus_problem
+from stackrace.race.core.noise import NoiseMeter, capacity_noise
 from stackrace.race.core.presets import load_preset
 from stackrace.race.core.urls import unsampled_slo
 from stackrace.report import gate
@@ -77,6 +79,7 @@ from stackrace.report.write import (
 )
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import StackFile
+from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -212,8 +215,6 @@ def run(o: BenchOptions) -> int:
 
 def skeleton(plan: BenchPlan, origin: Any) -> BenchRun:
     """The run as a journal's start holds it: settings, stack names, provenance."""
-    from stackrace.race.bench.recorder import new_run
-
     run = new_run(plan)
     run.stacks = [
         StackResult(name=s.name, title=s.title, family=s.spec.family, version="", levels=[])
@@ -247,29 +248,13 @@ def _run_locked(
     cluster = None
     parts: RaceParts | None = None
     if o.race.cluster.wanted:  # the stacks on the app node, the engines on the load nodes
-        from stackrace.cluster.errors import ClusterError
-        from stackrace.cluster.frontends import bench_parts
-
-        cluster = connect(o.race.cluster, "stackrace bench")
-        if cluster is None:
+        joined = cluster_parts(o.race.cluster, "stackrace bench", plan.settings.cpus)
+        if joined is None:
             if metrics is not None:
                 metrics.close()
             return 2
-        try:
-            parts = bench_parts(cluster)
-            problem = cpus_problem(plan.settings.cpus, parts.cores, engine_here=False)
-            if problem:
-                raise ClusterError(f"{problem} (the app node)")
-        except ClusterError as exc:
-            cluster.close()
-            if metrics is not None:
-                metrics.close()
-            fail(str(exc))
-            return 2
+        cluster, parts = joined
     if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
-        from stackrace.base.paths import writable_dir
-        from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir
-
         if not o.race.cluster.wanted:  # (a cluster's stacks run on its app node)
             # a read-only or full home: one line now, not after the first progress lines
             writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
@@ -279,8 +264,6 @@ def _run_locked(
     origin = provenance(plan.stacks, stacks_file, rerun_of=o.race.from_run)
     f = o.files
     if resumed is not None:
-        from stackrace.race.core.journal import Journal
-
         plan.resume = resumed
         try:
             plan.journal = Journal.reopen(Path(str(o.guard.resume)))
@@ -313,21 +296,16 @@ def _run_locked(
         if plan.journal is not None:
             progress(f"journal: {where} (every finished level and probe; --resume continues it)")
     if plan.capacity is not None:
-        from stackrace.race.core.noise import NoiseMeter
-
         plan.noise = NoiseMeter()
     db = None
     before: list[float] = []
     try:
         if WORKLOADS[plan.settings.workload].needs_db and cluster is None:
-            from stackrace.commands.db_hook import open_for_workload
-
             opened = open_for_workload()
             if opened is None:
                 runguard.finish_journal(plan.journal, None, keep=False)  # it holds nothing
                 return 2
             db, plan.db_env = opened
-            from stackrace.db.watch import DbWatch
 
             plan.database = DbWatch(db.settings)
         placement, why = plan_placement(plan.settings, plan.members, parts)

@@ -62,6 +62,20 @@ def examples(*lines: tuple[str, str]) -> str:
     return "\n".join(out)
 
 
+def epilog(examples: str, more: str | None = None) -> str:
+    """A command's epilog: its Examples, then the pages that say more (`docs/x.md`)."""
+    return examples + (f"\n\nMore: {more}" if more else "")
+
+
+def describe(
+    p: argparse.ArgumentParser, description: str, examples: str, more: str | None = None
+) -> None:
+    """A command's help, as every command's reads: what it does (re-wrapped to the
+    terminal), its examples (kept line for line), and where to read more."""
+    p.description = description
+    p.epilog = epilog(examples, more)
+
+
 # flags of wrk, wrk2, hey, oha and ab that differ here: what each is called in stackrace,
 # said when one is typed (the option named must be one of the command's)
 OTHER_TOOLS: dict[str, tuple[str, str]] = {
