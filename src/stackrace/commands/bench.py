@@ -50,7 +50,7 @@ from stackrace.db.watch import DbWatch
 from stackrace.metrics.exporter import MetricsExporter, open_exporter
 from stackrace.race.bench.driver import plan_placement, run_bench
 from stackrace.race.bench.protocol import BenchPlan
-from stackrace.race.bench.recorder import BenchRecorder, new_run
+from stackrace.race.bench.results import BenchResults, new_run
 from stackrace.race.core.capacity_plan import ResumeError
 from stackrace.race.core.journal import (
     CapacitySpec,
@@ -309,18 +309,18 @@ def _run_locked(
 
             plan.database = DbWatch(db.settings)
         placement, why = plan_placement(plan.settings, plan.members, parts)
-        recorder = BenchRecorder(plan, placement, why)
-        recorder.run.notes.extend(runguard.shared_notes(shared))
+        results = BenchResults(plan, placement, why)
+        results.run.notes.extend(runguard.shared_notes(shared))
         try:
             interrupted = asyncio.run(
                 _served(
-                    metrics, _run_interruptible(plan, recorder, parts, cluster, progress, before)
+                    metrics, _run_interruptible(plan, results, parts, cluster, progress, before)
                 )
             )
         except ResumeError as exc:
             fail(f"{o.guard.resume}: {exc}")
             return 2
-        result = recorder.finish(interrupted)
+        result = results.finish(interrupted)
         # a run that started on these cores after this one: in this run's record too
         result.notes.extend(runguard.shared_notes(runguard.late_sharers(lock, shared)))
         result = msgspec.structs.replace(result, provenance=origin)
@@ -401,7 +401,7 @@ def _close(cluster: ClusterRun | None, metrics: MetricsExporter | None) -> None:
 
 async def _run_interruptible(
     plan: BenchPlan,
-    recorder: BenchRecorder,
+    results: BenchResults,
     parts: RaceParts | None = None,
     cluster: ClusterRun | None = None,
     progress: Callable[[str], None] = _progress,
@@ -415,7 +415,7 @@ async def _run_interruptible(
             plan.db_env = await cluster.database_env()  # on the db node
         if plan.noise is not None and before is not None:
             before.append(await plan.noise.quiet_cores(1.0))  # the machine as it was
-        await run_bench(plan, progress, recorder, parts)
+        await run_bench(plan, progress, results, parts)
 
     # without the app host nothing is left to measure
     hooks = [cluster.on_app_lost.append] if cluster is not None else []

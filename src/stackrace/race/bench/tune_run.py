@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner
-from stackrace.race.bench.recorder import server_version
+from stackrace.race.bench.results import server_version
 from stackrace.race.bench.tune_search import Ask, TuneSearch
 from stackrace.race.core.capacity_plan import (
     LONGEST_PROBE_S,
