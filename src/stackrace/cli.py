@@ -218,11 +218,7 @@ def _main(argv: list[str] | None) -> int:
 
         lift_limits()
     if args.command is None:
-        from stackrace.commands import app
-        from stackrace.commands.app_args import app_command_options
-
-        # the collector stays paused until the app's first frame (tui/app.py on_mount)
-        return app.run(app_command_options(args))
+        return _open_app(args)
     # each command reads the parsed line into its own frozen options struct, and runs on
     # that alone (commands/*: `read_options`): nothing past it knows argparse
     options = args.read_options(args)
@@ -235,6 +231,24 @@ def _main(argv: list[str] | None) -> int:
         print(f"stackrace {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(rc or 0)
+
+
+def _open_app(args: argparse.Namespace) -> int:
+    """`stackrace [OPTIONS]`: the app, on this machine or, with --cluster, on a cluster
+    (its own front end over the app's command: commands/app_cluster.py). The collector
+    stays paused until the app's first frame (tui/app.py on_mount)."""
+    # lazy: the app's modules (Textual) only when the app is opened (keeps every
+    # command's start-up fast)
+    from stackrace.commands.app_args import app_command_options
+
+    options = app_command_options(args)
+    if options.cluster.wanted:
+        from stackrace.commands import app_cluster  # lazy: only with --cluster
+
+        return app_cluster.run(options)
+    from stackrace.commands import app  # lazy: only the app imports Textual
+
+    return app.run(options)
 
 
 if __name__ == "__main__":
