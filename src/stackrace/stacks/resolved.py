@@ -3,6 +3,7 @@
     run = resolve_run(stacks_file)                  # commands/: the one read
     stacks = run.stacks()                           # the StackFile, or its ConfigError
     own = run.with_your_app(your_app, settings)     # + --app's servers and each --cmd
+    race = run.for_race(your_app, settings)         # the app: those, and which to race
     StacksFileSource(stacks_file, defs=own, ...)    # below: handed, never read again
 
 Before, the app's start-up read the stacks files three times (the command's check, the
@@ -21,7 +22,7 @@ raised: a race of --url targets alone needs no stacks file, and the command deci
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from stackrace.stacks.catalogue import StackFile, load_stacks
@@ -30,6 +31,21 @@ from stackrace.stacks.definition import ConfigError
 if TYPE_CHECKING:
     from stackrace.settings.race_settings import RaceSettings
     from stackrace.stacks.app_spec import YourApp
+
+
+@dataclass(frozen=True)
+class RaceStacks:
+    """The stacks one race may start, resolved once: the catalogue with those made for
+    this run (--app, --cmd), which of them the picker offers, and which it races when no
+    stack is named."""
+
+    defs: StackFile
+    # the stacks made for this run, offered alone (None: nothing was made: every stack)
+    offer: list[str] | None = None
+    # with --app and no --stacks: the common four servers of the app's kind that can run
+    # here, then each --cmd; `others`: the other servers that run the app
+    chosen: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,22 @@ class ResolvedRun:
         from stackrace.stacks import userapp
 
         return userapp.with_run_stacks(self.stacks(), your_app, settings)
+
+    def for_race(self, your_app: YourApp, settings: RaceSettings | None) -> RaceStacks | None:
+        """The run's stacks with your app's and the choice among them, made once for the
+        whole race (the app's: race/live/setup.py); None when the catalogue could not be
+        read and nothing is made for the run (a race of --url targets alone). Raises
+        ConfigError, AppError or ScenarioError."""
+        if not your_app.given:
+            return None if self.catalogue is None else RaceStacks(self.catalogue)
+        defs = self.with_your_app(your_app, settings)
+        # (imported by with_your_app already: the same lazy module)
+        from stackrace.stacks.userapp import default_app_stacks, generated_names
+
+        made = generated_names(defs)
+        chosen, others = default_app_stacks(defs)
+        cmds = [n for n in made if defs.generated[n] == "--cmd"]
+        return RaceStacks(defs, offer=made, chosen=chosen + cmds, others=others)
 
 
 def resolve_run(stacks_file: str | None, *, check_trust: bool = True) -> ResolvedRun:
