@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 
 from stackrace.base import printable
 from stackrace.base.paths import writable_dir
@@ -33,9 +33,9 @@ from stackrace.stacks.resolved import ResolvedRun, resolve_run
 from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir
 from stackrace.tui.app import StackraceApp, exit_status
 
-# where the race's parts are made when not on this machine, for as long as the app runs:
-# from the run's catalogue, None after one line saying why they cannot be
-Elsewhere = Callable[[ResolvedRun], AbstractContextManager[RaceParts | None]]
+# where the race's parts are made when not on this machine, for as long as the app runs,
+# from the run's catalogue (a StackraceError when they cannot be)
+Elsewhere = Callable[[ResolvedRun], AbstractContextManager[RaceParts]]
 
 
 def run(o: AppCommandOptions, elsewhere: Elsewhere | None = None) -> int:
@@ -52,11 +52,7 @@ def run(o: AppCommandOptions, elsewhere: Elsewhere | None = None) -> int:
     # bound before anything starts: a port in use is one line, not a broken screen
     exporter = open_exporter(o.metrics, "stackrace")
     try:
-        if elsewhere is None:
-            return run_app(o.app, run_stacks, exporter=exporter)
-        with elsewhere(run_stacks) as parts:
-            if parts is None:
-                return 2
+        with nullcontext() if elsewhere is None else elsewhere(run_stacks) as parts:
             return run_app(o.app, run_stacks, parts, exporter=exporter)
     finally:
         if exporter is not None:

@@ -18,7 +18,9 @@ from functools import partial
 
 from stackrace.base import printable
 from stackrace.cluster.errors import ClusterError
-from stackrace.cluster.options import ClusterOptions, connect
+from stackrace.cluster.frontends import app_parts
+from stackrace.cluster.options import ClusterOptions, placement_of
+from stackrace.cluster.run import ClusterRun
 from stackrace.commands import app
 from stackrace.commands.app_args import AppCommandOptions
 from stackrace.race.core.members import RaceParts
@@ -37,17 +39,11 @@ def run(o: AppCommandOptions) -> int:
 
 
 @contextmanager
-def cluster_parts(o: ClusterOptions, run_stacks: ResolvedRun) -> Iterator[RaceParts | None]:
+def cluster_parts(o: ClusterOptions, run_stacks: ResolvedRun) -> Iterator[RaceParts]:
     """The race's engine and stacks' source placed on the cluster, for as long as the app
-    runs (None: the cluster could not be reached, said in one line); the picker offers
-    what the app node can start, from the catalogue the command read."""
-    # lazy: Ray and the cluster's roles only with --cluster (keeps the app's start fast)
-    from stackrace.cluster.frontends import app_parts
-
-    cluster = connect(o, "stackrace")
-    if cluster is None:
-        yield None
-        return
+    runs (a ClusterError when it cannot be reached); the picker offers what the app node
+    can start, from the catalogue the command read."""
+    cluster = ClusterRun.connect(o.address, placement_of(o))
     try:
         yield app_parts(cluster, run_stacks.stacks())
     finally:
