@@ -46,6 +46,10 @@ class RaceStacks:
     # here, then each --cmd; `others`: the other servers that run the app
     chosen: list[str] = field(default_factory=list)
     others: list[str] = field(default_factory=list)
+    # what a race that starts at once (--go) says of them: the others it leaves out, and
+    # your app's servers named that cannot run in its interpreter (the picker shows both)
+    left_out: str = ""
+    missing: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,13 +83,25 @@ class ResolvedRun:
         if not your_app.given:
             return None if self.catalogue is None else RaceStacks(self.catalogue)
         defs = self.with_your_app(your_app, settings)
-        # (imported by with_your_app already: the same lazy module)
-        from stackrace.stacks.userapp import default_app_stacks, generated_names
+        # lazy: as with_your_app's (the same module)
+        from stackrace.stacks import userapp
 
-        made = generated_names(defs)
-        chosen, others = default_app_stacks(defs)
-        cmds = [n for n in made if defs.generated[n] == "--cmd"]
-        return RaceStacks(defs, offer=made, chosen=chosen + cmds, others=others)
+        made = userapp.generated_names(defs)
+        servers, others = userapp.default_app_stacks(defs)
+        chosen = servers + [n for n in made if defs.generated[n] == "--cmd"]
+        named = list(settings.stacks) if settings is not None and settings.stacks else chosen
+        try:
+            missing = userapp.missing_servers(named, defs)
+        except ConfigError as exc:  # a name that does not resolve: the line said at --go
+            missing = str(exc)
+        return RaceStacks(
+            defs,
+            offer=made,
+            chosen=chosen,
+            others=others,
+            left_out=userapp.left_out_note(chosen, others) if others else "",
+            missing=missing,
+        )
 
 
 def resolve_run(stacks_file: str | None, *, check_trust: bool = True) -> ResolvedRun:

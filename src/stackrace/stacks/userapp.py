@@ -59,17 +59,20 @@ def app_stacks(
     health: str = "/",
     health_status: str = "2xx,3xx",
     health_headers: dict[str, str] | None = None,
+    app_env: dict[str, str] | None = None,
 ) -> dict[str, StackDef]:
-    """`SERVER[app]` for every block with an app template of the app's interface."""
+    """`SERVER[app]` for every block with an app template of the app's interface;
+    `app_env`: the app's own environment (app_probe.app_environment: made here if None)."""
     out: dict[str, StackDef] = {}
     values = {"app_target": app.target, "app_dir": str(app.app_dir)}
+    own_env = app_environment(app) if app_env is None else app_env  # the same for each
     for name, spec in defs.items():
         tmpl = spec.app
         if tmpl is None or tmpl.interface != app.interface or APP_TAG in name:
             continue
         command = [_fill(a, values) for a in tmpl.command]
         env = {k: _fill(v, values) for k, v in tmpl.env.items()}
-        env.update(app_environment(app))
+        env.update(own_env)
         used = {m.group(1) for t in [*command, *env.values()] for m in PLACEHOLDER.finditer(t)}
         params = {k: v for k, v in spec.params.items() if k in used}
         gen = StackDef(
@@ -175,7 +178,7 @@ def with_run_stacks(
     health, status, headers = scenario.health(kinds)
     if opts.app:
         app, _ = resolve_app(opts, stacks)
-        made = app_stacks(stacks, app, health, status, headers)
+        made = app_stacks(stacks, app, health, status, headers, app_environment(app))
         if not made:
             raise AppError(
                 f"--app {app.label}: no server in {stacks.source} runs {app.interface.upper()} apps"

@@ -28,7 +28,7 @@ it needs for one option alone (the demo's, your app's, a recorder's) cost ~5 ms 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from stackrace.race.core.core import RaceCore
 from stackrace.race.core.members import RaceParts, StackChoice, StackSource
 from stackrace.race.core.placement import cpus_problem
 from stackrace.race.core.plan import RacePlan
-from stackrace.race.core.presets import Preset, load_preset, preset_path
+from stackrace.race.core.presets import load_preset
 from stackrace.race.core.stack_source import DEFAULT_STACKS, StacksFileSource
 from stackrace.race.core.urls import UrlError, check_paths, unsampled_slo, url_targets
 from stackrace.race.live.demo import CATALOG, SyntheticEngine, demo_session
@@ -59,7 +59,6 @@ from stackrace.stacks.app_spec import AppError, YourApp
 from stackrace.stacks.catalogue import SHIPPED, StackFile, announcement
 from stackrace.stacks.definition import ConfigError
 from stackrace.stacks.resolved import RaceStacks, ResolvedRun, resolve_run
-from stackrace.stacks.userapp import left_out_note, missing_servers
 from stackrace.stacks.variants import resolve
 
 
@@ -162,14 +161,6 @@ def _record_problem(record: str) -> str | None:
     return check_output_paths({"--record": record})
 
 
-def race_settings(o: AppOptions, preset: Preset | None = None) -> RaceSettings:
-    """The race settings: the preset's (read once, by the caller), then the options
-    given, merged as bench merges them; bench's own settings (its levels, durations,
-    repeats) are not the app's: the app moves the load live from one starting level (`-c`)."""
-    base = preset.settings if preset is not None else RaceSettings()
-    return with_options(base, dict(o.given), app_given=bool(o.your_app.app))
-
-
 def build_session(
     o: AppOptions, parts: RaceParts | None = None, run_stacks: ResolvedRun | None = None
 ) -> tuple[Session, RacePlan, list[StackChoice], bool]:
@@ -177,15 +168,19 @@ def build_session(
     and whether the picker opens first. The catalogue is read once (`run_stacks`, or
     here when None) and the run's stacks resolved once, for the plan, the source and
     the checks alike."""
-    preset = None
-    named_in = COMMAND_LINE  # where the race's stacks were written (a file may not
-    try:  # name an executable: stacks.variants.resolve)
-        if o.preset:
-            preset = load_preset(o.preset)
-            named_in = stacks_named_in("stacks" in o.given, preset_path(o.preset), None)
+    try:  # read once: its settings, its file, its experiment
+        preset = load_preset(o.preset) if o.preset else None
     except ConfigError as exc:
         raise AppSetupError(str(exc)) from None
-    settings = race_settings(o, preset)
+    # the settings: the preset's, then the options given, merged as bench merges them;
+    # bench's own (its levels, durations, repeats) are not the app's: the app moves the
+    # load live from one starting level (`-c`)
+    base = preset.settings if preset is not None else RaceSettings()
+    settings = with_options(base, dict(o.given), app_given=bool(o.your_app.app))
+    # where the race's stacks were written: a file may not name an executable
+    # (stacks.tunables.check_override)
+    preset_file = Path(preset.file) if preset is not None else None
+    named_in = stacks_named_in("stacks" in o.given, preset_file, None)
     cores = list(parts.cores) if parts is not None else sorted(os.sched_getaffinity(0))
     problem = cpus_problem(settings.cpus, cores, engine_here=parts is None)
     if problem:
@@ -216,8 +211,8 @@ def build_session(
     note = ""
     if stacks is not None and made and not settings.stacks:
         settings = msgspec.structs.replace(settings, stacks=stacks.chosen)
-        if go and stacks.others:  # --go skips the picker, where the others would be seen
-            note = left_out_note(stacks.chosen, stacks.others)
+        if go:  # --go skips the picker, where the others would be seen
+            note = stacks.left_out
     plan = RacePlan(
         stacks=tuple(settings.stacks),
         urls=urls,
@@ -232,10 +227,8 @@ def build_session(
     conflict = streams.h2_conflict(h2, settings.keepalive, settings.clients)
     if conflict:  # the one rule of every front end, before the screen opens
         raise AppSetupError(conflict)
-    if go and stacks is not None and made:  # (the picker shows what is missing, and its fix)
-        missing = missing_servers(list(plan.stacks), stacks.defs)
-        if missing:
-            raise AppSetupError(missing)
+    if go and stacks is not None and stacks.missing:  # (the picker shows it, and its fix)
+        raise AppSetupError(stacks.missing)
     then = preset.then() if preset is not None else None
     if o.demo:
         demo = demo_session()
@@ -265,28 +258,22 @@ def build_session(
         if unknown:
             raise AppSetupError(f"no stack {unknown[0]!r} in the stacks file")
     if parts is None and stacks is not None:
-        _check_names(plan.stacks, stacks.defs, go, named_in)
+        # the stacks named, checked before the app opens as every command checks them:
+        # with --go, a stack that a ./stacks.toml not trusted yet adds is refused in the
+        # line that says how to trust it (stacks.catalogue); a preset's are a file's
+        # words, and may not name an executable (stacks.tunables.check_override); the
+        # command line's and the picker's are the user's own
+        bases = [ref.partition(":")[0] for ref in plan.stacks]
+        refused = [stacks.defs.untrusted[b] for b in bases if b in stacks.defs.untrusted]
+        if go and refused:
+            raise AppSetupError(refused[0])
+        try:
+            for ref in plan.stacks if named_in != COMMAND_LINE else ():
+                resolve(ref, stacks.defs, named_in=named_in)
+        except ConfigError as exc:
+            raise AppSetupError(str(exc)) from None
     session = Session(RaceCore(engine, source, plan.settings))
     session.then = then
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
-
-
-def _check_names(names: Sequence[str], defs: StackFile, go: bool, named_in: str) -> None:
-    """The stacks named, checked before the app opens as every command checks them: with
-    --go, a stack that a ./stacks.toml not trusted yet adds is refused in the line that
-    says how to trust it (stacks.catalogue); a preset's stacks are a file's words, and
-    may not name an executable (stacks.variants.resolve). The command line's and the
-    picker's are the user's own."""
-    for ref in names if go else ():
-        line = defs.untrusted.get(ref.partition(":")[0])
-        if line:
-            raise AppSetupError(line)
-    if named_in == COMMAND_LINE:
-        return
-    for ref in names:
-        try:
-            resolve(ref, defs, named_in=named_in)
-        except ConfigError as exc:
-            raise AppSetupError(str(exc)) from None
