@@ -212,9 +212,10 @@ def _tail(f: IO[bytes]) -> str:
     return f.read(_TAIL_BYTES).decode("utf-8", "replace")
 
 
-def resolve_app(opts: YourApp, defs: dict[str, StackDef]) -> tuple[AppSpec, dict[str, bool]]:
-    """The app of the command line, inspected: its interface (told or detected), and
-    which server modules its interpreter can import (remembered for availability)."""
+def resolve_app(opts: YourApp, defs: dict[str, StackDef]) -> tuple[AppSpec, dict[str, str]]:
+    """The app of the command line, inspected: its interface (told or detected), and the
+    environment every server runs it in (`app_environment`); which server modules its
+    interpreter can import is remembered for availability."""
     assert opts.app is not None
     target, app_dir = parse_target(opts.app, opts.app_dir)
     app = AppSpec(
@@ -232,11 +233,12 @@ def resolve_app(opts: YourApp, defs: dict[str, StackDef]) -> tuple[AppSpec, dict
         raise AppError(
             f"--app {app.label}: cannot tell whether it is WSGI or ASGI: give --wsgi or --asgi"
         )
-    return AppSpec(
+    app = AppSpec(
         target=app.target,
         app_dir=app.app_dir,
         python=app.python,
         interface=interface,
         env=app.env,
         given=app.given,
-    ), found.modules
+    )
+    return app, app_environment(app)

@@ -89,19 +89,13 @@ class ResolvedRun:
         made = userapp.generated_names(defs)
         servers, others = userapp.default_app_stacks(defs)
         chosen = servers + [n for n in made if defs.generated[n] == "--cmd"]
+        left_out = userapp.left_out_note(chosen, others) if others else ""
         named = list(settings.stacks) if settings is not None and settings.stacks else chosen
         try:
             missing = userapp.missing_servers(named, defs)
         except ConfigError as exc:  # a name that does not resolve: the line said at --go
             missing = str(exc)
-        return RaceStacks(
-            defs,
-            offer=made,
-            chosen=chosen,
-            others=others,
-            left_out=userapp.left_out_note(chosen, others) if others else "",
-            missing=missing,
-        )
+        return RaceStacks(defs, made, chosen, others, left_out, missing)
 
 
 def resolve_run(stacks_file: str | None, *, check_trust: bool = True) -> ResolvedRun:

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stackrace.stacks.app_probe import app_environment, resolve_app
+from stackrace.stacks.app_probe import resolve_app
 from stackrace.stacks.app_spec import AppError, AppSpec, YourApp, no_braces
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.definition import ConfigError, Needs, StackDef
@@ -56,23 +56,22 @@ def app_stack_name(server: str) -> str:
 def app_stacks(
     defs: dict[str, StackDef],
     app: AppSpec,
+    app_env: dict[str, str],
     health: str = "/",
     health_status: str = "2xx,3xx",
     health_headers: dict[str, str] | None = None,
-    app_env: dict[str, str] | None = None,
 ) -> dict[str, StackDef]:
     """`SERVER[app]` for every block with an app template of the app's interface;
-    `app_env`: the app's own environment (app_probe.app_environment: made here if None)."""
+    `app_env`: the app's own environment (app_probe.app_environment), the same in each."""
     out: dict[str, StackDef] = {}
     values = {"app_target": app.target, "app_dir": str(app.app_dir)}
-    own_env = app_environment(app) if app_env is None else app_env  # the same for each
     for name, spec in defs.items():
         tmpl = spec.app
         if tmpl is None or tmpl.interface != app.interface or APP_TAG in name:
             continue
         command = [_fill(a, values) for a in tmpl.command]
         env = {k: _fill(v, values) for k, v in tmpl.env.items()}
-        env.update(own_env)
+        env.update(app_env)
         used = {m.group(1) for t in [*command, *env.values()] for m in PLACEHOLDER.finditer(t)}
         params = {k: v for k, v in spec.params.items() if k in used}
         gen = StackDef(
@@ -177,8 +176,8 @@ def with_run_stacks(
     kinds = settings.request_kinds() if settings is not None else None
     health, status, headers = scenario.health(kinds)
     if opts.app:
-        app, _ = resolve_app(opts, stacks)
-        made = app_stacks(stacks, app, health, status, headers, app_environment(app))
+        app, app_env = resolve_app(opts, stacks)
+        made = app_stacks(stacks, app, app_env, health, status, headers)
         if not made:
             raise AppError(
                 f"--app {app.label}: no server in {stacks.source} runs {app.interface.upper()} apps"

@@ -221,6 +221,21 @@ def build_session(
         rate=settings.rate,
         note=note,
     )
+    if parts is None and stacks is not None:
+        # the stacks named, checked before the app opens as every command checks them:
+        # with --go, a stack that a ./stacks.toml not trusted yet adds is refused in the
+        # line that says how to trust it (stacks.catalogue); a preset's are a file's
+        # words, and may not name an executable (stacks.tunables.check_override); the
+        # command line's and the picker's are the user's own
+        bases = [ref.partition(":")[0] for ref in plan.stacks]
+        refused = [stacks.defs.untrusted[b] for b in bases if b in stacks.defs.untrusted]
+        if go and refused:
+            raise AppSetupError(refused[0])
+        try:
+            for ref in plan.stacks if named_in != COMMAND_LINE else ():
+                resolve(ref, stacks.defs, named_in=named_in)
+        except ConfigError as exc:
+            raise AppSetupError(str(exc)) from None
     if go and not plan.stacks and not urls:
         raise AppSetupError("--go needs stacks: --stacks A,B, a --preset, or --url")
     h2 = streams.h2_speakers(plan.stacks, settings.http2)
@@ -257,21 +272,6 @@ def build_session(
         unknown = [s for s in plan.stacks if s.partition(":")[0] not in known]
         if unknown:
             raise AppSetupError(f"no stack {unknown[0]!r} in the stacks file")
-    if parts is None and stacks is not None:
-        # the stacks named, checked before the app opens as every command checks them:
-        # with --go, a stack that a ./stacks.toml not trusted yet adds is refused in the
-        # line that says how to trust it (stacks.catalogue); a preset's are a file's
-        # words, and may not name an executable (stacks.tunables.check_override); the
-        # command line's and the picker's are the user's own
-        bases = [ref.partition(":")[0] for ref in plan.stacks]
-        refused = [stacks.defs.untrusted[b] for b in bases if b in stacks.defs.untrusted]
-        if go and refused:
-            raise AppSetupError(refused[0])
-        try:
-            for ref in plan.stacks if named_in != COMMAND_LINE else ():
-                resolve(ref, stacks.defs, named_in=named_in)
-        except ConfigError as exc:
-            raise AppSetupError(str(exc)) from None
     session = Session(RaceCore(engine, source, plan.settings))
     session.then = then
     # with only URL targets and nothing to pick, go straight to the race
