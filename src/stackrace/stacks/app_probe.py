@@ -40,6 +40,8 @@ from stackrace.stacks.app_spec import (
 )
 from stackrace.stacks.availability import remember_importable
 from stackrace.stacks.definition import INTERFACES, StackDef
+from stackrace.supervise import sweep
+from stackrace.supervise.procs import child_setup
 
 # the line the probe prints last (an app may print on import)
 _MARK = "STACKRACE-APP-PROBE "
@@ -148,9 +150,6 @@ def _run_probe(argv: list[str], app: AppSpec, timeout: float) -> tuple[int, str,
     """Run the probe to its exit (at most `timeout`), then end whatever it started; its
     exit status, stdout and stderr (their last MiB each). AppError when it cannot be
     run or does not exit in time."""
-    from stackrace.supervise import sweep
-    from stackrace.supervise.procs import child_setup
-
     token = sweep.new_token()
     cgroup = sweep.tracking_cgroup("app-probe")
     env = {**os.environ, **app_environment(app), sweep.TOKEN_VAR: token}
@@ -184,8 +183,6 @@ def _run_probe(argv: list[str], app: AppSpec, timeout: float) -> tuple[int, str,
 def _end_all(proc: subprocess.Popen[bytes], cgroup: Path | None, token: str) -> None:
     """SIGKILL the probe and everything it started (its session, its descendants, its
     cgroup, its token: supervise.sweep), reap what stackrace adopted, drop the cgroup."""
-    from stackrace.supervise import sweep
-
     cgroups = [cgroup] if cgroup is not None else []
     for _ in range(3):  # a daemon forking while it is killed is found on the next pass
         found = sweep.stack_pids([proc.pid], [proc.pid], cgroups, [token])

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from stackrace.stacks import userapp
 from stackrace.stacks.catalogue import StackFile, load_stacks
 from stackrace.stacks.definition import ConfigError
 
@@ -69,10 +70,6 @@ class ResolvedRun:
         """The catalogue with the stacks made for this run (`SERVER[app]` for --app, one
         per --cmd): stackrace.stacks.userapp's, on the catalogue already read. Raises
         ConfigError, AppError or ScenarioError."""
-        # here: your app's probes (its interpreter, its module) are for --app alone, and
-        # it keeps start-up fast
-        from stackrace.stacks import userapp
-
         return userapp.with_run_stacks(self.stacks(), your_app, settings)
 
     def for_race(self, your_app: YourApp, settings: RaceSettings | None) -> RaceStacks | None:
@@ -83,9 +80,6 @@ class ResolvedRun:
         if not your_app.given:
             return None if self.catalogue is None else RaceStacks(self.catalogue)
         defs = self.with_your_app(your_app, settings)
-        # lazy: as with_your_app's (the same module)
-        from stackrace.stacks import userapp
-
         made = userapp.generated_names(defs)
         servers, others = userapp.default_app_stacks(defs)
         chosen = servers + [n for n in made if defs.generated[n] == "--cmd"]

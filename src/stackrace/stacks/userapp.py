@@ -26,12 +26,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from stackrace.settings import scenario
 from stackrace.stacks.app_probe import resolve_app
 from stackrace.stacks.app_spec import AppError, AppSpec, YourApp, no_braces
+from stackrace.stacks.availability import availability
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.definition import ConfigError, Needs, StackDef
 from stackrace.stacks.placeholders import PLACEHOLDER
 from stackrace.stacks.validate import STACK_NAME, check_def
+from stackrace.stacks.variants import resolve
 
 if TYPE_CHECKING:
     from stackrace.settings.race_settings import RaceSettings
@@ -169,8 +172,6 @@ def with_run_stacks(
     """The stacks files' stacks plus those made for this run: `SERVER[app]` for --app and
     one per --cmd, ready on the first of the run's requests (scenario.health). Raises
     AppError or ScenarioError."""
-    from stackrace.settings import scenario
-
     if not opts.given:
         return stacks
     kinds = settings.request_kinds() if settings is not None else None
@@ -195,9 +196,6 @@ def with_run_stacks(
 def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
     """With --app and no --stacks: the common four servers of the app's kind that can run
     here, and the names of the other servers that run it (available or not)."""
-    from stackrace.stacks.availability import availability
-    from stackrace.stacks.variants import resolve
-
     app = stacks.app
     generated = [
         n for n, what in stacks.generated.items() if what == "--app" and n not in stacks.untrusted
@@ -231,9 +229,6 @@ def missing_servers(names: list[str], stacks: StackFile) -> str:
     else one line naming those that cannot and the command that installs them there.
     Asked before anything starts, whatever --python says: a server missing there would
     otherwise die at start with only its exit code to show."""
-    from stackrace.stacks.availability import availability
-    from stackrace.stacks.variants import resolve
-
     missing: dict[str, str] = {}
     python = ""
     for name in names:

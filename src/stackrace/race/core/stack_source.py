@@ -222,9 +222,8 @@ class StacksFileSource:
         the user's own `stackrace db up` instance) and give every stack its settings."""
         if self.db is not None:
             return
-        # lazy for start-up: the database (pymysql) only for the db workload
-        from stackrace.db.watch import DbWatch
-        from stackrace.db.workload import open_for_workload_async
+        # the database (pymysql) only for the db workload
+        from stackrace.db.workload import open_for_workload_async  # lazy: keeps start-up fast
 
         self.db, env = await open_for_workload_async()
         self.launcher.extra_env.update(env)
