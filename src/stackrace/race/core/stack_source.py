@@ -15,7 +15,7 @@ import msgspec
 
 from stackrace.db import ManagedMariaDB
 from stackrace.db.watch import DbWatch
-from stackrace.race.core.members import StackChoice
+from stackrace.race.core.members import StackChoice, StackHandle
 from stackrace.race.core.state import StackState
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks import protocols
@@ -42,16 +42,11 @@ _STATES = {
 }
 
 
-class LaunchedStack:
+class LaunchedStack(StackHandle):
     """A MemberHandle over one `stacks.launcher` stack."""
 
-    external = False
-
     def __init__(self, stack: Stack, launcher: Launcher) -> None:
-        self.stack = stack
-        self.id = stack.name
-        self.name = stack.title
-        self.family = stack.spec.family
+        super().__init__(stack)
         self._launcher = launcher
         self.running: RunningStack | None = None
         self.error: str | None = None
@@ -81,10 +76,6 @@ class LaunchedStack:
     @property
     def base_url(self) -> str:
         return self.running.url if self.running is not None else ""
-
-    @property
-    def http(self) -> str:
-        return self.stack.http
 
     @property
     def cacert(self) -> str | None:
