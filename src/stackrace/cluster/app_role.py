@@ -23,11 +23,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-
 from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
 from stackrace.race.core.members import StackChoice, StackHandle
+from stackrace.race.core.placement import placed
 from stackrace.race.core.state import StackState
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
@@ -365,12 +364,7 @@ class ClusterStackSource:
         return self.start_stack(resolve(stack_id, self.defs, named_in=COMMAND_LINE), cpus)
 
     def start_stack(self, stack: Stack, cpus: list[int] | None) -> RemoteMember:
-        spec = stack.spec
-        if cpus and spec.cpus is None:
-            spec = msgspec.structs.replace(spec, cpus=cpus)
-        if self.memory_max and spec.memory_max is None:
-            spec = msgspec.structs.replace(spec, memory_max=self.memory_max)
-        member = RemoteMember(self, dataclasses.replace(stack, spec=spec))
+        member = RemoteMember(self, placed(stack, cpus, self.memory_max))
         self.members.append(member)
         return member
 

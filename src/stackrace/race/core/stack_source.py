@@ -11,11 +11,10 @@ import asyncio
 import contextlib
 import time
 
-import msgspec
-
 from stackrace.db import ManagedMariaDB
 from stackrace.db.watch import DbWatch
 from stackrace.race.core.members import StackChoice, StackHandle
+from stackrace.race.core.placement import placed
 from stackrace.race.core.state import StackState
 from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks import protocols
@@ -194,14 +193,7 @@ class StacksFileSource:
         return self.start_stack(self.resolve(stack_id), cpus)
 
     def start_stack(self, stack: Stack, cpus: list[int] | None) -> LaunchedStack:
-        spec = stack.spec
-        if cpus and spec.cpus is None:
-            spec = msgspec.structs.replace(spec, cpus=cpus)
-        if self.memory_max and spec.memory_max is None:
-            spec = msgspec.structs.replace(spec, memory_max=self.memory_max)
-        from dataclasses import replace
-
-        handle = LaunchedStack(replace(stack, spec=spec), self.launcher)
+        handle = LaunchedStack(placed(stack, cpus, self.memory_max), self.launcher)
         self.handles.append(handle)
         return handle
 
