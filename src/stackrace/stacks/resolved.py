@@ -12,7 +12,11 @@ race's source, the announcement after the screen) and each reader applied the tr
 command resolves the run once and every part below takes the result: the race's stack
 source (race/core/stack_source.py), your app's stacks (stacks/userapp.py), the line
 naming the files read (commands/_common.py `announce`). tests/unit/test_resolved_run.py
-counts the reads of one app start-up and of one bench plan.
+counts the reads of one app start-up and of one bench plan. The app's race takes the
+rest of its stacks from here too, decided once (`for_race` → `RaceStacks`): those made
+for the run, which the picker offers, which race when none are named, and what `--go`
+says of them (the others left out, a server your app's interpreter lacks); before, the
+set-up asked userapp for each of them again, in three places.
 
 What the catalogue is (shipped, the user's, ./stacks.toml with its trust, --stacks-file
 alone) is stackrace.stacks.catalogue's; a name or variant is chosen from the result by
