@@ -221,7 +221,7 @@ def build_session(
         rate=settings.rate,
         note=note,
     )
-    if parts is None and stacks is not None:
+    if stacks is not None and parts is None and not o.demo:  # (a demo starts none)
         # the stacks named, checked before the app opens as every command checks them:
         # with --go, a stack that a ./stacks.toml not trusted yet adds is refused in the
         # line that says how to trust it (stacks.catalogue); a preset's are a file's
