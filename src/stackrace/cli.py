@@ -92,11 +92,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     if not only:
         # only for the app, or every command: not imported for a command's own line
-        from stackrace.commands.app_args import add_app_arguments
-        from stackrace.commands.cluster_args import add_cluster_arguments
+        from stackrace.commands import app_args, cluster_args  # lazy: keeps load's start fast
 
-        add_app_arguments(parser)
-        add_cluster_arguments(parser)  # `stackrace --cluster ADDRESS`: the app on a cluster
+        app_args.add_app_arguments(parser)
+        # `stackrace --cluster ADDRESS`: the app on a cluster
+        cluster_args.add_cluster_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in COMMANDS:
         if only is not None and name != only:
@@ -140,9 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError as exc:
         if not _stdout_reader_gone():  # a pipe of ours broke: a bug like any other
-            from stackrace.base import crashlog
-
-            return crashlog.report("stackrace", exc, given)
+            return _crash(exc, given)
         # `stackrace stacks | head`: the reader had what it wanted. Python's recipe:
         # stdout to /dev/null, so the flush at exit does not fail again; the status a
         # shell shows for a command ended by SIGPIPE
@@ -152,15 +150,18 @@ def main(argv: list[str] | None = None) -> int:
         if exc.errno in _STORAGE_ERRNOS or (exc.errno in _ACCESS_ERRNOS and exc.filename):
             print(f"stackrace: {storage_line(exc)}", file=sys.stderr)
             return 1
-        from stackrace.base import crashlog
-
-        return crashlog.report("stackrace", exc, given)
+        return _crash(exc, given)
     except Exception as exc:  # a bug of ours: the user gets one line and a file
-        from stackrace.base import crashlog
-
-        return crashlog.report("stackrace", exc, given)
+        return _crash(exc, given)
     finally:
         startgc.resume()  # on again however the command ended (a usage error, say)
+
+
+def _crash(exc: BaseException, given: list[str]) -> int:
+    """A bug of ours: one line naming a crash log (base/crashlog.py), exit 70."""
+    from stackrace.base import crashlog  # lazy: only on a crash (keeps every start fast)
+
+    return crashlog.report("stackrace", exc, given)
 
 
 def storage_line(exc: OSError) -> str:
@@ -195,7 +196,7 @@ def _stdout_reader_gone() -> bool:
 def _main(argv: list[str] | None) -> int:
     if argv is None and "_ARGCOMPLETE" in os.environ:
         # a Tab in a shell that sourced `stackrace completion SHELL`: answer and exit
-        from stackrace.commands.completion import complete
+        from stackrace.commands.completion import complete  # lazy: only for a Tab
 
         complete(build_parser())
     argv = sys.argv[1:] if argv is None else argv
@@ -205,7 +206,7 @@ def _main(argv: list[str] | None) -> int:
     first = next((a for a in argv if a in {n for n, _, _ in COMMANDS}), None)
     if first == "load" and not {"-h", "--help", "--cluster"} & set(argv):
         # the engine process imports while `load` does, on another core (engine/early.py)
-        from stackrace.engine import early
+        from stackrace.engine import early  # lazy: only load's
 
         early.start()
     parser = build_parser(only=APP if first is None else first)
@@ -214,15 +215,11 @@ def _main(argv: list[str] | None) -> int:
     parser.set_defaults(argv=list(argv))
     args = parser.parse_args(argv)
     if args.no_tunable_limits:
-        from stackrace.stacks.ceilings import lift_limits
+        from stackrace.stacks.ceilings import lift_limits  # lazy: keeps --help's start-up fast
 
         lift_limits()
     if args.command is None:
-        from stackrace.commands import app
-        from stackrace.commands.app_args import app_command_options
-
-        # the collector stays paused until the app's first frame (tui/app.py on_mount)
-        return app.run(app_command_options(args))
+        return _open_app(args)
     # each command reads the parsed line into its own frozen options struct, and runs on
     # that alone (commands/*: `read_options`): nothing past it knows argparse
     options = args.read_options(args)
@@ -235,6 +232,22 @@ def _main(argv: list[str] | None) -> int:
         print(f"stackrace {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(rc or 0)
+
+
+def _open_app(args: argparse.Namespace) -> int:
+    """`stackrace [OPTIONS]`: the app, on this machine or, with --cluster, on a cluster
+    (its own front end over the app's command: commands/app_cluster.py). The collector
+    stays paused until the app's first frame (tui/app.py on_mount)."""
+    from stackrace.commands.app_args import app_command_options  # lazy: keeps load's start fast
+
+    options = app_command_options(args)
+    if options.cluster.wanted:
+        from stackrace.commands import app_cluster  # lazy: only with --cluster
+
+        return app_cluster.run(options)
+    from stackrace.commands import app  # lazy: only the app imports Textual
+
+    return app.run(options)
 
 
 if __name__ == "__main__":

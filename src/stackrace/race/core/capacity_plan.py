@@ -160,8 +160,6 @@ def interrupted(c: CapacityResult) -> CapacityResult:
     """A search that did not end: its probes kept, no capacity claimed."""
     import msgspec
 
-    from stackrace.race.core.capacity_search import Capacity
-
     stub = Capacity(
         load=c.load,
         rps=c.capacity,

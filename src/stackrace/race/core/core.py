@@ -259,8 +259,6 @@ class RaceCore:
         """The connections each member's accept queue holds now (the kernel's view of
         its port, one dump of the machine's sockets, off the event loop); members not on
         this host or without a known port are left out."""
-        from stackrace.stacks.listen import listen_states
-
         ports = {i: self.members[i].handle.listen_port for i in member_ids if i in self.members}
         wanted = sorted({p for p in ports.values() if p})
         if not wanted:
