@@ -33,25 +33,21 @@ EXAMPLES = examples(
     ),
 )
 
-# (subcommand, module under stackrace.commands, one-line help)
-COMMANDS: list[tuple[str, str, str]] = [
-    (
-        "load",
-        "load",
-        "load one server (a URL, several of its URLs, or your paths): a wrk-like summary",
-    ),
-    ("stacks", "stacks", "list the stacks from stacks.toml and whether each is available"),
-    ("install", "install", "install what the chosen stacks need (apt, pip, builds)"),
-    ("serve", "serve", "start stacks, print their URLs, stop everything on Ctrl-C"),
-    ("verify", "verify", "start stacks and check every endpoint against the contract"),
-    ("db", "db", "the private MariaDB: up, down, status, seed, reset"),
-    ("bench", "bench", "headless comparison of stacks, with reports and a regression gate"),
-    ("report", "report", "render or compare saved bench runs"),
-    ("tune", "tune", "the best configuration of a server for this machine under an SLO"),
-    ("replay", "replay", "play a recorded race in the app: no servers, no engine"),
-    ("web", "web", "serve the app in a browser (textual-serve), on 127.0.0.1 by default"),
-    ("completion", "completion", "print the shell completion script (bash, zsh or fish)"),
-    ("clean", "clean", "stop the private MariaDB and remove what stackrace made"),
+# (subcommand, one-line help): the subcommand is also its module under stackrace.commands
+COMMANDS: list[tuple[str, str]] = [
+    ("load", "load one server (a URL, several of its URLs, or your paths): a wrk-like summary"),
+    ("stacks", "list the stacks from stacks.toml and whether each is available"),
+    ("install", "install what the chosen stacks need (apt, pip, builds)"),
+    ("serve", "start stacks, print their URLs, stop everything on Ctrl-C"),
+    ("verify", "start stacks and check every endpoint against the contract"),
+    ("db", "the private MariaDB: up, down, status, seed, reset"),
+    ("bench", "headless comparison of stacks, with reports and a regression gate"),
+    ("report", "render or compare saved bench runs"),
+    ("tune", "the best configuration of a server for this machine under an SLO"),
+    ("replay", "play a recorded race in the app: no servers, no engine"),
+    ("web", "serve the app in a browser (textual-serve), on 127.0.0.1 by default"),
+    ("completion", "print the shell completion script (bash, zsh or fish)"),
+    ("clean", "stop the private MariaDB and remove what stackrace made"),
 ]
 
 
@@ -98,11 +94,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         # `stackrace --cluster ADDRESS`: the app on a cluster
         cluster_args.add_cluster_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module, help_text in COMMANDS:
+    for name, help_text in COMMANDS:
         if only is not None and name != only:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
-        mod = importlib.import_module(f"stackrace.commands.{module}")
+        mod = importlib.import_module(f"stackrace.commands.{name}")
         mod.register(sub.add_parser(name, help=help_text, description=help_text))
     return parser
 
@@ -133,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # here, where a reader gone away is still ours to handle
         return rc
     except StackraceError as exc:  # the user's input or the machine's state, not a bug
-        command = next((a for a in given if a in {n for n, _, _ in COMMANDS}), None)
+        command = next((a for a in given if a in {n for n, _ in COMMANDS}), None)
         # the message may quote a file, a server or an app: never a raw control byte
         line = printable.terminal(str(exc), newlines=True)
         print(f"stackrace{' ' + command if command else ''}: {line}", file=sys.stderr)
@@ -203,7 +199,7 @@ def _main(argv: list[str] | None) -> int:
     if argv == ["--version"]:  # asked by scripts and CI logs: no parser to build for it
         print(f"stackrace {__version__}")
         return 0
-    first = next((a for a in argv if a in {n for n, _, _ in COMMANDS}), None)
+    first = next((a for a in argv if a in {n for n, _ in COMMANDS}), None)
     if first == "load" and not {"-h", "--help", "--cluster"} & set(argv):
         # the engine process imports while `load` does, on another core (engine/early.py)
         from stackrace.engine import early  # lazy: only load's

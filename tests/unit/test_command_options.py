@@ -59,7 +59,7 @@ def test_tune_offers_only_its_own_files_and_measures_probes_its_way():
     assert "isolation" not in o.race.given  # what was given is left as given
 
 
-@pytest.mark.parametrize("name", [n for n, _, _ in cli.COMMANDS])
+@pytest.mark.parametrize("name", [n for n, _ in cli.COMMANDS])
 def test_every_command_reads_its_line_into_options(name: str):
     """cli.py hands each command the struct its `read_options` builds, never the parse."""
     parser = cli.build_parser(only=name)
