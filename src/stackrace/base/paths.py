@@ -155,7 +155,7 @@ def run_locks_dir() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
         return Path(runtime) / "stackrace"
-    import tempfile
+    import tempfile  # lazy: tempfile off start-up
 
     return Path(tempfile.gettempdir()) / f"stackrace-{os.getuid()}"
 

@@ -68,7 +68,7 @@ class RemoteStack:
         return list(self.status.root_pids)
 
     def log_tail(self, lines: int = 20) -> str:
-        import ray
+        import ray  # lazy: only with --cluster
 
         if self._launcher is not None and self._launcher.lost:
             return self._launcher.lost  # nothing to ask any more
@@ -140,7 +140,7 @@ class RemoteLauncher:
         self._applied = self._asked
 
     async def _refresh_loop(self) -> None:
-        import ray
+        import ray  # lazy: only with --cluster
 
         while not self._closed and not self.lost:
             await asyncio.sleep(_REFRESH_S)
@@ -329,7 +329,7 @@ class ClusterStackSource:
             return self.launcher
 
     def catalog(self) -> list[StackChoice]:
-        import ray
+        import ray  # lazy: only with --cluster
 
         if self._catalog is None:
             stacks, broken = [], []

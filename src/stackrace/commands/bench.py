@@ -32,6 +32,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -432,7 +433,6 @@ async def _remeasure(
 ) -> BenchRun:
     """Measure the levels whose verdict fell within the noise again, three times, and keep
     every sample: the verdict then rests on the median of all of them."""
-    from dataclasses import replace
 
     by_name = {s.name: s for s in plan.stacks}
     for name, level in uncertain:

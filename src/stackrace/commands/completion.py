@@ -51,7 +51,7 @@ def completion_options(args: argparse.Namespace) -> str:
 
 
 def run(shell: str) -> int:
-    import argcomplete
+    import argcomplete  # lazy: only when completing
 
     sys.stdout.write(argcomplete.shellcode(["stackrace"], shell=shell))
     return 0
@@ -71,7 +71,7 @@ def stack_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[
 
 def complete(parser: argparse.ArgumentParser) -> None:
     """Answer the shell's completion request (argcomplete's protocol) and exit."""
-    import argcomplete
+    import argcomplete  # lazy: only when completing
 
     for action in _walk(parser):
         if action.dest in _STACK_DESTS:

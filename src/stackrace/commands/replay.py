@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -112,7 +113,6 @@ def run(o: ReplayOptions) -> int:
 
 def _page(player: ReplayPlayer, out: str) -> int:
     """Play the whole recording with no app, and write its page (race/live/page.py)."""
-    import asyncio
 
     from stackrace.race.live.page import session_page, unknown_machine  # lazy: only for --html
     from stackrace.race.live.summary import context  # lazy: only for --html

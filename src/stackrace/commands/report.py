@@ -155,8 +155,8 @@ def run(o: ReportOptions) -> int:
 
 
 def compare(runs: list[BenchRun], names: list[str]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: keeps --help fast
+    from rich.table import Table  # lazy: keeps --help fast
 
     table = Table(title="req/s and p99 per run; change against the first", header_style="bold")
     table.add_column("stack")

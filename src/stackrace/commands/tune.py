@@ -50,6 +50,7 @@ import dataclasses
 import secrets
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -442,6 +443,5 @@ def _tune(
 
 
 def _took(state: TuneState) -> float:
-    import time
 
     return time.monotonic() - state.started

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from stackrace.base import printable
 from stackrace.commands._common import (
     add_private_db_arguments,
@@ -133,8 +135,8 @@ def run(o: VerifyOptions) -> int:
 
 
 async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: keeps --help fast
+    from rich.table import Table  # lazy: keeps --help fast
 
     console = Console()
     table = Table(header_style="bold")
@@ -262,7 +264,6 @@ async def _extra_checks(
 def _run_own(o: VerifyOptions) -> int:
     """`verify --app` (or --cmd): each server of your app answers each of your requests
     with its expected status (2xx unless told), once; nothing of the shipped contract."""
-    import msgspec
 
     settings = merge(RaceSettings(), dict(o.given))  # given: by field name
     if not settings.own_requests:
@@ -281,8 +282,8 @@ def _run_own(o: VerifyOptions) -> int:
 
 
 async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: keeps --help fast
+    from rich.table import Table  # lazy: keeps --help fast
 
     escape, terminal = printable.markup, printable.terminal
 

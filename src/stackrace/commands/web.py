@@ -23,7 +23,9 @@ the token is in the one line that hands out the URL and in no log line after it.
 from __future__ import annotations
 
 import argparse
+import errno
 import shlex
+import socket
 import sys
 from dataclasses import dataclass
 
@@ -133,8 +135,6 @@ def app_command(argv: list[str]) -> str:
 
 def check_address(host: str, port: int, remote: bool) -> str | None:
     """None when `web` may listen there, else the one line that says why not."""
-    import errno
-    import socket
 
     try:
         local = is_loopback(host)

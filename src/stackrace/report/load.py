@@ -40,6 +40,7 @@ import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -418,7 +419,6 @@ def doubts(facts: LoadFacts, run: MeasuredLoad, little: accounting.LittleCheck |
 
 def _first_url(facts: LoadFacts) -> str:
     """The first request's URL (the one URL given, or the base and the first path)."""
-    from urllib.parse import urlsplit
 
     base = urlsplit(facts.url)
     return f"{base.scheme}://{base.netloc}{facts.kinds[0].target}"

@@ -23,7 +23,7 @@ from stackrace.report.series import StackSeries
 def print_run(run: BenchRun, title: str | None = None) -> None:
     # the writers are imported where a run is written: `load` reads this module for its
     # output checks alone, and the tables bring the charts, flames and claims (start-up)
-    from rich.console import Console
+    from rich.console import Console  # lazy: keeps --help fast
 
     from stackrace.report import tables, thennow  # lazy: keeps load's start-up fast
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import glob
 import importlib
 import importlib.metadata
+import json
 import os
 import shutil
 import subprocess
@@ -252,7 +253,6 @@ def importable(python: str, modules: Iterable[str]) -> dict[str, bool]:
                 stdin=subprocess.DEVNULL,
                 check=False,
             ).stdout
-            import json
 
             known.update(json.loads(out.strip().splitlines()[-1]))
         except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, RecursionError):

@@ -160,7 +160,6 @@ class StackraceApp(App[int]):
         """Stop the load and every stack, once: a second caller (the unmount after `q`)
         waits for the first stop to end instead of leaving it half done, and the stop
         is shielded from the cancellation of whatever awaited it."""
-        import asyncio
 
         if self._stopping is None:
             self._stopping = asyncio.ensure_future(self.session.stop())

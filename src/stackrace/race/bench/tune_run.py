@@ -29,6 +29,7 @@ race core, one configuration loaded at a time.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,7 +103,6 @@ class TuneState:
 
 
 def placement_for(settings_cpus: int | None, parts: RaceParts | None) -> CorePlacement:
-    import os
 
     if parts is None:
         return place("rotate", 1, settings_cpus, sorted(os.sched_getaffinity(0)))

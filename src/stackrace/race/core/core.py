@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -97,7 +98,6 @@ class RaceCore:
         placement: CorePlacement | None = None,
     ) -> None:
         """Start the engine, every stack (in the background) and the URL targets."""
-        import os
 
         self.placement = placement
         self._cores = len(os.sched_getaffinity(0))
@@ -175,7 +175,6 @@ class RaceCore:
         self.members[member_id] = Member(handle, stack_cpus=m.stack_cpus, engine_cpus=m.engine_cpus)
 
     async def stop(self) -> None:
-        import asyncio
 
         await self.evidence.close()  # no sampler outlives the race
         if self._engine_started:

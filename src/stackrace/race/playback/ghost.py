@@ -10,6 +10,7 @@ in the mode its level was measured in.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,7 +78,6 @@ class Ghost:
 
 
 def _log(n: int) -> float:
-    import math
 
     return math.log10(max(1, n))
 
