@@ -28,7 +28,7 @@ from stackrace.cluster.load_role import first_line
 from stackrace.race.core.members import StackChoice, StackHandle
 from stackrace.race.core.placement import placed
 from stackrace.race.core.state import StackState
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.running import LaunchError

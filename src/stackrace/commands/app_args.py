@@ -19,7 +19,7 @@ from stackrace.commands.target_args import (
     your_app_options,
 )
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
-from stackrace.settings.options import positive_int
+from stackrace.settings.parsers import positive_int
 from stackrace.settings.race_settings import BENCH_ONLY
 
 if TYPE_CHECKING:

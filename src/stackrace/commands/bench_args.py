@@ -34,8 +34,8 @@ from stackrace.commands.target_args import (
     add_your_app_arguments,
     target_options,
 )
-from stackrace.settings.options import positive_duration
-from stackrace.settings.options import precision as precision_share
+from stackrace.settings.parsers import positive_duration
+from stackrace.settings.parsers import precision as precision_share
 
 if TYPE_CHECKING:
     from stackrace.metrics.exporter import MetricsOptions

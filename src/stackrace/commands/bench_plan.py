@@ -28,7 +28,7 @@ from stackrace.race.core.presets import load_preset, preset_path
 from stackrace.race.core.urls import check_paths, url_targets
 from stackrace.report.provenance import definition_changes, recorded_stacks
 from stackrace.report.schema import BenchRun
-from stackrace.settings.options import usable_cpus
+from stackrace.settings.parsers import usable_cpus
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.userapp import (

@@ -28,7 +28,7 @@ from stackrace.db import (
     open_database,
 )
 from stackrace.db.seed import estimate_bytes
-from stackrace.settings.options import port_number, positive_int
+from stackrace.settings.parsers import port_number, positive_int
 from stackrace.settings.units import fmt_bytes
 
 EXAMPLES = examples(

@@ -20,7 +20,7 @@ from stackrace.commands._common import announce, load, resolve_all, trusted_name
 from stackrace.commands.namespace import typed_options
 from stackrace.commands.parser import describe, examples
 from stackrace.commands.target_args import your_app_options
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.app_spec import YourApp, choose_python
 from stackrace.stacks.availability import forget_importable, importable
 from stackrace.stacks.catalogue import StackFile

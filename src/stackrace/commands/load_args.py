@@ -7,7 +7,7 @@ settings' own (settings/race_settings.py), so a value means the same in `load`, 
 and the app; their help is said in `load`'s words where the settings' would speak of
 what `load` has not (a workload, levels, a JUnit verdict). `-n/--requests` and `-z` are
 ab's, hey's and oha's names; wrk's, hey's and oha's other flags that differ here are
-named in the usage error (settings/options.py `OTHER_TOOLS`).
+named in the usage error (settings/parsers.py `OTHER_TOOLS`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from stackrace.commands.parser import describe, examples
 from stackrace.commands.settings_args import add_options, given
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.engine.slow_clients import ClientProfile, ProfileError, parse_profile, parse_share
-from stackrace.settings import options
+from stackrace.settings import parsers
 from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings
 from stackrace.settings.race_settings import options as options_of
 
@@ -58,7 +58,7 @@ EXAMPLES = examples(
 
 
 def add_load_arguments(p: argparse.ArgumentParser) -> None:
-    # every value is checked by its parser before anything starts (stackrace.settings.options)
+    # every value is checked by its parser before anything starts (stackrace.settings.parsers)
     describe(
         p,
         "Load one server and print what came back, as wrk, hey and oha do: answers that "
@@ -78,7 +78,7 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     )
     how = p.add_argument_group("how much load")
     how.add_argument(
-        "-c", "--concurrency", type=options.positive_int, default=10, metavar="N",
+        "-c", "--concurrency", type=parsers.positive_int, default=10, metavar="N",
         help="connections (default 10)",
     )  # fmt: skip
     # requests, duration, warm-up and timeout are the race settings' (settings/
@@ -96,7 +96,7 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     add_options(how, only=("warmup",), helps=LOAD_HELP, defaults=load_defaults)
     add_options(how, only=("timeout",), defaults=load_defaults)
     how.add_argument(
-        "--connect-timeout", type=options.timeout_duration, default="5s", metavar="DURATION",
+        "--connect-timeout", type=parsers.timeout_duration, default="5s", metavar="DURATION",
         help="a connect that takes longer fails (default 5s)",
     )  # fmt: skip
     add_options(how, only=("keepalive",), helps=LOAD_HELP, one_way={"keepalive": False})
@@ -112,12 +112,12 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     add_tls_arguments(p)
     engine = p.add_argument_group("the engine")
     engine.add_argument(
-        "--procs", type=options.procs, default="1", metavar="N",
+        "--procs", type=parsers.procs, default="1", metavar="N",
         help="engine processes: a number or 'auto', one a core (capped at the usable "
         "cores) (default 1)",
     )  # fmt: skip
     engine.add_argument(
-        "--engine-cpus", type=options.cpu_list, default=None, metavar="CPUS",
+        "--engine-cpus", type=parsers.cpu_list, default=None, metavar="CPUS",
         help="pin the engine processes to these CPUs, e.g. '1' or '2,3' (default: any)",
     )  # fmt: skip
     out = p.add_argument_group("what it prints and writes")
@@ -202,7 +202,7 @@ def slow_share(text: str) -> float:
 # the engine's profile and share, --cacert stays the text given (load checks the file
 # after the parse, with its own message)
 LOAD_PARSES: dict[str, Callable[[str], Any] | None] = {
-    "rate": options.positive_rate,
+    "rate": parsers.positive_rate,
     "clients": client_profile,
     "slow_share": slow_share,
     "cacert": None,
@@ -243,7 +243,7 @@ class LoadOptions:
     tls_resume: bool
     http2: bool
     streams: int | None  # with http2: streams per connection (None: not given)
-    procs: options.Procs
+    procs: parsers.Procs
     engine_cpus: list[int] | None
     json: bool
     no_progress: bool

@@ -2,7 +2,7 @@
 nearest option or what a flag of wrk, hey, oha or ab is called here; `--help` as a
 person reads it (prose re-wrapped, Examples kept line for line, every default said).
 
-The value parsers it calls are stackrace.settings.options' and race_parsers': one
+The value parsers it calls are stackrace.settings.parsers' and race_parsers': one
 place says what a valid value is, for a command line, a preset and a run file alike;
 this module is only how the command line says it.
 """

@@ -18,7 +18,7 @@ from stackrace.commands.db_hook import open_for_stacks
 from stackrace.commands.namespace import typed_options
 from stackrace.commands.parser import describe, examples
 from stackrace.commands.target_args import add_your_app_arguments, your_app_options
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.definition import Stack
 from stackrace.stacks.launcher import Launcher

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from stackrace.settings.options import non_negative_duration, positive_duration, timeout_duration
+from stackrace.settings.parsers import non_negative_duration, positive_duration, timeout_duration
 from stackrace.settings.race_settings import (
     Opt,
     RaceSettings,

@@ -10,7 +10,7 @@ import argparse
 from dataclasses import dataclass, field
 
 from stackrace.commands.namespace import typed_options
-from stackrace.settings.options import positive_int
+from stackrace.settings.parsers import positive_int
 from stackrace.stacks.app_spec import YourApp
 
 

@@ -87,7 +87,7 @@ from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import check_output_paths, read_run
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.settings.race_settings import REQUEST_FIELDS
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import StackFile

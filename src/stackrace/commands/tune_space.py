@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 
 from stackrace.race.bench.tune_search import Space
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.ceilings import tunable_ceilings
 from stackrace.stacks.definition import ConfigError, Stack

@@ -32,7 +32,7 @@ from stackrace.commands.parser import describe, examples
 from stackrace.commands.settings_args import add_options, given
 from stackrace.commands.target_args import add_your_app_arguments, your_app_options
 from stackrace.settings import statuses
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.settings.race_settings import RaceSettings, merge, options
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe

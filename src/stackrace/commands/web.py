@@ -40,7 +40,7 @@ from stackrace.commands._common import announce
 from stackrace.commands.app_args import add_app_arguments
 from stackrace.commands.namespace import typed_options
 from stackrace.commands.parser import describe, examples
-from stackrace.settings.options import positive_int
+from stackrace.settings.parsers import positive_int
 from stackrace.stacks.definition import ConfigError
 from stackrace.stacks.resolved import resolve_run
 

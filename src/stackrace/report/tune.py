@@ -20,7 +20,7 @@ from stackrace.base.printable import markdown as md
 from stackrace.base.printable import markdown_code as code
 from stackrace.report.schema import BenchRun, TunePoint, TuneResult
 from stackrace.report.why import cause_removed
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.definition import Stack
 from stackrace.stacks.production import production_command

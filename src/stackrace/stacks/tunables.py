@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from stackrace.base import paths
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks import ceilings
 from stackrace.stacks.definition import ConfigError, StackDef
 from stackrace.stacks.placeholders import PLACEHOLDER, render, templated

@@ -16,7 +16,7 @@ from stackrace.db.watch import DbWatch
 from stackrace.race.core.members import StackChoice, StackHandle
 from stackrace.race.core.placement import placed
 from stackrace.race.core.state import StackState
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks import protocols
 from stackrace.stacks.availability import availability
 from stackrace.stacks.definition import Stack, StackDef

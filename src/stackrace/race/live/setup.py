@@ -52,7 +52,7 @@ from stackrace.race.live.session_recorder import Recorder
 from stackrace.race.live.talk import TalkError, load_talk
 from stackrace.race.playback.ghost import GhostError, load_ghost
 from stackrace.report.write import check_output_paths
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.settings.race_settings import RaceSettings, stacks_named_in, with_options
 from stackrace.settings.scenario import ScenarioError
 from stackrace.stacks.app_spec import AppError, YourApp
