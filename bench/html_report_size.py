@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from stackrace.race.bench.driver import run_bench
 from stackrace.race.bench.protocol import BenchPlan
-from stackrace.race.bench.run import run_bench
 from stackrace.race.live.demo import synthetic_parts
 from stackrace.report import html
 from stackrace.report.schema import BenchRun, dumps

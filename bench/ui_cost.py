@@ -59,7 +59,7 @@ async def slider_latency(rounds: int) -> list[float]:
     from stackrace.engine.client import Engine
     from stackrace.engine.model import EngineSettings
     from stackrace.tui.bignum import BigNumber
-    from stackrace.tui.slider import ConcurrencySlider
+    from stackrace.tui.slider import LevelSlider
     from tests.helpers import TestServer
 
     servers = [TestServer(), TestServer()]
@@ -76,7 +76,7 @@ async def slider_latency(rounds: int) -> list[float]:
             while app.race is None or len(app.race.panes) < 2:
                 await asyncio.sleep(0.05)
             race = app.race
-            slider = race.query_one("#level", ConcurrencySlider)
+            slider = race.query_one("#level", LevelSlider)
             await asyncio.sleep(2.0)
             for i in range(rounds):
                 target = 50 if i % 2 == 0 else 2

@@ -33,7 +33,7 @@ from stackrace.commands.app import make_app  # noqa: E402
 from stackrace.commands.app_args import app_options  # noqa: E402
 from stackrace.tui.app import StackraceApp  # noqa: E402
 from stackrace.tui.dialogs import SummaryScreen  # noqa: E402
-from stackrace.tui.slider import ConcurrencySlider  # noqa: E402
+from stackrace.tui.slider import LevelSlider  # noqa: E402
 
 OUT = ROOT / "screenshots"
 SIZE = (160, 45)
@@ -80,7 +80,7 @@ async def race(
         await ready(app)
         await asyncio.sleep(1.0)
         assert app.race is not None
-        slider = app.race.query_one("#level", ConcurrencySlider)
+        slider = app.race.query_one("#level", LevelSlider)
         for level, seconds in levels:
             slider.value = level
             await asyncio.sleep(seconds)

@@ -33,25 +33,21 @@ EXAMPLES = examples(
     ),
 )
 
-# (subcommand, module under stackrace.commands, one-line help)
-COMMANDS: list[tuple[str, str, str]] = [
-    (
-        "load",
-        "load",
-        "load one server (a URL, several of its URLs, or your paths): a wrk-like summary",
-    ),
-    ("stacks", "stacks", "list the stacks from stacks.toml and whether each is available"),
-    ("install", "install", "install what the chosen stacks need (apt, pip, builds)"),
-    ("serve", "serve", "start stacks, print their URLs, stop everything on Ctrl-C"),
-    ("verify", "verify", "start stacks and check every endpoint against the contract"),
-    ("db", "db", "the private MariaDB: up, down, status, seed, reset"),
-    ("bench", "bench", "headless comparison of stacks, with reports and a regression gate"),
-    ("report", "report", "render or compare saved bench runs"),
-    ("tune", "tune", "the best configuration of a server for this machine under an SLO"),
-    ("replay", "replay", "play a recorded race in the app: no servers, no engine"),
-    ("web", "web", "serve the app in a browser (textual-serve), on 127.0.0.1 by default"),
-    ("completion", "completion", "print the shell completion script (bash, zsh or fish)"),
-    ("clean", "clean", "stop the private MariaDB and remove what stackrace made"),
+# (subcommand, one-line help): the subcommand is also its module under stackrace.commands
+COMMANDS: list[tuple[str, str]] = [
+    ("load", "load one server (a URL, several of its URLs, or your paths): a wrk-like summary"),
+    ("stacks", "list the stacks from stacks.toml and whether each is available"),
+    ("install", "install what the chosen stacks need (apt, pip, builds)"),
+    ("serve", "start stacks, print their URLs, stop everything on Ctrl-C"),
+    ("verify", "start stacks and check every endpoint against the contract"),
+    ("db", "the private MariaDB: up, down, status, seed, reset"),
+    ("bench", "headless comparison of stacks, with reports and a regression gate"),
+    ("report", "render or compare saved bench runs"),
+    ("tune", "the best configuration of a server for this machine under an SLO"),
+    ("replay", "play a recorded race in the app: no servers, no engine"),
+    ("web", "serve the app in a browser (textual-serve), on 127.0.0.1 by default"),
+    ("completion", "print the shell completion script (bash, zsh or fish)"),
+    ("clean", "stop the private MariaDB and remove what stackrace made"),
 ]
 
 
@@ -92,17 +88,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     if not only:
         # only for the app, or every command: not imported for a command's own line
-        from stackrace.commands.app_args import add_app_arguments
-        from stackrace.commands.cluster_args import add_cluster_arguments
+        from stackrace.commands import app_args, cluster_args  # lazy: keeps load's start fast
 
-        add_app_arguments(parser)
-        add_cluster_arguments(parser)  # `stackrace --cluster ADDRESS`: the app on a cluster
+        app_args.add_app_arguments(parser)
+        # `stackrace --cluster ADDRESS`: the app on a cluster
+        cluster_args.add_cluster_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module, help_text in COMMANDS:
+    for name, help_text in COMMANDS:
         if only is not None and name != only:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
-        mod = importlib.import_module(f"stackrace.commands.{module}")
+        mod = importlib.import_module(f"stackrace.commands.{name}")
         mod.register(sub.add_parser(name, help=help_text, description=help_text))
     return parser
 
@@ -133,16 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # here, where a reader gone away is still ours to handle
         return rc
     except StackraceError as exc:  # the user's input or the machine's state, not a bug
-        command = next((a for a in given if a in {n for n, _, _ in COMMANDS}), None)
+        command = next((a for a in given if a in {n for n, _ in COMMANDS}), None)
         # the message may quote a file, a server or an app: never a raw control byte
         line = printable.terminal(str(exc), newlines=True)
         print(f"stackrace{' ' + command if command else ''}: {line}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError as exc:
         if not _stdout_reader_gone():  # a pipe of ours broke: a bug like any other
-            from stackrace.base import crashlog
-
-            return crashlog.report("stackrace", exc, given)
+            return _crash(exc, given)
         # `stackrace stacks | head`: the reader had what it wanted. Python's recipe:
         # stdout to /dev/null, so the flush at exit does not fail again; the status a
         # shell shows for a command ended by SIGPIPE
@@ -152,15 +146,18 @@ def main(argv: list[str] | None = None) -> int:
         if exc.errno in _STORAGE_ERRNOS or (exc.errno in _ACCESS_ERRNOS and exc.filename):
             print(f"stackrace: {storage_line(exc)}", file=sys.stderr)
             return 1
-        from stackrace.base import crashlog
-
-        return crashlog.report("stackrace", exc, given)
+        return _crash(exc, given)
     except Exception as exc:  # a bug of ours: the user gets one line and a file
-        from stackrace.base import crashlog
-
-        return crashlog.report("stackrace", exc, given)
+        return _crash(exc, given)
     finally:
         startgc.resume()  # on again however the command ended (a usage error, say)
+
+
+def _crash(exc: BaseException, given: list[str]) -> int:
+    """A bug of ours: one line naming a crash log (base/crashlog.py), exit 70."""
+    from stackrace.base import crashlog  # lazy: only on a crash (keeps every start fast)
+
+    return crashlog.report("stackrace", exc, given)
 
 
 def storage_line(exc: OSError) -> str:
@@ -195,17 +192,17 @@ def _stdout_reader_gone() -> bool:
 def _main(argv: list[str] | None) -> int:
     if argv is None and "_ARGCOMPLETE" in os.environ:
         # a Tab in a shell that sourced `stackrace completion SHELL`: answer and exit
-        from stackrace.commands.completion import complete
+        from stackrace.commands.completion import complete  # lazy: only for a Tab
 
         complete(build_parser())
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:  # asked by scripts and CI logs: no parser to build for it
         print(f"stackrace {__version__}")
         return 0
-    first = next((a for a in argv if a in {n for n, _, _ in COMMANDS}), None)
+    first = next((a for a in argv if a in {n for n, _ in COMMANDS}), None)
     if first == "load" and not {"-h", "--help", "--cluster"} & set(argv):
         # the engine process imports while `load` does, on another core (engine/early.py)
-        from stackrace.engine import early
+        from stackrace.engine import early  # lazy: only load's
 
         early.start()
     parser = build_parser(only=APP if first is None else first)
@@ -214,15 +211,11 @@ def _main(argv: list[str] | None) -> int:
     parser.set_defaults(argv=list(argv))
     args = parser.parse_args(argv)
     if args.no_tunable_limits:
-        from stackrace.stacks.ceilings import lift_limits
+        from stackrace.stacks.ceilings import lift_limits  # lazy: keeps --help's start-up fast
 
         lift_limits()
     if args.command is None:
-        from stackrace.commands import app
-        from stackrace.commands.app_args import app_command_options
-
-        # the collector stays paused until the app's first frame (tui/app.py on_mount)
-        return app.run(app_command_options(args))
+        return _open_app(args)
     # each command reads the parsed line into its own frozen options struct, and runs on
     # that alone (commands/*: `read_options`): nothing past it knows argparse
     options = args.read_options(args)
@@ -235,6 +228,22 @@ def _main(argv: list[str] | None) -> int:
         print(f"stackrace {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(rc or 0)
+
+
+def _open_app(args: argparse.Namespace) -> int:
+    """`stackrace [OPTIONS]`: the app, on this machine or, with --cluster, on a cluster
+    (its own front end over the app's command: commands/app_cluster.py). The collector
+    stays paused until the app's first frame (tui/app.py on_mount)."""
+    from stackrace.commands.app_args import app_command_options  # lazy: keeps load's start fast
+
+    options = app_command_options(args)
+    if options.cluster.wanted:
+        from stackrace.commands import app_cluster  # lazy: only with --cluster
+
+        return app_cluster.run(options)
+    from stackrace.commands import app  # lazy: only the app imports Textual
+
+    return app.run(options)
 
 
 if __name__ == "__main__":

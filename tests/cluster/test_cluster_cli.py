@@ -225,7 +225,7 @@ def test_single_machine_path_never_imports_ray():
         "from stackrace.cli import build_parser\n"
         "build_parser(); build_parser(only='load'); build_parser(only='bench')\n"
         "import stackrace.commands.load, stackrace.commands.bench, stackrace.commands.app\n"
-        "import stackrace.commands.app_args, stackrace.race.bench.run\n"
+        "import stackrace.commands.app_args, stackrace.race.bench.driver\n"
         "import stackrace.race.live.session\n"
         "assert 'ray' not in sys.modules, 'ray was imported'\n"
     )

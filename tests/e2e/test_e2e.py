@@ -151,7 +151,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
     waited, live, and the verdict at the level: queueing, with the wait and the service
     time as its proof, and where the queue was first seen (c=5: each waits five times
     what one takes; at c=2, twice)."""
-    from stackrace.tui.slider import ConcurrencySlider
+    from stackrace.tui.slider import LevelSlider
 
     sync, _async = servers
     plan = RacePlan(
@@ -161,7 +161,7 @@ async def test_sync_server_at_ten_times_its_capacity_shows_its_queue_live(server
     )
     async with race_app(plan, 1) as (app, race, pilot):
         pane = race.query_one("#pane-url1", StackPane)
-        slider = race.query_one("#level", ConcurrencySlider)
+        slider = race.query_one("#level", LevelSlider)
         await asyncio.sleep(2.5)  # c=1: the low-load level
         for level in (2, 5):  # the levels where the queue starts
             slider.value = level

@@ -130,7 +130,7 @@ def test_a_run_that_ends_leaves_nothing_of_a_cmd_wrapper(tmp_path: Path) -> None
 
 _DRIVER = """
 import asyncio, sys
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.catalogue import load_stacks
 from stackrace.stacks.variants import resolve
 from stackrace.stacks.launcher import Launcher

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from stackrace.commands._common import resolve_all
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.catalogue import load_stacks
 from stackrace.stacks.definition import Stack
 from stackrace.stacks.launcher import Launcher

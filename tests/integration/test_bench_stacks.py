@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from stackrace.race.bench.driver import run_bench
 from stackrace.race.bench.protocol import BenchPlan
-from stackrace.race.bench.run import run_bench
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.catalogue import load_stacks
 from stackrace.stacks.variants import resolve

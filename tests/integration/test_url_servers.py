@@ -133,7 +133,7 @@ def test_a_server_that_is_not_there_fails_the_run_and_names_it(server: TestServe
     assert server.stats()["by_path"]["/hello"] > 10  # the other one was raced
     # the servers started by hand are placed as members: the isolation recorded is the
     # one the run used, for two members on this machine's cores
-    from stackrace.race.bench.run import plan_placement
+    from stackrace.race.bench.driver import plan_placement
     from stackrace.settings.race_settings import RaceSettings
 
     placement, _ = plan_placement(RaceSettings(), 2)

@@ -8,7 +8,7 @@ import pytest
 from stackrace.race.live.demo import MODELS
 from stackrace.tui.bignum import BigNumber, block_lines, glyph_rows, layout
 from stackrace.tui.pane import QPS_EVERY, StackPane
-from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.slider import LevelSlider
 from stackrace.tui.spark import ScaledSparkline, bars
 from tests.tui.conftest import open_race, plan
 
@@ -52,7 +52,7 @@ async def test_every_pane_keeps_req_s_p99_failures_and_memory(size, n):
 
 async def test_slider_keeps_every_label_at_100_columns():
     async for race in sized_race((100, 30), EIGHT[:4]):
-        scale = str(race.screen.query_one("#level", ConcurrencySlider).render()).split("\n")[1]
+        scale = str(race.screen.query_one("#level", LevelSlider).render()).split("\n")[1]
         for label in (
             "1",
             "2",

@@ -20,7 +20,7 @@ from stackrace.rules.level import WEDGED, Judgment
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.pane import QPS_EVERY, StackPane, pane_widget_id
-from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.slider import LevelSlider
 from stackrace.tui.thennow import ThenNowStrip
 from tests.tui.conftest import SIZE, open_race, plan, recording_engine, synthetic_session
 
@@ -140,7 +140,7 @@ async def test_a_replay_hides_the_load_keys_and_keeps_the_presets_strip(tmp_path
         assert strip.display
         assert str(strip.content).startswith("Then beside now: experiment 002")
         # the slider focused (its own keys come first in the footer): no "+ more load"
-        slider = screen.query_one("#level", ConcurrencySlider)
+        slider = screen.query_one("#level", LevelSlider)
         slider.focus()
         await pilot.pause()
         keys = _footer_keys(app)

@@ -10,7 +10,7 @@ from stackrace.tui.chart import PercentileChart
 from stackrace.tui.dialogs import LogScreen, SummaryScreen
 from stackrace.tui.levelchart import LevelChart
 from stackrace.tui.pane import StackPane
-from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.slider import LevelSlider
 from stackrace.tui.thennow import ThenNowStrip
 from tests.tui.conftest import Race, open_race, plan, subtitle
 
@@ -68,7 +68,7 @@ async def test_starting_stack_is_shown_as_starting():
 
 async def test_slider_changes_load_on_every_stack_at_once(race: Race):
     await race.advance(8)
-    slider = race.screen.query_one("#level", ConcurrencySlider)
+    slider = race.screen.query_one("#level", LevelSlider)
     slider.focus()
     await race.pilot.press("right", "right")  # 10 -> 20 -> 50
     await race.pilot.pause()
@@ -82,7 +82,7 @@ async def test_slider_changes_load_on_every_stack_at_once(race: Race):
 
 async def test_slider_by_mouse_drives_the_engine(race: Race):
     await race.advance(6)
-    slider = race.screen.query_one("#level", ConcurrencySlider)
+    slider = race.screen.query_one("#level", LevelSlider)
     col = slider._column_of(slider.steps.index(1000))
     await race.pilot.click("#level", offset=(col, 0))
     await race.pilot.pause()
@@ -135,7 +135,7 @@ async def test_ramp_marks_breaking_points_and_fills_the_summary(race: Race, tmp_
     assert "ramp" in race.text("#status-line")
     await race.advance(160)  # dwell 3 s = 12 steps per level
     assert race.session.ramp is None  # done, level restored
-    assert race.screen.query_one("#level", ConcurrencySlider).value == 10
+    assert race.screen.query_one("#level", LevelSlider).value == 10
     # a ramp never ends silently: its summary opens by itself, titled as the ramp's
     summary = race.app.screen
     assert isinstance(summary, SummaryScreen)
@@ -270,7 +270,7 @@ async def test_a_seed_preset_shows_its_experiment_beside_the_panes_judged_live()
         assert text.startswith("Then beside now: experiment 002")
         assert "claims: " in text and "cannot be tested here" in text
         assert "· gunicorn + gevent serves hello world with lower RPS" in text  # not yet
-        slider = race.screen.query_one("#level", ConcurrencySlider)
+        slider = race.screen.query_one("#level", LevelSlider)
         slider.value = 100  # the claim's level: now it can be judged
         await race.pilot.pause()
         await race.advance(12)

@@ -21,7 +21,7 @@ from stackrace.race.playback.recording import (
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.ghost import GhostPane
-from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.slider import LevelSlider
 from tests.tui.conftest import SIZE, open_race, plan, recording_engine, synthetic_session
 
 
@@ -76,7 +76,7 @@ async def record_race(path: Path) -> dict[str, str]:
     session.listeners.append(Recorder(path, clock=recording_engine(session).clock))
     async for race in open_race(plan(stacks=("gunicorn-sync", "uvicorn")), session, settle=16):
         pilot = race.pilot
-        slider = race.screen.query_one("#level", ConcurrencySlider)
+        slider = race.screen.query_one("#level", LevelSlider)
         slider.focus()
         await pilot.press("right", "right", "right")  # 10 -> 20 -> 50 -> 100
         await pilot.press("right")  # -> 200
@@ -127,14 +127,14 @@ async def test_record_then_replay_shows_the_same_race(tmp_path):
             str(screen.query_one("#pane-gunicorn-sync #latency", Static).content)
             == live["sync-latency"]
         )
-        assert screen.query_one("#level", ConcurrencySlider).value == 200
+        assert screen.query_one("#level", LevelSlider).value == 200
         assert "REPLAY race.jsonl.gz" in str(screen.query_one("#status-line", Static).content)
         # the latency chart reads the recorded histograms
         assert player.session.percentile_curve("uvicorn", [50.0, 99.0])
         # seek back: the session is rebuilt from the start
         await player.seek(2.0)
         await screen.tick()
-        assert screen.query_one("#level", ConcurrencySlider).value == 10
+        assert screen.query_one("#level", LevelSlider).value == 10
         # pause and speed
         await pilot.press("space")
         assert player.paused
@@ -158,7 +158,7 @@ async def test_record_then_replay_shows_the_same_race(tmp_path):
         assert player.position == min(10.0, rec.duration)
         # the load is the recording's: the slider, m and r do not change it
         before = (player.session.concurrency, player.session.rate)
-        slider = screen.query_one("#level", ConcurrencySlider)
+        slider = screen.query_one("#level", LevelSlider)
         slider.focus()
         await pilot.press("right", "m", "r")
         await pilot.pause()

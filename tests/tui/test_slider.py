@@ -1,10 +1,10 @@
-"""ConcurrencySlider: snapping, clamping, keys, mouse click and drag, Changed messages."""
+"""LevelSlider: snapping, clamping, keys, mouse click and drag, Changed messages."""
 
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from stackrace.tui.slider import ConcurrencySlider, nearest_step
+from stackrace.tui.slider import LevelSlider, nearest_step
 
 
 class SliderApp(App[None]):
@@ -14,9 +14,9 @@ class SliderApp(App[None]):
         self.changes: list[int] = []
 
     def compose(self) -> ComposeResult:
-        yield ConcurrencySlider(self.value, id="s")
+        yield LevelSlider(self.value, id="s")
 
-    def on_concurrency_slider_changed(self, event: ConcurrencySlider.Changed) -> None:
+    def on_level_slider_changed(self, event: LevelSlider.Changed) -> None:
         self.changes.append(event.value)
 
 
@@ -31,7 +31,7 @@ def test_nearest_step_is_log_scale_and_clamped():
 async def test_keys_step_through_levels_and_clamp():
     app = SliderApp(10)
     async with app.run_test(size=(80, 4)) as pilot:
-        slider = app.query_one(ConcurrencySlider)
+        slider = app.query_one(LevelSlider)
         slider.focus()
         await pilot.press("right", "plus", "left")
         await pilot.pause()
@@ -50,16 +50,16 @@ async def test_keys_step_through_levels_and_clamp():
 async def test_mouse_click_and_drag():
     app = SliderApp(1)
     async with app.run_test(size=(80, 4)) as pilot:
-        slider = app.query_one(ConcurrencySlider)
+        slider = app.query_one(LevelSlider)
         last = slider._column_of(len(slider.steps) - 1)
-        await pilot.click(ConcurrencySlider, offset=(last, 0))
+        await pilot.click(LevelSlider, offset=(last, 0))
         await pilot.pause()
         assert slider.value == 10000
         # drag from the right end back to the middle step (100)
         mid = slider._column_of(slider.steps.index(100))
-        await pilot.mouse_down(ConcurrencySlider, offset=(last, 0))
-        await pilot.hover(ConcurrencySlider, offset=(mid, 0))
-        await pilot.mouse_up(ConcurrencySlider, offset=(mid, 0))
+        await pilot.mouse_down(LevelSlider, offset=(last, 0))
+        await pilot.hover(LevelSlider, offset=(mid, 0))
+        await pilot.mouse_up(LevelSlider, offset=(mid, 0))
         await pilot.pause()
         assert slider.value == 100
         assert app.changes[0] == 10000 and app.changes[-1] == 100
@@ -68,7 +68,7 @@ async def test_mouse_click_and_drag():
 async def test_set_quietly_posts_nothing():
     app = SliderApp(10)
     async with app.run_test(size=(80, 4)) as pilot:
-        slider = app.query_one(ConcurrencySlider)
+        slider = app.query_one(LevelSlider)
         slider.set_quietly(200)
         await pilot.pause()
         assert slider.value == 200 and app.changes == []
@@ -78,10 +78,10 @@ def test_a_level_off_the_steps_is_the_slider_s_own() -> None:
     """`stackrace -c 300 --go`: the race runs 300 connections; the slider once said 200
     (the nearest step) beside panes saying c=300. The given level is a step of its own,
     and +/- go on from it to the steps around it."""
-    from stackrace.tui.slider import ConcurrencySlider
+    from stackrace.tui.slider import LevelSlider
 
-    slider = ConcurrencySlider(300)
+    slider = LevelSlider(300)
     assert slider.value == 300
     i = slider.steps.index(300)
     assert slider.steps[i - 1] == 200 and slider.steps[i + 1] == 500
-    assert ConcurrencySlider(100).steps == ConcurrencySlider(50).steps  # on the steps: as ever
+    assert LevelSlider(100).steps == LevelSlider(50).steps  # on the steps: as ever

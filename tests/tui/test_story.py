@@ -13,7 +13,7 @@ from stackrace.engine.model import HTTP_STATUS, WindowStats
 from stackrace.race.live.demo import MODELS, SyntheticEngine
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.pane import StackPane
-from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.slider import LevelSlider
 from tests.tui.conftest import Race, open_race, plan, subtitle
 
 
@@ -224,4 +224,21 @@ async def test_a_talk_track_moves_the_load_and_captions_it():
         await race.advance(14)
         assert race.session.concurrency == 50
         assert "fifty clients" in race.text("#status-line")
-        assert race.screen.query_one("#level", ConcurrencySlider).value == 50
+        assert race.screen.query_one("#level", LevelSlider).value == 50
+
+
+async def test_a_talk_steps_concurrency_is_connections_after_a_rate_too():
+    """`concurrency = 20` after `rate = 500` is a closed loop at 20 connections, never
+    20 req/s: the word means connections wherever it is written."""
+    from stackrace.race.live.talk import parse_talk
+
+    track = parse_talk(
+        '[[step]]\nat = "0s"\nrate = 500\n[[step]]\nafter = "3s"\nconcurrency = 20\n'
+    )
+    async for race in open_race(plan(stacks=("gunicorn-sync",), concurrency=10)):
+        race.session.play_talk(track)
+        await race.advance(2)
+        assert race.session.rate == 500.0
+        await race.advance(14)
+        assert race.session.rate is None and race.session.concurrency == 20
+        assert race.screen.query_one("#level", LevelSlider).value == 20

@@ -112,6 +112,8 @@ def test_talk_track_times_and_steps():
     ("text", "error"),
     [
         ("[[step]]\nconcurrency = 0", "step 1: key 'concurrency'"),
+        ("[[step]]\nconcurrency = true", "step 1: key 'concurrency'"),
+        ("[[step]]\nconcurrency = 10\nrate = 500", "step 1: give `concurrency`"),
         ("[[step]]\nbogus = 1", "step 1: unknown key 'bogus'"),
         ("[[step]]\nat = '1s'\nafter = '2s'", "`at` or `after`"),
         ("[[step]]\nrate = 'fast'", "key 'rate'"),
@@ -330,16 +332,17 @@ def test_the_app_takes_variants_and_presets_as_bench_does():
     KEY=VALUE is not a stack of its own (the app split `--stacks` at every comma)."""
     from stackrace.cli import build_parser
     from stackrace.commands.app_args import app_options
-    from stackrace.race.live.setup import race_settings
+    from stackrace.race.live.setup import build_session
     from stackrace.settings.race_settings import BENCH_ONLY, options
 
     argv = ["--demo", "--stacks", "gunicorn-sync:workers=2,threads=4,uvicorn", "-c", "7"]
-    settings = race_settings(app_options(build_parser().parse_args(argv)))
+    _s, plan, _c, _p = build_session(app_options(build_parser().parse_args(argv)))
+    settings = plan.settings
     assert settings.stacks == ["gunicorn-sync:workers=2,threads=4", "uvicorn"]
     assert settings.concurrency_levels == [10, 100]  # -c is the app's starting level, not levels
-    args = build_parser().parse_args(["--preset", "sync-ceiling", "--workload", "json"])
-    settings = race_settings(app_options(args))
-    assert settings.workload == "json" and settings.stacks[0] == "gunicorn-sync"
+    args = build_parser().parse_args(["--demo", "--preset", "sync-ceiling", "--workload", "json"])
+    _s, plan, _c, _p = build_session(app_options(args))
+    assert plan.settings.workload == "json" and plan.settings.stacks[0] == "gunicorn-sync"
     # bench's own settings are declared so on the field, and the app offers none of them
     assert {"concurrency_levels", "duration", "warmup", "repeat", "isolation"} <= set(BENCH_ONLY)
     app_flags = {a for action in build_parser()._actions for a in action.option_strings}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from stackrace.race.bench.driver import run_bench
 from stackrace.race.bench.protocol import BenchPlan
-from stackrace.race.bench.run import run_bench
 from stackrace.race.core.capacity_plan import CapacityPlan
 from stackrace.race.live.demo import TICK, StackModel, synthetic_parts
 from stackrace.report.schema import BenchRun

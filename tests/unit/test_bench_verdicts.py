@@ -9,7 +9,7 @@ import csv
 import io
 
 from stackrace.engine.model import LatencySummary, WindowStats
-from stackrace.race.bench.recorder import with_breaking_point
+from stackrace.race.bench.results import with_breaking_point
 from stackrace.report import tables
 from stackrace.report.schema import (
     SCHEMA_VERSION,

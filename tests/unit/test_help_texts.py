@@ -63,7 +63,7 @@ def helps() -> dict[str, tuple[argparse.ArgumentParser, str]]:
             os.environ["COLUMNS"] = old
 
 
-NAMES = ["stackrace", *(f"stackrace {n}" for n, _m, _h in COMMANDS)] + [
+NAMES = ["stackrace", *(f"stackrace {n}" for n, _h in COMMANDS)] + [
     f"stackrace db {a}" for a in ("up", "down", "status", "seed", "reset", "env")
 ]
 
@@ -171,7 +171,7 @@ def test_the_cluster_options_are_one_line_in_each_help(helps) -> None:
 
 
 def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    first = next((a for a in argv if a in {n for n, _m, _h in COMMANDS}), None)
+    first = next((a for a in argv if a in {n for n, _h in COMMANDS}), None)
     with pytest.raises(SystemExit) as exc:
         build_parser(only=first).parse_args(argv)
     assert exc.value.code == 2
@@ -226,7 +226,7 @@ def test_every_example_parses() -> None:
     assert len(lines) > 40
     for line in lines:
         words = shlex.split(line.text)[1:]
-        first = next((w for w in words if w in {n for n, _m, _h in COMMANDS}), None)
+        first = next((w for w in words if w in {n for n, _h in COMMANDS}), None)
         try:
             build_parser(only=first).parse_args(words)
         except SystemExit as exc:  # --help, --version: none is an example

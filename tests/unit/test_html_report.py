@@ -18,8 +18,8 @@ import msgspec
 import pytest
 
 from stackrace.engine.histogram import SparseHistogram
+from stackrace.race.bench.driver import run_bench
 from stackrace.race.bench.protocol import BenchPlan
-from stackrace.race.bench.run import run_bench
 from stackrace.race.live.demo import StackModel, synthetic_parts
 from stackrace.report import html, series
 from stackrace.report.html_chart import lttb

@@ -226,7 +226,7 @@ async def test_404s_are_no_throughput_and_no_slo_is_met_on_them():
 def test_levels_given_twice_or_out_of_order_are_refused(levels: str) -> None:
     """`bench --concurrency 5,5` once judged a level against itself ("queueing at 5,
     latency ×1.1"): the parser behind --concurrency, presets and run files refuses it."""
-    from stackrace.settings.options import OptionValueError, positive_int_list
+    from stackrace.settings.parsers import OptionValueError, positive_int_list
 
     with pytest.raises(OptionValueError, match="must rise level by level"):
         positive_int_list(levels)

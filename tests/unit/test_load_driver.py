@@ -18,8 +18,7 @@ from stackrace.engine.model import LatencySummary, TargetSnapshot, WindowStats
 from stackrace.race.core.core import RaceCore
 from stackrace.race.live.demo import SyntheticEngine
 from stackrace.race.load.driver import LoadPlan, LoadRun, Phase, WarmupCount, drive, member
-from stackrace.report.load import SCHEMA_FILE, LoadFacts, load_result, schema_text
-from stackrace.report.load_histogram import buckets
+from stackrace.report.load import SCHEMA_FILE, LoadFacts, buckets, load_result, schema_text
 from stackrace.report.load_text import summary_lines
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.scenario import url_kinds

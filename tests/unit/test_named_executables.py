@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.catalogue import load_stacks
 from stackrace.stacks.definition import ConfigError
 from stackrace.stacks.variants import resolve

@@ -1,4 +1,4 @@
-"""One parser per kind of option value (stackrace.settings.options): what each accepts and refuses.
+"""One parser per kind of option value (stackrace.settings.parsers): what each accepts and refuses.
 
 The refusals as a user meets them (one line, exit 2, no load):
 tests/hardening/test_options.py."""
@@ -11,25 +11,25 @@ from collections.abc import Callable
 
 import pytest
 
-from stackrace.settings import options
+from stackrace.settings import parsers
 
 CPUS = sorted(os.sched_getaffinity(0))
 
 
 CASES = [
     (
-        options.positive_duration,
+        parsers.positive_duration,
         {"10s": 10.0, "500ms": 0.5, "2m": 120.0, "1.5": 1.5},
         ["0", "0s", "-1s", "soon", "", "nan", "1e999"],
     ),
-    (options.non_negative_duration, {"0": 0.0, "0s": 0.0, "2s": 2.0}, ["-1s", "x"]),
-    (options.positive_rate, {"500": 500.0, "0.5": 0.5}, ["0", "-5", "nan", "inf", "-inf", ""]),
-    (options.positive_int, {"1": 1, "40": 40}, ["0", "-5", "1.5", "x", ""]),
-    (options.positive_int_list, {"10,100": [10, 100], "1": [1]}, ["10,,100", "0,10", "-1", ""]),
+    (parsers.non_negative_duration, {"0": 0.0, "0s": 0.0, "2s": 2.0}, ["-1s", "x"]),
+    (parsers.positive_rate, {"500": 500.0, "0.5": 0.5}, ["0", "-5", "nan", "inf", "-inf", ""]),
+    (parsers.positive_int, {"1": 1, "40": 40}, ["0", "-5", "1.5", "x", ""]),
+    (parsers.positive_int_list, {"10,100": [10, 100], "1": [1]}, ["10,,100", "0,10", "-1", ""]),
     # `db up --port 0` would mean "any port" and start on another one silently
-    (options.port_number, {"1": 1, "13306": 13306, "65535": 65535}, ["0", "65536", "-1", "x"]),
-    (options.procs, {"auto": "auto", "AUTO": "auto", "3": 3}, ["0", "-1", "many", ""]),
-    (options.cpu_list, {str(CPUS[0]): [CPUS[0]]}, ["-1", "99", "999", "a", "0,0", "1-0"]),
+    (parsers.port_number, {"1": 1, "13306": 13306, "65535": 65535}, ["0", "65536", "-1", "x"]),
+    (parsers.procs, {"auto": "auto", "AUTO": "auto", "3": 3}, ["0", "-1", "many", ""]),
+    (parsers.cpu_list, {str(CPUS[0]): [CPUS[0]]}, ["-1", "99", "999", "a", "0,0", "1-0"]),
 ]
 
 
@@ -40,16 +40,16 @@ def test_parsers_accept_and_refuse(
     for text, value in good.items():
         assert parser(text) == value
     for text in bad:
-        with pytest.raises(options.OptionValueError, match=re.escape(repr(text))):
+        with pytest.raises(parsers.OptionValueError, match=re.escape(repr(text))):
             parser(text)
 
 
 def test_cpu_ranges_and_procs_cap() -> None:
-    assert options.cpu_list(f"{CPUS[0]}-{CPUS[-1]}") == CPUS
+    assert parsers.cpu_list(f"{CPUS[0]}-{CPUS[-1]}") == CPUS
     n = len(CPUS)
-    assert options.cap_procs(1) == (1, None)
-    assert options.cap_procs("auto") == (min(4, n), None)
-    capped, note = options.cap_procs(n + 38)
+    assert parsers.cap_procs(1) == (1, None)
+    assert parsers.cap_procs("auto") == (min(4, n), None)
+    capped, note = parsers.cap_procs(n + 38)
     assert capped == n and note is not None and f"--procs {n + 38} capped at {n}" in note
-    capped, note = options.cap_procs(2, cpus=[CPUS[0]])
+    capped, note = parsers.cap_procs(2, cpus=[CPUS[0]])
     assert capped == 1 and note is not None and "--engine-cpus" in note

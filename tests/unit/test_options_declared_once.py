@@ -20,8 +20,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import pytest
-
 # flag -> how many different options carry it, and why they are different options
 DIFFERENT: dict[str, int] = {
     # bench's --concurrency is a list of levels; in the app and `load` one number of
@@ -43,13 +41,6 @@ DIFFERENT: dict[str, int] = {
     # bench runs a saved run again; tune renders a saved tune
     "--from": 2,
 }
-# `load` declares these race settings again, each as another option than the setting:
-# --rate is one target's rate (positive_rate: no per-stack ceiling), --cacert is checked
-# as a file by load itself (its message, after the parse), --clients and --slow-share
-# parse to the engine's ClientProfile and share. Each is to be read from the one settings
-# declaration with load's parser (issue 50); `test_loads_own_settings_are_loads_alone`
-# keeps the list from spreading
-LOAD_OWN_SETTINGS = ("--cacert", "--clients", "--rate", "--slow-share")
 
 
 @contextmanager
@@ -75,7 +66,7 @@ def _declarations() -> Iterator[dict[str, set[tuple[str, int]]]]:
 
 
 def declared_twice(sites: dict[str, set[tuple[str, int]]]) -> dict[str, list[str]]:
-    allowed = {**DIFFERENT, **{f: 2 for f in LOAD_OWN_SETTINGS}}
+    allowed = DIFFERENT
     return {
         flag: sorted(f"{path.split('/src/')[-1]}:{line}" for path, line in where)
         for flag, where in sorted(sites.items())
@@ -114,14 +105,3 @@ def add_same_there(p: argparse.ArgumentParser) -> None:
 
 def add_once(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shared")  # one declaration, called for two parsers: declared once
-
-
-@pytest.mark.parametrize("flag", LOAD_OWN_SETTINGS)
-def test_loads_own_settings_are_loads_alone(flag: str):
-    """The listed exceptions do not spread: each is declared by load and the settings."""
-    from stackrace import cli
-
-    with _declarations() as sites:
-        cli.build_parser()
-    files = {path.split("/src/")[-1] for path, _ in sites[flag]}
-    assert files <= {"stackrace/commands/load_args.py", "stackrace/commands/settings_args.py"}

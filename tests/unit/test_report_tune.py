@@ -81,7 +81,7 @@ def test_a_tie_or_an_interrupted_tune_names_no_winner() -> None:
 def test_a_confidence_is_never_said_as_certain() -> None:
     """Two noisy figures far apart: rounding says "100 % confidence", which no
     measurement on a shared machine earns."""
-    from stackrace.race.bench.tune_outcome import sure
+    from stackrace.race.bench.tune_search import sure
 
     assert sure(0.97) == "97 %" and sure(0.994) == "99 %"
     assert sure(0.9999) == "over 99 %" and sure(1.0) == "over 99 %"

@@ -103,12 +103,13 @@ def test_the_deploy_line_leaves_the_status_page_out() -> None:
 def test_your_app_under_uwsgi_shows_its_stats_page_too() -> None:
     """`--app` under uWSGI: the block's status page comes with the app's stack, and
     a server whose app template has no page gets none."""
+    from stackrace.stacks.app_probe import app_environment
     from stackrace.stacks.app_spec import AppSpec
     from stackrace.stacks.userapp import app_stacks
     from tests.helpers import ROOT
 
     app = AppSpec("flask_app:app", ROOT / "examples", "/usr/bin/python3", "wsgi")
-    made = app_stacks(load_stacks(), app)
+    made = app_stacks(load_stacks(), app, app_environment(app))
     uwsgi = made["uwsgi[app]"]
     assert uwsgi.status == "http://127.0.0.1:{status_port}"
     assert "--stats=127.0.0.1:{status_port}" in uwsgi.command

@@ -207,7 +207,7 @@ def test_tune_refuses_values_above_the_ceiling_and_settings_the_stack_lacks() ->
 
 def test_tune_sweeps_a_variant_without_redoing_what_it_fixes() -> None:
     from stackrace.commands.tune_space import axes
-    from stackrace.race.bench.tune_space import Space
+    from stackrace.race.bench.tune_search import Space
 
     stacks = load_stacks()
     # `tune uvicorn:workers=2 --workers 1,2` made "uvicorn:workers=2:workers=1"

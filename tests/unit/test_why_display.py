@@ -197,8 +197,7 @@ async def test_a_failed_capture_is_one_line_never_an_exception():
 
 
 def test_tune_measures_the_knob_the_cause_implies_first_and_still_all():
-    from stackrace.race.bench.tune_search import TunePlan, TuneSearch
-    from stackrace.race.bench.tune_space import Space
+    from stackrace.race.bench.tune_search import Space, TunePlan, TuneSearch
 
     space = Space({"gthread": {"workers": ["1", "2", "5"], "threads": ["1", "8", "32"]}})
     search = TuneSearch(space, TunePlan(budget_s=3600, start=4), seed=1)

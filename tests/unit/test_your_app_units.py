@@ -12,6 +12,7 @@ from stackrace.base.slug import is_safe, slug
 from stackrace.engine.mix import sequence
 from stackrace.settings import statuses
 from stackrace.settings.scenario import ScenarioError, kinds_from, load_scenario, parse_path_item
+from stackrace.stacks.app_probe import app_environment
 from stackrace.stacks.app_spec import AppError, AppSpec, choose_python, parse_env, parse_target
 from stackrace.stacks.catalogue import load_stacks
 from stackrace.stacks.userapp import app_stacks, cmd_stack
@@ -96,7 +97,7 @@ def test_cmd_is_split_into_words_and_its_placeholders_checked() -> None:
 def test_app_stacks_are_named_slugged_and_take_variants() -> None:
     defs = load_stacks(ROOT / "stacks.toml")
     app = AppSpec("flask_app:app", ROOT / "examples", "/usr/bin/python3", "wsgi")
-    made = app_stacks(defs, app)
+    made = app_stacks(defs, app, app_environment(app))
     assert "gunicorn-sync[app]" in made and "uvicorn[app]" not in made
     assert made["gunicorn-sync[app]"].db is False
     stacks = {**defs, **made}

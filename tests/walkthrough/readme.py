@@ -87,7 +87,7 @@ def _is_command(text: str) -> bool:
     words = text.split()
     if len(words) == 1:
         return True
-    return words[1] in {name for name, _m, _h in COMMANDS} or words[1].startswith("-")
+    return words[1] in {name for name, _h in COMMANDS} or words[1].startswith("-")
 
 
 def command_lines(paths: list[Path] | None = None) -> list[Line]:

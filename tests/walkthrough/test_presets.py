@@ -24,7 +24,7 @@ from stackrace.stacks.protocols import NEEDS_ENGINE, engine_speaks_h2
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.bignum import BigNumber
 from stackrace.tui.race import RaceScreen
-from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.slider import LevelSlider
 from stackrace.tui.thennow import ThenNowStrip
 from tests.walkthrough.realapp import (
     all_loaded,
@@ -164,7 +164,7 @@ async def check_held(app: StackraceApp, pilot: Pilot[int]) -> None:
 
 async def record_a_little(app: StackraceApp, pilot: Pilot[int]) -> dict[str, object]:
     """A slider move and `b` while recording; the summary of what was measured."""
-    slider = race_of(app).query_one("#level", ConcurrencySlider)
+    slider = race_of(app).query_one("#level", LevelSlider)
     slider.focus()
     await pilot.pause(2.0)
     await pilot.press("left")  # c=10 → c=5

@@ -17,7 +17,7 @@ from stackrace.tui.bignum import BigNumber
 from stackrace.tui.dialogs import SummaryScreen
 from stackrace.tui.pane import StackPane
 from stackrace.tui.picker import PickerScreen
-from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.slider import LevelSlider
 from stackrace.tui.stack_list import StackList
 from tests.walkthrough.realapp import all_loaded, panes_shown, race_of, real_app, wait_for, why_not
 
@@ -142,7 +142,7 @@ async def test_an_overload_wedges_the_sync_worker_and_r_ramps_from_a_clean_start
         assert view is not None, why_not(app.race.last_view if app.race else None)
         await pilot.pause(4.0)  # the overload: a thousand clients queue at the sync worker
         session = app.session
-        slider = race_of(app).query_one("#level", ConcurrencySlider)
+        slider = race_of(app).query_one("#level", LevelSlider)
         slider.focus()
         await pilot.press("home")  # c=1
 

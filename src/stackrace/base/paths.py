@@ -111,7 +111,7 @@ def writable_dir(
         if made_for is not None:
             # imported here, as in sync_apps: madeby's msgspec and uuid stay out of the
             # start-up of every command that only asks where a file lives
-            from stackrace.base import madeby
+            from stackrace.base import madeby  # lazy: keeps every start fast
 
             madeby.make_dir(path, made_for)
         else:
@@ -155,7 +155,7 @@ def run_locks_dir() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
         return Path(runtime) / "stackrace"
-    import tempfile
+    import tempfile  # lazy: tempfile off start-up
 
     return Path(tempfile.gettempdir()) / f"stackrace-{os.getuid()}"
 
@@ -230,7 +230,7 @@ def sync_apps(src: Path, dst: Path) -> None:
     except inside build-output directories (bin/, node_modules/).
     """
     # imported here: see writable_dir
-    from stackrace.base import madeby
+    from stackrace.base import madeby  # lazy: keeps every start fast
 
     stamp = dst / APPS_STAMP
     manifest = _manifest(src)

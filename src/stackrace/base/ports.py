@@ -72,7 +72,7 @@ def port_in_use(port: int, host: str = LOOPBACK) -> bool:
 def pid_listening_on(port: int) -> int | None:
     """The pid of the process listening on a TCP port, when we may see it."""
     try:
-        import psutil
+        import psutil  # lazy: keeps start-up fast
 
         for conn in psutil.net_connections(kind="tcp"):
             if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:

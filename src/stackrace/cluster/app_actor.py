@@ -193,8 +193,8 @@ class DbHost:
 
     async def start(self, rows: int) -> dict[str, str]:
         """Start and seed it (if needed); the environment the stacks connect with."""
-        # lazy for start-up: the database (pymysql) only on an app node that serves it
-        from stackrace.db import ManagedMariaDB, db_env
+        # the database (pymysql) only on an app node that serves it
+        from stackrace.db import ManagedMariaDB, db_env  # lazy: keeps the app host's start fast
 
         normal_priority()  # MariaDB inherits it
         if self._db is None:

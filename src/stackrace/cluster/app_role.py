@@ -23,13 +23,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-
 from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
-from stackrace.race.core.members import StackChoice
+from stackrace.race.core.members import StackChoice, StackHandle
+from stackrace.race.core.placement import placed
 from stackrace.race.core.state import StackState
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
 from stackrace.stacks.listen import ListenState
 from stackrace.stacks.running import LaunchError
@@ -69,7 +68,7 @@ class RemoteStack:
         return list(self.status.root_pids)
 
     def log_tail(self, lines: int = 20) -> str:
-        import ray
+        import ray  # lazy: only with --cluster
 
         if self._launcher is not None and self._launcher.lost:
             return self._launcher.lost  # nothing to ask any more
@@ -141,7 +140,7 @@ class RemoteLauncher:
         self._applied = self._asked
 
     async def _refresh_loop(self) -> None:
-        import ray
+        import ray  # lazy: only with --cluster
 
         while not self._closed and not self.lost:
             await asyncio.sleep(_REFRESH_S)
@@ -211,20 +210,15 @@ class RemoteLauncher:
 # --- the race core's stack source (race.core.StackStarter) ------------------------------
 
 
-class RemoteMember:
+class RemoteMember(StackHandle):
     """One raced stack on the app node, as the race core sees a member (MemberHandle).
 
     Its start runs in a task (the core shows "starting" meanwhile); its state and its
     resource sample come from the launcher's status refresh, so reading them never waits
     on the network."""
 
-    external = False
-
     def __init__(self, source: ClusterStackSource, stack: Stack) -> None:
-        self.stack = stack
-        self.id = stack.name
-        self.name = stack.title
-        self.family = stack.spec.family
+        super().__init__(stack)
         self._source = source
         self._rs: RemoteStack | None = None
         self._error: str | None = None
@@ -266,10 +260,6 @@ class RemoteMember:
     @property
     def base_url(self) -> str:
         return self._rs.url if self._rs is not None else ""
-
-    @property
-    def http(self) -> str:
-        return self.stack.http
 
     @property
     def cacert(self) -> str | None:
@@ -339,7 +329,7 @@ class ClusterStackSource:
             return self.launcher
 
     def catalog(self) -> list[StackChoice]:
-        import ray
+        import ray  # lazy: only with --cluster
 
         if self._catalog is None:
             stacks, broken = [], []
@@ -374,12 +364,7 @@ class ClusterStackSource:
         return self.start_stack(resolve(stack_id, self.defs, named_in=COMMAND_LINE), cpus)
 
     def start_stack(self, stack: Stack, cpus: list[int] | None) -> RemoteMember:
-        spec = stack.spec
-        if cpus and spec.cpus is None:
-            spec = msgspec.structs.replace(spec, cpus=cpus)
-        if self.memory_max and spec.memory_max is None:
-            spec = msgspec.structs.replace(spec, memory_max=self.memory_max)
-        member = RemoteMember(self, dataclasses.replace(stack, spec=spec))
+        member = RemoteMember(self, placed(stack, cpus, self.memory_max))
         self.members.append(member)
         return member
 

@@ -59,7 +59,7 @@ def protocol_fingerprint() -> str:
 
 def current_node_id() -> str:
     """The node this actor runs on, as Ray knows it (not as it was asked for)."""
-    import ray  # only ever called inside an actor, where Ray is loaded
+    import ray  # lazy: only ever called inside an actor, where Ray is loaded
 
     return ray.get_runtime_context().get_node_id()
 

@@ -75,8 +75,10 @@ class RayLink:
         self.host_info: HostInfo | None = None  # the node it runs on, once open
 
     async def open(self) -> None:
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        import ray  # lazy: only with --cluster
+        from ray.util.scheduling_strategies import (
+            NodeAffinitySchedulingStrategy,  # lazy: only with --cluster
+        )
 
         node = self.slot.node
         # Hard affinity to a node id resolved a moment ago: fails at once if the node is
@@ -129,7 +131,7 @@ class RayLink:
         self._seq += 1
 
     async def messages(self) -> AsyncIterator[Message | str]:
-        import ray
+        import ray  # lazy: only with --cluster
 
         while self._actor is not None:
             try:
@@ -159,7 +161,7 @@ class RayLink:
         return self._alive
 
     async def close(self, grace: float = 2.0) -> None:
-        import ray
+        import ray  # lazy: only with --cluster
 
         actor = self._actor
         if actor is None:
@@ -175,7 +177,7 @@ class RayLink:
     def discard(self) -> None:
         """The engine's host was lost: kill the actor (Ray does it once the node is
         reachable again, or forgets it with the node), wait for nothing."""
-        import ray
+        import ray  # lazy: only with --cluster
 
         actor, self._actor = self._actor, None
         self._alive = False

@@ -40,7 +40,7 @@ class LoadSlot:
 
 def live_nodes() -> list[NodeInfo]:
     """The cluster's live nodes (needs ray.init first)."""
-    import ray
+    import ray  # lazy: only with --cluster
 
     out = []
     for n in ray.nodes():

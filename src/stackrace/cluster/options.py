@@ -38,10 +38,11 @@ class ClusterOptions:
 
 def placement_of(o: ClusterOptions) -> NodePlacement:
     # the placement file's reader (tomllib, msgspec) is imported when a cluster is asked
-    # for: every command reads these options, and it keeps start-up fast without one
-    from stackrace.cluster.placement import NodePlacement, load_placement, with_flags
+    # for: every command reads these options
+    from stackrace.cluster import placement  # lazy: keeps every command's start-up fast
 
-    base = load_placement(o.placement_file) if o.placement_file else NodePlacement()
+    given = o.placement_file
+    base = placement.load_placement(given) if given else placement.NodePlacement()
     try:
         timeout = parse_duration(o.timeout) if o.timeout else None
     except ValueError as exc:
@@ -50,7 +51,7 @@ def placement_of(o: ClusterOptions) -> NodePlacement:
         lost_after = parse_duration(o.lost_after) if o.lost_after else None
     except ValueError as exc:
         raise ClusterError(f"--cluster-lost-after: {exc}") from None
-    return with_flags(
+    return placement.with_flags(
         base,
         load_nodes=list(o.load_nodes) or None,
         app_node=o.app_node,
@@ -64,8 +65,8 @@ def connect(o: ClusterOptions, prog: str) -> ClusterRun | None:
     """The run for these options, or None after one line on stderr saying why not."""
     try:
         placement = placement_of(o)
-        # lazy for start-up: the cluster's run imports Ray, paid only with --cluster
-        from stackrace.cluster.run import ClusterRun
+        # the cluster's run imports Ray, paid only with --cluster
+        from stackrace.cluster.run import ClusterRun  # lazy: keeps start-up fast
 
         return ClusterRun.connect(o.address, placement)
     except ClusterError as exc:

@@ -44,7 +44,7 @@ _RAY_LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 def import_ray() -> Any:
     """Ray, or RayMissing saying how to install it."""
     try:
-        import ray
+        import ray  # lazy: only with --cluster
     except ImportError:
         raise RayMissing() from None
     return ray
@@ -147,7 +147,9 @@ class ClusterRun:
         return HOST if all(s.node.address == app for s in self.slots) else app
 
     def _place(self, cls: Any, node: NodeInfo, *args: Any) -> Any:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        from ray.util.scheduling_strategies import (
+            NodeAffinitySchedulingStrategy,  # lazy: only with --cluster
+        )
 
         actor = cls.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.id, soft=False), num_cpus=0

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from stackrace.settings.race_parsers import split_stacks
+from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.catalogue import (
     GIVEN,
     SHIPPED,
@@ -47,14 +48,14 @@ def load(
 def add_private_db_arguments(p: argparse.ArgumentParser, help: str) -> None:
     """--db: the private MariaDB started for the command, so that /db answers (serve,
     verify; `db`'s own --db is another server's DSN)."""
-    p.add_argument("--db", action="store_true", help=help)
+    # the two exclude each other: argparse refuses both at once, before anything starts
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--db", action="store_true", help=help)
     # the default since --db: kept so that scripts written for the old default still run
-    p.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
+    group.add_argument("--no-db", action="store_true", help=argparse.SUPPRESS)
 
 
 def _no_app() -> YourApp:
-    from stackrace.stacks.app_spec import YourApp
-
     return YourApp()
 
 
@@ -79,12 +80,6 @@ def trusted_names(stacks: StackFile, prog: str) -> list[str]:
     if line:
         print(f"{prog}: {line}", file=sys.stderr)
     return [n for n in stacks if n not in stacks.untrusted]
-
-
-def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
-    from stackrace.stacks.userapp import default_app_stacks as defaults
-
-    return defaults(stacks)
 
 
 def resolve_all(

@@ -9,11 +9,18 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stackrace.commands.metrics_args import add_metrics_arguments
+from stackrace.commands.cluster_args import cluster_options
+from stackrace.commands.metrics_args import add_metrics_arguments, metrics_options
 from stackrace.commands.output_args import add_allow_remote_argument
-from stackrace.commands.settings_args import add_preset_argument
+from stackrace.commands.settings_args import add_options, add_preset_argument, given
+from stackrace.commands.target_args import (
+    add_url_arguments,
+    add_your_app_arguments,
+    your_app_options,
+)
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
-from stackrace.settings.options import positive_int
+from stackrace.settings.parsers import positive_int
+from stackrace.settings.race_settings import BENCH_ONLY
 
 if TYPE_CHECKING:
     from stackrace.cluster.options import ClusterOptions
@@ -23,11 +30,7 @@ if TYPE_CHECKING:
 
 def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     """The app's options, grouped by what a person wants to do."""
-    from stackrace.commands.target_args import add_url_arguments
-
     add_race_arguments(parser)
-    from stackrace.commands.target_args import add_your_app_arguments
-
     add_your_app_arguments(parser.add_argument_group("your app on every server (docs/your-app.md)"))
     servers = parser.add_argument_group("servers you started (docs/your-app.md)")
     add_url_arguments(servers)  # --url [NAME=]URL, --pid: as in bench
@@ -50,9 +53,6 @@ APP_HELP = {
 
 def add_race_arguments(parser: argparse.ArgumentParser) -> None:
     """What to race and how, from the one settings declaration, plus the app's own."""
-    from stackrace.commands.settings_args import add_options
-    from stackrace.settings.race_settings import BENCH_ONLY
-
     start = parser.add_argument_group("what to race (the picker's choices; with --go, no picker)")
     add_preset_argument(
         start, "settings and stacks of a stored scenario (presets/NAME.toml); options override"
@@ -109,10 +109,7 @@ def add_big_argument(group: argparse._ArgumentGroup | argparse.ArgumentParser, h
 
 def app_options(args: argparse.Namespace) -> AppOptions:
     """The app's command line, typed: what race/live/setup.py builds the race from."""
-    from stackrace.commands.settings_args import given
-    from stackrace.commands.target_args import your_app_options
-    from stackrace.race.live.setup import AppOptions
-    from stackrace.settings.race_settings import BENCH_ONLY
+    from stackrace.race.live.setup import AppOptions  # lazy: keeps --help's start fast
 
     return AppOptions(
         given=given(args, skip=BENCH_ONLY),
@@ -144,7 +141,4 @@ class AppCommandOptions:
 
 
 def app_command_options(args: argparse.Namespace) -> AppCommandOptions:
-    from stackrace.commands.cluster_args import cluster_options
-    from stackrace.commands.metrics_args import metrics_options
-
     return AppCommandOptions(app_options(args), metrics_options(args), cluster_options(args))

@@ -32,33 +32,36 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from stackrace.cluster.options import connect
+from stackrace.base.paths import writable_dir
 from stackrace.commands import runguard
 from stackrace.commands._common import (
     announce,
 )
 from stackrace.commands.bench_args import BenchOptions, add_bench_arguments, bench_options
 from stackrace.commands.bench_output import tell
-from stackrace.commands.bench_plan import build_plan, capacity_plan, fail
+from stackrace.commands.bench_plan import build_plan, capacity_plan, cluster_parts, fail
+from stackrace.commands.db_hook import open_for_workload
+from stackrace.db.watch import DbWatch
 from stackrace.metrics.exporter import MetricsExporter, open_exporter
+from stackrace.race.bench.driver import plan_placement, run_bench
 from stackrace.race.bench.protocol import BenchPlan
-from stackrace.race.bench.recorder import BenchRecorder
-from stackrace.race.bench.run import plan_placement, run_bench
+from stackrace.race.bench.results import BenchResults, new_run
 from stackrace.race.core.capacity_plan import ResumeError
 from stackrace.race.core.journal import (
     CapacitySpec,
+    Journal,
     JournalStart,
     Resumed,
     read_journal,
 )
 from stackrace.race.core.members import RaceParts
-from stackrace.race.core.noise import capacity_noise
-from stackrace.race.core.placement import cpus_problem
+from stackrace.race.core.noise import NoiseMeter, capacity_noise
 from stackrace.race.core.presets import load_preset
 from stackrace.race.core.urls import unsampled_slo
 from stackrace.report import gate
@@ -77,6 +80,7 @@ from stackrace.report.write import (
 )
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import StackFile
+from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir
 
 if TYPE_CHECKING:
     from stackrace.cluster.run import ClusterRun
@@ -212,8 +216,6 @@ def run(o: BenchOptions) -> int:
 
 def skeleton(plan: BenchPlan, origin: Any) -> BenchRun:
     """The run as a journal's start holds it: settings, stack names, provenance."""
-    from stackrace.race.bench.recorder import new_run
-
     run = new_run(plan)
     run.stacks = [
         StackResult(name=s.name, title=s.title, family=s.spec.family, version="", levels=[])
@@ -247,29 +249,13 @@ def _run_locked(
     cluster = None
     parts: RaceParts | None = None
     if o.race.cluster.wanted:  # the stacks on the app node, the engines on the load nodes
-        from stackrace.cluster.errors import ClusterError
-        from stackrace.cluster.frontends import bench_parts
-
-        cluster = connect(o.race.cluster, "stackrace bench")
-        if cluster is None:
+        joined = cluster_parts(o.race.cluster, "stackrace bench", plan.settings.cpus)
+        if joined is None:
             if metrics is not None:
                 metrics.close()
             return 2
-        try:
-            parts = bench_parts(cluster)
-            problem = cpus_problem(plan.settings.cpus, parts.cores, engine_here=False)
-            if problem:
-                raise ClusterError(f"{problem} (the app node)")
-        except ClusterError as exc:
-            cluster.close()
-            if metrics is not None:
-                metrics.close()
-            fail(str(exc))
-            return 2
+        cluster, parts = joined
     if plan.stacks:  # before anything of the stacks files runs (--url alone runs none)
-        from stackrace.base.paths import writable_dir
-        from stackrace.stacks.run_roots import RUNS_MADE_FOR, runs_dir
-
         if not o.race.cluster.wanted:  # (a cluster's stacks run on its app node)
             # a read-only or full home: one line now, not after the first progress lines
             writable_dir(runs_dir(), "its run directories", "STACKRACE_RUNS_DIR", RUNS_MADE_FOR)
@@ -279,8 +265,6 @@ def _run_locked(
     origin = provenance(plan.stacks, stacks_file, rerun_of=o.race.from_run)
     f = o.files
     if resumed is not None:
-        from stackrace.race.core.journal import Journal
-
         plan.resume = resumed
         try:
             plan.journal = Journal.reopen(Path(str(o.guard.resume)))
@@ -313,36 +297,31 @@ def _run_locked(
         if plan.journal is not None:
             progress(f"journal: {where} (every finished level and probe; --resume continues it)")
     if plan.capacity is not None:
-        from stackrace.race.core.noise import NoiseMeter
-
         plan.noise = NoiseMeter()
     db = None
     before: list[float] = []
     try:
         if WORKLOADS[plan.settings.workload].needs_db and cluster is None:
-            from stackrace.commands.db_hook import open_for_workload
-
             opened = open_for_workload()
             if opened is None:
                 runguard.finish_journal(plan.journal, None, keep=False)  # it holds nothing
                 return 2
             db, plan.db_env = opened
-            from stackrace.db.watch import DbWatch
 
             plan.database = DbWatch(db.settings)
         placement, why = plan_placement(plan.settings, plan.members, parts)
-        recorder = BenchRecorder(plan, placement, why)
-        recorder.run.notes.extend(runguard.shared_notes(shared))
+        results = BenchResults(plan, placement, why)
+        results.run.notes.extend(runguard.shared_notes(shared))
         try:
             interrupted = asyncio.run(
                 _served(
-                    metrics, _run_interruptible(plan, recorder, parts, cluster, progress, before)
+                    metrics, _run_interruptible(plan, results, parts, cluster, progress, before)
                 )
             )
         except ResumeError as exc:
             fail(f"{o.guard.resume}: {exc}")
             return 2
-        result = recorder.finish(interrupted)
+        result = results.finish(interrupted)
         # a run that started on these cores after this one: in this run's record too
         result.notes.extend(runguard.shared_notes(runguard.late_sharers(lock, shared)))
         result = msgspec.structs.replace(result, provenance=origin)
@@ -423,7 +402,7 @@ def _close(cluster: ClusterRun | None, metrics: MetricsExporter | None) -> None:
 
 async def _run_interruptible(
     plan: BenchPlan,
-    recorder: BenchRecorder,
+    results: BenchResults,
     parts: RaceParts | None = None,
     cluster: ClusterRun | None = None,
     progress: Callable[[str], None] = _progress,
@@ -437,7 +416,7 @@ async def _run_interruptible(
             plan.db_env = await cluster.database_env()  # on the db node
         if plan.noise is not None and before is not None:
             before.append(await plan.noise.quiet_cores(1.0))  # the machine as it was
-        await run_bench(plan, progress, recorder, parts)
+        await run_bench(plan, progress, results, parts)
 
     # without the app host nothing is left to measure
     hooks = [cluster.on_app_lost.append] if cluster is not None else []
@@ -454,7 +433,6 @@ async def _remeasure(
 ) -> BenchRun:
     """Measure the levels whose verdict fell within the noise again, three times, and keep
     every sample: the verdict then rests on the median of all of them."""
-    from dataclasses import replace
 
     by_name = {s.name: s for s in plan.stacks}
     for name, level in uncertain:

@@ -15,6 +15,7 @@ from stackrace.cluster.options import ClusterOptions
 from stackrace.commands import runguard
 from stackrace.commands.cluster_args import add_cluster_arguments, cluster_options
 from stackrace.commands.metrics_args import add_metrics_arguments, metrics_options
+from stackrace.commands.namespace import typed_options
 from stackrace.commands.output_args import (
     OutputFiles,
     add_allow_remote_argument,
@@ -25,11 +26,16 @@ from stackrace.commands.output_args import (
     add_table_arguments,
     output_options,
 )
-from stackrace.commands.parser import examples
+from stackrace.commands.parser import describe, examples
 from stackrace.commands.settings_args import add_options, add_preset_argument, given
-from stackrace.commands.target_args import TargetOptions, add_url_arguments, target_options
-from stackrace.settings.options import positive_duration
-from stackrace.settings.options import precision as precision_share
+from stackrace.commands.target_args import (
+    TargetOptions,
+    add_url_arguments,
+    add_your_app_arguments,
+    target_options,
+)
+from stackrace.settings.parsers import positive_duration
+from stackrace.settings.parsers import precision as precision_share
 
 if TYPE_CHECKING:
     from stackrace.metrics.exporter import MetricsOptions
@@ -74,11 +80,13 @@ EXAMPLES = examples(
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Compare stacks headless, level by level: a table, files (JSON, CSV, Markdown, "
-        "SVG, JUnit), a verdict per level, and an exit status a CI job can use."
+        "SVG, JUnit), a verdict per level, and an exit status a CI job can use.",
+        EXAMPLES,
+        "docs/bench.md, docs/tune.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/bench.md, docs/tune.md"
     what = p.add_argument_group("what to race")
     add_options(what, only=WHAT)
     add_preset_argument(
@@ -108,8 +116,6 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     add_allow_remote_argument(
         servers, "allow a --url host that is not on this machine (default: loopback only)"
     )
-    from stackrace.commands.target_args import add_your_app_arguments
-
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     out = p.add_argument_group("what it writes")
     add_json_file_argument(
@@ -216,15 +222,10 @@ class RaceOptions:
 
 
 def race_options(args: argparse.Namespace) -> RaceOptions:
-    return RaceOptions(
-        given=given(args),
-        preset=getattr(args, "preset", None),
-        from_run=args.from_run,
-        accept_definition_changes=bool(getattr(args, "accept_definition_changes", False)),
-        stacks_file=args.stacks_file,
-        target=target_options(args),
+    return typed_options(
+        RaceOptions, args, given=given(args), target=target_options(args),
         cluster=cluster_options(args),
-    )
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -244,15 +245,7 @@ class BenchOptions:
 
 
 def bench_options(args: argparse.Namespace) -> BenchOptions:
-    return BenchOptions(
-        race=race_options(args),
-        files=output_options(args),
-        baseline=args.baseline,
-        fail_on=args.fail_on,
-        capacity=bool(args.capacity),
-        budget=args.budget,
-        precision=args.precision,
-        no_progress=bool(args.no_progress),
-        guard=runguard.run_guard_options(args),
-        metrics=metrics_options(args),
-    )
+    return typed_options(
+        BenchOptions, args, race=race_options(args), files=output_options(args),
+        guard=runguard.run_guard_options(args), metrics=metrics_options(args),
+    )  # fmt: skip

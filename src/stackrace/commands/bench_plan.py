@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from stackrace.base import printable
+from stackrace.cluster.errors import ClusterError
+from stackrace.cluster.options import connect
 from stackrace.commands._common import (
-    default_app_stacks,
     load,
     resolve_all,
     serves_workload,
@@ -27,12 +28,21 @@ from stackrace.race.core.presets import load_preset, preset_path
 from stackrace.race.core.urls import check_paths, url_targets
 from stackrace.report.provenance import definition_changes, recorded_stacks
 from stackrace.report.schema import BenchRun
-from stackrace.settings.options import usable_cpus
+from stackrace.settings.parsers import usable_cpus
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.stacks.catalogue import StackFile
+from stackrace.stacks.userapp import (
+    default_app_stacks,
+    install_hint,
+    left_out_note,
+    missing_servers,
+)
 
 if TYPE_CHECKING:
+    from stackrace.cluster.options import ClusterOptions
+    from stackrace.cluster.run import ClusterRun
     from stackrace.commands.bench_args import RaceOptions
+    from stackrace.race.core.members import RaceParts
 
 
 def capacity_plan(
@@ -53,6 +63,29 @@ def capacity_plan(
 
 def fail(message: str) -> None:
     print(f"stackrace bench: {printable.terminal(str(message))}", file=sys.stderr)
+
+
+def cluster_parts(
+    o: ClusterOptions, prog: str, cpus: int | None = None
+) -> tuple[ClusterRun, RaceParts] | None:
+    """bench's and tune's --cluster: the cluster's run and its race parts (the stacks on
+    the app node, the engines on the load nodes, `--cpus` checked against the app
+    node's cores), or None after one line saying why not, the run closed again."""
+    cluster = connect(o, prog)
+    if cluster is None:
+        return None
+    from stackrace.cluster.frontends import bench_parts  # lazy: only with --cluster
+
+    try:
+        parts = bench_parts(cluster)
+        problem = cpus_problem(cpus, parts.cores, engine_here=False)
+        if problem:
+            raise ClusterError(f"{problem} (the app node)")
+    except ClusterError as exc:
+        cluster.close()
+        print(f"{prog}: {printable.terminal(str(exc))}", file=sys.stderr)
+        return None
+    return cluster, parts
 
 
 def build_settings(o: RaceOptions, rerun: BenchRun | None = None) -> RaceSettings | None:
@@ -77,16 +110,12 @@ def build_plan(
         chosen_names, others = default_app_stacks(stacks)
         chosen_names += [n for n, what in stacks.generated.items() if what == "--cmd"]
         if not chosen_names:
-            from stackrace.stacks.userapp import install_hint
-
             fail(
                 f"no server that runs your app is installed where it runs ({', '.join(others)}"
                 f" can): `{install_hint(stacks)}` installs the common ones there"
             )
             return None
         if others:
-            from stackrace.stacks.userapp import left_out_note
-
             print(f"stackrace bench: {left_out_note(chosen_names, others)}", file=sys.stderr)
         settings = msgspec.structs.replace(settings, stacks=chosen_names)
     if not settings.stacks and not o.target.urls:
@@ -114,8 +143,6 @@ def build_plan(
         if settings.stacks
         else []
     )
-    from stackrace.stacks.userapp import missing_servers
-
     missing = missing_servers(settings.stacks, stacks)
     if missing:
         fail(missing)

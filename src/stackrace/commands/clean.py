@@ -51,7 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stackrace.base import crashlog, madeby, paths
-from stackrace.commands.parser import examples
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
 from stackrace.db import DbError, ManagedMariaDB
 from stackrace.db.paths import default_dir, shadow_base
 from stackrace.race.core.journal import in_use as journal_in_use
@@ -93,12 +94,13 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Stop the private MariaDB and remove what stackrace made in its data and cache "
         "directories: only names it made, no link followed, your config kept. Then "
-        "`pip uninstall stackrace` removes stackrace itself."
+        "`pip uninstall stackrace` removes stackrace itself.",
+        EXAMPLES,
     )
-    p.epilog = EXAMPLES
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -123,9 +125,7 @@ class CleanOptions:
 
 
 def clean_options(args: argparse.Namespace) -> CleanOptions:
-    return CleanOptions(
-        dry_run=bool(args.dry_run),
-    )
+    return typed_options(CleanOptions, args)
 
 
 def run(o: CleanOptions) -> int:

@@ -16,7 +16,9 @@ import argparse
 import sys
 from typing import Any
 
-from stackrace.commands.parser import examples
+from stackrace.commands.parser import describe, examples
+from stackrace.stacks.catalogue import load_stacks
+from stackrace.stacks.definition import ConfigError
 
 SHELLS = ("bash", "zsh", "fish")
 # arguments whose values are stack names: positional NAMEs, and bench's --stacks A,B
@@ -34,10 +36,11 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
-        "Print the shell completion script: Tab then completes commands, options and stacks."
+    describe(
+        p,
+        "Print the shell completion script: Tab then completes commands, options and stacks.",
+        EXAMPLES,
     )
-    p.epilog = EXAMPLES
     p.add_argument("shell", choices=SHELLS, help="the shell to print the script for")
     p.set_defaults(func=run, read_options=completion_options)
 
@@ -48,7 +51,7 @@ def completion_options(args: argparse.Namespace) -> str:
 
 
 def run(shell: str) -> int:
-    import argcomplete
+    import argcomplete  # lazy: only when completing
 
     sys.stdout.write(argcomplete.shellcode(["stackrace"], shell=shell))
     return 0
@@ -57,9 +60,6 @@ def run(shell: str) -> int:
 def stack_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
     """The stacks of the file the command would read; after a comma (`--stacks a,b`),
     the rest of the list."""
-    from stackrace.stacks.catalogue import load_stacks
-    from stackrace.stacks.definition import ConfigError
-
     try:
         names = list(load_stacks(getattr(parsed_args, "stacks_file", None), check_trust=False))
     except ConfigError:
@@ -71,7 +71,7 @@ def stack_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[
 
 def complete(parser: argparse.ArgumentParser) -> None:
     """Answer the shell's completion request (argcomplete's protocol) and exit."""
-    import argcomplete
+    import argcomplete  # lazy: only when completing
 
     for action in _walk(parser):
         if action.dest in _STACK_DESTS:

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import msgspec
 
+from stackrace.commands.namespace import typed_options
 from stackrace.commands.output_args import add_allow_remote_argument
-from stackrace.commands.parser import examples
+from stackrace.commands.parser import describe, epilog, examples
 from stackrace.db import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_PORT,
@@ -27,7 +28,7 @@ from stackrace.db import (
     open_database,
 )
 from stackrace.db.seed import estimate_bytes
-from stackrace.settings.options import port_number, positive_int
+from stackrace.settings.parsers import port_number, positive_int
 from stackrace.settings.units import fmt_bytes
 
 EXAMPLES = examples(
@@ -81,11 +82,13 @@ _ACTIONS: tuple[tuple[str, str, str], ...] = (
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "The private MariaDB the /db workload queries: start, seed, check, reset and stop "
-        "it, or point stackrace at a server of your own (--db DSN)."
+        "it, or point stackrace at a server of your own (--db DSN).",
+        EXAMPLES,
+        "docs/db.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/db.md"
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--dir",
@@ -104,7 +107,7 @@ def register(p: argparse.ArgumentParser) -> None:
         common, "allow a --db host that is not loopback (default: loopback only)"
     )
     sub = p.add_subparsers(dest="db_action", metavar="ACTION", required=True)
-    more = EXAMPLES + "\n\nMore: docs/db.md"
+    more = epilog(EXAMPLES, "docs/db.md")
     # one parser per action, from one table (name, help, description): each differs only
     # in its words and its own options
     parsers = {
@@ -177,19 +180,12 @@ class DbOptions:
 
 
 def db_options(args: argparse.Namespace) -> DbOptions:
-    return DbOptions(
+    # an option of another action is not in `args`: its field keeps the default
+    return typed_options(
+        DbOptions,
+        args,
         action=args.db_action,
-        dir=args.dir,
-        db=args.db,
-        allow_remote=bool(args.allow_remote),
-        port=getattr(args, "port", None),
-        max_connections=getattr(args, "max_connections", DEFAULT_MAX_CONNECTIONS),
         mariadbd_args=tuple(getattr(args, "mariadbd_arg", ())),
-        json=bool(getattr(args, "json", False)),
-        rows=getattr(args, "rows", DEFAULT_ROWS),
-        engine=getattr(args, "engine", "myisam"),
-        force=bool(getattr(args, "force", False)),
-        wipe=bool(getattr(args, "wipe", False)),
     )
 
 

@@ -17,12 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stackrace.commands._common import announce, load, resolve_all, trusted_names
-from stackrace.commands.parser import examples
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
 from stackrace.commands.target_args import your_app_options
-from stackrace.settings.options import COMMAND_LINE
-from stackrace.stacks.app_spec import YourApp
+from stackrace.settings.parsers import COMMAND_LINE
+from stackrace.stacks.app_spec import YourApp, choose_python
+from stackrace.stacks.availability import forget_importable, importable
 from stackrace.stacks.catalogue import StackFile
-from stackrace.stacks.install import Installer, InstallOutcome
+from stackrace.stacks.install import Installer, InstallOutcome, _run
+from stackrace.stacks.userapp import APP_TAG
 
 EXAMPLES = examples(
     (
@@ -39,11 +42,13 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Install what the chosen stacks need: Python packages into stackrace's environment, "
-        "system packages with apt, Go and Node builds. Nothing is installed unasked."
+        "system packages with apt, Go and Node builds. Nothing is installed unasked.",
+        EXAMPLES,
+        "docs/stacks.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument(
         "names", nargs="*", metavar="NAME", help="stacks to install (see `stackrace stacks`)"
     )
@@ -92,14 +97,7 @@ class InstallOptions:
 
 
 def install_options(args: argparse.Namespace) -> InstallOptions:
-    return InstallOptions(
-        names=tuple(args.names),
-        all=bool(args.all),
-        dry_run=bool(args.dry_run),
-        into=args.into,
-        stacks_file=args.stacks_file,
-        your_app=your_app_options(args),
-    )
+    return typed_options(InstallOptions, args, your_app=your_app_options(args))
 
 
 def run(o: InstallOptions) -> int:
@@ -181,11 +179,6 @@ def install_into(o: InstallOptions, stacks: StackFile) -> int:
     """`install --into PYTHON SERVER…`: the app templates' pip packages, with that
     interpreter's own pip, then a check that each server imports there. Nothing goes
     into the environment stackrace runs in unless PYTHON is its interpreter."""
-    from stackrace.stacks.app_spec import choose_python
-    from stackrace.stacks.availability import forget_importable, importable
-    from stackrace.stacks.install import StepError, _run
-    from stackrace.stacks.userapp import APP_TAG
-
     prog = "stackrace install"
     if o.all or not o.names:
         print(
@@ -234,11 +227,8 @@ def install_into(o: InstallOptions, stacks: StackFile) -> int:
         if o.dry_run:
             print(f"  $ {' '.join(argv)}")
             continue
-        try:
-            seconds = _run(argv, cwd=Path("/"))
-        except StepError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
-            return 1
+        # a StepError (pip failed: its command and its output's end) is said by cli.py
+        seconds = _run(argv, cwd=Path("/"))
         print(f"  pip install {' '.join(extra + reqs)}: done in {seconds:.1f}s", flush=True)
     if o.dry_run:
         return 0

@@ -72,7 +72,7 @@ from stackrace.race.load.driver import LoadPlan, LoadRun, Phase, drive, member
 from stackrace.report.load import HostCount, LoadFacts, failed_lines, load_result
 from stackrace.report.load_text import hdr_log, summary_lines
 from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths
-from stackrace.settings import options, scenario
+from stackrace.settings import parsers, scenario
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.terms import unsampled_terms
 from stackrace.settings.units import fmt_count, fmt_us
@@ -165,7 +165,7 @@ class _Load:
         self.o = o
         cpus: list[int] | None = o.engine_cpus
         self.cpus = cpus
-        procs, capped = options.cap_procs(o.procs, cpus)
+        procs, capped = parsers.cap_procs(o.procs, cpus)
         if capped:
             note("stackrace load", capped)
         self.procs = procs

@@ -7,25 +7,26 @@ settings' own (settings/race_settings.py), so a value means the same in `load`, 
 and the app; their help is said in `load`'s words where the settings' would speak of
 what `load` has not (a workload, levels, a JUnit verdict). `-n/--requests` and `-z` are
 ab's, hey's and oha's names; wrk's, hey's and oha's other flags that differ here are
-named in the usage error (settings/options.py `OTHER_TOOLS`).
+named in the usage error (settings/parsers.py `OTHER_TOOLS`).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stackrace.cluster.options import ClusterOptions
 from stackrace.commands.cluster_args import add_cluster_arguments, cluster_options
 from stackrace.commands.metrics_args import add_metrics_arguments, metrics_options
+from stackrace.commands.namespace import typed_options
 from stackrace.commands.output_args import add_allow_remote_argument, add_no_progress_argument
-from stackrace.commands.parser import examples
+from stackrace.commands.parser import describe, examples
 from stackrace.commands.settings_args import add_options, given
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.engine.slow_clients import ClientProfile, ProfileError, parse_profile, parse_share
-from stackrace.settings import options
+from stackrace.settings import parsers
 from stackrace.settings.race_settings import REQUEST_FIELDS, RaceSettings
 from stackrace.settings.race_settings import options as options_of
 
@@ -57,13 +58,15 @@ EXAMPLES = examples(
 
 
 def add_load_arguments(p: argparse.ArgumentParser) -> None:
-    # every value is checked by its parser before anything starts (stackrace.settings.options)
-    p.description = (
+    # every value is checked by its parser before anything starts (stackrace.settings.parsers)
+    describe(
+        p,
         "Load one server and print what came back, as wrk, hey and oha do: answers that "
         "counted a second and the share that failed first, then latency. One URL, several "
-        "URLs of one server (a mix), or a base URL with your paths."
+        "URLs of one server (a mix), or a base URL with your paths.",
+        EXAMPLES,
+        "docs/load.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/load.md"
     p.add_argument(
         "urls",
         nargs="+",
@@ -75,7 +78,7 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     )
     how = p.add_argument_group("how much load")
     how.add_argument(
-        "-c", "--concurrency", type=options.positive_int, default=10, metavar="N",
+        "-c", "--concurrency", type=parsers.positive_int, default=10, metavar="N",
         help="connections (default 10)",
     )  # fmt: skip
     # requests, duration, warm-up and timeout are the race settings' (settings/
@@ -88,31 +91,16 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     add_options(how, only=("duration",), helps=LOAD_HELP, shorts={"duration": "-d"})
     # hey's and oha's name for it; said in -d's help rather than in the usage line
     how.add_argument("-z", dest="duration", type=duration, help=argparse.SUPPRESS)
-    how.add_argument(
-        "--rate", type=options.positive_rate, default=None,
-        help="a constant rate, req/s (open loop, latency corrected for coordinated "
-        f"omission; -c connections carry it); at most {MAX_RATE_PER_PROCESS:,} per engine "
-        "process (--procs) (default: closed loop, each connection sends its next request "
-        "when the last one is answered)",
-    )  # fmt: skip
+    add_options(how, only=("rate",), helps=LOAD_HELP, parses=LOAD_PARSES)
     load_defaults = {"warmup": LOAD_WARMUP, "timeout": race.timeout}
     add_options(how, only=("warmup",), helps=LOAD_HELP, defaults=load_defaults)
     add_options(how, only=("timeout",), defaults=load_defaults)
     how.add_argument(
-        "--connect-timeout", type=options.timeout_duration, default="5s", metavar="DURATION",
+        "--connect-timeout", type=parsers.timeout_duration, default="5s", metavar="DURATION",
         help="a connect that takes longer fails (default 5s)",
     )  # fmt: skip
     add_options(how, only=("keepalive",), helps=LOAD_HELP, one_way={"keepalive": False})
-    how.add_argument(
-        "--clients", type=client_profile, default=None, metavar="PROFILE",
-        help="slow clients: 'slow', 'mobile', 'wan', or NAME:upload=20ms,read=64KB/s (each "
-        "request sent in pieces over `upload`, responses read at `read`) (default: none)",
-    )  # fmt: skip
-    how.add_argument(
-        "--slow-share", type=slow_share, default=None, metavar="SHARE",
-        help="the share of connections that are slow clients, e.g. 20%% (default: all, "
-        "with --clients)",
-    )  # fmt: skip
+    add_options(how, only=("clients", "slow_share"), helps=LOAD_HELP, parses=LOAD_PARSES)
     h2 = p.add_argument_group("HTTP/2")
     add_options(h2, only=("http2", "streams"), helps=LOAD_HELP, one_way={"http2": True})
     what = p.add_argument_group("what each request is (as in bench and the app)")
@@ -124,12 +112,12 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     add_tls_arguments(p)
     engine = p.add_argument_group("the engine")
     engine.add_argument(
-        "--procs", type=options.procs, default="1", metavar="N",
+        "--procs", type=parsers.procs, default="1", metavar="N",
         help="engine processes: a number or 'auto', one a core (capped at the usable "
         "cores) (default 1)",
     )  # fmt: skip
     engine.add_argument(
-        "--engine-cpus", type=options.cpu_list, default=None, metavar="CPUS",
+        "--engine-cpus", type=parsers.cpu_list, default=None, metavar="CPUS",
         help="pin the engine processes to these CPUs, e.g. '1' or '2,3' (default: any)",
     )  # fmt: skip
     out = p.add_argument_group("what it prints and writes")
@@ -169,6 +157,16 @@ LOAD_HELP = {
     "them against the system's CAs)",
     "tls_resume": "offer the last TLS session when connecting, so the server can resume it "
     "(default: a full handshake on every connection, as distinct clients make)",
+    "rate": "a constant rate, req/s (open loop, latency corrected for coordinated "
+    f"omission; -c connections carry it); at most {MAX_RATE_PER_PROCESS:,} per engine "
+    "process (--procs) (default: closed loop, each connection sends its next request "
+    "when the last one is answered)",
+    "clients": "slow clients: 'slow', 'mobile', 'wan', or NAME:upload=20ms,read=64KB/s (each "
+    "request sent in pieces over `upload`, responses read at `read`) (default: none)",
+    "slow_share": "the share of connections that are slow clients, e.g. 20%% (default: all, "
+    "with --clients)",
+    "cacert": "trust the certificates in this PEM file instead of the system's (a "
+    "self-signed server's own certificate)",
 }
 
 
@@ -199,6 +197,18 @@ def slow_share(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+# load's own parser for four race settings, each declared once in settings/race_settings.py:
+# --rate is one target's rate (no per-stack ceiling), --clients and --slow-share parse to
+# the engine's profile and share, --cacert stays the text given (load checks the file
+# after the parse, with its own message)
+LOAD_PARSES: dict[str, Callable[[str], Any] | None] = {
+    "rate": parsers.positive_rate,
+    "clients": client_profile,
+    "slow_share": slow_share,
+    "cacert": None,
+}
+
+
 def add_tls_arguments(p: argparse.ArgumentParser) -> None:
     """--insecure, --cacert and --tls-resume (https:// URLs)."""
     tls = p.add_argument_group("https")
@@ -206,11 +216,7 @@ def add_tls_arguments(p: argparse.ArgumentParser) -> None:
         tls, only=("tls_verify",), helps=LOAD_HELP, shorts={"tls_verify": "-k"},
         one_way={"tls_verify": False},
     )  # fmt: skip
-    tls.add_argument(
-        "--cacert", default=None, metavar="FILE",
-        help="trust the certificates in this PEM file instead of the system's (a "
-        "self-signed server's own certificate)",
-    )  # fmt: skip
+    add_options(tls, only=("cacert",), helps=LOAD_HELP, parses=LOAD_PARSES)
     add_options(tls, only=("tls_resume",), helps=LOAD_HELP, one_way={"tls_resume": True})
 
 
@@ -237,7 +243,7 @@ class LoadOptions:
     tls_resume: bool
     http2: bool
     streams: int | None  # with http2: streams per connection (None: not given)
-    procs: options.Procs
+    procs: parsers.Procs
     engine_cpus: list[int] | None
     json: bool
     no_progress: bool
@@ -249,32 +255,11 @@ class LoadOptions:
 
 
 def load_options(args: argparse.Namespace) -> LoadOptions:
-    return LoadOptions(
-        urls=tuple(args.urls),
-        concurrency=args.concurrency,
-        requests=args.requests,
-        duration=args.duration,
-        rate=args.rate,
-        warmup=args.warmup,
-        timeout=args.timeout,
-        connect_timeout=args.connect_timeout,
-        keepalive=bool(args.keepalive),
-        clients=args.clients,
-        slow_share=args.slow_share,
+    return typed_options(
+        LoadOptions,
+        args,
         requests_given={k: v for k, v in given(args).items() if k in REQUEST_FIELDS},
-        expect_body=args.expect_body,
         insecure=not args.tls_verify,
-        cacert=args.cacert,
-        tls_resume=bool(args.tls_resume),
-        http2=bool(args.http2),
-        streams=args.streams,
-        procs=args.procs,
-        engine_cpus=args.engine_cpus,
-        json=bool(args.json),
-        no_progress=bool(args.no_progress),
-        hdr_out=args.hdr_out,
-        slo=args.slo,
-        allow_remote=bool(args.allow_remote),
-        metrics=metrics_options(args),
+        metrics=metrics_options(args),  # (args.metrics is the address; this, the group)
         cluster=cluster_options(args),
     )

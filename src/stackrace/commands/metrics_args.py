@@ -21,7 +21,7 @@ def parse_address(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep:
         host, port = "", text
-    from stackrace.metrics.exporter import DEFAULT_HOST  # only when --metrics is given
+    from stackrace.metrics.exporter import DEFAULT_HOST  # lazy: keeps load and --help fast
 
     host = host.strip("[]") or DEFAULT_HOST
     try:
@@ -56,8 +56,7 @@ def metrics_options(args: argparse.Namespace) -> MetricsOptions | None:
     address = getattr(args, "metrics", None)
     if address is None:
         return None
-    # the exporter's module only when --metrics is given: it keeps start-up fast
-    from stackrace.metrics.exporter import MetricsOptions
+    from stackrace.metrics.exporter import MetricsOptions  # lazy: keeps load and --help fast
 
     host, port = address
     return MetricsOptions(host, port, remote=bool(getattr(args, "metrics_remote", False)))

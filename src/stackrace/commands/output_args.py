@@ -41,8 +41,7 @@ def add_junit_argument(group: Group, help: str) -> None:
 def add_gate_arguments(group: Group, *, baseline: str, what: str) -> None:
     """--baseline RUN.json and --fail-on RULES (bench, report); `what`: what the rules
     judge ("a level", "a level of the (last) run")."""
-    # here, not at the top: the app's parser (built at every start) imports this module
-    from stackrace.report.gate import DEFAULT_RULES
+    from stackrace.report.gate import DEFAULT_RULES  # lazy: keeps --help's start-up fast
 
     # argparse formats a help string with %: the default rules' own % are doubled
     rules = DEFAULT_RULES.replace("%", "%%")

@@ -2,7 +2,7 @@
 nearest option or what a flag of wrk, hey, oha or ab is called here; `--help` as a
 person reads it (prose re-wrapped, Examples kept line for line, every default said).
 
-The value parsers it calls are stackrace.settings.options' and race_parsers': one
+The value parsers it calls are stackrace.settings.parsers' and race_parsers': one
 place says what a valid value is, for a command line, a preset and a run file alike;
 this module is only how the command line says it.
 """
@@ -60,6 +60,20 @@ def examples(*lines: tuple[str, str]) -> str:
     for command, what in lines:
         out += [f"  # {what}", f"  {command}"]
     return "\n".join(out)
+
+
+def epilog(examples: str, more: str | None = None) -> str:
+    """A command's epilog: its Examples, then the pages that say more (`docs/x.md`)."""
+    return examples + (f"\n\nMore: {more}" if more else "")
+
+
+def describe(
+    p: argparse.ArgumentParser, description: str, examples: str, more: str | None = None
+) -> None:
+    """A command's help, as every command's reads: what it does (re-wrapped to the
+    terminal), its examples (kept line for line), and where to read more."""
+    p.description = description
+    p.epilog = epilog(examples, more)
 
 
 # flags of wrk, wrk2, hey, oha and ab that differ here: what each is called in stackrace,

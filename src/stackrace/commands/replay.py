@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stackrace.base import printable
 from stackrace.commands.app_args import add_big_argument
-from stackrace.commands.parser import examples
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
+from stackrace.report.write import EXIT_NOT_WRITTEN, check_output_paths, write_files
 
 if TYPE_CHECKING:
     from stackrace.race.live.replay import ReplayPlayer
@@ -27,11 +30,13 @@ EXAMPLES = examples(
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.description = (
+    describe(
+        parser,
         "Play a recorded race in the app, as it was: every interval's figures and each "
-        "slider move, with no servers and no engine, so a demo cannot fail on stage."
+        "slider move, with no servers and no engine, so a demo cannot fail on stage.",
+        EXAMPLES,
+        "docs/tui.md",
     )
-    parser.epilog = EXAMPLES + "\n\nMore: docs/tui.md"
     parser.add_argument(
         "file", metavar="FILE", help="a recording made with `stackrace --record FILE`"
     )
@@ -68,20 +73,12 @@ class ReplayOptions:
 
 
 def replay_options(args: argparse.Namespace) -> ReplayOptions:
-    return ReplayOptions(
-        file=args.file,
-        speed=args.speed,
-        paused=bool(args.paused),
-        big=bool(args.big),
-        html_out=args.html_out,
-        argv=tuple(getattr(args, "argv", None) or ()),
-    )
+    return typed_options(ReplayOptions, args)
 
 
 def run(o: ReplayOptions) -> int:
-    from stackrace.race.live.replay import SPEEDS, ReplayPlayer
-    from stackrace.race.playback.recording import load_recording
-    from stackrace.report.write import check_output_paths
+    from stackrace.race.live.replay import SPEEDS, ReplayPlayer  # lazy: keeps completion fast
+    from stackrace.race.playback.recording import load_recording  # lazy: keeps completion fast
 
     problem = check_output_paths({"--html": o.html_out})
     if problem:  # before the file is read: a long recording is not played for nothing
@@ -99,7 +96,7 @@ def run(o: ReplayOptions) -> int:
         return _page(player, o.html_out)
     player.speed = min(SPEEDS, key=lambda s: abs(s - o.speed))
     player.paused = o.paused
-    from stackrace.tui.app import StackraceApp, exit_status
+    from stackrace.tui.app import StackraceApp, exit_status  # lazy: Textual, only for the app
 
     app = StackraceApp(
         player.session,
@@ -116,12 +113,10 @@ def run(o: ReplayOptions) -> int:
 
 def _page(player: ReplayPlayer, out: str) -> int:
     """Play the whole recording with no app, and write its page (race/live/page.py)."""
-    import asyncio
 
-    from stackrace.race.live.page import session_page, unknown_machine
-    from stackrace.race.live.summary import context
-    from stackrace.race.playback.series import recording_series
-    from stackrace.report.write import EXIT_NOT_WRITTEN, write_files
+    from stackrace.race.live.page import session_page, unknown_machine  # lazy: only for --html
+    from stackrace.race.live.summary import context  # lazy: only for --html
+    from stackrace.race.playback.series import recording_series  # lazy: only for --html
 
     async def play() -> None:
         await player.start()

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackrace.base import printable
+from stackrace.base.atomicfile import write_atomic
 from stackrace.commands.bench_args import add_page_arguments
+from stackrace.commands.namespace import typed_options
 from stackrace.commands.output_args import (
     OutputFiles,
     add_gate_arguments,
@@ -25,7 +27,8 @@ from stackrace.commands.output_args import (
     add_table_arguments,
     output_options,
 )
-from stackrace.commands.parser import examples
+from stackrace.commands.parser import describe, examples
+from stackrace.report import capacity as captable
 from stackrace.report import gate
 from stackrace.report.junit import junit_xml
 from stackrace.report.schema import BenchRun, StackResult
@@ -54,11 +57,13 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Render saved bench runs again, or compare them: tables, files, and the regression "
-        "gate, with no load."
+        "gate, with no load.",
+        EXAMPLES,
+        "docs/bench.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/bench.md"
     p.add_argument(
         "runs", nargs="+", metavar="RUN.json", help="run files written by `stackrace bench --json`"
     )
@@ -88,7 +93,7 @@ class ReportOptions:
 
 
 def report_options(args: argparse.Namespace) -> ReportOptions:
-    return ReportOptions(tuple(args.runs), output_options(args), args.baseline, args.fail_on)
+    return typed_options(ReportOptions, args, files=output_options(args))
 
 
 def run(o: ReportOptions) -> int:
@@ -150,8 +155,8 @@ def run(o: ReportOptions) -> int:
 
 
 def compare(runs: list[BenchRun], names: list[str]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: keeps --help fast
+    from rich.table import Table  # lazy: keeps --help fast
 
     table = Table(title="req/s and p99 per run; change against the first", header_style="bold")
     table.add_column("stack")
@@ -192,9 +197,6 @@ def is_capacity_run(run: BenchRun) -> bool:
 
 
 def capacity_report(runs: list[BenchRun], o: ReportOptions) -> int:
-    from stackrace.base.atomicfile import write_atomic
-    from stackrace.report import capacity as captable
-
     if len(runs) == 1:
         run = runs[0]
         slo = run.settings.slo or ""
@@ -226,8 +228,6 @@ def capacity_report(runs: list[BenchRun], o: ReportOptions) -> int:
 
 def winner(run: BenchRun) -> StackResult | None:
     """The candidate with the highest capacity under the SLO (None: none meets it)."""
-    from stackrace.report import capacity as captable
-
     return next(
         (st for st in captable.ranked(run.stacks) if st.capacity and st.capacity.load is not None),
         None,
@@ -244,8 +244,6 @@ def winner_lines(run: BenchRun) -> list[str]:
 def compare_capacity(runs: list[BenchRun], names: list[str]) -> list[str]:
     """Candidate by candidate: each run's capacity under its SLO (req/s ± margin, at
     the load it held) and the change against the first run; then each run's winner."""
-    from stackrace.report import capacity as captable
-
     labels = [Path(n).name for n in names]
     slos = [r.settings.slo or "" for r in runs]
     out = [f"Capacity under the SLO per candidate; change against {labels[0]}:"]

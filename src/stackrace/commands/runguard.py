@@ -38,9 +38,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from stackrace.base import paths
 from stackrace.base.errors import StackraceError
+from stackrace.commands.namespace import typed_options
 from stackrace.race.core import runlocks
-from stackrace.race.core.journal import SUFFIX, Journal, JournalStart, beside
+from stackrace.race.core.journal import SUFFIX, Journal, JournalEnd, JournalStart, beside
 from stackrace.supervise import hurry
 
 EXIT_SHARED = 75  # sysexits.h EX_TEMPFAIL: another run holds these cores; try again later
@@ -61,7 +63,7 @@ class RunGuardOptions:
 
 
 def run_guard_options(args: argparse.Namespace) -> RunGuardOptions:
-    return RunGuardOptions(args.journal, args.resume, bool(args.share_cores))
+    return typed_options(RunGuardOptions, args)
 
 
 def add_run_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -135,7 +137,6 @@ def journal_path(explicit: str | None, outputs: list[str | None], command: str) 
     found = beside(first)
     if found is not None:
         return found
-    from stackrace.base import paths
 
     d = paths.writable_dir(
         paths.cache_dir() / "journals", "its journals", made_for=JOURNALS_MADE_FOR
@@ -250,7 +251,6 @@ def finish_journal(journal: Journal | None, interrupted: str | None, keep: bool)
     (`keep` false), else kept; its path ("" when removed)."""
     if journal is None:
         return ""
-    from stackrace.race.core.journal import JournalEnd
 
     if journal.error:
         print(

@@ -14,13 +14,16 @@ import sys
 from dataclasses import dataclass
 
 from stackrace.commands._common import add_private_db_arguments, announce, load, resolve_all
-from stackrace.commands.parser import examples
-from stackrace.commands.target_args import your_app_options
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.commands.db_hook import open_for_stacks
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
+from stackrace.commands.target_args import add_your_app_arguments, your_app_options
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.app_spec import YourApp
-from stackrace.stacks.definition import DB_WORKLOADS, Stack
+from stackrace.stacks.definition import Stack
 from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.running import LaunchError, RunningStack
+from stackrace.stacks.userapp import default_app_stacks, generated_names
 from stackrace.supervise import hurry
 
 EXAMPLES = examples(
@@ -33,11 +36,13 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Start stacks and print their URLs, to load them with anything (stackrace load, wrk, "
-        "a browser); Ctrl-C stops everything it started."
+        "a browser); Ctrl-C stops everything it started.",
+        EXAMPLES,
+        "docs/stacks.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument(
         "names", nargs="*", metavar="STACK",
         help="stacks, or variants like gunicorn-sync:workers=4 (`stackrace stacks` lists them)",
@@ -47,8 +52,6 @@ def register(p: argparse.ArgumentParser) -> None:
         "also start (and seed) the private MariaDB, so that /db answers (only when a chosen "
         "stack serves the db workload; stopped with the stacks)",
     )
-    from stackrace.commands.target_args import add_your_app_arguments
-
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     p.set_defaults(func=run, read_options=serve_options)
 
@@ -59,27 +62,18 @@ class ServeOptions:
 
     names: tuple[str, ...]
     db: bool
-    no_db: bool
     stacks_file: str | None
     your_app: YourApp
 
 
 def serve_options(args: argparse.Namespace) -> ServeOptions:
-    return ServeOptions(
-        names=tuple(args.names),
-        db=bool(args.db),
-        no_db=bool(args.no_db),
-        stacks_file=args.stacks_file,
-        your_app=your_app_options(args),
-    )
+    return typed_options(ServeOptions, args, your_app=your_app_options(args))
 
 
 def run(o: ServeOptions) -> int:
     stacks = load(o.stacks_file, o.your_app)
     names = list(o.names)
     if not names:
-        from stackrace.stacks.userapp import default_app_stacks, generated_names
-
         names = default_app_stacks(stacks)[0] + [
             n for n in generated_names(stacks) if "[app]" not in n
         ]
@@ -88,22 +82,12 @@ def run(o: ServeOptions) -> int:
         return 2
     chosen = resolve_all(names, stacks, named_in=COMMAND_LINE)
     announce(stacks, "stackrace serve")
-    db = None
-    env: dict[str, str] = {}
-    if o.db and o.no_db:
-        print("stackrace serve: --db and --no-db exclude each other", file=sys.stderr)
+    opened = open_for_stacks(o.db, chosen)
+    if opened is None:
         return 2
-    # the database only when asked for, and only for a stack that can use it: a
-    # newcomer serving /hello needs no MariaDB (nor mariadb-server installed)
-    if o.db and not any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
+    db, env = opened
+    if o.db and db is None:
         print("stackrace serve: note: no chosen stack serves /db: no database started")
-    elif o.db:
-        from stackrace.commands.db_hook import open_for_workload
-
-        opened = open_for_workload()
-        if opened is None:
-            return 2
-        db, env = opened
     try:
         return asyncio.run(_serve(chosen, env))
     finally:

@@ -9,11 +9,11 @@ picker fill the same settings from files and keys).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from stackrace.settings.options import non_negative_duration, positive_duration, timeout_duration
+from stackrace.settings.parsers import non_negative_duration, positive_duration, timeout_duration
 from stackrace.settings.race_settings import (
     Opt,
     RaceSettings,
@@ -31,6 +31,7 @@ def add_options(
     defaults: dict[str, Any] | None = None,
     shorts: dict[str, str] | None = None,
     one_way: dict[str, bool] | None = None,
+    parses: dict[str, Callable[[str], Any] | None] | None = None,
 ) -> None:
     """Add every setting (or `only` these) as an option; unset options stay None (so
     presets can fill in), and each help says the setting's default. `helps`: a
@@ -39,7 +40,10 @@ def add_options(
     preset to fill in (`load`'s warm-up); `shorts`: a command's short flag for a
     setting (`load -n`, `-d`, as ab and wrk name them); `one_way`: a switch a command
     offers one way only, by field, True for its flag and False for its negation (`load
-    --no-keepalive`, `-k/--insecure`: wrk's and curl's, their other way the default)."""
+    --no-keepalive`, `-k/--insecure`: wrk's and curl's, their other way the default);
+    `parses`: a command's own parser for a setting, by field, None for the text as
+    given (`load --rate`: one target's rate, with no per-stack ceiling; `--clients`:
+    the engine's profile itself; `--cacert`: the file checked by load after the parse)."""
     declared = RaceSettings()
     for name, o in options().items():
         if name in skip or (only is not None and name not in only):
@@ -73,7 +77,7 @@ def add_options(
             default=(defaults or {}).get(name),
             metavar=o.metavar,
             # our parsers raise ValueError with the reason: OneLineArgumentParser shows it
-            type=o.parse or str,  # str: the text as given (argparse's default)
+            type=(parses or {}).get(name, o.parse) or str,  # str: the text as given
             help=_with_default(text, o, value),
             action="append" if o.repeat else "store",
         )

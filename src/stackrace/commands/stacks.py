@@ -19,11 +19,12 @@ from typing import Any
 import msgspec
 
 from stackrace.commands._common import load
-from stackrace.commands.parser import examples
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
 from stackrace.commands.stacks_listing import StackRow, on_terminal, print_rows
 from stackrace.commands.target_args import your_app_options
 from stackrace.settings.workloads import WORKLOADS
-from stackrace.stacks import protocols
+from stackrace.stacks import protocols, trust
 from stackrace.stacks.app_spec import YourApp
 from stackrace.stacks.availability import Availability, availability
 from stackrace.stacks.catalogue import (
@@ -49,11 +50,13 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "List the stacks of the stacks files (the shipped stacks.toml and yours), whether "
-        "each is available on this machine, and the machine's ceilings for variants."
+        "each is available on this machine, and the machine's ceilings for variants.",
+        EXAMPLES,
+        "docs/stacks.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.add_argument(
         "--trust",
@@ -75,12 +78,7 @@ class StacksOptions:
 
 
 def stacks_options(args: argparse.Namespace) -> StacksOptions:
-    return StacksOptions(
-        trust=args.trust,
-        json=bool(args.json),
-        stacks_file=args.stacks_file,
-        your_app=your_app_options(args),
-    )
+    return typed_options(StacksOptions, args, your_app=your_app_options(args))
 
 
 def run(o: StacksOptions) -> int:
@@ -165,8 +163,6 @@ def run(o: StacksOptions) -> int:
 def _untrusted(stacks: StackFile) -> list[str]:
     """A line for a ./stacks.toml read here that replaces stacks below it and is not
     trusted: every other command refuses it (stacks.stacks.catalogue.load_stacks)."""
-    from stackrace.stacks import trust
-
     out = []
     below: dict[str, StackDef] = {}
     for path, origin, sha in stacks.files:
@@ -186,8 +182,6 @@ def _untrusted(stacks: StackFile) -> list[str]:
 
 def _trust(given: str) -> int:
     """`stackrace stacks --trust FILE`: remember FILE's content as trusted."""
-    from stackrace.stacks import trust
-
     path = Path(given)
     try:
         _defs, _replace, sha = read_stacks_file(path)  # one that cannot be used: said now

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from stackrace.settings.options import positive_int
+from stackrace.commands.namespace import typed_options
+from stackrace.settings.parsers import positive_int
 from stackrace.stacks.app_spec import YourApp
 
 
@@ -97,22 +98,20 @@ class TargetOptions:
 
 def target_options(args: argparse.Namespace) -> TargetOptions:
     """The target flags as given (a command without one of them: its default)."""
-    return TargetOptions(
+    return typed_options(
+        TargetOptions,
+        args,
         urls=tuple(getattr(args, "url", None) or ()),
         pids=tuple(getattr(args, "pid", None) or ()),
-        allow_remote=bool(getattr(args, "allow_remote", False)),
         your_app=your_app_options(args),
     )
 
 
 def your_app_options(args: argparse.Namespace) -> YourApp:
     """The app and commands these flags ask for (none: an empty `YourApp`)."""
-    return YourApp(
-        app=getattr(args, "app", None),
-        app_dir=getattr(args, "app_dir", None),
-        python=getattr(args, "python", None),
-        env=tuple(getattr(args, "env", None) or ()),
-        env_file=getattr(args, "env_file", None),
+    return typed_options(
+        YourApp,
+        args,
         interface=getattr(args, "app_interface", None),
         cmds=tuple(getattr(args, "cmd", None) or ()),
     )

@@ -50,41 +50,44 @@ import dataclasses
 import secrets
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
-from stackrace.cluster.options import connect
 from stackrace.commands import runguard
 from stackrace.commands._common import announce, load
 from stackrace.commands.bench import skeleton
 from stackrace.commands.bench_args import add_search_arguments
-from stackrace.commands.bench_plan import build_plan
+from stackrace.commands.bench_plan import build_plan, cluster_parts
 from stackrace.commands.cluster_args import add_cluster_arguments
+from stackrace.commands.db_hook import open_for_workload
 from stackrace.commands.output_args import (
     add_allow_remote_argument,
     add_json_file_argument,
     add_no_progress_argument,
     add_table_arguments,
 )
-from stackrace.commands.parser import examples
+from stackrace.commands.parser import describe, examples
 from stackrace.commands.settings_args import add_options
-from stackrace.commands.target_args import add_url_arguments
+from stackrace.commands.target_args import add_url_arguments, add_your_app_arguments
 from stackrace.commands.tune_args import TuneOptions, probe_settings, tune_options
 from stackrace.commands.tune_output import show, write
 from stackrace.commands.tune_space import servers_to_tune, space_of
+from stackrace.db.watch import DbWatch
 from stackrace.engine.model import MAX_RATE_PER_PROCESS
+from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.bench.tune_result import tune_result
 from stackrace.race.bench.tune_run import TuneJob, TuneState, noise_meter, run_tune
 from stackrace.race.bench.tune_search import Space, TunePlan, TuneSearch
 from stackrace.race.core.capacity_plan import CapacityPlan, ResumeError
-from stackrace.race.core.journal import Entry, JournalStart, TuneSpec, read_journal
+from stackrace.race.core.journal import Entry, Journal, JournalStart, TuneSpec, read_journal
 from stackrace.report import tune as tunereport
 from stackrace.report.provenance import provenance
 from stackrace.report.schema import BenchRun
 from stackrace.report.write import check_output_paths, read_run
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.settings.race_settings import REQUEST_FIELDS
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks.catalogue import StackFile
@@ -128,12 +131,14 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Find the best configuration of one or more servers for this machine under an SLO, "
         "by measuring: every configuration tried, how sure the answer is, and the command "
-        "line that runs the winner."
+        "line that runs the winner.",
+        EXAMPLES,
+        "docs/tune.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/tune.md"
     p.add_argument(
         "stack", nargs="*", help="the stacks to tune (names from stacks.toml), ranked together"
     )
@@ -165,8 +170,6 @@ def register(p: argparse.ArgumentParser) -> None:
     servers = p.add_argument_group("a server you started: the capacity search alone")
     add_url_arguments(servers)
     add_allow_remote_argument(servers, argparse.SUPPRESS)
-    from stackrace.commands.target_args import add_your_app_arguments
-
     add_your_app_arguments(p.add_argument_group("your app on every server (docs/your-app.md)"))
     out = p.add_argument_group("what it writes")
     add_json_file_argument(out, "write every configuration and probe here")
@@ -344,9 +347,6 @@ def _tune(
     progress: Callable[[str], None],
     lock: runguard.runlocks.RunLock,
 ) -> int:
-    from stackrace.race.bench.protocol import BenchPlan
-    from stackrace.race.core.journal import Journal
-
     assert isinstance(plan, BenchPlan)
     origin = provenance(plan.stacks, stacks, rerun_of=o.race.from_run)
     journal: Journal | None
@@ -381,36 +381,24 @@ def _tune(
     cluster = None
     parts = None
     if o.race.cluster.wanted:
-        from stackrace.cluster.errors import ClusterError
-        from stackrace.cluster.frontends import bench_parts
-
-        cluster = connect(o.race.cluster, PROG)
-        if cluster is None:
+        joined = cluster_parts(o.race.cluster, PROG)
+        if joined is None:
             if journal is not None:
                 journal.close()
             return 2
-        try:
-            parts = bench_parts(cluster)
-        except ClusterError as exc:
-            cluster.close()
-            if journal is not None:
-                journal.close()
-            return _fail(str(exc))
+        cluster, parts = joined
     plan.noise = noise_meter(parts)
     state = TuneState(search)
     db = None
     interrupted: str | None = None
     try:
         if WORKLOADS[plan.settings.workload].needs_db and cluster is None:
-            from stackrace.commands.db_hook import open_for_workload
-
             opened_db = open_for_workload()
             if opened_db is None:
                 if journal is not None:
                     journal.close()
                 return 2
             db, plan.db_env = opened_db
-            from stackrace.db.watch import DbWatch
 
             plan.database = DbWatch(db.settings)
 
@@ -455,6 +443,5 @@ def _tune(
 
 
 def _took(state: TuneState) -> float:
-    import time
 
     return time.monotonic() - state.started

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from stackrace.commands import runguard
 from stackrace.commands.bench_args import RaceOptions, race_options
+from stackrace.commands.namespace import typed_options
 from stackrace.commands.output_args import OutputFiles, output_options
 
 
@@ -29,17 +30,11 @@ class TuneOptions:
 
 
 def tune_options(args: argparse.Namespace) -> TuneOptions:
-    return TuneOptions(
-        race=race_options(args),
-        named=tuple(args.stack),
-        budget=args.budget,
-        precision=args.precision,
-        workers=args.tune_workers,
-        threads=args.tune_threads,
-        files=output_options(args),
-        no_progress=bool(args.no_progress),
+    return typed_options(
+        TuneOptions, args, race=race_options(args), named=tuple(args.stack),
+        workers=args.tune_workers, threads=args.tune_threads, files=output_options(args),
         guard=runguard.run_guard_options(args),
-    )
+    )  # fmt: skip
 
 
 def probe_settings(given: Mapping[str, object], servers: list[str]) -> dict[str, object]:

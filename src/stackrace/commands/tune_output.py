@@ -10,13 +10,11 @@ import sys
 from stackrace.commands.output_args import OutputFiles
 from stackrace.report import capacity as captable
 from stackrace.report import tune as tunereport
-from stackrace.report.schema import BenchRun
+from stackrace.report.schema import BenchRun, dumps
 from stackrace.report.write import EXIT_NOT_WRITTEN, write_files
 
 
 def write(files: OutputFiles, result: BenchRun) -> list[str]:
-    from stackrace.report.schema import dumps
-
     slo = result.settings.slo or ""
     return write_files(
         [

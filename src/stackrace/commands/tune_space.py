@@ -10,12 +10,13 @@ import math
 import os
 from collections.abc import Sequence
 
-from stackrace.race.bench.tune_space import Space
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.race.bench.tune_search import Space
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.ceilings import tunable_ceilings
 from stackrace.stacks.definition import ConfigError, Stack
 from stackrace.stacks.tunables import check_kind, tunables
+from stackrace.stacks.userapp import APP_TAG, app_stack_name, default_app_stacks
 from stackrace.stacks.variants import resolve
 
 
@@ -89,8 +90,6 @@ def stack_to_tune(name: str | None, stacks: StackFile) -> tuple[str | None, str]
     """The stack a tune sweeps, and a note when it is not the name as given: with
     --app, `gunicorn-gthread` means `gunicorn-gthread[app]` (your app on it), and no
     name means the first of the common servers of the app's kind that runs here."""
-    from stackrace.stacks.userapp import APP_TAG, app_stack_name, default_app_stacks
-
     if getattr(stacks, "app", None) is None:
         return name, ""
     if name is None:
@@ -106,8 +105,6 @@ def stack_to_tune(name: str | None, stacks: StackFile) -> tuple[str | None, str]
 
 def servers_to_tune(named: Sequence[str], stacks: StackFile) -> list[str] | str:
     """The servers to tune (base names, as the stacks file has them), or why not."""
-    from stackrace.stacks.userapp import default_app_stacks
-
     names = list(named)
     if not names and getattr(stacks, "app", None) is not None:
         chosen, _ = default_app_stacks(stacks)

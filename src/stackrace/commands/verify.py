@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from stackrace.base import printable
 from stackrace.commands._common import (
     add_private_db_arguments,
@@ -24,10 +26,14 @@ from stackrace.commands._common import (
     resolve_all,
     trusted_names,
 )
-from stackrace.commands.parser import examples
-from stackrace.commands.settings_args import given
-from stackrace.commands.target_args import your_app_options
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.commands.db_hook import open_for_stacks
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
+from stackrace.commands.settings_args import add_options, given
+from stackrace.commands.target_args import add_your_app_arguments, your_app_options
+from stackrace.settings import statuses
+from stackrace.settings.parsers import COMMAND_LINE
+from stackrace.settings.race_settings import RaceSettings, merge, options
 from stackrace.settings.units import fmt_bytes
 from stackrace.stacks import probe
 from stackrace.stacks.app_spec import YourApp
@@ -37,6 +43,7 @@ from stackrace.stacks.launcher import Launcher
 from stackrace.stacks.placeholders import placeholders, render
 from stackrace.stacks.running import LaunchError, RunningStack
 from stackrace.stacks.sampler import TreeSampler
+from stackrace.stacks.userapp import COMMON, default_app_stacks, generated_names
 from stackrace.stacks.verify import (
     MEASURED_WITH_DB,
     Check,
@@ -59,11 +66,13 @@ EXAMPLES = examples(
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.description = (
+    describe(
+        p,
         "Start stacks and check every endpoint against the contract (docs/stacks.md): the "
-        "answers a race would count, before a race counts them."
+        "answers a race would count, before a race counts them.",
+        EXAMPLES,
+        "docs/stacks.md",
     )
-    p.epilog = EXAMPLES + "\n\nMore: docs/stacks.md"
     p.add_argument(
         "names", nargs="*", metavar="STACK", help="stacks to verify (default: all available)"
     )
@@ -75,10 +84,6 @@ def register(p: argparse.ArgumentParser) -> None:
         "check /db and /dbjson too, against a private MariaDB of the command's own (started "
         "and seeded for it, on a free port, removed at the end)",
     )
-    from stackrace.commands.settings_args import add_options
-    from stackrace.commands.target_args import add_your_app_arguments
-    from stackrace.settings.race_settings import options
-
     own = add_your_app_arguments
     group = p.add_argument_group("your app: check your requests on every server, nothing else")
     own(group)
@@ -97,22 +102,13 @@ class VerifyOptions:
     names: tuple[str, ...]
     include_unavailable: bool
     db: bool
-    no_db: bool
     given: Mapping[str, Any]
     stacks_file: str | None
     your_app: YourApp
 
 
 def verify_options(args: argparse.Namespace) -> VerifyOptions:
-    return VerifyOptions(
-        names=tuple(args.names),
-        include_unavailable=bool(args.include_unavailable),
-        db=bool(args.db),
-        no_db=bool(args.no_db),
-        given=given(args),
-        stacks_file=args.stacks_file,
-        your_app=your_app_options(args),
-    )
+    return typed_options(VerifyOptions, args, given=given(args), your_app=your_app_options(args))
 
 
 def run(o: VerifyOptions) -> int:
@@ -125,19 +121,10 @@ def run(o: VerifyOptions) -> int:
         named_in=COMMAND_LINE,
     )
     announce(stacks, "stackrace verify")
-    db = None
-    env: dict[str, str] = {}
-    if o.db and o.no_db:
-        print("stackrace verify: --db and --no-db exclude each other", file=sys.stderr)
+    opened = open_for_stacks(o.db, chosen, private=True)
+    if opened is None:
         return 2
-    # the database only when asked for (--db), and only for stacks that can use it
-    if o.db and any(s.serves(w) for s in chosen for w in DB_WORKLOADS):
-        from stackrace.commands.db_hook import open_for_workload
-
-        opened = open_for_workload(private=True)
-        if opened is None:
-            return 2
-        db, env = opened
+    db, env = opened
     try:
         return asyncio.run(
             _verify(chosen, explicit=bool(o.names), force=o.include_unavailable, db=db, env=env)
@@ -148,8 +135,8 @@ def run(o: VerifyOptions) -> int:
 
 
 async def _verify(chosen, explicit: bool, force: bool, db=None, env=None) -> int:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: keeps --help fast
+    from rich.table import Table  # lazy: keeps --help fast
 
     console = Console()
     table = Table(header_style="bold")
@@ -277,10 +264,6 @@ async def _extra_checks(
 def _run_own(o: VerifyOptions) -> int:
     """`verify --app` (or --cmd): each server of your app answers each of your requests
     with its expected status (2xx unless told), once; nothing of the shipped contract."""
-    import msgspec
-
-    from stackrace.settings.race_settings import RaceSettings, merge
-    from stackrace.stacks.userapp import default_app_stacks, generated_names
 
     settings = merge(RaceSettings(), dict(o.given))  # given: by field name
     if not settings.own_requests:
@@ -299,12 +282,10 @@ def _run_own(o: VerifyOptions) -> int:
 
 
 async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: keeps --help fast
+    from rich.table import Table  # lazy: keeps --help fast
 
     escape, terminal = printable.markup, printable.terminal
-    from stackrace.settings import statuses
-    from stackrace.stacks import probe
 
     table = Table(header_style="bold")
     for col in ("stack", *(k.label for k in kinds), "ready in", "result"):
@@ -369,8 +350,6 @@ async def _verify_own(chosen: list[Stack], kinds, explicit: bool) -> int:
         file=sys.stderr,
     )
     if chosen and skipped == len(chosen):  # nothing verified is not a pass
-        from stackrace.stacks.userapp import COMMON
-
         python = chosen[0].spec.python
         kind = "asgi" if any(s.base.partition("[")[0] in COMMON["asgi"] for s in chosen) else "wsgi"
         print(

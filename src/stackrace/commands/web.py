@@ -23,19 +23,26 @@ the token is in the one line that hands out the URL and in no log line after it.
 from __future__ import annotations
 
 import argparse
+import errno
 import shlex
+import socket
 import sys
 from dataclasses import dataclass
 
-from stackrace.base import printable
+from stackrace.base.netguard import RemoteTargetError, is_loopback
 from stackrace.base.webgate import (
     DEFAULT_MAX_SESSIONS,
     MAX_SESSIONS_CAP,
     max_sessions_problem,
     public_url_problem,
 )
-from stackrace.commands.parser import examples
-from stackrace.settings.options import positive_int
+from stackrace.commands._common import announce
+from stackrace.commands.app_args import add_app_arguments
+from stackrace.commands.namespace import typed_options
+from stackrace.commands.parser import describe, examples
+from stackrace.settings.parsers import positive_int
+from stackrace.stacks.definition import ConfigError
+from stackrace.stacks.resolved import resolve_run
 
 # web's own options, and whether each takes a value: not passed on to the pages' app
 WEB_ONLY = {
@@ -58,13 +65,13 @@ EXAMPLES = examples(
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    from stackrace.commands.app_args import add_app_arguments
-
-    parser.description = (
+    describe(
+        parser,
         "Serve the app in a browser (textual-serve), on 127.0.0.1 by default; the app's "
-        "options below are passed on to each page's app."
+        "options below are passed on to each page's app.",
+        EXAMPLES,
+        "docs/tui.md",
     )
-    parser.epilog = EXAMPLES + "\n\nMore: docs/tui.md"
     web = parser.add_argument_group("where it listens")
     web.add_argument(
         "--host",
@@ -128,10 +135,6 @@ def app_command(argv: list[str]) -> str:
 
 def check_address(host: str, port: int, remote: bool) -> str | None:
     """None when `web` may listen there, else the one line that says why not."""
-    import errno
-    import socket
-
-    from stackrace.base.netguard import RemoteTargetError, is_loopback
 
     try:
         local = is_loopback(host)
@@ -168,25 +171,15 @@ class WebOptions:
     demo: bool
     urls: tuple[str, ...]
     stacks_file: str | None
-    argv: tuple[str, ...]
+    argv: tuple[str, ...] = ()
 
 
 def web_options(args: argparse.Namespace) -> WebOptions:
-    return WebOptions(
-        host=args.host,
-        port=args.port,
-        public_url=args.public_url,
-        max_sessions=args.max_sessions,
-        web_remote=bool(args.web_remote),
-        demo=bool(args.demo),
-        urls=tuple(args.url or ()),
-        stacks_file=args.stacks_file,
-        argv=tuple(getattr(args, "argv", None) or ()),
-    )
+    return typed_options(WebOptions, args, urls=tuple(args.url or ()))
 
 
 def run(o: WebOptions) -> int:
-    from stackrace.tui.web import serve
+    from stackrace.tui.web import serve  # lazy: textual-serve, only when serving
 
     problem = (
         (public_url_problem(o.public_url) if o.public_url is not None else None)
@@ -204,16 +197,11 @@ def run(o: WebOptions) -> int:
             file=sys.stderr,
         )
     if not o.demo:  # the pages' stacks come from these files
-        from stackrace.commands._common import announce
-        from stackrace.stacks.definition import ConfigError
-        from stackrace.stacks.resolved import resolve_run
-
         try:
             announce(resolve_run(o.stacks_file).stacks(), "stackrace web")
-        except ConfigError as exc:
-            if not o.urls:
-                print(f"stackrace web: {printable.terminal(str(exc))}", file=sys.stderr)
-                return 2
+        except ConfigError:
+            if not o.urls:  # servers given by URL need no stacks file (cli.py says why)
+                raise
     argv = list(o.argv) or sys.argv[1:]
     return serve(
         app_command(argv),
@@ -226,8 +214,6 @@ def run(o: WebOptions) -> int:
 
 
 def _loopback(host: str) -> bool:
-    from stackrace.base.netguard import RemoteTargetError, is_loopback
-
     try:
         return is_loopback(host)
     except RemoteTargetError:

@@ -46,7 +46,7 @@ def connect(
     """
     # the driver is imported at the first connection: every race imports this package
     # (the app's picker, `load`), most never connect, and it keeps start-up fast
-    import pymysql
+    import pymysql  # lazy: only with a database
 
     use_socket = bool(settings.socket) if via_socket is None else via_socket
     try:
@@ -87,7 +87,7 @@ def _mysql_msg(exc: BaseException) -> str:
 
 def query(conn: pymysql.connections.Connection, sql: str, args: Any = None) -> list[tuple]:
     """Run one statement and return all rows; MySQL errors become DbError."""
-    import pymysql  # loaded by then (a connection was made): see connect
+    import pymysql  # lazy: loaded by then (a connection was made): see connect
 
     try:
         with conn.cursor() as cur:

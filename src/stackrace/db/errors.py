@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from stackrace.base.errors import StackraceError
+from stackrace.base.errors import WithLogTail
 
 
-class DbError(StackraceError, RuntimeError):
+class DbError(WithLogTail, RuntimeError):
     """Anything that keeps the database from being usable, said in one line.
 
     `log_tail` holds the last lines of mariadbd's error log when the server failed to
     start, so a caller can show them under the message.
     """
 
-    def __init__(self, message: str, log_tail: str = "") -> None:
-        super().__init__(message)
-        self.log_tail = log_tail
-
-    def __str__(self) -> str:
-        msg = super().__str__()
-        if self.log_tail:
-            return f"{msg}\n--- mariadbd log (last lines) ---\n{self.log_tail}"
-        return msg
+    tail_heading = "mariadbd log (last lines)"
 
 
 class SeedInterrupted(DbError):

@@ -5,6 +5,7 @@ every child)."""
 from __future__ import annotations
 
 import contextlib
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -45,7 +46,6 @@ def process_name(pid: int) -> str:
 
 
 def nofile_hard_limit() -> int:
-    import resource
 
     return resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 

@@ -298,7 +298,7 @@ def _create_meta(conn: pymysql.connections.Connection) -> None:
 
 
 def _has_sequence_engine(conn: pymysql.connections.Connection) -> bool:
-    import pymysql  # loaded by then (the connection is one): see admin.connect
+    import pymysql  # lazy: loaded by then (the connection is one): see admin.connect
 
     try:
         with conn.cursor() as cur:
@@ -310,7 +310,7 @@ def _has_sequence_engine(conn: pymysql.connections.Connection) -> bool:
 
 
 def _fill(conn: pymysql.connections.Connection, rows: int, random_seed: int) -> str:
-    import pymysql  # loaded by then (the connection is one): see admin.connect
+    import pymysql  # lazy: loaded by then (the connection is one): see admin.connect
 
     if _has_sequence_engine(conn):
         # RAND(N) with a constant seed: the same values on every machine and run

@@ -7,6 +7,7 @@ stackrace.db.external).
 from __future__ import annotations
 
 import os
+import pwd
 from typing import Literal
 
 import msgspec
@@ -37,7 +38,6 @@ class DbStatus(msgspec.Struct, kw_only=True):
 
 def whoami() -> str:
     """This process's account, by name (its uid where it has none)."""
-    import pwd
 
     try:
         return pwd.getpwuid(os.geteuid()).pw_name

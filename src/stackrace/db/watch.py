@@ -234,7 +234,7 @@ class DbWatch:
     def _connect(self) -> pymysql.connections.Connection:
         # imported at the first poll, in the watch's thread: the app imports this module
         # with every race, most never watch a database, and it keeps start-up fast
-        import pymysql
+        import pymysql  # lazy: only with a database
 
         s = self.settings
         return pymysql.connect(
@@ -262,7 +262,7 @@ class DbWatch:
         question cannot be asked (no database named) or the server refuses it."""
         if not self.settings.database:
             return None
-        import pymysql  # loaded by then (the connection is one): see _connect
+        import pymysql  # lazy: loaded by then (the connection is one): see _connect
 
         try:
             with conn.cursor() as cur:
@@ -281,7 +281,7 @@ class DbWatch:
         return str(created) if created is not None else "?"
 
     def _ask(self) -> _Answer:
-        import pymysql  # for its errors; loaded at the first connect: see _connect
+        import pymysql  # lazy: for its errors; loaded at the first connect: see _connect
 
         reconnected = False
         uptime: int | None = None

@@ -62,28 +62,30 @@ def open_exporter(o: MetricsOptions | None, prog: str) -> MetricsExporter | None
     them. MetricsError when the address is refused or cannot be bound."""
     if o is None:
         return None
-    host, port = o.host, o.port
-    try:
-        local = is_loopback(host)
-    except RemoteTargetError as exc:
-        raise MetricsError(f"--metrics {host}:{port}: {exc}") from None
-    if not local and not o.remote:
-        raise MetricsError(
-            f"--metrics {host}:{port}: not a loopback address; the figures are served to "
-            "this machine only unless you pass --metrics-remote"
-        )
-    try:
-        exporter = MetricsExporter(host, port)
-    except OSError as exc:
-        raise MetricsError(f"--metrics {host}:{port}: {exc.strerror or exc}") from None
+    exporter = MetricsExporter(o.host, o.port, remote=o.remote)
     print(f"{prog}: metrics at {exporter.url}", file=sys.stderr, flush=True)
     return exporter
 
 
 class MetricsExporter:
-    def __init__(self, host: str = DEFAULT_HOST, port: int = 0) -> None:
+    def __init__(self, host: str = DEFAULT_HOST, port: int = 0, *, remote: bool = False) -> None:
+        """Bound to `host`:`port`, which must be a loopback address unless `remote`
+        (--metrics-remote): the figures are this machine's own business otherwise.
+        MetricsError when the address is refused or cannot be bound."""
+        try:
+            local = is_loopback(host)
+        except RemoteTargetError as exc:
+            raise MetricsError(f"--metrics {host}:{port}: {exc}") from None
+        if not local and not remote:
+            raise MetricsError(
+                f"--metrics {host}:{port}: not a loopback address; the figures are served "
+                "to this machine only unless you pass --metrics-remote"
+            )
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.sock = socket.create_server((host, port), family=family)
+        try:
+            self.sock = socket.create_server((host, port), family=family)
+        except OSError as exc:
+            raise MetricsError(f"--metrics {host}:{port}: {exc.strerror or exc}") from None
         self.figures = RaceFigures()
         self._engine_of: Callable[[], Any] = lambda: None
         self._resources_of: Callable[[], Mapping[str, ResourceSample | None]] | None = None

@@ -45,8 +45,8 @@ def level_failed(lv: Level) -> str:
     if not lv.failed_entirely or lv.db_down:
         return ""
     # the tables (and the gate, below) are imported where a bench run's failures are
-    # said: `load` reads this module for its own lines, and it keeps start-up fast
-    from stackrace.report.tables import no_success
+    # said: `load` reads this module for its own lines
+    from stackrace.report.tables import no_success  # lazy: keeps load's start-up fast
 
     return no_success(lv)
 
@@ -70,7 +70,7 @@ def requests_failed(paths: list[PathResult]) -> list[tuple[str, str]]:
 
 def run_failures(run: BenchRun) -> list[str]:
     """One line per level or request that failed entirely (empty: none)."""
-    from stackrace.report.gate import level_name  # see level_failed: keeps start-up fast
+    from stackrace.report.gate import level_name  # lazy: keeps load's start-up fast
 
     lines = []
     for st in run.stacks:
@@ -85,7 +85,7 @@ def run_failures(run: BenchRun) -> list[str]:
 def bench_failures(result: BenchRun) -> list[str]:
     """What makes the run fail without any rule: a stack not measured, a level where
     nothing succeeded, a database that failed during the run. One line each."""
-    from stackrace.report.gate import level_name  # see level_failed: keeps start-up fast
+    from stackrace.report.gate import level_name  # lazy: keeps load's start-up fast
 
     out = [f"{st.name}: not measured ({st.error})" for st in result.stacks if st.error]
     out += run_failures(result)  # every request of a level, or one of yours, failed

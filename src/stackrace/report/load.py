@@ -23,17 +23,28 @@ from them (`schema()`), and a test holds the file to the structs and real output
 file. A field is added, never renamed or removed; `version` counts a change that would
 break a reader. Latencies are microseconds (`total.latency.unit`); HTTP statuses are
 object keys, so strings ("404").
+
+**The histogram a person reads** (`buckets`) has round bounds, 1-2-5 per decade, from
+the fastest answer to the slowest, so a wide tail shows as rows of its own rather than
+as one long last bar (oha's linear buckets put a 2 s tail and a 200 µs body in eleven
+equal slices, ten of them empty); the whole histogram is the document's `hdr`.
+
+Long because the document is one job: each struct of the JSON contract beside the code
+that fills it from the run. The bucketing was a module of its own, split off to pass
+the line cap (at first the two imported each other): the field and its filling apart.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
 
 import msgspec
 
-from stackrace.engine.histogram import LatencyHistogram
+from stackrace.engine.histogram import LatencyHistogram, median_equivalent
 from stackrace.engine.model import (
     ABANDONED,
     HTTP_STATUS,
@@ -43,7 +54,6 @@ from stackrace.engine.model import (
     WindowStats,
 )
 from stackrace.report.failures import path_results, requests_failed
-from stackrace.report.load_histogram import LatencyBucket, buckets
 from stackrace.report.schema import LittleLaw, PathResult
 from stackrace.report.slo import Slo
 from stackrace.rules import accounting
@@ -122,6 +132,13 @@ class LoadSlo(msgspec.Struct):
     meets: bool
     why: str
     figures: dict[str, float]
+
+
+class LatencyBucket(msgspec.Struct):
+    """Answers whose latency was at most `le_us` (and above the bucket before)."""
+
+    le_us: int
+    count: int
 
 
 class LoadVerdict(msgspec.Struct):
@@ -402,7 +419,6 @@ def doubts(facts: LoadFacts, run: MeasuredLoad, little: accounting.LittleCheck |
 
 def _first_url(facts: LoadFacts) -> str:
     """The first request's URL (the one URL given, or the base and the first path)."""
-    from urllib.parse import urlsplit
 
     base = urlsplit(facts.url)
     return f"{base.scheme}://{base.netloc}{facts.kinds[0].target}"
@@ -445,6 +461,49 @@ def _per_request(kinds: list[RequestKind], w: WindowStats) -> tuple[list[PathRes
         return [one], 0
     out = path_results([kind.label for kind in kinds], w.kinds)
     return out, max(0, w.sent - sum(p.sent for p in out))
+
+
+# --- the histogram as a person reads it -----------------------------------------------
+
+
+MAX_BUCKETS = 10
+_NICE = (1, 2, 5)  # bounds 1-2-5 per decade: 100µs, 200µs, 500µs, 1ms, …
+
+
+def buckets(hist: LatencyHistogram) -> list[LatencyBucket]:
+    """The answers by latency in a few buckets whose bounds are round (1-2-5 per decade,
+    or one per decade when that takes more than `MAX_BUCKETS`), from the fastest answer's
+    to the slowest's: a wide tail shows as its own rows, not as one long last bar."""
+    counts = hist.counts
+    values = [(median_equivalent(i), counts[i]) for i in hist.nonzero()]
+    if not values:
+        return []
+    lo, hi = values[0][0], values[-1][0]
+    bounds = _bounds(lo, hi, _NICE)
+    if len(bounds) > MAX_BUCKETS:
+        bounds = _bounds(lo, hi, (1,))
+    out = [LatencyBucket(le_us=b, count=0) for b in bounds]
+    k = 0
+    for value, n in values:
+        while k < len(out) - 1 and value > out[k].le_us:
+            k += 1
+        out[k].count += n
+    return out
+
+
+def _bounds(lo: int, hi: int, steps: tuple[int, ...]) -> list[int]:
+    """Round bounds from the first at or above `lo` to the first at or above `hi`."""
+    decade = 10 ** max(0, math.floor(math.log10(max(1, lo))))
+    out: list[int] = []
+    while not out or out[-1] < hi:
+        for s in steps:
+            b = s * decade
+            if b >= lo and (not out or b > out[-1]):
+                out.append(b)
+            if out and out[-1] >= hi:
+                break
+        decade *= 10
+    return out
 
 
 # --- what fails a load -----------------------------------------------------------------

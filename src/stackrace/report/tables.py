@@ -375,7 +375,7 @@ def to_csv(run: BenchRun) -> str:
 
 
 def rich_table(run: BenchRun, title: str | None = None) -> Table:
-    from rich.table import Table
+    from rich.table import Table  # lazy: keeps --help fast
 
     # names are user text (`gunicorn-sync[app]`): never rich markup, never a control byte;
     # every mark in the table is said under it (a ✗ nothing explained read as an error)

@@ -94,7 +94,7 @@ def markdown(run: BenchRun) -> str:
 def print_then_now(run: BenchRun, console: Console) -> None:
     if run.then is None:
         return
-    from rich.table import Table
+    from rich.table import Table  # lazy: keeps --help fast
 
     figures = figure_cells(run)
     if figures:

@@ -20,7 +20,7 @@ from stackrace.base.printable import markdown as md
 from stackrace.base.printable import markdown_code as code
 from stackrace.report.schema import BenchRun, TunePoint, TuneResult
 from stackrace.report.why import cause_removed
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.definition import Stack
 from stackrace.stacks.production import production_command
@@ -148,7 +148,7 @@ def add_deploy(result: BenchRun, stacks: StackFile) -> None:
     if t is None or not met_any(t):
         return
     names = [t.winner] if t.winner else t.tied[:MAX_DEPLOY_LINES]
-    app = getattr(stacks, "app", None)
+    app = stacks.app
     versions = {st.name: st.version for st in result.stacks}
     lines = []
     for name in names:

@@ -23,9 +23,9 @@ from stackrace.report.series import StackSeries
 def print_run(run: BenchRun, title: str | None = None) -> None:
     # the writers are imported where a run is written: `load` reads this module for its
     # output checks alone, and the tables bring the charts, flames and claims (start-up)
-    from rich.console import Console
+    from rich.console import Console  # lazy: keeps --help fast
 
-    from stackrace.report import tables, thennow
+    from stackrace.report import tables, thennow  # lazy: keeps load's start-up fast
 
     console = Console()
     if not console.is_terminal:
@@ -86,7 +86,7 @@ def run_outputs(
 ) -> list[Output]:
     """A run's files, as (option, path, content) for `write_files`; `baseline`: the run
     the HTML page draws beside it (report/html.py)."""
-    from stackrace.report import chart, html, series, tables  # see print_run
+    from stackrace.report import chart, html, series, tables  # lazy: keeps load's start-up fast
 
     return [
         ("--json", json_out, lambda: dumps(run)),
@@ -106,7 +106,7 @@ def series_of(run: BenchRun) -> list[tuple[str, StackSeries]]:
 def _markdown(run: BenchRun) -> str:
     """A run's Markdown: its levels, or (`bench --capacity`) its capacities, each
     sentence, and the machine's noise."""
-    from stackrace.report import capacity, tables  # see print_run
+    from stackrace.report import capacity, tables  # lazy: keeps load's start-up fast
 
     if not any(st.capacity is not None for st in run.stacks):
         return tables.markdown(run)

@@ -8,7 +8,7 @@ uses which) — checks it, by the rule of the module that owns it where there is
 (stackrace.settings.workloads, scenario, statuses, terms; the engine's request, clients,
 tls and model), and returns it or raises `OptionValueError` with the reason, so a value
 is valid or not the same way everywhere. The parsers of numbers and durations are
-stackrace.settings.options'.
+stackrace.settings.parsers'.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from stackrace.engine.model import rate_problem
 from stackrace.engine.request import RequestError, check_method
 from stackrace.engine.slow_clients import ProfileError, parse_profile, parse_share
 from stackrace.settings import scenario, statuses, terms
-from stackrace.settings.options import OptionValueError, positive_rate
+from stackrace.settings.parsers import OptionValueError, positive_rate
 from stackrace.settings.workloads import WORKLOADS
 
 ISOLATIONS = ("auto", "rotate", "parallel")
@@ -60,8 +60,11 @@ def stack_rate(text: str) -> float:
 def cacert_file(text: str) -> str:
     """A PEM file of CA certificates, checked now, kept as an absolute path."""
     # engine/tls.py (and Python's ssl, ~5 ms) only when --cacert is given: every parser
-    # that offers the option is built from here, so this keeps start-up (--help) fast
-    from stackrace.engine.tls import TlsConfigError, check_cacert
+    # that offers the option is built from here
+    from stackrace.engine.tls import (  # lazy: keeps --help's start-up fast
+        TlsConfigError,
+        check_cacert,
+    )
 
     try:
         check_cacert(text)

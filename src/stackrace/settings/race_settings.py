@@ -17,7 +17,7 @@ derived from it:
   the same struct and turned into requests by the same code (stackrace.settings.scenario).
 
 Durations are seconds (floats); the CLI and TOML accept "500ms", "10s", "2m". Every
-value goes through the same parser (stackrace.settings.options for numbers and durations,
+value goes through the same parser (stackrace.settings.parsers for numbers and durations,
 stackrace.settings.race_parsers for the rest) from the command line and from a preset, so
 a value is valid or not the same way everywhere.
 
@@ -39,7 +39,7 @@ from stackrace.engine.model import MAX_RATE_PER_PROCESS
 from stackrace.engine.slow_clients import ClientProfile, parse_profile
 from stackrace.settings import race_parsers as parse
 from stackrace.settings import scenario
-from stackrace.settings.options import (
+from stackrace.settings.parsers import (
     COMMAND_LINE,
     non_negative_duration,
     non_negative_int,

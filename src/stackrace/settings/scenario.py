@@ -31,7 +31,9 @@ the engine honours by chunking the body, never both). The engine gets them as
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -151,7 +153,6 @@ def load_scenario(path: str) -> list[RequestKind]:
     """The requests of a scenario file, each checked; ScenarioError naming the file."""
     # TOML's parser (~2 ms) only when a file is read: every command's parser imports this
     # module (the request options), so this keeps start-up fast
-    import tomllib
 
     try:
         raw = inputfile.parse_toml(path, inputfile.read_text(path, limit=BODY_LIMIT))
@@ -305,7 +306,6 @@ def target_spec(
     """These requests on the server at `base_url` (`http://host:port`; any path of it is
     not used): the first request as the target's own, and the mix when there is one.
     The race core and `stackrace load` both load a user's requests through this."""
-    from urllib.parse import urlsplit
 
     base = urlsplit(base_url)
     first = kinds[0]

@@ -72,7 +72,7 @@ def clamp_queries(n: int) -> int:
 
 def db_sum_range(queries: int) -> tuple[float, float]:
     """Plausible range of the sum of `queries` × 10 uniform [0, 1) values (see stackrace.db)."""
-    # lazy for start-up: db/counters imports pymysql; only the db workload's check sums
-    from stackrace.db.counters import plausible_sum_range
+    # db/counters imports pymysql; only the db workload's check sums
+    from stackrace.db.counters import plausible_sum_range  # lazy: keeps load's start-up fast
 
     return plausible_sum_range(clamp_queries(queries))

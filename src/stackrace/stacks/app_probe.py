@@ -40,6 +40,8 @@ from stackrace.stacks.app_spec import (
 )
 from stackrace.stacks.availability import remember_importable
 from stackrace.stacks.definition import INTERFACES, StackDef
+from stackrace.supervise import sweep
+from stackrace.supervise.procs import child_setup
 
 # the line the probe prints last (an app may print on import)
 _MARK = "STACKRACE-APP-PROBE "
@@ -148,9 +150,6 @@ def _run_probe(argv: list[str], app: AppSpec, timeout: float) -> tuple[int, str,
     """Run the probe to its exit (at most `timeout`), then end whatever it started; its
     exit status, stdout and stderr (their last MiB each). AppError when it cannot be
     run or does not exit in time."""
-    from stackrace.supervise import sweep
-    from stackrace.supervise.procs import child_setup
-
     token = sweep.new_token()
     cgroup = sweep.tracking_cgroup("app-probe")
     env = {**os.environ, **app_environment(app), sweep.TOKEN_VAR: token}
@@ -184,8 +183,6 @@ def _run_probe(argv: list[str], app: AppSpec, timeout: float) -> tuple[int, str,
 def _end_all(proc: subprocess.Popen[bytes], cgroup: Path | None, token: str) -> None:
     """SIGKILL the probe and everything it started (its session, its descendants, its
     cgroup, its token: supervise.sweep), reap what stackrace adopted, drop the cgroup."""
-    from stackrace.supervise import sweep
-
     cgroups = [cgroup] if cgroup is not None else []
     for _ in range(3):  # a daemon forking while it is killed is found on the next pass
         found = sweep.stack_pids([proc.pid], [proc.pid], cgroups, [token])
@@ -212,9 +209,10 @@ def _tail(f: IO[bytes]) -> str:
     return f.read(_TAIL_BYTES).decode("utf-8", "replace")
 
 
-def resolve_app(opts: YourApp, defs: dict[str, StackDef]) -> tuple[AppSpec, dict[str, bool]]:
-    """The app of the command line, inspected: its interface (told or detected), and
-    which server modules its interpreter can import (remembered for availability)."""
+def resolve_app(opts: YourApp, defs: dict[str, StackDef]) -> tuple[AppSpec, dict[str, str]]:
+    """The app of the command line, inspected: its interface (told or detected), and the
+    environment every server runs it in (`app_environment`); which server modules its
+    interpreter can import is remembered for availability."""
     assert opts.app is not None
     target, app_dir = parse_target(opts.app, opts.app_dir)
     app = AppSpec(
@@ -232,11 +230,12 @@ def resolve_app(opts: YourApp, defs: dict[str, StackDef]) -> tuple[AppSpec, dict
         raise AppError(
             f"--app {app.label}: cannot tell whether it is WSGI or ASGI: give --wsgi or --asgi"
         )
-    return AppSpec(
+    app = AppSpec(
         target=app.target,
         app_dir=app.app_dir,
         python=app.python,
         interface=interface,
         env=app.env,
         given=app.given,
-    ), found.modules
+    )
+    return app, app_environment(app)

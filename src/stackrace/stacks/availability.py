@@ -19,6 +19,7 @@ from __future__ import annotations
 import glob
 import importlib
 import importlib.metadata
+import json
 import os
 import shutil
 import subprocess
@@ -32,7 +33,7 @@ from packaging.utils import canonicalize_name
 
 from stackrace.base import paths
 from stackrace.stacks.definition import Stack
-from stackrace.stacks.placeholders import placeholders, render
+from stackrace.stacks.placeholders import FilledNeeds, filled_needs
 
 # the PyPy venv: .venv-pypy in a checkout, the data directory for a package (base/paths.py)
 PYPY_VENV = paths.pypy_venv()
@@ -87,26 +88,10 @@ def rel_path(path: Path | str) -> str:
         return str(path)
 
 
-def needs_values(stack: Stack) -> dict[str, object]:
-    # port and run_dir are not known here; nothing in `needs` should depend on them
-    return placeholders(stack, 0, Path("/nonexistent-run-dir"))
-
-
 def _find_bin(name: str) -> bool:
     if "/" in name:
         return os.access(name, os.X_OK) and Path(name).is_file()
     return shutil.which(name) is not None
-
-
-def _runtime_bins(stack: Stack, values: dict[str, object]) -> list[str]:
-    """needs.bins plus the program of every command the launcher will run."""
-    argv0 = [stack.spec.command[0], *(p.command[0] for p in stack.spec.processes)]
-    names: list[str] = []
-    for raw in [*stack.spec.needs.bins, *argv0]:
-        name = render(raw, values)
-        if name not in names:
-            names.append(name)
-    return names
 
 
 def missing_apt(packages: Iterable[str]) -> list[str]:
@@ -211,21 +196,17 @@ def _sources(build_cwd: Path, built: Sequence[Path]) -> Iterable[Path]:
                 yield path
 
 
-def stale_builds(stack: Stack, values: dict[str, object] | None = None) -> list[str]:
+def stale_builds(needs: FilledNeeds) -> list[str]:
     """Why the stack's build must run: a built file missing, or older than a source."""
-    needs = stack.spec.needs
     if not needs.built:
         return []
-    values = values or needs_values(stack)
-    built = [Path(render(b, values)) for b in needs.built]
-    absent = [b for b in built if not b.exists()]
+    absent = [b for b in needs.built if not b.exists()]
     if absent:
         return [f"{rel_path(b)} not built" for b in absent]
-    cwd = Path(render(needs.build_cwd, values))
-    oldest = min(b.stat().st_mtime for b in built)
-    newer = [s for s in _sources(cwd, built) if s.stat().st_mtime > oldest]
+    oldest = min(b.stat().st_mtime for b in needs.built)
+    newer = [s for s in _sources(needs.build_cwd, needs.built) if s.stat().st_mtime > oldest]
     if newer:
-        return [f"{rel_path(built[0])} is older than {rel_path(newer[0])}"]
+        return [f"{rel_path(needs.built[0])} is older than {rel_path(newer[0])}"]
     return []
 
 
@@ -235,13 +216,10 @@ def _npm_name(spec: str) -> str:
     return spec if at == -1 else spec[:at]
 
 
-def missing_npm(stack: Stack, values: dict[str, object] | None = None) -> list[str]:
-    needs = stack.spec.needs
-    if not needs.npm:
-        return []
-    cwd = Path(render(needs.npm_cwd, values or needs_values(stack)))
+def missing_npm(packages: Iterable[str], cwd: Path) -> list[str]:
+    """The npm packages not under `cwd`/node_modules."""
     return [
-        p for p in needs.npm if not (cwd / "node_modules" / _npm_name(p) / "package.json").exists()
+        p for p in packages if not (cwd / "node_modules" / _npm_name(p) / "package.json").exists()
     ]
 
 
@@ -275,7 +253,6 @@ def importable(python: str, modules: Iterable[str]) -> dict[str, bool]:
                 stdin=subprocess.DEVNULL,
                 check=False,
             ).stdout
-            import json
 
             known.update(json.loads(out.strip().splitlines()[-1]))
         except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, RecursionError):
@@ -291,7 +268,7 @@ def forget_importable(python: str) -> None:
 def missing(stack: Stack, apt_missing: set[str] | None = None) -> Missing:
     """Everything the stack's `needs` declare that is not here."""
     needs = stack.spec.needs
-    values = needs_values(stack)
+    filled = filled_needs(stack)  # every templated need filled once, then checked
     m = Missing()
     if apt_missing is None:
         m.apt = missing_apt(needs.apt)
@@ -304,9 +281,9 @@ def missing(stack: Stack, apt_missing: set[str] | None = None) -> Missing:
     else:
         m.pip = missing_pip(needs.pip, needs.venv)
         m.pip_no_deps = missing_pip(needs.pip_no_deps, needs.venv)
-    m.builds = stale_builds(stack, values)
-    m.npm = missing_npm(stack, values)
-    m.bins = [b for b in _runtime_bins(stack, values) if not _find_bin(b)]
+    m.builds = stale_builds(filled)
+    m.npm = missing_npm(needs.npm, filled.npm_cwd)
+    m.bins = [b for b in filled.bins if not _find_bin(b)]
     if stack.spec.python and needs.modules and stack.spec.python not in m.bins:
         m.python = stack.spec.python
         m.modules = [k for k, ok in importable(m.python, needs.modules).items() if not ok]

@@ -27,11 +27,10 @@ from stackrace.stacks.availability import (
     Missing,
     missing,
     missing_apt,
-    needs_values,
     rel_path,
 )
 from stackrace.stacks.definition import Stack
-from stackrace.stacks.placeholders import render
+from stackrace.stacks.placeholders import FilledNeeds, filled_needs
 
 _TAIL_LINES = 15
 Log = Callable[[str], None]
@@ -227,7 +226,7 @@ class Installer:
     def _npm(self) -> None:
         for r in self._pending():
             if r.before.npm:
-                cwd = Path(render(r.stack.spec.needs.npm_cwd, needs_values(r.stack)))
+                cwd = filled_needs(r.stack).npm_cwd
                 self._step(
                     f"npm in {rel_path(cwd)}: {' '.join(r.before.npm)}",
                     [r],
@@ -240,10 +239,8 @@ class Installer:
         for r in self._pending():
             if not r.before.builds:
                 continue
-            needs = r.stack.spec.needs
-            values = needs_values(r.stack)
-            cwd = Path(render(needs.build_cwd, values))
-            commands = [[render(a, values) for a in cmd] for cmd in needs.build]
+            filled = filled_needs(r.stack)
+            cwd, commands = filled.build_cwd, filled.build
             key = (str(cwd), repr(commands))
             if key in done:  # another stack built the same thing
                 r.error = done[key]
@@ -262,16 +259,15 @@ class Installer:
                 ):
                     break
             else:
-                self._touch_built(r.stack, values)
+                self._touch_built(filled)
             done[key] = r.error
 
-    def _touch_built(self, stack: Stack, values: dict[str, object]) -> None:
+    def _touch_built(self, filled: FilledNeeds) -> None:
         # `go build` leaves an up-to-date binary as it is, so after a checkout that only
         # touched the sources it would still look older than them: mark it as fresh
         if self.dry_run:
             return
-        for b in stack.spec.needs.built:
-            path = Path(render(b, values))
+        for path in filled.built:
             if path.exists():
                 os.utime(path)
 

@@ -23,7 +23,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from stackrace.base import paths
 from stackrace.base.ports import free_port
@@ -148,3 +148,29 @@ def render(text: str, values: dict[str, Any]) -> str:
         return str(values[key])
 
     return PLACEHOLDER.sub(sub, text)
+
+
+class FilledNeeds(NamedTuple):
+    """A stack's `needs` with their placeholders filled, once: what availability checks
+    and what the installer runs and builds in."""
+
+    bins: list[str]  # needs.bins, then the program of every command the launcher runs
+    build: list[list[str]]
+    build_cwd: Path
+    built: list[Path]
+    npm_cwd: Path
+
+
+def filled_needs(stack: Stack) -> FilledNeeds:
+    """The stack's `needs`, filled; port and run directory are not known before a start,
+    and nothing in `needs` may depend on them."""
+    values = placeholders(stack, 0, Path("/nonexistent-run-dir"))
+    needs = stack.spec.needs
+    argv0 = [stack.spec.command[0], *(p.command[0] for p in stack.spec.processes)]
+    return FilledNeeds(
+        bins=list(dict.fromkeys(render(raw, values) for raw in [*needs.bins, *argv0])),
+        build=[[render(a, values) for a in cmd] for cmd in needs.build],
+        build_cwd=Path(render(needs.build_cwd, values)),
+        built=[Path(render(b, values)) for b in needs.built],
+        npm_cwd=Path(render(needs.npm_cwd, values)),
+    )

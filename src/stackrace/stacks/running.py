@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackrace.base.errors import StackraceError
+from stackrace.base.errors import WithLogTail
 from stackrace.base.printable import terminal
 from stackrace.stacks.definition import Stack
 from stackrace.stacks.placeholders import HOST
@@ -35,19 +35,8 @@ def program_of(p: subprocess.Popen[bytes]) -> str:
     return str(args[0] if isinstance(args, list | tuple) else args)
 
 
-class LaunchError(StackraceError, RuntimeError):
+class LaunchError(WithLogTail, RuntimeError):
     """A stack could not be started; `log_tail` holds the end of its output."""
-
-    def __init__(self, message: str, log_tail: str = "") -> None:
-        super().__init__(message)
-        self.log_tail = log_tail
-
-    def __str__(self) -> str:
-        text = super().__str__()
-        if self.log_tail:
-            # printable whoever made it (a cluster's app host sends its own tail)
-            text += "\n--- log tail ---\n" + terminal(self.log_tail, newlines=True)
-        return text
 
 
 @dataclass

@@ -89,7 +89,7 @@ class TreeSampler:
     def _tree(self, now: float) -> list[psutil.Process]:
         # psutil is imported where a tree is sampled: `load` and `--help` never sample one,
         # and its import (~30 ms) would be paid at every start-up
-        import psutil
+        import psutil  # lazy: keeps start-up fast
 
         fresh = self._scanned_at is not None and now - self._scanned_at < self.rescan_s
         if fresh and all(p.is_running() for p in self._procs.values()):

@@ -9,8 +9,10 @@ checked against its param's kind (`param_kind`) before anything starts —
   stackrace.stacks.ceilings);
 - params with `choices`: one of them;
 - params declared `kinds = { P = "path" }`: an absolute, normalised path to an existing
-  executable file (a server binary such as php-fpm); which file may name which
-  executable is stackrace.stacks.variants';
+  executable file (a server binary such as php-fpm); a variant read from a file (a
+  preset, a run file, a recording) may name only the param's default or one the stack
+  lists in `executables` (`check_override`: a data file that travels must never choose
+  what runs);
 - every other param: a word of letters, digits and `. _ - : = +` (no `/`, spaces,
   braces, quotes, `;` or control characters: nothing that could reach outside a
   directory, split an argument or end a line of a config file).
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from stackrace.base import paths
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks import ceilings
 from stackrace.stacks.definition import ConfigError, StackDef
 from stackrace.stacks.placeholders import PLACEHOLDER, render, templated
@@ -51,6 +54,37 @@ def param_kind(spec: StackDef, key: str) -> str:
 def check_value(spec: StackDef, key: str, value: str) -> str | None:
     """What is wrong with `value` for the tunable `key` of `spec` (None: nothing)."""
     return check_kind(param_kind(spec, key), key, value, tuple(spec.choices.get(key, ())))
+
+
+def check_override(
+    spec: StackDef, ref: str, key: str, value: str, *, source: str, named_in: str
+) -> None:
+    """KEY=VALUE of the variant `ref`, held to its param's kind; written in a file
+    (`named_in` is not COMMAND_LINE), a path param may name only its default or an
+    executable the stack lists. ConfigError naming the stacks file `source`, or the
+    file that named the executable."""
+    problem = check_value(spec, key, value)
+    if problem:
+        raise ConfigError(f"{source}: stack '{ref}': key '{key}': {problem}")
+    if named_in == COMMAND_LINE or param_kind(spec, key) != "path":
+        return
+    allowed = [spec.params[key], *spec.executables.get(key, [])]
+    if value not in allowed:  # the file that named it is at fault, not the stacks file
+        raise ConfigError(
+            f"{named_in}: stack '{ref}': key '{key}': names the executable {value}: only "
+            f"the command line (--stacks, or the picker) may, or the stack's own list in "
+            f"{source} ({', '.join(allowed)})"
+        )
+
+
+def check_default_counts(spec: StackDef, base: str, overrides: dict[str, str], source: str) -> None:
+    """A stacks file's own workers and threads, where a variant leaves them, are held to
+    the same ceilings (ConfigError naming the file)."""
+    for key in ("workers", "threads"):
+        if key not in overrides:
+            problem = check_value(spec, key, str(getattr(spec, key)))
+            if problem:
+                raise ConfigError(f"{source}: stack '{base}': key '{key}': {problem}")
 
 
 def check_kind(kind: str, key: str, value: str, choices: tuple[str, ...] = ()) -> str | None:

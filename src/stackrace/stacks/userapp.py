@@ -26,12 +26,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stackrace.stacks.app_probe import app_environment, resolve_app
+from stackrace.settings import scenario
+from stackrace.stacks.app_probe import resolve_app
 from stackrace.stacks.app_spec import AppError, AppSpec, YourApp, no_braces
+from stackrace.stacks.availability import availability
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.definition import ConfigError, Needs, StackDef
 from stackrace.stacks.placeholders import PLACEHOLDER
 from stackrace.stacks.validate import STACK_NAME, check_def
+from stackrace.stacks.variants import resolve
 
 if TYPE_CHECKING:
     from stackrace.settings.race_settings import RaceSettings
@@ -56,11 +59,13 @@ def app_stack_name(server: str) -> str:
 def app_stacks(
     defs: dict[str, StackDef],
     app: AppSpec,
+    app_env: dict[str, str],
     health: str = "/",
     health_status: str = "2xx,3xx",
     health_headers: dict[str, str] | None = None,
 ) -> dict[str, StackDef]:
-    """`SERVER[app]` for every block with an app template of the app's interface."""
+    """`SERVER[app]` for every block with an app template of the app's interface;
+    `app_env`: the app's own environment (app_probe.app_environment), the same in each."""
     out: dict[str, StackDef] = {}
     values = {"app_target": app.target, "app_dir": str(app.app_dir)}
     for name, spec in defs.items():
@@ -69,7 +74,7 @@ def app_stacks(
             continue
         command = [_fill(a, values) for a in tmpl.command]
         env = {k: _fill(v, values) for k, v in tmpl.env.items()}
-        env.update(app_environment(app))
+        env.update(app_env)
         used = {m.group(1) for t in [*command, *env.values()] for m in PLACEHOLDER.finditer(t)}
         params = {k: v for k, v in spec.params.items() if k in used}
         gen = StackDef(
@@ -167,15 +172,13 @@ def with_run_stacks(
     """The stacks files' stacks plus those made for this run: `SERVER[app]` for --app and
     one per --cmd, ready on the first of the run's requests (scenario.health). Raises
     AppError or ScenarioError."""
-    from stackrace.settings import scenario
-
     if not opts.given:
         return stacks
     kinds = settings.request_kinds() if settings is not None else None
     health, status, headers = scenario.health(kinds)
     if opts.app:
-        app, _ = resolve_app(opts, stacks)
-        made = app_stacks(stacks, app, health, status, headers)
+        app, app_env = resolve_app(opts, stacks)
+        made = app_stacks(stacks, app, app_env, health, status, headers)
         if not made:
             raise AppError(
                 f"--app {app.label}: no server in {stacks.source} runs {app.interface.upper()} apps"
@@ -193,9 +196,6 @@ def with_run_stacks(
 def default_app_stacks(stacks: StackFile) -> tuple[list[str], list[str]]:
     """With --app and no --stacks: the common four servers of the app's kind that can run
     here, and the names of the other servers that run it (available or not)."""
-    from stackrace.stacks.availability import availability
-    from stackrace.stacks.variants import resolve
-
     app = stacks.app
     generated = [
         n for n, what in stacks.generated.items() if what == "--app" and n not in stacks.untrusted
@@ -229,9 +229,6 @@ def missing_servers(names: list[str], stacks: StackFile) -> str:
     else one line naming those that cannot and the command that installs them there.
     Asked before anything starts, whatever --python says: a server missing there would
     otherwise die at start with only its exit code to show."""
-    from stackrace.stacks.availability import availability
-    from stackrace.stacks.variants import resolve
-
     missing: dict[str, str] = {}
     python = ""
     for name in names:

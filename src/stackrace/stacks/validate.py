@@ -28,7 +28,7 @@ from stackrace.engine.request import RequestError, check_header
 from stackrace.settings import statuses
 
 # MAX_TIMEOUT_S: ready_timeout and stop_timeout too
-from stackrace.settings.options import MAX_TIMEOUT_S
+from stackrace.settings.parsers import MAX_TIMEOUT_S
 from stackrace.settings.workloads import WORKLOADS
 from stackrace.stacks import protocols
 from stackrace.stacks.definition import (

@@ -11,7 +11,8 @@ freely. A variant read from a file — a preset, a run file (`bench --from`), a
 recording, another stack's `upstream` — is refused in one line when a path param names
 an executable other than the param's default or one the stack lists in `executables`:
 a data file that travels must never choose what runs (`resolve(..., named_in=
-COMMAND_LINE)` is the command line's). A stack that a ./stacks.toml not trusted yet
+COMMAND_LINE)` is the command line's; the rule is stackrace.stacks.tunables', with every
+other rule for a variant's values). A stack that a ./stacks.toml not trusted yet
 adds is refused here with the line that says how to trust it (stacks.catalogue): this
 is the one door every build, install, verify, serve and race passes.
 """
@@ -20,12 +21,11 @@ from __future__ import annotations
 
 import os
 
-from stackrace.settings.options import COMMAND_LINE
 from stackrace.stacks import protocols
 from stackrace.stacks.catalogue import StackFile
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
 from stackrace.stacks.placeholders import render
-from stackrace.stacks.tunables import check_value, param_kind
+from stackrace.stacks.tunables import check_default_counts, check_override
 
 
 def resolve(
@@ -58,34 +58,28 @@ def resolve(
         raise ConfigError(stacks.untrusted[base])
     spec = stacks[base]
     overrides: dict[str, str] = {}
+    https: list[str] = []  # the protocols asked (stacks.protocols checks them below)
     for item in filter(None, (s.strip() for s in rest.split(","))):
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()
         if not eq or not value:
             raise ConfigError(f"{source}: stack '{ref}': variant '{item}' is not KEY=VALUE")
         if key == protocols.HTTP_KEY:  # the protocol (stacks.protocols), not a param
-            problem = protocols.refusal(spec, base, value)
-            if problem:
-                raise ConfigError(f"{source}: stack '{ref}': key 'http': {problem}")
+            https.append(value)
             if value != protocols.DEFAULT:  # the default is the stack as named
                 overrides[key] = value
             continue
         if key not in ("workers", "threads") and key not in spec.params:
             allowed = ", ".join(["workers", "threads", protocols.HTTP_KEY, *spec.params])
             raise ConfigError(f"{source}: stack '{ref}': key '{key}': not tunable ({allowed})")
-        problem = check_value(spec, key, value)
-        if problem:
-            raise ConfigError(f"{source}: stack '{ref}': key '{key}': {problem}")
-        if named_in != COMMAND_LINE:
-            problem = _named_executable(spec, key, value, source)
-            if problem:  # the file that named it is at fault, not the stacks file
-                raise ConfigError(f"{named_in}: stack '{ref}': key '{key}': {problem}")
+        # held to its param's kind, and what a file may name (stacks.tunables' rule)
+        check_override(spec, ref, key, value, source=source, named_in=named_in)
         overrides[key] = value
-    for key in ("workers", "threads"):
-        if key not in overrides:  # a stacks file's own default is held to them too
-            problem = check_value(spec, key, str(getattr(spec, key)))
-            if problem:
-                raise ConfigError(f"{source}: stack '{base}': key '{key}': {problem}")
+    check_default_counts(spec, base, overrides, source)
+    for value in https:
+        problem = protocols.refusal(spec, base, value)
+        if problem:
+            raise ConfigError(f"{source}: stack '{ref}': key 'http': {problem}")
     if spec.cpus:
         usable = sorted(os.sched_getaffinity(0))
         missing = [c for c in spec.cpus if c not in usable]
@@ -103,19 +97,6 @@ def resolve(
     if spec.upstream is not None:
         stack = _with_upstream(stack, ref, stacks, source)
     return stack
-
-
-def _named_executable(spec: StackDef, key: str, value: str, source: str) -> str | None:
-    """Why a file may not name this executable (None: it may): see `resolve`."""
-    if param_kind(spec, key) != "path":
-        return None
-    allowed = [spec.params[key], *spec.executables.get(key, [])]
-    if value in allowed:
-        return None
-    return (
-        f"names the executable {value}: only the command line (--stacks, or the picker) "
-        f"may, or the stack's own list in {source} ({', '.join(allowed)})"
-    )
 
 
 def _with_upstream(stack: Stack, ref: str, stacks: dict[str, StackDef], source: str) -> Stack:

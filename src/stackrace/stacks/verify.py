@@ -7,6 +7,8 @@ import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from stackrace.db.admin import query
+from stackrace.db.counters import check_query_count, read_counters, sum_is_plausible, work_between
 from stackrace.settings.workloads import HELLO, JSON_BODY
 from stackrace.stacks import probe
 from stackrace.stacks.placeholders import HOST
@@ -105,12 +107,6 @@ async def check_db(
     """/db answers plausible sums, and the database really ran every query it owes; and
     whether the stack keeps its connections (`measured["db_persistent"]`, see
     `measure_persistence`; `holders` is how many workers or threads may each hold one)."""
-    from stackrace.db.counters import (
-        check_query_count,
-        read_counters,
-        sum_is_plausible,
-        work_between,
-    )
 
     problems: list[str] = []
     # a first request opens the app's persistent connection, whose set-up may run SELECTs
@@ -163,7 +159,6 @@ async def measure_persistence(
     threads), and count the connections the database saw opened: a stack that keeps them
     opens at most one per holder (the first request a worker serves), one that connects per
     request opens one for every request. The database's own counter, not the app's word."""
-    from stackrace.db.counters import read_counters, work_between
 
     requests = holders + 6
     before = read_counters(db_conn)
@@ -192,8 +187,6 @@ DBJSON_REQUESTS = 5
 async def check_dbjson(port: int, db_conn: Connection, tls: ssl.SSLContext | None = None) -> Check:
     """/dbjson answers a JSON object {"id", "value"} for one row, that row's real value (as
     the database has it), and the database ran exactly one SELECT per request."""
-    from stackrace.db.admin import query
-    from stackrace.db.counters import check_query_count, read_counters, work_between
 
     problems: list[str] = []
     try:  # the first request may open the connection (and run set-up SELECTs): not counted

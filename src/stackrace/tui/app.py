@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -17,10 +18,11 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from stackrace.base import startgc
+from stackrace.base import crashlog, startgc
 from stackrace.base.printable import terminal
 from stackrace.race.core.members import StackChoice
 from stackrace.race.core.plan import RacePlan
+from stackrace.race.live.choices import Choices, load_choices, save_choices
 from stackrace.race.live.replay import ReplayPlayer
 from stackrace.race.live.session import Session
 from stackrace.tui.picker import PickerScreen
@@ -96,8 +98,6 @@ class StackraceApp(App[int]):
         own handling exits with 1, which the shell saw as 0 through `run() or 0`).
         Textual's handling still runs, so Pilot tests see the exception re-raised and
         the screens unmount (which stops every stack)."""
-        from stackrace.base import crashlog
-
         if self.crash is None:
             self.crash = error
             self.crash_log = crashlog.record(error, self.argv)
@@ -127,15 +127,11 @@ class StackraceApp(App[int]):
 
     def _remembered(self, plan: RacePlan) -> RacePlan:
         """The plan with the last race's choices, unless the command line chose stacks."""
-        from stackrace.race.live.choices import load_choices
-
         last = load_choices()
         return plan if last is None else last.apply(plan, self.catalog)
 
     def _picked(self, plan: RacePlan | None) -> None:
         if plan is not None and self.remember:
-            from stackrace.race.live.choices import Choices, save_choices
-
             save_choices(Choices.of_plan(plan))
         if plan is not None:
             self.run_worker(self.start_race(plan), name="start-race", exclusive=True)
@@ -152,7 +148,9 @@ class StackraceApp(App[int]):
             await self.stop_everything()
             self.exit(1)
             return
-        self.race = RaceScreen(self.session, self.tick_interval, projector=self.projector)
+        self.race = RaceScreen(
+            self.session, self.tick_interval, projector=self.projector, player=self.player
+        )
         await self.push_screen(self.race)
         if plan.note:
             # plain text: "[app]" in a stack's name is not markup (it vanished once)
@@ -162,7 +160,6 @@ class StackraceApp(App[int]):
         """Stop the load and every stack, once: a second caller (the unmount after `q`)
         waits for the first stop to end instead of leaving it half done, and the stop
         is shielded from the cancellation of whatever awaited it."""
-        import asyncio
 
         if self._stopping is None:
             self._stopping = asyncio.ensure_future(self.session.stop())
@@ -203,10 +200,6 @@ class StackraceApp(App[int]):
 
 def exit_status(app: StackraceApp, rc: int) -> int:
     """The app's exit status: a crash is 70 with one line naming the crash log."""
-    import sys
-
-    from stackrace.base import crashlog
-
     if app.crash is not None:
         print(crashlog.one_line("stackrace", app.crash, app.crash_log), file=sys.stderr)
         return crashlog.EXIT_INTERNAL

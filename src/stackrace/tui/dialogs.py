@@ -4,7 +4,9 @@ started without --slo (a restart would lose the race in front of the room)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -231,7 +233,6 @@ class SummaryScreen(ModalScreen[None]):
         return (lambda: make(title)) if make is not None else None
 
     def action_export(self) -> None:
-        from pathlib import Path
 
         directory = Path(getattr(self.app, "screenshot_dir", "."))
         try:
@@ -286,8 +287,6 @@ class CapacityScreen(ModalScreen[None]):
 
     def action_export(self) -> None:
         """The race with this ranking as one offline page, where screenshots go."""
-        import time
-        from pathlib import Path
 
         if self.page is None:
             return

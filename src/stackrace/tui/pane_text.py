@@ -11,6 +11,8 @@ pane every time. The widget that draws them is stackrace.tui.pane.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from rich.text import Text
 
 from stackrace.engine.model import FAILURE_KINDS, LatencySummary, WindowStats
@@ -248,7 +250,6 @@ def p99_figure(lat: LatencySummary) -> tuple[str, str]:
 
 
 def path_of(url: str) -> str:
-    from urllib.parse import urlsplit
 
     if not url:
         return ""

@@ -32,7 +32,7 @@ from stackrace.race.core.urls import target_url
 from stackrace.settings.race_settings import RaceSettings
 from stackrace.settings.scenario import ScenarioError, describe
 from stackrace.settings.workloads import WORKLOADS
-from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.slider import LevelSlider
 from stackrace.tui.stack_list import StackList, build_rows
 
 # every workload of the contract; optional ones (dbjson, served by some stacks only) are
@@ -124,7 +124,7 @@ class PickerScreen(Screen[RacePlan]):
                         name="rate",
                     )
                 yield Label("Concurrency (or req/s)", classes="section")
-                yield ConcurrencySlider(self.plan.concurrency, id="start-level")
+                yield LevelSlider(self.plan.concurrency, id="start-level")
                 yield Button("Start the race  (ctrl+s)", id="go", variant="success")
                 yield Static("", id="picker-error")
         yield Footer()
@@ -177,7 +177,7 @@ class PickerScreen(Screen[RacePlan]):
             return
         mode_btn = self.query_one("#mode", RadioSet).pressed_button
         settings = self._settings()
-        level = self.query_one("#start-level", ConcurrencySlider).value
+        level = self.query_one("#start-level", LevelSlider).value
         rate_mode = mode_btn is not None and mode_btn.name == "rate"
         self.dismiss(
             RacePlan(

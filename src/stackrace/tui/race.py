@@ -30,7 +30,7 @@ from stackrace.tui.evidence import EvidenceScreen
 from stackrace.tui.layout import grid_shape
 from stackrace.tui.pane import StackPane
 from stackrace.tui.pane_grid import PaneGrid
-from stackrace.tui.slider import ConcurrencySlider
+from stackrace.tui.slider import LevelSlider
 from stackrace.tui.status_line import engine_health, status_line
 from stackrace.tui.thennow import ThenNowStrip
 
@@ -69,9 +69,14 @@ class RaceScreen(Screen[None]):
     ]
 
     def __init__(
-        self, session: Session, tick_interval: float | None = 0.25, projector: bool = False
+        self,
+        session: Session,
+        tick_interval: float | None = 0.25,
+        projector: bool = False,
+        player: ReplayPlayer | None = None,
     ) -> None:
         super().__init__(id="race")
+        self.player = player  # a replay: the recording sets the load, not the keys
         self.projector = projector
         self.chart_wanted: bool | None = None  # the user's c: None = when there is room
         self.then_now_wanted = True  # n: the classic experiment's strip, when there is one
@@ -95,7 +100,7 @@ class RaceScreen(Screen[None]):
         yield Static("", id="banner")
         with Horizontal(id="controls"):
             yield Static("", id="mode-label")
-            yield ConcurrencySlider(self.session.level, id="level")
+            yield LevelSlider(self.session.level, id="level")
             yield Static("", id="engine-health")
         yield Static("", id="status-line")
         with Horizontal(id="race-body"):
@@ -108,7 +113,7 @@ class RaceScreen(Screen[None]):
     def on_mount(self) -> None:
         self.set_class(self.projector, "-projector")
         # a replay: the recording sets the load, so the slider's keys leave the footer
-        self.query_one("#level", ConcurrencySlider).set_read_only(self.player is not None)
+        self.query_one("#level", LevelSlider).set_read_only(self.player is not None)
         if self.projector:  # (--big): a recording starts with it
             self.session.note_view("projector", "on")
         banner = self._banner()
@@ -207,8 +212,8 @@ class RaceScreen(Screen[None]):
         mode = "rate req/s" if rate_mode else "in flight" if view.load_split else "connections"
         workload = self.session.plan.settings.label()
         self._put("mode-label", f"[b]{workload}[/b]\n[dim]{mode}[/]")
-        slider = self.query_one("#level", ConcurrencySlider)
-        level = round(view.rate) if view.rate is not None else view.concurrency
+        slider = self.query_one("#level", LevelSlider)
+        level = view.level
         if level != self._level_shown:
             # the session moved the level (a ramp): show it without echoing a command
             self._level_shown = level
@@ -283,10 +288,6 @@ class RaceScreen(Screen[None]):
 
     # --- commands ---------------------------------------------------------------------
 
-    @property
-    def player(self) -> ReplayPlayer | None:
-        return getattr(self.app, "player", None)
-
     def _replaying(self) -> bool:
         if self.player is not None:
             self.notify("replay: the recording sets the load (space, < >, [ ] to play)")
@@ -320,8 +321,8 @@ class RaceScreen(Screen[None]):
             await player.seek(player.position + seconds)
             await self.tick()
 
-    @on(ConcurrencySlider.Changed, "#level")
-    async def level_changed(self, event: ConcurrencySlider.Changed) -> None:
+    @on(LevelSlider.Changed, "#level")
+    async def level_changed(self, event: LevelSlider.Changed) -> None:
         if event.value == self._level_shown:
             return
         if self._replaying():
@@ -333,12 +334,12 @@ class RaceScreen(Screen[None]):
         await self.session.set_level(event.value)
 
     def action_level(self, delta: int) -> None:
-        self.query_one("#level", ConcurrencySlider).action_step(delta)
+        self.query_one("#level", LevelSlider).action_step(delta)
 
     async def action_toggle_mode(self) -> None:
         if self._replaying():
             return
-        level = self.query_one("#level", ConcurrencySlider).value
+        level = self.query_one("#level", LevelSlider).value
         self.session.stop_ramp()
         self.session.ranking.stop()
         await self.session.set_rate(None if self.session.rate is not None else float(level))

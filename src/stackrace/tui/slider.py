@@ -1,10 +1,15 @@
-"""`ConcurrencySlider`: a log-scale slider over fixed steps (1, 2, 5, 10, … 10000).
+"""`LevelSlider`: a log-scale slider over fixed steps (1, 2, 5, 10, … 10000).
 
 Textual has no slider and the third-party one is GPL, so this is our own: a reactive
 `value` snapped to the nearest step, arrow keys and +/- to move one step, Home/End, a
 mouse click or drag to jump, and a `Changed` message whenever the value changes;
 `set_read_only` makes it show a level it does not take (a replay's: its keys leave
 the footer).
+
+What it sets is the level, by that name all the way down: `Session.set_level` →
+`RaceCore.set_level`, which alone decides its unit (connections per stack in closed
+loop, req/s per stack at a constant rate); only the engine, which runs both, has a
+concurrency and a rate apart. (It was `ConcurrencySlider`, and set a rate in rate mode.)
 """
 
 from __future__ import annotations
@@ -37,8 +42,8 @@ def nearest_step(steps: Sequence[int], value: float) -> int:
     return min(steps, key=lambda s: max(s, value) / min(s, value))
 
 
-class ConcurrencySlider(Widget, can_focus=True):
-    """Pick a level among `steps`; posts `ConcurrencySlider.Changed`."""
+class LevelSlider(Widget, can_focus=True):
+    """Pick a level among `steps`; posts `LevelSlider.Changed`."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         # + and − are the keys that drive a whole demo: the footer names them first
@@ -55,7 +60,7 @@ class ConcurrencySlider(Widget, can_focus=True):
     COMPONENT_CLASSES: ClassVar[set[str]] = {"slider--bar", "slider--handle", "slider--scale"}
 
     DEFAULT_CSS = """
-    ConcurrencySlider {
+    LevelSlider {
         height: 2;
         width: 1fr;
         min-width: 30;
@@ -71,11 +76,11 @@ class ConcurrencySlider(Widget, can_focus=True):
 
     @dataclass
     class Changed(Message):
-        slider: ConcurrencySlider
+        slider: LevelSlider
         value: int
 
         @property
-        def control(self) -> ConcurrencySlider:
+        def control(self) -> LevelSlider:
             return self.slider
 
     def __init__(
@@ -99,7 +104,7 @@ class ConcurrencySlider(Widget, can_focus=True):
         # a replay's slider shows the recorded level and takes no hand: its keys leave
         # the footer (a replay's shows the replay's keys, never "+ more load")
         self.read_only = False
-        self.set_reactive(ConcurrencySlider.value, nearest_step(self.steps, value))
+        self.set_reactive(LevelSlider.value, nearest_step(self.steps, value))
 
     # --- the value ------------------------------------------------------------------
 
@@ -112,7 +117,7 @@ class ConcurrencySlider(Widget, can_focus=True):
 
     def set_quietly(self, value: int) -> None:
         """Show a value set elsewhere (a ramp) without posting `Changed`."""
-        self.set_reactive(ConcurrencySlider.value, nearest_step(self.steps, value))
+        self.set_reactive(LevelSlider.value, nearest_step(self.steps, value))
         self.refresh()
 
     @property

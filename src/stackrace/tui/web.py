@@ -60,7 +60,7 @@ def offline_page(template: str) -> tuple[str, list[str]]:
 
 
 def _offline_templates() -> tuple[Path, list[str]]:
-    import textual_serve
+    import textual_serve  # lazy: only for the web view
 
     shipped = Path(textual_serve.__file__).parent / "templates" / "app_index.html"
     text, outside = offline_page(shipped.read_text(encoding="utf-8"))
@@ -72,8 +72,8 @@ def _offline_templates() -> tuple[Path, list[str]]:
 def _owned_server(gate: WebGate) -> type:
     """textual-serve's Server with the gate in front of every request (see the module
     docstring) and the URL printed with its token."""
-    from aiohttp import web
-    from textual_serve.server import Server
+    from aiohttp import web  # lazy: only for the web view
+    from textual_serve.server import Server  # lazy: only for the web view
 
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -173,7 +173,7 @@ def serve(
 ) -> int:
     """Serve `command` (a shell command running the app) until Ctrl-C; an exit code."""
     try:
-        import textual_serve.server  # noqa: F401
+        import textual_serve.server  # noqa: F401  (lazy: only for the web view)
     except ImportError:
         print(
             "stackrace web: textual-serve is not installed (pip install textual-serve)",

@@ -33,8 +33,8 @@ estimate, stackrace.rules.level).
 Every wait and every reading of time goes through the core's clock (race/core/clock.py), so
 the protocol runs unchanged on the synthetic engine, whose clock is its steps: its
 rules are unit-tested there in milliseconds (tests/unit/test_bench_levels.py). The
-whole run (groups, stacks started and stopped, URLs) is race/bench/run.py; the report
-it fills, race/bench/recorder.py.
+whole run (groups, stacks started and stopped, URLs) is race/bench/driver.py; the report
+it fills, race/bench/results.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A bench run's journal and its resumption: what race/bench/run.py writes as each
+"""A bench run's journal and its resumption: what race/bench/driver.py writes as each
 level, probe and stack ends, and how a journal read back (`bench --resume`) puts the
 work it holds into the report so that it is not measured again.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 
 from stackrace.race.bench.protocol import BenchPlan, Progress
-from stackrace.race.bench.recorder import BenchRecorder
+from stackrace.race.bench.results import BenchResults
 from stackrace.race.core.capacity_plan import bounds_for, replay, result, unit
 from stackrace.race.core.capacity_search import CapacitySearch, needed_answers
 from stackrace.race.core.journal import JournalDone, JournalLevel, JournalProbe, JournalStack
@@ -61,7 +61,7 @@ class RunLog:
 
 def resume_finished(
     plan: BenchPlan,
-    rec: BenchRecorder,
+    rec: BenchResults,
     placement: CorePlacement,
     group: list[int],
     progress: Progress,
@@ -108,7 +108,7 @@ def _restore(plan: BenchPlan, res: StackResult) -> None:
         )  # fmt: skip
 
 
-def resumed_levels(plan: BenchPlan, rec: BenchRecorder, running: list[str]) -> dict[str, set[int]]:
+def resumed_levels(plan: BenchPlan, rec: BenchResults, running: list[str]) -> dict[str, set[int]]:
     """A resumed run: each running stack's journalled levels, put in its result (in the
     order measured), and the set of them, which are not measured again."""
     if plan.resume is None or plan.capacity is not None:

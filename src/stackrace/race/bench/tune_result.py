@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import msgspec
 
-from stackrace.race.bench.recorder import new_run
+from stackrace.race.bench.results import new_run
 from stackrace.race.bench.tune_run import TuneJob, TuneState
 from stackrace.race.bench.tune_search import TuneOutcome
 from stackrace.race.core.capacity_plan import result as capacity_result

@@ -29,6 +29,7 @@ race core, one configuration loaded at a time.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from stackrace.engine.client import Engine
 from stackrace.engine.model import EngineSettings
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner
-from stackrace.race.bench.recorder import server_version
+from stackrace.race.bench.results import server_version
 from stackrace.race.bench.tune_search import Ask, TuneSearch
 from stackrace.race.core.capacity_plan import (
     LONGEST_PROBE_S,
@@ -102,7 +103,6 @@ class TuneState:
 
 
 def placement_for(settings_cpus: int | None, parts: RaceParts | None) -> CorePlacement:
-    import os
 
     if parts is None:
         return place("rotate", 1, settings_cpus, sorted(os.sched_getaffinity(0)))

@@ -43,17 +43,28 @@ is small and discrete (tens of points), and what decides here is the noise of a 
 machine, which those treat as independent trials of a learning curve; interleaved,
 paired rounds and an A/A floor are this module's reason to exist, a few hundred lines
 of plain Python where they would bring numpy and scipy for a bootstrap of ten numbers.
+
+The space it searches (`Space`: each server with its axes, the configurations' names,
+the coarse pass's points, a point's neighbours and edges; a point is a tuple of indices,
+one per axis, in the order of the server's axes) and what it found (`TuneOutcome`: each
+configuration's evidence, the ranking, and the verdict in one sentence: a winner only
+with the confidence it beats the runner-up with, else a tie within noise, or "not
+decided") are the search's own terms, here with it.
+
+Long because the search, the space it moves in and the outcome it decides are one job:
+they were cut into three modules to pass a line cap, and the search imported both
+others (the outcome the space) for nothing but these names.
 """
 
 from __future__ import annotations
 
+import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from stackrace.race.bench.tune_outcome import MIN_ROUNDS, Candidate, TuneOutcome, verdict
-from stackrace.race.bench.tune_space import Point, Space
-from stackrace.race.core.capacity_search import Bounds, CapacitySearch, Probe
+from stackrace.race.core.capacity_search import Bounds, Capacity, CapacitySearch, Probe
 from stackrace.rules.confidence import (
+    CONFIDENCE,
     Estimate,
     Ranking,
     beaten,
@@ -61,8 +72,6 @@ from stackrace.rules.confidence import (
     noise_sigma,
     rank,
 )
-
-__all__ = ["MIN_ROUNDS", "Ask", "Space", "TuneOutcome", "TunePlan", "TuneSearch"]
 
 MAX_CONTENDERS = 4
 MAX_ROUNDS = 12
@@ -76,6 +85,186 @@ NARROW = "intervals narrow enough"
 ROUNDS = "round limit reached"
 BUDGET = "budget spent"
 NOTHING = "nothing measurable"
+
+
+# --- the space: servers, axes, points -------------------------------------------------
+
+COARSE_PER_AXIS = 3
+
+
+Point = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Space:
+    """The configurations: each server (a stack's base name, or a --url label) with its
+    axes, tunable → values in order (numeric axes ascending)."""
+
+    servers: dict[str, dict[str, list[str]]]
+
+    def name(self, server: str, point: Point) -> str:
+        axes = self.servers[server]
+        if not axes:
+            return server
+        return f"{server}:" + ",".join(
+            f"{k}={v[i]}" for (k, v), i in zip(axes.items(), point, strict=True)
+        )
+
+    def numeric(self, server: str, axis: str) -> bool:
+        return all(v.isdigit() for v in self.servers[server][axis])
+
+    def points(self, server: str) -> list[Point]:
+        sizes = [len(v) for v in self.servers[server].values()]
+        out: list[Point] = [()]
+        for n in sizes:
+            out = [(*p, i) for p in out for i in range(n)]
+        return out
+
+    def coarse(self, server: str) -> list[Point]:
+        """Up to COARSE_PER_AXIS values on each numeric axis (log-spaced), every choice;
+        the middle point first (its answer is measured again at once, the A/A noise: in
+        the middle of the space it is quick, where threads=1 needs 12 s a probe to get a
+        p99's 1,000 answers from a server doing 80 req/s), then the others."""
+        picks: list[list[int]] = []
+        for axis, values in self.servers[server].items():
+            if self.numeric(server, axis) and len(values) > COARSE_PER_AXIS:
+                picks.append(_log_spread([int(v) for v in values], COARSE_PER_AXIS))
+            else:
+                picks.append(list(range(len(values))))
+        out: list[Point] = [()]
+        for idx in picks:
+            out = [(*p, i) for p in out for i in idx]
+        middle = tuple(idx[len(idx) // 2] for idx in picks)
+        return [middle] + [p for p in out if p != middle]
+
+    def neighbours(self, server: str, point: Point) -> list[Point]:
+        """One step each way on every numeric axis; every other value of a choice axis."""
+        out = []
+        for k, (axis, values) in enumerate(self.servers[server].items()):
+            if self.numeric(server, axis):
+                steps = [point[k] - 1, point[k] + 1]
+            else:
+                steps = [i for i in range(len(values)) if i != point[k]]
+            for i in steps:
+                if 0 <= i < len(values):
+                    out.append((*point[:k], i, *point[k + 1 :]))
+        return out
+
+    def edges(self, server: str, point: Point) -> list[str]:
+        """Where a point sits on the edge of its numeric range (the best may lie beyond)."""
+        out = []
+        for k, (axis, values) in enumerate(self.servers[server].items()):
+            if not self.numeric(server, axis) or len(values) < 2:
+                continue
+            if point[k] == len(values) - 1:
+                out.append(f"{axis}={values[-1]} is the highest tried: more may do better")
+            elif point[k] == 0 and int(values[0]) > 1:
+                out.append(f"{axis}={values[0]} is the lowest tried: fewer may do better")
+        return out
+
+
+def _log_spread(values: list[int], k: int) -> list[int]:
+    """Indices of k values spread evenly on a log scale between the ends (each the
+    nearest value to its target; the ends always)."""
+    lo, hi = math.log(values[0]), math.log(values[-1])
+    picked: list[int] = []
+    for j in range(k):
+        target = lo + (hi - lo) * j / (k - 1)
+        best = min(range(len(values)), key=lambda i: (abs(math.log(values[i]) - target), i))
+        if best not in picked:
+            picked.append(best)
+    return sorted(picked)
+
+
+# --- what a tune found -----------------------------------------------------------------
+
+MIN_ROUNDS = 2  # interleaved rounds before a winner is named
+
+
+@dataclass
+class Candidate:
+    name: str
+    server: str
+    point: Point
+    phase: str  # why it was first measured: coarse or refine
+    search: CapacitySearch | None = None
+    capacity: Capacity | None = None
+    load: float | None = None  # where the rounds measure it
+    samples: dict[int, float] = field(default_factory=dict)  # round → req/s held (0: none)
+    rounds: list[tuple[int, Probe]] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return self.capacity is not None or bool(self.error)
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    ranking: Ranking
+    estimates: dict[str, Estimate]
+    candidates: dict[str, Candidate]
+    not_measured: list[str]
+    edges: list[str]
+    rounds: int
+    stopped: str
+    sigma: float | None
+    aa_repeats: int
+    verdict: str  # one sentence: the winner and its confidence, or the tie, or neither
+    aa_rounds: int = 0  # of the A/A's measurements, those in a round of their own
+
+    @property
+    def winner(self) -> str | None:
+        return self.ranking.winner
+
+
+def _fmt(e: Estimate) -> str:
+    return e.said()
+
+
+def sure(confidence: float) -> str:
+    """A confidence in words: "97 %", but "over 99 %" where rounding would say "100 %"
+    (no ranking of two noisy figures is certain)."""
+    return "over 99 %" if confidence >= 0.995 else f"{confidence * 100:.0f} %"
+
+
+def verdict(ranking: Ranking, winner: str | None, unrefined: bool, rounds: int) -> str:
+    """One sentence: the winner and its confidence, or the tie, or why neither."""
+    order = ranking.order
+    if not order or order[0].median <= 0:
+        return "no configuration met the SLO"
+    lead = order[0]
+    if winner is not None:
+        if len(order) == 1:
+            # nothing was compared: no winner, only a figure
+            return f"one configuration measured, nothing to compare it with: {winner}: {_fmt(lead)}"
+        runner = order[1]
+        b = next(x for x in ranking.beats if x.other == runner.name)
+        how = f"over {b.rounds} interleaved rounds" if b.how == "paired" else "by their intervals"
+        return (
+            f"winner: {winner}: {_fmt(lead)}; it beats the runner-up {runner.name} "
+            f"({runner.median:,.0f} req/s) with {sure(b.confidence)} confidence ({how})"
+        )
+    if unrefined:
+        return (
+            f"not decided: the leader {lead.name}, {_fmt(lead)}, has neighbours not measured "
+            "(the budget ended first); no winner is named"
+        )
+    if ranking.tied and len(ranking.tied) > 1:
+        names = ", ".join(ranking.tied)
+        return (
+            f"a tie within noise: {names}; none beats the others with "
+            f"{CONFIDENCE * 100:.0f} % confidence after {rounds} rounds. The leader, "
+            f"{lead.name}: {_fmt(lead)}"
+        )
+    return (
+        f"not decided: the leader {lead.name}, {_fmt(lead)}, was measured in {rounds} "
+        f"interleaved rounds, fewer than the {MIN_ROUNDS} a winner needs (the budget ended "
+        "first); no winner is named"
+    )
+
+
+# --- the search ------------------------------------------------------------------------
 
 
 # the axis a cause implies (stackrace.rules.cause's kinds; docs/tune.md)

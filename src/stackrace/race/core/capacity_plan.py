@@ -14,6 +14,8 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import msgspec
+
 from stackrace.base.errors import StackraceError
 from stackrace.race.core.capacity_search import (
     INTERRUPTED,
@@ -127,7 +129,6 @@ def probe_of(cp: CapacityProbe) -> Probe:
 def with_rounds(c: CapacityResult, more: list[CapacityProbe]) -> CapacityResult:
     """A capacity with its later rounds (the search's answer is round 1; a round that
     missed the SLO at the load is 0 req/s): their median, their interval, said."""
-    import msgspec
 
     if not more or c.capacity is None:
         return c
@@ -158,9 +159,6 @@ def with_rounds(c: CapacityResult, more: list[CapacityProbe]) -> CapacityResult:
 
 def interrupted(c: CapacityResult) -> CapacityResult:
     """A search that did not end: its probes kept, no capacity claimed."""
-    import msgspec
-
-    from stackrace.race.core.capacity_search import Capacity
 
     stub = Capacity(
         load=c.load,

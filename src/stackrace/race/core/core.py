@@ -7,7 +7,7 @@
     core.target("uvicorn")                   # the engine's latest TargetSnapshot
     await core.stop()
 
-Bench is the core driven by a plan (race/bench/run.py; its levels, race/bench/protocol.py); the
+Bench is the core driven by a plan (race/bench/driver.py; its levels, race/bench/protocol.py); the
 app's `Session` is the core driven by the user (race/live/session.py). Each member is a stack
 stackrace launched, or a URL it did not: both are a `MemberHandle` (race/core/members.py),
 and both get an engine target of their own once they are ready (per-target engine
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -97,7 +98,6 @@ class RaceCore:
         placement: CorePlacement | None = None,
     ) -> None:
         """Start the engine, every stack (in the background) and the URL targets."""
-        import os
 
         self.placement = placement
         self._cores = len(os.sched_getaffinity(0))
@@ -175,7 +175,6 @@ class RaceCore:
         self.members[member_id] = Member(handle, stack_cpus=m.stack_cpus, engine_cpus=m.engine_cpus)
 
     async def stop(self) -> None:
-        import asyncio
 
         await self.evidence.close()  # no sampler outlives the race
         if self._engine_started:
@@ -259,8 +258,6 @@ class RaceCore:
         """The connections each member's accept queue holds now (the kernel's view of
         its port, one dump of the machine's sockets, off the event loop); members not on
         this host or without a known port are left out."""
-        from stackrace.stacks.listen import listen_states
-
         ports = {i: self.members[i].handle.listen_port for i in member_ids if i in self.members}
         wanted = sorted({p for p in ports.values() if p})
         if not wanted:

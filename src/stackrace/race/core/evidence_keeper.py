@@ -6,7 +6,7 @@
     await keeper.settle()                    # bench: every window started has ended
 
 Every front end starts windows here — the app's live verdicts and its ramp
-(race/live/session.py), bench at its breaking point (race/bench/run.py), the capacity
+(race/live/session.py), bench at its breaking point (race/bench/driver.py), the capacity
 search at its boundary (race/bench/capacity_driver.py) — so "at most one window per stack at
 a time, kept with its level" is decided once. A window is an asyncio task that captures
 for a few seconds while the load goes on (stackrace.evidence.capture) and names its
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     # names for the hints alone: the evidence's model and the report's schema (~10 ms of
     # imports) are imported at the first window kept (_run), which keeps start-up fast
     # (`load` keeps none)
-    from stackrace.evidence.capture import CaptureTarget
+    from stackrace.evidence.capture import CaptureTarget  # lazy: keeps load's start-up fast
     from stackrace.evidence.model import Cause, EvidenceWindow
-    from stackrace.report.schema import Why
+    from stackrace.report.schema import Why  # lazy: keeps load's start-up fast
 
 SECONDS = 3.0  # a window's length: a few seconds of samples while the load goes on
 
@@ -64,13 +64,13 @@ NOT_OURS = (
 
 def capture_facts(m: Member) -> CaptureFacts | None:
     """What can be looked at of this member (None: nothing — a model's, a replay's)."""
-    from stackrace.evidence.capture import CaptureTarget  # see real_capture
+    from stackrace.evidence.capture import CaptureTarget  # lazy: keeps load's start-up fast
 
     # lazy for start-up: stack_source brings the launcher and the database with it,
     # which `load` and a replay never use (isinstance needs the class, not an import
     # at the top)
-    from stackrace.race.core.stack_source import LaunchedStack
-    from stackrace.race.core.urls import UrlHandle
+    from stackrace.race.core.stack_source import LaunchedStack  # lazy: keeps load's start-up fast
+    from stackrace.race.core.urls import UrlHandle  # lazy: keeps load's start-up fast
 
     h = m.handle
     if isinstance(h, LaunchedStack):
@@ -130,7 +130,7 @@ class EvidenceKeeper:
     def pool(self, m: Member) -> tuple[str, int, int] | None:
         """The member's (family, workers, threads): its definition's for a stack
         launched here, else what a recording said (None: not known)."""
-        from stackrace.race.core.stack_source import LaunchedStack  # start-up: as above
+        from stackrace.race.core.stack_source import LaunchedStack  # lazy: keeps load's start fast
 
         h = m.handle
         if isinstance(h, LaunchedStack):
@@ -195,7 +195,7 @@ class EvidenceKeeper:
             first = (str(exc) or type(exc).__name__).splitlines()[0]
             self.failed[mid] = f"no evidence captured: {first}"
             return
-        from stackrace.report.schema import Why  # at the first window: keeps start-up fast
+        from stackrace.report.schema import Why  # lazy: keeps load's start-up fast
 
         self.kept.setdefault(mid, {})[level] = Why(cause=cause, window=window)
 
@@ -206,13 +206,13 @@ async def real_capture(
     """stackrace.evidence.capture's window of this member."""
     # imported at the first window, not with the core: capture brings py-spy's reader,
     # /proc's and a status page's (urllib), and it keeps start-up fast (`load` has none)
-    from stackrace.evidence.capture import capture_window
+    from stackrace.evidence.capture import capture_window  # lazy: keeps load's start-up fast
 
     return await capture_window(facts.target, stack=stack, level=level, seconds=seconds)
 
 
 def real_namer(window: EvidenceWindow, facts: CaptureFacts) -> Cause:
     """stackrace.rules.cause's cause of this window."""
-    from stackrace.rules.cause import name_cause  # see real_capture: it keeps start-up fast
+    from stackrace.rules.cause import name_cause  # lazy: keeps load's start-up fast
 
     return name_cause(window, workers=facts.workers, threads=facts.threads)

@@ -180,6 +180,25 @@ class RaceParts:
     clock: RaceClock | None = None
 
 
+class StackHandle:
+    """What every member started from a stack definition shares, here
+    (race/core/stack_source.py) or on a cluster's app node (cluster/app_role.py): the
+    names the race shows, from the stack, and the HTTP it serves. The rest of a
+    MemberHandle is where and how it runs."""
+
+    external = False
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self.id = stack.name
+        self.name = stack.title
+        self.family = stack.spec.family
+
+    @property
+    def http(self) -> str:
+        return self.stack.http
+
+
 @dataclass
 class Member:
     handle: MemberHandle

@@ -15,8 +15,13 @@ the room saw:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import msgspec
+
+from stackrace.stacks.definition import Stack
 
 
 @dataclass(frozen=True)
@@ -131,3 +136,15 @@ def _servers_only(
         "parallel", None, [list(cores)] * n_stacks, n_stacks > 1,
         f"{n_stacks} stacks share {len(cores)} cores (cpu {_cpus(cores)}), {elsewhere}",
     )  # fmt: skip
+
+
+def placed(stack: Stack, cpus: list[int] | None, memory_max: str | None) -> Stack:
+    """The stack as the race starts it: on the cores the race gives it and under the
+    race's memory cap, wherever its own definition names neither (a stack's `cpus` and
+    `memory_max` are its author's, and win). Every stack source starts this one."""
+    spec = stack.spec
+    if cpus and spec.cpus is None:
+        spec = msgspec.structs.replace(spec, cpus=cpus)
+    if memory_max and spec.memory_max is None:
+        spec = msgspec.structs.replace(spec, memory_max=memory_max)
+    return dataclasses.replace(stack, spec=spec)

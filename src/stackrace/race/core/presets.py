@@ -46,6 +46,7 @@ class Preset(msgspec.Struct, forbid_unknown_fields=True):
     experiment: str | None = None  # "000"…"004": the classic experiment it replays
     figures: list[Figure] = []
     claims: list[Claim] = []
+    file: str = ""  # where it was read from (a file's words: stacks.variants.resolve)
 
     @property
     def stacks(self) -> list[str]:
@@ -94,7 +95,9 @@ def load_preset(name: str) -> Preset:
     try:
         settings = from_mapping(raw, str(path))
         about = msgspec.convert(about, dict[str, Any])
-        preset = msgspec.convert({**about, "settings": settings}, Preset, from_attributes=True)
+        preset = msgspec.convert(
+            {**about, "settings": settings, "file": str(path)}, Preset, from_attributes=True
+        )
     except (ValueError, msgspec.ValidationError) as exc:
         raise ConfigError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
     _check_claims(path, preset)

@@ -11,13 +11,12 @@ import asyncio
 import contextlib
 import time
 
-import msgspec
-
 from stackrace.db import ManagedMariaDB
 from stackrace.db.watch import DbWatch
-from stackrace.race.core.members import StackChoice
+from stackrace.race.core.members import StackChoice, StackHandle
+from stackrace.race.core.placement import placed
 from stackrace.race.core.state import StackState
-from stackrace.settings.options import COMMAND_LINE
+from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks import protocols
 from stackrace.stacks.availability import availability
 from stackrace.stacks.definition import Stack, StackDef
@@ -42,16 +41,11 @@ _STATES = {
 }
 
 
-class LaunchedStack:
+class LaunchedStack(StackHandle):
     """A MemberHandle over one `stacks.launcher` stack."""
 
-    external = False
-
     def __init__(self, stack: Stack, launcher: Launcher) -> None:
-        self.stack = stack
-        self.id = stack.name
-        self.name = stack.title
-        self.family = stack.spec.family
+        super().__init__(stack)
         self._launcher = launcher
         self.running: RunningStack | None = None
         self.error: str | None = None
@@ -81,10 +75,6 @@ class LaunchedStack:
     @property
     def base_url(self) -> str:
         return self.running.url if self.running is not None else ""
-
-    @property
-    def http(self) -> str:
-        return self.stack.http
 
     @property
     def cacert(self) -> str | None:
@@ -203,14 +193,7 @@ class StacksFileSource:
         return self.start_stack(self.resolve(stack_id), cpus)
 
     def start_stack(self, stack: Stack, cpus: list[int] | None) -> LaunchedStack:
-        spec = stack.spec
-        if cpus and spec.cpus is None:
-            spec = msgspec.structs.replace(spec, cpus=cpus)
-        if self.memory_max and spec.memory_max is None:
-            spec = msgspec.structs.replace(spec, memory_max=self.memory_max)
-        from dataclasses import replace
-
-        handle = LaunchedStack(replace(stack, spec=spec), self.launcher)
+        handle = LaunchedStack(placed(stack, cpus, self.memory_max), self.launcher)
         self.handles.append(handle)
         return handle
 
@@ -222,9 +205,8 @@ class StacksFileSource:
         the user's own `stackrace db up` instance) and give every stack its settings."""
         if self.db is not None:
             return
-        # lazy for start-up: the database (pymysql) only for the db workload
-        from stackrace.db.watch import DbWatch
-        from stackrace.db.workload import open_for_workload_async
+        # the database (pymysql) only for the db workload
+        from stackrace.db.workload import open_for_workload_async  # lazy: keeps start-up fast
 
         self.db, env = await open_for_workload_async()
         self.launcher.extra_env.update(env)

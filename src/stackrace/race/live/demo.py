@@ -18,10 +18,13 @@ stacks that start after a few steps, and one that crashes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from stackrace.engine.histogram import LatencyHistogram, SparseHistogram
 from stackrace.engine.model import (
@@ -115,8 +118,6 @@ class SyntheticEngine:
         for opt in options.split(","):
             key, _, value = opt.partition("=")
             if key == "workers" and value.isdigit():
-                import dataclasses
-
                 # n worker processes: n requests in service at once for a sync model; an
                 # async one already serves many at once, and gets n cores' worth of CPU
                 n = int(value)
@@ -218,7 +219,6 @@ class SyntheticEngine:
 
 
 def msgspec_copy(w: WindowStats) -> WindowStats:
-    import msgspec
 
     return msgspec.structs.replace(w, failures=dict(w.failures), status=dict(w.status))
 

@@ -101,37 +101,27 @@ class ReplayEngine:
 
 @dataclass
 class ReplayMember:
-    """A MemberHandle whose state and samples are the recorded ones."""
+    """A MemberHandle whose state and samples are the recorded ones. Who it is (id,
+    name, family, external) is the recording's `MemberInfo`, read once: it never
+    changes during a replay."""
 
     info: MemberInfo
     state: StackState = StackState.STARTING
     resources: ResourceSample | None = None
     log: list[str] = field(default_factory=list)
     recorded_signs: ServerSigns | None = None
+    id: str = field(init=False)
+    name: str = field(init=False)
+    family: str = field(init=False)
+    external: bool = field(init=False)
 
-    @property
-    def id(self) -> str:
-        return self.info.id
+    def __post_init__(self) -> None:
+        info = self.info
+        self.id, self.name = info.id, info.name
+        self.family, self.external = info.family, info.external
 
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    @property
-    def family(self) -> str:
-        return self.info.family
-
-    @property
-    def external(self) -> bool:
-        return self.info.external
-
-    @property
-    def base_url(self) -> str:
-        return ""
-
-    @property
-    def cacert(self) -> str | None:
-        return None
+    base_url = ""  # nothing is loaded: the recorded figures are replayed
+    cacert = None
 
     @property
     def http(self) -> str:

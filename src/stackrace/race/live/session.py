@@ -15,8 +15,11 @@ only draws views and forwards commands.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Protocol
+
+import msgspec
 
 from stackrace.base.printable import terminal
 from stackrace.race.core.cleanstart import CleanStart
@@ -118,7 +121,6 @@ class Session:
 
     async def start(self, plan: RacePlan, placement: CorePlacement | None = None) -> None:
         """Start the engine and every chosen stack; URL targets are loaded at once."""
-        import os
 
         self.plan = plan
         self.core.settings = plan.settings
@@ -298,6 +300,9 @@ class Session:
                 await self.set_rate(step.rate)
             if step.concurrency is not None:
                 self.stop_ramp()
+                if self.rate is not None:
+                    # connections are a closed loop's level: never read as req/s
+                    await self.set_rate(None)
                 await self.set_level(step.concurrency)
             if step.ramp:
                 self.start_ramp()
@@ -405,7 +410,6 @@ class Session:
         """The SLO given in the app (`k` started without --slo): parsed and checked as
         --slo is (settings/race_parsers.py), held to every level from now on; why it
         is refused ("" when set)."""
-        import msgspec
 
         try:
             checked = slo_terms(text)

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from stackrace import __version__
 from stackrace.base import printable
@@ -152,7 +153,6 @@ def context(session: Session) -> SummaryContext:
         params["queries per request"] = s.queries
     placement = session.core.placement
     path = next((m.url for m in session.core.members.values() if m.url), "")
-    from urllib.parse import urlsplit
 
     parts = urlsplit(path)
     return SummaryContext(

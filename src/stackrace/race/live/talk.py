@@ -23,7 +23,10 @@ FILE --go`). The file is TOML, one `[[step]]` per moment:
     ramp = true               # a full ramp from a clean start; its summary opens at the end
 
 A step may set `concurrency`, `rate` (a number, or `false` for closed loop), `ramp`,
-and `say` (the caption shown in the app's status line until the next one). Parsing
+and `say` (the caption shown in the app's status line until the next one). The words
+mean what they say everywhere: `concurrency` is connections per stack, a closed loop
+(after a `rate` step it goes back to one), `rate` is req/s per stack; one step sets one
+of them (`rate = false` with a `concurrency` is a closed loop at that many). Parsing
 errors name the file, the step and the key. `TalkPlayer` is clock-driven like the ramp:
 `due(now)` returns the steps whose time has come; the session applies them.
 """
@@ -80,7 +83,7 @@ def parse_talk(text: str, where: str = "talk track") -> list[TalkStep]:
         else:
             clock += _seconds(s.get("after", 0), f"{here}: key 'after'")
         conc = s.get("concurrency")
-        if conc is not None and (not isinstance(conc, int) or conc < 1):
+        if conc is not None and (isinstance(conc, bool) or not isinstance(conc, int) or conc < 1):
             raise TalkError(f"{here}: key 'concurrency': must be a whole number ≥ 1")
         rate = s.get("rate")
         closed = rate is False
@@ -88,6 +91,11 @@ def parse_talk(text: str, where: str = "talk track") -> list[TalkStep]:
             isinstance(rate, bool) or not isinstance(rate, int | float) or rate <= 0
         ):
             raise TalkError(f"{here}: key 'rate': a number of req/s, or false")
+        if conc is not None and rate is not None and not closed:
+            raise TalkError(
+                f"{here}: give `concurrency` (connections, a closed loop) or `rate` "
+                "(req/s), not both"
+            )
         say = s.get("say")
         if say is not None and not isinstance(say, str):
             raise TalkError(f"{here}: key 'say': must be text")

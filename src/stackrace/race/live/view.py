@@ -117,6 +117,12 @@ class SessionView:
     # x 25 streams" ("" when every stack is HTTP/1.1)
     load_split: str = ""
 
+    @property
+    def level(self) -> int:
+        """The level the slider shows, in the race's unit (RaceCore.set_level's): req/s
+        per stack at a constant rate, connections per stack otherwise."""
+        return round(self.rate) if self.rate is not None else self.concurrency
+
 
 @dataclass(frozen=True)
 class SummaryRow:

@@ -10,6 +10,7 @@ in the mode its level was measured in.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,7 +78,6 @@ class Ghost:
 
 
 def _log(n: int) -> float:
-    import math
 
     return math.log10(max(1, n))
 
@@ -126,9 +126,13 @@ def _from_bench(p: Path, data: bytes) -> Ghost:
 
 
 def _from_recording(p: Path) -> Ghost:
-    # lazy for start-up: the recording's decoder is built at its import, and only a
-    # --ghost of a recording needs it
-    from stackrace.race.playback.recording import RecordingError, load_recording, recorded_levels
+    # the recording's decoder is built at its import, and only a --ghost of a recording
+    # needs it
+    from stackrace.race.playback.recording import (  # lazy: keeps the app's start-up fast
+        RecordingError,
+        load_recording,
+        recorded_levels,
+    )
 
     try:
         rec = load_recording(p)

@@ -1,4 +1,5 @@
-"""`stackrace bench` without the printing: the race core driven by a plan.
+"""Bench's driver: `stackrace bench` without the printing, the race core driven by a plan
+(as race/load/driver.py is `load`'s).
 
     run = await run_bench(BenchPlan(stacks, settings), progress=print)
     run = await run_bench(plan, parts=synthetic_parts()[0])   # the models, no servers
@@ -18,7 +19,7 @@ Each level keeps the engine's complete accounting (answered, failed by kind, wai
 the Little's-law check, the engine's share of the latency, the stack's CPU (and CPU
 time per request), memory before and after, and whether the database was down. A stack
 that crashes ends its levels at once. Results are collected as they are measured, so
-an interrupted run keeps every finished level (`BenchRecorder`, race/bench/recorder.py).
+an interrupted run keeps every finished level (`BenchResults`, race/bench/results.py).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from stackrace.engine.model import EngineSettings
 from stackrace.engine.request import parse_url
 from stackrace.race.bench.capacity_driver import capacity_rounds, search_capacity
 from stackrace.race.bench.protocol import BenchPlan, LevelRunner, Progress
-from stackrace.race.bench.recorder import BenchRecorder, describe, record_paths
+from stackrace.race.bench.results import BenchResults, describe, record_paths
 from stackrace.race.bench.resume import RunLog, resume_finished, resumed_levels
 from stackrace.race.core.capacity_plan import interrupted
 from stackrace.race.core.core import RaceCore
@@ -53,7 +54,7 @@ from stackrace.stacks.listen import exposure_line
 
 
 async def capture_at_breaking(
-    core: RaceCore, rec: BenchRecorder, ids: list[str], level: int, progress: Progress
+    core: RaceCore, rec: BenchResults, ids: list[str], level: int, progress: Progress
 ) -> None:
     """Each stack whose breaking point (by the rules, on its levels so far) is this
     level gets one evidence window, captured with the level's load still on; the window
@@ -101,14 +102,14 @@ def plan_placement(
 async def run_bench(
     plan: BenchPlan,
     progress: Progress = lambda s: None,
-    recorder: BenchRecorder | None = None,
+    results: BenchResults | None = None,
     parts: RaceParts | None = None,
 ) -> BenchRun:
-    """Run the plan; results go into `recorder` level by level (pass one to keep them if
+    """Run the plan; results go into `results` level by level (pass one to keep them if
     the run is cancelled). `parts`: the engine and stacks made elsewhere (--cluster)."""
     s = plan.settings
     placement, why = plan_placement(s, plan.members, parts)
-    rec = recorder or BenchRecorder(plan, placement, why)
+    rec = results or BenchResults(plan, placement, why)
     log = RunLog(plan)
     progress(f"isolation: {placement.isolation} ({why}); {placement.note}")
     if parts is not None and parts.note:
@@ -178,7 +179,7 @@ async def run_bench(
             if not group:
                 continue
             ids = _start_group(core, source, rec, plan, placement, group, progress)
-            ids += await _join_urls(core, rec, plan, placement, group, progress)
+            ids += await _join_urls(core, rec, plan, group, progress)
             timeout = max(
                 [
                     120.0,
@@ -304,7 +305,7 @@ async def run_bench(
 
 async def _more_rounds(
     runner: LevelRunner,
-    rec: BenchRecorder,
+    rec: BenchResults,
     log: RunLog,
     measured: dict[int, list[str]],
     progress: Progress,
@@ -332,7 +333,7 @@ async def _capacity_rounds(
     core: RaceCore,
     source: StackStarter,
     runner: LevelRunner,
-    rec: BenchRecorder,
+    rec: BenchResults,
     plan: BenchPlan,
     placement: CorePlacement,
     searched: list[list[str]],
@@ -374,7 +375,7 @@ async def _capacity_rounds(
 def _start_group(
     core: RaceCore,
     source: StackStarter,
-    rec: BenchRecorder,
+    rec: BenchResults,
     plan: BenchPlan,
     placement: CorePlacement,
     group: list[int],
@@ -399,12 +400,7 @@ def _start_group(
 
 
 async def _join_urls(
-    core: RaceCore,
-    rec: BenchRecorder,
-    plan: BenchPlan,
-    placement: CorePlacement,
-    group: list[int],
-    progress: Progress,
+    core: RaceCore, rec: BenchResults, plan: BenchPlan, group: list[int], progress: Progress
 ) -> list[str]:
     """The group's servers started by hand, as members keyed by their names: reachable
     ones only (one that refuses the connection is an error, not a level of failures)."""

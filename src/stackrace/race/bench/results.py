@@ -1,13 +1,13 @@
 """Bench's report assembly: the run being measured, complete at every finished level.
 
-- `BenchRecorder`: the `BenchRun` (report/schema.py) with the machine's facts, the
+- `BenchResults`: the `BenchRun` (report/schema.py) with the machine's facts, the
   settings and each stack's result, filled level by level (an interrupted run keeps
   every finished level) and judged at the end by the rules (`with_breaking_point`: report/judged.py,
   stackrace.rules.level, the app's judgment too);
 - `describe`: a level's progress line, its accounting in full;
 - `record_paths`: your requests' figures per stack over the whole run.
 
-Apart from the level protocol (race/bench/protocol.py) and the run (race/bench/run.py): what is
+Apart from the level protocol (race/bench/protocol.py) and the run (race/bench/driver.py): what is
 measured and what is reported change for different reasons.
 """
 
@@ -85,7 +85,7 @@ def new_run(plan: BenchPlan, placement: str = "", why: str = "") -> BenchRun:
     )
 
 
-class BenchRecorder:
+class BenchResults:
     """The run being measured: complete up to the last finished level at any moment."""
 
     def __init__(self, plan: BenchPlan, placement: CorePlacement, why: str) -> None:
@@ -190,7 +190,7 @@ def describe(name: str, lv: Level, rate_mode: bool) -> str:
     return line
 
 
-def record_paths(core: RaceCore, rec: BenchRecorder, ids: list[str], s: RaceSettings) -> None:
+def record_paths(core: RaceCore, rec: BenchResults, ids: list[str], s: RaceSettings) -> None:
     """Each of your requests over the whole run, per stack (the target's never-restarted
     per-kind figures; a single request: its totals are the stack's)."""
     kinds = s.request_kinds() or []
