@@ -201,7 +201,7 @@ def _main(argv: list[str] | None) -> int:
         return 0
     first = next((a for a in argv if a in {n for n, _ in COMMANDS}), None)
     if first == "load" and not {"-h", "--help", "--cluster"} & set(argv):
-        # the engine process imports while `load` does, on another core (engine/early.py)
+        # `load` wants an engine: forked once its imports are done (engine/early.py)
         from stackrace.engine import early  # lazy: only load's
 
         early.start()

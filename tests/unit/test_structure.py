@@ -404,3 +404,25 @@ def test_in_commands_only_the_builders_take_the_namespace():
 def test_the_namespace_finder_finds_one():
     tree = ast.parse("def run(args: argparse.Namespace) -> int: ...\ndef f(o: X): ...")
     assert _namespace_takers(tree) == ["run"]
+
+
+# Why an import stays inside a function: it keeps a command's start-up fast (Textual
+# only for the app, Ray only with --cluster, ...) or it breaks a type-only cycle; each
+# says which on its line, so a reader can tell a deliberate deferral from an accident.
+_REASON = ("start-up", "fast", "cycle", "lazy", "only when", "only with")
+
+
+def test_every_import_inside_a_function_says_why():
+    unsaid = []
+    for path in sorted(SRC.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for fn in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if not isinstance(node, ast.Import | ast.ImportFrom):
+                    continue
+                said = " ".join(lines[node.lineno - 1 : node.end_lineno]).partition("#")[2]
+                if not any(word in said for word in _REASON):
+                    unsaid.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert unsaid == [], f"imports inside functions that do not say why: {unsaid}"

@@ -180,7 +180,7 @@ class AdoptedEngine:
         return self._child.poll()
 
     async def wait(self) -> int:
-        import asyncio  # loaded by then; not at the top, where it would delay start()
+        import asyncio  # lazy: loaded by then; at the top it would delay start-up
 
         # polled: the event loop's child watcher knows only the children it started
         while (code := self._child.poll()) is None:
@@ -194,7 +194,7 @@ class AdoptedEngine:
 async def adopt(limit: int | None = None) -> AdoptedEngine | None:
     """The forked engine process on this loop's pipes (once), or None when none was
     forked or it has already ended (the link then starts one of its own)."""
-    import asyncio  # loaded by then; not at the top, where it would delay start()
+    import asyncio  # lazy: loaded by then; at the top it would delay start-up
 
     global _early
     child, _early = _early, None

@@ -14,6 +14,8 @@ not yet sent (every connection busy) is waiting too (`unsent`).
 
 from __future__ import annotations
 
+import time
+
 import msgspec
 
 from stackrace.engine.slow_clients import ClientProfile
@@ -396,8 +398,6 @@ class LostEngine(msgspec.Struct, frozen=True):
 
     def describe(self) -> str:
         """One line for panes, progress and reports: which host, when, what it cost."""
-        import time
-
         clock = time.strftime("%H:%M:%S", time.localtime(self.wall))
         lost = sum(self.abandoned.values())
         where = "this machine" if self.host == "local" else f"load host {self.host}"
