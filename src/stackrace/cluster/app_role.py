@@ -27,6 +27,7 @@ from stackrace.cluster.app_actor import CatalogEntry, StackStatus, StartReply
 from stackrace.cluster.load_role import first_line
 from stackrace.race.core.members import StackChoice, StackHandle
 from stackrace.race.core.placement import placed
+from stackrace.race.core.stack_source import stack_choice
 from stackrace.race.core.state import StackState
 from stackrace.settings.parsers import COMMAND_LINE
 from stackrace.stacks.definition import ConfigError, Stack, StackDef
@@ -341,23 +342,12 @@ class ClusterStackSource:
             # once: which stacks can start on the app node
             actor = self.run.app_host()
             self._catalog = broken + ray.get(actor.catalog.remote(stacks), timeout=_CALL_TIMEOUT)
-        out = []
-        for entry in self._catalog:
-            spec = self.defs[entry.name]
-            out.append(
-                StackChoice(
-                    id=entry.name,
-                    name=spec.title,
-                    family=spec.family,
-                    available=entry.available,
-                    reason=entry.reason,
-                    default=entry.name in self.defaults,
-                    description=spec.description,
-                    workers=spec.workers,
-                    threads=spec.threads,
-                )
+        return [
+            stack_choice(
+                e.name, self.defs[e.name], e.available, e.reason, default=e.name in self.defaults
             )
-        return out
+            for e in self._catalog
+        ]
 
     def start(self, stack_id: str, cpus: list[int] | None) -> RemoteMember:
         # named by the front end's user and checked there (a preset's as a file's)

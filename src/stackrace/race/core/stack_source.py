@@ -129,6 +129,26 @@ class LaunchedStack(StackHandle):
             await self._launcher.stop(self.running)
 
 
+def stack_choice(
+    name: str, spec: StackDef, available: bool, reason: str, default: bool
+) -> StackChoice:
+    """A stack as the picker offers it, wherever it would start (this machine, a
+    cluster's app node): its settings, with its tunables and, where it serves HTTP/2,
+    its protocol (the picker's `p` offers them)."""
+    return StackChoice(
+        id=name,
+        name=spec.title,
+        family=spec.family,
+        available=available,
+        reason=reason,
+        default=default,
+        description=spec.description,
+        workers=spec.workers,
+        threads=spec.threads,
+        tunables=(*tunables(spec), *protocols.choice(spec)),
+    )
+
+
 class StacksFileSource:
     """The stacks of a stacks file, launched for real, and the database they share."""
 
@@ -165,21 +185,7 @@ class StacksFileSource:
                 ok, reason = avail.available, avail.reason
             except Exception as exc:  # a broken definition is shown, not fatal
                 ok, reason = False, str(exc)
-            out.append(
-                StackChoice(
-                    id=name,
-                    name=spec.title,
-                    family=spec.family,
-                    available=ok,
-                    reason=reason,
-                    default=name in self.defaults,
-                    description=spec.description,
-                    workers=spec.workers,
-                    threads=spec.threads,
-                    # and its protocol where it serves HTTP/2: the picker's `p` offers it
-                    tunables=(*tunables(spec), *protocols.choice(spec)),
-                )
-            )
+            out.append(stack_choice(name, spec, ok, reason, default=name in self.defaults))
         return out
 
     def resolve(self, stack_id: str) -> Stack:
