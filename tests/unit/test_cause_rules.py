@@ -267,3 +267,21 @@ def test_nothing_dominant_is_unknown_with_what_was_seen() -> None:
 def test_names_are_kept_as_data() -> None:
     w = window({S.BLOCKED: 90}, frames=[fn("<script>\x1b[31m", 1, 90, 90, S.BLOCKED)])
     assert "<script>\x1b[31m (app.py:1)" in name_cause(w).sentence
+
+
+def test_unknown_does_not_repeat_samples_the_kernel_contradicts() -> None:
+    """Seen walking `--app` under uWSGI beside a CPU burner: "why: unknown: no single
+    cause: on CPU 100 %" over a pane that read CPU 7 %. Samples the kernel's CPU time
+    contradicts are not what was seen: the kernel's figure is, and the line says why the
+    samples are left out."""
+    w = window(
+        {S.ON_CPU: 100},
+        processes=(proc(0.07, "uwsgi"),),
+        kernel_states={S.IDLE.value: 100},
+    )
+    c = name_cause(w)
+    assert c.kind is CauseKind.UNKNOWN
+    assert c.sentence == (
+        "no single cause: CPU 0.1 cores (the samples' on CPU 100 % is not used: the"
+        " kernel's CPU time contradicts it)"
+    ), c.sentence

@@ -340,7 +340,15 @@ def _from_kernel(window: EvidenceWindow) -> Cause | None:
 
 
 def _unknown(window: EvidenceWindow) -> Cause:
-    if window.sampled and window.samples:
+    if window.sampled and window.samples and _cpu_contradicted(window):
+        # what was seen is the kernel's figure: repeating "on CPU 100 %" over a pane that
+        # reads CPU 7 % (uWSGI) would say the opposite of the measurement
+        on_cpu = _pct(window.share(ThreadState.ON_CPU))
+        seen = (
+            f"CPU {window.cpu():.1f} cores (the samples' on CPU {on_cpu} is not used:"
+            " the kernel's CPU time contradicts it)"
+        )
+    elif window.sampled and window.samples:
         seen = ", ".join(
             f"{state} {_pct(n / window.samples)}"
             for state, n in sorted(window.states.items(), key=lambda kv: -kv[1])[:4]
