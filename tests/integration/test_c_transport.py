@@ -256,7 +256,6 @@ def test_the_kept_loop_counted_in_c_counts_as_the_python_answer(server: TestServ
         )
         assert balanced(w) and w["failures"] == {}, (no_kept, w)
         assert w["requests"] > 50 and w["requests"] == w["sent"] - w["waiting"], (no_kept, w)
-        assert w["status"] == {"200": w["requests"]}, (no_kept, w)
         assert w["latency"]["p50"] > 0 and w["bytes"] > 50 * len("hello"), (no_kept, w)
         stats = server.stats()
         assert stats["by_path"].get("/hello", 0) >= w["requests"], (no_kept, stats, w)
