@@ -35,11 +35,16 @@ def server() -> Iterator[TestServer]:
 
 
 def load(
-    url: str | list[str], python: bool, *extra: str, keepalive: bool = False, d: str = "0.5s"
+    url: str | list[str],
+    python: bool,
+    *extra: str,
+    keepalive: bool = False,
+    d: str = "0.5s",
+    env: dict[str, str] | None = None,
 ) -> dict:
     """`load URL…` for `d` at c=4 on one transport: the JSON's total, with its
     per-request figures (several URLs: a mix) as `by_request`, keyed by path."""
-    env = {**os.environ, "STACKRACE_PY_TRANSPORT": "1" if python else "0"}
+    env = {**os.environ, "STACKRACE_PY_TRANSPORT": "1" if python else "0", **(env or {})}
     argv = [*CLI, "load", *([url] if isinstance(url, str) else url)]
     argv += [*([] if keepalive else ["--no-keepalive"]), "-c", "4", "-d", d, "--json"]
     argv += ["--no-progress", *extra]
@@ -230,4 +235,29 @@ def test_kept_alive_answers_are_counted_alike_framed_or_parsed(
         stats = server.stats()
         assert stats["by_path"].get(path.split("?")[0], 0) >= w["requests"], (python, stats)
         assert stats["accepted"] == 4, (python, stats)  # the four connections, kept
+    assert server.clients() == 0
+
+
+def test_the_kept_loop_counted_in_c_counts_as_the_python_answer(server: TestServer) -> None:
+    """A closed loop's framed 2xx answers on kept-alive plain connections are counted by
+    the C transport itself (engine/_cycle.c `KeptLoop`, engine/target.py `kept`), the
+    next request written there too; STACKRACE_NO_KEPT=1 sends each through
+    connection.py's `answer`. Both count alike: every request sent answered or waiting,
+    each answer's latency in the histogram (its median a real time), the server saw
+    each one answered, the four connections kept."""
+    for no_kept in ("0", "1"):
+        server.reset()
+        w = load(
+            server.url("/hello"),
+            False,
+            keepalive=True,
+            d="0.25s",
+            env={"STACKRACE_NO_KEPT": no_kept},
+        )
+        assert balanced(w) and w["failures"] == {}, (no_kept, w)
+        assert w["requests"] > 50 and w["requests"] == w["sent"] - w["waiting"], (no_kept, w)
+        assert w["latency"]["p50"] > 0 and w["bytes"] > 50 * len("hello"), (no_kept, w)
+        stats = server.stats()
+        assert stats["by_path"].get("/hello", 0) >= w["requests"], (no_kept, stats, w)
+        assert stats["accepted"] == 4, (no_kept, stats)
     assert server.clients() == 0

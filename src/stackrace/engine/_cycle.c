@@ -90,6 +90,27 @@ typedef struct {
 
 static PyTypeObject DispatcherType;
 
+/* A target's closed loop on kept-alive connections, counted here (engine/target.py
+   `kept`): while a connection is `fast` (closed loop, no budget, not paused, not
+   retiring) and its answer is framed, 2xx and timed from its send (no rate-mode intent),
+   the transport counts the answer and writes the next request itself, with no Python
+   frame: its latency's slot in the target's counts (the list itself, as `tally`), the
+   request's start on the connection (`start_ns`, which the sweep and the waiting gauge
+   read), and the interval's answers, sends, bytes and last answer's time here, which
+   the target takes before every read of them (`Target.take_kept`). Anything else (a 3xx
+   to 5xx, a read the framer refuses, a connection not `fast`) goes to Python's
+   `answer` as before. Why: per answer, `answer` and `count_answer` were the engine's
+   last Python frames on the hot path (~0.3-0.4 µs a request of ~6.6;
+   bench/results/2026-11-29-startup.md). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *counts;  /* Target.counts: the latency histogram's slots */
+    PyObject *request; /* Target.request: the bytes every send writes */
+    long long requests, sent, bytes, last_done;
+} KeptLoop;
+
+static PyTypeObject KeptLoopType;
+
 typedef struct {
     PyObject_HEAD
     int fd;
@@ -103,6 +124,7 @@ typedef struct {
     int rcvbuf;
     int frame; /* frame the answers of this connection's requests (_frame.h) */
     int armed; /* a request went out since the last read: the next read may be its answer */
+    KeptLoop *kept; /* the target's closed loop counted here, or NULL (KeptLoop) */
     unsigned long connection; /* counts the connections made (recycle starts another) */
     unsigned long more; /* the connection whose read past READ_BUDGET is due (`_more`), or 0 */
     PyObject *poller;
@@ -346,13 +368,14 @@ static int start(Transport *self, PyObject *first_obj) {
 
 static int Transport_init(Transport *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"poller", "protocol", "opener", "family", "addr", "now",
-                             "first", "nodelay", "rcvbuf", "frame", "tls", "h2", NULL};
-    PyObject *poller, *protocol, *opener, *addr, *first = Py_None, *tls = Py_None;
+                             "first", "nodelay", "rcvbuf", "frame", "tls", "h2", "kept", NULL};
+    PyObject *poller, *protocol, *opener, *addr, *first = Py_None, *tls = Py_None,
+             *kept = Py_None;
     int family, nodelay = 0, rcvbuf = 0, frame = 0, h2 = 0;
     long long now;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOL|OpipOp", kwlist, &poller, &protocol,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiOL|OpipOpO", kwlist, &poller, &protocol,
                                      &opener, &family, &addr, &now, &first, &nodelay, &rcvbuf,
-                                     &frame, &tls, &h2))
+                                     &frame, &tls, &h2, &kept))
         return -1;
     if (self->dispatcher != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "a Transport is made once");
@@ -377,6 +400,13 @@ static int Transport_init(Transport *self, PyObject *args, PyObject *kw) {
             return -1;
         }
         if (h2_new(self) < 0) return -1;
+    }
+    if (kept != Py_None) {
+        if (!PyObject_TypeCheck(kept, &KeptLoopType) || !frame || tls != Py_None || h2) {
+            PyErr_SetString(PyExc_TypeError, "kept: a KeptLoop, on a framed plain connection");
+            return -1;
+        }
+        Py_XSETREF(self->kept, (KeptLoop *)Py_NewRef(kept));
     }
     self->frame = frame;
     self->family = family;
@@ -426,6 +456,7 @@ static int Transport_clear(Transport *self) {
     Py_CLEAR(self->request);
     free_ssl(self); /* before its context */
     Py_CLEAR(self->tls);
+    Py_CLEAR(self->kept);
     if (!self->h2_reading) h2_free(self);
     return 0;
 }
@@ -1106,6 +1137,54 @@ static PyObject *read_later(Transport *self, unsigned int ev) {
     Py_RETURN_NONE;
 }
 
+static Py_ssize_t slot_of_ns(long long ns);
+static PyObject *Transport_write(Transport *self, PyObject *data);
+static PyObject *str_fast, *str_start_ns, *str_intended_ns;
+static PyObject *one; /* the int 1 (tally's, kept_answer's) */
+
+/* A framed 2xx answer on a kept loop (KeptLoop): 1 when counted here and the next
+   request written, 0 when Python's `answer` is to take it (the connection is not `fast`
+   now, or its request was due in rate mode), -1 with an exception set. What it does is
+   Connection.answer's and count_answer's for that case, step for step. */
+static int kept_answer(Transport *self, PyObject *protocol, Py_ssize_t n) {
+    KeptLoop *k = self->kept;
+    PyObject *v = PyObject_GetAttr(protocol, str_fast);
+    if (v == NULL) return -1;
+    int fast = v == Py_True;
+    Py_DECREF(v);
+    if (!fast) return 0;
+    if ((v = PyObject_GetAttr(protocol, str_intended_ns)) == NULL) return -1;
+    int intended = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (intended) return intended < 0 ? -1 : 0;
+    if ((v = PyObject_GetAttr(protocol, str_start_ns)) == NULL) return -1;
+    long long start = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    if (start == -1 && PyErr_Occurred()) return -1;
+    long long now = now_ns();
+    Py_ssize_t i = slot_of_ns(now - start);
+    if (i >= PyList_GET_SIZE(k->counts)) {
+        PyErr_SetString(PyExc_IndexError, "kept: the counts are shorter than the histogram");
+        return -1;
+    }
+    PyObject *c = PyNumber_Add(PyList_GET_ITEM(k->counts, i), one);
+    if (c == NULL) return -1;
+    PyList_SetItem(k->counts, i, c); /* steals c */
+    k->requests++;
+    k->bytes += n;
+    k->last_done = now;
+    /* the next request, at once (answer's `fast` branch) */
+    if ((v = PyLong_FromLongLong(now)) == NULL) return -1;
+    int err = PyObject_SetAttr(protocol, str_start_ns, v);
+    Py_DECREF(v);
+    if (err < 0) return -1;
+    k->sent++;
+    PyObject *r = Transport_write(self, k->request);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 1;
+}
+
 /* One read's bytes (decrypted, on TLS) to the protocol: if they are the first after a
    request and one whole ordinary response (_frame.h), its status and size (`answer`),
    else the bytes (`data_received`). NULL with an exception set. */
@@ -1117,6 +1196,14 @@ static PyObject *deliver(Transport *self, const char *buf, Py_ssize_t n) {
     if (self->armed) {
         self->armed = 0;
         status = frame_response(buf, (size_t)n);
+    }
+    if (status && self->kept != NULL && status < 300) {
+        int done = kept_answer(self, protocol, n);
+        if (done) {
+            Py_DECREF(protocol);
+            if (done < 0) return NULL;
+            Py_RETURN_NONE;
+        }
     }
     if (status) {
         PyObject *st = PyLong_FromLong(status), *size = PyLong_FromSsize_t(n);
@@ -1609,7 +1696,6 @@ static PyObject *slot(PyObject *module, PyObject *arg) {
     return PyLong_FromSsize_t(slot_of_ns(ns));
 }
 
-static PyObject *one;
 
 static PyObject *tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2 || !PyList_CheckExact(args[0])) {
@@ -1628,6 +1714,57 @@ static PyObject *tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     PyList_SetItem(args[0], i, n); /* steals n, drops the old count */
     Py_RETURN_NONE;
 }
+
+/* --- KeptLoop ---------------------------------------------------------------------------- */
+
+static int KeptLoop_init(KeptLoop *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"counts", "request", NULL};
+    PyObject *counts, *request;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!", kwlist, &PyList_Type, &counts,
+                                     &PyBytes_Type, &request))
+        return -1;
+    Py_XSETREF(self->counts, Py_NewRef(counts));
+    Py_XSETREF(self->request, Py_NewRef(request));
+    return 0;
+}
+
+static void KeptLoop_dealloc(KeptLoop *self) {
+    Py_CLEAR(self->counts);
+    Py_CLEAR(self->request);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* (answers, sends, bytes, the last answer's time or 0) since the last take, and zero */
+static PyObject *KeptLoop_take(KeptLoop *self, PyObject *unused) {
+    PyObject *r = Py_BuildValue("(LLLL)", self->requests, self->sent, self->bytes,
+                                self->last_done);
+    if (r != NULL) self->requests = self->sent = self->bytes = self->last_done = 0;
+    return r;
+}
+
+static PyMethodDef KeptLoop_methods[] = {
+    {"take", (PyCFunction)KeptLoop_take, METH_NOARGS,
+     "take() -> (answers, sends, bytes, last answer's perf_counter_ns or 0), then zero"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef KeptLoop_members[] = {
+    {"requests", T_LONGLONG, offsetof(KeptLoop, requests), READONLY, NULL},
+    {"sent", T_LONGLONG, offsetof(KeptLoop, sent), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject KeptLoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stackrace.engine._cycle.KeptLoop",
+    .tp_basicsize = sizeof(KeptLoop),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A target's kept-alive closed loop, its answers counted in C (Target.kept).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)KeptLoop_init,
+    .tp_dealloc = (destructor)KeptLoop_dealloc,
+    .tp_methods = KeptLoop_methods,
+    .tp_members = KeptLoop_members,
+};
 
 static PyMethodDef module_methods[] = {
     {"slot", slot, METH_O, "slot(ns) -> histogram.index_of(ns // 1000), clamped as it is"},
@@ -1669,15 +1806,20 @@ PyMODINIT_FUNC PyInit__cycle(void) {
     INTERN(str_move, "move");
     INTERN(str_goaway, "goaway");
     INTERN(str_settings, "settings");
+    INTERN(str_fast, "fast");
+    INTERN(str_start_ns, "start_ns");
+    INTERN(str_intended_ns, "intended_ns");
     if (PyType_Ready(&TransportType) < 0 || PyType_Ready(&DispatcherType) < 0 ||
-        PyType_Ready(&TlsContextType) < 0 || PyType_Ready(&H2RequestType) < 0)
+        PyType_Ready(&TlsContextType) < 0 || PyType_Ready(&H2RequestType) < 0 ||
+        PyType_Ready(&KeptLoopType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Transport", (PyObject *)&TransportType) < 0 ||
         PyModule_AddObjectRef(m, "Dispatcher", (PyObject *)&DispatcherType) < 0 ||
         PyModule_AddObjectRef(m, "TlsContext", (PyObject *)&TlsContextType) < 0 ||
-        PyModule_AddObjectRef(m, "H2Request", (PyObject *)&H2RequestType) < 0) {
+        PyModule_AddObjectRef(m, "H2Request", (PyObject *)&H2RequestType) < 0 ||
+        PyModule_AddObjectRef(m, "KeptLoop", (PyObject *)&KeptLoopType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -35,6 +35,12 @@ class TlsContext:
         max_version: int = 0,
     ) -> None: ...
 
+class KeptLoop:
+    requests: int
+    sent: int
+    def __init__(self, counts: list[int], request: bytes) -> None: ...
+    def take(self) -> tuple[int, int, int, int]: ...
+
 class Transport:
     fd: int
     state: int
@@ -58,6 +64,7 @@ class Transport:
         frame: bool = False,
         tls: TlsContext | None = None,
         h2: bool = False,
+        kept: KeptLoop | None = None,
     ) -> None: ...
     def submit(self, slot: Any, request: H2Request, keep: bool = False) -> int: ...
     def cancel_stream(self, slot: Any) -> None: ...

@@ -5,10 +5,13 @@ accounting every answer shares, `count_answer`): one clock read, the latency's h
 slot counted by one C call (engine/_cycle.c `tally`) and a `transport.write` of
 prebuilt bytes. On
 a kept-alive connection the C transport frames the answer itself (engine/_frame.h: one
-whole Content-Length response in one read) and calls `answer` directly; any other read
-goes through `data_received` to httptools' parser, whose `on_message_complete` calls
-`answer`. Everything that is not needed on that path (body collection, rate
-scheduling, budgets, retiring) is switched on per connection, not tested per byte.
+whole Content-Length response in one read) and calls `answer` directly — or, for a 2xx
+on a `fast` connection of a plain target, counts it and writes the next request itself
+(_cycle.c `KeptLoop`, target.py `kept`: what `answer` and `count_answer` do for that
+case, with no Python frame); any other read goes through `data_received` to httptools'
+parser, whose `on_message_complete` calls `answer`. Everything that is not needed on
+that path (body collection, rate scheduling, budgets, retiring) is switched on per
+connection, not tested per byte.
 
 A Connection object lives for one TCP connection. When the server closes it (or asks to
 with `Connection: close`), the target replaces it with a fresh object, so callbacks of a

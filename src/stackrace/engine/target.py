@@ -31,7 +31,10 @@ their outcomes and timeouts all read and write the same state (its connections, 
 idle ones, how many due requests went out and from when, the interval's counters)
 inside the same callbacks (`on_idle`, `replace`, `_on_due`, `_connect`), and each
 Connection (engine/connection.py) calls back into it and writes its counters directly
-(`t.requests += 1`, `tally(t.counts, ns)`: connection.py `count_answer`). Cut by
+(`t.requests += 1`, `tally(t.counts, ns)`: connection.py `count_answer`), or, for the
+closed loop's framed answers on kept-alive plain connections, the C transport counts
+them in the target's `kept` (_cycle.c `KeptLoop`), taken into these counters before
+any read of them (`take_kept`: each report, a budget's start). Cut by
 part — a scheduler, an opener, a counters object, each a module — every part would reach
 the others' state through one more attribute (`t.sched._sent`, `t.counters.requests`)
 on every request and answer: the lookups this file and connection.py were written to
@@ -52,7 +55,7 @@ from collections.abc import Callable
 from time import perf_counter_ns
 
 from stackrace.engine import mix
-from stackrace.engine._cycle import TlsContext
+from stackrace.engine._cycle import KeptLoop, TlsContext
 from stackrace.engine._cycle import Transport as CTransport
 from stackrace.engine.channel import TargetReport
 from stackrace.engine.checks import compile_check
@@ -98,6 +101,9 @@ _PY_TRANSPORT = os.environ.get("STACKRACE_PY_TRANSPORT") == "1"
 # connection handed over to the loop's transport after its first (as before the framer,
 # engine/_frame.h): the same comparisons, for the framer
 _NO_FRAMER = _PY_TRANSPORT or os.environ.get("STACKRACE_NO_FRAMER") == "1"
+# STACKRACE_NO_KEPT=1: every framed answer through connection.py's `answer`, none counted
+# by the C transport itself (Target.kept): the same comparisons, for that path
+_NO_KEPT = _NO_FRAMER or os.environ.get("STACKRACE_NO_KEPT") == "1"
 
 _RETIRE_GRACE_S = 0.2  # a retiring connection may finish its request for this long
 # A send counts as late when it leaves more than 2 ms after its due time: a backlog
@@ -212,6 +218,16 @@ class Target:
         self.hist_unc = LatencyHistogram()
         self.counts = self.hist.counts  # the hot path writes these lists directly
         self.counts_unc = self.hist_unc.counts
+        # The closed loop's framed 2xx answers on kept-alive plain connections, counted
+        # by the C transport itself, which writes the next request too (_cycle.c
+        # `KeptLoop`: no Python frame per answer); its answers, sends, bytes and last
+        # answer's time join the counters here before any read (`take_kept`). Not with
+        # TLS (the time to the first byte is recorded per answer in Python).
+        self.kept = (
+            KeptLoop(self.counts, self.request)
+            if self.frames and self.tls is None and not _NO_KEPT
+            else None
+        )
         self.lag: dict[int, int] = {}  # engine lag samples of this target (µs, sparse)
         self.inflight_sum = 0  # requests in flight, summed over samples (see sample_inflight)
         self.inflight_samples = 0
@@ -272,6 +288,17 @@ class Target:
             self.fail_count(ABANDONED)
             self.last_done = perf_counter_ns()
 
+    def take_kept(self) -> None:
+        """The answers the C transport counted (`kept`) into this interval's counters:
+        before every read of `sent`, `requests`, `bytes` or `last_done`."""
+        if self.kept is not None:
+            requests, sent, size, last = self.kept.take()
+            self.requests += requests
+            self.sent += sent
+            self.bytes += size
+            if last > self.last_done:
+                self.last_done = last
+
     def sample_inflight(self) -> None:
         """Count the requests in flight now (called every 50 ms, off the hot path)."""
         n = 0
@@ -294,6 +321,7 @@ class Target:
         return self.requests - f.get(HTTP_STATUS, 0) - f.get(INVALID_BODY, 0)
 
     def take_report(self, loop_lag: dict[int, int] | None = None) -> TargetReport:
+        self.take_kept()
         now = perf_counter_ns()
         unsent = self._settle_due(now)
         waiting, connecting, handshaking, ages, unacked_ = self._waiting(now, unsent)
@@ -550,6 +578,7 @@ class Target:
         self.budget = True
         self._spent_said = False
         self.budget_t0 = perf_counter_ns() if budget > 0 else 0
+        self.take_kept()  # (what came before the budget is this interval's still)
         self.last_done = 0
         for conn in self.conns:
             conn.quota = 0
@@ -815,7 +844,7 @@ class Target:
             if _PY_TRANSPORT:
                 conn.pending = SocketTransport(*args)
             else:
-                conn.pending = CTransport(*args, frame=self.frames)
+                conn.pending = CTransport(*args, frame=self.frames, kept=self.kept)
 
     def _connect_slow(self, conn: Connection, profile: ClientProfile, now: int) -> None:
         """A slow client's connection: a SlowClient between the connection and its
