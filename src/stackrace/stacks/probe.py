@@ -85,10 +85,13 @@ async def get(
     scheme = "https" if tls else "http"
     where = f"[{host}]" if ":" in host else host
     request = build_request(f"{scheme}://{where}:{port}{path}", method, [*own, *headers], body)
-    reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
-        timeout,
-    )
+    # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancel that lands as
+    # the call completes, and a Ctrl-C during a stack's start then waited out the whole
+    # ready_timeout (tests/hardening/test_launch_faults.py, on a busy machine)
+    async with asyncio.timeout(timeout):
+        reader, writer = await asyncio.open_connection(
+            host, port, ssl=tls, server_hostname=host if tls else None
+        )
     try:
         writer.write(request)
         c = _Collector()
@@ -100,7 +103,8 @@ async def get(
             left = deadline - time.perf_counter()
             if left <= 0:
                 raise TimeoutError(f"no complete response to {method} {path} within {timeout}s")
-            data = await asyncio.wait_for(reader.read(65536), left)
+            async with asyncio.timeout(left):
+                data = await reader.read(65536)
             if not data:
                 if close_delimited(head):
                     c.status = parser.get_status_code()
@@ -120,7 +124,8 @@ async def get(
         # wait for the close: a one-worker server (uWSGI) would otherwise keep serving a
         # connection nobody reads from until its socket timeout
         with contextlib.suppress(OSError, TimeoutError):
-            await asyncio.wait_for(writer.wait_closed(), 1.0)
+            async with asyncio.timeout(1.0):
+                await writer.wait_closed()
     by_name = {k.lower(): v for k, v in c.headers}
     te = by_name.get("transfer-encoding", "").lower()
     cl = by_name.get("content-length")

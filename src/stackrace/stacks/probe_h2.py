@@ -47,10 +47,10 @@ async def get(
     OSError / TimeoutError / ValueError (a server that did not negotiate h2, a protocol
     error, a reset stream) as stackrace.stacks.probe.get does."""
     t0 = time.perf_counter()
-    reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
-        timeout,
-    )
+    async with asyncio.timeout(timeout):  # not wait_for, as probe.py says why
+        reader, writer = await asyncio.open_connection(
+            host, port, ssl=tls, server_hostname=host if tls else None
+        )
     try:
         if tls is not None:
             chosen = writer.get_extra_info("ssl_object").selected_alpn_protocol()
@@ -75,7 +75,8 @@ async def get(
             left = deadline - time.perf_counter()
             if left <= 0:
                 raise TimeoutError(f"no complete h2 response to GET {path} within {timeout}s")
-            data = await asyncio.wait_for(reader.read(65536), left)
+            async with asyncio.timeout(left):
+                data = await reader.read(65536)
             if not data:
                 raise ConnectionError(f"connection closed before the h2 response to GET {path}")
             try:
@@ -108,7 +109,8 @@ async def get(
     finally:
         writer.close()
         with contextlib.suppress(OSError, TimeoutError):
-            await asyncio.wait_for(writer.wait_closed(), 1.0)
+            async with asyncio.timeout(1.0):
+                await writer.wait_closed()
     cl = got.get("content-length")
     return ProbeResponse(
         status=status,
