@@ -51,6 +51,15 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The head every type of this extension shares, written once: its name under
+   stackrace.engine._cycle, its size, flags and doc; made by PyType_GenericNew then
+   T_init, freed by T_dealloc. Defined before the headers below, whose types use it. */
+#define CYCLE_TYPE(T, flags, doc)                                                         \
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stackrace.engine._cycle." #T,             \
+    .tp_basicsize = sizeof(T), .tp_flags = (flags), .tp_doc = (doc),                     \
+    .tp_new = PyType_GenericNew, .tp_init = (initproc)T##_init,                          \
+    .tp_dealloc = (destructor)T##_dealloc
+
 #include "_frame.h"
 #include "_h2.h"
 #include "_tls.h"
@@ -1525,13 +1534,8 @@ static PyMemberDef Transport_members[] = {
 };
 
 static PyTypeObject TransportType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stackrace.engine._cycle.Transport",
-    .tp_basicsize = sizeof(Transport),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The engine's transport in C (engine/transport.py SocketTransport, TlsTransport).",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Transport_init,
-    .tp_dealloc = (destructor)Transport_dealloc,
+    CYCLE_TYPE(Transport, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+               "The engine's transport in C (engine/transport.py SocketTransport, TlsTransport)."),
     .tp_traverse = (traverseproc)Transport_traverse,
     .tp_clear = (inquiry)Transport_clear,
     .tp_methods = Transport_methods,
@@ -1645,13 +1649,8 @@ static PyMemberDef Dispatcher_members[] = {
 };
 
 static PyTypeObject DispatcherType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stackrace.engine._cycle.Dispatcher",
-    .tp_basicsize = sizeof(Dispatcher),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The engine's epoll reader: Dispatcher(epfd, handlers, stale)(): one batch.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Dispatcher_init,
-    .tp_dealloc = (destructor)Dispatcher_dealloc,
+    CYCLE_TYPE(Dispatcher, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+               "The engine's epoll reader: Dispatcher(epfd, handlers, stale)(): one batch."),
     .tp_traverse = (traverseproc)Dispatcher_traverse,
     .tp_clear = (inquiry)Dispatcher_clear,
     .tp_call = (ternaryfunc)Dispatcher_call,
@@ -1755,13 +1754,8 @@ static PyMemberDef KeptLoop_members[] = {
 };
 
 static PyTypeObject KeptLoopType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stackrace.engine._cycle.KeptLoop",
-    .tp_basicsize = sizeof(KeptLoop),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A target's kept-alive closed loop, its answers counted in C (Target.kept).",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)KeptLoop_init,
-    .tp_dealloc = (destructor)KeptLoop_dealloc,
+    CYCLE_TYPE(KeptLoop, Py_TPFLAGS_DEFAULT,
+               "A target's kept-alive closed loop, its answers counted in C (Target.kept)."),
     .tp_methods = KeptLoop_methods,
     .tp_members = KeptLoop_members,
 };

@@ -171,13 +171,8 @@ static void H2Request_dealloc(H2Request *self) {
 }
 
 static PyTypeObject H2RequestType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stackrace.engine._cycle.H2Request",
-    .tp_basicsize = sizeof(H2Request),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One kind of HTTP/2 request, built once (engine/_h2.h).",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)H2Request_init,
-    .tp_dealloc = (destructor)H2Request_dealloc,
+    CYCLE_TYPE(H2Request, Py_TPFLAGS_DEFAULT,
+               "One kind of HTTP/2 request, built once (engine/_h2.h)."),
 };
 
 /* the request body, from the H2Request's bytes, as flow control lets it go */

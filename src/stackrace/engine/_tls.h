@@ -166,13 +166,8 @@ static PyGetSetDef TlsContext_getset[] = {
 };
 
 static PyTypeObject TlsContextType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stackrace.engine._cycle.TlsContext",
-    .tp_basicsize = sizeof(TlsContext),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A target's TLS client context for the C transport (engine/tls.py c_context).",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)TlsContext_init,
-    .tp_dealloc = (destructor)TlsContext_dealloc,
+    CYCLE_TYPE(TlsContext, Py_TPFLAGS_DEFAULT,
+               "A target's TLS client context for the C transport (engine/tls.py c_context)."),
     .tp_getset = TlsContext_getset,
 };
 
