@@ -166,7 +166,12 @@ def test_open_loop_p99_finds_the_rate(stacks: Path, tmp_path: Path) -> None:
     if unstable_on_a_busy_machine(cap, said, 1050):
         return
     assert cap["mode"] == "rate", said
-    assert cap["load"] is not None and 500 <= cap["load"] <= 1050, said
+    assert cap["load"] is not None and cap["load"] <= 1050, said
+    if cap["load"] < 500:
+        # beside CI's other lanes the Python server itself got a core ~60 % of the time
+        # and met p99 < 75 ms only up to ~460 req/s: true of that machine then, if the
+        # answer says the machine was busy and what the server got (seen 2026-11-29)
+        assert "the machine was busy" in said and "the servers got a core" in said, said
     assert cap["breaks_at"] is not None and cap["breaks_at"] <= 1.1 * 1050, said
     assert "req/s" in cap["sentence"]
 

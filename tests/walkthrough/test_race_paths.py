@@ -75,7 +75,16 @@ async def test_started_at_c500_the_sync_worker_queues_within_seconds_and_shows_n
             return sync.judgment is not None and sync.judgment.state == "queueing"
 
         view = await wait_for(app, pilot, queueing, timeout=10)
-        assert view is not None, [(p.id, p.judgment) for p in panes_shown(app)]
+        if view is None:
+            # beside CI's other lanes the engine may wait for a core half the time: then
+            # the pane must say so (the engine, not the server, limits the figures) and
+            # show no tick either, never blame or clear the server on them
+            sync = next(p for p in panes_shown(app) if p.id == "gunicorn-sync")
+            assert sync.judgment is not None, sync
+            assert sync.judgment.state == "engine-limited", sync.judgment
+            assert "engine waited for a core" in sync.judgment.why, sync.judgment
+            assert "✓" not in _line(race_of(app).panes["gunicorn-sync"])
+            return
         race = race_of(app)
         end = asyncio.get_running_loop().time() + 5
         while asyncio.get_running_loop().time() < end:  # a few seconds of it, every tick
