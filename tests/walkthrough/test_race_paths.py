@@ -79,10 +79,10 @@ async def test_started_at_c500_the_sync_worker_queues_within_seconds_and_shows_n
             # beside CI's other lanes the engine may wait for a core half the time: then
             # the pane must say so (the engine, not the server, limits the figures) and
             # show no tick either, never blame or clear the server on them
-            sync = next(p for p in panes_shown(app) if p.id == "gunicorn-sync")
-            assert sync.judgment is not None, sync
-            assert sync.judgment.state == "engine-limited", sync.judgment
-            assert "engine waited for a core" in sync.judgment.why, sync.judgment
+            shown = next(p for p in panes_shown(app) if p.id == "gunicorn-sync")
+            assert shown.judgment is not None, shown
+            assert shown.judgment.state == "engine-limited", shown.judgment
+            assert "engine waited for a core" in shown.judgment.why, shown.judgment
             assert "✓" not in _line(race_of(app).panes["gunicorn-sync"])
             return
         race = race_of(app)
