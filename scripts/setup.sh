@@ -31,7 +31,8 @@ venv() {
   [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/pip install -q --upgrade pip
   # cluster: Ray, for `--cluster` and its tests (docs/cluster.md); ~8 s, ~240 MB
-  .venv/bin/pip install -q -e '.[test,cluster]'
+  # -c: the versions the suite last passed with (scripts/constraints.txt says why)
+  .venv/bin/pip install -q -c scripts/constraints.txt -e '.[test,cluster]'
 }
 
 stacks() {
@@ -42,5 +43,5 @@ stacks() {
 }
 
 step apt-base scripts/apt-base.txt -- apt_base
-step venv pyproject.toml setup.py src/stackrace/engine/_cycle.c src/stackrace/engine/_frame.h src/stackrace/engine/_tls.h src/stackrace/engine/_h2.h -- venv
+step venv pyproject.toml scripts/constraints.txt setup.py src/stackrace/engine/_cycle.c src/stackrace/engine/_frame.h src/stackrace/engine/_tls.h src/stackrace/engine/_h2.h -- venv
 step stacks stacks.toml pyproject.toml $(find apps -type f -not -path '*/node_modules/*' -not -path '*/bin/*' 2>/dev/null | sort) -- stacks

@@ -54,7 +54,7 @@ from stackrace.engine.model import (
     WindowStats,
 )
 from stackrace.report.failures import path_results, requests_failed
-from stackrace.report.schema import LittleLaw, PathResult
+from stackrace.report.schema import LittleLaw, PathResult, struct_schema
 from stackrace.report.slo import Slo
 from stackrace.rules import accounting
 from stackrace.rules.breaking import step_result
@@ -266,7 +266,7 @@ def _asked(facts: LoadFacts) -> dict[str, object]:
 
 def schema() -> dict[str, object]:
     """The JSON Schema of `load --json` (what load.schema.json holds)."""
-    out = msgspec.json.schema(LoadResult)
+    out = struct_schema(LoadResult)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "stackrace load --json",

@@ -15,6 +15,7 @@ sit in two modules, which is how a file format drifts from its reader.
 
 from __future__ import annotations
 
+import inspect
 import statistics
 from typing import Any
 
@@ -542,6 +543,26 @@ def loads(data: bytes | str, source: str = "run") -> BenchRun:
     return run
 
 
+def struct_schema(kind: type) -> dict[str, Any]:
+    """msgspec's JSON Schema of `kind`, each description cleaned as Python 3.13 and
+    msgspec 0.23 clean docstrings (earlier ones keep the indentation): a shipped schema
+    must not change with the library's version (a CI install took 0.23 and failed)."""
+    return _clean_descriptions(msgspec.json.schema(kind))
+
+
+def _clean_descriptions(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            k: inspect.cleandoc(v)
+            if k == "description" and isinstance(v, str)
+            else _clean_descriptions(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_clean_descriptions(v) for v in node]
+    return node
+
+
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of a run file (for docs and external validators)."""
-    return msgspec.json.schema(BenchRun)
+    return struct_schema(BenchRun)
