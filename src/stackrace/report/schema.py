@@ -547,7 +547,8 @@ def struct_schema(kind: type) -> dict[str, Any]:
     """msgspec's JSON Schema of `kind`, each description cleaned as Python 3.13 and
     msgspec 0.23 clean docstrings (earlier ones keep the indentation): a shipped schema
     must not change with the library's version (a CI install took 0.23 and failed)."""
-    return _clean_descriptions(msgspec.json.schema(kind))
+    cleaned: dict[str, Any] = _clean_descriptions(msgspec.json.schema(kind))
+    return cleaned
 
 
 def _clean_descriptions(node: Any) -> Any:
