@@ -46,7 +46,11 @@ class LocalCluster:
     env: dict[str, str]  # for drivers started as processes
 
 
-@pytest.fixture(scope="session")
+# package scope, both clusters: torn down after the last test of tests/cluster. As
+# session fixtures they lived until the end of ./dev test's beside lane, ~12 minutes of
+# 34 idle Ray processes using ~0.16 of a core on a 2-core machine (measured with ps
+# during a run): the walkthrough, TUI and e2e tests after them paid for it.
+@pytest.fixture(scope="package")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     if not HAVE_RAY:
         pytest.skip("Ray is not installed: pip install -e '.[cluster]'")
@@ -239,9 +243,9 @@ class NetnsCluster:
             )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def netns_cluster() -> Iterator[NetnsCluster]:
-    """One topology for every multi-host test of the session (a Ray cluster of four
+    """One topology for every multi-host test of the package (a Ray cluster of four
     namespaces takes ~20 s to start); removed at the end, checked gone."""
     if not HAVE_RAY:
         pytest.skip("Ray is not installed: pip install -e '.[cluster]'")

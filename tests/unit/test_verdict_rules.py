@@ -587,6 +587,32 @@ def test_a_queue_held_in_its_accept_queue_is_the_servers_whatever_the_share():
     assert m.state == QUEUEING and "its core was also busy: it ran 16%" in m.why, m.why
 
 
+def test_a_line_at_its_door_stays_the_servers_when_the_engine_only_waited_too():
+    """One gunicorn sync worker at c=300 beside ./dev test's other lanes (CI, a run
+    file kept): its engine used 4 % of a core and waited for one 50 % of the level,
+    4 ms a wake-up, which made the level engine-limited; but 299 of its 300 clients sat
+    in its accept queue and waited ~1.8 s, where one answer takes ~11 ms. A reader as
+    slow as that stretches a worker's turn by 4 ms at most: the line is the server's,
+    the engine's wait said beside it. An engine whose delay could be most of the wait
+    still leaves the level not judged."""
+    starved = "its engine waited for a core 50% of the time (4,062µs per wake-up)"
+    w = window(57, 1800, seconds=1.75, waiting=300, fastest_ms=11, engine_wait_us=4062)
+    j = judge(Evidence(step_result(300, w, engine_limit=starved, accept_queue=299)))
+    assert j.state == QUEUEING and j.broken, j.why
+    assert j.why.startswith("300 wait ~"), j.why
+    assert j.why.endswith(f"· {starved}, not what the line waited for"), j.why
+    # without the kernel's look at its door, or with its door empty: the engine's
+    for queued in (None, 0):
+        k = judge(Evidence(step_result(300, w, engine_limit=starved, accept_queue=queued)))
+        assert k.state == ENGINE_LIMITED and not k.broken, (queued, k.why)
+    # a short line (20 clients, ~60 ms each): the server's beside an engine that waited
+    # 1 ms a wake-up; beside one that waited 20 ms, nearly a turn of its own, not judged
+    for wake_us, state in ((1_000, QUEUEING), (20_000, ENGINE_LIMITED)):
+        short = window(300, 60, waiting=20, fastest_ms=11, engine_wait_us=wake_us)
+        m = judge(Evidence(step_result(20, short, engine_limit=starved, accept_queue=19)))
+        assert m.state == state, (wake_us, m.why)
+
+
 def test_a_short_line_at_its_door_is_the_servers_its_length_partly_the_cores():
     """One sync worker at c=5 on a core it got 20 % of the time it wanted: 5 wait ~50
     ms, past the ~22 ms bound; with the core to itself ~10 ms, inside it (by Little's
