@@ -9,12 +9,19 @@ repeats not merged or the breaking rule judged on the wrong level show in the nu
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from stackrace.race.bench.driver import run_bench
 from stackrace.race.bench.protocol import BenchPlan
 from stackrace.race.core.capacity_plan import CapacityPlan
-from stackrace.race.live.demo import TICK, StackModel, synthetic_parts
+from stackrace.race.live.demo import (
+    TICK,
+    DemoSource,
+    StackModel,
+    SyntheticEngine,
+    synthetic_parts,
+)
 from stackrace.report.schema import BenchRun
 from stackrace.rules.level import FAILING, QUEUEING
 from stackrace.settings.race_settings import RaceSettings
@@ -54,6 +61,34 @@ def test_the_warm_up_is_load_before_the_figures_not_in_them():
     # the longer window and the cold start's lower rate
     assert lv_warm.rps > 0.95 * 500
     assert lv_cold.rps < 0.5 * 500
+
+
+class LateEngine(SyntheticEngine):
+    """Its reports after a reset reach the totals only `late` steps later, as a remote
+    engine's on a busy machine did (a cluster bench's 1 s level closed on a window of
+    0.0 s)."""
+
+    late = 8  # 2 s of steps: longer than the level
+
+    def reset_totals(self, warmup: float = 0.0, target_id: str | None = None) -> None:
+        super().reset_totals(warmup, target_id)
+        for t in self._each(target_id):
+            t.counting_after += self.late
+
+
+def test_a_level_whose_reports_come_late_is_measured_for_its_duration_all_the_same():
+    engine = LateEngine({"eight": EIGHT})
+    parts = dataclasses.replace(
+        synthetic_parts()[0],
+        engine=lambda _settings: engine,
+        source=DemoSource(engine),
+        clock=engine.clock,
+    )
+    plan = BenchPlan([_stack("eight")], RaceSettings(concurrency_levels=[8], duration=1.0))
+    run = asyncio.run(run_bench(plan, progress=lambda _line: None, parts=parts))
+    (lv,) = run.stacks[0].levels
+    # eight workers of 10 ms at c=8: ~800 req/s, over at least three quarters of 1 s
+    assert lv.window.seconds >= 0.75 and lv.window.requests > 500, lv.window
 
 
 def test_a_warm_up_in_requests_goes_on_until_they_are_answered():
