@@ -89,7 +89,7 @@ Long because the states and their precedence are one decision, read top to botto
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from stackrace.engine.model import (
@@ -399,7 +399,11 @@ def judge(e: Evidence) -> Judgment:
         # answer while it reads another's thousands: unfair service is the server's
         return judged(STARVING, starving)
     symptom = failing or starving or queue
-    spared = _engine_spared(step, service, service_from, wait, bound, tail, got) if held else ""
+
+    def queue_at(scaled: float, margin: float) -> str:
+        return _queue_why(step, service, service_from, wait, bound, tail, scaled, margin)
+
+    spared = _engine_spared(step, service, got, queue_at) if held else ""
     if step.engine_limit and not spared:
         return judged(ENGINE_LIMITED, " · ".join(x for x in (step.engine_limit, symptom) if x))
     if queue and e.cpu_pending and not failing and not held:
@@ -463,11 +467,8 @@ def own_margin(got: float) -> float:
 def _engine_spared(
     step: StepResult,
     service: float | None,
-    service_from: str,
-    wait: float | None,
-    bound: float | None,
-    tail: float | None,
     got: float | None,
+    queue_at: Callable[[float, float], str],
 ) -> str:
     """ "" unless the engine limited the level and the line at the server's door is
     the server's all the same: its accept queue held the clients (`held_at_the_door`)
@@ -481,7 +482,7 @@ def _engine_spared(
         return ""
     spare = service / (service + engine_delay_us(step.window))
     share = (got if got is not None else 1.0) * spare
-    if not _queue_why(step, service, service_from, wait, bound, tail, share, own_margin(share)):
+    if not queue_at(share, own_margin(share)):  # `_queue_why` at that share and margin
         return ""
     return f"{step.engine_limit}, not what the line waited for"
 
