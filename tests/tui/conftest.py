@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot
@@ -63,6 +64,22 @@ SIZE = (160, 48)
 FOUR = ("gunicorn-sync", "gunicorn-gevent", "uvicorn", "aiohttp")
 
 
+async def settled_screenshot(app: StackraceApp, pilot: Pilot[Any]) -> str:
+    """The screen once its layout has settled: a mode change (projector, a resize)
+    re-plans every pane's digits after the next refresh (`call_after_refresh`), and on
+    a busy machine `pilot.pause()` can return before that refresh has run (one full
+    run drew a pane's figure at its old size; the picker's footer once lacked the
+    focused list's keys). Two equal exports 50 ms apart, or the last one after 4 s."""
+    shot = app.export_screenshot()
+    for _ in range(80):
+        await pilot.pause(0.05)
+        again = app.export_screenshot()
+        if again == shot:
+            break
+        shot = again
+    return shot
+
+
 @dataclass
 class Race:
     app: StackraceApp
@@ -86,19 +103,8 @@ class Race:
         await self.pilot.pause()
 
     async def screenshot(self) -> str:
-        """The screen once its layout has settled: a mode change (projector, a resize)
-        re-plans every pane's digits after the next refresh (`call_after_refresh`), and on
-        a busy machine `pilot.pause()` can return before that refresh has run (one full
-        run drew a pane's figure at its old size). Two equal exports 50 ms apart, or the
-        last one after 4 s."""
-        shot = self.app.export_screenshot()
-        for _ in range(80):
-            await self.pilot.pause(0.05)
-            again = self.app.export_screenshot()
-            if again == shot:
-                break
-            shot = again
-        return shot
+        """The screen once its layout has settled (`settled_screenshot`)."""
+        return await settled_screenshot(self.app, self.pilot)
 
     def text(self, selector: str) -> str:
         """The plain text of a Static (or any widget) on the race screen."""

@@ -17,15 +17,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
-from textual.pilot import Pilot
 
 from stackrace.race.core.plan import RacePlan
 from stackrace.race.live.demo import CATALOG
 from stackrace.tui.app import StackraceApp
-from tests.tui.conftest import SIZE, open_race, plan, synthetic_session
+from tests.tui.conftest import SIZE, open_race, plan, settled_screenshot, synthetic_session
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("STACKRACE_UPDATE_SNAPSHOTS") == "1"
@@ -87,23 +85,7 @@ async def test_snapshot_race_screen():
 async def test_snapshot_picker():
     app = StackraceApp(synthetic_session(), RacePlan(), list(CATALOG), tick_interval=None)
     async with app.run_test(size=SIZE) as pilot:
-        check_snapshot("picker", await settled(app, pilot))
-
-
-async def settled(app: StackraceApp, pilot: Pilot[Any], most: int = 50) -> str:
-    """The screen once two frames in a row draw it alike. One pause was not always
-    enough: beside ./dev test's other lanes the footer was drawn before the focused
-    stack list's keys reached it (space, w, t, p missing), a screen the user never
-    keeps."""
-    await pilot.pause()
-    last = app.export_screenshot()
-    for _ in range(most):
-        await pilot.pause(0.02)
-        now = app.export_screenshot()
-        if _normalise(now) == _normalise(last):
-            return now
-        last = now
-    raise AssertionError(f"the screen kept changing for {most} frames")
+        check_snapshot("picker", await settled_screenshot(app, pilot))
 
 
 async def test_snapshot_small_terminal_keeps_the_essentials():
