@@ -15,7 +15,9 @@
 static const char REQUEST[] =
     "GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
 
-static long long now_ns(void) {
+/* not named now_ns: the engine's _cycle.c has its own, and one name defined in two
+   folders reads as a call from the engine into bench/ */
+static long long mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;

@@ -38,19 +38,19 @@ int main(int argc, char **argv) {
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[1]))};
     inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
     int conns = atoi(argv[2]);
-    long long end = now_ns() + atoll(argv[3]) * 1000000000LL;
+    long long end = mono_ns() + atoll(argv[3]) * 1000000000LL;
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    for (int i = 0; i < conns; i++) open_or_exit(ep, &addr, now_ns());
+    for (int i = 0; i < conns; i++) open_or_exit(ep, &addr, mono_ns());
     struct epoll_event events[256];
     char buf[65536];
     unsigned long long answers = 0;
-    while (now_ns() < end) {
+    while (mono_ns() < end) {
         int n = epoll_wait(ep, events, 256, 100);
         for (int i = 0; i < n; i++) {
             int fd = events[i].data.fd;
             ssize_t got = recv(fd, buf, sizeof buf, 0);
             if (got <= 0) continue; /* the server's FIN alone: the answer was read */
-            long long t = now_ns();
+            long long t = mono_ns();
             unsigned long long us = (unsigned long long)(t - started[fd]) / 1000;
             counts[us < sizeof counts / sizeof *counts ? us : sizeof counts / sizeof *counts - 1]++;
             answers++;

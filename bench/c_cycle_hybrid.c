@@ -33,14 +33,14 @@ static PyObject *run(PyObject *self, PyObject *args) {
         return NULL;
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
     inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    long long end = now_ns() + seconds * 1000000000LL;
+    long long end = mono_ns() + seconds * 1000000000LL;
     int ep = epoll_create1(EPOLL_CLOEXEC);
     for (int i = 0; i < conns; i++)
-        if (open_one(ep, &addr, now_ns()) < 0) return PyErr_SetFromErrno(PyExc_OSError);
+        if (open_one(ep, &addr, mono_ns()) < 0) return PyErr_SetFromErrno(PyExc_OSError);
     struct epoll_event events[256];
     static char buf[65536];
     unsigned long long answers = 0;
-    while (now_ns() < end) {
+    while (mono_ns() < end) {
         int n = epoll_wait(ep, events, 256, 100);
         PyObject *statuses = NULL, *lats = NULL, *sizes = NULL;
         if (per_batch) {
@@ -52,7 +52,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
             int fd = events[i].data.fd;
             ssize_t got = recv(fd, buf, sizeof buf, 0);
             if (got <= 0) continue;
-            long long t = now_ns();
+            long long t = mono_ns();
             long long start = started[fd];
             answers++;
             close(fd);
