@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stackrace.race.core.core import RaceCore
+from stackrace.race.core.evidence_keeper import EvidenceKeeper
 from stackrace.race.core.placement import choose_isolation, place
 from stackrace.race.core.plan import RacePlan
 from stackrace.race.core.state import StackState
@@ -36,6 +37,28 @@ async def test_members_attach_when_ready_and_detach_when_they_crash():
     assert core.attached() == ["uvicorn"] and "bjoern" not in engine.targets
     await core.stop()
     assert not engine.started
+
+
+class _BrokenKeeper(EvidenceKeeper):
+    async def close(self) -> None:
+        raise RuntimeError("dictionary changed size during iteration")
+
+
+async def test_a_stop_whose_first_step_fails_still_stops_the_engine_and_every_stack():
+    """The evidence keeper's close raised once (a capture asked while the race stopped)
+    and core.stop() ended there: the engine and eight stacks went on loading for the
+    rest of the test run. Every step runs now; the error still reaches the caller."""
+    core, engine = demo_core()
+    core.evidence = _BrokenKeeper()
+    await core.start(["uvicorn", "bjoern"])
+    for _ in range(6):
+        engine.step()
+        await core.poll()
+    assert engine.started and set(core.attached()) == {"uvicorn", "bjoern"}
+    with pytest.raises(RuntimeError, match="changed size"):
+        await core.stop()
+    assert not engine.started
+    assert all(m.handle.stopped for m in core.members.values())
 
 
 async def test_one_level_for_every_member_including_those_attached_later():

@@ -178,6 +178,34 @@ async def test_the_keeper_captures_one_window_a_stack_at_a_time_and_keeps_it_by_
     assert calls == [("sync", 32), ("other", 32)]
 
 
+async def test_close_ends_every_capture_and_starts_none_asked_meanwhile():
+    """The race stops while a capture runs and the session's tick, still going, asks
+    for another: close() ends the one running, starts none, and returns (it once
+    raised "dictionary changed size during iteration", and the stop it was part of
+    left the race's stacks running)."""
+    from stackrace.evidence.capture import CaptureTarget
+
+    keeper: EvidenceKeeper
+    asked: list[bool] = []
+
+    async def capture(
+        facts: CaptureFacts, stack: str, level: int, seconds: float
+    ) -> EvidenceWindow:
+        try:
+            await asyncio.sleep(30)
+        finally:  # the tick, on its way while this capture is cancelled
+            asked.append(keeper.want(_member("other"), 64))
+        return window(stack, level)
+
+    facts = CaptureFacts(CaptureTarget(1, 8000), 1, 1, "sync")
+    keeper = EvidenceKeeper(capture=capture, facts=lambda m: facts)
+    assert keeper.want(_member("sync"), 32)
+    await asyncio.sleep(0)
+    await asyncio.wait_for(keeper.close(), 5)
+    assert asked == [False] and keeper.capturing("other") is None
+    assert keeper.want(_member("sync"), 64) is False  # closed: nothing starts
+
+
 async def test_a_failed_capture_is_one_line_never_an_exception():
     async def capture(
         facts: CaptureFacts, stack: str, level: int, seconds: float

@@ -19,7 +19,7 @@ from stackrace.race.core.state import StackState
 from stackrace.race.live.view import PaneView, SessionView
 from stackrace.tui.app import StackraceApp
 from stackrace.tui.race import RaceScreen
-from tests.walkthrough.terminal import MARK, wait_none_left
+from tests.walkthrough.terminal import MARK, kill_left, wait_none_left
 
 LIVE = (StackState.READY, StackState.WARMING)
 
@@ -29,10 +29,13 @@ async def real_app(
     argv: list[str], size: tuple[int, int] = (160, 48), screenshots: Path | None = None
 ) -> AsyncIterator[tuple[StackraceApp, Pilot]]:
     """`stackrace ARGV` in Pilot. Every process it starts carries a marker in its
-    environment; once the app is closed, none may be left (`wait_none_left`)."""
+    environment; once the app is closed, none may be left (`wait_none_left`). Those
+    left are killed whatever ended the test, so one failure stays one failure: a race
+    left loading (eight stacks and their engine, once) slows every test after it."""
     mark = uuid.uuid4().hex
     saved = os.environ.get(MARK)
     os.environ[MARK] = mark
+    left: list[str] = []
     try:
         parser = build_parser()
         parser.set_defaults(argv=list(argv))  # as cli.py does: the line, for a crash log
@@ -46,13 +49,14 @@ async def real_app(
                 await pilot.press("q")
                 await pilot.pause(0.2)
         assert app.crash is None, f"the app crashed: {app.crash!r} ({app.crash_log})"
-        left = [p for p in wait_none_left(mark, 20.0) if not p.startswith(f"{os.getpid()}:")]
-        assert not left, f"left running after the app closed: {left}"
     finally:
+        left = [p for p in wait_none_left(mark, 20.0) if not p.startswith(f"{os.getpid()}:")]
+        kill_left(left)
         if saved is None:
             os.environ.pop(MARK, None)
         else:
             os.environ[MARK] = saved
+    assert not left, f"left running after the app closed: {left}"
 
 
 async def wait_for(

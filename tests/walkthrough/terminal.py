@@ -9,10 +9,12 @@ its environment (`left_running`), so a test can say nothing was left behind.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
 import select
+import signal
 import struct
 import subprocess
 import termios
@@ -169,3 +171,10 @@ def wait_none_left(mark: str, timeout: float = 10.0) -> list[str]:
             return []
         time.sleep(0.2)
     return left_running(mark)
+
+
+def kill_left(left: list[str]) -> None:
+    """SIGKILL the processes `left_running` listed ("PID: command")."""
+    for line in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+            os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)

@@ -175,12 +175,21 @@ class RaceCore:
         self.members[member_id] = Member(handle, stack_cpus=m.stack_cpus, engine_cpus=m.engine_cpus)
 
     async def stop(self) -> None:
+        """Stop the evidence captures, the engine and every stack. Each step runs
+        whatever the one before it ran into (an error in a capture's close once left
+        eight stacks and their engine loading for the rest of a test run); an
+        error is raised only once every stack is stopped."""
+        try:
+            await self.evidence.close()  # no sampler outlives the race
+        finally:
+            try:
+                if self._engine_started:
+                    await self.engine.stop()
+                    self._engine_started = False
+            finally:
+                await self._stop_members()
 
-        await self.evidence.close()  # no sampler outlives the race
-        if self._engine_started:
-            await self.engine.stop()
-            self._engine_started = False
-
+    async def _stop_members(self) -> None:
         async def stop(m: Member) -> None:
             with contextlib.suppress(Exception):
                 await m.handle.stop()

@@ -112,12 +112,13 @@ class EvidenceKeeper:
     kept: dict[str, dict[int, Why]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     _tasks: dict[str, tuple[int, asyncio.Task[None]]] = field(default_factory=dict)
+    _closed: bool = False
 
     def want(self, m: Member, level: int) -> bool:
-        """Start a window of `m` at `level` unless one is running for it or one is kept
-        at this level already: whether one started."""
+        """Start a window of `m` at `level` unless one is running for it, one is kept
+        at this level already, or the race is ending (`close`): whether one started."""
         mid = m.id
-        if self.capturing(mid) or level in self.kept.get(mid, {}):
+        if self._closed or self.capturing(mid) or level in self.kept.get(mid, {}):
             return False
         facts = self.facts(m)
         if facts is None:
@@ -177,10 +178,15 @@ class EvidenceKeeper:
             await asyncio.wait(tasks, timeout=timeout)
 
     async def close(self) -> None:
-        """Stop every capture (the race ends: no sampler outlives it)."""
-        for _lv, task in self._tasks.values():
+        """Stop every capture (the race ends: no sampler outlives it), and start none
+        after: the session's tick goes on while the race stops and may judge a level
+        meanwhile (a capture asked then once made this loop's dict change under it,
+        and the race's stacks outlived it)."""
+        self._closed = True
+        running = [task for _lv, task in self._tasks.values()]
+        for task in running:
             task.cancel()
-        for _lv, task in self._tasks.values():
+        for task in running:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
