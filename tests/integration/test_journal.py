@@ -210,7 +210,7 @@ def test_a_killed_tune_resumes_to_the_answer_of_an_uninterrupted_one(tmp_path: P
     assert r.returncode == 0, r.stdout + r.stderr
     assert "resuming" in r.stderr
     resumed = json.loads(cut.read_text())["tune"]
-    assert resumed["winner"] == "fixed:workers=16", resumed
+    assert resumed["winner"] == "fixed:workers=16", (resumed["verdict"], r.stderr[-3000:])
     assert {p["name"] for p in resumed["points"]} == {"fixed:workers=4", "fixed:workers=16"}
     probes = json.loads(cut.read_text())["stacks"]
     # the first configuration's search came from the journal whole, not measured again
