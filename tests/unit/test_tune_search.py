@@ -190,6 +190,54 @@ def test_a_configuration_that_cannot_start_is_left_out_and_named() -> None:
     assert out.ranking.order[0].name == "gthread:workers=1,threads=16"
 
 
+def _starving(starved_calls: int):
+    """Two configurations 4x apart (workers=1: 10 slots, workers=4: 40) whose first
+    `starved_calls` probes of workers=4 all miss starved (a busy suite took its core)."""
+    honest = model(lambda w, t: 10 * w, noise=0.03)
+    seen = [0]
+
+    def measure(name: str, load: float) -> Probe:
+        p = honest(name, load)
+        if "workers=4" in name and seen[0] < starved_calls:
+            seen[0] += 1
+            return Probe(load, False, p.rps / 3, "mean 31 ms > 25 ms", answers=5000,
+                         seconds=2.0, busy=True, starved=True)  # fmt: skip
+        return p
+
+    return measure
+
+
+FOUR_APART = Space({"s": {"workers": ["1", "4"], "threads": ["1"]}})
+
+
+def test_a_configuration_starved_at_every_miss_is_searched_again_not_ranked_at_zero() -> None:
+    """A resumed tune beside a busy test suite named workers=1 the winner "with over 99 %
+    confidence" over workers=4 at "0 req/s": workers=4's search met the SLO nowhere while
+    the machine starved it at every miss. Such a search is not the server's answer: it
+    is searched again after the coarse pass, and ranked by what that search finds."""
+    search = TuneSearch(FOUR_APART, TunePlan(budget_s=3600, start=4), seed=2)
+    log: list[tuple[float, Ask, Probe]] = []
+    run(search, _starving(starved_calls=8), log)
+    names = [a.name for _t, a, p in log if a.phase != "round"]
+    first_four = names.index("s:workers=4,threads=1")
+    assert "s:workers=1,threads=1" in names[first_four:]  # the coarse pass went on
+    assert search.cands["s:workers=4,threads=1"].again
+    out = search.outcome()
+    assert out.winner == "s:workers=4,threads=1", out.verdict
+    assert not search.cands["s:workers=4,threads=1"].error
+
+
+def test_starved_in_both_searches_it_is_left_out_with_why_never_beaten_at_zero() -> None:
+    search = TuneSearch(FOUR_APART, TunePlan(budget_s=3600, start=4), seed=2)
+    run(search, _starving(starved_calls=1000))
+    out = search.outcome()
+    four = out.candidates["s:workers=4,threads=1"]
+    assert four.again and four.error == four.starved and "starved it at every miss" in four.error
+    assert "in two searches" in four.error
+    assert all(e.name != four.name for e in out.ranking.order)  # not ranked at 0 req/s
+    assert "(0 req/s)" not in out.verdict and "beats" not in out.verdict, out.verdict
+
+
 def test_a_resumed_search_decides_as_the_uninterrupted_one_did() -> None:
     """Every probe recorded again in the order the journal holds them, each at the
     elapsed time it was asked at, brings the search to the same state: the rest of the

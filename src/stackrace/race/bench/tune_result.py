@@ -71,16 +71,19 @@ def _capacity(
     if search is None or not search.probes:
         return None
     assert job.bench.capacity is not None
+    # the last search's own probes: a configuration searched again (tune_search.py
+    # `again`) has the first search's before them, kept as evidence in the run file
+    last = own[len(own) - len(search.probes) :]
     c = capacity_result(
         search,
-        [p.level for p in own[: len(search.probes)]],
+        [p.level for p in last],
         slo,
         s.rate is not None,
         needed_answers(slo.quantile),
         job.bench.capacity,
-        [p.noise for p in own[: len(search.probes)]],
+        [p.noise for p in last],
     )
-    return msgspec.structs.replace(c, probes=c.probes + rounds)
+    return msgspec.structs.replace(c, probes=own[: len(own) - len(last)] + c.probes + rounds)
 
 
 def tune_result(
@@ -101,7 +104,7 @@ def tune_result(
             version=m.version,
             levels=[],
             cpus=m.cpus,
-            error=m.error or None,
+            error=m.error or (cand.starved if cand else "") or None,
             url=job.urls[name].url if name in job.urls else "",
             capacity=_capacity(job, cand.search if cand else None, m.probes),
         )

@@ -179,6 +179,21 @@ def _log_spread(values: list[int], k: int) -> list[int]:
 # --- what a tune found -----------------------------------------------------------------
 
 MIN_ROUNDS = 2  # interleaved rounds before a winner is named
+# A configuration whose search met the SLO at no load while the machine starved it at
+# every miss (it got a core half the time it wanted one or less: race/core/noise.py
+# `starved`) is searched once more; starved twice, it is left out of the ranking with
+# this, never ranked as 0 req/s (a resumed tune beside a busy test suite once named a
+# winner "with over 99 % confidence" over a server the machine had starved).
+STARVED_OUT = (
+    "not measured: it met the SLO at no load, and the machine starved it at every miss "
+    "({}: it got a core half the time it wanted one or less)"
+)
+
+
+def machine_missed(found: Capacity) -> bool:
+    """Every miss of a search starved by the machine (and at least one miss)."""
+    misses = [p for p in found.probes if not p.meets]
+    return bool(misses) and all(p.starved for p in misses)
 
 
 @dataclass
@@ -193,6 +208,9 @@ class Candidate:
     samples: dict[int, float] = field(default_factory=dict)  # round → req/s held (0: none)
     rounds: list[tuple[int, Probe]] = field(default_factory=list)
     error: str = ""
+    # searched once more: its first search met the SLO nowhere, starved at every miss
+    again: bool = False
+    starved: str = ""  # why it is not ranked: starved by the machine (STARVED_OUT), or ""
 
     @property
     def measured(self) -> bool:
@@ -324,6 +342,7 @@ class TuneSearch:
         self.probe_s: list[float] = []
         self._pending: Ask | None = None
         self.steered = ""  # the cause the coarse pass was ordered by ("" not yet)
+        self.again: list[str] = []  # searched once more after the coarse pass (`_finish`)
 
     def steer(self, cause: str) -> str:
         """Order the coarse points still to measure by the cause seen at the first
@@ -366,6 +385,10 @@ class TuneSearch:
         self.stopped = why
         if self.active is not None:
             self._finish(self.active)
+        for name in self.again:  # starved once, and no time left to search it again
+            c = self.cands[name]
+            c.error = c.starved = STARVED_OUT.format("no time was left to search again")
+        self.again.clear()
 
     def _decide(self) -> Ask | None:
         while True:
@@ -391,6 +414,9 @@ class TuneSearch:
                 return server, point, phase
         if self.order or self.retry is not None:
             return None  # a round under way is finished first: its order is its point
+        if self.again:
+            c = self.cands[self.again.pop(0)]
+            return c.server, c.point, c.phase
         lead = self._leader()
         if lead is None:
             return None
@@ -412,6 +438,11 @@ class TuneSearch:
             confirm=AA_REPEATS if first else 0,
             max_probes=self.plan.max_probes,
         )
+        again = self.cands.get(name)
+        if again is not None:  # searched again (`_finish`): a fresh search, the same one
+            again.search = CapacitySearch(bounds)
+            self.active = again
+            return
         cand = Candidate(name, server, point, phase, search=CapacitySearch(bounds))
         self.cands[name] = cand
         self.active = cand
@@ -429,7 +460,20 @@ class TuneSearch:
 
     def _finish(self, cand: Candidate) -> None:
         if cand.search is not None and cand.search.probes:
-            cand.capacity = cand.search.result()
+            found = cand.search.result()
+            if found.load is None and machine_missed(found):
+                self.active = None
+                if not cand.again and not self.stopped:
+                    # the machine, not the server, is what it measured: searched once
+                    # more after the coarse pass (a build's burst may be over by then)
+                    cand.again = True
+                    self.again.append(cand.name)
+                    return
+                cand.capacity = found  # its probes stay evidence; it is not ranked
+                searches = "in two searches" if cand.again else "no time was left to search again"
+                cand.error = cand.starved = STARVED_OUT.format(searches)
+                return
+            cand.capacity = found
             cand.load = cand.capacity.load
             held = cand.capacity.rps if cand.capacity.load is not None else None
             cand.samples[0] = held or 0.0

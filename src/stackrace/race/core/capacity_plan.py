@@ -24,7 +24,7 @@ from stackrace.race.core.capacity_search import (
     CapacitySearch,
     Probe,
 )
-from stackrace.race.core.noise import probe_busy
+from stackrace.race.core.noise import probe_busy, starved
 from stackrace.report.schema import CapacityProbe, CapacityResult, Level, ProbeNoise, ProbeSlice
 from stackrace.report.slo import Slo
 from stackrace.rules.confidence import estimate, rounds_interval
@@ -122,6 +122,7 @@ def probe_of(cp: CapacityProbe) -> Probe:
         enough=cp.enough,
         seconds=cp.seconds,
         busy=probe_busy(cp.noise, cp.level.cpu_wait_percent),
+        starved=starved(cp.level.cpu_percent, cp.level.cpu_wait_percent),
         unsteady=cp.unsteady,
     )
 

@@ -141,6 +141,7 @@ class Probe:
     seconds: float = 0.0
     phase: str = ""  # bracket, bisect, confirm, recheck or busy (set by the search)
     busy: bool = False  # the machine disturbed it (race/core/noise.py probe_busy)
+    starved: bool = False  # it got a core half the time it wanted one or less (noise.py)
     # its own intervals disagreed beyond a percentile's noise: the proof (rules/steadiness.py)
     unsteady: str = ""
 

@@ -133,6 +133,13 @@ def probe_busy(noise: ProbeNoise | None, stack_wait_percent: float) -> bool:
     )
 
 
+def starved(used: float, waited: float) -> bool:
+    """Whether a process tree got a core half the time it wanted one or less (used and
+    waited in % of one core): then its figures say more of the machine than of it."""
+    share = got_share(used, waited)
+    return share is not None and share <= 100 - STARVED_WAIT_PERCENT
+
+
 def got_share(used: float, waited: float) -> float | None:
     """Of the time a process tree wanted a core (it ran or it was runnable), the share
     it got one, in % (never above 100: several processes waiting at once add up to more
