@@ -137,7 +137,12 @@ def starved(used: float, waited: float) -> bool:
     """Whether a process tree got a core half the time it wanted one or less (used and
     waited in % of one core): then its figures say more of the machine than of it."""
     share = got_share(used, waited)
-    return share is not None and share <= 100 - STARVED_WAIT_PERCENT
+    return share is not None and starved_share(share)
+
+
+def starved_share(share: float) -> bool:
+    """The rule of `starved` on a share already worked out (a median of probes')."""
+    return share <= 100 - STARVED_WAIT_PERCENT
 
 
 def got_share(used: float, waited: float) -> float | None:
@@ -200,7 +205,7 @@ def summarize(
     waits = []
     if got is not None:
         waits.append(f"the servers got a core {got:.0f} % of the time they wanted one")
-        if got <= 100 - STARVED_WAIT_PERCENT:
+        if starved_share(got):
             waits[-1] += (
                 " (half the time or less: the figures say more of the machine than of them)"
             )
