@@ -60,6 +60,21 @@ def test_a_sleeping_app_call_is_blocked_and_the_servers_select_is_idle() -> None
     assert round(states[ThreadState.IDLE]) == 10
 
 
+def test_an_app_whose_own_module_runs_uvloop_is_idle_while_the_loop_waits() -> None:
+    # uvloop waits in C: the innermost Python frame is asyncio's runner, not selectors.py,
+    # and the app's own `<module>` (its `asyncio.run`) sits below it. A bench read this
+    # as "the event loop is blocked 86 % of samples in <module>" for an idle server.
+    idle: Stack = (
+        Frame("run", f"{LIB}/asyncio/runners.py", 118),
+        Frame("run", f"{LIB}/asyncio/runners.py", 190),
+        Frame("<module>", f"{APP}/server.py", 123),
+    )
+    calls = Counter({"epoll_wait": 86, "running": 14})
+    states = _states(classify_thread(1, 7, {idle: 100}, calls, None, 0.0, IS_APP))
+    assert ThreadState.BLOCKED not in states
+    assert round(states[ThreadState.IDLE]) == 86
+
+
 def test_pure_python_without_the_gil_while_another_holds_it_waits_for_the_gil() -> None:
     crunch: Stack = (Frame("crunch", f"{APP}/app.py", 9), Frame("app", f"{APP}/app.py", 15))
     stacks = {crunch: 100}

@@ -37,6 +37,9 @@ def read_counters(conn: pymysql.connections.Connection) -> QueryCounters:
     """Read Com_select, Questions and Connections (global, every connection's work).
 
     The SHOW statement is itself counted in Questions (not in Com_select); see `work_between`.
+    So is every connection's set-up and its goodbye (COM_QUIT, measured on MariaDB 10.11),
+    which the server may handle after the client has gone on: Com_select is the count to
+    judge by.
     """
     values = {
         str(k).lower(): int(v)

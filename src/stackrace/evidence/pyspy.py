@@ -32,7 +32,8 @@ SIGKILLed (tests/integration/test_why_catalogue.py).
   holds it is GIL_WAIT (ON_CPU without a GIL record: native code); a futex while
   another thread holds the GIL half the time is GIL_WAIT, else LOCK_WAIT; a sleep, a
   socket or file call is BLOCKED; epoll, accept or select is BLOCKED too (the app
-  called it) unless the innermost frame is an event loop's selector: IDLE.
+  called it) unless the innermost frame is an event loop's own (asyncio's selector, or
+  its runner when uvloop waits in C): IDLE.
 
 The app's code is every frame whose file is under one of the target's `app_roots`, or,
 when none are given, any file outside the standard library and site-/dist-packages.
@@ -230,7 +231,12 @@ def classify_thread(
                 split[ThreadState.IDLE] = rest * (1.0 - shares.get("run", 0.0))
             else:
                 inner = frames[0]
-                in_selector = not is_app(inner.path) and "selectors.py" in inner.path
+                # the loop's own wait: asyncio's selector, or (uvloop, waiting in C) the
+                # loop's runner as the innermost Python frame, with the app's `asyncio.run`
+                # below it; an app that calls epoll itself is its own innermost frame
+                in_selector = not is_app(inner.path) and (
+                    "selectors.py" in inner.path or any(p in inner.path for p in _LOOP_FILES)
+                )
                 waiting = shares.get("waiting", 0.0)
                 for state, share in (
                     (runnable, shares.get("run", 0.0)),
