@@ -52,15 +52,17 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def search(stacks: Path, tmp_path: Path, *args: str, stack: str = "fixed") -> tuple[dict, str]:
-    """One capacity search, its engine and server at niceness -10, so that the other
-    test lane on the same two cores takes less of their time: the probes judge a p99
-    against a 50 ms service time, and a failed run on 2026-11-27 read p99 90 ms at c=16
-    of 50 workers (a ~40 ms stall), which ended the bracket there and made it report
-    c=15. It made stalls rarer, not impossible (one rerun was still needed since)."""
+    """One capacity search on a quiet core (tests/helpers.py `take_quiet_core`): the
+    probes judge a p99 against a 50 ms service time with 25 ms to spare, and beside the
+    other test lanes at niceness -10 (what it ran at before) a run on 2026-11-27 read
+    p99 90 ms at c=16 of 50 workers (a ~40 ms stall) and reported c=15, and CI on
+    2026-11-29 answered c=43 while "the servers got a core 31 % of the time they wanted
+    one". The search's own re-measures of busy misses are for users; this test checks
+    the answer, so it takes the core a user's quiet machine would have."""
     out = tmp_path / "run.json"
     r = run_cli(
         "--stacks-file", str(stacks), "bench", "--stacks", stack, "--capacity",
-        *FAST, *args, "--json", str(out), timeout=180, nice=-10,
+        *FAST, *args, "--json", str(out), timeout=180, quiet_core=True,
     )  # fmt: skip
     assert "Traceback" not in r.stderr, r.stderr
     assert out.exists(), r.stdout + r.stderr

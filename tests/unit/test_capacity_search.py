@@ -600,3 +600,53 @@ def test_an_unstable_sentence_never_says_a_count_it_does_not_have() -> None:
     said = cap.sentence("p99 < 50 ms")
     assert "unstable at c=10: it both met and missed there;" in said, said
     assert "()" not in said and "0 miss" not in said and "from c=10 to c=10" not in said
+
+
+def test_a_break_the_machine_starved_at_each_miss_is_said_to_be_a_floor() -> None:
+    # CI beside three test lanes: a server that meets c=50 missed at c=45 twice while it
+    # got a core 31 % of the time it wanted one; the answer stands as measured, and says
+    # it is this machine's floor, not the server's limit
+    real = closed_loop(50, 50, 75)
+
+    def measure(c: float) -> Probe:
+        if c >= 45:
+            return Probe(c, False, 850, "p99 80.9 ms ≥ 75 ms", busy=True, starved=True)
+        return real(c)
+
+    search = CapacitySearch(Bounds(start=32, ceiling=4096, integer=True))
+    run(search, measure)
+    result = search.result()
+    assert (result.load, result.breaks_at, result.starved_break) == (43, 45, True)
+    said = result.sentence("p99 < 75 ms")
+    assert said.endswith(
+        "breaks at c=45: p99 80.9 ms ≥ 75 ms (the machine starved the server at each miss "
+        "there: it got a core half the time it wanted one or less, so this is a floor on "
+        "this machine now, not the server's limit)"
+    ), said
+
+
+def test_a_break_with_one_miss_the_machine_left_alone_is_the_servers() -> None:
+    real = closed_loop(50, 50, 75)
+    seen: list[float] = []
+
+    def measure(c: float) -> Probe:
+        if c >= 45:
+            seen.append(c)
+            # the first miss at each load starved, the repeat not: the server's own miss
+            return Probe(c, False, 850, "p99 80.9 ms ≥ 75 ms", starved=seen.count(c) == 1)
+        return real(c)
+
+    search = CapacitySearch(Bounds(start=32, ceiling=4096, integer=True))
+    run(search, measure)
+    result = search.result()
+    assert result.breaks_at == 45 and not result.starved_break
+    assert "starved" not in result.sentence("p99 < 75 ms")
+
+
+def test_cannot_meet_on_a_starved_machine_says_whose_it_may_be() -> None:
+    search = CapacitySearch(Bounds(start=4, ceiling=64, integer=True))
+    run(search, lambda c: Probe(c, False, 10, "p99 90 ms ≥ 75 ms", busy=True, starved=True))
+    result = search.result()
+    assert result.stopped == CANNOT and result.starved_break
+    said = result.sentence("p99 < 75 ms")
+    assert said.endswith("so the misses may be the machine's, not the server's)"), said

@@ -332,6 +332,9 @@ class CapacityResult(msgspec.Struct, forbid_unknown_fields=True):
     # an unstable boundary; `load` is then the highest pass below every miss)
     unstable: list[float] | None = None
     thin: bool = False  # the passes at `load` had fewer answers than the percentile needs
+    # every miss at `breaks_at` was starved by the machine (the stack got a core half the
+    # time it wanted one or less): `load` is a floor on this machine then, not the limit
+    starved_break: bool = False
     # `bench --capacity --repeat N`: req/s at `load` in each independent round (the
     # search's answer first; 0: it missed the SLO there that round), and the 90 %
     # interval of the next run's figure from their spread (rules/confidence.estimate);

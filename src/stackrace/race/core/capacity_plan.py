@@ -224,6 +224,7 @@ def found(
         probes=probes if probes is not None else [],
         unstable=unstable,
         thin=thin,
+        starved_break=cap.starved_break,
     )
 
 

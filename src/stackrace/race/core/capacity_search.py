@@ -60,6 +60,13 @@ answered at its fast speed when only counted misses were weighed); two contradic
 either kind end the search on an unstable boundary as below, and the noise line says the
 machine was busy.
 
+**A break the machine starved is a floor, said so.** A probe is `starved` when the
+stack got a core half the time it wanted one or less (noise.py `starved`). When every
+miss at the break was starved, re-measuring cannot tell the server's limit from the
+machine's (CI, beside three test lanes: c=45 missed twice at 31 % of a core for a server
+that meets c=50): the answer stands as measured, and the sentence says it is a floor on
+this machine now, not the server's limit (`Capacity.starved_break`).
+
 **An unstable boundary is an answer too.** The re-check forgives one miss below a pass
 (a stall of a shared core). Two or more such misses are not a stall: the server both
 meets and misses at the same loads (a server whose speed changes from second to second,
@@ -78,6 +85,10 @@ rests only on such passes says so (`Capacity.thin`).
 The search is deterministic: the same probes recorded in the same order lead it through
 the same states, so a search is resumed by recording the probes of a journal again
 (race/core/journal.py) and goes on where it stopped.
+
+Long because the search is one state machine: its phases (bracket, bisect, confirm,
+re-check, busy re-measure) decide from each other's probes, and the answer's sentence
+names what those probes proved; split, each half would read the other's state.
 """
 
 from __future__ import annotations
@@ -162,6 +173,7 @@ class Capacity:
     # and missed (the answer, `load`, is the highest pass below all of them)
     unstable: tuple[float, float] | None = None
     thin: bool = False  # every pass at `load` had fewer answers than its percentile needs
+    starved_break: bool = False  # every miss at `breaks_at` was starved by the machine
 
     def sentence(self, slo: str, unit: str = "c") -> str:
         """'meets p99 < 50 ms up to c=24 (1,240 req/s; 3 probes in a row within ±3 %, one
@@ -185,7 +197,7 @@ class Capacity:
         if self.load is None:
             first = self.probes[0] if self.probes else None
             why = f": {first.why} at {at(first.load)}" if first and first.why else ""
-            return f"cannot meet {slo} at any load{why}"
+            return f"cannot meet {slo} at any load{why}{self._starved(floor=False)}"
         # its repeats are probes in a row, not independent rounds: no interval, and the
         # sentence says so (an interval comes from rounds, rules/confidence.py)
         repeats = sum(1 for p in self.probes if p.meets and p.load == self.load)
@@ -201,12 +213,25 @@ class Capacity:
         if self.unstable is not None:
             return f"{text}; unstable {self._where(at)}: {self._evidence()}; {self._first()}"
         if self.breaks_at is not None:
-            text += f", breaks at {at(self.breaks_at)}: {self.breaks_why}"
+            text += f", breaks at {at(self.breaks_at)}: {self.breaks_why}{self._starved()}"
         else:
             text += f", not broken up to the ceiling ({self.stopped})"
         if self.stopped in (BUDGET, PROBES):
             text += f" [{self.stopped}: the true capacity lies in that bracket]"
         return text
+
+    def _starved(self, floor: bool = True) -> str:
+        if not self.starved_break:
+            return ""
+        so = (
+            "this is a floor on this machine now, not the server's limit"
+            if floor
+            else "the misses may be the machine's, not the server's"
+        )
+        return (
+            " (the machine starved the server at each miss there: it got a core half the "
+            f"time it wanted one or less, so {so})"
+        )
 
     def _where(self, at: Callable[[float], str]) -> str:
         assert self.unstable is not None
@@ -486,6 +511,7 @@ class CapacitySearch:
             miss = next((p for p in self.probes if p.load == hi and not p.meets), None)
             shaky = next((p for p in self._unsteady() if p.load == hi), None)
             why = shaky.unsteady if shaky is not None else (miss.why if miss else "")
+        at_break = [p for p in self.probes if hi is not None and p.load == hi and not p.meets]
         return Capacity(
             load=lo,
             rps=(sorted(rps)[len(rps) // 2] if rps else None),
@@ -496,4 +522,5 @@ class CapacitySearch:
             probes=list(self.probes),
             unstable=unstable,
             thin=bool(at_lo) and not any(p.enough for p in at_lo),
+            starved_break=bool(at_break) and all(p.starved for p in at_break),
         )
