@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, ROOT, STACKS_FIXTURE, run_cli
+from tests.helpers import CLI, ROOT, STACKS_FIXTURE, run_cli, take_quiet_core
 
 pytestmark = [pytest.mark.slow]
 
@@ -45,10 +45,15 @@ TUNE = [
 ]  # fmt: skip
 
 
+# The searches and tunes here take a quiet core (tests/helpers.py `take_quiet_core`): these
+# tests are about what an interrupted run keeps and resumes to, and a resumed tune beside the other
+# test lanes once read "the servers got a core 10 % of the time they wanted one" and
+# found workers=16 meeting the SLO nowhere (the tool now searches such a configuration
+# again and leaves it unranked if starved twice: honest, and not this test's question).
 def start(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL, preexec_fn=take_quiet_core,
     )  # fmt: skip
 
 
@@ -175,7 +180,9 @@ def test_ctrl_c_in_a_tune_exits_130_marked_interrupted_without_a_winner(tmp_path
     # issue 47: --resume measures the rest and writes again every file the first run
     # wrote, not only the JSON (its Markdown kept saying "Interrupted (Ctrl-C)")
     md.write_text("the first run's")
-    r = run_cli("--stacks-file", str(stacks), "tune", "--resume", str(journal), timeout=300)
+    r = run_cli(
+        "--stacks-file", str(stacks), "tune", "--resume", str(journal), timeout=300, quiet_core=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     run = json.loads(out.read_text())
     assert run["interrupted"] is None and run["tune"]["winner"] == "fixed:workers=16", run["tune"]
@@ -206,7 +213,9 @@ def test_a_killed_tune_resumes_to_the_answer_of_an_uninterrupted_one(tmp_path: P
     before = [e for e in entries(journal) if e["kind"] == "probe"]
     assert {e["stack"] for e in before} == {"fixed:workers=4", "fixed:workers=16"}
 
-    r = run_cli("--stacks-file", str(stacks), "tune", "--resume", str(journal), timeout=300)
+    r = run_cli(
+        "--stacks-file", str(stacks), "tune", "--resume", str(journal), timeout=300, quiet_core=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "resuming" in r.stderr
     resumed = json.loads(cut.read_text())["tune"]
