@@ -45,11 +45,12 @@ TUNE = [
 ]  # fmt: skip
 
 
-# The searches and tunes here take a quiet core (tests/helpers.py `take_quiet_core`): these
-# tests are about what an interrupted run keeps and resumes to, and a resumed tune beside the other
-# test lanes once read "the servers got a core 10 % of the time they wanted one" and
-# found workers=16 meeting the SLO nowhere (the tool now searches such a configuration
-# again and leaves it unranked if starved twice: honest, and not this test's question).
+# The searches and tunes here take a quiet core (tests/helpers.py `take_quiet_core`):
+# these tests are about what an interrupted run keeps and resumes to, and a resumed tune
+# beside the other test lanes once read "the servers got a core 10 % of the time they
+# wanted one" and found workers=16 meeting the SLO nowhere (the tool now searches such a
+# configuration again and leaves it unranked if starved twice: honest, and not this
+# test's question).
 def start(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
