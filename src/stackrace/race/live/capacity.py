@@ -20,10 +20,19 @@ member's load, lets it settle, restarts the totals (the panes then show that pro
 figures, and the slider its level), and judges each member once it has its answers.
 What it records per probe is what the summary ranks: req/s, the member's memory and
 its CPU per request (the same figures bench keeps for a capacity).
+
+The machine is read around each probe as bench reads it (race/core/noise.py): other
+processes' CPU and the engine's wait for a core over the probe, and each stack's own
+use of and wait for a core from the samples taken while it ran. A miss the machine
+disturbed is measured again, and a break starved at every miss says it is a floor,
+as in bench: a demo on a laptop running a browser is the normal case. A model engine
+(the synthetic one, a replay) has no processes and no machine: its probes are never
+busy.
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 
 from stackrace.race.core.capacity_plan import (
@@ -37,8 +46,9 @@ from stackrace.race.core.capacity_plan import (
 )
 from stackrace.race.core.capacity_search import CapacitySearch, Probe, needed_answers
 from stackrace.race.core.core import RaceCore
+from stackrace.race.core.noise import Mark, NoiseMeter, probe_busy, starved
 from stackrace.race.core.state import StackState
-from stackrace.report.schema import CapacityResult, ProbeSlice
+from stackrace.report.schema import CapacityResult, ProbeNoise, ProbeSlice
 from stackrace.report.slo import Slo
 
 SETTLE_S = 0.5  # after a load changes: connections open, retired ones drain
@@ -52,6 +62,7 @@ class _Member:
     cpu_us: dict[int, float] = field(default_factory=dict)  # probe index → CPU per answer
     gone: bool = False  # crashed or stopped: its search ends where it got to
     slices: list[ProbeSlice] = field(default_factory=list)  # the probe's own intervals
+    used: list[tuple[float, float]] = field(default_factory=list)  # (CPU %, wait %) samples
 
 
 class LiveCapacity:
@@ -81,6 +92,8 @@ class LiveCapacity:
         self._since = 0.0
         self.done = False
         self._seen = -1  # the last engine snapshot whose interval a probe kept
+        self._meter = NoiseMeter()
+        self._mark: Mark | None = None  # the machine at the probe's start (a real engine's)
 
     # --- driving ------------------------------------------------------------------
 
@@ -112,6 +125,9 @@ class LiveCapacity:
                 self._seen = snap.seq if snap is not None else -1
                 for i in self._probing():
                     self.members[i].slices = []
+                    self.members[i].used = []
+                pids = [p for i in self._probing() for p in self.core.engine.engine_pids(i)]
+                self._mark = self._meter.mark(pids) if pids else None
         elif self.phase == "measure":
             self._keep_interval()
             took = now - self._since
@@ -131,6 +147,10 @@ class LiveCapacity:
             return
         self._seen = snap.seq
         for i in self._probing():
+            member = self.core.members.get(i)
+            res = member.resources if member is not None else None
+            if res is not None:
+                self.members[i].used.append((res.cpu_percent, res.cpu_wait_percent))
             t = self.core.target(i)
             if t is not None:
                 lat = t.interval.latency
@@ -154,6 +174,7 @@ class LiveCapacity:
         return loads
 
     def _judge(self, seconds: float) -> None:
+        felt = self._meter.since(self._mark) if self._mark is not None else None
         for i in self._probing():
             m = self.members[i]
             assert m.load is not None
@@ -174,6 +195,7 @@ class LiveCapacity:
             cpu = self.core.cpu_per_request_us(i, window.requests)
             if cpu is not None:
                 m.cpu_us[n] = cpu
+            busy, starved_probe = _machine(felt, m.used)
             m.search.record(
                 Probe(
                     load=m.load,
@@ -185,6 +207,8 @@ class LiveCapacity:
                     enough=window.requests >= self.needed,
                     seconds=seconds,
                     unsteady=unsteady_of(m.slices, self.slo),
+                    busy=busy,
+                    starved=starved_probe,
                 )
             )
 
@@ -230,3 +254,14 @@ class LiveCapacity:
                 cpu=[m.cpu_us[n] for n in at_cap if n in m.cpu_us],
             )
         return out
+
+
+def _machine(felt: ProbeNoise | None, used: list[tuple[float, float]]) -> tuple[bool, bool]:
+    """A probe's `busy` and `starved` flags, as bench sets them (capacity_plan.probe_of):
+    from the machine over the probe (None: a model engine, no machine) and the stack's
+    median use of and wait for a core in its samples meanwhile."""
+    if felt is None:
+        return False, False
+    cpu = statistics.median(u for u, _ in used) if used else 0.0
+    wait = statistics.median(w for _, w in used) if used else 0.0
+    return probe_busy(felt, wait), bool(used) and starved(cpu, wait)
