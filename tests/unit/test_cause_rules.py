@@ -285,3 +285,29 @@ def test_unknown_does_not_repeat_samples_the_kernel_contradicts() -> None:
         "no single cause: CPU 0.1 cores (the samples' on CPU 100 % is not used: the"
         " kernel's CPU time contradicts it)"
     ), c.sentence
+
+
+def test_a_worker_that_waited_for_a_core_longer_than_it_ran_is_not_told_to_work_less() -> None:
+    """Seen beside four other stacks on one core: a sync worker ran 12 % and waited 45 %
+    for a core; the kernel reads a runnable thread as running, so its sleep line showed
+    "on CPU" 39 % of samples. The sentence says the samples cannot tell, and the knob is
+    the core, not less work per request."""
+    w = window(
+        {S.ON_CPU: 63, S.BLOCKED: 23, S.IDLE: 14},
+        frames=[fn("checkout", 25, 39, 100, S.ON_CPU)],
+        processes=(proc(0.12, wait=0.45),),
+    )
+    c = name_cause(w)
+    assert c.kind is CauseKind.CPU
+    assert c.sentence == (
+        "the process is on CPU 12 % and waited for a core 45 %: checkout (app.py:25) 39 % "
+        "of samples, running or waiting for a core (they waited longer than they ran)"
+    )
+    assert c.advice.startswith("a core of its own")
+    ran_more = window(
+        {S.ON_CPU: 95, S.IDLE: 5},
+        frames=[fn("crunch_numbers", 12, 91, 100, S.ON_CPU)],
+        processes=(proc(0.8, wait=0.3),),
+    )
+    assert "waiting for a core" not in name_cause(ran_more).sentence
+    assert "processes" in name_cause(ran_more).advice

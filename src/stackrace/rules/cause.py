@@ -18,7 +18,9 @@ function that prove it, the knob it implies (`advice`), and when the evidence is
    - **gil**: ≥ 20 % waiting for the GIL, with more than one thread;
    - **cpu**: ≥ 50 % on CPU; neither gil nor cpu when the kernel's CPU time
      contradicts the samples' (a quarter of what the threads sampled running would
-     use, or less): then the kernel's side names it, as in 3;
+     use, or less): then the kernel's side names it, as in 3. When the processes
+     waited for a core longer than they ran, the sentence says its samples are running
+     or waiting (the kernel reads both as running) and the knob is the core;
    - **accept queue**: the listening socket's queue reached its limit (or the machine
      dropped connections while it was near it);
    - **blocking wait**: ≥ 35 % blocked in a call (a socket, a file, a sleep).
@@ -66,6 +68,11 @@ ADVICE = {
     CauseKind.WORKER_RESTARTS: "a longer worker timeout, or a shorter call",
     CauseKind.UNKNOWN: "",
 }
+# the cpu cause of a stack that waited for a core longer than it ran: the samples' "on
+# CPU" cannot tell running from waiting for a core (the kernel reads both as running),
+# so the function they name may only have been waiting (a sync worker's sleep line, seen
+# beside four other stacks on one core), and less work per request is not the knob
+CORE_ADVICE = "a core of its own (fewer stacks per core), or a quieter machine"
 
 
 def _pct(share: float) -> str:
@@ -128,6 +135,13 @@ def _busiest(window: EvidenceWindow) -> float:
     return max((p.cpu_share for p in window.processes), default=0.0)
 
 
+def _waited_more_than_ran(window: EvidenceWindow) -> bool:
+    """Its processes stood runnable without a core longer than they ran (and a tenth of
+    a core or more): whatever the samples call on CPU was half waiting or more."""
+    waited = sum(p.core_wait_share for p in window.processes)
+    return waited >= 0.1 and waited > window.cpu()
+
+
 def _cpu_sentence(window: EvidenceWindow, top: FrameShare | None) -> str:
     on_cpu = f"{_pct(window.share(ThreadState.ON_CPU))} of samples"
     running = window.states.get(ThreadState.ON_CPU.value, 0)
@@ -136,6 +150,8 @@ def _cpu_sentence(window: EvidenceWindow, top: FrameShare | None) -> str:
         on_cpu = f"{top.where()} {_pct(min(1.0, top.samples / running))} of the samples on CPU"
     elif top is not None:
         on_cpu = f"{top.where()} {_pct(top.share)} of samples"
+    if _waited_more_than_ran(window):
+        on_cpu += ", running or waiting for a core (they waited longer than they ran)"
     if window.workers <= 1:
         head = f"the process is on CPU {_pct(min(1.0, _busiest(window)))}"
         waited = max((p.core_wait_share for p in window.processes), default=0.0)
@@ -169,11 +185,12 @@ def _cause(
     function: FrameShare | None,
     share: float | None,
 ) -> Cause:
+    starved = kind is CauseKind.CPU and _waited_more_than_ran(window)
     return Cause(
         kind=kind,
         sentence=sentence,
         function=function,
-        advice=ADVICE[kind],
+        advice=CORE_ADVICE if starved else ADVICE[kind],
         confidence=_confidence(window, share),
     )
 
