@@ -356,6 +356,19 @@ def test_no_test_is_rerun():
     assert "rerunfailures" not in pyproject
 
 
+def test_no_wait_for_in_the_package():
+    """`asyncio.timeout`, never `asyncio.wait_for`: on Python 3.11 (the floor this package
+    supports) wait_for can swallow a cancellation that arrives as the awaited result does
+    (CPython gh-86296, fixed in 3.12 by rebuilding wait_for on timeout), and a Ctrl-C or
+    a stop that is lost leaves something running."""
+    users = [
+        str(path.relative_to(SRC))
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "asyncio.wait_for(" in path.read_text()
+    ]
+    assert users == []
+
+
 def _namespace_takers(tree: ast.AST) -> list[str]:
     """The functions of a module with a parameter annotated as argparse's Namespace."""
     found = []

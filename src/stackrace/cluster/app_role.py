@@ -43,7 +43,8 @@ _CALL_TIMEOUT = 30.0  # s for one call to the app host (a stop waits for the gra
 
 async def call(ref: Any, timeout: float = _CALL_TIMEOUT) -> Any:
     """Await an actor call's result from any event loop (uvloop or Textual's)."""
-    return await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
+    async with asyncio.timeout(timeout):
+        return await asyncio.wrap_future(ref.future())
 
 
 class RemoteStack:

@@ -138,7 +138,8 @@ class EngineHost:
         if not self._lines and not self._ended:
             self._more.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._more.wait(), wait)
+                async with asyncio.timeout(wait):
+                    await self._more.wait()
         lines, self._lines = self._lines, []
         return lines, self._ended and not self._lines
 

@@ -89,9 +89,8 @@ class RayLink:
             num_cpus=0,
         ).remote(node.id, self.slot.cpus, self.lost_after)
         try:
-            info = await asyncio.wait_for(
-                asyncio.wrap_future(actor.start.remote().future()), self._timeout
-            )
+            async with asyncio.timeout(self._timeout):
+                info = await asyncio.wrap_future(actor.start.remote().future())
             check_compatible(info, f"load node {node.address}", node.id)
         except TimeoutError:
             ray.kill(actor)
@@ -168,9 +167,8 @@ class RayLink:
             return
         self._flush()
         with contextlib.suppress(TimeoutError, ray.exceptions.RayError):
-            await asyncio.wait_for(
-                asyncio.wrap_future(actor.close.remote(grace).future()), grace + 5.0
-            )
+            async with asyncio.timeout(grace + 5.0):
+                await asyncio.wrap_future(actor.close.remote(grace).future())
         self._alive = False
         ray.kill(actor)  # the actor process goes too, not only its engine
 

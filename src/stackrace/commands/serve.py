@@ -128,7 +128,8 @@ async def _serve(chosen: list[Stack], env: dict[str, str]) -> int:
             for rs in launcher.poll():
                 print(f"✗ {rs.name} crashed: {rs.error}\n{rs.log_tail()}", file=sys.stderr)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 0.5)
+                async with asyncio.timeout(0.5):
+                    await stop.wait()
         print("stopping… (Ctrl-C again: kill at once)", flush=True)
     return 1 if failed else 0
 

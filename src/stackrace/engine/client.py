@@ -179,9 +179,8 @@ class Engine:
                 new.append(p)
                 self._procs.append(p)
                 self._every.append(p)
-            readies = await asyncio.wait_for(
-                asyncio.gather(*(p.ready for p in new)), self.start_timeout
-            )
+            async with asyncio.timeout(self.start_timeout):
+                readies = await asyncio.gather(*(p.ready for p in new))
         except (TimeoutError, EngineError, LinkError) as exc:
             for p in new:
                 await self._close(p)
@@ -430,7 +429,8 @@ class Engine:
         next_at = time.monotonic() + interval
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), max(0.0, next_at - time.monotonic()))
+                async with asyncio.timeout(max(0.0, next_at - time.monotonic())):
+                    await self._wake.wait()
             if self._halt.is_set():
                 return
             if self._wake.is_set():  # a budget spent: this interval ends now, a short one

@@ -83,7 +83,8 @@ async def end_engine(
     if proc.stdin is not None:
         proc.stdin.close()
     try:
-        await asyncio.wait_for(proc.wait(), grace)
+        async with asyncio.timeout(grace):
+            await proc.wait()
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

@@ -127,7 +127,8 @@ class EngineProc:
             if left <= 0:
                 return out
             try:
-                msg = await asyncio.wait_for(self.reports.get(), left)
+                async with asyncio.timeout(left):
+                    msg = await self.reports.get()
             except TimeoutError:
                 return out
             out.append(msg)

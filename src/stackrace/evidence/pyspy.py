@@ -325,7 +325,8 @@ async def stop_record(proc: asyncio.subprocess.Process, pid: int, out: Path) -> 
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGINT)
             with contextlib.suppress(TimeoutError):
-                _, err = await asyncio.wait_for(proc.communicate(), STOP_TIMEOUT)
+                async with asyncio.timeout(STOP_TIMEOUT):
+                    _, err = await proc.communicate()
                 break
     finally:  # still there (or the window cancelled): it goes now, with what it had
         if proc.returncode is None:

@@ -210,7 +210,8 @@ class MetricsExporter:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _READ_TIMEOUT)
+            async with asyncio.timeout(_READ_TIMEOUT):
+                head = await reader.readuntil(b"\r\n\r\n")
             method, _, rest = head.split(b"\r\n", 1)[0].decode("latin-1").partition(" ")
             path = rest.partition(" ")[0].partition("?")[0]
             if method not in ("GET", "HEAD"):

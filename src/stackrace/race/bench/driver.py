@@ -426,7 +426,8 @@ async def _unreachable(url: str, timeout: float = 5.0) -> str:
 
     u = parse_url(url)
     try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(u.host, u.port), timeout)
+        async with asyncio.timeout(timeout):
+            _, writer = await asyncio.open_connection(u.host, u.port)
     except TimeoutError:
         return f"no connection within {timeout:g}s"
     except OSError as exc:
