@@ -54,17 +54,20 @@ def test_procs_above_the_cores_are_capped_with_a_note(server: TestServer) -> Non
     for -d 2s, req/s understated by up to 43 %)."""
     n = len(CPUS)
     # a 20 ms path: the check is the cap and the time measured, not a throughput, and at
-    # full throttle 2 s of -c 8 burnt both cores
-    r = run_cli("load", server.url("/delay?ms=20"), "--procs", "40", "-d", "2s", "-c", "8")
+    # full throttle 2 s of -c 8 burnt both cores. On a quiet core (tests/helpers.py
+    # `take_quiet_core`): the end waits for the engines' last reports, and beside the
+    # other lanes that took 0.4 s more once ("2.40s measured") and 0.73 s another time
+    r = run_cli(
+        "load", server.url("/delay?ms=20"), "--procs", "40", "-d", "2s", "-c", "8",
+        quiet_core=True,
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert f"--procs 40 capped at {n}" in r.stderr
     assert "Traceback" not in r.stderr
     m = re.search(r"(\d+) engine process(?:es)?, ([\d.]+)s measured", r.stdout)
     assert m is not None, r.stdout
     assert int(m.group(1)) == n
-    # (the load ends when the engines are told to stop and their last reports are in:
-    # beside ./dev test's other lanes that took 0.4 s more once, "2.40s measured", an
-    # honest figure; 40 start-ups cost 1.6 s)
+    # (2.13-2.17 s on a quiet machine; 40 start-ups cost 1.6 s more)
     assert 1.7 < float(m.group(2)) < 2.7, r.stdout
 
 
