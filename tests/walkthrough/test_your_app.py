@@ -127,3 +127,25 @@ def test_the_apps_url_options_are_checked_before_the_screen_opens() -> None:
     for argv, expected in cases.items():
         with pytest.raises(AppSetupError, match=re.escape(expected)):
             build_session(app_options(build_parser().parse_args(list(argv))))
+
+
+def test_a_stack_that_is_none_is_one_line_with_the_ones_there_are() -> None:
+    """`--stacks 'uvicorn-wsgi[app]' --go` with `--app` said only "no stack … in the
+    stacks file": your app's stacks are not in `stackrace stacks`, so the line names
+    them; a misspelt stack gets the nearest names; the name is escaped (it is the user's
+    text, and the error is written to a terminal)."""
+    app = ["--app", str(ROOT / "examples" / "flask_app:app")]
+    cases = {
+        (*app, "--stacks", "uvicorn-wsgi[app]", "--go"): (
+            "no stack 'uvicorn-wsgi[app]': your app's: ",
+            "gunicorn-sync[app]",
+        ),
+        ("--stacks", "gunicorn-sinc", "--go"): ("did you mean gunicorn-sync", "stackrace stacks"),
+        ("--stacks", "evil\x1b[31m", "--go"): ("no stack 'evil\\x1b[31m'", "stackrace stacks"),
+    }
+    for argv, said in cases.items():
+        with pytest.raises(AppSetupError) as err:
+            build_session(app_options(build_parser().parse_args(list(argv))))
+        line = str(err.value)
+        assert "\n" not in line and "\x1b" not in line, line
+        assert all(s in line for s in said), line

@@ -27,6 +27,7 @@ it needs for one option alone (the demo's, your app's, a recorder's) cost ~5 ms 
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -271,9 +272,23 @@ def build_session(
         known = {c.id for c in catalog}
         unknown = [s for s in plan.stacks if s.partition(":")[0] not in known]
         if unknown:
-            raise AppSetupError(f"no stack {unknown[0]!r} in the stacks file")
+            raise AppSetupError(_unknown_stack(unknown[0], sorted(known)))
     session = Session(RaceCore(engine, source, plan.settings))
     session.then = then
     # with only URL targets and nothing to pick, go straight to the race
     show_picker = not go and (bool(catalog) or not urls)
     return session, plan, catalog, show_picker
+
+
+def _unknown_stack(ref: str, names: list[str]) -> str:
+    """The one line for a stack named that none is: your app's stacks when it asked for
+    one of them (`…[app]`: `stackrace stacks` does not list them), else the nearest
+    names. The name is the user's text: shown with repr, never raw."""
+    base = ref.partition(":")[0]
+    if base.endswith("[app]"):
+        apps = [n for n in names if n.endswith("[app]")]
+        known = f"your app's: {', '.join(apps)}" if apps else "no stack of your app here"
+        return f"no stack {ref!r}: {known}"
+    near = difflib.get_close_matches(base, names, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(near)}?)" if near else ""
+    return f"no stack {ref!r} in the stacks file{hint}; `stackrace stacks` lists them"
