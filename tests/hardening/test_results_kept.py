@@ -184,10 +184,14 @@ def test_a_level_without_answers_shows_no_answers_never_zero(tmp_path: Path) -> 
     """Every request times out (50 ms of work, 10 ms timeout): p50/p99 are not 0µs in the
     table, the Markdown or the CSV, but "no answers" and empty cells."""
     md, csv_file = tmp_path / "run.md", tmp_path / "run.csv"
+    # on a quiet core: the engine times requests out in a sweep every 100 ms, and an
+    # answer it reads before the sweep comes is counted as an answer however late
+    # (beside the other lanes one came in at 118 ms against this 10 ms timeout): a gap of
+    # the engine's, not of this table, written down in docs/engine.md ("A known gap")
     r = run_cli(
         "--stacks-file", str(STACKS_FIXTURE), "bench", "--stacks", "plain",
         "--concurrency", "2", "--timeout", "10ms", *LEVEL,
-        "--markdown", str(md), "--csv", str(csv_file), env=blocking(50),
+        "--markdown", str(md), "--csv", str(csv_file), env=blocking(50), quiet_core=True,
     )  # fmt: skip
     assert "Traceback" not in r.stderr
     row = next(line for line in md.read_text().splitlines() if line.startswith("| plain"))
