@@ -94,7 +94,9 @@ async def test_blocking_server_breaks_async_one_does_not(servers):
         assert not async_pane.has_class("-broken"), async_view.breaking
         # the figures behind it: the async server scaled, the blocking one did not
         assert async_view.target is not None and sync_view.target is not None
-        assert async_view.target.interval.rps > 3 * sync_view.target.interval.rps
+        # (over the level's totals, not the last quarter second: beside the other lanes
+        # one interval read 0 req/s for the async server, its engine's report late)
+        assert async_view.target.total.rps > 3 * sync_view.target.total.rps
         # memory and CPU of a URL target come from its pid
         assert sync_view.resources is not None and sync_view.resources.rss > 0
         await pilot.press("q")
@@ -139,7 +141,7 @@ async def test_launched_gunicorn_sync_breaks_uvicorn_does_not():
         by_id = {p.id: p.target for p in view.panes}
         uvicorn, sync = by_id["uvicorn"], by_id["gunicorn-sync"]
         assert uvicorn is not None and sync is not None
-        assert uvicorn.interval.rps > 3 * sync.interval.rps
+        assert uvicorn.total.rps > 3 * sync.total.rps  # (the level's, as above)
         await pilot.press("q")
         await pilot.pause()
     assert not [pid for pid in pids if psutil.pid_exists(pid)]
