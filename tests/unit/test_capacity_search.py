@@ -650,3 +650,22 @@ def test_cannot_meet_on_a_starved_machine_says_whose_it_may_be() -> None:
     assert result.stopped == CANNOT and result.starved_break
     said = result.sentence("p99 < 75 ms")
     assert said.endswith("so the misses may be the machine's, not the server's)"), said
+
+
+def test_an_unstable_floor_the_machine_starved_at_each_miss_says_so_too() -> None:
+    # the app's k beside a spinner on the server's core: c=1 met when a probe fell in
+    # the spinner's pauses and missed otherwise; the unstable answer carries the clause
+    seen = {"n": 0}
+
+    def measure(c: float) -> Probe:
+        seen["n"] += 1
+        if c == 1 and seen["n"] % 2 == 0:
+            return Probe(c, True, 45, "")
+        return Probe(c, False, 40, "mean 23.5 ms ≥ 22 ms", busy=True, starved=True)
+
+    search = CapacitySearch(Bounds(start=1, ceiling=64, integer=True))
+    run(search, measure)
+    result = search.result()
+    assert result.unstable is not None and result.starved_break, result
+    said = result.sentence("mean < 22 ms")
+    assert "unstable" in said and said.endswith("not the server's)"), said

@@ -192,7 +192,7 @@ class Capacity:
         if self.load is None and self.unstable is not None:
             return (
                 f"meets {slo} at no load for sure: unstable {self._where(at)}, "
-                f"{self._evidence()}; {self._first()}"
+                f"{self._evidence()}; {self._first()}{self._starved(floor=False)}"
             )
         if self.load is None:
             first = self.probes[0] if self.probes else None
@@ -211,7 +211,10 @@ class Capacity:
         if self.thin:
             text += " [on fewer answers than the percentile needs]"
         if self.unstable is not None:
-            return f"{text}; unstable {self._where(at)}: {self._evidence()}; {self._first()}"
+            return (
+                f"{text}; unstable {self._where(at)}: {self._evidence()}; {self._first()}"
+                f"{self._starved(floor=False)}"
+            )
         if self.breaks_at is not None:
             text += f", breaks at {at(self.breaks_at)}: {self.breaks_why}{self._starved()}"
         else:
