@@ -24,7 +24,7 @@ from stackrace.race.core.capacity_search import (
     CapacitySearch,
     Probe,
 )
-from stackrace.race.core.noise import probe_busy, starved
+from stackrace.race.core.noise import probe_flags
 from stackrace.report.schema import CapacityProbe, CapacityResult, Level, ProbeNoise, ProbeSlice
 from stackrace.report.slo import Slo
 from stackrace.rules.confidence import estimate, rounds_interval
@@ -112,6 +112,7 @@ def unsteady_of(slices: list[ProbeSlice], slo: Slo) -> str:
 
 
 def probe_of(cp: CapacityProbe) -> Probe:
+    busy, starved = probe_flags(cp.noise, cp.level.cpu_percent, cp.level.cpu_wait_percent)
     return Probe(
         load=cp.load,
         meets=cp.meets,
@@ -121,8 +122,8 @@ def probe_of(cp: CapacityProbe) -> Probe:
         answers=cp.answers,
         enough=cp.enough,
         seconds=cp.seconds,
-        busy=probe_busy(cp.noise, cp.level.cpu_wait_percent),
-        starved=starved(cp.level.cpu_percent, cp.level.cpu_wait_percent),
+        busy=busy,
+        starved=starved,
         unsteady=cp.unsteady,
     )
 

@@ -119,6 +119,15 @@ class NoiseMeter:
         return self.since(mark).others_cores
 
 
+def probe_flags(
+    noise: ProbeNoise | None, cpu_percent: float, wait_percent: float
+) -> tuple[bool, bool]:
+    """A capacity probe's `busy` and `starved` (race/core/capacity_search.py `Probe`) from
+    the machine over it and the stack's use of and wait for a core: one rule for bench,
+    tune and the app's `k`."""
+    return probe_busy(noise, wait_percent), starved(cpu_percent, wait_percent)
+
+
 def probe_busy(noise: ProbeNoise | None, stack_wait_percent: float) -> bool:
     """Whether the machine disturbed a probe: other processes took `BUSY_OTHERS_CORES` of
     a core or more, or the engine or the stack waited for a core `BUSY_WAIT_PERCENT` of

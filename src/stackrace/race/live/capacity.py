@@ -46,7 +46,7 @@ from stackrace.race.core.capacity_plan import (
 )
 from stackrace.race.core.capacity_search import CapacitySearch, Probe, needed_answers
 from stackrace.race.core.core import RaceCore
-from stackrace.race.core.noise import Mark, NoiseMeter, probe_busy, starved
+from stackrace.race.core.noise import Mark, NoiseMeter, probe_flags
 from stackrace.race.core.state import StackState
 from stackrace.report.schema import CapacityResult, ProbeNoise, ProbeSlice
 from stackrace.report.slo import Slo
@@ -257,11 +257,11 @@ class LiveCapacity:
 
 
 def _machine(felt: ProbeNoise | None, used: list[tuple[float, float]]) -> tuple[bool, bool]:
-    """A probe's `busy` and `starved` flags, as bench sets them (capacity_plan.probe_of):
+    """A probe's `busy` and `starved` flags, by bench's rule (noise.py `probe_flags`):
     from the machine over the probe (None: a model engine, no machine) and the stack's
     median use of and wait for a core in its samples meanwhile."""
     if felt is None:
         return False, False
     cpu = statistics.median(u for u, _ in used) if used else 0.0
     wait = statistics.median(w for _, w in used) if used else 0.0
-    return probe_busy(felt, wait), bool(used) and starved(cpu, wait)
+    return probe_flags(felt, cpu, wait)
